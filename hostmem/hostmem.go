@@ -1,0 +1,52 @@
+// Package hostmem is the one place outside capi/ and device/cuda/ that uses
+// unsafe: it allocates aligned host buffers and views them as typed slices.
+//
+// Invariant: every buffer from Alloc starts on a 64-byte boundary, so that
+// any dtype view (and SIMD loads in C kernels) is aligned, and a view never
+// outlives the []byte it was made from (it shares its backing array).
+package hostmem
+
+import "unsafe"
+
+// Align is the alignment of every buffer returned by Alloc.
+const Align = 64
+
+// Alloc returns a zeroed buffer of n bytes aligned to Align.
+func Alloc(n int) []byte {
+	if n == 0 {
+		return []byte{}
+	}
+	words := make([]uint64, (n+Align+7)/8)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8)
+	off := int(-uintptr(unsafe.Pointer(&b[0])) & (Align - 1))
+	return b[off : off+n : off+n]
+}
+
+// View reinterprets b as a slice of T. len(b) must be a multiple of
+// sizeof(T) and b aligned for T (true for buffers from Alloc).
+func View[T any](b []byte) []T {
+	var z T
+	sz := int(unsafe.Sizeof(z))
+	if len(b) == 0 || sz == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/sz)
+}
+
+// Bytes reinterprets a typed slice as its bytes.
+func Bytes[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(z)))
+}
+
+// Addr returns the address of b's first byte, for alignment checks and
+// buffer identity in tests and stats.
+func Addr(b []byte) uintptr {
+	if cap(b) == 0 {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+}

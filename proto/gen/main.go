@@ -1,0 +1,176 @@
+// Command gen regenerates package tfpb from TensorFlow 2.15's .proto files.
+//
+// It reads the .proto files from the TF module in the Go module cache
+// (downloading it when missing), strips every comment so that no TensorFlow
+// text lands in this repository, and runs protoc with protoc-gen-go, mapping
+// every file into the single Go package mstream/proto/tfpb. The proto package
+// names (tensorflow.*) are kept, so the wire and text formats are TF's own.
+//
+// Needs protoc (Debian: protobuf-compiler) and protoc-gen-go at the version
+// pinned in go.mod. Run from the repository root: go run ./proto/gen
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+const tfModule = "github.com/tensorflow/tensorflow@v2.15.0+incompatible"
+
+// roots are the messages the runtime needs; their imports are followed.
+var roots = []string{
+	"tensorflow/core/framework/graph.proto",
+	"tensorflow/core/framework/op_def.proto",
+	"tensorflow/core/framework/device_attributes.proto",
+	"tensorflow/core/protobuf/config.proto",
+}
+
+// searchPath lists where imports resolve inside the TF module.
+var searchPath = []string{".", "third_party/xla/third_party/tsl"}
+
+func main() {
+	log.SetFlags(0)
+	tf := tfDir()
+	tmp, err := os.MkdirTemp("", "tfproto")
+	check(err)
+	defer os.RemoveAll(tmp)
+
+	seen := map[string]bool{}
+	var files []string
+	var walk func(string)
+	walk = func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		src := find(tf, name)
+		text := stripComments(src)
+		text = goPackage.ReplaceAll(text, nil)
+		dst := filepath.Join(tmp, name)
+		check(os.MkdirAll(filepath.Dir(dst), 0o755))
+		check(os.WriteFile(dst, text, 0o644))
+		files = append(files, name)
+		for _, m := range importRe.FindAllSubmatch(text, -1) {
+			walk(string(m[1]))
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	sort.Strings(files)
+
+	out, err := os.MkdirTemp("", "tfgo")
+	check(err)
+	defer os.RemoveAll(out)
+	args := []string{"-I" + tmp, "--go_out=" + out, "--go_opt=paths=source_relative"}
+	for _, f := range files {
+		args = append(args, "--go_opt=M"+f+"=mstream/proto/tfpb")
+	}
+	args = append(args, files...)
+	cmd := exec.Command("protoc", args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	check(cmd.Run())
+
+	dstDir := filepath.Join("proto", "tfpb")
+	old, _ := filepath.Glob(filepath.Join(dstDir, "*.pb.go"))
+	for _, f := range old {
+		check(os.Remove(f))
+	}
+	for _, f := range files {
+		gen := filepath.Join(out, strings.TrimSuffix(f, ".proto")+".pb.go")
+		b, err := os.ReadFile(gen)
+		check(err)
+		base := strings.ReplaceAll(strings.TrimSuffix(f, ".proto"), "/", "_") + ".pb.go"
+		check(os.WriteFile(filepath.Join(dstDir, base), b, 0o644))
+	}
+	fmt.Printf("generated %d files into %s\n", len(files), dstDir)
+}
+
+var (
+	importRe  = regexp.MustCompile(`(?m)^import\s+(?:public\s+|weak\s+)?"([^"]+)"\s*;`)
+	goPackage = regexp.MustCompile(`(?m)^option\s+go_package\s*=\s*"[^"]*"\s*;\n?`)
+)
+
+// stripComments removes // and /* */ comments outside string literals and
+// drops lines left empty, so that only the schema remains.
+func stripComments(src []byte) []byte {
+	var b bytes.Buffer
+	inStr := byte(0)
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case inStr != 0:
+			b.WriteByte(c)
+			if c == '\\' && i+1 < len(src) {
+				i++
+				b.WriteByte(src[i])
+			} else if c == inStr {
+				inStr = 0
+			}
+		case c == '"' || c == '\'':
+			inStr = c
+			b.WriteByte(c)
+		case c == '/' && i+1 < len(src) && src[i+1] == '/':
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+			if i < len(src) {
+				b.WriteByte('\n')
+			}
+		case c == '/' && i+1 < len(src) && src[i+1] == '*':
+			end := bytes.Index(src[i+2:], []byte("*/"))
+			if end < 0 {
+				log.Fatal("unterminated comment")
+			}
+			i += end + 3
+		default:
+			b.WriteByte(c)
+		}
+	}
+	var out bytes.Buffer
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		out.WriteString(strings.TrimRight(line, " \t"))
+		out.WriteByte('\n')
+	}
+	return out.Bytes()
+}
+
+func find(tf, name string) []byte {
+	for _, p := range searchPath {
+		b, err := os.ReadFile(filepath.Join(tf, p, name))
+		if err == nil {
+			return b
+		}
+	}
+	log.Fatalf("cannot find %s in %s", name, tf)
+	return nil
+}
+
+// tfDir returns the TF module's directory, downloading it when missing.
+func tfDir() string {
+	out, err := exec.Command("go", "mod", "download", "-json", tfModule).Output()
+	if err != nil {
+		log.Fatalf("go mod download %s: %v", tfModule, err)
+	}
+	m := regexp.MustCompile(`"Dir":\s*"([^"]+)"`).FindSubmatch(out)
+	if m == nil {
+		log.Fatalf("no Dir in go mod download output")
+	}
+	return string(m[1])
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}

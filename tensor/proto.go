@@ -1,0 +1,215 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+
+	"mstream/proto/tfpb"
+)
+
+// ShapeFromProto converts a TensorShapeProto to a partial shape.
+func ShapeFromProto(p *tfpb.TensorShapeProto) PartialShape {
+	if p == nil || p.UnknownRank {
+		return Unknown
+	}
+	dims := make([]int64, len(p.Dim))
+	for i, d := range p.Dim {
+		dims[i] = d.Size
+		if d.Size < 0 {
+			dims[i] = -1
+		}
+	}
+	return PartialShape{Known: true, Dims: dims}
+}
+
+// ShapeToProto converts a partial shape to a TensorShapeProto.
+func ShapeToProto(s PartialShape) *tfpb.TensorShapeProto {
+	if !s.Known {
+		return &tfpb.TensorShapeProto{UnknownRank: true}
+	}
+	p := &tfpb.TensorShapeProto{Dim: make([]*tfpb.TensorShapeProto_Dim, len(s.Dims))}
+	for i, d := range s.Dims {
+		p.Dim[i] = &tfpb.TensorShapeProto_Dim{Size: d}
+	}
+	return p
+}
+
+// FromProto builds a tensor from a TensorProto as TF's Tensor::FromProto
+// does: tensor_content when present, else the typed *_val field, where fewer
+// values than elements repeat the last one (a single value fills the shape)
+// and no values at all give zeros.
+func FromProto(p *tfpb.TensorProto) (*Tensor, error) {
+	dt := DType(p.Dtype)
+	if !dt.Valid() || !(dt.Fixed() || dt == String) {
+		return nil, fmt.Errorf("unsupported tensor dtype %v", dt)
+	}
+	ps := ShapeFromProto(p.TensorShape)
+	if !ps.FullyDefined() {
+		return nil, fmt.Errorf("tensor proto shape %v is not fully defined", ps)
+	}
+	shape := Shape(ps.Dims)
+	if err := shape.Validate(); err != nil {
+		return nil, err
+	}
+	n := shape.NumElements()
+	if dt == String {
+		if int64(len(p.StringVal)) > n {
+			return nil, fmt.Errorf("tensor proto has %d strings for shape %v", len(p.StringVal), shape)
+		}
+		if n > 0 && len(p.StringVal) == 0 && len(p.TensorContent) > 0 {
+			return nil, fmt.Errorf("string tensor proto uses tensor_content, which TF does not accept")
+		}
+		t := New(String, shape)
+		for i := int64(0); i < n; i++ {
+			switch {
+			case i < int64(len(p.StringVal)):
+				t.Strs[i] = append([]byte(nil), p.StringVal[i]...)
+			case len(p.StringVal) > 0:
+				t.Strs[i] = append([]byte(nil), p.StringVal[len(p.StringVal)-1]...)
+			default:
+				t.Strs[i] = []byte{}
+			}
+		}
+		return t, nil
+	}
+	if n > 1<<40 {
+		return nil, fmt.Errorf("tensor proto shape %v is too large", shape)
+	}
+	t := New(dt, shape)
+	if len(p.TensorContent) > 0 {
+		if int64(len(p.TensorContent)) != n*int64(dt.Size()) {
+			return nil, fmt.Errorf("tensor_content has %d bytes, %v%v needs %d", len(p.TensorContent), dt, shape, n*int64(dt.Size()))
+		}
+		copy(t.Buf, p.TensorContent)
+		return t, nil
+	}
+	var err error
+	switch dt {
+	case Float:
+		err = fill(t.F32(), p.FloatVal)
+	case Double:
+		err = fill(t.F64(), p.DoubleVal)
+	case Int32, Qint32:
+		err = fill(t.I32(), p.IntVal)
+	case Int16, Qint16:
+		err = fill(t.I16(), convert[int32, int16](p.IntVal))
+	case Int8, Qint8:
+		err = fill(t.I8(), convert[int32, int8](p.IntVal))
+	case Uint8, Quint8:
+		err = fill(t.U8(), convert[int32, uint8](p.IntVal))
+	case Uint16, Quint16:
+		err = fill(t.U16(), convert[int32, uint16](p.IntVal))
+	case Int64:
+		err = fill(t.I64(), p.Int64Val)
+	case Uint32:
+		err = fill(t.U32(), p.Uint32Val)
+	case Uint64:
+		err = fill(t.U64(), p.Uint64Val)
+	case Bool:
+		err = fill(t.Bools(), p.BoolVal)
+	case Half, Bfloat16:
+		err = fill(t.U16(), convert[int32, uint16](p.HalfVal))
+	case Complex64:
+		if len(p.ScomplexVal)%2 != 0 {
+			return nil, fmt.Errorf("scomplex_val has an odd length %d", len(p.ScomplexVal))
+		}
+		c := make([]complex64, len(p.ScomplexVal)/2)
+		for i := range c {
+			c[i] = complex(p.ScomplexVal[2*i], p.ScomplexVal[2*i+1])
+		}
+		err = fill(t.C64(), c)
+	case Complex128:
+		if len(p.DcomplexVal)%2 != 0 {
+			return nil, fmt.Errorf("dcomplex_val has an odd length %d", len(p.DcomplexVal))
+		}
+		c := make([]complex128, len(p.DcomplexVal)/2)
+		for i := range c {
+			c[i] = complex(p.DcomplexVal[2*i], p.DcomplexVal[2*i+1])
+		}
+		err = fill(t.C128(), c)
+	default:
+		if len(p.IntVal) > 0 || len(p.Int64Val) > 0 {
+			return nil, fmt.Errorf("tensor proto of dtype %v must use tensor_content", dt)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%v tensor proto of shape %v: %w", dt, shape, err)
+	}
+	return t, nil
+}
+
+func fill[T any](dst, src []T) error {
+	if len(src) > len(dst) {
+		return fmt.Errorf("has %d values for %d elements", len(src), len(dst))
+	}
+	copy(dst, src)
+	if len(src) > 0 {
+		last := src[len(src)-1]
+		for i := len(src); i < len(dst); i++ {
+			dst[i] = last
+		}
+	}
+	return nil
+}
+
+func convert[S, D int32 | int16 | int8 | uint8 | uint16](s []S) []D {
+	d := make([]D, len(s))
+	for i, v := range s {
+		d[i] = D(v)
+	}
+	return d
+}
+
+// ToProto encodes t as TF's AsProtoTensorContent does: tensor_content for
+// fixed-size dtypes, string_val for strings.
+func ToProto(t *Tensor) *tfpb.TensorProto {
+	p := &tfpb.TensorProto{Dtype: tfpb.DataType(t.DType), TensorShape: ShapeToProto(KnownShape(t.Shape))}
+	if t.DType == String {
+		p.StringVal = make([][]byte, len(t.Strs))
+		for i, s := range t.Strs {
+			p.StringVal[i] = append([]byte{}, s...)
+		}
+		return p
+	}
+	if len(t.Buf) > 0 {
+		p.TensorContent = append([]byte(nil), t.Buf...)
+	}
+	return p
+}
+
+// ElementF64 reads element i of a real numeric tensor as float64; tests and
+// reference code use it.
+func (t *Tensor) ElementF64(i int) float64 {
+	switch t.DType {
+	case Float:
+		return float64(t.F32()[i])
+	case Double:
+		return t.F64()[i]
+	case Half:
+		return float64(HalfToF32(t.U16()[i]))
+	case Bfloat16:
+		return float64(Bfloat16ToF32(t.U16()[i]))
+	case Int32:
+		return float64(t.I32()[i])
+	case Int64:
+		return float64(t.I64()[i])
+	case Int16:
+		return float64(t.I16()[i])
+	case Int8:
+		return float64(t.I8()[i])
+	case Uint8:
+		return float64(t.U8()[i])
+	case Uint16:
+		return float64(t.U16()[i])
+	case Uint32:
+		return float64(t.U32()[i])
+	case Uint64:
+		return float64(t.U64()[i])
+	case Bool:
+		if t.Bools()[i] {
+			return 1
+		}
+		return 0
+	}
+	return math.NaN()
+}
