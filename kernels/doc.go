@@ -1,0 +1,9 @@
+// Package kernels is the kernel registry: for each (op, device, dtype) a
+// factory that builds a Kernel from a node's attrs. Implementations live in
+// kernels/cpu (and later kernels/cuda) and register themselves in init.
+//
+// Invariants: a Kernel is immutable after its factory returns and may run in
+// several steps at once; a kernel never mutates its inputs (they may be
+// shared by other consumers or by the caller); every error a kernel returns
+// carries a TF code and names the node (Context.Errorf).
+package kernels

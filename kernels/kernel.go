@@ -1,0 +1,186 @@
+package kernels
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"mstream/graph"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Device types kernels register for.
+const (
+	CPU = "CPU"
+	GPU = "GPU"
+)
+
+// Kernel computes one node. A kernel is built once per node of a plan and
+// may be called by several steps at once: Compute must not mutate the
+// kernel.
+type Kernel interface {
+	Compute(ctx *Context) error
+}
+
+// KernelFunc adapts a function to Kernel.
+type KernelFunc func(ctx *Context) error
+
+func (f KernelFunc) Compute(ctx *Context) error { return f(ctx) }
+
+// Factory builds the kernel for a node, reading and validating its attrs.
+// An error names what is wrong; the plan reports it with the node's name.
+type Factory func(n *graph.Node) (Kernel, error)
+
+// Def registers a kernel for an op on a device.
+type Def struct {
+	Op     string
+	Device string
+	// TypeAttr names the attr whose value selects the kernel ("T"); empty
+	// when the kernel serves every dtype the OpDef allows.
+	TypeAttr string
+	Types    []tensor.DType
+	// HostMemory lists input and output arg names that stay in host memory
+	// on every device (TF's HostMemory rule: shapes, axes, sizes).
+	HostMemory []string
+	Factory    Factory
+}
+
+var (
+	regMu sync.RWMutex
+	reg   = map[string][]*Def{} // key: op + "/" + device
+)
+
+// Register adds a kernel definition; it panics on a duplicate, which is a
+// programming error found at init.
+func Register(d Def) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	key := d.Op + "/" + d.Device
+	for _, old := range reg[key] {
+		if old.TypeAttr == "" || d.TypeAttr == "" {
+			panic("kernels: duplicate registration of " + key)
+		}
+		for _, a := range old.Types {
+			for _, b := range d.Types {
+				if a == b {
+					panic(fmt.Sprintf("kernels: duplicate registration of %s for %v", key, a))
+				}
+			}
+		}
+	}
+	reg[key] = append(reg[key], &d)
+}
+
+// Lookup finds the kernel definition for a node on a device. The error is
+// NOT_FOUND (TF's code for a missing kernel) and names the node, the op, the
+// device and the dtype.
+func Lookup(n *graph.Node, device string) (*Def, error) {
+	regMu.RLock()
+	defs := reg[n.Op+"/"+device]
+	regMu.RUnlock()
+	for _, d := range defs {
+		if d.TypeAttr == "" {
+			return d, nil
+		}
+		a := n.Attrs[d.TypeAttr]
+		if a == nil {
+			continue
+		}
+		dt := tensor.DType(a.GetType())
+		for _, t := range d.Types {
+			if t == dt {
+				return d, nil
+			}
+		}
+	}
+	if len(defs) == 0 {
+		return nil, status.Errorf(status.NotFound, "no %s kernel for op %s (node '%s')", device, n.Op, n.Name)
+	}
+	var dt string
+	if a := n.Attrs[defs[0].TypeAttr]; a != nil {
+		dt = tensor.DType(a.GetType()).String()
+	}
+	return nil, status.Errorf(status.NotFound, "no %s kernel for op %s with %s=%s (node '%s')", device, n.Op, defs[0].TypeAttr, dt, n.Name)
+}
+
+// Registered lists "op/device" keys that have kernels, sorted; tests use it.
+func Registered() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	var keys []string
+	for k := range reg {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Parallelizer runs fn over [0, n) split into chunks on the intra-op pool;
+// cost is the rough work per element in ns, which decides the split.
+type Parallelizer interface {
+	For(n int, cost float64, fn func(lo, hi int))
+}
+
+// Serial is a Parallelizer that runs everything on the caller's goroutine.
+type Serial struct{}
+
+func (Serial) For(n int, cost float64, fn func(lo, hi int)) {
+	if n > 0 {
+		fn(0, n)
+	}
+}
+
+// Context is what one kernel call sees: its node, inputs and outputs.
+type Context struct {
+	Node    *graph.Node
+	Inputs  []*tensor.Tensor
+	Outputs []*tensor.Tensor
+	Pool    Parallelizer
+	// Alloc, when set, provides output buffers (allocator stats); nil means
+	// plain host allocation.
+	Alloc func(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error)
+}
+
+// Input returns input i.
+func (c *Context) Input(i int) *tensor.Tensor { return c.Inputs[i] }
+
+// NumInputs is the number of data inputs.
+func (c *Context) NumInputs() int { return len(c.Inputs) }
+
+// Allocate creates output i with the node's output dtype and the given shape.
+func (c *Context) Allocate(i int, shape tensor.Shape) (*tensor.Tensor, error) {
+	if err := shape.Validate(); err != nil {
+		return nil, c.Errorf(status.InvalidArgument, "output %d: %v", i, err)
+	}
+	dt := c.Node.OutTypes[i]
+	var t *tensor.Tensor
+	if c.Alloc != nil && dt != tensor.String {
+		var err error
+		if t, err = c.Alloc(dt, shape); err != nil {
+			return nil, c.Errorf(status.CodeOf(err), "output %d (%v%v): %v", i, dt, shape, err)
+		}
+	} else {
+		t = tensor.New(dt, shape)
+	}
+	c.Outputs[i] = t
+	return t, nil
+}
+
+// SetOutput sets output i to an existing tensor (forwarding an input).
+func (c *Context) SetOutput(i int, t *tensor.Tensor) { c.Outputs[i] = t }
+
+// Errorf returns an error with code and a message that starts with the
+// node's name and op, as TF's kernel errors do.
+func (c *Context) Errorf(code status.Code, format string, args ...any) error {
+	return status.Errorf(code, "%s (op %s): %s", c.Node.Name, c.Node.Op, fmt.Sprintf(format, args...))
+}
+
+// For runs fn over [0, n) on the pool (serially when there is none).
+func (c *Context) For(n int, cost float64, fn func(lo, hi int)) {
+	if c.Pool == nil {
+		Serial{}.For(n, cost, fn)
+		return
+	}
+	c.Pool.For(n, cost, fn)
+}

@@ -1,0 +1,71 @@
+package session
+
+import (
+	"mstream/graph"
+	"mstream/proto/tfpb"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Options are TF_SessionOptions: the target (only "" and "local" run here)
+// and the ConfigProto.
+type Options struct {
+	Target string
+	Config *tfpb.ConfigProto
+}
+
+// Feed replaces one output of the graph with a value for one Run.
+type Feed struct {
+	Output graph.Output
+	Tensor *tensor.Tensor
+}
+
+// DeviceInfo describes one device as TF_SessionListDevices reports it.
+type DeviceInfo struct {
+	Name        string // /job:localhost/replica:0/task:0/device:CPU:0
+	Type        string // CPU or GPU
+	MemoryBytes int64
+	Incarnation uint64
+}
+
+// Session runs a graph. Its methods are safe to call from many goroutines
+// at once; an error in one Run leaves the session usable.
+type Session struct {
+	g    *graph.Graph
+	opts Options
+	impl *state
+}
+
+// New creates a session over g. The graph may keep growing; each Run sees
+// the nodes added before it.
+func New(g *graph.Graph, opts *Options) (*Session, error) { return newSession(g, opts) }
+
+// Run feeds, fetches and runs targets. runOpts may be nil; the returned
+// RunMetadata is nil unless runOpts asked for tracing. Feeds are read during
+// the call only and never kept.
+func (s *Session) Run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Output, targets []*graph.Node) ([]*tensor.Tensor, *tfpb.RunMetadata, error) {
+	return s.run(runOpts, feeds, fetches, targets)
+}
+
+// PRunSetup starts a partial run that will be fed the given outputs and
+// fetch the given outputs over several PRun calls; it returns the handle.
+func (s *Session) PRunSetup(feeds, fetches []graph.Output, targets []*graph.Node) (string, error) {
+	return s.prunSetup(feeds, fetches, targets)
+}
+
+// PRun continues a partial run.
+func (s *Session) PRun(handle string, feeds []Feed, fetches []graph.Output, targets []*graph.Node) ([]*tensor.Tensor, error) {
+	return s.prun(handle, feeds, fetches, targets)
+}
+
+// Close releases resources; later Runs fail with FAILED_PRECONDITION... as
+// TF does ("Session has been closed.").
+func (s *Session) Close() error { return s.close() }
+
+// Devices lists the devices the session runs on.
+func (s *Session) Devices() []DeviceInfo { return s.devices() }
+
+// StatsJSON is MS_SessionStats: effective configuration and per-group stats.
+func (s *Session) StatsJSON() ([]byte, error) { return s.statsJSON() }
+
+var _ = status.OK
