@@ -1,0 +1,283 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"testing"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/proto/tfpb"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Test ops, registered under names TF does not use, so the plan can be
+// tested without the graph builder or the real kernels.
+func init() {
+	// ExecTestAdd: sum of its float32 scalar inputs plus the "c" attr.
+	kernels.Register(kernels.Def{Op: "ExecTestAdd", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		c := float32(n.Attrs["c"].GetF())
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			sum := c
+			for _, in := range ctx.Inputs {
+				sum += in.F32()[0]
+			}
+			t, err := ctx.Allocate(0, nil)
+			if err != nil {
+				return err
+			}
+			t.F32()[0] = sum
+			return nil
+		}), nil
+	}})
+	kernels.Register(kernels.Def{Op: "ExecTestFail", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			return ctx.Errorf(status.InvalidArgument, "planned failure")
+		}), nil
+	}})
+	kernels.Register(kernels.Def{Op: "ExecTestPanic", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { panic("boom") }), nil
+	}})
+	kernels.Register(kernels.Def{Op: "ExecTestBadAttr", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return nil, fmt.Errorf("attr x is missing")
+	}})
+}
+
+var nextID int
+
+func node(name, op string, c float32, ins ...*graph.Node) *graph.Node {
+	n := &graph.Node{
+		ID: nextID, Name: name, Op: op,
+		Attrs:     map[string]*tfpb.AttrValue{"c": {Value: &tfpb.AttrValue_F{F: c}}},
+		OutTypes:  []tensor.DType{tensor.Float},
+		OutShapes: []tensor.PartialShape{tensor.KnownShape(nil)},
+	}
+	nextID++
+	for _, in := range ins {
+		n.Inputs = append(n.Inputs, graph.Output{Node: in})
+		n.InTypes = append(n.InTypes, tensor.Float)
+	}
+	return n
+}
+
+func rt(t testing.TB) *Runtime {
+	p := NewPool(4)
+	t.Cleanup(p.Close)
+	return &Runtime{Inter: p, Intra: NewIntra(2)}
+}
+
+func run(t *testing.T, p *Plan, feeds ...*tensor.Tensor) []float32 {
+	t.Helper()
+	out, _, err := p.Run(context.Background(), rt(t), feeds, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v []float32
+	for _, o := range out {
+		v = append(v, o.F32()[0])
+	}
+	return v
+}
+
+func out(n *graph.Node) graph.Output { return graph.Output{Node: n} }
+
+func TestChainAndDiamond(t *testing.T) {
+	a := node("a", "ExecTestAdd", 1)
+	b := node("b", "ExecTestAdd", 2, a)
+	c := node("c", "ExecTestAdd", 3, a)
+	d := node("d", "ExecTestAdd", 0, b, c, b)
+	p, err := Build(nil, nil, []graph.Output{out(d), out(a)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a=1, b=3, c=4, d=3+4+3=10
+	if got := run(t, p); got[0] != 10 || got[1] != 1 {
+		t.Fatalf("got %v, want [10 1]", got)
+	}
+	if p.NumNodes() != 4 {
+		t.Fatalf("plan has %d nodes, want 4", p.NumNodes())
+	}
+}
+
+func TestFeedsPrune(t *testing.T) {
+	a := node("a", "ExecTestFail", 0) // must be pruned: b is fed
+	b := node("b", "ExecTestAdd", 0, a)
+	c := node("c", "ExecTestAdd", 5, b)
+	p, err := Build(nil, []graph.Output{out(b)}, []graph.Output{out(c), out(b)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.NumNodes() != 1 {
+		t.Fatalf("plan has %d nodes, want 1 (a and b pruned)", p.NumNodes())
+	}
+	if got := run(t, p, tensor.ScalarF32(7)); got[0] != 12 || got[1] != 7 {
+		t.Fatalf("got %v, want [12 7]", got)
+	}
+}
+
+func TestControlDependencyRuns(t *testing.T) {
+	a := node("a", "ExecTestFail", 0)
+	b := node("b", "ExecTestAdd", 1)
+	b.Controls = []*graph.Node{a}
+	p, err := Build(nil, nil, []graph.Output{out(b)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = p.Run(context.Background(), rt(t), nil, Options{})
+	if status.CodeOf(err) != status.InvalidArgument || !strings.Contains(err.Error(), "'a'") && !strings.Contains(err.Error(), "a (op ExecTestFail)") {
+		t.Fatalf("control input did not run or error lost: %v", err)
+	}
+}
+
+func TestErrorsNameTheNode(t *testing.T) {
+	for _, tc := range []struct {
+		op   string
+		code status.Code
+		want string
+	}{
+		{"ExecTestFail", status.InvalidArgument, "planned failure"},
+		{"ExecTestPanic", status.Internal, "panicked: boom"},
+	} {
+		a := node("bad_"+tc.op, tc.op, 0)
+		b := node("after", "ExecTestAdd", 0, a)
+		p, err := Build(nil, nil, []graph.Output{out(b)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = p.Run(context.Background(), rt(t), nil, Options{})
+		if status.CodeOf(err) != tc.code || !strings.Contains(err.Error(), "bad_"+tc.op) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v (code %v)", tc.op, err, status.CodeOf(err))
+		}
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	a := node("a", "ExecTestAdd", 0)
+	b := node("b", "ExecTestAdd", 0, a)
+	a.Inputs = []graph.Output{out(b)}
+	a.InTypes = []tensor.DType{tensor.Float}
+	if _, err := Build(nil, nil, []graph.Output{out(b)}, nil); status.CodeOf(err) != status.InvalidArgument || !strings.Contains(err.Error(), "cycle") {
+		t.Errorf("cycle: %v", err)
+	}
+	nk := node("nokernel", "NoSuchOpForExecTest", 0)
+	if _, err := Build(nil, nil, []graph.Output{out(nk)}, nil); status.CodeOf(err) != status.InvalidArgument || !strings.Contains(err.Error(), "nokernel") || !strings.Contains(err.Error(), "NoSuchOpForExecTest") {
+		t.Errorf("no kernel: %v", err)
+	}
+	ba := node("badattr", "ExecTestBadAttr", 0)
+	if _, err := Build(nil, nil, []graph.Output{out(ba)}, nil); err == nil || !strings.Contains(err.Error(), "badattr") || !strings.Contains(err.Error(), "attr x") {
+		t.Errorf("factory error: %v", err)
+	}
+	x := node("x", "ExecTestAdd", 0)
+	if _, err := Build(nil, []graph.Output{out(x), out(x)}, []graph.Output{out(x)}, nil); status.CodeOf(err) != status.InvalidArgument {
+		t.Errorf("duplicate feed: %v", err)
+	}
+}
+
+// TestConcurrentSteps runs random DAGs from many goroutines and checks each
+// result against a sequential evaluation.
+func TestConcurrentSteps(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	var nodes []*graph.Node
+	want := map[*graph.Node]float32{}
+	for i := 0; i < 200; i++ {
+		c := float32(r.Intn(5))
+		var ins []*graph.Node
+		for k := 0; k < r.Intn(3) && len(nodes) > 0; k++ {
+			ins = append(ins, nodes[r.Intn(len(nodes))])
+		}
+		n := node(fmt.Sprint("n", i), "ExecTestAdd", c, ins...)
+		v := c
+		for _, in := range ins {
+			v += want[in]
+		}
+		want[n] = v
+		nodes = append(nodes, n)
+	}
+	fetches := []graph.Output{out(nodes[199]), out(nodes[150]), out(nodes[10])}
+	p, err := Build(nil, nil, fetches, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime := rt(t)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := 0; it < 20; it++ {
+				res, _, err := p.Run(context.Background(), runtime, nil, Options{Trace: it%2 == 0})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i, f := range fetches {
+					if res[i].F32()[0] != want[f.Node] {
+						t.Errorf("fetch %s = %v, want %v", f.Node.Name, res[i].F32()[0], want[f.Node])
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestIntraFor(t *testing.T) {
+	p := NewIntra(4)
+	for _, n := range []int{0, 1, 7, 1000, 100000} {
+		hits := make([]int32, n)
+		var mu sync.Mutex
+		p.For(n, 100, func(lo, hi int) {
+			mu.Lock()
+			defer mu.Unlock()
+			for i := lo; i < hi; i++ {
+				hits[i]++
+			}
+		})
+		for i, h := range hits {
+			if h != 1 {
+				t.Fatalf("n=%d: index %d visited %d times", n, i, h)
+			}
+		}
+	}
+}
+
+func benchGraph(b *testing.B, wide bool) {
+	const n = 1000
+	var nodes []*graph.Node
+	root := node("root", "ExecTestAdd", 1)
+	nodes = append(nodes, root)
+	for i := 1; i < n; i++ {
+		in := nodes[len(nodes)-1]
+		if wide {
+			in = root
+		}
+		nodes = append(nodes, node(fmt.Sprint("n", i), "ExecTestAdd", 1, in))
+	}
+	var fetches []graph.Output
+	if wide {
+		for _, nd := range nodes[1:] {
+			fetches = append(fetches, out(nd))
+		}
+	} else {
+		fetches = []graph.Output{out(nodes[n-1])}
+	}
+	p, err := Build(nil, nil, fetches, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime := rt(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := p.Run(context.Background(), runtime, nil, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n/1000, "us/node")
+}
+
+func BenchmarkChain1000(b *testing.B) { benchGraph(b, false) }
+func BenchmarkWide1000(b *testing.B)  { benchGraph(b, true) }

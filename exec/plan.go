@@ -1,0 +1,209 @@
+package exec
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Device is the device type every node is placed on for now.
+const Device = kernels.CPU
+
+// ref says where a value comes from: output Index of plan node Node, or, when
+// Node < 0, feed number Index.
+type ref struct {
+	Node  int
+	Index int
+}
+
+type planNode struct {
+	node    *graph.Node
+	kernel  kernels.Kernel
+	inputs  []ref
+	succ    []int // plan nodes to decrement when this one finishes (data and control)
+	npred   int32 // pending count at the start of a step
+	isInput bool  // has no predecessors in the plan
+}
+
+// Plan is an immutable execution plan for one (feeds, fetches, targets)
+// signature of one graph version.
+type Plan struct {
+	nodes   []planNode
+	roots   []int
+	fetches []ref
+	feeds   []graph.Output
+	// FeedShapes are the static shapes of the fed outputs; a feed must be
+	// compatible with its entry.
+	FeedShapes []tensor.PartialShape
+}
+
+// NumNodes is the number of nodes a step runs.
+func (p *Plan) NumNodes() int { return len(p.nodes) }
+
+// Build makes a plan. The caller holds the graph's read lock. Errors are
+// INVALID_ARGUMENT (a cycle, a node without a kernel, a bad attr) and name
+// the node.
+func Build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node) (*Plan, error) {
+	fed := make(map[graph.Output]int, len(feeds))
+	for i, f := range feeds {
+		if _, dup := fed[f]; dup {
+			return nil, status.InvalidArg("'%s' is fed more than once", f)
+		}
+		fed[f] = i
+	}
+
+	// Prune: walk back from fetches and targets, stopping at fed outputs.
+	needed := map[*graph.Node]bool{}
+	var stack []*graph.Node
+	push := func(n *graph.Node) {
+		if !needed[n] {
+			needed[n] = true
+			stack = append(stack, n)
+		}
+	}
+	for _, f := range fetches {
+		if _, ok := fed[f]; !ok {
+			push(f.Node)
+		}
+	}
+	for _, t := range targets {
+		push(t)
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, in := range n.Inputs {
+			if _, ok := fed[in]; !ok {
+				push(in.Node)
+			}
+		}
+		for _, c := range n.Controls {
+			push(c)
+		}
+	}
+
+	// Order by node ID first so plans are deterministic, then Kahn.
+	order := make([]*graph.Node, 0, len(needed))
+	for n := range needed {
+		order = append(order, n)
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i].ID < order[j].ID })
+	index := make(map[*graph.Node]int, len(order))
+	for i, n := range order {
+		index[n] = i
+	}
+
+	p := &Plan{nodes: make([]planNode, len(order)), feeds: feeds}
+	for i, n := range order {
+		pn := &p.nodes[i]
+		pn.node = n
+		pn.inputs = make([]ref, len(n.Inputs))
+		for j, in := range n.Inputs {
+			if k, ok := fed[in]; ok {
+				pn.inputs[j] = ref{-1, k}
+				continue
+			}
+			src := index[in.Node]
+			pn.inputs[j] = ref{src, in.Index}
+			p.nodes[src].succ = append(p.nodes[src].succ, i)
+			pn.npred++
+		}
+		for _, c := range n.Controls {
+			src := index[c]
+			p.nodes[src].succ = append(p.nodes[src].succ, i)
+			pn.npred++
+		}
+	}
+	if err := p.checkAcyclic(); err != nil {
+		return nil, err
+	}
+
+	for i := range p.nodes {
+		pn := &p.nodes[i]
+		n := pn.node
+		def, err := kernels.Lookup(n, Device)
+		if err != nil {
+			return nil, status.Errorf(status.InvalidArgument,
+				"No OpKernel was registered to support Op '%s' used by node '%s' on %s: %v", n.Op, n.Name, Device, err)
+		}
+		k, err := def.Factory(n)
+		if err != nil {
+			code := status.CodeOf(err)
+			if code == status.Unknown {
+				code = status.InvalidArgument
+			}
+			return nil, status.Errorf(code, "node '%s' (op %s): %v", n.Name, n.Op, err)
+		}
+		pn.kernel = k
+		if pn.npred == 0 {
+			pn.isInput = true
+			p.roots = append(p.roots, i)
+		}
+	}
+
+	p.fetches = make([]ref, len(fetches))
+	for i, f := range fetches {
+		if k, ok := fed[f]; ok {
+			p.fetches[i] = ref{-1, k}
+		} else {
+			p.fetches[i] = ref{index[f.Node], f.Index}
+		}
+	}
+	p.FeedShapes = make([]tensor.PartialShape, len(feeds))
+	for i, f := range feeds {
+		p.FeedShapes[i] = f.Node.OutShapes[f.Index]
+	}
+	return p, nil
+}
+
+// checkAcyclic runs Kahn's algorithm on pending counts; the nodes left over
+// lie on or behind a cycle.
+func (p *Plan) checkAcyclic() error {
+	pending := make([]int32, len(p.nodes))
+	var ready []int
+	for i := range p.nodes {
+		pending[i] = p.nodes[i].npred
+		if pending[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+	seen := 0
+	for len(ready) > 0 {
+		i := ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		seen++
+		for _, s := range p.nodes[i].succ {
+			if pending[s]--; pending[s] == 0 {
+				ready = append(ready, s)
+			}
+		}
+	}
+	if seen == len(p.nodes) {
+		return nil
+	}
+	var names []string
+	for i := range p.nodes {
+		if pending[i] > 0 {
+			names = append(names, "'"+p.nodes[i].node.Name+"'")
+			if len(names) == 8 {
+				names = append(names, "...")
+				break
+			}
+		}
+	}
+	return status.InvalidArg("graph has a cycle: nodes %s can never run", strings.Join(names, ", "))
+}
+
+// String lists the plan's nodes in order, for debugging.
+func (p *Plan) String() string {
+	var b strings.Builder
+	for i, pn := range p.nodes {
+		fmt.Fprintf(&b, "%d %s (%s) <- %v\n", i, pn.node.Name, pn.node.Op, pn.inputs)
+	}
+	return b.String()
+}
