@@ -1,0 +1,286 @@
+// Package envcfg declares every environment knob mstream reads (NVIDIA's
+// TF_* multi-stream variables and our MSTREAM_* debug switches): name, type,
+// default and doc, in one table. Load parses them once, strictly: a value
+// that does not parse is an INVALID_ARGUMENT naming the variable, the value
+// and what is accepted. Only package session calls Load; lower layers get
+// the typed Config.
+package envcfg
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"mstream/status"
+)
+
+// ThreadMode is TF_GPU_THREAD_MODE.
+type ThreadMode string
+
+const (
+	ThreadGlobal     ThreadMode = "global"
+	ThreadGPUPrivate ThreadMode = "gpu_private"
+	ThreadGPUShared  ThreadMode = "gpu_shared"
+)
+
+// StreamRule is one line of TF_STREAM_FROM_FILE: nodes whose name matches
+// any of the patterns run on stream group Group.
+type StreamRule struct {
+	Group    int
+	Patterns []*regexp.Regexp
+}
+
+// Config is the parsed environment.
+type Config struct {
+	GroupCounts         []int // TF_GPU_STREAM_GROUP_COUNT: one per GPU, or one for all
+	NodeLevel           bool
+	StreamMerge         bool
+	ContextCount        int
+	PerStreamHostAlloc  bool
+	SegmentOwnConst     bool
+	ThreadMode          ThreadMode
+	ThreadCount         int
+	ShareMemPool        bool
+	StreamAwareBFC      bool
+	BFCExtendLimitMB    int64
+	ReduceStreamWait    bool
+	ForwardPropagation  bool
+	StreamFromFile      string
+	StreamRules         []StreamRule
+	ForceGPUAllowGrowth bool
+	MinLogLevel         int
+	Trace               string // MSTREAM_TRACE: Chrome trace output path
+	HostStreamJitter    bool   // MSTREAM_HOST_STREAM_JITTER
+	Device              string // MSTREAM_DEVICE: "", "cpu" or "gpu"
+	Set                 map[string]string
+}
+
+// GroupCount returns the number of stream groups for device i.
+func (c *Config) GroupCount(i int) int {
+	if len(c.GroupCounts) == 0 {
+		return 1
+	}
+	if i < len(c.GroupCounts) {
+		return c.GroupCounts[i]
+	}
+	return c.GroupCounts[len(c.GroupCounts)-1]
+}
+
+// Knob declares one variable.
+type Knob struct {
+	Name    string
+	Type    string // bool, int, ints, enum, path, level, string
+	Default string
+	Doc     string
+	// AliasOf names the knob this one is an older spelling of.
+	AliasOf string
+	set     func(c *Config, v string) error
+}
+
+// Knobs is the table of every variable, in documentation order.
+var Knobs = []Knob{
+	{Name: "TF_GPU_STREAM_GROUP_COUNT", Type: "ints", Default: "1", Doc: "stream groups per GPU: N, or a comma list with one count per GPU; 1 = stock TF",
+		set: func(c *Config, v string) (err error) { c.GroupCounts, err = parseCounts(v); return }},
+	{Name: "TF_NODE_LEVEL_MULTISTREAM", Type: "bool", Default: "false", Doc: "node-level (training) mode instead of graph-level",
+		set: func(c *Config, v string) (err error) { c.NodeLevel, err = parseBool(v); return }},
+	{Name: "TF_GPU_STREAM_MERGE", Type: "bool", Default: "false", Doc: "one stream per group for compute and both copy directions",
+		set: func(c *Config, v string) (err error) { c.StreamMerge, err = parseBool(v); return }},
+	{Name: "TF_GPU_CONTEXT_COUNT", Type: "int", Default: "1", Doc: "spread the groups over N CUDA contexts",
+		set: func(c *Config, v string) (err error) { c.ContextCount, err = parsePositive(v); return }},
+	{Name: "TF_PER_STREAM_HOST_ALLOCATOR", Type: "bool", Default: "false", Doc: "a pinned host allocator per group",
+		set: func(c *Config, v string) (err error) { c.PerStreamHostAlloc, err = parseBool(v); return }},
+	{Name: "TF_SEGMENT_OWN_CONST", Type: "bool", Default: "false", Doc: "constants held once per device and shared by groups",
+		set: func(c *Config, v string) (err error) { c.SegmentOwnConst, err = parseBool(v); return }},
+	{Name: "TF_GPU_THREAD_MODE", Type: "enum", Default: "global", Doc: "global, gpu_private (TF_GPU_THREAD_COUNT threads per group) or gpu_shared",
+		set: func(c *Config, v string) error {
+			switch m := ThreadMode(strings.ToLower(strings.TrimSpace(v))); m {
+			case ThreadGlobal, ThreadGPUPrivate, ThreadGPUShared:
+				c.ThreadMode = m
+				return nil
+			}
+			return fmt.Errorf("accepted values are global, gpu_private, gpu_shared")
+		}},
+	{Name: "TF_GPU_THREAD_COUNT", Type: "int", Default: "2", Doc: "threads per group in gpu_private mode (or shared, in gpu_shared)",
+		set: func(c *Config, v string) (err error) { c.ThreadCount, err = parsePositive(v); return }},
+	{Name: "TF_GPU_STREAM_GROUP_SHARE_MEM_POOL", Type: "bool", Default: "false", Doc: "group allocators share one memory limit",
+		set: func(c *Config, v string) (err error) { c.ShareMemPool, err = parseBool(v); return }},
+	{Name: "TF_GPU_STREAM_GROUP_SHARE_MEMORY_LIMIT", Type: "bool", Default: "false", AliasOf: "TF_GPU_STREAM_GROUP_SHARE_MEM_POOL", Doc: "older NVIDIA spelling of TF_GPU_STREAM_GROUP_SHARE_MEM_POOL",
+		set: func(c *Config, v string) (err error) { c.ShareMemPool, err = parseBool(v); return }},
+	{Name: "TF_GPU_STREAM_AWARE_BFC", Type: "bool", Default: "false", Doc: "one stream-aware BFC allocator shared by all groups",
+		set: func(c *Config, v string) (err error) { c.StreamAwareBFC, err = parseBool(v); return }},
+	{Name: "TF_BFC_EXTEND_LIMIT_MB", Type: "int", Default: "0", Doc: "largest single region growth of a BFC allocator, in MiB; 0 = no cap",
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n < 0 || n > 1<<30 {
+				return fmt.Errorf("accepted values are whole numbers of MiB from 0 to %d", 1<<30)
+			}
+			c.BFCExtendLimitMB = n
+			return nil
+		}},
+	{Name: "TF_REDUCE_STREAM_WAIT", Type: "bool", Default: "true", Doc: "drop cross-stream waits implied by others",
+		set: func(c *Config, v string) (err error) { c.ReduceStreamWait, err = parseBool(v); return }},
+	{Name: "TF_MULTI_STREAM_ALLOW_FORWARD_PROPAGATION", Type: "bool", Default: "false", Doc: "unassigned successors inherit a node's group (node-level mode)",
+		set: func(c *Config, v string) (err error) { c.ForwardPropagation, err = parseBool(v); return }},
+	{Name: "TF_STREAM_FROM_FILE", Type: "path", Default: "", Doc: "file of `group:regex,regex` lines assigning nodes to groups (node-level mode)",
+		set: func(c *Config, v string) error {
+			rules, err := ReadStreamFile(v)
+			if err != nil {
+				return err
+			}
+			c.StreamFromFile, c.StreamRules = v, rules
+			return nil
+		}},
+	{Name: "TF_FORCE_GPU_ALLOW_GROWTH", Type: "bool", Default: "false", Doc: "grow device memory on demand",
+		set: func(c *Config, v string) (err error) { c.ForceGPUAllowGrowth, err = parseBool(v); return }},
+	{Name: "TF_CPP_MIN_LOG_LEVEL", Type: "level", Default: "0", Doc: "0 info, 1 warning, 2 error, 3 fatal only",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 || n > 3 {
+				return fmt.Errorf("accepted values are 0, 1, 2, 3")
+			}
+			c.MinLogLevel = n
+			return nil
+		}},
+	{Name: "MSTREAM_TRACE", Type: "path", Default: "", Doc: "write a Chrome trace of every step to this JSON file",
+		set: func(c *Config, v string) error { c.Trace = v; return nil }},
+	{Name: "MSTREAM_HOST_STREAM_JITTER", Type: "bool", Default: "false", Doc: "delay host-device stream work at random (stream sanitizer)",
+		set: func(c *Config, v string) (err error) { c.HostStreamJitter, err = parseBool(v); return }},
+	{Name: "MSTREAM_DEVICE", Type: "enum", Default: "", Doc: "cpu forces the host device; gpu makes a missing GPU an error",
+		set: func(c *Config, v string) error {
+			switch s := strings.ToLower(strings.TrimSpace(v)); s {
+			case "", "cpu", "gpu":
+				c.Device = s
+				return nil
+			}
+			return fmt.Errorf("accepted values are cpu, gpu")
+		}},
+}
+
+// Defaults returns the configuration with no variable set.
+func Defaults() *Config {
+	c := &Config{Set: map[string]string{}}
+	for _, k := range Knobs {
+		if k.Default != "" {
+			if err := k.set(c, k.Default); err != nil {
+				panic("envcfg: bad default for " + k.Name)
+			}
+		}
+	}
+	return c
+}
+
+// Load parses the environment through lookup (os.LookupEnv in production).
+// An empty value counts as unset, as TF's ReadBoolFromEnvVar treats it.
+func Load(lookup func(string) (string, bool)) (*Config, error) {
+	c := Defaults()
+	for _, k := range Knobs {
+		v, ok := lookup(k.Name)
+		if !ok || v == "" {
+			continue
+		}
+		if err := k.set(c, v); err != nil {
+			return nil, status.InvalidArg("environment variable %s=%q is invalid: %v", k.Name, v, err)
+		}
+		c.Set[k.Name] = v
+	}
+	return c, nil
+}
+
+// FromEnv is Load(os.LookupEnv).
+func FromEnv() (*Config, error) { return Load(os.LookupEnv) }
+
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("accepted values are true, false, 1, 0 (any case)")
+}
+
+func parsePositive(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > 1024 {
+		return 0, fmt.Errorf("accepted values are whole numbers from 1 to 1024")
+	}
+	return n, nil
+}
+
+func parseCounts(v string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := parsePositive(f)
+		if err != nil {
+			return nil, fmt.Errorf("accepted values are a count from 1 to 1024, or a comma list of such counts, one per GPU")
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// ReadStreamFile reads a TF_STREAM_FROM_FILE file: each non-empty line that
+// does not start with '#' is `group:regex[,regex...]`, group >= 0.
+func ReadStreamFile(path string) ([]StreamRule, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the file: %v", err)
+	}
+	return ParseStreamRules(b)
+}
+
+// ParseStreamRules parses the contents of a TF_STREAM_FROM_FILE file.
+func ParseStreamRules(b []byte) ([]StreamRule, error) {
+	var rules []StreamRule
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		g, pats, ok := strings.Cut(text, ":")
+		if !ok {
+			return nil, fmt.Errorf("line %d %q: expected group:regex[,regex...]", line, text)
+		}
+		gi, err := strconv.Atoi(strings.TrimSpace(g))
+		if err != nil || gi < 0 || gi > 1023 {
+			return nil, fmt.Errorf("line %d %q: group %q is not a number from 0 to 1023", line, text, g)
+		}
+		r := StreamRule{Group: gi}
+		for _, p := range strings.Split(pats, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				return nil, fmt.Errorf("line %d %q: empty regex", line, text)
+			}
+			re, err := regexp.Compile("^(?:" + p + ")$")
+			if err != nil {
+				return nil, fmt.Errorf("line %d: bad regex %q: %v", line, p, err)
+			}
+			r.Patterns = append(r.Patterns, re)
+		}
+		rules = append(rules, r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return rules, nil
+}
+
+// MarkdownTable renders the knob table for the README.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| Variable | Meaning | Default |\n| --- | --- | --- |\n")
+	for _, k := range Knobs {
+		d := k.Default
+		if d == "" {
+			d = "unset"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", k.Name, k.Doc, d)
+	}
+	return b.String()
+}
