@@ -1,0 +1,18 @@
+#!/bin/sh
+# Builds build/multistream_inference against build/libtensorflow.so (our
+# libmstream.so), exactly as a user program links TensorFlow's C library.
+# Usage: examples/build.sh            (run from anywhere; needs `make` first)
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+if [ ! -e build/libtensorflow.so ] && [ ! -e build/libmstream.so ]; then
+  echo "examples/build.sh: build/libmstream.so is missing; run 'make' first" >&2
+  exit 1
+fi
+lib=-ltensorflow
+[ -e build/libtensorflow.so ] || lib=-lmstream
+${CC:-cc} -O2 -g -Wall -Wextra -std=c11 -D_POSIX_C_SOURCE=200809L \
+  -I include examples/multistream_inference/multistream_inference.c \
+  -o build/multistream_inference \
+  -L build $lib -Wl,-rpath,'$ORIGIN' -lpthread
+echo "built build/multistream_inference"
