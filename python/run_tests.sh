@@ -4,4 +4,4 @@
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-exec /usr/bin/python3 -m unittest discover -s python/tests -t python -v "$@"
+exec /usr/bin/python3 -m unittest discover -s python/tests -v "$@"

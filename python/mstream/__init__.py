@@ -394,7 +394,8 @@ def _from_tensor(lib, t):
         out = np.empty(n, dtype=object)
         for i in range(n):
             p = data + i * _TSTRING_SIZE
-            out[i] = ctypes.string_at(lib.TF_StringGetDataPointer(p), lib.TF_StringGetSize(p))
+            size = lib.TF_StringGetSize(p)
+            out[i] = ctypes.string_at(lib.TF_StringGetDataPointer(p), size) if size else b""
         return out.reshape(shape)
     npdt = _NP_OF_TF.get(dt)
     if npdt is None:

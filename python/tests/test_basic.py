@@ -1,10 +1,13 @@
 """Numbers through the library checked against NumPy on fresh random inputs."""
 
+import os
+import sys
 import unittest
 
 import numpy as np
 
-from tests.util import graph, int32_const, mstream, node, placeholder, type_attr
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from util import graph, int32_const, mstream, node, placeholder, type_attr  # noqa: E402
 
 
 def mlp_graph():

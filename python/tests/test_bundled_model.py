@@ -1,11 +1,13 @@
 """The bundled example model against the generator's float64 outputs."""
 
 import os
+import sys
 import unittest
 
 import numpy as np
 
-from tests.util import ROOT, mstream
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from util import ROOT, mstream  # noqa: E402
 
 DATA = os.path.join(ROOT, "examples", "data")
 
