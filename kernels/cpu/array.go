@@ -1,0 +1,452 @@
+package cpu
+
+import (
+	"fmt"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+func init() {
+	reg("Placeholder", nil, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		dt := attrType(n, "dtype")
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			return ctx.Errorf(status.InvalidArgument, "You must feed a value for placeholder tensor '%s' with dtype %v", n.Name, dt)
+		}), nil
+	})
+	forward := fn(func(ctx *kernels.Context) error {
+		for i := range ctx.Inputs {
+			ctx.SetOutput(i, ctx.Input(i))
+		}
+		return nil
+	})
+	reg("PlaceholderWithDefault", nil, nil, forward)
+	reg("Identity", nil, nil, forward)
+	reg("IdentityN", nil, nil, forward)
+	reg("StopGradient", nil, nil, forward)
+	reg("NoOp", nil, nil, fn(func(*kernels.Context) error { return nil }))
+	reg("Const", nil, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		a := n.Attrs["value"]
+		if a == nil || a.GetTensor() == nil {
+			return nil, fmt.Errorf("Const node '%s' has no value attr", n.Name)
+		}
+		t, err := tensor.FromProto(a.GetTensor())
+		if err != nil {
+			return nil, fmt.Errorf("Const node '%s': %v", n.Name, err)
+		}
+		if want := attrType(n, "dtype"); want != tensor.Invalid && want != t.DType {
+			return nil, fmt.Errorf("Const node '%s': value has dtype %v, dtype attr is %v", n.Name, t.DType, want)
+		}
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { ctx.SetOutput(0, t); return nil }), nil
+	})
+
+	reg("Reshape", nil, []string{"shape"}, fn(reshape))
+	reg("Shape", nil, []string{"output"}, fn(shapeOp))
+	reg("ExpandDims", nil, []string{"dim"}, fn(expandDims))
+	reg("Squeeze", nil, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		dims := attrInts(n, "squeeze_dims")
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return squeeze(ctx, dims) }), nil
+	})
+	reg("ConcatV2", nil, []string{"axis"}, fn(concat))
+	reg("Pack", nil, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		axis := attrInt(n, "axis", 0)
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return pack(ctx, axis) }), nil
+	})
+	reg("GatherV2", nil, []string{"axis"}, func(n *graph.Node) (kernels.Kernel, error) {
+		bd := attrInt(n, "batch_dims", 0)
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return gather(ctx, bd) }), nil
+	})
+	reg("Transpose", nil, []string{"perm"}, fn(transpose))
+	reg("Fill", nil, []string{"dims"}, fn(fill))
+}
+
+func reshape(ctx *kernels.Context) error {
+	in := ctx.Input(0)
+	dims, err := hostInts(ctx, 1, "shape")
+	if err != nil {
+		return err
+	}
+	if len(ctx.Input(1).Shape) > 1 {
+		return ctx.Errorf(status.InvalidArgument, "shape must be a vector, got shape %v", ctx.Input(1).Shape)
+	}
+	unknown := -1
+	prod := int64(1)
+	for i, d := range dims {
+		switch {
+		case d == -1:
+			if unknown >= 0 {
+				return ctx.Errorf(status.InvalidArgument, "only one input size may be -1, not both %d and %d", unknown, i)
+			}
+			unknown = i
+		case d < 0:
+			return ctx.Errorf(status.InvalidArgument, "size %d must be non-negative, not %d", i, d)
+		default:
+			prod *= d
+		}
+	}
+	n := in.NumElements()
+	out := tensor.Shape(append([]int64{}, dims...))
+	if unknown >= 0 {
+		if prod == 0 || n%prod != 0 {
+			if !(prod == 0 && n == 0) {
+				return ctx.Errorf(status.InvalidArgument, "Input to reshape is a tensor with %d values, but the requested shape requires a multiple of %d", n, prod)
+			}
+			out[unknown] = 0
+		} else {
+			out[unknown] = n / prod
+		}
+	} else if prod != n {
+		return ctx.Errorf(status.InvalidArgument, "Input to reshape is a tensor with %d values, but the requested shape has %d", n, prod)
+	}
+	ctx.SetOutput(0, in.Reshaped(out))
+	return nil
+}
+
+func shapeOp(ctx *kernels.Context) error {
+	in := ctx.Input(0)
+	o, err := ctx.Allocate(0, tensor.Shape{int64(len(in.Shape))})
+	if err != nil {
+		return err
+	}
+	for i, d := range in.Shape {
+		if o.DType == tensor.Int32 {
+			if d > 1<<31-1 {
+				return ctx.Errorf(status.InvalidArgument, "shape dimension %d is too large for int32", d)
+			}
+			o.I32()[i] = int32(d)
+		} else {
+			o.I64()[i] = d
+		}
+	}
+	return nil
+}
+
+func expandDims(ctx *kernels.Context) error {
+	in := ctx.Input(0)
+	d, err := hostInts(ctx, 1, "dim")
+	if err != nil {
+		return err
+	}
+	if len(d) != 1 {
+		return ctx.Errorf(status.InvalidArgument, "'dim' must be a tensor with a single value, got %d values", len(d))
+	}
+	r := len(in.Shape)
+	ax := d[0]
+	if ax < -int64(r)-1 || ax > int64(r) {
+		return ctx.Errorf(status.InvalidArgument, "Tried to expand dim index %d for tensor with %d dimensions.", ax, r)
+	}
+	if ax < 0 {
+		ax += int64(r) + 1
+	}
+	s := append(append(append(tensor.Shape{}, in.Shape[:ax]...), 1), in.Shape[ax:]...)
+	ctx.SetOutput(0, in.Reshaped(s))
+	return nil
+}
+
+func squeeze(ctx *kernels.Context, dims []int64) error {
+	in := ctx.Input(0)
+	r := len(in.Shape)
+	drop := make([]bool, r)
+	for _, d := range dims {
+		if d < -int64(r) || d >= int64(r) {
+			return ctx.Errorf(status.InvalidArgument, "Tried to squeeze dim index %d for tensor with %d dimensions.", d, r)
+		}
+		if d < 0 {
+			d += int64(r)
+		}
+		if in.Shape[d] != 1 {
+			return ctx.Errorf(status.InvalidArgument, "Can not squeeze dim[%d], expected a dimension of 1, got %d", d, in.Shape[d])
+		}
+		drop[d] = true
+	}
+	s := tensor.Shape{}
+	for i, x := range in.Shape {
+		if len(dims) == 0 && x == 1 || drop[i] {
+			continue
+		}
+		s = append(s, x)
+	}
+	ctx.SetOutput(0, in.Reshaped(s))
+	return nil
+}
+
+func concat(ctx *kernels.Context) error {
+	n := ctx.NumInputs() - 1
+	if n < 1 {
+		return ctx.Errorf(status.InvalidArgument, "ConcatV2 needs at least one value input")
+	}
+	av, err := hostInts(ctx, n, "axis")
+	if err != nil {
+		return err
+	}
+	if len(av) != 1 {
+		return ctx.Errorf(status.InvalidArgument, "axis must be a scalar")
+	}
+	first := ctx.Input(0)
+	r := len(first.Shape)
+	if r == 0 {
+		return ctx.Errorf(status.InvalidArgument, "Can't concatenate scalars (use tf.stack instead)")
+	}
+	ax, err := normAxis(ctx, av[0], r)
+	if err != nil {
+		return err
+	}
+	out := first.Shape.Clone()
+	out[ax] = 0
+	for i := 0; i < n; i++ {
+		s := ctx.Input(i).Shape
+		if len(s) != r {
+			return ctx.Errorf(status.InvalidArgument, "ConcatOp : Ranks of all input tensors should match: shape[0] = %v vs. shape[%d] = %v", first.Shape, i, s)
+		}
+		for j := range s {
+			if j != ax && s[j] != first.Shape[j] {
+				return ctx.Errorf(status.InvalidArgument, "ConcatOp : Dimension %d in both shapes must be equal: shape[0] = %v vs. shape[%d] = %v", j, first.Shape, i, s)
+			}
+		}
+		out[ax] += s[ax]
+	}
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	outer := int64(1)
+	for _, d := range out[:ax] {
+		outer *= d
+	}
+	inner := int64(1)
+	for _, d := range out[ax+1:] {
+		inner *= d
+	}
+	row := out[ax] * inner
+	for p := int64(0); p < outer; p++ {
+		off := p * row
+		for i := 0; i < n; i++ {
+			in := ctx.Input(i)
+			w := in.Shape[ax] * inner
+			copyElems(o, int(off), in, int(p*w), int(w))
+			off += w
+		}
+	}
+	return nil
+}
+
+func pack(ctx *kernels.Context, axis int64) error {
+	n := ctx.NumInputs()
+	if n < 1 {
+		return ctx.Errorf(status.InvalidArgument, "Pack needs at least one input")
+	}
+	first := ctx.Input(0)
+	r := len(first.Shape)
+	if axis < -int64(r)-1 || axis > int64(r) {
+		return ctx.Errorf(status.InvalidArgument, "axis = %d not in [%d, %d)", axis, -r-1, r+1)
+	}
+	if axis < 0 {
+		axis += int64(r) + 1
+	}
+	for i := 1; i < n; i++ {
+		if !ctx.Input(i).Shape.Equal(first.Shape) {
+			return ctx.Errorf(status.InvalidArgument, "Shapes of all inputs must match: values[0].shape = %v != values[%d].shape = %v", first.Shape, i, ctx.Input(i).Shape)
+		}
+	}
+	out := append(append(append(tensor.Shape{}, first.Shape[:axis]...), int64(n)), first.Shape[axis:]...)
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	outer := int64(1)
+	for _, d := range first.Shape[:axis] {
+		outer *= d
+	}
+	inner := first.NumElements()
+	if outer > 0 {
+		inner /= outer
+	}
+	for p := int64(0); p < outer; p++ {
+		for i := 0; i < n; i++ {
+			copyElems(o, int((p*int64(n)+int64(i))*inner), ctx.Input(i), int(p*inner), int(inner))
+		}
+	}
+	return nil
+}
+
+func gather(ctx *kernels.Context, batchDims int64) error {
+	params, idxT := ctx.Input(0), ctx.Input(1)
+	idx, err := hostInts(ctx, 1, "indices")
+	if err != nil {
+		return err
+	}
+	av, err := hostInts(ctx, 2, "axis")
+	if err != nil {
+		return err
+	}
+	if len(av) != 1 {
+		return ctx.Errorf(status.InvalidArgument, "axis must be a scalar")
+	}
+	pr, ir := int64(len(params.Shape)), int64(len(idxT.Shape))
+	if batchDims < 0 {
+		batchDims += ir
+	}
+	if batchDims < 0 || batchDims > ir {
+		return ctx.Errorf(status.InvalidArgument, "Expected batch_dims in the range [%d, %d], but got %d", -ir, ir, attrInt(ctx.Node, "batch_dims", 0))
+	}
+	ax := av[0]
+	if ax < -pr || ax >= pr {
+		return ctx.Errorf(status.InvalidArgument, "Expected axis in the range [%d, %d), but got %d", -pr, pr, ax)
+	}
+	if ax < 0 {
+		ax += pr
+	}
+	if batchDims > ax {
+		return ctx.Errorf(status.InvalidArgument, "batch_dims (%d) must be less than or equal to axis (%d)", batchDims, ax)
+	}
+	for i := int64(0); i < batchDims; i++ {
+		if params.Shape[i] != idxT.Shape[i] {
+			return ctx.Errorf(status.InvalidArgument, "params.shape[%d]: %d should be equal to indices.shape[%d]: %d", i, params.Shape[i], i, idxT.Shape[i])
+		}
+	}
+	// out = params[:axis] + indices[batch_dims:] + params[axis+1:]
+	out := append(append(append(tensor.Shape{}, params.Shape[:ax]...), idxT.Shape[batchDims:]...), params.Shape[ax+1:]...)
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	batch := int64(1)
+	for _, d := range params.Shape[:batchDims] {
+		batch *= d
+	}
+	outer := int64(1)
+	for _, d := range params.Shape[batchDims:ax] {
+		outer *= d
+	}
+	inner := int64(1)
+	for _, d := range params.Shape[ax+1:] {
+		inner *= d
+	}
+	limit := params.Shape[ax]
+	nIdx := int64(1)
+	for _, d := range idxT.Shape[batchDims:] {
+		nIdx *= d
+	}
+	for i, v := range idx {
+		if v < 0 || v >= limit {
+			return ctx.Errorf(status.InvalidArgument, "indices%s = %d is not in [0, %d)", idxPos(idxT.Shape, i), v, limit)
+		}
+	}
+	if o.NumElements() == 0 {
+		return nil
+	}
+	for b := int64(0); b < batch; b++ {
+		for p := int64(0); p < outer; p++ {
+			src := (b*outer + p) * limit * inner
+			dst := (b*outer + p) * nIdx * inner
+			for j := int64(0); j < nIdx; j++ {
+				copyElems(o, int(dst+j*inner), params, int(src+idx[b*nIdx+j]*inner), int(inner))
+			}
+		}
+	}
+	return nil
+}
+
+// idxPos formats a flat index as TF does: "[i,j]".
+func idxPos(s tensor.Shape, flat int) string {
+	if len(s) == 0 {
+		return ""
+	}
+	st := strides(s)
+	out := "["
+	f := int64(flat)
+	for i := range s {
+		if i > 0 {
+			out += ","
+		}
+		out += fmt.Sprint(f / st[i])
+		f %= st[i]
+	}
+	return out + "]"
+}
+
+func transpose(ctx *kernels.Context) error {
+	in := ctx.Input(0)
+	perm, err := hostInts(ctx, 1, "perm")
+	if err != nil {
+		return err
+	}
+	r := len(in.Shape)
+	if len(perm) != r {
+		return ctx.Errorf(status.InvalidArgument, "transpose expects a vector of size %d. But input(1) is a vector of size %d", r, len(perm))
+	}
+	seen := make([]bool, r)
+	out := make(tensor.Shape, r)
+	for i, p := range perm {
+		if p < 0 || p >= int64(r) {
+			return ctx.Errorf(status.InvalidArgument, "%d is out of range [0 .. %d)", p, r)
+		}
+		if seen[p] {
+			return ctx.Errorf(status.InvalidArgument, "%d is duplicated in perm", p)
+		}
+		seen[p] = true
+		out[i] = in.Shape[p]
+	}
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	ist := strides(in.Shape)
+	pst := make([]int64, r) // input stride for each output dim
+	for i, p := range perm {
+		pst[i] = ist[p]
+	}
+	idx := make([]int64, r)
+	src := int64(0)
+	es := in.DType.Size()
+	for k := int64(0); k < n; k++ {
+		if in.DType == tensor.String {
+			o.Strs[k] = in.Strs[src]
+		} else {
+			copy(o.Buf[int(k)*es:int(k+1)*es], in.Buf[int(src)*es:int(src+1)*es])
+		}
+		for d := r - 1; d >= 0; d-- {
+			idx[d]++
+			src += pst[d]
+			if idx[d] < out[d] {
+				break
+			}
+			src -= pst[d] * idx[d]
+			idx[d] = 0
+		}
+	}
+	return nil
+}
+
+func fill(ctx *kernels.Context) error {
+	dims, err := hostInts(ctx, 0, "dims")
+	if err != nil {
+		return err
+	}
+	if len(ctx.Input(0).Shape) != 1 {
+		return ctx.Errorf(status.InvalidArgument, "dims must be a vector, got shape %v", ctx.Input(0).Shape)
+	}
+	v := ctx.Input(1)
+	if len(v.Shape) != 0 {
+		return ctx.Errorf(status.InvalidArgument, "value must be a scalar, got shape %v", v.Shape)
+	}
+	s := tensor.Shape(dims)
+	if err := s.Validate(); err != nil {
+		return ctx.Errorf(status.InvalidArgument, "dims: %v", err)
+	}
+	o, err := ctx.Allocate(0, s)
+	if err != nil {
+		return err
+	}
+	n := int(o.NumElements())
+	for i := 0; i < n; i++ {
+		copyElems(o, i, v, 0, 1)
+	}
+	return nil
+}

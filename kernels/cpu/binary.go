@@ -1,0 +1,250 @@
+package cpu
+
+import (
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+type num interface {
+	~float32 | ~float64 | ~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
+}
+
+type binOp int
+
+const (
+	opAdd binOp = iota
+	opSub
+	opMul
+	opDiv
+	opMax
+	opMin
+)
+
+var binOps = []struct {
+	names []string
+	op    binOp
+	types []tensor.DType
+}{
+	{[]string{"Add", "AddV2"}, opAdd, numericTypes},
+	{[]string{"Sub"}, opSub, numericTypes},
+	{[]string{"Mul"}, opMul, numericTypes},
+	{[]string{"RealDiv"}, opDiv, floatTypes},
+	{[]string{"Maximum"}, opMax, numericTypes},
+	{[]string{"Minimum"}, opMin, numericTypes},
+}
+
+func init() {
+	for _, b := range binOps {
+		op := b.op
+		for _, name := range b.names {
+			types := b.types
+			if name == "Add" {
+				types = append(append([]tensor.DType{}, types...), tensor.String)
+			}
+			reg(name, types, nil, func(*graph.Node) (kernels.Kernel, error) {
+				return kernels.KernelFunc(func(ctx *kernels.Context) error { return binary(ctx, op) }), nil
+			})
+		}
+	}
+}
+
+// bcast describes how two shapes broadcast: the output shape and, for each
+// output dim, the element stride into a and b (0 where that side repeats).
+type bcast struct {
+	out    tensor.Shape
+	sa, sb []int64
+}
+
+func broadcastShapes(a, b tensor.Shape) (bcast, bool) {
+	r := len(a)
+	if len(b) > r {
+		r = len(b)
+	}
+	out := make(tensor.Shape, r)
+	sa, sb := make([]int64, r), make([]int64, r)
+	pa, pb := int64(1), int64(1)
+	for i := r - 1; i >= 0; i-- {
+		da, db := int64(1), int64(1)
+		if j := i - (r - len(a)); j >= 0 {
+			da = a[j]
+		}
+		if j := i - (r - len(b)); j >= 0 {
+			db = b[j]
+		}
+		switch {
+		case da == db:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		case db == 1:
+			out[i] = da
+		default:
+			return bcast{}, false
+		}
+		if da != 1 || out[i] == 1 {
+			sa[i] = pa
+		}
+		if db != 1 || out[i] == 1 {
+			sb[i] = pb
+		}
+		pa *= da
+		pb *= db
+	}
+	return bcast{out, sa, sb}, true
+}
+
+func binary(ctx *kernels.Context, op binOp) error {
+	a, b := ctx.Input(0), ctx.Input(1)
+	bc, ok := broadcastShapes(a.Shape, b.Shape)
+	if !ok {
+		return ctx.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v", a.Shape, b.Shape)
+	}
+	o, err := ctx.Allocate(0, bc.out)
+	if err != nil {
+		return err
+	}
+	if o.NumElements() == 0 {
+		return nil
+	}
+	switch a.DType {
+	case tensor.Float:
+		runBinary(ctx, op, bc, a.F32(), b.F32(), o.F32())
+	case tensor.Double:
+		runBinary(ctx, op, bc, a.F64(), b.F64(), o.F64())
+	case tensor.Half, tensor.Bfloat16:
+		out := make([]float32, o.NumElements())
+		runBinary(ctx, op, bc, toF32(a), toF32(b), out)
+		storeF32(o, out)
+	case tensor.Int32:
+		runBinary(ctx, op, bc, a.I32(), b.I32(), o.I32())
+	case tensor.Int64:
+		runBinary(ctx, op, bc, a.I64(), b.I64(), o.I64())
+	case tensor.Int16:
+		runBinary(ctx, op, bc, a.I16(), b.I16(), o.I16())
+	case tensor.Int8:
+		runBinary(ctx, op, bc, a.I8(), b.I8(), o.I8())
+	case tensor.Uint8:
+		runBinary(ctx, op, bc, a.U8(), b.U8(), o.U8())
+	case tensor.Uint16:
+		runBinary(ctx, op, bc, a.U16(), b.U16(), o.U16())
+	case tensor.Uint32:
+		runBinary(ctx, op, bc, a.U32(), b.U32(), o.U32())
+	case tensor.Uint64:
+		runBinary(ctx, op, bc, a.U64(), b.U64(), o.U64())
+	case tensor.String:
+		forEachRow(bc, func(oo, ao, bo, n, sa, sb int64) {
+			for i := int64(0); i < n; i++ {
+				x, y := a.Strs[ao+i*sa], b.Strs[bo+i*sb]
+				o.Strs[oo+i] = append(append(make([]byte, 0, len(x)+len(y)), x...), y...)
+			}
+		})
+	default:
+		return ctx.Errorf(status.Unimplemented, "dtype %v", a.DType)
+	}
+	return nil
+}
+
+// forEachRow walks the output in runs along the last dim, giving each run's
+// output, a and b offsets, its length and the a/b strides within it.
+func forEachRow(bc bcast, f func(oo, ao, bo, n, sa, sb int64)) {
+	r := len(bc.out)
+	if r == 0 {
+		f(0, 0, 0, 1, 0, 0)
+		return
+	}
+	n := bc.out[r-1]
+	if bc.out.NumElements() == 0 {
+		return
+	}
+	rows := bc.out.NumElements() / n
+	idx := make([]int64, r-1)
+	var ao, bo int64
+	for row := int64(0); row < rows; row++ {
+		f(row*n, ao, bo, n, bc.sa[r-1], bc.sb[r-1])
+		for d := r - 2; d >= 0; d-- {
+			idx[d]++
+			ao += bc.sa[d]
+			bo += bc.sb[d]
+			if idx[d] < bc.out[d] {
+				break
+			}
+			ao -= bc.sa[d] * idx[d]
+			bo -= bc.sb[d] * idx[d]
+			idx[d] = 0
+		}
+	}
+}
+
+func runBinary[T num](ctx *kernels.Context, op binOp, bc bcast, a, b, o []T) {
+	n := len(o)
+	switch {
+	case len(a) == n && len(b) == n:
+		ctx.For(n, 1, func(lo, hi int) { binLoop(op, o[lo:hi], a[lo:hi], b[lo:hi], 1, 1) })
+	case len(a) == 1 && len(b) == n:
+		ctx.For(n, 1, func(lo, hi int) { binLoop(op, o[lo:hi], a, b[lo:hi], 0, 1) })
+	case len(b) == 1 && len(a) == n:
+		ctx.For(n, 1, func(lo, hi int) { binLoop(op, o[lo:hi], a[lo:hi], b, 1, 0) })
+	default:
+		forEachRow(bc, func(oo, ao, bo, m, sa, sb int64) {
+			binLoop(op, o[oo:oo+m], a[ao:], b[bo:], int(sa), int(sb))
+		})
+	}
+}
+
+// binLoop computes o[i] = a[i*sa] op b[i*sb]; sa and sb are 0 or 1.
+func binLoop[T num](op binOp, o, a, b []T, sa, sb int) {
+	if len(o) == 0 {
+		return
+	}
+	_ = a[(len(o)-1)*sa]
+	_ = b[(len(o)-1)*sb]
+	switch op {
+	case opAdd:
+		for i := range o {
+			o[i] = a[i*sa] + b[i*sb]
+		}
+	case opSub:
+		for i := range o {
+			o[i] = a[i*sa] - b[i*sb]
+		}
+	case opMul:
+		for i := range o {
+			o[i] = a[i*sa] * b[i*sb]
+		}
+	case opDiv:
+		for i := range o {
+			y := b[i*sb]
+			if y == 0 && !isFloat[T]() {
+				o[i] = 0
+				continue
+			}
+			o[i] = a[i*sa] / y
+		}
+	case opMax:
+		for i := range o {
+			x, y := a[i*sa], b[i*sb]
+			if x != x || x > y {
+				o[i] = x
+			} else {
+				o[i] = y
+			}
+		}
+	case opMin:
+		for i := range o {
+			x, y := a[i*sa], b[i*sb]
+			if x != x || x < y {
+				o[i] = x
+			} else {
+				o[i] = y
+			}
+		}
+	}
+}
+
+func isFloat[T num]() bool {
+	var x T = 1
+	x /= 2
+	return x != 0
+}

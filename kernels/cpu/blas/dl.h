@@ -1,0 +1,6 @@
+int mstream_blas_open(void);
+void mstream_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+		const float *b, int ldb, float beta, float *c, int ldc);
+void mstream_dgemm(int ta, int tb, int m, int n, int k, double alpha, const double *a, int lda,
+		const double *b, int ldb, double beta, double *c, int ldc);
+void mstream_blas_set_threads(int n);
