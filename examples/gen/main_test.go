@@ -8,19 +8,19 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
-	"mstream/graph"
+	"mstream/graph/opdefs"
 	"mstream/proto/tfpb"
 )
 
 // TestModelMatchesOpDefs checks every node against TF's OpDef: the op exists,
 // every attr without a default is set, and the number of inputs fits.
 func TestModelMatchesOpDefs(t *testing.T) {
-	if graph.LookupOpDef("MatMul") == nil {
+	if opdefs.Lookup("MatMul") == nil {
 		t.Skip("op registry not generated yet")
 	}
 	g := newModel().graphDef()
 	for _, n := range g.Node {
-		def := graph.LookupOpDef(n.Op)
+		def := opdefs.Lookup(n.Op)
 		if def == nil {
 			t.Errorf("%s: op %s unknown to TF", n.Name, n.Op)
 			continue
