@@ -1,0 +1,416 @@
+package bfc
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"mstream/device"
+	"mstream/status"
+)
+
+// MinAlloc is the granularity and alignment of every chunk, in bytes.
+const MinAlloc = 256
+
+// numBins is the number of size-class bins: bin i holds free chunks of size
+// [MinAlloc<<i, MinAlloc<<(i+1)); the last bin holds everything larger.
+const numBins = 21
+
+// maxInternalFrag is the largest remainder a chunk may keep unsplit.
+const maxInternalFrag = 128 << 20
+
+// growthStart is the first region size when AllowGrowth is set (TF's 2 MiB).
+const growthStart = 2 << 20
+
+// Backend provides the regions the allocator carves up: device memory on a
+// GPU, Go memory on the host. Addresses are opaque to the allocator except
+// for arithmetic inside a region.
+type Backend interface {
+	// Alloc returns the base address of a new region of size bytes,
+	// aligned to at least MinAlloc.
+	Alloc(size uint64) (base uint64, err error)
+	// Free returns a region obtained from Alloc.
+	Free(base uint64)
+}
+
+// Options configure an Allocator.
+type Options struct {
+	// Name appears in error messages and stats ("GPU_0_bfc", "group1").
+	Name string
+	// Limit is the most bytes all regions together may hold. The session
+	// computes it from per_process_gpu_memory_fraction,
+	// virtual_devices.memory_limit_mb and the split between groups.
+	Limit uint64
+	// AllowGrowth grows regions on demand, starting at 2 MiB and doubling.
+	// When false the first allocation obtains the whole Limit as one
+	// region, as TF does.
+	AllowGrowth bool
+	// ExtendLimit caps a single region growth in bytes
+	// (TF_BFC_EXTEND_LIMIT_MB << 20); 0 means no cap. A request larger than
+	// the cap still gets a region of its own size.
+	ExtendLimit uint64
+	// StreamAware turns on TF_GPU_STREAM_AWARE_BFC: free chunks remember
+	// the stream that freed them, and reuse on another stream waits on an
+	// event. NewEvent must then be set.
+	StreamAware bool
+	// NewEvent makes the events recorded at free time (stream-aware mode).
+	NewEvent func() (device.Event, error)
+}
+
+// Stats are the allocator's counters; all byte counts are chunk sizes.
+type Stats struct {
+	Name              string  `json:"name"`
+	BytesInUse        uint64  `json:"bytes_in_use"`
+	PeakBytesInUse    uint64  `json:"peak_bytes_in_use"`
+	Limit             uint64  `json:"limit"`
+	Regions           int     `json:"regions"`
+	RegionBytes       uint64  `json:"region_bytes"`
+	Extends           int     `json:"extends"`
+	LargestExtend     uint64  `json:"largest_extend"`
+	Allocations       int64   `json:"allocations"`
+	LiveAllocations   int     `json:"live_allocations"`
+	CrossStreamWaits  int64   `json:"cross_stream_waits"`
+	LargestFreeChunk  uint64  `json:"largest_free_chunk"`
+	FreeBytes         uint64  `json:"free_bytes"`
+	Fragmentation     float64 `json:"fragmentation"`
+	FailedAllocations int64   `json:"failed_allocations"`
+}
+
+// chunk is a contiguous range inside one region, free or in use.
+type chunk struct {
+	addr, size uint64
+	requested  uint64 // bytes asked for; 0 when free
+	inUse      bool
+	prev, next *chunk // address neighbours in the same region
+	region     *region
+
+	// stream last used the chunk (allocated it, or freed it); nil for
+	// space never handed out. ev was recorded on stream when it was freed;
+	// seq orders frees so that a merge keeps the later event.
+	stream device.Stream
+	ev     device.Event
+	seq    uint64
+}
+
+type region struct {
+	base, size uint64
+}
+
+// Allocator is a best-fit-with-coalescing allocator. See the package
+// documentation for its design and invariants.
+type Allocator struct {
+	opts    Options
+	backend Backend
+
+	mu         sync.Mutex
+	bins       [numBins][]*chunk // free chunks ordered by (size, addr)
+	chunks     map[uint64]*chunk // every chunk by address
+	regions    []*region         // ordered by base
+	nextRegion uint64            // size of the next growth (TF's curr_region_allocation_bytes)
+	freeSeq    uint64
+	st         Stats
+}
+
+// New returns an allocator over backend. It obtains no memory until the
+// first allocation.
+func New(backend Backend, opts Options) (*Allocator, error) {
+	if opts.StreamAware && opts.NewEvent == nil {
+		return nil, status.InvalidArg("bfc %q: stream-aware mode needs NewEvent", opts.Name)
+	}
+	opts.Limit = opts.Limit / MinAlloc * MinAlloc
+	a := &Allocator{opts: opts, backend: backend, chunks: map[uint64]*chunk{}}
+	if opts.AllowGrowth {
+		a.nextRegion = growthStart
+	} else {
+		a.nextRegion = opts.Limit
+	}
+	a.st.Name = opts.Name
+	a.st.Limit = opts.Limit
+	return a, nil
+}
+
+func roundUp(n uint64) uint64 {
+	if n < MinAlloc {
+		return MinAlloc
+	}
+	return (n + MinAlloc - 1) / MinAlloc * MinAlloc
+}
+
+func binOf(size uint64) int {
+	b := 0
+	for s := size / MinAlloc; s > 1 && b < numBins-1; s >>= 1 {
+		b++
+	}
+	return b
+}
+
+func less(x, y *chunk) bool {
+	if x.size != y.size {
+		return x.size < y.size
+	}
+	return x.addr < y.addr
+}
+
+func (a *Allocator) insertFreeLocked(c *chunk) {
+	b := &a.bins[binOf(c.size)]
+	i := sort.Search(len(*b), func(i int) bool { return !less((*b)[i], c) })
+	*b = append(*b, nil)
+	copy((*b)[i+1:], (*b)[i:])
+	(*b)[i] = c
+}
+
+func (a *Allocator) removeFreeLocked(c *chunk) {
+	b := &a.bins[binOf(c.size)]
+	i := sort.Search(len(*b), func(i int) bool { return !less((*b)[i], c) })
+	if i == len(*b) || (*b)[i] != c {
+		panic(fmt.Sprintf("bfc: free chunk %#x+%d not in its bin", c.addr, c.size))
+	}
+	*b = append((*b)[:i], (*b)[i+1:]...)
+}
+
+// Allocate returns the address of at least size bytes, aligned to MinAlloc.
+// In stream-aware mode s is the stream that will use the memory and must
+// not be nil; otherwise s is recorded for stats only and may be nil.
+func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rounded := roundUp(size)
+	if a.opts.StreamAware && s == nil {
+		return 0, status.InvalidArg("bfc %q: stream-aware allocation without a stream", a.opts.Name)
+	}
+	// 1. a chunk of this stream, or space never used.
+	c := a.findLocked(rounded, func(c *chunk) bool {
+		return !a.opts.StreamAware || c.stream == nil || c.stream == s
+	})
+	if c == nil {
+		// 2. new space.
+		if a.extendLocked(rounded) {
+			c = a.findLocked(rounded, func(c *chunk) bool { return c.stream == nil || c.stream == s })
+		}
+	}
+	if c == nil && a.opts.StreamAware {
+		// 3. another stream's chunk, ordered after its last use.
+		c = a.findLocked(rounded, func(*chunk) bool { return true })
+	}
+	if c == nil {
+		a.st.FailedAllocations++
+		return 0, status.Errorf(status.ResourceExhausted,
+			"OOM when allocating %d bytes (rounded to %d) from allocator %q: %s",
+			size, rounded, a.opts.Name, a.stateLocked())
+	}
+	a.removeFreeLocked(c)
+	if a.opts.StreamAware && c.stream != nil && c.stream != s && c.ev != nil {
+		s.Wait(c.ev)
+		a.st.CrossStreamWaits++
+	}
+	a.splitLocked(c, rounded)
+	c.inUse = true
+	c.requested = size
+	c.stream = s
+	c.ev = nil
+	a.st.BytesInUse += c.size
+	if a.st.BytesInUse > a.st.PeakBytesInUse {
+		a.st.PeakBytesInUse = a.st.BytesInUse
+	}
+	a.st.Allocations++
+	a.st.LiveAllocations++
+	return c.addr, nil
+}
+
+// findLocked is best fit: the smallest chunk (lowest address on ties) of
+// at least size bytes that ok accepts.
+func (a *Allocator) findLocked(size uint64, ok func(*chunk) bool) *chunk {
+	for b := binOf(size); b < numBins; b++ {
+		bin := a.bins[b]
+		i := sort.Search(len(bin), func(i int) bool { return bin[i].size >= size })
+		for ; i < len(bin); i++ {
+			if ok(bin[i]) {
+				return bin[i]
+			}
+		}
+	}
+	return nil
+}
+
+// splitLocked trims c (not in a bin) to size when the remainder is worth
+// keeping: at least as large as what is kept, or over maxInternalFrag, as
+// TF does. The remainder is free and inherits c's stream and event.
+func (a *Allocator) splitLocked(c *chunk, size uint64) {
+	if c.size < 2*size && c.size-size < maxInternalFrag {
+		return
+	}
+	r := &chunk{addr: c.addr + size, size: c.size - size, region: c.region,
+		prev: c, next: c.next, stream: c.stream, ev: c.ev, seq: c.seq}
+	if c.next != nil {
+		c.next.prev = r
+	}
+	c.next = r
+	c.size = size
+	a.chunks[r.addr] = r
+	a.insertFreeLocked(r)
+}
+
+// extendLocked adds a region big enough for size bytes; false when the
+// limit or the backend says no.
+func (a *Allocator) extendLocked(size uint64) bool {
+	avail := a.opts.Limit - a.st.RegionBytes
+	if size > avail {
+		return false
+	}
+	grew := false
+	for a.nextRegion < size {
+		a.nextRegion *= 2
+		grew = true
+	}
+	bytes := min(a.nextRegion, avail)
+	if a.opts.ExtendLimit > 0 && bytes > a.opts.ExtendLimit {
+		bytes = max(roundUp(a.opts.ExtendLimit), size)
+	}
+	base, err := a.backend.Alloc(bytes)
+	for err != nil {
+		// Back off by a tenth until the request no longer fits, as TF does.
+		bytes = roundUp(bytes / 10 * 9)
+		if bytes < size {
+			return false
+		}
+		base, err = a.backend.Alloc(bytes)
+	}
+	if !grew {
+		a.nextRegion *= 2
+	}
+	r := &region{base: base, size: bytes}
+	i := sort.Search(len(a.regions), func(i int) bool { return a.regions[i].base > base })
+	a.regions = append(a.regions, nil)
+	copy(a.regions[i+1:], a.regions[i:])
+	a.regions[i] = r
+	a.st.Regions++
+	a.st.RegionBytes += bytes
+	a.st.Extends++
+	a.st.LargestExtend = max(a.st.LargestExtend, bytes)
+	c := &chunk{addr: base, size: bytes, region: r}
+	a.chunks[base] = c
+	a.insertFreeLocked(c)
+	return true
+}
+
+// Free returns the allocation at addr. In stream-aware mode an event is
+// recorded on the stream that allocated it, so a later user on another
+// stream can wait for this stream's work on the memory to finish.
+func (a *Allocator) Free(addr uint64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.chunks[addr]
+	if c == nil || !c.inUse {
+		return status.InvalidArg("bfc %q: free of %#x, which is not a live allocation", a.opts.Name, addr)
+	}
+	if a.opts.StreamAware {
+		ev, err := a.opts.NewEvent()
+		if err != nil {
+			return status.Wrap(err, "bfc %q: event for free of %#x", a.opts.Name, addr)
+		}
+		c.stream.Record(ev)
+		c.ev = ev
+	}
+	a.freeSeq++
+	c.seq = a.freeSeq
+	c.inUse = false
+	c.requested = 0
+	a.st.BytesInUse -= c.size
+	a.st.LiveAllocations--
+	if !a.opts.StreamAware {
+		c.stream = nil
+	}
+	if n := c.next; n != nil && !n.inUse && a.mergeable(c, n) {
+		a.removeFreeLocked(n)
+		a.mergeLocked(c, n)
+	}
+	if p := c.prev; p != nil && !p.inUse && a.mergeable(p, c) {
+		a.removeFreeLocked(p)
+		a.mergeLocked(p, c)
+		c = p
+	}
+	a.insertFreeLocked(c)
+	return nil
+}
+
+// mergeable says whether two free neighbours may become one chunk: space
+// never used joins anything; used space joins only space of the same
+// stream, whose later event covers both.
+func (a *Allocator) mergeable(x, y *chunk) bool {
+	return x.stream == nil || y.stream == nil || x.stream == y.stream
+}
+
+// mergeLocked absorbs y (x's next, not in a bin) into x.
+func (a *Allocator) mergeLocked(x, y *chunk) {
+	x.size += y.size
+	x.next = y.next
+	if y.next != nil {
+		y.next.prev = x
+	}
+	if x.stream == nil || (y.stream != nil && y.seq > x.seq) {
+		x.stream, x.ev, x.seq = y.stream, y.ev, y.seq
+	}
+	delete(a.chunks, y.addr)
+}
+
+// RequestedSize returns the size asked for the allocation at addr, and
+// ChunkSize what it occupies; both 0 when addr is not live.
+func (a *Allocator) RequestedSize(addr uint64) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c := a.chunks[addr]; c != nil && c.inUse {
+		return c.requested
+	}
+	return 0
+}
+
+// ChunkSize returns the bytes the allocation at addr occupies (a multiple
+// of MinAlloc), 0 when addr is not live.
+func (a *Allocator) ChunkSize(addr uint64) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c := a.chunks[addr]; c != nil && c.inUse {
+		return c.size
+	}
+	return 0
+}
+
+// Stats returns a snapshot of the counters.
+func (a *Allocator) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.statsLocked()
+}
+
+func (a *Allocator) statsLocked() Stats {
+	st := a.st
+	for b := range a.bins {
+		for _, c := range a.bins[b] {
+			st.FreeBytes += c.size
+			st.LargestFreeChunk = max(st.LargestFreeChunk, c.size)
+		}
+	}
+	if st.FreeBytes > 0 {
+		st.Fragmentation = 1 - float64(st.LargestFreeChunk)/float64(st.FreeBytes)
+	}
+	return st
+}
+
+func (a *Allocator) stateLocked() string {
+	st := a.statsLocked()
+	return fmt.Sprintf("in use %d bytes in %d allocations, limit %d, largest free chunk %d, free %d, %d regions of %d bytes",
+		st.BytesInUse, st.LiveAllocations, st.Limit, st.LargestFreeChunk, st.FreeBytes, st.Regions, st.RegionBytes)
+}
+
+// Close returns every region to the backend. Allocations still live are
+// lost; the allocator must not be used afterwards.
+func (a *Allocator) Close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range a.regions {
+		a.backend.Free(r.base)
+	}
+	a.regions = nil
+	a.chunks = map[uint64]*chunk{}
+	a.bins = [numBins][]*chunk{}
+}

@@ -1,0 +1,77 @@
+package bfc
+
+import "fmt"
+
+// Check recounts the allocator from its regions and returns the first
+// broken invariant, or nil. Tests call it after every operation; it takes
+// time linear in the number of chunks.
+func (a *Allocator) Check() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	inBin := map[*chunk]int{}
+	for b := range a.bins {
+		for i, c := range a.bins[b] {
+			if binOf(c.size) != b {
+				return fmt.Errorf("chunk %#x+%d in bin %d, belongs in %d", c.addr, c.size, b, binOf(c.size))
+			}
+			if i > 0 && !less(a.bins[b][i-1], c) {
+				return fmt.Errorf("bin %d out of order at %d", b, i)
+			}
+			if c.inUse {
+				return fmt.Errorf("chunk %#x in use but in bin %d", c.addr, b)
+			}
+			inBin[c]++
+		}
+	}
+	var inUse, regionBytes uint64
+	live, n := 0, 0
+	for _, r := range a.regions {
+		regionBytes += r.size
+		c := a.chunks[r.base]
+		if c == nil || c.prev != nil {
+			return fmt.Errorf("region %#x has no first chunk", r.base)
+		}
+		end := r.base
+		for ; c != nil; c = c.next {
+			n++
+			if c.region != r || c.addr != end || c.size == 0 || c.size%MinAlloc != 0 || c.addr%MinAlloc != 0 {
+				return fmt.Errorf("chunk %#x+%d does not tile region %#x at %#x", c.addr, c.size, r.base, end)
+			}
+			if a.chunks[c.addr] != c {
+				return fmt.Errorf("chunk %#x missing from the address map", c.addr)
+			}
+			if c.next != nil && c.next.prev != c {
+				return fmt.Errorf("chunk %#x: broken back link", c.addr)
+			}
+			end += c.size
+			if c.inUse {
+				inUse += c.size
+				live++
+				if inBin[c] != 0 {
+					return fmt.Errorf("live chunk %#x in a bin", c.addr)
+				}
+				continue
+			}
+			if inBin[c] != 1 {
+				return fmt.Errorf("free chunk %#x+%d in %d bins", c.addr, c.size, inBin[c])
+			}
+			if p := c.prev; p != nil && !p.inUse && a.mergeable(p, c) {
+				return fmt.Errorf("free chunks %#x and %#x should have merged", p.addr, c.addr)
+			}
+		}
+		if end != r.base+r.size {
+			return fmt.Errorf("region %#x+%d: chunks end at %#x", r.base, r.size, end)
+		}
+	}
+	if n != len(a.chunks) {
+		return fmt.Errorf("%d chunks in regions, %d in the address map", n, len(a.chunks))
+	}
+	if inUse != a.st.BytesInUse || live != a.st.LiveAllocations || regionBytes != a.st.RegionBytes || len(a.regions) != a.st.Regions {
+		return fmt.Errorf("stats %+v disagree with recount: in use %d, live %d, regions %d of %d bytes",
+			a.st, inUse, live, len(a.regions), regionBytes)
+	}
+	if regionBytes > a.opts.Limit || a.st.PeakBytesInUse < inUse {
+		return fmt.Errorf("regions %d over limit %d or peak %d under in use %d", regionBytes, a.opts.Limit, a.st.PeakBytesInUse, inUse)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+// Package bfc is a best-fit-with-coalescing allocator over device address
+// ranges, after the design of TensorFlow's BFC allocator, with the stream
+// awareness of NVIDIA's Multiple Stream TensorFlow.
+//
+// # Overview
+//
+// The allocator never touches the memory it manages. It asks a Backend for
+// regions (cuMemAlloc on a GPU, hostmem on the host device, see
+// HostBackend), and hands out addresses inside them as uint64s, so the same
+// code serves device memory that Go cannot point at.
+//
+// Every region is tiled by chunks: contiguous ranges, each either in use or
+// free, linked to their address neighbours. Sizes are rounded up to
+// MinAlloc (256 bytes), which is also the alignment of every chunk, so a
+// chunk boundary is always a valid start for any dtype and for vectorised
+// device loads.
+//
+// Free chunks sit in bins by size class: bin i holds sizes in
+// [256<<i, 256<<(i+1)), and each bin is ordered by (size, address). An
+// allocation searches from the bin of its rounded size upward and takes the
+// first chunk that is large enough: the smallest fit, lowest address on
+// ties, which keeps the low end of regions dense. When the chunk is at
+// least twice the request, or the remainder exceeds 128 MiB, it is split
+// and the tail goes back to a bin; otherwise the slack stays inside the
+// chunk (TF's rule: splitting small remainders buys fragments nobody can
+// use). A freed chunk merges with free neighbours at once, so free space is
+// always as large as it can be.
+//
+// # Growth
+//
+// With AllowGrowth the first region is 2 MiB; each later growth is twice
+// the last (TF's curr_region_allocation_bytes), or the doubling that first
+// fits the request, never more than what remains of Limit. ExtendLimit
+// (TF_BFC_EXTEND_LIMIT_MB) caps a single growth, so a long-running process
+// takes memory in steps of bounded size rather than grabbing half the
+// device at once; a request larger than the cap gets a region of its own
+// size. When the backend refuses, the allocator retries at nine tenths of
+// the size until the request no longer fits. Without AllowGrowth the first
+// allocation takes the whole Limit as one region, as TF does. Regions are
+// never returned before Close: freeing device memory synchronises the
+// device.
+//
+// # Streams
+//
+// In stream-aware mode (TF_GPU_STREAM_AWARE_BFC) one allocator serves all
+// stream groups of a device. Memory freed by stream A may still be read by
+// work queued on A; handing it to stream B is safe only if B's later work
+// runs after A's. So Free records a fresh event on the stream that
+// allocated the chunk, and the free chunk keeps (stream, event). Allocate
+// with stream S looks, in order, for
+//
+//  1. a free chunk last used by S, or never used: no wait needed, since
+//     S's own order covers its earlier work;
+//  2. new space from a region growth;
+//  3. any free chunk: S then Waits on the chunk's event (a device-side
+//     wait: neither the host nor the device is synchronised) and the wait
+//     is counted in Stats.CrossStreamWaits.
+//
+// Coalescing across streams: two free neighbours merge only when they were
+// last used by the same stream or one of them was never used. Two chunks of
+// one stream merge into a chunk that keeps the event of the later free;
+// since both events are in the same stream, the later one completing
+// implies the earlier did. Chunks of different streams are never merged,
+// because the result would need to carry two events (and any user would
+// wait on both); keeping them apart costs some fragmentation under heavy
+// cross-stream churn, but keeps every free chunk's ordering exact in one
+// event. When such chunks are reused, each waits on its own event. A split
+// remainder inherits the stream and event of the chunk it came from.
+//
+// Without stream awareness, free chunks carry no stream and merge freely;
+// the caller (tensorholder) is then responsible for freeing memory only
+// when no stream can still touch it, as in stock TF.
+//
+// # Invariants
+//
+// These hold whenever the mutex is free, and Check verifies all of them by
+// recount (the property tests call it after every operation):
+//
+//   - chunks tile each region exactly, in address order, with consistent
+//     links; so no two live chunks overlap and all lie within regions;
+//   - every free chunk is in exactly one bin, the bin of its size, and no
+//     live chunk is in a bin; bins are ordered by (size, address);
+//   - no two adjacent free chunks are mergeable (same stream, or one never
+//     used): coalescing is complete;
+//   - BytesInUse, LiveAllocations, Regions and RegionBytes equal a recount;
+//     RegionBytes never exceeds Limit.
+//
+// # Errors
+//
+// Out of memory is a status.ResourceExhausted error naming the size asked,
+// the rounded size, the allocator, and its state: bytes and allocations in
+// use, limit, largest free chunk, free bytes and regions. The executor
+// prefixes the node name. The allocator stays usable.
+//
+// # Locking
+//
+// One mutex, Allocator.mu, guards everything; functions named fooLocked
+// expect it held. While holding it the allocator calls Backend.Alloc and
+// Backend.Free, Options.NewEvent, and Stream.Record and Stream.Wait, which
+// only enqueue. So the lock order is Allocator.mu, then the backend's and
+// streams' own locks; none of those may call back into the allocator.
+// Nothing under the mutex blocks on a device.
+package bfc
