@@ -1,0 +1,231 @@
+package cpu
+
+import (
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+func init() {
+	reg("StridedSlice", nil, []string{"begin", "end", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
+		m := sliceMasks{
+			begin:    attrInt(n, "begin_mask", 0),
+			end:      attrInt(n, "end_mask", 0),
+			ellipsis: attrInt(n, "ellipsis_mask", 0),
+			newAxis:  attrInt(n, "new_axis_mask", 0),
+			shrink:   attrInt(n, "shrink_axis_mask", 0),
+		}
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return stridedSlice(ctx, m) }), nil
+	})
+}
+
+type sliceMasks struct{ begin, end, ellipsis, newAxis, shrink int64 }
+
+const (
+	gatherNewAxis = -1
+	gatherShrink  = -2
+)
+
+// sliceSpec is the result of TF's strided-slice validation: per input dim
+// the canonical begin and stride and the element count, and the output
+// shape after new axes and shrinks.
+type sliceSpec struct {
+	begin, stride, size []int64
+	out                 tensor.Shape
+}
+
+// validateSlice follows TF's ValidateStridedSliceOp: expand the sparse
+// spec (ellipsis, new axes, implicit trailing ellipsis) into one entry per
+// input dim, canonicalise begin/end against masks and negative indices,
+// clamp, and size each dim.
+func validateSlice(ctx *kernels.Context, shape tensor.Shape, begin, end, strides []int64, m sliceMasks) (*sliceSpec, error) {
+	if len(begin) != len(end) || len(begin) != len(strides) {
+		return nil, ctx.Errorf(status.InvalidArgument, "Expected begin, end, and strides to be 1D equal size tensors, but got %d, %d and %d elements", len(begin), len(end), len(strides))
+	}
+	if len(begin) > 32 {
+		return nil, ctx.Errorf(status.InvalidArgument, "slice spec has %d dimensions, at most 32 are supported", len(begin))
+	}
+	if m.ellipsis != 0 && m.ellipsis&(m.ellipsis-1) != 0 {
+		return nil, ctx.Errorf(status.InvalidArgument, "Multiple ellipses in slice spec not allowed")
+	}
+	sparseDims := len(begin)
+	ellipsis := m.ellipsis
+	seen := false
+	addAfter := 0
+	for i := 0; i < sparseDims; i++ {
+		if seen && m.newAxis&(1<<i) != 0 {
+			addAfter++
+		}
+		if ellipsis&(1<<i) != 0 {
+			seen = true
+		}
+	}
+	if !seen {
+		ellipsis |= 1 << sparseDims
+		sparseDims++
+	}
+	dims := len(shape)
+	dBegin, dEnd, dStride := make([]int64, dims), make([]int64, dims), make([]int64, dims)
+	var dBeginMask, dEndMask, dShrink int64
+	var gather []int
+	full := 0
+	for i := 0; i < sparseDims; i++ {
+		bit := int64(1) << i
+		switch {
+		case ellipsis&bit != 0:
+			next := min(dims-(sparseDims-i)+1+addAfter, dims)
+			for ; full < next; full++ {
+				dStride[full] = 1
+				dBeginMask |= 1 << full
+				dEndMask |= 1 << full
+				gather = append(gather, full)
+			}
+		case m.newAxis&bit != 0:
+			gather = append(gather, gatherNewAxis)
+		default:
+			if full >= dims {
+				return nil, ctx.Errorf(status.InvalidArgument, "Index out of range using input dim %d; input has only %d dims", full, dims)
+			}
+			dBegin[full], dEnd[full], dStride[full] = begin[i], end[i], strides[i]
+			if m.begin&bit != 0 {
+				dBeginMask |= 1 << full
+			}
+			if m.end&bit != 0 {
+				dEndMask |= 1 << full
+			}
+			if m.shrink&bit != 0 {
+				dShrink |= 1 << full
+				gather = append(gather, gatherShrink)
+			} else {
+				gather = append(gather, full)
+			}
+			full++
+		}
+	}
+	spec := &sliceSpec{begin: dBegin, stride: dStride, size: make([]int64, dims)}
+	for i := 0; i < dims; i++ {
+		b, e, s, d := dBegin[i], dEnd[i], dStride[i], shape[i]
+		if s == 0 {
+			return nil, ctx.Errorf(status.InvalidArgument, "strides[%d] must be non-zero", i)
+		}
+		shrink := dShrink&(1<<i) != 0
+		if shrink && s <= 0 {
+			return nil, ctx.Errorf(status.InvalidArgument, "only stride 1 allowed on non-range indexing.")
+		}
+		lo, hi := int64(0), d
+		if s < 0 {
+			lo, hi = -1, d-1
+		}
+		canon := func(x int64, masked bool, c int) int64 {
+			if masked {
+				if (s > 0) == (c == 0) {
+					return lo
+				}
+				return hi
+			}
+			if x < 0 {
+				x += d
+			}
+			if x < lo {
+				return lo
+			}
+			return min(x, hi)
+		}
+		if shrink {
+			x := b
+			if x < 0 {
+				x += d
+			}
+			if x < 0 || x >= d {
+				return nil, ctx.Errorf(status.InvalidArgument, "slice index %d of dimension %d out of bounds.", x, i)
+			}
+			b, e = x, x+1
+		} else {
+			b = canon(b, dBeginMask&(1<<i) != 0, 0)
+			e = canon(e, dEndMask&(1<<i) != 0, 1)
+		}
+		l := e - b
+		var size int64
+		if l != 0 && (l < 0) == (s < 0) {
+			size = l / s
+			if l%s != 0 {
+				size++
+			}
+		}
+		spec.begin[i], spec.size[i] = b, size
+	}
+	spec.out = tensor.Shape{}
+	for _, g := range gather {
+		switch g {
+		case gatherNewAxis:
+			spec.out = append(spec.out, 1)
+		case gatherShrink:
+		default:
+			spec.out = append(spec.out, spec.size[g])
+		}
+	}
+	return spec, nil
+}
+
+func stridedSlice(ctx *kernels.Context, m sliceMasks) error {
+	in := ctx.Input(0)
+	var v [3][]int64
+	for i, what := range []string{"begin", "end", "strides"} {
+		if len(ctx.Input(i+1).Shape) != 1 {
+			return ctx.Errorf(status.InvalidArgument, "Expected begin, end, and strides to be 1D equal size tensors, but got shape %v for %s", ctx.Input(i+1).Shape, what)
+		}
+		var err error
+		if v[i], err = hostInts(ctx, i+1, what); err != nil {
+			return err
+		}
+	}
+	spec, err := validateSlice(ctx, in.Shape, v[0], v[1], v[2], m)
+	if err != nil {
+		return err
+	}
+	o, err := ctx.Allocate(0, spec.out)
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	r := len(in.Shape)
+	if r == 0 {
+		copyElems(o, 0, in, 0, 1)
+		return nil
+	}
+	st := strides(in.Shape)
+	src := int64(0)
+	step := make([]int64, r)
+	for i := range st {
+		src += spec.begin[i] * st[i]
+		step[i] = spec.stride[i] * st[i]
+	}
+	idx := make([]int64, r)
+	contig := spec.stride[r-1] == 1
+	inner := spec.size[r-1]
+	for k := int64(0); k < n; {
+		if contig {
+			copyElems(o, int(k), in, int(src), int(inner))
+			k += inner
+			idx[r-1] = inner - 1
+			src += step[r-1] * (inner - 1)
+		} else {
+			copyElems(o, int(k), in, int(src), 1)
+			k++
+		}
+		for d := r - 1; d >= 0; d-- {
+			idx[d]++
+			src += step[d]
+			if idx[d] < spec.size[d] {
+				break
+			}
+			src -= step[d] * idx[d]
+			idx[d] = 0
+		}
+	}
+	return nil
+}
