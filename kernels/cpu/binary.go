@@ -44,7 +44,7 @@ func init() {
 				types = append(append([]tensor.DType{}, types...), tensor.String)
 			}
 			reg(name, types, nil, func(*graph.Node) (kernels.Kernel, error) {
-				return kernels.KernelFunc(func(ctx *kernels.Context) error { return binary(ctx, op) }), nil
+				return kernels.KernelFunc(func(ctx *kernels.Context) error { return binaryOp(ctx, op) }), nil
 			})
 		}
 	}
@@ -95,7 +95,7 @@ func broadcastShapes(a, b tensor.Shape) (bcast, bool) {
 	return bcast{out, sa, sb}, true
 }
 
-func binary(ctx *kernels.Context, op binOp) error {
+func binaryOp(ctx *kernels.Context, op binOp) error {
 	a, b := ctx.Input(0), ctx.Input(1)
 	bc, ok := broadcastShapes(a.Shape, b.Shape)
 	if !ok {

@@ -285,6 +285,7 @@ func matmul(ctx *kernels.Context, ta, tb, batched bool) error {
 	if tb {
 		ldb = int(k)
 	}
+	lda, ldb = max(lda, 1), max(ldb, 1) // BLAS wants >= 1 even when k == 0
 	M, N, K := int(m), int(n), int(k)
 	switch a.DType {
 	case tensor.Float:
