@@ -1,0 +1,395 @@
+package graph
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+
+	"mstream/proto/tfpb"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+func parseGraphDef(b []byte) (*tfpb.GraphDef, error) {
+	gd := &tfpb.GraphDef{}
+	if err := proto.Unmarshal(b, gd); err != nil {
+		return nil, status.Errorf(status.InvalidArgument, "Invalid GraphDef: %v", err)
+	}
+	return gd, nil
+}
+
+func parseTextGraphDef(text []byte) (*tfpb.GraphDef, error) {
+	gd := &tfpb.GraphDef{}
+	if err := (prototext.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(text, gd); err != nil {
+		return nil, status.Errorf(status.InvalidArgument, "Invalid text GraphDef: %v", err)
+	}
+	return gd, nil
+}
+
+// ParseTensorID splits a NodeDef input string: "n" -> (n,0), "n:2" -> (n,2),
+// "^n" -> (n,-1).
+func ParseTensorID(s string) (TensorID, error) {
+	if strings.HasPrefix(s, "^") {
+		if len(s) == 1 {
+			return TensorID{}, fmt.Errorf("empty control input")
+		}
+		return TensorID{s[1:], -1}, nil
+	}
+	if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		k, err := strconv.Atoi(s[i+1:])
+		if err != nil || k < 0 || i == 0 {
+			return TensorID{}, fmt.Errorf("malformed input '%s'", s)
+		}
+		return TensorID{s[:i], k}, nil
+	}
+	if s == "" {
+		return TensorID{}, fmt.Errorf("empty input")
+	}
+	return TensorID{s, 0}, nil
+}
+
+func (t TensorID) String() string {
+	if t.Index < 0 {
+		return "^" + t.Name
+	}
+	if t.Index == 0 {
+		return t.Name
+	}
+	return fmt.Sprintf("%s:%d", t.Name, t.Index)
+}
+
+type pending struct {
+	def     *tfpb.NodeDef
+	node    *Node
+	inputs  []TensorID // data inputs
+	ctrls   []string
+	deps    int // unresolved in-import predecessors
+	outs    []int
+	done    bool
+	visited bool
+}
+
+func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportResults, error) {
+	if opts == nil {
+		opts = &ImportOptions{}
+	}
+	if v := gd.GetVersions(); v != nil {
+		if v.MinConsumer > DefaultProducer {
+			return nil, status.InvalidArg("GraphDef min consumer version %d above current version %d for TensorFlow", v.MinConsumer, DefaultProducer)
+		}
+		for _, b := range v.BadConsumers {
+			if b == DefaultProducer {
+				return nil, status.InvalidArg("GraphDef disallows consumer version %d", b)
+			}
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+
+	prefix := opts.Prefix
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	if prefix != "" && opts.UniquifyPrefix {
+		base := strings.TrimSuffix(prefix, "/")
+		p := base
+		for k := 1; g.prefixUsedLocked(p); k++ {
+			p = fmt.Sprintf("%s_%d", base, k)
+		}
+		prefix = p + "/"
+	}
+
+	ps := make([]*pending, len(gd.Node))
+	byName := make(map[string]int, len(gd.Node))
+	newNames := map[string]bool{}
+	for i, nd := range gd.Node {
+		if nd == nil {
+			return nil, status.InvalidArg("GraphDef has an empty NodeDef at %d", i)
+		}
+		if !validNodeName.MatchString(nd.Name) {
+			return nil, status.InvalidArg("Node '%s': Node name contains invalid characters", nd.Name)
+		}
+		if _, dup := byName[nd.Name]; dup {
+			return nil, status.InvalidArg("Node '%s' is not unique", nd.Name)
+		}
+		byName[nd.Name] = i
+		def := lookupOpDef(nd.Op)
+		if def == nil {
+			if gd.GetLibrary() != nil {
+				for _, f := range gd.Library.Function {
+					if f.GetSignature().GetName() == nd.Op {
+						return nil, status.Errorf(status.NotFound, "Node '%s': function '%s' from the GraphDef library is not supported", nd.Name, nd.Op)
+					}
+				}
+			}
+			return nil, status.Errorf(status.NotFound, "Op type not registered '%s' in binary (node '%s')", nd.Op, nd.Name)
+		}
+		name := prefix + nd.Name
+		if opts.UniquifyNames {
+			base := name
+			for k := 1; g.byName[name] != nil || newNames[name]; k++ {
+				name = fmt.Sprintf("%s_%d", base, k)
+			}
+		} else if g.byName[name] != nil {
+			return nil, status.InvalidArg("Node name '%s' already exists in the Graph", name)
+		}
+		newNames[name] = true
+		dev := nd.Device
+		if dev == "" {
+			dev = opts.DefaultDevice
+		}
+		attrs := make(map[string]*tfpb.AttrValue, len(nd.Attr))
+		for k, v := range nd.Attr {
+			if v == nil {
+				v = &tfpb.AttrValue{}
+			}
+			attrs[k] = proto.Clone(v).(*tfpb.AttrValue)
+		}
+		p := &pending{def: nd, node: &Node{Name: name, Op: nd.Op, Def: def, Device: dev, Attrs: attrs}}
+		seenCtrl := false
+		for _, s := range nd.Input {
+			id, err := ParseTensorID(s)
+			if err != nil {
+				return nil, status.InvalidArg("Node '%s': %v", nd.Name, err)
+			}
+			if id.Index < 0 {
+				p.ctrls = append(p.ctrls, id.Name)
+				seenCtrl = true
+				continue
+			}
+			if seenCtrl {
+				return nil, status.InvalidArg("Node '%s': Control dependencies must come after regular dependencies", nd.Name)
+			}
+			p.inputs = append(p.inputs, id)
+		}
+		ps[i] = p
+	}
+
+	// Edges inside the import, then a topological order (Kahn).
+	used := map[TensorID]bool{}
+	internal := func(id TensorID) (int, bool, error) {
+		if id.Index >= 0 {
+			if _, ok := opts.InputMap[id]; ok {
+				used[id] = true
+				return 0, false, nil
+			}
+		} else if _, ok := opts.ControlRemap[id.Name]; ok {
+			return 0, false, nil
+		}
+		j, ok := byName[id.Name]
+		if !ok {
+			return 0, false, fmt.Errorf("unknown input node '%s'", id)
+		}
+		return j, true, nil
+	}
+	for i, p := range ps {
+		for _, id := range p.inputs {
+			j, in, err := internal(id)
+			if err != nil {
+				return nil, status.InvalidArg("Node '%s': %v", p.def.Name, err)
+			}
+			if in {
+				p.deps++
+				ps[j].outs = append(ps[j].outs, i)
+			}
+		}
+		for _, c := range p.ctrls {
+			j, in, err := internal(TensorID{c, -1})
+			if err != nil {
+				return nil, status.InvalidArg("Node '%s': %v", p.def.Name, err)
+			}
+			if in {
+				p.deps++
+				ps[j].outs = append(ps[j].outs, i)
+			}
+		}
+	}
+	var ready, order []int
+	for i, p := range ps {
+		if p.deps == 0 {
+			ready = append(ready, i)
+		}
+	}
+	for len(ready) > 0 {
+		i := ready[0]
+		ready = ready[1:]
+		order = append(order, i)
+		for _, j := range ps[i].outs {
+			if ps[j].deps--; ps[j].deps == 0 {
+				ready = append(ready, j)
+			}
+		}
+	}
+	if len(order) < len(ps) {
+		var cyc []string
+		for _, p := range ps {
+			if p.deps > 0 {
+				cyc = append(cyc, p.def.Name)
+			}
+		}
+		if len(cyc) > 8 {
+			cyc = append(cyc[:8], "...")
+		}
+		return nil, status.InvalidArg("GraphDef contains a cycle: nodes %s cannot be ordered", strings.Join(cyc, ", "))
+	}
+
+	// Build every node in order, reading only finished predecessors.
+	for _, i := range order {
+		p := ps[i]
+		n := p.node
+		hasInternal := false
+		flat := make([]Output, len(p.inputs))
+		for k, id := range p.inputs {
+			if o, ok := opts.InputMap[id]; ok {
+				if err := g.checkOwnLocked(o.Node, n.Name); err != nil || o.Index < 0 || o.Index >= len(o.Node.OutTypes) {
+					return nil, status.InvalidArg("Node '%s': input map entry for '%s' names an invalid output", p.def.Name, id)
+				}
+				flat[k] = o
+				continue
+			}
+			src := ps[byName[id.Name]].node
+			hasInternal = true
+			if id.Index >= len(src.OutTypes) {
+				return nil, status.InvalidArg("Node '%s': Connecting to invalid output %d of source node %s which has %d outputs", p.def.Name, id.Index, id.Name, len(src.OutTypes))
+			}
+			flat[k] = Output{src, id.Index}
+		}
+		for _, c := range p.ctrls {
+			if r, ok := opts.ControlRemap[c]; ok {
+				if err := g.checkOwnLocked(r, n.Name); err != nil {
+					return nil, err
+				}
+				n.Controls = append(n.Controls, r)
+				continue
+			}
+			hasInternal = true
+			n.Controls = append(n.Controls, ps[byName[c]].node)
+		}
+		if !hasInternal {
+			for _, c := range opts.ControlDependencies {
+				if err := g.checkOwnLocked(c, n.Name); err != nil {
+					return nil, err
+				}
+				n.Controls = append(n.Controls, c)
+			}
+		}
+		sizes, err := argSizes(n)
+		if err != nil {
+			return nil, err
+		}
+		total := 0
+		for _, s := range sizes {
+			total += s
+		}
+		if total != len(flat) {
+			return nil, status.InvalidArg("Node '%s' (op %s): expected %d inputs, got %d", n.Name, n.Op, total, len(flat))
+		}
+		args := make([][]Output, len(sizes))
+		off := 0
+		for k, s := range sizes {
+			args[k] = flat[off : off+s]
+			off += s
+		}
+		if err := resolveNode(n, args); err != nil {
+			return nil, err
+		}
+		var declared []tensor.PartialShape
+		if l := n.Attrs["_output_shapes"].GetList(); l != nil && len(l.Shape) == len(n.OutTypes) {
+			for _, s := range l.Shape {
+				declared = append(declared, tensor.ShapeFromProto(s))
+			}
+		}
+		if err := inferNode(n, declared); err != nil {
+			return nil, err
+		}
+	}
+
+	res := &ImportResults{}
+	for _, id := range opts.ReturnOutputs {
+		if o, ok := opts.InputMap[id]; ok {
+			res.ReturnOutputs = append(res.ReturnOutputs, o)
+			continue
+		}
+		j, ok := byName[id.Name]
+		if !ok || id.Index < 0 || id.Index >= len(ps[j].node.OutTypes) {
+			return nil, status.InvalidArg("Requested return tensor '%s' not found in graph def", id)
+		}
+		res.ReturnOutputs = append(res.ReturnOutputs, Output{ps[j].node, id.Index})
+	}
+	for _, name := range opts.ReturnOperations {
+		j, ok := byName[name]
+		if !ok {
+			return nil, status.InvalidArg("Requested return node '%s' not found in graph def", name)
+		}
+		res.ReturnOperations = append(res.ReturnOperations, ps[j].node)
+	}
+	for _, id := range sortedInputMap(opts.InputMap) {
+		if !used[id] {
+			if _, ok := byName[id.Name]; !ok {
+				res.MissingUnusedInputMappings = append(res.MissingUnusedInputMappings, id)
+			}
+		}
+	}
+	for _, i := range order {
+		g.addLocked(ps[i].node)
+	}
+	if v := gd.GetVersions(); v != nil && len(g.nodes) == len(ps) {
+		g.producer, g.minConsumer = v.Producer, v.MinConsumer
+	}
+	return res, nil
+}
+
+func (g *Graph) prefixUsedLocked(p string) bool {
+	if g.byName[p] != nil {
+		return true
+	}
+	for name := range g.byName {
+		if strings.HasPrefix(name, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedInputMap(m map[TensorID]Output) []TensorID {
+	ids := make([]TensorID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	for i := 1; i < len(ids); i++ {
+		for j := i; j > 0 && (ids[j].Name < ids[j-1].Name || ids[j].Name == ids[j-1].Name && ids[j].Index < ids[j-1].Index); j-- {
+			ids[j], ids[j-1] = ids[j-1], ids[j]
+		}
+	}
+	return ids
+}
+
+func (g *Graph) toGraphDef() *tfpb.GraphDef {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	gd := &tfpb.GraphDef{Versions: &tfpb.VersionDef{Producer: g.producer, MinConsumer: g.minConsumer}}
+	for _, n := range g.nodes {
+		gd.Node = append(gd.Node, n.nodeDefLocked())
+	}
+	return gd
+}
+
+func (n *Node) nodeDef() *tfpb.NodeDef { return n.nodeDefLocked() }
+
+// nodeDefLocked reads only fields fixed at creation, so any lock (or none) will do.
+func (n *Node) nodeDefLocked() *tfpb.NodeDef {
+	nd := &tfpb.NodeDef{Name: n.Name, Op: n.Op, Device: n.Device, Attr: make(map[string]*tfpb.AttrValue, len(n.Attrs))}
+	for _, in := range n.Inputs {
+		nd.Input = append(nd.Input, in.String())
+	}
+	for _, c := range n.Controls {
+		nd.Input = append(nd.Input, "^"+c.Name)
+	}
+	for k, v := range n.Attrs {
+		nd.Attr[k] = proto.Clone(v).(*tfpb.AttrValue)
+	}
+	return nd
+}
