@@ -77,6 +77,9 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 		opts = &ImportOptions{}
 	}
 	if v := gd.GetVersions(); v != nil {
+		if v.Producer < 0 {
+			return nil, status.InvalidArg("GraphDef producer version %d below min producer 0", v.Producer)
+		}
 		if v.MinConsumer > DefaultProducer {
 			return nil, status.InvalidArg("GraphDef min consumer version %d above current version %d for TensorFlow", v.MinConsumer, DefaultProducer)
 		}
@@ -92,6 +95,9 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 	prefix := opts.Prefix
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
+	}
+	if prefix != "" && !validNodeName.MatchString(strings.TrimSuffix(prefix, "/")) {
+		return nil, status.InvalidArg("Imported node name prefix '%s' would lead to invalid node names", prefix)
 	}
 	if prefix != "" && opts.UniquifyPrefix {
 		base := strings.TrimSuffix(prefix, "/")
@@ -147,6 +153,13 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 				v = &tfpb.AttrValue{}
 			}
 			attrs[k] = proto.Clone(v).(*tfpb.AttrValue)
+		}
+		if l := attrs["_class"].GetList(); l != nil && prefix != "" {
+			for j, c := range l.S {
+				if strings.HasPrefix(string(c), "loc:@") {
+					l.S[j] = []byte("loc:@" + prefix + string(c[5:]))
+				}
+			}
 		}
 		p := &pending{def: nd, node: &Node{Name: name, Op: nd.Op, Def: def, Device: dev, Attrs: attrs}}
 		seenCtrl := false
@@ -336,9 +349,11 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 	for _, i := range order {
 		g.addLocked(ps[i].node)
 	}
-	if v := gd.GetVersions(); v != nil && len(g.nodes) == len(ps) {
-		g.producer, g.minConsumer = v.Producer, v.MinConsumer
-	}
+	// As TF's UpdateVersionDef does when importing into a graph: the oldest
+	// producer and the strictest consumer requirement win.
+	v := gd.GetVersions()
+	g.producer = min(g.producer, v.GetProducer())
+	g.minConsumer = max(g.minConsumer, v.GetMinConsumer())
 	return res, nil
 }
 
