@@ -154,14 +154,26 @@ func forEachRow(bc bcast, f func(oo, ao, bo, n, sa, sb int64)) {
 		f(0, 0, 0, 1, 0, 0)
 		return
 	}
-	n := bc.out[r-1]
 	if bc.out.NumElements() == 0 {
 		return
 	}
-	rows := bc.out.NumElements() / n
+	forRows(bc, 0, bc.out.NumElements()/bc.out[r-1], f)
+}
+
+// forRows is forEachRow over rows [lo, hi) of a non-empty, rank >= 1 output.
+func forRows(bc bcast, lo, hi int64, f func(oo, ao, bo, n, sa, sb int64)) {
+	r := len(bc.out)
+	n := bc.out[r-1]
 	idx := make([]int64, r-1)
 	var ao, bo int64
-	for row := int64(0); row < rows; row++ {
+	rem := lo
+	for d := r - 2; d >= 0; d-- {
+		idx[d] = rem % bc.out[d]
+		rem /= bc.out[d]
+		ao += idx[d] * bc.sa[d]
+		bo += idx[d] * bc.sb[d]
+	}
+	for row := lo; row < hi; row++ {
 		f(row*n, ao, bo, n, bc.sa[r-1], bc.sb[r-1])
 		for d := r - 2; d >= 0; d-- {
 			idx[d]++
@@ -187,8 +199,14 @@ func runBinary[T num](ctx *kernels.Context, op binOp, bc bcast, a, b, o []T) {
 	case len(b) == 1 && len(a) == n:
 		ctx.For(n, 1, func(lo, hi int) { binLoop(op, o[lo:hi], a[lo:hi], b, 1, 0) })
 	default:
-		forEachRow(bc, func(oo, ao, bo, m, sa, sb int64) {
-			binLoop(op, o[oo:oo+m], a[ao:], b[bo:], int(sa), int(sb))
+		// General broadcast: rows of the last dim, split over the pool.
+		// (len(o) > 1 here, so the output has rank >= 1.)
+		r := len(bc.out)
+		cols := bc.out[r-1]
+		ctx.For(int(int64(n)/cols), float64(cols), func(lo, hi int) {
+			forRows(bc, int64(lo), int64(hi), func(oo, ao, bo, m, sa, sb int64) {
+				binLoop(op, o[oo:oo+m], a[ao:], b[bo:], int(sa), int(sb))
+			})
 		})
 	}
 }
