@@ -1,6 +1,7 @@
 package bfc
 
 import (
+	"fmt"
 	"math/rand"
 	"sort"
 	"testing"
@@ -13,27 +14,31 @@ type traceOp struct {
 	size uint64
 }
 
-// inferenceTrace is a synthetic trace of steps of an inference graph:
-// persistent weights first, then per step a chain of layers, each
-// allocating an activation and a few scratch and shape tensors, with inputs
-// freed a layer or two later; a few outputs live across the step. The
-// whole trace frees everything it allocates, so it can be replayed in a
-// loop.
-func inferenceTrace(seed int64, steps int) []traceOp {
+// inferenceTrace is a synthetic trace of inference steps: persistent
+// weights first, then steps of a chain of layers, each allocating an
+// activation and a few scratch and shape tensors, with inputs freed a layer
+// or two later and a few outputs kept to the end of the step. concurrent
+// steps run at once, their operations interleaved at random, as runs on
+// several stream groups sharing one allocator are. The trace frees
+// everything it allocates, so it can be replayed in a loop.
+func inferenceTrace(seed int64, steps, concurrent int) []traceOp {
 	rng := rand.New(rand.NewSource(seed))
 	var ops []traceOp
 	id := 0
-	alloc := func(size uint64) int {
-		id++
-		ops = append(ops, traceOp{id, size})
-		return id
-	}
-	free := func(i int) { ops = append(ops, traceOp{id: i}) }
 	var weights []int
-	for i := 0; i < 40; i++ {
-		weights = append(weights, alloc(uint64(64<<10+rng.Intn(2<<20))))
+	for i := 0; i < 10; i++ {
+		id++
+		weights = append(weights, id)
+		ops = append(ops, traceOp{id, uint64(64<<10 + rng.Intn(2<<20))})
 	}
-	for s := 0; s < steps; s++ {
+	step := func() []traceOp {
+		var ops []traceOp
+		alloc := func(size uint64) int {
+			id++
+			ops = append(ops, traceOp{id, size})
+			return id
+		}
+		free := func(i int) { ops = append(ops, traceOp{id: i}) }
 		batch := uint64(1 + rng.Intn(64))
 		var pending []int // freed two layers later
 		var outputs []int
@@ -62,9 +67,31 @@ func inferenceTrace(seed int64, steps int) []traceOp {
 		for _, x := range append(pending, outputs...) {
 			free(x)
 		}
+		return ops
+	}
+	running := make([][]traceOp, concurrent)
+	for started := 0; ; {
+		for i := range running {
+			if len(running[i]) == 0 && started < steps {
+				running[i] = step()
+				started++
+			}
+		}
+		var busy []int
+		for i := range running {
+			if len(running[i]) > 0 {
+				busy = append(busy, i)
+			}
+		}
+		if len(busy) == 0 {
+			break
+		}
+		i := busy[rng.Intn(len(busy))]
+		ops = append(ops, running[i][0])
+		running[i] = running[i][1:]
 	}
 	for _, w := range weights {
-		free(w)
+		ops = append(ops, traceOp{id: w})
 	}
 	return ops
 }
@@ -157,12 +184,61 @@ func (n *nullBackend) Alloc(size uint64) (uint64, error) {
 }
 func (n *nullBackend) Free(uint64) {}
 
-func benchReplay(b *testing.B, mk func() replayer) {
-	trace := inferenceTrace(1, 20)
+// replayAll runs the whole trace; false on the first failed allocation.
+func replayAll(r replayer, trace []traceOp) bool {
 	addrs := map[int]uint64{}
-	// An untimed pass measures fragmentation at every free that ends a
-	// layer's scratch, averaged.
-	r := mk()
+	for _, op := range trace {
+		if op.size > 0 {
+			p, ok := r.alloc(op.size)
+			if !ok {
+				return false
+			}
+			addrs[op.id] = p
+		} else {
+			r.free(addrs[op.id])
+		}
+	}
+	return true
+}
+
+// minFit is the smallest arena, to a MiB, in which the whole trace runs:
+// the peak in use plus what the allocator loses to fragmentation.
+func minFit(trace []traceOp, mk func(limit uint64) replayer) uint64 {
+	lo, hi := uint64(1), uint64(benchLimit>>20)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if replayAll(mk(mid<<20), trace) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// peakInUse is the most bytes (rounded to MinAlloc) live at once.
+func peakInUse(trace []traceOp) uint64 {
+	sizes := map[int]uint64{}
+	var cur, peak uint64
+	for _, op := range trace {
+		if op.size > 0 {
+			sizes[op.id] = roundUp(op.size)
+			cur += sizes[op.id]
+			peak = max(peak, cur)
+		} else {
+			cur -= sizes[op.id]
+		}
+	}
+	return peak
+}
+
+func benchReplay(b *testing.B, trace []traceOp, mkLimit func(limit uint64) replayer) {
+	mk := func() replayer { return mkLimit(benchLimit) }
+	fit := minFit(trace, mkLimit)
+	addrs := map[int]uint64{}
+	// An untimed pass in the smallest arena that fits measures
+	// fragmentation at every 16th operation, averaged.
+	r := mkLimit(fit << 20)
 	var fsum float64
 	var fn int
 	lo, hi := ^uint64(0), uint64(0)
@@ -184,11 +260,12 @@ func benchReplay(b *testing.B, mk func() replayer) {
 	}
 	frag := fsum / float64(fn)
 	span := float64(hi-lo) / (1 << 20)
+	r = mk()
+	replayAll(r, trace)
 	var regions float64
 	if br, ok := r.(bfcReplayer); ok {
 		regions = float64(br.a.Stats().RegionBytes) / (1 << 20)
 	}
-	r = mk()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		op := trace[i%len(trace)]
@@ -205,6 +282,8 @@ func benchReplay(b *testing.B, mk func() replayer) {
 	b.StopTimer()
 	b.ReportMetric(frag, "frag")
 	b.ReportMetric(span, "span-MiB")
+	b.ReportMetric(float64(fit), "minfit-MiB")
+	b.ReportMetric(float64(peakInUse(trace))/(1<<20), "peak-MiB")
 	if regions > 0 {
 		b.ReportMetric(regions, "regions-MiB")
 	}
@@ -223,26 +302,42 @@ func benchReplay(b *testing.B, mk func() replayer) {
 }
 
 // BenchmarkReplay replays the trace through bfc (one region of the whole
-// limit, as with allow_growth=false, and growing) and through first fit;
+// limit, as with allow_growth=false; the same splitting every chunk; and
+// growing) and through first fit;
 // ns/op is per trace operation, frag the mean 1 - largest free / free,
 // span-MiB the address range the trace touched (highest end - lowest
 // start; across regions for bfc-growth, whose null backend leaves 1 MiB
-// gaps), regions-MiB what bfc obtained from its backend.
+// gaps), regions-MiB what bfc obtained from its backend with a 1 GiB
+// limit, minfit-MiB the smallest limit in which the whole trace runs, and
+// peak-MiB the most bytes live at once (the bound no allocator beats).
 func BenchmarkReplay(b *testing.B) {
+	for _, conc := range []int{1, 4} {
+		trace := inferenceTrace(1, 40, conc)
+		b.Run(fmt.Sprintf("conc%d", conc), func(b *testing.B) { benchAllocators(b, trace) })
+	}
+}
+
+func benchAllocators(b *testing.B, trace []traceOp) {
 	b.Run("bfc", func(b *testing.B) {
-		benchReplay(b, func() replayer {
-			a, _ := New(&nullBackend{}, Options{Limit: benchLimit})
+		benchReplay(b, trace, func(limit uint64) replayer {
+			a, _ := New(&nullBackend{}, Options{Limit: limit})
+			return bfcReplayer{a}
+		})
+	})
+	b.Run("bfc-split", func(b *testing.B) {
+		benchReplay(b, trace, func(limit uint64) replayer {
+			a, _ := New(&nullBackend{}, Options{Limit: limit, MaxInternalFrag: MinAlloc})
 			return bfcReplayer{a}
 		})
 	})
 	b.Run("bfc-growth", func(b *testing.B) {
-		benchReplay(b, func() replayer {
-			a, _ := New(&nullBackend{}, Options{Limit: benchLimit, AllowGrowth: true})
+		benchReplay(b, trace, func(limit uint64) replayer {
+			a, _ := New(&nullBackend{}, Options{Limit: limit, AllowGrowth: true})
 			return bfcReplayer{a}
 		})
 	})
 	b.Run("firstfit", func(b *testing.B) {
-		benchReplay(b, func() replayer { return newFirstFit(benchLimit) })
+		benchReplay(b, trace, func(limit uint64) replayer { return newFirstFit(limit) })
 	})
 }
 

@@ -55,6 +55,11 @@ type Options struct {
 	StreamAware bool
 	// NewEvent makes the events recorded at free time (stream-aware mode).
 	NewEvent func() (device.Event, error)
+	// MaxInternalFrag is the largest slack an allocation may keep unsplit
+	// when its chunk is less than twice the request (TF's
+	// fragmentation_fraction times the limit); 0 means TF's default of
+	// 128 MiB. MinAlloc splits every chunk that has room.
+	MaxInternalFrag uint64
 }
 
 // Stats are the allocator's counters; all byte counts are chunk sizes.
@@ -118,6 +123,9 @@ func New(backend Backend, opts Options) (*Allocator, error) {
 		return nil, status.InvalidArg("bfc %q: stream-aware mode needs NewEvent", opts.Name)
 	}
 	opts.Limit = opts.Limit / MinAlloc * MinAlloc
+	if opts.MaxInternalFrag == 0 {
+		opts.MaxInternalFrag = maxInternalFrag
+	}
 	a := &Allocator{opts: opts, backend: backend, chunks: map[uint64]*chunk{}}
 	if opts.AllowGrowth {
 		a.nextRegion = growthStart
@@ -233,10 +241,10 @@ func (a *Allocator) findLocked(size uint64, ok func(*chunk) bool) *chunk {
 }
 
 // splitLocked trims c (not in a bin) to size when the remainder is worth
-// keeping: at least as large as what is kept, or over maxInternalFrag, as
-// TF does. The remainder is free and inherits c's stream and event.
+// keeping: at least as large as what is kept, or at least
+// MaxInternalFrag, as TF does. The remainder is free and inherits c's stream and event.
 func (a *Allocator) splitLocked(c *chunk, size uint64) {
-	if c.size < 2*size && c.size-size < maxInternalFrag {
+	if c.size < 2*size && c.size-size < a.opts.MaxInternalFrag {
 		return
 	}
 	r := &chunk{addr: c.addr + size, size: c.size - size, region: c.region,

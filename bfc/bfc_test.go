@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -456,3 +457,78 @@ func TestStreamAwareRandom(t *testing.T) {
 	}
 	bad.Range(func(k, _ any) bool { t.Errorf("seed %d: chunk %#x changed under its stream", seed, k); return true })
 }
+
+// TestHammerStreamAware: goroutines, each with its own jittered stream,
+// allocate from one small stream-aware allocator (so chunks change streams
+// often), stamp their memory on their stream, verify the stamp on their
+// stream before freeing.
+func TestHammerStreamAware(t *testing.T) {
+	d, ss := streams(t, 8)
+	a, be := newAlloc(t, Options{Limit: 512 << 10, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent})
+	var bad atomicCount
+	var wg sync.WaitGroup
+	for g, s := range ss {
+		wg.Add(1)
+		go func(g int, s device.Stream) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(g)))
+			type live struct {
+				addr uint64
+				buf  []byte
+				pat  byte
+			}
+			var mine []live
+			for i := 0; i < 300; i++ {
+				if len(mine) > 0 && (rng.Intn(2) == 0 || len(mine) > 6) {
+					l := mine[0]
+					mine = mine[1:]
+					s.Enqueue(func() {
+						for _, b := range l.buf {
+							if b != l.pat {
+								bad.add()
+								return
+							}
+						}
+					})
+					if err := a.Free(l.addr); err != nil {
+						t.Error(err)
+					}
+					continue
+				}
+				size := uint64(1 + rng.Intn(32<<10))
+				addr, err := a.Allocate(size, s)
+				if err != nil {
+					continue
+				}
+				buf := be.Bytes(addr, size)
+				pat := byte(g*31 + i)
+				s.Enqueue(func() {
+					for j := range buf {
+						buf[j] = pat
+					}
+				})
+				mine = append(mine, live{addr, buf, pat})
+			}
+			for _, l := range mine {
+				a.Free(l.addr)
+			}
+		}(g, s)
+	}
+	wg.Wait()
+	for _, s := range ss {
+		s.Synchronize()
+	}
+	mustCheck(t, a, "hammer")
+	st := a.Stats()
+	if bad.n.Load() != 0 {
+		t.Fatalf("%d chunks changed under their stream; %+v", bad.n.Load(), st)
+	}
+	if st.BytesInUse != 0 || st.CrossStreamWaits == 0 {
+		t.Fatalf("%+v", st)
+	}
+	t.Logf("%d allocations, %d cross-stream waits", st.Allocations, st.CrossStreamWaits)
+}
+
+type atomicCount struct{ n atomic.Int64 }
+
+func (c *atomicCount) add() { c.n.Add(1) }
