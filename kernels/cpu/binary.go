@@ -218,6 +218,25 @@ func binLoop[T num](op binOp, o, a, b []T, sa, sb int) {
 	}
 	_ = a[(len(o)-1)*sa]
 	_ = b[(len(o)-1)*sb]
+	if sa == 1 && sb == 1 && op <= opMul {
+		// Dense fast path: re-sliced so the compiler drops bounds checks.
+		a, b := a[:len(o)], b[:len(o)]
+		switch op {
+		case opAdd:
+			for i := range o {
+				o[i] = a[i] + b[i]
+			}
+		case opSub:
+			for i := range o {
+				o[i] = a[i] - b[i]
+			}
+		case opMul:
+			for i := range o {
+				o[i] = a[i] * b[i]
+			}
+		}
+		return
+	}
 	switch op {
 	case opAdd:
 		for i := range o {
