@@ -62,19 +62,28 @@ type Options struct {
 	MaxInternalFrag uint64
 }
 
-// Stats are the allocator's counters; all byte counts are chunk sizes.
+// Stats are the allocator's counters; byte counts are chunk sizes (requests
+// rounded up to MinAlloc, plus unsplit slack).
 type Stats struct {
-	Name              string  `json:"name"`
-	BytesInUse        uint64  `json:"bytes_in_use"`
-	PeakBytesInUse    uint64  `json:"peak_bytes_in_use"`
-	Limit             uint64  `json:"limit"`
-	Regions           int     `json:"regions"`
-	RegionBytes       uint64  `json:"region_bytes"`
-	Extends           int     `json:"extends"`
-	LargestExtend     uint64  `json:"largest_extend"`
-	Allocations       int64   `json:"allocations"`
-	LiveAllocations   int     `json:"live_allocations"`
-	CrossStreamWaits  int64   `json:"cross_stream_waits"`
+	Name           string `json:"name"`
+	BytesInUse     uint64 `json:"bytes_in_use"`
+	PeakBytesInUse uint64 `json:"peak_bytes_in_use"`
+	Limit          uint64 `json:"limit"`
+	// Regions and RegionBytes are what the backend has given.
+	Regions     int    `json:"regions"`
+	RegionBytes uint64 `json:"region_bytes"`
+	// Extends counts region growths; LargestExtend is the biggest one.
+	Extends       int    `json:"extends"`
+	LargestExtend uint64 `json:"largest_extend"`
+	// Allocations counts successful Allocate calls ever;
+	// LiveAllocations those not yet freed.
+	Allocations     int64 `json:"allocations"`
+	LiveAllocations int   `json:"live_allocations"`
+	// CrossStreamWaits counts reuses of another stream's chunk, each of
+	// which made the new stream wait on the old one's event.
+	CrossStreamWaits int64 `json:"cross_stream_waits"`
+	// LargestFreeChunk and FreeBytes are over all regions; Fragmentation
+	// is 1 - LargestFreeChunk/FreeBytes (0 with nothing free).
 	LargestFreeChunk  uint64  `json:"largest_free_chunk"`
 	FreeBytes         uint64  `json:"free_bytes"`
 	Fragmentation     float64 `json:"fragmentation"`
@@ -176,7 +185,9 @@ func (a *Allocator) removeFreeLocked(c *chunk) {
 	*b = append((*b)[:i], (*b)[i+1:]...)
 }
 
-// Allocate returns the address of at least size bytes, aligned to MinAlloc.
+// Allocate returns the address of at least size bytes, aligned to MinAlloc;
+// a size of 0 gets MinAlloc bytes, so every live allocation has its own
+// address.
 // In stream-aware mode s is the stream that will use the memory and must
 // not be nil; otherwise s is recorded for stats only and may be nil.
 func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {

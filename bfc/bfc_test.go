@@ -2,6 +2,7 @@ package bfc
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand"
 	"strings"
 	"sync"
@@ -532,3 +533,29 @@ func TestHammerStreamAware(t *testing.T) {
 type atomicCount struct{ n atomic.Int64 }
 
 func (c *atomicCount) add() { c.n.Add(1) }
+
+func TestStatsJSON(t *testing.T) {
+	a, _ := newAlloc(t, Options{Name: "g0", Limit: 1 << 20, AllowGrowth: true})
+	p, _ := a.Allocate(1000, nil)
+	a.Allocate(3000, nil)
+	a.Free(p)
+	b, err := json.Marshal(a.Stats())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for k, want := range map[string]float64{
+		"bytes_in_use": 3072, "peak_bytes_in_use": 4096, "limit": 1 << 20, "regions": 1,
+		"region_bytes": 1 << 20, "extends": 1, "largest_extend": 1 << 20, "allocations": 2,
+		"live_allocations": 1, "cross_stream_waits": 0, "free_bytes": 1<<20 - 3072,
+		"largest_free_chunk": 1<<20 - 4096,
+	} {
+		if m[k] != want {
+			t.Errorf("%s = %v, want %v", k, m[k], want)
+		}
+	}
+	if f := m["fragmentation"].(float64); f <= 0 || f >= 0.01 {
+		t.Errorf("fragmentation %v", f)
+	}
+}

@@ -20,7 +20,8 @@
 // allocation searches from the bin of its rounded size upward and takes the
 // first chunk that is large enough: the smallest fit, lowest address on
 // ties, which keeps the low end of regions dense. When the chunk is at
-// least twice the request, or the remainder exceeds 128 MiB, it is split
+// least twice the request, or the remainder reaches MaxInternalFrag
+// (128 MiB unless set; TF's fragmentation_fraction of the limit), it is split
 // and the tail goes back to a bin; otherwise the slack stays inside the
 // chunk (TF's rule: splitting small remainders buys fragments nobody can
 // use). A freed chunk merges with free neighbours at once, so free space is
@@ -65,7 +66,9 @@
 // wait on both); keeping them apart costs some fragmentation under heavy
 // cross-stream churn, but keeps every free chunk's ordering exact in one
 // event. When such chunks are reused, each waits on its own event. A split
-// remainder inherits the stream and event of the chunk it came from.
+// remainder inherits the stream and event of the chunk it came from. A
+// never-used chunk merged with stream S's chunk becomes S's: other streams
+// then prefer growth over it, the price of one event per chunk.
 //
 // Without stream awareness, free chunks carry no stream and merge freely;
 // the caller (tensorholder) is then responsible for freeing memory only
