@@ -56,7 +56,7 @@ type ImportOptions struct {
 	UniquifyPrefix      bool
 	DefaultDevice       string
 	InputMap            map[TensorID]Output // (src name, index) in the GraphDef -> existing output
-	ControlRemap        map[string]*Node    // "^src" in the GraphDef -> existing node
+	ControlRemap        map[string]*Node    // control input "^src" of the GraphDef -> existing node; keyed "src" or "^src"
 	ControlDependencies []*Node             // added to every imported node without inputs from the import
 	ReturnOutputs       []TensorID
 	ReturnOperations    []string

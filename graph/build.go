@@ -52,7 +52,7 @@ func (b *Builder) finish() (*Node, error) {
 		return nil, status.InvalidArg("Node name '%s' is not valid (op %s)", b.name, b.op)
 	}
 	if g.byName[b.name] != nil {
-		return nil, status.InvalidArg("Duplicate node name in graph: '%s'", b.name)
+		return nil, status.InvalidArg("Duplicate node name in graph: '%s' (op %s)", b.name, b.op)
 	}
 	if len(b.args) != len(b.def.InputArg) {
 		return nil, status.InvalidArg("Node '%s' (op %s): expected %d inputs, got %d", b.name, b.op, len(b.def.InputArg), len(b.args))

@@ -133,6 +133,9 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 			}
 			return nil, status.Errorf(status.NotFound, "Op type not registered '%s' in binary (node '%s')", nd.Op, nd.Name)
 		}
+		if dep := def.Deprecation; dep != nil && gd.GetVersions().GetProducer() >= dep.Version {
+			return nil, status.Errorf(status.Unimplemented, "Node '%s': Op %s is not available in GraphDef version %d. It has been removed in version %d.", nd.Name, nd.Op, gd.GetVersions().GetProducer(), dep.Version)
+		}
 		name := prefix + nd.Name
 		if opts.UniquifyNames {
 			base := name
@@ -189,7 +192,7 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 				used[id] = true
 				return 0, false, nil
 			}
-		} else if _, ok := opts.ControlRemap[id.Name]; ok {
+		} else if controlRemap(opts, id.Name) != nil {
 			return 0, false, nil
 		}
 		j, ok := byName[id.Name]
@@ -271,7 +274,7 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 			flat[k] = Output{src, id.Index}
 		}
 		for _, c := range p.ctrls {
-			if r, ok := opts.ControlRemap[c]; ok {
+			if r := controlRemap(opts, c); r != nil {
 				if err := g.checkOwnLocked(r, n.Name); err != nil {
 					return nil, err
 				}
@@ -407,4 +410,13 @@ func (n *Node) nodeDefLocked() *tfpb.NodeDef {
 		nd.Attr[k] = proto.Clone(v).(*tfpb.AttrValue)
 	}
 	return nd
+}
+
+// controlRemap finds the existing node that replaces control input "^name"
+// of the GraphDef; the map may be keyed by "name" or by "^name".
+func controlRemap(opts *ImportOptions, name string) *Node {
+	if n := opts.ControlRemap[name]; n != nil {
+		return n
+	}
+	return opts.ControlRemap["^"+name]
 }

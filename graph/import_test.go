@@ -131,6 +131,15 @@ func TestImport(t *testing.T) {
 		{name: "missing return output", text: mlpText, opts: func(g *Graph) *ImportOptions {
 			return &ImportOptions{ReturnOutputs: []TensorID{{"nope", 0}}}
 		}, code: status.InvalidArgument, want: "nope"},
+		{name: "deprecated op", text: `node { name: "d" op: "BatchNormWithGlobalNormalization" } versions { producer: 100 }`,
+			code: status.Unimplemented, want: "BatchNormWithGlobalNormalization"},
+		{name: "control remap", pre: `node { name: "dep" op: "NoOp" }`, text: mlpText, opts: func(g *Graph) *ImportOptions {
+			return &ImportOptions{Prefix: "r", ControlRemap: map[string]*Node{"w": g.Lookup("dep")}}
+		}, check: func(t *testing.T, g *Graph, r *ImportResults) {
+			if c := g.Lookup("r/init").Controls; len(c) != 1 || c[0].Name != "dep" {
+				t.Errorf("controls %v", c)
+			}
+		}},
 		{name: "shape error", text: `node { name: "w" ` + constW + ` } node { name: "mm" op: "MatMul" input: "w" input: "w" ` + tF + ` }`,
 			code: status.InvalidArgument, want: "mm"},
 	}
