@@ -1,7 +1,8 @@
 package graph
 
 // This file fixes the graph API that capi/ and session/ program against.
-// Bodies marked TODO(graph) are being written; their signatures are final.
+// The bodies live in build.go, import.go and shape.go; doc.go says what
+// the package guarantees.
 
 import (
 	"mstream/proto/tfpb"
