@@ -1,0 +1,377 @@
+package main
+
+/*
+#include "internal.h"
+*/
+import "C"
+
+import (
+	"runtime/cgo"
+	"unsafe"
+
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+
+	"mstream/graph"
+	"mstream/proto/tfpb"
+	"mstream/session"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// sessionObj is the Go side of a TF_Session; it holds a reference to its
+// graph until TF_DeleteSession.
+type sessionObj struct {
+	s *session.Session
+	g *graphObj
+}
+
+func sessionOf(h C.uintptr_t) (*sessionObj, error) {
+	if so, ok := handleValue(h).(*sessionObj); ok {
+		return so, nil
+	}
+	return nil, status.InvalidArg("session is NULL")
+}
+
+//export msNewSessionOptions
+func msNewSessionOptions() C.uintptr_t {
+	return C.uintptr_t(cgo.NewHandle(&session.Options{Config: &tfpb.ConfigProto{}}))
+}
+
+//export msDeleteSessionOptions
+func msDeleteSessionOptions(h C.uintptr_t) {
+	defer recoverQuiet()
+	if h != 0 {
+		cgo.Handle(h).Delete()
+	}
+}
+
+//export msSetTarget
+func msSetTarget(h C.uintptr_t, target *C.char) {
+	defer recoverQuiet()
+	if o, ok := handleValue(h).(*session.Options); ok {
+		o.Target = goStr(target)
+	}
+}
+
+func parseConfig(data []byte) (*tfpb.ConfigProto, error) {
+	c := &tfpb.ConfigProto{}
+	if err := proto.Unmarshal(data, c); err != nil {
+		return nil, status.InvalidArg("Unparseable ConfigProto")
+	}
+	return c, nil
+}
+
+//export msSetConfig
+func msSetConfig(h C.uintptr_t, p unsafe.Pointer, n C.size_t, s *C.TF_Status) {
+	defer recoverTo(s, "TF_SetConfig")
+	o, ok := handleValue(h).(*session.Options)
+	if !ok {
+		setStatus(s, nullArg("TF_SetConfig", "options"))
+		return
+	}
+	if n > 0 && p == nil {
+		setStatus(s, nullArg("TF_SetConfig", "proto"))
+		return
+	}
+	c, err := parseConfig(goBytes(p, n))
+	if err == nil {
+		o.Config = c
+	}
+	setStatus(s, err)
+}
+
+//export msValidateConfig
+func msValidateConfig(p unsafe.Pointer, n C.size_t, s *C.TF_Status) {
+	defer recoverTo(s, "TFE_ContextOptionsSetConfig")
+	_, err := parseConfig(goBytes(p, n))
+	setStatus(s, err)
+}
+
+//export msNewSession
+func msNewSession(g *C.TF_Graph, opts C.uintptr_t, s *C.TF_Status) C.uintptr_t {
+	defer recoverTo(s, "TF_NewSession")
+	o, err := graphOf(g)
+	if err != nil {
+		setStatus(s, err)
+		return 0
+	}
+	so := &session.Options{}
+	if v, ok := handleValue(opts).(*session.Options); ok {
+		c := *v
+		so = &c
+	}
+	sess, err := session.New(o.g, so)
+	if err != nil {
+		setStatus(s, err)
+		return 0
+	}
+	o.ref()
+	setStatus(s, nil)
+	return C.uintptr_t(cgo.NewHandle(&sessionObj{s: sess, g: o}))
+}
+
+//export msCloseSession
+func msCloseSession(h C.uintptr_t, s *C.TF_Status) {
+	defer recoverTo(s, "TF_CloseSession")
+	so, err := sessionOf(h)
+	if err == nil {
+		err = so.s.Close()
+	}
+	setStatus(s, err)
+}
+
+//export msDeleteSession
+func msDeleteSession(h C.uintptr_t, s *C.TF_Status) {
+	defer recoverTo(s, "TF_DeleteSession")
+	so, err := sessionOf(h)
+	if err != nil {
+		setStatus(s, nil) // TF_DeleteSession(NULL) is a no-op
+		return
+	}
+	// Closing twice is harmless; a session deleted without TF_CloseSession
+	// is closed here, as TF does.
+	_ = so.s.Close()
+	cgo.Handle(h).Delete()
+	so.g.unref()
+	setStatus(s, nil)
+}
+
+// runArgs converts the C arrays of a run into Go values.
+func runArgs(so *sessionObj, inputs *C.TF_Output, values **C.TF_Tensor, nin C.int,
+	outputs *C.TF_Output, nout C.int, targets **C.TF_Operation, ntargets C.int, withValues bool,
+) (feeds []session.Feed, feedOuts []graph.Output, fetches []graph.Output, tgts []*graph.Node, err error) {
+	if nin > 0 && (inputs == nil || (withValues && values == nil)) {
+		return nil, nil, nil, nil, status.InvalidArg("inputs are NULL but ninputs is %d", int(nin))
+	}
+	if nout > 0 && outputs == nil {
+		return nil, nil, nil, nil, status.InvalidArg("outputs are NULL but noutputs is %d", int(nout))
+	}
+	if ntargets > 0 && targets == nil {
+		return nil, nil, nil, nil, status.InvalidArg("target_opers are NULL but ntargets is %d", int(ntargets))
+	}
+	ins := unsafe.Slice(inputs, max(int(nin), 0))
+	var vals []*C.TF_Tensor
+	if withValues {
+		vals = unsafe.Slice(values, max(int(nin), 0))
+	}
+	for i := range ins {
+		out, err := outputIn(so.g, &ins[i])
+		if err != nil {
+			return nil, nil, nil, nil, status.Wrap(err, "input %d", i)
+		}
+		feedOuts = append(feedOuts, out)
+		if withValues {
+			t, err := goTensor(vals[i])
+			if err != nil {
+				return nil, nil, nil, nil, status.Wrap(err, "input %d (%s)", i, out)
+			}
+			feeds = append(feeds, session.Feed{Output: out, Tensor: t})
+		}
+	}
+	for i, o := range unsafe.Slice(outputs, max(int(nout), 0)) {
+		out, err := outputIn(so.g, &o)
+		if err != nil {
+			return nil, nil, nil, nil, status.Wrap(err, "output %d", i)
+		}
+		fetches = append(fetches, out)
+	}
+	for i, op := range unsafe.Slice(targets, max(int(ntargets), 0)) {
+		n, err := nodeIn(so.g, op)
+		if err != nil {
+			return nil, nil, nil, nil, status.Wrap(err, "target %d", i)
+		}
+		tgts = append(tgts, n)
+	}
+	return feeds, feedOuts, fetches, tgts, nil
+}
+
+// writeOutputs hands the results to the caller as new TF_Tensors; on error
+// every output is NULL.
+func writeOutputs(ts []*tensor.Tensor, dst **C.TF_Tensor, nout C.int) error {
+	outs := unsafe.Slice(dst, max(int(nout), 0))
+	if len(ts) != len(outs) {
+		return status.Errorf(status.Internal, "session returned %d tensors for %d outputs", len(ts), len(outs))
+	}
+	for i, t := range ts {
+		ct, err := cTensor(t)
+		if err != nil {
+			for j := 0; j < i; j++ {
+				C.TF_DeleteTensor(outs[j])
+				outs[j] = nil
+			}
+			return err
+		}
+		outs[i] = ct
+	}
+	return nil
+}
+
+func clearOutputs(dst **C.TF_Tensor, nout C.int) {
+	if dst == nil {
+		return
+	}
+	for i := range unsafe.Slice(dst, max(int(nout), 0)) {
+		unsafe.Slice(dst, int(nout))[i] = nil
+	}
+}
+
+//export msSessionRun
+func msSessionRun(h C.uintptr_t, runOpts *C.TF_Buffer, inputs *C.TF_Output, values **C.TF_Tensor, nin C.int,
+	outputs *C.TF_Output, outValues **C.TF_Tensor, nout C.int, targets **C.TF_Operation, ntargets C.int,
+	md *C.TF_Buffer, s *C.TF_Status) {
+	defer recoverTo(s, "TF_SessionRun")
+	clearOutputs(outValues, nout)
+	err := func() error {
+		so, err := sessionOf(h)
+		if err != nil {
+			return err
+		}
+		if nout > 0 && outValues == nil {
+			return nullArg("TF_SessionRun", "output_values")
+		}
+		var ro *tfpb.RunOptions
+		if runOpts != nil {
+			ro = &tfpb.RunOptions{}
+			if err := proto.Unmarshal(bufferBytes(runOpts), ro); err != nil {
+				return status.InvalidArg("Unparseable RunOptions proto")
+			}
+		}
+		feeds, _, fetches, tgts, err := runArgs(so, inputs, values, nin, outputs, nout, targets, ntargets, true)
+		if err != nil {
+			return err
+		}
+		ts, meta, err := so.s.Run(ro, feeds, fetches, tgts)
+		if err != nil {
+			return err
+		}
+		if md != nil {
+			if meta == nil {
+				meta = &tfpb.RunMetadata{}
+			}
+			if err := writeProto(md, meta); err != nil {
+				return err
+			}
+		}
+		return writeOutputs(ts, outValues, nout)
+	}()
+	setStatus(s, err)
+}
+
+//export msSessionPRunSetup
+func msSessionPRunSetup(h C.uintptr_t, inputs *C.TF_Output, nin C.int, outputs *C.TF_Output, nout C.int,
+	targets **C.TF_Operation, ntargets C.int, handle **C.char, s *C.TF_Status) {
+	defer recoverTo(s, "TF_SessionPRunSetup")
+	err := func() error {
+		if handle == nil {
+			return nullArg("TF_SessionPRunSetup", "handle")
+		}
+		*handle = nil
+		so, err := sessionOf(h)
+		if err != nil {
+			return err
+		}
+		_, feedOuts, fetches, tgts, err := runArgs(so, inputs, nil, nin, outputs, nout, targets, ntargets, false)
+		if err != nil {
+			return err
+		}
+		hs, err := so.s.PRunSetup(feedOuts, fetches, tgts)
+		if err != nil {
+			return err
+		}
+		*handle = C.CString(hs)
+		return nil
+	}()
+	setStatus(s, err)
+}
+
+//export msSessionPRun
+func msSessionPRun(h C.uintptr_t, handle *C.char, inputs *C.TF_Output, values **C.TF_Tensor, nin C.int,
+	outputs *C.TF_Output, outValues **C.TF_Tensor, nout C.int, targets **C.TF_Operation, ntargets C.int, s *C.TF_Status) {
+	defer recoverTo(s, "TF_SessionPRun")
+	clearOutputs(outValues, nout)
+	err := func() error {
+		so, err := sessionOf(h)
+		if err != nil {
+			return err
+		}
+		if handle == nil {
+			return nullArg("TF_SessionPRun", "handle")
+		}
+		if nout > 0 && outValues == nil {
+			return nullArg("TF_SessionPRun", "output_values")
+		}
+		feeds, _, fetches, tgts, err := runArgs(so, inputs, values, nin, outputs, nout, targets, ntargets, true)
+		if err != nil {
+			return err
+		}
+		ts, err := so.s.PRun(C.GoString(handle), feeds, fetches, tgts)
+		if err != nil {
+			return err
+		}
+		return writeOutputs(ts, outValues, nout)
+	}()
+	setStatus(s, err)
+}
+
+//export msSessionListDevices
+func msSessionListDevices(h C.uintptr_t, s *C.TF_Status) *C.TF_DeviceList {
+	defer recoverTo(s, "TF_SessionListDevices")
+	so, err := sessionOf(h)
+	if err != nil {
+		setStatus(s, err)
+		return nil
+	}
+	devs := so.s.Devices()
+	l := C.ms_new_device_list(C.int(len(devs)))
+	names := unsafe.Slice(l.names, len(devs))
+	types := unsafe.Slice(l.types, len(devs))
+	mem := unsafe.Slice(l.memory, len(devs))
+	inc := unsafe.Slice(l.incarnation, len(devs))
+	for i, d := range devs {
+		names[i] = C.CString(d.Name)
+		types[i] = C.CString(d.Type)
+		mem[i] = C.int64_t(d.MemoryBytes)
+		inc[i] = C.uint64_t(d.Incarnation)
+	}
+	setStatus(s, nil)
+	return l
+}
+
+//export msSessionStats
+func msSessionStats(h C.uintptr_t, buf *C.TF_Buffer, s *C.TF_Status) {
+	defer recoverTo(s, "MS_SessionStats")
+	so, err := sessionOf(h)
+	var js []byte
+	if err == nil {
+		js, err = so.s.StatsJSON()
+	}
+	if err == nil {
+		err = writeBuffer(buf, js)
+	}
+	setStatus(s, err)
+}
+
+//export msTextToBinary
+func msTextToBinary(text unsafe.Pointer, n C.size_t, config C.int, buf *C.TF_Buffer, s *C.TF_Status) {
+	defer recoverTo(s, "MS_TextToBinary")
+	err := func() error {
+		if text == nil && n > 0 {
+			return nullArg("MS_TextToBinary", "text")
+		}
+		data := goBytes(text, n)
+		if config == 0 {
+			gd, err := graph.ParseTextGraphDef(data)
+			if err != nil {
+				return err
+			}
+			return writeProto(buf, gd)
+		}
+		c := &tfpb.ConfigProto{}
+		if err := (prototext.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, c); err != nil {
+			return status.InvalidArg("Invalid text ConfigProto: %v", err)
+		}
+		return writeProto(buf, c)
+	}()
+	setStatus(s, err)
+}

@@ -1,0 +1,108 @@
+package main
+
+/*
+#include "internal.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"google.golang.org/protobuf/proto"
+
+	"mstream/proto/tfpb"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// sizeofTString is sizeof(TF_TString), the element size of TF_STRING data.
+const sizeofTString = C.sizeof_TF_TString
+
+// goTensor copies a caller's TF_Tensor into a Go tensor; the caller keeps
+// (and may reuse) its tensor after the call.
+func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
+	if t == nil {
+		return nil, status.InvalidArg("tensor is NULL")
+	}
+	dt := tensor.DType(C.TF_TensorType(t))
+	nd := int(C.TF_NumDims(t))
+	shape := make(tensor.Shape, nd)
+	for i := range shape {
+		shape[i] = int64(C.TF_Dim(t, C.int(i)))
+	}
+	if err := shape.Validate(); err != nil {
+		return nil, status.InvalidArg("tensor shape %v: %v", shape, err)
+	}
+	n := shape.NumElements()
+	data := C.TF_TensorData(t)
+	size := int64(C.TF_TensorByteSize(t))
+	if dt == tensor.String {
+		if size < n*sizeofTString {
+			return nil, status.InvalidArg("string tensor of shape %v has %d bytes, needs %d", shape, size, n*sizeofTString)
+		}
+		out := tensor.New(dt, shape)
+		for i := int64(0); i < n; i++ {
+			ts := C.ms_tstring_at(t, C.size_t(i))
+			out.Strs[i] = nonNil(goBytes(unsafe.Pointer(C.TF_StringGetDataPointer(ts)), C.TF_StringGetSize(ts)))
+		}
+		return out, nil
+	}
+	if !dt.Valid() || !dt.Fixed() {
+		return nil, status.InvalidArg("tensors of dtype %v (%d) are not supported", dt, int(dt))
+	}
+	need := n * int64(dt.Size())
+	if size < need {
+		return nil, status.InvalidArg("%v tensor of shape %v has %d bytes, needs %d", dt, shape, size, need)
+	}
+	out := tensor.New(dt, shape)
+	if need > 0 {
+		copy(out.Buf, unsafe.Slice((*byte)(data), need))
+	}
+	return out, nil
+}
+
+// cTensor copies a Go tensor into a new TF_Tensor owned by the caller.
+func cTensor(t *tensor.Tensor) (*C.TF_Tensor, error) {
+	if t == nil {
+		return nil, status.Errorf(status.Internal, "no tensor to return")
+	}
+	var dims *C.int64_t
+	if len(t.Shape) > 0 {
+		dims = (*C.int64_t)(unsafe.Pointer(&t.Shape[0]))
+	}
+	nd := C.int(len(t.Shape))
+	if t.DType == tensor.String {
+		ct := C.ms_new_tensor(C.TF_STRING, dims, nd, C.size_t(len(t.Strs))*sizeofTString)
+		for i, s := range t.Strs {
+			var p *C.char
+			if len(s) > 0 {
+				p = (*C.char)(unsafe.Pointer(&s[0]))
+			}
+			C.TF_StringCopy(C.ms_tstring_at(ct, C.size_t(i)), p, C.size_t(len(s)))
+		}
+		return ct, nil
+	}
+	ct := C.ms_new_tensor(C.TF_DataType(t.DType), dims, nd, C.size_t(len(t.Buf)))
+	if len(t.Buf) > 0 {
+		C.memcpy(C.TF_TensorData(ct), unsafe.Pointer(&t.Buf[0]), C.size_t(len(t.Buf)))
+	}
+	return ct, nil
+}
+
+//export msTensorFromProto
+func msTensorFromProto(b *C.TF_Buffer, s *C.TF_Status) *C.TF_Tensor {
+	defer recoverTo(s, "TF_TensorFromProto")
+	p := &tfpb.TensorProto{}
+	if err := proto.Unmarshal(bufferBytes(b), p); err != nil {
+		setStatus(s, status.InvalidArg("Unparseable TensorProto"))
+		return nil
+	}
+	t, err := tensor.FromProto(p)
+	if err != nil {
+		setStatus(s, status.Wrap(err, "TF_TensorFromProto"))
+		return nil
+	}
+	ct, err := cTensor(t)
+	setStatus(s, err)
+	return ct
+}
