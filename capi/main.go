@@ -21,6 +21,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	// The CPU kernels register themselves; the library runs nothing without them.
+	_ "mstream/kernels/cpu"
 	"mstream/status"
 )
 
