@@ -10,7 +10,7 @@ SRCS    := $(shell find . -name '*.go' -not -path './.dev/*' -not -name '*_test.
            $(wildcard capi/*.c capi/*.h) $(shell find include -name '*.h' 2>/dev/null) \
            build/version.lds go.mod
 
-.PHONY: all lib test test-go test-c test-python test-examples check-exports run clean setup
+.PHONY: all lib test test-go test-capi test-c test-python test-examples check-exports run clean setup
 
 all: lib
 
@@ -33,13 +33,17 @@ setup:
 	sh scripts/setup.sh
 
 # Every test. Suites that others own are hooked in only when their runner exists.
-test: setup lib check-exports test-go test-c test-python test-examples
+test: setup lib check-exports test-capi test-go test-c test-python test-examples
 
 test-go:
 	$(GO) test -race $$($(GO) list ./... | grep -v '/capi$$')
 
 check-exports: lib
 	sh scripts/check_exports.sh
+
+# A quick end-to-end pass over the C API (the full C suites are in test/).
+test-capi: lib
+	sh scripts/capi_smoke.sh
 
 test-c: lib
 	@if [ -x test/run.sh ]; then test/run.sh; else echo "test/run.sh absent: skipped"; fi
