@@ -1,0 +1,38 @@
+package cpu
+
+import (
+	"testing"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/kernels/kerneltest"
+	"mstream/tensor"
+)
+
+// cpuRunner runs kernels through the registry with a pool that really
+// splits work, as the executor would.
+type cpuRunner struct{}
+
+func (cpuRunner) Device() string { return kernels.CPU }
+
+func (cpuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	def, err := kernels.Lookup(n, kernels.CPU)
+	if err != nil {
+		return nil, err
+	}
+	k, err := def.Factory(n)
+	if err != nil {
+		return nil, err
+	}
+	ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes)), Pool: pool{}}
+	if err := k.Compute(ctx); err != nil {
+		return nil, err
+	}
+	return ctx.Outputs, nil
+}
+
+// TestConformance runs the shared suite on the CPU kernels.
+func TestConformance(t *testing.T) {
+	// Coverage is switched on once the existing kernels all have families.
+	kerneltest.Run(t, cpuRunner{}, kerneltest.Options{NoCoverage: true})
+}

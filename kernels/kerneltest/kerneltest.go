@@ -1,0 +1,386 @@
+package kerneltest
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/proto/tfpb"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Runner runs one node on a device: host tensors in, host tensors out.
+type Runner interface {
+	// Device is the kernels registry device name ("CPU", "GPU").
+	Device() string
+	Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error)
+}
+
+// Case is one kernel call and what it must give.
+type Case struct {
+	Name   string
+	Node   *graph.Node
+	Inputs []*tensor.Tensor
+	// Want are the expected outputs; nil entries are not compared (an
+	// output whose value is unspecified, e.g. Unique's order-free index).
+	Want []*tensor.Tensor
+	// NumPy, when set, computes Want instead: a Python expression over
+	// np and the inputs a0, a1, ...; a tuple gives several outputs. Each
+	// result is cast to the node's output dtype.
+	NumPy string
+	// Err, when not OK, is the code the call must fail with; the message
+	// must name the node.
+	Err status.Code
+	// Tol overrides the dtype tolerance (relative and absolute) when > 0.
+	Tol float64
+	// Check, when set, replaces the element comparison (for outputs with
+	// freedom, e.g. random ops): it returns an error describing a mismatch.
+	Check func(out []*tensor.Tensor) error
+}
+
+// Gen draws the cases of one op family.
+type Gen func(r *rand.Rand) []Case
+
+var (
+	famMu    sync.Mutex
+	families = map[string][]Gen{}
+)
+
+// Add registers generators for op; several files may add to one op.
+func Add(op string, g ...Gen) {
+	famMu.Lock()
+	defer famMu.Unlock()
+	families[op] = append(families[op], g...)
+}
+
+// Ops lists the ops with cases, sorted.
+func Ops() []string {
+	famMu.Lock()
+	defer famMu.Unlock()
+	var ops []string
+	for op := range families {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	return ops
+}
+
+// Options narrows a suite run.
+type Options struct {
+	// Only runs these ops when non-empty.
+	Only []string
+	// Seed fixes the random source; 0 takes the clock (logged on failure).
+	Seed int64
+	// NoCoverage skips the check that every kernel of the device has cases.
+	NoCoverage bool
+}
+
+// Run runs every family against r, one subtest per op.
+func Run(t *testing.T, r Runner, opt Options) {
+	seed := opt.Seed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	if s := os.Getenv("KERNELTEST_SEED"); s != "" {
+		seed, _ = strconv.ParseInt(s, 10, 64)
+	}
+	t.Logf("kerneltest seed %d (KERNELTEST_SEED=%d reproduces)", seed, seed)
+	ops := Ops()
+	if len(opt.Only) > 0 {
+		ops = opt.Only
+	}
+	if !opt.NoCoverage && len(opt.Only) == 0 {
+		checkCoverage(t, r.Device())
+	}
+	// Draw every case first so that NumPy references are computed in one
+	// Python process.
+	type opCases struct {
+		op    string
+		cases []Case
+	}
+	var all []opCases
+	var np []*Case
+	for i, op := range ops {
+		famMu.Lock()
+		gens := families[op]
+		famMu.Unlock()
+		if len(gens) == 0 {
+			t.Errorf("no cases for op %s", op)
+			continue
+		}
+		rng := rand.New(rand.NewSource(seed + int64(i)*7919))
+		var cs []Case
+		for _, g := range gens {
+			cs = append(cs, g(rng)...)
+		}
+		all = append(all, opCases{op, cs})
+	}
+	for i := range all {
+		for j := range all[i].cases {
+			if c := &all[i].cases[j]; c.NumPy != "" && c.Err == status.OK {
+				np = append(np, c)
+			}
+		}
+	}
+	if len(np) > 0 {
+		if err := evalNumPy(np); err != nil {
+			t.Fatalf("NumPy reference: %v", err)
+		}
+	}
+	for _, oc := range all {
+		t.Run(oc.op, func(t *testing.T) {
+			for _, c := range oc.cases {
+				runCase(t, r, c)
+			}
+		})
+	}
+}
+
+func checkCoverage(t *testing.T, device string) {
+	famMu.Lock()
+	defer famMu.Unlock()
+	var missing []string
+	for _, key := range kernels.Registered() {
+		op, dev, _ := strings.Cut(key, "/")
+		if dev == device && len(families[op]) == 0 {
+			missing = append(missing, op)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d %s kernels have no conformance cases: %s", len(missing), device, strings.Join(missing, ", "))
+	}
+}
+
+func runCase(t *testing.T, r Runner, c Case) {
+	t.Helper()
+	name := c.Name
+	if name == "" {
+		name = describe(c)
+	}
+	out, err := r.Run(c.Node, c.Inputs)
+	if c.Err != status.OK {
+		if err == nil {
+			t.Errorf("%s: want %v error, got outputs", name, c.Err)
+			return
+		}
+		if got := status.CodeOf(err); got != c.Err {
+			t.Errorf("%s: code %v, want %v: %v", name, got, c.Err, err)
+		}
+		if !strings.Contains(err.Error(), c.Node.Name) {
+			t.Errorf("%s: error %q does not name node %q", name, err, c.Node.Name)
+		}
+		return
+	}
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return
+	}
+	if len(out) != len(c.Node.OutTypes) {
+		t.Errorf("%s: %d outputs, want %d", name, len(out), len(c.Node.OutTypes))
+		return
+	}
+	for i, o := range out {
+		if o == nil {
+			t.Errorf("%s: output %d not set", name, i)
+			return
+		}
+		if err := o.Check(); err != nil {
+			t.Errorf("%s: output %d: %v", name, i, err)
+			return
+		}
+		if o.DType != c.Node.OutTypes[i] {
+			t.Errorf("%s: output %d dtype %v, want %v", name, i, o.DType, c.Node.OutTypes[i])
+		}
+	}
+	if c.Check != nil {
+		if err := c.Check(out); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		return
+	}
+	if len(c.Want) != len(out) {
+		t.Errorf("%s: case has %d expected outputs for %d outputs", name, len(c.Want), len(out))
+		return
+	}
+	for i := range out {
+		if c.Want[i] == nil {
+			continue
+		}
+		if err := Compare(out[i], c.Want[i], c.Tol); err != nil {
+			t.Errorf("%s: output %d: %v", name, i, err)
+		}
+	}
+}
+
+func describe(c Case) string {
+	var b strings.Builder
+	b.WriteString(c.Node.Op)
+	b.WriteString("(")
+	for i, in := range c.Inputs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(in.String())
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// Tol is the default relative-and-absolute tolerance for a dtype.
+func Tol(dt tensor.DType) float64 {
+	switch dt {
+	case tensor.Float:
+		return 1e-5
+	case tensor.Double:
+		return 1e-12
+	case tensor.Half:
+		return 2e-3
+	case tensor.Bfloat16:
+		return 1.6e-2
+	}
+	return 0
+}
+
+// Compare checks got against want: same dtype and shape, elements within
+// tol (Tol(dtype) when tol is 0) relative to max(1, |want|); NaN matches NaN
+// and infinities must match exactly.
+func Compare(got, want *tensor.Tensor, tol float64) error {
+	if got.DType != want.DType {
+		return fmt.Errorf("dtype %v, want %v", got.DType, want.DType)
+	}
+	if !got.Shape.Equal(want.Shape) {
+		return fmt.Errorf("shape %v, want %v", got.Shape, want.Shape)
+	}
+	if got.DType == tensor.String {
+		for i := range want.Strs {
+			if string(got.Strs[i]) != string(want.Strs[i]) {
+				return fmt.Errorf("element %d: %q, want %q", i, got.Strs[i], want.Strs[i])
+			}
+		}
+		return nil
+	}
+	if tol == 0 {
+		tol = Tol(got.DType)
+	}
+	n := int(want.NumElements())
+	bad := 0
+	var first string
+	for i := 0; i < n; i++ {
+		g, w := got.ElementF64(i), want.ElementF64(i)
+		if !close(g, w, tol) {
+			if bad == 0 {
+				first = fmt.Sprintf("element %d (index %v): got %v, want %v", i, unravel(i, want.Shape), g, w)
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d elements differ (tol %g); first: %s", bad, n, tol, first)
+	}
+	return nil
+}
+
+func close(g, w, tol float64) bool {
+	if math.IsNaN(w) {
+		return math.IsNaN(g)
+	}
+	if math.IsInf(w, 0) || math.IsInf(g, 0) {
+		return g == w
+	}
+	return math.Abs(g-w) <= tol*math.Max(1, math.Abs(w))
+}
+
+func unravel(i int, s tensor.Shape) []int64 {
+	idx := make([]int64, len(s))
+	for d := len(s) - 1; d >= 0; d-- {
+		if s[d] > 0 {
+			idx[d] = int64(i) % s[d]
+			i /= int(s[d])
+		}
+	}
+	return idx
+}
+
+// NodeFor builds a node of op with the given attrs whose inputs are
+// placeholders of the inputs' dtypes and shapes, validated against TF's
+// OpDef with defaults filled. A list input is given as several tensors;
+// lists maps an input arg index to its length (args not in lists take one
+// tensor). It panics on an invalid node: a generator bug.
+func NodeFor(op string, attrs map[string]*tfpb.AttrValue, inputs []*tensor.Tensor, lists map[int]int) *graph.Node {
+	n, err := TryNodeFor(op, attrs, inputs, lists)
+	if err != nil {
+		panic(fmt.Sprintf("kerneltest: building %s: %v", op, err))
+	}
+	return n
+}
+
+// TryNodeFor is NodeFor returning the build error (for attr fuzzing).
+func TryNodeFor(op string, attrs map[string]*tfpb.AttrValue, inputs []*tensor.Tensor, lists map[int]int) (*graph.Node, error) {
+	return buildNode(op, attrs, inputs, lists, true)
+}
+
+// NodeForUnknown is NodeFor with placeholders of unknown shape, so that
+// shape errors reach the kernel instead of graph construction (as they do
+// when a feed's shape is only known at run time).
+func NodeForUnknown(op string, attrs map[string]*tfpb.AttrValue, inputs []*tensor.Tensor, lists map[int]int) *graph.Node {
+	n, err := buildNode(op, attrs, inputs, lists, false)
+	if err != nil {
+		panic(fmt.Sprintf("kerneltest: building %s: %v", op, err))
+	}
+	return n
+}
+
+func buildNode(op string, attrs map[string]*tfpb.AttrValue, inputs []*tensor.Tensor, lists map[int]int, known bool) (*graph.Node, error) {
+	g := graph.New()
+	var outs []graph.Output
+	for i, in := range inputs {
+		b := g.NewBuilder("Placeholder", fmt.Sprintf("in%d", i))
+		b.SetAttr("dtype", &tfpb.AttrValue{Value: &tfpb.AttrValue_Type{Type: tfpb.DataType(in.DType)}})
+		if known {
+			b.SetAttr("shape", &tfpb.AttrValue{Value: &tfpb.AttrValue_Shape{Shape: tensor.ShapeToProto(tensor.KnownShape(in.Shape))}})
+		}
+		p, err := b.Finish()
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, graph.Output{Node: p, Index: 0})
+	}
+	def := graph.LookupOpDef(op)
+	if def == nil {
+		return nil, status.Errorf(status.NotFound, "unknown op %s", op)
+	}
+	b := g.NewBuilder(op, "k_"+strings.ToLower(op))
+	k := 0
+	for i := range def.InputArg {
+		if l, ok := lists[i]; ok {
+			if k+l > len(outs) {
+				return nil, fmt.Errorf("list input %d wants %d tensors, %d left", i, l, len(outs)-k)
+			}
+			b.AddInputList(outs[k : k+l])
+			k += l
+			continue
+		}
+		if k >= len(outs) {
+			return nil, fmt.Errorf("op %s has %d input args, %d tensors given", op, len(def.InputArg), len(inputs))
+		}
+		b.AddInput(outs[k])
+		k++
+	}
+	if k != len(outs) {
+		return nil, fmt.Errorf("op %s: %d tensors given, %d used", op, len(outs), k)
+	}
+	for name, v := range attrs {
+		b.SetAttr(name, v)
+	}
+	return b.Finish()
+}

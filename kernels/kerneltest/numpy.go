@@ -1,0 +1,147 @@
+package kerneltest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"mstream/tensor"
+)
+
+// Python is the interpreter with NumPy used for references.
+var Python = func() string {
+	if p := os.Getenv("KERNELTEST_PYTHON"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		return "/usr/bin/python3"
+	}
+	return "python3"
+}()
+
+var npTypes = map[tensor.DType]string{
+	tensor.Float: "<f4", tensor.Double: "<f8", tensor.Half: "<f2",
+	tensor.Int32: "<i4", tensor.Int64: "<i8", tensor.Int16: "<i2", tensor.Int8: "i1",
+	tensor.Uint8: "u1", tensor.Uint16: "<u2", tensor.Uint32: "<u4", tensor.Uint64: "<u8",
+	tensor.Bool: "?",
+}
+
+// The helper reads raw input files and a manifest, evaluates each
+// expression and writes every output as float64 (or int64/bool raw) with
+// its shape. bfloat16 inputs travel as float32.
+const npScript = `
+import json, sys, numpy as np
+d = sys.argv[1]
+man = json.load(open(d + "/in.json"))
+res = []
+for ci, c in enumerate(man):
+    env = {"np": np}
+    for j, a in enumerate(c["inputs"]):
+        env["a%d" % j] = np.fromfile(d + "/%d_%d.bin" % (ci, j), dtype=a["dtype"]).reshape(a["shape"])
+    with np.errstate(all="ignore"):
+        v = eval(c["expr"], env)
+    if not isinstance(v, tuple):
+        v = (v,)
+    outs = []
+    for k, o in enumerate(v):
+        o = np.asarray(o)
+        kind = "b" if o.dtype == np.bool_ else ("i" if o.dtype.kind in "iu" else "f")
+        arr = o.astype({"b": np.bool_, "i": np.int64, "f": np.float64}[kind])
+        arr.tofile(d + "/%d_out%d.bin" % (ci, k))
+        outs.append({"kind": kind, "shape": list(o.shape)})
+    res.append(outs)
+json.dump(res, open(d + "/out.json", "w"))
+`
+
+type npInput struct {
+	DType string  `json:"dtype"`
+	Shape []int64 `json:"shape"`
+}
+
+type npCase struct {
+	Expr   string    `json:"expr"`
+	Inputs []npInput `json:"inputs"`
+}
+
+type npOut struct {
+	Kind  string  `json:"kind"`
+	Shape []int64 `json:"shape"`
+}
+
+// evalNumPy fills Want of every case from its NumPy expression.
+func evalNumPy(cases []*Case) error {
+	dir, err := os.MkdirTemp("", "kerneltest")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	man := make([]npCase, len(cases))
+	for ci, c := range cases {
+		man[ci].Expr = c.NumPy
+		for j, in := range c.Inputs {
+			src := in
+			if in.DType == tensor.Bfloat16 {
+				src = Map(in, tensor.Float, func(v float64) float64 { return v })
+			}
+			nt, ok := npTypes[src.DType]
+			if !ok {
+				return fmt.Errorf("case %q: dtype %v has no NumPy form", c.NumPy, in.DType)
+			}
+			shape := []int64(src.Shape)
+			if shape == nil {
+				shape = []int64{}
+			}
+			man[ci].Inputs = append(man[ci].Inputs, npInput{nt, shape})
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d_%d.bin", ci, j)), src.Buf, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	b, _ := json.Marshal(man)
+	if err := os.WriteFile(filepath.Join(dir, "in.json"), b, 0o644); err != nil {
+		return err
+	}
+	cmd := exec.Command(Python, "-c", npScript, dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %v: %s", Python, err, stderr.String())
+	}
+	b, err = os.ReadFile(filepath.Join(dir, "out.json"))
+	if err != nil {
+		return err
+	}
+	var res [][]npOut
+	if err := json.Unmarshal(b, &res); err != nil {
+		return err
+	}
+	for ci, c := range cases {
+		outs := res[ci]
+		if len(outs) != len(c.Node.OutTypes) {
+			return fmt.Errorf("case %q gives %d outputs, node %s has %d", c.NumPy, len(outs), c.Node.Op, len(c.Node.OutTypes))
+		}
+		c.Want = make([]*tensor.Tensor, len(outs))
+		for k, o := range outs {
+			raw, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d_out%d.bin", ci, k)))
+			if err != nil {
+				return err
+			}
+			var src *tensor.Tensor
+			switch o.Kind {
+			case "b":
+				src = &tensor.Tensor{DType: tensor.Bool, Shape: o.Shape, Buf: raw}
+			case "i":
+				src = tensor.New(tensor.Int64, o.Shape)
+				copy(src.Buf, raw)
+			default:
+				src = tensor.New(tensor.Double, o.Shape)
+				copy(src.Buf, raw)
+			}
+			c.Want[k] = Map(src, c.Node.OutTypes[k], func(v float64) float64 { return v })
+		}
+	}
+	return nil
+}
