@@ -9,6 +9,7 @@ void ms_free_deallocator(void* data, size_t len) {
 TF_Buffer* TF_NewBuffer(void) {
   TF_Buffer* b = calloc(1, sizeof(TF_Buffer));
   if (b == NULL) abort();
+  ms_live(MS_LIVE_BUFFER, 1);
   return b;
 }
 
@@ -29,6 +30,7 @@ void TF_DeleteBuffer(TF_Buffer* b) {
     b->data_deallocator((void*)b->data, b->length);
   }
   free(b);
+  ms_live(MS_LIVE_BUFFER, -1);
 }
 
 TF_Buffer TF_GetBuffer(TF_Buffer* buffer) { return *buffer; }

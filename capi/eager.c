@@ -13,6 +13,7 @@ TFE_ContextOptions* TFE_NewContextOptions(void) {
   TFE_ContextOptions* o = calloc(1, sizeof *o);
   if (o == NULL) abort();
   o->policy = TFE_DEVICE_PLACEMENT_SILENT;
+  ms_live(MS_LIVE_EAGER_CONTEXT_OPTIONS, 1);
   return o;
 }
 
@@ -33,17 +34,26 @@ void TFE_ContextOptionsSetDevicePlacementPolicy(
   if (options) options->policy = policy;
 }
 
-void TFE_DeleteContextOptions(TFE_ContextOptions* options) { free(options); }
+void TFE_DeleteContextOptions(TFE_ContextOptions* options) {
+  if (options == NULL) return;
+  free(options);
+  ms_live(MS_LIVE_EAGER_CONTEXT_OPTIONS, -1);
+}
 
 TFE_Context* TFE_NewContext(const TFE_ContextOptions* opts, TF_Status* status) {
   TFE_Context* c = calloc(1, sizeof *c);
   if (c == NULL) abort();
   c->policy = opts ? opts->policy : TFE_DEVICE_PLACEMENT_SILENT;
+  ms_live(MS_LIVE_EAGER_CONTEXT, 1);
   TF_SetStatus(status, TF_OK, "");
   return c;
 }
 
-void TFE_DeleteContext(TFE_Context* ctx) { free(ctx); }
+void TFE_DeleteContext(TFE_Context* ctx) {
+  if (ctx == NULL) return;
+  free(ctx);
+  ms_live(MS_LIVE_EAGER_CONTEXT, -1);
+}
 
 TF_DeviceList* TFE_ContextListDevices(TFE_Context* ctx, TF_Status* status) {
   if (ctx == NULL) {
@@ -89,6 +99,7 @@ TFE_TensorHandle* TFE_NewTensorHandle(const TF_Tensor* t, TF_Status* status) {
   TFE_TensorHandle* h = malloc(sizeof *h);
   if (h == NULL) abort();
   h->t = ms_tensor_share(t);
+  ms_live(MS_LIVE_TENSOR_HANDLE, 1);
   TF_SetStatus(status, TF_OK, "");
   return h;
 }
@@ -97,6 +108,7 @@ void TFE_DeleteTensorHandle(TFE_TensorHandle* h) {
   if (h == NULL) return;
   TF_DeleteTensor(h->t);
   free(h);
+  ms_live(MS_LIVE_TENSOR_HANDLE, -1);
 }
 
 static int check_handle(TFE_TensorHandle* h, TF_Status* status) {

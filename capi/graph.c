@@ -9,6 +9,7 @@ TF_Graph* TF_NewGraph(void) {
   TF_Graph* g = malloc(sizeof *g);
   if (g == NULL) abort();
   g->h = msNewGraph();
+  ms_live(MS_LIVE_GRAPH, 1);
   return g;
 }
 
@@ -16,6 +17,7 @@ void TF_DeleteGraph(TF_Graph* g) {
   if (g == NULL) return;
   msDeleteGraph(g->h);
   free(g);
+  ms_live(MS_LIVE_GRAPH, -1);
 }
 
 void TF_GraphSetTensorShape(TF_Graph* graph, TF_Output output,
@@ -70,6 +72,7 @@ TF_ImportGraphDefOptions* TF_NewImportGraphDefOptions(void) {
   TF_ImportGraphDefOptions* o = malloc(sizeof *o);
   if (o == NULL) abort();
   o->h = msNewImportOptions();
+  ms_live(MS_LIVE_IMPORT_OPTIONS, 1);
   return o;
 }
 
@@ -77,6 +80,7 @@ void TF_DeleteImportGraphDefOptions(TF_ImportGraphDefOptions* opts) {
   if (opts == NULL) return;
   msDeleteImportOptions(opts->h);
   free(opts);
+  ms_live(MS_LIVE_IMPORT_OPTIONS, -1);
 }
 
 void TF_ImportGraphDefOptionsSetPrefix(TF_ImportGraphDefOptions* opts,
@@ -185,6 +189,7 @@ TF_OperationDescription* TF_NewOperation(TF_Graph* graph, const char* op_type,
   TF_OperationDescription* d = malloc(sizeof *d);
   if (d == NULL) abort();
   d->h = msNewOperation(graph, (char*)op_type, (char*)oper_name);
+  ms_live(MS_LIVE_OPERATION_DESCRIPTION, 1);
   return d;
 }
 
@@ -375,6 +380,7 @@ TF_Operation* TF_FinishOperation(TF_OperationDescription* desc,
   }
   TF_Operation* op = msFinishOperation(desc->h, status);
   free(desc);
+  ms_live(MS_LIVE_OPERATION_DESCRIPTION, -1);
   return op;
 }
 

@@ -75,6 +75,7 @@ func (o *graphObj) op(n *graph.Node) *C.TF_Operation {
 	p.name = C.CString(n.Name)
 	p.op_type = C.CString(n.Op)
 	p.device = C.CString(n.Device)
+	C.ms_live(C.MS_LIVE_OPERATION, 1)
 	o.ops[n.ID] = p
 	return p
 }

@@ -3,12 +3,41 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "_cgo_export.h"
 
 const char* TF_Version(void) { return "2.15.0"; }
 
 const char* MS_Version(void) { return "0.1.0"; }
 
+static int64_t live[MS_LIVE_KINDS];
+static const char* const live_names[MS_LIVE_KINDS] = {
+    "TF_Status", "TF_Buffer", "TF_Tensor", "tensor_data", "TF_Graph",
+    "TF_Operation", "TF_OperationDescription", "TF_ImportGraphDefOptions",
+    "TF_ImportGraphDefResults", "TF_SessionOptions", "TF_Session",
+    "TF_DeviceList", "prun_handle", "TFE_ContextOptions", "TFE_Context",
+    "TFE_TensorHandle"};
+
+void ms_live(int kind, int delta) {
+  __atomic_add_fetch(&live[kind], delta, __ATOMIC_RELAXED);
+}
+
+int64_t MS_LiveObjects(const char* kind) {
+  if (kind == NULL) {
+    int64_t sum = 0;
+    for (int i = 0; i < MS_LIVE_KINDS; i++)
+      sum += __atomic_load_n(&live[i], __ATOMIC_RELAXED);
+    return sum;
+  }
+  for (int i = 0; i < MS_LIVE_KINDS; i++) {
+    if (strcmp(kind, live_names[i]) == 0)
+      return __atomic_load_n(&live[i], __ATOMIC_RELAXED);
+  }
+  if (strcmp(kind, "goroutines") == 0) return msNumGoroutine();
+  return -1;
+}
+
 void ms_free_operation(TF_Operation* op) {
+  ms_live(MS_LIVE_OPERATION, -1);
   free(op->name);
   free(op->op_type);
   free(op->device);
@@ -24,6 +53,7 @@ static void* xcalloc(size_t n, size_t size) {
 TF_ImportGraphDefResults* ms_new_import_results(int nout, int nops,
                                                 int nmissing) {
   TF_ImportGraphDefResults* r = xcalloc(1, sizeof *r);
+  ms_live(MS_LIVE_IMPORT_RESULTS, 1);
   r->num_outputs = nout;
   r->outputs = xcalloc(nout, sizeof(TF_Output));
   r->num_opers = nops;
@@ -83,10 +113,12 @@ void TF_DeleteImportGraphDefResults(TF_ImportGraphDefResults* results) {
   free(results->missing_names);
   free(results->missing_indexes);
   free(results);
+  ms_live(MS_LIVE_IMPORT_RESULTS, -1);
 }
 
 TF_DeviceList* ms_new_device_list(int n) {
   TF_DeviceList* l = xcalloc(1, sizeof *l);
+  ms_live(MS_LIVE_DEVICE_LIST, 1);
   l->count = n;
   l->names = xcalloc(n, sizeof(char*));
   l->types = xcalloc(n, sizeof(char*));
@@ -106,6 +138,7 @@ void TF_DeleteDeviceList(TF_DeviceList* list) {
   free(list->memory);
   free(list->incarnation);
   free(list);
+  ms_live(MS_LIVE_DEVICE_LIST, -1);
 }
 
 int TF_DeviceListCount(const TF_DeviceList* list) {
@@ -149,4 +182,8 @@ uint64_t TF_DeviceListIncarnation(const TF_DeviceList* list, int index,
   return check_index(list, index, status) ? list->incarnation[index] : 0;
 }
 
-void TF_DeletePRunHandle(const char* handle) { free((void*)handle); }
+void TF_DeletePRunHandle(const char* handle) {
+  if (handle == NULL) return;
+  free((void*)handle);
+  ms_live(MS_LIVE_PRUN_HANDLE, -1);
+}

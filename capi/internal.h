@@ -89,6 +89,19 @@ struct TFE_ContextOptions { unsigned char async; int policy; };
 struct TFE_Context { int policy; };
 struct TFE_TensorHandle { TF_Tensor* t; };
 
+/* Live-object counts behind MS_LiveObjects (helpers.c): every site that
+   allocates a handle of a kind adds 1, its delete subtracts 1. The names
+   MS_LiveObjects accepts are in the same order in helpers.c. */
+enum {
+  MS_LIVE_STATUS, MS_LIVE_BUFFER, MS_LIVE_TENSOR, MS_LIVE_TENSOR_DATA,
+  MS_LIVE_GRAPH, MS_LIVE_OPERATION, MS_LIVE_OPERATION_DESCRIPTION,
+  MS_LIVE_IMPORT_OPTIONS, MS_LIVE_IMPORT_RESULTS, MS_LIVE_SESSION_OPTIONS,
+  MS_LIVE_SESSION, MS_LIVE_DEVICE_LIST, MS_LIVE_PRUN_HANDLE,
+  MS_LIVE_EAGER_CONTEXT_OPTIONS, MS_LIVE_EAGER_CONTEXT, MS_LIVE_TENSOR_HANDLE,
+  MS_LIVE_KINDS
+};
+void ms_live(int kind, int delta);
+
 /* Helpers (helpers.c). */
 void ms_set_status_n(TF_Status* s, int code, const char* msg, size_t len);
 void ms_set_unimplemented(TF_Status* s, const char* fn);

@@ -16,6 +16,7 @@ package main
 import "C"
 
 import (
+	"runtime"
 	"runtime/cgo"
 	"unsafe"
 
@@ -55,6 +56,12 @@ func recoverTo(s *C.TF_Status, fn string) {
 		setStatus(s, status.Errorf(status.Internal, "%s: internal error: %v", fn, r))
 	}
 }
+
+// msNumGoroutine backs MS_LiveObjects("goroutines"): a session that does not
+// stop its stream and pool goroutines when deleted shows up there.
+//
+//export msNumGoroutine
+func msNumGoroutine() C.int64_t { return C.int64_t(runtime.NumGoroutine()) }
 
 // recoverQuiet swallows a panic in an export that has no status.
 func recoverQuiet() { _ = recover() }

@@ -7,6 +7,7 @@ TF_SessionOptions* TF_NewSessionOptions(void) {
   TF_SessionOptions* o = malloc(sizeof *o);
   if (o == NULL) abort();
   o->h = msNewSessionOptions();
+  ms_live(MS_LIVE_SESSION_OPTIONS, 1);
   return o;
 }
 
@@ -14,6 +15,7 @@ void TF_DeleteSessionOptions(TF_SessionOptions* opts) {
   if (opts == NULL) return;
   msDeleteSessionOptions(opts->h);
   free(opts);
+  ms_live(MS_LIVE_SESSION_OPTIONS, -1);
 }
 
 void TF_SetTarget(TF_SessionOptions* options, const char* target) {
@@ -36,6 +38,7 @@ TF_Session* TF_NewSession(TF_Graph* graph, const TF_SessionOptions* opts,
   TF_Session* s = malloc(sizeof *s);
   if (s == NULL) abort();
   s->h = h;
+  ms_live(MS_LIVE_SESSION, 1);
   return s;
 }
 
@@ -50,6 +53,7 @@ void TF_DeleteSession(TF_Session* s, TF_Status* status) {
   }
   msDeleteSession(s->h, status);
   free(s);
+  ms_live(MS_LIVE_SESSION, -1);
 }
 
 void TF_SessionRun(TF_Session* session, const TF_Buffer* run_options,

@@ -280,6 +280,7 @@ func msSessionPRunSetup(h C.uintptr_t, inputs *C.TF_Output, nin C.int, outputs *
 			return err
 		}
 		*handle = C.CString(hs)
+		C.ms_live(C.MS_LIVE_PRUN_HANDLE, 1)
 		return nil
 	}()
 	setStatus(s, err)

@@ -29,6 +29,7 @@ TF_Status* TF_NewStatus(void) {
   if (s == NULL) abort();
   s->code = TSL_OK;
   s->msg = dup_n("", 0);
+  ms_live(MS_LIVE_STATUS, 1);
   return s;
 }
 
@@ -37,6 +38,7 @@ void TF_DeleteStatus(TF_Status* s) {
   clear_payloads(s);
   free(s->msg);
   free(s);
+  ms_live(MS_LIVE_STATUS, -1);
 }
 
 void ms_set_status_n(TF_Status* s, int code, const char* msg, size_t len) {

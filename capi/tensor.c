@@ -33,6 +33,7 @@ static void buf_unref(ms_tensor_buf* b) {
   }
   if (b->dealloc != NULL) b->dealloc(b->data, b->len, b->arg);
   free(b);
+  ms_live(MS_LIVE_TENSOR_DATA, -1);
 }
 
 static int64_t num_elements(const int64_t* dims, int num_dims) {
@@ -52,6 +53,7 @@ static TF_Tensor* wrap(TF_DataType dt, const int64_t* dims, int num_dims,
   if (t->dims == NULL) abort();
   for (int i = 0; i < num_dims; i++) t->dims[i] = dims[i];
   t->buf = b;
+  ms_live(MS_LIVE_TENSOR, 1);
   return t;
 }
 
@@ -65,6 +67,7 @@ static ms_tensor_buf* new_buf(void* data, size_t len,
   b->dealloc = dealloc;
   b->arg = arg;
   b->refs = 1;
+  ms_live(MS_LIVE_TENSOR_DATA, 1);
   return b;
 }
 
@@ -135,6 +138,7 @@ void TF_DeleteTensor(TF_Tensor* t) {
   buf_unref(t->buf);
   free(t->dims);
   free(t);
+  ms_live(MS_LIVE_TENSOR, -1);
 }
 
 TF_DataType TF_TensorType(const TF_Tensor* t) { return t->dtype; }
@@ -239,4 +243,5 @@ void ms_tensor_assign(TF_Tensor* to, TF_Tensor* from) {
   free(to->dims);
   *to = *from;
   free(from);
+  ms_live(MS_LIVE_TENSOR, -1);
 }

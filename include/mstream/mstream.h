@@ -41,6 +41,19 @@ TF_CAPI_EXPORT extern void MS_SessionStats(TF_Session* session,
                                            TF_Buffer* json_out,
                                            TF_Status* status);
 
+/* Returns how many objects of `kind` exist right now, for leak checks. A kind
+   is a handle type the caller deletes ("TF_Status", "TF_Buffer", "TF_Tensor",
+   "TF_Graph", "TF_OperationDescription", "TF_ImportGraphDefOptions",
+   "TF_ImportGraphDefResults", "TF_SessionOptions", "TF_Session",
+   "TF_DeviceList", "TFE_ContextOptions", "TFE_Context", "TFE_TensorHandle"),
+   "TF_Operation" (freed with the last of its graph and that graph's
+   sessions), "tensor_data" (buffers shared by tensors; a buffer from
+   TF_NewTensor goes when its deallocator has run), "prun_handle" (freed by
+   TF_DeletePRunHandle), or "goroutines" (the Go runtime's count, which
+   includes the runtime's own). NULL gives the sum of every kind but
+   "goroutines"; an unknown kind gives -1. */
+TF_CAPI_EXPORT extern int64_t MS_LiveObjects(const char* kind);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
