@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"container/heap"
 	"fmt"
 	"strconv"
 	"strings"
@@ -223,19 +224,22 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 			}
 		}
 	}
-	var ready, order []int
+	// As TF's graph_constructor, the ready node earliest in the GraphDef goes
+	// first, so a GraphDef already in topological order keeps its node order
+	// (and TF_GraphNextOperation sees that order).
+	var order []int
+	ready := &indexHeap{}
 	for i, p := range ps {
 		if p.deps == 0 {
-			ready = append(ready, i)
+			heap.Push(ready, i)
 		}
 	}
-	for len(ready) > 0 {
-		i := ready[0]
-		ready = ready[1:]
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
 		order = append(order, i)
 		for _, j := range ps[i].outs {
 			if ps[j].deps--; ps[j].deps == 0 {
-				ready = append(ready, j)
+				heap.Push(ready, j)
 			}
 		}
 	}
@@ -419,4 +423,18 @@ func controlRemap(opts *ImportOptions, name string) *Node {
 		return n
 	}
 	return opts.ControlRemap["^"+name]
+}
+
+// indexHeap is a min-heap of GraphDef node indexes.
+type indexHeap []int
+
+func (h indexHeap) Len() int           { return len(h) }
+func (h indexHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h indexHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *indexHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *indexHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
