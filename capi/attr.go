@@ -32,6 +32,17 @@ func getAttr(op *C.TF_Operation, name *C.char) (*graph.Node, *tfpb.AttrValue, er
 	return n, a, nil
 }
 
+// attrValue is getAttr for the getters that TF implements with its
+// GetAttrValue (metadata, strings, lists, shape protos, AttrValue protos):
+// a missing attr is INVALID_ARGUMENT there, NOT_FOUND in the others.
+func attrValue(op *C.TF_Operation, name *C.char) (*graph.Node, *tfpb.AttrValue, error) {
+	n, a, err := getAttr(op, name)
+	if err != nil && status.CodeOf(err) == status.NotFound {
+		err = status.InvalidArg("%s", err.Error())
+	}
+	return n, a, err
+}
+
 // attrKindName is the AttrValue's type as TF's error messages spell it.
 func attrKindName(a *tfpb.AttrValue) string {
 	switch v := a.Value.(type) {
@@ -96,7 +107,7 @@ func listOf(a *tfpb.AttrValue, name string) (*tfpb.AttrValue_ListValue, error) {
 //export msOperationGetAttrMetadata
 func msOperationGetAttrMetadata(op *C.TF_Operation, name *C.char, md *C.TF_AttrMetadata, s *C.TF_Status) {
 	defer recoverTo(s, "TF_OperationGetAttrMetadata")
-	n, a, err := getAttr(op, name)
+	n, a, err := attrValue(op, name)
 	if err != nil {
 		setStatus(s, err)
 		return
@@ -164,7 +175,8 @@ func msOperationGetAttrMetadata(op *C.TF_Operation, name *C.char, md *C.TF_AttrM
 		case len(l.Func) > 0:
 			set(C.TF_ATTR_FUNC, len(l.Func))
 		default:
-			// Empty: the type comes from the OpDef.
+			// Empty: the type comes from the OpDef. TF leaves it unset (here
+			// 0) without an error for an attr the OpDef does not declare.
 			typ := graph.AttrValueType(n.Def, goStr(name))
 			kinds := map[string]C.TF_AttrType{
 				"list(string)": C.TF_ATTR_STRING, "list(int)": C.TF_ATTR_INT,
@@ -173,7 +185,7 @@ func msOperationGetAttrMetadata(op *C.TF_Operation, name *C.char, md *C.TF_AttrM
 				"list(tensor)": C.TF_ATTR_TENSOR, "list(func)": C.TF_ATTR_FUNC,
 			}
 			k, ok := kinds[typ]
-			if !ok {
+			if !ok && typ != "" {
 				setStatus(s, status.InvalidArg("Attribute '%s' has an empty value of an unrecognized type '%s'", goStr(name), typ))
 				return
 			}
@@ -189,7 +201,7 @@ func msOperationGetAttrMetadata(op *C.TF_Operation, name *C.char, md *C.TF_AttrM
 //export msOperationGetAttrString
 func msOperationGetAttrString(op *C.TF_Operation, name *C.char, value unsafe.Pointer, max C.size_t, s *C.TF_Status) {
 	defer recoverTo(s, "TF_OperationGetAttrString")
-	_, a, err := getAttr(op, name)
+	_, a, err := attrValue(op, name)
 	if err != nil {
 		setStatus(s, err)
 		return
@@ -208,7 +220,7 @@ func msOperationGetAttrString(op *C.TF_Operation, name *C.char, value unsafe.Poi
 //export msOperationGetAttrStringList
 func msOperationGetAttrStringList(op *C.TF_Operation, name *C.char, values *unsafe.Pointer, lengths *C.size_t, max C.int, storage unsafe.Pointer, size C.size_t, s *C.TF_Status) {
 	defer recoverTo(s, "TF_OperationGetAttrStringList")
-	_, a, err := getAttr(op, name)
+	_, a, err := attrValue(op, name)
 	if err == nil {
 		var l *tfpb.AttrValue_ListValue
 		if l, err = listOf(a, goStr(name)); err == nil {
@@ -287,7 +299,7 @@ func boolByte(b bool) C.uchar {
 //export msOperationGetAttrList
 func msOperationGetAttrList(op *C.TF_Operation, name *C.char, kind C.int, values unsafe.Pointer, max C.int, s *C.TF_Status) {
 	defer recoverTo(s, "TF_OperationGetAttrList")
-	_, a, err := getAttr(op, name)
+	_, a, err := attrValue(op, name)
 	var l *tfpb.AttrValue_ListValue
 	if err == nil {
 		l, err = listOf(a, goStr(name))
@@ -382,7 +394,7 @@ func msOperationGetAttrShapeList(op *C.TF_Operation, name *C.char, dims **C.int6
 //export msOperationGetAttrTensorShapeProto
 func msOperationGetAttrTensorShapeProto(op *C.TF_Operation, name *C.char, buf *C.TF_Buffer, s *C.TF_Status) {
 	defer recoverTo(s, "TF_OperationGetAttrTensorShapeProto")
-	_, a, err := getAttr(op, name)
+	_, a, err := attrValue(op, name)
 	if err == nil {
 		if v, ok := a.Value.(*tfpb.AttrValue_Shape); ok {
 			err = writeProto(buf, v.Shape)
@@ -396,7 +408,7 @@ func msOperationGetAttrTensorShapeProto(op *C.TF_Operation, name *C.char, buf *C
 //export msOperationGetAttrTensorShapeProtoList
 func msOperationGetAttrTensorShapeProtoList(op *C.TF_Operation, name *C.char, values **C.TF_Buffer, max C.int, s *C.TF_Status) {
 	defer recoverTo(s, "TF_OperationGetAttrTensorShapeProtoList")
-	_, a, err := getAttr(op, name)
+	_, a, err := attrValue(op, name)
 	var l *tfpb.AttrValue_ListValue
 	if err == nil {
 		l, err = listOf(a, goStr(name))
@@ -466,7 +478,7 @@ func msOperationGetAttrTensorList(op *C.TF_Operation, name *C.char, values **C.T
 //export msOperationGetAttrValueProto
 func msOperationGetAttrValueProto(op *C.TF_Operation, name *C.char, buf *C.TF_Buffer, s *C.TF_Status) {
 	defer recoverTo(s, "TF_OperationGetAttrValueProto")
-	_, a, err := getAttr(op, name)
+	_, a, err := attrValue(op, name)
 	if err == nil {
 		err = writeProto(buf, a)
 	}
