@@ -1,11 +1,16 @@
-/* Import a text GraphDef (via MS_GraphDefTextToBinary), run it in a session, and
- * check bad inputs: unknown fetch, wrong feed dtype, unknown op (NOT_FOUND, graph
- * unchanged). The session stays usable after each error. */
-#include <stdlib.h>
-#include <string.h>
-#include "tensorflow/c/c_api.h"
-#include "mstream/mstream.h"
-#include "check.h"
+/* Sessions through the built library: import a text GraphDef and run it (wrong
+ * feed dtype, unknown op: NOT_FOUND, graph unchanged); session options
+ * (TF_SetConfig with binary, text and malformed ConfigProtos, TF_SetTarget);
+ * run_options and run_metadata (FULL_TRACE gives step stats); partial runs;
+ * TF_SessionListDevices; feeds replacing non-placeholders; targets; inputs never
+ * kept (deallocated right after the run, buffers overwritten); 8 threads on one
+ * session with checked results and errors mixed in; every handle freed. */
+#define _GNU_SOURCE /* memmem */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include "util.h"
 
 static const char* kGraph =
   "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }\n"
@@ -13,19 +18,7 @@ static const char* kGraph =
   "  attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } } float_val: 1.5 float_val: -2 } } } }\n"
   "node { name: 'y' op: 'AddV2' input: 'x' input: 'c' attr { key: 'T' value { type: DT_FLOAT } } }\n";
 
-static int count_ops(TF_Graph* g) { size_t pos = 0; int n = 0; while (TF_GraphNextOperation(g, &pos)) n++; return n; }
-
-static int import_text(TF_Graph* g, const char* text, TF_Status* s) {
-  TF_Buffer* b = TF_NewBuffer();
-  MS_GraphDefTextToBinary(text, strlen(text), b, s);
-  if (TF_GetCode(s) != TF_OK) { TF_DeleteBuffer(b); return 0; }
-  TF_ImportGraphDefOptions* o = TF_NewImportGraphDefOptions();
-  TF_GraphImportGraphDef(g, b, o, s);
-  TF_DeleteImportGraphDefOptions(o); TF_DeleteBuffer(b);
-  return TF_GetCode(s) == TF_OK;
-}
-
-int main(void) {
+static void test_basic(void) {
   TF_Status* s = TF_NewStatus();
   TF_Graph* g = TF_NewGraph();
   CHECK(import_text(g, kGraph, s), "import: %s", TF_Message(s));
@@ -65,5 +58,470 @@ int main(void) {
   CHECK(strstr(TF_Message(s), "NoSuchOpAnywhere") != NULL, "message does not name the op: %s", TF_Message(s));
   CHECK(count_ops(g) == 3, "graph changed by failed import: %d ops", count_ops(g));
   TF_DeleteGraph(g); TF_DeleteStatus(s);
+}
+
+
+static int ok(TF_Status* s) { return TF_GetCode(s) == TF_OK; }
+
+/* The JSON of MS_SessionStats contains `needle`. */
+static int stats_have(TF_Session* sess, const char* needle) {
+  TF_Status* s = TF_NewStatus();
+  TF_Buffer* b = TF_NewBuffer();
+  MS_SessionStats(sess, b, s);
+  int found = TF_GetCode(s) == TF_OK && b->data && memmem(b->data, b->length, needle, strlen(needle)) != NULL;
+  if (!found) fprintf(stderr, "stats: %.*s\n", (int)b->length, (const char*)b->data);
+  TF_DeleteBuffer(b);
+  TF_DeleteStatus(s);
+  return found;
+}
+
+/* x [-1,2] float; y = x + c (c = [1.5, -2]). */
+static TF_Graph* small_graph(TF_Status* s) {
+  TF_Graph* g = TF_NewGraph();
+  CHECK(import_text(g, kGraph, s), "import: %s", TF_Message(s));
+  return g;
+}
+
+static TF_Tensor* vec2(float a, float b) {
+  float v[2] = {a, b};
+  int64_t d[1] = {2};
+  return make_tensor(TF_FLOAT, d, 1, v);
+}
+
+/* Runs y with x = [1, 2]; 1 if y = [2.5, 0]. */
+static int runs_ok(TF_Session* sess, TF_Graph* g, TF_Status* s) {
+  TF_Output x = out0(g, "x");
+  TF_Tensor* in = vec2(1, 2);
+  TF_Tensor* out = run1(sess, &x, &in, 1, out0(g, "y"), s);
+  TF_DeleteTensor(in);
+  int good = out && ((float*)TF_TensorData(out))[0] == 2.5f && ((float*)TF_TensorData(out))[1] == 0.0f;
+  if (out) TF_DeleteTensor(out);
+  return good;
+}
+
+static void test_options(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = small_graph(s);
+
+  /* Binary ConfigProto: intra_op 2, inter_op 3, gpu_options.allow_growth, a
+   * device_count map entry and a field TF 2.15 does not have (ignored, as protobuf
+   * parsers do). */
+  const unsigned char cfg[] = {0x10, 0x02, 0x28, 0x03, 0x32, 0x02, 0x20, 0x01, 0x0a, 0x07, 0x0a, 0x03,
+                               'C',  'P',  'U',  0x10, 0x01, 0xb8, 0x3e, 0x01};
+  TF_SessionOptions* so = TF_NewSessionOptions();
+  TF_SetConfig(so, cfg, sizeof cfg, s);
+  CHECK_OK(s, "TF_SetConfig");
+  TF_Session* sess = TF_NewSession(g, so, s);
+  CHECK_OK(s, "session with config");
+  if (sess) {
+    CHECK(runs_ok(sess, g, s), "run with config: %s", TF_Message(s));
+    CHECK(stats_have(sess, "\"intra_op_threads\":2") && stats_have(sess, "\"inter_op_pools\":[3]"),
+          "config honoured");
+    CHECK(runs_ok(sess, g, s) && stats_have(sess, "\"cached_plans\":1"), "one plan for repeated runs");
+    TF_CloseSession(sess, s);
+    TF_DeleteSession(sess, s);
+  }
+  TF_DeleteSessionOptions(so);
+
+  /* Text ConfigProto with session_inter_op_thread_pool. */
+  const char* text = "intra_op_parallelism_threads: 1 session_inter_op_thread_pool { num_threads: 2 }\n"
+                     "session_inter_op_thread_pool { num_threads: 1 } allow_soft_placement: true";
+  TF_Buffer* b = TF_NewBuffer();
+  MS_ConfigProtoTextToBinary(text, strlen(text), b, s);
+  CHECK_OK(s, "config text to binary");
+  so = TF_NewSessionOptions();
+  TF_SetConfig(so, b->data, b->length, s);
+  CHECK_OK(s, "TF_SetConfig from text");
+  TF_DeleteBuffer(b);
+  sess = TF_NewSession(g, so, s);
+  CHECK_OK(s, "session with thread pools");
+  if (sess) {
+    CHECK(runs_ok(sess, g, s), "run with pools: %s", TF_Message(s));
+    CHECK(stats_have(sess, "\"inter_op_pools\":[2,1]"), "session_inter_op_thread_pool honoured");
+    TF_DeleteSession(sess, s); /* without TF_CloseSession: TF closes it */
+    CHECK_OK(s, "delete unclosed session");
+  }
+  b = TF_NewBuffer();
+  MS_ConfigProtoTextToBinary("intra_op_parallelism_threads: 'x'", 33, b, s);
+  CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "bad config text: %d", TF_GetCode(s));
+  TF_DeleteBuffer(b);
+
+  /* Malformed bytes: an error, and the options keep their previous config. */
+  const unsigned char bad1[] = {0x10};             /* truncated varint */
+  const unsigned char bad2[] = {0x32, 0x05, 0x20}; /* gpu_options longer than the buffer */
+  const unsigned char bad3[] = {0x0f};             /* wire type 7 */
+  const unsigned char* bads[3] = {bad1, bad2, bad3};
+  size_t badl[3] = {sizeof bad1, sizeof bad2, sizeof bad3};
+  for (int i = 0; i < 3; i++) {
+    TF_SetConfig(so, bads[i], badl[i], s);
+    CHECK_ERR(s, TF_INVALID_ARGUMENT, "ConfigProto", "malformed ConfigProto");
+  }
+  sess = TF_NewSession(g, so, s);
+  CHECK(ok(s) && sess && runs_ok(sess, g, s), "options usable after bad configs: %s", TF_Message(s));
+  if (sess) TF_DeleteSession(sess, s);
+  TF_SetConfig(NULL, cfg, sizeof cfg, s);
+  CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "TF_SetConfig(NULL options)");
+
+  /* Targets: in-process only. */
+  TF_SetTarget(so, "grpc://localhost:2222");
+  sess = TF_NewSession(g, so, s);
+  CHECK(sess == NULL, "session for a remote target");
+  CHECK_ERR(s, TF_NOT_FOUND, "grpc://localhost:2222", "unknown target");
+  TF_SetTarget(so, "");
+  sess = TF_NewSession(g, so, s);
+  CHECK(ok(s) && sess && runs_ok(sess, g, s), "target \"\": %s", TF_Message(s));
+  if (sess) TF_DeleteSession(sess, s);
+  TF_DeleteSessionOptions(so);
+
+  /* NULL options are the defaults. */
+  sess = TF_NewSession(g, NULL, s);
+  CHECK(ok(s) && sess && runs_ok(sess, g, s), "NULL options: %s", TF_Message(s));
+  if (sess) TF_DeleteSession(sess, s);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void test_run_options(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = small_graph(s);
+  TF_SessionOptions* so = TF_NewSessionOptions();
+  TF_Session* sess = TF_NewSession(g, so, s);
+  TF_Output x = out0(g, "x"), y = out0(g, "y");
+  TF_Tensor* in = vec2(3, 4);
+  const unsigned char full_trace[] = {0x08, 0x03}; /* RunOptions { trace_level: FULL_TRACE } */
+  TF_Buffer* ro = TF_NewBufferFromString(full_trace, sizeof full_trace);
+  TF_Buffer* md = TF_NewBuffer();
+  TF_Tensor* out = NULL;
+  TF_SessionRun(sess, ro, &x, &in, 1, &y, &out, 1, NULL, 0, md, s);
+  CHECK_OK(s, "run with FULL_TRACE");
+  CHECK(out && ((float*)TF_TensorData(out))[0] == 4.5f, "traced run value");
+  if (out) TF_DeleteTensor(out);
+  /* RunMetadata.step_stats.dev_stats[].node_stats[] names the nodes that ran. */
+  pb_field st, dev, ns;
+  int nodes = 0, named_y = 0;
+  if (pb_get(md->data, md->length, 1, 0, &st)) {
+    for (int d = 0; pb_get(st.data, st.len, 1, d, &dev); d++) {
+      CHECK(pb_str_eq(&dev, 1, "/job:localhost/replica:0/task:0/device:CPU:0"), "dev_stats device");
+      for (int i = 0; pb_get(dev.data, dev.len, 2, i, &ns); i++) {
+        nodes++;
+        named_y += pb_str_eq(&ns, 1, "y");
+      }
+    }
+  }
+  CHECK(nodes >= 2 && named_y == 1, "step stats: %d node stats, y %d times", nodes, named_y);
+  TF_DeleteBuffer(md);
+
+  /* No trace: run_metadata is filled but has no step stats. */
+  const unsigned char no_trace[] = {0x08, 0x00, 0x10, 0xe8, 0x07}; /* timeout_in_ms: 1000 */
+  TF_Buffer* ro2 = TF_NewBufferFromString(no_trace, sizeof no_trace);
+  md = TF_NewBuffer();
+  out = NULL;
+  TF_SessionRun(sess, ro2, &x, &in, 1, &y, &out, 1, NULL, 0, md, s);
+  CHECK_OK(s, "run without trace");
+  CHECK(pb_count(md->data, md->length, 1) == 0 ||
+            (pb_get(md->data, md->length, 1, 0, &st) && pb_count(st.data, st.len, 1) == 0) ||
+            (pb_get(st.data, st.len, 1, 0, &dev) && pb_count(dev.data, dev.len, 2) == 0),
+        "no node stats without a trace");
+  if (out) TF_DeleteTensor(out);
+  TF_DeleteBuffer(md);
+  TF_DeleteBuffer(ro2);
+
+  /* Malformed run_options: INVALID_ARGUMENT, the session still runs. */
+  const unsigned char bad[] = {0x08};
+  TF_Buffer* rob = TF_NewBufferFromString(bad, sizeof bad);
+  out = NULL;
+  TF_SessionRun(sess, rob, &x, &in, 1, &y, &out, 1, NULL, 0, NULL, s);
+  CHECK_ERR(s, TF_INVALID_ARGUMENT, "RunOptions", "malformed RunOptions");
+  CHECK(out == NULL, "no output on error");
+  TF_DeleteBuffer(rob);
+  CHECK(runs_ok(sess, g, s), "usable after malformed RunOptions");
+  TF_DeleteTensor(in);
+  TF_DeleteBuffer(ro);
+  TF_DeleteSession(sess, s);
+  TF_DeleteSessionOptions(so);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+/* a, b placeholders; s = a + b; m = s * b; n = NoOp after m. */
+static const char* kPRunGraph =
+    "node { name: 'a' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }\n"
+    "node { name: 'b' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }\n"
+    "node { name: 's' op: 'AddV2' input: 'a' input: 'b' attr { key: 'T' value { type: DT_FLOAT } } }\n"
+    "node { name: 'm' op: 'Mul' input: 's' input: 'b' attr { key: 'T' value { type: DT_FLOAT } } }\n"
+    "node { name: 'c' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }\n"
+    "  attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 10 } } } }\n"
+    "node { name: 'r' op: 'Relu' input: 's' attr { key: 'T' value { type: DT_FLOAT } } }\n"
+    "node { name: 'sub' op: 'Sub' input: 'c' input: 'r' attr { key: 'T' value { type: DT_FLOAT } } }\n";
+
+static TF_Tensor* scalar(float v) { return make_tensor(TF_FLOAT, NULL, 0, &v); }
+static float value(TF_Tensor* t) { return t ? *(float*)TF_TensorData(t) : NAN; }
+
+static void test_prun(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  CHECK(import_text(g, kPRunGraph, s), "import: %s", TF_Message(s));
+  TF_Session* sess = TF_NewSession(g, NULL, s);
+  TF_Output ins[2] = {out0(g, "a"), out0(g, "b")}, outs[2] = {out0(g, "s"), out0(g, "m")};
+  const char* h = NULL;
+  TF_SessionPRunSetup(sess, ins, 2, outs, 2, NULL, 0, &h, s);
+  CHECK(ok(s) && h != NULL, "PRunSetup: %s", TF_Message(s));
+  if (h) {
+    TF_Tensor* va = scalar(2);
+    TF_Tensor* out = NULL;
+    TF_SessionPRun(sess, h, &ins[0], &va, 1, NULL, NULL, 0, NULL, 0, s);
+    CHECK_OK(s, "PRun feeding a");
+    TF_Tensor* vb = scalar(5);
+    TF_SessionPRun(sess, h, &ins[1], &vb, 1, &outs[0], &out, 1, NULL, 0, s);
+    CHECK(ok(s) && value(out) == 7, "PRun s = %g: %s", value(out), TF_Message(s));
+    if (out) TF_DeleteTensor(out);
+    out = NULL;
+    TF_SessionPRun(sess, h, &ins[0], &va, 1, NULL, NULL, 0, NULL, 0, s);
+    CHECK_ERR(s, TF_INVALID_ARGUMENT, "a", "feeding a twice");
+    TF_Output sub = out0(g, "sub");
+    TF_SessionPRun(sess, h, NULL, NULL, 0, &sub, &out, 1, NULL, 0, s);
+    CHECK_ERR(s, TF_INVALID_ARGUMENT, "sub", "fetch not in PRunSetup");
+    TF_SessionPRun(sess, h, NULL, NULL, 0, &outs[1], &out, 1, NULL, 0, s);
+    CHECK(ok(s) && value(out) == 35, "PRun m = %g: %s", value(out), TF_Message(s));
+    if (out) TF_DeleteTensor(out);
+    TF_DeleteTensor(va);
+    TF_DeleteTensor(vb);
+    TF_DeletePRunHandle(h);
+  }
+  /* A fetch that needs a placeholder the setup does not feed: as in TF, the
+   * setup succeeds and the PRun that fetches it fails naming the placeholder. */
+  h = NULL;
+  TF_SessionPRunSetup(sess, ins, 1, &outs[0], 1, NULL, 0, &h, s);
+  CHECK_OK(s, "setup with an unfed placeholder");
+  if (h) {
+    TF_Tensor* va = scalar(2);
+    TF_Tensor* out = NULL;
+    TF_SessionPRun(sess, h, &ins[0], &va, 1, &outs[0], &out, 1, NULL, 0, s);
+    CHECK_ERR(s, TF_INVALID_ARGUMENT, "'b'", "PRun needing an unfed placeholder");
+    CHECK(out == NULL, "no output on a failed PRun");
+    TF_DeleteTensor(va);
+    TF_DeletePRunHandle(h);
+  }
+  TF_SessionPRun(sess, "no-such-handle", NULL, NULL, 0, &outs[0], NULL, 0, NULL, 0, s);
+  CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "unknown handle: %d %s", TF_GetCode(s), TF_Message(s));
+
+  /* Feeds may replace any tensor: feed s directly, a and b are never needed. */
+  TF_Tensor* sv = scalar(-3);
+  TF_Output so = out0(g, "s"), sub = out0(g, "sub");
+  TF_Tensor* out = run1(sess, &so, &sv, 1, sub, s);
+  CHECK(ok(s) && value(out) == 10, "sub with s fed = -3: %g %s", value(out), TF_Message(s));
+  if (out) TF_DeleteTensor(out);
+  TF_Output co = out0(g, "c");
+  TF_Tensor* cv = scalar(100);
+  TF_Output feeds2[2] = {so, co};
+  TF_Tensor* vals2[2] = {sv, cv};
+  TF_Tensor* r = NULL;
+  TF_SessionRun(sess, NULL, feeds2, vals2, 2, &sub, &r, 1, NULL, 0, NULL, s);
+  CHECK(ok(s) && value(r) == 100, "Const replaced by a feed: %g", value(r));
+  if (r) TF_DeleteTensor(r);
+  /* A fetch that is also fed returns the fed value. */
+  r = run1(sess, &so, &sv, 1, so, s);
+  CHECK(ok(s) && value(r) == -3, "fetching a fed tensor: %g", value(r));
+  if (r) TF_DeleteTensor(r);
+  TF_DeleteTensor(cv);
+  TF_DeleteTensor(sv);
+
+  /* Targets: run for effect, no fetches; a target needing an unfed placeholder fails. */
+  TF_Operation* tgt = TF_GraphOperationByName(g, "c");
+  TF_SessionRun(sess, NULL, NULL, NULL, 0, NULL, NULL, 0, (const TF_Operation* const*)&tgt, 1, NULL, s);
+  CHECK_OK(s, "run a target");
+  tgt = TF_GraphOperationByName(g, "m");
+  TF_SessionRun(sess, NULL, NULL, NULL, 0, NULL, NULL, 0, (const TF_Operation* const*)&tgt, 1, NULL, s);
+  CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT && (strstr(TF_Message(s), "'a'") || strstr(TF_Message(s), "'b'")),
+        "target needing an unfed placeholder: %d %s", TF_GetCode(s), TF_Message(s));
+  TF_Tensor* va = scalar(1);
+  TF_Tensor* vb = scalar(2);
+  TF_Tensor* vals[2] = {va, vb};
+  TF_Output rr = out0(g, "r");
+  TF_Tensor* rv = NULL;
+  TF_SessionRun(sess, NULL, ins, vals, 2, &rr, &rv, 1, (const TF_Operation* const*)&tgt, 1, NULL, s);
+  CHECK(ok(s) && value(rv) == 3, "fetch with a target: %g %s", value(rv), TF_Message(s));
+  if (rv) TF_DeleteTensor(rv);
+  TF_DeleteTensor(va);
+  TF_DeleteTensor(vb);
+
+  /* Devices. */
+  TF_DeviceList* dl = TF_SessionListDevices(sess, s);
+  CHECK(ok(s) && TF_DeviceListCount(dl) >= 1, "device count %d", TF_DeviceListCount(dl));
+  const char* name = TF_DeviceListName(dl, 0, s);
+  CHECK(ok(s) && name && strcmp(name, "/job:localhost/replica:0/task:0/device:CPU:0") == 0, "device 0 name %s",
+        name ? name : "(null)");
+  const char* type = TF_DeviceListType(dl, 0, s);
+  CHECK(ok(s) && type && strcmp(type, "CPU") == 0, "device 0 type %s", type ? type : "(null)");
+  CHECK(TF_DeviceListMemoryBytes(dl, 0, s) >= 0 && ok(s), "memory bytes");
+  TF_DeviceListIncarnation(dl, 0, s);
+  CHECK_OK(s, "incarnation");
+  CHECK(TF_DeviceListType(dl, -1, s) == NULL && TF_GetCode(s) == TF_INVALID_ARGUMENT, "index -1");
+  CHECK(TF_DeviceListMemoryBytes(dl, TF_DeviceListCount(dl), s) == -1 && TF_GetCode(s) == TF_INVALID_ARGUMENT,
+        "index past the end");
+  TF_DeleteDeviceList(dl);
+  CHECK(TF_SessionListDevices(NULL, s) == NULL && TF_GetCode(s) == TF_INVALID_ARGUMENT, "ListDevices(NULL)");
+
+  /* The graph outlives TF_DeleteGraph while the session uses it. */
+  TF_DeleteGraph(g);
+  va = scalar(4);
+  TF_Output ao = ins[0];
+  TF_Tensor* vbb = scalar(1);
+  TF_Tensor* v2[2] = {va, vbb};
+  rv = NULL;
+  TF_SessionRun(sess, NULL, ins, v2, 2, &outs[1], &rv, 1, NULL, 0, NULL, s);
+  CHECK(ok(s) && value(rv) == 5, "run after TF_DeleteGraph: %g", value(rv));
+  (void)ao;
+  if (rv) TF_DeleteTensor(rv);
+  TF_DeleteTensor(va);
+  TF_DeleteTensor(vbb);
+  TF_CloseSession(sess, s);
+  CHECK_OK(s, "close");
+  rv = run1(sess, ins, v2, 0, co, s);
+  CHECK(TF_GetCode(s) != TF_OK && rv == NULL, "run after close fails: %d", TF_GetCode(s));
+  TF_DeleteSession(sess, s);
+  CHECK_OK(s, "delete");
+  TF_DeleteStatus(s);
+}
+
+/* ---- 8 threads on one session ------------------------------------------------ */
+
+#define THREADS 8
+#define ITERS 200
+#define K 8
+#define M 5
+
+typedef struct {
+  TF_Session* sess;
+  TF_Output x, y, ba;
+  const float* w;
+  const float* b;
+  unsigned seed;
+  int bad, errors, runs, failed_runs;
+  atomic_int freed;
+} worker;
+
+static void count_free(void* data, size_t len, void* arg) {
+  (void)len;
+  free(data);
+  atomic_fetch_add(&((worker*)arg)->freed, 1);
+}
+
+static void* work(void* p) {
+  worker* wk = p;
+  TF_Status* s = TF_NewStatus();
+  for (int it = 0; it < ITERS; it++) {
+    int batch = 1 + rand_r(&wk->seed) % 16;
+    size_t bytes = (size_t)batch * K * sizeof(float);
+    float* x = malloc(bytes);
+    for (int i = 0; i < batch * K; i++) x[i] = (float)rand_r(&wk->seed) / RAND_MAX * 4 - 2;
+    int64_t dims[2] = {batch, K};
+    TF_Tensor* in = TF_NewTensor(TF_FLOAT, dims, 2, x, bytes, count_free, wk);
+    TF_Output fetch[2] = {wk->y, wk->ba};
+    TF_Tensor* out[2] = {NULL, NULL};
+    if (it % 10 == 7) {
+      /* Every tenth run feeds the wrong shape; the others must not notice. */
+      int64_t bd[2] = {batch, K + 1};
+      TF_Tensor* bad = TF_AllocateTensor(TF_FLOAT, bd, 2, (size_t)batch * (K + 1) * sizeof(float));
+      TF_SessionRun(wk->sess, NULL, &wk->x, &bad, 1, fetch, out, 2, NULL, 0, NULL, s);
+      if (TF_GetCode(s) != TF_INVALID_ARGUMENT || out[0] || out[1]) wk->bad++;
+      wk->failed_runs++;
+      TF_DeleteTensor(bad);
+    }
+    int before = atomic_load(&wk->freed);
+    TF_SessionRun(wk->sess, NULL, &wk->x, &in, 1, fetch, out, 2, NULL, 0, NULL, s);
+    wk->runs++;
+    /* Keep a copy for the reference, then overwrite the caller's buffer and free it
+     * at once: the library must not hold it after the run. */
+    float* ref = malloc(bytes);
+    memcpy(ref, x, bytes);
+    for (int i = 0; i < batch * K; i++) x[i] = NAN;
+    TF_DeleteTensor(in);
+    if (atomic_load(&wk->freed) != before + 1) wk->bad++;
+    if (TF_GetCode(s) != TF_OK || !out[0] || !out[1]) {
+      wk->errors++;
+      fprintf(stderr, "thread run failed: %s\n", TF_Message(s));
+    } else if (TF_Dim(out[0], 0) != batch || TF_Dim(out[0], 1) != M) {
+      wk->bad++;
+    } else {
+      const float* y = TF_TensorData(out[0]);
+      const float* ba = TF_TensorData(out[1]);
+      for (int r = 0; r < batch; r++) {
+        for (int c = 0; c < M; c++) {
+          double acc = wk->b[c];
+          for (int k = 0; k < K; k++) acc += (double)ref[r * K + k] * wk->w[k * M + c];
+          double want = acc > 0 ? acc : 0;
+          if (fabs(ba[r * M + c] - acc) > 1e-4 * (1 + fabs(acc)) || fabs(y[r * M + c] - want) > 1e-4 * (1 + want)) {
+            wk->bad++;
+            r = batch;
+            break;
+          }
+        }
+      }
+    }
+    free(ref);
+    for (int i = 0; i < 2; i++) if (out[i]) TF_DeleteTensor(out[i]);
+  }
+  TF_DeleteStatus(s);
+  return NULL;
+}
+
+static void test_threads(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  static float w[K * M], b[M];
+  unsigned seed = (unsigned)time(NULL);
+  for (int i = 0; i < K * M; i++) w[i] = (float)rand_r(&seed) / RAND_MAX - 0.5f;
+  for (int i = 0; i < M; i++) b[i] = (float)rand_r(&seed) / RAND_MAX - 0.5f;
+  int64_t xd[2] = {-1, K}, wd[2] = {K, M}, bd[1] = {M};
+  TF_Operation* x = placeholder(g, "x", TF_FLOAT, xd, 2, s);
+  TF_Operation* wo = const_op(g, "w", TF_FLOAT, wd, 2, w, s);
+  TF_Operation* bo = const_op(g, "b", TF_FLOAT, bd, 1, b, s);
+  TF_Operation* mm = binary(g, "MatMul", "mm", (TF_Output){x, 0}, (TF_Output){wo, 0}, s);
+  TF_Operation* ba = binary(g, "BiasAdd", "ba", (TF_Output){mm, 0}, (TF_Output){bo, 0}, s);
+  TF_Operation* y = unary(g, "Relu", "y", (TF_Output){ba, 0}, s);
+  CHECK_OK(s, "thread graph");
+  const unsigned char cfg[] = {0x10, 0x02, 0x28, 0x02}; /* intra 2, inter 2 */
+  TF_SessionOptions* so = TF_NewSessionOptions();
+  TF_SetConfig(so, cfg, sizeof cfg, s);
+  TF_Session* sess = TF_NewSession(g, so, s);
+  CHECK_OK(s, "thread session");
+  static worker wk[THREADS];
+  pthread_t th[THREADS];
+  for (int i = 0; i < THREADS && sess; i++) {
+    wk[i] = (worker){.sess = sess, .x = {x, 0}, .y = {y, 0}, .ba = {ba, 0}, .w = w, .b = b, .seed = seed + 7919u * i};
+    atomic_init(&wk[i].freed, 0);
+    pthread_create(&th[i], NULL, work, &wk[i]);
+  }
+  int runs = 0, failed = 0;
+  for (int i = 0; i < THREADS && sess; i++) {
+    pthread_join(th[i], NULL);
+    CHECK(wk[i].errors == 0 && wk[i].bad == 0, "thread %d: %d errors, %d wrong results", i, wk[i].errors, wk[i].bad);
+    CHECK(atomic_load(&wk[i].freed) == ITERS, "thread %d: %d of %d inputs deallocated", i, atomic_load(&wk[i].freed),
+          ITERS);
+    runs += wk[i].runs;
+    failed += wk[i].failed_runs;
+  }
+  char want[64];
+  snprintf(want, sizeof want, "\"runs_completed\":%d", runs);
+  CHECK(sess && stats_have(sess, want), "stats count %d completed runs", runs);
+  (void)failed; /* rejected feeds never start a run, so runs_failed does not count them */
+  CHECK(sess && stats_have(sess, "\"runs_in_flight\":0"), "nothing in flight after the joins");
+  TF_CloseSession(sess, s);
+  TF_DeleteSession(sess, s);
+  TF_DeleteSessionOptions(so);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+int main(void) {
+  TF_DeleteStatus(TF_NewStatus());
+  leak_baseline();
+  test_basic();
+  test_options();
+  test_run_options();
+  test_prun();
+  test_threads();
+  check_no_leaks();
   return DONE();
 }
