@@ -1,0 +1,181 @@
+//go:build tfgobind
+
+// Command gobind is a client of the official TensorFlow Go bindings
+// (github.com/tensorflow/tensorflow/tensorflow/go at v2.15.0) linked against
+// build/libtensorflow.so. test/gobind/run.sh builds it in a throwaway module
+// (the build tag keeps it out of the mstream module) with the bindings'
+// protos generated into a temporary directory.
+//
+// It builds graphs with the op package and with tf.NewGraph + Import, runs
+// sessions (feeds, fetches, targets, partial runs, strings, errors), and
+// prints "N passed, M failed".
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	tf "github.com/tensorflow/tensorflow/tensorflow/go"
+	"github.com/tensorflow/tensorflow/tensorflow/go/op"
+)
+
+var pass, fail int
+
+func check(ok bool, format string, args ...any) {
+	if ok {
+		pass++
+		return
+	}
+	fail++
+	fmt.Fprintf(os.Stderr, "FAIL: "+format+"\n", args...)
+}
+
+func noErr(err error, what string) bool {
+	check(err == nil, "%s: %v", what, err)
+	return err == nil
+}
+
+// opGraph: y = Softmax(Relu(x·W + b)) and a string Identity, built with the op package.
+func opGraph() {
+	s := op.NewScope()
+	x := op.Placeholder(s.SubScope("input"), tf.Float, op.PlaceholderShape(tf.MakeShape(-1, 3)))
+	w := op.Const(s.SubScope("w"), [][]float32{{1, 0}, {0, 1}, {1, -1}})
+	b := op.Const(s.SubScope("b"), []float32{0.5, -0.5})
+	logits := op.BiasAdd(s, op.MatMul(s, x, w), b)
+	relu := op.Relu(s, logits)
+	y := op.Softmax(s, relu)
+	str := op.Placeholder(s.SubScope("str"), tf.String)
+	strOut := op.Identity(s, str)
+	sum := op.Sum(s, relu, op.Const(s.SubScope("axes"), []int32{0, 1}))
+	g, err := s.Finalize()
+	if !noErr(err, "op scope") {
+		return
+	}
+	check(x.Shape().String() == "[?, 3]" && relu.Shape().String() == "[?, 2]", "shapes %v %v", x.Shape(), relu.Shape())
+	check(y.Op.Type() == "Softmax" && g.Operation(y.Op.Name()) != nil, "graph lookup")
+
+	sess, err := tf.NewSession(g, &tf.SessionOptions{Config: []byte{0x10, 0x02}})
+	if !noErr(err, "NewSession") {
+		return
+	}
+	defer sess.Close()
+	devs, err := sess.ListDevices()
+	check(err == nil && len(devs) >= 1 && devs[0].Type == "CPU", "ListDevices %v %v", devs, err)
+
+	in := [][]float32{{1, 2, 3}, {-1, 0, 2}}
+	xt, _ := tf.NewTensor(in)
+	st, _ := tf.NewTensor([]string{"", "short", strings.Repeat("long string ", 10), "nul\x00inside"})
+	out, err := sess.Run(map[tf.Output]*tf.Tensor{x: xt, str: st}, []tf.Output{relu, y, strOut, sum}, nil)
+	if !noErr(err, "Run") {
+		return
+	}
+	r := out[0].Value().([][]float32)
+	// x·W + b = [[4.5,-1.5],[1.5,-2.5]] -> relu [[4.5,0],[1.5,0]]
+	check(r[0][0] == 4.5 && r[0][1] == 0 && r[1][0] == 1.5 && r[1][1] == 0, "relu %v", r)
+	p := out[1].Value().([][]float32)
+	for i, row := range p {
+		want0 := 1 / (1 + math.Exp(-float64(r[i][0]-r[i][1])))
+		check(math.Abs(float64(row[0])-want0) < 1e-6 && math.Abs(float64(row[0]+row[1])-1) < 1e-6, "softmax row %d %v", i, row)
+	}
+	strs := out[2].Value().([]string)
+	check(len(strs) == 4 && strs[0] == "" && strs[2] == strings.Repeat("long string ", 10) && strs[3] == "nul\x00inside",
+		"strings %q", strs)
+	check(out[3].Value().(float32) == 6, "sum %v", out[3].Value())
+
+	// A wrong-dtype feed is an error, and the session keeps working.
+	bad, _ := tf.NewTensor([][]int32{{1, 2, 3}})
+	_, err = sess.Run(map[tf.Output]*tf.Tensor{x: bad}, []tf.Output{relu}, nil)
+	check(err != nil && strings.Contains(err.Error(), "input/Placeholder"), "wrong dtype error: %v", err)
+	out, err = sess.Run(map[tf.Output]*tf.Tensor{x: xt}, []tf.Output{relu}, nil)
+	check(err == nil && out[0].Value().([][]float32)[0][0] == 4.5, "run after an error: %v", err)
+
+	// Partial run: feed x, fetch relu, then fetch y.
+	pr, err := sess.NewPartialRun([]tf.Output{x}, []tf.Output{relu, y}, nil)
+	if noErr(err, "NewPartialRun") {
+		o1, err := pr.Run(map[tf.Output]*tf.Tensor{x: xt}, []tf.Output{relu}, nil)
+		check(err == nil && o1[0].Value().([][]float32)[0][0] == 4.5, "partial run 1: %v", err)
+		o2, err := pr.Run(nil, []tf.Output{y}, nil)
+		check(err == nil && len(o2[0].Value().([][]float32)) == 2, "partial run 2: %v", err)
+	}
+}
+
+// importGraph: tf.NewGraph + Import of a GraphDef written by WriteTo, with a prefix.
+func importGraph() {
+	s := op.NewScope()
+	a := op.Placeholder(s.SubScope("a"), tf.Double)
+	c := op.Const(s.SubScope("c"), []float64{2, 3})
+	op.Mul(s.SubScope("out"), a, c)
+	g0, err := s.Finalize()
+	if !noErr(err, "scope 2") {
+		return
+	}
+	var buf strings.Builder
+	_, err = g0.WriteTo(&buf)
+	if !noErr(err, "WriteTo") {
+		return
+	}
+	g := tf.NewGraph()
+	if !noErr(g.Import([]byte(buf.String()), "imported"), "Import") {
+		return
+	}
+	check(len(g.Operations()) == len(g0.Operations()), "imported %d of %d ops", len(g.Operations()), len(g0.Operations()))
+	in := g.Operation("imported/a/Placeholder")
+	mul := g.Operation("imported/out/Mul")
+	if in == nil || mul == nil {
+		check(false, "imported ops missing: %v", g.Operations())
+		return
+	}
+	check(mul.NumInputs() == 2 && mul.Output(0).DataType() == tf.Double, "Mul introspection")
+	attr, err := mul.Attr("T")
+	check(err == nil && attr == tf.Double, "attr T %v %v", attr, err)
+	sess, err := tf.NewSession(g, nil)
+	if !noErr(err, "NewSession 2") {
+		return
+	}
+	defer sess.Close()
+	at, _ := tf.NewTensor([]float64{1.5, -2})
+	out, err := sess.Run(map[tf.Output]*tf.Tensor{in.Output(0): at}, []tf.Output{mul.Output(0)}, nil)
+	if noErr(err, "Run 2") {
+		v := out[0].Value().([]float64)
+		check(v[0] == 3 && v[1] == -6, "mul %v", v)
+	}
+	// Targets only.
+	_, err = sess.Run(nil, nil, []*tf.Operation{g.Operation("imported/c/Const")})
+	check(err == nil, "target run: %v", err)
+	// An unknown op in a GraphDef: NOT_FOUND from Import, graph unchanged.
+	n := len(g.Operations())
+	err = g.Import([]byte("\n\x0e\n\x01z\x12\tNoSuchOpX"), "")
+	check(err != nil && strings.Contains(err.Error(), "NoSuchOpX"), "unknown op import: %v", err)
+	check(len(g.Operations()) == n, "graph changed by a failed import")
+}
+
+// eager: the bindings' context and tensor handles (host only in mstream).
+func eager() {
+	ctx, err := tf.NewContext(nil)
+	if !noErr(err, "NewContext") {
+		return
+	}
+	devs, err := ctx.ListDevices()
+	check(err == nil && len(devs) == 1, "eager devices %v %v", devs, err)
+	t, _ := tf.NewTensor([]int64{1, 2, 3})
+	h, err := tf.NewTensorHandle(t)
+	if noErr(err, "NewTensorHandle") {
+		dims, err := h.Shape()
+		check(err == nil && len(dims) == 1 && dims[0] == 3 && h.DataType() == tf.Int64, "handle shape %v %v", dims, err)
+		back, err := h.ToTensor()
+		check(err == nil && back.Value().([]int64)[2] == 3, "handle to tensor %v", err)
+	}
+}
+
+func main() {
+	check(tf.Version() == "2.15.0", "tf.Version() = %q", tf.Version())
+	opGraph()
+	importGraph()
+	eager()
+	fmt.Printf("%d passed, %d failed\n", pass, fail)
+	if fail > 0 {
+		os.Exit(1)
+	}
+}
