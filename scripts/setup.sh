@@ -2,8 +2,17 @@
 # Installs what the build and the tests need on a fresh Debian bookworm machine
 # that already has Go and gcc. Idempotent: does nothing when all is present.
 set -eu
+# test/gobind generates the TF Go bindings' protos with protoc-gen-go, at the
+# protobuf version of go.mod (in the module cache already, so no network).
+if ! command -v protoc-gen-go >/dev/null && ! [ -x "$(go env GOPATH)/bin/protoc-gen-go" ]; then
+  pb=$(awk '$1 == "google.golang.org/protobuf" {print $2} $2 == "google.golang.org/protobuf" {print $3}' \
+    "$(dirname "$0")/../go.mod" | head -1)
+  echo "scripts/setup.sh: installing protoc-gen-go@$pb" >&2
+  go install "google.golang.org/protobuf/cmd/protoc-gen-go@$pb"
+fi
 missing=""
-for pkg in libopenblas-dev python3-numpy pkg-config; do
+# valgrind and protobuf-compiler: test/valgrind and test/gobind.
+for pkg in libopenblas-dev python3-numpy pkg-config valgrind protobuf-compiler; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
     missing="$missing $pkg"
   fi

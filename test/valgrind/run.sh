@@ -1,0 +1,50 @@
+#!/bin/bash
+# Runs the C tests of test/c under Valgrind's memcheck against build/libmstream.so:
+# no invalid access or uninitialised use in C code and no "definitely lost"
+# block, with the Go runtime's noise suppressed by go.supp. A canary program
+# with a known leak and a known overflow must be caught, or the run fails (so
+# the suppressions cannot silently hide everything). The last line is
+# "N passed, M failed"; $VALGRIND_TESTS picks the tests (default: all).
+#
+# Valgrind 3.19 does not decode RDTSCP, which the Go runtime uses when the CPU
+# has it: GODEBUG=cpu.rdtscp=off makes the runtime use RDTSC instead.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+here=$repo/test/valgrind
+die() { echo "valgrind: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
+command -v valgrind >/dev/null || die "valgrind not found (scripts/setup.sh installs it)"
+[ -e "$repo/build/libtensorflow.so" ] || make -C "$repo" >&2 || die "build failed"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+vg() { # log program
+  GODEBUG=cpu.rdtscp=off valgrind --leak-check=full --errors-for-leak-kinds=definite --error-limit=no \
+    --suppressions="$here/go.supp" --error-exitcode=99 --log-file="$1" "${@:2}"
+}
+build() { # out src
+  gcc -I "$repo/include" -I "$repo/test/c" -o "$1" "$2" -L "$repo/build" -ltensorflow \
+    -Wl,-rpath,"$repo/build" -lpthread -lm
+}
+pass=0; fail=0
+tests=${VALGRIND_TESTS:-$(cd "$repo/test/c" && ls *_test.c | sed 's/\.c$//')}
+for name in $tests; do
+  build "$tmp/$name" "$repo/test/c/$name.c" || { echo "valgrind: $name does not build" >&2; fail=$((fail+1)); continue; }
+  out=$(vg "$tmp/$name.log" "$tmp/$name" 2>&1); rc=$?
+  summary=$(grep -h "ERROR SUMMARY" "$tmp/$name.log" | sed 's/^==[0-9]*== //')
+  if [ $rc -eq 0 ] && [[ $(echo "$out" | tail -1) =~ \ 0\ failed$ ]]; then
+    pass=$((pass+1)); echo "valgrind: $name clean ($summary)" >&2
+  else
+    fail=$((fail+1)); echo "valgrind: $name exit $rc: $(echo "$out" | tail -1)" >&2
+    grep -v '^==[0-9]*== *$' "$tmp/$name.log" | grep -A20 'Invalid\|uninitialised\|definitely lost in' | head -80 >&2
+  fi
+done
+build "$tmp/canary" "$here/canary.c" || die "canary does not build"
+vg "$tmp/canary.log" "$tmp/canary" >/dev/null 2>&1; rc=$?
+if [ $rc -eq 99 ] && grep -q 'Invalid read of size 4' "$tmp/canary.log" &&
+    grep -A3 'definitely lost in' "$tmp/canary.log" | grep -q 'TF_NewStatus' &&
+    grep -A4 'definitely lost in' "$tmp/canary.log" | grep -q 'ms_new_tensor'; then
+  pass=$((pass+1)); echo "valgrind: canary's leaks and overflow reported" >&2
+else
+  fail=$((fail+1)); echo "valgrind: the canary's leaks or overflow went unreported (exit $rc)" >&2
+  sed 's/^/  /' "$tmp/canary.log" | tail -40 >&2
+fi
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
