@@ -1,22 +1,69 @@
 #!/bin/bash
-# Builds the library if needed, compiles and runs every test/c/*.c against
-# build/libtensorflow.so, then the export-list check; the last line sums the results.
+# Builds the library if needed and runs every suite under test/:
+#   c          test/c/*_test.c, compiled with -Wall -Werror against build/libtensorflow.so
+#   symbols    the export list (test/symbols.sh)
+#   headers    our headers against TF 2.15's own (test/headers/abi_check.sh)
+#   numeric    kernels against NumPy (test/numeric)
+#   tfheaders  a client compiled with TF's own headers (test/tfheaders)
+#   gobind     the official TF Go bindings as a client (test/gobind)
+#   valgrind   the C tests under memcheck (test/valgrind)
+# Each suite ends with "N passed, M failed"; the last line sums them. Arguments
+# name the suites to run (default: all).
 repo=$(cd "$(dirname "$0")/.." && pwd)
 [ -e "$repo/build/libtensorflow.so" ] || make -C "$repo" >&2 || { echo "0 passed, 1 failed"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
-for src in "$repo"/test/c/*_test.c; do
-  name=$(basename "$src" .c)
-  if ! gcc -I "$repo/include" -o "$tmp/$name" "$src" -L "$repo/build" -ltensorflow \
-      -Wl,-rpath,"$repo/build" -lpthread -lm -Wall -Werror; then
-    echo "FAIL $name: does not compile"; fail=$((fail+1)); continue
-  fi
-  out=$("$tmp/$name" 2>&1); echo "$out" | sed "s/^/$name: /"
-  last=$(echo "$out" | tail -1)
+
+# Adds a suite's "N passed, M failed" (its last line) to the totals.
+count() { # name output
+  local last
+  last=$(echo "$2" | tail -1)
   if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
     pass=$((pass+BASH_REMATCH[1])); fail=$((fail+BASH_REMATCH[2]))
-  else echo "FAIL $name: crashed"; fail=$((fail+1)); fi
+  else
+    echo "FAIL $1: no result line (crashed?)"; fail=$((fail+1))
+  fi
+}
+
+suite_c() {
+  local src name out
+  for src in "$repo"/test/c/*_test.c; do
+    name=$(basename "$src" .c)
+    if ! gcc -I "$repo/include" -o "$tmp/$name" "$src" -L "$repo/build" -ltensorflow \
+        -Wl,-rpath,"$repo/build" -lpthread -lm -Wall -Werror; then
+      echo "FAIL $name: does not compile"; fail=$((fail+1)); continue
+    fi
+    out=$("$tmp/$name" 2>&1); echo "$out" | sed "s/^/$name: /"
+    count "$name" "$out"
+  done
+}
+
+suite_symbols() {
+  if "$repo/test/symbols.sh"; then pass=$((pass+1)); else fail=$((fail+1)); fi
+}
+
+# A script whose last line is "N passed, M failed".
+suite_script() { # name command...
+  local name=$1 out
+  shift
+  out=$("$@" 2>&1); echo "$out" | sed "s/^/$name: /"
+  count "$name" "$out"
+}
+
+suites=${*:-c symbols headers numeric tfheaders gobind valgrind}
+for s in $suites; do
+  t0=$(date +%s)
+  case $s in
+    c) suite_c ;;
+    symbols) suite_symbols ;;
+    headers) suite_script headers "$repo/test/headers/abi_check.sh" ;;
+    numeric) suite_script numeric /usr/bin/python3 "$repo/test/numeric/test_numeric.py" ;;
+    tfheaders) suite_script tfheaders "$repo/test/tfheaders/run.sh" ;;
+    gobind) suite_script gobind "$repo/test/gobind/run.sh" ;;
+    valgrind) suite_script valgrind "$repo/test/valgrind/run.sh" ;;
+    *) echo "unknown suite $s"; fail=$((fail+1)) ;;
+  esac
+  echo "-- $s: $(( $(date +%s) - t0 )) s"
 done
-if "$repo/test/symbols.sh"; then pass=$((pass+1)); else fail=$((fail+1)); fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
