@@ -62,6 +62,10 @@ func init() {
 	reg("Fill", nil, []string{"dims"}, fn(fill))
 }
 
+// reshape follows TF's ReshapeOp, including its rule for zero-sized
+// dims: a 0 in the requested shape is left out of the product, and so are
+// the input's zero dims, so that -1 is still inferred from the others
+// ([2,0,3] reshaped to [0,-1] gives [0,6]).
 func reshape(ctx *kernels.Context) error {
 	in := ctx.Input(0)
 	dims, err := hostInts(ctx, 1, "shape")
@@ -69,36 +73,49 @@ func reshape(ctx *kernels.Context) error {
 		return err
 	}
 	if len(ctx.Input(1).Shape) > 1 {
-		return ctx.Errorf(status.InvalidArgument, "shape must be a vector, got shape %v", ctx.Input(1).Shape)
+		return ctx.Errorf(status.InvalidArgument, "sizes input must be 1-D, not %v", ctx.Input(1).Shape)
 	}
 	unknown := -1
 	prod := int64(1)
+	hasZero := false
 	for i, d := range dims {
 		switch {
 		case d == -1:
 			if unknown >= 0 {
-				return ctx.Errorf(status.InvalidArgument, "only one input size may be -1, not both %d and %d", unknown, i)
+				return ctx.Errorf(status.InvalidArgument, "Only one input size may be -1, not both %d and %d", unknown, i)
 			}
 			unknown = i
 		case d < 0:
-			return ctx.Errorf(status.InvalidArgument, "size %d must be non-negative, not %d", i, d)
+			return ctx.Errorf(status.InvalidArgument, "Size %d must be non-negative, not %d", i, d)
+		case d == 0:
+			hasZero = true
 		default:
+			if prod > (1<<62)/d {
+				return ctx.Errorf(status.InvalidArgument, "Shape %v has too many elements", dims)
+			}
 			prod *= d
 		}
 	}
 	n := in.NumElements()
 	out := tensor.Shape(append([]int64{}, dims...))
 	if unknown >= 0 {
-		if prod == 0 || n%prod != 0 {
-			if !(prod == 0 && n == 0) {
-				return ctx.Errorf(status.InvalidArgument, "Input to reshape is a tensor with %d values, but the requested shape requires a multiple of %d", n, prod)
+		known := int64(1)
+		inZero := false
+		for _, d := range in.Shape {
+			if d > 0 || !hasZero {
+				known *= d
+			} else {
+				inZero = true
 			}
-			out[unknown] = 0
-		} else {
-			out[unknown] = n / prod
 		}
-	} else if prod != n {
-		return ctx.Errorf(status.InvalidArgument, "Input to reshape is a tensor with %d values, but the requested shape has %d", n, prod)
+		missing := known / prod
+		if !inZero && prod*missing != known {
+			return ctx.Errorf(status.InvalidArgument, "Input to reshape is a tensor with %d values, but the requested shape requires a multiple of %d", known, prod)
+		}
+		out[unknown] = missing
+	}
+	if out.NumElements() != n {
+		return ctx.Errorf(status.InvalidArgument, "Input to reshape is a tensor with %d values, but the requested shape has %d", n, out.NumElements())
 	}
 	ctx.SetOutput(0, in.Reshaped(out))
 	return nil

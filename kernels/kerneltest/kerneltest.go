@@ -20,6 +20,8 @@ import (
 )
 
 // Runner runs one node on a device: host tensors in, host tensors out.
+// Each call builds the node's kernel afresh, so a stateful kernel (a random
+// op with fixed seeds) starts from its initial state on every call.
 type Runner interface {
 	// Device is the kernels registry device name ("CPU", "GPU").
 	Device() string
@@ -41,6 +43,9 @@ type Case struct {
 	// Err, when not OK, is the code the call must fail with; the message
 	// must name the node.
 	Err status.Code
+	// ErrMsg, when set with Err, is a substring the error message must
+	// contain (the offending index or value, as TF's message names it).
+	ErrMsg string
 	// Tol overrides the dtype tolerance (relative and absolute) when > 0.
 	Tol float64
 	// Check, when set, replaces the element comparison (for outputs with
@@ -96,6 +101,10 @@ func Run(t *testing.T, r Runner, opt Options) {
 	}
 	t.Logf("kerneltest seed %d (KERNELTEST_SEED=%d reproduces)", seed, seed)
 	ops := Ops()
+	if s := os.Getenv("KERNELTEST_ONLY"); s != "" && len(opt.Only) == 0 {
+		// A comma list narrows a run while working on some ops.
+		opt.Only = strings.Split(s, ",")
+	}
 	if len(opt.Only) > 0 {
 		ops = opt.Only
 	}
@@ -178,6 +187,9 @@ func runCase(t *testing.T, r Runner, c Case) {
 		}
 		if !strings.Contains(err.Error(), c.Node.Name) {
 			t.Errorf("%s: error %q does not name node %q", name, err, c.Node.Name)
+		}
+		if c.ErrMsg != "" && !strings.Contains(err.Error(), c.ErrMsg) {
+			t.Errorf("%s: error %q does not contain %q", name, err, c.ErrMsg)
 		}
 		return
 	}

@@ -41,8 +41,12 @@ for ci, c in enumerate(man):
     env = {"np": np}
     for j, a in enumerate(c["inputs"]):
         env["a%d" % j] = np.fromfile(d + "/%d_%d.bin" % (ci, j), dtype=a["dtype"]).reshape(a["shape"])
-    with np.errstate(all="ignore"):
-        v = eval(c["expr"], env)
+    try:
+        with np.errstate(all="ignore"):
+            v = eval(c["expr"], env)
+    except Exception as e:
+        shapes = [list(env["a%d" % j].shape) for j in range(len(c["inputs"]))]
+        raise SystemExit("case %d %r on shapes %s: %s: %s" % (ci, c["expr"], shapes, type(e).__name__, e))
     if not isinstance(v, tuple):
         v = (v,)
     outs = []
@@ -136,6 +140,13 @@ func evalNumPy(cases []*Case) error {
 			case "i":
 				src = tensor.New(tensor.Int64, o.Shape)
 				copy(src.Buf, raw)
+				if dt := c.Node.OutTypes[k]; dt.IsInteger() {
+					// Integers wrap exactly as NumPy and TF do; a trip
+					// through float64 would round above 2^53 and leave
+					// negative-to-unsigned conversions undefined.
+					c.Want[k] = wrapInts(src.I64(), dt, o.Shape)
+					continue
+				}
 			default:
 				src = tensor.New(tensor.Double, o.Shape)
 				copy(src.Buf, raw)
@@ -144,4 +155,30 @@ func evalNumPy(cases []*Case) error {
 		}
 	}
 	return nil
+}
+
+// wrapInts converts int64 values to dt with two's-complement wrapping.
+func wrapInts(v []int64, dt tensor.DType, shape tensor.Shape) *tensor.Tensor {
+	t := tensor.New(dt, shape)
+	for i, x := range v {
+		switch dt {
+		case tensor.Int32:
+			t.I32()[i] = int32(x)
+		case tensor.Int64:
+			t.I64()[i] = x
+		case tensor.Int16:
+			t.I16()[i] = int16(x)
+		case tensor.Int8:
+			t.I8()[i] = int8(x)
+		case tensor.Uint8:
+			t.U8()[i] = uint8(x)
+		case tensor.Uint16:
+			t.U16()[i] = uint16(x)
+		case tensor.Uint32:
+			t.U32()[i] = uint32(x)
+		case tensor.Uint64:
+			t.U64()[i] = uint64(x)
+		}
+	}
+	return t
 }
