@@ -270,10 +270,10 @@ func TestStridedSlice(t *testing.T) {
 	x, ref := randTensor(r, f32, tensor.Shape{4, 5, 6})
 	at := func(i, j, k int) float64 { return ref[i*30+j*6+k] }
 	type c struct {
-		b, e, s                              []int64
-		bm, em, ell, na, sh                  int64
-		shape                                tensor.Shape
-		f                                    func(o []int) (int, int, int)
+		b, e, s             []int64
+		bm, em, ell, na, sh int64
+		shape               tensor.Shape
+		f                   func(o []int) (int, int, int)
 	}
 	cases := []c{
 		// x[1:3]
