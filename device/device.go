@@ -1,13 +1,22 @@
 // Package device defines what the runtime needs from a device: streams
 // (ordered work queues), events (markers in a stream that other streams and
-// the host can wait on) and raw memory. device/host implements it with
-// goroutines; device/cuda (a later issue) with the CUDA driver.
+// the host can wait on), asynchronous copies, and raw memory regions for the
+// allocators. device/host implements it with goroutines; device/cuda with
+// the CUDA driver.
 //
 // Semantics follow CUDA's: work enqueued on one stream runs in order; a
 // Wait(e) on a stream delays the work enqueued after it until e has
 // completed, without blocking the caller; waiting on an event that was never
 // recorded is a no-op; Record captures the stream's position at the time of
 // the call, and recording again re-arms the event for later waiters only.
+// Copies are stream work like any other: a copy enqueued on a stream reads
+// its source and writes its destination when the stream reaches it, so the
+// caller keeps host buffers untouched until an event after the copy has
+// completed.
+//
+// Memory is handed out as opaque uint64 addresses (device pointers on a
+// GPU); only a device whose memory the host can address (HostAddressable)
+// turns them into []byte.
 package device
 
 // StreamID identifies a stream within its device.
@@ -16,12 +25,20 @@ type StreamID int
 // Stream is an ordered queue of device work.
 type Stream interface {
 	ID() StreamID
-	// Enqueue adds host-side work (a kernel launch on the host device).
+	// Enqueue adds host-side work: a kernel on the host device, a host
+	// callback (cuLaunchHostFunc) on a GPU. fn must not block on this
+	// stream.
 	Enqueue(fn func())
 	// Record marks the current end of the stream in e.
 	Record(e Event)
 	// Wait makes work enqueued after this call wait for e.
 	Wait(e Event)
+	// CopyH2D copies len(src) bytes of host memory to device address dst.
+	CopyH2D(dst uint64, src []byte)
+	// CopyD2H copies len(dst) bytes from device address src to host memory.
+	CopyD2H(dst []byte, src uint64)
+	// CopyD2D copies size bytes between device addresses.
+	CopyD2D(dst, src, size uint64)
 	// Synchronize blocks the caller until all work enqueued so far is done.
 	Synchronize()
 	// Close stops the stream after its queued work.
@@ -37,14 +54,43 @@ type Event interface {
 	Synchronize()
 }
 
+// Memory hands out device memory in regions, which an allocator (bfc)
+// carves up. Alloc and Free may be slow and, on a GPU, Free may
+// synchronise the device: allocators keep regions until they close.
+type Memory interface {
+	// Alloc returns the base address of a new region of size bytes,
+	// aligned to at least 256 bytes.
+	Alloc(size uint64) (base uint64, err error)
+	// Free returns a region obtained from Alloc.
+	Free(base uint64)
+}
+
+// HostAddressable is Memory the host can read and write directly (the host
+// device's memory, or pinned host memory).
+type HostAddressable interface {
+	Memory
+	// Bytes returns [addr, addr+size), which must lie inside one region;
+	// nil otherwise.
+	Bytes(addr, size uint64) []byte
+}
+
 // Device is one compute device.
 type Device interface {
 	// Name is TF's full name, e.g. /job:localhost/replica:0/task:0/device:CPU:0.
 	Name() string
 	// Type is "CPU" or "GPU".
 	Type() string
-	NewStream() (Stream, error)
+	// NewStream creates a stream in the device's context ctx (0 unless the
+	// device offers several, see Contexts).
+	NewStream(ctx int) (Stream, error)
 	NewEvent() (Event, error)
+	// Contexts is how many contexts streams can be spread over (CUDA
+	// contexts on a GPU; 1 on the host).
+	Contexts() int
 	// MemoryBytes is the memory the device offers to allocators.
 	MemoryBytes() int64
+	// Memory is the device's memory, for the allocators.
+	Memory() Memory
+	// HostMemory is the host memory copies stage through (pinned on a GPU).
+	HostMemory() HostAddressable
 }

@@ -56,7 +56,11 @@ type Config struct {
 	Trace               string // MSTREAM_TRACE: Chrome trace output path
 	HostStreamJitter    bool   // MSTREAM_HOST_STREAM_JITTER
 	Device              string // MSTREAM_DEVICE: "", "cpu" or "gpu"
-	Set                 map[string]string
+	HostMemoryMB        int64  // MSTREAM_HOST_MEMORY_MB: the host device's "device memory"
+	HostStreams         bool   // MSTREAM_HOST_STREAMS: streams on the host device even with one group
+	// Set holds the raw value of every variable that was set (non-empty),
+	// keyed by name.
+	Set map[string]string
 }
 
 // GroupCount returns the number of stream groups for device i.
@@ -158,6 +162,117 @@ var Knobs = []Knob{
 			}
 			return fmt.Errorf("accepted values are cpu, gpu")
 		}},
+	{Name: "MSTREAM_HOST_MEMORY_MB", Type: "int", Default: "256", Doc: "the host device's memory in MiB: the base that memory fractions and group splits divide",
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n < 1 || n > 1<<20 {
+				return fmt.Errorf("accepted values are whole numbers of MiB from 1 to %d", 1<<20)
+			}
+			c.HostMemoryMB = n
+			return nil
+		}},
+	{Name: "MSTREAM_HOST_STREAMS", Type: "bool", Default: "false", Doc: "run the host device on its stream groups' streams even with one group (as a GPU would); more than one group or node-level mode always does",
+		set: func(c *Config, v string) (err error) { c.HostStreams, err = parseBool(v); return }},
+}
+
+// value renders the effective value of knob name in c, in the form the
+// variable accepts.
+func (c *Config) value(name string) string {
+	b := strconv.FormatBool
+	switch name {
+	case "TF_GPU_STREAM_GROUP_COUNT":
+		if len(c.GroupCounts) == 0 {
+			return "1"
+		}
+		parts := make([]string, len(c.GroupCounts))
+		for i, n := range c.GroupCounts {
+			parts[i] = strconv.Itoa(n)
+		}
+		return strings.Join(parts, ",")
+	case "TF_NODE_LEVEL_MULTISTREAM":
+		return b(c.NodeLevel)
+	case "TF_GPU_STREAM_MERGE":
+		return b(c.StreamMerge)
+	case "TF_GPU_CONTEXT_COUNT":
+		return strconv.Itoa(c.ContextCount)
+	case "TF_PER_STREAM_HOST_ALLOCATOR":
+		return b(c.PerStreamHostAlloc)
+	case "TF_SEGMENT_OWN_CONST":
+		return b(c.SegmentOwnConst)
+	case "TF_GPU_THREAD_MODE":
+		return string(c.ThreadMode)
+	case "TF_GPU_THREAD_COUNT":
+		return strconv.Itoa(c.ThreadCount)
+	case "TF_GPU_STREAM_GROUP_SHARE_MEM_POOL", "TF_GPU_STREAM_GROUP_SHARE_MEMORY_LIMIT":
+		return b(c.ShareMemPool)
+	case "TF_GPU_STREAM_AWARE_BFC":
+		return b(c.StreamAwareBFC)
+	case "TF_BFC_EXTEND_LIMIT_MB":
+		return strconv.FormatInt(c.BFCExtendLimitMB, 10)
+	case "TF_REDUCE_STREAM_WAIT":
+		return b(c.ReduceStreamWait)
+	case "TF_MULTI_STREAM_ALLOW_FORWARD_PROPAGATION":
+		return b(c.ForwardPropagation)
+	case "TF_STREAM_FROM_FILE":
+		return c.StreamFromFile
+	case "TF_FORCE_GPU_ALLOW_GROWTH":
+		return b(c.ForceGPUAllowGrowth)
+	case "TF_CPP_MIN_LOG_LEVEL":
+		return strconv.Itoa(c.MinLogLevel)
+	case "MSTREAM_TRACE":
+		return c.Trace
+	case "MSTREAM_HOST_STREAM_JITTER":
+		return b(c.HostStreamJitter)
+	case "MSTREAM_DEVICE":
+		return c.Device
+	case "MSTREAM_HOST_MEMORY_MB":
+		return strconv.FormatInt(c.HostMemoryMB, 10)
+	case "MSTREAM_HOST_STREAMS":
+		return b(c.HostStreams)
+	}
+	return ""
+}
+
+// Effective is one knob as a session sees it, for MS_SessionConfig.
+type Effective struct {
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+	Default string `json:"default"`
+	// Raw is the variable's text when it was set; Set says whether it was.
+	Raw     string `json:"raw,omitempty"`
+	Set     bool   `json:"set"`
+	AliasOf string `json:"alias_of,omitempty"`
+	Doc     string `json:"doc"`
+}
+
+// Effective lists every knob with its effective value, in table order.
+func (c *Config) Effective() []Effective {
+	out := make([]Effective, 0, len(Knobs))
+	for _, k := range Knobs {
+		raw, set := c.Set[k.Name]
+		out = append(out, Effective{Name: k.Name, Value: c.value(k.Name), Default: k.Default,
+			Raw: raw, Set: set, AliasOf: k.AliasOf, Doc: k.Doc})
+	}
+	return out
+}
+
+// Values maps every knob name to its effective value, for stats.
+func (c *Config) Values() map[string]string {
+	m := make(map[string]string, len(Knobs))
+	for _, k := range Knobs {
+		m[k.Name] = c.value(k.Name)
+	}
+	return m
+}
+
+// IsSet reports whether the variable name was set (non-empty).
+func (c *Config) IsSet(name string) bool { _, ok := c.Set[name]; return ok }
+
+// LookupMap returns a lookup function over m, for sessions whose
+// environment is given explicitly (tests, MS_ options) rather than read
+// from the process.
+func LookupMap(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
 // Defaults returns the configuration with no variable set.
@@ -186,6 +301,28 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 			return nil, status.InvalidArg("environment variable %s=%q is invalid: %v", k.Name, v, err)
 		}
 		c.Set[k.Name] = v
+	}
+	// An alias and its knob both set must agree: a disagreement is an
+	// error rather than a silent choice of one.
+	for _, k := range Knobs {
+		if k.AliasOf == "" {
+			continue
+		}
+		av, aset := c.Set[k.Name]
+		pv, pset := c.Set[k.AliasOf]
+		if aset && pset {
+			x, y := Defaults(), Defaults()
+			_ = k.set(x, av)
+			for _, p := range Knobs {
+				if p.Name == k.AliasOf {
+					_ = p.set(y, pv)
+				}
+			}
+			if x.value(k.Name) != y.value(k.AliasOf) {
+				return nil, status.InvalidArg("environment variables %s=%q and %s=%q disagree: %s is an older spelling of %s; set one, or both to the same value",
+					k.AliasOf, pv, k.Name, av, k.Name, k.AliasOf)
+			}
+		}
 	}
 	return c, nil
 }

@@ -139,3 +139,50 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+func TestEffective(t *testing.T) {
+	c, err := Load(env("TF_GPU_STREAM_GROUP_COUNT", " 3 ", "TF_GPU_THREAD_MODE", "GPU_SHARED", "MSTREAM_HOST_MEMORY_MB", "64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Effective{}
+	for _, e := range c.Effective() {
+		got[e.Name] = e
+	}
+	if len(got) != len(Knobs) {
+		t.Fatalf("%d effective entries for %d knobs", len(got), len(Knobs))
+	}
+	for _, tc := range []struct {
+		name, value string
+		set         bool
+	}{
+		{"TF_GPU_STREAM_GROUP_COUNT", "3", true},
+		{"TF_GPU_THREAD_MODE", "gpu_shared", true},
+		{"MSTREAM_HOST_MEMORY_MB", "64", true},
+		{"TF_REDUCE_STREAM_WAIT", "true", false},
+		{"TF_GPU_THREAD_COUNT", "2", false},
+	} {
+		e := got[tc.name]
+		if e.Value != tc.value || e.Set != tc.set {
+			t.Errorf("%s: got %+v, want value %q set %v", tc.name, e, tc.value, tc.set)
+		}
+	}
+	if got["TF_GPU_STREAM_GROUP_COUNT"].Raw != " 3 " || c.Values()["MSTREAM_HOST_MEMORY_MB"] != "64" || c.HostMemoryMB != 64 {
+		t.Errorf("raw or values wrong: %+v", got["TF_GPU_STREAM_GROUP_COUNT"])
+	}
+}
+
+func TestAliasAgreement(t *testing.T) {
+	if c, err := Load(env("TF_GPU_STREAM_GROUP_SHARE_MEM_POOL", "true", "TF_GPU_STREAM_GROUP_SHARE_MEMORY_LIMIT", "1")); err != nil || !c.ShareMemPool {
+		t.Fatalf("agreeing alias: %v", err)
+	}
+	_, err := Load(env("TF_GPU_STREAM_GROUP_SHARE_MEM_POOL", "true", "TF_GPU_STREAM_GROUP_SHARE_MEMORY_LIMIT", "false"))
+	if status.CodeOf(err) != status.InvalidArgument || !strings.Contains(err.Error(), "TF_GPU_STREAM_GROUP_SHARE_MEMORY_LIMIT") {
+		t.Fatalf("disagreeing alias: %v", err)
+	}
+	for _, v := range []string{"0", "x", "2000000"} {
+		if _, err := Load(env("MSTREAM_HOST_MEMORY_MB", v)); status.CodeOf(err) != status.InvalidArgument {
+			t.Errorf("MSTREAM_HOST_MEMORY_MB=%s: %v", v, err)
+		}
+	}
+}

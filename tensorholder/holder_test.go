@@ -17,7 +17,7 @@ func jitterStreams(t *testing.T, n int) (*host.Device, []device.Stream) {
 	d.Jitter = 300 * time.Microsecond
 	var ss []device.Stream
 	for i := 0; i < n; i++ {
-		s, _ := d.NewStream()
+		s, _ := d.NewStream(0)
 		ss = append(ss, s)
 		t.Cleanup(s.Close)
 	}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,8 +13,8 @@ func TestCrossStreamWait(t *testing.T) {
 	d := New()
 	d.Jitter = 200 * time.Microsecond
 	for iter := 0; iter < 50; iter++ {
-		a, _ := d.NewStream()
-		b, _ := d.NewStream()
+		a, _ := d.NewStream(0)
+		b, _ := d.NewStream(0)
 		e, _ := d.NewEvent()
 		var x atomic.Int64
 		a.Enqueue(func() { x.Store(41) })
@@ -33,7 +34,7 @@ func TestCrossStreamWait(t *testing.T) {
 
 func TestEventSemantics(t *testing.T) {
 	d := New()
-	s, _ := d.NewStream()
+	s, _ := d.NewStream(0)
 	defer s.Close()
 	e, _ := d.NewEvent()
 	if !e.Query() {
@@ -45,7 +46,7 @@ func TestEventSemantics(t *testing.T) {
 	if e.Query() {
 		t.Fatal("event completed before the stream reached it")
 	}
-	other, _ := d.NewStream()
+	other, _ := d.NewStream(0)
 	defer other.Close()
 	other.Wait(e) // captured now: waits for this record only
 	s.Record(e)   // re-armed for later waiters
@@ -65,7 +66,7 @@ func TestEventSemantics(t *testing.T) {
 }
 
 func TestOrder(t *testing.T) {
-	s, _ := New().NewStream()
+	s, _ := New().NewStream(0)
 	defer s.Close()
 	var got []int
 	for i := 0; i < 1000; i++ {
@@ -77,5 +78,75 @@ func TestOrder(t *testing.T) {
 		if v != i {
 			t.Fatalf("item %d ran as %d", i, v)
 		}
+	}
+}
+
+func TestCopiesAndMemory(t *testing.T) {
+	d := New()
+	d.Jitter = 100 * time.Microsecond
+	m := d.Memory()
+	base, err := m.Alloc(4096)
+	if err != nil || base%256 != 0 {
+		t.Fatalf("alloc: %#x %v", base, err)
+	}
+	h2d, _ := d.NewStream(0)
+	d2h, _ := d.NewStream(0)
+	defer h2d.Close()
+	defer d2h.Close()
+	src := []byte("stream copies are ordered by events")
+	h2d.CopyH2D(base+256, src)
+	h2d.CopyD2D(base+1024, base+256, uint64(len(src)))
+	e, _ := d.NewEvent()
+	h2d.Record(e)
+	d2h.Wait(e)
+	dst := make([]byte, len(src))
+	d2h.CopyD2H(dst, base+1024)
+	d2h.Synchronize()
+	if string(dst) != string(src) {
+		t.Fatalf("round trip gave %q", dst)
+	}
+	if d.DeviceMemory().Bytes(base+4000, 200) != nil {
+		t.Fatal("a range past the region must not be addressable")
+	}
+	m.Free(base)
+	if d.DeviceMemory().RegionBytes() != 0 || d.DeviceMemory().Bytes(base, 1) != nil {
+		t.Fatal("freed region still addressable")
+	}
+	if _, err := d.NewStream(1); err == nil {
+		t.Fatal("context 1 of a one-context device accepted")
+	}
+}
+
+// TestInline: an inline Wait stalls the running item (and so the stream);
+// an inline Record completes at once.
+func TestInline(t *testing.T) {
+	d := New()
+	a, _ := d.NewStream(0)
+	b, _ := d.NewStream(0)
+	defer a.Close()
+	defer b.Close()
+	e, _ := d.NewEvent()
+	gate := make(chan struct{})
+	a.Enqueue(func() { <-gate })
+	a.Record(e)
+	var order []string
+	var mu sync.Mutex
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	rec, _ := d.NewEvent()
+	b.Enqueue(func() {
+		v := b.(*Stream).Inline()
+		v.Wait(e)
+		note("b waited")
+		v.Record(rec)
+		if !rec.Query() {
+			t.Error("inline record did not complete at once")
+		}
+	})
+	time.Sleep(10 * time.Millisecond)
+	note("gate")
+	close(gate)
+	b.Synchronize()
+	if len(order) != 2 || order[0] != "gate" {
+		t.Fatalf("order %v: the inline wait did not stall the item", order)
 	}
 }
