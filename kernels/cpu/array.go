@@ -201,19 +201,29 @@ func concat(ctx *kernels.Context) error {
 	if len(av) != 1 {
 		return ctx.Errorf(status.InvalidArgument, "axis must be a scalar")
 	}
-	first := ctx.Input(0)
+	return concatInto(ctx, ctx.Inputs[:n], av[0])
+}
+
+// concatInto concatenates values along axis into output 0 (ConcatV2 and
+// Concat).
+func concatInto(ctx *kernels.Context, values []*tensor.Tensor, axis int64) error {
+	n := len(values)
+	if n < 1 {
+		return ctx.Errorf(status.InvalidArgument, "concat needs at least one value input")
+	}
+	first := values[0]
 	r := len(first.Shape)
 	if r == 0 {
 		return ctx.Errorf(status.InvalidArgument, "Can't concatenate scalars (use tf.stack instead)")
 	}
-	ax, err := normAxis(ctx, av[0], r)
+	ax, err := normAxis(ctx, axis, r)
 	if err != nil {
 		return err
 	}
 	out := first.Shape.Clone()
 	out[ax] = 0
-	for i := 0; i < n; i++ {
-		s := ctx.Input(i).Shape
+	for i, in := range values {
+		s := in.Shape
 		if len(s) != r {
 			return ctx.Errorf(status.InvalidArgument, "ConcatOp : Ranks of all input tensors should match: shape[0] = %v vs. shape[%d] = %v", first.Shape, i, s)
 		}
@@ -239,8 +249,7 @@ func concat(ctx *kernels.Context) error {
 	row := out[ax] * inner
 	for p := int64(0); p < outer; p++ {
 		off := p * row
-		for i := 0; i < n; i++ {
-			in := ctx.Input(i)
+		for _, in := range values {
 			w := in.Shape[ax] * inner
 			copyElems(o, int(off), in, int(p*w), int(w))
 			off += w
@@ -367,6 +376,8 @@ func gather(ctx *kernels.Context, batchDims int64) error {
 }
 
 // idxPos formats a flat index as TF does: "[i,j]".
+func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
+
 func idxPos(s tensor.Shape, flat int) string {
 	if len(s) == 0 {
 		return ""

@@ -1,0 +1,1154 @@
+package cpu
+
+import (
+	"math"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// The array ops beyond the first set: shape queries, Concat/Split/Unpack,
+// Slice/Tile/Pad/MirrorPad/ReverseV2/BroadcastTo (one per-dimension index
+// map copier), GatherNd/ScatterNd, OneHot, Range, BroadcastArgs, Where,
+// Bitcast, MatrixBandPart, Unique, InvertPermutation.
+
+func init() {
+	reg("ShapeN", nil, []string{"output"}, fn(shapeN))
+	reg("Size", nil, []string{"output"}, fn(sizeOp))
+	reg("Rank", nil, []string{"output"}, fn(rankOp))
+	reg("Concat", nil, []string{"concat_dim"}, fn(concatV1))
+	reg("Split", nil, []string{"split_dim"}, fn(split))
+	reg("SplitV", nil, []string{"size_splits", "split_dim"}, fn(splitV))
+	reg("Unpack", nil, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		axis := attrInt(n, "axis", 0)
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return unpack(ctx, axis) }), nil
+	})
+	reg("Slice", nil, []string{"begin", "size"}, fn(sliceOp))
+	reg("Tile", nil, []string{"multiples"}, fn(tile))
+	reg("Pad", nil, []string{"paddings"}, fn(func(ctx *kernels.Context) error { return pad(ctx, nil) }))
+	reg("PadV2", nil, []string{"paddings"}, fn(func(ctx *kernels.Context) error { return pad(ctx, ctx.Input(2)) }))
+	reg("MirrorPad", nil, []string{"paddings"}, func(n *graph.Node) (kernels.Kernel, error) {
+		mode := attrString(n, "mode", "")
+		if mode != "REFLECT" && mode != "SYMMETRIC" {
+			return nil, nodeErr(n, status.InvalidArgument, "mode must be either REFLECT or SYMMETRIC, not %q", mode)
+		}
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return mirrorPad(ctx, mode == "REFLECT") }), nil
+	})
+	reg("ReverseV2", nil, []string{"axis"}, fn(reverseV2))
+	reg("BroadcastTo", nil, []string{"shape"}, fn(broadcastTo))
+	reg("BroadcastArgs", nil, []string{"s0", "s1", "r0"}, fn(broadcastArgs))
+	kernels.Register(kernels.Def{Op: "GatherNd", Device: kernels.CPU, Factory: fn(gatherNd)})
+	reg("ScatterNd", numericTypes, []string{"shape"}, fn(scatterNd))
+	reg("OneHot", nil, []string{"depth"}, func(n *graph.Node) (kernels.Kernel, error) {
+		axis := attrInt(n, "axis", -1)
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return oneHot(ctx, axis) }), nil
+	})
+	kernels.Register(kernels.Def{Op: "Range", Device: kernels.CPU, TypeAttr: "Tidx",
+		Types: []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int8, tensor.Int16,
+			tensor.Int32, tensor.Int64, tensor.Uint16, tensor.Uint32},
+		HostMemory: []string{"start", "limit", "delta", "output"}, Factory: fn(rangeOp)})
+	reg("Where", nil, nil, fn(where))
+	reg("Bitcast", nil, nil, fn(bitcast))
+	reg("MatrixBandPart", nil, []string{"num_lower", "num_upper"}, fn(matrixBandPart))
+	reg("Unique", nil, nil, fn(unique))
+	reg("InvertPermutation", []tensor.DType{tensor.Int32, tensor.Int64}, []string{"x", "y"}, fn(invertPermutation))
+}
+
+// nodeErr is ctx.Errorf for factories, which have no Context yet.
+func nodeErr(n *graph.Node, code status.Code, format string, args ...any) error {
+	return status.Errorf(code, "%s (op %s): %s", n.Name, n.Op, sprintf(format, args...))
+}
+
+func setInt(t *tensor.Tensor, i int, v int64) {
+	switch t.DType {
+	case tensor.Int32:
+		t.I32()[i] = int32(v)
+	case tensor.Int64:
+		t.I64()[i] = v
+	case tensor.Int16:
+		t.I16()[i] = int16(v)
+	case tensor.Int8:
+		t.I8()[i] = int8(v)
+	case tensor.Uint8:
+		t.U8()[i] = uint8(v)
+	}
+}
+
+// writeShape stores dims into an int32 or int64 output, failing when a
+// dim does not fit int32.
+func writeShape(ctx *kernels.Context, o *tensor.Tensor, dims []int64) error {
+	for i, d := range dims {
+		if o.DType == tensor.Int32 && d > math.MaxInt32 {
+			return ctx.Errorf(status.InvalidArgument, "dimension %d (%d) does not fit in int32; use out_type int64", i, d)
+		}
+		setInt(o, i, d)
+	}
+	return nil
+}
+
+func shapeN(ctx *kernels.Context) error {
+	for i, in := range ctx.Inputs {
+		o, err := ctx.Allocate(i, tensor.Shape{int64(len(in.Shape))})
+		if err != nil {
+			return err
+		}
+		if err := writeShape(ctx, o, in.Shape); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sizeOp(ctx *kernels.Context) error {
+	o, err := ctx.Allocate(0, tensor.Shape{})
+	if err != nil {
+		return err
+	}
+	n := ctx.Input(0).NumElements()
+	if o.DType == tensor.Int32 && n > math.MaxInt32 {
+		return ctx.Errorf(status.InvalidArgument, "Number of elements was larger than representable by 32-bit output type")
+	}
+	setInt(o, 0, n)
+	return nil
+}
+
+func rankOp(ctx *kernels.Context) error {
+	o, err := ctx.Allocate(0, tensor.Shape{})
+	if err != nil {
+		return err
+	}
+	o.I32()[0] = int32(len(ctx.Input(0).Shape))
+	return nil
+}
+
+func scalarInt(ctx *kernels.Context, i int, what string) (int64, error) {
+	t := ctx.Input(i)
+	v, err := hostInts(ctx, i, what)
+	if err != nil {
+		return 0, err
+	}
+	if len(t.Shape) != 0 && !(len(t.Shape) == 1 && len(v) == 1) {
+		return 0, ctx.Errorf(status.InvalidArgument, "%s must be a scalar, got shape %v", what, t.Shape)
+	}
+	if len(v) != 1 {
+		return 0, ctx.Errorf(status.InvalidArgument, "%s must be a scalar, got shape %v", what, t.Shape)
+	}
+	return v[0], nil
+}
+
+// concatV1 is Concat: the axis comes first.
+func concatV1(ctx *kernels.Context) error {
+	ax, err := scalarInt(ctx, 0, "concat_dim")
+	if err != nil {
+		return err
+	}
+	return concatInto(ctx, ctx.Inputs[1:], ax)
+}
+
+// outerInner splits shape around axis: the product of the dims before it
+// and of the dims after it.
+func outerInner(s tensor.Shape, axis int) (outer, inner int64) {
+	outer, inner = 1, 1
+	for _, d := range s[:axis] {
+		outer *= d
+	}
+	for _, d := range s[axis+1:] {
+		inner *= d
+	}
+	return
+}
+
+// splitAlong copies value into outputs of the given sizes along axis.
+func splitAlong(ctx *kernels.Context, v *tensor.Tensor, axis int, sizes []int64) error {
+	outer, inner := outerInner(v.Shape, axis)
+	row := v.Shape[axis] * inner
+	off := int64(0)
+	for i, sz := range sizes {
+		s := v.Shape.Clone()
+		s[axis] = sz
+		o, err := ctx.Allocate(i, s)
+		if err != nil {
+			return err
+		}
+		w := sz * inner
+		for p := int64(0); p < outer && w > 0; p++ {
+			copyElems(o, int(p*w), v, int(p*row+off), int(w))
+		}
+		off += w
+	}
+	return nil
+}
+
+func split(ctx *kernels.Context) error {
+	v := ctx.Input(1)
+	ax, err := scalarInt(ctx, 0, "split_dim")
+	if err != nil {
+		return err
+	}
+	r := len(v.Shape)
+	if ax < -int64(r) || ax >= int64(r) {
+		return ctx.Errorf(status.InvalidArgument, "-input rank(-%d) <= split_dim < input rank (%d), but got %d", r, r, ax)
+	}
+	if ax < 0 {
+		ax += int64(r)
+	}
+	n := int64(len(ctx.Node.OutTypes))
+	if n <= 0 {
+		return ctx.Errorf(status.InvalidArgument, "Number of ways to split should be > 0, but got %d", n)
+	}
+	d := v.Shape[ax]
+	if d%n != 0 {
+		return ctx.Errorf(status.InvalidArgument, "Number of ways to split should evenly divide the split dimension, but got split_dim %d (size = %d) and num_split %d", ax, d, n)
+	}
+	sizes := make([]int64, n)
+	for i := range sizes {
+		sizes[i] = d / n
+	}
+	return splitAlong(ctx, v, int(ax), sizes)
+}
+
+func splitV(ctx *kernels.Context) error {
+	v := ctx.Input(0)
+	sizes, err := hostInts(ctx, 1, "size_splits")
+	if err != nil {
+		return err
+	}
+	ax, err := scalarInt(ctx, 2, "split_dim")
+	if err != nil {
+		return err
+	}
+	n := len(ctx.Node.OutTypes)
+	if len(ctx.Input(1).Shape) != 1 || len(sizes) != n {
+		return ctx.Errorf(status.InvalidArgument, "size_splits must be a vector of num_split = %d elements, got shape %v", n, ctx.Input(1).Shape)
+	}
+	r := len(v.Shape)
+	if ax < -int64(r) || ax >= int64(r) {
+		return ctx.Errorf(status.InvalidArgument, "-input rank(-%d) <= split_dim < input rank (%d), but got %d", r, r, ax)
+	}
+	if ax < 0 {
+		ax += int64(r)
+	}
+	d := v.Shape[ax]
+	unknown, sum := -1, int64(0)
+	for i, s := range sizes {
+		switch {
+		case s == -1:
+			if unknown >= 0 {
+				return ctx.Errorf(status.InvalidArgument, "Only one dimensions can have a value of -1. Second one found at dimension %d", i)
+			}
+			unknown = i
+		case s < 0:
+			return ctx.Errorf(status.InvalidArgument, "Split size at index %d must be >= 0. Got: %d", i, s)
+		default:
+			sum += s
+		}
+	}
+	if unknown < 0 && sum != d || unknown >= 0 && sum > d {
+		return ctx.Errorf(status.InvalidArgument, "Determined shape must either match input shape along split_dim exactly if fully specified, or be less than the size of the input along split_dim if not fully specified.  Got: %d", sum)
+	}
+	if unknown >= 0 {
+		sizes[unknown] = d - sum
+	}
+	return splitAlong(ctx, v, int(ax), sizes)
+}
+
+func unpack(ctx *kernels.Context, axis int64) error {
+	v := ctx.Input(0)
+	r := int64(len(v.Shape))
+	if axis < -r || axis >= r {
+		return ctx.Errorf(status.InvalidArgument, "axis = %d not in [%d, %d)", axis, -r, r)
+	}
+	if axis < 0 {
+		axis += r
+	}
+	n := int64(len(ctx.Node.OutTypes))
+	if v.Shape[axis] != n {
+		return ctx.Errorf(status.InvalidArgument, "Input shape axis %d must equal %d, got shape %v", axis, n, v.Shape)
+	}
+	outer, inner := outerInner(v.Shape, int(axis))
+	s := append(append(tensor.Shape{}, v.Shape[:axis]...), v.Shape[axis+1:]...)
+	for i := int64(0); i < n; i++ {
+		o, err := ctx.Allocate(int(i), s)
+		if err != nil {
+			return err
+		}
+		for p := int64(0); p < outer && inner > 0; p++ {
+			copyElems(o, int(p*inner), v, int((p*n+i)*inner), int(inner))
+		}
+	}
+	return nil
+}
+
+// mapCopy fills dst from src through one index map per dimension:
+// dst[j0,...,jr] = src[m0[j0],...,mr[jr]], or the pad element (zero when
+// pad is nil) where any map entry is -1. Runs of consecutive source
+// indices in the last dimension are copied as blocks.
+func mapCopy(dst, src *tensor.Tensor, maps [][]int64, pad *tensor.Tensor) {
+	r := len(dst.Shape)
+	if dst.NumElements() == 0 {
+		return
+	}
+	if r == 0 {
+		copyElems(dst, 0, src, 0, 1)
+		return
+	}
+	sst := strides(src.Shape)
+	// Runs of the last dimension: [dstStart, srcStart, len], srcStart -1
+	// for padding.
+	type run struct{ d, s, n int64 }
+	var runs []run
+	last := maps[r-1]
+	for j := 0; j < len(last); {
+		k := j + 1
+		if last[j] < 0 {
+			for k < len(last) && last[k] < 0 {
+				k++
+			}
+		} else {
+			for k < len(last) && last[k] == last[k-1]+1 {
+				k++
+			}
+		}
+		s := last[j]
+		if s >= 0 {
+			s *= sst[r-1]
+		}
+		runs = append(runs, run{int64(j), s, int64(k - j)})
+		j = k
+	}
+	width := int64(len(last))
+	fillPad := func(at, n int64) {
+		if pad == nil {
+			return // dst is freshly zeroed (empty strings for TF_STRING)
+		}
+		for i := int64(0); i < n; i++ {
+			copyElems(dst, int(at+i), pad, 0, 1)
+		}
+	}
+	var rec func(d int, dOff, sOff int64, padded bool)
+	rec = func(d int, dOff, sOff int64, padded bool) {
+		if d == r-1 {
+			if padded {
+				fillPad(dOff, width)
+				return
+			}
+			for _, rn := range runs {
+				if rn.s < 0 {
+					fillPad(dOff+rn.d, rn.n)
+				} else {
+					copyElems(dst, int(dOff+rn.d), src, int(sOff+rn.s), int(rn.n))
+				}
+			}
+			return
+		}
+		blk := int64(1)
+		for _, x := range dst.Shape[d+1:] {
+			blk *= x
+		}
+		for j, m := range maps[d] {
+			if m < 0 || padded {
+				rec(d+1, dOff+int64(j)*blk, 0, true)
+				continue
+			}
+			rec(d+1, dOff+int64(j)*blk, sOff+m*sst[d], false)
+		}
+	}
+	rec(0, 0, 0, false)
+}
+
+func sliceOp(ctx *kernels.Context) error {
+	in := ctx.Input(0)
+	begin, err := hostInts(ctx, 1, "begin")
+	if err != nil {
+		return err
+	}
+	size, err := hostInts(ctx, 2, "size")
+	if err != nil {
+		return err
+	}
+	r := len(in.Shape)
+	if len(ctx.Input(1).Shape) != 1 || len(ctx.Input(2).Shape) != 1 || len(begin) != r || len(size) != r {
+		return ctx.Errorf(status.InvalidArgument, "Expected begin and size arguments to be 1-D tensors of size %d, but got shapes %v and %v instead.", r, ctx.Input(1).Shape, ctx.Input(2).Shape)
+	}
+	out := make(tensor.Shape, r)
+	maps := make([][]int64, r)
+	for i := 0; i < r; i++ {
+		b, s, d := begin[i], size[i], in.Shape[i]
+		if s == -1 {
+			s = d - b
+		}
+		if b < 0 || b > d {
+			return ctx.Errorf(status.InvalidArgument, "Expected begin[%d] in [0, %d], but got %d", i, d, b)
+		}
+		if s < 0 || s > d-b {
+			return ctx.Errorf(status.InvalidArgument, "Expected size[%d] in [0, %d], but got %d", i, d-b, size[i])
+		}
+		out[i] = s
+		maps[i] = make([]int64, s)
+		for j := range maps[i] {
+			maps[i][j] = b + int64(j)
+		}
+	}
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	mapCopy(o, in, maps, nil)
+	return nil
+}
+
+func tile(ctx *kernels.Context) error {
+	in := ctx.Input(0)
+	m, err := hostInts(ctx, 1, "multiples")
+	if err != nil {
+		return err
+	}
+	r := len(in.Shape)
+	if len(ctx.Input(1).Shape) != 1 || len(m) != r {
+		return ctx.Errorf(status.InvalidArgument, "Expected multiples argument to be a vector of length %d but got length %d", r, len(m))
+	}
+	out := make(tensor.Shape, r)
+	for i, x := range m {
+		if x < 0 {
+			return ctx.Errorf(status.InvalidArgument, "Expected multiples[%d] >= 0, but got %d", i, x)
+		}
+		out[i] = in.Shape[i] * x
+	}
+	if err := out.Validate(); err != nil {
+		return ctx.Errorf(status.InvalidArgument, "output shape: %v", err)
+	}
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	maps := make([][]int64, r)
+	for i := range maps {
+		maps[i] = make([]int64, out[i])
+		for j := range maps[i] {
+			maps[i][j] = int64(j) % in.Shape[i]
+		}
+	}
+	mapCopy(o, in, maps, nil)
+	return nil
+}
+
+// paddings reads a [rank, 2] paddings input.
+func paddings(ctx *kernels.Context, i, rank int) ([]int64, error) {
+	p := ctx.Input(i)
+	v, err := hostInts(ctx, i, "paddings")
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Shape) != 2 || p.Shape[1] != 2 {
+		return nil, ctx.Errorf(status.InvalidArgument, "paddings must be a matrix with 2 columns: %v", p.Shape)
+	}
+	if p.Shape[0] != int64(rank) {
+		return nil, ctx.Errorf(status.InvalidArgument, "The first dimension of paddings must be the rank of inputs%v, input rank %d", p.Shape, rank)
+	}
+	for k := 0; k < len(v); k += 2 {
+		if v[k] < 0 || v[k+1] < 0 {
+			return nil, ctx.Errorf(status.InvalidArgument, "Paddings must be non-negative: %d %d", v[k], v[k+1])
+		}
+	}
+	return v, nil
+}
+
+func pad(ctx *kernels.Context, cv *tensor.Tensor) error {
+	in := ctx.Input(0)
+	r := len(in.Shape)
+	p, err := paddings(ctx, 1, r)
+	if err != nil {
+		return err
+	}
+	if cv != nil && len(cv.Shape) != 0 {
+		return ctx.Errorf(status.InvalidArgument, "constant_values must be a scalar. Got: %v", cv.Shape)
+	}
+	out := make(tensor.Shape, r)
+	maps := make([][]int64, r)
+	for i := 0; i < r; i++ {
+		out[i] = p[2*i] + in.Shape[i] + p[2*i+1]
+		maps[i] = make([]int64, out[i])
+		for j := range maps[i] {
+			s := int64(j) - p[2*i]
+			if s < 0 || s >= in.Shape[i] {
+				s = -1
+			}
+			maps[i][j] = s
+		}
+	}
+	if err := out.Validate(); err != nil {
+		return ctx.Errorf(status.InvalidArgument, "output shape: %v", err)
+	}
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	if r == 0 {
+		copyElems(o, 0, in, 0, 1)
+		return nil
+	}
+	mapCopy(o, in, maps, cv)
+	return nil
+}
+
+func mirrorPad(ctx *kernels.Context, reflect bool) error {
+	in := ctx.Input(0)
+	r := len(in.Shape)
+	p, err := paddings(ctx, 1, r)
+	if err != nil {
+		return err
+	}
+	off := int64(0)
+	if reflect {
+		off = 1
+	}
+	out := make(tensor.Shape, r)
+	maps := make([][]int64, r)
+	for i := 0; i < r; i++ {
+		d := in.Shape[i]
+		if p[2*i] > d-off || p[2*i+1] > d-off {
+			return ctx.Errorf(status.InvalidArgument, "paddings must be no greater than the dimension size: %d, %d greater than %d", p[2*i], p[2*i+1], d-off)
+		}
+		out[i] = p[2*i] + d + p[2*i+1]
+		maps[i] = make([]int64, out[i])
+		for j := range maps[i] {
+			s := int64(j) - p[2*i]
+			if s < 0 {
+				s = -s - 1 + off
+			} else if s >= d {
+				s = 2*d - s - 1 - off
+			}
+			maps[i][j] = s
+		}
+	}
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	mapCopy(o, in, maps, nil)
+	return nil
+}
+
+func reverseV2(ctx *kernels.Context) error {
+	in := ctx.Input(0)
+	axes, err := hostInts(ctx, 1, "axis")
+	if err != nil {
+		return err
+	}
+	if len(ctx.Input(1).Shape) != 1 {
+		return ctx.Errorf(status.InvalidArgument, "'axis' must be 1-D, not %v", ctx.Input(1).Shape)
+	}
+	r := len(in.Shape)
+	rev := make([]bool, r)
+	for i, a := range axes {
+		if a < -int64(r) || a >= int64(r) {
+			return ctx.Errorf(status.InvalidArgument, "'axis'[%d] = %d is out of valid range [%d, %d)", i, a, -r, r)
+		}
+		if a < 0 {
+			a += int64(r)
+		}
+		if rev[a] {
+			return ctx.Errorf(status.InvalidArgument, "axis %d specified more than once.", a)
+		}
+		rev[a] = true
+	}
+	o, err := ctx.Allocate(0, in.Shape)
+	if err != nil {
+		return err
+	}
+	maps := make([][]int64, r)
+	for i := range maps {
+		d := in.Shape[i]
+		maps[i] = make([]int64, d)
+		for j := range maps[i] {
+			if rev[i] {
+				maps[i][j] = d - 1 - int64(j)
+			} else {
+				maps[i][j] = int64(j)
+			}
+		}
+	}
+	mapCopy(o, in, maps, nil)
+	return nil
+}
+
+func broadcastTo(ctx *kernels.Context) error {
+	in := ctx.Input(0)
+	dims, err := hostInts(ctx, 1, "shape")
+	if err != nil {
+		return err
+	}
+	if len(ctx.Input(1).Shape) != 1 {
+		return ctx.Errorf(status.InvalidArgument, "shape must be a vector, got %v", ctx.Input(1).Shape)
+	}
+	out := tensor.Shape(dims)
+	if err := out.Validate(); err != nil {
+		return ctx.Errorf(status.InvalidArgument, "shape: %v", err)
+	}
+	r, ri := len(out), len(in.Shape)
+	bad := ri > r
+	maps := make([][]int64, r)
+	for i := 0; i < r && !bad; i++ {
+		di := int64(1)
+		if k := i - (r - ri); k >= 0 {
+			di = in.Shape[k]
+		}
+		if di != out[i] && di != 1 {
+			bad = true
+			break
+		}
+		maps[i] = make([]int64, out[i])
+		if di != 1 {
+			for j := range maps[i] {
+				maps[i][j] = int64(j)
+			}
+		}
+	}
+	if bad {
+		return ctx.Errorf(status.InvalidArgument, "Unable to broadcast tensor of shape %v to tensor of shape %v", in.Shape, out)
+	}
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	// The source is viewed with the output's rank (leading 1s).
+	view := in.Reshaped(append(make(tensor.Shape, r-ri), in.Shape...))
+	for i := 0; i < r-ri; i++ {
+		view.Shape[i] = 1
+	}
+	mapCopy(o, view, maps, nil)
+	return nil
+}
+
+func broadcastArgs(ctx *kernels.Context) error {
+	var sh [2][]int64
+	for i := 0; i < 2; i++ {
+		if len(ctx.Input(i).Shape) != 1 {
+			return ctx.Errorf(status.InvalidArgument, "In[%d] must be a vector. %v", i, ctx.Input(i).Shape)
+		}
+		var err error
+		if sh[i], err = hostInts(ctx, i, "shape"); err != nil {
+			return err
+		}
+	}
+	bc, ok := broadcastShapes(sh[0], sh[1])
+	if !ok {
+		return ctx.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v", tensor.Shape(sh[0]), tensor.Shape(sh[1]))
+	}
+	o, err := ctx.Allocate(0, tensor.Shape{int64(len(bc.out))})
+	if err != nil {
+		return err
+	}
+	for i, d := range bc.out {
+		setInt(o, i, d)
+	}
+	return nil
+}
+
+// gatherNd follows TF's GatherNd: indices [..., K] address slices of
+// params of shape params.shape[K:].
+func gatherNd(ctx *kernels.Context) error {
+	params, it := ctx.Input(0), ctx.Input(1)
+	idx, err := hostInts(ctx, 1, "indices")
+	if err != nil {
+		return err
+	}
+	if len(it.Shape) < 1 {
+		return ctx.Errorf(status.InvalidArgument, "indices must be at least a vector, got shape %v", it.Shape)
+	}
+	k := it.Shape[len(it.Shape)-1]
+	pr := int64(len(params.Shape))
+	if k > pr {
+		return ctx.Errorf(status.InvalidArgument, "index innermost dimension length must be <= params rank; saw: %d vs. %d", k, pr)
+	}
+	lead := it.Shape[:len(it.Shape)-1]
+	out := append(lead.Clone(), params.Shape[k:]...)
+	nSlices := lead.NumElements()
+	sliceSize := tensor.Shape(params.Shape[k:]).NumElements()
+	if params.NumElements() == 0 && nSlices > 0 && out.NumElements() > 0 {
+		return ctx.Errorf(status.InvalidArgument, "Requested more than 0 entries, but params is empty.  Params shape: %v", params.Shape)
+	}
+	pst := strides(params.Shape)
+	offs := make([]int64, nSlices)
+	for s := int64(0); s < nSlices; s++ {
+		off := int64(0)
+		for j := int64(0); j < k; j++ {
+			v := idx[s*k+j]
+			if v < 0 || v >= params.Shape[j] {
+				return ctx.Errorf(status.InvalidArgument, "indices%s = %v does not index into param shape %v", idxPos(lead, int(s)), fmtInts(idx[s*k:(s+1)*k]), params.Shape)
+			}
+			off += v * pst[j]
+		}
+		offs[s] = off
+	}
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	if sliceSize == 0 {
+		return nil
+	}
+	for s, off := range offs {
+		copyElems(o, s*int(sliceSize), params, int(off), int(sliceSize))
+	}
+	return nil
+}
+
+func fmtInts(v []int64) string {
+	out := "["
+	for i, x := range v {
+		if i > 0 {
+			out += ", "
+		}
+		out += sprintf("%d", x)
+	}
+	return out + "]"
+}
+
+func scatterNd(ctx *kernels.Context) error {
+	it, upd := ctx.Input(0), ctx.Input(1)
+	idx, err := hostInts(ctx, 0, "indices")
+	if err != nil {
+		return err
+	}
+	dims, err := hostInts(ctx, 2, "shape")
+	if err != nil {
+		return err
+	}
+	if len(ctx.Input(2).Shape) != 1 {
+		return ctx.Errorf(status.InvalidArgument, "Shape must be a vector, got %v", ctx.Input(2).Shape)
+	}
+	shape := tensor.Shape(dims)
+	if err := shape.Validate(); err != nil {
+		return ctx.Errorf(status.InvalidArgument, "shape: %v", err)
+	}
+	if len(it.Shape) < 1 {
+		return ctx.Errorf(status.InvalidArgument, "Indices shape must have rank at least one. Found:%v", it.Shape)
+	}
+	k := it.Shape[len(it.Shape)-1]
+	if k > int64(len(shape)) {
+		return ctx.Errorf(status.InvalidArgument, "Dimensions [0,%d) of indices[shape=%v] = %d must match dimensions [0,%d) of updates[shape=%v]", len(it.Shape)-1, it.Shape, k, len(it.Shape)-1, upd.Shape)
+	}
+	lead := it.Shape[:len(it.Shape)-1]
+	want := append(lead.Clone(), shape[k:]...)
+	if !upd.Shape.Equal(want) {
+		return ctx.Errorf(status.InvalidArgument, "updates must have shape indices.shape[:-1] + shape[indices.shape[-1]:] = %v, got %v (indices %v, shape %v)", want, upd.Shape, it.Shape, shape)
+	}
+	if shape.NumElements() == 0 && upd.NumElements() > 0 {
+		return ctx.Errorf(status.InvalidArgument, "Indices and updates specified for empty output shape")
+	}
+	o, err := ctx.Allocate(0, shape)
+	if err != nil {
+		return err
+	}
+	nSlices := lead.NumElements()
+	sliceSize := tensor.Shape(shape[k:]).NumElements()
+	st := strides(shape)
+	offs := make([]int64, nSlices)
+	for s := int64(0); s < nSlices; s++ {
+		off := int64(0)
+		for j := int64(0); j < k; j++ {
+			v := idx[s*k+j]
+			if v < 0 || v >= shape[j] {
+				return ctx.Errorf(status.InvalidArgument, "indices%s = %v does not index into shape %v", idxPos(lead, int(s)), fmtInts(idx[s*k:(s+1)*k]), shape)
+			}
+			off += v * st[j]
+		}
+		offs[s] = off
+	}
+	switch o.DType {
+	case tensor.Float:
+		scatterAdd(o.F32(), upd.F32(), offs, sliceSize)
+	case tensor.Double:
+		scatterAdd(o.F64(), upd.F64(), offs, sliceSize)
+	case tensor.Half, tensor.Bfloat16:
+		acc := make([]float32, o.NumElements())
+		scatterAdd(acc, toF32(upd), offs, sliceSize)
+		storeF32(o, acc)
+	case tensor.Int32:
+		scatterAdd(o.I32(), upd.I32(), offs, sliceSize)
+	case tensor.Int64:
+		scatterAdd(o.I64(), upd.I64(), offs, sliceSize)
+	case tensor.Int16:
+		scatterAdd(o.I16(), upd.I16(), offs, sliceSize)
+	case tensor.Int8:
+		scatterAdd(o.I8(), upd.I8(), offs, sliceSize)
+	case tensor.Uint8:
+		scatterAdd(o.U8(), upd.U8(), offs, sliceSize)
+	case tensor.Uint16:
+		scatterAdd(o.U16(), upd.U16(), offs, sliceSize)
+	case tensor.Uint32:
+		scatterAdd(o.U32(), upd.U32(), offs, sliceSize)
+	case tensor.Uint64:
+		scatterAdd(o.U64(), upd.U64(), offs, sliceSize)
+	default:
+		return ctx.Errorf(status.Unimplemented, "dtype %v", o.DType)
+	}
+	return nil
+}
+
+func scatterAdd[T num](o, u []T, offs []int64, n int64) {
+	for s, off := range offs {
+		dst, src := o[off:off+n], u[int64(s)*n:int64(s+1)*n]
+		for i, v := range src {
+			dst[i] += v
+		}
+	}
+}
+
+func oneHot(ctx *kernels.Context, axis int64) error {
+	it := ctx.Input(0)
+	idx, err := hostInts8(ctx, 0)
+	if err != nil {
+		return err
+	}
+	depth, err := scalarInt(ctx, 1, "depth")
+	if err != nil {
+		return err
+	}
+	on, off := ctx.Input(2), ctx.Input(3)
+	if len(on.Shape) != 0 || len(off.Shape) != 0 {
+		return ctx.Errorf(status.InvalidArgument, "on_value and off_value must be scalars, got %v and %v", on.Shape, off.Shape)
+	}
+	r := int64(len(it.Shape))
+	if axis < -1 || axis > r {
+		return ctx.Errorf(status.InvalidArgument, "Expected axis to be -1 or between [0, %d).  But received: %d", r+1, axis)
+	}
+	if depth < 0 {
+		return ctx.Errorf(status.InvalidArgument, "depth must be non-negative, got: %d", depth)
+	}
+	if axis == -1 {
+		axis = r
+	}
+	out := append(append(append(tensor.Shape{}, it.Shape[:axis]...), depth), it.Shape[axis:]...)
+	if err := out.Validate(); err != nil {
+		return ctx.Errorf(status.InvalidArgument, "output shape: %v", err)
+	}
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	prefix, suffix := int64(1), int64(1)
+	for _, d := range it.Shape[:axis] {
+		prefix *= d
+	}
+	for _, d := range it.Shape[axis:] {
+		suffix *= d
+	}
+	for p := int64(0); p < prefix; p++ {
+		for d := int64(0); d < depth; d++ {
+			for s := int64(0); s < suffix; s++ {
+				v := off
+				if idx[p*suffix+s] == d {
+					v = on
+				}
+				copyElems(o, int((p*depth+d)*suffix+s), v, 0, 1)
+			}
+		}
+	}
+	return nil
+}
+
+// hostInts8 reads an index input of any integer dtype OneHot allows.
+func hostInts8(ctx *kernels.Context, i int) ([]int64, error) {
+	t := ctx.Input(i)
+	switch t.DType {
+	case tensor.Uint8, tensor.Int8, tensor.Int16:
+		v := make([]int64, t.NumElements())
+		for k := range v {
+			v[k] = int64(t.ElementF64(k))
+		}
+		return v, nil
+	}
+	return hostInts(ctx, i, "indices")
+}
+
+func rangeOp(ctx *kernels.Context) error {
+	var v [3]float64
+	for i, what := range []string{"start", "limit", "delta"} {
+		t := ctx.Input(i)
+		if len(t.Shape) != 0 {
+			return ctx.Errorf(status.InvalidArgument, "%s must be a scalar, not shape %v", what, t.Shape)
+		}
+		v[i] = t.ElementF64(0)
+	}
+	start, limit, delta := v[0], v[1], v[2]
+	if delta == 0 {
+		return ctx.Errorf(status.InvalidArgument, "Requires delta != 0: %v", delta)
+	}
+	if delta > 0 && start > limit {
+		return ctx.Errorf(status.InvalidArgument, "Requires start <= limit when delta > 0: %v/%v", start, limit)
+	}
+	if delta < 0 && start < limit {
+		return ctx.Errorf(status.InvalidArgument, "Requires start >= limit when delta < 0: %v/%v", start, limit)
+	}
+	dt := ctx.Node.OutTypes[0]
+	var n int64
+	if dt.IsInteger() {
+		// Integer division rounding up, as TF computes it for integers.
+		s, l, d := int64(start), int64(limit), int64(delta)
+		if d > 0 {
+			n = (l - s + d - 1) / d
+		} else {
+			n = (s - l - d - 1) / -d
+		}
+	} else {
+		f := math.Ceil(math.Abs((limit - start) / delta))
+		if f > 1<<40 || math.IsNaN(f) {
+			return ctx.Errorf(status.InvalidArgument, "Requires ((limit - start) / delta) <= %d", int64(1)<<40)
+		}
+		n = int64(f)
+	}
+	o, err := ctx.Allocate(0, tensor.Shape{n})
+	if err != nil {
+		return err
+	}
+	switch dt {
+	case tensor.Float:
+		s, d := float32(start), float32(delta)
+		for i := range o.F32() {
+			o.F32()[i] = s + float32(i)*d
+		}
+	case tensor.Double:
+		for i := range o.F64() {
+			o.F64()[i] = start + float64(i)*delta
+		}
+	case tensor.Half, tensor.Bfloat16:
+		vals := make([]float32, n)
+		s, d := float32(start), float32(delta)
+		for i := range vals {
+			vals[i] = s + float32(i)*d
+		}
+		storeF32(o, vals)
+	default:
+		s, d := int64(start), int64(delta)
+		for i := int64(0); i < n; i++ {
+			setIntAny(o, int(i), s+i*d)
+		}
+	}
+	return nil
+}
+
+func setIntAny(t *tensor.Tensor, i int, v int64) {
+	switch t.DType {
+	case tensor.Uint16:
+		t.U16()[i] = uint16(v)
+	case tensor.Uint32:
+		t.U32()[i] = uint32(v)
+	case tensor.Uint64:
+		t.U64()[i] = uint64(v)
+	default:
+		setInt(t, i, v)
+	}
+}
+
+// nonzero reports whether element i of t is true / nonzero (NaN counts,
+// -0.0 does not, as in C).
+func nonzero(t *tensor.Tensor, i int) bool {
+	switch t.DType {
+	case tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16:
+		return t.ElementF64(i) != 0
+	case tensor.Complex64:
+		return t.C64()[i] != 0
+	case tensor.Complex128:
+		return t.C128()[i] != 0
+	}
+	es := t.DType.Size()
+	for _, b := range t.Buf[i*es : (i+1)*es] {
+		if b != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func where(ctx *kernels.Context) error {
+	in := ctx.Input(0)
+	if in.DType == tensor.String {
+		return ctx.Errorf(status.InvalidArgument, "Where does not take string inputs")
+	}
+	n := int(in.NumElements())
+	var hits []int
+	for i := 0; i < n; i++ {
+		if nonzero(in, i) {
+			hits = append(hits, i)
+		}
+	}
+	r := len(in.Shape)
+	o, err := ctx.Allocate(0, tensor.Shape{int64(len(hits)), int64(r)})
+	if err != nil {
+		return err
+	}
+	st := strides(in.Shape)
+	out := o.I64()
+	for k, h := range hits {
+		f := int64(h)
+		for d := 0; d < r; d++ {
+			out[k*r+d] = f / st[d]
+			f %= st[d]
+		}
+	}
+	return nil
+}
+
+func bitcast(ctx *kernels.Context) error {
+	in := ctx.Input(0)
+	to := ctx.Node.OutTypes[0]
+	if !in.DType.Fixed() || !to.Fixed() || in.DType == tensor.Bool || to == tensor.Bool {
+		return ctx.Errorf(status.InvalidArgument, "Cannot bitcast from %v to %v", in.DType, to)
+	}
+	a, b := int64(in.DType.Size()), int64(to.Size())
+	s := in.Shape.Clone()
+	switch {
+	case a == b:
+	case a > b:
+		s = append(s, a/b)
+	default:
+		if len(s) == 0 || s[len(s)-1] != b/a {
+			return ctx.Errorf(status.InvalidArgument, "Cannot bitcast from %v to %v: shape %v", in.DType, to, in.Shape)
+		}
+		s = s[:len(s)-1]
+	}
+	ctx.SetOutput(0, &tensor.Tensor{DType: to, Shape: s, Buf: in.Buf})
+	return nil
+}
+
+func matrixBandPart(ctx *kernels.Context) error {
+	in := ctx.Input(0)
+	if len(in.Shape) < 2 {
+		return ctx.Errorf(status.InvalidArgument, "input must be at least 2-dim, received shape: %v", in.Shape)
+	}
+	lo, err := scalarInt(ctx, 1, "num_lower")
+	if err != nil {
+		return err
+	}
+	hi, err := scalarInt(ctx, 2, "num_upper")
+	if err != nil {
+		return err
+	}
+	m, n := in.Shape[len(in.Shape)-2], in.Shape[len(in.Shape)-1]
+	if lo > m {
+		return ctx.Errorf(status.InvalidArgument, "num_lower must be negative or less or equal to number of rows (%d) got: %d", m, lo)
+	}
+	if hi > n {
+		return ctx.Errorf(status.InvalidArgument, "num_upper must be negative or less or equal to number of columns (%d) got: %d", n, hi)
+	}
+	o, err := ctx.Allocate(0, in.Shape)
+	if err != nil {
+		return err
+	}
+	batch := in.NumElements()
+	if batch == 0 {
+		return nil
+	}
+	batch /= m * n
+	for b := int64(0); b < batch; b++ {
+		for i := int64(0); i < m; i++ {
+			for j := int64(0); j < n; j++ {
+				if (lo < 0 || i-j <= lo) && (hi < 0 || j-i <= hi) {
+					k := int((b*m+i)*n + j)
+					copyElems(o, k, in, k, 1)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func unique(ctx *kernels.Context) error {
+	x := ctx.Input(0)
+	if len(x.Shape) != 1 {
+		return ctx.Errorf(status.InvalidArgument, "unique expects a 1D vector.")
+	}
+	n := int(x.Shape[0])
+	first := make([]int, 0, n) // positions of the first occurrences
+	idx := make([]int64, n)
+	switch x.DType {
+	case tensor.Float:
+		uniqueBy(x.F32(), &first, idx)
+	case tensor.Double:
+		uniqueBy(x.F64(), &first, idx)
+	case tensor.Half, tensor.Bfloat16:
+		uniqueBy(toF32(x), &first, idx)
+	case tensor.String:
+		s := make([]string, n)
+		for i, b := range x.Strs {
+			s[i] = string(b)
+		}
+		uniqueBy(s, &first, idx)
+	default:
+		if !x.DType.Fixed() {
+			return ctx.Errorf(status.Unimplemented, "Unique of %v", x.DType)
+		}
+		es := x.DType.Size()
+		s := make([]string, n)
+		for i := range s {
+			s[i] = string(x.Buf[i*es : (i+1)*es])
+		}
+		uniqueBy(s, &first, idx)
+	}
+	y, err := ctx.Allocate(0, tensor.Shape{int64(len(first))})
+	if err != nil {
+		return err
+	}
+	for k, i := range first {
+		copyElems(y, k, x, i, 1)
+	}
+	o, err := ctx.Allocate(1, tensor.Shape{int64(n)})
+	if err != nil {
+		return err
+	}
+	for i, v := range idx {
+		setInt(o, i, v)
+	}
+	return nil
+}
+
+// uniqueBy numbers the distinct values of v in order of first occurrence.
+// Floats compare by value (NaN never equals itself, so each NaN is its own
+// entry; -0 equals 0), as TF's hash map does.
+func uniqueBy[T comparable](v []T, first *[]int, idx []int64) {
+	seen := make(map[T]int64, len(v))
+	for i, x := range v {
+		k, ok := seen[x]
+		if !ok {
+			k = int64(len(*first))
+			seen[x] = k
+			*first = append(*first, i)
+		}
+		idx[i] = k
+	}
+}
+
+func invertPermutation(ctx *kernels.Context) error {
+	x := ctx.Input(0)
+	if len(x.Shape) != 1 {
+		return ctx.Errorf(status.InvalidArgument, "invert_permutation expects a 1D vector.")
+	}
+	v, err := hostInts(ctx, 0, "x")
+	if err != nil {
+		return err
+	}
+	n := int64(len(v))
+	if x.DType == tensor.Int32 && n > math.MaxInt32 {
+		return ctx.Errorf(status.InvalidArgument, "permutation of %d elements does not fit int32", n)
+	}
+	o, err := ctx.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	seen := make([]bool, n)
+	for i, d := range v {
+		if d < 0 || d >= n {
+			return ctx.Errorf(status.InvalidArgument, "%d is not between 0 and %d", d, n)
+		}
+		if seen[d] {
+			return ctx.Errorf(status.InvalidArgument, "%d is duplicated in the input.", d)
+		}
+		seen[d] = true
+		setInt(o, int(d), int64(i))
+	}
+	return nil
+}
