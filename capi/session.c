@@ -117,3 +117,8 @@ void MS_SessionStats(TF_Session* session, TF_Buffer* json_out,
                      TF_Status* status) {
   msSessionStats(session ? session->h : 0, json_out, status);
 }
+
+void MS_SessionConfig(TF_Session* session, TF_Buffer* json_out,
+                      TF_Status* status) {
+  msSessionConfig(session ? session->h : 0, json_out, status);
+}

@@ -353,6 +353,20 @@ func msSessionStats(h C.uintptr_t, buf *C.TF_Buffer, s *C.TF_Status) {
 	setStatus(s, err)
 }
 
+//export msSessionConfig
+func msSessionConfig(h C.uintptr_t, buf *C.TF_Buffer, s *C.TF_Status) {
+	defer recoverTo(s, "MS_SessionConfig")
+	so, err := sessionOf(h)
+	var js []byte
+	if err == nil {
+		js, err = so.s.ConfigJSON()
+	}
+	if err == nil {
+		err = writeBuffer(buf, js)
+	}
+	setStatus(s, err)
+}
+
 //export msTextToBinary
 func msTextToBinary(text unsafe.Pointer, n C.size_t, config C.int, buf *C.TF_Buffer, s *C.TF_Status) {
 	defer recoverTo(s, "MS_TextToBinary")

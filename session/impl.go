@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"mstream/envcfg"
 	"mstream/exec"
 	"mstream/graph"
 	"mstream/proto/tfpb"
@@ -29,6 +31,7 @@ const cpuMemoryBytes = 268435456
 const maxCachedPlans = 1024
 
 type state struct {
+	env      *envcfg.Config
 	closed   atomic.Bool
 	pools    []*exec.Pool
 	intra    *exec.Intra
@@ -63,7 +66,17 @@ func newSession(g *graph.Graph, opts *Options) (*Session, error) {
 	if cfg == nil {
 		cfg = &tfpb.ConfigProto{}
 	}
-	st := &state{plans: map[string]*exec.Plan{}, pruns: map[string]*partialRun{}}
+	// The knobs are read once, here: a bad value fails TF_NewSession, and a
+	// session never sees the environment change under it.
+	lookup := os.LookupEnv
+	if o.Env != nil {
+		lookup = envcfg.LookupMap(o.Env)
+	}
+	env, err := envcfg.Load(lookup)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{env: env, plans: map[string]*exec.Plan{}, pruns: map[string]*partialRun{}}
 	st.interN = int(cfg.GetInterOpParallelismThreads())
 	if st.interN <= 0 {
 		st.interN = runtime.NumCPU()
@@ -301,4 +314,8 @@ func (s *Session) statsJSON() ([]byte, error) {
 			"runs_in_flight": st.inflight.Load(),
 		}},
 	})
+}
+
+func (s *Session) configJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"knobs": s.impl.env.Effective()})
 }

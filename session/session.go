@@ -12,6 +12,9 @@ import (
 type Options struct {
 	Target string
 	Config *tfpb.ConfigProto
+	// Env, when non-nil, replaces the process environment as the source of
+	// the TF_* and MSTREAM_* knobs (tests give each session its own).
+	Env map[string]string
 }
 
 // Feed replaces one output of the graph with a value for one Run.
@@ -67,5 +70,9 @@ func (s *Session) Devices() []DeviceInfo { return s.devices() }
 
 // StatsJSON is MS_SessionStats: effective configuration and per-group stats.
 func (s *Session) StatsJSON() ([]byte, error) { return s.statsJSON() }
+
+// ConfigJSON is MS_SessionConfig: every knob with the value this session
+// runs with, whether it was set, and its raw text.
+func (s *Session) ConfigJSON() ([]byte, error) { return s.configJSON() }
 
 var _ = status.OK

@@ -41,6 +41,15 @@ TF_CAPI_EXPORT extern void MS_SessionStats(TF_Session* session,
                                            TF_Buffer* json_out,
                                            TF_Status* status);
 
+/* Writes the configuration the session runs with as a JSON object into
+   *json_out: {"knobs": [{"name", "value", "default", "raw", "set",
+   "alias_of", "doc"}, ...]}, one entry per TF_* / MSTREAM_* variable, as
+   read once when the session was created (a bad value fails TF_NewSession
+   instead). The session is borrowed; the caller owns `json_out`. */
+TF_CAPI_EXPORT extern void MS_SessionConfig(TF_Session* session,
+                                            TF_Buffer* json_out,
+                                            TF_Status* status);
+
 /* Returns how many objects of `kind` exist right now, for leak checks. A kind
    is a handle type the caller deletes ("TF_Status", "TF_Buffer", "TF_Tensor",
    "TF_Graph", "TF_OperationDescription", "TF_ImportGraphDefOptions",
