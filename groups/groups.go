@@ -1,0 +1,473 @@
+package groups
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"mstream/bfc"
+	"mstream/device"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensorholder"
+)
+
+// GroupID identifies a group within its Set, over all devices.
+type GroupID int
+
+// ThreadMode is how groups get their threads (TF_GPU_THREAD_MODE).
+type ThreadMode string
+
+const (
+	ThreadGlobal     ThreadMode = "global"
+	ThreadGPUPrivate ThreadMode = "gpu_private"
+	ThreadGPUShared  ThreadMode = "gpu_shared"
+)
+
+// Pool is a thread pool (exec.Pool): tasks submitted never block the
+// submitter.
+type Pool interface {
+	Submit(f func())
+	Size() int
+	Close()
+}
+
+// Config is the typed configuration of a Set; the session fills it from
+// envcfg and the ConfigProto.
+type Config struct {
+	Devices []device.Device
+	// Counts gives the number of groups of each device (len(Devices)
+	// entries, each at least 1).
+	Counts []int
+	// Merge puts compute and the three copy roles on one stream.
+	Merge bool
+	// Contexts spreads each device's groups over this many contexts.
+	Contexts int
+	// PerGroupHostAlloc gives each group its own host allocator.
+	PerGroupHostAlloc bool
+	// SegmentOwnConst shares constants between the groups of a device.
+	SegmentOwnConst bool
+	// ShareMemPool makes the groups of a device draw from one budget.
+	ShareMemPool bool
+	// StreamAware makes one stream-aware allocator serve every group of
+	// a device.
+	StreamAware bool
+	// ExtendLimit caps one region growth, in bytes (0: no cap).
+	ExtendLimit uint64
+	// AllowGrowth grows regions on demand.
+	AllowGrowth bool
+	// MemoryFraction is per_process_gpu_memory_fraction (0: unset).
+	MemoryFraction float64
+	// MemoryLimitMB is virtual_devices[d].memory_limit_mb[0] for device d
+	// (missing or 0: unset).
+	MemoryLimitMB []float64
+	// InternalFragFraction is TF's internal_fragmentation_fraction (0:
+	// bfc's default).
+	InternalFragFraction float64
+	// HostMemLimit bounds each host allocator, in bytes (0: 64 GiB).
+	HostMemLimit uint64
+
+	ThreadMode  ThreadMode
+	ThreadCount int
+	// SessionPools are the ConfigProto's session_inter_op_thread_pool
+	// pools; GlobalPool is used when there are none. The Set does not own
+	// them.
+	SessionPools []Pool
+	GlobalPool   Pool
+	GlobalIntra  kernels.Parallelizer
+	// NewPool and NewIntra make the threads of gpu_private and gpu_shared
+	// groups, which the Set owns.
+	NewPool  func(n int) Pool
+	NewIntra func(n int) kernels.Parallelizer
+}
+
+// Set is every group of every device of one session.
+type Set struct {
+	cfg       Config
+	groups    []*Group
+	perDevice [][]*Group
+	shared    []*ConstStore // per device, with SegmentOwnConst
+	// Holder keeps buffers used on a second stream until that stream has
+	// passed its last use; shared by every group.
+	Holder tensorholder.Holder
+
+	mu     sync.Mutex
+	cursor []int // per device: where the round-robin resumes
+
+	ownedPools []Pool
+	streams    []device.Stream
+}
+
+// Group is one stream group. Its fields never change after New.
+type Group struct {
+	ID          GroupID
+	Index       int // within its device
+	Device      device.Device
+	DeviceIndex int
+	Context     int
+
+	Compute, H2D, D2H, D2D device.Stream
+
+	// Alloc serves device buffers; AllocShared says other groups use it
+	// too (stream-aware mode).
+	Alloc       *bfc.Allocator
+	AllocShared bool
+	// HostAlloc serves staging buffers for copies; HostShared says other
+	// groups use it too.
+	HostAlloc  *bfc.Allocator
+	HostShared bool
+
+	// Launch runs the host side of steps (the executor); Intra splits
+	// kernels into parallel chunks.
+	Launch   Pool
+	PoolDesc PoolDesc
+	Intra    kernels.Parallelizer
+
+	// Consts is where this group's constants live: its own store, or the
+	// device's shared one.
+	Consts *ConstStore
+
+	inFlight     atomic.Int64
+	completed    atomic.Int64
+	failed       atomic.Int64
+	waits        atomic.Int64
+	waitsSkipped atomic.Int64
+}
+
+// PoolDesc says which threads a group uses.
+type PoolDesc struct {
+	// Kind is "inter_op" (the session's pool), "session_pool" (a
+	// session_inter_op_thread_pool entry), "gpu_private" or "gpu_shared".
+	Kind    string `json:"kind"`
+	Index   int    `json:"index"`
+	Threads int    `json:"threads"`
+}
+
+const defaultHostMemLimit = 64 << 30
+
+// New creates the groups, their streams, allocators and pools. On error
+// everything created so far is released.
+func New(cfg Config) (set *Set, err error) {
+	if len(cfg.Devices) == 0 || len(cfg.Counts) != len(cfg.Devices) {
+		return nil, status.Errorf(status.Internal, "groups: %d devices, %d counts", len(cfg.Devices), len(cfg.Counts))
+	}
+	if cfg.Contexts < 1 {
+		cfg.Contexts = 1
+	}
+	if cfg.ThreadCount < 1 {
+		cfg.ThreadCount = 2
+	}
+	if cfg.HostMemLimit == 0 {
+		cfg.HostMemLimit = defaultHostMemLimit
+	}
+	s := &Set{cfg: cfg, cursor: make([]int, len(cfg.Devices))}
+	defer func() {
+		if err != nil {
+			s.Close()
+			set = nil
+		}
+	}()
+	var sharedPool Pool
+	var sharedIntra kernels.Parallelizer
+	if cfg.ThreadMode == ThreadGPUShared {
+		sharedPool = cfg.NewPool(cfg.ThreadCount)
+		sharedIntra = cfg.NewIntra(cfg.ThreadCount)
+		s.ownedPools = append(s.ownedPools, sharedPool)
+	}
+	for d, dev := range cfg.Devices {
+		n := cfg.Counts[d]
+		if n < 1 {
+			return nil, status.InvalidArg("device %s: %d stream groups", dev.Name(), n)
+		}
+		limit := deviceLimit(dev, cfg, d)
+		allocs, shared, err := s.deviceAllocators(dev, d, n, limit)
+		if err != nil {
+			return nil, err
+		}
+		var hostShared *bfc.Allocator
+		if !cfg.PerGroupHostAlloc {
+			if hostShared, err = hostAllocator(dev, fmt.Sprintf("%s_host", shortName(dev, d)), cfg.HostMemLimit); err != nil {
+				return nil, err
+			}
+		}
+		var devConsts *ConstStore
+		if cfg.SegmentOwnConst {
+			devConsts = &ConstStore{Shared: true, Name: shortName(dev, d) + "_consts"}
+		}
+		s.shared = append(s.shared, devConsts)
+		ctxs := min(cfg.Contexts, n, dev.Contexts())
+		var row []*Group
+		for j := 0; j < n; j++ {
+			g := &Group{ID: GroupID(len(s.groups)), Index: j, Device: dev, DeviceIndex: d, Context: j % ctxs,
+				Alloc: allocs[j], AllocShared: shared}
+			if err := s.makeStreams(g); err != nil {
+				return nil, err
+			}
+			if hostShared != nil {
+				g.HostAlloc, g.HostShared = hostShared, n > 1
+			} else if g.HostAlloc, err = hostAllocator(dev, fmt.Sprintf("%s_group%d_host", shortName(dev, d), j), cfg.HostMemLimit); err != nil {
+				return nil, err
+			}
+			switch cfg.ThreadMode {
+			case ThreadGPUPrivate:
+				g.Launch = cfg.NewPool(cfg.ThreadCount)
+				g.Intra = cfg.NewIntra(cfg.ThreadCount)
+				g.PoolDesc = PoolDesc{Kind: "gpu_private", Index: int(g.ID), Threads: cfg.ThreadCount}
+				s.ownedPools = append(s.ownedPools, g.Launch)
+			case ThreadGPUShared:
+				g.Launch, g.Intra = sharedPool, sharedIntra
+				g.PoolDesc = PoolDesc{Kind: "gpu_shared", Threads: cfg.ThreadCount}
+			default:
+				g.Intra = cfg.GlobalIntra
+				if k := len(cfg.SessionPools); k > 0 {
+					i := int(g.ID) % k
+					g.Launch = cfg.SessionPools[i]
+					g.PoolDesc = PoolDesc{Kind: "session_pool", Index: i, Threads: g.Launch.Size()}
+				} else {
+					g.Launch = cfg.GlobalPool
+					g.PoolDesc = PoolDesc{Kind: "inter_op", Threads: g.Launch.Size()}
+				}
+			}
+			if devConsts != nil {
+				g.Consts = devConsts
+			} else {
+				g.Consts = &ConstStore{Name: fmt.Sprintf("%s_group%d_consts", shortName(dev, d), j)}
+			}
+			row = append(row, g)
+			s.groups = append(s.groups, g)
+		}
+		s.perDevice = append(s.perDevice, row)
+	}
+	return s, nil
+}
+
+// shortName is how allocators of device d are named: "CPU_0", "GPU_1".
+func shortName(dev device.Device, d int) string { return fmt.Sprintf("%s_%d", dev.Type(), d) }
+
+// deviceLimit is the memory all of device d's allocators may hold.
+func deviceLimit(dev device.Device, cfg Config, d int) uint64 {
+	base := uint64(max(dev.MemoryBytes(), 0))
+	if d < len(cfg.MemoryLimitMB) && cfg.MemoryLimitMB[d] > 0 {
+		return uint64(cfg.MemoryLimitMB[d] * (1 << 20))
+	}
+	if cfg.MemoryFraction > 0 {
+		return uint64(cfg.MemoryFraction * float64(base))
+	}
+	return base
+}
+
+// deviceAllocators makes the n group allocators of a device (the same one n
+// times in stream-aware mode).
+func (s *Set) deviceAllocators(dev device.Device, d, n int, limit uint64) ([]*bfc.Allocator, bool, error) {
+	cfg := s.cfg
+	frag := func(l uint64) uint64 {
+		if cfg.InternalFragFraction > 0 {
+			return max(uint64(cfg.InternalFragFraction*float64(l)), bfc.MinAlloc)
+		}
+		return 0
+	}
+	out := make([]*bfc.Allocator, n)
+	if cfg.StreamAware {
+		a, err := bfc.New(dev.Memory(), bfc.Options{
+			Name: shortName(dev, d) + "_bfc", Limit: limit, AllowGrowth: cfg.AllowGrowth,
+			ExtendLimit: cfg.ExtendLimit, StreamAware: true, NewEvent: dev.NewEvent, MaxInternalFrag: frag(limit),
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		for j := range out {
+			out[j] = a
+		}
+		return out, n > 1, nil
+	}
+	var backend bfc.Backend = dev.Memory()
+	per, growth := limit/uint64(n), cfg.AllowGrowth
+	if cfg.ShareMemPool && n > 1 {
+		backend = &budgetMemory{Memory: dev.Memory(), b: &budget{limit: limit}, sizes: map[uint64]uint64{}}
+		per, growth = limit, true
+	}
+	for j := range out {
+		a, err := bfc.New(backend, bfc.Options{
+			Name: fmt.Sprintf("%s_group%d_bfc", shortName(dev, d), j), Limit: per, AllowGrowth: growth,
+			ExtendLimit: cfg.ExtendLimit, MaxInternalFrag: frag(per),
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		out[j] = a
+	}
+	return out, false, nil
+}
+
+// hostAllocator is a growing bfc over the device's host (staging) memory.
+func hostAllocator(dev device.Device, name string, limit uint64) (*bfc.Allocator, error) {
+	return bfc.New(dev.HostMemory(), bfc.Options{Name: name, Limit: limit, AllowGrowth: true})
+}
+
+func (s *Set) makeStreams(g *Group) error {
+	mk := func() (device.Stream, error) {
+		st, err := g.Device.NewStream(g.Context)
+		if err != nil {
+			return nil, status.Wrap(err, "group %d of %s: stream", g.Index, g.Device.Name())
+		}
+		s.streams = append(s.streams, st)
+		return st, nil
+	}
+	var err error
+	if g.Compute, err = mk(); err != nil {
+		return err
+	}
+	if s.cfg.Merge {
+		g.H2D, g.D2H, g.D2D = g.Compute, g.Compute, g.Compute
+		return nil
+	}
+	if g.H2D, err = mk(); err != nil {
+		return err
+	}
+	if g.D2H, err = mk(); err != nil {
+		return err
+	}
+	g.D2D, err = mk()
+	return err
+}
+
+// Groups lists every group, by ID.
+func (s *Set) Groups() []*Group { return s.groups }
+
+// Group returns group id.
+func (s *Set) Group(id GroupID) *Group { return s.groups[id] }
+
+// OnDevice lists device d's groups, by index.
+func (s *Set) OnDevice(d int) []*Group { return s.perDevice[d] }
+
+// Pick chooses the group of device d that serves a run: fewest runs in
+// flight, ties round-robin. The caller must call Done on it exactly once.
+func (s *Set) Pick(d int) *Group {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	row := s.perDevice[d]
+	start := s.cursor[d]
+	best := row[start%len(row)]
+	for k := 1; k < len(row); k++ {
+		g := row[(start+k)%len(row)]
+		if g.inFlight.Load() < best.inFlight.Load() {
+			best = g
+		}
+	}
+	s.cursor[d] = (best.Index + 1) % len(row)
+	best.inFlight.Add(1)
+	return best
+}
+
+// Begin counts a run on g that was not chosen by Pick (node-level mode
+// runs on several groups at once).
+func (g *Group) Begin() { g.inFlight.Add(1) }
+
+// Done ends a run begun by Pick or Begin.
+func (g *Group) Done(ok bool) {
+	g.inFlight.Add(-1)
+	if ok {
+		g.completed.Add(1)
+	} else {
+		g.failed.Add(1)
+	}
+}
+
+// InFlight is the number of runs on g now.
+func (g *Group) InFlight() int64 { return g.inFlight.Load() }
+
+// Completed is the number of runs g finished without error.
+func (g *Group) Completed() int64 { return g.completed.Load() }
+
+// CountWaits adds cross-stream waits a step inserted on g's streams, and
+// those TF_REDUCE_STREAM_WAIT found implied by earlier ones.
+func (g *Group) CountWaits(inserted, skipped int) {
+	if inserted > 0 {
+		g.waits.Add(int64(inserted))
+	}
+	if skipped > 0 {
+		g.waitsSkipped.Add(int64(skipped))
+	}
+}
+
+// Streams lists the group's distinct streams: compute, h2d, d2h, d2d, or
+// one when merged.
+func (g *Group) Streams() []device.Stream {
+	if g.H2D == g.Compute {
+		return []device.Stream{g.Compute}
+	}
+	return []device.Stream{g.Compute, g.H2D, g.D2H, g.D2D}
+}
+
+// Close waits for every stream to drain, stops them and the pools the Set
+// owns, and returns every allocator's regions.
+func (s *Set) Close() {
+	for _, st := range s.streams {
+		st.Synchronize()
+	}
+	s.Holder.Drain()
+	for _, st := range s.streams {
+		st.Close()
+	}
+	for _, p := range s.ownedPools {
+		p.Close()
+	}
+	closed := map[*bfc.Allocator]bool{}
+	for _, g := range s.groups {
+		for _, a := range []*bfc.Allocator{g.Alloc, g.HostAlloc} {
+			if a != nil && !closed[a] {
+				closed[a] = true
+				a.Close()
+			}
+		}
+	}
+}
+
+// budget is a memory limit shared by several allocators.
+type budget struct {
+	mu          sync.Mutex
+	used, limit uint64
+}
+
+// budgetMemory is device memory drawn against a shared budget: an
+// allocator's region growth is refused when the device's groups together
+// would pass the limit (bfc then retries smaller).
+type budgetMemory struct {
+	device.Memory
+	b     *budget
+	mu    sync.Mutex
+	sizes map[uint64]uint64
+}
+
+func (m *budgetMemory) Alloc(size uint64) (uint64, error) {
+	m.b.mu.Lock()
+	if m.b.used+size > m.b.limit {
+		used, limit := m.b.used, m.b.limit
+		m.b.mu.Unlock()
+		return 0, status.Errorf(status.ResourceExhausted, "shared pool: %d bytes more would pass the limit %d (%d in regions)", size, limit, used)
+	}
+	m.b.used += size
+	m.b.mu.Unlock()
+	base, err := m.Memory.Alloc(size)
+	if err != nil {
+		m.b.mu.Lock()
+		m.b.used -= size
+		m.b.mu.Unlock()
+		return 0, err
+	}
+	m.mu.Lock()
+	m.sizes[base] = size
+	m.mu.Unlock()
+	return base, nil
+}
+
+func (m *budgetMemory) Free(base uint64) {
+	m.mu.Lock()
+	size := m.sizes[base]
+	delete(m.sizes, base)
+	m.mu.Unlock()
+	m.Memory.Free(base)
+	m.b.mu.Lock()
+	m.b.used -= size
+	m.b.mu.Unlock()
+}
