@@ -1,0 +1,271 @@
+package cpu
+
+import (
+	"math"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Normalisation: FusedBatchNorm/V2/V3 (inference and training, NHWC/NCHW
+// and the 5-D formats of V3) and LRN. Statistics are float32 (U), as in
+// TF; x and y may be half or bfloat16, computed in float32.
+
+func init() {
+	for _, op := range []string{"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"} {
+		types := []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}
+		if op == "FusedBatchNorm" {
+			types = []tensor.DType{tensor.Float}
+		}
+		reg(op, types, nil, func(n *graph.Node) (kernels.Kernel, error) {
+			bn := bnAttrs{
+				eps:      float64(attrFloat(n, "epsilon", 1e-4)),
+				factor:   float64(attrFloat(n, "exponential_avg_factor", 1)),
+				training: attrBool(n, "is_training"),
+				format:   attrString(n, "data_format", "NHWC"),
+			}
+			if a := n.Attrs["is_training"]; a == nil {
+				bn.training = true // the OpDef's default
+			}
+			switch bn.format {
+			case "NHWC", "NCHW", "NDHWC", "NCDHW":
+			default:
+				return nil, nodeErr(n, status.InvalidArgument, "Invalid data format %q", bn.format)
+			}
+			if u := attrType(n, "U"); u != tensor.Invalid && u != tensor.Float {
+				return nil, nodeErr(n, status.Unimplemented, "FusedBatchNorm with U=%v on CPU", u)
+			}
+			return kernels.KernelFunc(func(ctx *kernels.Context) error { return fusedBatchNorm(ctx, bn) }), nil
+		})
+	}
+	reg("LRN", []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		l := lrnAttrs{radius: attrInt(n, "depth_radius", 5), bias: attrFloat(n, "bias", 1), alpha: attrFloat(n, "alpha", 1), beta: attrFloat(n, "beta", 0.5)}
+		if l.radius < 0 || l.radius > math.MaxInt32 {
+			return nil, nodeErr(n, status.InvalidArgument, "depth_radius = %d larger than int max", l.radius)
+		}
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return lrn(ctx, l) }), nil
+	})
+}
+
+func attrFloat(n *graph.Node, name string, def float32) float32 {
+	if a := n.Attrs[name]; a != nil {
+		return a.GetF()
+	}
+	return def
+}
+
+type bnAttrs struct {
+	eps, factor float64
+	training    bool
+	format      string
+}
+
+func fusedBatchNorm(ctx *kernels.Context, bn bnAttrs) error {
+	x := ctx.Input(0)
+	if len(x.Shape) != 4 && len(x.Shape) != 5 {
+		return ctx.Errorf(status.InvalidArgument, "input must be 4 or 5-dimensional%v", x.Shape)
+	}
+	if (len(x.Shape) == 5) != (bn.format == "NDHWC" || bn.format == "NCDHW") {
+		return ctx.Errorf(status.InvalidArgument, "data format %s does not fit a %d-dimensional input", bn.format, len(x.Shape))
+	}
+	names := []string{"scale", "offset", "mean", "variance"}
+	for i, nm := range names {
+		if len(ctx.Input(i+1).Shape) != 1 {
+			return ctx.Errorf(status.InvalidArgument, "%s must be 1-dimensional%v", nm, ctx.Input(i+1).Shape)
+		}
+	}
+	ax := len(x.Shape) - 1
+	if bn.format == "NCHW" || bn.format == "NCDHW" {
+		ax = 1
+	}
+	c := x.Shape[ax]
+	for i, nm := range names {
+		if i >= 2 && bn.training && bn.factor == 1 {
+			break
+		}
+		if n := ctx.Input(i + 1).NumElements(); n != c {
+			pre := ""
+			if i >= 2 {
+				pre = "When is_training=false, "
+				if bn.training {
+					pre = "When exponential_avg_factor != 1, "
+				}
+			}
+			return ctx.Errorf(status.InvalidArgument, "%s%s must have the same number of elements as the channels of x, got %d and %d", pre, nm, n, c)
+		}
+	}
+	y, err := ctx.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	stats := make([]*tensor.Tensor, 4)
+	for i := range stats {
+		if stats[i], err = ctx.Allocate(i+1, tensor.Shape{ctx.Input(1).Shape[0]}); err != nil {
+			return err
+		}
+	}
+	if len(ctx.Node.OutTypes) == 6 {
+		// reserve_space_3: a placeholder scalar on CPU, as TF allocates.
+		if _, err := ctx.Allocate(5, tensor.Shape{}); err != nil {
+			return err
+		}
+	}
+	scale, offset := ctx.Input(1).F32(), ctx.Input(2).F32()
+	var mean, variance []float32
+	if !(bn.training && bn.factor == 1) {
+		mean, variance = ctx.Input(3).F32(), ctx.Input(4).F32()
+	}
+	if x.NumElements() == 0 {
+		// TF reports NaN statistics for an empty batch.
+		for _, s := range stats[:2] {
+			for i := range s.F32() {
+				s.F32()[i] = float32(math.NaN())
+			}
+		}
+		return nil
+	}
+	outer, inner := outerInner(x.Shape, ax)
+	xs := toF32(x)
+	ys := y.F32()
+	if y.DType != tensor.Float {
+		ys = make([]float32, len(xs))
+	}
+	m, v := mean, variance
+	if bn.training {
+		cnt := float64(outer * inner)
+		sum, sq := make([]float64, c), make([]float64, c)
+		forChannels(xs, outer, c, inner, func(k int, row []float32) {
+			for _, e := range row {
+				sum[k] += float64(e)
+			}
+		})
+		bm := make([]float32, c)
+		for k := range bm {
+			bm[k] = float32(sum[k] / cnt)
+		}
+		forChannels(xs, outer, c, inner, func(k int, row []float32) {
+			mk := float64(bm[k])
+			for _, e := range row {
+				d := float64(e) - mk
+				sq[k] += d * d
+			}
+		})
+		bv := make([]float32, c)
+		adj := cnt / math.Max(cnt-1, 1)
+		rm, rv := stats[0].F32(), stats[1].F32()
+		for k := range bv {
+			bv[k] = float32(sq[k] / cnt)
+			if bn.factor == 1 {
+				rm[k], rv[k] = bm[k], float32(float64(bv[k])*adj)
+			} else {
+				f := bn.factor
+				rm[k] = float32((1-f)*float64(mean[k]) + f*float64(bm[k]))
+				rv[k] = float32((1-f)*float64(variance[k]) + f*adj*float64(bv[k]))
+			}
+		}
+		copy(stats[2].F32(), bm)
+		copy(stats[3].F32(), bv)
+		m, v = bm, bv
+	} else {
+		copy(stats[0].F32(), mean)
+		copy(stats[1].F32(), variance)
+	}
+	mul, add := make([]float32, c), make([]float32, c)
+	for k := range mul {
+		s := float32(1/math.Sqrt(float64(v[k])+bn.eps)) * scale[k]
+		mul[k], add[k] = s, offset[k]-m[k]*s
+	}
+	ctx.For(int(outer*c), float64(inner)*2, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			k := r % int(c)
+			src, dst := xs[int64(r)*inner:int64(r+1)*inner], ys[int64(r)*inner:int64(r+1)*inner]
+			a, b := mul[k], add[k]
+			for i, e := range src {
+				dst[i] = e*a + b
+			}
+		}
+	})
+	if y.DType != tensor.Float {
+		storeF32(y, ys)
+	}
+	return nil
+}
+
+// forChannels calls f for every contiguous run of one channel in a tensor
+// viewed as [outer, c, inner].
+func forChannels(x []float32, outer, c, inner int64, f func(k int, row []float32)) {
+	for p := int64(0); p < outer; p++ {
+		for k := int64(0); k < c; k++ {
+			off := (p*c + k) * inner
+			f(int(k), x[off:off+inner])
+		}
+	}
+}
+
+type lrnAttrs struct {
+	radius            int64
+	bias, alpha, beta float32
+}
+
+// lrn is local response normalisation over the last (depth) dimension:
+// out = in / (bias + alpha * sum of squares over [d-r, d+r]) ^ beta.
+func lrn(ctx *kernels.Context, l lrnAttrs) error {
+	x := ctx.Input(0)
+	if len(x.Shape) != 4 {
+		return ctx.Errorf(status.InvalidArgument, "in must be 4-dimensional, got %v", x.Shape)
+	}
+	o, err := ctx.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	d := int(x.Shape[3])
+	if o.NumElements() == 0 {
+		return nil
+	}
+	xs := toF32(x)
+	ys := o.F32()
+	if o.DType != tensor.Float {
+		ys = make([]float32, len(xs))
+	}
+	r := int(l.radius)
+	bias, alpha, beta := float64(l.bias), float64(l.alpha), float64(l.beta)
+	ctx.For(len(xs)/d, float64(d)*float64(2*r+10), func(lo, hi int) {
+		for row := lo; row < hi; row++ {
+			src, dst := xs[row*d:(row+1)*d], ys[row*d:(row+1)*d]
+			// A running sum of squares over the window.
+			var sq float64
+			for q := 0; q < min(r, d-1)+1 && q < d; q++ {
+				sq += float64(src[q]) * float64(src[q])
+			}
+			for i := range src {
+				if i > 0 {
+					if j := i + r; j < d {
+						sq += float64(src[j]) * float64(src[j])
+					}
+					if j := i - r - 1; j >= 0 {
+						sq -= float64(src[j]) * float64(src[j])
+					}
+				}
+				den := bias + alpha*sq
+				var inv float64
+				switch beta {
+				case 0.5:
+					inv = 1 / math.Sqrt(den)
+				case 0.75:
+					inv = 1 / math.Sqrt(den*math.Sqrt(den))
+				case 1:
+					inv = 1 / den
+				default:
+					inv = math.Pow(den, -beta)
+				}
+				dst[i] = float32(float64(src[i]) * inv)
+			}
+		}
+	})
+	if o.DType != tensor.Float {
+		storeF32(o, ys)
+	}
+	return nil
+}
