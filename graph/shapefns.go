@@ -62,6 +62,45 @@ func init() {
 	RegisterShapeFn("StridedSlice", stridedSliceShape)
 	RegisterShapeFn("Fill", fillShape)
 	RegisterShapeFn("AddN", addNShape)
+	RegisterShapeFn("Equal", equalityShape)
+	RegisterShapeFn("NotEqual", equalityShape)
+	RegisterShapeFn("ArgMax", argShape)
+	RegisterShapeFn("ArgMin", argShape)
+}
+
+// equalityShape is binaryShape, except that with incompatible_shape_error
+// false shapes that do not broadcast give an unknown shape (the kernel then
+// returns a scalar), as TF's shape function does.
+func equalityShape(c *ShapeContext) ([]tensor.PartialShape, error) {
+	s, err := BroadcastShapes(c.In[0], c.In[1])
+	if err != nil {
+		if a := c.Attr("incompatible_shape_error"); a != nil && !a.GetB() {
+			return []tensor.PartialShape{tensor.Unknown}, nil
+		}
+		return nil, err
+	}
+	return []tensor.PartialShape{s}, nil
+}
+
+// argShape drops the reduced axis of ArgMax/ArgMin.
+func argShape(c *ShapeContext) ([]tensor.PartialShape, error) {
+	in := c.In[0]
+	ax, ok := c.ConstInts(1)
+	if !in.Known {
+		return []tensor.PartialShape{tensor.Unknown}, nil
+	}
+	if !ok || len(ax) != 1 {
+		if len(in.Dims) == 0 {
+			return nil, errorf("input must have rank >= 1")
+		}
+		return []tensor.PartialShape{unknownDims(len(in.Dims) - 1)}, nil
+	}
+	a, err := normAxis(ax[0], len(in.Dims), "dimension")
+	if err != nil {
+		return nil, err
+	}
+	out := append(append([]int64{}, in.Dims[:a]...), in.Dims[a+1:]...)
+	return []tensor.PartialShape{known(out...)}, nil
 }
 
 func unchangedShape(c *ShapeContext) ([]tensor.PartialShape, error) {

@@ -110,12 +110,16 @@ func binaryOp(ctx *kernels.Context, op binOp) error {
 	}
 	switch a.DType {
 	case tensor.Float:
-		runBinary(ctx, op, bc, a.F32(), b.F32(), o.F32())
+		if !vecBinaryOp(ctx, binOpVec[op], bc, a.F32(), b.F32(), o.F32()) {
+			runBinary(ctx, op, bc, a.F32(), b.F32(), o.F32())
+		}
 	case tensor.Double:
 		runBinary(ctx, op, bc, a.F64(), b.F64(), o.F64())
 	case tensor.Half, tensor.Bfloat16:
 		out := make([]float32, o.NumElements())
-		runBinary(ctx, op, bc, toF32(a), toF32(b), out)
+		if !vecBinaryOp(ctx, binOpVec[op], bc, toF32(a), toF32(b), out) {
+			runBinary(ctx, op, bc, toF32(a), toF32(b), out)
+		}
 		storeF32(o, out)
 	case tensor.Int32:
 		runBinary(ctx, op, bc, a.I32(), b.I32(), o.I32())

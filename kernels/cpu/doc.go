@@ -13,6 +13,15 @@
 // fast paths for equal shapes and a scalar on either side; BiasAdd is a
 // broadcast add of the bias viewed as [C, 1, ...].
 //
+// Elementwise ops beyond the arithmetic of binary.go live in
+// elementwise_unary.go (math, activations, predicates, *Like),
+// elementwise_binary.go (Pow, the division family with TF's integer
+// semantics and errors), compare.go (comparisons, logical ops),
+// elementwise_select.go (Select, SelectV2, ClipByValue, AddN) and
+// activation.go (LogSoftmax); reductions (Sum, Mean, Prod, Max, Min, All,
+// Any, ArgMax, ArgMin) in reduce2.go. Float32 inputs of the hot ones take
+// the vectorised C loops of package vec through fastpath.go.
+//
 // GEMM (MatMul, BatchMatMulV2/V3) goes through package blas: OpenBLAS when it
 // can be loaded, a blocked pure-Go GEMM otherwise. A GEMM is never split over
 // the intra-op pool: OpenBLAS parallelises large products with its own

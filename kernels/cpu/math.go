@@ -6,6 +6,7 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/cpu/blas"
+	"mstream/kernels/cpu/vec"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -52,6 +53,8 @@ func init() {
 	}
 }
 
+var unaryNames = map[unaryOp]string{opRelu: "Relu", opSigmoid: "Sigmoid", opTanh: "Tanh"}
+
 func unary(ctx *kernels.Context, op unaryOp) error {
 	in := ctx.Input(0)
 	o, err := ctx.Allocate(0, in.Shape)
@@ -60,12 +63,16 @@ func unary(ctx *kernels.Context, op unaryOp) error {
 	}
 	switch in.DType {
 	case tensor.Float:
-		unaryF(ctx, op, in.F32(), o.F32())
+		if !vecUnary(ctx, unaryNames[op], in.F32(), o.F32()) {
+			unaryF(ctx, op, in.F32(), o.F32())
+		}
 	case tensor.Double:
 		unaryF(ctx, op, in.F64(), o.F64())
 	case tensor.Half, tensor.Bfloat16:
 		out := make([]float32, o.NumElements())
-		unaryF(ctx, op, toF32(in), out)
+		if !vecUnary(ctx, unaryNames[op], toF32(in), out) {
+			unaryF(ctx, op, toF32(in), out)
+		}
 		storeF32(o, out)
 	case tensor.Int32:
 		reluInt(in.I32(), o.I32())
@@ -139,12 +146,16 @@ func softmax(ctx *kernels.Context) error {
 	}
 	switch in.DType {
 	case tensor.Float:
-		softmaxRows(ctx, in.F32(), o.F32(), d)
+		if !vecSoftmax(ctx, in.F32(), o.F32(), d, false) {
+			softmaxRows(ctx, in.F32(), o.F32(), d)
+		}
 	case tensor.Double:
 		softmaxRows(ctx, in.F64(), o.F64(), d)
 	default:
 		out := make([]float32, o.NumElements())
-		softmaxRows(ctx, toF32(in), out, d)
+		if !vecSoftmax(ctx, toF32(in), out, d, false) {
+			softmaxRows(ctx, toF32(in), out, d)
+		}
 		storeF32(o, out)
 	}
 	return nil
@@ -205,7 +216,9 @@ func biasAdd(ctx *kernels.Context, nchw bool) error {
 	}
 	switch v.DType {
 	case tensor.Float:
-		runBinary(ctx, opAdd, bc, v.F32(), b.F32(), o.F32())
+		if !vecBinaryOp(ctx, vec.Add, bc, v.F32(), b.F32(), o.F32()) {
+			runBinary(ctx, opAdd, bc, v.F32(), b.F32(), o.F32())
+		}
 	case tensor.Double:
 		runBinary(ctx, opAdd, bc, v.F64(), b.F64(), o.F64())
 	case tensor.Half, tensor.Bfloat16:

@@ -254,6 +254,9 @@ func offsets(shape tensor.Shape, st []int64) []int64 {
 
 // reduceFloat serves float32 and float64 (and half/bfloat16 as float32).
 func reduceFloat[T float32 | float64](ctx *kernels.Context, kind redKind, p redPlan, x, o []T) {
+	if xf, ok := any(x).([]float32); ok && vecReduce(ctx, kind, p, xf, any(o).([]float32)) {
+		return
+	}
 	if kind == rMax || kind == rMin {
 		reduceMinMax(ctx, kind, p, x, o)
 		return

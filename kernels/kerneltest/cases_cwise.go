@@ -141,7 +141,9 @@ type BinarySpec struct {
 	Lo, Hi float64
 	// NonZeroB keeps integer divisors away from zero (the zero case is an
 	// error case of its own).
-	NonZeroB   bool
+	NonZeroB bool
+	// NonNegB keeps integer right operands >= 0 (integer Pow).
+	NonNegB    bool
 	NoSpecials bool
 	Attrs      Attrs
 	Tol        func(tensor.DType) float64
@@ -157,6 +159,9 @@ func BinaryFamily(s BinarySpec) Gen {
 		}
 		var cs []Case
 		types := Allowed(s.Op, s.Types)
+		if len(types) == 0 {
+			return nil // the OpDef allows none of these dtypes
+		}
 		for _, dt := range types {
 			for _, p := range BroadcastPairs {
 				a, b := RandRange(r, dt, p[0], lo, hi), RandRange(r, dt, p[1], lo, hi)
@@ -166,6 +171,9 @@ func BinaryFamily(s BinarySpec) Gen {
 				}
 				if s.NonZeroB && !dt.IsFloat() {
 					NonZero(b)
+				}
+				if s.NonNegB && !dt.IsFloat() {
+					b = Map(b, dt, math.Abs)
 				}
 				c := Case{Node: NodeFor(s.Op, s.Attrs, []*tensor.Tensor{a, b}, nil), Inputs: []*tensor.Tensor{a, b}, NumPy: s.NumPy}
 				if s.Tol != nil {

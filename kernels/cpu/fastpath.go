@@ -1,0 +1,151 @@
+package cpu
+
+import (
+	"mstream/kernels"
+	"mstream/kernels/cpu/vec"
+)
+
+// Float32 fast paths through package vec. Each returns false when it does
+// not apply (a small tensor, an op vec does not have), and the caller runs
+// its Go loop instead; both give results within the conformance suite's
+// float32 tolerance (vec's transcendental functions are a few ulp from the
+// correctly rounded float64 results the Go loops give).
+
+// vecMin is the element count below which the cgo call costs more than the
+// Go loop it replaces.
+const vecMin = 32
+
+// vecCost is the per-element cost (ns) handed to the intra-op pool for vec
+// loops; splitting starts around 16K elements for cheap ops.
+const vecCost = 1.0
+
+var vecUnaryOps = map[string]vec.Unary{
+	"Neg": vec.Neg, "Abs": vec.Abs, "Square": vec.Square, "Sqrt": vec.Sqrt, "Rsqrt": vec.Rsqrt,
+	"Reciprocal": vec.Reciprocal, "Inv": vec.Reciprocal, "Exp": vec.Exp, "Expm1": vec.Expm1, "Log": vec.Log,
+	"Sigmoid": vec.Sigmoid, "Tanh": vec.Tanh, "Relu": vec.Relu, "Relu6": vec.Relu6, "Floor": vec.Floor,
+	"Ceil": vec.Ceil, "Round": vec.Round, "Elu": vec.Elu, "Selu": vec.Selu, "Softsign": vec.Softsign,
+}
+
+// vecUnaryCost is the rough ns per element of the transcendental ops, so
+// that the pool splits them earlier than the cheap ones.
+var vecUnaryCost = map[vec.Unary]float64{vec.Exp: 3, vec.Expm1: 4, vec.Log: 3, vec.Sigmoid: 4, vec.Tanh: 5, vec.Elu: 4, vec.Selu: 4}
+
+// vecUnary maps x into o (which may be x) with op name.
+func vecUnary(ctx *kernels.Context, name string, x, o []float32) bool {
+	op, ok := vecUnaryOps[name]
+	if !ok || len(x) < vecMin {
+		return false
+	}
+	mapUnaryVec(ctx, op, x, o)
+	return true
+}
+
+func mapUnaryVec(ctx *kernels.Context, op vec.Unary, x, o []float32) {
+	cost := vecCost
+	if c, ok := vecUnaryCost[op]; ok {
+		cost = c
+	}
+	ctx.For(len(x), cost, func(lo, hi int) { vec.MapUnary(op, x[lo:hi], o[lo:hi]) })
+}
+
+var vecBinaryOps = map[string]vec.Binary{
+	"Add": vec.Add, "AddV2": vec.Add, "BiasAdd": vec.Add, "Sub": vec.Sub, "Mul": vec.Mul, "RealDiv": vec.Div,
+	"Div": vec.Div, "Maximum": vec.Max, "Minimum": vec.Min, "SquaredDifference": vec.SquaredDifference,
+}
+
+var binOpVec = map[binOp]vec.Binary{opAdd: vec.Add, opSub: vec.Sub, opMul: vec.Mul, opDiv: vec.Div, opMax: vec.Max, opMin: vec.Min}
+
+// vecBinary computes o = a op b under broadcast bc: in whole chunks for
+// equal shapes and scalar operands, else row by row when the rows are long
+// enough to amortise the call.
+func vecBinary(ctx *kernels.Context, name string, bc bcast, a, b, o []float32) bool {
+	op, ok := vecBinaryOps[name]
+	if !ok {
+		return false
+	}
+	return vecBinaryOp(ctx, op, bc, a, b, o)
+}
+
+func vecBinaryOp(ctx *kernels.Context, op vec.Binary, bc bcast, a, b, o []float32) bool {
+	n := len(o)
+	if n < vecMin {
+		return false
+	}
+	switch {
+	case len(a) == n && len(b) == n:
+		ctx.For(n, vecCost, func(lo, hi int) { vec.MapBinary(op, a[lo:hi], b[lo:hi], o[lo:hi], 1, 1) })
+	case len(a) == 1 && len(b) == n:
+		ctx.For(n, vecCost, func(lo, hi int) { vec.MapBinary(op, a, b[lo:hi], o[lo:hi], 0, 1) })
+	case len(b) == 1 && len(a) == n:
+		ctx.For(n, vecCost, func(lo, hi int) { vec.MapBinary(op, a[lo:hi], b, o[lo:hi], 1, 0) })
+	default:
+		cols := int(bc.out[len(bc.out)-1])
+		if cols < vecMin {
+			return false
+		}
+		ctx.For(n/cols, vecCost*float64(cols), func(lo, hi int) {
+			forRows(bc, int64(lo), int64(hi), func(oo, ao, bo, m, sa, sb int64) {
+				vec.MapBinary(op, a[ao:], b[bo:], o[oo:oo+m], int(sa), int(sb))
+			})
+		})
+	}
+	return true
+}
+
+// vecReduce runs a contiguous float32 reduction (p.contiguous, p.count >
+// 0) of kind Sum, Mean, Max or Min.
+func vecReduce(ctx *kernels.Context, kind redKind, p redPlan, x, o []float32) bool {
+	var op vec.Reduce
+	switch kind {
+	case rSum, rMean:
+		op = vec.Sum
+	case rMax:
+		op = vec.RMax
+	case rMin:
+		op = vec.RMin
+	default:
+		return false
+	}
+	if !p.contiguous || p.count == 0 || p.red*p.inner < vecMin {
+		return false
+	}
+	scale := 1.0
+	if kind == rMean {
+		scale = 1 / float64(p.count)
+	}
+	n := p.red
+	forReduce(ctx, p, func(lo, hi int) {
+		vec.RowReduce(op, x[lo*n:hi*n], n, o[lo:hi], scale)
+	}, func(oi, jlo, jhi int) {
+		block := x[oi*n*p.inner+jlo:]
+		out := o[oi*p.inner+jlo : oi*p.inner+jhi]
+		if op == vec.Sum {
+			acc := make([]float64, jhi-jlo)
+			vec.ColSum(block, n, p.inner, acc)
+			for j, s := range acc {
+				out[j] = float32(s * scale)
+			}
+			return
+		}
+		init := lowestOf[float32]()
+		if op == vec.RMin {
+			init = highestOf[float32]()
+		}
+		for j := range out {
+			out[j] = init
+		}
+		vec.ColMinMax(op, block, n, p.inner, out)
+	})
+	return true
+}
+
+// vecSoftmax runs row softmax or log-softmax of [rows, d] float32.
+func vecSoftmax(ctx *kernels.Context, x, o []float32, d int, log bool) bool {
+	if len(x) < vecMin {
+		return false
+	}
+	ctx.For(len(x)/d, float64(d)*5, func(lo, hi int) {
+		vec.Softmax(x[lo*d:hi*d], o[lo*d:hi*d], d, log)
+	})
+	return true
+}

@@ -1,0 +1,23 @@
+// Package vec holds the vectorised float32 loops of the CPU kernels,
+// written in C (vec_impl.h) because Go does not vectorise: elementwise
+// unary and binary maps (the same-shape and scalar-broadcast cases), row
+// and column reductions, and row softmax.
+//
+// vec.c compiles the loops twice on x86-64: for the baseline the cgo flags
+// give (-march=x86-64-v2, SSE4.2) and for AVX2+FMA, and picks one at run
+// time from CPUID, so a binary built here runs on any x86-64-v2 machine and
+// no AVX-512 is assumed. Other architectures get the plain C loops.
+//
+// Accuracy: add, sub, mul, div, sqrt, min/max, floor/ceil/round are exact
+// IEEE results; exp, expm1, log, tanh, sigmoid, erf (and what is built on
+// them: elu, selu, gelu, softmax) use their own polynomials with errors of
+// a few ulp, tested against float64 math in vec_test.go over the whole
+// float range and at NaN, +-Inf, +-0 and subnormals. Sums accumulate in
+// float64 in sixteen independent lanes, so their rounding differs from a
+// sequential sum but not their accuracy.
+//
+// Invariants: every function reads and writes only the lengths it is
+// given (checked on the Go side before the call); inputs and outputs may
+// be the same slice for the elementwise maps, never for Softmax. Nothing
+// here keeps a pointer after returning.
+package vec

@@ -1,0 +1,98 @@
+/* Vectorised float32 loops: vec_impl.h compiled for the baseline ISA and,
+ * on x86-64, again for AVX2+FMA, picked at run time by CPUID. */
+#include "vec.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+/* The selects in vec_impl.h compare NaNs on purpose; with trapping math GCC
+ * keeps them as branches and does not vectorise the loops. No code here
+ * reads the floating-point exception flags. */
+#pragma GCC optimize("no-trapping-math")
+#endif
+
+#define SFX(n) n##_base
+#include "vec_impl.h"
+#undef SFX
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MS_HAVE_AVX2_VARIANT 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define SFX(n) n##_avx2
+#include "vec_impl.h"
+#undef SFX
+#pragma GCC pop_options
+#endif
+
+static int level = -1;
+
+static int detect(void) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return 1;
+#endif
+	return 0;
+}
+
+int ms_vec_level(void) {
+	if (level < 0)
+		level = detect();
+	return level;
+}
+
+void ms_vec_set_level(int l) {
+	int best = detect();
+	level = l < best ? l : best;
+}
+
+#ifdef MS_HAVE_AVX2_VARIANT
+#define DISPATCH(call) do { if (ms_vec_level() == 1) call##_avx2; else call##_base; } while (0)
+#else
+#define DISPATCH(call) call##_base
+#endif
+
+void ms_unary_f32(int op, const float *x, float *y, long n) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 1) { unary_avx2(op, x, y, n); return; }
+#endif
+	unary_base(op, x, y, n);
+}
+
+void ms_binary_f32(int op, const float *a, const float *b, float *y, long n, int sa, int sb) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 1) { binary_avx2(op, a, b, y, n, sa, sb); return; }
+#endif
+	binary_base(op, a, b, y, n, sa, sb);
+}
+
+void ms_rowreduce_f32(int op, const float *x, long rows, long n, float *out, double scale) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 1) { rowreduce_avx2(op, x, rows, n, out, scale); return; }
+#endif
+	rowreduce_base(op, x, rows, n, out, scale);
+}
+
+void ms_colsum_f32(const float *x, long rows, long cols, long ld, double *acc) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 1) { colsum_avx2(x, rows, cols, ld, acc); return; }
+#endif
+	colsum_base(x, rows, cols, ld, acc);
+}
+
+void ms_colminmax_f32(int op, const float *x, long rows, long cols, long ld, float *acc) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 1) { colminmax_avx2(op, x, rows, cols, ld, acc); return; }
+#endif
+	colminmax_base(op, x, rows, cols, ld, acc);
+}
+
+void ms_softmax_f32(const float *x, float *y, long rows, long n, int log) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 1) { softmax_avx2(x, y, rows, n, log); return; }
+#endif
+	softmax_base(x, y, rows, n, log);
+}

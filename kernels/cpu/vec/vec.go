@@ -1,0 +1,171 @@
+package vec
+
+/*
+#cgo CFLAGS: -O3
+#cgo LDFLAGS: -lm
+#cgo amd64 CFLAGS: -march=x86-64-v2
+#include "vec.h"
+*/
+import "C"
+
+import "fmt"
+
+// Unary is an elementwise float32 op.
+type Unary int
+
+// The unary ops, in the order of vec.h.
+const (
+	Neg Unary = iota
+	Abs
+	Square
+	Sqrt
+	Rsqrt
+	Reciprocal
+	Exp
+	Expm1
+	Log
+	Sigmoid
+	Tanh
+	Relu
+	Relu6
+	Floor
+	Ceil
+	Round // half to even
+	Elu
+	Selu
+	Softsign
+	GeluErf  // 0.5 x (1 + erf(x / sqrt 2))
+	GeluTanh // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+	numUnary
+)
+
+// Binary is an elementwise float32 op of two operands.
+type Binary int
+
+// The binary ops, in the order of vec.h. Max and Min propagate NaN.
+const (
+	Add Binary = iota
+	Sub
+	Mul
+	Div
+	Max
+	Min
+	SquaredDifference
+	numBinary
+)
+
+// Reduce is a row or column reduction.
+type Reduce int
+
+// The reductions. Max and Min propagate NaN.
+const (
+	Sum Reduce = iota
+	RMax
+	RMin
+)
+
+// Level is the instruction set the loops run with.
+type Level int
+
+// Levels: the baseline C build, and AVX2 with FMA.
+const (
+	Base Level = 0
+	AVX2 Level = 1
+)
+
+// CurrentLevel reports the level in use (the best the CPU has, unless
+// lowered by SetLevel).
+func CurrentLevel() Level { return Level(C.ms_vec_level()) }
+
+// SetLevel caps the level (tests run both paths); it returns the level
+// now in use, which is never above what the CPU supports. Not safe to call
+// while kernels run.
+func SetLevel(l Level) Level {
+	C.ms_vec_set_level(C.int(l))
+	return CurrentLevel()
+}
+
+// MapUnary computes y[i] = op(x[i]); x and y may be the same slice.
+func MapUnary(op Unary, x, y []float32) {
+	if op < 0 || op >= numUnary || len(y) < len(x) {
+		panic(fmt.Sprintf("vec: MapUnary(%d) with len(x)=%d len(y)=%d", op, len(x), len(y)))
+	}
+	if len(x) == 0 {
+		return
+	}
+	C.ms_unary_f32(C.int(op), (*C.float)(&x[0]), (*C.float)(&y[0]), C.long(len(x)))
+}
+
+// MapBinary computes y[i] = a[i*sa] op b[i*sb] for i < len(y), with sa and
+// sb 0 (a scalar operand) or 1.
+func MapBinary(op Binary, a, b, y []float32, sa, sb int) {
+	n := len(y)
+	if op < 0 || op >= numBinary || sa < 0 || sa > 1 || sb < 0 || sb > 1 ||
+		(n > 0 && (len(a) < 1+(n-1)*sa || len(b) < 1+(n-1)*sb)) {
+		panic(fmt.Sprintf("vec: MapBinary(%d) with len(a)=%d len(b)=%d len(y)=%d sa=%d sb=%d", op, len(a), len(b), n, sa, sb))
+	}
+	if n == 0 {
+		return
+	}
+	C.ms_binary_f32(C.int(op), (*C.float)(&a[0]), (*C.float)(&b[0]), (*C.float)(&y[0]), C.long(n), C.int(sa), C.int(sb))
+}
+
+// RowReduce sets out[r] to the reduction of row r of x viewed as
+// [len(out), n]; a Sum is multiplied by scale (1 for a sum, 1/n for a
+// mean) in float64 before rounding.
+func RowReduce(op Reduce, x []float32, n int, out []float32, scale float64) {
+	rows := len(out)
+	if op < Sum || op > RMin || n < 0 || len(x) < rows*n {
+		panic(fmt.Sprintf("vec: RowReduce(%d) with len(x)=%d rows=%d n=%d", op, len(x), rows, n))
+	}
+	if rows == 0 {
+		return
+	}
+	var p *C.float
+	if len(x) > 0 {
+		p = (*C.float)(&x[0])
+	}
+	C.ms_rowreduce_f32(C.int(op), p, C.long(rows), C.long(n), (*C.float)(&out[0]), C.double(scale))
+}
+
+// ColSum adds rows [0, rows) of the block x (row stride ld) into acc,
+// columns [0, len(acc)).
+func ColSum(x []float32, rows, ld int, acc []float64) {
+	cols := len(acc)
+	if rows < 0 || ld < cols || (rows > 0 && cols > 0 && len(x) < (rows-1)*ld+cols) {
+		panic(fmt.Sprintf("vec: ColSum with len(x)=%d rows=%d ld=%d cols=%d", len(x), rows, ld, cols))
+	}
+	if rows == 0 || cols == 0 {
+		return
+	}
+	C.ms_colsum_f32((*C.float)(&x[0]), C.long(rows), C.long(cols), C.long(ld), (*C.double)(&acc[0]))
+}
+
+// ColMinMax folds rows of the block x into acc with Max or Min (RMax or
+// RMin), NaN sticking.
+func ColMinMax(op Reduce, x []float32, rows, ld int, acc []float32) {
+	cols := len(acc)
+	if (op != RMax && op != RMin) || rows < 0 || ld < cols || (rows > 0 && cols > 0 && len(x) < (rows-1)*ld+cols) {
+		panic(fmt.Sprintf("vec: ColMinMax(%d) with len(x)=%d rows=%d ld=%d cols=%d", op, len(x), rows, ld, cols))
+	}
+	if rows == 0 || cols == 0 {
+		return
+	}
+	C.ms_colminmax_f32(C.int(op), (*C.float)(&x[0]), C.long(rows), C.long(cols), C.long(ld), (*C.float)(&acc[0]))
+}
+
+// Softmax writes the softmax (log-softmax when log) of each row of x,
+// viewed as [len(x)/n, n], into y. x and y must not overlap.
+func Softmax(x, y []float32, n int, log bool) {
+	if n <= 0 || len(x)%n != 0 || len(y) < len(x) {
+		panic(fmt.Sprintf("vec: Softmax with len(x)=%d len(y)=%d n=%d", len(x), len(y), n))
+	}
+	if len(x) == 0 {
+		return
+	}
+	l := 0
+	if log {
+		l = 1
+	}
+	C.ms_softmax_f32((*C.float)(&x[0]), (*C.float)(&y[0]), C.long(len(x)/n), C.long(n), C.int(l))
+}

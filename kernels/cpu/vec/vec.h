@@ -1,0 +1,34 @@
+/* Vectorised float32 loops for the CPU kernels (see doc.go). */
+#ifndef MSTREAM_VEC_H
+#define MSTREAM_VEC_H
+
+/* Unary ops. */
+enum {
+	MS_NEG, MS_ABS, MS_SQUARE, MS_SQRT, MS_RSQRT, MS_RECIP, MS_EXP, MS_EXPM1, MS_LOG,
+	MS_SIGMOID, MS_TANH, MS_RELU, MS_RELU6, MS_FLOOR, MS_CEIL, MS_ROUND, MS_ELU,
+	MS_SELU, MS_SOFTSIGN, MS_GELU_ERF, MS_GELU_TANH, MS_NUM_UNARY
+};
+
+/* Binary ops. */
+enum { MS_ADD, MS_SUB, MS_MUL, MS_DIV, MS_MAX, MS_MIN, MS_SQDIFF, MS_NUM_BINARY };
+
+/* Row and column reductions. */
+enum { MS_RSUM, MS_RMAX, MS_RMIN };
+
+/* 0: plain C (compiler's baseline ISA), 1: AVX2+FMA when the CPU has them. */
+int ms_vec_level(void);
+void ms_vec_set_level(int level);
+
+void ms_unary_f32(int op, const float *x, float *y, long n);
+/* y[i] = a[i*sa] op b[i*sb], sa and sb 0 or 1. */
+void ms_binary_f32(int op, const float *a, const float *b, float *y, long n, int sa, int sb);
+/* out[r] = scale * reduce(x[r*n : r*n+n]) for r < rows; sums add in double. */
+void ms_rowreduce_f32(int op, const float *x, long rows, long n, float *out, double scale);
+/* Folds rows of a [rows, ld] block, columns [0, cols), into acc (double for
+ * sums, float for max/min), which the caller initialises. */
+void ms_colsum_f32(const float *x, long rows, long cols, long ld, double *acc);
+void ms_colminmax_f32(int op, const float *x, long rows, long cols, long ld, float *acc);
+/* Softmax (or log-softmax) of each row of [rows, n]. */
+void ms_softmax_f32(const float *x, float *y, long rows, long n, int log);
+
+#endif

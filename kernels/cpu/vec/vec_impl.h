@@ -1,0 +1,382 @@
+/* The loops of vec.c, compiled once per ISA level: vec.c includes this file
+ * with SFX(name) naming the variant and the target set around it. Every
+ * helper is branch-free (selects instead of ifs) so that the compiler can
+ * vectorise the loops that call it. NaN and infinities follow IEEE: the
+ * helpers select the special result explicitly where the polynomial would
+ * not give it. */
+
+/* Round to nearest even for |v| < 2^22 by the 1.5*2^23 trick. */
+static inline float SFX(rint_small)(float v) {
+	const float magic = 12582912.0f;
+	return (v + magic) - magic;
+}
+
+/* e^x: x = k*ln2 + r, |r| <= ln2/2, e^r by its Taylor polynomial to r^7
+ * (error below 1e-8 relative), 2^k applied in two halves so that results
+ * down to the subnormal range come out right. */
+static inline float SFX(exp_f)(float x) {
+	const float hi = 88.72283935546875f, lo = -103.97208404541015625f;
+	float xc = x > hi ? hi : x;
+	xc = xc < lo ? lo : xc;
+	xc = xc == xc ? xc : 0.0f;
+	float k = SFX(rint_small)(xc * 1.44269504088896341f);
+	float r = xc - k * 0.693145751953125f;
+	r = r - k * 1.42860682030941723212e-6f;
+	float p = 1.0f / 5040.0f;
+	p = p * r + 1.0f / 720.0f;
+	p = p * r + 1.0f / 120.0f;
+	p = p * r + 1.0f / 24.0f;
+	p = p * r + 1.0f / 6.0f;
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	int ki = (int)k;
+	int k1 = ki / 2, k2 = ki - k1;
+	union { unsigned u; float f; } s1, s2;
+	s1.u = (unsigned)(k1 + 127) << 23;
+	s2.u = (unsigned)(k2 + 127) << 23;
+	float y = p * s1.f * s2.f;
+	y = x > hi ? __builtin_inff() : y;
+	y = x < lo ? 0.0f : y;
+	return x == x ? y : x;
+}
+
+/* e^x - 1, accurate near 0: a Taylor polynomial to x^10 for |x| < 0.5,
+ * e^x - 1 outside (no cancellation there). */
+static inline float SFX(expm1_f)(float x) {
+	float p = 1.0f / 3628800.0f;
+	p = p * x + 1.0f / 362880.0f;
+	p = p * x + 1.0f / 40320.0f;
+	p = p * x + 1.0f / 5040.0f;
+	p = p * x + 1.0f / 720.0f;
+	p = p * x + 1.0f / 120.0f;
+	p = p * x + 1.0f / 24.0f;
+	p = p * x + 1.0f / 6.0f;
+	p = p * x + 0.5f;
+	p = p * x * x + x;
+	float e = SFX(exp_f)(x) - 1.0f;
+	float ax = x < 0 ? -x : x;
+	return ax < 0.5f ? p : e;
+}
+
+/* log(x): x = 2^e * m, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s) with
+ * s = (m-1)/(m+1), |s| < 0.172, by its series to s^11. Subnormals are
+ * scaled up first; 0, negatives, inf and NaN are selected at the end. */
+static inline float SFX(log_f)(float x) {
+	int sub = x < 1.17549435e-38f;
+	float xs = sub ? x * 8388608.0f : x;
+	union { unsigned u; float f; } b;
+	b.f = xs;
+	int e = (int)(b.u >> 23) - 127 - (sub ? 23 : 0);
+	b.u = (b.u & 0x007fffffu) | 0x3f800000u;
+	float m = b.f;
+	int big = m > 1.41421356237f;
+	m = big ? m * 0.5f : m;
+	e = big ? e + 1 : e;
+	float s = (m - 1.0f) / (m + 1.0f);
+	float s2 = s * s;
+	float p = 2.0f / 11.0f;
+	p = p * s2 + 2.0f / 9.0f;
+	p = p * s2 + 2.0f / 7.0f;
+	p = p * s2 + 2.0f / 5.0f;
+	p = p * s2 + 2.0f / 3.0f;
+	p = p * s2 + 2.0f;
+	float ef = (float)e;
+	float y = ef * 0.693145751953125f + (s * p + ef * 1.42860682030941723212e-6f);
+	y = x == 0.0f ? -__builtin_inff() : y;
+	y = x < 0.0f ? __builtin_nanf("") : y;
+	y = x == __builtin_inff() ? x : y;
+	return x == x ? y : x;
+}
+
+/* tanh(x) = t / (t + 2) with t = e^(2|x|) - 1, sign restored; 1 beyond 9. */
+static inline float SFX(tanh_f)(float x) {
+	float ax = x < 0 ? -x : x;
+	float c = ax > 9.0f ? 9.0f : ax;
+	float t = SFX(expm1_f)(2.0f * c);
+	float y = t / (t + 2.0f);
+	y = ax > 9.0f ? 1.0f : y;
+	y = x < 0 ? -y : y;
+	return x == x ? y : x;
+}
+
+/* 1/(1 + e^-x) for x >= 0 and e^x/(1 + e^x) below, so that neither side
+ * overflows and tiny results keep their precision. */
+static inline float SFX(sigmoid_f)(float x) {
+	float ax = x < 0 ? -x : x;
+	float e = SFX(exp_f)(-ax);
+	float s = 1.0f / (1.0f + e);
+	float y = x < 0 ? e * s : s;
+	return x == x ? y : x;
+}
+
+/* erf(x) = 1 - t * e^(-x^2 + P(t)), t = 1/(1 + |x|/2), the Chebyshev fit of
+ * Numerical Recipes' erfc (relative error below 1.2e-7); for |x| < 0.5 the
+ * Maclaurin series keeps small results accurate. */
+static inline float SFX(erf_f)(float x) {
+	float ax = x < 0 ? -x : x;
+	float t = 1.0f / (1.0f + 0.5f * ax);
+	float p = 0.17087277f;
+	p = p * t - 0.82215223f;
+	p = p * t + 1.48851587f;
+	p = p * t - 1.13520398f;
+	p = p * t + 0.27886807f;
+	p = p * t - 0.18628806f;
+	p = p * t + 0.09678418f;
+	p = p * t + 0.37409196f;
+	p = p * t + 1.00002368f;
+	p = p * t - 1.26551223f;
+	float big = 1.0f - t * SFX(exp_f)(-ax * ax + p);
+	float x2 = x * x;
+	float q = -1.0f / 1320.0f;
+	q = q * x2 + 1.0f / 216.0f;
+	q = q * x2 - 1.0f / 42.0f;
+	q = q * x2 + 1.0f / 10.0f;
+	q = q * x2 - 1.0f / 3.0f;
+	q = q * x2 + 1.0f;
+	float small = 1.12837916709551257f * ax * q;
+	float y = ax < 0.5f ? small : big;
+	y = ax > 10.0f ? 1.0f : y;
+	y = x < 0 ? -y : y;
+	return x == x ? y : x;
+}
+
+/* sqrt through intrinsics: GCC keeps a libm call (for errno) in a plain
+ * sqrtf loop and will not vectorise it. */
+static void SFX(sqrt_loop)(const float *restrict x, float *restrict y, long n, int recip) {
+	long i = 0;
+#if defined(__AVX__)
+	const __m256 one8 = _mm256_set1_ps(1.0f);
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_sqrt_ps(_mm256_loadu_ps(x + i));
+		_mm256_storeu_ps(y + i, recip ? _mm256_div_ps(one8, v) : v);
+	}
+#endif
+#if defined(__SSE2__)
+	const __m128 one4 = _mm_set1_ps(1.0f);
+	for (; i + 4 <= n; i += 4) {
+		__m128 v = _mm_sqrt_ps(_mm_loadu_ps(x + i));
+		_mm_storeu_ps(y + i, recip ? _mm_div_ps(one4, v) : v);
+	}
+#endif
+	for (; i < n; i++) {
+		float s = __builtin_sqrtf(x[i]);
+		y[i] = recip ? 1.0f / s : s;
+	}
+}
+
+static void SFX(unary)(int op, const float *restrict x, float *restrict y, long n) {
+	long i;
+	switch (op) {
+	case MS_NEG:
+		for (i = 0; i < n; i++) y[i] = -x[i];
+		break;
+	case MS_ABS:
+		for (i = 0; i < n; i++) y[i] = __builtin_fabsf(x[i]);
+		break;
+	case MS_SQUARE:
+		for (i = 0; i < n; i++) y[i] = x[i] * x[i];
+		break;
+	case MS_SQRT:
+		SFX(sqrt_loop)(x, y, n, 0);
+		break;
+	case MS_RSQRT:
+		SFX(sqrt_loop)(x, y, n, 1);
+		break;
+	case MS_RECIP:
+		for (i = 0; i < n; i++) y[i] = 1.0f / x[i];
+		break;
+	case MS_EXP:
+		for (i = 0; i < n; i++) y[i] = SFX(exp_f)(x[i]);
+		break;
+	case MS_EXPM1:
+		for (i = 0; i < n; i++) y[i] = SFX(expm1_f)(x[i]);
+		break;
+	case MS_LOG:
+		for (i = 0; i < n; i++) y[i] = SFX(log_f)(x[i]);
+		break;
+	case MS_SIGMOID:
+		for (i = 0; i < n; i++) y[i] = SFX(sigmoid_f)(x[i]);
+		break;
+	case MS_TANH:
+		for (i = 0; i < n; i++) y[i] = SFX(tanh_f)(x[i]);
+		break;
+	case MS_RELU:
+		for (i = 0; i < n; i++) { float v = x[i]; y[i] = (v > 0 || v != v) ? v : 0.0f; }
+		break;
+	case MS_RELU6:
+		for (i = 0; i < n; i++) {
+			float v = x[i];
+			float r = v > 0 ? v : 0.0f;
+			r = r < 6.0f ? r : 6.0f;
+			y[i] = v == v ? r : v;
+		}
+		break;
+	case MS_FLOOR:
+		for (i = 0; i < n; i++) y[i] = __builtin_floorf(x[i]);
+		break;
+	case MS_CEIL:
+		for (i = 0; i < n; i++) y[i] = __builtin_ceilf(x[i]);
+		break;
+	case MS_ROUND:
+		/* a + 2^23 has no fraction bits left for a in [0, 2^23), so the
+		 * addition rounds half to even; |v| >= 2^23 is already integral
+		 * (and inf/NaN stay). */
+		for (i = 0; i < n; i++) {
+			float v = x[i];
+			float a = v < 0 ? -v : v;
+			float r = (a + 8388608.0f) - 8388608.0f;
+			r = v < 0 ? -r : r;
+			y[i] = a < 8388608.0f ? r : v;
+		}
+		break;
+	case MS_ELU:
+		for (i = 0; i < n; i++) { float v = x[i]; y[i] = v < 0 ? SFX(expm1_f)(v) : v; }
+		break;
+	case MS_SELU:
+		for (i = 0; i < n; i++) {
+			float v = x[i];
+			y[i] = v < 0 ? 1.7580993408473768f * SFX(expm1_f)(v) : 1.0507009873554805f * v;
+		}
+		break;
+	case MS_SOFTSIGN:
+		for (i = 0; i < n; i++) { float v = x[i]; y[i] = v / (1.0f + __builtin_fabsf(v)); }
+		break;
+	case MS_GELU_ERF:
+		for (i = 0; i < n; i++) {
+			float v = x[i];
+			y[i] = 0.5f * v * (1.0f + SFX(erf_f)(v * 0.70710678118654752f));
+		}
+		break;
+	case MS_GELU_TANH:
+		for (i = 0; i < n; i++) {
+			float v = x[i];
+			float u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+			y[i] = 0.5f * v * (1.0f + SFX(tanh_f)(u));
+		}
+		break;
+	}
+}
+
+#define MS_BIN_LOOPS(EXPR)                                                   \
+	if (sa && sb) {                                                      \
+		for (i = 0; i < n; i++) { float p = a[i], q = b[i]; y[i] = EXPR; } \
+	} else if (sb) {                                                     \
+		float p = a[0];                                              \
+		for (i = 0; i < n; i++) { float q = b[i]; y[i] = EXPR; }     \
+	} else if (sa) {                                                     \
+		float q = b[0];                                              \
+		for (i = 0; i < n; i++) { float p = a[i]; y[i] = EXPR; }     \
+	} else {                                                             \
+		float p = a[0], q = b[0], v = EXPR;                          \
+		for (i = 0; i < n; i++) y[i] = v;                            \
+	}
+
+static void SFX(binary)(int op, const float *restrict a, const float *restrict b, float *restrict y, long n, int sa, int sb) {
+	long i;
+	switch (op) {
+	case MS_ADD:
+		MS_BIN_LOOPS(p + q)
+		break;
+	case MS_SUB:
+		MS_BIN_LOOPS(p - q)
+		break;
+	case MS_MUL:
+		MS_BIN_LOOPS(p * q)
+		break;
+	case MS_DIV:
+		MS_BIN_LOOPS(p / q)
+		break;
+	case MS_MAX:
+		MS_BIN_LOOPS((p != p || p > q) ? p : q)
+		break;
+	case MS_MIN:
+		MS_BIN_LOOPS((p != p || p < q) ? p : q)
+		break;
+	case MS_SQDIFF:
+		MS_BIN_LOOPS((p - q) * (p - q))
+		break;
+	}
+}
+
+/* Sixteen lanes of accumulators the compiler keeps in vector registers. */
+#define MS_LANES 16
+
+static double SFX(sum_row)(const float *restrict x, long n) {
+	double acc[MS_LANES] = {0};
+	long i = 0;
+	for (; i + MS_LANES <= n; i += MS_LANES)
+		for (int j = 0; j < MS_LANES; j++) acc[j] += (double)x[i + j];
+	double s = 0;
+	for (; i < n; i++) s += (double)x[i];
+	for (int j = 0; j < MS_LANES; j++) s += acc[j];
+	return s;
+}
+
+static void SFX(colminmax)(int op, const float *x, long rows, long cols, long ld, float *restrict acc) {
+	for (long r = 0; r < rows; r++) {
+		const float *restrict row = x + r * ld;
+		if (op == MS_RMAX) {
+			for (long j = 0; j < cols; j++) {
+				float v = row[j], m = acc[j];
+				acc[j] = (v > m || v != v) ? v : m;
+			}
+		} else {
+			for (long j = 0; j < cols; j++) {
+				float v = row[j], m = acc[j];
+				acc[j] = (v < m || v != v) ? v : m;
+			}
+		}
+	}
+}
+
+/* Max (or Min) of a row, NaN sticking once seen: the row is folded as
+ * [n/16, 16] columns (a loop the compiler vectorises), then the lanes. */
+static float SFX(minmax_row)(int op, const float *restrict x, long n) {
+	float acc[MS_LANES];
+	float m = op == MS_RMAX ? -__builtin_inff() : __builtin_inff();
+	for (int j = 0; j < MS_LANES; j++) acc[j] = m;
+	long full = n / MS_LANES;
+	SFX(colminmax)(op, x, full, MS_LANES, MS_LANES, acc);
+	SFX(colminmax)(op, x + full * MS_LANES, 1, n - full * MS_LANES, 0, acc);
+	for (int j = 0; j < MS_LANES; j++) {
+		float v = acc[j];
+		if (v != v)
+			return v;
+		m = op == MS_RMAX ? (v > m ? v : m) : (v < m ? v : m);
+	}
+	return m;
+}
+
+static void SFX(rowreduce)(int op, const float *x, long rows, long n, float *out, double scale) {
+	for (long r = 0; r < rows; r++) {
+		const float *row = x + r * n;
+		out[r] = op == MS_RSUM ? (float)(SFX(sum_row)(row, n) * scale) : SFX(minmax_row)(op, row, n);
+	}
+}
+
+static void SFX(colsum)(const float *x, long rows, long cols, long ld, double *restrict acc) {
+	for (long r = 0; r < rows; r++) {
+		const float *restrict row = x + r * ld;
+		for (long j = 0; j < cols; j++) acc[j] += (double)row[j];
+	}
+}
+
+static void SFX(softmax)(const float *x, float *restrict y, long rows, long n, int log) {
+	for (long r = 0; r < rows; r++) {
+		const float *restrict xr = x + r * n;
+		float *restrict yr = y + r * n;
+		float m = SFX(minmax_row)(MS_RMAX, xr, n);
+		/* e^(x - max) into y first: the exp loop then vectorises, and
+		 * the sum runs in sum_row's independent lanes. */
+		for (long i = 0; i < n; i++) yr[i] = SFX(exp_f)(xr[i] - m);
+		double s = SFX(sum_row)(yr, n);
+		if (log) {
+			float ls = (float)__builtin_log(s);
+			for (long i = 0; i < n; i++) yr[i] = (xr[i] - m) - ls;
+		} else {
+			float inv = (float)(1.0 / s);
+			for (long i = 0; i < n; i++) yr[i] *= inv;
+		}
+	}
+}

@@ -1,0 +1,311 @@
+package vec
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+	"time"
+)
+
+// levels runs f at every level this CPU has.
+func levels(t *testing.T, f func(t *testing.T)) {
+	best := SetLevel(AVX2)
+	defer SetLevel(best)
+	for l := Base; l <= best; l++ {
+		SetLevel(l)
+		t.Run([]string{"base", "avx2"}[l], f)
+	}
+}
+
+func newRand(t *testing.T) *rand.Rand {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewSource(seed))
+}
+
+// inputs covers uniform ranges, every magnitude from subnormal to the
+// largest float, and the IEEE specials.
+func inputs(r *rand.Rand, n int) []float32 {
+	x := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)),
+		1e-45, -1e-45, 1e-39, -1e-39, math.MaxFloat32, -math.MaxFloat32, 1, -1, 0.5, -0.5, 2.5, -2.5, 3.5,
+		88.72, 88.73, 89, -87.3, -100, -103.9, -104, -110, 9, -9, 9.01, 0.4999, 0.5001, -0.4999}
+	for len(x) < n {
+		switch r.Intn(3) {
+		case 0:
+			x = append(x, float32(r.Float64()*220-110))
+		case 1:
+			x = append(x, float32(r.Float64()*8-4))
+		default:
+			m := math.Pow(10, r.Float64()*83-45)
+			if r.Intn(2) == 0 {
+				m = -m
+			}
+			x = append(x, float32(m))
+		}
+	}
+	return x
+}
+
+const eps = 1.1920929e-7
+
+func TestUnary(t *testing.T) {
+	type spec struct {
+		op  Unary
+		f   func(float64) float64
+		rel float64 // in float32 epsilons
+		abs float64 // absolute floor, scaled by max(1, |x|)
+	}
+	specs := []spec{
+		{Neg, func(x float64) float64 { return -x }, 0, 0},
+		{Abs, math.Abs, 0, 0},
+		{Square, func(x float64) float64 { return x * x }, 0.5, 0},
+		{Sqrt, math.Sqrt, 0.5, 0},
+		{Rsqrt, func(x float64) float64 { return 1 / math.Sqrt(x) }, 1.5, 0},
+		{Reciprocal, func(x float64) float64 { return 1 / x }, 0.5, 0},
+		{Exp, math.Exp, 3, 1e-45},
+		{Expm1, math.Expm1, 3, 1e-45},
+		{Log, math.Log, 3, 0},
+		{Sigmoid, func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }, 4, 1e-45},
+		{Tanh, math.Tanh, 4, 0},
+		{Relu, func(x float64) float64 {
+			if x > 0 || x != x {
+				return x
+			}
+			return 0
+		}, 0, 0},
+		{Relu6, func(x float64) float64 {
+			if x != x {
+				return x
+			}
+			return math.Min(math.Max(x, 0), 6)
+		}, 0, 0},
+		{Floor, math.Floor, 0, 0},
+		{Ceil, math.Ceil, 0, 0},
+		{Round, math.RoundToEven, 0, 0},
+		{Elu, func(x float64) float64 {
+			if x < 0 {
+				return math.Expm1(x)
+			}
+			return x
+		}, 3, 3e-45},
+		{Selu, func(x float64) float64 {
+			if x < 0 {
+				return 1.0507009873554805 * 1.6732632423543772 * math.Expm1(x)
+			}
+			return 1.0507009873554805 * x
+		}, 4, 3e-45},
+		{Softsign, func(x float64) float64 { return x / (1 + math.Abs(x)) }, 1.5, 0},
+		{GeluErf, func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }, 8, 3e-7},
+		{GeluTanh, func(x float64) float64 {
+			return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+		}, 8, 3e-7},
+	}
+	levels(t, func(t *testing.T) {
+		r := newRand(t)
+		x := inputs(r, 20000)
+		for _, s := range specs {
+			y := make([]float32, len(x))
+			MapUnary(s.op, x, y)
+			bad := 0
+			for i, v := range x {
+				w := s.f(float64(v))
+				g := float64(y[i])
+				abs := s.abs
+				if abs > 0 && math.Abs(float64(v)) > 1 {
+					abs *= math.Abs(float64(v))
+				}
+				if !closeEnough(g, w, s.rel, abs) {
+					if bad < 3 {
+						t.Errorf("op %d: f(%g) = %g, want %g", s.op, v, g, float32(w))
+					}
+					bad++
+				}
+			}
+			// In place gives the same.
+			z := append([]float32(nil), x...)
+			MapUnary(s.op, z, z)
+			for i := range z {
+				if z[i] != y[i] && !(z[i] != z[i] && y[i] != y[i]) {
+					t.Fatalf("op %d in place differs at %g", s.op, x[i])
+				}
+			}
+		}
+	})
+}
+
+// closeEnough compares with want rounded to float32 first: rel is in
+// float32 epsilons of |want|, abs an absolute floor.
+func closeEnough(g, w, rel, abs float64) bool {
+	w = float64(float32(w))
+	if math.IsNaN(w) {
+		return math.IsNaN(g)
+	}
+	if math.IsInf(w, 0) || math.IsInf(g, 0) {
+		return g == w
+	}
+	return math.Abs(g-w) <= rel*eps*math.Abs(w)+abs
+}
+
+func TestBinary(t *testing.T) {
+	ops := map[Binary]func(a, b float32) float32{
+		Add: func(a, b float32) float32 { return a + b },
+		Sub: func(a, b float32) float32 { return a - b },
+		Mul: func(a, b float32) float32 { return a * b },
+		Div: func(a, b float32) float32 { return a / b },
+		Max: func(a, b float32) float32 {
+			if a != a || a > b {
+				return a
+			}
+			return b
+		},
+		Min: func(a, b float32) float32 {
+			if a != a || a < b {
+				return a
+			}
+			return b
+		},
+		SquaredDifference: func(a, b float32) float32 { d := a - b; return d * d },
+	}
+	levels(t, func(t *testing.T) {
+		r := newRand(t)
+		x := inputs(r, 3000)
+		yv := inputs(r, 3000)
+		r.Shuffle(len(yv), func(i, j int) { yv[i], yv[j] = yv[j], yv[i] })
+		for op, f := range ops {
+			for _, st := range [][2]int{{1, 1}, {0, 1}, {1, 0}, {0, 0}} {
+				for _, n := range []int{0, 1, 7, 33, len(x)} {
+					out := make([]float32, n)
+					MapBinary(op, x, yv, out, st[0], st[1])
+					for i := range out {
+						w := f(x[i*st[0]], yv[i*st[1]])
+						if out[i] != w && !(out[i] != out[i] && w != w) {
+							t.Fatalf("op %d strides %v: f(%g, %g) = %g, want %g", op, st, x[i*st[0]], yv[i*st[1]], out[i], w)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestReduce(t *testing.T) {
+	levels(t, func(t *testing.T) {
+		r := newRand(t)
+		for _, n := range []int{0, 1, 5, 16, 17, 100, 1001} {
+			for _, withNaN := range []bool{false, true} {
+				rows := 3
+				x := make([]float32, rows*n)
+				for i := range x {
+					x[i] = float32(r.NormFloat64() * 10)
+				}
+				if withNaN && n > 0 {
+					x[r.Intn(n)+n] = float32(math.NaN()) // row 1
+				}
+				sum, mx, mn := make([]float32, rows), make([]float32, rows), make([]float32, rows)
+				RowReduce(Sum, x, n, sum, 0.5)
+				RowReduce(RMax, x, n, mx, 1)
+				RowReduce(RMin, x, n, mn, 1)
+				for row := 0; row < rows; row++ {
+					var s float64
+					m, l := math.Inf(-1), math.Inf(1)
+					for _, v := range x[row*n : row*n+n] {
+						s += float64(v)
+						if v != v {
+							m, l = math.NaN(), math.NaN()
+						} else if m == m {
+							m, l = math.Max(m, float64(v)), math.Min(l, float64(v))
+						}
+					}
+					if !closeEnough(float64(sum[row]), s*0.5, 1, 1e-9*float64(n)) {
+						t.Errorf("n=%d row %d: sum %g, want %g", n, row, sum[row], s*0.5)
+					}
+					if !closeEnough(float64(mx[row]), m, 0, 0) || !closeEnough(float64(mn[row]), l, 0, 0) {
+						t.Errorf("n=%d row %d: max/min %g/%g, want %g/%g", n, row, mx[row], mn[row], m, l)
+					}
+				}
+				// Columns of the same block viewed as [rows, n].
+				acc := make([]float64, n)
+				ColSum(x, rows, n, acc)
+				cm := make([]float32, n)
+				for j := range cm {
+					cm[j] = float32(math.Inf(-1))
+				}
+				ColMinMax(RMax, x, rows, n, cm)
+				for j := 0; j < n; j++ {
+					var s float64
+					m := math.Inf(-1)
+					for row := 0; row < rows; row++ {
+						v := x[row*n+j]
+						s += float64(v)
+						if v != v || m != m {
+							m = math.NaN()
+						} else {
+							m = math.Max(m, float64(v))
+						}
+					}
+					if !(acc[j] == s || math.IsNaN(acc[j]) && math.IsNaN(s)) || !closeEnough(float64(cm[j]), m, 0, 0) {
+						t.Errorf("n=%d col %d: sum %g max %g, want %g %g", n, j, acc[j], cm[j], s, m)
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestSoftmax(t *testing.T) {
+	levels(t, func(t *testing.T) {
+		r := newRand(t)
+		for _, n := range []int{1, 3, 16, 100, 1000} {
+			for _, log := range []bool{false, true} {
+				x := make([]float32, 4*n)
+				for i := range x {
+					x[i] = float32(r.NormFloat64() * 20)
+				}
+				y := make([]float32, len(x))
+				Softmax(x, y, n, log)
+				for row := 0; row < 4; row++ {
+					xr := x[row*n : row*n+n]
+					m := math.Inf(-1)
+					for _, v := range xr {
+						m = math.Max(m, float64(v))
+					}
+					var s float64
+					for _, v := range xr {
+						s += math.Exp(float64(v) - m)
+					}
+					for i, v := range xr {
+						w := math.Exp(float64(v)-m) / s
+						if log {
+							w = float64(v) - m - math.Log(s)
+						}
+						if g := float64(y[row*n+i]); !closeEnough(g, w, 8, 1e-6) {
+							t.Fatalf("n=%d log=%v: softmax[%d] = %g, want %g", n, log, i, g, w)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestBounds checks that bad lengths panic in Go, before C could read or
+// write out of range.
+func TestBounds(t *testing.T) {
+	for _, f := range []func(){
+		func() { MapUnary(Exp, make([]float32, 4), make([]float32, 3)) },
+		func() { MapBinary(Add, make([]float32, 3), make([]float32, 4), make([]float32, 4), 1, 1) },
+		func() { MapBinary(Add, make([]float32, 4), make([]float32, 4), make([]float32, 4), 2, 1) },
+		func() { RowReduce(Sum, make([]float32, 5), 3, make([]float32, 2), 1) },
+		func() { ColSum(make([]float32, 5), 2, 3, make([]float64, 3)) },
+		func() { Softmax(make([]float32, 5), make([]float32, 5), 2, false) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic on bad lengths")
+				}
+			}()
+			f()
+		}()
+	}
+}
