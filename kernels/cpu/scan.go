@@ -216,10 +216,12 @@ type kHeap[T num] struct {
 	idx []int
 }
 
-func (h *kHeap[T]) Len() int           { return len(h.idx) }
-func (h *kHeap[T]) Less(i, j int) bool { return before(h.v[h.idx[j]], h.idx[j], h.v[h.idx[i]], h.idx[i]) }
-func (h *kHeap[T]) Swap(i, j int)      { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
-func (h *kHeap[T]) Push(x any)         { h.idx = append(h.idx, x.(int)) }
+func (h *kHeap[T]) Len() int { return len(h.idx) }
+func (h *kHeap[T]) Less(i, j int) bool {
+	return before(h.v[h.idx[j]], h.idx[j], h.v[h.idx[i]], h.idx[i])
+}
+func (h *kHeap[T]) Swap(i, j int) { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
+func (h *kHeap[T]) Push(x any)    { h.idx = append(h.idx, x.(int)) }
 func (h *kHeap[T]) Pop() any {
 	x := h.idx[len(h.idx)-1]
 	h.idx = h.idx[:len(h.idx)-1]
