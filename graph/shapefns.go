@@ -339,10 +339,31 @@ func reshapeShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	if in.FullyDefined() {
 		total := tensor.Shape(in.Dims).NumElements()
 		if infer >= 0 {
-			if prod == 0 || total%prod != 0 {
+			// As TF's kernel: zero dims are left out of both products, so
+			// -1 is still inferred ([2,0,3] to [0,-1] is [0,6]).
+			nz, inZero, hasZero := int64(1), false, false
+			for _, d := range dims {
+				if d == 0 {
+					hasZero = true
+				} else if d > 0 {
+					nz *= d
+				}
+			}
+			known := int64(1)
+			for _, d := range in.Dims {
+				if d > 0 || !hasZero {
+					known *= d
+				} else {
+					inZero = true
+				}
+			}
+			if !inZero && known%nz != 0 {
 				return nil, errorf("cannot reshape a tensor with %d elements to shape %v", total, dims)
 			}
-			out.Dims[infer] = total / prod
+			out.Dims[infer] = known / nz
+			if tensor.Shape(out.Dims).NumElements() != total {
+				return nil, errorf("cannot reshape a tensor with %d elements to shape %v", total, dims)
+			}
 		} else if total != prod {
 			return nil, errorf("cannot reshape a tensor with %d elements to shape %v", total, dims)
 		}
