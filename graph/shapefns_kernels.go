@@ -31,10 +31,16 @@ func init() {
 	for _, op := range []string{"ReverseV2", "MatrixBandPart", "InvertPermutation", "LRN", "Cumsum", "Cumprod"} {
 		RegisterShapeFn(op, unchangedShape)
 	}
-	RegisterShapeFn("BroadcastTo", func(c *ShapeContext) ([]tensor.PartialShape, error) { return []tensor.PartialShape{shapeFromInput(c, 1)}, nil })
-	RegisterShapeFn("ScatterNd", func(c *ShapeContext) ([]tensor.PartialShape, error) { return []tensor.PartialShape{shapeFromInput(c, 2)}, nil })
+	RegisterShapeFn("BroadcastTo", func(c *ShapeContext) ([]tensor.PartialShape, error) {
+		return []tensor.PartialShape{shapeFromInput(c, 1)}, nil
+	})
+	RegisterShapeFn("ScatterNd", func(c *ShapeContext) ([]tensor.PartialShape, error) {
+		return []tensor.PartialShape{shapeFromInput(c, 2)}, nil
+	})
 	for _, op := range []string{"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"} {
-		RegisterShapeFn(op, func(c *ShapeContext) ([]tensor.PartialShape, error) { return []tensor.PartialShape{shapeFromInput(c, 0)}, nil })
+		RegisterShapeFn(op, func(c *ShapeContext) ([]tensor.PartialShape, error) {
+			return []tensor.PartialShape{shapeFromInput(c, 0)}, nil
+		})
 	}
 	RegisterShapeFn("BroadcastArgs", func(c *ShapeContext) ([]tensor.PartialShape, error) {
 		a, b := c.In[0], c.In[1]
