@@ -344,8 +344,13 @@ func fillLike(ctx *kernels.Context, v float64) error {
 	if err != nil {
 		return err
 	}
-	if v == 0 || o.DType == tensor.String {
-		return nil // buffers start zeroed; strings start empty
+	if o.DType == tensor.String {
+		return nil // strings start empty
+	}
+	if v == 0 {
+		// An allocator may hand out a used buffer.
+		clear(o.Buf)
+		return nil
 	}
 	n := int(o.NumElements())
 	switch o.DType {

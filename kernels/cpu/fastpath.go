@@ -15,6 +15,9 @@ import (
 // Go loop it replaces.
 const vecMin = 32
 
+// splitRow is the piece of a single long row reduced per task.
+const splitRow = 1 << 16
+
 // vecCost is the per-element cost (ns) handed to the intra-op pool for vec
 // loops; splitting starts around 16K elements for cheap ops.
 const vecCost = 1.0
@@ -114,6 +117,27 @@ func vecReduce(ctx *kernels.Context, kind redKind, p redPlan, x, o []float32) bo
 		scale = 1 / float64(p.count)
 	}
 	n := p.red
+	if p.outer == 1 && p.inner == 1 && n >= 2*splitRow {
+		// One long row: partial results of its pieces in parallel, then
+		// those folded (sums of float64-accurate partials, in float64).
+		parts := make([]float32, (n+splitRow-1)/splitRow)
+		ctx.For(len(parts), splitRow*vecCost, func(lo, hi int) {
+			for c := lo; c < hi; c++ {
+				seg := x[c*splitRow : min((c+1)*splitRow, n)]
+				vec.RowReduce(op, seg, len(seg), parts[c:c+1], 1)
+			}
+		})
+		if op != vec.Sum {
+			vec.RowReduce(op, parts, len(parts), o[:1], 1)
+			return true
+		}
+		var s float64
+		for _, v := range parts {
+			s += float64(v)
+		}
+		o[0] = float32(s * scale)
+		return true
+	}
 	forReduce(ctx, p, func(lo, hi int) {
 		vec.RowReduce(op, x[lo*n:hi*n], n, o[lo:hi], scale)
 	}, func(oi, jlo, jhi int) {
@@ -147,5 +171,18 @@ func vecSoftmax(ctx *kernels.Context, x, o []float32, d int, log bool) bool {
 	ctx.For(len(x)/d, float64(d)*5, func(lo, hi int) {
 		vec.Softmax(x[lo*d:hi*d], o[lo*d:hi*d], d, log)
 	})
+	return true
+}
+
+// vecArg runs ArgMax/ArgMin over the last axis (inner == 1) of float32.
+func vecArg(ctx *kernels.Context, isMax bool, x []float32, idx []int64, n, inner int) bool {
+	if inner != 1 || n < vecMin {
+		return false
+	}
+	op := vec.RMin
+	if isMax {
+		op = vec.RMax
+	}
+	ctx.For(len(idx), float64(n), func(lo, hi int) { vec.ArgReduce(op, x[lo*n:hi*n], n, idx[lo:hi]) })
 	return true
 }

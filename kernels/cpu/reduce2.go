@@ -213,11 +213,19 @@ func forReduce(ctx *kernels.Context, p redPlan, row func(lo, hi int), col func(o
 		ctx.For(p.outer, cost, row)
 		return
 	}
+	// Blocks of colBlock columns, narrower (down to 64) when that leaves too
+	// few tasks to spread over the pool.
 	nb := (p.inner + colBlock - 1) / colBlock
-	ctx.For(p.outer*nb, cost*float64(min(p.inner, colBlock)), func(lo, hi int) {
+	if want := (32 + p.outer - 1) / p.outer; nb < want {
+		nb = max(nb, min(want, (p.inner+63)/64))
+	}
+	blk := (p.inner + nb - 1) / nb
+	ctx.For(p.outer*nb, cost*float64(blk), func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			o, b := t/nb, t%nb
-			col(o, b*colBlock, min((b+1)*colBlock, p.inner))
+			if jlo := b * blk; jlo < p.inner {
+				col(o, jlo, min(jlo+blk, p.inner))
+			}
 		}
 	})
 }
@@ -644,11 +652,15 @@ func argOp(ctx *kernels.Context, isMax bool) error {
 	n := int(in.Shape[axis])
 	switch in.DType {
 	case tensor.Float:
-		argRows(ctx, isMax, in.F32(), idx, outer, n, inner)
+		if !vecArg(ctx, isMax, in.F32(), idx, n, inner) {
+			argRows(ctx, isMax, in.F32(), idx, outer, n, inner)
+		}
 	case tensor.Double:
 		argRows(ctx, isMax, in.F64(), idx, outer, n, inner)
 	case tensor.Half, tensor.Bfloat16:
-		argRows(ctx, isMax, toF32(in), idx, outer, n, inner)
+		if x := toF32(in); !vecArg(ctx, isMax, x, idx, n, inner) {
+			argRows(ctx, isMax, x, idx, outer, n, inner)
+		}
 	case tensor.Int32:
 		argRows(ctx, isMax, in.I32(), idx, outer, n, inner)
 	case tensor.Int64:

@@ -25,7 +25,7 @@ var reduceShapes = []reduceCase{
 	{tensor.Shape{4, 1, 9}, []int64{1}}, {tensor.Shape{4, 1, 9}, []int64{0, 2}},
 	{tensor.Shape{64, 257}, []int64{1}}, {tensor.Shape{64, 257}, []int64{0}},
 	{tensor.Shape{2, 5, 6, 3}, []int64{1, 2}}, {tensor.Shape{2, 5, 6, 3}, []int64{0, 2}}, {tensor.Shape{2, 5, 6, 3}, []int64{3}},
-	{tensor.Shape{3000}, []int64{0}}, {tensor.Shape{2, 1, 3, 1, 2}, []int64{0, 3, 4}},
+	{tensor.Shape{3000}, []int64{0}}, {tensor.Shape{2, 1, 3, 1, 2}, []int64{0, 3, 4}}, {tensor.Shape{140000}, []int64{0}},
 }
 
 // ReduceSpec describes a reduction family.

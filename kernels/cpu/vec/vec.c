@@ -25,6 +25,12 @@
 #include "vec_impl.h"
 #undef SFX
 #pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,fma")
+#define SFX(n) n##_avx512
+#include "vec_impl.h"
+#undef SFX
+#pragma GCC pop_options
 #endif
 
 static int level = -1;
@@ -32,6 +38,10 @@ static int level = -1;
 static int detect(void) {
 #ifdef MS_HAVE_AVX2_VARIANT
 	__builtin_cpu_init();
+	/* libgcc also checks that the OS saves the vector state (XGETBV). */
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("fma"))
+		return 2;
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 		return 1;
 #endif
@@ -49,14 +59,10 @@ void ms_vec_set_level(int l) {
 	level = l < best ? l : best;
 }
 
-#ifdef MS_HAVE_AVX2_VARIANT
-#define DISPATCH(call) do { if (ms_vec_level() == 1) call##_avx2; else call##_base; } while (0)
-#else
-#define DISPATCH(call) call##_base
-#endif
 
 void ms_unary_f32(int op, const float *x, float *y, long n) {
 #ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2) { unary_avx512(op, x, y, n); return; }
 	if (ms_vec_level() == 1) { unary_avx2(op, x, y, n); return; }
 #endif
 	unary_base(op, x, y, n);
@@ -64,6 +70,7 @@ void ms_unary_f32(int op, const float *x, float *y, long n) {
 
 void ms_binary_f32(int op, const float *a, const float *b, float *y, long n, int sa, int sb) {
 #ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2) { binary_avx512(op, a, b, y, n, sa, sb); return; }
 	if (ms_vec_level() == 1) { binary_avx2(op, a, b, y, n, sa, sb); return; }
 #endif
 	binary_base(op, a, b, y, n, sa, sb);
@@ -71,6 +78,7 @@ void ms_binary_f32(int op, const float *a, const float *b, float *y, long n, int
 
 void ms_rowreduce_f32(int op, const float *x, long rows, long n, float *out, double scale) {
 #ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2) { rowreduce_avx512(op, x, rows, n, out, scale); return; }
 	if (ms_vec_level() == 1) { rowreduce_avx2(op, x, rows, n, out, scale); return; }
 #endif
 	rowreduce_base(op, x, rows, n, out, scale);
@@ -78,6 +86,7 @@ void ms_rowreduce_f32(int op, const float *x, long rows, long n, float *out, dou
 
 void ms_colsum_f32(const float *x, long rows, long cols, long ld, double *acc) {
 #ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2) { colsum_avx512(x, rows, cols, ld, acc); return; }
 	if (ms_vec_level() == 1) { colsum_avx2(x, rows, cols, ld, acc); return; }
 #endif
 	colsum_base(x, rows, cols, ld, acc);
@@ -85,6 +94,7 @@ void ms_colsum_f32(const float *x, long rows, long cols, long ld, double *acc) {
 
 void ms_colminmax_f32(int op, const float *x, long rows, long cols, long ld, float *acc) {
 #ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2) { colminmax_avx512(op, x, rows, cols, ld, acc); return; }
 	if (ms_vec_level() == 1) { colminmax_avx2(op, x, rows, cols, ld, acc); return; }
 #endif
 	colminmax_base(op, x, rows, cols, ld, acc);
@@ -92,7 +102,16 @@ void ms_colminmax_f32(int op, const float *x, long rows, long cols, long ld, flo
 
 void ms_softmax_f32(const float *x, float *y, long rows, long n, int log) {
 #ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2) { softmax_avx512(x, y, rows, n, log); return; }
 	if (ms_vec_level() == 1) { softmax_avx2(x, y, rows, n, log); return; }
 #endif
 	softmax_base(x, y, rows, n, log);
+}
+
+void ms_argreduce_f32(int op, const float *x, long rows, long n, long long *out) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2) { argreduce_avx512(op, x, rows, n, out); return; }
+	if (ms_vec_level() == 1) { argreduce_avx2(op, x, rows, n, out); return; }
+#endif
+	argreduce_base(op, x, rows, n, out);
 }

@@ -67,11 +67,25 @@ const (
 // Level is the instruction set the loops run with.
 type Level int
 
-// Levels: the baseline C build, and AVX2 with FMA.
+// Levels: the baseline C build, AVX2 with FMA, AVX-512 (F, VL, DQ, BW).
 const (
-	Base Level = 0
-	AVX2 Level = 1
+	Base   Level = 0
+	AVX2   Level = 1
+	AVX512 Level = 2
 )
+
+// String names the level.
+func (l Level) String() string {
+	switch l {
+	case Base:
+		return "base"
+	case AVX2:
+		return "avx2"
+	case AVX512:
+		return "avx512"
+	}
+	return fmt.Sprintf("Level(%d)", int(l))
+}
 
 // CurrentLevel reports the level in use (the best the CPU has, unless
 // lowered by SetLevel).
@@ -168,4 +182,18 @@ func Softmax(x, y []float32, n int, log bool) {
 		l = 1
 	}
 	C.ms_softmax_f32((*C.float)(&x[0]), (*C.float)(&y[0]), C.long(len(x)/n), C.long(n), C.int(l))
+}
+
+// ArgReduce sets out[r] to the index of the first max (RMax) or min (RMin)
+// of row r of x viewed as [len(out), n], n > 0, or to the index of the
+// row's first NaN.
+func ArgReduce(op Reduce, x []float32, n int, out []int64) {
+	rows := len(out)
+	if (op != RMax && op != RMin) || n <= 0 || len(x) < rows*n {
+		panic(fmt.Sprintf("vec: ArgReduce(%d) with len(x)=%d rows=%d n=%d", op, len(x), rows, n))
+	}
+	if rows == 0 {
+		return
+	}
+	C.ms_argreduce_f32(C.int(op), (*C.float)(&x[0]), C.long(rows), C.long(n), (*C.longlong)(&out[0]))
 }

@@ -15,7 +15,8 @@ enum { MS_ADD, MS_SUB, MS_MUL, MS_DIV, MS_MAX, MS_MIN, MS_SQDIFF, MS_NUM_BINARY 
 /* Row and column reductions. */
 enum { MS_RSUM, MS_RMAX, MS_RMIN };
 
-/* 0: plain C (compiler's baseline ISA), 1: AVX2+FMA when the CPU has them. */
+/* 0: plain C (compiler's baseline ISA), 1: AVX2+FMA, 2: AVX-512 (F, VL, DQ,
+ * BW), each when the CPU and OS have it. */
 int ms_vec_level(void);
 void ms_vec_set_level(int level);
 
@@ -28,6 +29,9 @@ void ms_rowreduce_f32(int op, const float *x, long rows, long n, float *out, dou
  * sums, float for max/min), which the caller initialises. */
 void ms_colsum_f32(const float *x, long rows, long cols, long ld, double *acc);
 void ms_colminmax_f32(int op, const float *x, long rows, long cols, long ld, float *acc);
+/* Index of the first max (MS_RMAX) or min (MS_RMIN) of each row of
+ * [rows, n], n > 0, or of the row's first NaN. */
+void ms_argreduce_f32(int op, const float *x, long rows, long n, long long *out);
 /* Softmax (or log-softmax) of each row of [rows, n]. */
 void ms_softmax_f32(const float *x, float *y, long rows, long n, int log);
 

@@ -31,7 +31,7 @@ static inline float SFX(exp_f)(float x) {
 	p = p * r + 1.0f;
 	p = p * r + 1.0f;
 	int ki = (int)k;
-	int k1 = ki / 2, k2 = ki - k1;
+	int k1 = ki >> 1, k2 = ki - k1;
 	union { unsigned u; float f; } s1, s2;
 	s1.u = (unsigned)(k1 + 127) << 23;
 	s2.u = (unsigned)(k2 + 127) << 23;
@@ -89,12 +89,22 @@ static inline float SFX(log_f)(float x) {
 	return x == x ? y : x;
 }
 
-/* tanh(x) = t / (t + 2) with t = e^(2|x|) - 1, sign restored; 1 beyond 9. */
+/* tanh: an odd polynomial below |x| = 0.625 (a least-squares fit of
+ * (tanh x - x)/x^3 in x^2, relative error 2e-9), 1 - 2/(e^(2|x|) + 1)
+ * above (no cancellation there, the result exceeds 0.55), 1 beyond 9. */
 static inline float SFX(tanh_f)(float x) {
 	float ax = x < 0 ? -x : x;
 	float c = ax > 9.0f ? 9.0f : ax;
-	float t = SFX(expm1_f)(2.0f * c);
-	float y = t / (t + 2.0f);
+	float big = 1.0f - 2.0f / (SFX(exp_f)(2.0f * c) + 1.0f);
+	float u = c * c;
+	float p = 0.0023392921275201504f;
+	p = p * u - 0.008386081489861964f;
+	p = p * u + 0.02178214521499778f;
+	p = p * u - 0.05396093431958845f;
+	p = p * u + 0.1333331086288712f;
+	p = p * u - 0.3333333322183118f;
+	float small = c + c * u * p;
+	float y = ax < 0.625f ? small : big;
 	y = ax > 9.0f ? 1.0f : y;
 	y = x < 0 ? -y : y;
 	return x == x ? y : x;
@@ -145,6 +155,13 @@ static inline float SFX(erf_f)(float x) {
  * sqrtf loop and will not vectorise it. */
 static void SFX(sqrt_loop)(const float *restrict x, float *restrict y, long n, int recip) {
 	long i = 0;
+#if defined(__AVX512F__)
+	const __m512 one16 = _mm512_set1_ps(1.0f);
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_sqrt_ps(_mm512_loadu_ps(x + i));
+		_mm512_storeu_ps(y + i, recip ? _mm512_div_ps(one16, v) : v);
+	}
+#endif
 #if defined(__AVX__)
 	const __m256 one8 = _mm256_set1_ps(1.0f);
 	for (; i + 8 <= n; i += 8) {
@@ -330,22 +347,78 @@ static void SFX(colminmax)(int op, const float *x, long rows, long cols, long ld
 	}
 }
 
-/* Max (or Min) of a row, NaN sticking once seen: the row is folded as
- * [n/16, 16] columns (a loop the compiler vectorises), then the lanes. */
-static float SFX(minmax_row)(int op, const float *restrict x, long n) {
-	float acc[MS_LANES];
-	float m = op == MS_RMAX ? -__builtin_inff() : __builtin_inff();
-	for (int j = 0; j < MS_LANES; j++) acc[j] = m;
-	long full = n / MS_LANES;
-	SFX(colminmax)(op, x, full, MS_LANES, MS_LANES, acc);
-	SFX(colminmax)(op, x + full * MS_LANES, 1, n - full * MS_LANES, 0, acc);
-	for (int j = 0; j < MS_LANES; j++) {
-		float v = acc[j];
-		if (v != v)
-			return v;
-		m = op == MS_RMAX ? (v > m ? v : m) : (v < m ? v : m);
+/* Max and min of a non-empty row. NaN is tracked on the bits, so the loops
+ * can be compiled with finite-math-only, under which GCC turns the select
+ * into a vector max/min reduction; no constant inf enters them (the first
+ * element seeds the fold), so nothing is folded wrongly at compile time. */
+__attribute__((optimize("finite-math-only", "no-signed-zeros")))
+static float SFX(max_row_fast)(const float *restrict x, long n, unsigned *nanp) {
+	float m = x[0];
+	unsigned nan = 0;
+	for (long i = 0; i < n; i++) {
+		float v = x[i];
+		union { float f; unsigned u; } b = { v };
+		nan |= (b.u & 0x7fffffffu) > 0x7f800000u;
+		m = v > m ? v : m;
 	}
+	*nanp = nan;
 	return m;
+}
+
+__attribute__((optimize("finite-math-only", "no-signed-zeros")))
+static float SFX(min_row_fast)(const float *restrict x, long n, unsigned *nanp) {
+	float m = x[0];
+	unsigned nan = 0;
+	for (long i = 0; i < n; i++) {
+		float v = x[i];
+		union { float f; unsigned u; } b = { v };
+		nan |= (b.u & 0x7fffffffu) > 0x7f800000u;
+		m = v < m ? v : m;
+	}
+	*nanp = nan;
+	return m;
+}
+
+/* Max (or Min) of a row, NaN if the row holds one; the identity (-inf or
+ * +inf) for an empty row. */
+static float SFX(minmax_row)(int op, const float *restrict x, long n) {
+	if (n == 0)
+		return op == MS_RMAX ? -__builtin_inff() : __builtin_inff();
+	unsigned nan;
+	float m = op == MS_RMAX ? SFX(max_row_fast)(x, n, &nan) : SFX(min_row_fast)(x, n, &nan);
+	return nan ? __builtin_nanf("") : m;
+}
+
+/* Index of the first element of row equal to m (the first NaN when m is
+ * NaN): blocks of 64 are tested with a vectorised any-equal, and only the
+ * block that hits is scanned. */
+static long SFX(find_first)(const float *restrict row, long n, float m) {
+	int isnan = m != m;
+	long i = 0;
+	for (; i + 64 <= n; i += 64) {
+		int hit = 0;
+		if (isnan) {
+			for (int j = 0; j < 64; j++) hit |= row[i + j] != row[i + j];
+		} else {
+			for (int j = 0; j < 64; j++) hit |= row[i + j] == m;
+		}
+		if (hit)
+			break;
+	}
+	if (isnan) {
+		while (i < n && row[i] == row[i]) i++;
+	} else {
+		while (i < n && row[i] != m) i++;
+	}
+	return i;
+}
+
+/* Index of the first max (or min) of each row, or of the first NaN. */
+static void SFX(argreduce)(int op, const float *x, long rows, long n, long long *out) {
+	for (long r = 0; r < rows; r++) {
+		const float *row = x + r * n;
+		out[r] = SFX(find_first)(row, n, SFX(minmax_row)(op, row, n));
+	}
 }
 
 static void SFX(rowreduce)(int op, const float *x, long rows, long n, float *out, double scale) {

@@ -9,11 +9,11 @@ import (
 
 // levels runs f at every level this CPU has.
 func levels(t *testing.T, f func(t *testing.T)) {
-	best := SetLevel(AVX2)
+	best := SetLevel(AVX512)
 	defer SetLevel(best)
 	for l := Base; l <= best; l++ {
 		SetLevel(l)
-		t.Run([]string{"base", "avx2"}[l], f)
+		t.Run(l.String(), f)
 	}
 }
 
@@ -245,6 +245,41 @@ func TestReduce(t *testing.T) {
 					}
 					if !(acc[j] == s || math.IsNaN(acc[j]) && math.IsNaN(s)) || !closeEnough(float64(cm[j]), m, 0, 0) {
 						t.Errorf("n=%d col %d: sum %g max %g, want %g %g", n, j, acc[j], cm[j], s, m)
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestArgReduce(t *testing.T) {
+	levels(t, func(t *testing.T) {
+		r := newRand(t)
+		for _, n := range []int{1, 2, 15, 16, 17, 1000} {
+			rows := 5
+			x := make([]float32, rows*n)
+			for i := range x {
+				x[i] = float32(r.Intn(7) - 3) // ties are common
+			}
+			x[n+r.Intn(n)] = float32(math.NaN())     // row 1 holds a NaN
+			x[2*n+r.Intn(n)] = float32(math.Inf(1))  // row 2 an inf
+			x[3*n+r.Intn(n)] = float32(math.Inf(-1)) // row 3 a -inf
+			for _, op := range []Reduce{RMax, RMin} {
+				out := make([]int64, rows)
+				ArgReduce(op, x, n, out)
+				for row := 0; row < rows; row++ {
+					xr := x[row*n : row*n+n]
+					want := 0
+					for i, v := range xr {
+						if xr[want] != xr[want] {
+							break
+						}
+						if v != v || (op == RMax && v > xr[want]) || (op == RMin && v < xr[want]) {
+							want = i
+						}
+					}
+					if out[row] != int64(want) {
+						t.Errorf("n=%d op %d row %d: index %d, want %d", n, op, row, out[row], want)
 					}
 				}
 			}
