@@ -319,9 +319,19 @@ func mapCopy(dst, src *tensor.Tensor, maps [][]int64, pad *tensor.Tensor) {
 		j = k
 	}
 	width := int64(len(last))
+	// Output buffers may be recycled, so padding is always written: zero
+	// bytes (empty strings) without a pad value.
+	es := int64(dst.DType.Size())
 	fillPad := func(at, n int64) {
 		if pad == nil {
-			return // dst is freshly zeroed (empty strings for TF_STRING)
+			if dst.DType == tensor.String {
+				for i := at; i < at+n; i++ {
+					dst.Strs[i] = nil
+				}
+				return
+			}
+			clear(dst.Buf[at*es : (at+n)*es])
+			return
 		}
 		for i := int64(0); i < n; i++ {
 			copyElems(dst, int(at+i), pad, 0, 1)
@@ -743,6 +753,7 @@ func scatterNd(ctx *kernels.Context) error {
 	if err != nil {
 		return err
 	}
+	clear(o.Buf) // the sum starts from zeros; buffers may be recycled
 	nSlices := lead.NumElements()
 	sliceSize := tensor.Shape(shape[k:]).NumElements()
 	st := strides(shape)
@@ -1044,12 +1055,15 @@ func matrixBandPart(ctx *kernels.Context) error {
 		return nil
 	}
 	batch /= m * n
+	zero := tensor.New(in.DType, tensor.Shape{})
 	for b := int64(0); b < batch; b++ {
 		for i := int64(0); i < m; i++ {
 			for j := int64(0); j < n; j++ {
+				k := int((b*m+i)*n + j)
 				if (lo < 0 || i-j <= lo) && (hi < 0 || j-i <= hi) {
-					k := int((b*m+i)*n + j)
 					copyElems(o, k, in, k, 1)
+				} else {
+					copyElems(o, k, zero, 0, 1)
 				}
 			}
 		}

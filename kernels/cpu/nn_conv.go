@@ -589,6 +589,7 @@ func conv2DBackpropInput(ctx *kernels.Context, a Conv2DAttrs) error {
 		return err
 	}
 	if o.NumElements() == 0 || dy.NumElements() == 0 {
+		clear(o.Buf)
 		return nil
 	}
 	switch o.DType {
@@ -631,6 +632,7 @@ func intGemmNT[T int32 | int64](m, n, k int, a []T, lda int, b []T, ldb int, c [
 }
 
 func convBackInput[T float32 | float64 | int32](p ConvParams, dy, filter, dx []T, gemm gemmNT[T]) {
+	clear(dx) // col2im accumulates; buffers may be recycled
 	rows := p.N * p.OutH * p.OutW
 	k := p.KH * p.KW * p.C
 	tile := max(1, min(rows, colBudget/max(k, 1)))

@@ -108,9 +108,11 @@ func fusedBatchNorm(ctx *kernels.Context, bn bnAttrs) error {
 	}
 	if len(ctx.Node.OutTypes) == 6 {
 		// reserve_space_3: a placeholder scalar on CPU, as TF allocates.
-		if _, err := ctx.Allocate(5, tensor.Shape{}); err != nil {
+		r3, err := ctx.Allocate(5, tensor.Shape{})
+		if err != nil {
 			return err
 		}
+		r3.F32()[0] = 0
 	}
 	scale, offset := ctx.Input(1).F32(), ctx.Input(2).F32()
 	var mean, variance []float32
@@ -119,7 +121,7 @@ func fusedBatchNorm(ctx *kernels.Context, bn bnAttrs) error {
 	}
 	if x.NumElements() == 0 {
 		// TF reports NaN statistics for an empty batch.
-		for _, s := range stats[:2] {
+		for _, s := range stats {
 			for i := range s.F32() {
 				s.F32()[i] = float32(math.NaN())
 			}
@@ -169,8 +171,12 @@ func fusedBatchNorm(ctx *kernels.Context, bn bnAttrs) error {
 		copy(stats[3].F32(), bv)
 		m, v = bm, bv
 	} else {
-		copy(stats[0].F32(), mean)
-		copy(stats[1].F32(), variance)
+		// TF leaves the reserve spaces unset in inference; they get the
+		// statistics used, so no stale buffer contents leak out.
+		for _, i := range []int{0, 2} {
+			copy(stats[i].F32(), mean)
+			copy(stats[i+1].F32(), variance)
+		}
 	}
 	mul, add := make([]float32, c), make([]float32, c)
 	for k := range mul {
