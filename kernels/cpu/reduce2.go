@@ -213,11 +213,12 @@ func forReduce(ctx *kernels.Context, p redPlan, row func(lo, hi int), col func(o
 		ctx.For(p.outer, cost, row)
 		return
 	}
-	// Blocks of colBlock columns, narrower (down to 64) when that leaves too
-	// few tasks to spread over the pool.
+	// Blocks of colBlock columns, narrower (down to 256, which keeps each
+	// row segment 1 KiB of float32 for the prefetcher) when that leaves
+	// too few tasks to spread over the pool.
 	nb := (p.inner + colBlock - 1) / colBlock
-	if want := (32 + p.outer - 1) / p.outer; nb < want {
-		nb = max(nb, min(want, (p.inner+63)/64))
+	if want := (16 + p.outer - 1) / p.outer; nb < want {
+		nb = max(nb, min(want, (p.inner+255)/256))
 	}
 	blk := (p.inner + nb - 1) / nb
 	ctx.For(p.outer*nb, cost*float64(blk), func(lo, hi int) {
