@@ -417,8 +417,16 @@ func im2col[T any](p ConvParams, in, col []T, r0, lo, hi, g int) {
 		dst := col[i*k : (i+1)*k]
 		ih0 := oh*p.StrideH - p.PadTop
 		iw0 := ow*p.StrideW - p.PadLeft
+		// With one group and no column dilation, a filter row's taps that
+		// lie inside the image are one contiguous run of the input.
+		rowRun := p.Groups == 1 && p.DilW == 1 && iw0 >= 0 && iw0+p.KW <= p.W
 		for kh := 0; kh < p.KH; kh++ {
 			ih := ih0 + kh*p.DilH
+			if rowRun && ih >= 0 && ih < p.H {
+				src := ((n*p.H+ih)*p.W + iw0) * p.C
+				copy(dst[kh*p.KW*cg:(kh+1)*p.KW*cg], in[src:src+p.KW*p.C])
+				continue
+			}
 			for kw := 0; kw < p.KW; kw++ {
 				iw := iw0 + kw*p.DilW
 				seg := dst[(kh*p.KW+kw)*cg : (kh*p.KW+kw+1)*cg]
