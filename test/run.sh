@@ -6,6 +6,7 @@
 #   numeric    kernels against NumPy (test/numeric)
 #   tfheaders  a client compiled with TF's own headers (test/tfheaders)
 #   gobind     the official TF Go bindings as a client (test/gobind)
+#   models     GraphDefs from TF's own test data against NumPy (test/models)
 #   valgrind   the C tests under memcheck (test/valgrind)
 # Each suite ends with "N passed, M failed"; the last line sums them. Arguments
 # name the suites to run (default: all).
@@ -50,7 +51,7 @@ suite_script() { # name command...
   count "$name" "$out"
 }
 
-suites=${*:-c symbols headers numeric tfheaders gobind valgrind}
+suites=${*:-c symbols headers numeric tfheaders gobind models valgrind}
 for s in $suites; do
   t0=$(date +%s)
   case $s in
@@ -60,6 +61,7 @@ for s in $suites; do
     numeric) suite_script numeric /usr/bin/python3 "$repo/test/numeric/test_numeric.py" ;;
     tfheaders) suite_script tfheaders "$repo/test/tfheaders/run.sh" ;;
     gobind) suite_script gobind "$repo/test/gobind/run.sh" ;;
+    models) suite_script models "$repo/test/models/run.sh" ;;
     valgrind) suite_script valgrind "$repo/test/valgrind/run.sh" ;;
     *) echo "unknown suite $s"; fail=$((fail+1)) ;;
   esac
