@@ -22,6 +22,33 @@
 // Any, ArgMax, ArgMin) in reduce2.go. Float32 inputs of the hot ones take
 // the vectorised C loops of package vec through fastpath.go.
 //
+// Data movement beyond array.go lives in array2.go: Slice, Tile, Pad,
+// MirrorPad, ReverseV2 and BroadcastTo are one copier (mapCopy) driven by a
+// source index per output coordinate of each dimension, copying runs of the
+// last dimension as blocks. Output buffers may be recycled by the session's
+// allocator, so every kernel writes every output element (zeros included);
+// the conformance runner poisons output buffers to hold kernels to it.
+//
+// NN kernels are NHWC with HWIO filters, as TF's CPU kernels; NCHW fails
+// with TF's code (Conv2D and DepthwiseConv2dNative UNIMPLEMENTED, pooling
+// INVALID_ARGUMENT), except FusedBatchNorm, which takes both. Conv2D
+// (nn_conv.go) is im2col over tiles of at most colBudget elements plus one
+// blas GEMM per tile and group (a 1x1 stride-1 convolution is a single GEMM
+// over the input); grouped convolution follows TF's in_depth % filter_depth
+// rule. Fused kernels reuse it: ParseConv2DAttrs validates a Conv2D-like
+// node's attrs, Conv2DAttrs.Params checks the shapes and returns the
+// ConvParams (output shape, padding), and Conv2DTensor (any dtype) or
+// Conv2DInto (float32 slices) computes the convolution into an output the
+// caller then adds its bias and activation to. Conv2DBackpropInput is a
+// GEMM against the transposed filter plus col2im; DepthwiseConv2dNative,
+// pooling, LRN and resizing are direct loops split over rows of the output.
+//
+// Einsum (einsum.go) reduces every equation to diagonals, sums, one
+// strided gather per operand and one batched GEMM. Random ops (random.go)
+// hold a Philox4x32-10 key from (seed, seed2) and an atomic block counter:
+// the one piece of state a kernel changes in Compute, which makes a fresh
+// kernel replay the same sequence, as TF's GuardedPhiloxRandom does.
+//
 // GEMM (MatMul, BatchMatMulV2/V3) goes through package blas: OpenBLAS when it
 // can be loaded, a blocked pure-Go GEMM otherwise. A GEMM is never split over
 // the intra-op pool: OpenBLAS parallelises large products with its own
@@ -29,5 +56,8 @@
 //
 // Not yet honoured: Cast's Truncate attr (conversions round to nearest, as
 // TF does with Truncate=false); BatchMatMulV3 with mixed input dtypes
-// (rejected as UNIMPLEMENTED at kernel construction).
+// (rejected as UNIMPLEMENTED at kernel construction); complex dtypes in
+// Einsum, ScatterNd, Cumsum and TopKV2; dilated DepthwiseConv2dNative and
+// Conv2DBackpropInput (UNIMPLEMENTED / INVALID_ARGUMENT, as TF's CPU
+// kernels); NaN ordering in TopKV2.
 package cpu
