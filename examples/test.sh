@@ -1,0 +1,171 @@
+#!/bin/sh
+# Tests the bundled example (examples/multistream_inference) on the bundled
+# model, as `make test` runs it. Each check prints PASS or FAIL; the last line
+# is "N passed, M failed".
+#
+#   values   the model with the 8 input rows of examples/data/
+#            model_test.expected.txt folded in as Consts (no feeds): the
+#            example's printed first output must match the expected outputs
+#            there (computed in float64 by examples/gen, not by the library)
+#   smoke    the unmodified model at batch 16 with 2 threads, few runs: both
+#            phases report QPS and latencies, the output is [16,1] and every
+#            value is a sigmoid's (strictly between 0 and 1), not all equal
+#
+# Usage: examples/test.sh [CHECK...]   (default: every check in CHECKS)
+# ITERS sets the runs per phase (default 20).
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+ITERS=${ITERS:-20}
+# More checks (stream-group counts, ...) go here: a check_NAME function
+# below and NAME in this list.
+CHECKS=${*:-values smoke}
+
+model=examples/data/model_test.pbtxt
+expected=examples/data/model_test.expected.txt
+config=examples/data/config_proto
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { echo "PASS $1"; pass=$((pass+1)); }
+bad() { echo "FAIL $1"; fail=$((fail+1)); }
+
+if [ ! -e build/libmstream.so ]; then
+  make -C "$root" lib >&2 || { echo "0 passed, 1 failed"; exit 1; }
+fi
+sh examples/build.sh >/dev/null || { echo "FAIL build"; echo "0 passed, 1 failed"; exit 1; }
+
+# first_values prints the values line that follows "first output" in the
+# example's output, and the shape line before it, one per line.
+first_values() { # output file
+  awk '/^first output/{print; getline; print; exit}' "$1"
+}
+
+check_values() {
+  # Fold the expected inputs into the model: each input block of the
+  # expected file replaces the Placeholder of that name by a Const.
+  /usr/bin/python3 - "$model" "$expected" "$tmp/frozen.pbtxt" <<'EOF' || { bad "values: cannot fold the inputs in"; return; }
+import sys
+model, expected, out = sys.argv[1:4]
+blocks, lines = {}, open(expected).read().splitlines()
+lines = [l for l in lines if not l.startswith("#")]
+for head, vals in zip(lines[0::2], lines[1::2]):
+    kind, name, dt, *dims = head.split()
+    if kind == "input":
+        blocks[name] = (dt, [int(d) for d in dims], vals.split())
+proto_dt = {"float32": ("DT_FLOAT", "float_val"), "int32": ("DT_INT32", "int_val"),
+            "int64": ("DT_INT64", "int64_val")}
+text = open(model).read()
+# Split the GraphDef text into top-level fields, braces counted outside strings.
+fields, depth, start, i, quoted = [], 0, 0, 0, None
+while i < len(text):
+    c = text[i]
+    if quoted:
+        if c == "\\":
+            i += 1
+        elif c == quoted:
+            quoted = None
+    elif c in "\"'":
+        quoted = c
+    elif c == "{":
+        depth += 1
+    elif c == "}":
+        depth -= 1
+        if depth == 0:
+            fields.append(text[start:i + 1])
+            start = i + 1
+    i += 1
+fields.append(text[start:])
+done = set()
+for k, f in enumerate(fields):
+    if '"Placeholder"' not in f:
+        continue
+    name = f.split('name:', 1)[1].split('"')[1]
+    if name not in blocks:
+        sys.exit("placeholder %s has no input in %s" % (name, expected))
+    dt, dims, vals = blocks[name]
+    enum, field = proto_dt[dt]
+    shape = " ".join("dim { size: %d }" % d for d in dims)
+    values = " ".join("%s: %s" % (field, v) for v in vals)
+    fields[k] = ('\nnode { name: "%s" op: "Const" attr { key: "dtype" value { type: %s } } '
+                 'attr { key: "value" value { tensor { dtype: %s tensor_shape { %s } %s } } } }'
+                 % (name, enum, enum, shape, values))
+    done.add(name)
+if done != set(blocks):
+    sys.exit("inputs %s are not placeholders of the model" % sorted(set(blocks) - done))
+open(out, "w").write("".join(fields))
+EOF
+  if ! build/multistream_inference "$tmp/frozen.pbtxt" 0 1 output 8 "$ITERS" 2 "$config" \
+      >"$tmp/values.out" 2>&1; then
+    bad "values: the example failed:"; sed 's/^/  /' "$tmp/values.out"; return
+  fi
+  first_values "$tmp/values.out" >"$tmp/values.got"
+  # Compare with the expected outputs; the example prints %.6g.
+  if msg=$(/usr/bin/python3 - "$tmp/values.got" "$expected" 2>&1 <<'EOF'
+import sys
+got_lines = open(sys.argv[1]).read().splitlines()
+lines = [l for l in open(sys.argv[2]).read().splitlines() if not l.startswith("#")]
+want = None
+for head, vals in zip(lines[0::2], lines[1::2]):
+    if head.split()[:2] == ["output", "output"]:
+        want_dims = head.split()[3:]
+        want = [float(v) for v in vals.split()]
+if want is None or len(got_lines) != 2:
+    sys.exit("no output block in the expected file, or no first output printed")
+shape = got_lines[0].split("shape [")[1].rstrip("]").split(",")
+if shape != want_dims:
+    sys.exit("shape [%s], want [%s]" % (",".join(shape), ",".join(want_dims)))
+got = [float(v) for v in got_lines[1].split()]
+if len(got) != min(len(want), 32):
+    sys.exit("%d values printed, want %d" % (len(got), min(len(want), 32)))
+for i, (g, w) in enumerate(zip(got, want)):
+    if abs(g - w) > 2e-5 * abs(w) + 1e-6:
+        sys.exit("value %d is %r, want %r" % (i, g, w))
+print("%d values match" % len(got))
+EOF
+  ); then
+    ok "values: $msg"
+  else
+    bad "values: $msg"; sed 's/^/  /' "$tmp/values.out"
+  fi
+}
+
+check_smoke() {
+  if ! sh examples/run.sh 16 "$ITERS" 2 >"$tmp/smoke.out" 2>&1; then
+    bad "smoke: examples/run.sh failed:"; sed 's/^/  /' "$tmp/smoke.out"; return
+  fi
+  first_values "$tmp/smoke.out" >"$tmp/smoke.got"
+  if msg=$(/usr/bin/python3 - "$tmp/smoke.got" "$tmp/smoke.out" 2>&1 <<'EOF'
+import re, sys
+head, vals = open(sys.argv[1]).read().splitlines()
+out = open(sys.argv[2]).read()
+if not head.endswith("shape [16,1]"):
+    sys.exit("first output: %s, want shape [16,1]" % head)
+v = [float(x) for x in vals.split()]
+if len(v) != 16 or not all(0 < x < 1 for x in v) or len(set(v)) < 2:
+    sys.exit("values %s: want 16 distinct sigmoid outputs" % v)
+for phase, threads in (("single thread", 1), ("multi thread", 2)):
+    m = re.search(r"^%s: threads=(\d+) runs=(\d+).*\n\s+QPS ([0-9.]+).*\n\s+latency ms: TP99 ([0-9.]+)\s+TP95 ([0-9.]+)\s+mean ([0-9.]+)" % phase, out, re.M)
+    if not m:
+        sys.exit("no '%s' report with QPS and latencies" % phase)
+    if int(m.group(1)) != threads or float(m.group(3)) <= 0:
+        sys.exit("%s: threads=%s QPS %s" % (phase, m.group(1), m.group(3)))
+print("batch 16, 2 threads: output [16,1] in (0,1), both phases reported")
+EOF
+  ); then
+    ok "smoke: $msg"
+  else
+    bad "smoke: $msg"; sed 's/^/  /' "$tmp/smoke.out"
+  fi
+}
+
+for c in $CHECKS; do
+  case $c in
+    values) check_values ;;
+    smoke) check_smoke ;;
+    *) bad "unknown check $c" ;;
+  esac
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
