@@ -222,7 +222,7 @@ func reshapeCases(r *rand.Rand) []Case {
 	} {
 		for _, dt := range []tensor.DType{tensor.Float, tensor.Bool} {
 			a, sh := Rand(r, dt, z.in), IntVec(tensor.Int64, z.tgt...)
-			cs = append(cs, Case{Node: NodeForUnknown("Reshape", nil, ins(a, sh), nil), Inputs: ins(a, sh), Want: ins(tensor.New(dt, z.out))})
+			cs = append(cs, Case{Node: NodeFor("Reshape", nil, ins(a, sh), nil), Inputs: ins(a, sh), Want: ins(tensor.New(dt, z.out))})
 		}
 	}
 	// A scalar shape argument is TF's legacy form of a one-element vector.

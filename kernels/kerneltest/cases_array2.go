@@ -18,6 +18,10 @@ func pick[T any](r *rand.Rand, v []T) T { return v[r.Intn(len(v))] }
 
 var indexTypes = []tensor.DType{tensor.Int32, tensor.Int64}
 
+// AllNumericTypes adds the wider unsigned types to NumericTypes, for ops TF
+// registers on them.
+var AllNumericTypes = append(append([]tensor.DType{}, NumericTypes...), tensor.Uint16, tensor.Uint32, tensor.Uint64)
+
 func names(from, n int) string {
 	s := make([]string, n)
 	for i := range s {
@@ -461,7 +465,7 @@ func gatherNdCases(r *rand.Rand) []Case {
 
 func scatterNdCases(r *rand.Rand) []Case {
 	var cs []Case
-	for _, dt := range NumericTypes {
+	for _, dt := range AllNumericTypes {
 		for _, shape := range []tensor.Shape{{6}, {4, 3}, {2, 3, 2}} {
 			for k := 1; k <= len(shape); k++ {
 				for _, lead := range []tensor.Shape{{}, {5}, {2, 3}, {0}} {

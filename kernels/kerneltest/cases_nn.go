@@ -373,7 +373,7 @@ func poolCases(r *rand.Rand, op string) []Case {
 	var cs []Case
 	types := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16}
 	if op != "AvgPool" {
-		types = append(types, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Int8, tensor.Int16)
+		types = append(types, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Int8, tensor.Int16, tensor.Uint16)
 	}
 	for _, dt := range types {
 		for i := 0; i < 16; i++ {

@@ -20,7 +20,7 @@ func init() {
 		op := op
 		Add(op, func(r *rand.Rand) []Case {
 			var cs []Case
-			for _, dt := range NumericTypes {
+			for _, dt := range AllNumericTypes {
 				for _, s := range []tensor.Shape{{5}, {3, 4}, {2, 0, 3}, {2, 3, 4}, {1}, {40, 3}} {
 					for _, ex := range []bool{false, true} {
 						for _, rev := range []bool{false, true} {
@@ -101,8 +101,7 @@ func refScan(x []float64, s tensor.Shape, axis int, prod, exclusive, reverse boo
 
 func topKCases(r *rand.Rand) []Case {
 	var cs []Case
-	types := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Int8, tensor.Int16}
-	for _, dt := range types {
+	for _, dt := range AllNumericTypes {
 		for _, s := range []tensor.Shape{{7}, {3, 10}, {2, 2, 50}, {4, 0}, {1}, {3, 200}} {
 			n := int(s[len(s)-1])
 			for _, k := range []int{0, 1, min(3, n), n} {
