@@ -22,6 +22,37 @@ func init() {
 	Add("BatchMatMulV3", batchMatMulCases("BatchMatMulV3"))
 	Add("Cast", castCases)
 	Add("Fill", fillCases)
+	// The example families of cases_example.go leave these dtypes out.
+	Add("Relu", UnaryFamily(UnarySpec{Op: "Relu", Types: []tensor.DType{tensor.Int16, tensor.Uint16, tensor.Uint32, tensor.Uint64}, NumPy: "np.maximum(a0, 0)"}))
+	Add("MatMul", matMulMore)
+}
+
+// matMulMore covers MatMul's bfloat16 and int64 kernels.
+func matMulMore(r *rand.Rand) []Case {
+	var cs []Case
+	for _, dt := range []tensor.DType{tensor.Bfloat16, tensor.Int64} {
+		for _, d := range [][3]int64{{1, 1, 1}, {3, 5, 7}, {0, 4, 3}, {17, 33, 9}} {
+			for _, tt := range [][2]bool{{false, false}, {true, true}} {
+				sa, sb := tensor.Shape{d[0], d[1]}, tensor.Shape{d[1], d[2]}
+				ea, eb := "a0", "a1"
+				if tt[0] {
+					sa, ea = tensor.Shape{d[1], d[0]}, "a0.T"
+				}
+				if tt[1] {
+					sb, eb = tensor.Shape{d[2], d[1]}, "a1.T"
+				}
+				a, b := Rand(r, dt, sa), Rand(r, dt, sb)
+				tol := 0.0
+				if dt == tensor.Bfloat16 {
+					tol = 5e-2
+					ea, eb = ea+".astype(np.float64)", eb+".astype(np.float64)"
+				}
+				cs = append(cs, Case{Node: NodeFor("MatMul", Attrs{"transpose_a": ABool(tt[0]), "transpose_b": ABool(tt[1])}, []*tensor.Tensor{a, b}, nil),
+					Inputs: []*tensor.Tensor{a, b}, NumPy: "np.matmul(" + ea + ", " + eb + ")", Tol: tol})
+			}
+		}
+	}
+	return cs
 }
 
 // rowwiseFamily draws inputs for an op over the last axis (Softmax,

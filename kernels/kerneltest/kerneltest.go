@@ -88,6 +88,9 @@ type Options struct {
 	Seed int64
 	// NoCoverage skips the check that every kernel of the device has cases.
 	NoCoverage bool
+	// NoDTypeCoverage skips the check that every dtype a kernel is
+	// registered for (and its OpDef allows) is drawn by a passing case.
+	NoDTypeCoverage bool
 }
 
 // Run runs every family against r, one subtest per op.
@@ -134,6 +137,13 @@ func Run(t *testing.T, r Runner, opt Options) {
 		}
 		all = append(all, opCases{op, cs})
 	}
+	if !opt.NoCoverage && !opt.NoDTypeCoverage && len(opt.Only) == 0 {
+		byOp := map[string][]Case{}
+		for _, oc := range all {
+			byOp[oc.op] = oc.cases
+		}
+		checkDTypes(t, r.Device(), byOp)
+	}
 	for i := range all {
 		for j := range all[i].cases {
 			if c := &all[i].cases[j]; c.NumPy != "" && c.Err == status.OK {
@@ -167,6 +177,49 @@ func checkCoverage(t *testing.T, device string) {
 	}
 	if len(missing) > 0 {
 		t.Errorf("%d %s kernels have no conformance cases: %s", len(missing), device, strings.Join(missing, ", "))
+	}
+}
+
+// checkDTypes checks that every dtype a kernel is registered for is drawn
+// by some passing case of its family: for each type attr the family's
+// nodes set (T, Ta, dtype, SrcT, ...), every dtype the registry resolves
+// for that attr alone, and the OpDef allows, must appear among the cases.
+func checkDTypes(t *testing.T, device string, byOp map[string][]Case) {
+	var missing []string
+	for op, cases := range byOp {
+		used := map[string]map[tensor.DType]bool{}
+		for _, c := range cases {
+			if c.Err != status.OK {
+				continue
+			}
+			for name, a := range c.Node.Attrs {
+				if _, ok := a.GetValue().(*tfpb.AttrValue_Type); !ok {
+					continue
+				}
+				if used[name] == nil {
+					used[name] = map[tensor.DType]bool{}
+				}
+				used[name][tensor.DType(a.GetType())] = true
+			}
+		}
+		for name, seen := range used {
+			for dt := tensor.DType(1); dt < 32; dt++ {
+				if !dt.Valid() || seen[dt] {
+					continue
+				}
+				probe := &graph.Node{Name: "probe", Op: op, Attrs: map[string]*tfpb.AttrValue{name: {Value: &tfpb.AttrValue_Type{Type: tfpb.DataType(dt)}}}}
+				if len(Allowed(op, []tensor.DType{dt}, name)) == 0 {
+					continue // the OpDef forbids it, so no node can reach the kernel
+				}
+				if def, err := kernels.Lookup(probe, device); err == nil && def.TypeAttr == name {
+					missing = append(missing, fmt.Sprintf("%s %s=%v", op, name, dt))
+				}
+			}
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		t.Errorf("%d registered %s dtypes are not drawn by any passing case: %s", len(missing), device, strings.Join(missing, ", "))
 	}
 }
 
