@@ -1,9 +1,3 @@
-// Package envcfg declares every environment knob mstream reads (NVIDIA's
-// TF_* multi-stream variables and our MSTREAM_* debug switches): name, type,
-// default and doc, in one table. Load parses them once, strictly: a value
-// that does not parse is an INVALID_ARGUMENT naming the variable, the value
-// and what is accepted. Only package session calls Load; lower layers get
-// the typed Config.
 package envcfg
 
 import (

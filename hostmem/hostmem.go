@@ -1,9 +1,3 @@
-// Package hostmem is the one place outside capi/ and device/cuda/ that uses
-// unsafe: it allocates aligned host buffers and views them as typed slices.
-//
-// Invariant: every buffer from Alloc starts on a 64-byte boundary, so that
-// any dtype view (and SIMD loads in C kernels) is aligned, and a view never
-// outlives the []byte it was made from (it shares its backing array).
 package hostmem
 
 import "unsafe"

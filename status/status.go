@@ -1,6 +1,3 @@
-// Package status is the one error type of mstream: a TF error code and a
-// message. Every layer returns *Error (or wraps one with %w) so that the C API
-// can hand the caller TF's code unchanged.
 package status
 
 import (

@@ -1,0 +1,11 @@
+// Package hostmem is the one place outside capi/ and device/cuda/ that uses
+// unsafe: it allocates aligned host buffers and views them as typed slices.
+//
+// Invariant: every buffer from Alloc starts on a 64-byte boundary, so that
+// any dtype view (and SIMD loads in C kernels) is aligned, and a view never
+// outlives the []byte it was made from (it shares its backing array).
+//
+// Buffers are ordinary Go memory (zeroed by Alloc, collected by the garbage
+// collector), so they may be kept only through the slices that view them; Addr
+// gives identity and alignment, never a pointer to hold.
+package hostmem
