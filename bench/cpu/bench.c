@@ -6,6 +6,8 @@
  *   bench matmul [N [LAYERS [RUNS]]]  LAYERS x (NxN @ NxN) float32: GFLOP/s,
  *                                next to OpenBLAS's cblas_sgemm on the same
  *                                shapes in the same process (the peer)
+ *   bench copy [N [RUNS]]        feed an NxN float32 through Identity and
+ *                                fetch it: the feed/fetch share of matmul
  *
  * Each prints one line "name value unit (detail)" that run_cpu.sh tabulates.
  * Times are medians over RUNS after warm-up runs. */
@@ -194,36 +196,41 @@ static void matmul(int n, int layers, int runs) {
   TF_Output feed = {x, 0}, fetch = {prev, 0};
   double flop = 2.0 * (double)n * (double)n * (double)n * layers;
 
-  double* t = calloc((size_t)runs, sizeof *t);
-  TF_Tensor* out = NULL;
-  for (int r = -2; r < runs; r++) {
-    if (out != NULL) TF_DeleteTensor(out);
-    out = NULL;
-    double t0 = now_s();
-    TF_SessionRun(s, NULL, &feed, &xv, 1, &fetch, &out, 1, NULL, 0, NULL, st);
-    double dt = now_s() - t0;
-    check("TF_SessionRun");
-    if (r >= 0) t[r] = dt;
-  }
-  double ours = median(t, runs);
-
-  /* The peer: the same products through cblas_sgemm, ping-ponging buffers. */
+  /* The peer: the same products through cblas_sgemm, ping-ponging buffers.
+   * Ours and the peer alternate run by run (the order flipping each time), so
+   * that load from other processes on a shared machine hits both alike. */
   float* a = malloc(nn * sizeof(float));
   float* b = malloc(nn * sizeof(float));
+  double* t = calloc((size_t)runs, sizeof *t);
+  double* tp = calloc((size_t)runs, sizeof *tp);
+  TF_Tensor* out = NULL;
   for (int r = -2; r < runs; r++) {
-    memcpy(a, TF_TensorData(xv), nn * sizeof(float));
-    double t0 = now_s();
-    for (int l = 0; l < layers; l++) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a,
-                  n, w[l], n, 0.0f, b, n);
-      float* tmp = a;
-      a = b;
-      b = tmp;
+    for (int k = 0; k < 2; k++) {
+      if ((k ^ (r & 1)) == 0) {
+        if (out != NULL) TF_DeleteTensor(out);
+        out = NULL;
+        double t0 = now_s();
+        TF_SessionRun(s, NULL, &feed, &xv, 1, &fetch, &out, 1, NULL, 0, NULL, st);
+        double dt = now_s() - t0;
+        check("TF_SessionRun");
+        if (r >= 0) t[r] = dt;
+      } else {
+        memcpy(a, TF_TensorData(xv), nn * sizeof(float));
+        double t0 = now_s();
+        for (int l = 0; l < layers; l++) {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                      a, n, w[l], n, 0.0f, b, n);
+          float* tmp = a;
+          a = b;
+          b = tmp;
+        }
+        double dt = now_s() - t0;
+        if (r >= 0) tp[r] = dt;
+      }
     }
-    double dt = now_s() - t0;
-    if (r >= 0) t[r] = dt;
   }
-  double peer = median(t, runs);
+  double ours = median(t, runs);
+  double peer = median(tp, runs);
 
   /* The two answers must agree, or the comparison means nothing. */
   const float* got = TF_TensorData(out);
@@ -252,6 +259,49 @@ static void matmul(int n, int layers, int runs) {
   for (int l = 0; l < layers; l++) free(w[l]);
   free(w);
   free(t);
+  free(tp);
+  TF_DeleteTensor(xv);
+  close_session(s);
+  TF_DeleteGraph(g);
+}
+
+/* copy times feeding an NxN float32 tensor through one Identity and fetching
+ * it: the cost of a Run's feed and fetch copies alone, which the MatMul graph
+ * pays on top of its GEMMs (one feed, one fetch). */
+static void copy_graph(int n, int runs) {
+  unsigned seed = 7;
+  size_t nn = (size_t)n * (size_t)n;
+  int64_t dims[2] = {n, n};
+  TF_Graph* g = TF_NewGraph();
+  TF_Operation* x = placeholder(g, "x", TF_FLOAT, dims, 2);
+  TF_OperationDescription* d = TF_NewOperation(g, "Identity", "y");
+  TF_Output in = {x, 0};
+  TF_AddInput(d, in);
+  TF_SetAttrType(d, "T", TF_FLOAT);
+  TF_Operation* y = TF_FinishOperation(d, st);
+  check("y");
+  TF_Session* s = new_session(g);
+  TF_Tensor* xv = TF_AllocateTensor(TF_FLOAT, dims, 2, nn * sizeof(float));
+  fill_random(TF_TensorData(xv), nn, &seed);
+  TF_Output feed = {x, 0}, fetch = {y, 0};
+  double* t = calloc((size_t)runs, sizeof *t);
+  for (int r = -2; r < runs; r++) {
+    TF_Tensor* out = NULL;
+    double t0 = now_s();
+    TF_SessionRun(s, NULL, &feed, &xv, 1, &fetch, &out, 1, NULL, 0, NULL, st);
+    double dt = now_s() - t0;
+    check("TF_SessionRun");
+    if (memcmp(TF_TensorData(out), TF_TensorData(xv), nn * sizeof(float)) != 0) {
+      fprintf(stderr, "bench: copy: fetched tensor differs from the feed\n");
+      exit(1);
+    }
+    TF_DeleteTensor(out);
+    if (r >= 0) t[r] = dt;
+  }
+  double m = median(t, runs);
+  printf("copy %.2f ms/run (feed + Identity + fetch of %dx%d float32, %.1f MiB, median of %d runs)\n",
+         m * 1e3, n, n, (double)(nn * sizeof(float)) / (1 << 20), runs);
+  free(t);
   TF_DeleteTensor(xv);
   close_session(s);
   TF_DeleteGraph(g);
@@ -263,7 +313,9 @@ static int arg(int argc, char** argv, int i, int def) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: bench chain|wide [NODES [RUNS]] | matmul [N [LAYERS [RUNS]]]\n");
+    fprintf(stderr,
+            "usage: bench chain|wide [NODES [RUNS]] | matmul [N [LAYERS [RUNS]]] |"
+            " copy [N [RUNS]]\n");
     return 2;
   }
   st = TF_NewStatus();
@@ -271,6 +323,8 @@ int main(int argc, char** argv) {
     scalar_graph(0, arg(argc, argv, 2, 1000), arg(argc, argv, 3, 200));
   } else if (strcmp(argv[1], "wide") == 0) {
     scalar_graph(1, arg(argc, argv, 2, 1000), arg(argc, argv, 3, 200));
+  } else if (strcmp(argv[1], "copy") == 0) {
+    copy_graph(arg(argc, argv, 2, 1024), arg(argc, argv, 3, 50));
   } else if (strcmp(argv[1], "matmul") == 0) {
     matmul(arg(argc, argv, 2, 1024), arg(argc, argv, 3, 4), arg(argc, argv, 4, 10));
   } else {
