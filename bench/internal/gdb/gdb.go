@@ -27,11 +27,13 @@ func New(seed int64) *B {
 }
 
 // Attr constructors.
-func Type(t tfpb.DataType) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.AttrValue_Type{Type: t}} }
-func Int(i int64) *tfpb.AttrValue          { return &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: i}} }
-func Bool(b bool) *tfpb.AttrValue          { return &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: b}} }
-func Float(f float32) *tfpb.AttrValue      { return &tfpb.AttrValue{Value: &tfpb.AttrValue_F{F: f}} }
-func Str(s string) *tfpb.AttrValue         { return &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte(s)}} }
+func Type(t tfpb.DataType) *tfpb.AttrValue {
+	return &tfpb.AttrValue{Value: &tfpb.AttrValue_Type{Type: t}}
+}
+func Int(i int64) *tfpb.AttrValue     { return &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: i}} }
+func Bool(b bool) *tfpb.AttrValue     { return &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: b}} }
+func Float(f float32) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.AttrValue_F{F: f}} }
+func Str(s string) *tfpb.AttrValue    { return &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte(s)}} }
 func Ints(v ...int64) *tfpb.AttrValue {
 	return &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{I: v}}}
 }
@@ -88,7 +90,9 @@ func (b *B) Weights(name string, scale, offset float64, dims ...int64) string {
 }
 
 // Unary adds a float32 op with one input and attr T.
-func (b *B) Unary(name, op, x string) string { return b.Add(name, op, []string{x}, Attrs{"T": Type(F32)}) }
+func (b *B) Unary(name, op, x string) string {
+	return b.Add(name, op, []string{x}, Attrs{"T": Type(F32)})
+}
 
 // Binary adds a float32 op with two inputs and attr T.
 func (b *B) Binary(name, op, x, y string) string {
