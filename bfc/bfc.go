@@ -192,10 +192,23 @@ func (a *Allocator) removeFreeLocked(c *chunk) {
 // not be nil; otherwise s is recorded for stats only and may be nil.
 func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	addr, ev, err := a.allocateLocked(size, s)
+	a.mu.Unlock()
+	if ev != nil {
+		// The wait is issued after the lock is released: on the host
+		// device's inline views it blocks until the other stream reaches
+		// the event, and that stream may need this lock to get there.
+		// The caller uses the memory only after Allocate returns, so the
+		// wait still comes first on s.
+		s.Wait(ev)
+	}
+	return addr, err
+}
+
+func (a *Allocator) allocateLocked(size uint64, s device.Stream) (uint64, device.Event, error) {
 	rounded := roundUp(size)
 	if a.opts.StreamAware && s == nil {
-		return 0, status.InvalidArg("bfc %q: stream-aware allocation without a stream", a.opts.Name)
+		return 0, nil, status.InvalidArg("bfc %q: stream-aware allocation without a stream", a.opts.Name)
 	}
 	// 1. a chunk of this stream, or space never used.
 	c := a.findLocked(rounded, func(c *chunk) bool {
@@ -213,13 +226,14 @@ func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {
 	}
 	if c == nil {
 		a.st.FailedAllocations++
-		return 0, status.Errorf(status.ResourceExhausted,
+		return 0, nil, status.Errorf(status.ResourceExhausted,
 			"OOM when allocating %d bytes (rounded to %d) from allocator %q: %s",
 			size, rounded, a.opts.Name, a.stateLocked())
 	}
 	a.removeFreeLocked(c)
+	var wait device.Event
 	if a.opts.StreamAware && c.stream != nil && c.stream != s && c.ev != nil {
-		s.Wait(c.ev)
+		wait = c.ev
 		a.st.CrossStreamWaits++
 	}
 	a.splitLocked(c, rounded)
@@ -233,7 +247,7 @@ func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {
 	}
 	a.st.Allocations++
 	a.st.LiveAllocations++
-	return c.addr, nil
+	return c.addr, wait, nil
 }
 
 // findLocked is best fit: the smallest chunk (lowest address on ties) of
@@ -371,6 +385,9 @@ func (a *Allocator) mergeLocked(x, y *chunk) {
 	}
 	delete(a.chunks, y.addr)
 }
+
+// Name is the allocator's name from its Options.
+func (a *Allocator) Name() string { return a.opts.Name }
 
 // RequestedSize returns the size asked for the allocation at addr, and
 // ChunkSize what it occupies; both 0 when addr is not live.

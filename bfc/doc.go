@@ -99,8 +99,12 @@
 //
 // One mutex, Allocator.mu, guards everything; functions named fooLocked
 // expect it held. While holding it the allocator calls Backend.Alloc and
-// Backend.Free, Options.NewEvent, and Stream.Record and Stream.Wait, which
-// only enqueue. So the lock order is Allocator.mu, then the backend's and
-// streams' own locks; none of those may call back into the allocator.
-// Nothing under the mutex blocks on a device.
+// Backend.Free, Options.NewEvent, and Stream.Record, which only enqueues
+// (or, on a host device's inline stream view, completes the event at
+// once). Stream.Wait for a reused chunk is called after the mutex is
+// released and before Allocate returns: on an inline view it blocks the
+// running stream item until the other stream gets there, and that stream
+// may need the mutex (a free) to do so. So the lock order is Allocator.mu,
+// then the backend's and streams' own locks; none of those may call back
+// into the allocator. Nothing under the mutex blocks on a device.
 package bfc

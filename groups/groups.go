@@ -112,6 +112,9 @@ type Group struct {
 	// too (stream-aware mode).
 	Alloc       *bfc.Allocator
 	AllocShared bool
+	// StreamAware says Alloc is stream-aware: every allocation names the
+	// stream that will use the memory.
+	StreamAware bool
 	// HostAlloc serves staging buffers for copies; HostShared says other
 	// groups use it too.
 	HostAlloc  *bfc.Allocator
@@ -199,7 +202,7 @@ func New(cfg Config) (set *Set, err error) {
 		var row []*Group
 		for j := 0; j < n; j++ {
 			g := &Group{ID: GroupID(len(s.groups)), Index: j, Device: dev, DeviceIndex: d, Context: j % ctxs,
-				Alloc: allocs[j], AllocShared: shared}
+				Alloc: allocs[j], AllocShared: shared, StreamAware: cfg.StreamAware}
 			if err := s.makeStreams(g); err != nil {
 				return nil, err
 			}

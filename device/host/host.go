@@ -8,9 +8,10 @@
 // the race detector sees every access: two streams touching one buffer
 // without an event between them is a reported race under -race.
 //
-// With Jitter set (MSTREAM_HOST_STREAM_JITTER), each stream sleeps a random
-// short time before each item, so a missing cross-stream wait turns into a
-// wrong answer a test can see: the stream sanitizer.
+// With Jitter set (MSTREAM_HOST_STREAM_JITTER), each stream delays each
+// item at random (a few yields, or now and then a sleep of up to Jitter),
+// so a missing cross-stream wait turns into a wrong answer a test can see:
+// the stream sanitizer.
 //
 // Inline views: code running inside an item of stream S (a kernel on the
 // host device, which allocates while it runs) sometimes has to act "on S at
@@ -29,6 +30,7 @@ package host
 import (
 	"fmt"
 	"math/rand"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -202,9 +204,24 @@ func (s *Stream) loop() {
 		s.queue = s.queue[1:]
 		s.mu.Unlock()
 		if s.rng != nil {
-			time.Sleep(time.Duration(s.rng.Int63n(int64(s.jitter))))
+			s.delay()
 		}
 		fn()
+	}
+}
+
+// delay is the sanitizer's pause before an item: usually a few yields
+// (cheap, and enough to let other streams' goroutines run first), one time
+// in eight a sleep of up to Jitter (a timer sleep costs tens of
+// microseconds at least, so sleeping before every item would make long
+// steps crawl).
+func (s *Stream) delay() {
+	if s.rng.Intn(8) == 0 {
+		time.Sleep(time.Duration(s.rng.Int63n(int64(s.jitter))))
+		return
+	}
+	for n := s.rng.Intn(4); n > 0; n-- {
+		runtime.Gosched()
 	}
 }
 
@@ -221,8 +238,12 @@ func (v *inlineStream) Record(e device.Event) { close(e.(*Event).arm()) }
 // Wait stalls the running item, and so the stream, until e completes.
 func (v *inlineStream) Wait(e device.Event) { e.Synchronize() }
 
-func (v *inlineStream) CopyH2D(dst uint64, src []byte) { copy(v.s.mem.mustBytes(dst, uint64(len(src))), src) }
-func (v *inlineStream) CopyD2H(dst []byte, src uint64) { copy(dst, v.s.mem.mustBytes(src, uint64(len(dst)))) }
+func (v *inlineStream) CopyH2D(dst uint64, src []byte) {
+	copy(v.s.mem.mustBytes(dst, uint64(len(src))), src)
+}
+func (v *inlineStream) CopyD2H(dst []byte, src uint64) {
+	copy(dst, v.s.mem.mustBytes(src, uint64(len(dst))))
+}
 func (v *inlineStream) CopyD2D(dst, src, size uint64) {
 	copy(v.s.mem.mustBytes(dst, size), v.s.mem.mustBytes(src, size))
 }
