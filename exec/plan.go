@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"container/heap"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,8 +27,13 @@ type planNode struct {
 	kernel  kernels.Kernel
 	inputs  []ref
 	succ    []int // plan nodes to decrement when this one finishes (data and control)
+	preds   []int // plan nodes this one runs after (data and control), deduplicated
 	npred   int32 // pending count at the start of a step
 	isInput bool  // has no predecessors in the plan
+	isConst bool  // a Const: its value comes from the group's constant store
+	// uses counts, per output, the data edges that read it plus the
+	// fetches of it: the references a step holds on its buffer.
+	uses []int32
 }
 
 // Plan is an immutable execution plan for one (feeds, fetches, targets)
@@ -35,8 +41,11 @@ type planNode struct {
 type Plan struct {
 	nodes   []planNode
 	roots   []int
+	topo    []int // a topological order, lowest plan index first among ready nodes
 	fetches []ref
 	feeds   []graph.Output
+	// feedUses counts, per feed, the data edges and fetches that read it.
+	feedUses []int32
 	// FeedShapes are the static shapes of the fed outputs; a feed must be
 	// compatible with its entry.
 	FeedShapes []tensor.PartialShape
@@ -122,6 +131,34 @@ func Build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node)
 	if err := p.checkAcyclic(); err != nil {
 		return nil, err
 	}
+	p.feedUses = make([]int32, len(feeds))
+	for i := range p.nodes {
+		pn := &p.nodes[i]
+		pn.uses = make([]int32, len(pn.node.OutTypes))
+		pn.isConst = pn.node.Op == "Const"
+	}
+	for i := range p.nodes {
+		pn := &p.nodes[i]
+		seen := map[int]bool{}
+		for _, r := range pn.inputs {
+			if r.Node < 0 {
+				p.feedUses[r.Index]++
+				continue
+			}
+			p.nodes[r.Node].uses[r.Index]++
+			if !seen[r.Node] {
+				seen[r.Node] = true
+				pn.preds = append(pn.preds, r.Node)
+			}
+		}
+		for _, c := range pn.node.Controls {
+			if src := index[c]; !seen[src] {
+				seen[src] = true
+				pn.preds = append(pn.preds, src)
+			}
+		}
+	}
+	p.topo = p.topoOrder()
 
 	for i := range p.nodes {
 		pn := &p.nodes[i]
@@ -150,8 +187,10 @@ func Build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node)
 	for i, f := range fetches {
 		if k, ok := fed[f]; ok {
 			p.fetches[i] = ref{-1, k}
+			p.feedUses[k]++
 		} else {
 			p.fetches[i] = ref{index[f.Node], f.Index}
+			p.nodes[index[f.Node]].uses[f.Index]++
 		}
 	}
 	p.FeedShapes = make([]tensor.PartialShape, len(feeds))
@@ -198,6 +237,59 @@ func (p *Plan) checkAcyclic() error {
 	}
 	return status.InvalidArg("graph has a cycle: nodes %s can never run", strings.Join(names, ", "))
 }
+
+// topoOrder is Kahn's algorithm taking the lowest ready plan index first,
+// so the order is deterministic and close to GraphDef order.
+func (p *Plan) topoOrder() []int {
+	pending := make([]int32, len(p.nodes))
+	var ready intHeap
+	for i := range p.nodes {
+		pending[i] = p.nodes[i].npred
+		if pending[i] == 0 {
+			heap.Push(&ready, i)
+		}
+	}
+	order := make([]int, 0, len(p.nodes))
+	for ready.Len() > 0 {
+		i := heap.Pop(&ready).(int)
+		order = append(order, i)
+		for _, s := range p.nodes[i].succ {
+			if pending[s]--; pending[s] == 0 {
+				heap.Push(&ready, s)
+			}
+		}
+	}
+	return order
+}
+
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// Nodes returns the graph nodes of the plan, by plan index (the index a
+// stream assignment uses).
+func (p *Plan) Nodes() []*graph.Node {
+	out := make([]*graph.Node, len(p.nodes))
+	for i := range p.nodes {
+		out[i] = p.nodes[i].node
+	}
+	return out
+}
+
+// Preds returns the plan indices node i runs after (data and control).
+func (p *Plan) Preds(i int) []int { return p.nodes[i].preds }
+
+// Topo returns a topological order of plan indices.
+func (p *Plan) Topo() []int { return p.topo }
 
 // String lists the plan's nodes in order, for debugging.
 func (p *Plan) String() string {

@@ -7,30 +7,36 @@ import (
 	"sync/atomic"
 	"time"
 
+	"mstream/device"
+	"mstream/groups"
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
+	"mstream/trace"
 )
 
-// Runtime is what steps run on: the inter-op pool and the intra-op
-// parallelizer of one session (later, of one stream group).
-type Runtime struct {
-	Inter *Pool
-	Intra kernels.Parallelizer
+// Submitter runs tasks without blocking the submitter: the inter-op Pool.
+type Submitter interface {
+	Submit(f func())
 }
 
-// NodeStat is the timing of one node in a traced step.
-type NodeStat struct {
-	Node       string
-	Op         string
-	Start, End time.Time
-	Bytes      int64
+// Runtime is what a pool step runs on: the inter-op pool and the intra-op
+// parallelizer, and optionally the stream group whose memory it uses.
+type Runtime struct {
+	Inter Submitter
+	Intra kernels.Parallelizer
+	// Group, when set, supplies kernel output buffers (its allocator),
+	// constants (its store), and fetched values are copied out of its
+	// memory. Without it kernels allocate Go memory, as in unit tests.
+	Group *groups.Group
 }
 
 // Options change how one step runs.
 type Options struct {
-	// Trace records a NodeStat per node.
+	// Trace records a slice per kernel and copy.
 	Trace bool
+	// Run numbers the step in traces.
+	Run int64
 }
 
 type step struct {
@@ -45,15 +51,34 @@ type step struct {
 	doneOnce sync.Once
 	done     chan struct{}
 	ctx      context.Context
+	active   sync.WaitGroup // runFrom calls started or queued
 
-	trace   bool
-	statsMu sync.Mutex
-	stats   []NodeStat
+	mem   *tracker // nil without a group
+	trace bool
+	tr    traceBuf
 }
 
-// Run executes one step and returns the fetched tensors in fetch order. It
-// blocks until every node has run, the first error, or ctx is cancelled.
-func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, []NodeStat, error) {
+// traceBuf collects slices from concurrent workers.
+type traceBuf struct {
+	mu     sync.Mutex
+	slices []trace.Slice
+	flows  []trace.Flow
+}
+
+func (b *traceBuf) add(s trace.Slice) {
+	b.mu.Lock()
+	b.slices = append(b.slices, s)
+	b.mu.Unlock()
+}
+
+func (b *traceBuf) step(run int64, group int) *trace.Step {
+	return &trace.Step{Run: run, Group: group, Slices: b.slices, Flows: b.flows}
+}
+
+// Run executes one step on the inter-op pool and returns the fetched
+// tensors in fetch order. It blocks until every node has run, the first
+// error, or ctx is cancelled. The trace step is nil unless opts.Trace.
+func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
 	}
@@ -67,12 +92,19 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 		ctx:     ctx,
 		trace:   opts.Trace,
 	}
+	if rt.Group != nil {
+		if _, ok := rt.Group.Device.Memory().(device.HostAddressable); !ok {
+			return nil, nil, status.Errorf(status.Unimplemented, "device %s: the pool executor needs host-addressable memory", rt.Group.Device.Name())
+		}
+		s.mem = newTracker(nil, nil)
+	}
 	for i := range p.nodes {
 		s.pending[i] = p.nodes[i].npred
 	}
 	s.left.Store(int32(len(p.nodes)))
 	if len(p.nodes) > 0 {
 		// The caller's goroutine takes the first root; others go to the pool.
+		s.active.Add(len(p.roots))
 		for _, r := range p.roots[1:] {
 			r := r
 			rt.Inter.Submit(func() { s.runFrom(r) })
@@ -84,18 +116,41 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 			s.fail(status.Errorf(status.Cancelled, "step cancelled: %v", ctx.Err()))
 		}
 	}
+	var st *trace.Step
+	if s.trace {
+		g := -1
+		if rt.Group != nil {
+			g = int(rt.Group.ID)
+		}
+		st = s.tr.step(opts.Run, g)
+	}
+	if s.mem != nil {
+		// Kernels still running may write buffers: wait for them before
+		// anything goes back to the allocator.
+		s.active.Wait()
+		defer s.mem.drain()
+	}
 	if s.failed.Load() {
 		return nil, nil, s.err
 	}
 	out := make([]*tensor.Tensor, len(p.fetches))
 	for i, f := range p.fetches {
+		var t *tensor.Tensor
 		if f.Node < 0 {
-			out[i] = feeds[f.Index]
+			t = feeds[f.Index]
 		} else {
-			out[i] = s.outputs[f.Node][f.Index]
+			t = s.outputs[f.Node][f.Index]
 		}
+		if s.mem != nil && f.Node >= 0 {
+			// Device memory goes back to the allocator; the caller gets
+			// its own copy.
+			c := t.Clone()
+			s.mem.unref(t, -1)
+			t = c
+		}
+		out[i] = t
 	}
-	return out, s.stats, nil
+	return out, st, nil
 }
 
 func (s *step) fail(err error) {
@@ -109,6 +164,7 @@ func (s *step) fail(err error) {
 // runFrom runs node i, then keeps running one newly ready successor on this
 // goroutine while handing the others to the pool.
 func (s *step) runFrom(i int) {
+	defer s.active.Done()
 	for i >= 0 {
 		if s.failed.Load() {
 			return
@@ -124,6 +180,7 @@ func (s *step) runFrom(i int) {
 					next = succ
 				} else {
 					succ := succ
+					s.active.Add(1)
 					s.rt.Inter.Submit(func() { s.runFrom(succ) })
 				}
 			}
@@ -135,9 +192,8 @@ func (s *step) runFrom(i int) {
 	}
 }
 
-func (s *step) compute(i int) (err error) {
+func (s *step) compute(i int) error {
 	pn := &s.plan.nodes[i]
-	n := pn.node
 	ins := make([]*tensor.Tensor, len(pn.inputs))
 	for j, r := range pn.inputs {
 		if r.Node < 0 {
@@ -146,15 +202,88 @@ func (s *step) compute(i int) (err error) {
 			ins[j] = s.outputs[r.Node][r.Index]
 		}
 	}
+	var start time.Time
+	if s.trace {
+		start = time.Now()
+	}
+	var k kernelCall
+	if g := s.rt.Group; g != nil {
+		if pn.isConst {
+			c, err := constant(g, pn)
+			if err != nil {
+				return err
+			}
+			s.outputs[i] = []*tensor.Tensor{c.Value}
+			s.record(pn, start, 0, "")
+			return nil
+		}
+		var as device.Stream
+		if g.StreamAware {
+			as = g.Compute
+		}
+		k.alloc = newOutAlloc(g, as, s.mem)
+	}
+	outs, err := k.run(pn, ins, s.rt.Intra)
+	if err != nil {
+		if k.alloc != nil {
+			s.mem.retire(nil, nil, nil, k.alloc.fresh, -1)
+		}
+		return err
+	}
+	s.outputs[i] = outs
+	var bytes int64
+	var allocName string
+	if k.alloc != nil {
+		s.mem.retire(outs, pn.uses, ins, k.alloc.fresh, -1)
+		bytes, allocName = k.alloc.bytes, k.alloc.g.Alloc.Name()
+	} else {
+		for _, t := range outs {
+			bytes += t.ByteSize()
+		}
+	}
+	s.record(pn, start, bytes, allocName)
+	return nil
+}
+
+func (s *step) record(pn *planNode, start time.Time, bytes int64, alloc string) {
+	if !s.trace {
+		return
+	}
+	sl := trace.Slice{Name: pn.node.Name, Op: pn.node.Op, Kind: trace.Kernel,
+		Device: deviceName(s.rt.Group), Group: -1, Stream: -1, Role: "inter_op",
+		Start: start, End: time.Now(), Bytes: bytes, Allocator: alloc}
+	if g := s.rt.Group; g != nil {
+		sl.Group = int(g.ID)
+	}
+	s.tr.mu.Lock()
+	sl.ID = len(s.tr.slices)
+	s.tr.slices = append(s.tr.slices, sl)
+	s.tr.mu.Unlock()
+}
+
+func deviceName(g *groups.Group) string {
+	if g == nil {
+		return "/job:localhost/replica:0/task:0/device:CPU:0"
+	}
+	return g.Device.Name()
+}
+
+// kernelCall runs one kernel with its inputs, checks what it produced,
+// and turns a panic into an INTERNAL status naming the node.
+type kernelCall struct {
+	alloc *outAlloc
+}
+
+func (k *kernelCall) run(pn *planNode, ins []*tensor.Tensor, pool kernels.Parallelizer) (outs []*tensor.Tensor, err error) {
+	n := pn.node
 	ctx := &kernels.Context{
 		Node:    n,
 		Inputs:  ins,
 		Outputs: make([]*tensor.Tensor, len(n.OutTypes)),
-		Pool:    s.rt.Intra,
+		Pool:    pool,
 	}
-	var start time.Time
-	if s.trace {
-		start = time.Now()
+	if k.alloc != nil {
+		ctx.Alloc = k.alloc.allocate
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -165,24 +294,88 @@ func (s *step) compute(i int) (err error) {
 		if status.CodeOf(err) == status.Unknown {
 			err = status.Errorf(status.Internal, "node '%s' (op %s): %v", n.Name, n.Op, err)
 		}
-		return err
+		return nil, err
 	}
-	var bytes int64
 	for j, t := range ctx.Outputs {
 		if t == nil {
-			return status.Errorf(status.Internal, "node '%s' (op %s) did not set output %d", n.Name, n.Op, j)
+			return nil, status.Errorf(status.Internal, "node '%s' (op %s) did not set output %d", n.Name, n.Op, j)
 		}
 		if t.DType != n.OutTypes[j] {
-			return status.Errorf(status.Internal, "node '%s' (op %s) produced %v for output %d, declared %v", n.Name, n.Op, t.DType, j, n.OutTypes[j])
+			return nil, status.Errorf(status.Internal, "node '%s' (op %s) produced %v for output %d, declared %v", n.Name, n.Op, t.DType, j, n.OutTypes[j])
 		}
-		bytes += t.ByteSize()
 	}
-	s.outputs[i] = ctx.Outputs
-	if s.trace {
-		st := NodeStat{Node: n.Name, Op: n.Op, Start: start, End: time.Now(), Bytes: bytes}
-		s.statsMu.Lock()
-		s.stats = append(s.stats, st)
-		s.statsMu.Unlock()
+	return ctx.Outputs, nil
+}
+
+// outAlloc gives a kernel its output buffers from a group's allocator and
+// remembers them for the tracker.
+type outAlloc struct {
+	g     *groups.Group
+	s     device.Stream // the stream the memory is for (stream-aware bfc), or nil
+	mem   *tracker
+	view  device.HostAddressable
+	fresh []*buffer
+	bytes int64
+}
+
+func newOutAlloc(g *groups.Group, s device.Stream, mem *tracker) *outAlloc {
+	return &outAlloc{g: g, s: s, mem: mem, view: g.Device.Memory().(device.HostAddressable)}
+}
+
+func (a *outAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error) {
+	size := uint64(shape.NumElements()) * uint64(dt.Size())
+	addr, err := a.g.Alloc.Allocate(size, a.s)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	// A zero-size tensor still views one byte of its chunk, so that its
+	// buffer has an address the tracker can key on.
+	buf := a.view.Bytes(addr, max(size, 1))[:size]
+	clear(buf)
+	t := &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: buf}
+	b := &buffer{addr: addr, alloc: a.g.Alloc}
+	a.mem.add(t, b)
+	a.fresh = append(a.fresh, b)
+	a.bytes += int64(size)
+	return t, nil
+}
+
+// constant returns node pn's value in g's constant store, materialising it
+// on first use: the kernel computes the host value, which is copied into
+// the group's memory on its H2D stream. The one host wait is this
+// first-use upload, as TF's constant kernels copy at construction.
+func constant(g *groups.Group, pn *planNode) (*groups.Const, error) {
+	return g.Consts.Get(pn.node, func() (*groups.Const, error) {
+		var k kernelCall
+		outs, err := k.run(pn, nil, kernels.Serial{})
+		if err != nil {
+			return nil, err
+		}
+		v := outs[0]
+		if v.DType == tensor.String {
+			return &groups.Const{Value: v}, nil
+		}
+		size := uint64(len(v.Buf))
+		var s device.Stream
+		if g.StreamAware {
+			s = g.H2D
+		}
+		addr, err := g.Alloc.Allocate(size, s)
+		if err != nil {
+			return nil, status.Errorf(status.CodeOf(err), "node '%s' (op Const): constant %v%v: %v", pn.node.Name, v.DType, v.Shape, err)
+		}
+		mem := g.Device.Memory().(device.HostAddressable)
+		buf := mem.Bytes(addr, max(size, 1))[:size]
+		if size > 0 {
+			ev, err := g.Device.NewEvent()
+			if err != nil {
+				return nil, err
+			}
+			g.H2D.CopyH2D(addr, v.Buf)
+			g.H2D.Record(ev)
+			ev.Synchronize()
+		}
+		return &groups.Const{Value: &tensor.Tensor{DType: v.DType, Shape: v.Shape.Clone(), Buf: buf},
+			Addr: addr, Bytes: int64(g.Alloc.ChunkSize(addr)), Alloc: g.Alloc}, nil
+	})
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -11,37 +10,58 @@ import (
 	"sync/atomic"
 	"time"
 
+	"mstream/device"
+	"mstream/device/host"
 	"mstream/envcfg"
 	"mstream/exec"
 	"mstream/graph"
+	"mstream/groups"
+	"mstream/kernels"
 	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
+	"mstream/trace"
 )
 
 // Version is mstream's own version, reported by MS_Version.
 const Version = "0.1.0"
 
 // CPUDeviceName is the host device's TF name.
-const CPUDeviceName = "/job:localhost/replica:0/task:0/device:CPU:0"
-
-// cpuMemoryBytes is what TF reports as the CPU device's memory limit.
-const cpuMemoryBytes = 268435456
+const CPUDeviceName = host.Name
 
 const maxCachedPlans = 1024
 
+// jitter is the largest random delay the stream sanitizer puts before each
+// host stream item.
+const jitter = 150 * time.Microsecond
+
 type state struct {
-	env      *envcfg.Config
-	closed   atomic.Bool
-	pools    []*exec.Pool
-	intra    *exec.Intra
-	interN   int
-	intraN   int
-	planMu   sync.Mutex
-	plans    map[string]*exec.Plan
+	env     *envcfg.Config
+	closed  atomic.Bool
+	runMu   sync.RWMutex // runs hold it shared; Close takes it exclusively
+	pools   []*exec.Pool // session_inter_op_thread_pool entries
+	global  *exec.Pool   // the inter-op pool when there are no entries
+	intra   *exec.Intra
+	interN  int
+	intraN  int
+	devices []device.Device
+	set     *groups.Set
+	// streams says whether Runs execute on the groups' streams (more than
+	// one group, node-level mode, or MSTREAM_HOST_STREAMS) or, as stock
+	// TF's CPU device does, on the inter-op pool.
+	streams   bool
+	nodeLevel bool
+	rec       trace.Recorder
+	recordAll bool // MSTREAM_TRACE: every step goes to rec
+
+	planMu  sync.Mutex
+	plans   map[string]*exec.Plan
+	assigns sync.Map // *exec.Plan -> []int (node-level group per plan node)
+
 	inflight atomic.Int64
 	done     atomic.Int64
 	failed   atomic.Int64
+	runSeq   atomic.Int64
 
 	prunMu  sync.Mutex
 	pruns   map[string]*partialRun
@@ -85,19 +105,122 @@ func newSession(g *graph.Graph, opts *Options) (*Session, error) {
 	if st.intraN <= 0 {
 		st.intraN = runtime.NumCPU()
 	}
+	if err := st.checkConfig(cfg); err != nil {
+		return nil, err
+	}
 	if ps := cfg.GetSessionInterOpThreadPool(); len(ps) > 0 {
-		for i, p := range ps {
-			n := int(p.GetNumThreads())
-			if n < 0 {
-				return nil, status.InvalidArg("ConfigProto session_inter_op_thread_pool[%d].num_threads = %d is negative", i, n)
-			}
-			st.pools = append(st.pools, exec.NewPool(n))
+		for _, p := range ps {
+			st.pools = append(st.pools, exec.NewPool(int(p.GetNumThreads())))
 		}
 	} else {
-		st.pools = []*exec.Pool{exec.NewPool(st.interN)}
+		st.global = exec.NewPool(st.interN)
 	}
 	st.intra = exec.NewIntra(st.intraN)
+	if err := st.makeGroups(cfg); err != nil {
+		st.closePools()
+		return nil, err
+	}
+	st.recordAll = env.Trace != ""
 	return &Session{g: g, opts: o, impl: st}, nil
+}
+
+// checkConfig rejects what the ConfigProto asks that cannot be honoured.
+func (st *state) checkConfig(cfg *tfpb.ConfigProto) error {
+	for i, p := range cfg.GetSessionInterOpThreadPool() {
+		if n := p.GetNumThreads(); n < 0 {
+			return status.InvalidArg("ConfigProto session_inter_op_thread_pool[%d].num_threads = %d is negative", i, n)
+		}
+	}
+	gpu := cfg.GetGpuOptions()
+	if f := gpu.GetPerProcessGpuMemoryFraction(); f < 0 {
+		return status.InvalidArg("ConfigProto gpu_options.per_process_gpu_memory_fraction = %v is negative", f)
+	}
+	for d, vd := range gpu.GetExperimental().GetVirtualDevices() {
+		if l := vd.GetMemoryLimitMb(); len(l) > 1 {
+			return status.InvalidArg("ConfigProto gpu_options.experimental.virtual_devices[%d] asks for %d virtual devices: one per device is supported", d, len(l))
+		} else if len(l) == 1 && l[0] < 0 {
+			return status.InvalidArg("ConfigProto gpu_options.experimental.virtual_devices[%d].memory_limit_mb = %v is negative", d, l[0])
+		}
+	}
+	if f := gpu.GetExperimental().GetInternalFragmentationFraction(); f < 0 || f > 1 {
+		return status.InvalidArg("ConfigProto gpu_options.experimental.internal_fragmentation_fraction = %v is outside [0, 1]", f)
+	}
+	return nil
+}
+
+// makeGroups creates the devices (the host device; CUDA plugs in here) and
+// their stream groups from the knobs and the ConfigProto.
+func (st *state) makeGroups(cfg *tfpb.ConfigProto) error {
+	env := st.env
+	d := host.New()
+	d.MemBytes = env.HostMemoryMB << 20
+	d.NumContexts = env.ContextCount
+	if env.HostStreamJitter {
+		d.Jitter = jitter
+	}
+	st.devices = []device.Device{d}
+	counts := make([]int, len(st.devices))
+	for i := range counts {
+		counts[i] = env.GroupCount(i)
+	}
+	gpu := cfg.GetGpuOptions()
+	growth := gpu.GetAllowGrowth()
+	if env.IsSet("TF_FORCE_GPU_ALLOW_GROWTH") {
+		// TF lets the variable override the ConfigProto either way.
+		growth = env.ForceGPUAllowGrowth
+	}
+	var limits []float64
+	for _, vd := range gpu.GetExperimental().GetVirtualDevices() {
+		l := 0.0
+		if ml := vd.GetMemoryLimitMb(); len(ml) == 1 {
+			l = float64(ml[0])
+		}
+		limits = append(limits, l)
+	}
+	gc := groups.Config{
+		Devices: st.devices, Counts: counts, Merge: env.StreamMerge, Contexts: env.ContextCount,
+		PerGroupHostAlloc: env.PerStreamHostAlloc, SegmentOwnConst: env.SegmentOwnConst,
+		ShareMemPool: env.ShareMemPool, StreamAware: env.StreamAwareBFC,
+		ExtendLimit: uint64(env.BFCExtendLimitMB) << 20, AllowGrowth: growth,
+		MemoryFraction: gpu.GetPerProcessGpuMemoryFraction(), MemoryLimitMB: limits,
+		InternalFragFraction: gpu.GetExperimental().GetInternalFragmentationFraction(),
+		HostMemLimit:         uint64(float64(gpu.GetExperimental().GetGpuHostMemLimitInMb()) * (1 << 20)),
+		ThreadMode:           groups.ThreadMode(env.ThreadMode), ThreadCount: env.ThreadCount,
+		GlobalIntra: st.intra,
+		NewPool:     func(n int) groups.Pool { return exec.NewPool(n) },
+		NewIntra:    func(n int) kernels.Parallelizer { return exec.NewIntra(n) },
+	}
+	for _, p := range st.pools {
+		gc.SessionPools = append(gc.SessionPools, p)
+	}
+	if st.global != nil {
+		gc.GlobalPool = st.global
+	}
+	if env.NodeLevel {
+		for _, r := range env.StreamRules {
+			if n := counts[0]; r.Group >= n {
+				return status.InvalidArg("TF_STREAM_FROM_FILE=%q assigns nodes to stream group %d, but TF_GPU_STREAM_GROUP_COUNT gives %d groups (0 to %d)",
+					env.StreamFromFile, r.Group, n, n-1)
+			}
+		}
+	}
+	set, err := groups.New(gc)
+	if err != nil {
+		return err
+	}
+	st.set = set
+	st.nodeLevel = env.NodeLevel
+	st.streams = counts[0] > 1 || env.NodeLevel || env.HostStreams
+	return nil
+}
+
+func (st *state) closePools() {
+	for _, p := range st.pools {
+		p.Close()
+	}
+	if st.global != nil {
+		st.global.Close()
+	}
 }
 
 func (s *Session) checkOpen() error {
@@ -143,6 +266,7 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 	st.planMu.Lock()
 	if len(st.plans) >= maxCachedPlans {
 		st.plans = map[string]*exec.Plan{}
+		st.assigns.Clear()
 	}
 	st.plans[k] = p
 	st.planMu.Unlock()
@@ -150,14 +274,16 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 }
 
 func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Output, targets []*graph.Node) ([]*tensor.Tensor, *tfpb.RunMetadata, error) {
+	st := s.impl
+	st.runMu.RLock()
+	defer st.runMu.RUnlock()
 	if err := s.checkOpen(); err != nil {
 		return nil, nil, err
 	}
 	if err := s.checkNodes(feedOutputs(feeds), fetches, targets); err != nil {
 		return nil, nil, err
 	}
-	st := s.impl
-	pool := st.pools[0]
+	var pool exec.Submitter
 	if runOpts != nil && runOpts.InterOpThreadPool != 0 {
 		i := int(runOpts.InterOpThreadPool)
 		if i < 0 || i >= len(st.pools) {
@@ -182,10 +308,14 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 		}
 		vals[i] = f.Tensor
 	}
-	trace := runOpts != nil && runOpts.TraceLevel != tfpb.RunOptions_NO_TRACE
+	traced := runOpts != nil && runOpts.TraceLevel != tfpb.RunOptions_NO_TRACE
+	opts := exec.Options{Trace: traced || st.recordAll, Run: st.runSeq.Add(1)}
 	st.inflight.Add(1)
-	out, stats, err := plan.Run(ctx, &exec.Runtime{Inter: pool, Intra: st.intra}, vals, exec.Options{Trace: trace})
+	out, step, err := s.execute(ctx, plan, vals, opts, pool)
 	st.inflight.Add(-1)
+	if step != nil && (traced || st.recordAll) {
+		st.rec.Add(*step)
+	}
 	if err != nil {
 		st.failed.Add(1)
 		if ctx.Err() == context.DeadlineExceeded {
@@ -195,10 +325,44 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 	}
 	st.done.Add(1)
 	var md *tfpb.RunMetadata
-	if trace {
-		md = stepStats(stats)
+	if traced && step != nil {
+		md = trace.RunMetadata(*step)
 	}
 	return out, md, nil
+}
+
+// execute runs one step on a group: graph-level mode picks the
+// least-loaded group, node-level mode runs on the plan's per-node groups.
+func (s *Session) execute(ctx context.Context, plan *exec.Plan, vals []*tensor.Tensor, opts exec.Options, pool exec.Submitter) ([]*tensor.Tensor, *trace.Step, error) {
+	st := s.impl
+	if st.nodeLevel {
+		gs := st.set.OnDevice(0)
+		assign, used := st.assignment(plan)
+		for _, gi := range used {
+			gs[gi].Begin()
+		}
+		out, step, err := plan.RunStreams(ctx, &exec.StreamRuntime{Groups: gs, Assign: assign,
+			ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder}, vals, opts)
+		for _, gi := range used {
+			gs[gi].Done(err == nil)
+		}
+		return out, step, err
+	}
+	g := st.set.Pick(0)
+	var out []*tensor.Tensor
+	var step *trace.Step
+	var err error
+	if st.streams {
+		out, step, err = plan.RunStreams(ctx, &exec.StreamRuntime{Groups: []*groups.Group{g},
+			ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder}, vals, opts)
+	} else {
+		if pool == nil {
+			pool = g.Launch
+		}
+		out, step, err = plan.Run(ctx, &exec.Runtime{Inter: pool, Intra: g.Intra, Group: g}, vals, opts)
+	}
+	g.Done(err == nil)
+	return out, step, err
 }
 
 func feedOutputs(feeds []Feed) []graph.Output {
@@ -255,67 +419,39 @@ func checkFeed(f Feed, want tensor.PartialShape) error {
 	return nil
 }
 
-func stepStats(stats []exec.NodeStat) *tfpb.RunMetadata {
-	ds := &tfpb.DeviceStepStats{Device: CPUDeviceName}
-	for _, s := range stats {
-		start := s.Start.UnixMicro()
-		end := s.End.UnixMicro()
-		ds.NodeStats = append(ds.NodeStats, &tfpb.NodeExecStats{
-			NodeName:         s.Node,
-			TimelineLabel:    s.Node + " = " + s.Op + "()",
-			AllStartMicros:   start,
-			OpStartRelMicros: 0,
-			OpEndRelMicros:   end - start,
-			AllEndRelMicros:  end - start,
-			AllStartNanos:    s.Start.UnixNano(),
-			OpEndRelNanos:    s.End.Sub(s.Start).Nanoseconds(),
-			AllEndRelNanos:   s.End.Sub(s.Start).Nanoseconds(),
-			ThreadId:         0,
-		})
-	}
-	return &tfpb.RunMetadata{StepStats: &tfpb.StepStats{DevStats: []*tfpb.DeviceStepStats{ds}}}
-}
-
 func (s *Session) close() error {
-	if s.impl.closed.Swap(true) {
+	st := s.impl
+	if st.closed.Swap(true) {
 		return nil
 	}
-	for _, p := range s.impl.pools {
-		p.Close()
+	// Wait for runs in progress, then tear down.
+	st.runMu.Lock()
+	defer st.runMu.Unlock()
+	st.set.Close()
+	st.closePools()
+	if st.env.Trace != "" {
+		if err := st.rec.WriteFile(st.env.Trace); err != nil {
+			return status.Errorf(status.Internal, "MSTREAM_TRACE=%q: writing the trace: %v", st.env.Trace, err)
+		}
+	}
+	return nil
+}
+
+// writeTrace is MS_SessionWriteTrace.
+func (s *Session) writeTrace(path string) error {
+	if path == "" {
+		return status.InvalidArg("trace path is empty")
+	}
+	if err := s.impl.rec.WriteFile(path); err != nil {
+		return status.Errorf(status.InvalidArgument, "writing the trace to %q: %v", path, err)
 	}
 	return nil
 }
 
 func (s *Session) devices() []DeviceInfo {
-	return []DeviceInfo{{Name: CPUDeviceName, Type: "CPU", MemoryBytes: cpuMemoryBytes, Incarnation: 1}}
-}
-
-func (s *Session) statsJSON() ([]byte, error) {
-	st := s.impl
-	poolSizes := make([]int, len(st.pools))
-	for i, p := range st.pools {
-		poolSizes[i] = p.Size()
+	var out []DeviceInfo
+	for _, d := range s.impl.devices {
+		out = append(out, DeviceInfo{Name: d.Name(), Type: d.Type(), MemoryBytes: d.MemoryBytes(), Incarnation: 1})
 	}
-	st.planMu.Lock()
-	nplans := len(st.plans)
-	st.planMu.Unlock()
-	return json.Marshal(map[string]any{
-		"version":          Version,
-		"devices":          s.devices(),
-		"inter_op_pools":   poolSizes,
-		"intra_op_threads": st.intraN,
-		"cached_plans":     nplans,
-		"closed":           st.closed.Load(),
-		"groups": []map[string]any{{
-			"id":             0,
-			"device":         CPUDeviceName,
-			"runs_completed": st.done.Load(),
-			"runs_failed":    st.failed.Load(),
-			"runs_in_flight": st.inflight.Load(),
-		}},
-	})
-}
-
-func (s *Session) configJSON() ([]byte, error) {
-	return json.Marshal(map[string]any{"knobs": s.impl.env.Effective()})
+	return out
 }

@@ -71,6 +71,13 @@ func (s *Session) Devices() []DeviceInfo { return s.devices() }
 // StatsJSON is MS_SessionStats: effective configuration and per-group stats.
 func (s *Session) StatsJSON() ([]byte, error) { return s.statsJSON() }
 
+// Stats is MS_SessionStats as a Go value.
+func (s *Session) Stats() Stats { return s.stats() }
+
+// WriteTrace is MS_SessionWriteTrace: the Chrome trace of the steps kept so
+// far (traced Runs, or every Run with MSTREAM_TRACE) goes to path.
+func (s *Session) WriteTrace(path string) error { return s.writeTrace(path) }
+
 // ConfigJSON is MS_SessionConfig: every knob with the value this session
 // runs with, whether it was set, and its raw text.
 func (s *Session) ConfigJSON() ([]byte, error) { return s.configJSON() }

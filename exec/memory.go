@@ -1,0 +1,167 @@
+package exec
+
+import (
+	"sync"
+
+	"mstream/bfc"
+	"mstream/device"
+	"mstream/hostmem"
+	"mstream/status"
+	"mstream/tensor"
+	"mstream/tensorholder"
+)
+
+// buffer is one allocation a step owns: a kernel output or a feed's device
+// copy. refs counts the data edges and fetches still to read it; users are
+// the step streams (indices) that touched it.
+type buffer struct {
+	k     uintptr // its key in the tracker
+	addr  uint64
+	alloc *bfc.Allocator
+	refs  int32
+	users []int
+}
+
+func (b *buffer) use(s int) {
+	if s < 0 {
+		return
+	}
+	for _, u := range b.users {
+		if u == s {
+			return
+		}
+	}
+	b.users = append(b.users, s)
+}
+
+// tracker frees a step's buffers when their last reader is done. A buffer
+// read on streams other than the one that frees it goes to the holder,
+// which frees it once each of those streams has passed its use; a buffer
+// touched by one stream only is freed at once, since that stream's own
+// order covers the reuse.
+type tracker struct {
+	mu      sync.Mutex
+	bufs    map[uintptr]*buffer
+	holder  *tensorholder.Holder
+	streams []device.Stream // step streams by index
+	err     error           // the first failed free, an internal error
+}
+
+func newTracker(h *tensorholder.Holder, streams []device.Stream) *tracker {
+	return &tracker{bufs: map[uintptr]*buffer{}, holder: h, streams: streams}
+}
+
+// key identifies the buffer behind a tensor; 0 when it has none (strings,
+// empty views).
+func key(t *tensor.Tensor) uintptr {
+	if t == nil || t.DType == tensor.String {
+		return 0
+	}
+	return hostmem.Addr(t.Buf)
+}
+
+// add registers a new buffer viewed by t.
+func (tr *tracker) add(t *tensor.Tensor, b *buffer) {
+	b.k = key(t)
+	tr.mu.Lock()
+	tr.bufs[b.k] = b
+	tr.mu.Unlock()
+}
+
+// retire is the bookkeeping after a node ran on step stream cur (-1: no
+// stream): its outputs take their readers' references, its inputs give one
+// back each, and what it allocated but did not output goes back.
+func (tr *tracker) retire(outs []*tensor.Tensor, uses []int32, ins []*tensor.Tensor, fresh []*buffer, cur int) {
+	var free []*buffer
+	tr.mu.Lock()
+	for j, t := range outs {
+		if b := tr.bufs[key(t)]; b != nil {
+			b.refs += uses[j]
+			b.use(cur)
+		}
+	}
+	for _, t := range ins {
+		if b := tr.bufs[key(t)]; b != nil {
+			b.use(cur)
+			if b.refs--; b.refs == 0 {
+				free = append(free, tr.dropLocked(b))
+			}
+		}
+	}
+	for _, b := range fresh {
+		if b.refs == 0 && tr.bufs[b.k] == b {
+			free = append(free, tr.dropLocked(b))
+		}
+	}
+	tr.mu.Unlock()
+	for _, b := range free {
+		tr.release(b, cur)
+	}
+}
+
+// unref gives back one reference to t's buffer, read on stream cur.
+func (tr *tracker) unref(t *tensor.Tensor, cur int) {
+	tr.mu.Lock()
+	b := tr.bufs[key(t)]
+	var free *buffer
+	if b != nil {
+		b.use(cur)
+		if b.refs--; b.refs == 0 {
+			free = tr.dropLocked(b)
+		}
+	}
+	tr.mu.Unlock()
+	if free != nil {
+		tr.release(free, cur)
+	}
+}
+
+func (tr *tracker) dropLocked(b *buffer) *buffer {
+	delete(tr.bufs, b.k)
+	return b
+}
+
+// release frees b once every stream other than cur that touched it has
+// passed its work so far.
+func (tr *tracker) release(b *buffer, cur int) {
+	free := func() {
+		if err := b.alloc.Free(b.addr); err != nil {
+			tr.mu.Lock()
+			if tr.err == nil {
+				tr.err = status.Errorf(status.Internal, "step buffer: %v", err)
+			}
+			tr.mu.Unlock()
+		}
+	}
+	var others []device.Stream
+	for _, u := range b.users {
+		if u != cur && tr.streams[u] != nil {
+			others = append(others, tr.streams[u])
+		}
+	}
+	if len(others) == 0 || tr.holder == nil {
+		free()
+		return
+	}
+	tr.holder.HoldOn(free, others)
+}
+
+// drain frees every buffer still held, after the step's streams have all
+// passed its work (the final event) or when there are no streams.
+func (tr *tracker) drain() {
+	tr.mu.Lock()
+	bufs := tr.bufs
+	tr.bufs = map[uintptr]*buffer{}
+	tr.mu.Unlock()
+	for _, b := range bufs {
+		b.users = nil
+		tr.release(b, -1)
+	}
+}
+
+// live is the number of buffers the step still holds.
+func (tr *tracker) live() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.bufs)
+}

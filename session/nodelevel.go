@@ -1,0 +1,57 @@
+package session
+
+import "mstream/exec"
+
+// assignment returns, for node-level mode, the stream group of every node
+// of plan (by plan index) and the groups used, computing it once per plan.
+//
+// A node takes the group of the first TF_STREAM_FROM_FILE rule one of
+// whose regexes matches its whole name. With
+// TF_MULTI_STREAM_ALLOW_FORWARD_PROPAGATION a node no rule names takes the
+// group of its first assigned predecessor (in topological order, so a
+// group flows down a chain); every other node is on group 0, the default
+// group, as NVIDIA's build leaves nodes outside any stream scope.
+func (st *state) assignment(plan *exec.Plan) ([]int, []int) {
+	type entry struct{ assign, used []int }
+	if e, ok := st.assigns.Load(plan); ok {
+		return e.(entry).assign, e.(entry).used
+	}
+	nodes := plan.Nodes()
+	assign := make([]int, len(nodes))
+	explicit := make([]bool, len(nodes))
+	for i, n := range nodes {
+	rules:
+		for _, r := range st.env.StreamRules {
+			for _, re := range r.Patterns {
+				if re.MatchString(n.Name) {
+					assign[i], explicit[i] = r.Group, true
+					break rules
+				}
+			}
+		}
+	}
+	if st.env.ForwardPropagation {
+		inherited := make([]bool, len(nodes))
+		for _, i := range plan.Topo() {
+			if explicit[i] {
+				continue
+			}
+			for _, p := range plan.Preds(i) {
+				if explicit[p] || inherited[p] {
+					assign[i], inherited[i] = assign[p], true
+					break
+				}
+			}
+		}
+	}
+	seen := map[int]bool{0: true}
+	used := []int{0}
+	for _, g := range assign {
+		if !seen[g] {
+			seen[g] = true
+			used = append(used, g)
+		}
+	}
+	st.assigns.Store(plan, entry{assign, used})
+	return assign, used
+}

@@ -1,0 +1,86 @@
+package session
+
+import (
+	"encoding/json"
+
+	"mstream/bfc"
+	"mstream/groups"
+)
+
+// Stats is what MS_SessionStats returns, as JSON.
+type Stats struct {
+	Version        string            `json:"version"`
+	Mode           string            `json:"mode"` // "pool" or "streams"
+	NodeLevel      bool              `json:"node_level"`
+	Devices        []DeviceInfo      `json:"devices"`
+	InterOpPools   []int             `json:"inter_op_pools"`
+	IntraOpThreads int               `json:"intra_op_threads"`
+	CachedPlans    int               `json:"cached_plans"`
+	Closed         bool              `json:"closed"`
+	RunsCompleted  int64             `json:"runs_completed"`
+	RunsFailed     int64             `json:"runs_failed"`
+	RunsInFlight   int64             `json:"runs_in_flight"`
+	Knobs          map[string]string `json:"knobs"`
+	// ConstBytes is, per device, the bytes of constants in device memory.
+	ConstBytes []int64 `json:"const_bytes"`
+	// Allocators lists each distinct device allocator once (a shared one
+	// appears in several groups).
+	Allocators []bfc.Stats    `json:"allocators"`
+	Groups     []groups.Stats `json:"groups"`
+	Holder     HolderStats    `json:"tensor_holder"`
+	Trace      TraceStats     `json:"trace"`
+}
+
+// HolderStats counts buffers waiting for a second stream.
+type HolderStats struct {
+	Live  int   `json:"live"`
+	Freed int64 `json:"freed"`
+}
+
+// TraceStats says how many steps the Chrome trace holds.
+type TraceStats struct {
+	Steps   int  `json:"steps"`
+	Dropped int  `json:"dropped"`
+	All     bool `json:"all_steps"` // MSTREAM_TRACE records every step
+}
+
+func (s *Session) stats() Stats {
+	st := s.impl
+	var poolSizes []int
+	for _, p := range st.pools {
+		poolSizes = append(poolSizes, p.Size())
+	}
+	if st.global != nil {
+		poolSizes = append(poolSizes, st.global.Size())
+	}
+	st.planMu.Lock()
+	nplans := len(st.plans)
+	st.planMu.Unlock()
+	mode := "pool"
+	if st.streams {
+		mode = "streams"
+	}
+	out := Stats{
+		Version: Version, Mode: mode, NodeLevel: st.nodeLevel, Devices: s.devices(),
+		InterOpPools: poolSizes, IntraOpThreads: st.intraN, CachedPlans: nplans, Closed: st.closed.Load(),
+		RunsCompleted: st.done.Load(), RunsFailed: st.failed.Load(), RunsInFlight: st.inflight.Load(),
+		Knobs: st.env.Values(), ConstBytes: st.set.DeviceConstBytes(), Groups: st.set.Stats(),
+		Holder: HolderStats{Live: st.set.Holder.Live(), Freed: st.set.Holder.Freed()},
+	}
+	seen := map[*bfc.Allocator]bool{}
+	for _, g := range st.set.Groups() {
+		if !seen[g.Alloc] {
+			seen[g.Alloc] = true
+			out.Allocators = append(out.Allocators, g.Alloc.Stats())
+		}
+	}
+	steps, dropped := st.rec.Steps()
+	out.Trace = TraceStats{Steps: len(steps), Dropped: dropped, All: st.recordAll}
+	return out
+}
+
+func (s *Session) statsJSON() ([]byte, error) { return json.Marshal(s.stats()) }
+
+func (s *Session) configJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"knobs": s.impl.env.Effective()})
+}
