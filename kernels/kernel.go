@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 
+	"mstream/device"
 	"mstream/graph"
 	"mstream/status"
 	"mstream/tensor"
@@ -140,6 +141,13 @@ type Context struct {
 	// Alloc, when set, provides output buffers (allocator stats); nil means
 	// plain host allocation.
 	Alloc func(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error)
+	// Stream is set for a kernel of a device whose work is asynchronous
+	// (a *cuda.Stream for GPU kernels): the kernel enqueues its work there
+	// and returns without waiting. Its inputs and outputs are then device
+	// tensors (Buf stands for device memory, see kernels/cuda), except the
+	// args its Def lists in HostMemory, and Alloc must give device memory.
+	// Host kernels compute synchronously and ignore it.
+	Stream device.Stream
 }
 
 // Input returns input i.

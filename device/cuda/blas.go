@@ -1,0 +1,213 @@
+package cuda
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"mstream/status"
+)
+
+// WorkspaceBytes is the device workspace each stream gives cuBLAS and
+// cuBLASLt (32 MiB, what cuBLAS recommends for Hopper). It is allocated
+// once per stream at the first GEMM, so GEMMs never allocate.
+const WorkspaceBytes = 32 << 20
+
+// cuBLASLt epilogues.
+const (
+	epilogueDefault  = 1
+	epilogueBias     = 4
+	epilogueReluBias = 6
+)
+
+// blasState is a stream's cuBLAS and cuBLASLt handles, workspace and
+// cuBLASLt plans; guarded by Stream.mu.
+type blasState struct {
+	h     C.cublasHandle_t
+	lt    C.cublasLtHandle_t
+	ws    C.CUdeviceptr
+	plans map[ltKey]*ltPlan
+}
+
+type ltKey struct {
+	dbl, tf32, ta, tb bool
+	m, n, k           int
+	epilogue          int
+}
+
+type ltPlan struct {
+	p   *C.ms_lt_plan // C memory
+	err error         // the heuristic found nothing: the caller falls back
+}
+
+func (s *Stream) blasLocked() (*blasState, error) {
+	if s.blas != nil {
+		return s.blas, nil
+	}
+	b := &blasState{plans: map[ltKey]*ltPlan{}}
+	l := s.lib()
+	if err := s.check("cuMemAlloc_v2", C.ms_mem_alloc(l, s.ctx.c, &b.ws, WorkspaceBytes)); err != nil {
+		return nil, status.Wrap(err, "cuBLAS workspace for stream %d", s.id)
+	}
+	if err := s.ctx.dev.lib.blasErr("cublasCreate_v2", C.ms_blas_create(l, s.ctx.c, &b.h, s.s, hostPtr(uint64(b.ws)), WorkspaceBytes), "on "+s.ctx.String()); err != nil {
+		C.ms_mem_free(l, s.ctx.c, b.ws)
+		return nil, err
+	}
+	if err := s.ctx.dev.lib.blasErr("cublasLtCreate", C.ms_lt_create(l, s.ctx.c, &b.lt), "on "+s.ctx.String()); err != nil {
+		C.ms_blas_destroy(l, s.ctx.c, b.h)
+		C.ms_mem_free(l, s.ctx.c, b.ws)
+		return nil, err
+	}
+	s.blas = b
+	return b, nil
+}
+
+func (s *Stream) closeBlasLocked() {
+	b := s.blas
+	if b == nil {
+		return
+	}
+	l := s.lib()
+	for _, p := range b.plans {
+		if p.p != nil {
+			C.ms_lt_plan_free(l, p.p)
+			C.free(unsafe.Pointer(p.p))
+		}
+	}
+	C.ms_lt_destroy(l, s.ctx.c, b.lt)
+	C.ms_blas_destroy(l, s.ctx.c, b.h)
+	C.ms_mem_free(l, s.ctx.c, b.ws)
+	s.blas = nil
+}
+
+// GemmArgs describe a row-major product C[m,n] = op(A)[m,k] · op(B)[k,n],
+// batch times, the i-th operands at A+i*StrideA elements and so on (a
+// stride of 0 broadcasts one matrix to every batch).
+type GemmArgs struct {
+	Double         bool // float64; else float32
+	TF32           bool // allow TF32 tensor cores for float32 (TF's default)
+	TransA, TransB bool
+	M, N, K        int
+	A, B, C        uint64
+	Batch          int
+	StrideA        int64
+	StrideB        int64
+	StrideC        int64
+}
+
+// Gemm runs the product through cuBLAS on the stream. cuBLAS is column
+// major, so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ, which has C's row-major layout.
+func (s *Stream) Gemm(g GemmArgs) error {
+	if g.Batch == 0 {
+		g.Batch = 1
+	}
+	if g.M == 0 || g.N == 0 || g.Batch < 0 {
+		return nil
+	}
+	for _, v := range []int{g.M, g.N, g.K, g.Batch} {
+		if v > 1<<31-1 {
+			return status.Errorf(status.InvalidArgument, "cuda: GEMM dimension %d exceeds cuBLAS's int range", v)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := s.blasLocked()
+	if err != nil {
+		return err
+	}
+	lda, ldb := g.K, g.N
+	if g.TransA {
+		lda = g.M
+	}
+	if g.TransB {
+		ldb = g.K
+	}
+	call := "cublasSgemm_v2"
+	switch {
+	case g.Double && g.Batch > 1:
+		call = "cublasDgemmStridedBatched"
+	case g.Double:
+		call = "cublasDgemm_v2"
+	case g.Batch > 1:
+		call = "cublasSgemmStridedBatched"
+	}
+	r := C.ms_blas_gemm(s.lib(), s.ctx.c, b.h, cbool(g.Double), cbool(g.TF32), cbool(g.TransB), cbool(g.TransA),
+		C.int(g.N), C.int(g.M), C.int(g.K), 1, C.CUdeviceptr(g.B), C.int(ldb), C.longlong(g.StrideB),
+		C.CUdeviceptr(g.A), C.int(lda), C.longlong(g.StrideA), 0, C.CUdeviceptr(g.C), C.int(g.N),
+		C.longlong(g.StrideC), C.int(g.Batch))
+	return s.ctx.dev.lib.blasErr(call, r, fmt.Sprintf("(m=%d n=%d k=%d batch=%d)", g.M, g.N, g.K, g.Batch))
+}
+
+// GemmBias computes C[m,n] = op(A)·op(B) + bias[n], then ReLU when relu is
+// set, in one cuBLASLt call with a bias (or bias+ReLU) epilogue. When
+// cuBLASLt cannot plan the case (no algorithm, or an unsupported type or
+// epilogue) the error has code UNIMPLEMENTED, is remembered for the shape,
+// and the caller runs Gemm and a bias kernel instead. Batch must be 1.
+func (s *Stream) GemmBias(g GemmArgs, bias uint64, relu bool) error {
+	if g.Batch > 1 {
+		return status.Errorf(status.Unimplemented, "cuda: batched GemmBias")
+	}
+	if g.M == 0 || g.N == 0 {
+		return nil
+	}
+	if g.K == 0 {
+		return status.Errorf(status.Unimplemented, "cuda: GemmBias with k=0")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := s.blasLocked()
+	if err != nil {
+		return err
+	}
+	ep := epilogueBias
+	if relu {
+		ep = epilogueReluBias
+	}
+	key := ltKey{g.Double, g.TF32 && !g.Double, g.TransA, g.TransB, g.M, g.N, g.K, ep}
+	p := b.plans[key]
+	l := s.lib()
+	if p == nil {
+		p = &ltPlan{p: (*C.ms_lt_plan)(C.calloc(1, C.sizeof_ms_lt_plan))}
+		lda, ldb := g.K, g.N
+		if g.TransA {
+			lda = g.M
+		}
+		if g.TransB {
+			ldb = g.K
+		}
+		var stage C.int
+		// Column-major problem: D(n x m) = op(B)ᵀ op(A)ᵀ; bias runs along
+		// D's rows, i.e. C's columns.
+		r := C.ms_lt_plan_make(l, s.ctx.c, b.lt, p.p, cbool(g.Double), cbool(key.tf32), cbool(g.TransB), cbool(g.TransA),
+			C.int(g.N), C.int(g.M), C.int(g.K), C.int(ldb), C.int(lda), C.int(g.N), C.int(ep), WorkspaceBytes, &stage)
+		if r != 0 {
+			calls := [...]string{"cuCtxSetCurrent", "cublasLtMatmulDescCreate", "cublasLtMatmulDescSetAttribute",
+				"cublasLtMatrixLayoutCreate", "cublasLtMatmulPreferenceCreate", "cublasLtMatmulAlgoGetHeuristic",
+				"cublasLtMatmulAlgoGetHeuristic (no algorithm)"}
+			// Any failure to make a plan means "no cuBLASLt for this case":
+			// the caller falls back, so the code is UNIMPLEMENTED whatever
+			// cuBLASLt said (the message keeps its status).
+			err := s.ctx.dev.lib.blasErr(calls[stage], r, fmt.Sprintf("(m=%d n=%d k=%d epilogue %d)", g.M, g.N, g.K, ep))
+			p.err = &status.Error{Code: status.Unimplemented, Msg: err.Error(), Inner: err}
+			C.free(unsafe.Pointer(p.p))
+			p.p = nil
+		}
+		b.plans[key] = p
+	}
+	if p.err != nil {
+		return p.err
+	}
+	var stage C.int
+	r := C.ms_lt_run(l, s.ctx.c, b.lt, p.p, C.CUdeviceptr(g.B), C.CUdeviceptr(g.A), C.CUdeviceptr(g.C),
+		C.CUdeviceptr(bias), hostPtr(uint64(b.ws)), WorkspaceBytes, s.s, &stage)
+	call := "cublasLtMatmul"
+	if stage == 7 {
+		call = "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"
+	}
+	return s.ctx.dev.lib.blasErr(call, r, fmt.Sprintf("(m=%d n=%d k=%d)", g.M, g.N, g.K))
+}

@@ -1,0 +1,252 @@
+package cuda
+
+import (
+	"fmt"
+
+	cu "mstream/device/cuda"
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+func init() {
+	reg("GatherV2", "Tparams", fixedTypes, []string{"axis"}, func(n *graph.Node) (kernels.Kernel, error) {
+		bd := int64(0)
+		if a := n.Attrs["batch_dims"]; a != nil {
+			bd = a.GetI()
+		}
+		return fn(func(k kctx) error { return gather(k, bd) })(n)
+	})
+	reg("ConcatV2", "T", fixedTypes, []string{"axis"}, fn(concat))
+	reg("Transpose", "T", fixedTypes, []string{"perm"}, fn(transpose))
+
+	// Metadata-only ops: their output is the input with another shape (or
+	// the input itself), so the host kernels, which never read element
+	// data, serve the GPU too. HostMemory lists match TF's GPU kernels.
+	for _, m := range []struct {
+		op   string
+		host []string
+	}{
+		{"Identity", nil}, {"StopGradient", nil}, {"Reshape", []string{"shape"}},
+		{"ExpandDims", []string{"dim"}}, {"Squeeze", nil},
+	} {
+		op := m.op
+		reg(op, "T", fixedTypes, m.host, func(n *graph.Node) (kernels.Kernel, error) {
+			def, err := kernels.Lookup(n, kernels.CPU)
+			if err != nil {
+				return nil, fmt.Errorf("GPU %s reuses the CPU kernel, which is missing: %w", op, err)
+			}
+			return def.Factory(n)
+		})
+	}
+}
+
+func gather(k kctx, batchDims int64) error {
+	params, idx := k.Input(0), k.Input(1)
+	av, err := k.Input(2).Int64s()
+	if err != nil {
+		return k.Errorf(status.InvalidArgument, "axis: %v", err)
+	}
+	if len(av) != 1 {
+		return k.Errorf(status.InvalidArgument, "axis must be a scalar")
+	}
+	pr, ir := int64(len(params.Shape)), int64(len(idx.Shape))
+	if batchDims < 0 {
+		batchDims += ir
+	}
+	if batchDims < 0 || batchDims > ir {
+		return k.Errorf(status.InvalidArgument, "Expected batch_dims in the range [%d, %d], but got %d", -ir, ir, batchDims)
+	}
+	ax := av[0]
+	if ax < -pr || ax >= pr {
+		return k.Errorf(status.InvalidArgument, "Expected axis in the range [%d, %d), but got %d", -pr, pr, ax)
+	}
+	if ax < 0 {
+		ax += pr
+	}
+	if batchDims > ax {
+		return k.Errorf(status.InvalidArgument, "batch_dims (%d) must be less than or equal to axis (%d)", batchDims, ax)
+	}
+	for i := int64(0); i < batchDims; i++ {
+		if params.Shape[i] != idx.Shape[i] {
+			return k.Errorf(status.InvalidArgument, "params.shape[%d]: %d should be equal to indices.shape[%d]: %d", i, params.Shape[i], i, idx.Shape[i])
+		}
+	}
+	out := append(append(append(tensor.Shape{}, params.Shape[:ax]...), idx.Shape[batchDims:]...), params.Shape[ax+1:]...)
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	total := o.NumElements()
+	if total == 0 {
+		return nil
+	}
+	outer := int64(1) // the params dims between batch_dims and axis
+	for _, d := range params.Shape[batchDims:ax] {
+		outer *= d
+	}
+	inner := int64(1)
+	for _, d := range params.Shape[ax+1:] {
+		inner *= d
+	}
+	nIdx := int64(1)
+	for _, d := range idx.Shape[batchDims:] {
+		nIdx *= d
+	}
+	is := "i32"
+	if idx.DType == tensor.Int64 {
+		is = "i64"
+	} else if idx.DType != tensor.Int32 {
+		return k.Errorf(status.InvalidArgument, "indices must be int32 or int64, not %v", idx.DType)
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(params)).Ptr(ptr(idx)).I64(total).I64(outer).I64(params.Shape[ax]).I64(inner).I64(nIdx)
+	return k.launchN(arrays, "gather_"+sizeName(params.DType)+"_"+is, total, &args)
+}
+
+func concat(k kctx) error {
+	n := k.NumInputs() - 1
+	if n < 1 {
+		return k.Errorf(status.InvalidArgument, "ConcatV2 needs at least one value input")
+	}
+	av, err := k.Input(n).Int64s()
+	if err != nil {
+		return k.Errorf(status.InvalidArgument, "axis: %v", err)
+	}
+	if len(av) != 1 {
+		return k.Errorf(status.InvalidArgument, "axis must be a scalar")
+	}
+	first := k.Input(0)
+	r := len(first.Shape)
+	if r == 0 {
+		return k.Errorf(status.InvalidArgument, "Can't concatenate scalars (use tf.stack instead)")
+	}
+	ax := av[0]
+	if ax < -int64(r) || ax >= int64(r) {
+		return k.Errorf(status.InvalidArgument, "axis %d is out of range [%d, %d)", ax, -r, r)
+	}
+	if ax < 0 {
+		ax += int64(r)
+	}
+	out := first.Shape.Clone()
+	out[ax] = 0
+	for i := 0; i < n; i++ {
+		s := k.Input(i).Shape
+		if len(s) != r {
+			return k.Errorf(status.InvalidArgument, "ConcatOp : Ranks of all input tensors should match: shape[0] = %v vs. shape[%d] = %v", first.Shape, i, s)
+		}
+		for j := range s {
+			if int64(j) != ax && s[j] != first.Shape[j] {
+				return k.Errorf(status.InvalidArgument, "ConcatOp : Dimension %d in both shapes must be equal: shape[0] = %v vs. shape[%d] = %v", j, first.Shape, i, s)
+			}
+		}
+		out[ax] += s[ax]
+	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	if o.NumElements() == 0 {
+		return nil
+	}
+	outer := int64(1)
+	for _, d := range out[:ax] {
+		outer *= d
+	}
+	inner := int64(1)
+	for _, d := range out[ax+1:] {
+		inner *= d
+	}
+	es := int64(first.DType.Size())
+	ow := out[ax] * inner
+	off := int64(0)
+	for i := 0; i < n; i++ {
+		in := k.Input(i)
+		w := in.Shape[ax] * inner
+		switch {
+		case w == 0:
+		case outer == 1:
+			// One contiguous block: a device-to-device copy.
+			if err := k.s.D2D(ptr(o)+uint64(off*es), ptr(in), uint64(w*es)); err != nil {
+				return k.wrap(err)
+			}
+		default:
+			var args cu.Args
+			args.Ptr(ptr(o)).Ptr(ptr(in)).I64(outer * w).I64(w).I64(ow).I64(off)
+			if err := k.launchN(arrays, "concat_"+sizeName(first.DType), outer*w, &args); err != nil {
+				return err
+			}
+		}
+		off += w
+	}
+	return nil
+}
+
+func transpose(k kctx) error {
+	in := k.Input(0)
+	perm, err := k.Input(1).Int64s()
+	if err != nil {
+		return k.Errorf(status.InvalidArgument, "perm: %v", err)
+	}
+	r := len(in.Shape)
+	if len(perm) != r {
+		return k.Errorf(status.InvalidArgument, "transpose expects a vector of size %d. But input(1) is a vector of size %d", r, len(perm))
+	}
+	seen := make([]bool, r)
+	out := make(tensor.Shape, r)
+	for i, p := range perm {
+		if p < 0 || p >= int64(r) {
+			return k.Errorf(status.InvalidArgument, "%d is out of range [0 .. %d)", p, r)
+		}
+		if seen[p] {
+			return k.Errorf(status.InvalidArgument, "%d is duplicated in perm", p)
+		}
+		seen[p] = true
+		out[i] = in.Shape[p]
+	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	// Input strides, then merge output dims that are adjacent and in order
+	// in the input too (and drop size-1 dims).
+	ist := make([]int64, r)
+	p := int64(1)
+	for i := r - 1; i >= 0; i-- {
+		ist[i] = p
+		p *= in.Shape[i]
+	}
+	var dims, str []int64
+	for i, pi := range perm {
+		d, s := out[i], ist[pi]
+		if d == 1 {
+			continue
+		}
+		if j := len(dims) - 1; j >= 0 && str[j] == s*d {
+			dims[j] *= d
+			str[j] = s
+			continue
+		}
+		dims = append(dims, d)
+		str = append(str, s)
+	}
+	if len(dims) <= 1 {
+		// The permutation moves no data: a plain copy.
+		return k.wrap(k.s.D2D(ptr(o), ptr(in), uint64(len(o.Buf))))
+	}
+	if len(dims) > 8 {
+		return k.Errorf(status.Unimplemented, "transpose of rank %d after merging (at most 8)", len(dims))
+	}
+	meta := make([]int64, 1+2*8)
+	meta[0] = int64(len(dims))
+	copy(meta[1:9], dims)
+	copy(meta[9:17], str)
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(in)).I64(n).I64s(meta...)
+	return k.launchN(arrays, "transpose_"+sizeName(in.DType), n, &args)
+}

@@ -1,0 +1,66 @@
+package cuda
+
+import (
+	"strings"
+	"testing"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/kernels/kerneltest"
+	"mstream/tensor"
+)
+
+// gpuRunner runs the conformance suite's cases on the GPU. A case whose
+// dtype has no GPU kernel runs on the CPU kernel, as placement would put
+// it there.
+type gpuRunner struct {
+	e        *gpuEnv
+	fallback map[string]int
+}
+
+func (g *gpuRunner) Device() string { return kernels.GPU }
+
+func (g *gpuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	def, err := kernels.Lookup(n, kernels.GPU)
+	if err != nil {
+		g.fallback[n.Op]++
+		return cpuRun(n, in, nil)
+	}
+	k, err := def.Factory(n)
+	if err != nil {
+		return nil, err
+	}
+	return g.e.run(n, in, k, def)
+}
+
+// TestConformance runs the shared conformance suite's cases for every op
+// with a GPU kernel, except GatherV2, whose GPU kernel writes zeros for an
+// out-of-range index where the suite (and the CPU kernel) expects an error,
+// as TF's GPU and CPU kernels differ (TestGather and TestGatherOutOfRange
+// cover it). TF32 is off so float32 GEMMs meet the suite's tolerance.
+func TestConformance(t *testing.T) {
+	e := env(t)
+	SetTF32(false)
+	defer SetTF32(true)
+	seen := map[string]bool{}
+	var only []string
+	for _, key := range kernels.Registered() {
+		op, dev, _ := strings.Cut(key, "/")
+		if dev != kernels.GPU || op == "GatherV2" || seen[op] {
+			continue
+		}
+		seen[op] = true
+		have := false
+		for _, o := range kerneltest.Ops() {
+			have = have || o == op
+		}
+		if have {
+			only = append(only, op)
+		} else {
+			t.Logf("no conformance cases for %s", op)
+		}
+	}
+	r := &gpuRunner{e: e, fallback: map[string]int{}}
+	kerneltest.Run(t, r, kerneltest.Options{Only: only})
+	t.Logf("ops run: %s; cases on the CPU for want of a GPU dtype: %v", strings.Join(only, " "), r.fallback)
+}

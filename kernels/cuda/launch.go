@@ -1,0 +1,174 @@
+package cuda
+
+import (
+	"sync"
+
+	cu "mstream/device/cuda"
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+const threads = 256
+
+// kctx is what a GPU kernel call needs beyond kernels.Context.
+type kctx struct {
+	*kernels.Context
+	s *cu.Stream
+}
+
+// begin checks that the kernel runs with a CUDA stream and a device
+// allocator, which the executor provides for GPU nodes.
+func begin(ctx *kernels.Context) (kctx, error) {
+	s, ok := ctx.Stream.(*cu.Stream)
+	if !ok {
+		return kctx{}, ctx.Errorf(status.FailedPrecondition, "GPU kernel called without a CUDA stream (got %T)", ctx.Stream)
+	}
+	if ctx.Alloc == nil {
+		return kctx{}, ctx.Errorf(status.FailedPrecondition, "GPU kernel called without a device allocator")
+	}
+	return kctx{ctx, s}, nil
+}
+
+// wrap prefixes a device error with the node, keeping its code and cause.
+func (k kctx) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return status.Wrap(err, "%s (op %s)", k.Node.Name, k.Node.Op)
+}
+
+// fnKey names a kernel in one context.
+type fnKey struct {
+	ctx  *cu.Context
+	prog *cu.Program
+	name string
+}
+
+// fns caches kernel lookups, so a launch costs one map read instead of the
+// module's and function's locked lookups.
+var fns sync.Map // fnKey -> *cu.Function
+
+func (k kctx) function(p *cu.Program, name string) (*cu.Function, error) {
+	key := fnKey{k.s.Context(), p, name}
+	if f, ok := fns.Load(key); ok {
+		return f.(*cu.Function), nil
+	}
+	m, err := key.ctx.Module(p)
+	if err != nil {
+		return nil, k.wrap(err)
+	}
+	f, err := m.Function(name)
+	if err != nil {
+		return nil, k.wrap(err)
+	}
+	fns.Store(key, f)
+	return f, nil
+}
+
+// launch runs kernel name of program p over grid x block threads.
+func (k kctx) launch(p *cu.Program, name string, grid, block int, shmem int, a *cu.Args) error {
+	return k.launch3(p, name, cu.D1(grid), cu.D1(block), shmem, a)
+}
+
+func (k kctx) launch3(p *cu.Program, name string, grid, block cu.Dim3, shmem int, a *cu.Args) error {
+	f, err := k.function(p, name)
+	if err != nil {
+		return err
+	}
+	return k.wrap(k.s.Launch(f, grid, block, shmem, a))
+}
+
+// launchN runs an elementwise kernel over n items with a grid-stride loop:
+// enough blocks to fill the device, never more than the items need.
+func (k kctx) launchN(p *cu.Program, name string, n int64, a *cu.Args) error {
+	if n <= 0 {
+		return nil
+	}
+	blocks := (n + threads - 1) / threads
+	if lim := int64(k.s.Context().Device().Multiprocessors() * 16); blocks > lim {
+		blocks = lim
+	}
+	return k.launch(p, name, int(blocks), threads, 0, a)
+}
+
+// ptr is the device address of a device tensor.
+func ptr(t *tensor.Tensor) uint64 { return cu.Ptr(t.Buf) }
+
+// suffix names a dtype in kernel names.
+func suffix(dt tensor.DType) string {
+	switch dt {
+	case tensor.Float:
+		return "f32"
+	case tensor.Double:
+		return "f64"
+	case tensor.Int32:
+		return "i32"
+	case tensor.Int64:
+		return "i64"
+	case tensor.Half:
+		return "f16"
+	case tensor.Bfloat16:
+		return "bf16"
+	case tensor.Int8:
+		return "i8"
+	case tensor.Int16:
+		return "i16"
+	case tensor.Uint8:
+		return "u8"
+	case tensor.Uint16:
+		return "u16"
+	case tensor.Uint32:
+		return "u32"
+	case tensor.Uint64:
+		return "u64"
+	case tensor.Bool:
+		return "b"
+	}
+	return ""
+}
+
+// sizeName names an element size in the per-size kernels.
+func sizeName(dt tensor.DType) string {
+	switch dt.Size() {
+	case 1:
+		return "1"
+	case 2:
+		return "2"
+	case 4:
+		return "4"
+	case 8:
+		return "8"
+	case 16:
+		return "16"
+	}
+	return ""
+}
+
+var (
+	floatTypes = []tensor.DType{tensor.Float, tensor.Double}
+	numTypes   = []tensor.DType{tensor.Float, tensor.Double, tensor.Int32, tensor.Int64}
+	castTypes  = []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int8, tensor.Int16,
+		tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64, tensor.Bool}
+	// fixedTypes are the dtypes the size-generic kernels move.
+	fixedTypes = []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int8, tensor.Int16,
+		tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64, tensor.Bool,
+		tensor.Complex64, tensor.Complex128}
+)
+
+func reg(op, typeAttr string, types []tensor.DType, host []string, f kernels.Factory) {
+	kernels.Register(kernels.Def{Op: op, Device: kernels.GPU, TypeAttr: typeAttr, Types: types, HostMemory: host, Factory: f})
+}
+
+func fn(f func(k kctx) error) kernels.Factory {
+	return func(*graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			k, err := begin(ctx)
+			if err != nil {
+				return err
+			}
+			return f(k)
+		}), nil
+	}
+}

@@ -1,0 +1,27 @@
+package cuda
+
+import (
+	_ "embed"
+
+	cu "mstream/device/cuda"
+)
+
+// The CUDA C sources, compiled by NVRTC at first use (see doc.go).
+var (
+	//go:embed src/common.cuh
+	commonSrc string
+	//go:embed src/elementwise.cu
+	elementwiseSrc string
+	//go:embed src/reduce.cu
+	reduceSrc string
+	//go:embed src/array.cu
+	arraySrc string
+
+	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
+	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
+	arrays      = &cu.Program{Name: "array.cu", Source: commonSrc + arraySrc}
+)
+
+// Programs lists every program, so a tool or test can compile them all
+// ahead of use.
+func Programs() []*cu.Program { return []*cu.Program{elementwise, reductions, arrays} }

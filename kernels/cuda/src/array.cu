@@ -1,0 +1,70 @@
+// Data movement: GatherV2, ConcatV2 (one launch per input), Transpose.
+// Kernels are per element size (1, 2, 4, 8, 16 bytes), not per dtype.
+
+// GatherV2 with batch_dims: out[b][p][j][k] = params[b][p][idx[b][j]][k];
+// an index outside [0, limit) gives zeros, as TF's GPU kernel does.
+#define GATHER(T, SZ, I, IS)                                                                            \
+	extern "C" __global__ void gather_##SZ##_##IS(T *__restrict__ o, const T *__restrict__ params,   \
+		const I *__restrict__ idx, i64 total, i64 outer, i64 limit, i64 inner, i64 nidx) {        \
+		GRID_LOOP(i, total) {                                                                     \
+			i64 k = i % inner, t = i / inner;                                                 \
+			i64 j = t % nidx;                                                                 \
+			t /= nidx; /* t = b * outer + p */                                                \
+			i64 b = t / outer;                                                                \
+			i64 ix = (i64)idx[b * nidx + j];                                                  \
+			if (ix >= 0 && ix < limit) {                                                      \
+				o[i] = params[(t * limit + ix) * inner + k];                              \
+			} else {                                                                          \
+				o[i] = T();                                                               \
+			}                                                                                 \
+		}                                                                                         \
+	}
+#define GATHER_SZ(T, SZ) GATHER(T, SZ, int, i32) GATHER(T, SZ, i64, i64)
+GATHER_SZ(u8, 1)
+GATHER_SZ(u16, 2)
+GATHER_SZ(u32, 4)
+GATHER_SZ(u64, 8)
+GATHER_SZ(u128, 16)
+
+// Concat: input x of [outer, w] elements goes to columns [off, off+w) of
+// the output's [outer, ow].
+#define CONCAT(T, SZ)                                                                                   \
+	extern "C" __global__ void concat_##SZ(T *__restrict__ o, const T *__restrict__ x, i64 total,     \
+		i64 w, i64 ow, i64 off) {                                                                 \
+		GRID_LOOP(i, total) {                                                                     \
+			i64 p = i / w, j = i - p * w;                                                     \
+			o[p * ow + off + j] = x[i];                                                       \
+		}                                                                                         \
+	}
+CONCAT(u8, 1)
+CONCAT(u16, 2)
+CONCAT(u32, 4)
+CONCAT(u64, 8)
+CONCAT(u128, 16)
+
+// Transpose: output element i, with output dims out[], reads the input at
+// sum(idx[d] * str[d]) where str[d] is the input stride of the input dim
+// that output dim d comes from.
+struct Perm {
+	i64 rank;
+	i64 out[MAXR];
+	i64 str[MAXR];
+};
+#define TRANSPOSE(T, SZ)                                                                                \
+	extern "C" __global__ void transpose_##SZ(T *__restrict__ o, const T *__restrict__ x, i64 n,      \
+		Perm pm) {                                                                                \
+		GRID_LOOP(i, n) {                                                                         \
+			i64 r = i, src = 0;                                                               \
+			for (int d = (int)pm.rank - 1; d >= 0; d--) {                                     \
+				i64 q = r / pm.out[d];                                                    \
+				src += (r - q * pm.out[d]) * pm.str[d];                                   \
+				r = q;                                                                    \
+			}                                                                                 \
+			o[i] = x[src];                                                                    \
+		}                                                                                         \
+	}
+TRANSPOSE(u8, 1)
+TRANSPOSE(u16, 2)
+TRANSPOSE(u32, 4)
+TRANSPOSE(u64, 8)
+TRANSPOSE(u128, 16)
