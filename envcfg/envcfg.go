@@ -52,6 +52,7 @@ type Config struct {
 	Device              string // MSTREAM_DEVICE: "", "cpu" or "gpu"
 	HostMemoryMB        int64  // MSTREAM_HOST_MEMORY_MB: the host device's "device memory"
 	HostStreams         bool   // MSTREAM_HOST_STREAMS: streams on the host device even with one group
+	Fusion              bool   // MSTREAM_FUSION: plan-time fusion of MatMul/Conv2D epilogues, BatchNorm and unary chains
 	// Set holds the raw value of every variable that was set (non-empty),
 	// keyed by name.
 	Set map[string]string
@@ -167,6 +168,8 @@ var Knobs = []Knob{
 		}},
 	{Name: "MSTREAM_HOST_STREAMS", Type: "bool", Default: "false", Doc: "run the host device on its stream groups' streams even with one group (as a GPU would); more than one group or node-level mode always does",
 		set: func(c *Config, v string) (err error) { c.HostStreams, err = parseBool(v); return }},
+	{Name: "MSTREAM_FUSION", Type: "bool", Default: "true", Doc: "fuse at plan time where TF's grappler would (MatMul/Conv2D+BiasAdd(+Relu), inference BatchNorm folded into a constant Conv2D filter, chains of unary float32 ops); 0 runs the graph node by node",
+		set: func(c *Config, v string) (err error) { c.Fusion, err = parseBool(v); return }},
 }
 
 // value renders the effective value of knob name in c, in the form the
@@ -223,6 +226,8 @@ func (c *Config) value(name string) string {
 		return strconv.FormatInt(c.HostMemoryMB, 10)
 	case "MSTREAM_HOST_STREAMS":
 		return b(c.HostStreams)
+	case "MSTREAM_FUSION":
+		return b(c.Fusion)
 	}
 	return ""
 }
