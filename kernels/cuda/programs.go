@@ -16,12 +16,17 @@ var (
 	reduceSrc string
 	//go:embed src/array.cu
 	arraySrc string
+	//go:embed src/types.cuh
+	typesSrc string
+	//go:embed src/math.cu
+	mathSrc string
 
 	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
 	arrays      = &cu.Program{Name: "array.cu", Source: commonSrc + arraySrc}
+	maths       = &cu.Program{Name: "math.cu", Source: commonSrc + typesSrc + mathSrc}
 )
 
 // Programs lists every program, so a tool or test can compile them all
 // ahead of use.
-func Programs() []*cu.Program { return []*cu.Program{elementwise, reductions, arrays} }
+func Programs() []*cu.Program { return []*cu.Program{elementwise, reductions, arrays, maths} }

@@ -1,0 +1,159 @@
+// Unary math and activations, per dtype: u_<op>_<suffix>(o, x, n).
+// Each op is an overload set over compute types (float, double, and the
+// integer types where the CPU registers them); half and bfloat16 compute
+// in float. Semantics follow the CPU kernels: Sign keeps NaN and -0,
+// Round is half to even, Relu6 keeps NaN, integer Neg/Abs/Square wrap.
+
+template <typename C> __device__ __forceinline__ C f_abs(C x) { return x < (C)0 ? (C)(0 - x) : x; }
+__device__ __forceinline__ float f_abs(float x) { return fabsf(x); }
+__device__ __forceinline__ double f_abs(double x) { return fabs(x); }
+
+template <typename C> __device__ __forceinline__ C f_neg(C x) { return (C)(0 - x); }
+template <typename C> __device__ __forceinline__ C f_sign(C x) { return x > (C)0 ? (C)1 : (x < (C)0 ? (C)-1 : x); }
+template <typename C> __device__ __forceinline__ C f_square(C x) { return (C)(x * x); }
+template <typename C> __device__ __forceinline__ C f_recip(C x) { return (C)1 / x; }
+
+__device__ __forceinline__ float f_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double f_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float f_rsqrt(float x) { return 1.f / sqrtf(x); }
+__device__ __forceinline__ double f_rsqrt(double x) { return 1.0 / sqrt(x); }
+__device__ __forceinline__ float f_exp(float x) { return expf(x); }
+__device__ __forceinline__ double f_exp(double x) { return exp(x); }
+__device__ __forceinline__ float f_expm1(float x) { return expm1f(x); }
+__device__ __forceinline__ double f_expm1(double x) { return expm1(x); }
+__device__ __forceinline__ float f_log(float x) { return logf(x); }
+__device__ __forceinline__ double f_log(double x) { return log(x); }
+__device__ __forceinline__ float f_log1p(float x) { return log1pf(x); }
+__device__ __forceinline__ double f_log1p(double x) { return log1p(x); }
+__device__ __forceinline__ float f_sin(float x) { return sinf(x); }
+__device__ __forceinline__ double f_sin(double x) { return sin(x); }
+__device__ __forceinline__ float f_cos(float x) { return cosf(x); }
+__device__ __forceinline__ double f_cos(double x) { return cos(x); }
+__device__ __forceinline__ float f_erf(float x) { return erff(x); }
+__device__ __forceinline__ double f_erf(double x) { return erf(x); }
+__device__ __forceinline__ float f_floor(float x) { return floorf(x); }
+__device__ __forceinline__ double f_floor(double x) { return floor(x); }
+__device__ __forceinline__ float f_ceil(float x) { return ceilf(x); }
+__device__ __forceinline__ double f_ceil(double x) { return ceil(x); }
+// rint rounds half to even in the default rounding mode.
+__device__ __forceinline__ float f_round(float x) { return rintf(x); }
+__device__ __forceinline__ double f_round(double x) { return rint(x); }
+template <typename C> __device__ __forceinline__ C f_round(C x) { return x; }
+__device__ __forceinline__ float f_tanh(float x) { return tanhf(x); }
+__device__ __forceinline__ double f_tanh(double x) { return tanh(x); }
+__device__ __forceinline__ float f_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+__device__ __forceinline__ double f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+template <typename C> __device__ __forceinline__ C f_relu(C x) { return (x > (C)0 || x != x) ? x : (C)0; }
+template <typename C> __device__ __forceinline__ C f_relu6(C x) {
+	if (x != x) return x;
+	return x < (C)0 ? (C)0 : (x > (C)6 ? (C)6 : x);
+}
+template <typename C> __device__ __forceinline__ C f_elu(C x) { return x < (C)0 ? f_expm1(x) : x; }
+template <typename C> __device__ __forceinline__ C f_selu(C x) {
+	const C scale = (C)1.0507009873554804934193349852946, alpha = (C)1.6732632423543772848170429916717;
+	return x < (C)0 ? scale * alpha * f_expm1(x) : scale * x;
+}
+template <typename C> __device__ __forceinline__ C f_softsign(C x) { return x / ((C)1 + f_abs(x)); }
+
+#define UN(NAME, T, SUF)                                                                                 \
+	extern "C" __global__ void u_##NAME##_##SUF(T *__restrict__ o, const T *__restrict__ x, i64 n) { \
+		GRID_LOOP(i, n) o[i] = st<T>(f_##NAME(ld(x[i])));                                        \
+	}
+
+// Per-op dtype lists (the CPU kernels' sets).
+#define UN_FLOAT(NAME) UN(NAME, float, f32) UN(NAME, double, f64) UN(NAME, f16, f16) UN(NAME, bf16, bf16)
+#define UN_SINT(NAME) UN(NAME, i8, i8) UN(NAME, i16, i16) UN(NAME, int, i32) UN(NAME, i64, i64)
+#define UN_UINT(NAME) UN(NAME, u8, u8) UN(NAME, u16, u16) UN(NAME, u32, u32) UN(NAME, u64, u64)
+
+UN_FLOAT(abs) UN_SINT(abs)
+UN_FLOAT(neg) UN_SINT(neg)
+UN_FLOAT(sign) UN_SINT(sign)
+UN_FLOAT(square) UN_SINT(square) UN_UINT(square)
+UN_FLOAT(recip)
+UN_FLOAT(sqrt)
+UN_FLOAT(rsqrt)
+UN_FLOAT(exp)
+UN_FLOAT(expm1)
+UN_FLOAT(log)
+UN_FLOAT(log1p)
+UN_FLOAT(sin)
+UN_FLOAT(cos)
+UN_FLOAT(erf)
+UN_FLOAT(floor)
+UN_FLOAT(ceil)
+UN_FLOAT(round) UN(round, int, i32) UN(round, i64, i64)
+UN_FLOAT(relu6) UN_SINT(relu6) UN_UINT(relu6)
+UN_FLOAT(elu)
+UN_FLOAT(selu)
+UN_FLOAT(softsign)
+// The dtypes the elementwise program's Relu, Sigmoid and Tanh lack.
+UN(relu, f16, f16) UN(relu, bf16, bf16) UN(relu, i8, i8) UN(relu, i16, i16) UN_UINT(relu)
+UN(sigmoid, f16, f16) UN(sigmoid, bf16, bf16)
+UN(tanh, f16, f16) UN(tanh, bf16, bf16)
+
+// Softplus with TF's cut-offs: thr = log(eps) + 2 of the dtype (host
+// computed): x above -thr, e^x below thr, log1p(e^x) between.
+#define SOFTPLUS(T, SUF)                                                                                 \
+	extern "C" __global__ void u_softplus_##SUF(T *__restrict__ o, const T *__restrict__ x, i64 n,    \
+		double thr) {                                                                              \
+		typedef Cm<T>::t C;                                                                        \
+		C t = (C)thr;                                                                              \
+		GRID_LOOP(i, n) {                                                                          \
+			C v = ld(x[i]);                                                                    \
+			C r = v > -t ? v : (v < t ? f_exp(v) : f_log1p(f_exp(v)));                         \
+			o[i] = st<T>(r);                                                                   \
+		}                                                                                          \
+	}
+FLOATS(SOFTPLUS)
+
+// LeakyRelu: x > 0 ? x : x * alpha, alpha already in the dtype (host
+// rounded for floats, truncated for integers), passed as double.
+#define LEAKY(T, SUF)                                                                                    \
+	extern "C" __global__ void u_leaky_##SUF(T *__restrict__ o, const T *__restrict__ x, i64 n,       \
+		double alpha) {                                                                            \
+		typedef Cm<T>::t C;                                                                        \
+		C a = (C)alpha;                                                                            \
+		GRID_LOOP(i, n) {                                                                          \
+			C v = ld(x[i]);                                                                    \
+			o[i] = st<T>(v > (C)0 ? v : (C)(v * a));                                           \
+		}                                                                                          \
+	}
+FLOATS(LEAKY) SINTS(LEAKY)
+// Unsigned alphas arrive as their integer value (a double holds every
+// value TF's cast of a float can give).
+LEAKY(u8, u8) LEAKY(u16, u16) LEAKY(u32, u32) LEAKY(u64, u64)
+
+// Float predicates into bool bytes.
+#define PRED(T, SUF)                                                                                     \
+	extern "C" __global__ void p_isnan_##SUF(u8 *__restrict__ o, const T *__restrict__ x, i64 n) {   \
+		GRID_LOOP(i, n) {                                                                          \
+			Cm<T>::t v = ld(x[i]);                                                             \
+			o[i] = v != v;                                                                     \
+		}                                                                                          \
+	}                                                                                                  \
+	extern "C" __global__ void p_isinf_##SUF(u8 *__restrict__ o, const T *__restrict__ x, i64 n) {   \
+		GRID_LOOP(i, n) {                                                                          \
+			Cm<T>::t v = ld(x[i]);                                                             \
+			o[i] = v == Lim<Cm<T>::t>::hi() || v == Lim<Cm<T>::t>::lo();                       \
+		}                                                                                          \
+	}                                                                                                  \
+	extern "C" __global__ void p_isfinite_##SUF(u8 *__restrict__ o, const T *__restrict__ x, i64 n) { \
+		GRID_LOOP(i, n) {                                                                          \
+			Cm<T>::t v = ld(x[i]);                                                             \
+			o[i] = v == v && v != Lim<Cm<T>::t>::hi() && v != Lim<Cm<T>::t>::lo();             \
+		}                                                                                          \
+	}
+FLOATS(PRED)
+
+extern "C" __global__ void logical_not(u8 *__restrict__ o, const u8 *__restrict__ x, i64 n) {
+	GRID_LOOP(i, n) o[i] = x[i] ? 0 : 1;
+}
+
+// Fill with a constant given by its bits (OnesLike).
+#define FILLC(T, SZ)                                                                                     \
+	extern "C" __global__ void fillc_##SZ(T *__restrict__ o, u64 v, i64 n) {                         \
+		T x = (T)v;                                                                                \
+		GRID_LOOP(i, n) o[i] = x;                                                                  \
+	}
+FILLC(u8, 1) FILLC(u16, 2) FILLC(u32, 4) FILLC(u64, 8)
