@@ -122,3 +122,8 @@ void MS_SessionConfig(TF_Session* session, TF_Buffer* json_out,
                       TF_Status* status) {
   msSessionConfig(session ? session->h : 0, json_out, status);
 }
+
+void MS_SessionWriteTrace(TF_Session* session, const char* path,
+                          TF_Status* status) {
+  msSessionWriteTrace(session ? session->h : 0, (char*)path, status);
+}

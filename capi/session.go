@@ -353,6 +353,19 @@ func msSessionStats(h C.uintptr_t, buf *C.TF_Buffer, s *C.TF_Status) {
 	setStatus(s, err)
 }
 
+//export msSessionWriteTrace
+func msSessionWriteTrace(h C.uintptr_t, path *C.char, s *C.TF_Status) {
+	defer recoverTo(s, "MS_SessionWriteTrace")
+	so, err := sessionOf(h)
+	if err == nil && path == nil {
+		err = nullArg("MS_SessionWriteTrace", "path")
+	}
+	if err == nil {
+		err = so.s.WriteTrace(C.GoString(path))
+	}
+	setStatus(s, err)
+}
+
 //export msSessionConfig
 func msSessionConfig(h C.uintptr_t, buf *C.TF_Buffer, s *C.TF_Status) {
 	defer recoverTo(s, "MS_SessionConfig")

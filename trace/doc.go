@@ -20,6 +20,11 @@
 // the steps of a session (bounded; the oldest are dropped) until it is
 // written, at session close for MSTREAM_TRACE or on MS_SessionWriteTrace.
 //
+// CheckChrome reads such a trace back and checks its structure (named
+// processes and tracks, non-overlapping slices per stream, every flow
+// bound from a producer slice to a consumer slice's start); tests of this
+// package and of the session use it on real steps.
+//
 // Invariants: slice IDs are unique within a step and flows name existing
 // slices; the JSON is written with times relative to the first recorded
 // step, in microseconds. Recorder.mu guards its steps; nothing else locks.

@@ -50,6 +50,18 @@ TF_CAPI_EXPORT extern void MS_SessionConfig(TF_Session* session,
                                             TF_Buffer* json_out,
                                             TF_Status* status);
 
+/* Writes the Chrome trace (chrome://tracing, Perfetto) of the steps the
+   session has kept to the file at `path` (NUL-terminated; overwritten): one
+   process per stream group, one thread per stream, one slice per kernel or
+   copy, a flow arrow per cross-stream event wait. Steps are kept for runs
+   with RunOptions.trace_level != NO_TRACE, and for every run when the
+   session was created with MSTREAM_TRACE set (which also writes that file
+   when the session is closed). A session with no kept step writes a trace
+   with no slices. The session and `path` are borrowed. */
+TF_CAPI_EXPORT extern void MS_SessionWriteTrace(TF_Session* session,
+                                                const char* path,
+                                                TF_Status* status);
+
 /* Returns how many objects of `kind` exist right now, for leak checks. A kind
    is a handle type the caller deletes ("TF_Status", "TF_Buffer", "TF_Tensor",
    "TF_Graph", "TF_OperationDescription", "TF_ImportGraphDefOptions",

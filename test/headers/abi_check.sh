@@ -138,7 +138,7 @@ check_export_list() {
 
 check_ms_list() {
   printf '%s\n' MS_ConfigProtoTextToBinary MS_GraphDefTextToBinary MS_LiveObjects MS_SessionConfig MS_SessionStats \
-    MS_Version >want
+    MS_SessionWriteTrace MS_Version >want
   grep '^MS_' "$T/our_exports_ms" >got
   diff -u want got
 }
