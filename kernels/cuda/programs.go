@@ -20,13 +20,16 @@ var (
 	typesSrc string
 	//go:embed src/math.cu
 	mathSrc string
+	//go:embed src/cwise.cu
+	cwiseSrc string
 
 	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
 	arrays      = &cu.Program{Name: "array.cu", Source: commonSrc + arraySrc}
 	maths       = &cu.Program{Name: "math.cu", Source: commonSrc + typesSrc + mathSrc}
+	cwiseP      = &cu.Program{Name: "cwise.cu", Source: commonSrc + typesSrc + cwiseSrc}
 )
 
 // Programs lists every program, so a tool or test can compile them all
 // ahead of use.
-func Programs() []*cu.Program { return []*cu.Program{elementwise, reductions, arrays, maths} }
+func Programs() []*cu.Program { return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP} }
