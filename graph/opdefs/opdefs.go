@@ -29,11 +29,14 @@ func load() {
 	}
 }
 
-// Lookup returns the OpDef of op, or nil. The result is shared: callers must
-// not modify it.
+// Lookup returns the OpDef of op (from ops.pbtxt, else one of the internal
+// ops of Internal), or nil. The result is shared: callers must not modify it.
 func Lookup(op string) *tfpb.OpDef {
 	once.Do(load)
-	return byName[op]
+	if d := byName[op]; d != nil {
+		return d
+	}
+	return Internal(op)
 }
 
 // All returns every OpDef sorted by name. The list is shared: callers must

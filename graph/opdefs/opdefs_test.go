@@ -45,3 +45,32 @@ func TestCurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestInternal checks the internal ops parse, are found by Lookup, stay out
+// of All, and carry the attrs fusion and TF's grappler set.
+func TestInternal(t *testing.T) {
+	for op, attrs := range map[string][]string{
+		"_FusedMatMul":       {"transpose_a", "transpose_b", "T", "num_args", "fused_ops", "epsilon", "leakyrelu_alpha"},
+		"_FusedConv2D":       {"T", "TArgs", "num_args", "num_host_args", "strides", "padding", "explicit_paddings", "data_format", "filter_format", "dilations", "fused_ops", "epsilon"},
+		"_MstreamUnaryChain": {"T", "ops"},
+	} {
+		d := Lookup(op)
+		if d == nil {
+			t.Fatalf("%s not found", op)
+		}
+		have := map[string]bool{}
+		for _, a := range d.Attr {
+			have[a.Name] = true
+		}
+		for _, a := range attrs {
+			if !have[a] {
+				t.Errorf("%s lacks attr %s", op, a)
+			}
+		}
+		for _, o := range All().Op {
+			if o.Name == op {
+				t.Errorf("%s is listed by All, which must stay ops.pbtxt", op)
+			}
+		}
+	}
+}
