@@ -1,0 +1,385 @@
+package cpu
+
+import (
+	"math"
+	"strings"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/kernels/cpu/blas"
+	"mstream/kernels/cpu/vec"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Fused kernels: what package optimize (or TF's grappler, in a GraphDef it
+// rewrote) puts in place of MatMul/Conv2D + BiasAdd or FusedBatchNorm +
+// activation, and of chains of unary float32 ops. They compute what the
+// unfused nodes compute, in fewer passes over memory: _FusedMatMul writes
+// the bias into the GEMM's output before the GEMM accumulates into it
+// (beta = 1) and applies the activation in one pass; _FusedConv2D runs the
+// Conv2D entry point and then one pass of per-channel scale/offset and
+// activation; _MstreamUnaryChain applies every op to one cache-sized block
+// before moving to the next.
+
+func init() {
+	reg("_FusedMatMul", []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		ep, err := parseEpilogue(n, "MatMul", false)
+		if err != nil {
+			return nil, err
+		}
+		ta, tb := attrBool(n, "transpose_a"), attrBool(n, "transpose_b")
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep) }), nil
+	})
+	reg("_FusedConv2D", []tensor.DType{tensor.Float, tensor.Half, tensor.Double}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		ep, err := parseEpilogue(n, "Conv2D", true)
+		if err != nil {
+			return nil, err
+		}
+		if f := attrString(n, "filter_format", "HWIO"); f != "HWIO" {
+			return nil, nodeErr(n, status.Unimplemented, "filter_format %s is not supported on the CPU: HWIO only", f)
+		}
+		for i, t := range n.InTypes[2:] {
+			if t != n.InTypes[0] {
+				return nil, nodeErr(n, status.InvalidArgument, "Fused Conv2D argument %d has type %v; it must be the input type %v", i, t, n.InTypes[0])
+			}
+		}
+		a, err := ParseConv2DAttrs(n)
+		if err != nil {
+			return nil, err
+		}
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep) }), nil
+	})
+	reg("_MstreamUnaryChain", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		names := n.Attr("ops").GetList().GetS()
+		if len(names) == 0 {
+			return nil, nodeErr(n, status.InvalidArgument, "a unary chain needs at least one op")
+		}
+		ops := make([]vec.Unary, len(names))
+		cost := 0.0
+		for i, s := range names {
+			op, ok := vecUnaryOps[string(s)]
+			if !ok {
+				return nil, nodeErr(n, status.InvalidArgument, "op %q cannot be chained (chainable: the float32 unary ops of package vec)", s)
+			}
+			ops[i] = op
+			c := vecCost
+			if v, ok := vecUnaryCost[op]; ok {
+				c = v
+			}
+			cost += c
+		}
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return unaryChain(ctx, ops, cost) }), nil
+	})
+}
+
+// epilogue is the fused computation after the GEMM or convolution:
+// per-channel x*scale + offset (BiasAdd: offset only), then an activation.
+type epilogue struct {
+	batchNorm bool // args are scale, offset, mean, variance; else one bias
+	eps       float64
+	act       string // "" or Relu, Relu6, Elu, LeakyRelu, Tanh, Sigmoid
+	alpha     float64
+}
+
+var fusedActs = map[string]bool{"Relu": true, "Relu6": true, "Elu": true, "LeakyRelu": true, "Tanh": true, "Sigmoid": true}
+
+// parseEpilogue validates fused_ops and num_args as TF's
+// InitializeFusedComputation does, with TF's codes and messages.
+func parseEpilogue(n *graph.Node, kind string, allowBN bool) (epilogue, error) {
+	var ep epilogue
+	var ops []string
+	for _, s := range n.Attr("fused_ops").GetList().GetS() {
+		ops = append(ops, string(s))
+	}
+	if len(ops) == 0 {
+		return ep, nodeErr(n, status.InvalidArgument, "Fused %s must have at least one fused op.", kind)
+	}
+	numArgs := attrInt(n, "num_args", 0)
+	if h := attrInt(n, "num_host_args", 0); h != 0 {
+		return ep, nodeErr(n, status.Unimplemented, "Fused %s with host args (num_host_args = %d) is not supported on the CPU", kind, h)
+	}
+	ok := len(ops) <= 2 && (ops[0] == "BiasAdd" || (allowBN && ops[0] == "FusedBatchNorm"))
+	if ok && len(ops) == 2 {
+		ok = fusedActs[ops[1]] && !(ops[0] == "FusedBatchNorm" && (ops[1] == "Tanh" || ops[1] == "Sigmoid"))
+		ep.act = ops[1]
+	}
+	if !ok {
+		return ep, nodeErr(n, status.Unimplemented, "Fusion is not implemented: [%s]", strings.Join(ops, ","))
+	}
+	ep.batchNorm = ops[0] == "FusedBatchNorm"
+	if ep.batchNorm && numArgs != 4 {
+		return ep, nodeErr(n, status.InvalidArgument, "Fused %s with FusedBatchNorm must have four extra arguments: scale, offset, mean, variance.", kind)
+	}
+	if !ep.batchNorm && numArgs != 1 {
+		return ep, nodeErr(n, status.InvalidArgument, "Fused %s with BiasAdd must have one extra argument: bias.", kind)
+	}
+	ep.eps = float64(n.Attr("epsilon").GetF())
+	ep.alpha = float64(n.Attr("leakyrelu_alpha").GetF())
+	return ep, nil
+}
+
+// channelParams checks the extra arguments against the channel count c and
+// returns them as float64 per-channel scale (nil for BiasAdd) and offset.
+func (ep epilogue) channelParams(ctx *kernels.Context, c int64) (scale, offset []float64, err error) {
+	names := []string{"bias"}
+	if ep.batchNorm {
+		names = []string{"scale", "offset", "estimated_mean", "estimated_variance"}
+	}
+	vals := make([][]float64, len(names))
+	for i, name := range names {
+		t := ctx.Input(2 + i)
+		if len(t.Shape) != 1 {
+			return nil, nil, ctx.Errorf(status.InvalidArgument, "%s must be 1-dimensional, got %v", name, t.Shape)
+		}
+		if t.Shape[0] != c {
+			return nil, nil, ctx.Errorf(status.InvalidArgument, "%s has %d elements but the output has %d channels", name, t.Shape[0], c)
+		}
+		vals[i] = floatsF64(t)
+	}
+	if !ep.batchNorm {
+		return nil, vals[0], nil
+	}
+	scale, offset = make([]float64, c), make([]float64, c)
+	for i := range scale {
+		// TF's FusedBatchNormOutputKernel: (x - mean) * scale * rsqrt(var + eps) + offset.
+		s := vals[0][i] / math.Sqrt(vals[3][i]+ep.eps)
+		scale[i], offset[i] = s, vals[1][i]-vals[2][i]*s
+	}
+	return scale, offset, nil
+}
+
+// floatsF64 returns a float, double, half or bfloat16 tensor as float64.
+func floatsF64(t *tensor.Tensor) []float64 {
+	if t.DType == tensor.Double {
+		return t.F64()
+	}
+	src := toF32(t)
+	out := make([]float64, len(src))
+	for i, v := range src {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+func f32s(v []float64) []float32 {
+	if v == nil {
+		return nil
+	}
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue) error {
+	a, b := ctx.Input(0), ctx.Input(1)
+	if len(a.Shape) != 2 || len(b.Shape) != 2 {
+		return ctx.Errorf(status.InvalidArgument, "In[0] and In[1] must be 2-dimensional, got %v and %v", a.Shape, b.Shape)
+	}
+	m, k := a.Shape[0], a.Shape[1]
+	if ta {
+		m, k = k, m
+	}
+	k2, n := b.Shape[0], b.Shape[1]
+	if tb {
+		k2, n = n, k2
+	}
+	if k != k2 {
+		return ctx.Errorf(status.InvalidArgument, "Matrix size-incompatible: In[0]: %v, In[1]: %v", a.Shape, b.Shape)
+	}
+	_, bias, err := ep.channelParams(ctx, n)
+	if err != nil {
+		return err
+	}
+	o, err := ctx.Allocate(0, tensor.Shape{m, n})
+	if err != nil {
+		return err
+	}
+	if o.NumElements() == 0 {
+		return nil
+	}
+	A, B := toF32(a), toF32(b)
+	O := o.F32()
+	if o.DType != tensor.Float {
+		O = make([]float32, o.NumElements())
+	}
+	// The bias goes into C first and the GEMM accumulates onto it, so the
+	// bias costs no pass of its own.
+	bs := f32s(bias)
+	M, N, K := int(m), int(n), int(k)
+	for r := 0; r < M; r++ {
+		copy(O[r*N:(r+1)*N], bs)
+	}
+	lda, ldb := K, N
+	if ta {
+		lda = M
+	}
+	if tb {
+		ldb = K
+	}
+	blas.Sgemm(ta, tb, M, N, K, 1, A, max(lda, 1), B, max(ldb, 1), 1, O, N)
+	activateF32(ctx, ep, O)
+	if o.DType != tensor.Float {
+		storeF32(o, O)
+	}
+	return nil
+}
+
+func fusedConv2D(ctx *kernels.Context, a Conv2DAttrs, ep epilogue) error {
+	in, f := ctx.Input(0), ctx.Input(1)
+	if a.NCHW {
+		return ctx.Errorf(status.Unimplemented, "_FusedConv2D supports only the NHWC data format on the CPU; the op was given NCHW")
+	}
+	p, err := a.Params(in.Shape, f.Shape)
+	if err != nil {
+		return ctx.Errorf(status.CodeOf(err), "%v", err)
+	}
+	scale, offset, err := ep.channelParams(ctx, int64(p.O))
+	if err != nil {
+		return err
+	}
+	o, err := ctx.Allocate(0, p.OutShape())
+	if err != nil {
+		return err
+	}
+	if o.NumElements() == 0 {
+		return nil
+	}
+	if f.NumElements() == 0 {
+		return ctx.Errorf(status.InvalidArgument, "filter must not have zero elements (i.e. all dimensions must be non-zero)")
+	}
+	if p.O%p.Groups != 0 || p.O < p.Groups {
+		return ctx.Errorf(status.InvalidArgument, "output depth must be evenly divisible by number of groups: %d vs %d", p.O, p.Groups)
+	}
+	if in.NumElements() == 0 {
+		clear(o.Buf) // all padding: the convolution is zeros, the epilogue still applies
+	} else {
+		Conv2DTensor(ctx, p, in, f, o)
+	}
+	switch o.DType {
+	case tensor.Double:
+		channelEpilogue(ctx, ep, o.F64(), scale, offset)
+	case tensor.Float:
+		channelEpilogueF32(ctx, ep, o.F32(), f32s(scale), f32s(offset))
+	default:
+		v := toF32(o)
+		channelEpilogueF32(ctx, ep, v, f32s(scale), f32s(offset))
+		storeF32(o, v)
+	}
+	return nil
+}
+
+// channelEpilogueF32 applies x*scale+offset (scale nil: x+offset) per
+// channel (the last dimension, of len(offset)) and the activation, row by
+// row, so each row is read and written once while it is in cache.
+func channelEpilogueF32(ctx *kernels.Context, ep epilogue, o, scale, offset []float32) {
+	c := len(offset)
+	rows := len(o) / c
+	ctx.For(rows, float64(c)*2, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := o[r*c : (r+1)*c]
+			if c >= vecMin {
+				if scale != nil {
+					vec.MapBinary(vec.Mul, row, scale, row, 1, 1)
+				}
+				vec.MapBinary(vec.Add, row, offset, row, 1, 1)
+			} else if scale != nil {
+				for i := range row {
+					row[i] = row[i]*scale[i] + offset[i]
+				}
+			} else {
+				for i := range row {
+					row[i] += offset[i]
+				}
+			}
+			activateRowF32(ep, row)
+		}
+	})
+}
+
+// activateF32 applies the activation to all of o, split over the pool.
+func activateF32(ctx *kernels.Context, ep epilogue, o []float32) {
+	if ep.act == "" {
+		return
+	}
+	ctx.For(len(o), 2, func(lo, hi int) { activateRowF32(ep, o[lo:hi]) })
+}
+
+func activateRowF32(ep epilogue, x []float32) {
+	switch ep.act {
+	case "":
+	case "LeakyRelu":
+		a := float32(ep.alpha)
+		for i, v := range x {
+			if v < 0 {
+				x[i] = v * a
+			}
+		}
+	default:
+		vec.MapUnary(vecUnaryOps[ep.act], x, x)
+	}
+}
+
+// channelEpilogue is the float64 epilogue, in Go.
+func channelEpilogue(ctx *kernels.Context, ep epilogue, o, scale, offset []float64) {
+	c := len(offset)
+	ctx.For(len(o)/c, float64(c)*4, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := o[r*c : (r+1)*c]
+			for i, v := range row {
+				if scale != nil {
+					v *= scale[i]
+				}
+				row[i] = activate64(ep, v+offset[i])
+			}
+		}
+	})
+}
+
+func activate64(ep epilogue, v float64) float64 {
+	switch ep.act {
+	case "Relu":
+		return math.Max(v, 0)
+	case "Relu6":
+		return math.Min(math.Max(v, 0), 6)
+	case "Elu":
+		if v < 0 {
+			return math.Expm1(v)
+		}
+	case "LeakyRelu":
+		if v < 0 {
+			return v * ep.alpha
+		}
+	case "Tanh":
+		return math.Tanh(v)
+	case "Sigmoid":
+		return 1 / (1 + math.Exp(-v))
+	}
+	return v
+}
+
+// chainBlock is the number of elements every op of a unary chain maps
+// before the chain moves on: small enough to stay in L1 between ops.
+const chainBlock = 2048
+
+func unaryChain(ctx *kernels.Context, ops []vec.Unary, cost float64) error {
+	x := ctx.Input(0)
+	o, err := ctx.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	X, O := x.F32(), o.F32()
+	blocks := (len(X) + chainBlock - 1) / chainBlock
+	ctx.For(blocks, cost*chainBlock, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			s, e := b*chainBlock, min((b+1)*chainBlock, len(X))
+			vec.MapUnary(ops[0], X[s:e], O[s:e])
+			for _, op := range ops[1:] {
+				vec.MapUnary(op, O[s:e], O[s:e])
+			}
+		}
+	})
+	return nil
+}

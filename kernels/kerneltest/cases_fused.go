@@ -1,0 +1,283 @@
+package kerneltest
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"sort"
+
+	"mstream/proto/tfpb"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// The fused ops that plan-time fusion (package optimize) and TF's grappler
+// produce: _FusedMatMul and _FusedConv2D with their BiasAdd/FusedBatchNorm
+// and activation epilogues, and mstream's _MstreamUnaryChain. References
+// are float64 loops: the GEMM or convolution (refConv), then the epilogue
+// exactly as the unfused nodes define it.
+
+func init() {
+	Add("_FusedMatMul", fusedMatMulCases)
+	Add("_FusedConv2D", fusedConv2DCases)
+	Add("_MstreamUnaryChain", unaryChainCases)
+}
+
+func aStrs(v ...string) *tfpb.AttrValue {
+	b := make([][]byte, len(v))
+	for i, s := range v {
+		b[i] = []byte(s)
+	}
+	return &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{S: b}}}
+}
+
+// refAct is the activation of a fused epilogue in float64.
+func refAct(act string, alpha, v float64) float64 {
+	switch act {
+	case "Relu":
+		return math.Max(v, 0)
+	case "Relu6":
+		return math.Min(math.Max(v, 0), 6)
+	case "Elu":
+		if v < 0 {
+			return math.Expm1(v)
+		}
+	case "LeakyRelu":
+		if v < 0 {
+			return alpha * v
+		}
+	case "Tanh":
+		return math.Tanh(v)
+	case "Sigmoid":
+		return 1 / (1 + math.Exp(-v))
+	}
+	return v
+}
+
+func refMatMul(ta, tb bool, m, n, k int, a, b []float64) []float64 {
+	out := make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			s := 0.0
+			for p := 0; p < k; p++ {
+				x, y := a[i*k+p], b[p*n+j]
+				if ta {
+					x = a[p*m+i]
+				}
+				if tb {
+					y = b[j*k+p]
+				}
+				s += x * y
+			}
+			out[i*n+j] = s
+		}
+	}
+	return out
+}
+
+var fusedActList = []string{"", "Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid"}
+
+func fusedOps(first, act string) *tfpb.AttrValue {
+	if act == "" {
+		return aStrs(first)
+	}
+	return aStrs(first, act)
+}
+
+func fusedMatMulCases(r *rand.Rand) []Case {
+	var cs []Case
+	for _, dt := range []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16} {
+		for i := 0; i < 24; i++ {
+			m, n, k := r.Intn(9), 1+r.Intn(70), r.Intn(40)
+			if i == 0 {
+				m, n, k = 33, 130, 67 // several GEMM blocks, vectorised epilogue rows
+			}
+			ta, tb := r.Intn(2) == 1, r.Intn(2) == 1
+			act := fusedActList[r.Intn(len(fusedActList))]
+			as, bs := tensor.Shape{int64(m), int64(k)}, tensor.Shape{int64(k), int64(n)}
+			if ta {
+				as = tensor.Shape{int64(k), int64(m)}
+			}
+			if tb {
+				bs = tensor.Shape{int64(n), int64(k)}
+			}
+			a, b := RandRange(r, dt, as, -1, 1), RandRange(r, dt, bs, -1, 1)
+			bias := RandRange(r, dt, tensor.Shape{int64(n)}, -1, 1)
+			alpha := float32(0.1 + r.Float64())
+			want := refMatMul(ta, tb, m, n, k, F64s(a), F64s(b))
+			bv := F64s(bias)
+			for j := range want {
+				want[j] = refAct(act, float64(alpha), want[j]+bv[j%n])
+			}
+			attrs := Attrs{"transpose_a": ABool(ta), "transpose_b": ABool(tb), "fused_ops": fusedOps("BiasAdd", act), "leakyrelu_alpha": AFloat(alpha)}
+			cs = append(cs, Case{Name: fmt.Sprintf("_FusedMatMul %v m%d n%d k%d ta=%v tb=%v %s", dt, m, n, k, ta, tb, act),
+				Node: NodeFor("_FusedMatMul", attrs, ins(a, b, bias), map[int]int{2: 1}), Inputs: ins(a, b, bias),
+				Want: ins(FromF64(dt, tensor.Shape{int64(m), int64(n)}, want)), Tol: convTol(dt, k+1)})
+		}
+	}
+	a, b := Rand(r, tensor.Float, tensor.Shape{3, 4}), Rand(r, tensor.Float, tensor.Shape{4, 5})
+	bias := Rand(r, tensor.Float, tensor.Shape{5})
+	node := func(ops *tfpb.AttrValue, args ...*tensor.Tensor) *Case {
+		in := append(ins(a, b), args...)
+		return &Case{Node: NodeForUnknown("_FusedMatMul", Attrs{"fused_ops": ops}, in, map[int]int{2: len(args)}), Inputs: in}
+	}
+	for _, e := range []struct {
+		ops  *tfpb.AttrValue
+		args []*tensor.Tensor
+		code status.Code
+		msg  string
+	}{
+		{aStrs(), ins(bias), status.InvalidArgument, "at least one fused op"},
+		{aStrs("Relu"), ins(bias), status.Unimplemented, "Fusion is not implemented: [Relu]"},
+		{aStrs("BiasAdd", "Softmax"), ins(bias), status.Unimplemented, "[BiasAdd,Softmax]"},
+		{aStrs("BiasAdd"), ins(bias, bias), status.InvalidArgument, "one extra argument"},
+		{aStrs("BiasAdd"), ins(Rand(r, tensor.Float, tensor.Shape{4})), status.InvalidArgument, "4 elements"},
+		{aStrs("BiasAdd"), ins(Rand(r, tensor.Float, tensor.Shape{1, 5})), status.InvalidArgument, "1-dimensional"},
+	} {
+		c := node(e.ops, e.args...)
+		c.Err, c.ErrMsg = e.code, e.msg
+		cs = append(cs, *c)
+	}
+	c := node(aStrs("BiasAdd"), bias)
+	c.Inputs = ins(Rand(r, tensor.Float, tensor.Shape{3, 3}), b, bias)
+	c.Err, c.ErrMsg = status.InvalidArgument, "Matrix size-incompatible"
+	cs = append(cs, *c)
+	return cs
+}
+
+func fusedConv2DCases(r *rand.Rand) []Case {
+	var cs []Case
+	for _, dt := range []tensor.DType{tensor.Float, tensor.Half, tensor.Double} {
+		for i := 0; i < 24; i++ {
+			s := randConvSpec(r)
+			if i == 0 { // a 1x1 stride-1 convolution: the single-GEMM path
+				s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.padding = 1, 1, 1, 1, 1, 1, "VALID"
+			}
+			if i == 1 { // enough channels for the vectorised epilogue
+				s.o = 40
+			}
+			if !s.valid() {
+				continue
+			}
+			bn := r.Intn(2) == 1
+			act := fusedActList[r.Intn(len(fusedActList))]
+			if bn && (act == "Tanh" || act == "Sigmoid") {
+				act = "Relu"
+			}
+			x := RandRange(r, dt, tensor.Shape{int64(s.n), int64(s.h), int64(s.w), int64(s.c)}, -1, 1)
+			f := RandRange(r, dt, tensor.Shape{int64(s.kh), int64(s.kw), int64(s.c), int64(s.o)}, -1, 1)
+			conv, shape := refConv(s, F64s(x), F64s(f))
+			o := int64(s.o)
+			var args []*tensor.Tensor
+			scale, offset := make([]float64, o), make([]float64, o)
+			eps := float32(1e-3 * (1 + r.Float64()))
+			alpha := float32(0.1 + r.Float64())
+			first := "BiasAdd"
+			if bn {
+				first = "FusedBatchNorm"
+				sc, off := RandRange(r, dt, tensor.Shape{o}, 0.5, 2), RandRange(r, dt, tensor.Shape{o}, -1, 1)
+				mean, vr := RandRange(r, dt, tensor.Shape{o}, -1, 1), RandRange(r, dt, tensor.Shape{o}, 0.1, 2)
+				args = ins(sc, off, mean, vr)
+				scv, offv, mv, vv := F64s(sc), F64s(off), F64s(mean), F64s(vr)
+				for c := range scale {
+					scale[c] = scv[c] / math.Sqrt(vv[c]+float64(eps))
+					offset[c] = offv[c] - mv[c]*scale[c]
+				}
+			} else {
+				bias := RandRange(r, dt, tensor.Shape{o}, -1, 1)
+				args = ins(bias)
+				copy(offset, F64s(bias))
+				for c := range scale {
+					scale[c] = 1
+				}
+			}
+			for j := range conv {
+				c := j % s.o
+				conv[j] = refAct(act, float64(alpha), conv[j]*scale[c]+offset[c])
+			}
+			attrs := s.attrs()
+			attrs["fused_ops"] = fusedOps(first, act)
+			attrs["num_args"] = AInt(int64(len(args)))
+			attrs["epsilon"] = AFloat(eps)
+			attrs["leakyrelu_alpha"] = AFloat(alpha)
+			in := append(ins(x, f), args...)
+			cs = append(cs, Case{Name: fmt.Sprintf("_FusedConv2D %v %+v %s %s", dt, s, first, act),
+				Node: NodeFor("_FusedConv2D", attrs, in, map[int]int{2: len(args), 3: 0}), Inputs: in,
+				Want: ins(FromF64(dt, shape, conv)), Tol: 2 * convTol(dt, s.kh*s.kw*s.c+4)})
+		}
+	}
+	// Errors, as TF's fused kernels report them (plus a bias of the wrong
+	// length, which TF's CPU kernel reads past instead of rejecting).
+	x, f := Rand(r, tensor.Float, tensor.Shape{1, 5, 5, 3}), Rand(r, tensor.Float, tensor.Shape{2, 2, 3, 4})
+	bias := Rand(r, tensor.Float, tensor.Shape{4})
+	for _, e := range []struct {
+		ops  *tfpb.AttrValue
+		args []*tensor.Tensor
+		df   string
+		code status.Code
+		msg  string
+	}{
+		{aStrs(), ins(bias), "NHWC", status.InvalidArgument, "at least one fused op"},
+		{aStrs("Relu", "BiasAdd"), ins(bias), "NHWC", status.Unimplemented, "Fusion is not implemented"},
+		{aStrs("FusedBatchNorm"), ins(bias), "NHWC", status.InvalidArgument, "four extra arguments"},
+		{aStrs("BiasAdd"), ins(Rand(r, tensor.Float, tensor.Shape{3})), "NHWC", status.InvalidArgument, "4 channels"},
+		{aStrs("FusedBatchNorm", "Relu"), ins(bias, bias, bias, Rand(r, tensor.Float, tensor.Shape{2, 2})), "NHWC", status.InvalidArgument, "estimated_variance must be 1-dimensional"},
+		{aStrs("BiasAdd"), ins(bias), "NCHW", status.Unimplemented, "NHWC"},
+	} {
+		in := append(ins(x, f), e.args...)
+		a := Attrs{"strides": AInts(1, 1, 1, 1), "padding": AStr("VALID"), "fused_ops": e.ops, "num_args": AInt(int64(len(e.args))), "data_format": AStr(e.df)}
+		cs = append(cs, Case{Node: NodeForUnknown("_FusedConv2D", a, in, map[int]int{2: len(e.args), 3: 0}), Inputs: in, Err: e.code, ErrMsg: e.msg})
+	}
+	return cs
+}
+
+// chainable are the unary float32 ops a chain may hold, with float64
+// references (the conformance tolerance absorbs vec's few-ulp error).
+var chainable = map[string]func(float64) float64{
+	"Neg": func(v float64) float64 { return -v }, "Abs": math.Abs, "Square": func(v float64) float64 { return v * v },
+	"Exp": math.Exp, "Tanh": math.Tanh, "Sigmoid": func(v float64) float64 { return 1 / (1 + math.Exp(-v)) },
+	"Relu":  func(v float64) float64 { return math.Max(v, 0) },
+	"Relu6": func(v float64) float64 { return math.Min(math.Max(v, 0), 6) },
+	"Elu": func(v float64) float64 {
+		if v < 0 {
+			return math.Expm1(v)
+		}
+		return v
+	},
+	"Floor": math.Floor, "Ceil": math.Ceil, "Softsign": func(v float64) float64 { return v / (1 + math.Abs(v)) },
+}
+
+func unaryChainCases(r *rand.Rand) []Case {
+	names := make([]string, 0, len(chainable))
+	for k := range chainable {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var cs []Case
+	for i := 0; i < 30; i++ {
+		shape := randShape(r, 1+r.Intn(3), 1, 9)
+		if i == 0 {
+			shape = tensor.Shape{3, 3001} // several blocks, a ragged last one
+		}
+		if i == 1 {
+			shape = tensor.Shape{0, 4}
+		}
+		n := 1 + r.Intn(4)
+		ops := make([]string, n)
+		for j := range ops {
+			ops[j] = names[r.Intn(len(names))]
+		}
+		x := RandRange(r, tensor.Float, shape, -3, 3)
+		want := Map(x, tensor.Float, func(v float64) float64 {
+			for _, op := range ops {
+				v = float64(float32(chainable[op](v)))
+			}
+			return v
+		})
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamUnaryChain %v %v", ops, shape), Node: NodeFor("_MstreamUnaryChain", Attrs{"ops": aStrs(ops...)}, ins(x), nil),
+			Inputs: ins(x), Want: ins(want), Tol: 1e-5})
+	}
+	x := Rand(r, tensor.Float, tensor.Shape{4})
+	cs = append(cs, Case{Node: NodeFor("_MstreamUnaryChain", Attrs{"ops": aStrs("Relu", "Softmax")}, ins(x), nil), Inputs: ins(x), Err: status.InvalidArgument, ErrMsg: "Softmax"})
+	return cs
+}
