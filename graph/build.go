@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -184,14 +183,9 @@ func resolveNode(n *Node, args [][]Output) error {
 		n.Inputs = append(n.Inputs, ins...)
 		n.InArgs[a.Name] = [2]int{lo, len(n.Inputs)}
 	}
-	for k := range n.Attrs {
-		if strings.HasPrefix(k, "_") {
-			continue
-		}
-		if attrDef(def, k) == nil {
-			return bad("unknown attr '%s'", k)
-		}
-	}
+	// An attr the OpDef does not declare is kept and ignored, as TF 2.15's
+	// ValidateNodeDef does (it logs them: a GraphDef from a newer TF may
+	// carry attrs this op set lacks). Nothing reads it but the attr getters.
 	for _, ad := range def.Attr {
 		v, ok := n.Attrs[ad.Name]
 		if !ok {
