@@ -168,8 +168,8 @@ func concat(k kctx) error {
 		case w == 0:
 		case outer == 1:
 			// One contiguous block: a device-to-device copy.
-			if err := k.s.D2D(ptr(o)+uint64(off*es), ptr(in), uint64(w*es)); err != nil {
-				return k.wrap(err)
+			if err := k.d2d(ptr(o)+uint64(off*es), ptr(in), uint64(w*es)); err != nil {
+				return err
 			}
 		default:
 			var args cu.Args
@@ -237,7 +237,7 @@ func transpose(k kctx) error {
 	}
 	if len(dims) <= 1 {
 		// The permutation moves no data: a plain copy.
-		return k.wrap(k.s.D2D(ptr(o), ptr(in), uint64(len(o.Buf))))
+		return k.d2d(ptr(o), ptr(in), uint64(len(o.Buf)))
 	}
 	if len(dims) > 8 {
 		return k.Errorf(status.Unimplemented, "transpose of rank %d after merging (at most 8)", len(dims))

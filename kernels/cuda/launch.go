@@ -72,7 +72,14 @@ func (k kctx) launch(p *cu.Program, name string, grid, block int, shmem int, a *
 	return k.launch3(p, name, cu.D1(grid), cu.D1(block), shmem, a)
 }
 
+// dryRun, set only by tests, takes every launch, copy and memset in place
+// of the device, so the Go side of the kernels runs without a GPU.
+var dryRun func(p *cu.Program, name string, grid, block cu.Dim3, shmem int, a *cu.Args) error
+
 func (k kctx) launch3(p *cu.Program, name string, grid, block cu.Dim3, shmem int, a *cu.Args) error {
+	if dryRun != nil {
+		return dryRun(p, name, grid, block, shmem, a)
+	}
 	f, err := k.function(p, name)
 	if err != nil {
 		return err
@@ -87,10 +94,34 @@ func (k kctx) launchN(p *cu.Program, name string, n int64, a *cu.Args) error {
 		return nil
 	}
 	blocks := (n + threads - 1) / threads
-	if lim := int64(k.s.Context().Device().Multiprocessors() * 16); blocks > lim {
+	if lim := int64(k.sms() * 16); blocks > lim {
 		blocks = lim
 	}
 	return k.launch(p, name, int(blocks), threads, 0, a)
+}
+
+// sms is the device's multiprocessor count (an H100's in a dry run).
+func (k kctx) sms() int {
+	if dryRun != nil {
+		return 132
+	}
+	return k.s.Context().Device().Multiprocessors()
+}
+
+// d2d copies n bytes between device buffers on the kernel's stream.
+func (k kctx) d2d(dst, src, n uint64) error {
+	if dryRun != nil {
+		return nil
+	}
+	return k.wrap(k.s.D2D(dst, src, n))
+}
+
+// memset fills n bytes of device memory with v on the kernel's stream.
+func (k kctx) memset(dst uint64, v byte, n int) error {
+	if dryRun != nil {
+		return nil
+	}
+	return k.wrap(k.s.Memset(dst, v, n))
 }
 
 // ptr is the device address of a device tensor.

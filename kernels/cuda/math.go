@@ -165,7 +165,7 @@ func fillLike(k kctx, one bool) error {
 		return nil
 	}
 	if !one {
-		return k.wrap(k.s.Memset(ptr(o), 0, int(n)*o.DType.Size()))
+		return k.memset(ptr(o), 0, int(n)*o.DType.Size())
 	}
 	var bits uint64
 	switch o.DType {

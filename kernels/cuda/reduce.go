@@ -117,7 +117,7 @@ func reduce(k kctx, mean, keep bool) error {
 	if shaped {
 		// Rows: reduce the contiguous last dim.
 		args.I64(outer).I64(rr).I32(m)
-		if rr >= 2048 && outer < int64(4*k.s.Context().Device().Multiprocessors()) {
+		if rr >= 2048 && outer < int64(4*k.sms()) {
 			return k.launch(reductions, "sumrow_b_"+suf, int(outer), 512, 0, &args)
 		}
 		return k.launch(reductions, "sumrow_w_"+suf, int((outer+7)/8), threads, 0, &args)

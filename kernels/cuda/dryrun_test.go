@@ -1,0 +1,230 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+
+	cu "mstream/device/cuda"
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/kernels/kerneltest"
+	"mstream/tensor"
+)
+
+// The dry run drives the Go side of every GPU kernel through the shared
+// conformance suite's cases without a GPU: launches go to a hook that
+// checks the kernel exists in its program (as clang preprocesses it) and
+// that the packed arguments match the kernel's parameter list (count and
+// byte layout), and launch dimensions are valid. Error cases must fail
+// with the suite's code; successful calls must allocate outputs of the
+// CPU kernel's dtypes and shapes. Values are not computed (no device),
+// so the runner hands the suite the CPU's outputs: TestConformance
+// compares values on a GPU. It needs clang to preprocess the sources.
+
+type kparam struct{ size, align int }
+
+var paramSizes = map[string]kparam{
+	"i64": {8, 8}, "u64": {8, 8}, "long long": {8, 8}, "unsigned long long": {8, 8}, "double": {8, 8},
+	"int": {4, 4}, "u32": {4, 4}, "unsigned": {4, 4}, "unsigned int": {4, 4}, "float": {4, 4},
+	// Structs passed by value (their i64 arrays are MAXR = 8 long).
+	"Bcast": {8 * (1 + 3*8), 8}, "Bc": {8 * (1 + 3*8), 8}, "Bc3": {8 * (1 + 4*8), 8},
+	"RedMeta": {8 * (2 + 4*8), 8}, "Perm": {8 * (1 + 2*8), 8}, "Ptrs8": {64, 8},
+	"Strided": {8 * (2 + 4*8), 8}, "Conv": {8 * 20, 8},
+}
+
+var kernelRe = regexp.MustCompile(`extern\s+"C"\s+__attribute__\(\(global\)\)\s+void\s+(\w+)\s*\(([^)]*)\)`)
+
+// programKernels preprocesses p with clang and returns each kernel's
+// parameter layout.
+func programKernels(t *testing.T, clang, dir string, p *cu.Program) map[string][]kparam {
+	src := filepath.Join(dir, "pp_"+p.Name)
+	if err := os.WriteFile(src, []byte(p.Source), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	var err error
+	for _, arch := range []string{"sm_90", "sm_80", "sm_70"} {
+		out, err = exec.Command(clang, "-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
+			"--cuda-gpu-arch="+arch, "-E", "-P", "-std=c++17", "-I", filepath.Join(dir, "inc"),
+			"-include", filepath.Join(dir, "shim.h"), src).Output()
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("%s: clang -E: %v", p.Name, err)
+	}
+	ks := map[string][]kparam{}
+	for _, m := range kernelRe.FindAllStringSubmatch(string(out), -1) {
+		var ps []kparam
+		for _, a := range strings.Split(m[2], ",") {
+			a = strings.TrimSpace(a)
+			if strings.Contains(a, "*") {
+				ps = append(ps, kparam{8, 8})
+				continue
+			}
+			f := strings.Fields(strings.ReplaceAll(a, "const ", ""))
+			if len(f) < 2 {
+				t.Fatalf("%s: kernel %s: cannot read parameter %q", p.Name, m[1], a)
+			}
+			ty := strings.Join(f[:len(f)-1], " ")
+			k, ok := paramSizes[ty]
+			if !ok {
+				t.Fatalf("%s: kernel %s: parameter type %q unknown to the dry run (add it to paramSizes)", p.Name, m[1], ty)
+			}
+			ps = append(ps, k)
+		}
+		ks[m[1]] = ps
+	}
+	if len(ks) == 0 {
+		t.Fatalf("%s: no kernels found", p.Name)
+	}
+	return ks
+}
+
+// argsLayout reads how many parameters an Args holds and how many bytes
+// they span (unexported fields, read through reflection).
+func argsLayout(a *cu.Args) (n, used int) {
+	v := reflect.ValueOf(a).Elem()
+	return int(v.FieldByName("n").Int()), int(v.FieldByName("used").Int())
+}
+
+func layoutSize(ps []kparam) int {
+	off := 0
+	for _, p := range ps {
+		off = (off+p.align-1)&^(p.align-1) + p.size
+	}
+	return off
+}
+
+type dryRunner struct {
+	t        *testing.T
+	mu       sync.Mutex
+	kernels  map[*cu.Program]map[string][]kparam
+	launched map[string]int // op -> launches
+	op       string
+}
+
+func (d *dryRunner) Device() string { return kernels.GPU }
+
+func (d *dryRunner) hook(p *cu.Program, name string, grid, block cu.Dim3, shmem int, a *cu.Args) error {
+	d.launched[d.op]++
+	ks, ok := d.kernels[p]
+	if !ok {
+		d.t.Errorf("%s: launch of %s in unknown program %s", d.op, name, p.Name)
+		return nil
+	}
+	ps, ok := ks[name]
+	if !ok {
+		d.t.Errorf("%s: kernel %s is not in %s", d.op, name, p.Name)
+		return nil
+	}
+	n, used := argsLayout(a)
+	if n != len(ps) || used != layoutSize(ps) {
+		d.t.Errorf("%s: kernel %s takes %d parameters (%d bytes), launched with %d (%d bytes)", d.op, name, len(ps), layoutSize(ps), n, used)
+	}
+	if grid.X < 1 || grid.Y < 1 || grid.Z < 1 || grid.X > 1<<31-1 || grid.Y > 65535 || grid.Z > 65535 ||
+		block.X*block.Y*block.Z > 1024 || block.X*block.Y*block.Z < 1 || shmem > 48<<10 {
+		d.t.Errorf("%s: kernel %s launched with grid %v block %v shmem %d", d.op, name, grid, block, shmem)
+	}
+	return nil
+}
+
+func (d *dryRunner) Run(n *graph.Node, in []*tensor.Tensor) (outs []*tensor.Tensor, err error) {
+	def, lerr := kernels.Lookup(n, kernels.GPU)
+	if lerr != nil || needsDevice[n.Op] {
+		return cpuRun(n, in, nil)
+	}
+	d.op = n.Op
+	k, err := def.Factory(n)
+	if err != nil {
+		return nil, err
+	}
+	var stream *cu.Stream // typed nil: the dry run never touches it
+	ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes)), Stream: stream,
+		Alloc: func(dt tensor.DType, s tensor.Shape) (*tensor.Tensor, error) { return tensor.New(dt, s), nil }}
+	gerr := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+				d.t.Errorf("%s: %v", n.Op, err)
+			}
+		}()
+		return k.Compute(ctx)
+	}()
+	if gerr != nil {
+		return nil, gerr
+	}
+	want, werr := cpuRun(n, in, nil)
+	if werr != nil {
+		return ctx.Outputs, nil // the suite flags a case that wanted the error
+	}
+	for i, w := range want {
+		g := ctx.Outputs[i]
+		if g == nil {
+			d.t.Errorf("%s: output %d not set", n.Op, i)
+			continue
+		}
+		if g.DType != w.DType || !g.Shape.Equal(w.Shape) {
+			d.t.Errorf("%s: output %d is %v%v, the CPU's %v%v", n.Op, i, g.DType, g.Shape, w.DType, w.Shape)
+		}
+	}
+	return want, nil
+}
+
+// needsDevice lists GPU ops whose kernels call cuBLAS, which the dry run
+// cannot stand in for.
+var needsDevice = map[string]bool{"MatMul": true, "BatchMatMulV2": true, "BatchMatMulV3": true}
+
+func TestDryRun(t *testing.T) {
+	clang, err := exec.LookPath("clang")
+	if err != nil {
+		t.Skip("clang not installed")
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "inc", "crt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "inc", "crt", "sm_70_rt.hpp"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "shim.h"), []byte(clangShim), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &dryRunner{t: t, kernels: map[*cu.Program]map[string][]kparam{}, launched: map[string]int{}}
+	for _, p := range Programs() {
+		d.kernels[p] = programKernels(t, clang, dir, p)
+	}
+	dryRun = d.hook
+	defer func() { dryRun = nil }()
+	seen := map[string]bool{}
+	var only []string
+	for _, key := range kernels.Registered() {
+		op, dev, _ := strings.Cut(key, "/")
+		if dev != kernels.GPU || op == "GatherV2" || seen[op] || needsDevice[op] {
+			continue
+		}
+		seen[op] = true
+		for _, o := range kerneltest.Ops() {
+			if o == op {
+				only = append(only, op)
+			}
+		}
+	}
+	kerneltest.Run(t, d, kerneltest.Options{Only: only})
+	var none []string
+	for _, op := range only {
+		if d.launched[op] == 0 {
+			none = append(none, op)
+		}
+	}
+	t.Logf("dry run of %d ops; no kernel launched (metadata, forwarding or host dtypes only): %v", len(only), none)
+}
