@@ -22,14 +22,19 @@ var (
 	mathSrc string
 	//go:embed src/cwise.cu
 	cwiseSrc string
+	//go:embed src/reduce2.cu
+	reduce2Src string
 
 	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
 	arrays      = &cu.Program{Name: "array.cu", Source: commonSrc + arraySrc}
 	maths       = &cu.Program{Name: "math.cu", Source: commonSrc + typesSrc + mathSrc}
 	cwiseP      = &cu.Program{Name: "cwise.cu", Source: commonSrc + typesSrc + cwiseSrc}
+	reductions2 = &cu.Program{Name: "reduce2.cu", Source: commonSrc + typesSrc + reduce2Src}
 )
 
 // Programs lists every program, so a tool or test can compile them all
 // ahead of use.
-func Programs() []*cu.Program { return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP} }
+func Programs() []*cu.Program {
+	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2}
+}
