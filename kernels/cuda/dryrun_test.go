@@ -16,6 +16,7 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/kerneltest"
+	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -37,7 +38,7 @@ var paramSizes = map[string]kparam{
 	// Structs passed by value (their i64 arrays are MAXR = 8 long).
 	"Bcast": {8 * (1 + 3*8), 8}, "Bc": {8 * (1 + 3*8), 8}, "Bc3": {8 * (1 + 4*8), 8},
 	"RedMeta": {8 * (2 + 4*8), 8}, "Perm": {8 * (1 + 2*8), 8}, "Ptrs8": {64, 8},
-	"Strided": {8 * (2 + 4*8), 8}, "Conv": {8 * 20, 8},
+	"Strided": {8 * (2 + 6*8), 8}, "NdMeta": {8 * (1 + 2*8), 8},
 }
 
 var kernelRe = regexp.MustCompile(`extern\s+"C"\s+__attribute__\(\(global\)\)\s+void\s+(\w+)\s*\(([^)]*)\)`)
@@ -209,7 +210,7 @@ func TestDryRun(t *testing.T) {
 	var only []string
 	for _, key := range kernels.Registered() {
 		op, dev, _ := strings.Cut(key, "/")
-		if dev != kernels.GPU || op == "GatherV2" || seen[op] || needsDevice[op] {
+		if dev != kernels.GPU || op == "GatherV2" || op == "GatherNd" || seen[op] || needsDevice[op] {
 			continue
 		}
 		seen[op] = true
@@ -227,4 +228,62 @@ func TestDryRun(t *testing.T) {
 		}
 	}
 	t.Logf("dry run of %d ops; no kernel launched (metadata, forwarding or host dtypes only): %v", len(only), none)
+}
+
+var (
+	dryOnce sync.Once
+	dryR    *dryRunner
+	dryErr  error
+)
+
+// dryCheck is check without a GPU (MSTREAM_GPU_DRYRUN=1): the GPU
+// kernel's Go side runs through the dry run, its error must match the
+// CPU kernel's, and its outputs' dtypes and shapes the CPU's. It lets the
+// GPU tests' own cases be exercised on a machine with clang and no GPU.
+func dryCheck(t *testing.T, n *graph.Node, in []*tensor.Tensor) {
+	t.Helper()
+	dryOnce.Do(func() {
+		clang, err := exec.LookPath("clang")
+		if err != nil {
+			dryErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "mstream-dryrun")
+		if err != nil {
+			dryErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		if err := os.MkdirAll(filepath.Join(dir, "inc", "crt"), 0o755); err != nil {
+			dryErr = err
+			return
+		}
+		os.WriteFile(filepath.Join(dir, "inc", "crt", "sm_70_rt.hpp"), nil, 0o644)
+		os.WriteFile(filepath.Join(dir, "shim.h"), []byte(clangShim), 0o644)
+		dryR = &dryRunner{t: t, kernels: map[*cu.Program]map[string][]kparam{}, launched: map[string]int{}}
+		for _, p := range Programs() {
+			dryR.kernels[p] = programKernels(t, clang, dir, p)
+		}
+	})
+	if dryErr != nil {
+		t.Skipf("dry run: %v", dryErr)
+	}
+	dryR.mu.Lock()
+	defer dryR.mu.Unlock()
+	dryR.t = t
+	dryRun = dryR.hook
+	defer func() { dryRun = nil }()
+	if _, err := kernels.Lookup(n, kernels.GPU); err != nil {
+		t.Errorf("%s: %v", n.Op, err)
+		return
+	}
+	_, gerr := dryR.Run(n, in)
+	_, werr := cpuRun(n, in, nil)
+	if (gerr == nil) != (werr == nil) || gerr != nil && status.CodeOf(gerr) != status.CodeOf(werr) {
+		t.Errorf("%s(%s): CPU error %v, GPU error %v", n.Op, shapes(in), werr, gerr)
+		return
+	}
+	opsMu.Lock()
+	opsRun[n.Op]++
+	opsMu.Unlock()
 }

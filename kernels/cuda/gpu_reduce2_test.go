@@ -31,7 +31,7 @@ func TestReduce2(t *testing.T) {
 		{"Prod", realTypes}, {"Max", realTypes}, {"Min", realTypes},
 		{"All", []tensor.DType{tensor.Bool}}, {"Any", []tensor.DType{tensor.Bool}},
 	} {
-		for _, dt := range red.types {
+		for _, dt := range kerneltest.Allowed(red.op, red.types) {
 			for _, tc := range reduceCases {
 				for _, keep := range []bool{false, true} {
 					lo, hi := -3.0, 3.0
@@ -60,8 +60,8 @@ func TestReduce2(t *testing.T) {
 func TestArgMinMax(t *testing.T) {
 	r := newRand(t)
 	for _, op := range []string{"ArgMax", "ArgMin"} {
-		for _, dt := range cat(realTypes, []tensor.DType{tensor.Bool}) {
-			for _, ot := range []tensor.DType{tensor.Int32, tensor.Int64, tensor.Int16, tensor.Uint16} {
+		for _, dt := range kerneltest.Allowed(op, cat(realTypes, []tensor.DType{tensor.Bool})) {
+			for _, ot := range kerneltest.Allowed(op, []tensor.DType{tensor.Int32, tensor.Int64, tensor.Int16, tensor.Uint16}, "output_type") {
 				for _, tc := range []struct {
 					s   tensor.Shape
 					dim int64

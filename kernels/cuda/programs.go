@@ -24,6 +24,8 @@ var (
 	cwiseSrc string
 	//go:embed src/reduce2.cu
 	reduce2Src string
+	//go:embed src/move.cu
+	moveSrc string
 
 	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
@@ -31,10 +33,11 @@ var (
 	maths       = &cu.Program{Name: "math.cu", Source: commonSrc + typesSrc + mathSrc}
 	cwiseP      = &cu.Program{Name: "cwise.cu", Source: commonSrc + typesSrc + cwiseSrc}
 	reductions2 = &cu.Program{Name: "reduce2.cu", Source: commonSrc + typesSrc + reduce2Src}
+	moves       = &cu.Program{Name: "move.cu", Source: commonSrc + typesSrc + moveSrc}
 )
 
 // Programs lists every program, so a tool or test can compile them all
 // ahead of use.
 func Programs() []*cu.Program {
-	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2}
+	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves}
 }

@@ -1,0 +1,761 @@
+package cuda
+
+import (
+	cu "mstream/device/cuda"
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Array movement (src/move.cu): one strided-map kernel per element size
+// serves Slice, StridedSlice, Tile, Pad, PadV2, MirrorPad, ReverseV2,
+// BroadcastTo, Split, SplitV and Unpack; Pack and Concat reuse array.cu's
+// concat kernel; OneHot and GatherNd have their own. Validation and
+// messages follow the CPU kernels, which the tests compare with.
+
+func init() {
+	reg("Slice", "T", fixedTypes, []string{"begin", "size"}, fn(sliceGPU))
+	reg("Tile", "T", fixedTypes, []string{"multiples"}, fn(tileGPU))
+	reg("Pad", "T", fixedTypes, []string{"paddings"}, fn(func(k kctx) error { return padGPU(k, false) }))
+	reg("PadV2", "T", fixedTypes, []string{"paddings"}, fn(func(k kctx) error { return padGPU(k, true) }))
+	reg("MirrorPad", "T", fixedTypes, []string{"paddings"}, func(n *graph.Node) (kernels.Kernel, error) {
+		mode := ""
+		if a := n.Attrs["mode"]; a != nil {
+			mode = string(a.GetS())
+		}
+		if mode != "REFLECT" && mode != "SYMMETRIC" {
+			return nil, status.Errorf(status.InvalidArgument, "node '%s': MirrorPad mode must be REFLECT or SYMMETRIC, got %q", n.Name, mode)
+		}
+		return fn(func(k kctx) error { return mirrorPadGPU(k, mode == "REFLECT") })(n)
+	})
+	reg("ReverseV2", "T", fixedTypes, []string{"axis"}, fn(reverseGPU))
+	reg("BroadcastTo", "T", fixedTypes, []string{"shape"}, fn(broadcastToGPU))
+	reg("Split", "T", fixedTypes, []string{"split_dim"}, fn(splitGPU))
+	reg("SplitV", "T", fixedTypes, []string{"size_splits", "split_dim"}, fn(splitVGPU))
+	reg("Unpack", "T", fixedTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		axis := int64(0)
+		if a := n.Attrs["axis"]; a != nil {
+			axis = a.GetI()
+		}
+		return fn(func(k kctx) error { return unpackGPU(k, axis) })(n)
+	})
+	reg("Pack", "T", fixedTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		axis := int64(0)
+		if a := n.Attrs["axis"]; a != nil {
+			axis = a.GetI()
+		}
+		return fn(func(k kctx) error { return packGPU(k, axis) })(n)
+	})
+	reg("Concat", "T", fixedTypes, []string{"concat_dim"}, fn(concatV1GPU))
+	reg("StridedSlice", "T", fixedTypes, []string{"begin", "end", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
+		m := sliceMasks{}
+		for name, p := range map[string]*int64{"begin_mask": &m.begin, "end_mask": &m.end, "ellipsis_mask": &m.ellipsis,
+			"new_axis_mask": &m.newAxis, "shrink_axis_mask": &m.shrink} {
+			if a := n.Attrs[name]; a != nil {
+				*p = a.GetI()
+			}
+		}
+		return fn(func(k kctx) error { return stridedSliceGPU(k, m) })(n)
+	})
+	reg("OneHot", "T", fixedTypes, []string{"depth"}, func(n *graph.Node) (kernels.Kernel, error) {
+		axis := int64(-1)
+		if a := n.Attrs["axis"]; a != nil {
+			axis = a.GetI()
+		}
+		return fn(func(k kctx) error { return oneHotGPU(k, axis) })(n)
+	})
+	reg("GatherNd", "Tparams", fixedTypes, nil, fn(gatherNdGPU))
+}
+
+// mdim is one output dim of a strided map (see move.cu): the input index
+// is start + j*step, then mod, mirror or a bounds check against lim-1.
+type mdim struct {
+	out, istr, start, step, mod, lim int64
+	mirror                           int64 // 0, 1 symmetric, 2 reflect
+}
+
+func (d mdim) plain() bool { return d.mod == 0 && d.lim == 0 && d.mirror == 0 }
+
+// rowStrides are the element strides of a row-major shape.
+func rowStrides(s tensor.Shape) []int64 {
+	st := make([]int64, len(s))
+	p := int64(1)
+	for i := len(s) - 1; i >= 0; i-- {
+		st[i] = p
+		p *= s[i]
+	}
+	return st
+}
+
+// moveLaunch runs move_<size> from x into o through dims (one per output
+// dim, outermost first); pad is PadV2's value tensor or nil.
+func moveLaunch(k kctx, o, x, pad *tensor.Tensor, dims []mdim) error {
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	// Fold plain dims' starts into the base and their steps into the
+	// stride, drop size-1 plain dims, merge contiguous plain neighbours.
+	base := int64(0)
+	var ds []mdim
+	for _, d := range dims {
+		if d.plain() {
+			base += d.start * d.istr
+			d.istr *= d.step
+			d.start, d.step = 0, 1
+			if d.out == 1 {
+				continue
+			}
+			if j := len(ds) - 1; j >= 0 && ds[j].plain() && ds[j].istr == d.istr*d.out {
+				ds[j].out *= d.out
+				ds[j].istr = d.istr
+				continue
+			}
+		}
+		ds = append(ds, d)
+	}
+	if len(ds) > 8 {
+		return k.Errorf(status.Unimplemented, "%d dims after merging (at most 8 on the GPU)", len(ds))
+	}
+	if len(ds) == 1 && ds[0].plain() && ds[0].istr == 1 {
+		es := uint64(o.DType.Size())
+		return k.d2d(ptr(o), ptr(x)+uint64(base)*es, uint64(n)*es)
+	}
+	meta := make([]int64, 2+6*8)
+	meta[0], meta[1] = int64(len(ds)), base
+	var mirror int64
+	for i, d := range ds {
+		meta[2+i], meta[10+i], meta[18+i], meta[26+i], meta[34+i], meta[42+i] = d.out, d.istr, d.start, d.step, d.mod, d.lim
+		mirror |= d.mirror << (2 * i)
+	}
+	var pp uint64
+	if pad != nil {
+		pp = ptr(pad)
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(x)).Ptr(pp).I64(n).I64s(meta...).I64(mirror)
+	return k.launchN(moves, "move_"+sizeName(o.DType), n, &args)
+}
+
+// plainDims maps an output of shape out onto x with per-dim starts and
+// steps (nil steps: 1).
+func plainDims(x *tensor.Tensor, out tensor.Shape, start, step []int64) []mdim {
+	st := rowStrides(x.Shape)
+	dims := make([]mdim, len(out))
+	for i := range out {
+		s := int64(1)
+		if step != nil {
+			s = step[i]
+		}
+		dims[i] = mdim{out: out[i], istr: st[i], start: start[i], step: s}
+	}
+	return dims
+}
+
+func hostVec(k kctx, i int, what string) ([]int64, error) {
+	v, err := k.Input(i).Int64s()
+	if err != nil {
+		return nil, k.Errorf(status.InvalidArgument, "%s: %v", what, err)
+	}
+	return v, nil
+}
+
+func sliceGPU(k kctx) error {
+	in := k.Input(0)
+	begin, err := hostVec(k, 1, "begin")
+	if err != nil {
+		return err
+	}
+	size, err := hostVec(k, 2, "size")
+	if err != nil {
+		return err
+	}
+	r := len(in.Shape)
+	if len(k.Input(1).Shape) != 1 || len(k.Input(2).Shape) != 1 || len(begin) != r || len(size) != r {
+		return k.Errorf(status.InvalidArgument, "Expected begin and size arguments to be 1-D tensors of size %d, but got shapes %v and %v instead.", r, k.Input(1).Shape, k.Input(2).Shape)
+	}
+	out := make(tensor.Shape, r)
+	for i := 0; i < r; i++ {
+		b, s, d := begin[i], size[i], in.Shape[i]
+		if s == -1 {
+			s = d - b
+		}
+		if b < 0 || b > d {
+			return k.Errorf(status.InvalidArgument, "Expected begin[%d] in [0, %d], but got %d", i, d, b)
+		}
+		if s < 0 || s > d-b {
+			return k.Errorf(status.InvalidArgument, "Expected size[%d] in [0, %d], but got %d", i, d-b, size[i])
+		}
+		out[i] = s
+	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	return moveLaunch(k, o, in, nil, plainDims(in, out, begin, nil))
+}
+
+func tileGPU(k kctx) error {
+	in := k.Input(0)
+	m, err := hostVec(k, 1, "multiples")
+	if err != nil {
+		return err
+	}
+	r := len(in.Shape)
+	if len(k.Input(1).Shape) != 1 || len(m) != r {
+		return k.Errorf(status.InvalidArgument, "Expected multiples argument to be a vector of length %d but got length %d", r, len(m))
+	}
+	out := make(tensor.Shape, r)
+	for i, x := range m {
+		if x < 0 {
+			return k.Errorf(status.InvalidArgument, "Expected multiples[%d] >= 0, but got %d", i, x)
+		}
+		out[i] = in.Shape[i] * x
+	}
+	if err := out.Validate(); err != nil {
+		return k.Errorf(status.InvalidArgument, "output shape: %v", err)
+	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	dims := plainDims(in, out, make([]int64, r), nil)
+	for i := range dims {
+		if m[i] > 1 {
+			dims[i].mod = in.Shape[i]
+		}
+	}
+	return moveLaunch(k, o, in, nil, dims)
+}
+
+// paddingsOf reads a [rank, 2] paddings input.
+func paddingsOf(k kctx, i, rank int) ([]int64, error) {
+	p := k.Input(i)
+	v, err := hostVec(k, i, "paddings")
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Shape) != 2 || p.Shape[1] != 2 {
+		return nil, k.Errorf(status.InvalidArgument, "paddings must be a matrix with 2 columns: %v", p.Shape)
+	}
+	if p.Shape[0] != int64(rank) {
+		return nil, k.Errorf(status.InvalidArgument, "The first dimension of paddings must be the rank of inputs%v, input rank %d", p.Shape, rank)
+	}
+	for j := 0; j < len(v); j += 2 {
+		if v[j] < 0 || v[j+1] < 0 {
+			return nil, k.Errorf(status.InvalidArgument, "Paddings must be non-negative: %d %d", v[j], v[j+1])
+		}
+	}
+	return v, nil
+}
+
+func padGPU(k kctx, v2 bool) error {
+	in := k.Input(0)
+	r := len(in.Shape)
+	p, err := paddingsOf(k, 1, r)
+	if err != nil {
+		return err
+	}
+	var cv *tensor.Tensor
+	if v2 {
+		cv = k.Input(2)
+		if len(cv.Shape) != 0 {
+			return k.Errorf(status.InvalidArgument, "constant_values must be a scalar. Got: %v", cv.Shape)
+		}
+	}
+	out := make(tensor.Shape, r)
+	start := make([]int64, r)
+	for i := 0; i < r; i++ {
+		out[i] = p[2*i] + in.Shape[i] + p[2*i+1]
+		start[i] = -p[2*i]
+	}
+	if err := out.Validate(); err != nil {
+		return k.Errorf(status.InvalidArgument, "output shape: %v", err)
+	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	dims := plainDims(in, out, start, nil)
+	for i := range dims {
+		if p[2*i] != 0 || p[2*i+1] != 0 {
+			dims[i].lim = in.Shape[i] + 1
+		}
+	}
+	return moveLaunch(k, o, in, cv, dims)
+}
+
+func mirrorPadGPU(k kctx, reflect bool) error {
+	in := k.Input(0)
+	r := len(in.Shape)
+	p, err := paddingsOf(k, 1, r)
+	if err != nil {
+		return err
+	}
+	off, mode := int64(0), int64(1)
+	if reflect {
+		off, mode = 1, 2
+	}
+	out := make(tensor.Shape, r)
+	start := make([]int64, r)
+	for i := 0; i < r; i++ {
+		d := in.Shape[i]
+		if p[2*i] > d-off || p[2*i+1] > d-off {
+			return k.Errorf(status.InvalidArgument, "paddings must be no greater than the dimension size: %d, %d greater than %d", p[2*i], p[2*i+1], d-off)
+		}
+		out[i] = p[2*i] + d + p[2*i+1]
+		start[i] = -p[2*i]
+	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	dims := plainDims(in, out, start, nil)
+	for i := range dims {
+		if p[2*i] != 0 || p[2*i+1] != 0 {
+			dims[i].lim, dims[i].mirror = in.Shape[i]+1, mode
+		}
+	}
+	return moveLaunch(k, o, in, nil, dims)
+}
+
+func reverseGPU(k kctx) error {
+	in := k.Input(0)
+	axes, err := hostVec(k, 1, "axis")
+	if err != nil {
+		return err
+	}
+	if len(k.Input(1).Shape) != 1 {
+		return k.Errorf(status.InvalidArgument, "'axis' must be 1-D, not %v", k.Input(1).Shape)
+	}
+	r := len(in.Shape)
+	start, step := make([]int64, r), make([]int64, r)
+	for i := range step {
+		step[i] = 1
+	}
+	for i, a := range axes {
+		if a < -int64(r) || a >= int64(r) {
+			return k.Errorf(status.InvalidArgument, "'axis'[%d] = %d is out of valid range [%d, %d)", i, a, -r, r)
+		}
+		if a < 0 {
+			a += int64(r)
+		}
+		if step[a] < 0 {
+			return k.Errorf(status.InvalidArgument, "axis %d specified more than once.", a)
+		}
+		start[a], step[a] = in.Shape[a]-1, -1
+	}
+	o, err := k.Allocate(0, in.Shape)
+	if err != nil {
+		return err
+	}
+	return moveLaunch(k, o, in, nil, plainDims(in, in.Shape, start, step))
+}
+
+func broadcastToGPU(k kctx) error {
+	in := k.Input(0)
+	dims, err := hostVec(k, 1, "shape")
+	if err != nil {
+		return err
+	}
+	if len(k.Input(1).Shape) != 1 {
+		return k.Errorf(status.InvalidArgument, "shape must be a vector, got %v", k.Input(1).Shape)
+	}
+	out := tensor.Shape(dims)
+	if err := out.Validate(); err != nil {
+		return k.Errorf(status.InvalidArgument, "shape: %v", err)
+	}
+	r, ri := len(out), len(in.Shape)
+	st := rowStrides(in.Shape)
+	md := make([]mdim, r)
+	bad := ri > r
+	for i := 0; i < r && !bad; i++ {
+		di, s := int64(1), int64(0)
+		if j := i - (r - ri); j >= 0 {
+			di = in.Shape[j]
+			if di != 1 {
+				s = st[j]
+			}
+		}
+		if di != out[i] && di != 1 {
+			bad = true
+		}
+		md[i] = mdim{out: out[i], istr: s, step: 1}
+	}
+	if bad {
+		return k.Errorf(status.InvalidArgument, "Unable to broadcast tensor of shape %v to tensor of shape %v", in.Shape, out)
+	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	return moveLaunch(k, o, in, nil, md)
+}
+
+// axisScalar reads a scalar axis input (a 1-element vector passes too,
+// as on the CPU).
+func axisScalar(k kctx, i int, what string) (int64, error) {
+	t := k.Input(i)
+	v, err := hostVec(k, i, what)
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 1 || (len(t.Shape) != 0 && len(t.Shape) != 1) {
+		return 0, k.Errorf(status.InvalidArgument, "%s must be a scalar, got shape %v", what, t.Shape)
+	}
+	return v[0], nil
+}
+
+// splitOut writes outputs of the given sizes along axis.
+func splitOut(k kctx, v *tensor.Tensor, axis int, sizes []int64) error {
+	off := int64(0)
+	for i, sz := range sizes {
+		s := v.Shape.Clone()
+		s[axis] = sz
+		o, err := k.Allocate(i, s)
+		if err != nil {
+			return err
+		}
+		start := make([]int64, len(s))
+		start[axis] = off
+		if err := moveLaunch(k, o, v, nil, plainDims(v, s, start, nil)); err != nil {
+			return err
+		}
+		off += sz
+	}
+	return nil
+}
+
+func splitGPU(k kctx) error {
+	v := k.Input(1)
+	ax, err := axisScalar(k, 0, "split_dim")
+	if err != nil {
+		return err
+	}
+	r := len(v.Shape)
+	if ax < -int64(r) || ax >= int64(r) {
+		return k.Errorf(status.InvalidArgument, "-input rank(-%d) <= split_dim < input rank (%d), but got %d", r, r, ax)
+	}
+	if ax < 0 {
+		ax += int64(r)
+	}
+	n := int64(len(k.Node.OutTypes))
+	if n <= 0 {
+		return k.Errorf(status.InvalidArgument, "Number of ways to split should be > 0, but got %d", n)
+	}
+	d := v.Shape[ax]
+	if d%n != 0 {
+		return k.Errorf(status.InvalidArgument, "Number of ways to split should evenly divide the split dimension, but got split_dim %d (size = %d) and num_split %d", ax, d, n)
+	}
+	sizes := make([]int64, n)
+	for i := range sizes {
+		sizes[i] = d / n
+	}
+	return splitOut(k, v, int(ax), sizes)
+}
+
+func splitVGPU(k kctx) error {
+	v := k.Input(0)
+	sizes, err := hostVec(k, 1, "size_splits")
+	if err != nil {
+		return err
+	}
+	ax, err := axisScalar(k, 2, "split_dim")
+	if err != nil {
+		return err
+	}
+	n := len(k.Node.OutTypes)
+	if len(k.Input(1).Shape) != 1 || len(sizes) != n {
+		return k.Errorf(status.InvalidArgument, "size_splits must be a vector of num_split = %d elements, got shape %v", n, k.Input(1).Shape)
+	}
+	r := len(v.Shape)
+	if ax < -int64(r) || ax >= int64(r) {
+		return k.Errorf(status.InvalidArgument, "-input rank(-%d) <= split_dim < input rank (%d), but got %d", r, r, ax)
+	}
+	if ax < 0 {
+		ax += int64(r)
+	}
+	d := v.Shape[ax]
+	unknown, sum := -1, int64(0)
+	for i, s := range sizes {
+		switch {
+		case s == -1:
+			if unknown >= 0 {
+				return k.Errorf(status.InvalidArgument, "Only one dimensions can have a value of -1. Second one found at dimension %d", i)
+			}
+			unknown = i
+		case s < 0:
+			return k.Errorf(status.InvalidArgument, "Split size at index %d must be >= 0. Got: %d", i, s)
+		default:
+			sum += s
+		}
+	}
+	if unknown < 0 && sum != d || unknown >= 0 && sum > d {
+		return k.Errorf(status.InvalidArgument, "Determined shape must either match input shape along split_dim exactly if fully specified, or be less than the size of the input along split_dim if not fully specified.  Got: %d", sum)
+	}
+	if unknown >= 0 {
+		sizes[unknown] = d - sum
+	}
+	return splitOut(k, v, int(ax), sizes)
+}
+
+func unpackGPU(k kctx, axis int64) error {
+	v := k.Input(0)
+	r := int64(len(v.Shape))
+	if axis < -r || axis >= r {
+		return k.Errorf(status.InvalidArgument, "axis = %d not in [%d, %d)", axis, -r, r)
+	}
+	if axis < 0 {
+		axis += r
+	}
+	n := int64(len(k.Node.OutTypes))
+	if v.Shape[axis] != n {
+		return k.Errorf(status.InvalidArgument, "Input shape axis %d must equal %d, got shape %v", axis, n, v.Shape)
+	}
+	s := append(append(tensor.Shape{}, v.Shape[:axis]...), v.Shape[axis+1:]...)
+	st := rowStrides(v.Shape)
+	for i := int64(0); i < n; i++ {
+		o, err := k.Allocate(int(i), s)
+		if err != nil {
+			return err
+		}
+		// The output dims are the input's without axis; axis is fixed at i.
+		var dims []mdim
+		for d := range v.Shape {
+			if int64(d) == axis {
+				continue
+			}
+			dims = append(dims, mdim{out: v.Shape[d], istr: st[d], step: 1})
+		}
+		dims = append([]mdim{{out: 1, istr: st[axis], start: i, step: 1}}, dims...)
+		if err := moveLaunch(k, o, v, nil, dims); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// concatRuns copies each input, a block of [outer, w] elements, into
+// columns [off, off+w) of the output's [outer, ow].
+func concatRuns(k kctx, o *tensor.Tensor, ins []*tensor.Tensor, outer int64, ws []int64) error {
+	ow := int64(0)
+	for _, w := range ws {
+		ow += w
+	}
+	es := int64(o.DType.Size())
+	off := int64(0)
+	for i, in := range ins {
+		w := ws[i]
+		switch {
+		case w == 0 || outer == 0:
+		case outer == 1:
+			if err := k.d2d(ptr(o)+uint64(off*es), ptr(in), uint64(w*es)); err != nil {
+				return err
+			}
+		default:
+			var args cu.Args
+			args.Ptr(ptr(o)).Ptr(ptr(in)).I64(outer * w).I64(w).I64(ow).I64(off)
+			if err := k.launchN(arrays, "concat_"+sizeName(o.DType), outer*w, &args); err != nil {
+				return err
+			}
+		}
+		off += w
+	}
+	return nil
+}
+
+func packGPU(k kctx, axis int64) error {
+	n := k.NumInputs()
+	if n < 1 {
+		return k.Errorf(status.InvalidArgument, "Pack needs at least one input")
+	}
+	first := k.Input(0)
+	r := len(first.Shape)
+	if axis < -int64(r)-1 || axis > int64(r) {
+		return k.Errorf(status.InvalidArgument, "axis = %d not in [%d, %d)", axis, -r-1, r+1)
+	}
+	if axis < 0 {
+		axis += int64(r) + 1
+	}
+	for i := 1; i < n; i++ {
+		if !k.Input(i).Shape.Equal(first.Shape) {
+			return k.Errorf(status.InvalidArgument, "Shapes of all inputs must match: values[0].shape = %v != values[%d].shape = %v", first.Shape, i, k.Input(i).Shape)
+		}
+	}
+	out := append(append(append(tensor.Shape{}, first.Shape[:axis]...), int64(n)), first.Shape[axis:]...)
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	if o.NumElements() == 0 {
+		return nil
+	}
+	outer := int64(1)
+	for _, d := range first.Shape[:axis] {
+		outer *= d
+	}
+	w := first.NumElements() / outer
+	ws := make([]int64, n)
+	for i := range ws {
+		ws[i] = w
+	}
+	return concatRuns(k, o, k.Inputs, outer, ws)
+}
+
+// concatV1GPU is Concat: ConcatV2 with the axis first.
+func concatV1GPU(k kctx) error {
+	ax, err := axisScalar(k, 0, "concat_dim")
+	if err != nil {
+		return err
+	}
+	values := k.Inputs[1:]
+	if len(values) < 1 {
+		return k.Errorf(status.InvalidArgument, "concat needs at least one value input")
+	}
+	first := values[0]
+	r := len(first.Shape)
+	if r == 0 {
+		return k.Errorf(status.InvalidArgument, "Can't concatenate scalars (use tf.stack instead)")
+	}
+	if ax < -int64(r) || ax >= int64(r) {
+		return k.Errorf(status.InvalidArgument, "Expected concatenating dimensions in the range [%d, %d), but got %d", -r, r, ax)
+	}
+	if ax < 0 {
+		ax += int64(r)
+	}
+	out := first.Shape.Clone()
+	out[ax] = 0
+	for i, in := range values {
+		s := in.Shape
+		if len(s) != r {
+			return k.Errorf(status.InvalidArgument, "ConcatOp : Ranks of all input tensors should match: shape[0] = %v vs. shape[%d] = %v", first.Shape, i, s)
+		}
+		for j := range s {
+			if int64(j) != ax && s[j] != first.Shape[j] {
+				return k.Errorf(status.InvalidArgument, "ConcatOp : Dimension %d in both shapes must be equal: shape[0] = %v vs. shape[%d] = %v", j, first.Shape, i, s)
+			}
+		}
+		out[ax] += s[ax]
+	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	if o.NumElements() == 0 {
+		return nil
+	}
+	outer, inner := int64(1), int64(1)
+	for _, d := range out[:ax] {
+		outer *= d
+	}
+	for _, d := range out[ax+1:] {
+		inner *= d
+	}
+	ws := make([]int64, len(values))
+	for i, in := range values {
+		ws[i] = in.Shape[ax] * inner
+	}
+	return concatRuns(k, o, values, outer, ws)
+}
+
+func oneHotGPU(k kctx, axis int64) error {
+	it := k.Input(0)
+	dv, err := axisScalar(k, 1, "depth")
+	if err != nil {
+		return err
+	}
+	depth := dv
+	on, off := k.Input(2), k.Input(3)
+	if len(on.Shape) != 0 || len(off.Shape) != 0 {
+		return k.Errorf(status.InvalidArgument, "on_value and off_value must be scalars, got %v and %v", on.Shape, off.Shape)
+	}
+	r := int64(len(it.Shape))
+	if axis < -1 || axis > r {
+		return k.Errorf(status.InvalidArgument, "Expected axis to be -1 or between [0, %d).  But received: %d", r+1, axis)
+	}
+	if depth < 0 {
+		return k.Errorf(status.InvalidArgument, "depth must be non-negative, got: %d", depth)
+	}
+	if axis == -1 {
+		axis = r
+	}
+	out := append(append(append(tensor.Shape{}, it.Shape[:axis]...), depth), it.Shape[axis:]...)
+	if err := out.Validate(); err != nil {
+		return k.Errorf(status.InvalidArgument, "output shape: %v", err)
+	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	inner := int64(1)
+	for _, d := range it.Shape[axis:] {
+		inner *= d
+	}
+	var is string
+	switch it.DType {
+	case tensor.Uint8:
+		is = "u8"
+	case tensor.Int8:
+		is = "i8"
+	case tensor.Int32:
+		is = "i32"
+	case tensor.Int64:
+		is = "i64"
+	default:
+		return k.Errorf(status.InvalidArgument, "indices of dtype %v", it.DType)
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(it)).Ptr(ptr(on)).Ptr(ptr(off)).I64(n).I64(depth).I64(inner)
+	return k.launchN(moves, "onehot_"+sizeName(o.DType)+"_"+is, n, &args)
+}
+
+// gatherNdGPU is TF's GatherNd with indices on the device: an index out
+// of range gives zeros, as TF's GPU kernel does (the CPU kernel fails).
+func gatherNdGPU(k kctx) error {
+	params, it := k.Input(0), k.Input(1)
+	if len(it.Shape) < 1 {
+		return k.Errorf(status.InvalidArgument, "indices must be at least a vector, got shape %v", it.Shape)
+	}
+	depth := it.Shape[len(it.Shape)-1]
+	pr := int64(len(params.Shape))
+	if depth > pr {
+		return k.Errorf(status.InvalidArgument, "index innermost dimension length must be <= params rank; saw: %d vs. %d", depth, pr)
+	}
+	if depth > 8 {
+		return k.Errorf(status.Unimplemented, "GatherNd with index depth %d on the GPU (at most 8)", depth)
+	}
+	lead := it.Shape[:len(it.Shape)-1]
+	out := append(lead.Clone(), params.Shape[depth:]...)
+	nSlices := lead.NumElements()
+	slice := tensor.Shape(params.Shape[depth:]).NumElements()
+	if params.NumElements() == 0 && nSlices > 0 && out.NumElements() > 0 {
+		return k.Errorf(status.InvalidArgument, "Requested more than 0 entries, but params is empty.  Params shape: %v", params.Shape)
+	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	is := "i32"
+	if it.DType == tensor.Int64 {
+		is = "i64"
+	} else if it.DType != tensor.Int32 {
+		return k.Errorf(status.InvalidArgument, "indices must be int32 or int64, not %v", it.DType)
+	}
+	pst := rowStrides(params.Shape)
+	meta := make([]int64, 1+2*8)
+	meta[0] = depth
+	copy(meta[1:9], params.Shape[:depth])
+	copy(meta[9:17], pst[:depth])
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(params)).Ptr(ptr(it)).I64(n).I64(slice).I64s(meta...)
+	return k.launchN(moves, "gathernd_"+sizeName(o.DType)+"_"+is, n, &args)
+}
