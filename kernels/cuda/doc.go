@@ -36,33 +36,76 @@
 //
 // Every other kernel is CUDA C in src/ (embedded), compiled by NVRTC at
 // first use for the device's architecture and cached on disk (see
-// device/cuda): elementwise binary ops with numpy broadcasting (Add, AddV2,
-// Sub, Mul, RealDiv, Maximum, Minimum), Relu, Sigmoid, Tanh, BiasAdd
-// (NHWC and NCHW), Cast, Fill, Sum and Mean over any axes, Softmax,
-// GatherV2 (with batch_dims), ConcatV2 and Transpose. Shapes are
-// normalised on the host first (size-1 dims dropped, contiguous dims
-// merged), so most broadcasts, reductions and transposes reach the device
-// as rank 1 to 3 with a specialised kernel. Data-movement kernels are per
+// device/cuda). A program is common.cuh plus one source (types.cuh too
+// for the programs that serve every dtype; half and bfloat16 are stored
+// as bits and computed in float):
+//
+//   - elementwise.cu: binary ops with numpy broadcasting (Add, AddV2, Sub,
+//     Mul, RealDiv, Maximum, Minimum) for float, double, int32, int64;
+//     Relu, Sigmoid, Tanh; BiasAdd (NHWC and NCHW); Cast; Fill.
+//   - reduce.cu: Sum and Mean over any axes (float, double, int32,
+//     int64), Softmax.
+//   - array.cu: GatherV2 (with batch_dims), ConcatV2, Transpose.
+//   - math.cu: unary math and activations for every dtype the CPU
+//     registers (Abs, Neg, Sign, Square, Reciprocal/Inv, Sqrt, Rsqrt, Exp,
+//     Expm1, Log, Log1p, Sin, Cos, Erf, Floor, Ceil, Round, Relu6, Elu,
+//     Selu, Softsign, Softplus, LeakyRelu, IsNan, IsInf, IsFinite,
+//     LogicalNot, ZerosLike, OnesLike, and the half/bfloat16/narrow-int
+//     Relu, Sigmoid, Tanh).
+//   - cwise.cu: the remaining broadcasting binary ops (Pow,
+//     SquaredDifference, Div, FloorDiv, FloorMod, TruncateDiv,
+//     TruncateMod, Mod, DivNoNan, Equal..GreaterEqual, LogicalAnd/Or, and
+//     the dtypes elementwise.cu lacks for its ops), Select, SelectV2,
+//     ClipByValue, AddN.
+//   - reduce2.cu: Prod, Max, Min, All, Any and the remaining Sum/Mean
+//     dtypes; ArgMax/ArgMin; LogSoftmax; half/bfloat16 Softmax.
+//   - move.cu: one strided map per element size for Slice, StridedSlice,
+//     Tile, Pad, PadV2, MirrorPad, ReverseV2, BroadcastTo, Split, SplitV,
+//     Unpack (Pack and Concat use array.cu's concat); OneHot; GatherNd.
+//
+// Shapes are normalised on the host first (size-1 dims dropped,
+// contiguous dims merged), so most broadcasts, reductions, transposes and
+// slices reach the device as rank 1 to 3. Data-movement kernels are per
 // element size, not per dtype, so they serve every fixed-size dtype.
 // Reshape, Identity, StopGradient, ExpandDims and Squeeze are metadata
 // only: the host kernels, which never read element data, are registered
 // for the GPU too.
 //
+// Left on the host (the runtime places them there and copies): integer
+// FloorDiv, FloorMod, TruncateDiv, TruncateMod, Mod, Div and Pow (the CPU
+// kernels fail on a zero divisor or a negative exponent, which a GPU
+// kernel could only report after a synchronisation; TF's GPU kernels leave
+// the result undefined), string ops and dtypes, shape ops that produce
+// host values (Shape, ShapeN, Size, Rank, BroadcastArgs, Range,
+// InvertPermutation), ops with data-dependent output shapes (Where,
+// Unique), Conv2D, DepthwiseConv2dNative, Conv2DBackpropInput, MaxPool,
+// MaxPoolV2, AvgPool, FusedBatchNorm (all versions), LRN, resizes,
+// Cumsum/Cumprod, TopKV2, ScatterNd, MatrixBandPart, Einsum, Bitcast,
+// random ops, and half/bfloat16/integer GEMMs.
+//
 // Numerics follow the CPU kernels, which the tests compare with: sums
 // accumulate in double for float and double, and in 64 bits for integers
 // (wrapping to the dtype); NaN propagates through Relu, Maximum and
 // Minimum; Cast goes through float for half and bfloat16 and through a
-// 64-bit integer from floats to integers. GatherV2 is the exception: as
-// TF's GPU kernel, it writes zeros for an out-of-range index, where the
-// CPU kernel reports an error (checking on the device would need a
-// synchronisation).
+// 64-bit integer from floats to integers; half and bfloat16 round once
+// when stored (AddN rounds each partial sum, as TF adds in the dtype).
+// GatherV2 and GatherNd are the exceptions: as TF's GPU kernels, they
+// write zeros for an out-of-range index, where the CPU kernels report an
+// error (checking on the device would need a synchronisation).
 //
 // # Tests
 //
-// gpu_test.go checks every GPU kernel against the CPU kernel of the same
-// node on fresh random inputs with per-dtype tolerances, poisoning outputs
-// first so an unwritten element fails; conformance_test.go runs the shared
-// conformance suite on the GPU. Both skip without a GPU, except under
-// MSTREAM_DEVICE=gpu. bench/gpu/build.sh builds the test binaries for a GPU
-// machine and bench/gpu/README.md records what ran there.
+// gpu_test.go and gpu_*_test.go check every GPU kernel against the CPU
+// kernel of the same node on fresh random inputs with per-dtype
+// tolerances, poisoning outputs first so an unwritten element fails;
+// conformance_test.go runs the shared conformance suite on the GPU. Both
+// skip without a GPU, except under MSTREAM_DEVICE=gpu. Without a GPU,
+// when clang is installed, clang_test.go checks every program with
+// clang's CUDA front end (a shim declares what NVRTC provides), and
+// dryrun_test.go runs the conformance cases through the kernels' Go side
+// with a launch hook that checks each kernel exists in its program, the
+// packed arguments match its parameter list, and outputs have the CPU's
+// dtypes and shapes; MSTREAM_GPU_DRYRUN=1 sends the GPU tests' own cases
+// through the same dry run. bench/gpu/build.sh builds the test binaries
+// for a GPU machine and bench/gpu/README.md records what ran there.
 package cuda
