@@ -38,7 +38,7 @@ var paramSizes = map[string]kparam{
 	// Structs passed by value (their i64 arrays are MAXR = 8 long).
 	"Bcast": {8 * (1 + 3*8), 8}, "Bc": {8 * (1 + 3*8), 8}, "Bc3": {8 * (1 + 4*8), 8},
 	"RedMeta": {8 * (2 + 4*8), 8}, "Perm": {8 * (1 + 2*8), 8}, "Ptrs8": {64, 8},
-	"Strided": {8 * (2 + 6*8), 8}, "NdMeta": {8 * (1 + 2*8), 8},
+	"Strided": {8 * (2 + 6*8), 8}, "NdMeta": {8 * (1 + 2*8), 8}, "Conv": {8 * 20, 8},
 }
 
 var kernelRe = regexp.MustCompile(`extern\s+"C"\s+__attribute__\(\(global\)\)\s+void\s+(\w+)\s*\(([^)]*)\)`)
@@ -184,6 +184,8 @@ func (d *dryRunner) Run(n *graph.Node, in []*tensor.Tensor) (outs []*tensor.Tens
 // needsDevice lists GPU ops whose kernels call cuBLAS, which the dry run
 // cannot stand in for.
 var needsDevice = map[string]bool{"MatMul": true, "BatchMatMulV2": true, "BatchMatMulV3": true}
+
+// The dry run's GEMMs (Conv2D's) are skipped by kctx.gemm, so Conv2D runs.
 
 func TestDryRun(t *testing.T) {
 	clang, err := exec.LookPath("clang")

@@ -26,6 +26,8 @@ var (
 	reduce2Src string
 	//go:embed src/move.cu
 	moveSrc string
+	//go:embed src/nn.cu
+	nnSrc string
 
 	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
@@ -34,10 +36,11 @@ var (
 	cwiseP      = &cu.Program{Name: "cwise.cu", Source: commonSrc + typesSrc + cwiseSrc}
 	reductions2 = &cu.Program{Name: "reduce2.cu", Source: commonSrc + typesSrc + reduce2Src}
 	moves       = &cu.Program{Name: "move.cu", Source: commonSrc + typesSrc + moveSrc}
+	nns         = &cu.Program{Name: "nn.cu", Source: commonSrc + typesSrc + nnSrc}
 )
 
 // Programs lists every program, so a tool or test can compile them all
 // ahead of use.
 func Programs() []*cu.Program {
-	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves}
+	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns}
 }

@@ -1,0 +1,165 @@
+package cuda
+
+import (
+	"math"
+	"testing"
+
+	"mstream/kernels/kerneltest"
+	"mstream/tensor"
+)
+
+type convCase struct {
+	x, f         tensor.Shape
+	strides, dil []int64
+	padding      string
+	explicit     []int64
+}
+
+func (c convCase) attrs() kerneltest.Attrs {
+	a := kerneltest.Attrs{"strides": kerneltest.AInts(c.strides...), "padding": kerneltest.AStr(c.padding)}
+	if c.dil != nil {
+		a["dilations"] = kerneltest.AInts(c.dil...)
+	}
+	if c.explicit != nil {
+		a["explicit_paddings"] = kerneltest.AInts(c.explicit...)
+	}
+	return a
+}
+
+var convCases = []convCase{
+	{tensor.Shape{2, 9, 9, 3}, tensor.Shape{3, 3, 3, 8}, []int64{1, 1, 1, 1}, nil, "SAME", nil},
+	{tensor.Shape{2, 9, 9, 3}, tensor.Shape{3, 3, 3, 8}, []int64{1, 2, 2, 1}, nil, "VALID", nil},
+	{tensor.Shape{1, 16, 16, 8}, tensor.Shape{1, 1, 8, 16}, []int64{1, 1, 1, 1}, nil, "VALID", nil}, // plain GEMM
+	{tensor.Shape{3, 7, 6, 4}, tensor.Shape{2, 3, 4, 5}, []int64{1, 1, 2, 1}, []int64{1, 2, 1, 1}, "SAME", nil},
+	{tensor.Shape{1, 8, 8, 2}, tensor.Shape{3, 3, 2, 4}, []int64{1, 1, 1, 1}, nil, "EXPLICIT", []int64{0, 0, 1, 2, 0, 1, 0, 0}},
+	{tensor.Shape{2, 6, 6, 6}, tensor.Shape{3, 3, 2, 9}, []int64{1, 1, 1, 1}, nil, "SAME", nil}, // 3 groups
+	{tensor.Shape{1, 56, 56, 64}, tensor.Shape{3, 3, 64, 64}, []int64{1, 1, 1, 1}, nil, "SAME", nil},
+	{tensor.Shape{0, 5, 5, 3}, tensor.Shape{3, 3, 3, 4}, []int64{1, 1, 1, 1}, nil, "SAME", nil},
+	{tensor.Shape{1, 5, 5, 0}, tensor.Shape{3, 3, 1, 4}, []int64{1, 1, 1, 1}, nil, "SAME", nil}, // empty input: zeros
+}
+
+func TestConv2D(t *testing.T) {
+	r := newRand(t)
+	defer SetTF32(true)
+	for _, tf32 := range []bool{false, true} {
+		SetTF32(tf32)
+		for _, dt := range []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32} {
+			for _, c := range convCases {
+				x, f := randT(r, dt, c.x, -1, 1, false), randT(r, dt, c.f, -1, 1, false)
+				if dt == tensor.Int32 {
+					x, f = randT(r, dt, c.x, -5, 5, false), randT(r, dt, c.f, -5, 5, false)
+				}
+				kk := float64(c.f[0] * c.f[1] * c.f[2])
+				tol := 0.0
+				switch dt {
+				case tensor.Float:
+					tol = 1e-5 * math.Max(1, math.Sqrt(kk))
+					if tf32 {
+						tol = 3e-3 * math.Max(1, math.Sqrt(kk))
+					}
+				case tensor.Half:
+					tol = 2e-3 * math.Max(1, math.Sqrt(kk))
+				case tensor.Bfloat16:
+					tol = 1.6e-2 * math.Max(1, math.Sqrt(kk))
+				}
+				check(t, node("Conv2D", c.attrs(), x, f), []*tensor.Tensor{x, f}, tol)
+			}
+		}
+	}
+}
+
+func TestDepthwiseConv(t *testing.T) {
+	r := newRand(t)
+	for _, dt := range gpuFloats {
+		for _, c := range []convCase{
+			{tensor.Shape{2, 9, 9, 3}, tensor.Shape{3, 3, 3, 2}, []int64{1, 1, 1, 1}, nil, "SAME", nil},
+			{tensor.Shape{1, 12, 10, 8}, tensor.Shape{5, 5, 8, 1}, []int64{1, 2, 2, 1}, nil, "VALID", nil},
+			{tensor.Shape{1, 7, 7, 4}, tensor.Shape{3, 3, 4, 3}, []int64{1, 1, 1, 1}, nil, "EXPLICIT", []int64{0, 0, 2, 1, 1, 0, 0, 0}},
+		} {
+			x, f := randT(r, dt, c.x, -1, 1, false), randT(r, dt, c.f, -1, 1, false)
+			tol := 0.0
+			if dt == tensor.Float {
+				tol = 1e-5 * 5
+			}
+			check(t, node("DepthwiseConv2dNative", c.attrs(), x, f), []*tensor.Tensor{x, f}, tol)
+		}
+	}
+}
+
+func TestPool(t *testing.T) {
+	r := newRand(t)
+	maxTypes := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32, tensor.Int64,
+		tensor.Uint8, tensor.Int16, tensor.Int8, tensor.Uint16}
+	for _, tc := range []struct {
+		x              tensor.Shape
+		ksize, strides []int64
+		padding        string
+		explicit       []int64
+	}{
+		{tensor.Shape{2, 8, 8, 3}, []int64{1, 2, 2, 1}, []int64{1, 2, 2, 1}, "VALID", nil},
+		{tensor.Shape{2, 7, 9, 4}, []int64{1, 3, 3, 1}, []int64{1, 2, 2, 1}, "SAME", nil},
+		{tensor.Shape{1, 5, 5, 2}, []int64{1, 3, 2, 1}, []int64{1, 1, 1, 1}, "EXPLICIT", []int64{0, 0, 1, 2, 0, 1, 0, 0}},
+		{tensor.Shape{1, 4, 4, 6}, []int64{1, 1, 1, 3}, []int64{1, 1, 1, 3}, "VALID", nil}, // across depth
+	} {
+		a := kerneltest.Attrs{"ksize": kerneltest.AInts(tc.ksize...), "strides": kerneltest.AInts(tc.strides...), "padding": kerneltest.AStr(tc.padding)}
+		if tc.explicit != nil {
+			a["explicit_paddings"] = kerneltest.AInts(tc.explicit...)
+		}
+		for _, dt := range kerneltest.Allowed("MaxPool", maxTypes) {
+			x := randT(r, dt, tc.x, -50, 50, true)
+			check(t, node("MaxPool", a, x), []*tensor.Tensor{x}, 0)
+			if tc.explicit == nil {
+				ks, ss := i32s(tc.ksize...), i32s(tc.strides...)
+				check(t, node("MaxPoolV2", kerneltest.Attrs{"padding": kerneltest.AStr(tc.padding)}, x, ks, ss), []*tensor.Tensor{x, ks, ss}, 0)
+			}
+		}
+		if tc.explicit != nil || tc.ksize[3] != 1 {
+			continue
+		}
+		for _, dt := range gpuFloats {
+			x := randT(r, dt, tc.x, -5, 5, false)
+			check(t, node("AvgPool", a, x), []*tensor.Tensor{x}, 0)
+		}
+	}
+}
+
+func TestFusedBatchNorm(t *testing.T) {
+	r := newRand(t)
+	for _, op := range []string{"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"} {
+		types := []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}
+		if op == "FusedBatchNorm" {
+			types = []tensor.DType{tensor.Float}
+		}
+		for _, dt := range types {
+			for _, tc := range []struct {
+				x      tensor.Shape
+				format string
+			}{{tensor.Shape{2, 5, 5, 3}, "NHWC"}, {tensor.Shape{2, 3, 4, 5}, "NCHW"}, {tensor.Shape{8, 1, 1, 300}, "NHWC"}, {tensor.Shape{0, 2, 2, 3}, "NHWC"}} {
+				c := tc.x[3]
+				if tc.format == "NCHW" {
+					c = tc.x[1]
+				}
+				for _, train := range []bool{false, true} {
+					for _, factor := range []float32{1, 0.3} {
+						x := randT(r, dt, tc.x, -3, 3, false)
+						scale, offset := randT(r, tensor.Float, tensor.Shape{c}, 0.5, 2, false), randT(r, tensor.Float, tensor.Shape{c}, -1, 1, false)
+						mean, v := randT(r, tensor.Float, tensor.Shape{c}, -1, 1, false), randT(r, tensor.Float, tensor.Shape{c}, 0.5, 2, false)
+						a := kerneltest.Attrs{"is_training": kerneltest.ABool(train), "data_format": kerneltest.AStr(tc.format),
+							"epsilon": kerneltest.AFloat(1e-3)}
+						if op != "FusedBatchNorm" {
+							a["exponential_avg_factor"] = kerneltest.AFloat(factor)
+						} else if factor != 1 {
+							continue
+						}
+						in := []*tensor.Tensor{x, scale, offset, mean, v}
+						tol := 0.0
+						if dt == tensor.Float {
+							tol = 1e-4
+						}
+						check(t, node(op, a, in...), in, tol)
+					}
+				}
+			}
+		}
+	}
+}

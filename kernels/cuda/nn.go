@@ -1,0 +1,539 @@
+package cuda
+
+import (
+	"math"
+
+	cu "mstream/device/cuda"
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/kernels/cpu"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// NN ops (src/nn.cu), NHWC as the CPU kernels: Conv2D as im2col plus a
+// cuBLAS GEMM for float and double (a 1x1 stride-1 unpadded convolution
+// is the GEMM alone), a direct kernel for grouped convolutions, half,
+// bfloat16 and int32, and DepthwiseConv2dNative (the grouped convolution
+// with one group per input channel); MaxPool, MaxPoolV2, AvgPool;
+// FusedBatchNorm, V2 and V3 (inference and training). Attribute and shape
+// validation is the CPU kernels' (kernels/cpu's exported Conv2D parser
+// and geometry), so errors match.
+//
+// im2col needs scratch memory: it comes from Context.Alloc, which the
+// executor frees after the kernel in stream order (an allocation that is
+// not an output), at most 256 MiB at a time (images are processed in
+// chunks).
+
+const im2colLimit = 256 << 20
+
+func init() {
+	reg("Conv2D", "T", []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		a, err := cpu.ParseConv2DAttrs(n)
+		if err != nil {
+			return nil, err
+		}
+		return fn(func(k kctx) error { return conv2DGPU(k, a) })(n)
+	})
+	reg("DepthwiseConv2dNative", "T", gpuFloats, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		a, err := cpu.ParseConv2DAttrs(n)
+		if err != nil {
+			return nil, err
+		}
+		if a.Strides[1] != a.Strides[2] {
+			return nil, status.Errorf(status.InvalidArgument, "%s (op %s): Current implementation only supports equal length strides in the row and column dimensions.", n.Name, n.Op)
+		}
+		for _, d := range a.Dilations {
+			if d != 1 {
+				return nil, status.Errorf(status.Unimplemented, "%s (op %s): Current kernel implementation does not support dilations, received %v", n.Name, n.Op, a.Dilations)
+			}
+		}
+		return fn(func(k kctx) error { return depthwiseGPU(k, a) })(n)
+	})
+	maxTypes := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32, tensor.Int64,
+		tensor.Uint8, tensor.Int16, tensor.Int8, tensor.Uint16}
+	reg("MaxPool", "T", maxTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		pa, err := parsePool(n, "MaxPoolingOp", true)
+		if err != nil {
+			return nil, err
+		}
+		return fn(func(k kctx) error { return poolGPU(k, pa, true) })(n)
+	})
+	reg("MaxPoolV2", "T", maxTypes, []string{"ksize", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
+		if df := strAttr(n, "data_format", "NHWC"); df != "NHWC" {
+			return nil, status.Errorf(status.InvalidArgument, "%s (op %s): Default MaxPoolingOp only supports NHWC on device type CPU", n.Name, n.Op)
+		}
+		padding := strAttr(n, "padding", "")
+		return fn(func(k kctx) error {
+			pa := poolAttrs{padding: padding}
+			var err error
+			if pa.ksize, err = hostVec(k, 1, "ksize"); err != nil {
+				return err
+			}
+			if pa.strides, err = hostVec(k, 2, "strides"); err != nil {
+				return err
+			}
+			if err := pa.check(); err != nil {
+				return k.Errorf(status.CodeOf(err), "%v", err)
+			}
+			return poolGPU(k, pa, true)
+		})(n)
+	})
+	reg("AvgPool", "T", gpuFloats, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		pa, err := parsePool(n, "AvgPoolingOp", false)
+		if err != nil {
+			return nil, err
+		}
+		return fn(func(k kctx) error { return poolGPU(k, pa, false) })(n)
+	})
+	for _, op := range []string{"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"} {
+		types := []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}
+		if op == "FusedBatchNorm" {
+			types = []tensor.DType{tensor.Float}
+		}
+		reg(op, "T", types, nil, func(n *graph.Node) (kernels.Kernel, error) {
+			bn := bnAttrs{eps: 1e-4, factor: 1, training: true, format: strAttr(n, "data_format", "NHWC")}
+			if a := n.Attrs["epsilon"]; a != nil {
+				bn.eps = float64(a.GetF())
+			}
+			if a := n.Attrs["exponential_avg_factor"]; a != nil {
+				bn.factor = float64(a.GetF())
+			}
+			if a := n.Attrs["is_training"]; a != nil {
+				bn.training = a.GetB()
+			}
+			switch bn.format {
+			case "NHWC", "NCHW", "NDHWC", "NCDHW":
+			default:
+				return nil, status.Errorf(status.InvalidArgument, "%s (op %s): Invalid data format %q", n.Name, n.Op, bn.format)
+			}
+			if u := typeAttr(n, "U"); u != tensor.Invalid && u != tensor.Float {
+				return nil, status.Errorf(status.Unimplemented, "%s (op %s): FusedBatchNorm with U=%v", n.Name, n.Op, u)
+			}
+			return fn(func(k kctx) error { return batchNormGPU(k, bn) })(n)
+		})
+	}
+}
+
+func strAttr(n *graph.Node, name, def string) string {
+	if a := n.Attrs[name]; a != nil {
+		return string(a.GetS())
+	}
+	return def
+}
+
+// gemm runs a cuBLAS GEMM on the kernel's stream (nothing in a dry run).
+func (k kctx) gemm(g cu.GemmArgs) error {
+	if dryRun != nil {
+		return nil
+	}
+	return k.wrap(k.s.Gemm(g))
+}
+
+// convMeta packs the Conv struct of nn.cu.
+func convMeta(p cpu.ConvParams) []int64 {
+	return []int64{int64(p.N), int64(p.H), int64(p.W), int64(p.C), int64(p.KH), int64(p.KW), int64(p.O), int64(p.Groups),
+		int64(p.StrideH), int64(p.StrideW), int64(p.DilH), int64(p.DilW), int64(p.PadTop), int64(p.PadLeft),
+		int64(p.OutH), int64(p.OutW), 0, 0, 0, 0}
+}
+
+func conv2DGPU(k kctx, a cpu.Conv2DAttrs) error {
+	in, f := k.Input(0), k.Input(1)
+	ishape := in.Shape
+	if a.NCHW && len(ishape) == 4 {
+		ishape = tensor.Shape{ishape[0], ishape[2], ishape[3], ishape[1]}
+	}
+	p, err := a.Params(ishape, f.Shape)
+	if err != nil {
+		return k.Errorf(status.CodeOf(err), "%v", err)
+	}
+	oshape := p.OutShape()
+	if a.NCHW {
+		oshape = tensor.Shape{oshape[0], oshape[3], oshape[1], oshape[2]}
+	}
+	o, err := k.Allocate(0, oshape)
+	if err != nil {
+		return err
+	}
+	// The CPU kernel's order: nothing to compute, an empty input (all
+	// padding), then its restrictions.
+	if o.NumElements() == 0 {
+		return nil
+	}
+	if in.NumElements() == 0 {
+		return k.memset(ptr(o), 0, len(o.Buf))
+	}
+	if a.NCHW {
+		return k.Errorf(status.Unimplemented, "The Conv2D op currently only supports the NHWC tensor format on the CPU (and on this GPU kernel). The op was given the format: NCHW")
+	}
+	if f.NumElements() == 0 {
+		return k.Errorf(status.InvalidArgument, "filter must not have zero elements (i.e. all dimensions must be non-zero)")
+	}
+	if p.O%p.Groups != 0 || p.O < p.Groups {
+		return k.Errorf(status.InvalidArgument, "output depth must be evenly divisible by number of groups: %d vs %d", p.O, p.Groups)
+	}
+	if p.Groups == 1 && (in.DType == tensor.Float || in.DType == tensor.Double) {
+		return convGemm(k, p, in, f, o)
+	}
+	return convDirect(k, p, in, f, o)
+}
+
+func convDirect(k kctx, p cpu.ConvParams, in, f, o *tensor.Tensor) error {
+	n := o.NumElements()
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(in)).Ptr(ptr(f)).I64(n).I64s(convMeta(p)...)
+	return k.launchN(nns, "convd_"+suffix(in.DType), n, &args)
+}
+
+// convGemm is out[M, O] = col[M, K] x filter[K, O], M = images x OH x OW,
+// K = KH x KW x C, with col from im2col (or the input itself for a 1x1
+// stride-1 unpadded convolution).
+func convGemm(k kctx, p cpu.ConvParams, in, f, o *tensor.Tensor) error {
+	kd := int64(p.KH * p.KW * p.C)
+	es := int64(in.DType.Size())
+	g := cu.GemmArgs{Double: in.DType == tensor.Double, TF32: allowTF32.Load(), N: p.O, B: ptr(f)}
+	if kd > math.MaxInt32 || int64(p.O) > math.MaxInt32 {
+		return k.Errorf(status.Unimplemented, "convolution GEMM of K=%d, N=%d (more than 2^31-1)", kd, p.O)
+	}
+	per := int64(p.OutH * p.OutW) // rows per image
+	if p.KH == 1 && p.KW == 1 && p.StrideH == 1 && p.StrideW == 1 && p.PadTop == 0 && p.PadLeft == 0 {
+		if m := int64(p.N) * per; m <= math.MaxInt32 {
+			g.M, g.K, g.A, g.C = int(m), int(kd), ptr(in), ptr(o)
+			return k.gemm(g)
+		}
+	}
+	nb := max(1, min(int64(p.N), im2colLimit/max(1, per*kd*es), math.MaxInt32/max(1, per)))
+	col, err := k.Alloc(in.DType, tensor.Shape{nb * per, kd})
+	if err != nil {
+		return k.Errorf(status.CodeOf(err), "im2col scratch of %d x %d: %v", nb*per, kd, err)
+	}
+	meta := convMeta(p)
+	for n0 := int64(0); n0 < int64(p.N); n0 += nb {
+		cnt := min(nb, int64(p.N)-n0)
+		total := cnt * per * kd
+		var args cu.Args
+		args.Ptr(ptr(col)).Ptr(ptr(in)).I64(n0).I64(total).I64s(meta...)
+		if err := k.launchN(nns, "im2col_"+suffix(in.DType), total, &args); err != nil {
+			return err
+		}
+		g.M, g.K, g.A, g.C = int(cnt*per), int(kd), ptr(col), ptr(o)+uint64(n0*per*int64(p.O)*es)
+		if err := k.gemm(g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func depthwiseGPU(k kctx, a cpu.Conv2DAttrs) error {
+	in, f := k.Input(0), k.Input(1)
+	if len(in.Shape) != 4 {
+		return k.Errorf(status.InvalidArgument, "input must be 4-dimensional%v", in.Shape)
+	}
+	if len(f.Shape) != 4 {
+		return k.Errorf(status.InvalidArgument, "filter must be 4-dimensional: %v", f.Shape)
+	}
+	c := in.Shape[3]
+	if a.NCHW {
+		c = in.Shape[1]
+	}
+	if c != f.Shape[2] {
+		return k.Errorf(status.InvalidArgument, "input and filter must have the same depth: %d vs %d", c, f.Shape[2])
+	}
+	if a.NCHW {
+		return k.Errorf(status.Unimplemented, "Depthwise convolution on CPU is only supported for NHWC format (and on this GPU kernel)")
+	}
+	// The grouped convolution with one group per input channel: the
+	// filter [KH, KW, C, M] is [KH, KW, 1, C*M] in that view.
+	mult := f.Shape[3]
+	p, err := a.Params(in.Shape, tensor.Shape{f.Shape[0], f.Shape[1], 1, c * mult})
+	if err != nil {
+		return k.Errorf(status.CodeOf(err), "%v", err)
+	}
+	if c == 0 {
+		p.Groups = 1
+	}
+	o, err := k.Allocate(0, tensor.Shape{in.Shape[0], int64(p.OutH), int64(p.OutW), c * mult})
+	if err != nil {
+		return err
+	}
+	if o.NumElements() == 0 {
+		return nil
+	}
+	return convDirect(k, p, in, f, o)
+}
+
+type poolAttrs struct {
+	ksize, strides []int64
+	padding        string
+	explicit       []int64
+}
+
+func parsePool(n *graph.Node, what string, explicitOK bool) (poolAttrs, error) {
+	nerr := func(code status.Code, format string, args ...any) error {
+		return status.Errorf(code, "%s (op %s): "+format, append([]any{n.Name, n.Op}, args...)...)
+	}
+	if df := strAttr(n, "data_format", "NHWC"); df != "NHWC" {
+		return poolAttrs{}, nerr(status.InvalidArgument, "Default %s only supports NHWC on device type CPU", what)
+	}
+	ints := func(name string) []int64 {
+		if a := n.Attrs[name]; a != nil && a.GetList() != nil {
+			return a.GetList().GetI()
+		}
+		return nil
+	}
+	pa := poolAttrs{ksize: ints("ksize"), strides: ints("strides"), padding: strAttr(n, "padding", "")}
+	if pa.padding == "EXPLICIT" {
+		if !explicitOK {
+			return pa, nerr(status.InvalidArgument, "EXPLICIT padding is not supported by %s", what)
+		}
+		pa.explicit = ints("explicit_paddings")
+		if len(pa.explicit) != 8 {
+			return pa, nerr(status.InvalidArgument, "explicit_paddings attribute must contain 8 values, but got: %d", len(pa.explicit))
+		}
+		for _, p := range pa.explicit {
+			if p < 0 {
+				return pa, nerr(status.InvalidArgument, "All elements of explicit_paddings must be nonnegative")
+			}
+		}
+		if e := pa.explicit; e[0] != 0 || e[1] != 0 || e[6] != 0 || e[7] != 0 {
+			return pa, nerr(status.InvalidArgument, "Nonzero explicit padding in the batch or depth dimensions is not supported")
+		}
+	}
+	if err := pa.check(); err != nil {
+		return pa, nerr(status.CodeOf(err), "%v", err)
+	}
+	return pa, nil
+}
+
+func (pa poolAttrs) check() error {
+	if len(pa.ksize) != 4 {
+		return status.Errorf(status.InvalidArgument, "Sliding window ksize field must specify 4 dimensions")
+	}
+	if len(pa.strides) != 4 {
+		return status.Errorf(status.InvalidArgument, "Sliding window stride field must specify 4 dimensions")
+	}
+	for i, k := range pa.ksize {
+		if k <= 0 {
+			return status.Errorf(status.InvalidArgument, "Sliding window ksize for dimension %d was zero.", i)
+		}
+	}
+	for i, s := range pa.strides {
+		if s <= 0 {
+			return status.Errorf(status.InvalidArgument, "Sliding window stride for dimension %d must be positive, got %d", i, s)
+		}
+	}
+	if pa.ksize[0] != 1 || pa.strides[0] != 1 {
+		return status.Errorf(status.Unimplemented, "Pooling is not yet supported on the batch dimension.")
+	}
+	if pa.padding != "SAME" && pa.padding != "VALID" && pa.padding != "EXPLICIT" {
+		return status.Errorf(status.InvalidArgument, "padding must be SAME or VALID, not %q", pa.padding)
+	}
+	return nil
+}
+
+// windowSize is TF's GetWindowedOutputSizeVerbose for dilation 1: the
+// output size and the padding before.
+func windowSize(in, k, stride int64, padding string, before, after int64) (int64, int64, error) {
+	var out, pb int64
+	switch padding {
+	case "VALID":
+		out = (in - k + stride) / stride
+	case "EXPLICIT":
+		out = (in + before + after - k + stride) / stride
+		pb = before
+	default:
+		out = (in + stride - 1) / stride
+		need := max(0, (out-1)*stride+k-in)
+		pb = need / 2
+	}
+	if out < 0 {
+		return 0, 0, status.Errorf(status.InvalidArgument, "Computed output size would be negative: %d [input_size: %d, effective_filter_size: %d, stride: %d]", out, in, k, stride)
+	}
+	return out, pb, nil
+}
+
+func poolGPU(k kctx, pa poolAttrs, isMax bool) error {
+	in := k.Input(0)
+	if len(in.Shape) != 4 {
+		return k.Errorf(status.InvalidArgument, "tensor_in must be 4-dimensional, got shape %v", in.Shape)
+	}
+	kh, kw, kd := pa.ksize[1], pa.ksize[2], pa.ksize[3]
+	sh, sw, ds := pa.strides[1], pa.strides[2], pa.strides[3]
+	c := in.Shape[3]
+	if kd != 1 && (kh != 1 || kw != 1) {
+		return k.Errorf(status.Unimplemented, "MaxPooling supports exactly one of pooling across depth or pooling across width/height.")
+	}
+	var pads [4]int64
+	if pa.padding == "EXPLICIT" {
+		copy(pads[:], pa.explicit[2:6])
+		for i, p := range pads {
+			if p >= pa.ksize[1+i/2] {
+				return k.Errorf(status.InvalidArgument, "%s padding %d needs to be smaller than the window size %d", []string{"Top", "Bottom", "Left", "Right"}[i], p, pa.ksize[1+i/2])
+			}
+		}
+	}
+	if kd != 1 {
+		if !isMax {
+			return k.Errorf(status.Unimplemented, "Non-spatial pooling is not yet supported. Volunteers? :)")
+		}
+		if c%kd != 0 {
+			return k.Errorf(status.Unimplemented, "Depthwise max pooling requires the depth window to evenly divide the input depth")
+		}
+		if ds != kd {
+			return k.Errorf(status.Unimplemented, "Depthwise max pooling requires the depth window to equal the depth stride")
+		}
+	} else if ds != 1 {
+		return k.Errorf(status.Unimplemented, "Pooling with a depth stride %d needs a depth window of the same size", ds)
+	}
+	oh, pt, err := windowSize(in.Shape[1], kh, sh, pa.padding, pads[0], pads[1])
+	if err != nil {
+		return k.Errorf(status.CodeOf(err), "%v", err)
+	}
+	ow, pl, err := windowSize(in.Shape[2], kw, sw, pa.padding, pads[2], pads[3])
+	if err != nil {
+		return k.Errorf(status.CodeOf(err), "%v", err)
+	}
+	o, err := k.Allocate(0, tensor.Shape{in.Shape[0], oh, ow, c / kd})
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	meta := []int64{in.Shape[0], in.Shape[1], in.Shape[2], c, kh, kw, c / kd, 1, sh, sw, 1, 1, pt, pl, oh, ow, 0, 0, 0, 0}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(in)).I64(n).I64s(meta...)
+	if isMax {
+		args.I64(kd)
+		return k.launchN(nns, "maxpool_"+suffix(in.DType), n, &args)
+	}
+	return k.launchN(nns, "avgpool_"+suffix(in.DType), n, &args)
+}
+
+type bnAttrs struct {
+	eps, factor float64
+	training    bool
+	format      string
+}
+
+func batchNormGPU(k kctx, bn bnAttrs) error {
+	x := k.Input(0)
+	if len(x.Shape) != 4 && len(x.Shape) != 5 {
+		return k.Errorf(status.InvalidArgument, "input must be 4 or 5-dimensional%v", x.Shape)
+	}
+	if (len(x.Shape) == 5) != (bn.format == "NDHWC" || bn.format == "NCDHW") {
+		return k.Errorf(status.InvalidArgument, "data format %s does not fit a %d-dimensional input", bn.format, len(x.Shape))
+	}
+	names := []string{"scale", "offset", "mean", "variance"}
+	for i, nm := range names {
+		if len(k.Input(i+1).Shape) != 1 {
+			return k.Errorf(status.InvalidArgument, "%s must be 1-dimensional%v", nm, k.Input(i+1).Shape)
+		}
+	}
+	ax := len(x.Shape) - 1
+	if bn.format == "NCHW" || bn.format == "NCDHW" {
+		ax = 1
+	}
+	c := x.Shape[ax]
+	fresh := bn.training && bn.factor == 1 // mean and variance inputs unused
+	for i, nm := range names {
+		if i >= 2 && fresh {
+			break
+		}
+		if n := k.Input(i + 1).NumElements(); n != c {
+			pre := ""
+			if i >= 2 {
+				pre = "When is_training=false, "
+				if bn.training {
+					pre = "When exponential_avg_factor != 1, "
+				}
+			}
+			return k.Errorf(status.InvalidArgument, "%s%s must have the same number of elements as the channels of x, got %d and %d", pre, nm, n, c)
+		}
+	}
+	y, err := k.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	stats := make([]*tensor.Tensor, 4)
+	for i := range stats {
+		if stats[i], err = k.Allocate(i+1, tensor.Shape{k.Input(1).Shape[0]}); err != nil {
+			return err
+		}
+	}
+	fill := func(t *tensor.Tensor, v float32) error {
+		if t.NumElements() == 0 {
+			return nil
+		}
+		var args cu.Args
+		args.Ptr(ptr(t)).F32(v).I64(t.NumElements())
+		return k.launchN(nns, "fill_f32v", t.NumElements(), &args)
+	}
+	if len(k.Node.OutTypes) == 6 {
+		r3, err := k.Allocate(5, tensor.Shape{})
+		if err != nil {
+			return err
+		}
+		if err := fill(r3, 0); err != nil {
+			return err
+		}
+	}
+	if x.NumElements() == 0 {
+		// NaN statistics for an empty batch, as TF reports.
+		for _, s := range stats {
+			if err := fill(s, float32(math.NaN())); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	outer, inner := int64(1), int64(1)
+	for _, d := range x.Shape[:ax] {
+		outer *= d
+	}
+	for _, d := range x.Shape[ax+1:] {
+		inner *= d
+	}
+	suf := suffix(x.DType)
+	m, v := k.Input(3), k.Input(4)
+	if bn.training {
+		if c > math.MaxInt32 {
+			return k.Errorf(status.Unimplemented, "batch norm over %d channels", c)
+		}
+		var args cu.Args
+		args.Ptr(ptr(x)).I64(outer).I64(c).I64(inner).Ptr(ptr(m)).Ptr(ptr(v)).F64(bn.factor).
+			Ptr(ptr(stats[0])).Ptr(ptr(stats[1])).Ptr(ptr(stats[2])).Ptr(ptr(stats[3]))
+		if err := k.launch(nns, "bn_stats_"+suf, int(c), threads, 0, &args); err != nil {
+			return err
+		}
+		m, v = stats[2], stats[3]
+	} else {
+		// The reserve spaces and batch statistics get the statistics used,
+		// as the CPU kernel writes them.
+		bytes := uint64(c * 4)
+		for _, s := range stats {
+			src := k.Input(3)
+			if s == stats[1] || s == stats[3] {
+				src = k.Input(4)
+			}
+			if err := k.d2d(ptr(s), ptr(src), bytes); err != nil {
+				return err
+			}
+		}
+	}
+	coef, err := k.Alloc(tensor.Float, tensor.Shape{2 * c})
+	if err != nil {
+		return k.Errorf(status.CodeOf(err), "batch norm coefficients: %v", err)
+	}
+	mul, add := ptr(coef), ptr(coef)+uint64(c*4)
+	var ca cu.Args
+	ca.Ptr(mul).Ptr(add).Ptr(ptr(k.Input(1))).Ptr(ptr(k.Input(2))).Ptr(ptr(m)).Ptr(ptr(v)).I64(c).F64(bn.eps)
+	if err := k.launchN(nns, "bn_coef", c, &ca); err != nil {
+		return err
+	}
+	n := x.NumElements()
+	var args cu.Args
+	args.Ptr(ptr(y)).Ptr(ptr(x)).Ptr(mul).Ptr(add).I64(n).I64(c).I64(inner)
+	return k.launchN(nns, "bn_apply_"+suf, n, &args)
+}
