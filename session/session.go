@@ -2,6 +2,8 @@ package session
 
 import (
 	"mstream/graph"
+	"mstream/kernels"
+	"mstream/optimize"
 	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
@@ -83,3 +85,19 @@ func (s *Session) WriteTrace(path string) error { return s.writeTrace(path) }
 func (s *Session) ConfigJSON() ([]byte, error) { return s.configJSON() }
 
 var _ = status.OK
+
+// optimized is the signature a plan is built from: the user's, or, unless
+// MSTREAM_FUSION=0, package optimize's rewritten copy. The caller holds the
+// graph's read lock.
+func (s *Session) optimized(feeds, fetches []graph.Output, targets []*graph.Node) ([]graph.Output, []graph.Output, []*graph.Node) {
+	st := s.impl
+	if !st.env.Fusion {
+		return feeds, fetches, targets
+	}
+	devs := []string{kernels.CPU}
+	if len(st.devices) > 1 {
+		devs = append(devs, kernels.GPU) // nodes may be placed on a GPU too
+	}
+	r := optimize.Rewrite(feeds, fetches, targets, optimize.Options{Devices: devs})
+	return r.Feeds, r.Fetches, r.Targets
+}

@@ -1,0 +1,33 @@
+// Package optimize rewrites, at plan time, the part of a graph that one Run
+// needs, where TF's grappler remapper would: MatMul+BiasAdd(+activation)
+// becomes _FusedMatMul, Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
+// an inference FusedBatchNorm(V2/V3) after a Conv2D with a constant filter
+// is folded into that filter and a bias (then fused as Conv2D+BiasAdd), and
+// a chain of unary float32 ops becomes one _MstreamUnaryChain that makes a
+// single pass over the buffer. The session calls Rewrite before exec.Build
+// unless MSTREAM_FUSION=0.
+//
+// The user's graph is never changed: Rewrite returns a rewritten copy of the
+// signature (feeds, fetches, targets) whose nodes are detached (see
+// graph.NewDetached and Node.Rewired). Only the nodes downstream of a fusion
+// are copied; every other node, Consts included, is the user's own, so
+// constant stores keyed by node keep one copy per constant.
+//
+// Invariants:
+//   - A node is absorbed into a fusion only when every output of it is read
+//     by exactly the next node of the pattern: not fetched, not fed, not a
+//     target, no control edge out of it, no other consumer among the nodes
+//     the Run needs. So nothing a Run can observe disappears.
+//   - The fused node keeps the name and output index of the last node of
+//     its pattern (the one consumers and fetches name), inherits the control
+//     inputs of every node it replaces, and runs on their common requested
+//     device (a pattern whose nodes ask for different devices is not fused).
+//   - A fusion is made only when the fused op has a kernel for its dtype on
+//     every device the session may place it on, and each such kernel's
+//     factory accepts the node, so a rewrite never turns a runnable plan
+//     into one that fails to build.
+//   - Folded constants are new detached Const nodes computed in float64
+//     from the user's Consts and rounded once to float32.
+//   - Rewrite runs under the graph's read lock (the caller holds it) and
+//     never takes a graph lock itself.
+package optimize

@@ -1,0 +1,482 @@
+package optimize
+
+import (
+	"math"
+	"sort"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/proto/tfpb"
+	"mstream/tensor"
+)
+
+// Options configure a rewrite.
+type Options struct {
+	// Devices are the kernel registry devices the plan may place nodes on
+	// (kernels.CPU, kernels.GPU): a fusion is made only when its fused op
+	// has a kernel that accepts the fused node on every one of them.
+	Devices []string
+}
+
+// Result is the rewritten signature: the same feeds, fetches and targets,
+// pointing into the rewritten copy where a node was copied.
+type Result struct {
+	Feeds   []graph.Output
+	Fetches []graph.Output
+	Targets []*graph.Node
+	// Fused counts the patterns replaced by one node.
+	Fused int
+}
+
+// Rewrite fuses what it can in the part of the graph that (feeds, fetches,
+// targets) needs and returns the signature over the rewritten nodes. With
+// nothing to fuse it returns its arguments. The caller holds the graph's
+// read lock.
+func Rewrite(feeds, fetches []graph.Output, targets []*graph.Node, opt Options) Result {
+	r := newRewriter(feeds, fetches, targets, opt)
+	r.match()
+	if len(r.fusions) == 0 {
+		return Result{Feeds: feeds, Fetches: fetches, Targets: targets}
+	}
+	r.copyNodes()
+	res := Result{Feeds: make([]graph.Output, len(feeds)), Fetches: make([]graph.Output, len(fetches)),
+		Targets: make([]*graph.Node, len(targets)), Fused: r.fused}
+	for i, f := range feeds {
+		res.Feeds[i] = r.remap(f)
+	}
+	for i, f := range fetches {
+		res.Fetches[i] = r.remap(f)
+	}
+	for i, t := range targets {
+		res.Targets[i] = r.cur(t)
+	}
+	return res
+}
+
+// fusion is one matched pattern: nodes in data-flow order, the last one the
+// result whose name, ID and output the fused node takes.
+type fusion struct {
+	nodes []*graph.Node
+	build func(r *rewriter, f *fusion) (*graph.Node, error)
+}
+
+func (f *fusion) result() *graph.Node { return f.nodes[len(f.nodes)-1] }
+
+type rewriter struct {
+	opt     Options
+	fed     map[graph.Output]bool
+	fetched map[graph.Output]bool
+	target  map[*graph.Node]bool
+	order   []*graph.Node                  // the needed nodes by ID
+	uses    map[graph.Output][]*graph.Node // data consumers among the needed nodes
+	ctrlOut map[*graph.Node]int
+	taken   map[*graph.Node]*fusion // every node of every fusion
+	fusions map[*graph.Node]*fusion // by result node
+	newNode map[*graph.Node]*graph.Node
+	nextID  int
+	fused   int
+}
+
+func newRewriter(feeds, fetches []graph.Output, targets []*graph.Node, opt Options) *rewriter {
+	r := &rewriter{opt: opt, fed: map[graph.Output]bool{}, fetched: map[graph.Output]bool{}, target: map[*graph.Node]bool{},
+		uses: map[graph.Output][]*graph.Node{}, ctrlOut: map[*graph.Node]int{}, taken: map[*graph.Node]*fusion{},
+		fusions: map[*graph.Node]*fusion{}, newNode: map[*graph.Node]*graph.Node{}}
+	for _, f := range feeds {
+		r.fed[f] = true
+	}
+	// The nodes the Run needs, found as exec.Build prunes: back from the
+	// fetches and targets, stopping at fed outputs.
+	needed := map[*graph.Node]bool{}
+	var stack []*graph.Node
+	push := func(n *graph.Node) {
+		if !needed[n] {
+			needed[n] = true
+			stack = append(stack, n)
+		}
+	}
+	for _, f := range fetches {
+		r.fetched[f] = true
+		if !r.fed[f] {
+			push(f.Node)
+		}
+	}
+	for _, t := range targets {
+		r.target[t] = true
+		push(t)
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, in := range n.Inputs {
+			if !r.fed[in] {
+				push(in.Node)
+			}
+		}
+		for _, c := range n.Controls {
+			push(c)
+		}
+	}
+	for n := range needed {
+		r.order = append(r.order, n)
+		r.nextID = max(r.nextID, n.ID+1)
+	}
+	sort.Slice(r.order, func(i, j int) bool { return r.order[i].ID < r.order[j].ID })
+	for _, n := range r.order {
+		for _, in := range n.Inputs {
+			if !r.fed[in] {
+				r.uses[in] = append(r.uses[in], n)
+			}
+		}
+		for _, c := range n.Controls {
+			r.ctrlOut[c]++
+		}
+	}
+	return r
+}
+
+// next returns the one node that reads n, when n may be absorbed into it:
+// n's output 0 has that single data consumer (reading it as its input 0),
+// n's other outputs are unused, nothing of n is fed or fetched, n is not a
+// target and has no control edge out, and the consumer belongs to no
+// fusion yet and asks for the same device.
+func (r *rewriter) next(n *graph.Node) *graph.Node {
+	if r.target[n] || r.ctrlOut[n] > 0 {
+		return nil
+	}
+	for i := range n.OutTypes {
+		o := n.Output(i)
+		if r.fed[o] || r.fetched[o] || (i > 0 && len(r.uses[o]) > 0) {
+			return nil
+		}
+	}
+	u := r.uses[n.Output(0)]
+	if len(u) != 1 {
+		return nil
+	}
+	c := u[0]
+	if c.Device != n.Device || r.taken[c] != nil || len(c.Inputs) == 0 || c.Inputs[0] != n.Output(0) {
+		return nil
+	}
+	for _, in := range c.Inputs[1:] {
+		if in == n.Output(0) {
+			return nil // read twice (x * x): not a chain
+		}
+	}
+	return c
+}
+
+// activations TF's remapper fuses after BiasAdd (and FusedBatchNorm).
+var activations = map[string]bool{"Relu": true, "Relu6": true, "Elu": true, "LeakyRelu": true}
+
+// chainable are the unary float32 ops of _MstreamUnaryChain (the ops
+// package vec maps; the kernel's factory rejects any other).
+var chainable = map[string]bool{
+	"Neg": true, "Abs": true, "Square": true, "Sqrt": true, "Rsqrt": true, "Reciprocal": true, "Inv": true,
+	"Exp": true, "Expm1": true, "Log": true, "Sigmoid": true, "Tanh": true, "Relu": true, "Relu6": true,
+	"Floor": true, "Ceil": true, "Round": true, "Elu": true, "Selu": true, "Softsign": true,
+}
+
+func dtypeOf(n *graph.Node, attr string) tensor.DType {
+	if a := n.Attrs[attr]; a != nil {
+		return tensor.DType(a.GetType())
+	}
+	return 0
+}
+
+func nhwc(n *graph.Node) bool {
+	a := n.Attrs["data_format"]
+	return a == nil || string(a.GetS()) == "NHWC"
+}
+
+// match finds the patterns, the GEMM and convolution epilogues first (they
+// may take an activation a chain would otherwise start with), then chains.
+func (r *rewriter) match() {
+	for _, n := range r.order {
+		switch n.Op {
+		case "MatMul":
+			r.matchEpilogue(n, "_FusedMatMul")
+		case "Conv2D":
+			if nhwc(n) {
+				r.matchEpilogue(n, "_FusedConv2D")
+			}
+		}
+	}
+	for _, n := range r.order {
+		if r.taken[n] != nil || !chainable[n.Op] || dtypeOf(n, "T") != tensor.Float {
+			continue
+		}
+		nodes := []*graph.Node{n}
+		for c := r.next(n); c != nil && chainable[c.Op] && len(c.Inputs) == 1; c = r.next(c) {
+			nodes = append(nodes, c)
+		}
+		if len(nodes) < 2 {
+			continue
+		}
+		r.add(&fusion{nodes: nodes, build: buildChain})
+	}
+}
+
+func (r *rewriter) add(f *fusion) {
+	for _, n := range f.nodes {
+		r.taken[n] = f
+	}
+	r.fusions[f.result()] = f
+}
+
+// matchEpilogue matches op -> BiasAdd (or, for a Conv2D with a constant
+// filter, an inference FusedBatchNorm with constant parameters) -> an
+// optional activation.
+func (r *rewriter) matchEpilogue(n *graph.Node, fused string) {
+	x := r.next(n)
+	if x == nil {
+		return
+	}
+	var build func(*rewriter, *fusion) (*graph.Node, error)
+	switch {
+	case x.Op == "BiasAdd" && nhwc(x):
+		build = buildBiasAdd(fused)
+	case fused == "_FusedConv2D" && r.foldable(n, x):
+		build = buildFoldedBatchNorm
+	default:
+		return
+	}
+	nodes := []*graph.Node{n, x}
+	if a := r.next(x); a != nil && activations[a.Op] && len(a.Inputs) == 1 {
+		nodes = append(nodes, a)
+	}
+	r.add(&fusion{nodes: nodes, build: build})
+}
+
+// constValue returns the value of an unfed Const output.
+func (r *rewriter) constValue(o graph.Output) *tensor.Tensor {
+	if o.Node.Op != "Const" || r.fed[o] {
+		return nil
+	}
+	t, err := tensor.FromProto(o.Node.Attrs["value"].GetTensor())
+	if err != nil {
+		return nil
+	}
+	return t
+}
+
+// foldable says whether bn is an inference FusedBatchNorm over conv's
+// float32 output whose parameters and the convolution's filter are Consts.
+func (r *rewriter) foldable(conv, bn *graph.Node) bool {
+	switch bn.Op {
+	case "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3":
+	default:
+		return false
+	}
+	if bn.Attrs["is_training"].GetB() || !nhwc(bn) || dtypeOf(conv, "T") != tensor.Float || dtypeOf(bn, "T") != tensor.Float {
+		return false
+	}
+	if u := dtypeOf(bn, "U"); u != 0 && u != tensor.Float {
+		return false
+	}
+	f := r.constValue(conv.Inputs[1])
+	if f == nil || f.DType != tensor.Float || len(f.Shape) != 4 {
+		return false
+	}
+	o := f.Shape[3]
+	for _, in := range bn.Inputs[1:5] {
+		v := r.constValue(in)
+		if v == nil || v.DType != tensor.Float || len(v.Shape) != 1 || v.Shape[0] != o {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *rewriter) cur(n *graph.Node) *graph.Node {
+	if c := r.newNode[n]; c != nil {
+		return c
+	}
+	return n
+}
+
+func (r *rewriter) remap(o graph.Output) graph.Output {
+	return graph.Output{Node: r.cur(o.Node), Index: o.Index}
+}
+
+func (r *rewriter) remapControls(ns ...*graph.Node) []*graph.Node {
+	var out []*graph.Node
+	seen := map[*graph.Node]bool{}
+	for _, n := range ns {
+		for _, c := range n.Controls {
+			if c = r.cur(c); !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// copyNodes walks the needed nodes in ID order (inputs before consumers),
+// builds each fusion at its result node, and copies every node downstream
+// of a change. A fusion whose fused node cannot be built or has no kernel
+// is dropped: its nodes are copied as they are.
+func (r *rewriter) copyNodes() {
+	for _, n := range r.order {
+		f := r.fusions[n]
+		if f == nil {
+			if r.taken[n] == nil {
+				r.copyIfChanged(n)
+			}
+			continue
+		}
+		fn, err := f.build(r, f)
+		if err == nil {
+			err = r.checkKernel(fn)
+		}
+		if err != nil {
+			for _, m := range f.nodes {
+				r.copyIfChanged(m)
+			}
+			continue
+		}
+		r.newNode[n] = fn
+		r.fused++
+	}
+}
+
+func (r *rewriter) copyIfChanged(n *graph.Node) {
+	changed := false
+	ins := make([]graph.Output, len(n.Inputs))
+	for i, in := range n.Inputs {
+		ins[i] = r.remap(in)
+		changed = changed || ins[i] != in
+	}
+	ctl := r.remapControls(n)
+	for i, c := range n.Controls {
+		changed = changed || i >= len(ctl) || ctl[i] != c
+	}
+	if changed {
+		r.newNode[n] = n.Rewired(ins, ctl)
+	}
+}
+
+func (r *rewriter) checkKernel(n *graph.Node) error {
+	for _, d := range r.opt.Devices {
+		def, err := kernels.Lookup(n, d)
+		if err != nil {
+			return err
+		}
+		if _, err := def.Factory(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func typeAttr(dt tensor.DType) *tfpb.AttrValue {
+	return &tfpb.AttrValue{Value: &tfpb.AttrValue_Type{Type: tfpb.DataType(dt)}}
+}
+
+func strsAttr(v ...string) *tfpb.AttrValue {
+	b := make([][]byte, len(v))
+	for i, s := range v {
+		b[i] = []byte(s)
+	}
+	return &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{S: b}}}
+}
+
+func intAttr(i int64) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: i}} }
+
+// epilogueAttrs are the attrs of the fused op that come from the matched
+// GEMM or convolution and its activation.
+func epilogueAttrs(f *fusion, fused string, first string) map[string]*tfpb.AttrValue {
+	head := f.nodes[0]
+	a := map[string]*tfpb.AttrValue{"T": head.Attrs["T"], "num_args": intAttr(1)}
+	keep := []string{"transpose_a", "transpose_b"}
+	if fused == "_FusedConv2D" {
+		keep = []string{"strides", "padding", "explicit_paddings", "data_format", "dilations", "use_cudnn_on_gpu"}
+		a["TArgs"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{Type: []tfpb.DataType{head.Attrs["T"].GetType()}}}}
+	}
+	for _, k := range keep {
+		if v := head.Attrs[k]; v != nil {
+			a[k] = v
+		}
+	}
+	ops := []string{first}
+	if last := f.result(); activations[last.Op] && len(f.nodes) == 3 {
+		ops = append(ops, last.Op)
+		if last.Op == "LeakyRelu" {
+			a["leakyrelu_alpha"] = last.Attrs["alpha"]
+		}
+	}
+	a["fused_ops"] = strsAttr(ops...)
+	return a
+}
+
+func argsFor(fused string, in, filter, bias graph.Output) [][]graph.Output {
+	args := [][]graph.Output{{in}, {filter}, {bias}}
+	if fused == "_FusedConv2D" {
+		args = append(args, nil) // host_args
+	}
+	return args
+}
+
+func buildBiasAdd(fused string) func(*rewriter, *fusion) (*graph.Node, error) {
+	return func(r *rewriter, f *fusion) (*graph.Node, error) {
+		head, bias, res := f.nodes[0], f.nodes[1], f.result()
+		args := argsFor(fused, r.remap(head.Inputs[0]), r.remap(head.Inputs[1]), r.remap(bias.Inputs[1]))
+		return graph.NewDetached(res.ID, fused, res.Name, res.Device, args, r.remapControls(f.nodes...), epilogueAttrs(f, fused, "BiasAdd"))
+	}
+}
+
+// buildFoldedBatchNorm folds y = (conv(x, w) - mean) * s + offset, with
+// s = scale / sqrt(variance + epsilon), into conv(x, w * s) + (offset -
+// mean * s): a new filter and a bias, both Consts, then Conv2D+BiasAdd.
+func buildFoldedBatchNorm(r *rewriter, f *fusion) (*graph.Node, error) {
+	conv, bn, res := f.nodes[0], f.nodes[1], f.result()
+	w := r.constValue(conv.Inputs[1])
+	var p [4][]float32
+	for i := range p {
+		p[i] = r.constValue(bn.Inputs[1+i]).F32()
+	}
+	eps := float64(bn.Attrs["epsilon"].GetF())
+	o := int(w.Shape[3])
+	s := make([]float64, o)
+	bias := tensor.New(tensor.Float, tensor.Shape{int64(o)})
+	b := bias.F32()
+	for c := range s {
+		s[c] = float64(p[0][c]) / math.Sqrt(float64(p[3][c])+eps)
+		b[c] = float32(float64(p[1][c]) - float64(p[2][c])*s[c])
+	}
+	folded := tensor.New(tensor.Float, w.Shape)
+	wf, ff := w.F32(), folded.F32()
+	for i, v := range wf {
+		ff[i] = float32(float64(v) * s[i%o])
+	}
+	mk := func(name string, t *tensor.Tensor) (graph.Output, error) {
+		id := r.nextID
+		r.nextID++
+		n, err := graph.NewDetached(id, "Const", name, conv.Device, nil, nil, map[string]*tfpb.AttrValue{
+			"dtype": typeAttr(tensor.Float), "value": {Value: &tfpb.AttrValue_Tensor{Tensor: tensor.ToProto(t)}}})
+		if err != nil {
+			return graph.Output{}, err
+		}
+		return n.Output(0), nil
+	}
+	fo, err := mk(conv.Name+"/folded_filter", folded)
+	if err != nil {
+		return nil, err
+	}
+	bo, err := mk(bn.Name+"/folded_bias", bias)
+	if err != nil {
+		return nil, err
+	}
+	args := argsFor("_FusedConv2D", r.remap(conv.Inputs[0]), fo, bo)
+	return graph.NewDetached(res.ID, "_FusedConv2D", res.Name, res.Device, args, r.remapControls(f.nodes...), epilogueAttrs(f, "_FusedConv2D", "BiasAdd"))
+}
+
+func buildChain(r *rewriter, f *fusion) (*graph.Node, error) {
+	res := f.result()
+	ops := make([]string, len(f.nodes))
+	for i, n := range f.nodes {
+		ops[i] = n.Op
+	}
+	return graph.NewDetached(res.ID, "_MstreamUnaryChain", res.Name, res.Device, [][]graph.Output{{r.remap(f.nodes[0].Inputs[0])}},
+		r.remapControls(f.nodes...), map[string]*tfpb.AttrValue{"T": typeAttr(tensor.Float), "ops": strsAttr(ops...)})
+}

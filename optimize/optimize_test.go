@@ -1,0 +1,321 @@
+package optimize_test
+
+import (
+	"encoding/json"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"mstream/graph"
+	"mstream/optimize"
+	"mstream/optimize/fusiontest"
+	"mstream/proto/tfpb"
+	"mstream/tensor"
+)
+
+type gb struct {
+	t *testing.T
+	g *graph.Graph
+	r *rand.Rand
+}
+
+func (b *gb) op(op, name string, attrs map[string]*tfpb.AttrValue, ins ...graph.Output) graph.Output {
+	b.t.Helper()
+	nb := b.g.NewBuilder(op, name)
+	for _, in := range ins {
+		nb.AddInput(in)
+	}
+	for k, v := range attrs {
+		nb.SetAttr(k, v)
+	}
+	n, err := nb.Finish()
+	if err != nil {
+		b.t.Fatalf("node %s: %v", name, err)
+	}
+	return n.Output(0)
+}
+
+func (b *gb) weights(name string, lo, hi float64, dims ...int64) graph.Output {
+	t := tensor.New(tensor.Float, dims)
+	for i := range t.F32() {
+		t.F32()[i] = float32(lo + (hi-lo)*b.r.Float64())
+	}
+	return b.op("Const", name, map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Float), "value": graph.AttrTensor(t)})
+}
+
+func (b *gb) placeholder(name string, dims ...int64) graph.Output {
+	return b.op("Placeholder", name, map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Float), "shape": graph.AttrShape(tensor.KnownShape(dims))})
+}
+
+func convAttrs() map[string]*tfpb.AttrValue {
+	return map[string]*tfpb.AttrValue{"strides": graph.AttrIntList([]int64{1, 1, 1, 1}), "padding": graph.AttrString("SAME")}
+}
+
+// model builds every pattern optimize knows: MatMul+BiasAdd+Relu,
+// Conv2D+BiasAdd+Relu6, Conv2D+FusedBatchNormV3+Relu (folded), Conv2D +
+// FusedBatchNorm (folded, no activation), and a unary chain.
+func model(t *testing.T) (*gb, []string) {
+	b := &gb{t: t, g: graph.New(), r: rand.New(rand.NewSource(1))}
+	x := b.placeholder("image", 2, 6, 6, 3)
+	c1 := b.op("Conv2D", "c1/Conv2D", convAttrs(), x, b.weights("c1/kernel", -1, 1, 3, 3, 3, 8))
+	c1 = b.op("BiasAdd", "c1/BiasAdd", nil, c1, b.weights("c1/bias", -1, 1, 8))
+	c1 = b.op("Relu6", "c1/Relu6", nil, c1)
+	bn := func(p string, in graph.Output, op string) graph.Output {
+		return b.op(op, p+"/bn", map[string]*tfpb.AttrValue{"is_training": graph.AttrBool(false), "epsilon": graph.AttrFloat(0.01)},
+			in, b.weights(p+"/gamma", 0.5, 2, 8), b.weights(p+"/beta", -1, 1, 8), b.weights(p+"/mean", -1, 1, 8), b.weights(p+"/var", 0.1, 2, 8))
+	}
+	c2 := b.op("Conv2D", "c2/Conv2D", convAttrs(), c1, b.weights("c2/kernel", -1, 1, 3, 3, 8, 8))
+	c2 = b.op("Relu", "c2/Relu", nil, bn("c2", c2, "FusedBatchNormV3"))
+	c3 := b.op("Conv2D", "c3/Conv2D", convAttrs(), c2, b.weights("c3/kernel", -1, 1, 1, 1, 8, 8))
+	c3 = bn("c3", c3, "FusedBatchNorm")
+	flat := b.op("Reshape", "flatten", nil, c3, b.op("Const", "flatten/shape", map[string]*tfpb.AttrValue{
+		"dtype": graph.AttrType(tensor.Int32), "value": graph.AttrTensor(int32s(2, 288))}))
+	d := b.op("MatMul", "dense/MatMul", nil, flat, b.weights("dense/kernel", -0.2, 0.2, 288, 16))
+	d = b.op("BiasAdd", "dense/BiasAdd", nil, d, b.weights("dense/bias", -1, 1, 16))
+	d = b.op("Relu", "dense/Relu", nil, d)
+	e := b.op("Neg", "chain/Neg", nil, d)
+	e = b.op("Sigmoid", "chain/Sigmoid", nil, e)
+	b.op("Tanh", "chain/Tanh", nil, e)
+	return b, []string{"chain/Tanh"}
+}
+
+func int32s(v ...int32) *tensor.Tensor {
+	t := tensor.New(tensor.Int32, tensor.Shape{int64(len(v))})
+	copy(t.I32(), v)
+	return t
+}
+
+func outputs(t *testing.T, g *graph.Graph, names ...string) []graph.Output {
+	var out []graph.Output
+	for _, n := range names {
+		o, err := fusiontest.Output(g, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// fusedOps walks back from the rewritten fetches and returns node name ->
+// op for every node reachable.
+func fusedOps(res optimize.Result) map[string]*graph.Node {
+	seen := map[string]*graph.Node{}
+	var walk func(n *graph.Node)
+	walk = func(n *graph.Node) {
+		if seen[n.Name] != nil {
+			return
+		}
+		seen[n.Name] = n
+		for _, in := range n.Inputs {
+			walk(in.Node)
+		}
+		for _, c := range n.Controls {
+			walk(c)
+		}
+	}
+	for _, f := range res.Fetches {
+		walk(f.Node)
+	}
+	for _, n := range res.Targets {
+		walk(n)
+	}
+	return seen
+}
+
+func rewrite(b *gb, feeds, fetches []string, targets ...string) optimize.Result {
+	var ts []*graph.Node
+	for _, n := range targets {
+		ts = append(ts, b.g.Lookup(n))
+	}
+	b.g.RLock()
+	defer b.g.RUnlock()
+	return optimize.Rewrite(outputs(b.t, b.g, feeds...), outputs(b.t, b.g, fetches...), ts, optimize.Options{Devices: []string{"CPU"}})
+}
+
+func TestPatterns(t *testing.T) {
+	b, fetches := model(t)
+	before := b.g.ToGraphDef()
+	res := rewrite(b, []string{"image"}, fetches)
+	if res.Fused != 5 {
+		t.Errorf("fused %d patterns, want 5", res.Fused)
+	}
+	nodes := fusedOps(res)
+	want := map[string]string{"c1/Relu6": "_FusedConv2D", "c2/Relu": "_FusedConv2D", "c3/bn": "_FusedConv2D",
+		"dense/Relu": "_FusedMatMul", "chain/Tanh": "_MstreamUnaryChain", "flatten": "Reshape"}
+	for name, op := range want {
+		if n := nodes[name]; n == nil || n.Op != op {
+			t.Errorf("node %s: got %v, want op %s", name, n, op)
+		}
+	}
+	for _, gone := range []string{"c1/Conv2D", "c1/BiasAdd", "c2/bn", "c2/Conv2D", "c2/kernel", "dense/MatMul", "dense/BiasAdd", "chain/Neg"} {
+		if nodes[gone] != nil {
+			t.Errorf("node %s is still in the rewritten plan", gone)
+		}
+	}
+	ops := func(n string) string {
+		var s []string
+		for _, v := range nodes[n].Attrs["fused_ops"].GetList().GetS() {
+			s = append(s, string(v))
+		}
+		return strings.Join(s, ",")
+	}
+	for name, w := range map[string]string{"c1/Relu6": "BiasAdd,Relu6", "c2/Relu": "BiasAdd,Relu", "c3/bn": "BiasAdd", "dense/Relu": "BiasAdd,Relu"} {
+		if got := ops(name); got != w {
+			t.Errorf("%s fused_ops = %s, want %s", name, got, w)
+		}
+	}
+	if got := nodes["chain/Tanh"].Attrs["ops"].GetList().GetS(); len(got) != 3 {
+		t.Errorf("chain ops %q, want Neg,Sigmoid,Tanh", got)
+	}
+	if nodes["c2/Conv2D/folded_filter"] == nil || nodes["c2/bn/folded_bias"] == nil {
+		t.Errorf("folded constants missing")
+	}
+	// The user's graph is untouched.
+	if after := b.g.ToGraphDef(); len(after.Node) != len(before.Node) || b.g.Lookup("c2/bn").Op != "FusedBatchNormV3" {
+		t.Errorf("the user's graph changed: %d nodes before, %d after", len(before.Node), len(after.Node))
+	}
+	x := fusiontest.Random(b.r, tensor.Float, tensor.Shape{2, 6, 6, 3})
+	if n := fusiontest.Compare(t, b.g, map[string]*tensor.Tensor{"image": x}, fetches, 1e-4); n != 5 {
+		t.Errorf("Compare saw %d fusions", n)
+	}
+}
+
+// TestBoundaries: a node the Run can observe (fetched, fed, a target, a
+// control source, read twice) is never absorbed, and results still agree.
+func TestBoundaries(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		feeds, fetches []string
+		targets        []string
+		keep           []string // nodes that must not be absorbed (they may be a fusion's result)
+		fused          []string // nodes that must be the result of a fusion
+		control        bool     // add a control edge from dense/MatMul
+	}{
+		{name: "fetch intermediate", feeds: []string{"image"}, fetches: []string{"chain/Tanh", "dense/BiasAdd"},
+			keep: []string{"dense/BiasAdd"}, fused: []string{"dense/BiasAdd", "chain/Tanh"}},
+		{name: "fetch the matmul", feeds: []string{"image"}, fetches: []string{"chain/Tanh", "dense/MatMul"},
+			keep: []string{"dense/MatMul", "dense/BiasAdd"}, fused: []string{"c1/Relu6"}},
+		{name: "feed the bias add", feeds: []string{"image", "dense/BiasAdd"}, fetches: []string{"chain/Tanh"},
+			fused: []string{"chain/Tanh"}},
+		{name: "target", feeds: []string{"image"}, fetches: []string{"chain/Tanh"}, targets: []string{"chain/Sigmoid"},
+			keep: []string{"chain/Sigmoid", "chain/Tanh"}},
+		{name: "control out", feeds: []string{"image"}, fetches: []string{"chain/Tanh", "after"}, control: true,
+			keep: []string{"dense/MatMul"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, _ := model(t)
+			if c.control {
+				nb := b.g.NewBuilder("NoOp", "after")
+				nb.AddControlInput(b.g.Lookup("dense/MatMul"))
+				if _, err := nb.Finish(); err != nil {
+					t.Fatal(err)
+				}
+				c.fetches = c.fetches[:1]
+				c.targets = []string{"after"}
+			}
+			res := rewrite(b, c.feeds, c.fetches, c.targets...)
+			nodes := fusedOps(res)
+			for _, k := range c.keep {
+				if nodes[k] == nil {
+					t.Errorf("%s was absorbed into a fusion", k)
+				}
+			}
+			for _, f := range c.fused {
+				if n := nodes[f]; n == nil || !strings.HasPrefix(n.Op, "_") {
+					t.Errorf("%s should be a fused node, got %v", f, n)
+				}
+			}
+			feeds := map[string]*tensor.Tensor{}
+			for _, f := range c.feeds {
+				o := outputs(t, b.g, f)[0]
+				s := o.Node.OutShapes[o.Index]
+				if !s.Known || len(s.Dims) == 0 || s.Dims[0] < 0 {
+					s = tensor.KnownShape(tensor.Shape{2, 16})
+				}
+				feeds[f] = fusiontest.Random(b.r, tensor.Float, s.Dims)
+			}
+			fusiontest.Compare(t, b.g, feeds, append(c.fetches, c.targets...)[:len(c.fetches)], 1e-4)
+		})
+	}
+}
+
+func contains(v []string, s string) bool {
+	for _, x := range v {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFieldModels runs every test/models case that TF runs successfully
+// with fusion on and off; the outputs must agree.
+func TestFieldModels(t *testing.T) {
+	dir := "../test/models"
+	raw, err := os.ReadFile(filepath.Join(dir, "models.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		Cases []struct {
+			Name, Model string
+			Expect      any
+			Feeds       []struct {
+				Name, Dtype string
+				Shape       []int64
+			}
+			Fetches []struct{ Name string }
+		}
+	}
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		t.Fatal(err)
+	}
+	dtypes := map[string]tensor.DType{"float32": tensor.Float, "int32": tensor.Int32, "int64": tensor.Int64, "bool": tensor.Bool}
+	r := rand.New(rand.NewSource(2))
+	ran, fused := 0, 0
+	for _, c := range spec.Cases {
+		if e, ok := c.Expect.(string); c.Expect != nil && (!ok || e != "ok") {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(dir, c.Model))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gd *tfpb.GraphDef
+			if strings.HasSuffix(c.Model, ".pbtxt") {
+				gd, err = graph.ParseTextGraphDef(b)
+			} else {
+				gd, err = graph.ParseGraphDef(b)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := graph.New()
+			if _, err := g.Import(gd, nil); err != nil {
+				t.Skipf("needs import options this test does not give: %v", err)
+			}
+			feeds := map[string]*tensor.Tensor{}
+			for _, f := range c.Feeds {
+				dt, ok := dtypes[f.Dtype]
+				if !ok {
+					t.Skipf("feed dtype %s is not drawn here", f.Dtype)
+				}
+				feeds[f.Name] = fusiontest.Random(r, dt, f.Shape)
+			}
+			var fetches []string
+			for _, f := range c.Fetches {
+				fetches = append(fetches, f.Name)
+			}
+			fused += fusiontest.Compare(t, g, feeds, fetches, 1e-4)
+			ran++
+		})
+	}
+	t.Logf("%d models compared, %d fusions among them", ran, fused)
+	if ran < 10 || fused == 0 {
+		t.Errorf("%d models compared with %d fusions: the field models should exercise fusion", ran, fused)
+	}
+}
