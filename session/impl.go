@@ -258,6 +258,7 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 		return p, nil
 	}
 	s.g.RLock()
+	feeds, fetches, targets = s.optimized(feeds, fetches, targets)
 	p, err := exec.Build(s.g, feeds, fetches, targets)
 	s.g.RUnlock()
 	if err != nil {
