@@ -49,7 +49,13 @@ func New(g *graph.Graph, opts *Options) (*Session, error) { return newSession(g,
 // RunMetadata is nil unless runOpts asked for tracing. Feeds are read during
 // the call only and never kept.
 func (s *Session) Run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Output, targets []*graph.Node) ([]*tensor.Tensor, *tfpb.RunMetadata, error) {
-	return s.run(runOpts, feeds, fetches, targets)
+	out, md, err := s.run(runOpts, feeds, fetches, targets)
+	if err != nil && !s.impl.closed.Load() {
+		// Every failed Run counts in MS_SessionStats, those rejected before
+		// a step starts (bad feeds, unknown outputs, plan errors) too.
+		s.impl.failed.Add(1)
+	}
+	return out, md, err
 }
 
 // PRunSetup starts a partial run that will be fed the given outputs and

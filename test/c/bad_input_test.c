@@ -2,6 +2,7 @@
  * that names the culprit (node, feed, op, index); nothing crashes; a graph that
  * fails to import is unchanged; the session runs a good step after every failed
  * one; and every handle is freed at the end. */
+#define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include "util.h"
 
@@ -162,6 +163,68 @@ static void test_runs(void) {
   bad_run(&u, &u5, 1, out0(g, "r"), TF_INVALID_ARGUMENT, "r (op Reshape)", "Reshape of 5 elements to [-1, 2]");
   bad_run(&u, &u5, 1, out0(g, "mm"), TF_INVALID_ARGUMENT, "mm (op MatMul)", "MatMul [1,5] x [3,2]");
   TF_DeleteTensor(u5);
+  TF_DeleteStatus(s);
+}
+
+/* A feed may replace any tensor, and TF checks only a Placeholder feed against
+ * its shape: 'c' (a Const of shape [3]) fed as [1,3] runs, y = x + c = [[10,21,32]]. */
+static void test_non_placeholder_feed_shape(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Output in[2] = {out0(g, "x"), out0(g, "c")};
+  TF_Tensor* vals[2] = {floats(1, 3, 0), floats(1, 3, 10)};
+  float* cv = TF_TensorData(vals[1]);
+  cv[1] = 20, cv[2] = 30;
+  TF_Tensor* out = run1(sess, in, vals, 2, out0(g, "y"), s);
+  const float* p = out ? TF_TensorData(out) : NULL;
+  CHECK(TF_GetCode(s) == TF_OK && p && TF_NumDims(out) == 2 && TF_Dim(out, 0) == 1 && TF_Dim(out, 1) == 3 &&
+            p[0] == 10 && p[1] == 21 && p[2] == 32,
+        "Const fed with a shape other than its static one: %s", TF_Message(s));
+  if (out) TF_DeleteTensor(out);
+  /* The Placeholder x is still checked: [1,4] against [-1,3]. */
+  TF_DeleteTensor(vals[0]);
+  vals[0] = floats(1, 4, 0);
+  bad_run(in, vals, 1, out0(g, "y"), TF_INVALID_ARGUMENT, "'x", "Placeholder fed a shape its attr rejects");
+  TF_DeleteTensor(vals[0]);
+  TF_DeleteTensor(vals[1]);
+  TF_DeleteStatus(s);
+}
+
+/* MS_SessionStats counts every failed Run, feed validation included: on a fresh
+ * session, one good run and three rejected feeds (dtype, shape, missing) give
+ * runs_completed 1 and runs_failed 3. */
+static void test_failed_count(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_SessionOptions* so = TF_NewSessionOptions();
+  TF_Session* fresh = TF_NewSession(g, so, s);
+  CHECK_OK(s, "fresh session");
+  TF_Output x = out0(g, "x"), y = out0(g, "y");
+  TF_Tensor* good = floats(1, 3, 0);
+  TF_Tensor* out = run1(fresh, &x, &good, 1, y, s);
+  CHECK_OK(s, "good run on the fresh session");
+  if (out) TF_DeleteTensor(out);
+  int64_t d3[1] = {3};
+  TF_Tensor* dbl = TF_AllocateTensor(TF_DOUBLE, d3, 1, 24);
+  TF_Tensor* wide = floats(2, 4, 0);
+  TF_Tensor* bad[2] = {dbl, wide};
+  for (int i = 0; i < 3; i++) {
+    out = NULL;
+    TF_SessionRun(fresh, NULL, i < 2 ? &x : NULL, i < 2 ? &bad[i] : NULL, i < 2 ? 1 : 0, &y, &out, 1, NULL, 0, NULL, s);
+    CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT && out == NULL, "rejected feed %d: %d %s", i, TF_GetCode(s), TF_Message(s));
+    if (out) TF_DeleteTensor(out);
+  }
+  TF_Buffer* js = TF_NewBuffer();
+  MS_SessionStats(fresh, js, s);
+  CHECK_OK(s, "MS_SessionStats");
+  CHECK(js->data && memmem(js->data, js->length, "\"runs_failed\":3,", 15) != NULL &&
+            memmem(js->data, js->length, "\"runs_completed\":1,", 18) != NULL,
+        "stats count 3 failed runs and 1 completed: %.*s", (int)js->length, (const char*)js->data);
+  TF_DeleteBuffer(js);
+  TF_DeleteTensor(dbl);
+  TF_DeleteTensor(wide);
+  TF_DeleteTensor(good);
+  TF_CloseSession(fresh, s);
+  TF_DeleteSession(fresh, s);
+  TF_DeleteSessionOptions(so);
   TF_DeleteStatus(s);
 }
 
@@ -354,6 +417,8 @@ int main(void) {
   if (sess) {
     good_run("nothing");
     test_runs();
+    test_non_placeholder_feed_shape();
+    test_failed_count();
     test_imports();
     test_truncations();
     test_nulls();
