@@ -44,8 +44,9 @@ func poisoned(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error) {
 
 // TestConformance runs the shared suite on the CPU kernels.
 func TestConformance(t *testing.T) {
-	// Every CPU kernel has a family. The per-dtype check is off until the
-	// unsigned dtypes of Cumsum, Cumprod, MaxPool(V2), ScatterNd and
-	// TopKV2 are drawn by their families.
-	kerneltest.Run(t, cpuRunner{}, kerneltest.Options{NoDTypeCoverage: true})
+	// Every CPU kernel has a family, and every dtype a kernel registers
+	// (and its OpDef allows) is drawn by a passing case of it: half and
+	// bfloat16 of the elementwise, cast and array ops, the unsigned types
+	// of Cumsum, Cumprod, MaxPool(V2), ScatterNd and TopKV2.
+	kerneltest.Run(t, cpuRunner{}, kerneltest.Options{})
 }
