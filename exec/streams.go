@@ -438,9 +438,15 @@ func (s *sstep) launchFeed(i int, op *sop, st *sstream) bool {
 	}
 	hbuf := hostMem.Bytes(haddr, max(size, 1))[:size]
 	copy(hbuf, f.Buf)
+	// The chunk is keyed to the stream's inline view, as kernels' are: its
+	// free (by the tracker, once every use is done) then completes the
+	// event at once. Keyed to the queue, the free's event would land at
+	// the queue's end, behind later steps' items, and a stream reusing
+	// the chunk inline could wait on a stream that waits on it (a
+	// deadlock across groups sharing a stream-aware allocator).
 	var as device.Stream
 	if g.StreamAware {
-		as = st.dev
+		as = st.inline
 	}
 	daddr, err := g.Alloc.Allocate(size, as)
 	if err != nil {
