@@ -1,4 +1,4 @@
-package main
+package models
 
 import (
 	"math/rand"
@@ -24,8 +24,8 @@ func TestFusionOnOff(t *testing.T) {
 		fetch   string
 		minFuse int
 	}{
-		{"cnn", cnn(), "image", tensor.Shape{2, 32, 32, 3}, "output", 3},
-		{"transformer", transformer(), "x", tensor.Shape{2, seqLen, model}, "output", 4},
+		{"cnn", CNN(), "image", tensor.Shape{2, 32, 32, 3}, "output", 3},
+		{"transformer", Transformer(), "x", tensor.Shape{2, SeqLen, Model}, "output", 4},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			g := graph.New()
