@@ -43,6 +43,18 @@
 // GEMM against the transposed filter plus col2im; DepthwiseConv2dNative,
 // pooling, LRN and resizing are direct loops split over rows of the output.
 //
+// Fused kernels (fused.go) serve what package optimize (or TF's grappler)
+// puts in place of several nodes: _FusedMatMul writes the bias into the
+// GEMM's output and lets the GEMM accumulate onto it (beta = 1), then
+// applies the activation in one pass; _FusedConv2D calls Conv2DTensor and
+// then makes one pass of per-channel scale/offset (BiasAdd, or
+// FusedBatchNorm's inference arithmetic) and activation, row by row while
+// the row is in cache; _MstreamUnaryChain maps every op of a chain of
+// float32 unary ops over one L1-sized block before the next block. They
+// validate fused_ops and num_args with TF's codes and messages, and reject
+// a bias whose length is not the channel count (TF's CPU kernel reads past
+// it).
+//
 // Einsum (einsum.go) reduces every equation to diagonals, sums, one
 // strided gather per operand and one batched GEMM. Random ops (random.go)
 // hold a Philox4x32-10 key from (seed, seed2) and an atomic block counter:
