@@ -4,7 +4,8 @@
 // ITERS runs each, A then B, then B then A) so that load from other work on
 // a shared machine falls on both alike. It prints one Markdown row per
 // (model, batch): median latency of each side over all its runs, QPS of
-// one client (1 / mean latency) and the ratio.
+// one client (1 / mean latency), and the speed-up as the median over rounds
+// of (unfused median / fused median) within the round, with its range.
 //
 //	go run ./bench/models/ab [-rounds 10] [-iters 10] [-batches 1,16]
 package main
@@ -27,12 +28,18 @@ import (
 	"mstream/tensor"
 )
 
+func med(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
 func main() {
 	rounds := flag.Int("rounds", 10, "alternating rounds")
 	iters := flag.Int("iters", 10, "runs per side per round")
 	batches := flag.String("batches", "1,16", "batch sizes")
 	flag.Parse()
-	fmt.Println("| model | batch | fused: median ms | unfused: median ms | fused QPS (1 client) | unfused QPS | unfused / fused |")
+	fmt.Println("| model | batch | fused: median ms | unfused: median ms | fused QPS (1 client) | unfused QPS | unfused / fused, paired by round (min-max) |")
 	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, m := range []struct {
 		name, input string
@@ -67,6 +74,7 @@ func main() {
 			feeds := []session.Feed{{Output: g.Lookup(m.input).Output(0), Tensor: x}}
 			fetch := []graph.Output{g.Lookup("output").Output(0)}
 			var lat [2][]float64
+			var ratios []float64
 			run := func(side int, record bool) {
 				t0 := time.Now()
 				if _, _, err := sess[side].Run(nil, feeds, fetch, nil); err != nil {
@@ -90,11 +98,8 @@ func main() {
 						run(side, true)
 					}
 				}
-			}
-			med := func(v []float64) float64 {
-				s := append([]float64(nil), v...)
-				sort.Float64s(s)
-				return s[len(s)/2]
+				n := len(lat[0])
+				ratios = append(ratios, med(lat[1][n-*iters:])/med(lat[0][n-*iters:]))
 			}
 			mean := func(v []float64) float64 {
 				t := 0.0
@@ -103,8 +108,9 @@ func main() {
 				}
 				return t / float64(len(v))
 			}
-			fmt.Printf("| %s | %d | %.2f | %.2f | %.0f | %.0f | %.2f |\n", m.name, b, med(lat[0]), med(lat[1]),
-				1e3/mean(lat[0]), 1e3/mean(lat[1]), med(lat[1])/med(lat[0]))
+			sort.Float64s(ratios)
+			fmt.Printf("| %s | %d | %.2f | %.2f | %.0f | %.0f | %.2f (%.2f-%.2f) |\n", m.name, b, med(lat[0]), med(lat[1]),
+				1e3/mean(lat[0]), 1e3/mean(lat[1]), med(ratios), ratios[0], ratios[len(ratios)-1])
 		}
 		for _, s := range sess {
 			s.Close()
