@@ -456,18 +456,20 @@ func (s *sstep) launchFeed(i int, op *sop, st *sstream) bool {
 	}
 	mem := g.Device.Memory().(device.HostAddressable)
 	dt := &tensor.Tensor{DType: f.DType, Shape: f.Shape.Clone(), Buf: mem.Bytes(daddr, max(size, 1))[:size]}
-	var start time.Time
 	if s.trace {
-		st.dev.Enqueue(func() { start = time.Now() })
-	}
-	if size > 0 {
-		st.dev.CopyH2D(daddr, hbuf)
-	}
-	if s.trace {
+		// One item times the copy: items of concurrent steps' launches
+		// may interleave on the queue, so a start item and an end item
+		// could bracket another step's copy.
 		st.dev.Enqueue(func() {
+			start := time.Now()
+			if size > 0 {
+				st.inline.CopyH2D(daddr, hbuf)
+			}
 			s.tr.add(trace.Slice{ID: i, Name: name, Op: "MEMCPYHtoD", Kind: trace.H2D, Device: g.Device.Name(),
 				Group: int(g.ID), Stream: int(st.dev.ID()), Role: st.role, Start: start, End: time.Now(), Bytes: int64(size)})
 		})
+	} else if size > 0 {
+		st.dev.CopyH2D(daddr, hbuf)
 	}
 	s.feedDev[op.idx] = dt
 	b := &buffer{addr: daddr, alloc: g.Alloc, refs: s.plan.feedUses[op.idx], users: []int{op.stream}}
