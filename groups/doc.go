@@ -28,6 +28,14 @@
 //   - a constant store: constants are materialised in device memory once
 //     per group, or once per device and shared with TF_SEGMENT_OWN_CONST.
 //
+// On a GPU (device/cuda) a group's allocator takes its regions from the
+// memory of its own context (contexts have separate device memory), so in
+// stream-aware mode there is one shared allocator per context; a group's
+// streams stage pageable copies through the device's pinned staging, or
+// the group's own with TF_PER_STREAM_HOST_ALLOCATOR (Group.Staging);
+// allocator names use the device's ordinal (GPU_0_group1_bfc). The host
+// device path is unchanged: one memory however many contexts.
+//
 // The device limit is gpu_options.experimental.virtual_devices[d]
 // .memory_limit_mb[0] when given, else per_process_gpu_memory_fraction of
 // the device's memory when given, else all of it; the host device's memory

@@ -2,11 +2,14 @@ package groups
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"mstream/bfc"
 	"mstream/device"
+	"mstream/device/cuda"
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensorholder"
@@ -96,6 +99,7 @@ type Set struct {
 
 	ownedPools []Pool
 	streams    []device.Stream
+	staging    []*cuda.HostAllocator
 }
 
 // Group is one stream group. Its fields never change after New.
@@ -119,6 +123,9 @@ type Group struct {
 	// groups use it too.
 	HostAlloc  *bfc.Allocator
 	HostShared bool
+	// Staging is a GPU group's own pinned staging for its streams' copies
+	// of pageable memory (TF_PER_STREAM_HOST_ALLOCATOR); nil: the device's.
+	Staging *cuda.HostAllocator
 
 	// Launch runs the host side of steps (the executor); Intra splits
 	// kernels into parallel chunks.
@@ -183,7 +190,8 @@ func New(cfg Config) (set *Set, err error) {
 			return nil, status.InvalidArg("device %s: %d stream groups", dev.Name(), n)
 		}
 		limit := deviceLimit(dev, cfg, d)
-		allocs, shared, err := s.deviceAllocators(dev, d, n, limit)
+		ctxs := min(cfg.Contexts, n, dev.Contexts())
+		allocs, shared, err := s.deviceAllocators(dev, d, n, ctxs, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +206,6 @@ func New(cfg Config) (set *Set, err error) {
 			devConsts = &ConstStore{Shared: true, Name: shortName(dev, d) + "_consts"}
 		}
 		s.shared = append(s.shared, devConsts)
-		ctxs := min(cfg.Contexts, n, dev.Contexts())
 		var row []*Group
 		for j := 0; j < n; j++ {
 			g := &Group{ID: GroupID(len(s.groups)), Index: j, Device: dev, DeviceIndex: d, Context: j % ctxs,
@@ -244,8 +251,18 @@ func New(cfg Config) (set *Set, err error) {
 	return s, nil
 }
 
-// shortName is how allocators of device d are named: "CPU_0", "GPU_1".
-func shortName(dev device.Device, d int) string { return fmt.Sprintf("%s_%d", dev.Type(), d) }
+// shortName is how allocators of device d are named: "CPU_0", "GPU_1",
+// with the device's own ordinal (the last field of its name) when it has
+// one, so GPU:0 is GPU_0 whatever its place in the session's device list.
+func shortName(dev device.Device, d int) string {
+	name := dev.Name()
+	if i := strings.LastIndexByte(name, ':'); i >= 0 {
+		if n, err := strconv.Atoi(name[i+1:]); err == nil {
+			d = n
+		}
+	}
+	return fmt.Sprintf("%s_%d", dev.Type(), d)
+}
 
 // deviceLimit is the memory all of device d's allocators may hold.
 func deviceLimit(dev device.Device, cfg Config, d int) uint64 {
@@ -259,9 +276,10 @@ func deviceLimit(dev device.Device, cfg Config, d int) uint64 {
 	return base
 }
 
-// deviceAllocators makes the n group allocators of a device (the same one n
-// times in stream-aware mode).
-func (s *Set) deviceAllocators(dev device.Device, d, n int, limit uint64) ([]*bfc.Allocator, bool, error) {
+// deviceAllocators makes the n group allocators of a device (in
+// stream-aware mode one per context, shared by that context's groups).
+// Group j's memory comes from its context, j % ctxs.
+func (s *Set) deviceAllocators(dev device.Device, d, n, ctxs int, limit uint64) ([]*bfc.Allocator, bool, error) {
 	cfg := s.cfg
 	frag := func(l uint64) uint64 {
 		if cfg.InternalFragFraction > 0 {
@@ -270,26 +288,49 @@ func (s *Set) deviceAllocators(dev device.Device, d, n int, limit uint64) ([]*bf
 		return 0
 	}
 	out := make([]*bfc.Allocator, n)
-	if cfg.StreamAware {
-		a, err := bfc.New(dev.Memory(), bfc.Options{
-			Name: shortName(dev, d) + "_bfc", Limit: limit, AllowGrowth: cfg.AllowGrowth,
-			ExtendLimit: cfg.ExtendLimit, StreamAware: true, NewEvent: dev.NewEvent, MaxInternalFrag: frag(limit),
-		})
-		if err != nil {
-			return nil, false, err
-		}
-		for j := range out {
-			out[j] = a
-		}
-		return out, n > 1, nil
+	if _, ok := dev.(interface{ MemoryOf(int) device.Memory }); !ok {
+		ctxs = 1 // one memory however many contexts (the host device)
 	}
-	var backend bfc.Backend = dev.Memory()
+	if cfg.StreamAware {
+		name, per := shortName(dev, d)+"_bfc", limit
+		if ctxs > 1 {
+			per = limit / uint64(ctxs)
+		}
+		for c := 0; c < ctxs; c++ {
+			if ctxs > 1 {
+				name = fmt.Sprintf("%s_ctx%d_bfc", shortName(dev, d), c)
+			}
+			newEvent := dev.NewEvent
+			if e, ok := dev.(interface {
+				NewEventIn(int) (device.Event, error)
+			}); ok {
+				c := c
+				newEvent = func() (device.Event, error) { return e.NewEventIn(c) }
+			}
+			a, err := bfc.New(memoryOf(dev, c), bfc.Options{
+				Name: name, Limit: per, AllowGrowth: cfg.AllowGrowth,
+				ExtendLimit: cfg.ExtendLimit, StreamAware: true, NewEvent: newEvent, MaxInternalFrag: frag(per),
+			})
+			if err != nil {
+				return nil, false, err
+			}
+			for j := c; j < n; j += ctxs {
+				out[j] = a
+			}
+		}
+		return out, n > ctxs, nil
+	}
 	per, growth := limit/uint64(n), cfg.AllowGrowth
+	var b *budget
 	if cfg.ShareMemPool && n > 1 {
-		backend = &budgetMemory{Memory: dev.Memory(), b: &budget{limit: limit}, sizes: map[uint64]uint64{}}
+		b = &budget{limit: limit}
 		per, growth = limit, true
 	}
 	for j := range out {
+		backend := memoryOf(dev, j%ctxs)
+		if b != nil {
+			backend = &budgetMemory{Memory: backend, b: b, sizes: map[uint64]uint64{}}
+		}
 		a, err := bfc.New(backend, bfc.Options{
 			Name: fmt.Sprintf("%s_group%d_bfc", shortName(dev, d), j), Limit: per, AllowGrowth: growth,
 			ExtendLimit: cfg.ExtendLimit, MaxInternalFrag: frag(per),
@@ -302,6 +343,15 @@ func (s *Set) deviceAllocators(dev device.Device, d, n int, limit uint64) ([]*bf
 	return out, false, nil
 }
 
+// memoryOf is the memory of context ctx of dev: a device with several
+// contexts (CUDA) hands out memory per context; others have one memory.
+func memoryOf(dev device.Device, ctx int) device.Memory {
+	if m, ok := dev.(interface{ MemoryOf(int) device.Memory }); ok {
+		return m.MemoryOf(ctx)
+	}
+	return dev.Memory()
+}
+
 // hostAllocator is a growing bfc over the device's host (staging) memory.
 func hostAllocator(dev device.Device, name string, limit uint64) (*bfc.Allocator, error) {
 	return bfc.New(dev.HostMemory(), bfc.Options{Name: name, Limit: limit, AllowGrowth: true})
@@ -309,7 +359,7 @@ func hostAllocator(dev device.Device, name string, limit uint64) (*bfc.Allocator
 
 func (s *Set) makeStreams(g *Group) error {
 	mk := func() (device.Stream, error) {
-		st, err := g.Device.NewStream(g.Context)
+		st, err := s.newStream(g)
 		if err != nil {
 			return nil, status.Wrap(err, "group %d of %s: stream", g.Index, g.Device.Name())
 		}
@@ -414,6 +464,9 @@ func (s *Set) Close() {
 	}
 	for _, p := range s.ownedPools {
 		p.Close()
+	}
+	for _, h := range s.staging {
+		h.Close()
 	}
 	closed := map[*bfc.Allocator]bool{}
 	for _, g := range s.groups {
