@@ -14,4 +14,46 @@
 //
 // Invariants: feeds are read during the step only; a kernel's inputs are
 // read-only; every fetched tensor is either a kernel output or a feed.
+//
+// # Placement and the GPU step
+//
+// BuildPlaced places each node when the session has a GPU (place.go): on
+// the GPU when a GPU kernel is registered for its op and dtypes and its
+// factory accepts the attrs, on the host otherwise (logged once per op
+// type); a CPU device annotation forces the host; an explicit GPU device
+// that has no kernel, or does not exist, fails the plan with
+// INVALID_ARGUMENT naming the node unless allow_soft_placement. Consts are
+// neither: their host value is computed once per plan and their device copy
+// comes from the group's constant store on first GPU use. Inputs a GPU
+// kernel lists in HostMemory stay on the host. Shape, ShapeN, Size and Rank
+// run on the host but take a device value as it is (they read its shape
+// only). Transfers lists the copies at host<->GPU edges.
+//
+// RunGPU (gpu.go) runs a placed plan on one GPU stream group, from one
+// goroutine of the group's launch pool, in topological order: the feeds GPU
+// kernels read are staged in pinned memory (the group's host allocator) and
+// copied on the H2D stream, which first waits for the compute stream (so
+// memory freed in compute order is not overwritten early); compute waits
+// for the copies once; GPU kernels are called on the launching goroutine
+// with Context.Stream set to the compute stream and enqueue their work;
+// host kernels run synchronously there, their device inputs copied back on
+// the compute stream and waited for (the one blocking point mid-step, as a
+// host op between GPU ops needs its input's values); host values a GPU
+// kernel reads are copied in on the compute stream (staged inside the call,
+// so the host tensor is free on return); fetches are copied on the D2H
+// stream into pinned staging after one wait for compute; the final event
+// on D2H follows compute; the host waits for it once and copies the
+// fetches out of staging. Nothing is ordered by blocking the host.
+//
+// GPU memory: every device buffer of a step is allocated in the compute
+// stream's order (stream-aware allocators are told the compute stream). A
+// buffer whose last reader has been launched on compute goes back at once;
+// one a fetch reads on D2H is held (tensorholder.Hold) until an event
+// recorded after that read has completed, then freed from the holder's
+// goroutine (a stream-aware free records an event, a CUDA call a host
+// callback may not make). Copies of host values into device memory are
+// held until the step ends. Errors name the node, feed or fetch and the
+// CUDA call; a stream's kept error is taken (cuda.Stream.TakeErr) so the
+// next step starts clean, except a sticky one, which every later step
+// reports.
 package exec

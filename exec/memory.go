@@ -45,6 +45,9 @@ type tracker struct {
 	holder  *tensorholder.Holder
 	streams []device.Stream // step streams by index
 	err     error           // the first failed free, an internal error
+	// hold, when set, replaces holder.HoldOn for buffers other streams
+	// still use (the GPU step holds on events instead of host callbacks).
+	hold func(free func(), others []device.Stream)
 }
 
 func newTracker(h *tensorholder.Holder, streams []device.Stream) *tracker {
@@ -116,6 +119,26 @@ func (tr *tracker) unref(t *tensor.Tensor, cur int) {
 	}
 }
 
+// unrefOn gives back one reference to t's buffer, read on stream user,
+// freeing it as seen from stream cur when it was the last (the GPU step
+// releases at launch time, in the compute stream's order, while a fetch
+// reads on the D2H stream).
+func (tr *tracker) unrefOn(t *tensor.Tensor, user, cur int) {
+	tr.mu.Lock()
+	b := tr.bufs[key(t)]
+	var free *buffer
+	if b != nil {
+		b.use(user)
+		if b.refs--; b.refs == 0 {
+			free = tr.dropLocked(b)
+		}
+	}
+	tr.mu.Unlock()
+	if free != nil {
+		tr.release(free, cur)
+	}
+}
+
 func (tr *tracker) dropLocked(b *buffer) *buffer {
 	delete(tr.bufs, b.k)
 	return b
@@ -141,6 +164,10 @@ func (tr *tracker) release(b *buffer, cur int) {
 	}
 	if len(others) == 0 || tr.holder == nil {
 		free()
+		return
+	}
+	if tr.hold != nil {
+		tr.hold(free, others)
 		return
 	}
 	tr.holder.HoldOn(free, others)

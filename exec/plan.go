@@ -34,6 +34,11 @@ type planNode struct {
 	// uses counts, per output, the data edges that read it plus the
 	// fetches of it: the references a step holds on its buffer.
 	uses []int32
+	// where is the node's device (onHost, onGPU, onConst) in a placed
+	// plan; hostIn marks a GPU node's inputs that stay in host memory.
+	where  uint8
+	hostIn []bool
+	cval   *constCache // a placed Const's host value
 }
 
 // Plan is an immutable execution plan for one (feeds, fetches, targets)
@@ -49,6 +54,10 @@ type Plan struct {
 	// FeedShapes are the static shapes of the fed outputs; a feed must be
 	// compatible with its entry.
 	FeedShapes []tensor.PartialShape
+	// gpu says some node runs on the GPU (BuildPlaced); feedDev marks the
+	// feeds a GPU kernel reads from device memory.
+	gpu     bool
+	feedDev []bool
 }
 
 // NumNodes is the number of nodes a step runs.
@@ -58,6 +67,10 @@ func (p *Plan) NumNodes() int { return len(p.nodes) }
 // INVALID_ARGUMENT (a cycle, a node without a kernel, a bad attr) and name
 // the node.
 func Build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node) (*Plan, error) {
+	return build(g, feeds, fetches, targets, Placement{})
+}
+
+func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node, pl Placement) (*Plan, error) {
 	fed := make(map[graph.Output]int, len(feeds))
 	for i, f := range feeds {
 		if _, dup := fed[f]; dup {
@@ -162,24 +175,24 @@ func Build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node)
 
 	for i := range p.nodes {
 		pn := &p.nodes[i]
-		n := pn.node
-		def, err := kernels.Lookup(n, Device)
-		if err != nil {
-			return nil, status.Errorf(status.InvalidArgument,
-				"No OpKernel was registered to support Op '%s' used by node '%s' on %s: %v", n.Op, n.Name, Device, err)
+		if err := p.bind(i, pl); err != nil {
+			return nil, err
 		}
-		k, err := def.Factory(n)
-		if err != nil {
-			code := status.CodeOf(err)
-			if code == status.Unknown {
-				code = status.InvalidArgument
-			}
-			return nil, status.Errorf(code, "node '%s' (op %s): %v", n.Name, n.Op, err)
-		}
-		pn.kernel = k
+		p.gpu = p.gpu || pn.where == onGPU
 		if pn.npred == 0 {
 			pn.isInput = true
 			p.roots = append(p.roots, i)
+		}
+	}
+
+	p.feedDev = make([]bool, len(feeds))
+	for i := range p.nodes {
+		if pn := &p.nodes[i]; pn.where == onGPU {
+			for j, r := range pn.inputs {
+				if r.Node < 0 && !pn.hostIn[j] {
+					p.feedDev[r.Index] = true
+				}
+			}
 		}
 	}
 

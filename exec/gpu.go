@@ -1,0 +1,656 @@
+package exec
+
+import (
+	"context"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"mstream/device"
+	cu "mstream/device/cuda"
+	"mstream/groups"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+	"mstream/tensorholder"
+	"mstream/trace"
+)
+
+// GPURuntime is what a GPU step runs on: one stream group of a GPU.
+type GPURuntime struct {
+	Group *groups.Group
+	// Holder keeps buffers that a copy stream still reads.
+	Holder *tensorholder.Holder
+	// Intra splits host kernels' loops (nodes that fell back to the host).
+	Intra kernels.Parallelizer
+}
+
+// gval is one value of a GPU step: its host tensor, its device tensor, or
+// both (a value copied across). A device value made on the H2D stream is
+// ready for the compute stream once it waits on the step's feed event.
+type gval struct {
+	host *tensor.Tensor
+	dev  *tensor.Tensor
+}
+
+// constCache is a Const's host value, computed once per plan.
+type constCache struct {
+	once sync.Once
+	t    *tensor.Tensor
+	err  error
+}
+
+// gstep is the state of one GPU step. Everything is launched from one
+// goroutine, in topological order, so the state needs no lock; the streams
+// order the device work.
+type gstep struct {
+	plan     *Plan
+	rt       *GPURuntime
+	g        *groups.Group
+	c, h, d  *cu.Stream
+	cix, dix int // the compute and D2H streams' indices in mem.streams
+	mem      *tracker
+	vals     [][]gval
+	feeds    []gval
+	events   []*cu.Event // destroyed after the final event
+	pinned   []uint64    // host staging from g.HostAlloc, freed after it
+	staged   []staged
+	out      []*tensor.Tensor
+
+	trace bool
+	tr    traceBuf
+	run   int64
+}
+
+// RunGPU executes one step of a placed plan on a GPU group: the feeds that
+// GPU kernels read are copied in on the group's H2D stream, GPU kernels
+// are launched on its compute stream in topological order, host kernels
+// run on the launching goroutine (their device inputs copied back first,
+// the one place a step blocks mid-way), and the fetches are copied out on
+// its D2H stream. Streams are ordered by events, never by the host; the
+// host waits once, for the final event. Buffers go back to the group's
+// allocator in the compute stream's order when their last reader has been
+// launched, or, when a copy stream reads them, once an event after that
+// read has completed (tensorholder).
+func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	if len(feeds) != len(p.feeds) {
+		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
+	}
+	g := rt.Group
+	c, ok1 := g.Compute.(*cu.Stream)
+	h, ok2 := g.H2D.(*cu.Stream)
+	d, ok3 := g.D2H.(*cu.Stream)
+	if !ok1 || !ok2 || !ok3 {
+		return nil, nil, status.Errorf(status.Internal, "group %d of %s has no CUDA streams", g.ID, g.Device.Name())
+	}
+	if rt.Holder == nil {
+		return nil, nil, status.Errorf(status.Internal, "GPU step without a tensor holder")
+	}
+	s := &gstep{plan: p, rt: rt, g: g, c: c, h: h, d: d,
+		vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds)),
+		staged: make([]staged, len(p.fetches)), out: make([]*tensor.Tensor, len(p.fetches)),
+		trace: opts.Trace, run: opts.Run}
+	streams := []device.Stream{c}
+	if d != c {
+		s.dix = 1
+		streams = append(streams, d)
+	}
+	s.mem = newTracker(rt.Holder, streams)
+	s.mem.hold = s.holdOnEvents
+	for k, f := range feeds {
+		s.feeds[k].host = f
+	}
+
+	type launched struct {
+		final *cu.Event
+		err   error
+	}
+	ch := make(chan launched, 1)
+	g.Launch.Submit(func() {
+		var l launched
+		defer func() {
+			if r := recover(); r != nil {
+				l.err = status.Errorf(status.Internal, "GPU step panicked: %v\n%s", r, debug.Stack())
+			}
+			// Whatever was launched, the final event follows it, so
+			// nothing goes back to an allocator while a stream may use it.
+			fin, err := s.finish()
+			if l.err == nil {
+				l.err = err
+			}
+			l.final = fin
+			ch <- l
+		}()
+		l.err = s.launch()
+	})
+	l := <-ch
+	err := l.err
+	if l.final != nil {
+		if ctx.Done() == nil {
+			if werr := l.final.Sync(); err == nil && werr != nil {
+				err = status.Wrap(werr, "waiting for the step's final event on %s", g.Device.Name())
+			}
+		} else {
+			waited := make(chan error, 1)
+			go func() { waited <- l.final.Sync() }()
+			select {
+			case werr := <-waited:
+				if err == nil && werr != nil {
+					err = status.Wrap(werr, "waiting for the step's final event on %s", g.Device.Name())
+				}
+			case <-ctx.Done():
+				// Device work cannot be taken back: wait for it, then
+				// report the cancellation.
+				<-waited
+				if err == nil {
+					err = status.Errorf(status.Cancelled, "step cancelled: %v", ctx.Err())
+				}
+			}
+		}
+	}
+	// Errors a stream kept (a failed host function, a sticky error).
+	for _, st := range []*cu.Stream{c, h, d} {
+		if serr := st.TakeErr(); serr != nil && err == nil {
+			err = status.Wrap(serr, "stream %d of group %d on %s", st.ID(), g.ID, g.Device.Name())
+		}
+	}
+	if err == nil {
+		for k := range s.staged {
+			if sg := &s.staged[k]; s.out[k] == nil {
+				t := tensor.New(sg.dt, sg.shape)
+				copy(t.Buf, sg.buf)
+				s.out[k] = t
+			}
+		}
+	}
+	for _, a := range s.pinned {
+		g.HostAlloc.Free(a)
+	}
+	s.mem.drain()
+	for _, e := range s.events {
+		e.Destroy()
+	}
+	var st *trace.Step
+	if s.trace {
+		st = s.tr.step(opts.Run, int(g.ID))
+	}
+	if err == nil && s.mem.err != nil {
+		err = s.mem.err
+	}
+	if err != nil {
+		return nil, st, err
+	}
+	return s.out, st, nil
+}
+
+// event records a new event on st.
+func (s *gstep) event(st *cu.Stream) (*cu.Event, error) {
+	e, err := st.Context().NewEvent()
+	if err != nil {
+		return nil, err
+	}
+	s.events = append(s.events, e)
+	return e, st.RecordEvent(e)
+}
+
+// order makes stream to wait for the work enqueued on from so far.
+func (s *gstep) order(to, from *cu.Stream) error {
+	if to == from {
+		return nil
+	}
+	e, err := s.event(from)
+	if err != nil {
+		return err
+	}
+	return to.WaitEvent(e)
+}
+
+// holdOnEvents frees a buffer once an event recorded now on each of the
+// other streams has completed: a goroutine waits, so neither a host
+// callback (which must not call CUDA, as a stream-aware free does) nor the
+// launching goroutine blocks.
+func (s *gstep) holdOnEvents(free func(), others []device.Stream) {
+	var evs []device.Event
+	var own []*cu.Event
+	for _, o := range others {
+		st := o.(*cu.Stream)
+		e, err := st.Context().NewEvent()
+		if err == nil {
+			err = st.RecordEvent(e)
+		}
+		if err != nil {
+			// No event: the stream's own sync is the fallback.
+			st.Sync()
+			continue
+		}
+		evs = append(evs, e)
+		own = append(own, e)
+	}
+	s.rt.Holder.Hold(func() {
+		free()
+		for _, e := range own {
+			e.Destroy()
+		}
+	}, evs)
+}
+
+// launch enqueues the step. It returns the first error; what was launched
+// before it still runs, and finish orders the final event after it.
+func (s *gstep) launch() error {
+	if err := s.launchFeeds(); err != nil {
+		return err
+	}
+	for _, i := range s.plan.topo {
+		if err := s.node(i); err != nil {
+			return err
+		}
+	}
+	return s.launchFetches()
+}
+
+// launchFeeds copies the feeds GPU kernels read into device memory on the
+// H2D stream, through pinned staging from the group's host allocator.
+func (s *gstep) launchFeeds() error {
+	p, g := s.plan, s.g
+	type up struct {
+		k    int
+		addr uint64
+		hbuf []byte
+	}
+	var ups []up
+	for k, f := range p.feedDev {
+		if !f {
+			continue
+		}
+		t := s.feeds[k].host
+		name := p.feeds[k].String()
+		size := uint64(len(t.Buf))
+		addr, err := g.Alloc.Allocate(size, s.allocStream())
+		if err != nil {
+			return status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): %v", name, t.DType, t.Shape, err)
+		}
+		dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+		s.mem.add(dt, &buffer{addr: addr, alloc: g.Alloc, refs: p.feedUses[k], users: []int{s.cix}})
+		s.feeds[k].dev = dt
+		if size == 0 {
+			continue
+		}
+		haddr, err := g.HostAlloc.Allocate(size, nil)
+		if err != nil {
+			return status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): pinned staging: %v", name, t.DType, t.Shape, err)
+		}
+		s.pinned = append(s.pinned, haddr)
+		hbuf := g.Device.HostMemory().Bytes(haddr, size)
+		copy(hbuf, t.Buf)
+		ups = append(ups, up{k, addr, hbuf})
+	}
+	if len(ups) == 0 {
+		return nil
+	}
+	// Memory freed in the compute stream's order may be reused here: the
+	// H2D stream first waits for what compute has been given so far
+	// (after the allocations above, so it covers their previous users).
+	if err := s.order(s.h, s.c); err != nil {
+		return status.Wrap(err, "feeds: ordering the H2D stream after compute")
+	}
+	var start time.Time
+	if s.trace {
+		start = time.Now()
+	}
+	for _, u := range ups {
+		if err := s.h.H2D(u.addr, u.hbuf); err != nil {
+			return status.Wrap(err, "feed '%s': copy to %s", s.plan.feeds[u.k], s.g.Device.Name())
+		}
+	}
+	if s.trace {
+		s.slice("feeds", "MEMCPYHtoD", trace.H2D, "h2d", start, 0)
+	}
+	if err := s.order(s.c, s.h); err != nil {
+		return status.Wrap(err, "feeds: ordering compute after the H2D stream")
+	}
+	return nil
+}
+
+func (s *gstep) allocStream() device.Stream {
+	if s.g.StreamAware {
+		return s.c
+	}
+	return nil
+}
+
+// value is input r of a node.
+func (s *gstep) value(r ref) *gval {
+	if r.Node < 0 {
+		return &s.feeds[r.Index]
+	}
+	return &s.vals[r.Node][r.Index]
+}
+
+// hostOf returns v's host tensor, copying it back from the device (and
+// waiting for the copy) the first time a host kernel needs it.
+func (s *gstep) hostOf(v *gval, what string) (*tensor.Tensor, error) {
+	if v.host != nil {
+		return v.host, nil
+	}
+	t := v.dev
+	out := tensor.New(t.DType, t.Shape)
+	if len(out.Buf) > 0 {
+		if err := s.c.D2H(out.Buf, cu.Ptr(t.Buf)); err != nil {
+			return nil, status.Wrap(err, "%s: copy to the host", what)
+		}
+		e, err := s.event(s.c)
+		if err == nil {
+			err = e.Sync()
+		}
+		if err != nil {
+			return nil, status.Wrap(err, "%s: waiting for the copy to the host", what)
+		}
+	}
+	v.host = out
+	return out, nil
+}
+
+// devOf returns v's device tensor, copying a host value in on the compute
+// stream the first time a GPU kernel needs it (a constant comes from the
+// group's constant store). The copy stages the source inside the call, so
+// the host tensor is free on return.
+func (s *gstep) devOf(v *gval, r ref, what string) (*tensor.Tensor, error) {
+	if v.dev != nil {
+		return v.dev, nil
+	}
+	if r.Node >= 0 && s.plan.nodes[r.Node].where == onConst {
+		k, err := gpuConstant(s.g, &s.plan.nodes[r.Node], v.host)
+		if err != nil {
+			return nil, err
+		}
+		v.dev = k.Value
+		return v.dev, nil
+	}
+	t := v.host
+	size := uint64(len(t.Buf))
+	addr, err := s.g.Alloc.Allocate(size, s.allocStream())
+	if err != nil {
+		return nil, status.Errorf(status.CodeOf(err), "%s (%v%v): copy to %s: %v", what, t.DType, t.Shape, s.g.Device.Name(), err)
+	}
+	dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+	// Held until the step ends: its readers are counted on the host value.
+	s.mem.add(dt, &buffer{addr: addr, alloc: s.g.Alloc, refs: 1 << 30, users: []int{s.cix}})
+	if size > 0 {
+		if err := s.c.H2D(addr, t.Buf); err != nil {
+			return nil, status.Wrap(err, "%s: copy to %s", what, s.g.Device.Name())
+		}
+	}
+	v.dev = dt
+	return dt, nil
+}
+
+// node launches (GPU) or runs (host) plan node i.
+func (s *gstep) node(i int) error {
+	pn := &s.plan.nodes[i]
+	n := pn.node
+	if pn.where == onConst {
+		t, err := constHost(pn)
+		if err != nil {
+			return err
+		}
+		s.vals[i] = []gval{{host: t}}
+		return nil
+	}
+	var start time.Time
+	if s.trace {
+		start = time.Now()
+	}
+	ins := make([]*tensor.Tensor, len(pn.inputs))
+	devIns := make([]*tensor.Tensor, 0, len(pn.inputs))
+	for j, r := range pn.inputs {
+		v := s.value(r)
+		what := "node '" + n.Name + "' input " + itoa(j)
+		var err error
+		wants, may := pn.wantsDevice(j)
+		switch {
+		case wants:
+			ins[j], err = s.devOf(v, r, what)
+		case may && v.host == nil:
+			ins[j] = v.dev // only its shape is read
+		default:
+			ins[j], err = s.hostOf(v, what)
+		}
+		if err != nil {
+			return err
+		}
+		if v.dev != nil {
+			devIns = append(devIns, v.dev)
+		}
+	}
+	if pn.where != onGPU {
+		var k kernelCall
+		outs, err := k.run(pn, ins, s.rt.Intra)
+		if err != nil {
+			return err
+		}
+		vs := make([]gval, len(outs))
+		for j, t := range outs {
+			vs[j].host = t
+		}
+		s.vals[i] = vs
+		s.mem.retire(nil, nil, devIns, nil, s.cix)
+		if s.trace {
+			s.slice(n.Name, n.Op, trace.Kernel, "host", start, 0)
+		}
+		return nil
+	}
+	a := &gpuAlloc{s: s}
+	kc := &kernels.Context{Node: n, Inputs: ins, Outputs: make([]*tensor.Tensor, len(n.OutTypes)),
+		Pool: kernels.Serial{}, Alloc: a.allocate, Stream: s.c}
+	if err := s.compute(pn, kc); err != nil {
+		s.mem.retire(nil, nil, nil, a.fresh, s.cix)
+		return err
+	}
+	vs := make([]gval, len(kc.Outputs))
+	for j, t := range kc.Outputs {
+		vs[j].dev = t
+	}
+	s.vals[i] = vs
+	s.mem.retire(kc.Outputs, pn.uses, devIns, a.fresh, s.cix)
+	if s.trace {
+		s.slice(n.Name, n.Op, trace.Kernel, "compute", start, a.bytes)
+	}
+	return nil
+}
+
+// compute calls a GPU kernel on the launching goroutine (it enqueues on
+// kc.Stream and returns), turning a panic into INTERNAL naming the node.
+func (s *gstep) compute(pn *planNode, kc *kernels.Context) (err error) {
+	n := pn.node
+	defer func() {
+		if r := recover(); r != nil {
+			err = status.Errorf(status.Internal, "node '%s' (op %s) on %s panicked: %v\n%s", n.Name, n.Op, s.g.Device.Name(), r, debug.Stack())
+		}
+	}()
+	if err := pn.kernel.Compute(kc); err != nil {
+		if status.CodeOf(err) == status.Unknown {
+			err = status.Errorf(status.Internal, "node '%s' (op %s): %v", n.Name, n.Op, err)
+		}
+		return status.Wrap(err, "on %s", s.g.Device.Name())
+	}
+	for j, t := range kc.Outputs {
+		if t == nil {
+			return status.Errorf(status.Internal, "node '%s' (op %s) did not set output %d", n.Name, n.Op, j)
+		}
+		if t.DType != n.OutTypes[j] {
+			return status.Errorf(status.Internal, "node '%s' (op %s) produced %v for output %d, declared %v", n.Name, n.Op, t.DType, j, n.OutTypes[j])
+		}
+	}
+	return nil
+}
+
+// launchFetches copies the fetched device values out on the D2H stream into
+// pinned staging; host values are cloned at once.
+func (s *gstep) launchFetches() error {
+	p, g := s.plan, s.g
+	ordered := false
+	var start time.Time
+	if s.trace {
+		start = time.Now()
+	}
+	for k, r := range p.fetches {
+		v := s.value(r)
+		if v.dev == nil || v.host != nil {
+			s.out[k] = v.host.Clone()
+			if v.dev != nil {
+				s.mem.unrefOn(v.dev, s.cix, s.cix)
+			}
+			continue
+		}
+		t := v.dev
+		size := uint64(len(t.Buf))
+		if size == 0 {
+			s.out[k] = tensor.New(t.DType, t.Shape)
+			s.mem.unrefOn(t, s.cix, s.cix)
+			continue
+		}
+		if !ordered {
+			// One wait covers every fetch: all kernels are enqueued.
+			if err := s.order(s.d, s.c); err != nil {
+				return status.Wrap(err, "fetches: ordering the D2H stream after compute")
+			}
+			ordered = true
+		}
+		haddr, err := g.HostAlloc.Allocate(size, nil)
+		if err != nil {
+			return status.Errorf(status.CodeOf(err), "fetch '%s' (%v%v): pinned staging: %v", fetchName(p, k), t.DType, t.Shape, err)
+		}
+		s.pinned = append(s.pinned, haddr)
+		buf := g.Device.HostMemory().Bytes(haddr, size)
+		if err := s.d.D2H(buf, cu.Ptr(t.Buf)); err != nil {
+			return status.Wrap(err, "fetch '%s': copy from %s", fetchName(p, k), g.Device.Name())
+		}
+		s.staged[k] = staged{buf: buf, dt: t.DType, shape: t.Shape.Clone()}
+		s.mem.unrefOn(t, s.dix, s.cix)
+	}
+	if s.trace && ordered {
+		s.slice("fetches", "MEMCPYDtoH", trace.D2H, "d2h", start, 0)
+	}
+	return nil
+}
+
+// finish records the final event on the D2H stream after everything the
+// step enqueued on compute.
+func (s *gstep) finish() (*cu.Event, error) {
+	if err := s.order(s.d, s.c); err != nil {
+		s.c.Sync()
+		return nil, status.Wrap(err, "final event")
+	}
+	e, err := s.event(s.d)
+	if err != nil {
+		s.c.Sync()
+		s.d.Sync()
+		return nil, status.Wrap(err, "final event")
+	}
+	return e, nil
+}
+
+func (s *gstep) slice(name, op, kind, role string, start time.Time, bytes int64) {
+	st := s.c
+	switch role {
+	case "h2d":
+		st = s.h
+	case "d2h":
+		st = s.d
+	}
+	s.tr.mu.Lock()
+	s.tr.slices = append(s.tr.slices, trace.Slice{ID: len(s.tr.slices), Name: name, Op: op, Kind: kind,
+		Device: s.g.Device.Name(), Group: int(s.g.ID), Stream: int(st.ID()), Role: role,
+		Start: start, End: time.Now(), Bytes: bytes, Allocator: s.g.Alloc.Name()})
+	s.tr.mu.Unlock()
+}
+
+// gpuAlloc gives a GPU kernel its outputs from the group's allocator.
+type gpuAlloc struct {
+	s     *gstep
+	fresh []*buffer
+	bytes int64
+}
+
+func (a *gpuAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error) {
+	g := a.s.g
+	size := uint64(shape.NumElements()) * uint64(dt.Size())
+	addr, err := g.Alloc.Allocate(size, a.s.allocStream())
+	if err != nil {
+		return nil, err
+	}
+	// A zero-size tensor keeps its chunk's address (capacity 1), so the
+	// tracker can key on it; kernels see length 0.
+	t := &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+	b := &buffer{addr: addr, alloc: g.Alloc}
+	a.s.mem.add(t, b)
+	a.fresh = append(a.fresh, b)
+	a.bytes += int64(size)
+	return t, nil
+}
+
+// constHost is a Const's host value, computed once per plan.
+func constHost(pn *planNode) (*tensor.Tensor, error) {
+	cc := pn.cval
+	cc.once.Do(func() {
+		var k kernelCall
+		outs, err := k.run(pn, nil, kernels.Serial{})
+		if err != nil {
+			cc.err = err
+			return
+		}
+		cc.t = outs[0]
+	})
+	return cc.t, cc.err
+}
+
+// gpuConstant returns a Const's device copy from g's store, uploading it on
+// the H2D stream on first use and waiting for that copy (the one-time
+// upload TF's constant kernels also do).
+func gpuConstant(g *groups.Group, pn *planNode, v *tensor.Tensor) (*groups.Const, error) {
+	return g.Consts.Get(pn.node, func() (*groups.Const, error) {
+		name := pn.node.Name
+		size := uint64(len(v.Buf))
+		var as device.Stream
+		if g.StreamAware {
+			as = g.Compute
+		}
+		addr, err := g.Alloc.Allocate(size, as)
+		if err != nil {
+			return nil, status.Errorf(status.CodeOf(err), "node '%s' (op Const): constant %v%v on %s: %v", name, v.DType, v.Shape, g.Device.Name(), err)
+		}
+		if size > 0 {
+			c, h := g.Compute.(*cu.Stream), g.H2D.(*cu.Stream)
+			// The chunk may have been used on compute just before.
+			var err error
+			if h != c {
+				var e *cu.Event
+				if e, err = c.Context().NewEvent(); err == nil {
+					if err = c.RecordEvent(e); err == nil {
+						err = h.WaitEvent(e)
+					}
+					defer e.Destroy()
+				}
+			}
+			if err == nil {
+				err = h.H2D(addr, v.Buf)
+			}
+			if err == nil {
+				err = h.Sync()
+			}
+			if err != nil {
+				g.Alloc.Free(addr)
+				return nil, status.Wrap(err, "node '%s' (op Const): upload to %s", name, g.Device.Name())
+			}
+		}
+		dt := &tensor.Tensor{DType: v.DType, Shape: v.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+		return &groups.Const{Value: dt, Addr: addr, Bytes: int64(g.Alloc.ChunkSize(addr)), Alloc: g.Alloc}, nil
+	})
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}
