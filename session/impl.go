@@ -46,6 +46,10 @@ type state struct {
 	intraN  int
 	devices []device.Device
 	set     *groups.Set
+	// gpu is the index in devices of the GPU that graph-level runs use, -1
+	// on the CPU; softPlacement is ConfigProto allow_soft_placement.
+	gpu           int
+	softPlacement bool
 	// streams says whether Runs execute on the groups' streams (more than
 	// one group, node-level mode, or MSTREAM_HOST_STREAMS) or, as stock
 	// TF's CPU device does, on the inter-op pool.
@@ -96,7 +100,8 @@ func newSession(g *graph.Graph, opts *Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{env: env, plans: map[string]*exec.Plan{}, pruns: map[string]*partialRun{}}
+	st := &state{env: env, plans: map[string]*exec.Plan{}, pruns: map[string]*partialRun{}, gpu: -1,
+		softPlacement: cfg.GetAllowSoftPlacement()}
 	st.interN = int(cfg.GetInterOpParallelismThreads())
 	if st.interN <= 0 {
 		st.interN = runtime.NumCPU()
@@ -159,6 +164,10 @@ func (st *state) makeGroups(cfg *tfpb.ConfigProto) error {
 		d.Jitter = jitter
 	}
 	st.devices = []device.Device{d}
+	gpus, err := st.openGPUs()
+	if err != nil {
+		return err
+	}
 	counts := make([]int, len(st.devices))
 	for i := range counts {
 		counts[i] = env.GroupCount(i)
@@ -176,6 +185,32 @@ func (st *state) makeGroups(cfg *tfpb.ConfigProto) error {
 			l = float64(ml[0])
 		}
 		limits = append(limits, l)
+	}
+	if len(gpus) > 0 {
+		// The host device (0) gets one group: it runs plans with no GPU
+		// node. GPU i is device 1+i with TF_GPU_STREAM_GROUP_COUNT's
+		// i-th count, and virtual_devices[i] applies to it. Its regions
+		// grow on demand (allocators are per session, not per process as
+		// in TF, so one session must not take the whole GPU up front),
+		// within the configured limit or, when none is, the memory free
+		// now less a reserve.
+		st.devices = gpuDevices(d, gpus)
+		st.gpu = 1
+		counts = []int{1}
+		gl := []float64{0}
+		for i, g := range gpus {
+			counts = append(counts, env.GroupCount(i))
+			l := 0.0
+			if i < len(limits) {
+				l = limits[i]
+			}
+			if l == 0 && gpu.GetPerProcessGpuMemoryFraction() == 0 {
+				l = gpuLimitMB(g)
+			}
+			gl = append(gl, l)
+		}
+		limits, growth = gl, true
+		st.logf(0, "running on %d GPU(s): %s (%d stream group(s) on GPU:0)", len(gpus), gpus[0].Desc(), counts[1])
 	}
 	gc := groups.Config{
 		Devices: st.devices, Counts: counts, Merge: env.StreamMerge, Contexts: env.ContextCount,
@@ -259,7 +294,7 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 	}
 	s.g.RLock()
 	feeds, fetches, targets = s.optimized(feeds, fetches, targets)
-	p, err := exec.Build(s.g, feeds, fetches, targets)
+	p, err := exec.BuildPlaced(s.g, feeds, fetches, targets, st.placement())
 	s.g.RUnlock()
 	if err != nil {
 		return nil, err
@@ -346,6 +381,12 @@ func (s *Session) execute(ctx context.Context, plan *exec.Plan, vals []*tensor.T
 		for _, gi := range used {
 			gs[gi].Done(err == nil)
 		}
+		return out, step, err
+	}
+	if st.gpu >= 0 && plan.OnGPU() {
+		g := st.set.Pick(st.gpu)
+		out, step, err := plan.RunGPU(ctx, &exec.GPURuntime{Group: g, Holder: &st.set.Holder, Intra: g.Intra}, vals, opts)
+		g.Done(err == nil)
 		return out, step, err
 	}
 	g := st.set.Pick(0)

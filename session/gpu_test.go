@@ -1,0 +1,256 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"mstream/device/cuda"
+	"mstream/graph"
+	"mstream/proto/tfpb"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// TestNoGPU: without a usable GPU, MSTREAM_DEVICE=gpu fails TF_NewSession
+// with a status that says so and why; auto runs on the CPU and lists only
+// the CPU; cpu never looks.
+func TestNoGPU(t *testing.T) {
+	old := loadCUDA
+	t.Cleanup(func() { loadCUDA = old })
+	calls := 0
+	loadCUDA = func() (*cuda.Lib, error) {
+		calls++
+		return nil, status.Wrap(&status.Error{Code: status.Unavailable, Msg: "cuda: libcuda.so.1 not found", Inner: cuda.ErrNoCUDA}, "cuda")
+	}
+	g := newGB(t).g
+	_, err := New(g, &Options{Env: map[string]string{"MSTREAM_DEVICE": "gpu"}})
+	if err == nil || status.CodeOf(err) != status.Unavailable || !strings.Contains(err.Error(), "MSTREAM_DEVICE=gpu") ||
+		!strings.Contains(err.Error(), "libcuda.so.1 not found") {
+		t.Fatalf("MSTREAM_DEVICE=gpu without a GPU: %v; want UNAVAILABLE naming the variable and the cause", err)
+	}
+	for _, env := range []map[string]string{{}, {"MSTREAM_DEVICE": "cpu"}} {
+		s := openSession(t, g, env)
+		if d := s.Devices(); len(d) != 1 || d[0].Type != "CPU" || d[0].Name != CPUDeviceName {
+			t.Errorf("%v: devices %+v, want the CPU only", env, d)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("the loader ran %d times, want 2 (gpu and auto; cpu never looks)", calls)
+	}
+}
+
+// wantGPU skips a test without a GPU, unless MSTREAM_DEVICE=gpu asks for
+// one (then its absence fails).
+func wantGPU(t *testing.T) {
+	t.Helper()
+	if _, err := cuda.Load(); err != nil {
+		if errors.Is(err, cuda.ErrNoCUDA) && os.Getenv("MSTREAM_DEVICE") != "gpu" {
+			t.Skipf("no GPU: %v", err)
+		}
+		t.Fatal(err)
+	}
+}
+
+// closeTensors compares a GPU result with the CPU's: GEMMs use TF32 on the
+// GPU (as TF allows by default), so floats agree to about 1e-3 of the
+// output's scale; other dtypes exactly.
+func closeTensors(got, want []*tensor.Tensor) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d outputs, want %d", len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.DType != w.DType || !g.Shape.Equal(w.Shape) {
+			return fmt.Errorf("output %d is %v%v, want %v%v", i, g.DType, g.Shape, w.DType, w.Shape)
+		}
+		if w.DType != tensor.Float {
+			if string(g.Buf) != string(w.Buf) {
+				return fmt.Errorf("output %d differs", i)
+			}
+			continue
+		}
+		gv, wv := g.F32(), w.F32()
+		scale := 1e-6
+		for _, x := range wv {
+			scale = math.Max(scale, math.Abs(float64(x)))
+		}
+		for j := range wv {
+			if d := math.Abs(float64(gv[j]) - float64(wv[j])); !(d <= 5e-3*scale) {
+				return fmt.Errorf("output %d element %d: %v, want %v (scale %v)", i, j, gv[j], wv[j], scale)
+			}
+		}
+	}
+	return nil
+}
+
+// gpuCases are the knobs every GPU multi-stream test runs with.
+func gpuCases() []map[string]string {
+	return []map[string]string{
+		{"TF_GPU_STREAM_GROUP_COUNT": "1"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "4"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "4", "TF_GPU_STREAM_MERGE": "true"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_GPU_STREAM_AWARE_BFC": "true"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_GPU_STREAM_GROUP_SHARE_MEM_POOL": "true", "TF_BFC_EXTEND_LIMIT_MB": "1"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_PER_STREAM_HOST_ALLOCATOR": "true", "TF_SEGMENT_OWN_CONST": "true"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "4", "TF_GPU_THREAD_MODE": "gpu_private", "TF_GPU_THREAD_COUNT": "1"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_GPU_THREAD_MODE": "gpu_shared", "TF_GPU_THREAD_COUNT": "3", "TF_REDUCE_STREAM_WAIT": "false"},
+		// Contexts last: the process keeps the contexts its sessions asked for.
+		{"TF_GPU_STREAM_GROUP_COUNT": "4", "TF_GPU_CONTEXT_COUNT": "2"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "4", "TF_GPU_CONTEXT_COUNT": "2", "TF_GPU_STREAM_AWARE_BFC": "true", "TF_SEGMENT_OWN_CONST": "false"},
+	}
+}
+
+// TestGPUModel runs the bundled model on the GPU under every knob, from
+// several goroutines at once, and compares each output with the CPU run
+// of the same feeds; then checks that the runs were served by GPU groups
+// and that every buffer came back.
+func TestGPUModel(t *testing.T) {
+	wantGPU(t)
+	m := loadModel(t)
+	ref := openSession(t, m.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	const workers, runs = 4, 6
+	type job struct {
+		feeds []Feed
+		want  []*tensor.Tensor
+	}
+	r := rand.New(rand.NewSource(7))
+	var jobs []job
+	for i := 0; i < workers*runs; i++ {
+		f := m.feeds(r, 1+r.Intn(64))
+		want, _, err := ref.Run(nil, f, m.outputs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, job{f, want})
+	}
+	for _, env := range gpuCases() {
+		env["MSTREAM_DEVICE"] = "gpu"
+		t.Run(fmt.Sprint(env), func(t *testing.T) {
+			s := openSession(t, m.g, env)
+			devs := s.Devices()
+			if len(devs) < 2 || devs[1].Name != "/job:localhost/replica:0/task:0/device:GPU:0" || devs[1].Type != "GPU" || devs[1].MemoryBytes <= 0 {
+				t.Fatalf("devices %+v: want the CPU and GPU:0 with its memory", devs)
+			}
+			var wg sync.WaitGroup
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for k := 0; k < runs; k++ {
+						j := jobs[w*runs+k]
+						got, _, err := s.Run(nil, j.feeds, m.outputs, nil)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if err := closeTensors(got, j.want); err != nil {
+							t.Errorf("run %d: %v", w*runs+k, err)
+						}
+					}
+				}(w)
+			}
+			wg.Wait()
+			var served int64
+			for _, g := range s.Stats().Groups {
+				if g.Device == devs[1].Name {
+					served += g.RunsCompleted
+				} else if g.RunsCompleted != 0 {
+					t.Errorf("group %d on %s served %d runs; the GPU should serve all", g.ID, g.Device, g.RunsCompleted)
+				}
+			}
+			if served != workers*runs {
+				t.Errorf("GPU groups served %d runs, want %d", served, workers*runs)
+			}
+			checkQuiescent(t, s)
+		})
+	}
+}
+
+// TestGPUHostEdges runs a chain with a node pinned to the CPU in the middle
+// and a fetch of a host value, so values cross GPU->host->GPU, and an
+// unknown-kernel fallback: outputs must equal the CPU's.
+func TestGPUHostEdges(t *testing.T) {
+	wantGPU(t)
+	b := newGB(t)
+	x := b.placeholder("x", tensor.Unknown)
+	r := rand.New(rand.NewSource(3))
+	wv := make([]float32, 64*32)
+	for i := range wv {
+		wv[i] = r.Float32() - 0.5
+	}
+	w := b.constant("w", tensor.FromF32(tensor.Shape{64, 32}, wv))
+	mm := b.matmul("mm", x, w)
+	nb := b.g.NewBuilder("Relu", "cpu_relu")
+	nb.AddInput(mm)
+	nb.SetDevice("/device:CPU:0")
+	n, err := nb.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	relu := n.Output(0)
+	y := b.op("Sigmoid", "sig", nil, relu)
+	sum := b.add("sum", y, relu)
+	fetches := []graph.Output{sum, relu, mm}
+	ref := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	for _, env := range []map[string]string{{"TF_GPU_STREAM_GROUP_COUNT": "2"}, {"TF_GPU_STREAM_MERGE": "true"}} {
+		env["MSTREAM_DEVICE"] = "gpu"
+		s := openSession(t, b.g, env)
+		for _, batch := range []int{1, 7, 300} {
+			xv := make([]float32, batch*64)
+			for i := range xv {
+				xv[i] = r.Float32()*2 - 1
+			}
+			feeds := []Feed{{x, tensor.FromF32(tensor.Shape{int64(batch), 64}, xv)}}
+			want, _, err := ref.Run(nil, feeds, fetches, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := s.Run(nil, feeds, fetches, nil)
+			if err != nil {
+				t.Fatalf("%v batch %d: %v", env, batch, err)
+			}
+			if err := closeTensors(got, want); err != nil {
+				t.Errorf("%v batch %d: %v", env, batch, err)
+			}
+		}
+		checkQuiescent(t, s)
+	}
+}
+
+// TestGPUOutOfMemory: a feed larger than the GPU limit is RESOURCE_EXHAUSTED
+// naming the feed, the size and the allocator, and the session still runs
+// the next request.
+func TestGPUOutOfMemory(t *testing.T) {
+	wantGPU(t)
+	b := newGB(t)
+	x := b.placeholder("x", tensor.Unknown)
+	y := b.relu("y", x)
+	cfg := &tfpb.ConfigProto{GpuOptions: &tfpb.GPUOptions{Experimental: &tfpb.GPUOptions_Experimental{
+		VirtualDevices: []*tfpb.GPUOptions_Experimental_VirtualDevices{{MemoryLimitMb: []float32{4}}}}}}
+	s, err := New(b.g, &Options{Config: cfg, Env: map[string]string{"MSTREAM_DEVICE": "gpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	big := tensor.New(tensor.Float, tensor.Shape{2 << 20})
+	_, _, err = s.Run(nil, []Feed{{x, big}}, []graph.Output{y}, nil)
+	if status.CodeOf(err) != status.ResourceExhausted || !strings.Contains(err.Error(), "feed 'x'") ||
+		!strings.Contains(err.Error(), "8388608") || !strings.Contains(err.Error(), "GPU_0_group0_bfc") {
+		t.Fatalf("oversized feed: %v; want RESOURCE_EXHAUSTED naming the feed, the size and the allocator", err)
+	}
+	small := tensor.FromF32(tensor.Shape{3}, []float32{-1, 0.5, 2})
+	got, _, err := s.Run(nil, []Feed{{x, small}}, []graph.Output{y}, nil)
+	if err != nil {
+		t.Fatalf("the run after the OOM: %v", err)
+	}
+	if v := got[0].F32(); v[0] != 0 || v[1] != 0.5 || v[2] != 2 {
+		t.Fatalf("relu after OOM: %v", v)
+	}
+	checkQuiescent(t, s)
+}
