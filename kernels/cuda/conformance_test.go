@@ -7,6 +7,7 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/kerneltest"
+	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -27,6 +28,12 @@ func (g *gpuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, e
 		return cpuRun(n, in, nil)
 	}
 	k, err := def.Factory(n)
+	if status.CodeOf(err) == status.Unimplemented {
+		// The GPU kernel refuses these attrs (a fused epilogue it lacks):
+		// placement runs such a node on the host.
+		g.fallback[n.Op]++
+		return cpuRun(n, in, nil)
+	}
 	if err != nil {
 		return nil, err
 	}
