@@ -1,8 +1,9 @@
 #!/bin/sh
 # Builds, here (Go, no CUDA needed), the GPU test artefacts that run on a GPU
-# machine without Go: the test binaries of device/cuda and kernels/cuda and
-# the script that runs them (gputest.sh), into DIR (default .dev/gpu, which
-# git ignores). Carry DIR to the GPU machine and run, from the repo root:
+# machine without Go: the test binaries of device/cuda, kernels/cuda and
+# session, the library with the example and the benchmark kit (DIR/bench,
+# see package.sh) and the script that runs them (gputest.sh), into DIR
+# (default .dev/gpu, which git ignores). Carry DIR to the GPU machine and run, from the repo root:
 #
 #   OUT=/some/folder bash .dev/gpu/gputest.sh
 #
@@ -14,5 +15,15 @@ DIR=${1:-.dev/gpu}
 mkdir -p "$DIR"
 go test -c -ldflags='-s -w' -o "$DIR/device_cuda.test" ./device/cuda
 go test -c -ldflags='-s -w' -o "$DIR/kernels_cuda.test" ./kernels/cuda
+# The session's GPU tests (every multi-stream knob under the real driver,
+# outputs against the CPU); run from session/ so they find the bundled model.
+go test -c -ldflags='-s -w' -o "$DIR/session.test" ./session
+# The library, loadgen and the model generator (bench/gpu/run.sh's kit), and
+# the bundled example linked against the library as a user program is.
+sh bench/gpu/package.sh "$DIR/bench" >/dev/null
+${CC:-cc} -O2 -Wall -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude \
+  examples/multistream_inference/multistream_inference.c -o "$DIR/bench/multistream_inference" \
+  -L"$DIR/bench" -lmstream -Wl,-rpath,'$ORIGIN' -lpthread
+cp examples/data/config_proto "$DIR/bench/"
 cp bench/gpu/gputest.sh "$DIR/"
 ls -la "$DIR"

@@ -6,6 +6,9 @@
 #                 cross-context probe, each in a process of its own
 #   kernels.log   kernels/cuda tests (-v): every GPU kernel against the CPU,
 #                 and the shared conformance suite on the GPU
+#   session.log   session GPU tests (-v), then the whole session suite
+#   example.log   the bundled example on the GPU (4 groups; merged and
+#                 stream-aware) and on the CPU
 #   sanitizer.log compute-sanitizer memcheck and racecheck passes
 #   summary.txt   one line per step, and the launch-overhead numbers
 #   launch.prof, kernels.prof  CPU profiles of the launch paths
@@ -37,6 +40,18 @@ step() { # name timeout log cmd...
 step device 60 "$OUT/device.log" "$D/device_cuda.test" -test.v -test.count=1
 MSTREAM_TEST_STICKY=1 step sticky 20 "$OUT/device.log" "$D/device_cuda.test" -test.v -test.run '^TestStickyError$'
 MSTREAM_PROBE_CROSS_CONTEXT=1 step probe-cross-context 20 "$OUT/device.log" "$D/device_cuda.test" -test.v -test.run '^TestCrossContextAccess$'
+# The session on the GPU: the GPU tests (every multi-stream knob under the
+# real driver, outputs against the CPU, OOM, host<->GPU edges), then the
+# whole session suite, whose sessions run on the GPU when it is there.
+R=$(cd "$D/../.." && pwd)
+(cd "$R/session" && step session-gpu 150 "$OUT/session.log" "$D/session.test" -test.v -test.count=1 -test.run 'GPU|NoGPU')
+(cd "$R/session" && MSTREAM_DEVICE= step session-all 120 "$OUT/session.log" "$D/session.test" -test.count=1 -test.skip 'GPU|NoGPU')
+# The bundled example on the GPU (4 groups, 4 threads), and on the CPU.
+EX=(model_test.pbtxt 5 dense ids_0 ids_1 ids_2 ids_3 1 output)
+(cd "$D/bench" && step example-gpu 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=4 ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
+(cd "$D/bench" && step example-gpu-merge 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=4 TF_GPU_STREAM_MERGE=true TF_GPU_STREAM_AWARE_BFC=true ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
+(cd "$D/bench" && step example-cpu 60 "$OUT/example.log" env MSTREAM_DEVICE=cpu TF_GPU_STREAM_GROUP_COUNT=4 ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
+
 MSTREAM_GPU_COVERAGE=1 step kernels 150 "$OUT/kernels.log" "$D/kernels_cuda.test" -test.v -test.count=1
 # CPU profiles of the launch paths (go tool pprof reads them with the binaries).
 step profile-launch 60 "$OUT/device.log" "$D/device_cuda.test" -test.v -test.run '^TestLaunchOverhead$' -test.cpuprofile "$OUT/launch.prof"
@@ -53,11 +68,16 @@ done
 # Sanitizer passes (about 5 min at most; SANITIZE=0 skips them).
 [ "${SANITIZE:-1}" = 1 ] || { cat "$S"; exit 0; }
 CS="compute-sanitizer --error-exitcode 3 --print-limit 20"
+# A short multi-stream run of the example (4 groups, 4 threads) under both
+# tools: the runtime's copies, events and kernels together.
+(cd "$D/bench" && step memcheck-example 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 $CS --tool memcheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
+(cd "$D/bench" && step racecheck-example 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 TF_GPU_STREAM_AWARE_BFC=true $CS --tool racecheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
 step memcheck-device 45 "$OUT/sanitizer.log" $CS --tool memcheck "$D/device_cuda.test" -test.run 'TestCopyRoundTrip|TestCrossStreamWait|TestEnqueueOrder|TestBFCOverDeviceMemory|TestGemm|TestLaunchArgs'
 step memcheck-kernels 120 "$OUT/sanitizer.log" $CS --tool memcheck "$D/kernels_cuda.test" -test.run 'TestBinary|TestUnary|TestBiasAdd|TestSoftmax|TestCast|TestFill|TestReduce|TestGather|TestConcat|TestTranspose|TestMatMul|TestFusedMatMul'
 step racecheck-kernels 45 "$OUT/sanitizer.log" $CS --tool racecheck "$D/kernels_cuda.test" -test.run 'TestReduce|TestSoftmax'
 step racecheck-device 25 "$OUT/sanitizer.log" $CS --tool racecheck "$D/device_cuda.test" -test.run 'TestCrossStreamWait|TestEnqueueOrder'
 
-grep -hE '^ *(--- FAIL|FAIL|ok|PASS)|PROBE|launch CPU time|sticky error as' "$OUT/device.log" "$OUT/kernels.log" >>"$S"
+grep -hE '^ *(--- FAIL|FAIL|ok|PASS)|PROBE|launch CPU time|sticky error as' "$OUT/device.log" "$OUT/kernels.log" "$OUT/session.log" >>"$S"
+grep -hE 'running on|no GPU|qps|QPS|runs/s|group' "$OUT/example.log" | head -40 >>"$S"
 grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$OUT/sanitizer.log" >>"$S"
 cat "$S"
