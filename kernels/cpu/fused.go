@@ -272,29 +272,21 @@ func fusedConv2D(ctx *kernels.Context, a Conv2DAttrs, ep epilogue) error {
 }
 
 // channelEpilogueF32 applies x*scale+offset (scale nil: x+offset) per
-// channel (the last dimension, of len(offset)) and the activation, row by
-// row, so each row is read and written once while it is in cache.
+// channel (the last dimension, of len(offset)) and the activation, in one
+// pass: vec.ChannelAffine does a block of rows per call, so the cgo cost is
+// not paid per row; the pool splits the rows into such calls.
 func channelEpilogueF32(ctx *kernels.Context, ep epilogue, o, scale, offset []float32) {
 	c := len(offset)
 	rows := len(o) / c
+	act := vec.Unary(-1)
+	if op, ok := vecUnaryOps[ep.act]; ok {
+		act = op
+	}
 	ctx.For(rows, float64(c)*2, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			row := o[r*c : (r+1)*c]
-			if c >= vecMin {
-				if scale != nil {
-					vec.MapBinary(vec.Mul, row, scale, row, 1, 1)
-				}
-				vec.MapBinary(vec.Add, row, offset, row, 1, 1)
-			} else if scale != nil {
-				for i := range row {
-					row[i] = row[i]*scale[i] + offset[i]
-				}
-			} else {
-				for i := range row {
-					row[i] += offset[i]
-				}
-			}
-			activateRowF32(ep, row)
+		x := o[lo*c : hi*c]
+		vec.ChannelAffine(x, scale, offset, act)
+		if ep.act == "LeakyRelu" {
+			activateRowF32(ep, x)
 		}
 	})
 }

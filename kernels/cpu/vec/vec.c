@@ -115,3 +115,27 @@ void ms_argreduce_f32(int op, const float *x, long rows, long n, long long *out)
 #endif
 	argreduce_base(op, x, rows, n, out);
 }
+
+/* Rows are done a block at a time: the affine part row by row (a loop the
+ * compiler vectorises), then the activation over the whole block while it
+ * is still in L1. */
+void ms_channel_affine_f32(float *x, long rows, long c, const float *scale, const float *offset, int act) {
+	const long block = 4096;
+	long per = c < block ? block / c : 1;
+	for (long r = 0; r < rows; r += per) {
+		long nr = rows - r < per ? rows - r : per;
+		float *b = x + r * c;
+		for (long i = 0; i < nr; i++) {
+			float *restrict row = b + i * c;
+			if (scale) {
+				for (long j = 0; j < c; j++)
+					row[j] = row[j] * scale[j] + offset[j];
+			} else {
+				for (long j = 0; j < c; j++)
+					row[j] += offset[j];
+			}
+		}
+		if (act >= 0)
+			ms_unary_f32(act, b, b, nr * c);
+	}
+}

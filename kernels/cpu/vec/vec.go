@@ -110,6 +110,25 @@ func MapUnary(op Unary, x, y []float32) {
 	C.ms_unary_f32(C.int(op), (*C.float)(&x[0]), (*C.float)(&y[0]), C.long(len(x)))
 }
 
+// ChannelAffine sets x[r*c+j] = act(x[r*c+j]*scale[j] + offset[j]) in
+// place for x viewed as [len(x)/c, c], c = len(offset); scale nil skips the
+// multiply, act < 0 the activation. One call covers many rows, so the cgo
+// cost is paid once per call rather than once per row.
+func ChannelAffine(x, scale, offset []float32, act Unary) {
+	c := len(offset)
+	if c == 0 || len(x)%c != 0 || (scale != nil && len(scale) != c) || act >= numUnary {
+		panic(fmt.Sprintf("vec: ChannelAffine with len(x)=%d len(scale)=%d len(offset)=%d act=%d", len(x), len(scale), c, act))
+	}
+	if len(x) == 0 {
+		return
+	}
+	var sp *C.float
+	if scale != nil {
+		sp = (*C.float)(&scale[0])
+	}
+	C.ms_channel_affine_f32((*C.float)(&x[0]), C.long(len(x)/c), C.long(c), sp, (*C.float)(&offset[0]), C.int(act))
+}
+
 // MapBinary computes y[i] = a[i*sa] op b[i*sb] for i < len(y), with sa and
 // sb 0 (a scalar operand) or 1.
 func MapBinary(op Binary, a, b, y []float32, sa, sb int) {

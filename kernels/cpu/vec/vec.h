@@ -35,4 +35,9 @@ void ms_argreduce_f32(int op, const float *x, long rows, long n, long long *out)
 /* Softmax (or log-softmax) of each row of [rows, n]. */
 void ms_softmax_f32(const float *x, float *y, long rows, long n, int log);
 
+/* x[r*c + j] = act(x[r*c + j] * scale[j] + offset[j]) for r < rows, j < c,
+ * in place (scale NULL: no multiply; act < 0: no activation): the epilogue
+ * of the fused GEMM and convolution kernels. */
+void ms_channel_affine_f32(float *x, long rows, long c, const float *scale, const float *offset, int act);
+
 #endif

@@ -344,3 +344,59 @@ func TestBounds(t *testing.T) {
 		}()
 	}
 }
+
+// TestChannelAffine checks the fused epilogue against a Go loop for row
+// counts around the block size, with and without scale and activation.
+func TestChannelAffine(t *testing.T) {
+	levels(t, func(t *testing.T) {
+		r := newRand(t)
+		for _, c := range []int{1, 3, 64, 130, 5000} {
+			for _, rows := range []int{0, 1, 7, 4096/c + 3} {
+				for _, act := range []Unary{-1, Relu, Relu6, Elu} {
+					for _, withScale := range []bool{false, true} {
+						x := make([]float32, rows*c)
+						for i := range x {
+							x[i] = float32(r.Float64()*8 - 4)
+						}
+						off := make([]float32, c)
+						var sc []float32
+						for j := range off {
+							off[j] = float32(r.Float64()*2 - 1)
+						}
+						if withScale {
+							sc = make([]float32, c)
+							for j := range sc {
+								sc[j] = float32(r.Float64()*2 - 1)
+							}
+						}
+						want := make([]float64, len(x))
+						for i, v := range x {
+							w := float64(v)
+							if sc != nil {
+								w = float64(float32(w * float64(sc[i%c])))
+							}
+							w = float64(float32(w + float64(off[i%c])))
+							switch act {
+							case Relu:
+								w = math.Max(w, 0)
+							case Relu6:
+								w = math.Min(math.Max(w, 0), 6)
+							case Elu:
+								if w < 0 {
+									w = math.Expm1(w)
+								}
+							}
+							want[i] = w
+						}
+						ChannelAffine(x, sc, off, act)
+						for i := range x {
+							if !closeEnough(float64(x[i]), want[i], 4*eps, 4*eps) {
+								t.Fatalf("c=%d rows=%d act=%d scale=%v: x[%d] = %v, want %v", c, rows, act, withScale, i, x[i], want[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
