@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"mstream/groups"
+	"mstream/tensor"
+	"mstream/trace"
 )
 
 // TestSanitizerCatchesMissingWaits proves the stream sanitizer works: with
@@ -34,4 +36,94 @@ func TestSanitizerCatchesMissingWaits(t *testing.T) {
 	if bad == 0 {
 		t.Fatal("20 steps without their waits all gave right answers: the sanitizer does not see missing waits")
 	}
+}
+
+// TestSanitizerCatchesEachMissingWait drops one wait at a time: every
+// cross-stream wait a step inserts (feed copy -> kernel, kernel -> kernel
+// across groups, kernel -> fetch copy) is left out alone, and the
+// jittered host streams must turn its absence into a wrong value or a
+// step error within a few steps. A control run with every wait in place
+// must get every value right, so what the test sees is the missing wait
+// and nothing else.
+func TestSanitizerCatchesEachMissingWait(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	rp := makeRandomPlan(t, r, 3, 16)
+	set := testSet(t, 3, false, time.Millisecond, false)
+	assign := make([]int, len(rp.plan.nodes))
+	for i := range assign {
+		assign[i] = r.Intn(3)
+	}
+	sr := &StreamRuntime{Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder}
+	step := func() ([]float32, []*tensor.Tensor, *trace.Step, error) {
+		vals := []float32{float32(1 + r.Intn(100)), float32(1 + r.Intn(100)), float32(1 + r.Intn(100))}
+		got, st, err := rp.plan.RunStreams(context.Background(), sr, scalars(vals), Options{Trace: true})
+		return rp.want(vals), got, st, err
+	}
+	// The waits a step inserts are its flows.
+	_, _, st, err := step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, f := range st.Flows {
+		kinds[sliceKind(st, f.From)+"->"+sliceKind(st, f.To)] = true
+	}
+	if len(st.Flows) < 5 || !kinds["h2d->kernel"] || !kinds["kernel->kernel"] || !kinds["kernel->d2h"] {
+		t.Fatalf("the plan has %d waits (%v): too few kinds to test", len(st.Flows), kinds)
+	}
+	for k := 0; k < 10; k++ {
+		want, got, _, err := step()
+		if err != nil || check(got, want) != nil {
+			t.Fatalf("control step %d with every wait: %v %v", k, err, check(got, want))
+		}
+	}
+	tested := 0
+	for _, f := range st.Flows {
+		// A wait is needed unless the consumer also waits on a later op
+		// of the producer's stream (the executor reduces only against
+		// waits already issued, so both can be there): dropping it
+		// would change nothing.
+		implied := false
+		for _, g := range st.Flows {
+			if g.To == f.To && g.From > f.From && sliceStream(st, g.From) == sliceStream(st, f.From) {
+				implied = true
+			}
+		}
+		if implied {
+			continue
+		}
+		tested++
+		dropWait.Store(waitKey(f.From, f.To))
+		caught := false
+		for k := 0; k < 100 && !caught; k++ {
+			want, got, _, err := step()
+			caught = err != nil || check(got, want) != nil
+		}
+		dropWait.Store(0)
+		if !caught {
+			t.Errorf("wait of op %d (%s) on op %d (%s) dropped: 100 jittered steps all gave right answers",
+				f.To, sliceKind(st, f.To), f.From, sliceKind(st, f.From))
+		}
+	}
+	if tested < 5 {
+		t.Errorf("only %d needed waits to drop", tested)
+	}
+}
+
+func sliceKind(st *trace.Step, id int) string {
+	for _, s := range st.Slices {
+		if s.ID == id {
+			return s.Kind
+		}
+	}
+	return "?"
+}
+
+func sliceStream(st *trace.Step, id int) [2]int {
+	for _, s := range st.Slices {
+		if s.ID == id {
+			return [2]int{s.Group, s.Stream}
+		}
+	}
+	return [2]int{-1, -1}
 }
