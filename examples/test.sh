@@ -10,6 +10,10 @@
 #   smoke    the unmodified model at batch 16 with 2 threads, few runs: both
 #            phases report QPS and latencies, the output is [16,1] and every
 #            value is a sigmoid's (strictly between 0 and 1), not all equal
+#   groups   TF_GPU_STREAM_GROUP_COUNT=4, 4 threads: the multi-thread phase's
+#            runs spread over all 4 groups (each serves at least a tenth,
+#            and the counts add up to the phase's runs); with the default
+#            (stock TF) one group serves them all
 #
 # Usage: examples/test.sh [CHECK...]   (default: every check in CHECKS)
 # ITERS sets the runs per phase (default 20).
@@ -19,7 +23,7 @@ cd "$root"
 ITERS=${ITERS:-20}
 # More checks (stream-group counts, ...) go here: a check_NAME function
 # below and NAME in this list.
-CHECKS=${*:-values smoke}
+CHECKS=${*:-values smoke groups}
 
 model=examples/data/model_test.pbtxt
 expected=examples/data/model_test.expected.txt
@@ -160,10 +164,50 @@ EOF
   fi
 }
 
+# group_counts prints "USED TOTAL RUNS c0 c1 ..." from the multi-thread
+# phase's report: its runs, then the groups line that follows it.
+group_counts() { # output file
+  /usr/bin/python3 - "$1" <<'EOF'
+import re, sys
+out = open(sys.argv[1]).read()
+m = re.search(r"^multi thread: threads=\d+ runs=(\d+)[^\n]*\n(?:  [^\n]*\n)*?  stream groups: (\d+) of (\d+) served runs:([^\n]*)$", out, re.M)
+if not m:
+    sys.exit("no stream groups line after the multi thread phase")
+counts = re.findall(r"group\d+=(\d+)", m.group(4))
+print(m.group(2), m.group(3), m.group(1), " ".join(counts))
+EOF
+}
+
+check_groups() {
+  if ! TF_GPU_STREAM_GROUP_COUNT=4 sh examples/run.sh 16 "$ITERS" 4 >"$tmp/groups4.out" 2>&1; then
+    bad "groups: the example failed with 4 groups:"; sed 's/^/  /' "$tmp/groups4.out"; return
+  fi
+  if ! sh examples/run.sh 16 "$ITERS" 4 >"$tmp/groups1.out" 2>&1; then
+    bad "groups: the example failed with 1 group:"; sed 's/^/  /' "$tmp/groups1.out"; return
+  fi
+  g4=$(group_counts "$tmp/groups4.out") || { bad "groups: $g4"; return; }
+  set -- $g4
+  used=$1 total=$2 runs=$3; shift 3
+  sum=0 low=0
+  for c in "$@"; do sum=$((sum + c)); [ "$c" -ge $((runs / 10)) ] || low=1; done
+  if [ "$used" -ne 4 ] || [ "$total" -ne 4 ] || [ $# -ne 4 ] || [ "$sum" -ne "$runs" ] || [ $low -ne 0 ]; then
+    bad "groups: 4 groups, 4 threads: $used of $total groups used, counts $* for $runs runs"
+    sed 's/^/  /' "$tmp/groups4.out"; return
+  fi
+  counts4="$*"
+  g1=$(group_counts "$tmp/groups1.out") || { bad "groups: $g1 (1 group)"; return; }
+  set -- $g1
+  if [ "$1" -ne 1 ] || [ "$2" -ne 1 ] || [ "$4" -ne "$3" ]; then
+    bad "groups: default: $1 of $2 groups used, counts $4 for $3 runs"; return
+  fi
+  ok "groups: 4 groups x 4 threads: runs per group $counts4 of $runs; 1 group: all $3"
+}
+
 for c in $CHECKS; do
   case $c in
     values) check_values ;;
     smoke) check_smoke ;;
+    groups) check_groups ;;
     *) bad "unknown check $c" ;;
   esac
 done

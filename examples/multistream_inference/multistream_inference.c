@@ -12,9 +12,14 @@
  * Integer inputs that feed a GatherV2 as indices stay below the table's row
  * count; other integers stay below 100.
  *
- * Only the standard TF C API is used, plus the two MS_ text-format helpers,
- * so the same source builds against TensorFlow's libtensorflow when those
- * helpers are replaced by binary files. */
+ * After each phase it prints which stream groups served that phase's runs
+ * and how many each (TF_GPU_STREAM_GROUP_COUNT sets the groups), read from
+ * MS_SessionStats.
+ *
+ * Only the standard TF C API is used, plus the two MS_ text-format helpers
+ * and MS_SessionStats (a weak reference: against TensorFlow's libtensorflow
+ * the group report is skipped), so the same source builds against
+ * TensorFlow when the helpers are replaced by binary files. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -27,12 +32,15 @@
 #include "mstream/mstream.h"
 #include "tensorflow/c/c_api.h"
 
+#pragma weak MS_SessionStats
+
 #define DEFAULT_BATCH 16
 #define DEFAULT_ITERS 1000
 #define DEFAULT_THREADS 4
 #define WARMUP_RUNS 10
 #define DEFAULT_ID_RANGE 100
 #define PRINT_VALUES 32
+#define MAX_GROUPS 256
 
 typedef struct {
   TF_Session* session;
@@ -338,8 +346,50 @@ static void report(const char* phase, int threads, double* lat, int n,
          percentile(lat, n, 0.99), percentile(lat, n, 0.95), sum / n);
 }
 
+/* group_runs reads the runs each stream group has completed so far from
+ * MS_SessionStats' JSON ("groups": [{"id": N, ..., "runs_completed": M,
+ * ...}, ...]); it returns the number of groups, or -1 without the call. */
+static int group_runs(TF_Session* session, long long* runs) {
+  if (!MS_SessionStats) return -1;
+  TF_Status* s = TF_NewStatus();
+  TF_Buffer* b = TF_NewBuffer();
+  MS_SessionStats(session, b, s);
+  int n = -1;
+  if (TF_GetCode(s) == TF_OK) {
+    char* js = malloc(b->length + 1);
+    memcpy(js, b->data, b->length);
+    js[b->length] = '\0';
+    const char* p = strstr(js, "\"groups\":[");
+    n = 0;
+    while (p && n < MAX_GROUPS && (p = strstr(p, "{\"id\":")) != NULL) {
+      const char* r = strstr(p, "\"runs_completed\":");
+      if (r == NULL) break;
+      runs[n++] = strtoll(r + strlen("\"runs_completed\":"), NULL, 10);
+      p = r;
+    }
+    free(js);
+  }
+  TF_DeleteBuffer(b);
+  TF_DeleteStatus(s);
+  return n;
+}
+
+/* report_groups prints the runs each group served since `before`. */
+static void report_groups(TF_Session* session, const long long* before, int nb) {
+  long long now[MAX_GROUPS];
+  int n = group_runs(session, now);
+  if (n < 0) return;
+  int used = 0;
+  for (int g = 0; g < n; g++) used += now[g] - (g < nb ? before[g] : 0) > 0;
+  printf("  stream groups: %d of %d served runs:", used, n);
+  for (int g = 0; g < n; g++) printf(" group%d=%lld", g, now[g] - (g < nb ? before[g] : 0));
+  printf("\n");
+}
+
 /* phase runs ITERS runs on each of THREADS threads and reports. */
 static void phase(const char* name, Worker* proto, int threads, int batch) {
+  long long before[MAX_GROUPS];
+  int nb = group_runs(proto->session, before);
   Worker* ws = calloc((size_t)threads, sizeof *ws);
   pthread_t* tids = calloc((size_t)threads, sizeof *tids);
   double* lat = calloc((size_t)threads * (size_t)proto->iters, sizeof *lat);
@@ -360,6 +410,7 @@ static void phase(const char* name, Worker* proto, int threads, int batch) {
   double wall = now_ms() - t0;
   if (failed) exit(1);
   report(name, threads, lat, threads * proto->iters, wall, batch);
+  report_groups(proto->session, before, nb);
   free(lat);
   free(tids);
   free(ws);
