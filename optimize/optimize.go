@@ -10,6 +10,12 @@ import (
 	"mstream/tensor"
 )
 
+// FusedFromAttr is the attr of a fused node that lists the names of the
+// nodes it replaces, in data-flow order. The OpDefs do not declare it (an
+// undeclared attr is kept and ignored, as in TF); fused kernels name these
+// nodes in their errors.
+const FusedFromAttr = "_mstream_fused_from"
+
 // Options configure a rewrite.
 type Options struct {
 	// Devices are the kernel registry devices the plan may place nodes on
@@ -327,6 +333,13 @@ func (r *rewriter) copyNodes() {
 		}
 		fn, err := f.build(r, f)
 		if err == nil {
+			names := make([]string, len(f.nodes))
+			for i, m := range f.nodes {
+				names[i] = m.Name
+			}
+			// Kernels append it to their errors, so a failure names the
+			// user's nodes, not only the one whose name the fusion took.
+			fn.Attrs[FusedFromAttr] = strsAttr(names...)
 			err = r.checkKernel(fn)
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package optimize_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"mstream/optimize"
 	"mstream/optimize/fusiontest"
 	"mstream/proto/tfpb"
+	"mstream/session"
+	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -317,5 +320,30 @@ func TestFieldModels(t *testing.T) {
 	t.Logf("%d models compared, %d fusions among them", ran, fused)
 	if ran < 10 || fused == 0 {
 		t.Errorf("%d models compared with %d fusions: the field models should exercise fusion", ran, fused)
+	}
+}
+
+// TestErrorNamesUserNodes: a run-time error inside a fused kernel names the
+// nodes the user built, with the same code as the unfused run.
+func TestErrorNamesUserNodes(t *testing.T) {
+	b := &gb{t: t, g: graph.New(), r: rand.New(rand.NewSource(4))}
+	x := b.op("Placeholder", "x", map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Float)})
+	d := b.op("MatMul", "dense/MatMul", nil, x, b.weights("dense/kernel", -1, 1, 4, 3))
+	d = b.op("BiasAdd", "dense/BiasAdd", nil, d, b.weights("dense/bias", -1, 1, 3))
+	b.op("Relu", "dense/Relu", nil, d)
+	if n := fusiontest.Fusions(b.g, outputs(t, b.g, "x"), outputs(t, b.g, "dense/Relu")); n != 1 {
+		t.Fatalf("%d fusions, want 1", n)
+	}
+	bad := fusiontest.Random(b.r, tensor.Float, tensor.Shape{2, 5})
+	for _, fusion := range []string{"1", "0"} {
+		s, err := session.New(b.g, &session.Options{Env: map[string]string{"MSTREAM_FUSION": fusion}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = s.Run(nil, []session.Feed{{Output: outputs(t, b.g, "x")[0], Tensor: bad}}, outputs(t, b.g, "dense/Relu"), nil)
+		s.Close()
+		if status.CodeOf(err) != status.InvalidArgument || !strings.Contains(fmt.Sprint(err), "dense/MatMul") {
+			t.Errorf("MSTREAM_FUSION=%s: got %v, want INVALID_ARGUMENT naming dense/MatMul", fusion, err)
+		}
 	}
 }

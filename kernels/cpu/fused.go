@@ -29,7 +29,7 @@ func init() {
 			return nil, err
 		}
 		ta, tb := attrBool(n, "transpose_a"), attrBool(n, "transpose_b")
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep) }), nil
+		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep) }), nil
 	})
 	reg("_FusedConv2D", []tensor.DType{tensor.Float, tensor.Half, tensor.Double}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		ep, err := parseEpilogue(n, "Conv2D", true)
@@ -48,7 +48,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep) }), nil
+		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep) }), nil
 	})
 	reg("_MstreamUnaryChain", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		names := n.Attr("ops").GetList().GetS()
@@ -69,7 +69,30 @@ func init() {
 			}
 			cost += c
 		}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return unaryChain(ctx, ops, cost) }), nil
+		return fusedKernel(n, func(ctx *kernels.Context) error { return unaryChain(ctx, ops, cost) }), nil
+	})
+}
+
+// fusedFromAttr is optimize.FusedFromAttr (kernels may not import
+// optimize): the names of the nodes a fused node replaces.
+const fusedFromAttr = "_mstream_fused_from"
+
+// fusedKernel wraps a fused kernel so that its errors also name the nodes
+// the fusion replaced, which are the ones the user knows.
+func fusedKernel(n *graph.Node, f func(ctx *kernels.Context) error) kernels.Kernel {
+	var names []string
+	for _, b := range n.Attr(fusedFromAttr).GetList().GetS() {
+		names = append(names, string(b))
+	}
+	if len(names) == 0 {
+		return kernels.KernelFunc(f)
+	}
+	from := strings.Join(names, ", ")
+	return kernels.KernelFunc(func(ctx *kernels.Context) error {
+		if err := f(ctx); err != nil {
+			return status.Errorf(status.CodeOf(err), "%v (fused from %s)", err, from)
+		}
+		return nil
 	})
 }
 
