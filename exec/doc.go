@@ -43,7 +43,11 @@
 // so the host tensor is free on return); fetches are copied on the D2H
 // stream into pinned staging after one wait for compute; the final event
 // on D2H follows compute; the host waits for it once and copies the
-// fetches out of staging. Nothing is ordered by blocking the host.
+// fetches out of staging. Nothing is ordered by blocking the host. Events
+// come from a per-context pool and go back once complete (creating and
+// destroying them costs microseconds). With FULL_TRACE or MSTREAM_TRACE a
+// GPU step records host launch windows (when each kernel or copy was
+// enqueued) on the group's launch lane, not device times, and no flows.
 //
 // GPU memory: every device buffer of a step is allocated in the compute
 // stream's order (stream-aware allocators are told the compute stream). A

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"mstream/device"
@@ -56,6 +57,10 @@ type gstep struct {
 	pinned   []uint64    // host staging from g.HostAlloc, freed after it
 	staged   []staged
 	out      []*tensor.Tensor
+
+	// dirty says compute has work the D2H stream has not been ordered
+	// after.
+	dirty bool
 
 	trace bool
 	tr    traceBuf
@@ -167,9 +172,9 @@ func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tenso
 		g.HostAlloc.Free(a)
 	}
 	s.mem.drain()
-	for _, e := range s.events {
-		e.Destroy()
-	}
+	// Every event of the step has completed (the final event follows
+	// them all, or the streams were synchronised).
+	putEvent(c.Context(), s.events...)
 	var st *trace.Step
 	if s.trace {
 		st = s.tr.step(opts.Run, int(g.ID))
@@ -183,9 +188,43 @@ func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tenso
 	return s.out, st, nil
 }
 
-// event records a new event on st.
+// evPool recycles events per context: cuEventCreate and cuEventDestroy
+// cost microseconds each and a step needs several. An event goes back only
+// once it has completed.
+var evPool sync.Map // *cu.Context -> *evList
+
+type evList struct {
+	mu  sync.Mutex
+	evs []*cu.Event
+}
+
+func getEvent(c *cu.Context) (*cu.Event, error) {
+	if v, ok := evPool.Load(c); ok {
+		l := v.(*evList)
+		l.mu.Lock()
+		if n := len(l.evs); n > 0 {
+			e := l.evs[n-1]
+			l.evs = l.evs[:n-1]
+			l.mu.Unlock()
+			return e, nil
+		}
+		l.mu.Unlock()
+	}
+	return c.NewEvent()
+}
+
+// putEvent returns completed events of context c to the pool.
+func putEvent(c *cu.Context, evs ...*cu.Event) {
+	v, _ := evPool.LoadOrStore(c, &evList{})
+	l := v.(*evList)
+	l.mu.Lock()
+	l.evs = append(l.evs, evs...)
+	l.mu.Unlock()
+}
+
+// event records an event on st.
 func (s *gstep) event(st *cu.Stream) (*cu.Event, error) {
-	e, err := st.Context().NewEvent()
+	e, err := getEvent(st.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +236,9 @@ func (s *gstep) event(st *cu.Stream) (*cu.Event, error) {
 func (s *gstep) order(to, from *cu.Stream) error {
 	if to == from {
 		return nil
+	}
+	if to == s.d && from == s.c {
+		s.dirty = false
 	}
 	e, err := s.event(from)
 	if err != nil {
@@ -212,9 +254,10 @@ func (s *gstep) order(to, from *cu.Stream) error {
 func (s *gstep) holdOnEvents(free func(), others []device.Stream) {
 	var evs []device.Event
 	var own []*cu.Event
+	ctx := s.c.Context()
 	for _, o := range others {
 		st := o.(*cu.Stream)
-		e, err := st.Context().NewEvent()
+		e, err := getEvent(ctx)
 		if err == nil {
 			err = st.RecordEvent(e)
 		}
@@ -228,21 +271,42 @@ func (s *gstep) holdOnEvents(free func(), others []device.Stream) {
 	}
 	s.rt.Holder.Hold(func() {
 		free()
-		for _, e := range own {
-			e.Destroy()
-		}
+		putEvent(ctx, own...) // Hold calls free once they completed
 	}, evs)
+}
+
+// launchStats counts the host time GPU steps spend launching (feeds,
+// kernels, fetches; not the final wait) and the GPU nodes launched, for
+// the launch-cost measurement of bench/gpu.
+var launchStats struct {
+	ns, nodes, steps atomic.Int64
+}
+
+// GPULaunchStats returns the host time spent launching GPU steps, the GPU
+// nodes they launched and the steps, since the process started.
+func GPULaunchStats() (ns, nodes, steps int64) {
+	return launchStats.ns.Load(), launchStats.nodes.Load(), launchStats.steps.Load()
 }
 
 // launch enqueues the step. It returns the first error; what was launched
 // before it still runs, and finish orders the final event after it.
 func (s *gstep) launch() error {
+	start := time.Now()
+	nodes := 0
+	defer func() {
+		launchStats.ns.Add(int64(time.Since(start)))
+		launchStats.nodes.Add(int64(nodes))
+		launchStats.steps.Add(1)
+	}()
 	if err := s.launchFeeds(); err != nil {
 		return err
 	}
 	for _, i := range s.plan.topo {
 		if err := s.node(i); err != nil {
 			return err
+		}
+		if s.plan.nodes[i].where == onGPU {
+			nodes++
 		}
 	}
 	return s.launchFetches()
@@ -308,6 +372,7 @@ func (s *gstep) launchFeeds() error {
 	if err := s.order(s.c, s.h); err != nil {
 		return status.Wrap(err, "feeds: ordering compute after the H2D stream")
 	}
+	s.dirty = true
 	return nil
 }
 
@@ -376,6 +441,7 @@ func (s *gstep) devOf(v *gval, r ref, what string) (*tensor.Tensor, error) {
 	// Held until the step ends: its readers are counted on the host value.
 	s.mem.add(dt, &buffer{addr: addr, alloc: s.g.Alloc, refs: 1 << 30, users: []int{s.cix}})
 	if size > 0 {
+		s.dirty = true
 		if err := s.c.H2D(addr, t.Buf); err != nil {
 			return nil, status.Wrap(err, "%s: copy to %s", what, s.g.Device.Name())
 		}
@@ -467,6 +533,7 @@ func (s *gstep) compute(pn *planNode, kc *kernels.Context) (err error) {
 			err = status.Errorf(status.Internal, "node '%s' (op %s) on %s panicked: %v\n%s", n.Name, n.Op, s.g.Device.Name(), r, debug.Stack())
 		}
 	}()
+	s.dirty = true
 	if err := pn.kernel.Compute(kc); err != nil {
 		if status.CodeOf(err) == status.Unknown {
 			err = status.Errorf(status.Internal, "node '%s' (op %s): %v", n.Name, n.Op, err)
@@ -537,7 +604,9 @@ func (s *gstep) launchFetches() error {
 // finish records the final event on the D2H stream after everything the
 // step enqueued on compute.
 func (s *gstep) finish() (*cu.Event, error) {
-	if err := s.order(s.d, s.c); err != nil {
+	if !s.dirty {
+		// D2H already follows everything compute was given.
+	} else if err := s.order(s.d, s.c); err != nil {
 		s.c.Sync()
 		return nil, status.Wrap(err, "final event")
 	}
@@ -550,17 +619,14 @@ func (s *gstep) finish() (*cu.Event, error) {
 	return e, nil
 }
 
+// slice records a launch window measured on the host: GPU steps trace
+// when the host enqueued each kernel or copy (device times would need
+// timing events), on the group's launch lane (Stream -1), where runs of
+// the group may overlap.
 func (s *gstep) slice(name, op, kind, role string, start time.Time, bytes int64) {
-	st := s.c
-	switch role {
-	case "h2d":
-		st = s.h
-	case "d2h":
-		st = s.d
-	}
 	s.tr.mu.Lock()
 	s.tr.slices = append(s.tr.slices, trace.Slice{ID: len(s.tr.slices), Name: name, Op: op, Kind: kind,
-		Device: s.g.Device.Name(), Group: int(s.g.ID), Stream: int(st.ID()), Role: role,
+		Device: s.g.Device.Name(), Group: int(s.g.ID), Stream: -1, Role: "launch:" + role,
 		Start: start, End: time.Now(), Bytes: bytes, Allocator: s.g.Alloc.Name()})
 	s.tr.mu.Unlock()
 }

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"mstream/device/cuda"
+	"mstream/exec"
 	"mstream/graph"
 	"mstream/proto/tfpb"
 	"mstream/status"
@@ -253,4 +255,52 @@ func TestGPUOutOfMemory(t *testing.T) {
 		t.Fatalf("relu after OOM: %v", v)
 	}
 	checkQuiescent(t, s)
+}
+
+// TestGPULaunchCost reports (it asserts no time) the host time the runtime
+// spends per launched GPU node and per step, on a 5-layer MLP at batch 1
+// from one thread, next to the end-to-end time per Run; bench/gpu/README.md
+// records the numbers beside the driver's own launch cost.
+func TestGPULaunchCost(t *testing.T) {
+	wantGPU(t)
+	b := newGB(t)
+	x := b.placeholder("x", tensor.Unknown)
+	r := rand.New(rand.NewSource(5))
+	h := x
+	dims := []int64{512, 1024, 1024, 512, 256, 1}
+	for i := 0; i+1 < len(dims); i++ {
+		wv := make([]float32, dims[i]*dims[i+1])
+		for j := range wv {
+			wv[j] = (r.Float32() - 0.5) / 16
+		}
+		w := b.constant(fmt.Sprintf("w%d", i), tensor.FromF32(tensor.Shape{dims[i], dims[i+1]}, wv))
+		bias := b.constant(fmt.Sprintf("b%d", i), tensor.FromF32(tensor.Shape{dims[i+1]}, make([]float32, dims[i+1])))
+		h = b.op("BiasAdd", fmt.Sprintf("ba%d", i), nil, b.matmul(fmt.Sprintf("mm%d", i), h, w), bias)
+		if i+2 < len(dims) {
+			h = b.relu(fmt.Sprintf("relu%d", i), h)
+		}
+	}
+	y := b.op("Sigmoid", "y", nil, h)
+	s := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "gpu"})
+	feeds := []Feed{{x, tensor.FromF32(tensor.Shape{1, 512}, make([]float32, 512))}}
+	for i := 0; i < 200; i++ { // warm up: modules, plans, constants
+		if _, _, err := s.Run(nil, feeds, []graph.Output{y}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns0, n0, st0 := exec.GPULaunchStats()
+	const runs = 2000
+	start := time.Now()
+	for i := 0; i < runs; i++ {
+		if _, _, err := s.Run(nil, feeds, []graph.Output{y}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wall := time.Since(start)
+	ns1, n1, st1 := exec.GPULaunchStats()
+	if st1-st0 != runs || n1 == n0 {
+		t.Fatalf("%d GPU steps launching %d GPU nodes, want %d steps", st1-st0, n1-n0, runs)
+	}
+	t.Logf("runtime launch CPU time: %d ns per GPU node, %d ns per step (%d GPU nodes a step); Run end to end %d ns (MLP 512-1024-1024-512-256-1, batch 1, one thread)",
+		(ns1-ns0)/(n1-n0), (ns1-ns0)/runs, (n1-n0)/runs, wall.Nanoseconds()/runs)
 }
