@@ -30,25 +30,32 @@ import (
 // so the runner hands the suite the CPU's outputs: TestConformance
 // compares values on a GPU. It needs clang to preprocess the sources.
 
-type kparam struct{ size, align int }
+// kparam is one kernel parameter: its size and alignment, its C type
+// (for the emulator's wrappers) and how many device pointers it holds.
+type kparam struct {
+	size, align int
+	ty          string
+	ptrs        int
+}
 
 var paramSizes = map[string]kparam{
-	"i64": {8, 8}, "u64": {8, 8}, "long long": {8, 8}, "unsigned long long": {8, 8}, "double": {8, 8},
-	"int": {4, 4}, "u32": {4, 4}, "unsigned": {4, 4}, "unsigned int": {4, 4}, "float": {4, 4},
+	"i64": {8, 8, "", 0}, "u64": {8, 8, "", 0}, "long long": {8, 8, "", 0}, "unsigned long long": {8, 8, "", 0},
+	"double": {8, 8, "", 0}, "int": {4, 4, "", 0}, "u32": {4, 4, "", 0}, "unsigned": {4, 4, "", 0},
+	"unsigned int": {4, 4, "", 0}, "float": {4, 4, "", 0},
 	// Structs passed by value (their i64 arrays are MAXR = 8 long).
-	"Bcast": {8 * (1 + 3*8), 8}, "Bc": {8 * (1 + 3*8), 8}, "Bc3": {8 * (1 + 4*8), 8},
-	"RedMeta": {8 * (2 + 4*8), 8}, "Perm": {8 * (1 + 2*8), 8}, "Ptrs8": {64, 8},
-	"Strided": {8 * (2 + 6*8), 8}, "NdMeta": {8 * (1 + 2*8), 8}, "Conv": {8 * 20, 8},
+	"Bcast": {8 * (1 + 3*8), 8, "", 0}, "Bc": {8 * (1 + 3*8), 8, "", 0}, "Bc3": {8 * (1 + 4*8), 8, "", 0},
+	"RedMeta": {8 * (2 + 4*8), 8, "", 0}, "Perm": {8 * (1 + 2*8), 8, "", 0}, "Ptrs8": {64, 8, "", 8},
+	"Strided": {8 * (2 + 6*8), 8, "", 0}, "NdMeta": {8 * (1 + 2*8), 8, "", 0}, "Conv": {8 * 20, 8, "", 0},
 }
 
 var kernelRe = regexp.MustCompile(`extern\s+"C"\s+__attribute__\(\(global\)\)\s+void\s+(\w+)\s*\(([^)]*)\)`)
 
 // programKernels preprocesses p with clang and returns each kernel's
 // parameter layout.
-func programKernels(t *testing.T, clang, dir string, p *cu.Program) map[string][]kparam {
+func programKernels(clang, dir string, p *cu.Program) (map[string][]kparam, error) {
 	src := filepath.Join(dir, "pp_"+p.Name)
 	if err := os.WriteFile(src, []byte(p.Source), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var out []byte
 	var err error
@@ -61,34 +68,40 @@ func programKernels(t *testing.T, clang, dir string, p *cu.Program) map[string][
 		}
 	}
 	if err != nil {
-		t.Fatalf("%s: clang -E: %v", p.Name, err)
+		return nil, fmt.Errorf("%s: clang -E: %v", p.Name, err)
 	}
 	ks := map[string][]kparam{}
 	for _, m := range kernelRe.FindAllStringSubmatch(string(out), -1) {
 		var ps []kparam
 		for _, a := range strings.Split(m[2], ",") {
 			a = strings.TrimSpace(a)
+			name := regexp.MustCompile(`\w+$`).FindString(a)
+			full := strings.TrimSpace(strings.TrimSuffix(a, name))
 			if strings.Contains(a, "*") {
-				ps = append(ps, kparam{8, 8})
+				ps = append(ps, kparam{8, 8, full, 1})
 				continue
 			}
 			f := strings.Fields(strings.ReplaceAll(a, "const ", ""))
 			if len(f) < 2 {
-				t.Fatalf("%s: kernel %s: cannot read parameter %q", p.Name, m[1], a)
+				return nil, fmt.Errorf("%s: kernel %s: cannot read parameter %q", p.Name, m[1], a)
 			}
 			ty := strings.Join(f[:len(f)-1], " ")
 			k, ok := paramSizes[ty]
 			if !ok {
-				t.Fatalf("%s: kernel %s: parameter type %q unknown to the dry run (add it to paramSizes)", p.Name, m[1], ty)
+				return nil, fmt.Errorf("%s: kernel %s: parameter type %q unknown to the dry run (add it to paramSizes)", p.Name, m[1], ty)
+			}
+			k.ty = full
+			if ty == "Ptrs8" {
+				k.ptrs = 8
 			}
 			ps = append(ps, k)
 		}
 		ks[m[1]] = ps
 	}
 	if len(ks) == 0 {
-		t.Fatalf("%s: no kernels found", p.Name)
+		return nil, fmt.Errorf("%s: no kernels found", p.Name)
 	}
-	return ks
+	return ks, nil
 }
 
 // argsLayout reads how many parameters an Args holds and how many bytes
@@ -183,7 +196,7 @@ func (d *dryRunner) Run(n *graph.Node, in []*tensor.Tensor) (outs []*tensor.Tens
 
 // needsDevice lists GPU ops whose kernels call cuBLAS, which the dry run
 // cannot stand in for.
-var needsDevice = map[string]bool{"MatMul": true, "BatchMatMulV2": true, "BatchMatMulV3": true}
+var needsDevice = map[string]bool{"MatMul": true, "BatchMatMulV2": true, "BatchMatMulV3": true, "_FusedMatMul": true, "_FusedConv2D": true}
 
 // The dry run's GEMMs (Conv2D's) are skipped by kctx.gemm, so Conv2D runs.
 
@@ -204,9 +217,13 @@ func TestDryRun(t *testing.T) {
 	}
 	d := &dryRunner{t: t, kernels: map[*cu.Program]map[string][]kparam{}, launched: map[string]int{}}
 	for _, p := range Programs() {
-		d.kernels[p] = programKernels(t, clang, dir, p)
+		ks, err := programKernels(clang, dir, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.kernels[p] = ks
 	}
-	dryRun = d.hook
+	dryRun = &dryDevice{launch: d.hook}
 	defer func() { dryRun = nil }()
 	seen := map[string]bool{}
 	var only []string
@@ -264,7 +281,12 @@ func dryCheck(t *testing.T, n *graph.Node, in []*tensor.Tensor) {
 		os.WriteFile(filepath.Join(dir, "shim.h"), []byte(clangShim), 0o644)
 		dryR = &dryRunner{t: t, kernels: map[*cu.Program]map[string][]kparam{}, launched: map[string]int{}}
 		for _, p := range Programs() {
-			dryR.kernels[p] = programKernels(t, clang, dir, p)
+			ks, err := programKernels(clang, dir, p)
+			if err != nil {
+				dryErr = err
+				return
+			}
+			dryR.kernels[p] = ks
 		}
 	})
 	if dryErr != nil {
@@ -273,7 +295,7 @@ func dryCheck(t *testing.T, n *graph.Node, in []*tensor.Tensor) {
 	dryR.mu.Lock()
 	defer dryR.mu.Unlock()
 	dryR.t = t
-	dryRun = dryR.hook
+	dryRun = &dryDevice{launch: dryR.hook}
 	defer func() { dryRun = nil }()
 	if _, err := kernels.Lookup(n, kernels.GPU); err != nil {
 		t.Errorf("%s: %v", n.Op, err)

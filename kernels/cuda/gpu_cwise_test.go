@@ -53,7 +53,14 @@ func TestCwiseBinary(t *testing.T) {
 					// Some equal elements for the comparisons.
 					kerneltest.SetF64(y, 2, x.ElementF64(2))
 				}
-				check(t, node(b.op, nil, x, y), []*tensor.Tensor{x, y}, 0)
+				tol := 0.0
+				if b.op == "Pow" && dt == tensor.Double {
+					// Go's math.Pow (the CPU kernel's) is off by about 1e-12
+					// of the result at large magnitudes; CUDA's pow is within
+					// 2 ulp.
+					tol = 1e-10
+				}
+				check(t, node(b.op, nil, x, y), []*tensor.Tensor{x, y}, tol)
 			}
 		}
 	}

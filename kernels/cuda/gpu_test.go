@@ -198,8 +198,12 @@ var (
 // check runs n on both devices and compares.
 func check(t *testing.T, n *graph.Node, in []*tensor.Tensor, tol float64) {
 	t.Helper()
-	if os.Getenv("MSTREAM_GPU_DRYRUN") == "1" {
+	switch {
+	case os.Getenv("MSTREAM_GPU_DRYRUN") == "1":
 		dryCheck(t, n, in) // no GPU: the Go side only (dryrun_test.go)
+		return
+	case os.Getenv("MSTREAM_GPU_EMU") == "1":
+		emuCheck(t, n, in, tol) // no GPU: the programs on the CPU (emu_test.go)
 		return
 	}
 	e := env(t)

@@ -72,13 +72,25 @@ func (k kctx) launch(p *cu.Program, name string, grid, block int, shmem int, a *
 	return k.launch3(p, name, cu.D1(grid), cu.D1(block), shmem, a)
 }
 
-// dryRun, set only by tests, takes every launch, copy and memset in place
-// of the device, so the Go side of the kernels runs without a GPU.
-var dryRun func(p *cu.Program, name string, grid, block cu.Dim3, shmem int, a *cu.Args) error
+// dryRun, set only by tests, takes every launch, copy, memset and GEMM in
+// place of the device, so the Go side of the kernels runs without a GPU
+// (and an emulator of the programs can compute, see emu_test.go). A nil
+// field drops that kind of work.
+var dryRun *dryDevice
+
+type dryDevice struct {
+	launch func(p *cu.Program, name string, grid, block cu.Dim3, shmem int, a *cu.Args) error
+	copy   func(dst, src, n uint64)
+	fill   func(dst uint64, v byte, n int)
+	gemm   func(g cu.GemmArgs)
+}
 
 func (k kctx) launch3(p *cu.Program, name string, grid, block cu.Dim3, shmem int, a *cu.Args) error {
 	if dryRun != nil {
-		return dryRun(p, name, grid, block, shmem, a)
+		if dryRun.launch == nil {
+			return nil
+		}
+		return dryRun.launch(p, name, grid, block, shmem, a)
 	}
 	f, err := k.function(p, name)
 	if err != nil {
@@ -111,6 +123,9 @@ func (k kctx) sms() int {
 // d2d copies n bytes between device buffers on the kernel's stream.
 func (k kctx) d2d(dst, src, n uint64) error {
 	if dryRun != nil {
+		if dryRun.copy != nil {
+			dryRun.copy(dst, src, n)
+		}
 		return nil
 	}
 	return k.wrap(k.s.D2D(dst, src, n))
@@ -119,6 +134,9 @@ func (k kctx) d2d(dst, src, n uint64) error {
 // memset fills n bytes of device memory with v on the kernel's stream.
 func (k kctx) memset(dst uint64, v byte, n int) error {
 	if dryRun != nil {
+		if dryRun.fill != nil {
+			dryRun.fill(dst, v, n)
+		}
 		return nil
 	}
 	return k.wrap(k.s.Memset(dst, v, n))

@@ -125,6 +125,9 @@ func strAttr(n *graph.Node, name, def string) string {
 // gemm runs a cuBLAS GEMM on the kernel's stream (nothing in a dry run).
 func (k kctx) gemm(g cu.GemmArgs) error {
 	if dryRun != nil {
+		if dryRun.gemm != nil {
+			dryRun.gemm(g)
+		}
 		return nil
 	}
 	return k.wrap(k.s.Gemm(g))
