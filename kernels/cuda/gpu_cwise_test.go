@@ -139,3 +139,21 @@ func TestClipAddN(t *testing.T) {
 		}
 	}
 }
+
+// TestBiasAdd2 covers the BiasAdd dtypes of cwise.go.
+func TestBiasAdd2(t *testing.T) {
+	r := newRand(t)
+	for _, dt := range kerneltest.Allowed("BiasAdd", minus(realTypes, numTypes)) {
+		for _, tc := range []struct {
+			s      tensor.Shape
+			format string
+		}{{tensor.Shape{5, 7}, "NHWC"}, {tensor.Shape{2, 3, 4, 6}, "NHWC"}, {tensor.Shape{2, 6, 3, 4}, "NCHW"}, {tensor.Shape{0, 3}, "NHWC"}} {
+			c := tc.s[len(tc.s)-1]
+			if tc.format == "NCHW" {
+				c = tc.s[1]
+			}
+			x, b := randT(r, dt, tc.s, -10, 10, false), randT(r, dt, tensor.Shape{c}, -10, 10, false)
+			check(t, node("BiasAdd", kerneltest.Attrs{"data_format": kerneltest.AStr(tc.format)}, x, b), []*tensor.Tensor{x, b}, 0)
+		}
+	}
+}

@@ -175,3 +175,15 @@ struct Ptrs8 {
 		}                                                                                          \
 	}
 REALS(ADDN)
+
+// BiasAdd for the dtypes elementwise.cu's bias_* lacks: element i gets
+// bias[(i / inner) % c] (inner is 1 for NHWC), added in the compute type.
+#define BIAS2(T, SUF)                                                                                    \
+	extern "C" __global__ void bias2_##SUF(T *__restrict__ o, const T *__restrict__ x,                \
+		const T *__restrict__ b, i64 n, i64 c, i64 inner) {                                        \
+		GRID_LOOP(i, n) {                                                                          \
+			i64 ch = (i / inner) % c;                                                          \
+			o[i] = st<T>((Cm<T>::t)(ld(x[i]) + ld(b[ch])));                                    \
+		}                                                                                          \
+	}
+BIAS2(f16, f16) BIAS2(bf16, bf16) BIAS2(i8, i8) BIAS2(i16, i16) UINTS(BIAS2)
