@@ -55,13 +55,17 @@
 //   - cwise.cu: the remaining broadcasting binary ops (Pow,
 //     SquaredDifference, Div, FloorDiv, FloorMod, TruncateDiv,
 //     TruncateMod, Mod, DivNoNan, Equal..GreaterEqual, LogicalAnd/Or, and
-//     the dtypes elementwise.cu lacks for its ops), Select, SelectV2,
-//     ClipByValue, AddN.
+//     the dtypes elementwise.cu lacks for its ops and for BiasAdd), Select,
+//     SelectV2, ClipByValue, AddN.
 //   - reduce2.cu: Prod, Max, Min, All, Any and the remaining Sum/Mean
 //     dtypes; ArgMax/ArgMin; LogSoftmax; half/bfloat16 Softmax.
 //   - move.cu: one strided map per element size for Slice, StridedSlice,
 //     Tile, Pad, PadV2, MirrorPad, ReverseV2, BroadcastTo, Split, SplitV,
 //     Unpack (Pack and Concat use array.cu's concat); OneHot; GatherNd.
+//   - nn.cu: Conv2D (im2col plus a cuBLAS GEMM for float and double; a
+//     direct kernel for grouped convolutions, half, bfloat16 and int32),
+//     DepthwiseConv2dNative, MaxPool, MaxPoolV2, AvgPool, FusedBatchNorm
+//     (V1-V3, inference and training).
 //
 // Shapes are normalised on the host first (size-1 dims dropped,
 // contiguous dims merged), so most broadcasts, reductions, transposes and
@@ -71,6 +75,10 @@
 // only: the host kernels, which never read element data, are registered
 // for the GPU too.
 //
+// The kernels that need scratch memory (Conv2D's im2col, FusedBatchNorm's
+// coefficients) take it from Context.Alloc without making it an output;
+// the executor frees such allocations after the kernel in stream order.
+//
 // Left on the host (the runtime places them there and copies): integer
 // FloorDiv, FloorMod, TruncateDiv, TruncateMod, Mod, Div and Pow (the CPU
 // kernels fail on a zero divisor or a negative exponent, which a GPU
@@ -78,10 +86,9 @@
 // the result undefined), string ops and dtypes, shape ops that produce
 // host values (Shape, ShapeN, Size, Rank, BroadcastArgs, Range,
 // InvertPermutation), ops with data-dependent output shapes (Where,
-// Unique), Conv2D, DepthwiseConv2dNative, Conv2DBackpropInput, MaxPool,
-// MaxPoolV2, AvgPool, FusedBatchNorm (all versions), LRN, resizes,
-// Cumsum/Cumprod, TopKV2, ScatterNd, MatrixBandPart, Einsum, Bitcast,
-// random ops, and half/bfloat16/integer GEMMs.
+// Unique), Conv2DBackpropInput, LRN, resizes, Cumsum/Cumprod, TopKV2,
+// ScatterNd, MatrixBandPart, Einsum, Bitcast, random ops, NCHW
+// convolutions (as on the CPU), and half/bfloat16/integer GEMMs.
 //
 // Numerics follow the CPU kernels, which the tests compare with: sums
 // accumulate in double for float and double, and in 64 bits for integers
@@ -106,6 +113,13 @@
 // with a launch hook that checks each kernel exists in its program, the
 // packed arguments match its parameter list, and outputs have the CPU's
 // dtypes and shapes; MSTREAM_GPU_DRYRUN=1 sends the GPU tests' own cases
-// through the same dry run. bench/gpu/build.sh builds the test binaries
+// through the same dry run. MSTREAM_GPU_EMU=1 goes further: emu_test.go
+// compiles each program as host C++ with clang++ (a shim for CUDA's
+// builtins; barriers and warp shuffles run the block's threads as
+// coroutines) and runs the kernels on the CPU, so TestEmuConformance and
+// the GPU tests' own cases compare real numbers with the CPU kernels
+// without a GPU. The emulator checks what a kernel computes, not races or
+// speed (compute-sanitizer on a GPU checks those), and its math library
+// is the host's, not CUDA's. bench/gpu/build.sh builds the test binaries
 // for a GPU machine and bench/gpu/README.md records what ran there.
 package cuda
