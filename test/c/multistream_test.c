@@ -11,6 +11,8 @@
  *          on the inter-op pool): a node or a feed that does not fit fails
  *          with RESOURCE_EXHAUSTED naming the node or feed, the size and the
  *          allocator's state, and the same session then runs normally.
+ *   bad_*  a bad knob fails TF_NewSession with INVALID_ARGUMENT naming the
+ *          variable, the value and what is accepted.
  * The runtime reads the environment once, when the library loads, so each
  * phase is a fresh process: the program re-executes itself (execv, no fork)
  * with the next phase's environment, passing the counts along. */
@@ -252,6 +254,18 @@ static void phase_trace(void) {
   free(stats);
   TF_DeleteBuffer(js);
 
+  /* MS_SessionConfig: the knobs as this session read them. */
+  js = TF_NewBuffer();
+  MS_SessionConfig(sess, js, s);
+  CHECK_OK(s, "MS_SessionConfig");
+  char* cfg = malloc(js->length + 1);
+  memcpy(cfg, js->data, js->length);
+  cfg[js->length] = 0;
+  CHECK(strstr(cfg, "\"name\":\"TF_GPU_STREAM_GROUP_COUNT\",\"value\":\"2\"") != NULL,
+        "MS_SessionConfig gives TF_GPU_STREAM_GROUP_COUNT=2: %.200s", cfg);
+  free(cfg);
+  TF_DeleteBuffer(js);
+
   /* MS_SessionWriteTrace: a Chrome trace with a slice per kernel and copy. */
   MS_SessionWriteTrace(sess, trace_api_path, s);
   CHECK_OK(s, "MS_SessionWriteTrace");
@@ -373,6 +387,26 @@ static void phase_oom(const char* what) {
   TF_DeleteStatus(s);
 }
 
+/* ---- phase bad_* ------------------------------------------------------------- */
+
+/* A bad knob fails TF_NewSession with INVALID_ARGUMENT naming the variable,
+ * the value and what is accepted; nothing is left behind. */
+static void phase_bad(const char* var, const char* value, const char* accepted) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  build(g, s);
+  TF_SessionOptions* o = TF_NewSessionOptions();
+  TF_Session* sess = TF_NewSession(g, o, s);
+  TF_DeleteSessionOptions(o);
+  CHECK(sess == NULL, "%s=%s: TF_NewSession returned a session", var, value);
+  CHECK_ERR(s, TF_INVALID_ARGUMENT, var, "bad knob names the variable");
+  CHECK(strstr(TF_Message(s), value) != NULL && strstr(TF_Message(s), accepted) != NULL,
+        "%s=%s: message names the value and '%s': %s", var, value, accepted, TF_Message(s));
+  if (sess) { TF_CloseSession(sess, s); TF_DeleteSession(sess, s); }
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
 /* ---- phases ------------------------------------------------------------------- */
 
 typedef struct {
@@ -384,6 +418,10 @@ static const phase phases[] = {
     {"trace", {"TF_GPU_STREAM_GROUP_COUNT=2", "MSTREAM_TRACE=", NULL}},
     {"oom", {"TF_GPU_STREAM_GROUP_COUNT=2", "MSTREAM_HOST_MEMORY_MB=1", NULL}},
     {"oom1", {"TF_GPU_STREAM_GROUP_COUNT=1", "MSTREAM_HOST_MEMORY_MB=1", NULL}},
+    {"bad_count", {"TF_GPU_STREAM_GROUP_COUNT=abc", NULL}},
+    {"bad_zero", {"TF_GPU_STREAM_GROUP_COUNT=0", NULL}},
+    {"bad_mode", {"TF_GPU_THREAD_MODE=fast", NULL}},
+    {"bad_file", {"TF_STREAM_FROM_FILE=/nonexistent/streams.txt", NULL}},
 };
 #define NPHASES ((int)(sizeof phases / sizeof phases[0]))
 
@@ -396,8 +434,13 @@ int main(int argc, char** argv) {
   if (idx >= 0 && idx < NPHASES) {
     leak_baseline();
     srand(7 + idx);
-    if (strcmp(phases[idx].name, "trace") == 0) phase_trace();
-    else phase_oom(phases[idx].name);
+    const char* name = phases[idx].name;
+    if (strcmp(name, "trace") == 0) phase_trace();
+    else if (strcmp(name, "bad_count") == 0) phase_bad("TF_GPU_STREAM_GROUP_COUNT", "abc", "comma list");
+    else if (strcmp(name, "bad_zero") == 0) phase_bad("TF_GPU_STREAM_GROUP_COUNT", "0", "from 1 to 1024");
+    else if (strcmp(name, "bad_mode") == 0) phase_bad("TF_GPU_THREAD_MODE", "fast", "global, gpu_private, gpu_shared");
+    else if (strcmp(name, "bad_file") == 0) phase_bad("TF_STREAM_FROM_FILE", "/nonexistent/streams.txt", "cannot read");
+    else phase_oom(name);
     check_no_leaks();
   }
   int next = idx + 1;
