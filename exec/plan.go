@@ -105,7 +105,9 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 			}
 		}
 		for _, c := range n.Controls {
-			push(c)
+			if !fedPlaceholder(c, fed) {
+				push(c)
+			}
 		}
 	}
 
@@ -136,6 +138,9 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 			pn.npred++
 		}
 		for _, c := range n.Controls {
+			if fedPlaceholder(c, fed) {
+				continue
+			}
 			src := index[c]
 			p.nodes[src].succ = append(p.nodes[src].succ, i)
 			pn.npred++
@@ -165,6 +170,9 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 			}
 		}
 		for _, c := range pn.node.Controls {
+			if fedPlaceholder(c, fed) {
+				continue
+			}
 			if src := index[c]; !seen[src] {
 				seen[src] = true
 				pn.preds = append(pn.preds, src)
@@ -211,6 +219,18 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 		p.FeedShapes[i] = f.Node.OutShapes[f.Index]
 	}
 	return p, nil
+}
+
+// fedPlaceholder reports whether n is a Placeholder whose output is fed.
+// TF moves such a node's control out-edges to the feed (graph/subgraph.cc
+// FeedInputs), and a feed is ready when the step starts: the edges order
+// nothing, and they do not make the Placeholder run.
+func fedPlaceholder(n *graph.Node, fed map[graph.Output]int) bool {
+	if n.Op != "Placeholder" && n.Op != "PlaceholderV2" {
+		return false
+	}
+	_, ok := fed[n.Output(0)]
+	return ok
 }
 
 // checkAcyclic runs Kahn's algorithm on pending counts; the nodes left over
