@@ -73,6 +73,8 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int m, int = 32) {
 	memcpy(&out, &r, sizeof(T));
 	return out;
 }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 inline float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }

@@ -28,6 +28,8 @@ var (
 	moveSrc string
 	//go:embed src/nn.cu
 	nnSrc string
+	//go:embed src/misc.cu
+	miscSrc string
 
 	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
@@ -37,10 +39,11 @@ var (
 	reductions2 = &cu.Program{Name: "reduce2.cu", Source: commonSrc + typesSrc + reduce2Src}
 	moves       = &cu.Program{Name: "move.cu", Source: commonSrc + typesSrc + moveSrc}
 	nns         = &cu.Program{Name: "nn.cu", Source: commonSrc + typesSrc + nnSrc}
+	miscs       = &cu.Program{Name: "misc.cu", Source: commonSrc + typesSrc + miscSrc}
 )
 
 // Programs lists every program, so a tool or test can compile them all
 // ahead of use.
 func Programs() []*cu.Program {
-	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns}
+	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs}
 }

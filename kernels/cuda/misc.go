@@ -1,0 +1,164 @@
+package cuda
+
+import (
+	cu "mstream/device/cuda"
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Cumsum/Cumprod, MatrixBandPart, ResizeBilinear and ResizeNearestNeighbor
+// (src/misc.cu), validated as the CPU kernels.
+
+func init() {
+	for _, op := range []string{"Cumsum", "Cumprod"} {
+		prod := op == "Cumprod"
+		reg(op, "T", realTypes, []string{"axis"}, func(n *graph.Node) (kernels.Kernel, error) {
+			ex, rev := boolAttr(n, "exclusive"), boolAttr(n, "reverse")
+			return fn(func(k kctx) error { return scanGPU(k, prod, ex, rev) })(n)
+		})
+	}
+	reg("MatrixBandPart", "T", fixedTypes, []string{"num_lower", "num_upper"}, fn(bandGPU))
+	resizeTypes := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int8, tensor.Uint8,
+		tensor.Int16, tensor.Uint16, tensor.Int32, tensor.Int64}
+	for _, op := range []string{"ResizeBilinear", "ResizeNearestNeighbor"} {
+		bilinear := op == "ResizeBilinear"
+		reg(op, "T", resizeTypes, []string{"size"}, func(n *graph.Node) (kernels.Kernel, error) {
+			ac, hp := boolAttr(n, "align_corners"), boolAttr(n, "half_pixel_centers")
+			return fn(func(k kctx) error { return resizeGPU(k, bilinear, ac, hp) })(n)
+		})
+	}
+}
+
+func b32(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func scanGPU(k kctx, prod, exclusive, reverse bool) error {
+	x, at := k.Input(0), k.Input(1)
+	if len(at.Shape) != 0 {
+		return k.Errorf(status.InvalidArgument, "ScanOp: axis must be a scalar, not %v", at.Shape)
+	}
+	av, err := hostVec(k, 1, "axis")
+	if err != nil {
+		return err
+	}
+	r := int64(len(x.Shape))
+	ax := av[0]
+	if ax < -r || ax >= r {
+		return k.Errorf(status.InvalidArgument, "ScanOp: Expected scan axis in the range [%d, %d), but got %d", -r, r, ax)
+	}
+	if ax < 0 {
+		ax += r
+	}
+	o, err := k.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	if o.NumElements() == 0 {
+		return nil
+	}
+	outer, inner := int64(1), int64(1)
+	for _, d := range x.Shape[:ax] {
+		outer *= d
+	}
+	for _, d := range x.Shape[ax+1:] {
+		inner *= d
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(x)).I64(outer).I64(x.Shape[ax]).I64(inner).I32(b32(prod)).I32(b32(exclusive)).I32(b32(reverse))
+	return k.launchN(miscs, "scan_"+suffix(x.DType), outer*inner, &args)
+}
+
+func bandGPU(k kctx) error {
+	in := k.Input(0)
+	if len(in.Shape) < 2 {
+		return k.Errorf(status.InvalidArgument, "input must be at least 2-dim, received shape: %v", in.Shape)
+	}
+	lo, err := axisScalar(k, 1, "num_lower")
+	if err != nil {
+		return err
+	}
+	hi, err := axisScalar(k, 2, "num_upper")
+	if err != nil {
+		return err
+	}
+	m, n := in.Shape[len(in.Shape)-2], in.Shape[len(in.Shape)-1]
+	if lo > m {
+		return k.Errorf(status.InvalidArgument, "num_lower must be negative or less or equal to number of rows (%d) got: %d", m, lo)
+	}
+	if hi > n {
+		return k.Errorf(status.InvalidArgument, "num_upper must be negative or less or equal to number of columns (%d) got: %d", n, hi)
+	}
+	o, err := k.Allocate(0, in.Shape)
+	if err != nil {
+		return err
+	}
+	total := o.NumElements()
+	if total == 0 {
+		return nil
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(in)).I64(total).I64(m).I64(n).I64(lo).I64(hi)
+	return k.launchN(miscs, "band_"+sizeName(in.DType), total, &args)
+}
+
+func resizeScale(in, out int64, alignCorners bool) float32 {
+	if alignCorners && in > 1 && out > 1 {
+		return float32(in-1) / float32(out-1)
+	}
+	return float32(in) / float32(out)
+}
+
+func resizeGPU(k kctx, bilinear, alignCorners, halfPixel bool) error {
+	x := k.Input(0)
+	if halfPixel && alignCorners {
+		return k.Errorf(status.InvalidArgument, "If half_pixel_centers is True, align_corners must be False.")
+	}
+	if len(x.Shape) != 4 {
+		return k.Errorf(status.InvalidArgument, "input must be 4-dimensional%v", x.Shape)
+	}
+	if x.Shape[3] <= 0 {
+		return k.Errorf(status.InvalidArgument, "image must have at least one channel")
+	}
+	if x.Shape[1] <= 0 || x.Shape[2] <= 0 {
+		return k.Errorf(status.InvalidArgument, "input image must be of non-zero size")
+	}
+	st := k.Input(1)
+	if len(st.Shape) != 1 {
+		return k.Errorf(status.InvalidArgument, "shape_t must be 1-dimensional%v", st.Shape)
+	}
+	if st.NumElements() != 2 {
+		return k.Errorf(status.InvalidArgument, "shape_t must have two elements%v", st.Shape)
+	}
+	size, err := hostVec(k, 1, "size")
+	if err != nil {
+		return err
+	}
+	oh, ow := size[0], size[1]
+	if oh <= 0 || ow <= 0 {
+		return k.Errorf(status.InvalidArgument, "output dimensions must be positive")
+	}
+	ih, iw, c := x.Shape[1], x.Shape[2], x.Shape[3]
+	o, err := k.Allocate(0, tensor.Shape{x.Shape[0], oh, ow, c})
+	if err != nil {
+		return err
+	}
+	total := o.NumElements()
+	if total == 0 {
+		return nil
+	}
+	hs, ws := resizeScale(ih, oh, alignCorners), resizeScale(iw, ow, alignCorners)
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(x)).I64(total).I64(ih).I64(iw).I64(oh).I64(ow).I64(c).F32(hs).F32(ws)
+	if bilinear {
+		args.I32(b32(halfPixel))
+		return k.launchN(miscs, "resize_bl_"+suffix(x.DType), total, &args)
+	}
+	args.I32(b32(alignCorners)).I32(b32(halfPixel))
+	return k.launchN(miscs, "resize_nn_"+sizeName(x.DType), total, &args)
+}
