@@ -66,6 +66,8 @@
 //     direct kernel for grouped convolutions, half, bfloat16 and int32),
 //     DepthwiseConv2dNative, MaxPool, MaxPoolV2, AvgPool, FusedBatchNorm
 //     (V1-V3, inference and training).
+//   - misc.cu: Cumsum, Cumprod, MatrixBandPart, ResizeBilinear,
+//     ResizeNearestNeighbor.
 //
 // Shapes are normalised on the host first (size-1 dims dropped,
 // contiguous dims merged), so most broadcasts, reductions, transposes and
@@ -86,9 +88,9 @@
 // the result undefined), string ops and dtypes, shape ops that produce
 // host values (Shape, ShapeN, Size, Rank, BroadcastArgs, Range,
 // InvertPermutation), ops with data-dependent output shapes (Where,
-// Unique), Conv2DBackpropInput, LRN, resizes, Cumsum/Cumprod, TopKV2,
-// ScatterNd, MatrixBandPart, Einsum, Bitcast, random ops, NCHW
-// convolutions (as on the CPU), and half/bfloat16/integer GEMMs.
+// Unique), Conv2DBackpropInput, LRN, TopKV2, ScatterNd, Einsum, Bitcast,
+// random ops, NCHW convolutions (as on the CPU), and half/bfloat16/integer
+// GEMMs.
 //
 // Numerics follow the CPU kernels, which the tests compare with: sums
 // accumulate in double for float and double, and in 64 bits for integers
