@@ -64,6 +64,7 @@ func Rewrite(feeds, fetches []graph.Output, targets []*graph.Node, opt Options) 
 type fusion struct {
 	nodes []*graph.Node
 	build func(r *rewriter, f *fusion) (*graph.Node, error)
+	act   string // the fused activation of an epilogue ("" for none)
 }
 
 func (f *fusion) result() *graph.Node { return f.nodes[len(f.nodes)-1] }
@@ -223,6 +224,9 @@ func (r *rewriter) match() {
 }
 
 func (r *rewriter) add(f *fusion) {
+	// ID order is a topological order, the one copyNodes needs should the
+	// fusion be dropped; the result has the largest ID of the pattern.
+	sort.Slice(f.nodes, func(i, j int) bool { return f.nodes[i].ID < f.nodes[j].ID })
 	for _, n := range f.nodes {
 		r.taken[n] = f
 	}
@@ -246,11 +250,95 @@ func (r *rewriter) matchEpilogue(n *graph.Node, fused string) {
 	default:
 		return
 	}
-	nodes := []*graph.Node{n, x}
-	if a := r.next(x); a != nil && activations[a.Op] && len(a.Inputs) == 1 {
-		nodes = append(nodes, a)
+	f := &fusion{nodes: []*graph.Node{n, x}, build: build}
+	if g := r.matchGeluExact(x); fused == "_FusedMatMul" && g != nil {
+		f.nodes, f.act = append(f.nodes, g...), "GeluExact"
+	} else if a := r.next(x); a != nil && activations[a.Op] && len(a.Inputs) == 1 {
+		f.nodes, f.act = append(f.nodes, a), a.Op
 	}
-	r.add(&fusion{nodes: nodes, build: build})
+	r.add(f)
+}
+
+// hidden says whether nothing of n but uses data edges from its output 0
+// can be observed: not fed, fetched or a target, no control edge out, other
+// outputs unused, and it belongs to no fusion yet.
+func (r *rewriter) hidden(n *graph.Node, uses int) bool {
+	if r.target[n] || r.ctrlOut[n] > 0 || r.taken[n] != nil {
+		return false
+	}
+	for i := range n.OutTypes {
+		o := n.Output(i)
+		if r.fed[o] || r.fetched[o] || (i > 0 && len(r.uses[o]) > 0) {
+			return false
+		}
+	}
+	return len(r.uses[n.Output(0)]) == uses
+}
+
+// scalar says whether o is an unfed float32 Const of one element equal to
+// want (to float32 rounding).
+func (r *rewriter) scalar(o graph.Output, want float64) bool {
+	v := r.constValue(o)
+	return v != nil && v.DType == tensor.Float && v.NumElements() == 1 &&
+		math.Abs(float64(v.F32()[0])-want) <= 1e-6*math.Max(1, math.Abs(want))
+}
+
+// binaryWith says whether n is op (one of ops) of x and a scalar constant c,
+// in either order.
+func (r *rewriter) binaryWith(n *graph.Node, x graph.Output, c float64, ops ...string) bool {
+	ok := false
+	for _, op := range ops {
+		ok = ok || n.Op == op
+	}
+	if !ok || len(n.Inputs) != 2 {
+		return false
+	}
+	return (n.Inputs[0] == x && r.scalar(n.Inputs[1], c)) || (n.Inputs[1] == x && r.scalar(n.Inputs[0], c))
+}
+
+// matchGeluExact matches the exact GELU as Keras exports it after x (a
+// BiasAdd): 0.5 * x * (1 + erf(x / sqrt(2))), with x / sqrt(2) written as a
+// RealDiv or a Mul by 1/sqrt(2) and the operands of each Mul and Add in
+// either order (TF's remapper fuses it into _FusedMatMul as GeluExact). It
+// returns the GELU's nodes, the final Mul last, or nil.
+func (r *rewriter) matchGeluExact(x *graph.Node) []*graph.Node {
+	if !r.hidden(x, 2) {
+		return nil
+	}
+	xo := x.Output(0)
+	var div, half *graph.Node
+	for _, u := range r.uses[xo] {
+		switch {
+		case u.Op == "RealDiv" && u.Inputs[0] == xo && r.scalar(u.Inputs[1], math.Sqrt2):
+			div = u
+		case r.binaryWith(u, xo, 1/math.Sqrt2, "Mul"):
+			div = u
+		case r.binaryWith(u, xo, 0.5, "Mul"):
+			half = u
+		}
+	}
+	if div == nil || half == nil || div == half || !r.hidden(div, 1) || !r.hidden(half, 1) {
+		return nil
+	}
+	erf := r.uses[div.Output(0)][0]
+	if erf.Op != "Erf" || !r.hidden(erf, 1) {
+		return nil
+	}
+	add := r.uses[erf.Output(0)][0]
+	if !r.binaryWith(add, erf.Output(0), 1, "AddV2", "Add") || !r.hidden(add, 1) {
+		return nil
+	}
+	mul := r.uses[add.Output(0)][0]
+	if mul.Op != "Mul" || len(mul.Inputs) != 2 || r.uses[half.Output(0)][0] != mul || r.taken[mul] != nil {
+		return nil
+	}
+	nodes := []*graph.Node{div, half, erf, add, mul}
+	for _, m := range nodes {
+		if m.Device != x.Device {
+			return nil
+		}
+	}
+	return nodes
 }
 
 // constValue returns the value of an unfed Const output.
@@ -412,10 +500,10 @@ func epilogueAttrs(f *fusion, fused string, first string) map[string]*tfpb.AttrV
 		}
 	}
 	ops := []string{first}
-	if last := f.result(); activations[last.Op] && len(f.nodes) == 3 {
-		ops = append(ops, last.Op)
-		if last.Op == "LeakyRelu" {
-			a["leakyrelu_alpha"] = last.Attrs["alpha"]
+	if f.act != "" {
+		ops = append(ops, f.act)
+		if f.act == "LeakyRelu" {
+			a["leakyrelu_alpha"] = f.result().Attrs["alpha"]
 		}
 	}
 	a["fused_ops"] = strsAttr(ops...)

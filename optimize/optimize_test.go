@@ -3,6 +3,7 @@ package optimize_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -345,5 +346,49 @@ func TestErrorNamesUserNodes(t *testing.T) {
 		if status.CodeOf(err) != status.InvalidArgument || !strings.Contains(fmt.Sprint(err), "dense/MatMul") {
 			t.Errorf("MSTREAM_FUSION=%s: got %v, want INVALID_ARGUMENT naming dense/MatMul", fusion, err)
 		}
+	}
+}
+
+func (b *gb) scalar(name string, v float32) graph.Output {
+	t := tensor.New(tensor.Float, tensor.Shape{})
+	t.F32()[0] = v
+	return b.op("Const", name, map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Float), "value": graph.AttrTensor(t)})
+}
+
+// TestGeluExact: MatMul+BiasAdd and the exact GELU as Keras exports it (in
+// both spellings of x/sqrt(2), operands in either order) become one
+// _FusedMatMul [BiasAdd, GeluExact]; fetching the BiasAdd too keeps the
+// GELU apart. Outputs match the unfused run.
+func TestGeluExact(t *testing.T) {
+	for _, variant := range []string{"div", "mul"} {
+		t.Run(variant, func(t *testing.T) {
+			b := &gb{t: t, g: graph.New(), r: rand.New(rand.NewSource(5))}
+			x := b.placeholder("x", 3, 16)
+			d := b.op("MatMul", "ffn/MatMul", nil, x, b.weights("ffn/kernel", -1, 1, 16, 32))
+			d = b.op("BiasAdd", "ffn/BiasAdd", nil, d, b.weights("ffn/bias", -1, 1, 32))
+			var s graph.Output
+			if variant == "div" {
+				s = b.op("RealDiv", "gelu/truediv", nil, d, b.scalar("gelu/sqrt2", float32(math.Sqrt2)))
+			} else {
+				s = b.op("Mul", "gelu/scale", nil, b.scalar("gelu/rsqrt2", float32(1/math.Sqrt2)), d)
+			}
+			e := b.op("Erf", "gelu/Erf", nil, s)
+			a := b.op("AddV2", "gelu/add", nil, e, b.scalar("gelu/one", 1))
+			h := b.op("Mul", "gelu/half", nil, d, b.scalar("gelu/half/y", 0.5))
+			b.op("Mul", "gelu/out", nil, a, h)
+			res := rewrite(b, []string{"x"}, []string{"gelu/out"})
+			n := fusedOps(res)["gelu/out"]
+			if res.Fused != 1 || n == nil || n.Op != "_FusedMatMul" || len(n.Attrs["fused_ops"].GetList().GetS()) != 2 ||
+				string(n.Attrs["fused_ops"].GetList().GetS()[1]) != "GeluExact" {
+				t.Fatalf("got %d fusions, gelu/out = %v", res.Fused, n)
+			}
+			in := map[string]*tensor.Tensor{"x": fusiontest.Random(b.r, tensor.Float, tensor.Shape{3, 16})}
+			fusiontest.Compare(t, b.g, in, []string{"gelu/out"}, 1e-5)
+			res = rewrite(b, []string{"x"}, []string{"gelu/out", "ffn/BiasAdd"})
+			if n := fusedOps(res)["gelu/out"]; n == nil || n.Op == "_FusedMatMul" {
+				t.Errorf("GELU fused although the BiasAdd is fetched: %v", n)
+			}
+			fusiontest.Compare(t, b.g, in, []string{"gelu/out", "ffn/BiasAdd"}, 1e-5)
+		})
 	}
 }

@@ -105,7 +105,13 @@ type epilogue struct {
 	alpha     float64
 }
 
-var fusedActs = map[string]bool{"Relu": true, "Relu6": true, "Elu": true, "LeakyRelu": true, "Tanh": true, "Sigmoid": true}
+var fusedActs = map[string]bool{"Relu": true, "Relu6": true, "Elu": true, "LeakyRelu": true, "Tanh": true, "Sigmoid": true,
+	"GeluExact": true, "GeluApproximate": true}
+
+// actOps maps a fused activation to its vec op (LeakyRelu has none: it takes
+// alpha, and is a Go loop).
+var actOps = map[string]vec.Unary{"Relu": vec.Relu, "Relu6": vec.Relu6, "Elu": vec.Elu, "Tanh": vec.Tanh,
+	"Sigmoid": vec.Sigmoid, "GeluExact": vec.GeluErf, "GeluApproximate": vec.GeluTanh}
 
 // parseEpilogue validates fused_ops and num_args as TF's
 // InitializeFusedComputation does, with TF's codes and messages.
@@ -124,7 +130,10 @@ func parseEpilogue(n *graph.Node, kind string, allowBN bool) (epilogue, error) {
 	}
 	ok := len(ops) <= 2 && (ops[0] == "BiasAdd" || (allowBN && ops[0] == "FusedBatchNorm"))
 	if ok && len(ops) == 2 {
-		ok = fusedActs[ops[1]] && !(ops[0] == "FusedBatchNorm" && (ops[1] == "Tanh" || ops[1] == "Sigmoid"))
+		// TF's patterns: GELU after a MatMul's BiasAdd only; Tanh and
+		// Sigmoid after BiasAdd only.
+		gelu := ops[1] == "GeluExact" || ops[1] == "GeluApproximate"
+		ok = fusedActs[ops[1]] && !(ops[0] == "FusedBatchNorm" && (ops[1] == "Tanh" || ops[1] == "Sigmoid")) && !(gelu && kind != "MatMul")
 		ep.act = ops[1]
 	}
 	if !ok {
@@ -302,7 +311,7 @@ func channelEpilogueF32(ctx *kernels.Context, ep epilogue, o, scale, offset []fl
 	c := len(offset)
 	rows := len(o) / c
 	act := vec.Unary(-1)
-	if op, ok := vecUnaryOps[ep.act]; ok {
+	if op, ok := actOps[ep.act]; ok {
 		act = op
 	}
 	ctx.For(rows, float64(c)*2, func(lo, hi int) {
@@ -333,7 +342,7 @@ func activateRowF32(ep epilogue, x []float32) {
 			}
 		}
 	default:
-		vec.MapUnary(vecUnaryOps[ep.act], x, x)
+		vec.MapUnary(actOps[ep.act], x, x)
 	}
 }
 

@@ -50,6 +50,10 @@ func refAct(act string, alpha, v float64) float64 {
 		return math.Tanh(v)
 	case "Sigmoid":
 		return 1 / (1 + math.Exp(-v))
+	case "GeluExact":
+		return 0.5 * v * (1 + math.Erf(v/math.Sqrt2))
+	case "GeluApproximate":
+		return 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v)))
 	}
 	return v
 }
@@ -93,7 +97,7 @@ func fusedMatMulCases(r *rand.Rand) []Case {
 				m, n, k = 33, 130, 67 // several GEMM blocks, vectorised epilogue rows
 			}
 			ta, tb := r.Intn(2) == 1, r.Intn(2) == 1
-			act := fusedActList[r.Intn(len(fusedActList))]
+			act := pick(r, append(fusedActList, "GeluExact", "GeluApproximate"))
 			as, bs := tensor.Shape{int64(m), int64(k)}, tensor.Shape{int64(k), int64(n)}
 			if ta {
 				as = tensor.Shape{int64(k), int64(m)}
@@ -223,6 +227,7 @@ func fusedConv2DCases(r *rand.Rand) []Case {
 		{aStrs("BiasAdd"), ins(Rand(r, tensor.Float, tensor.Shape{3})), "NHWC", status.InvalidArgument, "4 channels"},
 		{aStrs("FusedBatchNorm", "Relu"), ins(bias, bias, bias, Rand(r, tensor.Float, tensor.Shape{2, 2})), "NHWC", status.InvalidArgument, "estimated_variance must be 1-dimensional"},
 		{aStrs("BiasAdd"), ins(bias), "NCHW", status.Unimplemented, "NHWC"},
+		{aStrs("BiasAdd", "GeluExact"), ins(bias), "NHWC", status.Unimplemented, "[BiasAdd,GeluExact]"},
 	} {
 		in := append(ins(x, f), e.args...)
 		a := Attrs{"strides": AInts(1, 1, 1, 1), "padding": AStr("VALID"), "fused_ops": e.ops, "num_args": AInt(int64(len(e.args))), "data_format": AStr(e.df)}
