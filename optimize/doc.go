@@ -1,6 +1,7 @@
 // Package optimize rewrites, at plan time, the part of a graph that one Run
 // needs, where TF's grappler remapper would: MatMul+BiasAdd(+activation)
-// becomes _FusedMatMul, Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
+// becomes _FusedMatMul (the activation may be the exact GELU subgraph Keras
+// exports, fused as GeluExact), Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
 // an inference FusedBatchNorm(V2/V3) after a Conv2D with a constant filter
 // is folded into that filter and a bias (then fused as Conv2D+BiasAdd), and
 // a chain of unary float32 ops becomes one _MstreamUnaryChain that makes a
