@@ -123,6 +123,14 @@ type Allocator struct {
 	nextRegion uint64            // size of the next growth (TF's curr_region_allocation_bytes)
 	freeSeq    uint64
 	st         Stats
+	// Stream-aware mode: evRefs counts, per event, the free chunks that
+	// carry it (splits share their parent's) plus a waiter between
+	// allocateLocked and its Wait; an event nobody refers to goes back to
+	// evPool and is recorded again by a later Free, so steady state
+	// creates no events (cuEventCreate is a driver call, and events were
+	// never destroyed).
+	evRefs map[device.Event]int
+	evPool []device.Event
 }
 
 // New returns an allocator over backend. It obtains no memory until the
@@ -135,7 +143,7 @@ func New(backend Backend, opts Options) (*Allocator, error) {
 	if opts.MaxInternalFrag == 0 {
 		opts.MaxInternalFrag = maxInternalFrag
 	}
-	a := &Allocator{opts: opts, backend: backend, chunks: map[uint64]*chunk{}}
+	a := &Allocator{opts: opts, backend: backend, chunks: map[uint64]*chunk{}, evRefs: map[device.Event]int{}}
 	if opts.AllowGrowth {
 		a.nextRegion = growthStart
 	} else {
@@ -201,8 +209,32 @@ func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {
 		// The caller uses the memory only after Allocate returns, so the
 		// wait still comes first on s.
 		s.Wait(ev)
+		a.mu.Lock()
+		a.unrefLocked(ev)
+		a.mu.Unlock()
 	}
 	return addr, err
+}
+
+// unrefLocked drops one reference to ev; the last one returns it to the
+// pool. Re-recording a pooled event is safe: a wait already issued keeps
+// the position it was issued against (device package semantics).
+func (a *Allocator) unrefLocked(ev device.Event) {
+	if ev == nil {
+		return
+	}
+	if a.evRefs[ev]--; a.evRefs[ev] <= 0 {
+		delete(a.evRefs, ev)
+		a.evPool = append(a.evPool, ev)
+	}
+}
+
+// PooledEvents is the number of events waiting in the pool for reuse
+// (for tests).
+func (a *Allocator) PooledEvents() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.evPool)
 }
 
 func (a *Allocator) allocateLocked(size uint64, s device.Stream) (uint64, device.Event, error) {
@@ -240,6 +272,10 @@ func (a *Allocator) allocateLocked(size uint64, s device.Stream) (uint64, device
 	c.inUse = true
 	c.requested = size
 	c.stream = s
+	if wait == nil {
+		// A waiter keeps the chunk's reference until its Wait is issued.
+		a.unrefLocked(c.ev)
+	}
 	c.ev = nil
 	a.st.BytesInUse += c.size
 	if a.st.BytesInUse > a.st.PeakBytesInUse {
@@ -274,6 +310,9 @@ func (a *Allocator) splitLocked(c *chunk, size uint64) {
 	}
 	r := &chunk{addr: c.addr + size, size: c.size - size, region: c.region,
 		prev: c, next: c.next, stream: c.stream, ev: c.ev, seq: c.seq}
+	if c.ev != nil {
+		a.evRefs[c.ev]++
+	}
 	if c.next != nil {
 		c.next.prev = r
 	}
@@ -337,12 +376,18 @@ func (a *Allocator) Free(addr uint64) error {
 		return status.InvalidArg("bfc %q: free of %#x, which is not a live allocation", a.opts.Name, addr)
 	}
 	if a.opts.StreamAware {
-		ev, err := a.opts.NewEvent()
-		if err != nil {
-			return status.Wrap(err, "bfc %q: event for free of %#x", a.opts.Name, addr)
+		var ev device.Event
+		if n := len(a.evPool); n > 0 {
+			ev, a.evPool = a.evPool[n-1], a.evPool[:n-1]
+		} else {
+			var err error
+			if ev, err = a.opts.NewEvent(); err != nil {
+				return status.Wrap(err, "bfc %q: event for free of %#x", a.opts.Name, addr)
+			}
 		}
 		c.stream.Record(ev)
 		c.ev = ev
+		a.evRefs[ev]++
 	}
 	a.freeSeq++
 	c.seq = a.freeSeq
@@ -381,7 +426,10 @@ func (a *Allocator) mergeLocked(x, y *chunk) {
 		y.next.prev = x
 	}
 	if x.stream == nil || (y.stream != nil && y.seq > x.seq) {
+		a.unrefLocked(x.ev)
 		x.stream, x.ev, x.seq = y.stream, y.ev, y.seq
+	} else {
+		a.unrefLocked(y.ev)
 	}
 	delete(a.chunks, y.addr)
 }
