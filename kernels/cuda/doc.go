@@ -67,7 +67,8 @@
 //     DepthwiseConv2dNative, MaxPool, MaxPoolV2, AvgPool, FusedBatchNorm
 //     (V1-V3, inference and training).
 //   - misc.cu: Cumsum, Cumprod, MatrixBandPart, ResizeBilinear,
-//     ResizeNearestNeighbor.
+//     ResizeNearestNeighbor, TopKV2 (a warp per row, k selection rounds:
+//     fast for the small k of inference, quadratic when k nears the row).
 //
 // Shapes are normalised on the host first (size-1 dims dropped,
 // contiguous dims merged), so most broadcasts, reductions, transposes and
@@ -88,7 +89,7 @@
 // the result undefined), string ops and dtypes, shape ops that produce
 // host values (Shape, ShapeN, Size, Rank, BroadcastArgs, Range,
 // InvertPermutation), ops with data-dependent output shapes (Where,
-// Unique), Conv2DBackpropInput, LRN, TopKV2, ScatterNd, Einsum, Bitcast,
+// Unique), Conv2DBackpropInput, LRN, ScatterNd, Einsum, Bitcast,
 // random ops, NCHW convolutions (as on the CPU), and half/bfloat16/integer
 // GEMMs.
 //

@@ -62,3 +62,18 @@ func TestResize(t *testing.T) {
 		}
 	}
 }
+
+func TestTopK(t *testing.T) {
+	r := newRand(t)
+	for _, dt := range kerneltest.Allowed("TopKV2", realTypes) {
+		for _, tc := range []struct {
+			s tensor.Shape
+			k int64
+		}{{tensor.Shape{10}, 3}, {tensor.Shape{4, 100}, 5}, {tensor.Shape{2, 3, 40}, 40}, {tensor.Shape{3, 7}, 0}, {tensor.Shape{1, 1000}, 1}} {
+			// Few distinct values, so ties (lower index first) are common.
+			x := randT(r, dt, tc.s, -6, 6, false)
+			kt := kerneltest.IntScalar(tensor.Int32, tc.k)
+			check(t, node("TopKV2", nil, x, kt), []*tensor.Tensor{x, kt}, 0)
+		}
+	}
+}

@@ -19,6 +19,7 @@ func init() {
 			return fn(func(k kctx) error { return scanGPU(k, prod, ex, rev) })(n)
 		})
 	}
+	reg("TopKV2", "T", realTypes, []string{"k"}, fn(topKGPU))
 	reg("MatrixBandPart", "T", fixedTypes, []string{"num_lower", "num_upper"}, fn(bandGPU))
 	resizeTypes := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int8, tensor.Uint8,
 		tensor.Int16, tensor.Uint16, tensor.Int32, tensor.Int64}
@@ -161,4 +162,58 @@ func resizeGPU(k kctx, bilinear, alignCorners, halfPixel bool) error {
 	}
 	args.I32(b32(alignCorners)).I32(b32(halfPixel))
 	return k.launchN(miscs, "resize_nn_"+sizeName(x.DType), total, &args)
+}
+
+func topKGPU(k kctx) error {
+	x, kt := k.Input(0), k.Input(1)
+	if len(kt.Shape) != 0 {
+		return k.Errorf(status.InvalidArgument, "k must be 0-D, got shape %v", kt.Shape)
+	}
+	kv, err := hostVec(k, 1, "k")
+	if err != nil {
+		return err
+	}
+	kk := kv[0]
+	if kk < 0 {
+		return k.Errorf(status.InvalidArgument, "Need k >= 0, got %d", kk)
+	}
+	if len(x.Shape) < 1 {
+		return k.Errorf(status.InvalidArgument, "input must be >= 1-D, got shape %v", x.Shape)
+	}
+	n := x.Shape[len(x.Shape)-1]
+	if n < kk {
+		return k.Errorf(status.InvalidArgument, "input must have at least k columns. Had %d, needed %d", n, kk)
+	}
+	s := x.Shape.Clone()
+	s[len(s)-1] = kk
+	vals, err := k.Allocate(0, s)
+	if err != nil {
+		return err
+	}
+	idx, err := k.Allocate(1, s)
+	if err != nil {
+		return err
+	}
+	if vals.NumElements() == 0 {
+		return nil
+	}
+	var is string
+	switch idx.DType {
+	case tensor.Int32:
+		is = "i32"
+	case tensor.Int64:
+		is = "i64"
+	case tensor.Int16:
+		is = "i16"
+	default:
+		return k.Errorf(status.InvalidArgument, "index_type %v is not supported", idx.DType)
+	}
+	rows := x.NumElements() / n
+	blocks := (rows + 7) / 8
+	if blocks > 1<<31-1 {
+		return k.Errorf(status.Unimplemented, "TopKV2 over %d rows", rows)
+	}
+	var args cu.Args
+	args.Ptr(ptr(vals)).Ptr(ptr(idx)).Ptr(ptr(x)).I64(rows).I64(n).I64(kk)
+	return k.launch(miscs, "topk_"+suffix(x.DType)+"_"+is, int(blocks), threads, 0, &args)
 }

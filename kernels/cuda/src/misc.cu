@@ -102,3 +102,57 @@ __device__ __forceinline__ Lerp lerp_idx(i64 i, i64 in, float scale, int hp) {
 		}                                                                                          \
 	}
 FLOATS(RESIZE_BL) SINTS(RESIZE_BL) RESIZE_BL(u8, u8) RESIZE_BL(u16, u16)
+
+// TopKV2 along the last dim: one warp per row, k rounds; round j finds
+// the best element after the (j-1)th in the order "larger value first,
+// then lower index" (the CPU kernel's), each lane over a strided part of
+// the row and the warp combining. Values and indices come out sorted.
+template <typename A> struct TkSh { typedef A t; };
+template <> struct TkSh<i8> { typedef int t; };
+template <> struct TkSh<i16> { typedef int t; };
+template <> struct TkSh<u8> { typedef int t; };
+template <> struct TkSh<u16> { typedef int t; };
+template <typename C> __device__ __forceinline__ bool tk_before(C a, i64 ia, C b, i64 ib) {
+	if (a != b) return a > b;
+	return ia < ib;
+}
+#define TOPK(T, SUF, I, IS)                                                                              \
+	extern "C" __global__ void topk_##SUF##_##IS(T *__restrict__ vals, I *__restrict__ idx,            \
+		const T *__restrict__ x, i64 rows, i64 n, i64 k) {                                         \
+		typedef Cm<T>::t C;                                                                        \
+		typedef TkSh<C>::t S;                                                                      \
+		i64 row = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);                        \
+		int lane = threadIdx.x & 31;                                                               \
+		if (row >= rows) return;                                                                   \
+		const T *p = x + row * n;                                                                  \
+		C pv = (C)0;                                                                               \
+		i64 pi = -1;                                                                               \
+		for (i64 j = 0; j < k; j++) {                                                              \
+			C bv = (C)0;                                                                       \
+			i64 bi = -1;                                                                       \
+			for (i64 i = lane; i < n; i += 32) {                                               \
+				C v = ld(p[i]);                                                            \
+				if (pi >= 0 && !tk_before(pv, pi, v, i)) continue;                         \
+				if (bi < 0 || tk_before(v, i, bv, bi)) {                                   \
+					bv = v;                                                            \
+					bi = i;                                                            \
+				}                                                                          \
+			}                                                                                  \
+			for (int s = 16; s > 0; s >>= 1) {                                                 \
+				C ov = (C)__shfl_xor_sync(0xffffffffu, (S)bv, s);                          \
+				i64 oi = __shfl_xor_sync(0xffffffffu, bi, s);                              \
+				if (oi >= 0 && (bi < 0 || tk_before(ov, oi, bv, bi))) {                    \
+					bv = ov;                                                           \
+					bi = oi;                                                           \
+				}                                                                          \
+			}                                                                                  \
+			if (lane == 0) {                                                                   \
+				vals[row * k + j] = p[bi];                                                 \
+				idx[row * k + j] = (I)bi;                                                  \
+			}                                                                                  \
+			pv = bv;                                                                           \
+			pi = bi;                                                                           \
+		}                                                                                          \
+	}
+#define TOPK_I(T, SUF) TOPK(T, SUF, int, i32) TOPK(T, SUF, i64, i64) TOPK(T, SUF, i16, i16)
+REALS(TOPK_I)
