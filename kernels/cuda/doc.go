@@ -64,7 +64,8 @@
 //     Unpack (Pack and Concat use array.cu's concat); OneHot; GatherNd.
 //   - nn.cu: Conv2D (im2col plus a cuBLAS GEMM for float and double; a
 //     direct kernel for grouped convolutions, half, bfloat16 and int32),
-//     DepthwiseConv2dNative, MaxPool, MaxPoolV2, AvgPool, FusedBatchNorm
+//     DepthwiseConv2dNative, Conv2DBackpropInput (a gather per input
+//     gradient element), MaxPool, MaxPoolV2, AvgPool, FusedBatchNorm
 //     (V1-V3, inference and training).
 //   - misc.cu: Cumsum, Cumprod, MatrixBandPart, ResizeBilinear,
 //     ResizeNearestNeighbor, TopKV2 (a warp per row, k selection rounds:
@@ -89,7 +90,7 @@
 // the result undefined), string ops and dtypes, shape ops that produce
 // host values (Shape, ShapeN, Size, Rank, BroadcastArgs, Range,
 // InvertPermutation), ops with data-dependent output shapes (Where,
-// Unique), Conv2DBackpropInput, LRN, ScatterNd, Einsum, Bitcast,
+// Unique), LRN, ScatterNd, Einsum, Bitcast,
 // random ops, NCHW convolutions (as on the CPU), and half/bfloat16/integer
 // GEMMs.
 //

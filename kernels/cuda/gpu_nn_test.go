@@ -163,3 +163,41 @@ func TestFusedBatchNorm(t *testing.T) {
 		}
 	}
 }
+
+func TestConv2DBackpropInput(t *testing.T) {
+	r := newRand(t)
+	for _, dt := range []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32} {
+		for _, c := range []convCase{
+			{tensor.Shape{2, 9, 9, 3}, tensor.Shape{3, 3, 3, 8}, []int64{1, 1, 1, 1}, nil, "SAME", nil},
+			{tensor.Shape{2, 9, 8, 3}, tensor.Shape{3, 2, 3, 4}, []int64{1, 2, 3, 1}, nil, "VALID", nil},
+			{tensor.Shape{1, 8, 8, 2}, tensor.Shape{3, 3, 2, 4}, []int64{1, 2, 2, 1}, nil, "EXPLICIT", []int64{0, 0, 1, 2, 0, 1, 0, 0}},
+			{tensor.Shape{1, 10, 10, 4}, tensor.Shape{4, 4, 4, 5}, []int64{1, 2, 2, 1}, nil, "SAME", nil},
+		} {
+			// dy has the forward convolution's output shape (computed by the
+			// CPU's Conv2D on the input shape).
+			x, f := randT(r, dt, c.x, -1, 1, false), randT(r, dt, c.f, -1, 1, false)
+			if dt == tensor.Int32 {
+				f = randT(r, dt, c.f, -4, 4, false)
+			}
+			fwd, err := cpuRun(node("Conv2D", c.attrs(), x, f), []*tensor.Tensor{x, f}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dy := randT(r, dt, fwd[0].Shape, -1, 1, false)
+			if dt == tensor.Int32 {
+				dy = randT(r, dt, fwd[0].Shape, -4, 4, false)
+			}
+			sizes := i32s(c.x...)
+			tol := 0.0
+			switch dt {
+			case tensor.Float:
+				tol = 1e-4
+			case tensor.Half:
+				tol = 1e-2
+			case tensor.Bfloat16:
+				tol = 5e-2
+			}
+			check(t, node("Conv2DBackpropInput", c.attrs(), sizes, f, dy), []*tensor.Tensor{sizes, f, dy}, tol)
+		}
+	}
+}

@@ -50,6 +50,19 @@ func init() {
 		}
 		return fn(func(k kctx) error { return depthwiseGPU(k, a) })(n)
 	})
+	reg("Conv2DBackpropInput", "T", []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32}, []string{"input_sizes"}, func(n *graph.Node) (kernels.Kernel, error) {
+		a, err := cpu.ParseConv2DAttrs(n)
+		if err != nil {
+			return nil, err
+		}
+		if a.NCHW {
+			return nil, status.Errorf(status.InvalidArgument, "%s (op %s): Conv2DBackpropInputOp [CPU or GPU(int32)] only supports NHWC data format.", n.Name, n.Op)
+		}
+		if a.Dilations[1] != 1 || a.Dilations[2] != 1 {
+			return nil, status.Errorf(status.InvalidArgument, "%s (op %s): Current CPU implementations do not yet support dilation rates larger than 1.", n.Name, n.Op)
+		}
+		return fn(func(k kctx) error { return convBackInputGPU(k, a) })(n)
+	})
 	maxTypes := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32, tensor.Int64,
 		tensor.Uint8, tensor.Int16, tensor.Int8, tensor.Uint16}
 	reg("MaxPool", "T", maxTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
@@ -539,4 +552,77 @@ func batchNormGPU(k kctx, bn bnAttrs) error {
 	var args cu.Args
 	args.Ptr(ptr(y)).Ptr(ptr(x)).Ptr(mul).Ptr(add).I64(n).I64(c).I64(inner)
 	return k.launchN(nns, "bn_apply_"+suf, n, &args)
+}
+
+// convBackInputGPU is Conv2DBackpropInput (the CPU kernel's validation),
+// gathered per input-gradient element by convbi.
+func convBackInputGPU(k kctx, a cpu.Conv2DAttrs) error {
+	sizesT, f, dy := k.Input(0), k.Input(1), k.Input(2)
+	if len(dy.Shape) != 4 {
+		return k.Errorf(status.InvalidArgument, "input_sizes must be 4-dimensional, got: %d", len(dy.Shape))
+	}
+	sizes, err := hostVec(k, 0, "input_sizes")
+	if err != nil {
+		return err
+	}
+	if len(sizesT.Shape) != 1 {
+		return k.Errorf(status.InvalidArgument, "Conv2DBackpropInput: input_sizes input must be 1-dim, not %d", len(sizesT.Shape))
+	}
+	var inShape tensor.Shape
+	switch len(sizes) {
+	case 4:
+		inShape = tensor.Shape(sizes)
+	case 2:
+		if sizes[0] < 0 || sizes[1] < 0 {
+			return k.Errorf(status.InvalidArgument, "Conv2DBackpropInput: elements of input_sizes must be >= 0, not %dx%d", sizes[0], sizes[1])
+		}
+		if len(f.Shape) != 4 {
+			return k.Errorf(status.InvalidArgument, "Conv2DBackpropInput: filter must be 4-dimensional")
+		}
+		inShape = tensor.Shape{dy.Shape[0], sizes[0], sizes[1], f.Shape[2]}
+	default:
+		return k.Errorf(status.InvalidArgument, "Conv2DBackpropInput requires input_sizes to contain 4 values or 2 values, but got: %d", len(sizes))
+	}
+	if err := inShape.Validate(); err != nil {
+		return k.Errorf(status.InvalidArgument, "input_sizes: %v", err)
+	}
+	if len(f.Shape) != 4 {
+		return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter must be 4-dimensional")
+	}
+	if inShape[0] != dy.Shape[0] {
+		return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: input and out_backprop must have the same batch size. Input batch: %d, outbackprop batch: %d, batch_dim: 0", inShape[0], dy.Shape[0])
+	}
+	if f.Shape[2] <= 0 {
+		return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter depth must be strictly greated than zero")
+	}
+	if inShape[3] != f.Shape[2] {
+		if inShape[3]%f.Shape[2] != 0 {
+			return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: input depth must be evenly divisible by filter depth")
+		}
+		return k.Errorf(status.InvalidArgument, "Gradients for grouped convolutions are not supported on CPU (nor on this GPU kernel). Computed input depth %d doesn't match filter input depth %d", inShape[3], f.Shape[2])
+	}
+	if f.Shape[3] != dy.Shape[3] {
+		return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter and out_backprop must have the same out_depth")
+	}
+	p, err := a.Params(inShape, f.Shape)
+	if err != nil {
+		return k.Errorf(status.CodeOf(err), "Conv2DCustomBackpropInput: %v", err)
+	}
+	if int64(p.OutH) != dy.Shape[1] || int64(p.OutW) != dy.Shape[2] {
+		return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: Size of out_backprop doesn't match computed: actual = %v, computed = %v", dy.Shape, p.OutShape())
+	}
+	o, err := k.Allocate(0, inShape)
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	if dy.NumElements() == 0 {
+		return k.memset(ptr(o), 0, len(o.Buf))
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(dy)).Ptr(ptr(f)).I64(n).I64s(convMeta(p)...)
+	return k.launchN(nns, "convbi_"+suffix(o.DType), n, &args)
 }

@@ -69,6 +69,37 @@ template <> struct ConvAcc<int> { typedef u32 t; };
 	}
 CONVD(float, f32) CONVD(double, f64) CONVD(f16, f16) CONVD(bf16, bf16) CONVD(int, i32)
 
+// Conv2DBackpropInput, gathered: dx[n, y, x, ch] sums dy[n, oy, ox, o] *
+// f[a, b, ch, o] over the taps (a, b) whose window position (oy, ox) lands
+// on (y, x) (p describes the forward convolution, its output being dy).
+#define CONVBI(T, SUF)                                                                                   \
+	extern "C" __global__ void convbi_##SUF(T *__restrict__ dx, const T *__restrict__ dy,             \
+		const T *__restrict__ f, i64 total, Conv p) {                                              \
+		typedef ConvAcc<T>::t A;                                                                   \
+		GRID_LOOP(i, total) {                                                                      \
+			i64 ch = i % p.c, r = i / p.c;                                                     \
+			i64 xx = r % p.w;                                                                  \
+			r /= p.w;                                                                          \
+			i64 y = r % p.h, n = r / p.h;                                                      \
+			A acc = 0;                                                                         \
+			for (i64 a = 0; a < p.kh; a++) {                                                   \
+				i64 ty = y + p.pt - a * p.dh;                                              \
+				if (ty < 0 || ty % p.sh != 0 || ty / p.sh >= p.oh) continue;               \
+				i64 oy = ty / p.sh;                                                        \
+				for (i64 b = 0; b < p.kw; b++) {                                           \
+					i64 tx = xx + p.pl - b * p.dw;                                     \
+					if (tx < 0 || tx % p.sw != 0 || tx / p.sw >= p.ow) continue;      \
+					i64 ox = tx / p.sw;                                                \
+					const T *g = dy + ((n * p.oh + oy) * p.ow + ox) * p.o;             \
+					const T *fp = f + ((a * p.kw + b) * p.c + ch) * p.o;               \
+					for (i64 o = 0; o < p.o; o++) acc += (A)ld(g[o]) * (A)ld(fp[o]);   \
+				}                                                                          \
+			}                                                                                  \
+			dx[i] = st<T>((Cm<T>::t)acc);                                                      \
+		}                                                                                          \
+	}
+CONVBI(float, f32) CONVBI(double, f64) CONVBI(f16, f16) CONVBI(bf16, bf16) CONVBI(int, i32)
+
 // Pooling over [n, h, w, c] windows (kh x kw, stride sh x sw, padding
 // pt/pl before): max (NaN wins, the dtype's lowest for an all-padding
 // window) or the mean over the in-bounds elements (in double). Depth
