@@ -11,8 +11,9 @@ if ! command -v protoc-gen-go >/dev/null && ! [ -x "$(go env GOPATH)/bin/protoc-
   go install "google.golang.org/protobuf/cmd/protoc-gen-go@$pb"
 fi
 missing=""
-# valgrind and protobuf-compiler: test/valgrind and test/gobind.
-for pkg in libopenblas-dev python3-numpy pkg-config valgrind protobuf-compiler; do
+# valgrind and protobuf-compiler: test/valgrind and test/gobind; clang:
+# kernels/cuda checks its CUDA C with clang's CUDA front end.
+for pkg in libopenblas-dev python3-numpy pkg-config valgrind protobuf-compiler clang; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
     missing="$missing $pkg"
   fi
