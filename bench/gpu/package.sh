@@ -12,5 +12,6 @@ ln -sf libmstream.so "$DIR/libtensorflow.so.2"
 gcc -O2 -Wall -Iinclude bench/gpu/loadgen.c -L"$DIR" -lmstream -lpthread \
   -Wl,-rpath,'$ORIGIN' -o "$DIR/loadgen"
 CGO_ENABLED=0 go build -trimpath -o "$DIR/gen" ./bench/gpu/gen
-cp bench/gpu/run.sh bench/gpu/report.py examples/data/model_test.pbtxt "$DIR/"
+cp bench/gpu/run.sh bench/gpu/bench_all.sh bench/gpu/report.py examples/data/model_test.pbtxt "$DIR/"
+[ -f ../shared/bench/peers_torch.py ] && cp ../shared/bench/peers_torch.py "$DIR/"
 echo "packaged into $DIR"
