@@ -20,7 +20,7 @@ import (
 // groups take turns) and returns MS_SessionStats decoded from its JSON.
 func statsOf(t *testing.T, m *model, env map[string]string, cfg *tfpb.ConfigProto, runs int) Stats {
 	t.Helper()
-	s, err := New(m.g, &Options{Env: env, Config: cfg})
+	s, err := New(m.g, &Options{Env: hostEnv(env), Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

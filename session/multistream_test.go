@@ -99,9 +99,12 @@ func sameTensors(got, want []*tensor.Tensor) error {
 	return nil
 }
 
+// openSession opens a session on the host device: these tests are about
+// the host device's streams (and compare bit for bit), so on a GPU machine
+// MSTREAM_DEVICE=cpu keeps them there unless the case sets it.
 func openSession(t testing.TB, g *graph.Graph, env map[string]string) *Session {
 	t.Helper()
-	s, err := New(g, &Options{Env: env})
+	s, err := New(g, &Options{Env: hostEnv(env)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,4 +229,16 @@ func checkQuiescent(t testing.TB, s *Session) {
 	if inUse != consts {
 		t.Fatalf("%d bytes in use with nothing running, constants hold %d", inUse, consts)
 	}
+}
+
+// hostEnv returns env with MSTREAM_DEVICE=cpu added when env does not set it.
+func hostEnv(env map[string]string) map[string]string {
+	if _, ok := env["MSTREAM_DEVICE"]; ok {
+		return env
+	}
+	out := map[string]string{"MSTREAM_DEVICE": "cpu"}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
 }
