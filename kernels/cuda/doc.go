@@ -66,7 +66,7 @@
 //     direct kernel for grouped convolutions, half, bfloat16 and int32),
 //     DepthwiseConv2dNative, Conv2DBackpropInput (a gather per input
 //     gradient element), MaxPool, MaxPoolV2, AvgPool, FusedBatchNorm
-//     (V1-V3, inference and training).
+//     (V1-V3, inference and training), LRN.
 //   - misc.cu: Cumsum, Cumprod, MatrixBandPart, ResizeBilinear,
 //     ResizeNearestNeighbor, TopKV2 (a warp per row, k selection rounds:
 //     fast for the small k of inference, quadratic when k nears the row).
@@ -90,7 +90,7 @@
 // the result undefined), string ops and dtypes, shape ops that produce
 // host values (Shape, ShapeN, Size, Rank, BroadcastArgs, Range,
 // InvertPermutation), ops with data-dependent output shapes (Where,
-// Unique), LRN, ScatterNd, Einsum, Bitcast,
+// Unique), ScatterNd, Einsum, Bitcast,
 // random ops, NCHW convolutions (as on the CPU), and half/bfloat16/integer
 // GEMMs.
 //

@@ -201,3 +201,20 @@ func TestConv2DBackpropInput(t *testing.T) {
 		}
 	}
 }
+
+func TestLRN(t *testing.T) {
+	r := newRand(t)
+	for _, dt := range []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16} {
+		for _, a := range []struct {
+			r                 int64
+			bias, alpha, beta float32
+		}{{5, 1, 1, 0.5}, {2, 2, 1e-4, 0.75}, {1, 1, 0.5, 1}, {0, 1, 1, 0.3}, {100, 1.5, 0.1, 0.75}} {
+			for _, s := range []tensor.Shape{{2, 3, 4, 7}, {1, 1, 1, 64}, {0, 2, 2, 3}} {
+				x := randT(r, dt, s, -3, 3, false)
+				n := node("LRN", kerneltest.Attrs{"depth_radius": kerneltest.AInt(a.r), "bias": kerneltest.AFloat(a.bias),
+					"alpha": kerneltest.AFloat(a.alpha), "beta": kerneltest.AFloat(a.beta)}, x)
+				check(t, n, []*tensor.Tensor{x}, 0)
+			}
+		}
+	}
+}

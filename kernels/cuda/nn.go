@@ -63,6 +63,21 @@ func init() {
 		}
 		return fn(func(k kctx) error { return convBackInputGPU(k, a) })(n)
 	})
+	reg("LRN", "T", []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		r, bias, alpha, beta := int64(5), float32(1), float32(1), float32(0.5)
+		if a := n.Attrs["depth_radius"]; a != nil {
+			r = a.GetI()
+		}
+		for name, p := range map[string]*float32{"bias": &bias, "alpha": &alpha, "beta": &beta} {
+			if a := n.Attrs[name]; a != nil {
+				*p = a.GetF()
+			}
+		}
+		if r < 0 || r > math.MaxInt32 {
+			return nil, status.Errorf(status.InvalidArgument, "%s (op %s): depth_radius = %d larger than int max", n.Name, n.Op, r)
+		}
+		return fn(func(k kctx) error { return lrnGPU(k, r, float64(bias), float64(alpha), float64(beta)) })(n)
+	})
 	maxTypes := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32, tensor.Int64,
 		tensor.Uint8, tensor.Int16, tensor.Int8, tensor.Uint16}
 	reg("MaxPool", "T", maxTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
@@ -625,4 +640,22 @@ func convBackInputGPU(k kctx, a cpu.Conv2DAttrs) error {
 	var args cu.Args
 	args.Ptr(ptr(o)).Ptr(ptr(dy)).Ptr(ptr(f)).I64(n).I64s(convMeta(p)...)
 	return k.launchN(nns, "convbi_"+suffix(o.DType), n, &args)
+}
+
+func lrnGPU(k kctx, r int64, bias, alpha, beta float64) error {
+	x := k.Input(0)
+	if len(x.Shape) != 4 {
+		return k.Errorf(status.InvalidArgument, "in must be 4-dimensional, got %v", x.Shape)
+	}
+	o, err := k.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(x)).I64(n).I64(x.Shape[3]).I64(r).F64(bias).F64(alpha).F64(beta)
+	return k.launchN(nns, "lrn_"+suffix(x.DType), n, &args)
 }

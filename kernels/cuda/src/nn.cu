@@ -221,3 +221,26 @@ BNAPPLY(float, f32) BNAPPLY(f16, f16) BNAPPLY(bf16, bf16)
 extern "C" __global__ void fill_f32v(float *__restrict__ o, float v, i64 n) {
 	GRID_LOOP(i, n) o[i] = v;
 }
+
+// LRN over the last dim (depth d): x / (bias + alpha * sum of squares over
+// [i - r, i + r])^beta, in double as the CPU kernel.
+#define LRN(T, SUF)                                                                                      \
+	extern "C" __global__ void lrn_##SUF(T *__restrict__ o, const T *__restrict__ x, i64 n, i64 d,    \
+		i64 r, double bias, double alpha, double beta) {                                           \
+		GRID_LOOP(i, n) {                                                                          \
+			i64 c = i % d, row = i - c;                                                        \
+			i64 lo = c - r < 0 ? 0 : c - r, hi = c + r >= d ? d - 1 : c + r;                   \
+			double sq = 0;                                                                     \
+			for (i64 j = lo; j <= hi; j++) {                                                   \
+				double v = (double)ld(x[row + j]);                                         \
+				sq += v * v;                                                               \
+			}                                                                                  \
+			double den = bias + alpha * sq, inv;                                               \
+			if (beta == 0.5) inv = 1 / sqrt(den);                                              \
+			else if (beta == 0.75) inv = 1 / sqrt(den * sqrt(den));                            \
+			else if (beta == 1) inv = 1 / den;                                                 \
+			else inv = pow(den, -beta);                                                        \
+			o[i] = st<T>((float)((double)ld(x[i]) * inv));                                     \
+		}                                                                                          \
+	}
+LRN(float, f32) LRN(f16, f16) LRN(bf16, bf16)
