@@ -408,8 +408,10 @@ func (r *rewriter) remapControls(ns ...*graph.Node) []*graph.Node {
 
 // copyNodes walks the needed nodes in ID order (inputs before consumers),
 // builds each fusion at its result node, and copies every node downstream
-// of a change. A fusion whose fused node cannot be built or has no kernel
-// is dropped: its nodes are copied as they are.
+// of a change. An epilogue fusion whose fused node some device refuses
+// (a GPU kernel without that activation) falls back to the fusion without
+// its activation; a fusion that still cannot be built or has no kernel is
+// dropped: its nodes are copied as they are.
 func (r *rewriter) copyNodes() {
 	for _, n := range r.order {
 		f := r.fusions[n]
@@ -419,26 +421,47 @@ func (r *rewriter) copyNodes() {
 			}
 			continue
 		}
-		fn, err := f.build(r, f)
+		fn, err := r.fuse(f)
 		if err == nil {
-			names := make([]string, len(f.nodes))
-			for i, m := range f.nodes {
-				names[i] = m.Name
-			}
-			// Kernels append it to their errors, so a failure names the
-			// user's nodes, not only the one whose name the fusion took.
-			fn.Attrs[FusedFromAttr] = strsAttr(names...)
-			err = r.checkKernel(fn)
-		}
-		if err != nil {
-			for _, m := range f.nodes {
-				r.copyIfChanged(m)
-			}
+			r.newNode[n] = fn
 			continue
 		}
-		r.newNode[n] = fn
-		r.fused++
+		if f.act != "" {
+			// f.nodes is in ID order: the GEMM or convolution, then its
+			// BiasAdd or BatchNorm, then the activation's nodes.
+			g := &fusion{nodes: f.nodes[:2], build: f.build}
+			if gn, err := r.fuse(g); err == nil {
+				r.newNode[g.result()] = gn
+				for _, m := range f.nodes[2:] {
+					r.copyIfChanged(m)
+				}
+				continue
+			}
+		}
+		for _, m := range f.nodes {
+			r.copyIfChanged(m)
+		}
 	}
+}
+
+// fuse builds f's fused node and checks that every device accepts it.
+func (r *rewriter) fuse(f *fusion) (*graph.Node, error) {
+	fn, err := f.build(r, f)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(f.nodes))
+	for i, m := range f.nodes {
+		names[i] = m.Name
+	}
+	// Kernels append it to their errors, so a failure names the user's
+	// nodes, not only the one whose name the fusion took.
+	fn.Attrs[FusedFromAttr] = strsAttr(names...)
+	if err := r.checkKernel(fn); err != nil {
+		return nil, err
+	}
+	r.fused++
+	return fn, nil
 }
 
 func (r *rewriter) copyIfChanged(n *graph.Node) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"mstream/graph"
+	"mstream/kernels"
 	"mstream/optimize"
 	"mstream/optimize/fusiontest"
 	"mstream/proto/tfpb"
@@ -390,5 +391,48 @@ func TestGeluExact(t *testing.T) {
 			}
 			fusiontest.Compare(t, b.g, in, []string{"gelu/out", "ffn/BiasAdd"}, 1e-5)
 		})
+	}
+}
+
+// testDevice has a _FusedMatMul and _FusedConv2D kernel that take BiasAdd
+// alone and refuse any activation, as a GPU kernel may.
+const testDevice = "OPTIMIZE_TEST"
+
+func init() {
+	for _, op := range []string{"_FusedMatMul", "_FusedConv2D"} {
+		kernels.Register(kernels.Def{Op: op, Device: testDevice, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+			if len(n.Attrs["fused_ops"].GetList().GetS()) != 1 {
+				return nil, status.Errorf(status.Unimplemented, "only BiasAdd")
+			}
+			return kernels.KernelFunc(func(*kernels.Context) error { return nil }), nil
+		}})
+	}
+}
+
+// TestActivationRefused: where a device refuses the fused activation, the
+// GEMM or convolution still fuses with its BiasAdd (or folded BatchNorm),
+// and the activation's nodes stay, reading the fused node; a fused op the
+// device has no kernel for is not made.
+func TestActivationRefused(t *testing.T) {
+	b, fetches := model(t)
+	var res optimize.Result
+	func() {
+		b.g.RLock()
+		defer b.g.RUnlock()
+		res = optimize.Rewrite(outputs(t, b.g, "image"), outputs(t, b.g, fetches...), nil, optimize.Options{Devices: []string{"CPU", testDevice}})
+	}()
+	nodes := fusedOps(res)
+	for name, op := range map[string]string{"c1/BiasAdd": "_FusedConv2D", "c1/Relu6": "Relu6", "c2/bn": "_FusedConv2D",
+		"c3/bn": "_FusedConv2D", "dense/BiasAdd": "_FusedMatMul", "chain/Tanh": "Tanh"} {
+		if n := nodes[name]; n == nil || n.Op != op {
+			t.Errorf("%s: got %v, want op %s", name, n, op)
+		}
+	}
+	if relu := nodes["c1/Relu6"]; relu != nil && relu.Inputs[0].Node != nodes["c1/BiasAdd"] {
+		t.Errorf("c1/Relu6 reads %v, not the fused c1/BiasAdd", relu.Inputs[0].Node)
+	}
+	// The chain has no kernel on the test device, so it is not fused at all.
+	if res.Fused != 4 {
+		t.Errorf("%d fusions, want 4", res.Fused)
 	}
 }
