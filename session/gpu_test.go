@@ -37,7 +37,11 @@ func TestNoGPU(t *testing.T) {
 		t.Fatalf("MSTREAM_DEVICE=gpu without a GPU: %v; want UNAVAILABLE naming the variable and the cause", err)
 	}
 	for _, env := range []map[string]string{{}, {"MSTREAM_DEVICE": "cpu"}} {
-		s := openSession(t, g, env)
+		s, err := New(g, &Options{Env: env}) // not openSession, which pins the CPU
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
 		if d := s.Devices(); len(d) != 1 || d[0].Type != "CPU" || d[0].Name != CPUDeviceName {
 			t.Errorf("%v: devices %+v, want the CPU only", env, d)
 		}
