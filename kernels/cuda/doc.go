@@ -32,7 +32,12 @@
 // whole, one GEMM per batch otherwise). FusedMatMul is MatMul+BiasAdd
 // (+Relu) in one cuBLASLt call with a bias or bias+ReLU epilogue, falling
 // back to GEMM plus one bias kernel where cuBLASLt has no algorithm; the
-// executor builds it when it fuses such chains.
+// executor builds it when it fuses such chains. Einsum runs on the GPU
+// for the two-operand equations that are one batched GEMM (every label
+// once per subscript, in both inputs or in one input and the output:
+// Keras's dense and attention forms), float and double, with move.cu's
+// strided map arranging operands and result; other equations are refused
+// by the factory (UNIMPLEMENTED), so placement runs them on the host.
 //
 // Every other kernel is CUDA C in src/ (embedded), compiled by NVRTC at
 // first use for the device's architecture and cached on disk (see
@@ -90,7 +95,7 @@
 // the result undefined), string ops and dtypes, shape ops that produce
 // host values (Shape, ShapeN, Size, Rank, BroadcastArgs, Range,
 // InvertPermutation), ops with data-dependent output shapes (Where,
-// Unique), ScatterNd, Einsum, Bitcast,
+// Unique), ScatterNd, Einsum outside the GEMM subset, Bitcast,
 // random ops, NCHW convolutions (as on the CPU), and half/bfloat16/integer
 // GEMMs.
 //

@@ -547,7 +547,8 @@ func (e *emulator) gemm(g cu.GemmArgs) {
 	}
 }
 
-// errDirect: the kernel calls the device itself (see streamCall).
+// errDirect: the kernel calls the device itself (see streamCall), or its
+// factory refused the node as unimplemented (placement runs it on the CPU).
 var errDirect = fmt.Errorf("kernel calls the CUDA stream directly")
 
 // emuRun runs n's GPU kernel on the emulator: host tensors stand in for
@@ -564,6 +565,9 @@ func emuRun(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, err
 	}
 	k, err := def.Factory(n)
+	if status.CodeOf(err) == status.Unimplemented {
+		return nil, errDirect // placement's fallback: run on the CPU
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"mstream/kernels/kerneltest"
@@ -215,6 +216,48 @@ func TestLRN(t *testing.T) {
 					"alpha": kerneltest.AFloat(a.alpha), "beta": kerneltest.AFloat(a.beta)}, x)
 				check(t, n, []*tensor.Tensor{x}, 0)
 			}
+		}
+	}
+}
+
+// TestEinsum checks the batched-GEMM Einsum subset against the CPU, and
+// that equations outside it are refused by the factory (placement then
+// runs them on the CPU).
+func TestEinsum(t *testing.T) {
+	r := newRand(t)
+	defer SetTF32(true)
+	SetTF32(false)
+	for _, dt := range floatTypes {
+		for _, tc := range []struct {
+			eq   string
+			a, b tensor.Shape
+		}{
+			{"ij,jk->ik", tensor.Shape{5, 7}, tensor.Shape{7, 3}},
+			{"ij,kj->ik", tensor.Shape{5, 7}, tensor.Shape{3, 7}},
+			{"bij,bjk->bik", tensor.Shape{4, 5, 6}, tensor.Shape{4, 6, 2}},
+			{"abc,cd->abd", tensor.Shape{2, 3, 8}, tensor.Shape{8, 5}},
+			{"abc,cde->abde", tensor.Shape{2, 3, 8}, tensor.Shape{8, 4, 5}},
+			{"aecd,abcd->acbe", tensor.Shape{2, 5, 3, 4}, tensor.Shape{2, 6, 3, 4}},
+			{"acbe,aecd->abcd", tensor.Shape{2, 3, 6, 5}, tensor.Shape{2, 5, 3, 4}},
+			{"abcd,cde->abe", tensor.Shape{2, 3, 4, 5}, tensor.Shape{4, 5, 6}},
+			{"bi,bi->b", tensor.Shape{7, 9}, tensor.Shape{7, 9}},
+			{"ij,jk", tensor.Shape{3, 4}, tensor.Shape{4, 2}},
+			{"i,j->ij", tensor.Shape{4}, tensor.Shape{3}},
+			{"ij,jk->ki", tensor.Shape{0, 4}, tensor.Shape{4, 2}},
+			{"ij,jk->ik", tensor.Shape{3, 0}, tensor.Shape{0, 2}},
+		} {
+			a, b := randT(r, dt, tc.a, -1, 1, false), randT(r, dt, tc.b, -1, 1, false)
+			tol := 0.0
+			if dt == tensor.Float {
+				tol = 1e-5 * 4
+			}
+			n := kerneltest.NodeFor("Einsum", kerneltest.Attrs{"equation": kerneltest.AStr(tc.eq)}, []*tensor.Tensor{a, b}, map[int]int{0: 2})
+			check(t, n, []*tensor.Tensor{a, b}, tol)
+		}
+	}
+	for _, eq := range []string{"ii->i", "ij->ji", "...ij,...jk->...ik", "ij,jk->i", "iij,jk->ik"} {
+		if _, why := parseEinsumGPU(eq, strings.Count(eq, ",")+1); why == "" {
+			t.Errorf("%q accepted by the GPU Einsum", eq)
 		}
 	}
 }
