@@ -71,7 +71,9 @@
 //     direct kernel for grouped convolutions, half, bfloat16 and int32),
 //     DepthwiseConv2dNative, Conv2DBackpropInput (a gather per input
 //     gradient element), MaxPool, MaxPoolV2, AvgPool, FusedBatchNorm
-//     (V1-V3, inference and training), LRN.
+//     (V1-V3, inference and training), LRN, and _FusedConv2D (the
+//     convolution, then one in-place pass of bias or batch-norm scale and
+//     the activation), so CNN layers optimize fuses stay on the device.
 //   - misc.cu: Cumsum, Cumprod, MatrixBandPart, ResizeBilinear,
 //     ResizeNearestNeighbor, TopKV2 (a warp per row, k selection rounds:
 //     fast for the small k of inference, quadratic when k nears the row).

@@ -218,7 +218,7 @@ func streamCall(stack []byte) bool {
 
 // needsDevice lists GPU ops whose kernels call cuBLAS, which the dry run
 // cannot stand in for.
-var needsDevice = map[string]bool{"MatMul": true, "BatchMatMulV2": true, "BatchMatMulV3": true, "_FusedMatMul": true, "_FusedConv2D": true}
+var needsDevice = map[string]bool{"MatMul": true, "BatchMatMulV2": true, "BatchMatMulV3": true, "_FusedMatMul": true}
 
 // The dry run's GEMMs (Conv2D's) are skipped by kctx.gemm, so Conv2D runs.
 

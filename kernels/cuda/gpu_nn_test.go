@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"mstream/kernels/kerneltest"
+	"mstream/proto/tfpb"
 	"mstream/tensor"
 )
 
@@ -258,6 +259,59 @@ func TestEinsum(t *testing.T) {
 	for _, eq := range []string{"ii->i", "ij->ji", "...ij,...jk->...ik", "ij,jk->i", "iij,jk->ik"} {
 		if _, why := parseEinsumGPU(eq, strings.Count(eq, ",")+1); why == "" {
 			t.Errorf("%q accepted by the GPU Einsum", eq)
+		}
+	}
+}
+
+func TestFusedConv2D(t *testing.T) {
+	r := newRand(t)
+	defer SetTF32(true)
+	SetTF32(false)
+	strs := func(v ...string) *tfpb.AttrValue {
+		l := &tfpb.AttrValue_ListValue{}
+		for _, s := range v {
+			l.S = append(l.S, []byte(s))
+		}
+		return &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: l}}
+	}
+	for _, dt := range []tensor.DType{tensor.Float, tensor.Double, tensor.Half} {
+		for _, c := range convCases[:6] {
+			for _, bn := range []bool{false, true} {
+				for _, act := range []string{"", "Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid"} {
+					if bn && (act == "Tanh" || act == "Sigmoid") {
+						continue
+					}
+					x, f := randT(r, dt, c.x, -1, 1, false), randT(r, dt, c.f, -1, 1, false)
+					o := c.f[3]
+					var args []*tensor.Tensor
+					ops := []string{"BiasAdd"}
+					if bn {
+						ops[0] = "FusedBatchNorm"
+						args = []*tensor.Tensor{randT(r, dt, tensor.Shape{o}, 0.5, 2, false), randT(r, dt, tensor.Shape{o}, -1, 1, false),
+							randT(r, dt, tensor.Shape{o}, -1, 1, false), randT(r, dt, tensor.Shape{o}, 0.1, 2, false)}
+					} else {
+						args = []*tensor.Tensor{randT(r, dt, tensor.Shape{o}, -1, 1, false)}
+					}
+					if act != "" {
+						ops = append(ops, act)
+					}
+					a := c.attrs()
+					a["fused_ops"] = strs(ops...)
+					a["num_args"] = kerneltest.AInt(int64(len(args)))
+					a["epsilon"] = kerneltest.AFloat(1e-3)
+					a["leakyrelu_alpha"] = kerneltest.AFloat(0.3)
+					in := append([]*tensor.Tensor{x, f}, args...)
+					kk := float64(c.f[0] * c.f[1] * c.f[2])
+					tol := 0.0
+					switch dt {
+					case tensor.Float:
+						tol = 1e-5 * math.Max(1, math.Sqrt(kk)) * 4
+					case tensor.Half:
+						tol = 2e-3 * math.Max(1, math.Sqrt(kk)) * 4
+					}
+					check(t, kerneltest.NodeFor("_FusedConv2D", a, in, map[int]int{2: len(args), 3: 0}), in, tol)
+				}
+			}
 		}
 	}
 }

@@ -244,3 +244,34 @@ extern "C" __global__ void fill_f32v(float *__restrict__ o, float v, i64 n) {
 		}                                                                                          \
 	}
 LRN(float, f32) LRN(f16, f16) LRN(bf16, bf16)
+
+// The epilogue of _FusedConv2D, in place over the NHWC output o (channel
+// i % c): x + bias[c], or with bn set x * s + (offset - mean * s) where
+// s = scale / sqrt(variance + eps) (the four args in p0..p3), then the
+// activation act: 0 none, 1 Relu, 2 Relu6, 3 Elu, 4 LeakyRelu (alpha),
+// 5 Tanh, 6 Sigmoid. In double, rounded once, as the CPU kernel's
+// float64 coefficients.
+#define CONVEPI(T, SUF)                                                                                  \
+	extern "C" __global__ void conv_epi_##SUF(T *o, const T *p0, const T *p1, const T *p2, const T *p3, \
+		i64 n, i64 c, int bn, double eps, int act, double alpha) {                                 \
+		GRID_LOOP(i, n) {                                                                          \
+			i64 k = i % c;                                                                     \
+			double v = (double)ld(o[i]);                                                       \
+			if (bn) {                                                                          \
+				double s = (double)ld(p0[k]) / sqrt((double)ld(p3[k]) + eps);              \
+				v = v * s + ((double)ld(p1[k]) - (double)ld(p2[k]) * s);                   \
+			} else {                                                                           \
+				v += (double)ld(p0[k]);                                                    \
+			}                                                                                  \
+			switch (act) {                                                                     \
+			case 1: v = v > 0 ? v : 0; break;                                                  \
+			case 2: v = v > 0 ? (v < 6 ? v : 6) : 0; break;                                    \
+			case 3: v = v < 0 ? expm1(v) : v; break;                                           \
+			case 4: v = v > 0 ? v : v * alpha; break;                                          \
+			case 5: v = tanh(v); break;                                                        \
+			case 6: v = 1 / (1 + exp(-v)); break;                                              \
+			}                                                                                  \
+			o[i] = st<T>((Cm<T>::t)v);                                                         \
+		}                                                                                          \
+	}
+CONVEPI(float, f32) CONVEPI(double, f64) CONVEPI(f16, f16)
