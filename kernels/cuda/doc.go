@@ -56,7 +56,8 @@
 //     Expm1, Log, Log1p, Sin, Cos, Erf, Floor, Ceil, Round, Relu6, Elu,
 //     Selu, Softsign, Softplus, LeakyRelu, IsNan, IsInf, IsFinite,
 //     LogicalNot, ZerosLike, OnesLike, and the half/bfloat16/narrow-int
-//     Relu, Sigmoid, Tanh).
+//     Relu, Sigmoid, Tanh), and _MstreamUnaryChain (optimize's chains of
+//     float32 unary ops, up to 16, in one pass).
 //   - cwise.cu: the remaining broadcasting binary ops (Pow,
 //     SquaredDifference, Div, FloorDiv, FloorMod, TruncateDiv,
 //     TruncateMod, Mod, DivNoNan, Equal..GreaterEqual, LogicalAnd/Or, and

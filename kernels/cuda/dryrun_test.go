@@ -45,7 +45,7 @@ var paramSizes = map[string]kparam{
 	// Structs passed by value (their i64 arrays are MAXR = 8 long).
 	"Bcast": {8 * (1 + 3*8), 8, "", 0}, "Bc": {8 * (1 + 3*8), 8, "", 0}, "Bc3": {8 * (1 + 4*8), 8, "", 0},
 	"RedMeta": {8 * (2 + 4*8), 8, "", 0}, "Perm": {8 * (1 + 2*8), 8, "", 0}, "Ptrs8": {64, 8, "", 8},
-	"Strided": {8 * (2 + 6*8), 8, "", 0}, "NdMeta": {8 * (1 + 2*8), 8, "", 0}, "Conv": {8 * 20, 8, "", 0},
+	"Strided": {8 * (2 + 6*8), 8, "", 0}, "NdMeta": {8 * (1 + 2*8), 8, "", 0}, "Conv": {8 * 20, 8, "", 0}, "Chain": {8 * 17, 8, "", 0},
 }
 
 var kernelRe = regexp.MustCompile(`extern\s+"C"\s+__attribute__\(\(global\)\)\s+void\s+(\w+)\s*\(([^)]*)\)`)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"mstream/kernels/kerneltest"
+	"mstream/proto/tfpb"
 	"mstream/tensor"
 )
 
@@ -62,5 +63,28 @@ func TestLeakyRelu(t *testing.T) {
 				check(t, node("LeakyRelu", kerneltest.Attrs{"alpha": kerneltest.AFloat(alpha)}, x), []*tensor.Tensor{x}, 0)
 			}
 		}
+	}
+}
+
+func TestUnaryChain(t *testing.T) {
+	r := newRand(t)
+	strs := func(v ...string) *tfpb.AttrValue {
+		l := &tfpb.AttrValue_ListValue{}
+		for _, s := range v {
+			l.S = append(l.S, []byte(s))
+		}
+		return &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: l}}
+	}
+	for _, ops := range [][]string{
+		{"Relu"}, {"Neg", "Exp"}, {"Square", "Sqrt", "Reciprocal"}, {"Abs", "Log", "Tanh", "Sigmoid"},
+		{"Relu6", "Elu", "Selu", "Softsign"}, {"Floor", "Ceil", "Round", "Inv", "Rsqrt", "Expm1"},
+	} {
+		for _, s := range []tensor.Shape{{}, {0}, {37}, {3, 1000}} {
+			x := randT(r, tensor.Float, s, -5, 5, false)
+			check(t, node("_MstreamUnaryChain", kerneltest.Attrs{"ops": strs(ops...)}, x), []*tensor.Tensor{x}, 1e-4)
+		}
+	}
+	if _, err := env(t).run(node("_MstreamUnaryChain", kerneltest.Attrs{"ops": strs("Relu", "Softmax")}, tensor.New(tensor.Float, tensor.Shape{2})), []*tensor.Tensor{tensor.New(tensor.Float, tensor.Shape{2})}, nil, nil); err == nil {
+		t.Error("a chain with Softmax was accepted on the GPU")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	cu "mstream/device/cuda"
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -96,10 +97,38 @@ func init() {
 		args.Ptr(ptr(o)).Ptr(ptr(x)).I64(o.NumElements())
 		return k.launchN(maths, "logical_not", o.NumElements(), &args)
 	})})
+	reg("_MstreamUnaryChain", "T", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		var codes []int64
+		if a := n.Attrs["ops"]; a != nil && a.GetList() != nil {
+			for _, b := range a.GetList().GetS() {
+				c, ok := chainOps[string(b)]
+				if !ok {
+					return nil, status.Errorf(status.Unimplemented, "node '%s': op %q in a unary chain on the GPU", n.Name, b)
+				}
+				codes = append(codes, c)
+			}
+		}
+		if len(codes) == 0 || len(codes) > 16 {
+			return nil, status.Errorf(status.Unimplemented, "node '%s': a unary chain of %d ops on the GPU (1 to 16)", n.Name, len(codes))
+		}
+		meta := make([]int64, 17)
+		meta[0] = int64(len(codes))
+		copy(meta[1:], codes)
+		return fn(func(k kctx) error {
+			return mathUnary(k, "uchain_", func(a *cu.Args) { a.I64s(meta...) })
+		})(n)
+	})
 	likeTypes := cat(realTypes, []tensor.DType{tensor.Bool})
 	reg("ZerosLike", "T", likeTypes, nil, fn(func(k kctx) error { return fillLike(k, false) }))
 	reg("OnesLike", "T", likeTypes, nil, fn(func(k kctx) error { return fillLike(k, true) }))
 }
+
+// chainOps are the ops _MstreamUnaryChain may hold (package optimize
+// chains the float32 unary ops of kernels/cpu's vec), with their codes in
+// math.cu's chain_op.
+var chainOps = map[string]int64{"Neg": 0, "Abs": 1, "Square": 2, "Sqrt": 3, "Rsqrt": 4, "Reciprocal": 5, "Inv": 5,
+	"Exp": 6, "Expm1": 7, "Log": 8, "Sigmoid": 9, "Tanh": 10, "Relu": 11, "Relu6": 12, "Floor": 13, "Ceil": 14,
+	"Round": 15, "Elu": 16, "Selu": 17, "Softsign": 18}
 
 // leakyAlpha is alpha as the CPU kernel holds it in dtype dt: rounded to
 // float32 or to half/bfloat16, truncated for integers (Go's conversion,

@@ -157,3 +157,41 @@ extern "C" __global__ void logical_not(u8 *__restrict__ o, const u8 *__restrict_
 		GRID_LOOP(i, n) o[i] = x;                                                                  \
 	}
 FILLC(u8, 1) FILLC(u16, 2) FILLC(u32, 4) FILLC(u64, 8)
+
+// _MstreamUnaryChain (float32): the ops of c applied in turn to each
+// element; codes as math.go's chainOps.
+struct Chain {
+	i64 n;
+	i64 op[16];
+};
+__device__ __forceinline__ float chain_op(i64 code, float x) {
+	switch (code) {
+	case 0: return f_neg(x);
+	case 1: return f_abs(x);
+	case 2: return f_square(x);
+	case 3: return f_sqrt(x);
+	case 4: return f_rsqrt(x);
+	case 5: return f_recip(x);
+	case 6: return f_exp(x);
+	case 7: return f_expm1(x);
+	case 8: return f_log(x);
+	case 9: return f_sigmoid(x);
+	case 10: return f_tanh(x);
+	case 11: return f_relu(x);
+	case 12: return f_relu6(x);
+	case 13: return f_floor(x);
+	case 14: return f_ceil(x);
+	case 15: return f_round(x);
+	case 16: return f_elu(x);
+	case 17: return f_selu(x);
+	case 18: return f_softsign(x);
+	}
+	return x;
+}
+extern "C" __global__ void uchain_f32(float *__restrict__ o, const float *__restrict__ x, i64 n, Chain c) {
+	GRID_LOOP(i, n) {
+		float v = x[i];
+		for (i64 k = 0; k < c.n; k++) v = chain_op(c.op[k], v);
+		o[i] = v;
+	}
+}
