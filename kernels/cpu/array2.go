@@ -182,76 +182,19 @@ func splitAlong(ctx *kernels.Context, v *tensor.Tensor, axis int, sizes []int64)
 }
 
 func split(ctx *kernels.Context) error {
-	v := ctx.Input(1)
-	ax, err := scalarInt(ctx, 0, "split_dim")
+	ax, sizes, err := SplitArgs(ctx)
 	if err != nil {
 		return err
 	}
-	r := len(v.Shape)
-	if ax < -int64(r) || ax >= int64(r) {
-		return ctx.Errorf(status.InvalidArgument, "-input rank(-%d) <= split_dim < input rank (%d), but got %d", r, r, ax)
-	}
-	if ax < 0 {
-		ax += int64(r)
-	}
-	n := int64(len(ctx.Node.OutTypes))
-	if n <= 0 {
-		return ctx.Errorf(status.InvalidArgument, "Number of ways to split should be > 0, but got %d", n)
-	}
-	d := v.Shape[ax]
-	if d%n != 0 {
-		return ctx.Errorf(status.InvalidArgument, "Number of ways to split should evenly divide the split dimension, but got split_dim %d (size = %d) and num_split %d", ax, d, n)
-	}
-	sizes := make([]int64, n)
-	for i := range sizes {
-		sizes[i] = d / n
-	}
-	return splitAlong(ctx, v, int(ax), sizes)
+	return splitAlong(ctx, ctx.Input(1), ax, sizes)
 }
 
 func splitV(ctx *kernels.Context) error {
-	v := ctx.Input(0)
-	sizes, err := hostInts(ctx, 1, "size_splits")
+	ax, sizes, err := SplitVArgs(ctx)
 	if err != nil {
 		return err
 	}
-	ax, err := scalarInt(ctx, 2, "split_dim")
-	if err != nil {
-		return err
-	}
-	n := len(ctx.Node.OutTypes)
-	if len(ctx.Input(1).Shape) != 1 || len(sizes) != n {
-		return ctx.Errorf(status.InvalidArgument, "size_splits must be a vector of num_split = %d elements, got shape %v", n, ctx.Input(1).Shape)
-	}
-	r := len(v.Shape)
-	if ax < -int64(r) || ax >= int64(r) {
-		return ctx.Errorf(status.InvalidArgument, "-input rank(-%d) <= split_dim < input rank (%d), but got %d", r, r, ax)
-	}
-	if ax < 0 {
-		ax += int64(r)
-	}
-	d := v.Shape[ax]
-	unknown, sum := -1, int64(0)
-	for i, s := range sizes {
-		switch {
-		case s == -1:
-			if unknown >= 0 {
-				return ctx.Errorf(status.InvalidArgument, "Only one dimensions can have a value of -1. Second one found at dimension %d", i)
-			}
-			unknown = i
-		case s < 0:
-			return ctx.Errorf(status.InvalidArgument, "Split size at index %d must be >= 0. Got: %d", i, s)
-		default:
-			sum += s
-		}
-	}
-	if unknown < 0 && sum != d || unknown >= 0 && sum > d {
-		return ctx.Errorf(status.InvalidArgument, "Determined shape must either match input shape along split_dim exactly if fully specified, or be less than the size of the input along split_dim if not fully specified.  Got: %d", sum)
-	}
-	if unknown >= 0 {
-		sizes[unknown] = d - sum
-	}
-	return splitAlong(ctx, v, int(ax), sizes)
+	return splitAlong(ctx, ctx.Input(0), ax, sizes)
 }
 
 func unpack(ctx *kernels.Context, axis int64) error {
@@ -370,35 +313,15 @@ func mapCopy(dst, src *tensor.Tensor, maps [][]int64, pad *tensor.Tensor) {
 
 func sliceOp(ctx *kernels.Context) error {
 	in := ctx.Input(0)
-	begin, err := hostInts(ctx, 1, "begin")
+	begin, out, err := SliceArgs(ctx)
 	if err != nil {
 		return err
 	}
-	size, err := hostInts(ctx, 2, "size")
-	if err != nil {
-		return err
-	}
-	r := len(in.Shape)
-	if len(ctx.Input(1).Shape) != 1 || len(ctx.Input(2).Shape) != 1 || len(begin) != r || len(size) != r {
-		return ctx.Errorf(status.InvalidArgument, "Expected begin and size arguments to be 1-D tensors of size %d, but got shapes %v and %v instead.", r, ctx.Input(1).Shape, ctx.Input(2).Shape)
-	}
-	out := make(tensor.Shape, r)
-	maps := make([][]int64, r)
-	for i := 0; i < r; i++ {
-		b, s, d := begin[i], size[i], in.Shape[i]
-		if s == -1 {
-			s = d - b
-		}
-		if b < 0 || b > d {
-			return ctx.Errorf(status.InvalidArgument, "Expected begin[%d] in [0, %d], but got %d", i, d, b)
-		}
-		if s < 0 || s > d-b {
-			return ctx.Errorf(status.InvalidArgument, "Expected size[%d] in [0, %d], but got %d", i, d-b, size[i])
-		}
-		out[i] = s
-		maps[i] = make([]int64, s)
+	maps := make([][]int64, len(out))
+	for i := range maps {
+		maps[i] = make([]int64, out[i])
 		for j := range maps[i] {
-			maps[i][j] = b + int64(j)
+			maps[i][j] = begin[i] + int64(j)
 		}
 	}
 	o, err := ctx.Allocate(0, out)
@@ -411,29 +334,15 @@ func sliceOp(ctx *kernels.Context) error {
 
 func tile(ctx *kernels.Context) error {
 	in := ctx.Input(0)
-	m, err := hostInts(ctx, 1, "multiples")
+	_, out, err := TileArgs(ctx)
 	if err != nil {
 		return err
-	}
-	r := len(in.Shape)
-	if len(ctx.Input(1).Shape) != 1 || len(m) != r {
-		return ctx.Errorf(status.InvalidArgument, "Expected multiples argument to be a vector of length %d but got length %d", r, len(m))
-	}
-	out := make(tensor.Shape, r)
-	for i, x := range m {
-		if x < 0 {
-			return ctx.Errorf(status.InvalidArgument, "Expected multiples[%d] >= 0, but got %d", i, x)
-		}
-		out[i] = in.Shape[i] * x
-	}
-	if err := out.Validate(); err != nil {
-		return ctx.Errorf(status.InvalidArgument, "output shape: %v", err)
 	}
 	o, err := ctx.Allocate(0, out)
 	if err != nil {
 		return err
 	}
-	maps := make([][]int64, r)
+	maps := make([][]int64, len(out))
 	for i := range maps {
 		maps[i] = make([]int64, out[i])
 		for j := range maps[i] {
@@ -467,18 +376,12 @@ func paddings(ctx *kernels.Context, i, rank int) ([]int64, error) {
 
 func pad(ctx *kernels.Context, cv *tensor.Tensor) error {
 	in := ctx.Input(0)
-	r := len(in.Shape)
-	p, err := paddings(ctx, 1, r)
+	p, out, err := PadArgs(ctx, cv)
 	if err != nil {
 		return err
 	}
-	if cv != nil && len(cv.Shape) != 0 {
-		return ctx.Errorf(status.InvalidArgument, "constant_values must be a scalar. Got: %v", cv.Shape)
-	}
-	out := make(tensor.Shape, r)
-	maps := make([][]int64, r)
-	for i := 0; i < r; i++ {
-		out[i] = p[2*i] + in.Shape[i] + p[2*i+1]
+	maps := make([][]int64, len(out))
+	for i := range maps {
 		maps[i] = make([]int64, out[i])
 		for j := range maps[i] {
 			s := int64(j) - p[2*i]
@@ -488,14 +391,11 @@ func pad(ctx *kernels.Context, cv *tensor.Tensor) error {
 			maps[i][j] = s
 		}
 	}
-	if err := out.Validate(); err != nil {
-		return ctx.Errorf(status.InvalidArgument, "output shape: %v", err)
-	}
 	o, err := ctx.Allocate(0, out)
 	if err != nil {
 		return err
 	}
-	if r == 0 {
+	if len(out) == 0 {
 		copyElems(o, 0, in, 0, 1)
 		return nil
 	}
@@ -505,8 +405,7 @@ func pad(ctx *kernels.Context, cv *tensor.Tensor) error {
 
 func mirrorPad(ctx *kernels.Context, reflect bool) error {
 	in := ctx.Input(0)
-	r := len(in.Shape)
-	p, err := paddings(ctx, 1, r)
+	p, out, err := MirrorPadArgs(ctx, reflect)
 	if err != nil {
 		return err
 	}
@@ -514,14 +413,9 @@ func mirrorPad(ctx *kernels.Context, reflect bool) error {
 	if reflect {
 		off = 1
 	}
-	out := make(tensor.Shape, r)
-	maps := make([][]int64, r)
-	for i := 0; i < r; i++ {
+	maps := make([][]int64, len(out))
+	for i := range maps {
 		d := in.Shape[i]
-		if p[2*i] > d-off || p[2*i+1] > d-off {
-			return ctx.Errorf(status.InvalidArgument, "paddings must be no greater than the dimension size: %d, %d greater than %d", p[2*i], p[2*i+1], d-off)
-		}
-		out[i] = p[2*i] + d + p[2*i+1]
 		maps[i] = make([]int64, out[i])
 		for j := range maps[i] {
 			s := int64(j) - p[2*i]
@@ -543,32 +437,15 @@ func mirrorPad(ctx *kernels.Context, reflect bool) error {
 
 func reverseV2(ctx *kernels.Context) error {
 	in := ctx.Input(0)
-	axes, err := hostInts(ctx, 1, "axis")
+	rev, err := ReverseArgs(ctx)
 	if err != nil {
 		return err
-	}
-	if len(ctx.Input(1).Shape) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "'axis' must be 1-D, not %v", ctx.Input(1).Shape)
-	}
-	r := len(in.Shape)
-	rev := make([]bool, r)
-	for i, a := range axes {
-		if a < -int64(r) || a >= int64(r) {
-			return ctx.Errorf(status.InvalidArgument, "'axis'[%d] = %d is out of valid range [%d, %d)", i, a, -r, r)
-		}
-		if a < 0 {
-			a += int64(r)
-		}
-		if rev[a] {
-			return ctx.Errorf(status.InvalidArgument, "axis %d specified more than once.", a)
-		}
-		rev[a] = true
 	}
 	o, err := ctx.Allocate(0, in.Shape)
 	if err != nil {
 		return err
 	}
-	maps := make([][]int64, r)
+	maps := make([][]int64, len(rev))
 	for i := range maps {
 		d := in.Shape[i]
 		maps[i] = make([]int64, d)
@@ -586,38 +463,19 @@ func reverseV2(ctx *kernels.Context) error {
 
 func broadcastTo(ctx *kernels.Context) error {
 	in := ctx.Input(0)
-	dims, err := hostInts(ctx, 1, "shape")
+	out, err := BroadcastToArgs(ctx)
 	if err != nil {
 		return err
 	}
-	if len(ctx.Input(1).Shape) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "shape must be a vector, got %v", ctx.Input(1).Shape)
-	}
-	out := tensor.Shape(dims)
-	if err := out.Validate(); err != nil {
-		return ctx.Errorf(status.InvalidArgument, "shape: %v", err)
-	}
 	r, ri := len(out), len(in.Shape)
-	bad := ri > r
 	maps := make([][]int64, r)
-	for i := 0; i < r && !bad; i++ {
-		di := int64(1)
-		if k := i - (r - ri); k >= 0 {
-			di = in.Shape[k]
-		}
-		if di != out[i] && di != 1 {
-			bad = true
-			break
-		}
+	for i := range maps {
 		maps[i] = make([]int64, out[i])
-		if di != 1 {
+		if k := i - (r - ri); k >= 0 && in.Shape[k] != 1 {
 			for j := range maps[i] {
 				maps[i][j] = int64(j)
 			}
 		}
-	}
-	if bad {
-		return ctx.Errorf(status.InvalidArgument, "Unable to broadcast tensor of shape %v to tensor of shape %v", in.Shape, out)
 	}
 	o, err := ctx.Allocate(0, out)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	cu "mstream/device/cuda"
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/kernels/cpu"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -11,8 +12,11 @@ import (
 // Array movement (src/move.cu): one strided-map kernel per element size
 // serves Slice, StridedSlice, Tile, Pad, PadV2, MirrorPad, ReverseV2,
 // BroadcastTo, Split, SplitV and Unpack; Pack and Concat reuse array.cu's
-// concat kernel; OneHot and GatherNd have their own. Validation and
-// messages follow the CPU kernels, which the tests compare with.
+// concat kernel; OneHot and GatherNd have their own. Slice, Tile, the
+// pads, ReverseV2, BroadcastTo, Split and SplitV validate through
+// kernels/cpu's exported argument checks (cpu.SliceArgs, ...), so codes
+// and messages are the CPU's by construction; the others follow the CPU
+// kernels, which the tests compare with.
 
 func init() {
 	reg("Slice", "T", fixedTypes, []string{"begin", "size"}, fn(sliceGPU))
@@ -163,31 +167,9 @@ func hostVec(k kctx, i int, what string) ([]int64, error) {
 
 func sliceGPU(k kctx) error {
 	in := k.Input(0)
-	begin, err := hostVec(k, 1, "begin")
+	begin, out, err := cpu.SliceArgs(k.Context)
 	if err != nil {
 		return err
-	}
-	size, err := hostVec(k, 2, "size")
-	if err != nil {
-		return err
-	}
-	r := len(in.Shape)
-	if len(k.Input(1).Shape) != 1 || len(k.Input(2).Shape) != 1 || len(begin) != r || len(size) != r {
-		return k.Errorf(status.InvalidArgument, "Expected begin and size arguments to be 1-D tensors of size %d, but got shapes %v and %v instead.", r, k.Input(1).Shape, k.Input(2).Shape)
-	}
-	out := make(tensor.Shape, r)
-	for i := 0; i < r; i++ {
-		b, s, d := begin[i], size[i], in.Shape[i]
-		if s == -1 {
-			s = d - b
-		}
-		if b < 0 || b > d {
-			return k.Errorf(status.InvalidArgument, "Expected begin[%d] in [0, %d], but got %d", i, d, b)
-		}
-		if s < 0 || s > d-b {
-			return k.Errorf(status.InvalidArgument, "Expected size[%d] in [0, %d], but got %d", i, d-b, size[i])
-		}
-		out[i] = s
 	}
 	o, err := k.Allocate(0, out)
 	if err != nil {
@@ -198,29 +180,15 @@ func sliceGPU(k kctx) error {
 
 func tileGPU(k kctx) error {
 	in := k.Input(0)
-	m, err := hostVec(k, 1, "multiples")
+	m, out, err := cpu.TileArgs(k.Context)
 	if err != nil {
 		return err
-	}
-	r := len(in.Shape)
-	if len(k.Input(1).Shape) != 1 || len(m) != r {
-		return k.Errorf(status.InvalidArgument, "Expected multiples argument to be a vector of length %d but got length %d", r, len(m))
-	}
-	out := make(tensor.Shape, r)
-	for i, x := range m {
-		if x < 0 {
-			return k.Errorf(status.InvalidArgument, "Expected multiples[%d] >= 0, but got %d", i, x)
-		}
-		out[i] = in.Shape[i] * x
-	}
-	if err := out.Validate(); err != nil {
-		return k.Errorf(status.InvalidArgument, "output shape: %v", err)
 	}
 	o, err := k.Allocate(0, out)
 	if err != nil {
 		return err
 	}
-	dims := plainDims(in, out, make([]int64, r), nil)
+	dims := plainDims(in, out, make([]int64, len(out)), nil)
 	for i := range dims {
 		if m[i] > 1 {
 			dims[i].mod = in.Shape[i]
@@ -229,49 +197,19 @@ func tileGPU(k kctx) error {
 	return moveLaunch(k, o, in, nil, dims)
 }
 
-// paddingsOf reads a [rank, 2] paddings input.
-func paddingsOf(k kctx, i, rank int) ([]int64, error) {
-	p := k.Input(i)
-	v, err := hostVec(k, i, "paddings")
-	if err != nil {
-		return nil, err
-	}
-	if len(p.Shape) != 2 || p.Shape[1] != 2 {
-		return nil, k.Errorf(status.InvalidArgument, "paddings must be a matrix with 2 columns: %v", p.Shape)
-	}
-	if p.Shape[0] != int64(rank) {
-		return nil, k.Errorf(status.InvalidArgument, "The first dimension of paddings must be the rank of inputs%v, input rank %d", p.Shape, rank)
-	}
-	for j := 0; j < len(v); j += 2 {
-		if v[j] < 0 || v[j+1] < 0 {
-			return nil, k.Errorf(status.InvalidArgument, "Paddings must be non-negative: %d %d", v[j], v[j+1])
-		}
-	}
-	return v, nil
-}
-
 func padGPU(k kctx, v2 bool) error {
 	in := k.Input(0)
-	r := len(in.Shape)
-	p, err := paddingsOf(k, 1, r)
-	if err != nil {
-		return err
-	}
 	var cv *tensor.Tensor
 	if v2 {
 		cv = k.Input(2)
-		if len(cv.Shape) != 0 {
-			return k.Errorf(status.InvalidArgument, "constant_values must be a scalar. Got: %v", cv.Shape)
-		}
 	}
-	out := make(tensor.Shape, r)
-	start := make([]int64, r)
-	for i := 0; i < r; i++ {
-		out[i] = p[2*i] + in.Shape[i] + p[2*i+1]
+	p, out, err := cpu.PadArgs(k.Context, cv)
+	if err != nil {
+		return err
+	}
+	start := make([]int64, len(out))
+	for i := range start {
 		start[i] = -p[2*i]
-	}
-	if err := out.Validate(); err != nil {
-		return k.Errorf(status.InvalidArgument, "output shape: %v", err)
 	}
 	o, err := k.Allocate(0, out)
 	if err != nil {
@@ -288,23 +226,16 @@ func padGPU(k kctx, v2 bool) error {
 
 func mirrorPadGPU(k kctx, reflect bool) error {
 	in := k.Input(0)
-	r := len(in.Shape)
-	p, err := paddingsOf(k, 1, r)
+	p, out, err := cpu.MirrorPadArgs(k.Context, reflect)
 	if err != nil {
 		return err
 	}
-	off, mode := int64(0), int64(1)
+	mode := int64(1)
 	if reflect {
-		off, mode = 1, 2
+		mode = 2
 	}
-	out := make(tensor.Shape, r)
-	start := make([]int64, r)
-	for i := 0; i < r; i++ {
-		d := in.Shape[i]
-		if p[2*i] > d-off || p[2*i+1] > d-off {
-			return k.Errorf(status.InvalidArgument, "paddings must be no greater than the dimension size: %d, %d greater than %d", p[2*i], p[2*i+1], d-off)
-		}
-		out[i] = p[2*i] + d + p[2*i+1]
+	start := make([]int64, len(out))
+	for i := range start {
 		start[i] = -p[2*i]
 	}
 	o, err := k.Allocate(0, out)
@@ -322,29 +253,16 @@ func mirrorPadGPU(k kctx, reflect bool) error {
 
 func reverseGPU(k kctx) error {
 	in := k.Input(0)
-	axes, err := hostVec(k, 1, "axis")
+	rev, err := cpu.ReverseArgs(k.Context)
 	if err != nil {
 		return err
 	}
-	if len(k.Input(1).Shape) != 1 {
-		return k.Errorf(status.InvalidArgument, "'axis' must be 1-D, not %v", k.Input(1).Shape)
-	}
-	r := len(in.Shape)
-	start, step := make([]int64, r), make([]int64, r)
-	for i := range step {
+	start, step := make([]int64, len(rev)), make([]int64, len(rev))
+	for i, r := range rev {
 		step[i] = 1
-	}
-	for i, a := range axes {
-		if a < -int64(r) || a >= int64(r) {
-			return k.Errorf(status.InvalidArgument, "'axis'[%d] = %d is out of valid range [%d, %d)", i, a, -r, r)
+		if r {
+			start[i], step[i] = in.Shape[i]-1, -1
 		}
-		if a < 0 {
-			a += int64(r)
-		}
-		if step[a] < 0 {
-			return k.Errorf(status.InvalidArgument, "axis %d specified more than once.", a)
-		}
-		start[a], step[a] = in.Shape[a]-1, -1
 	}
 	o, err := k.Allocate(0, in.Shape)
 	if err != nil {
@@ -355,36 +273,19 @@ func reverseGPU(k kctx) error {
 
 func broadcastToGPU(k kctx) error {
 	in := k.Input(0)
-	dims, err := hostVec(k, 1, "shape")
+	out, err := cpu.BroadcastToArgs(k.Context)
 	if err != nil {
 		return err
-	}
-	if len(k.Input(1).Shape) != 1 {
-		return k.Errorf(status.InvalidArgument, "shape must be a vector, got %v", k.Input(1).Shape)
-	}
-	out := tensor.Shape(dims)
-	if err := out.Validate(); err != nil {
-		return k.Errorf(status.InvalidArgument, "shape: %v", err)
 	}
 	r, ri := len(out), len(in.Shape)
 	st := rowStrides(in.Shape)
 	md := make([]mdim, r)
-	bad := ri > r
-	for i := 0; i < r && !bad; i++ {
-		di, s := int64(1), int64(0)
-		if j := i - (r - ri); j >= 0 {
-			di = in.Shape[j]
-			if di != 1 {
-				s = st[j]
-			}
-		}
-		if di != out[i] && di != 1 {
-			bad = true
+	for i := range md {
+		s := int64(0)
+		if j := i - (r - ri); j >= 0 && in.Shape[j] != 1 {
+			s = st[j]
 		}
 		md[i] = mdim{out: out[i], istr: s, step: 1}
-	}
-	if bad {
-		return k.Errorf(status.InvalidArgument, "Unable to broadcast tensor of shape %v to tensor of shape %v", in.Shape, out)
 	}
 	o, err := k.Allocate(0, out)
 	if err != nil {
@@ -428,76 +329,19 @@ func splitOut(k kctx, v *tensor.Tensor, axis int, sizes []int64) error {
 }
 
 func splitGPU(k kctx) error {
-	v := k.Input(1)
-	ax, err := axisScalar(k, 0, "split_dim")
+	ax, sizes, err := cpu.SplitArgs(k.Context)
 	if err != nil {
 		return err
 	}
-	r := len(v.Shape)
-	if ax < -int64(r) || ax >= int64(r) {
-		return k.Errorf(status.InvalidArgument, "-input rank(-%d) <= split_dim < input rank (%d), but got %d", r, r, ax)
-	}
-	if ax < 0 {
-		ax += int64(r)
-	}
-	n := int64(len(k.Node.OutTypes))
-	if n <= 0 {
-		return k.Errorf(status.InvalidArgument, "Number of ways to split should be > 0, but got %d", n)
-	}
-	d := v.Shape[ax]
-	if d%n != 0 {
-		return k.Errorf(status.InvalidArgument, "Number of ways to split should evenly divide the split dimension, but got split_dim %d (size = %d) and num_split %d", ax, d, n)
-	}
-	sizes := make([]int64, n)
-	for i := range sizes {
-		sizes[i] = d / n
-	}
-	return splitOut(k, v, int(ax), sizes)
+	return splitOut(k, k.Input(1), ax, sizes)
 }
 
 func splitVGPU(k kctx) error {
-	v := k.Input(0)
-	sizes, err := hostVec(k, 1, "size_splits")
+	ax, sizes, err := cpu.SplitVArgs(k.Context)
 	if err != nil {
 		return err
 	}
-	ax, err := axisScalar(k, 2, "split_dim")
-	if err != nil {
-		return err
-	}
-	n := len(k.Node.OutTypes)
-	if len(k.Input(1).Shape) != 1 || len(sizes) != n {
-		return k.Errorf(status.InvalidArgument, "size_splits must be a vector of num_split = %d elements, got shape %v", n, k.Input(1).Shape)
-	}
-	r := len(v.Shape)
-	if ax < -int64(r) || ax >= int64(r) {
-		return k.Errorf(status.InvalidArgument, "-input rank(-%d) <= split_dim < input rank (%d), but got %d", r, r, ax)
-	}
-	if ax < 0 {
-		ax += int64(r)
-	}
-	d := v.Shape[ax]
-	unknown, sum := -1, int64(0)
-	for i, s := range sizes {
-		switch {
-		case s == -1:
-			if unknown >= 0 {
-				return k.Errorf(status.InvalidArgument, "Only one dimensions can have a value of -1. Second one found at dimension %d", i)
-			}
-			unknown = i
-		case s < 0:
-			return k.Errorf(status.InvalidArgument, "Split size at index %d must be >= 0. Got: %d", i, s)
-		default:
-			sum += s
-		}
-	}
-	if unknown < 0 && sum != d || unknown >= 0 && sum > d {
-		return k.Errorf(status.InvalidArgument, "Determined shape must either match input shape along split_dim exactly if fully specified, or be less than the size of the input along split_dim if not fully specified.  Got: %d", sum)
-	}
-	if unknown >= 0 {
-		sizes[unknown] = d - sum
-	}
-	return splitOut(k, v, int(ax), sizes)
+	return splitOut(k, k.Input(0), ax, sizes)
 }
 
 func unpackGPU(k kctx, axis int64) error {
