@@ -534,63 +534,75 @@ func depthwise[T float32 | float64](ctx *kernels.Context, p ConvParams, mult int
 	})
 }
 
-// conv2DBackpropInput is the gradient of Conv2D with respect to its input
-// (the transposed convolution): columns = dy [rows, O] x filter^T, then
-// col2im adds each column back into the input positions it came from.
-func conv2DBackpropInput(ctx *kernels.Context, a Conv2DAttrs) error {
+// Conv2DBackpropInputArgs checks Conv2DBackpropInput's input_sizes (4
+// values, or 2 spatial ones), filter and out_backprop as TF's CPU kernel
+// does and returns the input gradient's shape and the convolution's
+// parameters; the CPU and GPU kernels both validate through it.
+func Conv2DBackpropInputArgs(ctx *kernels.Context, a Conv2DAttrs) (inShape tensor.Shape, p ConvParams, err error) {
 	sizesT, f, dy := ctx.Input(0), ctx.Input(1), ctx.Input(2)
 	if len(dy.Shape) != 4 {
-		return ctx.Errorf(status.InvalidArgument, "input_sizes must be 4-dimensional, got: %d", len(dy.Shape))
+		return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "input_sizes must be 4-dimensional, got: %d", len(dy.Shape))
 	}
 	sizes, err := hostInts(ctx, 0, "input_sizes")
 	if err != nil {
-		return err
+		return nil, ConvParams{}, err
 	}
 	if len(sizesT.Shape) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "Conv2DBackpropInput: input_sizes input must be 1-dim, not %d", len(sizesT.Shape))
+		return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "Conv2DBackpropInput: input_sizes input must be 1-dim, not %d", len(sizesT.Shape))
 	}
-	var inShape tensor.Shape
 	switch len(sizes) {
 	case 4:
 		inShape = tensor.Shape(sizes)
 	case 2:
 		if sizes[0] < 0 || sizes[1] < 0 {
-			return ctx.Errorf(status.InvalidArgument, "Conv2DBackpropInput: elements of input_sizes must be >= 0, not %dx%d", sizes[0], sizes[1])
+			return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "Conv2DBackpropInput: elements of input_sizes must be >= 0, not %dx%d", sizes[0], sizes[1])
 		}
 		if len(f.Shape) != 4 {
-			return ctx.Errorf(status.InvalidArgument, "Conv2DBackpropInput: filter must be 4-dimensional")
+			return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "Conv2DBackpropInput: filter must be 4-dimensional")
 		}
 		inShape = tensor.Shape{dy.Shape[0], sizes[0], sizes[1], f.Shape[2]}
 	default:
-		return ctx.Errorf(status.InvalidArgument, "Conv2DBackpropInput requires input_sizes to contain 4 values or 2 values, but got: %d", len(sizes))
+		return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "Conv2DBackpropInput requires input_sizes to contain 4 values or 2 values, but got: %d", len(sizes))
 	}
 	if err := inShape.Validate(); err != nil {
-		return ctx.Errorf(status.InvalidArgument, "input_sizes: %v", err)
+		return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "input_sizes: %v", err)
 	}
 	if len(f.Shape) != 4 {
-		return ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter must be 4-dimensional")
+		return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter must be 4-dimensional")
 	}
 	if inShape[0] != dy.Shape[0] {
-		return ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: input and out_backprop must have the same batch size. Input batch: %d, outbackprop batch: %d, batch_dim: 0", inShape[0], dy.Shape[0])
+		return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: input and out_backprop must have the same batch size. Input batch: %d, outbackprop batch: %d, batch_dim: 0", inShape[0], dy.Shape[0])
 	}
 	if f.Shape[2] <= 0 {
-		return ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter depth must be strictly greated than zero")
+		return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter depth must be strictly greated than zero")
 	}
 	if inShape[3] != f.Shape[2] {
 		if inShape[3]%f.Shape[2] != 0 {
-			return ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: input depth must be evenly divisible by filter depth")
+			return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: input depth must be evenly divisible by filter depth")
 		}
-		return ctx.Errorf(status.InvalidArgument, "Gradients for grouped convolutions are not supported on CPU. Please file a feature request if you run into this issue. Computed input depth %d doesn't match filter input depth %d", inShape[3], f.Shape[2])
+		return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "Gradients for grouped convolutions are not supported on CPU. Please file a feature request if you run into this issue. Computed input depth %d doesn't match filter input depth %d", inShape[3], f.Shape[2])
 	}
 	if f.Shape[3] != dy.Shape[3] {
-		return ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter and out_backprop must have the same out_depth")
+		return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter and out_backprop must have the same out_depth")
 	}
-	p, err := a.Params(inShape, f.Shape)
+	p, err = a.Params(inShape, f.Shape)
 	if err != nil {
-		return ctx.Errorf(status.CodeOf(err), "Conv2DCustomBackpropInput: %v", err)
+		return nil, ConvParams{}, ctx.Errorf(status.CodeOf(err), "Conv2DCustomBackpropInput: %v", err)
 	}
 	if int64(p.OutH) != dy.Shape[1] || int64(p.OutW) != dy.Shape[2] {
-		return ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: Size of out_backprop doesn't match computed: actual = %v, computed = %v", dy.Shape, p.OutShape())
+		return nil, ConvParams{}, ctx.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: Size of out_backprop doesn't match computed: actual = %v, computed = %v", dy.Shape, p.OutShape())
+	}
+	return inShape, p, nil
+}
+
+// conv2DBackpropInput is the gradient of Conv2D with respect to its input
+// (the transposed convolution): columns = dy [rows, O] x filter^T, then
+// col2im adds each column back into the input positions it came from.
+func conv2DBackpropInput(ctx *kernels.Context, a Conv2DAttrs) error {
+	dy, f := ctx.Input(2), ctx.Input(1)
+	inShape, p, err := Conv2DBackpropInputArgs(ctx, a)
+	if err != nil {
+		return err
 	}
 	o, err := ctx.Allocate(0, inShape)
 	if err != nil {

@@ -569,62 +569,13 @@ func batchNormGPU(k kctx, bn bnAttrs) error {
 	return k.launchN(nns, "bn_apply_"+suf, n, &args)
 }
 
-// convBackInputGPU is Conv2DBackpropInput (the CPU kernel's validation),
+// convBackInputGPU is Conv2DBackpropInput (validated by the CPU's checks),
 // gathered per input-gradient element by convbi.
 func convBackInputGPU(k kctx, a cpu.Conv2DAttrs) error {
-	sizesT, f, dy := k.Input(0), k.Input(1), k.Input(2)
-	if len(dy.Shape) != 4 {
-		return k.Errorf(status.InvalidArgument, "input_sizes must be 4-dimensional, got: %d", len(dy.Shape))
-	}
-	sizes, err := hostVec(k, 0, "input_sizes")
+	f, dy := k.Input(1), k.Input(2)
+	inShape, p, err := cpu.Conv2DBackpropInputArgs(k.Context, a)
 	if err != nil {
 		return err
-	}
-	if len(sizesT.Shape) != 1 {
-		return k.Errorf(status.InvalidArgument, "Conv2DBackpropInput: input_sizes input must be 1-dim, not %d", len(sizesT.Shape))
-	}
-	var inShape tensor.Shape
-	switch len(sizes) {
-	case 4:
-		inShape = tensor.Shape(sizes)
-	case 2:
-		if sizes[0] < 0 || sizes[1] < 0 {
-			return k.Errorf(status.InvalidArgument, "Conv2DBackpropInput: elements of input_sizes must be >= 0, not %dx%d", sizes[0], sizes[1])
-		}
-		if len(f.Shape) != 4 {
-			return k.Errorf(status.InvalidArgument, "Conv2DBackpropInput: filter must be 4-dimensional")
-		}
-		inShape = tensor.Shape{dy.Shape[0], sizes[0], sizes[1], f.Shape[2]}
-	default:
-		return k.Errorf(status.InvalidArgument, "Conv2DBackpropInput requires input_sizes to contain 4 values or 2 values, but got: %d", len(sizes))
-	}
-	if err := inShape.Validate(); err != nil {
-		return k.Errorf(status.InvalidArgument, "input_sizes: %v", err)
-	}
-	if len(f.Shape) != 4 {
-		return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter must be 4-dimensional")
-	}
-	if inShape[0] != dy.Shape[0] {
-		return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: input and out_backprop must have the same batch size. Input batch: %d, outbackprop batch: %d, batch_dim: 0", inShape[0], dy.Shape[0])
-	}
-	if f.Shape[2] <= 0 {
-		return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter depth must be strictly greated than zero")
-	}
-	if inShape[3] != f.Shape[2] {
-		if inShape[3]%f.Shape[2] != 0 {
-			return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: input depth must be evenly divisible by filter depth")
-		}
-		return k.Errorf(status.InvalidArgument, "Gradients for grouped convolutions are not supported on CPU (nor on this GPU kernel). Computed input depth %d doesn't match filter input depth %d", inShape[3], f.Shape[2])
-	}
-	if f.Shape[3] != dy.Shape[3] {
-		return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: filter and out_backprop must have the same out_depth")
-	}
-	p, err := a.Params(inShape, f.Shape)
-	if err != nil {
-		return k.Errorf(status.CodeOf(err), "Conv2DCustomBackpropInput: %v", err)
-	}
-	if int64(p.OutH) != dy.Shape[1] || int64(p.OutW) != dy.Shape[2] {
-		return k.Errorf(status.InvalidArgument, "Conv2DCustomBackpropInput: Size of out_backprop doesn't match computed: actual = %v, computed = %v", dy.Shape, p.OutShape())
 	}
 	o, err := k.Allocate(0, inShape)
 	if err != nil {
