@@ -601,3 +601,57 @@ func TestStreamAwareEventReuse(t *testing.T) {
 		s.Synchronize()
 	}
 }
+
+// TestStreamAwareRetire: a chunk freed by stream A whose event has
+// completed is reused by B without a wait (and without growth); while A's
+// work on it is still pending, B must wait on A's event instead.
+func TestStreamAwareRetire(t *testing.T) {
+	d, ss := streams(t, 2)
+	A, B := ss[0], ss[1]
+	a, _ := newAlloc(t, Options{Limit: 4 << 10, AllowGrowth: false, StreamAware: true, NewEvent: d.NewEvent})
+	p, err := a.Allocate(4<<10, A)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Free(p)
+	A.Synchronize()
+	q, err := a.Allocate(4<<10, B)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats(); q != p || st.CrossStreamWaits != 0 || st.Retired != 1 {
+		t.Fatalf("completed chunk: got %#x (want %#x), waits %d, retired %d", q, p, st.CrossStreamWaits, st.Retired)
+	}
+	mustCheck(t, a, "after retire")
+
+	// Now B frees while its stream is held up: A must wait for it.
+	gate := make(chan struct{})
+	B.Enqueue(func() { <-gate })
+	a.Free(q)
+	done := make(chan uint64)
+	go func() {
+		r, err := a.Allocate(4<<10, A)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	r := <-done // Allocate issues the wait and returns; the wait is on A
+	if st := a.Stats(); r != p || st.CrossStreamWaits != 1 || st.Retired != 1 {
+		t.Fatalf("pending chunk: got %#x, waits %d, retired %d", r, st.CrossStreamWaits, st.Retired)
+	}
+	ran := make(chan struct{})
+	A.Enqueue(func() { close(ran) })
+	select {
+	case <-ran:
+		t.Fatal("A ran past its wait on B's pending free")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(gate)
+	<-ran
+	a.Free(r)
+	mustCheck(t, a, "end")
+	for _, s := range ss {
+		s.Synchronize()
+	}
+}

@@ -52,8 +52,13 @@
 //
 //  1. a free chunk last used by S, or never used: no wait needed, since
 //     S's own order covers its earlier work;
-//  2. new space from a region growth;
-//  3. any free chunk: S then Waits on the chunk's event (a device-side
+//  2. a free chunk of another stream whose free event has already
+//     completed: before growing, the allocator queries the events of free
+//     chunks (Event.Query never blocks) and clears the stream of every
+//     chunk whose last use is over, coalescing it with its neighbours
+//     (Stats.Retired counts them); such space needs no wait;
+//  3. new space from a region growth;
+//  4. any free chunk: S then Waits on the chunk's event (a device-side
 //     wait: neither the host nor the device is synchronised) and the wait
 //     is counted in Stats.CrossStreamWaits.
 //
