@@ -53,6 +53,7 @@ type Config struct {
 	HostMemoryMB        int64  // MSTREAM_HOST_MEMORY_MB: the host device's "device memory"
 	HostStreams         bool   // MSTREAM_HOST_STREAMS: streams on the host device even with one group
 	Fusion              bool   // MSTREAM_FUSION: plan-time fusion of MatMul/Conv2D epilogues, BatchNorm and unary chains
+	CUDAGraph           bool   // MSTREAM_CUDA_GRAPH: replay eligible GPU steps as captured CUDA graphs
 	// Set holds the raw value of every variable that was set (non-empty),
 	// keyed by name.
 	Set map[string]string
@@ -170,6 +171,8 @@ var Knobs = []Knob{
 		set: func(c *Config, v string) (err error) { c.HostStreams, err = parseBool(v); return }},
 	{Name: "MSTREAM_FUSION", Type: "bool", Default: "true", Doc: "fuse at plan time where TF's grappler would (MatMul/Conv2D+BiasAdd(+Relu), inference BatchNorm folded into a constant Conv2D filter, chains of unary float32 ops); 0 runs the graph node by node",
 		set: func(c *Config, v string) (err error) { c.Fusion, err = parseBool(v); return }},
+	{Name: "MSTREAM_CUDA_GRAPH", Type: "bool", Default: "false", Doc: "capture a GPU step that runs wholly on the GPU as a CUDA graph (once per plan, group and feed shapes, after one normal run) and replay it: one graph launch instead of a launch per node; steps that cannot be captured run normally",
+		set: func(c *Config, v string) (err error) { c.CUDAGraph, err = parseBool(v); return }},
 }
 
 // value renders the effective value of knob name in c, in the form the
@@ -228,6 +231,8 @@ func (c *Config) value(name string) string {
 		return b(c.HostStreams)
 	case "MSTREAM_FUSION":
 		return b(c.Fusion)
+	case "MSTREAM_CUDA_GRAPH":
+		return b(c.CUDAGraph)
 	}
 	return ""
 }
