@@ -346,10 +346,11 @@ static void report(const char* phase, int threads, double* lat, int n,
          percentile(lat, n, 0.99), percentile(lat, n, 0.95), sum / n);
 }
 
-/* group_runs reads the runs each stream group has completed so far from
- * MS_SessionStats' JSON ("groups": [{"id": N, ..., "runs_completed": M,
- * ...}, ...]); it returns the number of groups, or -1 without the call. */
-static int group_runs(TF_Session* session, long long* runs) {
+/* group_runs reads the runs each stream group has completed so far, and
+ * the device it belongs to, from MS_SessionStats' JSON ("groups": [{"id": N,
+ * "device": "GPU:0", ..., "runs_completed": M, ...}, ...]); it returns the
+ * number of groups, or -1 without the call. */
+static int group_runs(TF_Session* session, long long* runs, char (*dev)[64]) {
   if (!MS_SessionStats) return -1;
   TF_Status* s = TF_NewStatus();
   TF_Buffer* b = TF_NewBuffer();
@@ -364,6 +365,15 @@ static int group_runs(TF_Session* session, long long* runs) {
     while (p && n < MAX_GROUPS && (p = strstr(p, "{\"id\":")) != NULL) {
       const char* r = strstr(p, "\"runs_completed\":");
       if (r == NULL) break;
+      const char* d = strstr(p, "\"device\":\"");
+      dev[n][0] = '\0';
+      if (d != NULL && d < r) {
+        d += strlen("\"device\":\"");
+        size_t k = 0;
+        while (d[k] && d[k] != '"' && k < sizeof dev[n] - 1) k++;
+        memcpy(dev[n], d, k);
+        dev[n][k] = '\0';
+      }
       runs[n++] = strtoll(r + strlen("\"runs_completed\":"), NULL, 10);
       p = r;
     }
@@ -374,22 +384,44 @@ static int group_runs(TF_Session* session, long long* runs) {
   return n;
 }
 
-/* report_groups prints the runs each group served since `before`. */
+/* report_groups prints, per device whose groups served runs since
+ * `before`, how many runs each of its groups served (a session on a GPU
+ * also has the host's group, which serves no runs then). */
 static void report_groups(TF_Session* session, const long long* before, int nb) {
   long long now[MAX_GROUPS];
-  int n = group_runs(session, now);
+  char dev[MAX_GROUPS][64];
+  int n = group_runs(session, now, dev);
   if (n < 0) return;
-  int used = 0;
-  for (int g = 0; g < n; g++) used += now[g] - (g < nb ? before[g] : 0) > 0;
-  printf("  stream groups: %d of %d served runs:", used, n);
-  for (int g = 0; g < n; g++) printf(" group%d=%lld", g, now[g] - (g < nb ? before[g] : 0));
-  printf("\n");
+  for (int g = 0; g < n; g++) {
+    int first = 1;
+    for (int h = 0; h < g; h++) first &= strcmp(dev[h], dev[g]) != 0;
+    if (!first) continue;
+    int used = 0, total = 0;
+    long long runs = 0;
+    for (int h = g; h < n; h++) {
+      if (strcmp(dev[h], dev[g]) != 0) continue;
+      long long r = now[h] - (h < nb ? before[h] : 0);
+      total++;
+      used += r > 0;
+      runs += r;
+    }
+    if (runs == 0) continue;
+    const char* shortname = strstr(dev[g], "device:");
+    printf("  stream groups: %d of %d on %s served runs:", used, total,
+           shortname ? shortname + strlen("device:") : dev[g][0] ? dev[g] : "?");
+    for (int h = g, i = 0; h < n; h++) {
+      if (strcmp(dev[h], dev[g]) != 0) continue;
+      printf(" group%d=%lld", i++, now[h] - (h < nb ? before[h] : 0));
+    }
+    printf("\n");
+  }
 }
 
 /* phase runs ITERS runs on each of THREADS threads and reports. */
 static void phase(const char* name, Worker* proto, int threads, int batch) {
   long long before[MAX_GROUPS];
-  int nb = group_runs(proto->session, before);
+  char bdev[MAX_GROUPS][64];
+  int nb = group_runs(proto->session, before, bdev);
   Worker* ws = calloc((size_t)threads, sizeof *ws);
   pthread_t* tids = calloc((size_t)threads, sizeof *tids);
   double* lat = calloc((size_t)threads * (size_t)proto->iters, sizeof *lat);
