@@ -109,6 +109,9 @@ func gpuCases() []map[string]string {
 		// Contexts last: the process keeps the contexts its sessions asked for.
 		{"TF_GPU_STREAM_GROUP_COUNT": "4", "TF_GPU_CONTEXT_COUNT": "2"},
 		{"TF_GPU_STREAM_GROUP_COUNT": "4", "TF_GPU_CONTEXT_COUNT": "2", "TF_GPU_STREAM_AWARE_BFC": "true", "TF_SEGMENT_OWN_CONST": "false"},
+		// Constants held once per device, read by groups of two contexts
+		// (unified addressing; device/cuda's cross-context probe).
+		{"TF_GPU_STREAM_GROUP_COUNT": "4", "TF_GPU_CONTEXT_COUNT": "2", "TF_SEGMENT_OWN_CONST": "true"},
 	}
 }
 
