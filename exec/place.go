@@ -46,7 +46,8 @@ var fallbackLogged sync.Map
 // its device annotation is honoured: a CPU device forces the host; a GPU
 // device with no GPU kernel, or a GPU that does not exist, is an
 // INVALID_ARGUMENT error naming the node unless pl.AllowSoft, as in TF.
-// Inputs that a GPU kernel lists in HostMemory stay on the host.
+// Inputs that a GPU kernel lists in HostMemory stay on the host. Every GPU
+// node of the plan runs on one GPU, Plan.GPU (see pickGPU).
 func BuildPlaced(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node, pl Placement) (*Plan, error) {
 	return build(g, feeds, fetches, targets, pl)
 }
@@ -82,6 +83,49 @@ func requested(dev string) (string, int) {
 	}
 	return typ, idx
 }
+
+// pickGPU chooses the one GPU the plan's GPU nodes run on: the GPU that
+// the first node (in plan order, Consts aside) annotated with an existing
+// GPU asks for, else GPU 0, where TF's default placer puts unannotated
+// nodes. A step runs on one GPU (copies between GPUs are not implemented),
+// so unannotated nodes join the annotated GPU, and a node annotated with
+// another existing GPU fails the plan with UNIMPLEMENTED naming both
+// nodes, unless pl.AllowSoft: then it joins the chosen GPU too (logged
+// once per plan).
+func (p *Plan) pickGPU(pl Placement) error {
+	p.gpuIndex = 0
+	if pl.GPUs == 0 {
+		return nil
+	}
+	var first *graph.Node
+	logged := false
+	for i := range p.nodes {
+		pn := &p.nodes[i]
+		if pn.isConst {
+			continue
+		}
+		typ, idx := requested(pn.node.Device)
+		if typ != "GPU" || idx < 0 || idx >= pl.GPUs {
+			continue
+		}
+		switch {
+		case first == nil:
+			first, p.gpuIndex = pn.node, idx
+		case idx == p.gpuIndex:
+		case !pl.AllowSoft:
+			return status.Errorf(status.Unimplemented, "Cannot place the step on one GPU: node '%s' asks for '%s' and node '%s' for '%s'; a step runs on one GPU (copies between GPUs are not implemented). Split the fetches into one run per GPU, or set allow_soft_placement to run both on GPU:%d",
+				first.Name, first.Device, pn.node.Name, pn.node.Device, p.gpuIndex)
+		case !logged && pl.Log != nil:
+			logged = true
+			pl.Log("node '%s' asks for '%s' but runs on GPU:%d with node '%s' (a step runs on one GPU; allow_soft_placement)", pn.node.Name, pn.node.Device, p.gpuIndex, first.Name)
+		}
+	}
+	return nil
+}
+
+// GPU is the GPU, among the session's GPUs (0 for the first), that the
+// plan's GPU nodes run on.
+func (p *Plan) GPU() int { return p.gpuIndex }
 
 // bind places plan node i and binds its kernel.
 func (p *Plan) bind(i int, pl Placement) error {

@@ -58,6 +58,9 @@ type Plan struct {
 	// feeds a GPU kernel reads from device memory.
 	gpu     bool
 	feedDev []bool
+	// gpuIndex is the GPU (among the session's GPUs) every GPU node of
+	// the plan runs on (place.go's pickGPU).
+	gpuIndex int
 }
 
 // NumNodes is the number of nodes a step runs.
@@ -181,6 +184,9 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 	}
 	p.topo = p.topoOrder()
 
+	if err := p.pickGPU(pl); err != nil {
+		return nil, err
+	}
 	for i := range p.nodes {
 		pn := &p.nodes[i]
 		if err := p.bind(i, pl); err != nil {
