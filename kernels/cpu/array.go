@@ -49,7 +49,7 @@ func init() {
 		dims := attrInts(n, "squeeze_dims")
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return squeeze(ctx, dims) }), nil
 	})
-	reg("ConcatV2", nil, []string{"axis"}, fn(concat))
+	reg("ConcatV2", nil, []string{"axis"}, fn(func(ctx *kernels.Context) error { return concat(ctx, false) }))
 	reg("Pack", nil, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		axis := attrInt(n, "axis", 0)
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return pack(ctx, axis) }), nil
@@ -189,50 +189,11 @@ func squeeze(ctx *kernels.Context, dims []int64) error {
 	return nil
 }
 
-func concat(ctx *kernels.Context) error {
-	n := ctx.NumInputs() - 1
-	if n < 1 {
-		return ctx.Errorf(status.InvalidArgument, "ConcatV2 needs at least one value input")
-	}
-	av, err := hostInts(ctx, n, "axis")
+// concat is ConcatV2 and, with v1, Concat (the axis first).
+func concat(ctx *kernels.Context, v1 bool) error {
+	values, ax, out, err := ConcatArgs(ctx, v1)
 	if err != nil {
 		return err
-	}
-	if len(av) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "axis must be a scalar")
-	}
-	return concatInto(ctx, ctx.Inputs[:n], av[0])
-}
-
-// concatInto concatenates values along axis into output 0 (ConcatV2 and
-// Concat).
-func concatInto(ctx *kernels.Context, values []*tensor.Tensor, axis int64) error {
-	n := len(values)
-	if n < 1 {
-		return ctx.Errorf(status.InvalidArgument, "concat needs at least one value input")
-	}
-	first := values[0]
-	r := len(first.Shape)
-	if r == 0 {
-		return ctx.Errorf(status.InvalidArgument, "Can't concatenate scalars (use tf.stack instead)")
-	}
-	ax, err := normAxis(ctx, axis, r)
-	if err != nil {
-		return err
-	}
-	out := first.Shape.Clone()
-	out[ax] = 0
-	for i, in := range values {
-		s := in.Shape
-		if len(s) != r {
-			return ctx.Errorf(status.InvalidArgument, "ConcatOp : Ranks of all input tensors should match: shape[0] = %v vs. shape[%d] = %v", first.Shape, i, s)
-		}
-		for j := range s {
-			if j != ax && s[j] != first.Shape[j] {
-				return ctx.Errorf(status.InvalidArgument, "ConcatOp : Dimension %d in both shapes must be equal: shape[0] = %v vs. shape[%d] = %v", j, first.Shape, i, s)
-			}
-		}
-		out[ax] += s[ax]
 	}
 	o, err := ctx.Allocate(0, out)
 	if err != nil {
@@ -258,25 +219,12 @@ func concatInto(ctx *kernels.Context, values []*tensor.Tensor, axis int64) error
 	return nil
 }
 
-func pack(ctx *kernels.Context, axis int64) error {
-	n := ctx.NumInputs()
-	if n < 1 {
-		return ctx.Errorf(status.InvalidArgument, "Pack needs at least one input")
+func pack(ctx *kernels.Context, axis64 int64) error {
+	axis, out, err := PackArgs(ctx, axis64)
+	if err != nil {
+		return err
 	}
-	first := ctx.Input(0)
-	r := len(first.Shape)
-	if axis < -int64(r)-1 || axis > int64(r) {
-		return ctx.Errorf(status.InvalidArgument, "axis = %d not in [%d, %d)", axis, -r-1, r+1)
-	}
-	if axis < 0 {
-		axis += int64(r) + 1
-	}
-	for i := 1; i < n; i++ {
-		if !ctx.Input(i).Shape.Equal(first.Shape) {
-			return ctx.Errorf(status.InvalidArgument, "Shapes of all inputs must match: values[0].shape = %v != values[%d].shape = %v", first.Shape, i, ctx.Input(i).Shape)
-		}
-	}
-	out := append(append(append(tensor.Shape{}, first.Shape[:axis]...), int64(n)), first.Shape[axis:]...)
+	n, first := ctx.NumInputs(), ctx.Input(0)
 	o, err := ctx.Allocate(0, out)
 	if err != nil {
 		return err
@@ -397,26 +345,11 @@ func idxPos(s tensor.Shape, flat int) string {
 
 func transpose(ctx *kernels.Context) error {
 	in := ctx.Input(0)
-	perm, err := hostInts(ctx, 1, "perm")
+	perm, out, err := TransposeArgs(ctx)
 	if err != nil {
 		return err
 	}
-	r := len(in.Shape)
-	if len(perm) != r {
-		return ctx.Errorf(status.InvalidArgument, "transpose expects a vector of size %d. But input(1) is a vector of size %d", r, len(perm))
-	}
-	seen := make([]bool, r)
-	out := make(tensor.Shape, r)
-	for i, p := range perm {
-		if p < 0 || p >= int64(r) {
-			return ctx.Errorf(status.InvalidArgument, "%d is out of range [0 .. %d)", p, r)
-		}
-		if seen[p] {
-			return ctx.Errorf(status.InvalidArgument, "%d is duplicated in perm", p)
-		}
-		seen[p] = true
-		out[i] = in.Shape[p]
-	}
+	r := len(out)
 	o, err := ctx.Allocate(0, out)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ func init() {
 	reg("ShapeN", nil, []string{"output"}, fn(shapeN))
 	reg("Size", nil, []string{"output"}, fn(sizeOp))
 	reg("Rank", nil, []string{"output"}, fn(rankOp))
-	reg("Concat", nil, []string{"concat_dim"}, fn(concatV1))
+	reg("Concat", nil, []string{"concat_dim"}, fn(func(ctx *kernels.Context) error { return concat(ctx, true) }))
 	reg("Split", nil, []string{"split_dim"}, fn(split))
 	reg("SplitV", nil, []string{"size_splits", "split_dim"}, fn(splitV))
 	reg("Unpack", nil, nil, func(n *graph.Node) (kernels.Kernel, error) {
@@ -138,15 +138,6 @@ func scalarInt(ctx *kernels.Context, i int, what string) (int64, error) {
 	return v[0], nil
 }
 
-// concatV1 is Concat: the axis comes first.
-func concatV1(ctx *kernels.Context) error {
-	ax, err := scalarInt(ctx, 0, "concat_dim")
-	if err != nil {
-		return err
-	}
-	return concatInto(ctx, ctx.Inputs[1:], ax)
-}
-
 // outerInner splits shape around axis: the product of the dims before it
 // and of the dims after it.
 func outerInner(s tensor.Shape, axis int) (outer, inner int64) {
@@ -197,21 +188,14 @@ func splitV(ctx *kernels.Context) error {
 	return splitAlong(ctx, ctx.Input(0), ax, sizes)
 }
 
-func unpack(ctx *kernels.Context, axis int64) error {
+func unpack(ctx *kernels.Context, axis64 int64) error {
 	v := ctx.Input(0)
-	r := int64(len(v.Shape))
-	if axis < -r || axis >= r {
-		return ctx.Errorf(status.InvalidArgument, "axis = %d not in [%d, %d)", axis, -r, r)
-	}
-	if axis < 0 {
-		axis += r
+	axis, s, err := UnpackArgs(ctx, axis64)
+	if err != nil {
+		return err
 	}
 	n := int64(len(ctx.Node.OutTypes))
-	if v.Shape[axis] != n {
-		return ctx.Errorf(status.InvalidArgument, "Input shape axis %d must equal %d, got shape %v", axis, n, v.Shape)
-	}
-	outer, inner := outerInner(v.Shape, int(axis))
-	s := append(append(tensor.Shape{}, v.Shape[:axis]...), v.Shape[axis+1:]...)
+	outer, inner := outerInner(v.Shape, axis)
 	for i := int64(0); i < n; i++ {
 		o, err := ctx.Allocate(int(i), s)
 		if err != nil {

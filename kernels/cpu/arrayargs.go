@@ -243,3 +243,130 @@ func BroadcastToArgs(ctx *kernels.Context) (out tensor.Shape, err error) {
 	}
 	return out, nil
 }
+
+// ConcatArgs reads Concat's concat_dim (input 0, values after it) or, for
+// ConcatV2 (v1 false), its axis (the last input), checks the values'
+// shapes and returns them, the non-negative axis and the output shape.
+// Concat's out-of-range axis carries TF's wording (the GPU kernel had it,
+// the CPU kernel had normAxis's); ConcatV2's keeps the one both had.
+func ConcatArgs(ctx *kernels.Context, v1 bool) (values []*tensor.Tensor, axis int, out tensor.Shape, err error) {
+	var ax int64
+	if v1 {
+		if ax, err = scalarInt(ctx, 0, "concat_dim"); err != nil {
+			return nil, 0, nil, err
+		}
+		values = ctx.Inputs[1:]
+	} else {
+		n := ctx.NumInputs() - 1
+		if n < 1 {
+			return nil, 0, nil, ctx.Errorf(status.InvalidArgument, "ConcatV2 needs at least one value input")
+		}
+		av, err := hostInts(ctx, n, "axis")
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		if len(av) != 1 {
+			return nil, 0, nil, ctx.Errorf(status.InvalidArgument, "axis must be a scalar")
+		}
+		ax, values = av[0], ctx.Inputs[:n]
+	}
+	if len(values) < 1 {
+		return nil, 0, nil, ctx.Errorf(status.InvalidArgument, "concat needs at least one value input")
+	}
+	first := values[0]
+	r := len(first.Shape)
+	if r == 0 {
+		return nil, 0, nil, ctx.Errorf(status.InvalidArgument, "Can't concatenate scalars (use tf.stack instead)")
+	}
+	if v1 && (ax < -int64(r) || ax >= int64(r)) {
+		return nil, 0, nil, ctx.Errorf(status.InvalidArgument, "ConcatOp : Expected concatenating dimensions in the range [%d, %d), but got %d", -r, r, ax)
+	}
+	if axis, err = normAxis(ctx, ax, r); err != nil {
+		return nil, 0, nil, err
+	}
+	out = first.Shape.Clone()
+	out[axis] = 0
+	for i, in := range values {
+		s := in.Shape
+		if len(s) != r {
+			return nil, 0, nil, ctx.Errorf(status.InvalidArgument, "ConcatOp : Ranks of all input tensors should match: shape[0] = %v vs. shape[%d] = %v", first.Shape, i, s)
+		}
+		for j := range s {
+			if j != axis && s[j] != first.Shape[j] {
+				return nil, 0, nil, ctx.Errorf(status.InvalidArgument, "ConcatOp : Dimension %d in both shapes must be equal: shape[0] = %v vs. shape[%d] = %v", j, first.Shape, i, s)
+			}
+		}
+		out[axis] += s[axis]
+	}
+	return values, axis, out, nil
+}
+
+// PackArgs checks Pack's inputs (one shape, at least one) against axis
+// (in [-rank-1, rank]) and returns the non-negative axis and the output
+// shape.
+func PackArgs(ctx *kernels.Context, axis int64) (ax int, out tensor.Shape, err error) {
+	n := ctx.NumInputs()
+	if n < 1 {
+		return 0, nil, ctx.Errorf(status.InvalidArgument, "Pack needs at least one input")
+	}
+	first := ctx.Input(0)
+	r := len(first.Shape)
+	if axis < -int64(r)-1 || axis > int64(r) {
+		return 0, nil, ctx.Errorf(status.InvalidArgument, "axis = %d not in [%d, %d)", axis, -r-1, r+1)
+	}
+	if axis < 0 {
+		axis += int64(r) + 1
+	}
+	for i := 1; i < n; i++ {
+		if !ctx.Input(i).Shape.Equal(first.Shape) {
+			return 0, nil, ctx.Errorf(status.InvalidArgument, "Shapes of all inputs must match: values[0].shape = %v != values[%d].shape = %v", first.Shape, i, ctx.Input(i).Shape)
+		}
+	}
+	out = append(append(append(tensor.Shape{}, first.Shape[:axis]...), int64(n)), first.Shape[axis:]...)
+	return int(axis), out, nil
+}
+
+// UnpackArgs checks Unpack's axis and num against the value (input 0) and
+// returns the non-negative axis and the shape of each output.
+func UnpackArgs(ctx *kernels.Context, axis int64) (ax int, out tensor.Shape, err error) {
+	v := ctx.Input(0)
+	r := int64(len(v.Shape))
+	if axis < -r || axis >= r {
+		return 0, nil, ctx.Errorf(status.InvalidArgument, "axis = %d not in [%d, %d)", axis, -r, r)
+	}
+	if axis < 0 {
+		axis += r
+	}
+	n := int64(len(ctx.Node.OutTypes))
+	if v.Shape[axis] != n {
+		return 0, nil, ctx.Errorf(status.InvalidArgument, "Input shape axis %d must equal %d, got shape %v", axis, n, v.Shape)
+	}
+	out = append(append(tensor.Shape{}, v.Shape[:axis]...), v.Shape[axis+1:]...)
+	return int(axis), out, nil
+}
+
+// TransposeArgs checks Transpose's perm (a permutation of the input's
+// dims) and returns it and the output shape.
+func TransposeArgs(ctx *kernels.Context) (perm []int64, out tensor.Shape, err error) {
+	in := ctx.Input(0)
+	if perm, err = hostInts(ctx, 1, "perm"); err != nil {
+		return nil, nil, err
+	}
+	r := len(in.Shape)
+	if len(perm) != r {
+		return nil, nil, ctx.Errorf(status.InvalidArgument, "transpose expects a vector of size %d. But input(1) is a vector of size %d", r, len(perm))
+	}
+	seen := make([]bool, r)
+	out = make(tensor.Shape, r)
+	for i, p := range perm {
+		if p < 0 || p >= int64(r) {
+			return nil, nil, ctx.Errorf(status.InvalidArgument, "%d is out of range [0 .. %d)", p, r)
+		}
+		if seen[p] {
+			return nil, nil, ctx.Errorf(status.InvalidArgument, "%d is duplicated in perm", p)
+		}
+		seen[p] = true
+		out[i] = in.Shape[p]
+	}
+	return perm, out, nil
+}

@@ -29,6 +29,17 @@
 // allocator, so every kernel writes every output element (zeros included);
 // the conformance runner poisons output buffers to hold kernels to it.
 //
+// Argument checks shared with other devices: an op's validation (codes,
+// messages, the output shape it implies) lives once, in an exported
+// function here that the CPU kernel and kernels/cuda's kernel both call,
+// so the devices differ only in how they compute. arrayargs.go holds the
+// data-movement ops' (SliceArgs, TileArgs, PadArgs, MirrorPadArgs,
+// ReverseArgs, BroadcastToArgs, SplitArgs, SplitVArgs, ConcatArgs,
+// PackArgs, UnpackArgs, TransposeArgs); others sit beside their kernel
+// (Conv2DBackpropInputArgs in nn_conv.go). A check that reads element data
+// the GPU keeps on the device (GatherNd's index bounds) stays in the CPU
+// kernel.
+//
 // NN kernels are NHWC with HWIO filters, as TF's CPU kernels; NCHW fails
 // with TF's code (Conv2D and DepthwiseConv2dNative UNIMPLEMENTED, pooling
 // INVALID_ARGUMENT), except FusedBatchNorm, which takes both. Conv2D

@@ -6,6 +6,7 @@ import (
 	cu "mstream/device/cuda"
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/kernels/cpu"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -18,7 +19,7 @@ func init() {
 		}
 		return fn(func(k kctx) error { return gather(k, bd) })(n)
 	})
-	reg("ConcatV2", "T", fixedTypes, []string{"axis"}, fn(concat))
+	reg("ConcatV2", "T", fixedTypes, []string{"axis"}, fn(func(k kctx) error { return concatGPU(k, false) }))
 	reg("Transpose", "T", fixedTypes, []string{"perm"}, fn(transpose))
 
 	// Metadata-only ops: their output is the input with another shape (or
@@ -105,106 +106,13 @@ func gather(k kctx, batchDims int64) error {
 	return k.launchN(arrays, "gather_"+sizeName(params.DType)+"_"+is, total, &args)
 }
 
-func concat(k kctx) error {
-	n := k.NumInputs() - 1
-	if n < 1 {
-		return k.Errorf(status.InvalidArgument, "ConcatV2 needs at least one value input")
-	}
-	av, err := k.Input(n).Int64s()
-	if err != nil {
-		return k.Errorf(status.InvalidArgument, "axis: %v", err)
-	}
-	if len(av) != 1 {
-		return k.Errorf(status.InvalidArgument, "axis must be a scalar")
-	}
-	first := k.Input(0)
-	r := len(first.Shape)
-	if r == 0 {
-		return k.Errorf(status.InvalidArgument, "Can't concatenate scalars (use tf.stack instead)")
-	}
-	ax := av[0]
-	if ax < -int64(r) || ax >= int64(r) {
-		return k.Errorf(status.InvalidArgument, "axis %d is out of range [%d, %d)", ax, -r, r)
-	}
-	if ax < 0 {
-		ax += int64(r)
-	}
-	out := first.Shape.Clone()
-	out[ax] = 0
-	for i := 0; i < n; i++ {
-		s := k.Input(i).Shape
-		if len(s) != r {
-			return k.Errorf(status.InvalidArgument, "ConcatOp : Ranks of all input tensors should match: shape[0] = %v vs. shape[%d] = %v", first.Shape, i, s)
-		}
-		for j := range s {
-			if int64(j) != ax && s[j] != first.Shape[j] {
-				return k.Errorf(status.InvalidArgument, "ConcatOp : Dimension %d in both shapes must be equal: shape[0] = %v vs. shape[%d] = %v", j, first.Shape, i, s)
-			}
-		}
-		out[ax] += s[ax]
-	}
-	o, err := k.Allocate(0, out)
+func transpose(k kctx) error {
+	in := k.Input(0)
+	perm, out, err := cpu.TransposeArgs(k.Context)
 	if err != nil {
 		return err
 	}
-	if o.NumElements() == 0 {
-		return nil
-	}
-	outer := int64(1)
-	for _, d := range out[:ax] {
-		outer *= d
-	}
-	inner := int64(1)
-	for _, d := range out[ax+1:] {
-		inner *= d
-	}
-	es := int64(first.DType.Size())
-	ow := out[ax] * inner
-	off := int64(0)
-	for i := 0; i < n; i++ {
-		in := k.Input(i)
-		w := in.Shape[ax] * inner
-		switch {
-		case w == 0:
-		case outer == 1:
-			// One contiguous block: a device-to-device copy.
-			if err := k.d2d(ptr(o)+uint64(off*es), ptr(in), uint64(w*es)); err != nil {
-				return err
-			}
-		default:
-			var args cu.Args
-			args.Ptr(ptr(o)).Ptr(ptr(in)).I64(outer * w).I64(w).I64(ow).I64(off)
-			if err := k.launchN(arrays, "concat_"+sizeName(first.DType), outer*w, &args); err != nil {
-				return err
-			}
-		}
-		off += w
-	}
-	return nil
-}
-
-func transpose(k kctx) error {
-	in := k.Input(0)
-	perm, err := k.Input(1).Int64s()
-	if err != nil {
-		return k.Errorf(status.InvalidArgument, "perm: %v", err)
-	}
-	r := len(in.Shape)
-	if len(perm) != r {
-		return k.Errorf(status.InvalidArgument, "transpose expects a vector of size %d. But input(1) is a vector of size %d", r, len(perm))
-	}
-	seen := make([]bool, r)
-	out := make(tensor.Shape, r)
-	for i, p := range perm {
-		if p < 0 || p >= int64(r) {
-			return k.Errorf(status.InvalidArgument, "%d is out of range [0 .. %d)", p, r)
-		}
-		if seen[p] {
-			return k.Errorf(status.InvalidArgument, "%d is duplicated in perm", p)
-		}
-		seen[p] = true
-		out[i] = in.Shape[p]
-	}
+	r := len(out)
 	o, err := k.Allocate(0, out)
 	if err != nil {
 		return err

@@ -11,12 +11,12 @@ import (
 
 // Array movement (src/move.cu): one strided-map kernel per element size
 // serves Slice, StridedSlice, Tile, Pad, PadV2, MirrorPad, ReverseV2,
-// BroadcastTo, Split, SplitV and Unpack; Pack and Concat reuse array.cu's
-// concat kernel; OneHot and GatherNd have their own. Slice, Tile, the
-// pads, ReverseV2, BroadcastTo, Split and SplitV validate through
-// kernels/cpu's exported argument checks (cpu.SliceArgs, ...), so codes
-// and messages are the CPU's by construction; the others follow the CPU
-// kernels, which the tests compare with.
+// BroadcastTo, Split, SplitV and Unpack; Pack, Concat and ConcatV2 share
+// concatRuns over array.cu's concat kernel; OneHot and GatherNd have their
+// own. Every op but StridedSlice, OneHot and GatherNd validates through
+// kernels/cpu's exported argument checks (cpu.SliceArgs, cpu.ConcatArgs,
+// ...), so codes and messages are the CPU's by construction; the others
+// follow the CPU kernels, which the tests compare with.
 
 func init() {
 	reg("Slice", "T", fixedTypes, []string{"begin", "size"}, fn(sliceGPU))
@@ -51,7 +51,7 @@ func init() {
 		}
 		return fn(func(k kctx) error { return packGPU(k, axis) })(n)
 	})
-	reg("Concat", "T", fixedTypes, []string{"concat_dim"}, fn(concatV1GPU))
+	reg("Concat", "T", fixedTypes, []string{"concat_dim"}, fn(func(k kctx) error { return concatGPU(k, true) }))
 	reg("StridedSlice", "T", fixedTypes, []string{"begin", "end", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
 		m := sliceMasks{}
 		for name, p := range map[string]*int64{"begin_mask": &m.begin, "end_mask": &m.end, "ellipsis_mask": &m.ellipsis,
@@ -344,20 +344,13 @@ func splitVGPU(k kctx) error {
 	return splitOut(k, k.Input(0), ax, sizes)
 }
 
-func unpackGPU(k kctx, axis int64) error {
+func unpackGPU(k kctx, axis64 int64) error {
 	v := k.Input(0)
-	r := int64(len(v.Shape))
-	if axis < -r || axis >= r {
-		return k.Errorf(status.InvalidArgument, "axis = %d not in [%d, %d)", axis, -r, r)
-	}
-	if axis < 0 {
-		axis += r
+	axis, s, err := cpu.UnpackArgs(k.Context, axis64)
+	if err != nil {
+		return err
 	}
 	n := int64(len(k.Node.OutTypes))
-	if v.Shape[axis] != n {
-		return k.Errorf(status.InvalidArgument, "Input shape axis %d must equal %d, got shape %v", axis, n, v.Shape)
-	}
-	s := append(append(tensor.Shape{}, v.Shape[:axis]...), v.Shape[axis+1:]...)
 	st := rowStrides(v.Shape)
 	for i := int64(0); i < n; i++ {
 		o, err := k.Allocate(int(i), s)
@@ -367,7 +360,7 @@ func unpackGPU(k kctx, axis int64) error {
 		// The output dims are the input's without axis; axis is fixed at i.
 		var dims []mdim
 		for d := range v.Shape {
-			if int64(d) == axis {
+			if d == axis {
 				continue
 			}
 			dims = append(dims, mdim{out: v.Shape[d], istr: st[d], step: 1})
@@ -409,25 +402,12 @@ func concatRuns(k kctx, o *tensor.Tensor, ins []*tensor.Tensor, outer int64, ws 
 	return nil
 }
 
-func packGPU(k kctx, axis int64) error {
-	n := k.NumInputs()
-	if n < 1 {
-		return k.Errorf(status.InvalidArgument, "Pack needs at least one input")
+func packGPU(k kctx, axis64 int64) error {
+	axis, out, err := cpu.PackArgs(k.Context, axis64)
+	if err != nil {
+		return err
 	}
-	first := k.Input(0)
-	r := len(first.Shape)
-	if axis < -int64(r)-1 || axis > int64(r) {
-		return k.Errorf(status.InvalidArgument, "axis = %d not in [%d, %d)", axis, -r-1, r+1)
-	}
-	if axis < 0 {
-		axis += int64(r) + 1
-	}
-	for i := 1; i < n; i++ {
-		if !k.Input(i).Shape.Equal(first.Shape) {
-			return k.Errorf(status.InvalidArgument, "Shapes of all inputs must match: values[0].shape = %v != values[%d].shape = %v", first.Shape, i, k.Input(i).Shape)
-		}
-	}
-	out := append(append(append(tensor.Shape{}, first.Shape[:axis]...), int64(n)), first.Shape[axis:]...)
+	n, first := k.NumInputs(), k.Input(0)
 	o, err := k.Allocate(0, out)
 	if err != nil {
 		return err
@@ -447,40 +427,11 @@ func packGPU(k kctx, axis int64) error {
 	return concatRuns(k, o, k.Inputs, outer, ws)
 }
 
-// concatV1GPU is Concat: ConcatV2 with the axis first.
-func concatV1GPU(k kctx) error {
-	ax, err := axisScalar(k, 0, "concat_dim")
+// concatGPU is ConcatV2 and, with v1, Concat (the axis first).
+func concatGPU(k kctx, v1 bool) error {
+	values, ax, out, err := cpu.ConcatArgs(k.Context, v1)
 	if err != nil {
 		return err
-	}
-	values := k.Inputs[1:]
-	if len(values) < 1 {
-		return k.Errorf(status.InvalidArgument, "concat needs at least one value input")
-	}
-	first := values[0]
-	r := len(first.Shape)
-	if r == 0 {
-		return k.Errorf(status.InvalidArgument, "Can't concatenate scalars (use tf.stack instead)")
-	}
-	if ax < -int64(r) || ax >= int64(r) {
-		return k.Errorf(status.InvalidArgument, "Expected concatenating dimensions in the range [%d, %d), but got %d", -r, r, ax)
-	}
-	if ax < 0 {
-		ax += int64(r)
-	}
-	out := first.Shape.Clone()
-	out[ax] = 0
-	for i, in := range values {
-		s := in.Shape
-		if len(s) != r {
-			return k.Errorf(status.InvalidArgument, "ConcatOp : Ranks of all input tensors should match: shape[0] = %v vs. shape[%d] = %v", first.Shape, i, s)
-		}
-		for j := range s {
-			if int64(j) != ax && s[j] != first.Shape[j] {
-				return k.Errorf(status.InvalidArgument, "ConcatOp : Dimension %d in both shapes must be equal: shape[0] = %v vs. shape[%d] = %v", j, first.Shape, i, s)
-			}
-		}
-		out[ax] += s[ax]
 	}
 	o, err := k.Allocate(0, out)
 	if err != nil {
