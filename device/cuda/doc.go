@@ -72,6 +72,23 @@
 // GEMM allocates; cuBLASLt plans (descriptors and the heuristic's
 // algorithm) are cached per stream and shape.
 //
+// # CUDA graphs
+//
+// graph.go resolves the graph entry points (cuStreamBeginCapture_v2,
+// cuStreamEndCapture, cuGraphInstantiateWithFlags or cuGraphInstantiate_v2,
+// cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy, cuStreamIsCapturing)
+// from the loaded driver on first use, into a table of their own, so a
+// driver without them only loses graphs. Capture is in relaxed mode
+// (goroutines move between threads, so a thread-local restriction would
+// land on unrelated work) on a stream nobody else uses. While a stream
+// captures it refuses what a graph cannot hold, with an error wrapping
+// ErrNotCapturable: copies through pageable memory (their staging is
+// released in stream order), host functions (their Go callback runs once)
+// and synchronisation; EndCapture reports a refusal kept by a
+// device.Stream method. PrepareCapture makes the stream's cuBLAS state
+// first, so a captured GEMM uses the stream's fixed workspace, which must
+// outlive every graph captured on it.
+//
 // # Errors
 //
 // Every call is checked. A failure is a status error naming the call and

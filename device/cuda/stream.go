@@ -50,6 +50,10 @@ type Stream struct {
 	evFree  []C.CUevent    // events for pending, reused
 
 	blas *blasState
+
+	// capturing is set between BeginCapture and EndCapture (graph.go):
+	// work a CUDA graph cannot hold is refused meanwhile.
+	capturing bool
 }
 
 type pendingStage struct {
@@ -170,6 +174,9 @@ func (s *Stream) Enqueue(fn func()) {
 }
 
 func (s *Stream) enqueueLocked(fn func()) error {
+	if s.capturing {
+		return notCapturable(s, "a host function")
+	}
 	h := cgo.NewHandle(hostJob{s, fn})
 	if err := s.check("cuLaunchHostFunc", C.ms_launch_host(s.lib(), s.ctx.c, s.s, C.uintptr_t(h))); err != nil {
 		h.Delete()
@@ -203,8 +210,11 @@ func (s *Stream) WaitEvent(e *Event) error {
 // staging buffers of finished copies.
 func (s *Stream) Sync() error {
 	s.mu.Lock()
-	upto := s.seq
+	upto, capturing := s.seq, s.capturing
 	s.mu.Unlock()
+	if capturing {
+		return notCapturable(s, "a stream synchronisation")
+	}
 	if err := s.check("cuStreamSynchronize", C.ms_stream_sync(s.lib(), s.ctx.c, s.s)); err != nil {
 		return err
 	}
@@ -261,6 +271,9 @@ func (s *Stream) H2D(dst uint64, src []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.capturing {
+		return notCapturable(s, "a copy from pageable host memory")
+	}
 	s.reclaimLocked(0)
 	st, err := s.staging.alloc(n)
 	if err != nil {
@@ -293,6 +306,9 @@ func (s *Stream) D2H(dst []byte, src uint64) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.capturing {
+		return notCapturable(s, "a copy to pageable host memory")
+	}
 	s.reclaimLocked(0)
 	st, err := s.staging.alloc(n)
 	if err != nil {
