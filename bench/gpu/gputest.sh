@@ -12,6 +12,7 @@
 #   sanitizer.log compute-sanitizer memcheck and racecheck passes
 #   summary.txt   one line per step, and the launch-overhead numbers
 #   launch.prof, kernels.prof  CPU profiles of the launch paths
+#   bench/         with BENCH=1, the benchmark (bench_all.sh) after the tests
 # Each step has its own time limit so a hang cannot eat the lease.
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
@@ -65,8 +66,16 @@ for b in device kernels; do
   fi
 done
 
+# BENCH=1: the benchmark too (bench/bench_all.sh, about 7 min on an H100),
+# so one command runs everything issue 5 asks for on a GPU machine; the
+# benchmark's files go to $OUT/bench.
+bench() {
+  [ "${BENCH:-0}" = 1 ] || return 0
+  step benchmark 600 "$OUT/bench.log" env OUT="$OUT/bench" bash "$D/bench/bench_all.sh"
+}
+
 # Sanitizer passes (about 5 min at most; SANITIZE=0 skips them).
-[ "${SANITIZE:-1}" = 1 ] || { cat "$S"; exit 0; }
+[ "${SANITIZE:-1}" = 1 ] || { bench; cat "$S"; exit 0; }
 CS="compute-sanitizer --error-exitcode 3 --print-limit 20"
 # A short multi-stream run of the example (4 groups, 4 threads) under both
 # tools: the runtime's copies, events and kernels together.
@@ -77,6 +86,7 @@ step memcheck-kernels 120 "$OUT/sanitizer.log" $CS --tool memcheck "$D/kernels_c
 step racecheck-kernels 45 "$OUT/sanitizer.log" $CS --tool racecheck "$D/kernels_cuda.test" -test.run 'TestReduce|TestSoftmax'
 step racecheck-device 25 "$OUT/sanitizer.log" $CS --tool racecheck "$D/device_cuda.test" -test.run 'TestCrossStreamWait|TestEnqueueOrder'
 
+bench
 grep -hE '^ *(--- FAIL|FAIL|ok|PASS)|PROBE|launch CPU time|sticky error as' "$OUT/device.log" "$OUT/kernels.log" "$OUT/session.log" >>"$S"
 grep -hE 'running on|no GPU|qps|QPS|runs/s|group' "$OUT/example.log" | head -40 >>"$S"
 grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$OUT/sanitizer.log" >>"$S"
