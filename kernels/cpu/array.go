@@ -251,37 +251,10 @@ func gather(ctx *kernels.Context, batchDims int64) error {
 	if err != nil {
 		return err
 	}
-	av, err := hostInts(ctx, 2, "axis")
+	batchDims, ax, out, err := GatherArgs(ctx, batchDims)
 	if err != nil {
 		return err
 	}
-	if len(av) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "axis must be a scalar")
-	}
-	pr, ir := int64(len(params.Shape)), int64(len(idxT.Shape))
-	if batchDims < 0 {
-		batchDims += ir
-	}
-	if batchDims < 0 || batchDims > ir {
-		return ctx.Errorf(status.InvalidArgument, "Expected batch_dims in the range [%d, %d], but got %d", -ir, ir, attrInt(ctx.Node, "batch_dims", 0))
-	}
-	ax := av[0]
-	if ax < -pr || ax >= pr {
-		return ctx.Errorf(status.InvalidArgument, "Expected axis in the range [%d, %d), but got %d", -pr, pr, ax)
-	}
-	if ax < 0 {
-		ax += pr
-	}
-	if batchDims > ax {
-		return ctx.Errorf(status.InvalidArgument, "batch_dims (%d) must be less than or equal to axis (%d)", batchDims, ax)
-	}
-	for i := int64(0); i < batchDims; i++ {
-		if params.Shape[i] != idxT.Shape[i] {
-			return ctx.Errorf(status.InvalidArgument, "params.shape[%d]: %d should be equal to indices.shape[%d]: %d", i, params.Shape[i], i, idxT.Shape[i])
-		}
-	}
-	// out = params[:axis] + indices[batch_dims:] + params[axis+1:]
-	out := append(append(append(tensor.Shape{}, params.Shape[:ax]...), idxT.Shape[batchDims:]...), params.Shape[ax+1:]...)
 	o, err := ctx.Allocate(0, out)
 	if err != nil {
 		return err

@@ -507,21 +507,13 @@ func gatherNd(ctx *kernels.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(it.Shape) < 1 {
-		return ctx.Errorf(status.InvalidArgument, "indices must be at least a vector, got shape %v", it.Shape)
-	}
-	k := it.Shape[len(it.Shape)-1]
-	pr := int64(len(params.Shape))
-	if k > pr {
-		return ctx.Errorf(status.InvalidArgument, "index innermost dimension length must be <= params rank; saw: %d vs. %d", k, pr)
+	k, out, err := GatherNdArgs(ctx)
+	if err != nil {
+		return err
 	}
 	lead := it.Shape[:len(it.Shape)-1]
-	out := append(lead.Clone(), params.Shape[k:]...)
 	nSlices := lead.NumElements()
 	sliceSize := tensor.Shape(params.Shape[k:]).NumElements()
-	if params.NumElements() == 0 && nSlices > 0 && out.NumElements() > 0 {
-		return ctx.Errorf(status.InvalidArgument, "Requested more than 0 entries, but params is empty.  Params shape: %v", params.Shape)
-	}
 	pst := strides(params.Shape)
 	offs := make([]int64, nSlices)
 	for s := int64(0); s < nSlices; s++ {
@@ -657,28 +649,11 @@ func oneHot(ctx *kernels.Context, axis int64) error {
 	if err != nil {
 		return err
 	}
-	depth, err := scalarInt(ctx, 1, "depth")
+	axis, depth, out, err := OneHotArgs(ctx, axis)
 	if err != nil {
 		return err
 	}
 	on, off := ctx.Input(2), ctx.Input(3)
-	if len(on.Shape) != 0 || len(off.Shape) != 0 {
-		return ctx.Errorf(status.InvalidArgument, "on_value and off_value must be scalars, got %v and %v", on.Shape, off.Shape)
-	}
-	r := int64(len(it.Shape))
-	if axis < -1 || axis > r {
-		return ctx.Errorf(status.InvalidArgument, "Expected axis to be -1 or between [0, %d).  But received: %d", r+1, axis)
-	}
-	if depth < 0 {
-		return ctx.Errorf(status.InvalidArgument, "depth must be non-negative, got: %d", depth)
-	}
-	if axis == -1 {
-		axis = r
-	}
-	out := append(append(append(tensor.Shape{}, it.Shape[:axis]...), depth), it.Shape[axis:]...)
-	if err := out.Validate(); err != nil {
-		return ctx.Errorf(status.InvalidArgument, "output shape: %v", err)
-	}
 	o, err := ctx.Allocate(0, out)
 	if err != nil {
 		return err
@@ -870,24 +845,11 @@ func bitcast(ctx *kernels.Context) error {
 
 func matrixBandPart(ctx *kernels.Context) error {
 	in := ctx.Input(0)
-	if len(in.Shape) < 2 {
-		return ctx.Errorf(status.InvalidArgument, "input must be at least 2-dim, received shape: %v", in.Shape)
-	}
-	lo, err := scalarInt(ctx, 1, "num_lower")
-	if err != nil {
-		return err
-	}
-	hi, err := scalarInt(ctx, 2, "num_upper")
+	lo, hi, err := MatrixBandPartArgs(ctx)
 	if err != nil {
 		return err
 	}
 	m, n := in.Shape[len(in.Shape)-2], in.Shape[len(in.Shape)-1]
-	if lo > m {
-		return ctx.Errorf(status.InvalidArgument, "num_lower must be negative or less or equal to number of rows (%d) got: %d", m, lo)
-	}
-	if hi > n {
-		return ctx.Errorf(status.InvalidArgument, "num_upper must be negative or less or equal to number of columns (%d) got: %d", n, hi)
-	}
 	o, err := ctx.Allocate(0, in.Shape)
 	if err != nil {
 		return err

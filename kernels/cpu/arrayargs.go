@@ -370,3 +370,117 @@ func TransposeArgs(ctx *kernels.Context) (perm []int64, out tensor.Shape, err er
 	}
 	return perm, out, nil
 }
+
+// GatherArgs checks GatherV2's axis (input 2) and batch_dims (the attr,
+// as given) against params and indices and returns the non-negative
+// batch_dims and axis and the output shape; the index bounds are the
+// kernel's to check.
+func GatherArgs(ctx *kernels.Context, batchDims int64) (bd, axis int64, out tensor.Shape, err error) {
+	params, idx := ctx.Input(0), ctx.Input(1)
+	av, err := hostInts(ctx, 2, "axis")
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if len(av) != 1 {
+		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "axis must be a scalar")
+	}
+	pr, ir := int64(len(params.Shape)), int64(len(idx.Shape))
+	bd = batchDims
+	if bd < 0 {
+		bd += ir
+	}
+	if bd < 0 || bd > ir {
+		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "Expected batch_dims in the range [%d, %d], but got %d", -ir, ir, batchDims)
+	}
+	axis = av[0]
+	if axis < -pr || axis >= pr {
+		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "Expected axis in the range [%d, %d), but got %d", -pr, pr, axis)
+	}
+	if axis < 0 {
+		axis += pr
+	}
+	if bd > axis {
+		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "batch_dims (%d) must be less than or equal to axis (%d)", bd, axis)
+	}
+	for i := int64(0); i < bd; i++ {
+		if params.Shape[i] != idx.Shape[i] {
+			return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "params.shape[%d]: %d should be equal to indices.shape[%d]: %d", i, params.Shape[i], i, idx.Shape[i])
+		}
+	}
+	// out = params[:axis] + indices[batch_dims:] + params[axis+1:]
+	out = append(append(append(tensor.Shape{}, params.Shape[:axis]...), idx.Shape[bd:]...), params.Shape[axis+1:]...)
+	return bd, axis, out, nil
+}
+
+// GatherNdArgs checks GatherNd's indices [..., K] against params and
+// returns K and the output shape; the index bounds are the kernel's to
+// check (TF's GPU kernel gives zeros where its CPU kernel fails).
+func GatherNdArgs(ctx *kernels.Context) (k int64, out tensor.Shape, err error) {
+	params, it := ctx.Input(0), ctx.Input(1)
+	if len(it.Shape) < 1 {
+		return 0, nil, ctx.Errorf(status.InvalidArgument, "indices must be at least a vector, got shape %v", it.Shape)
+	}
+	k = it.Shape[len(it.Shape)-1]
+	pr := int64(len(params.Shape))
+	if k > pr {
+		return 0, nil, ctx.Errorf(status.InvalidArgument, "index innermost dimension length must be <= params rank; saw: %d vs. %d", k, pr)
+	}
+	lead := it.Shape[:len(it.Shape)-1]
+	out = append(lead.Clone(), params.Shape[k:]...)
+	if params.NumElements() == 0 && lead.NumElements() > 0 && out.NumElements() > 0 {
+		return 0, nil, ctx.Errorf(status.InvalidArgument, "Requested more than 0 entries, but params is empty.  Params shape: %v", params.Shape)
+	}
+	return k, out, nil
+}
+
+// OneHotArgs checks OneHot's depth, on_value, off_value and axis (-1: the
+// last) against the indices and returns the non-negative axis, the depth
+// and the output shape.
+func OneHotArgs(ctx *kernels.Context, axis int64) (ax, depth int64, out tensor.Shape, err error) {
+	it := ctx.Input(0)
+	if depth, err = scalarInt(ctx, 1, "depth"); err != nil {
+		return 0, 0, nil, err
+	}
+	on, off := ctx.Input(2), ctx.Input(3)
+	if len(on.Shape) != 0 || len(off.Shape) != 0 {
+		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "on_value and off_value must be scalars, got %v and %v", on.Shape, off.Shape)
+	}
+	r := int64(len(it.Shape))
+	if axis < -1 || axis > r {
+		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "Expected axis to be -1 or between [0, %d).  But received: %d", r+1, axis)
+	}
+	if depth < 0 {
+		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "depth must be non-negative, got: %d", depth)
+	}
+	if axis == -1 {
+		axis = r
+	}
+	out = append(append(append(tensor.Shape{}, it.Shape[:axis]...), depth), it.Shape[axis:]...)
+	if err := out.Validate(); err != nil {
+		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "output shape: %v", err)
+	}
+	return axis, depth, out, nil
+}
+
+// MatrixBandPartArgs checks MatrixBandPart's input rank and num_lower and
+// num_upper (negative: the whole triangle) and returns the two.
+func MatrixBandPartArgs(ctx *kernels.Context) (lower, upper int64, err error) {
+	in := ctx.Input(0)
+	if len(in.Shape) < 2 {
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "input must be at least 2-dim, received shape: %v", in.Shape)
+	}
+	if lower, err = scalarInt(ctx, 1, "num_lower"); err != nil {
+		return 0, 0, err
+	}
+	if upper, err = scalarInt(ctx, 2, "num_upper"); err != nil {
+		return 0, 0, err
+	}
+	m, n := in.Shape[len(in.Shape)-2], in.Shape[len(in.Shape)-1]
+	if lower > m {
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "num_lower must be negative or less or equal to number of rows (%d) got: %d", m, lower)
+	}
+	if upper > n {
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "num_upper must be negative or less or equal to number of columns (%d) got: %d", n, upper)
+	}
+	return lower, upper, nil
+}

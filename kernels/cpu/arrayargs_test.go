@@ -41,3 +41,19 @@ func TestConcatAxisWording(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherBatchDimsWording pins GatherArgs' batch_dims message, which
+// names the attr as given (TF's wording), not its normalised value.
+func TestGatherBatchDimsWording(t *testing.T) {
+	r := newRand(t)
+	p, _ := randTensor(r, tensor.Float, tensor.Shape{2, 3})
+	idx := tensor.FromI32(tensor.Shape{2, 1}, []int32{0, 2})
+	n := node("GatherV2", map[string]*tfpb.AttrValue{"batch_dims": aInt(-3)}, []tensor.DType{tensor.Float, i32, i32}, tensor.Float)
+	_, err := run(t, n, p, idx, tensor.ScalarI32(1))
+	wantErr(t, err, n, "Expected batch_dims in the range [-2, 2], but got -3")
+	n = node("GatherV2", map[string]*tfpb.AttrValue{"batch_dims": aInt(-1)}, []tensor.DType{tensor.Float, i32, i32}, tensor.Float)
+	o := mustRun(t, n, p, idx, tensor.ScalarI32(1))[0]
+	if !o.Shape.Equal(tensor.Shape{2, 1}) || o.F32()[0] != p.F32()[0] || o.F32()[1] != p.F32()[5] {
+		t.Fatalf("batch_dims -1: got %v %v, want [2 1] [%v %v]", o.Shape, o.F32(), p.F32()[0], p.F32()[5])
+	}
+}

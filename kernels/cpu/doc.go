@@ -35,7 +35,8 @@
 // so the devices differ only in how they compute. arrayargs.go holds the
 // data-movement ops' (SliceArgs, TileArgs, PadArgs, MirrorPadArgs,
 // ReverseArgs, BroadcastToArgs, SplitArgs, SplitVArgs, ConcatArgs,
-// PackArgs, UnpackArgs, TransposeArgs); others sit beside their kernel
+// PackArgs, UnpackArgs, TransposeArgs, GatherArgs, GatherNdArgs,
+// OneHotArgs, MatrixBandPartArgs); others sit beside their kernel
 // (Conv2DBackpropInputArgs in nn_conv.go). A check that reads element data
 // the GPU keeps on the device (GatherNd's index bounds) stays in the CPU
 // kernel.

@@ -45,36 +45,10 @@ func init() {
 
 func gather(k kctx, batchDims int64) error {
 	params, idx := k.Input(0), k.Input(1)
-	av, err := k.Input(2).Int64s()
+	batchDims, ax, out, err := cpu.GatherArgs(k.Context, batchDims)
 	if err != nil {
-		return k.Errorf(status.InvalidArgument, "axis: %v", err)
+		return err
 	}
-	if len(av) != 1 {
-		return k.Errorf(status.InvalidArgument, "axis must be a scalar")
-	}
-	pr, ir := int64(len(params.Shape)), int64(len(idx.Shape))
-	if batchDims < 0 {
-		batchDims += ir
-	}
-	if batchDims < 0 || batchDims > ir {
-		return k.Errorf(status.InvalidArgument, "Expected batch_dims in the range [%d, %d], but got %d", -ir, ir, batchDims)
-	}
-	ax := av[0]
-	if ax < -pr || ax >= pr {
-		return k.Errorf(status.InvalidArgument, "Expected axis in the range [%d, %d), but got %d", -pr, pr, ax)
-	}
-	if ax < 0 {
-		ax += pr
-	}
-	if batchDims > ax {
-		return k.Errorf(status.InvalidArgument, "batch_dims (%d) must be less than or equal to axis (%d)", batchDims, ax)
-	}
-	for i := int64(0); i < batchDims; i++ {
-		if params.Shape[i] != idx.Shape[i] {
-			return k.Errorf(status.InvalidArgument, "params.shape[%d]: %d should be equal to indices.shape[%d]: %d", i, params.Shape[i], i, idx.Shape[i])
-		}
-	}
-	out := append(append(append(tensor.Shape{}, params.Shape[:ax]...), idx.Shape[batchDims:]...), params.Shape[ax+1:]...)
 	o, err := k.Allocate(0, out)
 	if err != nil {
 		return err

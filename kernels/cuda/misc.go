@@ -4,6 +4,7 @@ import (
 	cu "mstream/device/cuda"
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/kernels/cpu"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -77,24 +78,11 @@ func scanGPU(k kctx, prod, exclusive, reverse bool) error {
 
 func bandGPU(k kctx) error {
 	in := k.Input(0)
-	if len(in.Shape) < 2 {
-		return k.Errorf(status.InvalidArgument, "input must be at least 2-dim, received shape: %v", in.Shape)
-	}
-	lo, err := axisScalar(k, 1, "num_lower")
-	if err != nil {
-		return err
-	}
-	hi, err := axisScalar(k, 2, "num_upper")
+	lo, hi, err := cpu.MatrixBandPartArgs(k.Context)
 	if err != nil {
 		return err
 	}
 	m, n := in.Shape[len(in.Shape)-2], in.Shape[len(in.Shape)-1]
-	if lo > m {
-		return k.Errorf(status.InvalidArgument, "num_lower must be negative or less or equal to number of rows (%d) got: %d", m, lo)
-	}
-	if hi > n {
-		return k.Errorf(status.InvalidArgument, "num_upper must be negative or less or equal to number of columns (%d) got: %d", n, hi)
-	}
 	o, err := k.Allocate(0, in.Shape)
 	if err != nil {
 		return err

@@ -13,10 +13,10 @@ import (
 // serves Slice, StridedSlice, Tile, Pad, PadV2, MirrorPad, ReverseV2,
 // BroadcastTo, Split, SplitV and Unpack; Pack, Concat and ConcatV2 share
 // concatRuns over array.cu's concat kernel; OneHot and GatherNd have their
-// own. Every op but StridedSlice, OneHot and GatherNd validates through
-// kernels/cpu's exported argument checks (cpu.SliceArgs, cpu.ConcatArgs,
-// ...), so codes and messages are the CPU's by construction; the others
-// follow the CPU kernels, which the tests compare with.
+// own. Every op but StridedSlice validates through kernels/cpu's exported
+// argument checks (cpu.SliceArgs, cpu.ConcatArgs, ...), so codes and
+// messages are the CPU's by construction; StridedSlice follows the CPU
+// kernel, which the tests compare with.
 
 func init() {
 	reg("Slice", "T", fixedTypes, []string{"begin", "size"}, fn(sliceGPU))
@@ -294,20 +294,6 @@ func broadcastToGPU(k kctx) error {
 	return moveLaunch(k, o, in, nil, md)
 }
 
-// axisScalar reads a scalar axis input (a 1-element vector passes too,
-// as on the CPU).
-func axisScalar(k kctx, i int, what string) (int64, error) {
-	t := k.Input(i)
-	v, err := hostVec(k, i, what)
-	if err != nil {
-		return 0, err
-	}
-	if len(v) != 1 || (len(t.Shape) != 0 && len(t.Shape) != 1) {
-		return 0, k.Errorf(status.InvalidArgument, "%s must be a scalar, got shape %v", what, t.Shape)
-	}
-	return v[0], nil
-}
-
 // splitOut writes outputs of the given sizes along axis.
 func splitOut(k kctx, v *tensor.Tensor, axis int, sizes []int64) error {
 	off := int64(0)
@@ -456,29 +442,11 @@ func concatGPU(k kctx, v1 bool) error {
 
 func oneHotGPU(k kctx, axis int64) error {
 	it := k.Input(0)
-	dv, err := axisScalar(k, 1, "depth")
+	axis, depth, out, err := cpu.OneHotArgs(k.Context, axis)
 	if err != nil {
 		return err
 	}
-	depth := dv
 	on, off := k.Input(2), k.Input(3)
-	if len(on.Shape) != 0 || len(off.Shape) != 0 {
-		return k.Errorf(status.InvalidArgument, "on_value and off_value must be scalars, got %v and %v", on.Shape, off.Shape)
-	}
-	r := int64(len(it.Shape))
-	if axis < -1 || axis > r {
-		return k.Errorf(status.InvalidArgument, "Expected axis to be -1 or between [0, %d).  But received: %d", r+1, axis)
-	}
-	if depth < 0 {
-		return k.Errorf(status.InvalidArgument, "depth must be non-negative, got: %d", depth)
-	}
-	if axis == -1 {
-		axis = r
-	}
-	out := append(append(append(tensor.Shape{}, it.Shape[:axis]...), depth), it.Shape[axis:]...)
-	if err := out.Validate(); err != nil {
-		return k.Errorf(status.InvalidArgument, "output shape: %v", err)
-	}
 	o, err := k.Allocate(0, out)
 	if err != nil {
 		return err
@@ -513,24 +481,14 @@ func oneHotGPU(k kctx, axis int64) error {
 // of range gives zeros, as TF's GPU kernel does (the CPU kernel fails).
 func gatherNdGPU(k kctx) error {
 	params, it := k.Input(0), k.Input(1)
-	if len(it.Shape) < 1 {
-		return k.Errorf(status.InvalidArgument, "indices must be at least a vector, got shape %v", it.Shape)
-	}
-	depth := it.Shape[len(it.Shape)-1]
-	pr := int64(len(params.Shape))
-	if depth > pr {
-		return k.Errorf(status.InvalidArgument, "index innermost dimension length must be <= params rank; saw: %d vs. %d", depth, pr)
+	depth, out, err := cpu.GatherNdArgs(k.Context)
+	if err != nil {
+		return err
 	}
 	if depth > 8 {
 		return k.Errorf(status.Unimplemented, "GatherNd with index depth %d on the GPU (at most 8)", depth)
 	}
-	lead := it.Shape[:len(it.Shape)-1]
-	out := append(lead.Clone(), params.Shape[depth:]...)
-	nSlices := lead.NumElements()
 	slice := tensor.Shape(params.Shape[depth:]).NumElements()
-	if params.NumElements() == 0 && nSlices > 0 && out.NumElements() > 0 {
-		return k.Errorf(status.InvalidArgument, "Requested more than 0 entries, but params is empty.  Params shape: %v", params.Shape)
-	}
 	o, err := k.Allocate(0, out)
 	if err != nil {
 		return err
