@@ -37,7 +37,7 @@
 // ReverseArgs, BroadcastToArgs, SplitArgs, SplitVArgs, ConcatArgs,
 // PackArgs, UnpackArgs, TransposeArgs, GatherArgs, GatherNdArgs,
 // OneHotArgs, MatrixBandPartArgs); others sit beside their kernel
-// (Conv2DBackpropInputArgs in nn_conv.go). A check that reads element data
+// (Conv2DBackpropInputArgs in nn_conv.go; ScanArgs, TopKArgs in scan.go). A check that reads element data
 // the GPU keeps on the device (GatherNd's index bounds) stays in the CPU
 // kernel.
 //

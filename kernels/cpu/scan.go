@@ -27,23 +27,34 @@ func init() {
 	})
 }
 
-func scan(ctx *kernels.Context, prod, exclusive, reverse bool) error {
-	x := ctx.Input(0)
-	at := ctx.Input(1)
+// ScanArgs checks Cumsum's and Cumprod's axis (input 1, a scalar in
+// [-rank, rank)) and returns it non-negative; the CPU and GPU kernels both
+// validate through it.
+func ScanArgs(ctx *kernels.Context) (axis int, err error) {
+	x, at := ctx.Input(0), ctx.Input(1)
 	if len(at.Shape) != 0 {
-		return ctx.Errorf(status.InvalidArgument, "ScanOp: axis must be a scalar, not %v", at.Shape)
+		return 0, ctx.Errorf(status.InvalidArgument, "ScanOp: axis must be a scalar, not %v", at.Shape)
 	}
 	av, err := hostInts(ctx, 1, "axis")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	r := int64(len(x.Shape))
 	ax := av[0]
 	if ax < -r || ax >= r {
-		return ctx.Errorf(status.InvalidArgument, "ScanOp: Expected scan axis in the range [%d, %d), but got %d", -r, r, ax)
+		return 0, ctx.Errorf(status.InvalidArgument, "ScanOp: Expected scan axis in the range [%d, %d), but got %d", -r, r, ax)
 	}
 	if ax < 0 {
 		ax += r
+	}
+	return int(ax), nil
+}
+
+func scan(ctx *kernels.Context, prod, exclusive, reverse bool) error {
+	x := ctx.Input(0)
+	ax, err := ScanArgs(ctx)
+	if err != nil {
+		return err
 	}
 	o, err := ctx.Allocate(0, x.Shape)
 	if err != nil {
@@ -52,7 +63,7 @@ func scan(ctx *kernels.Context, prod, exclusive, reverse bool) error {
 	if o.NumElements() == 0 {
 		return nil
 	}
-	outer, inner := outerInner(x.Shape, int(ax))
+	outer, inner := outerInner(x.Shape, ax)
 	g := scanGeom{outer: int(outer), n: int(x.Shape[ax]), inner: int(inner), prod: prod, exclusive: exclusive, reverse: reverse}
 	switch x.DType {
 	case tensor.Float:
@@ -131,28 +142,41 @@ func scanT[T num](ctx *kernels.Context, g scanGeom, x, o []T) {
 	})
 }
 
-func topK(ctx *kernels.Context) error {
+// TopKArgs checks TopKV2's k (input 1, a scalar) against the input and
+// returns it and the shape of both outputs; the CPU and GPU kernels both
+// validate through it.
+func TopKArgs(ctx *kernels.Context) (k int64, out tensor.Shape, err error) {
 	x, kt := ctx.Input(0), ctx.Input(1)
 	if len(kt.Shape) != 0 {
-		return ctx.Errorf(status.InvalidArgument, "k must be 0-D, got shape %v", kt.Shape)
+		return 0, nil, ctx.Errorf(status.InvalidArgument, "k must be 0-D, got shape %v", kt.Shape)
 	}
 	kv, err := hostInts8(ctx, 1)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
-	k := kv[0]
+	k = kv[0]
 	if k < 0 {
-		return ctx.Errorf(status.InvalidArgument, "Need k >= 0, got %d", k)
+		return 0, nil, ctx.Errorf(status.InvalidArgument, "Need k >= 0, got %d", k)
 	}
 	if len(x.Shape) < 1 {
-		return ctx.Errorf(status.InvalidArgument, "input must be >= 1-D, got shape %v", x.Shape)
+		return 0, nil, ctx.Errorf(status.InvalidArgument, "input must be >= 1-D, got shape %v", x.Shape)
 	}
 	n := x.Shape[len(x.Shape)-1]
 	if n < k {
-		return ctx.Errorf(status.InvalidArgument, "input must have at least k columns. Had %d, needed %d", n, k)
+		return 0, nil, ctx.Errorf(status.InvalidArgument, "input must have at least k columns. Had %d, needed %d", n, k)
 	}
-	s := x.Shape.Clone()
-	s[len(s)-1] = k
+	out = x.Shape.Clone()
+	out[len(out)-1] = k
+	return k, out, nil
+}
+
+func topK(ctx *kernels.Context) error {
+	x := ctx.Input(0)
+	k, s, err := TopKArgs(ctx)
+	if err != nil {
+		return err
+	}
+	n := x.Shape[len(x.Shape)-1]
 	vals, err := ctx.Allocate(0, s)
 	if err != nil {
 		return err

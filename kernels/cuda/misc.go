@@ -41,21 +41,10 @@ func b32(b bool) int32 {
 }
 
 func scanGPU(k kctx, prod, exclusive, reverse bool) error {
-	x, at := k.Input(0), k.Input(1)
-	if len(at.Shape) != 0 {
-		return k.Errorf(status.InvalidArgument, "ScanOp: axis must be a scalar, not %v", at.Shape)
-	}
-	av, err := hostVec(k, 1, "axis")
+	x := k.Input(0)
+	ax, err := cpu.ScanArgs(k.Context)
 	if err != nil {
 		return err
-	}
-	r := int64(len(x.Shape))
-	ax := av[0]
-	if ax < -r || ax >= r {
-		return k.Errorf(status.InvalidArgument, "ScanOp: Expected scan axis in the range [%d, %d), but got %d", -r, r, ax)
-	}
-	if ax < 0 {
-		ax += r
 	}
 	o, err := k.Allocate(0, x.Shape)
 	if err != nil {
@@ -153,27 +142,12 @@ func resizeGPU(k kctx, bilinear, alignCorners, halfPixel bool) error {
 }
 
 func topKGPU(k kctx) error {
-	x, kt := k.Input(0), k.Input(1)
-	if len(kt.Shape) != 0 {
-		return k.Errorf(status.InvalidArgument, "k must be 0-D, got shape %v", kt.Shape)
-	}
-	kv, err := hostVec(k, 1, "k")
+	x := k.Input(0)
+	kk, s, err := cpu.TopKArgs(k.Context)
 	if err != nil {
 		return err
 	}
-	kk := kv[0]
-	if kk < 0 {
-		return k.Errorf(status.InvalidArgument, "Need k >= 0, got %d", kk)
-	}
-	if len(x.Shape) < 1 {
-		return k.Errorf(status.InvalidArgument, "input must be >= 1-D, got shape %v", x.Shape)
-	}
 	n := x.Shape[len(x.Shape)-1]
-	if n < kk {
-		return k.Errorf(status.InvalidArgument, "input must have at least k columns. Had %d, needed %d", n, kk)
-	}
-	s := x.Shape.Clone()
-	s[len(s)-1] = kk
 	vals, err := k.Allocate(0, s)
 	if err != nil {
 		return err
