@@ -1,0 +1,377 @@
+package exec
+
+import (
+	"context"
+	"runtime/debug"
+	"time"
+
+	"mstream/device"
+	cu "mstream/device/cuda"
+	"mstream/groups"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+	"mstream/tensorholder"
+	"mstream/trace"
+)
+
+// GPUNodeRuntime is what a node-level GPU step runs on: the stream groups
+// of one GPU and the group of every plan node (TF_NODE_LEVEL_MULTISTREAM
+// with TF_STREAM_FROM_FILE).
+type GPUNodeRuntime struct {
+	// Groups are the GPU's groups the step may use; Groups[0] is the home
+	// group: its H2D stream copies the feeds in, its D2H stream the
+	// fetches out, and it records the final event.
+	Groups []*groups.Group
+	// Assign gives, per plan index, the index in Groups of the group whose
+	// compute stream runs the node.
+	Assign []int
+	// ReduceWaits leaves out a wait that an earlier wait implies, directly
+	// or through other streams (TF_REDUCE_STREAM_WAIT).
+	ReduceWaits bool
+	// Holder keeps buffers that another stream still reads.
+	Holder *tensorholder.Holder
+	// Intra splits host kernels' loops (nodes that fell back to the host).
+	Intra kernels.Parallelizer
+}
+
+// nlGroup is one group of a node-level GPU step.
+type nlGroup struct {
+	g       *groups.Group
+	c, h, d *cu.Stream
+	// seq counts the points of c that a consumer may wait for (one per
+	// GPU node or copy launched on it); known[b] is how far this compute
+	// stream is known to follow group b's (its vector clock).
+	seq   int
+	known []int
+	waits int
+	skips int
+}
+
+// point is a position on a group's compute stream: the work launched
+// there up to seq.
+type point struct{ group, seq int }
+
+// nlstep is a node-level GPU step: a gstep whose current group (g, c, h,
+// d, cix) switches to each node's group before the node is launched.
+type nlstep struct {
+	*gstep
+	rt  *GPUNodeRuntime
+	gs  []nlGroup
+	cur int     // the current group, an index in gs
+	at  []point // per plan node: where a GPU node's work ends (seq 0: none)
+	// made holds the device copies of feeds and host values, made on a
+	// compute stream (the feeds' H2D copies count as the home group's).
+	made map[*tensor.Tensor]point
+	// joined says the home group's compute stream follows every other
+	// group's, and nothing was launched on them since.
+	joined bool
+}
+
+// RunGPUNodes executes one node-level step of a placed plan on one GPU:
+// each node is launched on the compute stream of its group (rt.Assign), a
+// node whose producer (a data or control predecessor, or the copy of a
+// feed or host value) is on another group's stream waits for it with an
+// event (cuStreamWaitEvent), the feeds come in on the home group's H2D
+// stream and the fetches go out on its D2H stream after its compute
+// stream has waited for every other group's. The host launches everything
+// in topological order from the home group's launch pool and waits once,
+// for the final event; host kernels run as in RunGPU. A buffer goes back
+// to its group's allocator once every stream that read it has passed the
+// read. All groups must share one CUDA context (values cross them).
+func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	if len(feeds) != len(p.feeds) {
+		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
+	}
+	if len(rt.Groups) == 0 || rt.Holder == nil {
+		return nil, nil, status.Errorf(status.Internal, "node-level GPU step without groups or a tensor holder")
+	}
+	if len(rt.Assign) != len(p.nodes) {
+		return nil, nil, status.Errorf(status.Internal, "node-level GPU step: %d group assignments for %d nodes", len(rt.Assign), len(p.nodes))
+	}
+	s := &nlstep{rt: rt, gs: make([]nlGroup, len(rt.Groups)), at: make([]point, len(p.nodes)), made: map[*tensor.Tensor]point{}}
+	streams := make([]device.Stream, 0, len(rt.Groups)+1)
+	for k, g := range rt.Groups {
+		c, ok1 := g.Compute.(*cu.Stream)
+		h, ok2 := g.H2D.(*cu.Stream)
+		d, ok3 := g.D2H.(*cu.Stream)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, nil, status.Errorf(status.Internal, "group %d of %s has no CUDA streams", g.ID, g.Device.Name())
+		}
+		if k > 0 && c.Context() != s.gs[0].c.Context() {
+			return nil, nil, status.Errorf(status.Unimplemented, "node-level multi-stream on %s: group %d is in CUDA context %d and group %d in %d; values cross groups, so they must share one context (TF_GPU_CONTEXT_COUNT=1)",
+				g.Device.Name(), rt.Groups[0].Index, rt.Groups[0].Context, g.Index, g.Context)
+		}
+		s.gs[k] = nlGroup{g: g, c: c, h: h, d: d, known: make([]int, len(rt.Groups))}
+		streams = append(streams, c)
+	}
+	for i, a := range rt.Assign {
+		if a < 0 || a >= len(rt.Groups) {
+			return nil, nil, status.InvalidArg("node '%s' is assigned stream group %d, but %s has %d groups (0 to %d)",
+				p.nodes[i].node.Name, a, rt.Groups[0].Device.Name(), len(rt.Groups), len(rt.Groups)-1)
+		}
+	}
+	home := &s.gs[0]
+	dix := 0 // merged: the home group's one stream serves D2H too
+	if home.d != home.c {
+		dix = len(streams)
+		streams = append(streams, home.d)
+	}
+	s.gstep = &gstep{plan: p, dix: dix, rt: &GPURuntime{Group: home.g, Holder: rt.Holder, Intra: rt.Intra},
+		vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds)),
+		staged: make([]staged, len(p.fetches)), out: make([]*tensor.Tensor, len(p.fetches)),
+		trace: opts.Trace, run: opts.Run}
+	s.mem = newTracker(rt.Holder, streams)
+	// The tracker frees a buffer at once when only the releasing stream
+	// touched it, which is safe only on the stream that allocated it;
+	// holding on the releasing stream too covers a last read on another
+	// group's stream.
+	s.mem.hold = func(free func(), others []device.Stream) {
+		mine := false
+		for _, o := range others {
+			mine = mine || o == s.c
+		}
+		if !mine {
+			others = append(others, s.c)
+		}
+		s.holdOnEvents(free, others)
+	}
+	s.switchTo(0)
+	for k, f := range feeds {
+		s.feeds[k].host = f
+	}
+
+	type launched struct {
+		final *cu.Event
+		err   error
+	}
+	ch := make(chan launched, 1)
+	home.g.Launch.Submit(func() {
+		var l launched
+		defer func() {
+			if r := recover(); r != nil {
+				l.err = status.Errorf(status.Internal, "node-level GPU step panicked: %v\n%s", r, debug.Stack())
+			}
+			fin, err := s.finishAll()
+			if l.err == nil {
+				l.err = err
+			}
+			l.final = fin
+			ch <- l
+		}()
+		l.err = s.launchNodes()
+	})
+	l := <-ch
+	err := l.err
+	if l.final != nil {
+		waited := make(chan error, 1)
+		go func() { waited <- l.final.Sync() }()
+		select {
+		case werr := <-waited:
+			if err == nil && werr != nil {
+				err = status.Wrap(werr, "waiting for the step's final event on %s", home.g.Device.Name())
+			}
+		case <-ctx.Done():
+			<-waited // device work cannot be taken back
+			if err == nil {
+				err = status.Errorf(status.Cancelled, "step cancelled: %v", ctx.Err())
+			}
+		}
+	}
+	for k := range s.gs {
+		ng := &s.gs[k]
+		for _, st := range []*cu.Stream{ng.c, ng.h, ng.d} {
+			if serr := st.TakeErr(); serr != nil && err == nil {
+				err = status.Wrap(serr, "stream %d of group %d on %s", st.ID(), ng.g.ID, ng.g.Device.Name())
+			}
+		}
+		ng.g.CountWaits(ng.waits, ng.skips)
+	}
+	if err == nil {
+		for k := range s.staged {
+			if sg := &s.staged[k]; s.out[k] == nil {
+				t := tensor.New(sg.dt, sg.shape)
+				copy(t.Buf, sg.buf)
+				s.out[k] = t
+			}
+		}
+	}
+	for _, a := range s.pinned {
+		home.g.HostAlloc.Free(a)
+	}
+	s.mem.drain()
+	putEvent(home.c.Context(), s.events...)
+	var st *trace.Step
+	if s.trace {
+		st = s.tr.step(opts.Run, int(home.g.ID))
+	}
+	if err == nil && s.mem.err != nil {
+		err = s.mem.err
+	}
+	if err != nil {
+		return nil, st, err
+	}
+	return s.out, st, nil
+}
+
+// switchTo makes group k the one the gstep launches on.
+func (s *nlstep) switchTo(k int) {
+	ng := &s.gs[k]
+	s.cur, s.g, s.c, s.h, s.d = k, ng.g, ng.c, ng.h, ng.d
+	s.cix = k
+	s.gstep.rt.Group = ng.g
+}
+
+// waitFor makes the current group's compute stream follow pt, unless it
+// already does (and ReduceWaits).
+func (s *nlstep) waitFor(pt point) error {
+	if pt.seq == 0 || pt.group == s.cur {
+		return nil
+	}
+	me, from := &s.gs[s.cur], &s.gs[pt.group]
+	if s.rt.ReduceWaits && me.known[pt.group] >= pt.seq {
+		me.skips++
+		return nil
+	}
+	if err := s.order(me.c, from.c); err != nil {
+		return err
+	}
+	me.waits++
+	me.known[pt.group] = max(me.known[pt.group], from.seq)
+	for b, n := range from.known {
+		me.known[b] = max(me.known[b], n)
+	}
+	return nil
+}
+
+// launchNodes enqueues the step: feeds on the home group, each node on its
+// group after waiting for its producers, then the fetches on the home
+// group after it has joined every other group.
+func (s *nlstep) launchNodes() error {
+	start := time.Now()
+	nodes := 0
+	defer func() {
+		launchStats.ns.Add(int64(time.Since(start)))
+		launchStats.nodes.Add(int64(nodes))
+		launchStats.steps.Add(1)
+	}()
+	p := s.plan
+	s.switchTo(0)
+	if err := s.launchFeeds(); err != nil {
+		return err
+	}
+	home := &s.gs[0]
+	home.seq++ // the feeds' copies: home compute waited for them
+	for k := range s.feeds {
+		if dt := s.feeds[k].dev; dt != nil {
+			s.made[dt] = point{0, home.seq}
+		}
+	}
+	for _, i := range p.topo {
+		pn := &p.nodes[i]
+		s.switchTo(s.rt.Assign[i])
+		if pn.where != onConst {
+			if err := s.waitInputs(i); err != nil {
+				return status.Wrap(err, "node '%s': ordering group %d after its inputs", pn.node.Name, s.g.Index)
+			}
+		}
+		var before []bool
+		if pn.where != onConst {
+			before = make([]bool, len(pn.inputs))
+			for j, r := range pn.inputs {
+				before[j] = s.value(r).dev != nil
+			}
+		}
+		if err := s.node(i); err != nil {
+			return err
+		}
+		if pn.where == onConst {
+			continue
+		}
+		ng := &s.gs[s.cur]
+		copied := false
+		for j, r := range pn.inputs {
+			v := s.value(r)
+			if !before[j] && v.dev != nil && (r.Node < 0 || p.nodes[r.Node].where != onConst) {
+				// Copied in on this compute stream for this node.
+				if !copied {
+					ng.seq++
+					copied = true
+				}
+				s.made[v.dev] = point{s.cur, ng.seq}
+			}
+		}
+		if pn.where == onGPU {
+			ng.seq++
+			s.at[i] = point{s.cur, ng.seq}
+			nodes++
+		}
+	}
+	s.switchTo(0)
+	if err := s.join(); err != nil {
+		return err
+	}
+	s.joined = true
+	return s.launchFetches()
+}
+
+// waitInputs orders the current group after what node i reads from other
+// groups' streams: its GPU predecessors (data and control edges) and the
+// device copies of feeds and host values it reads.
+func (s *nlstep) waitInputs(i int) error {
+	pn := &s.plan.nodes[i]
+	for _, pr := range pn.preds {
+		if err := s.waitFor(s.at[pr]); err != nil {
+			return err
+		}
+	}
+	for j, r := range pn.inputs {
+		v := s.value(r)
+		if v.dev == nil {
+			continue
+		}
+		wants, may := pn.wantsDevice(j)
+		if !wants && (may || v.host != nil) {
+			continue // the host copy (or only the shape) is read
+		}
+		if pt, ok := s.made[v.dev]; ok {
+			if err := s.waitFor(pt); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// join makes the home group's compute stream follow every other group's,
+// so the fetches and the final event on its D2H stream follow the step.
+func (s *nlstep) join() error {
+	for k := 1; k < len(s.gs); k++ {
+		if err := s.waitFor(point{k, s.gs[k].seq}); err != nil {
+			return status.Wrap(err, "joining group %d into group %d", s.gs[k].g.Index, s.gs[0].g.Index)
+		}
+	}
+	return nil
+}
+
+// finishAll records the final event after everything the step launched on
+// any group, whatever the launch got to.
+func (s *nlstep) finishAll() (*cu.Event, error) {
+	s.switchTo(0)
+	if s.joined {
+		return s.finish()
+	}
+	s.dirty = true
+	jerr := s.join()
+	if jerr != nil {
+		// No event: the host waits for the other groups instead.
+		for k := 1; k < len(s.gs); k++ {
+			s.gs[k].c.Sync()
+		}
+	}
+	fin, err := s.finish()
+	if err == nil {
+		err = jerr
+	}
+	return fin, err
+}
