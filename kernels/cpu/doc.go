@@ -37,8 +37,9 @@
 // ReverseArgs, BroadcastToArgs, SplitArgs, SplitVArgs, ConcatArgs,
 // PackArgs, UnpackArgs, TransposeArgs, GatherArgs, GatherNdArgs,
 // OneHotArgs, MatrixBandPartArgs); others sit beside their kernel
-// (Conv2DBackpropInputArgs in nn_conv.go; ScanArgs, TopKArgs in scan.go). A check that reads element data
-// the GPU keeps on the device (GatherNd's index bounds) stays in the CPU
+// (Conv2DBackpropInputArgs in nn_conv.go, ScanArgs and TopKArgs in
+// scan.go, ResizeArgs in resize.go). A check that reads element data the
+// GPU keeps on the device (GatherNd's index bounds) stays in the CPU
 // kernel.
 //
 // NN kernels are NHWC with HWIO filters, as TF's CPU kernels; NCHW fails

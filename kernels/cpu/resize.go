@@ -27,7 +27,10 @@ func init() {
 	}
 }
 
-func resizeScale(in, out int64, alignCorners bool) float32 {
+// ResizeScale is the input pixels per output pixel along one axis, in
+// float32 as TF computes it (align_corners maps the corner pixels onto
+// each other).
+func ResizeScale(in, out int64, alignCorners bool) float32 {
 	if alignCorners && in > 1 && out > 1 {
 		return float32(in-1) / float32(out-1)
 	}
@@ -39,34 +42,47 @@ type lerpIdx struct {
 	frac   float32
 }
 
-func resize(ctx *kernels.Context, bilinear, alignCorners, halfPixel bool) error {
+// ResizeArgs checks ResizeBilinear's and ResizeNearestNeighbor's image
+// (input 0, NHWC), size (input 1) and coordinate attrs and returns the
+// output height and width; the CPU and GPU kernels both validate through
+// it.
+func ResizeArgs(ctx *kernels.Context, alignCorners, halfPixel bool) (oh, ow int64, err error) {
 	x := ctx.Input(0)
 	if halfPixel && alignCorners {
-		return ctx.Errorf(status.InvalidArgument, "If half_pixel_centers is True, align_corners must be False.")
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "If half_pixel_centers is True, align_corners must be False.")
 	}
 	if len(x.Shape) != 4 {
-		return ctx.Errorf(status.InvalidArgument, "input must be 4-dimensional%v", x.Shape)
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "input must be 4-dimensional%v", x.Shape)
 	}
 	if x.Shape[3] <= 0 {
-		return ctx.Errorf(status.InvalidArgument, "image must have at least one channel")
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "image must have at least one channel")
 	}
 	if x.Shape[1] <= 0 || x.Shape[2] <= 0 {
-		return ctx.Errorf(status.InvalidArgument, "input image must be of non-zero size")
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "input image must be of non-zero size")
 	}
 	st := ctx.Input(1)
 	if len(st.Shape) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "shape_t must be 1-dimensional%v", st.Shape)
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "shape_t must be 1-dimensional%v", st.Shape)
 	}
 	if st.NumElements() != 2 {
-		return ctx.Errorf(status.InvalidArgument, "shape_t must have two elements%v", st.Shape)
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "shape_t must have two elements%v", st.Shape)
 	}
 	size, err := hostInts(ctx, 1, "size")
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	oh, ow := size[0], size[1]
+	oh, ow = size[0], size[1]
 	if oh <= 0 || ow <= 0 {
-		return ctx.Errorf(status.InvalidArgument, "output dimensions must be positive")
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "output dimensions must be positive")
+	}
+	return oh, ow, nil
+}
+
+func resize(ctx *kernels.Context, bilinear, alignCorners, halfPixel bool) error {
+	x := ctx.Input(0)
+	oh, ow, err := ResizeArgs(ctx, alignCorners, halfPixel)
+	if err != nil {
+		return err
 	}
 	n, ih, iw, c := int(x.Shape[0]), x.Shape[1], x.Shape[2], int(x.Shape[3])
 	out, err := ctx.Allocate(0, tensor.Shape{int64(n), oh, ow, int64(c)})
@@ -76,7 +92,7 @@ func resize(ctx *kernels.Context, bilinear, alignCorners, halfPixel bool) error 
 	if out.NumElements() == 0 {
 		return nil
 	}
-	hs, ws := resizeScale(ih, oh, alignCorners), resizeScale(iw, ow, alignCorners)
+	hs, ws := ResizeScale(ih, oh, alignCorners), ResizeScale(iw, ow, alignCorners)
 	if !bilinear {
 		ys, xs := nearestIdx(oh, ih, hs, alignCorners, halfPixel), nearestIdx(ow, iw, ws, alignCorners, halfPixel)
 		rowIn, rowOut := int(iw)*c, int(ow)*c

@@ -85,41 +85,11 @@ func bandGPU(k kctx) error {
 	return k.launchN(miscs, "band_"+sizeName(in.DType), total, &args)
 }
 
-func resizeScale(in, out int64, alignCorners bool) float32 {
-	if alignCorners && in > 1 && out > 1 {
-		return float32(in-1) / float32(out-1)
-	}
-	return float32(in) / float32(out)
-}
-
 func resizeGPU(k kctx, bilinear, alignCorners, halfPixel bool) error {
 	x := k.Input(0)
-	if halfPixel && alignCorners {
-		return k.Errorf(status.InvalidArgument, "If half_pixel_centers is True, align_corners must be False.")
-	}
-	if len(x.Shape) != 4 {
-		return k.Errorf(status.InvalidArgument, "input must be 4-dimensional%v", x.Shape)
-	}
-	if x.Shape[3] <= 0 {
-		return k.Errorf(status.InvalidArgument, "image must have at least one channel")
-	}
-	if x.Shape[1] <= 0 || x.Shape[2] <= 0 {
-		return k.Errorf(status.InvalidArgument, "input image must be of non-zero size")
-	}
-	st := k.Input(1)
-	if len(st.Shape) != 1 {
-		return k.Errorf(status.InvalidArgument, "shape_t must be 1-dimensional%v", st.Shape)
-	}
-	if st.NumElements() != 2 {
-		return k.Errorf(status.InvalidArgument, "shape_t must have two elements%v", st.Shape)
-	}
-	size, err := hostVec(k, 1, "size")
+	oh, ow, err := cpu.ResizeArgs(k.Context, alignCorners, halfPixel)
 	if err != nil {
 		return err
-	}
-	oh, ow := size[0], size[1]
-	if oh <= 0 || ow <= 0 {
-		return k.Errorf(status.InvalidArgument, "output dimensions must be positive")
 	}
 	ih, iw, c := x.Shape[1], x.Shape[2], x.Shape[3]
 	o, err := k.Allocate(0, tensor.Shape{x.Shape[0], oh, ow, c})
@@ -130,7 +100,7 @@ func resizeGPU(k kctx, bilinear, alignCorners, halfPixel bool) error {
 	if total == 0 {
 		return nil
 	}
-	hs, ws := resizeScale(ih, oh, alignCorners), resizeScale(iw, ow, alignCorners)
+	hs, ws := cpu.ResizeScale(ih, oh, alignCorners), cpu.ResizeScale(iw, ow, alignCorners)
 	var args cu.Args
 	args.Ptr(ptr(o)).Ptr(ptr(x)).I64(total).I64(ih).I64(iw).I64(oh).I64(ow).I64(c).F32(hs).F32(ws)
 	if bilinear {
