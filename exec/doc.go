@@ -84,4 +84,25 @@
 // held until an event on every stream that touched it, the releasing one
 // included, has completed, since its allocator reuses memory in the
 // allocating stream's order. The groups must share one CUDA context.
+//
+// # CUDA graphs
+//
+// With a GraphCache (MSTREAM_CUDA_GRAPH; gpu_graph.go) RunGPU replays a
+// step from a captured CUDA graph when it can: one cuGraphLaunch, one
+// event wait, and the copies of feeds and fetches through pinned staging,
+// instead of a launch per node. graphIneligible decides per plan: every
+// value the host reads must be fixed by the key (plan, group, feed dtypes
+// and shapes): constants, shapes, host nodes over those; a host read of a
+// feed or device value, or a stateful op (variables, random numbers),
+// keeps the plan on the ordinary path (logged once). A key is captured
+// after one ordinary run, on the group's private capture stream, by an
+// ordinary gstep with capt set: its device buffers and pinned staging
+// belong to the graph instance (never freed per step, since replays reuse
+// the addresses) until the cache closes or evicts the key; allocations
+// name the group's compute stream, where replays run, so memory freed in
+// compute order before the capture is reused safely. A failed capture
+// ends the capture, frees what it took, marks the key failed (ordinary
+// path from then on) and logs once. An instance serves one step at a time
+// (a small pool per key, bounded, as keys per plan and group are, least
+// recently used evicted). Traced steps run the ordinary way.
 package exec

@@ -24,6 +24,10 @@ type GPURuntime struct {
 	Holder *tensorholder.Holder
 	// Intra splits host kernels' loops (nodes that fell back to the host).
 	Intra kernels.Parallelizer
+	// Graphs, when set, replays eligible steps as captured CUDA graphs
+	// (gpu_graph.go, MSTREAM_CUDA_GRAPH); nil uses the cache attached to
+	// Group, if any (GraphCache.Attach).
+	Graphs *GraphCache
 }
 
 // gval is one value of a GPU step: its host tensor, its device tensor, or
@@ -65,6 +69,12 @@ type gstep struct {
 	trace bool
 	tr    traceBuf
 	run   int64
+
+	// capt is set while the step is captured into a CUDA graph
+	// (gpu_graph.go): its buffers are owned by the graph instead of being
+	// freed, and host values reach the device through the graph's pinned
+	// staging.
+	capt *graphInst
 }
 
 // RunGPU executes one step of a placed plan on a GPU group: the feeds that
@@ -90,6 +100,11 @@ func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tenso
 	}
 	if rt.Holder == nil {
 		return nil, nil, status.Errorf(status.Internal, "GPU step without a tensor holder")
+	}
+	if gc := rt.graphs(); gc != nil && !opts.Trace {
+		if out, ok, err := gc.run(ctx, p, rt, feeds); ok {
+			return out, nil, err
+		}
 	}
 	s := &gstep{plan: p, rt: rt, g: g, c: c, h: h, d: d,
 		vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds)),
@@ -334,7 +349,7 @@ func (s *gstep) launchFeeds() error {
 			return status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): %v", name, t.DType, t.Shape, err)
 		}
 		dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
-		s.mem.add(dt, &buffer{addr: addr, alloc: g.Alloc, refs: p.feedUses[k], users: []int{s.cix}})
+		s.track(dt, &buffer{addr: addr, alloc: g.Alloc, refs: p.feedUses[k], users: []int{s.cix}})
 		s.feeds[k].dev = dt
 		if size == 0 {
 			continue
@@ -376,11 +391,25 @@ func (s *gstep) launchFeeds() error {
 	return nil
 }
 
+// allocStream is the stream a stream-aware allocator is told: the group's
+// compute stream, also while capturing (a graph replays there, never on
+// the private capture stream).
 func (s *gstep) allocStream() device.Stream {
 	if s.g.StreamAware {
-		return s.c
+		return s.g.Compute
 	}
 	return nil
+}
+
+// track registers a new step buffer with the tracker, or, while
+// capturing, makes it the graph's for the graph's lifetime (the tracker
+// never sees it, so nothing frees it).
+func (s *gstep) track(t *tensor.Tensor, b *buffer) {
+	if s.capt != nil {
+		s.capt.own(b.alloc, b.addr)
+		return
+	}
+	s.mem.add(t, b)
 }
 
 // value is input r of a node.
@@ -396,6 +425,10 @@ func (s *gstep) value(r ref) *gval {
 func (s *gstep) hostOf(v *gval, what string) (*tensor.Tensor, error) {
 	if v.host != nil {
 		return v.host, nil
+	}
+	if s.capt != nil {
+		// graphIneligible keeps such plans off graphs; this is the guard.
+		return nil, status.Errorf(status.Unimplemented, "%s: a device value read on the host cannot be captured", what)
 	}
 	t := v.dev
 	out := tensor.New(t.DType, t.Shape)
@@ -439,10 +472,19 @@ func (s *gstep) devOf(v *gval, r ref, what string) (*tensor.Tensor, error) {
 	}
 	dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
 	// Held until the step ends: its readers are counted on the host value.
-	s.mem.add(dt, &buffer{addr: addr, alloc: s.g.Alloc, refs: 1 << 30, users: []int{s.cix}})
+	s.track(dt, &buffer{addr: addr, alloc: s.g.Alloc, refs: 1 << 30, users: []int{s.cix}})
 	if size > 0 {
 		s.dirty = true
-		if err := s.c.H2D(addr, t.Buf); err != nil {
+		src := t.Buf
+		if s.capt != nil {
+			// The graph copies from pinned memory it owns: a staged copy's
+			// buffer would be gone by the replay.
+			if src, err = s.capt.pinned(s.g, size); err != nil {
+				return nil, status.Errorf(status.CodeOf(err), "%s: pinned staging: %v", what, err)
+			}
+			copy(src, t.Buf)
+		}
+		if err := s.c.H2D(addr, src); err != nil {
 			return nil, status.Wrap(err, "%s: copy to %s", what, s.g.Device.Name())
 		}
 	}
@@ -649,7 +691,7 @@ func (a *gpuAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor
 	// tracker can key on it; kernels see length 0.
 	t := &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
 	b := &buffer{addr: addr, alloc: g.Alloc}
-	a.s.mem.add(t, b)
+	a.s.track(t, b)
 	a.fresh = append(a.fresh, b)
 	a.bytes += int64(size)
 	return t, nil

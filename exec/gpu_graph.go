@@ -1,0 +1,675 @@
+package exec
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"mstream/bfc"
+	"mstream/device"
+	cu "mstream/device/cuda"
+	"mstream/groups"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Bounds of a GraphCache. A key is (plan, group, feed dtypes and shapes).
+const (
+	// graphWarmup is how many ordinary runs of a key come before its
+	// capture: kernels are compiled and loaded, constants uploaded and
+	// cuBLASLt plans made outside the capture.
+	graphWarmup = 1
+	// graphKeysPerGroup bounds the keys of one plan on one group, so shape
+	// churn cannot fill memory with graphs: the least recently used idle
+	// key goes when a new one comes.
+	graphKeysPerGroup = 4
+	// graphInstances bounds the instances of one key: a replay holds its
+	// instance (pinned staging, device buffers) until its final event, so
+	// concurrent runs of a key need an instance each; past the bound they
+	// run the ordinary way.
+	graphInstances = 2
+)
+
+// GraphCache replays GPU steps as CUDA graphs (MSTREAM_CUDA_GRAPH). A
+// session owns one; Close releases every graph and buffer it holds.
+//
+// A step is captured once per key, after graphWarmup ordinary runs, on a
+// private stream of its group (nothing else enqueues there, so the
+// capture holds this step's work only). The capture is an ordinary
+// gstep with c = h = d = that stream and capt set: every device buffer it
+// allocates, and pinned staging for the feeds, the fetches and host
+// values copied in, becomes the graph instance's until it is destroyed,
+// since a replay reuses the addresses. A replay copies the feeds into the
+// instance's pinned staging, launches the graph on the group's compute
+// stream (so it is ordered after the memory the group freed in compute
+// order before the capture allocated it), waits for one event, and copies
+// the fetches out of the pinned output staging.
+//
+// Lock order: GraphCache.mu, then nothing (capture and replay run
+// without it; an instance is marked busy under it). capStream.mu
+// serialises captures on one group's capture stream.
+type GraphCache struct {
+	log func(format string, args ...any)
+
+	mu     sync.Mutex
+	plans  map[*Plan]*planGraphs
+	capS   map[*groups.Group]*capStream
+	closed bool
+	tick   int64
+	groups []*groups.Group // attached
+
+	replays, captures, failures, fallbacks atomic.Int64
+}
+
+// GraphStats counts a GraphCache's work, for MS_SessionStats.
+type GraphStats struct {
+	Replays  int64 `json:"replays"`
+	Captures int64 `json:"captures"`
+	// Failures counts captures that failed (the key then runs the
+	// ordinary way); Fallbacks counts steps of eligible plans that ran
+	// the ordinary way (warm-up, every instance busy, a failed key).
+	Failures  int64 `json:"failures"`
+	Fallbacks int64 `json:"fallbacks"`
+	// Live is the number of graph instances held now; Ineligible the
+	// plans that cannot be captured.
+	Live       int `json:"live"`
+	Ineligible int `json:"ineligible_plans"`
+}
+
+type planGraphs struct {
+	why  string // why the plan cannot be captured; "" when it can
+	keys map[graphKey]*graphEntry
+}
+
+type graphKey struct {
+	g      *groups.Group
+	shapes string
+}
+
+type graphEntry struct {
+	seen      int
+	bad       string // why its capture failed
+	insts     []*graphInst
+	capturing int
+	used      int64
+}
+
+// capStream is a group's private capture stream. Its cuBLAS workspace is
+// baked into the graphs captured on it, so it lives until they are gone.
+type capStream struct {
+	mu sync.Mutex
+	s  *cu.Stream
+}
+
+// graphInst is one instantiated graph and everything its nodes address.
+type graphInst struct {
+	g    *groups.Group
+	exec *cu.GraphExec
+	busy bool // guarded by GraphCache.mu
+
+	feedIn []([]byte) // per feed: its pinned staging, nil if no GPU kernel reads it
+	outs   []graphOut
+	dev    []owned // device buffers of the group's allocator
+	host   []owned // pinned buffers of the group's host allocator
+}
+
+type owned struct {
+	alloc *bfc.Allocator
+	addr  uint64
+}
+
+const (
+	outStaged = iota // copied from buf
+	outFeed          // the feed itself
+	outHost          // a host value fixed by the key (a constant, a shape)
+)
+
+type graphOut struct {
+	kind  uint8
+	buf   []byte
+	dt    tensor.DType
+	shape tensor.Shape
+	feed  int
+	host  *tensor.Tensor
+}
+
+// NewGraphCache makes an empty cache; log reports, once per plan or key,
+// why a step runs without a graph.
+func NewGraphCache(log func(format string, args ...any)) *GraphCache {
+	if log == nil {
+		log = func(string, ...any) {}
+	}
+	return &GraphCache{log: log, plans: map[*Plan]*planGraphs{}, capS: map[*groups.Group]*capStream{}}
+}
+
+// attached maps a group to the cache its steps use (Attach).
+var attached sync.Map // *groups.Group -> *GraphCache
+
+// Attach makes the GPU steps of gs use the cache when their GPURuntime
+// names none, until Close.
+func (gc *GraphCache) Attach(gs ...*groups.Group) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	for _, g := range gs {
+		if _, ok := g.Compute.(*cu.Stream); ok {
+			attached.Store(g, gc)
+			gc.groups = append(gc.groups, g)
+		}
+	}
+}
+
+func (rt *GPURuntime) graphs() *GraphCache {
+	if rt.Graphs != nil {
+		return rt.Graphs
+	}
+	if v, ok := attached.Load(rt.Group); ok {
+		return v.(*GraphCache)
+	}
+	return nil
+}
+
+// Stats returns the counters and the instances held.
+func (gc *GraphCache) Stats() GraphStats {
+	st := GraphStats{Replays: gc.replays.Load(), Captures: gc.captures.Load(),
+		Failures: gc.failures.Load(), Fallbacks: gc.fallbacks.Load()}
+	gc.mu.Lock()
+	for _, pg := range gc.plans {
+		if pg.why != "" {
+			st.Ineligible++
+		}
+		for _, e := range pg.keys {
+			st.Live += len(e.insts)
+		}
+	}
+	gc.mu.Unlock()
+	return st
+}
+
+// Close destroys every graph, frees its buffers and closes the capture
+// streams. No step may be running (the session has waited for its runs);
+// later steps run the ordinary way.
+func (gc *GraphCache) Close() error {
+	gc.mu.Lock()
+	gc.closed = true
+	for _, g := range gc.groups {
+		attached.CompareAndDelete(g, gc)
+	}
+	gc.groups = nil
+	var insts []*graphInst
+	for _, pg := range gc.plans {
+		for _, e := range pg.keys {
+			insts = append(insts, e.insts...)
+			e.insts = nil
+		}
+	}
+	gc.plans = map[*Plan]*planGraphs{}
+	caps := gc.capS
+	gc.capS = map[*groups.Group]*capStream{}
+	gc.mu.Unlock()
+	var first error
+	for _, gi := range insts {
+		if err := gi.destroy(); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, cs := range caps {
+		cs.mu.Lock()
+		cs.s.Close()
+		cs.mu.Unlock()
+	}
+	return first
+}
+
+// run replays p's step as a graph when it can: handled is false when the
+// step must run the ordinary way (the plan or key is not capturable, the
+// key is warming up, every instance is busy, the capture failed).
+func (gc *GraphCache) run(ctx context.Context, p *Plan, rt *GPURuntime, feeds []*tensor.Tensor) (out []*tensor.Tensor, handled bool, err error) {
+	gi, capture, e := gc.acquire(p, rt.Group, feeds)
+	if gi == nil && !capture {
+		return nil, false, nil
+	}
+	if capture {
+		gi, err = gc.capture(p, rt, feeds)
+		gc.mu.Lock()
+		e.capturing--
+		if err != nil {
+			e.bad = err.Error()
+		} else if gc.closed {
+			err = status.Errorf(status.Cancelled, "session closed during the capture")
+		} else {
+			gi.busy = true
+			e.insts = append(e.insts, gi)
+		}
+		gc.mu.Unlock()
+		if err != nil {
+			if gi != nil {
+				gi.destroy()
+			}
+			gc.failures.Add(1)
+			gc.fallbacks.Add(1)
+			gc.log("CUDA graph: the step of %d nodes on group %d cannot be captured, it runs node by node: %v",
+				len(p.nodes), rt.Group.ID, err)
+			return nil, false, nil
+		}
+		gc.captures.Add(1)
+	}
+	out, err = gi.replay(ctx, feeds)
+	gc.mu.Lock()
+	gi.busy = false
+	if err != nil && status.CodeOf(err) != status.Cancelled {
+		e.bad = err.Error() // later steps of the key run the ordinary way
+	}
+	gc.mu.Unlock()
+	if err == nil {
+		gc.replays.Add(1)
+	}
+	return out, true, err
+}
+
+// acquire finds an idle instance for the step's key (marked busy), or
+// says that the caller should capture one (capture true: e.capturing was
+// counted), or neither.
+func (gc *GraphCache) acquire(p *Plan, g *groups.Group, feeds []*tensor.Tensor) (gi *graphInst, capture bool, e *graphEntry) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.closed {
+		return nil, false, nil
+	}
+	pg := gc.plans[p]
+	if pg == nil {
+		pg = &planGraphs{why: graphIneligible(p), keys: map[graphKey]*graphEntry{}}
+		gc.plans[p] = pg
+		if pg.why != "" {
+			gc.log("CUDA graph: a plan of %d nodes runs node by node: %s", len(p.nodes), pg.why)
+		}
+	}
+	if pg.why != "" {
+		return nil, false, nil
+	}
+	gc.tick++
+	k := graphKey{g: g, shapes: feedKey(feeds)}
+	e = pg.keys[k]
+	if e == nil {
+		var stale []*graphInst
+		if !pg.makeRoom(g, &stale) {
+			gc.fallbacks.Add(1)
+			return nil, false, nil
+		}
+		// The evicted instances are idle: nothing can launch them now.
+		for _, s := range stale {
+			s.destroy()
+		}
+		e = &graphEntry{}
+		pg.keys[k] = e
+	}
+	e.used = gc.tick
+	e.seen++
+	if e.seen <= graphWarmup || e.bad != "" {
+		gc.fallbacks.Add(1)
+		return nil, false, nil
+	}
+	for _, x := range e.insts {
+		if !x.busy {
+			x.busy = true
+			return x, false, e
+		}
+	}
+	if len(e.insts)+e.capturing < graphInstances {
+		e.capturing++
+		return nil, true, e
+	}
+	gc.fallbacks.Add(1)
+	return nil, false, nil
+}
+
+// makeRoom keeps a plan's keys on group g under graphKeysPerGroup by
+// dropping the least recently used key that is idle; false when none is.
+func (pg *planGraphs) makeRoom(g *groups.Group, stale *[]*graphInst) bool {
+	n := 0
+	var lru graphKey
+	var lruE *graphEntry
+	for k, e := range pg.keys {
+		if k.g != g {
+			continue
+		}
+		n++
+		if e.capturing > 0 || anyBusy(e.insts) {
+			continue
+		}
+		if lruE == nil || e.used < lruE.used {
+			lru, lruE = k, e
+		}
+	}
+	if n < graphKeysPerGroup {
+		return true
+	}
+	if lruE == nil {
+		return false
+	}
+	*stale = append(*stale, lruE.insts...)
+	delete(pg.keys, lru)
+	return true
+}
+
+func anyBusy(insts []*graphInst) bool {
+	for _, x := range insts {
+		if x.busy {
+			return true
+		}
+	}
+	return false
+}
+
+// feedKey encodes the feeds' dtypes and shapes.
+func feedKey(feeds []*tensor.Tensor) string {
+	b := make([]byte, 0, 8*len(feeds))
+	for _, f := range feeds {
+		b = binary.AppendUvarint(b, uint64(f.DType))
+		b = binary.AppendUvarint(b, uint64(len(f.Shape)))
+		for _, d := range f.Shape {
+			b = binary.AppendVarint(b, d)
+		}
+	}
+	return string(b)
+}
+
+// graphIneligible says why a placed plan's step cannot be replayed from a
+// graph, or "" when it can. A replay runs only the device work: whatever
+// the host computed during the capture is frozen into it. So every value
+// the host reads must be the same on every run of a key: constants,
+// shapes (the key fixes the feeds' shapes, and GPU kernels' output shapes
+// follow from their inputs' shapes and host inputs), and host nodes over
+// those. A value that depends on the feeds' contents (a feed, a device
+// value) must never be read on the host, and stateful ops (variables,
+// random numbers) are never frozen.
+func graphIneligible(p *Plan) string {
+	for k, f := range p.feeds {
+		if f.DType() == tensor.String {
+			return fmt.Sprintf("feed %d ('%s') is a string", k, f)
+		}
+	}
+	// fed[node][output]: the value depends on the feeds' contents.
+	fed := make([][]bool, len(p.nodes))
+	dep := func(r ref) bool {
+		if r.Node < 0 {
+			return true
+		}
+		return fed[r.Node][r.Index]
+	}
+	for _, i := range p.topo {
+		pn := &p.nodes[i]
+		n := pn.node
+		if n.Def.GetIsStateful() {
+			return fmt.Sprintf("node '%s' (op %s) is stateful", n.Name, n.Op)
+		}
+		out := make([]bool, len(n.OutTypes))
+		switch pn.where {
+		case onConst:
+		case onGPU:
+			for j, r := range pn.inputs {
+				if pn.hostIn[j] && dep(r) {
+					return fmt.Sprintf("node '%s' (op %s) reads input %d on the host, and its value depends on the feeds", n.Name, n.Op, j)
+				}
+			}
+			for j := range out {
+				out[j] = true
+			}
+		default:
+			if metaOnly[n.Op] {
+				break // reads its input's shape only
+			}
+			for j, r := range pn.inputs {
+				if dep(r) {
+					return fmt.Sprintf("node '%s' (op %s) runs on the host on input %d, whose value depends on the feeds", n.Name, n.Op, j)
+				}
+			}
+		}
+		fed[i] = out
+	}
+	return ""
+}
+
+// capStream returns g's capture stream, making it on first use.
+func (gc *GraphCache) capStream(g *groups.Group) (*capStream, error) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if cs := gc.capS[g]; cs != nil {
+		return cs, nil
+	}
+	if gc.closed {
+		return nil, status.Errorf(status.Cancelled, "graph cache closed")
+	}
+	c, ok := g.Compute.(*cu.Stream)
+	if !ok {
+		return nil, status.Errorf(status.Internal, "group %d has no CUDA compute stream", g.ID)
+	}
+	s, err := c.Context().NewStreamWith(cu.StreamOptions{Staging: g.Staging})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.PrepareCapture(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	cs := &capStream{s: s}
+	gc.capS[g] = cs
+	return cs, nil
+}
+
+// capture records p's step for feeds' key into a new instance. On error
+// the capture has ended and nothing of it is left (the instance, if
+// returned, still needs destroy).
+func (gc *GraphCache) capture(p *Plan, rt *GPURuntime, feeds []*tensor.Tensor) (gi *graphInst, err error) {
+	g := rt.Group
+	cs, err := gc.capStream(g)
+	if err != nil {
+		return nil, err
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	gi = &graphInst{g: g, feedIn: make([][]byte, len(feeds)), outs: make([]graphOut, len(p.fetches))}
+	cst := cs.s
+	s := &gstep{plan: p, rt: rt, g: g, c: cst, h: cst, d: cst,
+		vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds)),
+		staged: make([]staged, len(p.fetches)), out: make([]*tensor.Tensor, len(p.fetches)), capt: gi}
+	s.mem = newTracker(nil, []device.Stream{cst})
+	for k, f := range feeds {
+		s.feeds[k].host = f
+	}
+	// Buffers the capture reads: the feeds' device copies and their
+	// pinned staging, allocated before the capture begins.
+	for k, f := range p.feedDev {
+		if !f {
+			continue
+		}
+		t := feeds[k]
+		size := uint64(len(t.Buf))
+		addr, err := g.Alloc.Allocate(size, s.allocStream())
+		if err != nil {
+			gi.destroy()
+			return nil, status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): %v", p.feeds[k], t.DType, t.Shape, err)
+		}
+		gi.own(g.Alloc, addr)
+		s.feeds[k].dev = &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+		if size > 0 {
+			if gi.feedIn[k], err = gi.pinned(g, size); err != nil {
+				gi.destroy()
+				return nil, status.Errorf(status.CodeOf(err), "feed '%s': pinned staging: %v", p.feeds[k], err)
+			}
+		}
+	}
+	if err := cst.BeginCapture(); err != nil {
+		gi.destroy()
+		return nil, err
+	}
+	lerr := s.captureWork()
+	graph, eerr := cst.EndCapture()
+	if lerr == nil {
+		lerr = eerr
+	}
+	if lerr != nil {
+		graph.Destroy()
+		gi.destroy()
+		return nil, lerr
+	}
+	gi.exec, err = graph.Instantiate()
+	graph.Destroy()
+	if err != nil {
+		gi.destroy()
+		return nil, err
+	}
+	return gi, nil
+}
+
+// captureWork enqueues the step on the capture stream: feed copies from
+// the instance's pinned staging, the nodes, fetch copies into pinned
+// staging it owns.
+func (s *gstep) captureWork() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = status.Errorf(status.Internal, "GPU step capture panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	p, gi := s.plan, s.capt
+	for k, b := range gi.feedIn {
+		if b != nil {
+			if err := s.c.H2D(cu.Ptr(s.feeds[k].dev.Buf), b); err != nil {
+				return status.Wrap(err, "feed '%s'", p.feeds[k])
+			}
+		}
+	}
+	for _, i := range p.topo {
+		if err := s.node(i); err != nil {
+			return err
+		}
+	}
+	for k, r := range p.fetches {
+		v := s.value(r)
+		o := &gi.outs[k]
+		switch {
+		case r.Node < 0:
+			o.kind, o.feed = outFeed, r.Index
+		case v.host != nil:
+			o.kind, o.host = outHost, v.host.Clone()
+		default:
+			t := v.dev
+			o.kind, o.dt, o.shape = outStaged, t.DType, t.Shape.Clone()
+			if size := uint64(len(t.Buf)); size > 0 {
+				if o.buf, err = gi.pinned(s.g, size); err != nil {
+					return status.Errorf(status.CodeOf(err), "fetch '%s': pinned staging: %v", fetchName(p, k), err)
+				}
+				if err := s.c.D2H(o.buf, cu.Ptr(t.Buf)); err != nil {
+					return status.Wrap(err, "fetch '%s'", fetchName(p, k))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// own makes a device buffer the instance's.
+func (gi *graphInst) own(a *bfc.Allocator, addr uint64) {
+	gi.dev = append(gi.dev, owned{a, addr})
+}
+
+// pinned allocates pinned staging the instance owns.
+func (gi *graphInst) pinned(g *groups.Group, size uint64) ([]byte, error) {
+	addr, err := g.HostAlloc.Allocate(size, nil)
+	if err != nil {
+		return nil, err
+	}
+	gi.host = append(gi.host, owned{g.HostAlloc, addr})
+	return g.Device.HostMemory().Bytes(addr, size), nil
+}
+
+// replay runs the instance for feeds; the caller holds it (busy).
+func (gi *graphInst) replay(ctx context.Context, feeds []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	g := gi.g
+	for k, b := range gi.feedIn {
+		if b != nil {
+			copy(b, feeds[k].Buf)
+		}
+	}
+	c := g.Compute.(*cu.Stream)
+	if err := gi.exec.Launch(c); err != nil {
+		return nil, status.Wrap(err, "CUDA graph of the step on group %d of %s", g.ID, g.Device.Name())
+	}
+	e, err := getEvent(c.Context())
+	if err == nil {
+		if err = c.RecordEvent(e); err != nil {
+			putEvent(c.Context(), e)
+		}
+	}
+	if err != nil {
+		// Without an event, the stream's own sync is the wait.
+		if serr := c.Sync(); serr != nil {
+			return nil, status.Wrap(serr, "waiting for the CUDA graph on %s", g.Device.Name())
+		}
+	} else {
+		werr := waitEvent(ctx, e)
+		putEvent(c.Context(), e)
+		if werr != nil {
+			return nil, status.Wrap(werr, "waiting for the CUDA graph on %s", g.Device.Name())
+		}
+		if ctx.Err() != nil {
+			return nil, status.Errorf(status.Cancelled, "step cancelled: %v", ctx.Err())
+		}
+	}
+	out := make([]*tensor.Tensor, len(gi.outs))
+	for k := range gi.outs {
+		o := &gi.outs[k]
+		switch o.kind {
+		case outFeed:
+			out[k] = feeds[o.feed].Clone()
+		case outHost:
+			out[k] = o.host.Clone()
+		default:
+			t := tensor.New(o.dt, o.shape)
+			copy(t.Buf, o.buf)
+			out[k] = t
+		}
+	}
+	return out, nil
+}
+
+// waitEvent blocks until e completes; when ctx can be cancelled it still
+// waits (device work cannot be taken back) and the caller reports the
+// cancellation.
+func waitEvent(ctx context.Context, e *cu.Event) error {
+	if ctx.Done() == nil {
+		return e.Sync()
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- e.Sync() }()
+	select {
+	case err := <-waited:
+		return err
+	case <-ctx.Done():
+		return <-waited
+	}
+}
+
+// destroy releases the instance: its graph and its buffers. No launch of
+// it may be pending.
+func (gi *graphInst) destroy() error {
+	var first error
+	if gi.exec != nil {
+		first = gi.exec.Destroy()
+		gi.exec = nil
+	}
+	for _, o := range gi.dev {
+		if err := o.alloc.Free(o.addr); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, o := range gi.host {
+		if err := o.alloc.Free(o.addr); err != nil && first == nil {
+			first = err
+		}
+	}
+	gi.dev, gi.host = nil, nil
+	return first
+}
