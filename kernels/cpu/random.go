@@ -9,7 +9,6 @@ import (
 
 	"mstream/graph"
 	"mstream/kernels"
-	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -26,6 +25,8 @@ import (
 // Element j of a call reads a block that depends only on j and the
 // reservation, never on how ctx.For splits the work, so results do not
 // depend on the pool. The streams are not bit-identical to TF's.
+// randomargs.go holds the checks and the reservation, which the GPU
+// kernels share (cpu.RandomStream).
 
 func init() {
 	floats := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16}
@@ -102,54 +103,16 @@ func boxMuller(u1, u2 float64) (float64, float64) {
 }
 
 func (k *randomKernel) Compute(ctx *kernels.Context) error {
-	st := ctx.Input(0)
-	if len(st.Shape) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "shape must be a vector of {int32,int64}, got shape %v", st.Shape)
-	}
-	dims, err := hostInts(ctx, 0, "shape")
+	d, err := k.draw(ctx)
 	if err != nil {
 		return err
 	}
-	shape := tensor.Shape(dims)
-	if err := shape.Validate(); err != nil {
-		return ctx.Errorf(status.InvalidArgument, "shape: %v", err)
-	}
-	var lo, span uint64
-	if k.dist == distInt {
-		mn, mx := ctx.Input(1), ctx.Input(2)
-		if len(mn.Shape) != 0 {
-			return ctx.Errorf(status.InvalidArgument, "minval must be 0-D, got shape %v", mn.Shape)
-		}
-		if len(mx.Shape) != 0 {
-			return ctx.Errorf(status.InvalidArgument, "maxval must be 0-D, got shape %v", mx.Shape)
-		}
-		a, _ := mn.Int64s()
-		b, _ := mx.Int64s()
-		if shape.NumElements() > 0 && a[0] >= b[0] {
-			return ctx.Errorf(status.InvalidArgument, "Need minval < maxval: %d >= %d", a[0], b[0])
-		}
-		lo, span = uint64(a[0]), uint64(b[0])-uint64(a[0])
-	}
-	o, err := ctx.Allocate(0, shape)
-	if err != nil {
-		return err
-	}
+	o, per, base, lo, span := d.Out, d.Per, d.Base, d.Lo, d.Span
 	n := int(o.NumElements())
 	if n == 0 {
 		return nil
 	}
 	dt := o.DType
-	// Values per block: 4 for 32-bit uniforms, 2 for 64-bit ones and for
-	// normals (one Box-Muller pair per block).
-	per := 2
-	if k.dist == distUniform && dt != tensor.Double || k.dist == distInt && dt == tensor.Int32 {
-		per = 4
-	}
-	blocks := uint64((n + per - 1) / per)
-	if k.dist == distTruncated {
-		blocks = uint64(n) * truncBlocks
-	}
-	base := k.next.Add(blocks) - blocks
 	var f32 []float32
 	switch dt {
 	case tensor.Half, tensor.Bfloat16:

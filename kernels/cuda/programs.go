@@ -30,6 +30,8 @@ var (
 	nnSrc string
 	//go:embed src/misc.cu
 	miscSrc string
+	//go:embed src/random.cu
+	randomSrc string
 
 	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
@@ -40,10 +42,11 @@ var (
 	moves       = &cu.Program{Name: "move.cu", Source: commonSrc + typesSrc + moveSrc}
 	nns         = &cu.Program{Name: "nn.cu", Source: commonSrc + typesSrc + nnSrc}
 	miscs       = &cu.Program{Name: "misc.cu", Source: commonSrc + typesSrc + miscSrc}
+	randoms     = &cu.Program{Name: "random.cu", Source: commonSrc + typesSrc + randomSrc}
 )
 
 // Programs lists every program, so a tool or test can compile them all
 // ahead of use.
 func Programs() []*cu.Program {
-	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs}
+	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs, randoms}
 }
