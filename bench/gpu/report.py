@@ -71,7 +71,7 @@ def main():
     d = sys.argv[1]
     ours, peers = load_ours(d), load_peers(d)
     models = sorted({k[0] for k in ours})
-    configs = sorted({k[1] for k in ours}, key=lambda c: (int(c[1:].rstrip("ma")), c))
+    configs = sorted({k[1] for k in ours}, key=lambda c: (int(c[1:].rstrip("macg")), c))
     print("## Points (median of repeats): QPS / p99 ms\n")
     for m in models:
         batches = sorted({k[2] for k in ours if k[0] == m})

@@ -9,9 +9,10 @@
 # then the PyTorch peer (PEERS=path/to/peers_torch.py) in the same run, and
 # report.py prints the table with ratios. Environment (defaults):
 #   MODELS=mlp,dlrm_small,model_test  BATCHES=1,16,64,256  THREADS=1,4,8,16
-#   DUR=0.5  REPEATS=3  CONFIGS="g1 g2 g4 g8 g16 g4m g4a"  PEERS=  PEER_DUR=0.5
-# A configuration name is g<N> (N groups), plus m (TF_GPU_STREAM_MERGE) and/or
-# a (TF_GPU_STREAM_AWARE_BFC); g16 also sets CUDA_DEVICE_MAX_CONNECTIONS=32.
+#   DUR=0.5  REPEATS=3  CONFIGS="g1 g2 g4 g8 g16 g4m g4a g1cg g4cg"  PEERS=  PEER_DUR=0.5
+# A configuration name is g<N> (N groups), plus m (TF_GPU_STREAM_MERGE), a
+# (TF_GPU_STREAM_AWARE_BFC) and/or cg (MSTREAM_CUDA_GRAPH: steps replayed as
+# CUDA graphs); g16 also sets CUDA_DEVICE_MAX_CONNECTIONS=32.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$HERE/out}
@@ -21,7 +22,7 @@ BATCHES=${BATCHES:-1,16,64,256}
 THREADS=${THREADS:-1,4,8,16}
 DUR=${DUR:-0.5}
 REPEATS=${REPEATS:-3}
-CONFIGS=${CONFIGS:-"g1 g2 g4 g8 g16 g4m g4a"}
+CONFIGS=${CONFIGS:-"g1 g2 g4 g8 g16 g4m g4a g1cg g4cg"}
 RES=$OUT/ours.jsonl
 : >"$RES"
 [ -f /tmp/mstream_models/dlrm_small.pb ] || "$HERE/gen" -out /tmp/mstream_models >&2
@@ -31,16 +32,17 @@ for m in ${MODELS//,/ }; do
     *) model=/tmp/mstream_models/$m.pb; ids=100000 ;;
   esac
   for cfg in $CONFIGS; do
-    n=${cfg#g}; n=${n%%[ma]*}
-    merge=false; aware=false; conns=
+    n=${cfg#g}; n=${n%%[mac]*}
+    merge=false; aware=false; graph=false; conns=
     case $cfg in *m*) merge=true ;; esac
     case $cfg in *a*) aware=true ;; esac
+    case $cfg in *cg*) graph=true ;; esac
     [ "$n" -ge 16 ] && conns=32
     for rep in $(seq 1 "$REPEATS"); do
       log=$OUT/smi_${m}_${cfg}_$rep.csv
       nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits -lms 100 >"$log" 2>/dev/null &
       smi=$!
-      env TF_GPU_STREAM_GROUP_COUNT=$n TF_GPU_STREAM_MERGE=$merge TF_GPU_STREAM_AWARE_BFC=$aware \
+      env TF_GPU_STREAM_GROUP_COUNT=$n TF_GPU_STREAM_MERGE=$merge TF_GPU_STREAM_AWARE_BFC=$aware MSTREAM_CUDA_GRAPH=$graph \
         ${conns:+CUDA_DEVICE_MAX_CONNECTIONS=$conns} IDS_MAX=$ids \
         "$HERE/loadgen" "$model" "$BATCHES" "$THREADS" "$DUR" 2>>"$OUT/loadgen.err" |
         python3 -c '
