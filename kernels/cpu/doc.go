@@ -37,10 +37,11 @@
 // ReverseArgs, BroadcastToArgs, SplitArgs, SplitVArgs, ConcatArgs,
 // PackArgs, UnpackArgs, TransposeArgs, GatherArgs, GatherNdArgs,
 // OneHotArgs, MatrixBandPartArgs); others sit beside their kernel
-// (Conv2DBackpropInputArgs in nn_conv.go, ScanArgs and TopKArgs in
-// scan.go, ResizeArgs in resize.go). A check that reads element data the
-// GPU keeps on the device (GatherNd's index bounds) stays in the CPU
-// kernel.
+// (Conv2DBackpropInputArgs in nn_conv.go; ParsePoolAttrs,
+// ParseMaxPoolV2Attrs, MaxPoolV2Args and PoolParams in nn_pool.go;
+// ScanArgs and TopKArgs in scan.go; ResizeArgs in resize.go). A check that
+// reads element data the GPU keeps on the device (GatherNd's index
+// bounds) stays in the CPU kernel.
 //
 // NN kernels are NHWC with HWIO filters, as TF's CPU kernels; NCHW fails
 // with TF's code (Conv2D and DepthwiseConv2dNative UNIMPLEMENTED, pooling

@@ -17,8 +17,8 @@ import (
 // bfloat16 and int32, and DepthwiseConv2dNative (the grouped convolution
 // with one group per input channel); MaxPool, MaxPoolV2, AvgPool;
 // FusedBatchNorm, V2 and V3 (inference and training). Attribute and shape
-// validation is the CPU kernels' (kernels/cpu's exported Conv2D parser
-// and geometry), so errors match.
+// validation is the CPU kernels' (kernels/cpu's exported Conv2D and
+// pooling parsers and geometry), so errors match.
 //
 // im2col needs scratch memory: it comes from Context.Alloc, which the
 // executor frees after the kernel in stream order (an allocation that is
@@ -81,34 +81,27 @@ func init() {
 	maxTypes := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32, tensor.Int64,
 		tensor.Uint8, tensor.Int16, tensor.Int8, tensor.Uint16}
 	reg("MaxPool", "T", maxTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		pa, err := parsePool(n, "MaxPoolingOp", true)
+		pa, err := cpu.ParsePoolAttrs(n, "MaxPoolingOp", true)
 		if err != nil {
 			return nil, err
 		}
 		return fn(func(k kctx) error { return poolGPU(k, pa, true) })(n)
 	})
 	reg("MaxPoolV2", "T", maxTypes, []string{"ksize", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
-		if df := strAttr(n, "data_format", "NHWC"); df != "NHWC" {
-			return nil, status.Errorf(status.InvalidArgument, "%s (op %s): Default MaxPoolingOp only supports NHWC on device type CPU", n.Name, n.Op)
+		padding, err := cpu.ParseMaxPoolV2Attrs(n)
+		if err != nil {
+			return nil, err
 		}
-		padding := strAttr(n, "padding", "")
 		return fn(func(k kctx) error {
-			pa := poolAttrs{padding: padding}
-			var err error
-			if pa.ksize, err = hostVec(k, 1, "ksize"); err != nil {
+			pa, err := cpu.MaxPoolV2Args(k.Context, padding)
+			if err != nil {
 				return err
-			}
-			if pa.strides, err = hostVec(k, 2, "strides"); err != nil {
-				return err
-			}
-			if err := pa.check(); err != nil {
-				return k.Errorf(status.CodeOf(err), "%v", err)
 			}
 			return poolGPU(k, pa, true)
 		})(n)
 	})
 	reg("AvgPool", "T", gpuFloats, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		pa, err := parsePool(n, "AvgPoolingOp", false)
+		pa, err := cpu.ParsePoolAttrs(n, "AvgPoolingOp", false)
 		if err != nil {
 			return nil, err
 		}
@@ -293,138 +286,15 @@ func depthwiseGPU(k kctx, a cpu.Conv2DAttrs) error {
 	return convDirect(k, p, in, f, o)
 }
 
-type poolAttrs struct {
-	ksize, strides []int64
-	padding        string
-	explicit       []int64
-}
-
-func parsePool(n *graph.Node, what string, explicitOK bool) (poolAttrs, error) {
-	nerr := func(code status.Code, format string, args ...any) error {
-		return status.Errorf(code, "%s (op %s): "+format, append([]any{n.Name, n.Op}, args...)...)
-	}
-	if df := strAttr(n, "data_format", "NHWC"); df != "NHWC" {
-		return poolAttrs{}, nerr(status.InvalidArgument, "Default %s only supports NHWC on device type CPU", what)
-	}
-	ints := func(name string) []int64 {
-		if a := n.Attrs[name]; a != nil && a.GetList() != nil {
-			return a.GetList().GetI()
-		}
-		return nil
-	}
-	pa := poolAttrs{ksize: ints("ksize"), strides: ints("strides"), padding: strAttr(n, "padding", "")}
-	if pa.padding == "EXPLICIT" {
-		if !explicitOK {
-			return pa, nerr(status.InvalidArgument, "EXPLICIT padding is not supported by %s", what)
-		}
-		pa.explicit = ints("explicit_paddings")
-		if len(pa.explicit) != 8 {
-			return pa, nerr(status.InvalidArgument, "explicit_paddings attribute must contain 8 values, but got: %d", len(pa.explicit))
-		}
-		for _, p := range pa.explicit {
-			if p < 0 {
-				return pa, nerr(status.InvalidArgument, "All elements of explicit_paddings must be nonnegative")
-			}
-		}
-		if e := pa.explicit; e[0] != 0 || e[1] != 0 || e[6] != 0 || e[7] != 0 {
-			return pa, nerr(status.InvalidArgument, "Nonzero explicit padding in the batch or depth dimensions is not supported")
-		}
-	}
-	if err := pa.check(); err != nil {
-		return pa, nerr(status.CodeOf(err), "%v", err)
-	}
-	return pa, nil
-}
-
-func (pa poolAttrs) check() error {
-	if len(pa.ksize) != 4 {
-		return status.Errorf(status.InvalidArgument, "Sliding window ksize field must specify 4 dimensions")
-	}
-	if len(pa.strides) != 4 {
-		return status.Errorf(status.InvalidArgument, "Sliding window stride field must specify 4 dimensions")
-	}
-	for i, k := range pa.ksize {
-		if k <= 0 {
-			return status.Errorf(status.InvalidArgument, "Sliding window ksize for dimension %d was zero.", i)
-		}
-	}
-	for i, s := range pa.strides {
-		if s <= 0 {
-			return status.Errorf(status.InvalidArgument, "Sliding window stride for dimension %d must be positive, got %d", i, s)
-		}
-	}
-	if pa.ksize[0] != 1 || pa.strides[0] != 1 {
-		return status.Errorf(status.Unimplemented, "Pooling is not yet supported on the batch dimension.")
-	}
-	if pa.padding != "SAME" && pa.padding != "VALID" && pa.padding != "EXPLICIT" {
-		return status.Errorf(status.InvalidArgument, "padding must be SAME or VALID, not %q", pa.padding)
-	}
-	return nil
-}
-
-// windowSize is TF's GetWindowedOutputSizeVerbose for dilation 1: the
-// output size and the padding before.
-func windowSize(in, k, stride int64, padding string, before, after int64) (int64, int64, error) {
-	var out, pb int64
-	switch padding {
-	case "VALID":
-		out = (in - k + stride) / stride
-	case "EXPLICIT":
-		out = (in + before + after - k + stride) / stride
-		pb = before
-	default:
-		out = (in + stride - 1) / stride
-		need := max(0, (out-1)*stride+k-in)
-		pb = need / 2
-	}
-	if out < 0 {
-		return 0, 0, status.Errorf(status.InvalidArgument, "Computed output size would be negative: %d [input_size: %d, effective_filter_size: %d, stride: %d]", out, in, k, stride)
-	}
-	return out, pb, nil
-}
-
-func poolGPU(k kctx, pa poolAttrs, isMax bool) error {
+// poolGPU is MaxPool, MaxPoolV2 and AvgPool over the geometry the CPU's
+// checks (cpu.PoolParams) return, one output element per thread.
+func poolGPU(k kctx, pa cpu.PoolAttrs, isMax bool) error {
 	in := k.Input(0)
-	if len(in.Shape) != 4 {
-		return k.Errorf(status.InvalidArgument, "tensor_in must be 4-dimensional, got shape %v", in.Shape)
-	}
-	kh, kw, kd := pa.ksize[1], pa.ksize[2], pa.ksize[3]
-	sh, sw, ds := pa.strides[1], pa.strides[2], pa.strides[3]
-	c := in.Shape[3]
-	if kd != 1 && (kh != 1 || kw != 1) {
-		return k.Errorf(status.Unimplemented, "MaxPooling supports exactly one of pooling across depth or pooling across width/height.")
-	}
-	var pads [4]int64
-	if pa.padding == "EXPLICIT" {
-		copy(pads[:], pa.explicit[2:6])
-		for i, p := range pads {
-			if p >= pa.ksize[1+i/2] {
-				return k.Errorf(status.InvalidArgument, "%s padding %d needs to be smaller than the window size %d", []string{"Top", "Bottom", "Left", "Right"}[i], p, pa.ksize[1+i/2])
-			}
-		}
-	}
-	if kd != 1 {
-		if !isMax {
-			return k.Errorf(status.Unimplemented, "Non-spatial pooling is not yet supported. Volunteers? :)")
-		}
-		if c%kd != 0 {
-			return k.Errorf(status.Unimplemented, "Depthwise max pooling requires the depth window to evenly divide the input depth")
-		}
-		if ds != kd {
-			return k.Errorf(status.Unimplemented, "Depthwise max pooling requires the depth window to equal the depth stride")
-		}
-	} else if ds != 1 {
-		return k.Errorf(status.Unimplemented, "Pooling with a depth stride %d needs a depth window of the same size", ds)
-	}
-	oh, pt, err := windowSize(in.Shape[1], kh, sh, pa.padding, pads[0], pads[1])
+	g, err := cpu.PoolParams(k.Context, pa, in.Shape, isMax)
 	if err != nil {
-		return k.Errorf(status.CodeOf(err), "%v", err)
+		return err
 	}
-	ow, pl, err := windowSize(in.Shape[2], kw, sw, pa.padding, pads[2], pads[3])
-	if err != nil {
-		return k.Errorf(status.CodeOf(err), "%v", err)
-	}
-	o, err := k.Allocate(0, tensor.Shape{in.Shape[0], oh, ow, c / kd})
+	o, err := k.Allocate(0, tensor.Shape{int64(g.N), int64(g.OH), int64(g.OW), int64(g.OD)})
 	if err != nil {
 		return err
 	}
@@ -432,11 +302,12 @@ func poolGPU(k kctx, pa poolAttrs, isMax bool) error {
 	if n == 0 {
 		return nil
 	}
-	meta := []int64{in.Shape[0], in.Shape[1], in.Shape[2], c, kh, kw, c / kd, 1, sh, sw, 1, 1, pt, pl, oh, ow, 0, 0, 0, 0}
+	meta := []int64{int64(g.N), int64(g.H), int64(g.W), int64(g.C), int64(g.KH), int64(g.KW), int64(g.OD), 1,
+		int64(g.SH), int64(g.SW), 1, 1, int64(g.PT), int64(g.PL), int64(g.OH), int64(g.OW), 0, 0, 0, 0}
 	var args cu.Args
 	args.Ptr(ptr(o)).Ptr(ptr(in)).I64(n).I64s(meta...)
 	if isMax {
-		args.I64(kd)
+		args.I64(int64(g.KD))
 		return k.launchN(nns, "maxpool_"+suffix(in.DType), n, &args)
 	}
 	return k.launchN(nns, "avgpool_"+suffix(in.DType), n, &args)
