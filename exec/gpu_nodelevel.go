@@ -39,13 +39,45 @@ type GPUNodeRuntime struct {
 type nlGroup struct {
 	g       *groups.Group
 	c, h, d *cu.Stream
-	// seq counts the points of c that a consumer may wait for (one per
-	// GPU node or copy launched on it); known[b] is how far this compute
-	// stream is known to follow group b's (its vector clock).
-	seq   int
-	known []int
-	waits int
-	skips int
+	waits   int
+	skips   int
+}
+
+// clocks are the compute streams' vector clocks: seq[a] counts the points
+// of stream a that a consumer may wait for (one per GPU node or batch of
+// copies launched on it), known[a][b] is how far stream a is known to
+// follow stream b, directly or through others.
+type clocks struct {
+	seq   []int
+	known [][]int
+}
+
+func newClocks(n int) *clocks {
+	c := &clocks{seq: make([]int, n), known: make([][]int, n)}
+	for a := range c.known {
+		c.known[a] = make([]int, n)
+	}
+	return c
+}
+
+// tick marks new work on stream a and returns its point.
+func (c *clocks) tick(a int) point {
+	c.seq[a]++
+	return point{a, c.seq[a]}
+}
+
+// covers says whether stream a already follows pt.
+func (c *clocks) covers(a int, pt point) bool {
+	return pt.seq == 0 || pt.group == a || c.known[a][pt.group] >= pt.seq
+}
+
+// waited records that stream a now waits for everything launched on
+// stream b so far, and so for what b was known to follow.
+func (c *clocks) waited(a, b int) {
+	c.known[a][b] = max(c.known[a][b], c.seq[b])
+	for x, n := range c.known[b] {
+		c.known[a][x] = max(c.known[a][x], n)
+	}
 }
 
 // point is a position on a group's compute stream: the work launched
@@ -58,6 +90,7 @@ type nlstep struct {
 	*gstep
 	rt  *GPUNodeRuntime
 	gs  []nlGroup
+	clk *clocks
 	cur int     // the current group, an index in gs
 	at  []point // per plan node: where a GPU node's work ends (seq 0: none)
 	// made holds the device copies of feeds and host values, made on a
@@ -89,7 +122,7 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 	if len(rt.Assign) != len(p.nodes) {
 		return nil, nil, status.Errorf(status.Internal, "node-level GPU step: %d group assignments for %d nodes", len(rt.Assign), len(p.nodes))
 	}
-	s := &nlstep{rt: rt, gs: make([]nlGroup, len(rt.Groups)), at: make([]point, len(p.nodes)), made: map[*tensor.Tensor]point{}}
+	s := &nlstep{rt: rt, gs: make([]nlGroup, len(rt.Groups)), clk: newClocks(len(rt.Groups)), at: make([]point, len(p.nodes)), made: map[*tensor.Tensor]point{}}
 	streams := make([]device.Stream, 0, len(rt.Groups)+1)
 	for k, g := range rt.Groups {
 		c, ok1 := g.Compute.(*cu.Stream)
@@ -102,7 +135,7 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 			return nil, nil, status.Errorf(status.Unimplemented, "node-level multi-stream on %s: group %d is in CUDA context %d and group %d in %d; values cross groups, so they must share one context (TF_GPU_CONTEXT_COUNT=1)",
 				g.Device.Name(), rt.Groups[0].Index, rt.Groups[0].Context, g.Index, g.Context)
 		}
-		s.gs[k] = nlGroup{g: g, c: c, h: h, d: d, known: make([]int, len(rt.Groups))}
+		s.gs[k] = nlGroup{g: g, c: c, h: h, d: d}
 		streams = append(streams, c)
 	}
 	for i, a := range rt.Assign {
@@ -229,7 +262,7 @@ func (s *nlstep) waitFor(pt point) error {
 		return nil
 	}
 	me, from := &s.gs[s.cur], &s.gs[pt.group]
-	if s.rt.ReduceWaits && me.known[pt.group] >= pt.seq {
+	if s.rt.ReduceWaits && s.clk.covers(s.cur, pt) {
 		me.skips++
 		return nil
 	}
@@ -237,10 +270,7 @@ func (s *nlstep) waitFor(pt point) error {
 		return err
 	}
 	me.waits++
-	me.known[pt.group] = max(me.known[pt.group], from.seq)
-	for b, n := range from.known {
-		me.known[b] = max(me.known[b], n)
-	}
+	s.clk.waited(s.cur, pt.group)
 	return nil
 }
 
@@ -260,11 +290,10 @@ func (s *nlstep) launchNodes() error {
 	if err := s.launchFeeds(); err != nil {
 		return err
 	}
-	home := &s.gs[0]
-	home.seq++ // the feeds' copies: home compute waited for them
+	fed := s.clk.tick(0) // the feeds' copies: home compute waited for them
 	for k := range s.feeds {
 		if dt := s.feeds[k].dev; dt != nil {
-			s.made[dt] = point{0, home.seq}
+			s.made[dt] = fed
 		}
 	}
 	for _, i := range p.topo {
@@ -288,22 +317,19 @@ func (s *nlstep) launchNodes() error {
 		if pn.where == onConst {
 			continue
 		}
-		ng := &s.gs[s.cur]
-		copied := false
+		var copied point
 		for j, r := range pn.inputs {
 			v := s.value(r)
 			if !before[j] && v.dev != nil && (r.Node < 0 || p.nodes[r.Node].where != onConst) {
 				// Copied in on this compute stream for this node.
-				if !copied {
-					ng.seq++
-					copied = true
+				if copied.seq == 0 {
+					copied = s.clk.tick(s.cur)
 				}
-				s.made[v.dev] = point{s.cur, ng.seq}
+				s.made[v.dev] = copied
 			}
 		}
 		if pn.where == onGPU {
-			ng.seq++
-			s.at[i] = point{s.cur, ng.seq}
+			s.at[i] = s.clk.tick(s.cur)
 			nodes++
 		}
 	}
@@ -347,7 +373,7 @@ func (s *nlstep) waitInputs(i int) error {
 // so the fetches and the final event on its D2H stream follow the step.
 func (s *nlstep) join() error {
 	for k := 1; k < len(s.gs); k++ {
-		if err := s.waitFor(point{k, s.gs[k].seq}); err != nil {
+		if err := s.waitFor(point{k, s.clk.seq[k]}); err != nil {
 			return status.Wrap(err, "joining group %d into group %d", s.gs[k].g.Index, s.gs[0].g.Index)
 		}
 	}
