@@ -211,3 +211,57 @@ func (s *Stream) GemmBias(g GemmArgs, bias uint64, relu bool) error {
 	}
 	return s.ctx.dev.lib.blasErr(call, r, fmt.Sprintf("(m=%d n=%d k=%d)", g.M, g.N, g.K))
 }
+
+// GemmType is the operand type of GemmEx.
+type GemmType int
+
+// GemmEx operand types (their cudaDataType_t values).
+const (
+	GemmHalf     GemmType = 2  // CUDA_R_16F
+	GemmBfloat16 GemmType = 14 // CUDA_R_16BF
+)
+
+// GemmEx is Gemm for half or bfloat16 operands and result
+// (cublasGemmEx, cublasGemmStridedBatchedEx): products accumulate in
+// float (CUBLAS_COMPUTE_32F, as TF computes its half and bfloat16
+// MatMuls) and C is rounded to dt once. g.Double and g.TF32 are ignored.
+// A cuBLAS without the Ex entry points gives UNIMPLEMENTED.
+func (s *Stream) GemmEx(g GemmArgs, dt GemmType) error {
+	if dt != GemmHalf && dt != GemmBfloat16 {
+		return status.Errorf(status.InvalidArgument, "cuda: GemmEx of type %d", dt)
+	}
+	if g.Batch == 0 {
+		g.Batch = 1
+	}
+	if g.M == 0 || g.N == 0 || g.Batch < 0 {
+		return nil
+	}
+	for _, v := range []int{g.M, g.N, g.K, g.Batch} {
+		if v > 1<<31-1 {
+			return status.Errorf(status.InvalidArgument, "cuda: GEMM dimension %d exceeds cuBLAS's int range", v)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := s.blasLocked()
+	if err != nil {
+		return err
+	}
+	lda, ldb := g.K, g.N
+	if g.TransA {
+		lda = g.M
+	}
+	if g.TransB {
+		ldb = g.K
+	}
+	call := "cublasGemmEx"
+	if g.Batch > 1 {
+		call = "cublasGemmStridedBatchedEx"
+	}
+	// Column major, as Gemm: Cᵀ = op(B)ᵀ·op(A)ᵀ.
+	r := C.ms_blas_gemm_ex(s.lib(), s.ctx.c, b.h, C.int(dt), cbool(g.TransB), cbool(g.TransA),
+		C.int(g.N), C.int(g.M), C.int(g.K), C.CUdeviceptr(g.B), C.int(ldb), C.longlong(g.StrideB),
+		C.CUdeviceptr(g.A), C.int(lda), C.longlong(g.StrideA), C.CUdeviceptr(g.C), C.int(g.N),
+		C.longlong(g.StrideC), C.int(g.Batch))
+	return s.ctx.dev.lib.blasErr(call, r, fmt.Sprintf("(m=%d n=%d k=%d batch=%d)", g.M, g.N, g.K, g.Batch))
+}

@@ -123,6 +123,8 @@ static int load_blas(ms_lib *L, char *err, size_t errlen) {
 	SYM(h, cublasDgemm_v2, 1);
 	SYM(h, cublasSgemmStridedBatched, 1);
 	SYM(h, cublasDgemmStridedBatched, 1);
+	SYM(h, cublasGemmEx, 0);
+	SYM(h, cublasGemmStridedBatchedEx, 0);
 	h = L->h_lt;
 	libpath = L->path_lt;
 	SYM(h, cublasLtCreate, 1);
@@ -465,6 +467,22 @@ int ms_blas_gemm(const ms_lib *L, CUcontext c, cublasHandle_t h, int dbl, int tf
 			(float *)C, ldc);
 	return L->cublasSgemmStridedBatched(h, ta, tb, m, n, k, &fa, (const float *)A, lda, sa, (const float *)B, ldb,
 		sb, &fb, (float *)C, ldc, sc, batch);
+}
+
+int ms_blas_gemm_ex(const ms_lib *L, CUcontext c, cublasHandle_t h, int dt, int ta, int tb, int m, int n, int k,
+		CUdeviceptr A, int lda, long long sa, CUdeviceptr B, int ldb, long long sb, CUdeviceptr C, int ldc,
+		long long sc, int batch) {
+	enum { COMPUTE_32F = 68, GEMM_DEFAULT = -1 };
+	if (!L->cublasGemmEx || !L->cublasGemmStridedBatchedEx) return 15; /* CUBLAS_STATUS_NOT_SUPPORTED */
+	SETCTX();
+	int st = L->cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+	if (st) return st;
+	float alpha = 1, beta = 0;
+	if (batch == 1)
+		return L->cublasGemmEx(h, ta, tb, m, n, k, &alpha, (const void *)A, dt, lda, (const void *)B, dt, ldb,
+			&beta, (void *)C, dt, ldc, COMPUTE_32F, GEMM_DEFAULT);
+	return L->cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &alpha, (const void *)A, dt, lda, sa, (const void *)B,
+		dt, ldb, sb, &beta, (void *)C, dt, ldc, sc, batch, COMPUTE_32F, GEMM_DEFAULT);
 }
 
 /* ---- cuBLASLt ---------------------------------------------------------- */

@@ -113,6 +113,12 @@ typedef struct ms_lib {
 	cublasStatus_t (*cublasDgemmStridedBatched)(cublasHandle_t, int, int, int, int, int, const double *,
 		const double *, int, long long, const double *, int, long long, const double *, double *, int,
 		long long, int);
+	/* Mixed-precision GEMMs (half, bfloat16): optional, so a library without them still loads. */
+	cublasStatus_t (*cublasGemmEx)(cublasHandle_t, int, int, int, int, int, const void *, const void *, int,
+		int, const void *, int, int, const void *, void *, int, int, int, int);
+	cublasStatus_t (*cublasGemmStridedBatchedEx)(cublasHandle_t, int, int, int, int, int, const void *,
+		const void *, int, int, long long, const void *, int, int, long long, const void *, void *, int, int,
+		long long, int, int, int);
 
 	/* cuBLASLt */
 	cublasStatus_t (*cublasLtCreate)(cublasLtHandle_t *);
@@ -222,6 +228,11 @@ int ms_blas_destroy(const ms_lib *L, CUcontext c, cublasHandle_t h);
 int ms_blas_gemm(const ms_lib *L, CUcontext c, cublasHandle_t h, int dbl, int tf32, int ta, int tb, int m, int n,
 	int k, double alpha, CUdeviceptr A, int lda, long long sa, CUdeviceptr B, int ldb, long long sb, double beta,
 	CUdeviceptr C, int ldc, long long sc, int batch);
+/* C = A·B for operands of cudaDataType dt (half or bfloat16), computed in
+ * float (CUBLAS_COMPUTE_32F); CUBLAS_STATUS_NOT_SUPPORTED when cuBLAS lacks GemmEx. */
+int ms_blas_gemm_ex(const ms_lib *L, CUcontext c, cublasHandle_t h, int dt, int ta, int tb, int m, int n, int k,
+	CUdeviceptr A, int lda, long long sa, CUdeviceptr B, int ldb, long long sb, CUdeviceptr C, int ldc,
+	long long sc, int batch);
 
 /* cuBLASLt: a plan holds the descriptors and the algorithm for one shape. */
 typedef struct ms_lt_plan {

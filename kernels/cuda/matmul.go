@@ -14,7 +14,7 @@ var allowTF32 atomic.Bool
 
 func init() {
 	allowTF32.Store(true)
-	reg("MatMul", "T", floatTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
+	reg("MatMul", "T", gemmTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		ta, tb := boolAttr(n, "transpose_a"), boolAttr(n, "transpose_b")
 		return fn(func(k kctx) error { return matmul(k, ta, tb) })(n)
 	})
@@ -23,7 +23,7 @@ func init() {
 		if op == "BatchMatMulV3" {
 			ta = "Ta"
 		}
-		reg(op, ta, floatTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		reg(op, ta, gemmTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
 			if len(n.InTypes) == 2 && (n.InTypes[0] != n.InTypes[1] || n.OutTypes[0] != n.InTypes[0]) {
 				return nil, status.Errorf(status.Unimplemented, "node '%s': %s with mixed dtypes %v, %v -> %v", n.Name, n.Op, n.InTypes[0], n.InTypes[1], n.OutTypes[0])
 			}
@@ -88,6 +88,9 @@ func gemm(k kctx, o, a, b *tensor.Tensor, ta, tb bool, m, kk, n, batch, sa, sb i
 	g := cu.GemmArgs{Double: a.DType == tensor.Double, TF32: allowTF32.Load(), TransA: ta, TransB: tb,
 		M: int(m), N: int(n), K: int(kk), A: ptr(a), B: ptr(b), C: ptr(o), Batch: int(batch),
 		StrideA: sa, StrideB: sb, StrideC: m * n}
+	if t, ok := gemmExTypes[a.DType]; ok {
+		return k.wrap(k.s.GemmEx(g, t)) // gemmex.go
+	}
 	return k.wrap(k.s.Gemm(g))
 }
 
