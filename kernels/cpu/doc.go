@@ -39,7 +39,8 @@
 // OneHotArgs, MatrixBandPartArgs); others sit beside their kernel
 // (Conv2DBackpropInputArgs in nn_conv.go; ParsePoolAttrs,
 // ParseMaxPoolV2Attrs, MaxPoolV2Args and PoolParams in nn_pool.go;
-// ScanArgs and TopKArgs in scan.go; ResizeArgs in resize.go). A check that
+// ReductionArgs, ReducedRuns and ArgReduceArgs in reduce2.go; ScanArgs
+// and TopKArgs in scan.go; ResizeArgs in resize.go). A check that
 // reads element data the GPU keeps on the device (GatherNd's index
 // bounds) stays in the CPU kernel.
 //

@@ -67,72 +67,103 @@ type redPlan struct {
 	kst, rst []int64
 }
 
-// planReduce reads the axes input and canonicalises the reduction.
-func planReduce(ctx *kernels.Context, in *tensor.Tensor, axesIn int, keep bool) (redPlan, error) {
-	axes, err := hostInts(ctx, axesIn, "reduction_indices")
+// ReductionArgs reads a reduction's axes (input 1, reduction_indices) and
+// checks them against the input (input 0) as TF's ReductionHelper does;
+// it returns which input dims are reduced, the output shape (reduced dims
+// kept as 1 with keep) and how many elements fold into each output. The
+// CPU and GPU reductions both validate through it.
+func ReductionArgs(ctx *kernels.Context, keep bool) (reduced []bool, out tensor.Shape, count int64, err error) {
+	in := ctx.Input(0)
+	axes, err := hostInts(ctx, 1, "reduction_indices")
 	if err != nil {
-		return redPlan{}, err
+		return nil, nil, 0, err
 	}
 	r := len(in.Shape)
-	red := make([]bool, r)
+	reduced = make([]bool, r)
 	for _, a := range axes {
 		if a < -int64(r) || a >= int64(r) {
-			return redPlan{}, ctx.Errorf(status.InvalidArgument, "Invalid reduction dimension (%d for input with %d dimension(s)", a, r)
+			return nil, nil, 0, ctx.Errorf(status.InvalidArgument, "Invalid reduction dimension (%d for input with %d dimension(s)", a, r)
 		}
 		if a < 0 {
 			a += int64(r)
 		}
-		if red[a] {
-			return redPlan{}, ctx.Errorf(status.InvalidArgument, "Invalid reduction arguments: Axes contains duplicate dimension: %d", a)
+		if reduced[a] {
+			return nil, nil, 0, ctx.Errorf(status.InvalidArgument, "Invalid reduction arguments: Axes contains duplicate dimension: %d", a)
 		}
-		red[a] = true
+		reduced[a] = true
 	}
-	p := redPlan{count: 1}
-	st := strides(in.Shape)
+	count = 1
 	for i, d := range in.Shape {
-		if red[i] {
-			p.count *= d
-			p.rs = append(p.rs, d)
-			p.rst = append(p.rst, st[i])
-			if keep {
-				p.out = append(p.out, 1)
-			}
-		} else {
-			p.kept = append(p.kept, d)
-			p.kst = append(p.kst, st[i])
-			p.out = append(p.out, d)
+		switch {
+		case !reduced[i]:
+			out = append(out, d)
+		case keep:
+			out = append(out, 1)
+		}
+		if reduced[i] {
+			count *= d
 		}
 	}
-	// Merge runs of the same kind, ignoring size-1 dims.
-	type run struct {
-		n   int64
-		red bool
-	}
-	var runs []run
-	for i, d := range in.Shape {
+	return reduced, out, count, nil
+}
+
+// ReducedRun is a run of neighbouring input dims of one kind (reduced or
+// kept) after ReducedRuns drops the size-1 dims: N is their product.
+type ReducedRun struct {
+	N       int64
+	Reduced bool
+}
+
+// ReducedRuns canonicalises a reduction of shape: size-1 dims dropped,
+// neighbours of one kind merged, so [outer, red, inner] reductions and
+// the like are recognised whatever the axes were.
+func ReducedRuns(shape tensor.Shape, reduced []bool) []ReducedRun {
+	var runs []ReducedRun
+	for i, d := range shape {
 		if d == 1 {
 			continue
 		}
-		if k := len(runs); k > 0 && runs[k-1].red == red[i] {
-			runs[k-1].n *= d
+		if k := len(runs); k > 0 && runs[k-1].Reduced == reduced[i] {
+			runs[k-1].N *= d
 		} else {
-			runs = append(runs, run{d, red[i]})
+			runs = append(runs, ReducedRun{d, reduced[i]})
 		}
 	}
+	return runs
+}
+
+// planReduce validates the reduction (ReductionArgs) and canonicalises it.
+func planReduce(ctx *kernels.Context, in *tensor.Tensor, keep bool) (redPlan, error) {
+	red, out, count, err := ReductionArgs(ctx, keep)
+	if err != nil {
+		return redPlan{}, err
+	}
+	p := redPlan{out: out, count: count}
+	st := strides(in.Shape)
+	for i, d := range in.Shape {
+		if red[i] {
+			p.rs = append(p.rs, d)
+			p.rst = append(p.rst, st[i])
+		} else {
+			p.kept = append(p.kept, d)
+			p.kst = append(p.kst, st[i])
+		}
+	}
+	runs := ReducedRuns(in.Shape, red)
 	p.outer, p.red, p.inner = 1, 1, 1
 	p.contiguous = true
 	switch {
 	case len(runs) == 0:
-	case len(runs) == 1 && runs[0].red:
-		p.red = int(runs[0].n)
+	case len(runs) == 1 && runs[0].Reduced:
+		p.red = int(runs[0].N)
 	case len(runs) == 1:
-		p.outer = int(runs[0].n)
-	case len(runs) == 2 && runs[1].red:
-		p.outer, p.red = int(runs[0].n), int(runs[1].n)
+		p.outer = int(runs[0].N)
+	case len(runs) == 2 && runs[1].Reduced:
+		p.outer, p.red = int(runs[0].N), int(runs[1].N)
 	case len(runs) == 2:
-		p.red, p.inner = int(runs[0].n), int(runs[1].n)
-	case len(runs) == 3 && runs[1].red:
-		p.outer, p.red, p.inner = int(runs[0].n), int(runs[1].n), int(runs[2].n)
+		p.red, p.inner = int(runs[0].N), int(runs[1].N)
+	case len(runs) == 3 && runs[1].Reduced:
+		p.outer, p.red, p.inner = int(runs[0].N), int(runs[1].N), int(runs[2].N)
 	default:
 		p.contiguous = false
 	}
@@ -141,7 +172,7 @@ func planReduce(ctx *kernels.Context, in *tensor.Tensor, axesIn int, keep bool) 
 
 func reduceOp(ctx *kernels.Context, kind redKind, keep bool) error {
 	in := ctx.Input(0)
-	p, err := planReduce(ctx, in, 1, keep)
+	p, err := planReduce(ctx, in, keep)
 	if err != nil {
 		return err
 	}
@@ -605,17 +636,18 @@ func init() {
 	}
 }
 
-// argOp is ArgMax/ArgMin over one axis. Ties take the first index. A NaN
-// wins over every number (the first NaN's index), as NumPy does; TF leaves
-// that case to Eigen's evaluation order.
-func argOp(ctx *kernels.Context, isMax bool) error {
+// ArgReduceArgs checks ArgMax's and ArgMin's dimension (input 1, a
+// scalar) against the input, which must not be empty along it, and
+// returns the input viewed as [outer, n, inner] around that axis and the
+// output shape; the CPU and GPU kernels both validate through it.
+func ArgReduceArgs(ctx *kernels.Context) (outer, n, inner int64, out tensor.Shape, err error) {
 	in := ctx.Input(0)
 	if len(ctx.Input(1).Shape) != 0 {
-		return ctx.Errorf(status.InvalidArgument, "dim must be a scalar, but received tensor of shape: %v", ctx.Input(1).Shape)
+		return 0, 0, 0, nil, ctx.Errorf(status.InvalidArgument, "dim must be a scalar, but received tensor of shape: %v", ctx.Input(1).Shape)
 	}
 	dims, err := hostInts(ctx, 1, "dimension")
 	if err != nil {
-		return err
+		return 0, 0, 0, nil, err
 	}
 	r := len(in.Shape)
 	dim := dims[0]
@@ -624,24 +656,36 @@ func argOp(ctx *kernels.Context, isMax bool) error {
 		axis += int64(r)
 	}
 	if axis < 0 || axis >= int64(r) {
-		return ctx.Errorf(status.InvalidArgument, "Expected dimension in the range [%d, %d), but got %d", -r, r, dim)
+		return 0, 0, 0, nil, ctx.Errorf(status.InvalidArgument, "Expected dimension in the range [%d, %d), but got %d", -r, r, dim)
 	}
 	if in.Shape[axis] == 0 {
-		return ctx.Errorf(status.InvalidArgument, "Reduction axis %d is empty in shape %v", dim, in.Shape)
+		return 0, 0, 0, nil, ctx.Errorf(status.InvalidArgument, "Reduction axis %d is empty in shape %v", dim, in.Shape)
 	}
-	var out tensor.Shape
-	outer, inner := 1, 1
+	outer, inner = 1, 1
 	for i, d := range in.Shape {
 		switch {
 		case int64(i) < axis:
-			outer *= int(d)
+			outer *= d
 		case int64(i) > axis:
-			inner *= int(d)
+			inner *= d
 		}
 		if int64(i) != axis {
 			out = append(out, d)
 		}
 	}
+	return outer, in.Shape[axis], inner, out, nil
+}
+
+// argOp is ArgMax/ArgMin over one axis. Ties take the first index. A NaN
+// wins over every number (the first NaN's index), as NumPy does; TF leaves
+// that case to Eigen's evaluation order.
+func argOp(ctx *kernels.Context, isMax bool) error {
+	in := ctx.Input(0)
+	outer64, n64, inner64, out, err := ArgReduceArgs(ctx)
+	if err != nil {
+		return err
+	}
+	outer, n, inner := int(outer64), int(n64), int(inner64)
 	o, err := ctx.Allocate(0, out)
 	if err != nil {
 		return err
@@ -650,7 +694,6 @@ func argOp(ctx *kernels.Context, isMax bool) error {
 		return nil
 	}
 	idx := make([]int64, o.NumElements())
-	n := int(in.Shape[axis])
 	switch in.DType {
 	case tensor.Float:
 		if !vecArg(ctx, isMax, in.F32(), idx, n, inner) {
