@@ -22,12 +22,10 @@
 // factory accepts the attrs, on the host otherwise (logged once per op
 // type); a CPU device annotation forces the host; an explicit GPU device
 // that has no kernel, or does not exist, fails the plan with
-// INVALID_ARGUMENT naming the node unless allow_soft_placement. A plan's
-// GPU nodes all run on one GPU, Plan.GPU: the first existing GPU an
-// annotation names, else GPU:0 (unannotated nodes join it); a node
-// annotated with a second GPU fails the plan with UNIMPLEMENTED naming
-// both nodes, since a step does not copy between GPUs, unless
-// allow_soft_placement, which runs it on the plan's GPU. Consts are
+// INVALID_ARGUMENT naming the node unless allow_soft_placement. A GPU node
+// runs on the GPU its annotation names, else on GPU:0 as with TF's default
+// placer (Plan.NodeGPUs); Plan.GPUs lists the GPUs a plan uses, its home
+// GPU (Plan.GPU, that of its first GPU node) first. Consts are
 // neither: their host value is computed once per plan and their device copy
 // comes from the group's constant store on first GPU use. Inputs a GPU
 // kernel lists in HostMemory stay on the host. Shape, ShapeN, Size and Rank
@@ -66,24 +64,30 @@
 // next step starts clean, except a sticky one, which every later step
 // reports.
 //
-// # Node-level GPU steps
+// # Steps over several GPU groups
 //
-// RunGPUNodes (gpu_nodelevel.go) runs a placed plan in node-level mode on
-// several groups of one GPU: the same launcher as RunGPU, whose current
-// group (allocator, constant store, streams) switches to each node's
-// group (the TF_STREAM_FROM_FILE assignment) before the node is launched
-// on that group's compute stream. A node waits (an event on the
+// RunGPUNodes (gpu_nodelevel.go) runs a placed plan on several GPU groups:
+// node-level mode's groups of one GPU (the TF_STREAM_FROM_FILE
+// assignment), or a group of each GPU of a plan placed on several. It is
+// the same launcher as RunGPU, whose current group (allocator, constant
+// store, streams) switches to each node's group before the node is
+// launched on that group's compute stream. A node waits (an event on the
 // producer's compute stream, cuStreamWaitEvent on its own) for each GPU
 // predecessor, data or control, and each device copy of a feed or host
 // value, made on another group; with ReduceWaits a vector clock per
 // compute stream drops waits implied by earlier ones, directly or through
 // other streams. Feeds come in on the home group's (Groups[0]) H2D
 // stream; before the fetches its compute stream waits for every other
-// group's, and the fetches and the final event go on its D2H stream. A
-// buffer released on a stream other than the one it was allocated on is
-// held until an event on every stream that touched it, the releasing one
-// included, has completed, since its allocator reuses memory in the
-// allocating stream's order. The groups must share one CUDA context.
+// group's, and the fetches and the final event go on its D2H stream. Each
+// GPU has its own table of values: host tensors are shared, and a device
+// value read on another GPU is copied there (cuMemcpyPeerAsync on the
+// reader's compute stream, after its wait), once per GPU, both copies held
+// until the step ends; host kernels run on the home GPU. A buffer released
+// on a stream other than the one it was allocated on is held until an
+// event on every stream that touched it, the releasing one included, has
+// completed (each event from its stream's context), since its allocator
+// reuses memory in the allocating stream's order. Groups of one GPU must
+// share a CUDA context.
 //
 // # CUDA graphs
 //

@@ -15,13 +15,16 @@ import (
 	"mstream/trace"
 )
 
-// GPUNodeRuntime is what a node-level GPU step runs on: the stream groups
-// of one GPU and the group of every plan node (TF_NODE_LEVEL_MULTISTREAM
-// with TF_STREAM_FROM_FILE).
+// GPUNodeRuntime is what a step over several GPU groups runs on: the
+// groups and the group of every plan node. Node-level mode
+// (TF_NODE_LEVEL_MULTISTREAM with TF_STREAM_FROM_FILE) gives groups of one
+// GPU; a plan placed on several GPUs gives a group of each, every node on
+// its GPU's.
 type GPUNodeRuntime struct {
-	// Groups are the GPU's groups the step may use; Groups[0] is the home
-	// group: its H2D stream copies the feeds in, its D2H stream the
-	// fetches out, and it records the final event.
+	// Groups are the groups the step may use; Groups[0] is the home group:
+	// its H2D stream copies the feeds in, its D2H stream the fetches out,
+	// and it records the final event. Groups of one GPU must share a CUDA
+	// context.
 	Groups []*groups.Group
 	// Assign gives, per plan index, the index in Groups of the group whose
 	// compute stream runs the node.
@@ -39,8 +42,16 @@ type GPUNodeRuntime struct {
 type nlGroup struct {
 	g       *groups.Group
 	c, h, d *cu.Stream
+	tab     int // its device's value table, an index in nlstep.tabs
 	waits   int
 	skips   int
+}
+
+// nltab is the values of a step as one GPU sees them: host tensors are
+// shared by every table, device tensors live in the table of their GPU.
+type nltab struct {
+	vals  [][]gval
+	feeds []gval
 }
 
 // clocks are the compute streams' vector clocks: seq[a] counts the points
@@ -88,11 +99,12 @@ type point struct{ group, seq int }
 // d, cix) switches to each node's group before the node is launched.
 type nlstep struct {
 	*gstep
-	rt  *GPUNodeRuntime
-	gs  []nlGroup
-	clk *clocks
-	cur int     // the current group, an index in gs
-	at  []point // per plan node: where a GPU node's work ends (seq 0: none)
+	rt   *GPUNodeRuntime
+	gs   []nlGroup
+	clk  *clocks
+	cur  int      // the current group, an index in gs
+	tabs []*nltab // per GPU of the step
+	at   []point  // per plan node: where a GPU node's work ends (seq 0: none)
 	// made holds the device copies of feeds and host values, made on a
 	// compute stream (the feeds' H2D copies count as the home group's).
 	made map[*tensor.Tensor]point
@@ -101,26 +113,28 @@ type nlstep struct {
 	joined bool
 }
 
-// RunGPUNodes executes one node-level step of a placed plan on one GPU:
+// RunGPUNodes executes one step of a placed plan over several GPU groups:
 // each node is launched on the compute stream of its group (rt.Assign), a
 // node whose producer (a data or control predecessor, or the copy of a
 // feed or host value) is on another group's stream waits for it with an
 // event (cuStreamWaitEvent), the feeds come in on the home group's H2D
 // stream and the fetches go out on its D2H stream after its compute
-// stream has waited for every other group's. The host launches everything
-// in topological order from the home group's launch pool and waits once,
-// for the final event; host kernels run as in RunGPU. A buffer goes back
-// to its group's allocator once every stream that read it has passed the
-// read. All groups must share one CUDA context (values cross them).
+// stream has waited for every other group's. A device value read on
+// another GPU is copied there first (cuMemcpyPeerAsync on the reader's
+// compute stream, after the wait), once per GPU; host values are shared.
+// The host launches everything in topological order from the home group's
+// launch pool and waits once, for the final event; host kernels run as in
+// RunGPU, on the home GPU. A buffer goes back to its group's allocator
+// once every stream that touched it has passed its use.
 func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
 	}
 	if len(rt.Groups) == 0 || rt.Holder == nil {
-		return nil, nil, status.Errorf(status.Internal, "node-level GPU step without groups or a tensor holder")
+		return nil, nil, status.Errorf(status.Internal, "multi-group GPU step without groups or a tensor holder")
 	}
 	if len(rt.Assign) != len(p.nodes) {
-		return nil, nil, status.Errorf(status.Internal, "node-level GPU step: %d group assignments for %d nodes", len(rt.Assign), len(p.nodes))
+		return nil, nil, status.Errorf(status.Internal, "multi-group GPU step: %d group assignments for %d nodes", len(rt.Assign), len(p.nodes))
 	}
 	s := &nlstep{rt: rt, gs: make([]nlGroup, len(rt.Groups)), clk: newClocks(len(rt.Groups)), at: make([]point, len(p.nodes)), made: map[*tensor.Tensor]point{}}
 	streams := make([]device.Stream, 0, len(rt.Groups)+1)
@@ -131,11 +145,21 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 		if !ok1 || !ok2 || !ok3 {
 			return nil, nil, status.Errorf(status.Internal, "group %d of %s has no CUDA streams", g.ID, g.Device.Name())
 		}
-		if k > 0 && c.Context() != s.gs[0].c.Context() {
-			return nil, nil, status.Errorf(status.Unimplemented, "node-level multi-stream on %s: group %d is in CUDA context %d and group %d in %d; values cross groups, so they must share one context (TF_GPU_CONTEXT_COUNT=1)",
-				g.Device.Name(), rt.Groups[0].Index, rt.Groups[0].Context, g.Index, g.Context)
+		tab := len(s.tabs)
+		for j := 0; j < k; j++ {
+			if o := rt.Groups[j]; o.Device == g.Device {
+				if o.Context != g.Context {
+					return nil, nil, status.Errorf(status.Unimplemented, "multi-stream step on %s: group %d is in CUDA context %d and group %d in %d; values cross groups, so groups of one GPU must share a context (TF_GPU_CONTEXT_COUNT=1)",
+						g.Device.Name(), o.Index, o.Context, g.Index, g.Context)
+				}
+				tab = s.gs[j].tab
+				break
+			}
 		}
-		s.gs[k] = nlGroup{g: g, c: c, h: h, d: d}
+		if tab == len(s.tabs) {
+			s.tabs = append(s.tabs, &nltab{vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds))})
+		}
+		s.gs[k] = nlGroup{g: g, c: c, h: h, d: d, tab: tab}
 		streams = append(streams, c)
 	}
 	for i, a := range rt.Assign {
@@ -151,7 +175,6 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 		streams = append(streams, home.d)
 	}
 	s.gstep = &gstep{plan: p, dix: dix, rt: &GPURuntime{Group: home.g, Holder: rt.Holder, Intra: rt.Intra},
-		vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds)),
 		staged: make([]staged, len(p.fetches)), out: make([]*tensor.Tensor, len(p.fetches)),
 		trace: opts.Trace, run: opts.Run}
 	s.mem = newTracker(rt.Holder, streams)
@@ -167,12 +190,14 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 		if !mine {
 			others = append(others, s.c)
 		}
-		s.holdOnEvents(free, others)
+		s.holdOn(free, others)
+	}
+	for _, t := range s.tabs {
+		for k, f := range feeds {
+			t.feeds[k].host = f
+		}
 	}
 	s.switchTo(0)
-	for k, f := range feeds {
-		s.feeds[k].host = f
-	}
 
 	type launched struct {
 		final *cu.Event
@@ -183,7 +208,7 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 		var l launched
 		defer func() {
 			if r := recover(); r != nil {
-				l.err = status.Errorf(status.Internal, "node-level GPU step panicked: %v\n%s", r, debug.Stack())
+				l.err = status.Errorf(status.Internal, "multi-group GPU step panicked: %v\n%s", r, debug.Stack())
 			}
 			fin, err := s.finishAll()
 			if l.err == nil {
@@ -233,7 +258,9 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 		home.g.HostAlloc.Free(a)
 	}
 	s.mem.drain()
-	putEvent(home.c.Context(), s.events...)
+	for _, e := range s.events {
+		putEvent(e.Context(), e)
+	}
 	var st *trace.Step
 	if s.trace {
 		st = s.tr.step(opts.Run, int(home.g.ID))
@@ -252,6 +279,7 @@ func (s *nlstep) switchTo(k int) {
 	ng := &s.gs[k]
 	s.cur, s.g, s.c, s.h, s.d = k, ng.g, ng.c, ng.h, ng.d
 	s.cix = k
+	s.vals, s.feeds = s.tabs[ng.tab].vals, s.tabs[ng.tab].feeds
 	s.gstep.rt.Group = ng.g
 }
 
@@ -301,7 +329,7 @@ func (s *nlstep) launchNodes() error {
 		s.switchTo(s.rt.Assign[i])
 		if pn.where != onConst {
 			if err := s.waitInputs(i); err != nil {
-				return status.Wrap(err, "node '%s': ordering group %d after its inputs", pn.node.Name, s.g.Index)
+				return err
 			}
 		}
 		var before []bool
@@ -338,20 +366,105 @@ func (s *nlstep) launchNodes() error {
 		return err
 	}
 	s.joined = true
+	for k, r := range p.fetches {
+		if err := s.bring(r, "fetch '"+fetchName(p, k)+"'"); err != nil {
+			return err
+		}
+	}
 	return s.launchFetches()
+}
+
+// bring makes value r readable on the current group's GPU: a value made on
+// another GPU is shared when it has a host tensor, else copied into this
+// GPU's memory on the current compute stream (which already follows its
+// producer), held until the step ends. The source stays held too: its
+// readers here read the copy, so its references never all come back
+// before the step's end.
+func (s *nlstep) bring(r ref, what string) error {
+	if r.Node < 0 {
+		return nil // a feed's host tensor is in every table
+	}
+	from := s.tabs[s.gs[s.rt.Assign[r.Node]].tab]
+	to := s.tabs[s.gs[s.cur].tab]
+	if from == to {
+		return nil
+	}
+	src := from.vals[r.Node]
+	if to.vals[r.Node] == nil {
+		to.vals[r.Node] = make([]gval, len(src))
+	}
+	v, u := &to.vals[r.Node][r.Index], src[r.Index]
+	switch {
+	case v.host != nil || v.dev != nil:
+		return nil
+	case u.host != nil:
+		v.host = u.host
+		return nil
+	case u.dev == nil:
+		return status.Errorf(status.Internal, "%s: no value on %s", what, s.gs[s.rt.Assign[r.Node]].g.Device.Name())
+	}
+	t := u.dev
+	size := uint64(len(t.Buf))
+	addr, err := s.g.Alloc.Allocate(size, s.allocStream())
+	if err != nil {
+		return status.Errorf(status.CodeOf(err), "%s (%v%v): copy to %s: %v", what, t.DType, t.Shape, s.g.Device.Name(), err)
+	}
+	dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+	s.mem.add(dt, &buffer{addr: addr, alloc: s.g.Alloc, refs: 1 << 30, users: []int{s.cix}})
+	if size > 0 {
+		s.dirty = true
+		fromCtx := s.gs[s.rt.Assign[r.Node]].c.Context()
+		if err := s.c.Peer(addr, cu.Ptr(t.Buf), fromCtx, int(size)); err != nil {
+			return status.Wrap(err, "%s: copy from %s to %s", what, s.gs[s.rt.Assign[r.Node]].g.Device.Name(), s.g.Device.Name())
+		}
+	}
+	v.dev = dt
+	s.made[dt] = s.clk.tick(s.cur)
+	return nil
+}
+
+// holdOn frees a buffer once an event recorded now on each of others has
+// completed, each event from its stream's own context (holdOnEvents takes
+// them all from the current one, which a step over several GPUs cannot).
+func (s *nlstep) holdOn(free func(), others []device.Stream) {
+	var evs []device.Event
+	var own []*cu.Event
+	for _, o := range others {
+		st := o.(*cu.Stream)
+		e, err := getEvent(st.Context())
+		if err == nil {
+			err = st.RecordEvent(e)
+		}
+		if err != nil {
+			st.Sync() // no event: the stream's own sync is the fallback
+			continue
+		}
+		evs = append(evs, e)
+		own = append(own, e)
+	}
+	s.rt.Holder.Hold(func() {
+		free()
+		for _, e := range own {
+			putEvent(e.Context(), e)
+		}
+	}, evs)
 }
 
 // waitInputs orders the current group after what node i reads from other
 // groups' streams: its GPU predecessors (data and control edges) and the
-// device copies of feeds and host values it reads.
+// device copies of feeds and host values it reads; then it brings the
+// inputs made on another GPU here.
 func (s *nlstep) waitInputs(i int) error {
 	pn := &s.plan.nodes[i]
 	for _, pr := range pn.preds {
 		if err := s.waitFor(s.at[pr]); err != nil {
-			return err
+			return status.Wrap(err, "node '%s': ordering group %d after its inputs", pn.node.Name, s.g.Index)
 		}
 	}
 	for j, r := range pn.inputs {
+		if err := s.bring(r, "node '"+pn.node.Name+"' input "+itoa(j)); err != nil {
+			return err
+		}
 		v := s.value(r)
 		if v.dev == nil {
 			continue
@@ -362,7 +475,7 @@ func (s *nlstep) waitInputs(i int) error {
 		}
 		if pt, ok := s.made[v.dev]; ok {
 			if err := s.waitFor(pt); err != nil {
-				return err
+				return status.Wrap(err, "node '%s': ordering group %d after its inputs", pn.node.Name, s.g.Index)
 			}
 		}
 	}
@@ -374,7 +487,7 @@ func (s *nlstep) waitInputs(i int) error {
 func (s *nlstep) join() error {
 	for k := 1; k < len(s.gs); k++ {
 		if err := s.waitFor(point{k, s.clk.seq[k]}); err != nil {
-			return status.Wrap(err, "joining group %d into group %d", s.gs[k].g.Index, s.gs[0].g.Index)
+			return status.Wrap(err, "joining group %d of %s into the home group", s.gs[k].g.Index, s.gs[k].g.Device.Name())
 		}
 	}
 	return nil

@@ -46,8 +46,8 @@ var fallbackLogged sync.Map
 // its device annotation is honoured: a CPU device forces the host; a GPU
 // device with no GPU kernel, or a GPU that does not exist, is an
 // INVALID_ARGUMENT error naming the node unless pl.AllowSoft, as in TF.
-// Inputs that a GPU kernel lists in HostMemory stay on the host. Every GPU
-// node of the plan runs on one GPU, Plan.GPU (see pickGPU).
+// Inputs that a GPU kernel lists in HostMemory stay on the host. A GPU node
+// runs on the GPU it names, else GPU:0 (placeGPUs).
 func BuildPlaced(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node, pl Placement) (*Plan, error) {
 	return build(g, feeds, fetches, targets, pl)
 }
@@ -84,48 +84,54 @@ func requested(dev string) (string, int) {
 	return typ, idx
 }
 
-// pickGPU chooses the one GPU the plan's GPU nodes run on: the GPU that
-// the first node (in plan order, Consts aside) annotated with an existing
-// GPU asks for, else GPU 0, where TF's default placer puts unannotated
-// nodes. A step runs on one GPU (copies between GPUs are not implemented),
-// so unannotated nodes join the annotated GPU, and a node annotated with
-// another existing GPU fails the plan with UNIMPLEMENTED naming both
-// nodes, unless pl.AllowSoft: then it joins the chosen GPU too (logged
-// once per plan).
-func (p *Plan) pickGPU(pl Placement) error {
-	p.gpuIndex = 0
-	if pl.GPUs == 0 {
-		return nil
-	}
-	var first *graph.Node
-	logged := false
+// placeGPUs gives every GPU node its GPU: the one its annotation names
+// when that GPU exists, else GPU 0, where TF's default placer puts
+// unannotated nodes (and soft placement those asking for a missing GPU);
+// and lists the GPUs the plan uses, in plan order of their first node.
+func (p *Plan) placeGPUs(pl Placement) {
+	p.gpus = nil
+	seen := map[int]bool{}
 	for i := range p.nodes {
 		pn := &p.nodes[i]
-		if pn.isConst {
+		if pn.where != onGPU {
 			continue
 		}
-		typ, idx := requested(pn.node.Device)
-		if typ != "GPU" || idx < 0 || idx >= pl.GPUs {
-			continue
+		pn.gpu = 0
+		if typ, idx := requested(pn.node.Device); typ == "GPU" && idx >= 0 && idx < pl.GPUs {
+			pn.gpu = idx
 		}
-		switch {
-		case first == nil:
-			first, p.gpuIndex = pn.node, idx
-		case idx == p.gpuIndex:
-		case !pl.AllowSoft:
-			return status.Errorf(status.Unimplemented, "Cannot place the step on one GPU: node '%s' asks for '%s' and node '%s' for '%s'; a step runs on one GPU (copies between GPUs are not implemented). Split the fetches into one run per GPU, or set allow_soft_placement to run both on GPU:%d",
-				first.Name, first.Device, pn.node.Name, pn.node.Device, p.gpuIndex)
-		case !logged && pl.Log != nil:
-			logged = true
-			pl.Log("node '%s' asks for '%s' but runs on GPU:%d with node '%s' (a step runs on one GPU; allow_soft_placement)", pn.node.Name, pn.node.Device, p.gpuIndex, first.Name)
+		if !seen[pn.gpu] {
+			seen[pn.gpu] = true
+			p.gpus = append(p.gpus, pn.gpu)
 		}
 	}
-	return nil
 }
 
-// GPU is the GPU, among the session's GPUs (0 for the first), that the
-// plan's GPU nodes run on.
-func (p *Plan) GPU() int { return p.gpuIndex }
+// GPU is the plan's home GPU, among the session's GPUs (0 for the first):
+// that of its first GPU node, which takes the feeds in and the fetches
+// out when the plan spans several GPUs.
+func (p *Plan) GPU() int {
+	if len(p.gpus) == 0 {
+		return 0
+	}
+	return p.gpus[0]
+}
+
+// GPUs lists the GPUs the plan's GPU nodes run on, the home GPU first.
+func (p *Plan) GPUs() []int { return p.gpus }
+
+// NodeGPUs gives, per plan index, the GPU a GPU node runs on, and the
+// home GPU for the others (host nodes and constants).
+func (p *Plan) NodeGPUs() []int {
+	out := make([]int, len(p.nodes))
+	for i := range p.nodes {
+		out[i] = p.GPU()
+		if p.nodes[i].where == onGPU {
+			out[i] = p.nodes[i].gpu
+		}
+	}
+	return out
+}
 
 // bind places plan node i and binds its kernel.
 func (p *Plan) bind(i int, pl Placement) error {

@@ -38,6 +38,7 @@ type planNode struct {
 	// plan; hostIn marks a GPU node's inputs that stay in host memory.
 	where  uint8
 	hostIn []bool
+	gpu    int         // a GPU node's GPU, among the session's
 	cval   *constCache // a placed Const's host value
 }
 
@@ -58,9 +59,9 @@ type Plan struct {
 	// feeds a GPU kernel reads from device memory.
 	gpu     bool
 	feedDev []bool
-	// gpuIndex is the GPU (among the session's GPUs) every GPU node of
-	// the plan runs on (place.go's pickGPU).
-	gpuIndex int
+	// gpus lists the GPUs (among the session's) the GPU nodes run on,
+	// the home GPU first (place.go's placeGPUs).
+	gpus []int
 }
 
 // NumNodes is the number of nodes a step runs.
@@ -184,9 +185,6 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 	}
 	p.topo = p.topoOrder()
 
-	if err := p.pickGPU(pl); err != nil {
-		return nil, err
-	}
 	for i := range p.nodes {
 		pn := &p.nodes[i]
 		if err := p.bind(i, pl); err != nil {
@@ -199,6 +197,7 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 		}
 	}
 
+	p.placeGPUs(pl)
 	p.feedDev = make([]bool, len(feeds))
 	for i := range p.nodes {
 		if pn := &p.nodes[i]; pn.where == onGPU {
