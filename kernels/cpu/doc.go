@@ -37,7 +37,8 @@
 // ReverseArgs, BroadcastToArgs, SplitArgs, SplitVArgs, ConcatArgs,
 // PackArgs, UnpackArgs, TransposeArgs, GatherArgs, GatherNdArgs,
 // OneHotArgs, MatrixBandPartArgs); others sit beside their kernel
-// (Conv2DBackpropInputArgs in nn_conv.go; ParsePoolAttrs,
+// (StridedSliceArgs and ParseStridedSliceMasks in stridedslice.go;
+// Conv2DBackpropInputArgs in nn_conv.go; ParsePoolAttrs,
 // ParseMaxPoolV2Attrs, MaxPoolV2Args and PoolParams in nn_pool.go;
 // ReductionArgs, ReducedRuns and ArgReduceArgs in reduce2.go; ScanArgs
 // and TopKArgs in scan.go; ResizeArgs in resize.go). A check that

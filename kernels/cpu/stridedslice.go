@@ -9,52 +9,58 @@ import (
 
 func init() {
 	reg("StridedSlice", nil, []string{"begin", "end", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
-		m := sliceMasks{
-			begin:    attrInt(n, "begin_mask", 0),
-			end:      attrInt(n, "end_mask", 0),
-			ellipsis: attrInt(n, "ellipsis_mask", 0),
-			newAxis:  attrInt(n, "new_axis_mask", 0),
-			shrink:   attrInt(n, "shrink_axis_mask", 0),
-		}
+		m := ParseStridedSliceMasks(n)
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return stridedSlice(ctx, m) }), nil
 	})
 }
 
-type sliceMasks struct{ begin, end, ellipsis, newAxis, shrink int64 }
+// StridedSliceMasks are StridedSlice's five bit-mask attrs.
+type StridedSliceMasks struct{ Begin, End, Ellipsis, NewAxis, Shrink int64 }
+
+// ParseStridedSliceMasks reads a StridedSlice node's masks (absent: 0).
+func ParseStridedSliceMasks(n *graph.Node) StridedSliceMasks {
+	return StridedSliceMasks{
+		Begin:    attrInt(n, "begin_mask", 0),
+		End:      attrInt(n, "end_mask", 0),
+		Ellipsis: attrInt(n, "ellipsis_mask", 0),
+		NewAxis:  attrInt(n, "new_axis_mask", 0),
+		Shrink:   attrInt(n, "shrink_axis_mask", 0),
+	}
+}
 
 const (
 	gatherNewAxis = -1
 	gatherShrink  = -2
 )
 
-// sliceSpec is the result of TF's strided-slice validation: per input dim
-// the canonical begin and stride and the element count, and the output
-// shape after new axes and shrinks.
-type sliceSpec struct {
-	begin, stride, size []int64
-	out                 tensor.Shape
+// StridedSliceSpec is the result of TF's strided-slice validation: per
+// input dim the canonical begin and stride and the element count, and the
+// output shape after new axes and shrinks.
+type StridedSliceSpec struct {
+	Begin, Stride, Size []int64
+	Out                 tensor.Shape
 }
 
 // validateSlice follows TF's ValidateStridedSliceOp: expand the sparse
 // spec (ellipsis, new axes, implicit trailing ellipsis) into one entry per
 // input dim, canonicalise begin/end against masks and negative indices,
 // clamp, and size each dim.
-func validateSlice(ctx *kernels.Context, shape tensor.Shape, begin, end, strides []int64, m sliceMasks) (*sliceSpec, error) {
+func validateSlice(ctx *kernels.Context, shape tensor.Shape, begin, end, strides []int64, m StridedSliceMasks) (*StridedSliceSpec, error) {
 	if len(begin) != len(end) || len(begin) != len(strides) {
 		return nil, ctx.Errorf(status.InvalidArgument, "Expected begin, end, and strides to be 1D equal size tensors, but got %d, %d and %d elements", len(begin), len(end), len(strides))
 	}
 	if len(begin) > 32 {
 		return nil, ctx.Errorf(status.InvalidArgument, "slice spec has %d dimensions, at most 32 are supported", len(begin))
 	}
-	if m.ellipsis != 0 && m.ellipsis&(m.ellipsis-1) != 0 {
+	if m.Ellipsis != 0 && m.Ellipsis&(m.Ellipsis-1) != 0 {
 		return nil, ctx.Errorf(status.InvalidArgument, "Multiple ellipses in slice spec not allowed")
 	}
 	sparseDims := len(begin)
-	ellipsis := m.ellipsis
+	ellipsis := m.Ellipsis
 	seen := false
 	addAfter := 0
 	for i := 0; i < sparseDims; i++ {
-		if seen && m.newAxis&(1<<i) != 0 {
+		if seen && m.NewAxis&(1<<i) != 0 {
 			addAfter++
 		}
 		if ellipsis&(1<<i) != 0 {
@@ -81,20 +87,20 @@ func validateSlice(ctx *kernels.Context, shape tensor.Shape, begin, end, strides
 				dEndMask |= 1 << full
 				gather = append(gather, full)
 			}
-		case m.newAxis&bit != 0:
+		case m.NewAxis&bit != 0:
 			gather = append(gather, gatherNewAxis)
 		default:
 			if full >= dims {
 				return nil, ctx.Errorf(status.InvalidArgument, "Index out of range using input dim %d; input has only %d dims", full, dims)
 			}
 			dBegin[full], dEnd[full], dStride[full] = begin[i], end[i], strides[i]
-			if m.begin&bit != 0 {
+			if m.Begin&bit != 0 {
 				dBeginMask |= 1 << full
 			}
-			if m.end&bit != 0 {
+			if m.End&bit != 0 {
 				dEndMask |= 1 << full
 			}
-			if m.shrink&bit != 0 {
+			if m.Shrink&bit != 0 {
 				dShrink |= 1 << full
 				gather = append(gather, gatherShrink)
 			} else {
@@ -103,7 +109,7 @@ func validateSlice(ctx *kernels.Context, shape tensor.Shape, begin, end, strides
 			full++
 		}
 	}
-	spec := &sliceSpec{begin: dBegin, stride: dStride, size: make([]int64, dims)}
+	spec := &StridedSliceSpec{Begin: dBegin, Stride: dStride, Size: make([]int64, dims)}
 	for i := 0; i < dims; i++ {
 		b, e, s, d := dBegin[i], dEnd[i], dStride[i], shape[i]
 		if s == 0 {
@@ -153,38 +159,45 @@ func validateSlice(ctx *kernels.Context, shape tensor.Shape, begin, end, strides
 				size++
 			}
 		}
-		spec.begin[i], spec.size[i] = b, size
+		spec.Begin[i], spec.Size[i] = b, size
 	}
-	spec.out = tensor.Shape{}
+	spec.Out = tensor.Shape{}
 	for _, g := range gather {
 		switch g {
 		case gatherNewAxis:
-			spec.out = append(spec.out, 1)
+			spec.Out = append(spec.Out, 1)
 		case gatherShrink:
 		default:
-			spec.out = append(spec.out, spec.size[g])
+			spec.Out = append(spec.Out, spec.Size[g])
 		}
 	}
 	return spec, nil
 }
 
-func stridedSlice(ctx *kernels.Context, m sliceMasks) error {
-	in := ctx.Input(0)
+// StridedSliceArgs reads StridedSlice's begin, end and strides (inputs 1
+// to 3) and validates them against the input's shape (validateSlice); the
+// CPU and GPU kernels both validate through it.
+func StridedSliceArgs(ctx *kernels.Context, m StridedSliceMasks) (*StridedSliceSpec, error) {
 	var v [3][]int64
 	for i, what := range []string{"begin", "end", "strides"} {
 		if len(ctx.Input(i+1).Shape) != 1 {
-			return ctx.Errorf(status.InvalidArgument, "Expected begin, end, and strides to be 1D equal size tensors, but got shape %v for %s", ctx.Input(i+1).Shape, what)
+			return nil, ctx.Errorf(status.InvalidArgument, "Expected begin, end, and strides to be 1D equal size tensors, but got shape %v for %s", ctx.Input(i+1).Shape, what)
 		}
 		var err error
 		if v[i], err = hostInts(ctx, i+1, what); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	spec, err := validateSlice(ctx, in.Shape, v[0], v[1], v[2], m)
+	return validateSlice(ctx, ctx.Input(0).Shape, v[0], v[1], v[2], m)
+}
+
+func stridedSlice(ctx *kernels.Context, m StridedSliceMasks) error {
+	in := ctx.Input(0)
+	spec, err := StridedSliceArgs(ctx, m)
 	if err != nil {
 		return err
 	}
-	o, err := ctx.Allocate(0, spec.out)
+	o, err := ctx.Allocate(0, spec.Out)
 	if err != nil {
 		return err
 	}
@@ -201,12 +214,12 @@ func stridedSlice(ctx *kernels.Context, m sliceMasks) error {
 	src := int64(0)
 	step := make([]int64, r)
 	for i := range st {
-		src += spec.begin[i] * st[i]
-		step[i] = spec.stride[i] * st[i]
+		src += spec.Begin[i] * st[i]
+		step[i] = spec.Stride[i] * st[i]
 	}
 	idx := make([]int64, r)
-	contig := spec.stride[r-1] == 1
-	inner := spec.size[r-1]
+	contig := spec.Stride[r-1] == 1
+	inner := spec.Size[r-1]
 	for k := int64(0); k < n; {
 		if contig {
 			copyElems(o, int(k), in, int(src), int(inner))
@@ -220,7 +233,7 @@ func stridedSlice(ctx *kernels.Context, m sliceMasks) error {
 		for d := r - 1; d >= 0; d-- {
 			idx[d]++
 			src += step[d]
-			if idx[d] < spec.size[d] {
+			if idx[d] < spec.Size[d] {
 				break
 			}
 			src -= step[d] * idx[d]

@@ -13,10 +13,9 @@ import (
 // serves Slice, StridedSlice, Tile, Pad, PadV2, MirrorPad, ReverseV2,
 // BroadcastTo, Split, SplitV and Unpack; Pack, Concat and ConcatV2 share
 // concatRuns over array.cu's concat kernel; OneHot and GatherNd have their
-// own. Every op but StridedSlice validates through kernels/cpu's exported
-// argument checks (cpu.SliceArgs, cpu.ConcatArgs, ...), so codes and
-// messages are the CPU's by construction; StridedSlice follows the CPU
-// kernel, which the tests compare with.
+// own. Every op validates through kernels/cpu's exported argument checks
+// (cpu.SliceArgs, cpu.ConcatArgs, cpu.StridedSliceArgs, ...), so codes and
+// messages are the CPU's by construction.
 
 func init() {
 	reg("Slice", "T", fixedTypes, []string{"begin", "size"}, fn(sliceGPU))
@@ -53,13 +52,7 @@ func init() {
 	})
 	reg("Concat", "T", fixedTypes, []string{"concat_dim"}, fn(func(k kctx) error { return concatGPU(k, true) }))
 	reg("StridedSlice", "T", fixedTypes, []string{"begin", "end", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
-		m := sliceMasks{}
-		for name, p := range map[string]*int64{"begin_mask": &m.begin, "end_mask": &m.end, "ellipsis_mask": &m.ellipsis,
-			"new_axis_mask": &m.newAxis, "shrink_axis_mask": &m.shrink} {
-			if a := n.Attrs[name]; a != nil {
-				*p = a.GetI()
-			}
-		}
+		m := cpu.ParseStridedSliceMasks(n)
 		return fn(func(k kctx) error { return stridedSliceGPU(k, m) })(n)
 	})
 	reg("OneHot", "T", fixedTypes, []string{"depth"}, func(n *graph.Node) (kernels.Kernel, error) {
@@ -155,14 +148,6 @@ func plainDims(x *tensor.Tensor, out tensor.Shape, start, step []int64) []mdim {
 		dims[i] = mdim{out: out[i], istr: st[i], start: start[i], step: s}
 	}
 	return dims
-}
-
-func hostVec(k kctx, i int, what string) ([]int64, error) {
-	v, err := k.Input(i).Int64s()
-	if err != nil {
-		return nil, k.Errorf(status.InvalidArgument, "%s: %v", what, err)
-	}
-	return v, nil
 }
 
 func sliceGPU(k kctx) error {
