@@ -32,6 +32,8 @@ var (
 	miscSrc string
 	//go:embed src/random.cu
 	randomSrc string
+	//go:embed src/intdiv.cu
+	intdivSrc string
 
 	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
@@ -43,10 +45,11 @@ var (
 	nns         = &cu.Program{Name: "nn.cu", Source: commonSrc + typesSrc + nnSrc}
 	miscs       = &cu.Program{Name: "misc.cu", Source: commonSrc + typesSrc + miscSrc}
 	randoms     = &cu.Program{Name: "random.cu", Source: commonSrc + typesSrc + randomSrc}
+	intdivs     = &cu.Program{Name: "intdiv.cu", Source: commonSrc + typesSrc + intdivSrc}
 )
 
 // Programs lists every program, so a tool or test can compile them all
 // ahead of use.
 func Programs() []*cu.Program {
-	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs, randoms}
+	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs, randoms, intdivs}
 }
