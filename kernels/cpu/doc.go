@@ -38,7 +38,9 @@
 // PackArgs, UnpackArgs, TransposeArgs, GatherArgs, GatherNdArgs,
 // OneHotArgs, MatrixBandPartArgs); others sit beside their kernel
 // (StridedSliceArgs and ParseStridedSliceMasks in stridedslice.go;
-// Conv2DBackpropInputArgs in nn_conv.go; ParsePoolAttrs,
+// Conv2DArgs, Conv2DLimits, ParseDepthwiseAttrs, DepthwiseArgs,
+// ParseConv2DBackpropInputAttrs and Conv2DBackpropInputArgs in nn_conv.go
+// beside ParseConv2DAttrs; ParsePoolAttrs,
 // ParseMaxPoolV2Attrs, MaxPoolV2Args and PoolParams in nn_pool.go;
 // ReductionArgs, ReducedRuns and ArgReduceArgs in reduce2.go; ScanArgs
 // and TopKArgs in scan.go; ResizeArgs in resize.go). A check that

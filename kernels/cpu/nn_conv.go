@@ -23,33 +23,55 @@ func init() {
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return conv2D(ctx, a) }), nil
 	})
 	reg("DepthwiseConv2dNative", floatTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		a, err := ParseConv2DAttrs(n)
+		a, err := ParseDepthwiseAttrs(n)
 		if err != nil {
 			return nil, err
-		}
-		if a.Strides[1] != a.Strides[2] {
-			return nil, nodeErr(n, status.InvalidArgument, "Current implementation only supports equal length strides in the row and column dimensions.")
-		}
-		for _, d := range a.Dilations {
-			if d != 1 {
-				return nil, nodeErr(n, status.Unimplemented, "Current kernel implementation does not support dilations, received %v", a.Dilations)
-			}
 		}
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return depthwiseConv(ctx, a) }), nil
 	})
 	reg("Conv2DBackpropInput", []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32}, []string{"input_sizes"}, func(n *graph.Node) (kernels.Kernel, error) {
-		a, err := ParseConv2DAttrs(n)
+		a, err := ParseConv2DBackpropInputAttrs(n)
 		if err != nil {
 			return nil, err
 		}
-		if a.NCHW {
-			return nil, nodeErr(n, status.InvalidArgument, "Conv2DBackpropInputOp [CPU or GPU(int32)] only supports NHWC data format.")
-		}
-		if a.Dilations[1] != 1 || a.Dilations[2] != 1 {
-			return nil, nodeErr(n, status.InvalidArgument, "Current CPU implementations do not yet support dilation rates larger than 1.")
-		}
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return conv2DBackpropInput(ctx, a) }), nil
 	})
+}
+
+// ParseDepthwiseAttrs is ParseConv2DAttrs plus DepthwiseConv2dNative's
+// own limits (equal row and column strides, no dilation); the CPU and GPU
+// kernels both parse through it.
+func ParseDepthwiseAttrs(n *graph.Node) (Conv2DAttrs, error) {
+	a, err := ParseConv2DAttrs(n)
+	if err != nil {
+		return a, err
+	}
+	if a.Strides[1] != a.Strides[2] {
+		return a, nodeErr(n, status.InvalidArgument, "Current implementation only supports equal length strides in the row and column dimensions.")
+	}
+	for _, d := range a.Dilations {
+		if d != 1 {
+			return a, nodeErr(n, status.Unimplemented, "Current kernel implementation does not support dilations, received %v", a.Dilations)
+		}
+	}
+	return a, nil
+}
+
+// ParseConv2DBackpropInputAttrs is ParseConv2DAttrs plus
+// Conv2DBackpropInput's limits (NHWC, no dilation); the CPU and GPU
+// kernels both parse through it.
+func ParseConv2DBackpropInputAttrs(n *graph.Node) (Conv2DAttrs, error) {
+	a, err := ParseConv2DAttrs(n)
+	if err != nil {
+		return a, err
+	}
+	if a.NCHW {
+		return a, nodeErr(n, status.InvalidArgument, "Conv2DBackpropInputOp [CPU or GPU(int32)] only supports NHWC data format.")
+	}
+	if a.Dilations[1] != 1 || a.Dilations[2] != 1 {
+		return a, nodeErr(n, status.InvalidArgument, "Current CPU implementations do not yet support dilation rates larger than 1.")
+	}
+	return a, nil
 }
 
 // Conv2DAttrs are the attrs of Conv2D-like nodes (Conv2D, the fused
@@ -243,19 +265,47 @@ func (p ConvParams) OutShape() tensor.Shape {
 	return tensor.Shape{int64(p.N), int64(p.OutH), int64(p.OutW), int64(p.O)}
 }
 
-func conv2D(ctx *kernels.Context, a Conv2DAttrs) error {
-	in, f := ctx.Input(0), ctx.Input(1)
-	ishape := in.Shape
+// Conv2DArgs checks Conv2D's input and filter shapes against the attrs
+// and returns the convolution (in NHWC terms) and the output shape (in
+// the node's format). What Conv2DLimits checks comes after TF's early
+// exits for an empty output or input; the CPU and GPU kernels both
+// validate through the two.
+func Conv2DArgs(ctx *kernels.Context, a Conv2DAttrs) (p ConvParams, out tensor.Shape, err error) {
+	ishape := ctx.Input(0).Shape
 	if a.NCHW && len(ishape) == 4 {
 		ishape = tensor.Shape{ishape[0], ishape[2], ishape[3], ishape[1]}
 	}
-	p, err := a.Params(ishape, f.Shape)
-	if err != nil {
-		return ctx.Errorf(status.CodeOf(err), "%v", err)
+	if p, err = a.Params(ishape, ctx.Input(1).Shape); err != nil {
+		return ConvParams{}, nil, ctx.Errorf(status.CodeOf(err), "%v", err)
 	}
-	oshape := p.OutShape()
+	out = p.OutShape()
 	if a.NCHW {
-		oshape = tensor.Shape{oshape[0], oshape[3], oshape[1], oshape[2]}
+		out = tensor.Shape{out[0], out[3], out[1], out[2]}
+	}
+	return p, out, nil
+}
+
+// Conv2DLimits checks the restrictions of TF's CPU Conv2D kernel, which
+// apply once there is something to compute: NHWC only, a filter with
+// elements, an output depth that the groups divide.
+func Conv2DLimits(ctx *kernels.Context, a Conv2DAttrs, p ConvParams) error {
+	if a.NCHW {
+		return ctx.Errorf(status.Unimplemented, "The Conv2D op currently only supports the NHWC tensor format on the CPU. The op was given the format: NCHW")
+	}
+	if ctx.Input(1).NumElements() == 0 {
+		return ctx.Errorf(status.InvalidArgument, "filter must not have zero elements (i.e. all dimensions must be non-zero)")
+	}
+	if p.O%p.Groups != 0 || p.O < p.Groups {
+		return ctx.Errorf(status.InvalidArgument, "output depth must be evenly divisible by number of groups: %d vs %d", p.O, p.Groups)
+	}
+	return nil
+}
+
+func conv2D(ctx *kernels.Context, a Conv2DAttrs) error {
+	in, f := ctx.Input(0), ctx.Input(1)
+	p, oshape, err := Conv2DArgs(ctx, a)
+	if err != nil {
+		return err
 	}
 	o, err := ctx.Allocate(0, oshape)
 	if err != nil {
@@ -270,14 +320,8 @@ func conv2D(ctx *kernels.Context, a Conv2DAttrs) error {
 		clear(o.Buf)
 		return nil
 	}
-	if a.NCHW {
-		return ctx.Errorf(status.Unimplemented, "The Conv2D op currently only supports the NHWC tensor format on the CPU. The op was given the format: NCHW")
-	}
-	if f.NumElements() == 0 {
-		return ctx.Errorf(status.InvalidArgument, "filter must not have zero elements (i.e. all dimensions must be non-zero)")
-	}
-	if p.O%p.Groups != 0 || p.O < p.Groups {
-		return ctx.Errorf(status.InvalidArgument, "output depth must be evenly divisible by number of groups: %d vs %d", p.O, p.Groups)
+	if err := Conv2DLimits(ctx, a, p); err != nil {
+		return err
 	}
 	Conv2DTensor(ctx, p, in, f, o)
 	return nil
@@ -443,37 +487,47 @@ func im2col[T any](p ConvParams, in, col []T, r0, lo, hi, g int) {
 	}
 }
 
-// depthwiseConv is DepthwiseConv2dNative: filter [KH, KW, C, M], output
-// channel c*M+m sums input channel c against filter[..., c, m].
-func depthwiseConv(ctx *kernels.Context, a Conv2DAttrs) error {
+// DepthwiseArgs checks DepthwiseConv2dNative's input and filter [KH, KW,
+// C, M] and returns the convolution as a grouped one (a group per input
+// channel, the filter viewed as [KH, KW, 1, C*M]), the multiplier M and
+// the output shape; the CPU and GPU kernels both validate through it.
+func DepthwiseArgs(ctx *kernels.Context, a Conv2DAttrs) (p ConvParams, mult int64, out tensor.Shape, err error) {
 	in, f := ctx.Input(0), ctx.Input(1)
 	if len(in.Shape) != 4 {
-		return ctx.Errorf(status.InvalidArgument, "input must be 4-dimensional%v", in.Shape)
+		return p, 0, nil, ctx.Errorf(status.InvalidArgument, "input must be 4-dimensional%v", in.Shape)
 	}
 	if len(f.Shape) != 4 {
-		return ctx.Errorf(status.InvalidArgument, "filter must be 4-dimensional: %v", f.Shape)
+		return p, 0, nil, ctx.Errorf(status.InvalidArgument, "filter must be 4-dimensional: %v", f.Shape)
 	}
 	c := in.Shape[3]
 	if a.NCHW {
 		c = in.Shape[1]
 	}
 	if c != f.Shape[2] {
-		return ctx.Errorf(status.InvalidArgument, "input and filter must have the same depth: %d vs %d", c, f.Shape[2])
+		return p, 0, nil, ctx.Errorf(status.InvalidArgument, "input and filter must have the same depth: %d vs %d", c, f.Shape[2])
 	}
 	if a.NCHW {
-		return ctx.Errorf(status.Unimplemented, "Depthwise convolution on CPU is only supported for NHWC format")
+		return p, 0, nil, ctx.Errorf(status.Unimplemented, "Depthwise convolution on CPU is only supported for NHWC format")
 	}
-	// As a grouped convolution: one group per input channel, so Params
-	// computes the windows; the filter is [KH, KW, 1, C*M] in that view.
-	mult := f.Shape[3]
-	p, err := a.Params(in.Shape, tensor.Shape{f.Shape[0], f.Shape[1], 1, c * mult})
-	if err != nil {
-		return ctx.Errorf(status.CodeOf(err), "%v", err)
+	mult = f.Shape[3]
+	if p, err = a.Params(in.Shape, tensor.Shape{f.Shape[0], f.Shape[1], 1, c * mult}); err != nil {
+		return p, 0, nil, ctx.Errorf(status.CodeOf(err), "%v", err)
 	}
 	if c == 0 {
 		p.Groups = 1
 	}
-	o, err := ctx.Allocate(0, tensor.Shape{in.Shape[0], int64(p.OutH), int64(p.OutW), c * mult})
+	return p, mult, tensor.Shape{in.Shape[0], int64(p.OutH), int64(p.OutW), c * mult}, nil
+}
+
+// depthwiseConv is DepthwiseConv2dNative: filter [KH, KW, C, M], output
+// channel c*M+m sums input channel c against filter[..., c, m].
+func depthwiseConv(ctx *kernels.Context, a Conv2DAttrs) error {
+	in, f := ctx.Input(0), ctx.Input(1)
+	p, mult, out, err := DepthwiseArgs(ctx, a)
+	if err != nil {
+		return err
+	}
+	o, err := ctx.Allocate(0, out)
 	if err != nil {
 		return err
 	}

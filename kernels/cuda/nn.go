@@ -36,30 +36,16 @@ func init() {
 		return fn(func(k kctx) error { return conv2DGPU(k, a) })(n)
 	})
 	reg("DepthwiseConv2dNative", "T", gpuFloats, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		a, err := cpu.ParseConv2DAttrs(n)
+		a, err := cpu.ParseDepthwiseAttrs(n)
 		if err != nil {
 			return nil, err
-		}
-		if a.Strides[1] != a.Strides[2] {
-			return nil, status.Errorf(status.InvalidArgument, "%s (op %s): Current implementation only supports equal length strides in the row and column dimensions.", n.Name, n.Op)
-		}
-		for _, d := range a.Dilations {
-			if d != 1 {
-				return nil, status.Errorf(status.Unimplemented, "%s (op %s): Current kernel implementation does not support dilations, received %v", n.Name, n.Op, a.Dilations)
-			}
 		}
 		return fn(func(k kctx) error { return depthwiseGPU(k, a) })(n)
 	})
 	reg("Conv2DBackpropInput", "T", []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32}, []string{"input_sizes"}, func(n *graph.Node) (kernels.Kernel, error) {
-		a, err := cpu.ParseConv2DAttrs(n)
+		a, err := cpu.ParseConv2DBackpropInputAttrs(n)
 		if err != nil {
 			return nil, err
-		}
-		if a.NCHW {
-			return nil, status.Errorf(status.InvalidArgument, "%s (op %s): Conv2DBackpropInputOp [CPU or GPU(int32)] only supports NHWC data format.", n.Name, n.Op)
-		}
-		if a.Dilations[1] != 1 || a.Dilations[2] != 1 {
-			return nil, status.Errorf(status.InvalidArgument, "%s (op %s): Current CPU implementations do not yet support dilation rates larger than 1.", n.Name, n.Op)
 		}
 		return fn(func(k kctx) error { return convBackInputGPU(k, a) })(n)
 	})
@@ -163,17 +149,9 @@ func convMeta(p cpu.ConvParams) []int64 {
 
 func conv2DGPU(k kctx, a cpu.Conv2DAttrs) error {
 	in, f := k.Input(0), k.Input(1)
-	ishape := in.Shape
-	if a.NCHW && len(ishape) == 4 {
-		ishape = tensor.Shape{ishape[0], ishape[2], ishape[3], ishape[1]}
-	}
-	p, err := a.Params(ishape, f.Shape)
+	p, oshape, err := cpu.Conv2DArgs(k.Context, a)
 	if err != nil {
-		return k.Errorf(status.CodeOf(err), "%v", err)
-	}
-	oshape := p.OutShape()
-	if a.NCHW {
-		oshape = tensor.Shape{oshape[0], oshape[3], oshape[1], oshape[2]}
+		return err
 	}
 	o, err := k.Allocate(0, oshape)
 	if err != nil {
@@ -187,14 +165,8 @@ func conv2DGPU(k kctx, a cpu.Conv2DAttrs) error {
 	if in.NumElements() == 0 {
 		return k.memset(ptr(o), 0, len(o.Buf))
 	}
-	if a.NCHW {
-		return k.Errorf(status.Unimplemented, "The Conv2D op currently only supports the NHWC tensor format on the CPU (and on this GPU kernel). The op was given the format: NCHW")
-	}
-	if f.NumElements() == 0 {
-		return k.Errorf(status.InvalidArgument, "filter must not have zero elements (i.e. all dimensions must be non-zero)")
-	}
-	if p.O%p.Groups != 0 || p.O < p.Groups {
-		return k.Errorf(status.InvalidArgument, "output depth must be evenly divisible by number of groups: %d vs %d", p.O, p.Groups)
+	if err := cpu.Conv2DLimits(k.Context, a, p); err != nil {
+		return err
 	}
 	if p.Groups == 1 && (in.DType == tensor.Float || in.DType == tensor.Double) {
 		return convGemm(k, p, in, f, o)
@@ -250,33 +222,11 @@ func convGemm(k kctx, p cpu.ConvParams, in, f, o *tensor.Tensor) error {
 
 func depthwiseGPU(k kctx, a cpu.Conv2DAttrs) error {
 	in, f := k.Input(0), k.Input(1)
-	if len(in.Shape) != 4 {
-		return k.Errorf(status.InvalidArgument, "input must be 4-dimensional%v", in.Shape)
-	}
-	if len(f.Shape) != 4 {
-		return k.Errorf(status.InvalidArgument, "filter must be 4-dimensional: %v", f.Shape)
-	}
-	c := in.Shape[3]
-	if a.NCHW {
-		c = in.Shape[1]
-	}
-	if c != f.Shape[2] {
-		return k.Errorf(status.InvalidArgument, "input and filter must have the same depth: %d vs %d", c, f.Shape[2])
-	}
-	if a.NCHW {
-		return k.Errorf(status.Unimplemented, "Depthwise convolution on CPU is only supported for NHWC format (and on this GPU kernel)")
-	}
-	// The grouped convolution with one group per input channel: the
-	// filter [KH, KW, C, M] is [KH, KW, 1, C*M] in that view.
-	mult := f.Shape[3]
-	p, err := a.Params(in.Shape, tensor.Shape{f.Shape[0], f.Shape[1], 1, c * mult})
+	p, _, out, err := cpu.DepthwiseArgs(k.Context, a)
 	if err != nil {
-		return k.Errorf(status.CodeOf(err), "%v", err)
+		return err
 	}
-	if c == 0 {
-		p.Groups = 1
-	}
-	o, err := k.Allocate(0, tensor.Shape{in.Shape[0], int64(p.OutH), int64(p.OutW), c * mult})
+	o, err := k.Allocate(0, out)
 	if err != nil {
 		return err
 	}
