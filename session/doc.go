@@ -10,16 +10,25 @@
 // Devices (gpu.go): MSTREAM_DEVICE unset tries device/cuda's Load at
 // TF_NewSession and, when it fails, logs one line per process and runs on
 // the CPU; =gpu makes that failure the session's error; =cpu never looks.
-// With GPUs, the host device stays device 0 (one group, for plans with no
-// GPU node) and GPU i is device 1+i with TF_GPU_STREAM_GROUP_COUNT's i-th
-// count; plans are placed (exec.BuildPlaced, honouring
-// allow_soft_placement) and run with exec.RunGPU on a group of GPU:0.
-// GPU regions always grow on demand within the configured limit (virtual
-// device limit, memory fraction, or else the memory free at session start
-// less 512 MiB): allocators are per session here, per process in TF, so a
-// session must not take the whole GPU up front. TF_GPU_CONTEXT_COUNT sets
-// the process's contexts on first use (a later session may use fewer).
-// Node-level mode stays on the CPU.
+// With GPUs, the host device stays device 0 (for plans with no GPU node:
+// one group, or TF_GPU_STREAM_GROUP_COUNT's first count in node-level mode)
+// and GPU i (the driver's ordinal, after CUDA_VISIBLE_DEVICES) is device
+// 1+i with TF_GPU_STREAM_GROUP_COUNT's i-th count (the last one past the
+// list's end), virtual_devices[i]'s limit, its own pinned staging, contexts
+// and constants. Plans are placed (exec.BuildPlaced, honouring
+// allow_soft_placement): a GPU node on the GPU it names, else GPU:0.
+// Graph-level mode runs a step on one GPU with exec.RunGPU on the group
+// Pick chooses among that GPU's, and a step over several GPUs with
+// exec.RunGPUNodes on the group Pick chooses on each (values copied between
+// GPUs); node-level mode runs a step with exec.RunGPUNodes on one GPU's
+// groups as TF_STREAM_FROM_FILE assigns them (a step over several GPUs is
+// UNIMPLEMENTED, and TF_GPU_CONTEXT_COUNT must be 1: =gpu fails with
+// UNIMPLEMENTED otherwise, auto runs on the CPU). GPU regions always grow
+// on demand within the configured limit (virtual device limit, memory
+// fraction, or else the memory free at session start less 512 MiB):
+// allocators are per session here, per process in TF, so a session must not
+// take the whole GPU up front. TF_GPU_CONTEXT_COUNT sets the process's
+// contexts on first use (a later session may use fewer).
 //
 // Invariants: many goroutines may call Run on one Session at once; an error
 // in one Run leaves the session usable for the next; feeds are never kept

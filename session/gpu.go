@@ -1,14 +1,20 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"mstream/device"
 	"mstream/device/cuda"
+	"mstream/envcfg"
 	"mstream/exec"
+	"mstream/groups"
 	"mstream/status"
+	"mstream/tensor"
+	"mstream/trace"
 
 	// The GPU kernels register with the kernel registry, which placement
 	// consults; registering needs no GPU.
@@ -22,8 +28,9 @@ const gpuReserve = 512 << 20
 // loadCUDA is cuda.Load; tests replace it.
 var loadCUDA = cuda.Load
 
-// noGPULogged makes the "running on the CPU" line appear once per process.
-var noGPULogged sync.Once
+// noGPULogged makes the "running on the CPU" line appear once per process;
+// nodeLevelCPULogged does the same for node-level mode's reason.
+var noGPULogged, nodeLevelCPULogged sync.Once
 
 // logf writes one log line to stderr as TF's logging does, unless
 // TF_CPP_MIN_LOG_LEVEL hides its level (0 info, 1 warning, 2 error).
@@ -41,9 +48,14 @@ func (st *state) openGPUs() ([]*cuda.Device, error) {
 	switch {
 	case st.env.Device == "cpu":
 		return nil, nil
-	case st.env.NodeLevel && st.env.Device == "gpu":
-		return nil, status.Errorf(status.Unimplemented, "MSTREAM_DEVICE=gpu with TF_NODE_LEVEL_MULTISTREAM: node-level multi-stream runs on the CPU only")
-	case st.env.NodeLevel:
+	case st.env.NodeLevel && st.env.ContextCount > 1:
+		// Values cross groups in node-level mode, and device memory is
+		// per context.
+		why := fmt.Sprintf("TF_NODE_LEVEL_MULTISTREAM with TF_GPU_CONTEXT_COUNT=%d: node-level multi-stream on a GPU needs its groups in one CUDA context", st.env.ContextCount)
+		if st.env.Device == "gpu" {
+			return nil, status.Errorf(status.Unimplemented, "MSTREAM_DEVICE=gpu with %s", why)
+		}
+		nodeLevelCPULogged.Do(func() { st.logf(1, "running on the CPU: %s", why) })
 		return nil, nil
 	}
 	lib, err := loadCUDA()
@@ -101,6 +113,42 @@ func gpuLimitMB(d *cuda.Device) float64 {
 	return float64(free-gpuReserve) / (1 << 20)
 }
 
+// deviceCounts is the number of stream groups of each device of a session
+// with n GPUs: the host device (0) gets one, for plans with no GPU node,
+// or in node-level mode TF_GPU_STREAM_GROUP_COUNT's first count (such
+// plans then run on the host's groups as the file assigns them); GPU i
+// (device 1+i) gets the list's i-th count, the last one past its end.
+func deviceCounts(env *envcfg.Config, n int) []int {
+	counts := []int{1}
+	if env.NodeLevel {
+		counts[0] = env.GroupCount(0)
+	}
+	for i := 0; i < n; i++ {
+		counts = append(counts, env.GroupCount(i))
+	}
+	return counts
+}
+
+// deviceLimitsMB is the memory limit of each device of a session with n
+// GPUs, in MiB (0: none, the groups package's rules apply): none for the
+// host; for GPU i virtual_devices[i]'s limit when set, else, when no
+// memory fraction is set either, free(i), the GPU's free memory less a
+// reserve.
+func deviceLimitsMB(virtual []float64, fraction float64, n int, free func(i int) float64) []float64 {
+	out := []float64{0}
+	for i := 0; i < n; i++ {
+		l := 0.0
+		if i < len(virtual) {
+			l = virtual[i]
+		}
+		if l == 0 && fraction == 0 {
+			l = free(i)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
 // gpuDevices appends the GPUs to the device list; the host device stays
 // device 0, GPU i is device 1+i.
 func gpuDevices(host device.Device, gpus []*cuda.Device) []device.Device {
@@ -111,12 +159,79 @@ func gpuDevices(host device.Device, gpus []*cuda.Device) []device.Device {
 	return out
 }
 
-// placement is how plans are placed: on the first GPU when the session has
-// one (graph-level mode), on the host otherwise.
+// placement is how plans are placed: on the session's GPUs when it has
+// any (each plan on one of them, exec.Plan.GPU), on the host otherwise.
 func (st *state) placement() exec.Placement {
-	if st.gpu < 0 || st.nodeLevel {
+	if st.gpu < 0 {
 		return exec.Placement{}
 	}
 	return exec.Placement{GPUs: len(st.devices) - 1, AllowSoft: st.softPlacement,
 		Log: func(format string, args ...any) { st.logf(0, format, args...) }}
+}
+
+// gpuSummary is the log line's list of GPUs and their stream groups.
+func gpuSummary(gpus []*cuda.Device, counts []int) string {
+	var b strings.Builder
+	for i, g := range gpus {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "GPU:%d %s, %d stream group(s)", g.Ordinal(), g.Desc(), counts[i])
+	}
+	return b.String()
+}
+
+// executeGPU runs a step of a plan with GPU nodes. On one GPU (device
+// st.gpu+plan.GPU()): graph-level mode on the group Pick chooses,
+// node-level mode on the groups the TF_STREAM_FROM_FILE assignment names,
+// group 0 being home. Over several GPUs (graph-level mode only): on the
+// group Pick chooses on each, the home GPU's first, every node on its
+// GPU's group.
+func (s *Session) executeGPU(ctx context.Context, plan *exec.Plan, vals []*tensor.Tensor, opts exec.Options) ([]*tensor.Tensor, *trace.Step, error) {
+	st := s.impl
+	dev := st.gpu + plan.GPU()
+	if gpus := plan.GPUs(); len(gpus) > 1 {
+		if st.nodeLevel {
+			return nil, nil, status.Errorf(status.Unimplemented, "TF_NODE_LEVEL_MULTISTREAM: the step's nodes are placed on GPUs %v, and node-level multi-stream runs a step on one GPU's groups; annotate the nodes for one GPU", gpus)
+		}
+		gs := make([]*groups.Group, len(gpus))
+		slot := map[int]int{}
+		for k, gi := range gpus {
+			gs[k], slot[gi] = st.set.Pick(st.gpu+gi), k
+		}
+		ng := plan.NodeGPUs()
+		assign := make([]int, len(ng))
+		for i, gi := range ng {
+			assign[i] = slot[gi]
+		}
+		out, step, err := plan.RunGPUNodes(ctx, &exec.GPUNodeRuntime{Groups: gs, Assign: assign,
+			ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder, Intra: gs[0].Intra}, vals, opts)
+		for _, g := range gs {
+			g.Done(err == nil)
+		}
+		return out, step, err
+	}
+	if !st.nodeLevel {
+		g := st.set.Pick(dev)
+		out, step, err := plan.RunGPU(ctx, &exec.GPURuntime{Group: g, Holder: &st.set.Holder, Intra: g.Intra}, vals, opts)
+		g.Done(err == nil)
+		return out, step, err
+	}
+	gs := st.set.OnDevice(dev)
+	assign, used := st.assignment(plan)
+	for _, gi := range used {
+		if gi >= len(gs) {
+			return nil, nil, status.InvalidArg("TF_STREAM_FROM_FILE=%q assigns nodes to stream group %d, but %s has %d stream groups (TF_GPU_STREAM_GROUP_COUNT=%s)",
+				st.env.StreamFromFile, gi, gs[0].Device.Name(), len(gs), st.env.Values()["TF_GPU_STREAM_GROUP_COUNT"])
+		}
+	}
+	for _, gi := range used {
+		gs[gi].Begin()
+	}
+	out, step, err := plan.RunGPUNodes(ctx, &exec.GPUNodeRuntime{Groups: gs, Assign: assign,
+		ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder, Intra: gs[0].Intra}, vals, opts)
+	for _, gi := range used {
+		gs[gi].Done(err == nil)
+	}
+	return out, step, err
 }

@@ -46,8 +46,9 @@ type state struct {
 	intraN  int
 	devices []device.Device
 	set     *groups.Set
-	// gpu is the index in devices of the GPU that graph-level runs use, -1
-	// on the CPU; softPlacement is ConfigProto allow_soft_placement.
+	// gpu is the index in devices of the first GPU (a plan on GPU k uses
+	// device gpu+k), -1 on the CPU; softPlacement is ConfigProto
+	// allow_soft_placement.
 	gpu           int
 	softPlacement bool
 	// streams says whether Runs execute on the groups' streams (more than
@@ -187,30 +188,19 @@ func (st *state) makeGroups(cfg *tfpb.ConfigProto) error {
 		limits = append(limits, l)
 	}
 	if len(gpus) > 0 {
-		// The host device (0) gets one group: it runs plans with no GPU
-		// node. GPU i is device 1+i with TF_GPU_STREAM_GROUP_COUNT's
-		// i-th count, and virtual_devices[i] applies to it. Its regions
+		// The host device (0) runs plans with no GPU node. GPU i is
+		// device 1+i with TF_GPU_STREAM_GROUP_COUNT's i-th count, and
+		// virtual_devices[i] applies to it. Its regions
 		// grow on demand (allocators are per session, not per process as
 		// in TF, so one session must not take the whole GPU up front),
 		// within the configured limit or, when none is, the memory free
 		// now less a reserve.
 		st.devices = gpuDevices(d, gpus)
 		st.gpu = 1
-		counts = []int{1}
-		gl := []float64{0}
-		for i, g := range gpus {
-			counts = append(counts, env.GroupCount(i))
-			l := 0.0
-			if i < len(limits) {
-				l = limits[i]
-			}
-			if l == 0 && gpu.GetPerProcessGpuMemoryFraction() == 0 {
-				l = gpuLimitMB(g)
-			}
-			gl = append(gl, l)
-		}
-		limits, growth = gl, true
-		st.logf(0, "running on %d GPU(s): %s (%d stream group(s) on GPU:0)", len(gpus), gpus[0].Desc(), counts[1])
+		counts = deviceCounts(env, len(gpus))
+		limits = deviceLimitsMB(limits, gpu.GetPerProcessGpuMemoryFraction(), len(gpus), func(i int) float64 { return gpuLimitMB(gpus[i]) })
+		growth = true
+		st.logf(0, "running on %d GPU(s): %s", len(gpus), gpuSummary(gpus, counts[1:]))
 	}
 	gc := groups.Config{
 		Devices: st.devices, Counts: counts, Merge: env.StreamMerge, Contexts: env.ContextCount,
@@ -370,6 +360,9 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 // least-loaded group, node-level mode runs on the plan's per-node groups.
 func (s *Session) execute(ctx context.Context, plan *exec.Plan, vals []*tensor.Tensor, opts exec.Options, pool exec.Submitter) ([]*tensor.Tensor, *trace.Step, error) {
 	st := s.impl
+	if st.gpu >= 0 && plan.OnGPU() {
+		return s.executeGPU(ctx, plan, vals, opts)
+	}
 	if st.nodeLevel {
 		gs := st.set.OnDevice(0)
 		assign, used := st.assignment(plan)
@@ -381,12 +374,6 @@ func (s *Session) execute(ctx context.Context, plan *exec.Plan, vals []*tensor.T
 		for _, gi := range used {
 			gs[gi].Done(err == nil)
 		}
-		return out, step, err
-	}
-	if st.gpu >= 0 && plan.OnGPU() {
-		g := st.set.Pick(st.gpu)
-		out, step, err := plan.RunGPU(ctx, &exec.GPURuntime{Group: g, Holder: &st.set.Holder, Intra: g.Intra}, vals, opts)
-		g.Done(err == nil)
 		return out, step, err
 	}
 	g := st.set.Pick(0)
