@@ -40,7 +40,8 @@
 // (StridedSliceArgs and ParseStridedSliceMasks in stridedslice.go;
 // Conv2DArgs, Conv2DLimits, ParseDepthwiseAttrs, DepthwiseArgs,
 // ParseConv2DBackpropInputAttrs and Conv2DBackpropInputArgs in nn_conv.go
-// beside ParseConv2DAttrs; ParsePoolAttrs,
+// beside ParseConv2DAttrs; ParseBatchNormAttrs, BatchNormArgs,
+// ParseLRNAttrs and LRNArgs in nn_norm.go; ParsePoolAttrs,
 // ParseMaxPoolV2Attrs, MaxPoolV2Args and PoolParams in nn_pool.go;
 // ReductionArgs, ReducedRuns and ArgReduceArgs in reduce2.go; ScanArgs
 // and TopKArgs in scan.go; ResizeArgs in resize.go). A check that

@@ -20,33 +20,117 @@ func init() {
 			types = []tensor.DType{tensor.Float}
 		}
 		reg(op, types, nil, func(n *graph.Node) (kernels.Kernel, error) {
-			bn := bnAttrs{
-				eps:      float64(attrFloat(n, "epsilon", 1e-4)),
-				factor:   float64(attrFloat(n, "exponential_avg_factor", 1)),
-				training: attrBool(n, "is_training"),
-				format:   attrString(n, "data_format", "NHWC"),
-			}
-			if a := n.Attrs["is_training"]; a == nil {
-				bn.training = true // the OpDef's default
-			}
-			switch bn.format {
-			case "NHWC", "NCHW", "NDHWC", "NCDHW":
-			default:
-				return nil, nodeErr(n, status.InvalidArgument, "Invalid data format %q", bn.format)
-			}
-			if u := attrType(n, "U"); u != tensor.Invalid && u != tensor.Float {
-				return nil, nodeErr(n, status.Unimplemented, "FusedBatchNorm with U=%v on CPU", u)
+			bn, err := ParseBatchNormAttrs(n)
+			if err != nil {
+				return nil, err
 			}
 			return kernels.KernelFunc(func(ctx *kernels.Context) error { return fusedBatchNorm(ctx, bn) }), nil
 		})
 	}
 	reg("LRN", []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		l := lrnAttrs{radius: attrInt(n, "depth_radius", 5), bias: attrFloat(n, "bias", 1), alpha: attrFloat(n, "alpha", 1), beta: attrFloat(n, "beta", 0.5)}
-		if l.radius < 0 || l.radius > math.MaxInt32 {
-			return nil, nodeErr(n, status.InvalidArgument, "depth_radius = %d larger than int max", l.radius)
+		l, err := ParseLRNAttrs(n)
+		if err != nil {
+			return nil, err
 		}
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return lrn(ctx, l) }), nil
 	})
+}
+
+// BatchNormAttrs are FusedBatchNorm's (V2, V3) attrs.
+type BatchNormAttrs struct {
+	Eps, Factor float64 // epsilon, exponential_avg_factor
+	Training    bool    // is_training
+	Format      string  // NHWC, NCHW, NDHWC or NCDHW
+}
+
+// ParseBatchNormAttrs reads and checks a FusedBatchNorm node's attrs
+// (float32 statistics only); the CPU and GPU kernels both parse through
+// it.
+func ParseBatchNormAttrs(n *graph.Node) (BatchNormAttrs, error) {
+	bn := BatchNormAttrs{
+		Eps:      float64(attrFloat(n, "epsilon", 1e-4)),
+		Factor:   float64(attrFloat(n, "exponential_avg_factor", 1)),
+		Training: attrBool(n, "is_training"),
+		Format:   attrString(n, "data_format", "NHWC"),
+	}
+	if a := n.Attrs["is_training"]; a == nil {
+		bn.Training = true // the OpDef's default
+	}
+	switch bn.Format {
+	case "NHWC", "NCHW", "NDHWC", "NCDHW":
+	default:
+		return bn, nodeErr(n, status.InvalidArgument, "Invalid data format %q", bn.Format)
+	}
+	if u := attrType(n, "U"); u != tensor.Invalid && u != tensor.Float {
+		return bn, nodeErr(n, status.Unimplemented, "FusedBatchNorm with U=%v on CPU", u)
+	}
+	return bn, nil
+}
+
+// BatchNormArgs checks FusedBatchNorm's x against the format and its
+// scale, offset, mean and variance (the last two only where they are
+// read) against x's channels, and returns the channel axis and count; the
+// CPU and GPU kernels both validate through it.
+func BatchNormArgs(ctx *kernels.Context, bn BatchNormAttrs) (axis int, channels int64, err error) {
+	x := ctx.Input(0)
+	if len(x.Shape) != 4 && len(x.Shape) != 5 {
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "input must be 4 or 5-dimensional%v", x.Shape)
+	}
+	if (len(x.Shape) == 5) != (bn.Format == "NDHWC" || bn.Format == "NCDHW") {
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "data format %s does not fit a %d-dimensional input", bn.Format, len(x.Shape))
+	}
+	names := []string{"scale", "offset", "mean", "variance"}
+	for i, nm := range names {
+		if len(ctx.Input(i+1).Shape) != 1 {
+			return 0, 0, ctx.Errorf(status.InvalidArgument, "%s must be 1-dimensional%v", nm, ctx.Input(i+1).Shape)
+		}
+	}
+	axis = len(x.Shape) - 1
+	if bn.Format == "NCHW" || bn.Format == "NCDHW" {
+		axis = 1
+	}
+	c := x.Shape[axis]
+	for i, nm := range names {
+		if i >= 2 && bn.Training && bn.Factor == 1 {
+			break
+		}
+		if n := ctx.Input(i + 1).NumElements(); n != c {
+			pre := ""
+			if i >= 2 {
+				pre = "When is_training=false, "
+				if bn.Training {
+					pre = "When exponential_avg_factor != 1, "
+				}
+			}
+			return 0, 0, ctx.Errorf(status.InvalidArgument, "%s%s must have the same number of elements as the channels of x, got %d and %d", pre, nm, n, c)
+		}
+	}
+	return axis, c, nil
+}
+
+// LRNAttrs are LRN's attrs.
+type LRNAttrs struct {
+	Radius            int64 // depth_radius
+	Bias, Alpha, Beta float32
+}
+
+// ParseLRNAttrs reads and checks an LRN node's attrs; the CPU and GPU
+// kernels both parse through it.
+func ParseLRNAttrs(n *graph.Node) (LRNAttrs, error) {
+	l := LRNAttrs{Radius: attrInt(n, "depth_radius", 5), Bias: attrFloat(n, "bias", 1), Alpha: attrFloat(n, "alpha", 1), Beta: attrFloat(n, "beta", 0.5)}
+	if l.Radius < 0 || l.Radius > math.MaxInt32 {
+		return l, nodeErr(n, status.InvalidArgument, "depth_radius = %d larger than int max", l.Radius)
+	}
+	return l, nil
+}
+
+// LRNArgs checks LRN's input (NHWC, normalised along the depth); the CPU
+// and GPU kernels both validate through it.
+func LRNArgs(ctx *kernels.Context) error {
+	if x := ctx.Input(0); len(x.Shape) != 4 {
+		return ctx.Errorf(status.InvalidArgument, "in must be 4-dimensional, got %v", x.Shape)
+	}
+	return nil
 }
 
 func attrFloat(n *graph.Node, name string, def float32) float32 {
@@ -56,45 +140,11 @@ func attrFloat(n *graph.Node, name string, def float32) float32 {
 	return def
 }
 
-type bnAttrs struct {
-	eps, factor float64
-	training    bool
-	format      string
-}
-
-func fusedBatchNorm(ctx *kernels.Context, bn bnAttrs) error {
+func fusedBatchNorm(ctx *kernels.Context, bn BatchNormAttrs) error {
 	x := ctx.Input(0)
-	if len(x.Shape) != 4 && len(x.Shape) != 5 {
-		return ctx.Errorf(status.InvalidArgument, "input must be 4 or 5-dimensional%v", x.Shape)
-	}
-	if (len(x.Shape) == 5) != (bn.format == "NDHWC" || bn.format == "NCDHW") {
-		return ctx.Errorf(status.InvalidArgument, "data format %s does not fit a %d-dimensional input", bn.format, len(x.Shape))
-	}
-	names := []string{"scale", "offset", "mean", "variance"}
-	for i, nm := range names {
-		if len(ctx.Input(i+1).Shape) != 1 {
-			return ctx.Errorf(status.InvalidArgument, "%s must be 1-dimensional%v", nm, ctx.Input(i+1).Shape)
-		}
-	}
-	ax := len(x.Shape) - 1
-	if bn.format == "NCHW" || bn.format == "NCDHW" {
-		ax = 1
-	}
-	c := x.Shape[ax]
-	for i, nm := range names {
-		if i >= 2 && bn.training && bn.factor == 1 {
-			break
-		}
-		if n := ctx.Input(i + 1).NumElements(); n != c {
-			pre := ""
-			if i >= 2 {
-				pre = "When is_training=false, "
-				if bn.training {
-					pre = "When exponential_avg_factor != 1, "
-				}
-			}
-			return ctx.Errorf(status.InvalidArgument, "%s%s must have the same number of elements as the channels of x, got %d and %d", pre, nm, n, c)
-		}
+	ax, c, err := BatchNormArgs(ctx, bn)
+	if err != nil {
+		return err
 	}
 	y, err := ctx.Allocate(0, x.Shape)
 	if err != nil {
@@ -116,7 +166,7 @@ func fusedBatchNorm(ctx *kernels.Context, bn bnAttrs) error {
 	}
 	scale, offset := ctx.Input(1).F32(), ctx.Input(2).F32()
 	var mean, variance []float32
-	if !(bn.training && bn.factor == 1) {
+	if !(bn.Training && bn.Factor == 1) {
 		mean, variance = ctx.Input(3).F32(), ctx.Input(4).F32()
 	}
 	if x.NumElements() == 0 {
@@ -135,7 +185,7 @@ func fusedBatchNorm(ctx *kernels.Context, bn bnAttrs) error {
 		ys = make([]float32, len(xs))
 	}
 	m, v := mean, variance
-	if bn.training {
+	if bn.Training {
 		cnt := float64(outer * inner)
 		sum, sq := make([]float64, c), make([]float64, c)
 		forChannels(xs, outer, c, inner, func(k int, row []float32) {
@@ -159,10 +209,10 @@ func fusedBatchNorm(ctx *kernels.Context, bn bnAttrs) error {
 		rm, rv := stats[0].F32(), stats[1].F32()
 		for k := range bv {
 			bv[k] = float32(sq[k] / cnt)
-			if bn.factor == 1 {
+			if bn.Factor == 1 {
 				rm[k], rv[k] = bm[k], float32(float64(bv[k])*adj)
 			} else {
-				f := bn.factor
+				f := bn.Factor
 				rm[k] = float32((1-f)*float64(mean[k]) + f*float64(bm[k]))
 				rv[k] = float32((1-f)*float64(variance[k]) + f*adj*float64(bv[k]))
 			}
@@ -180,7 +230,7 @@ func fusedBatchNorm(ctx *kernels.Context, bn bnAttrs) error {
 	}
 	mul, add := make([]float32, c), make([]float32, c)
 	for k := range mul {
-		s := float32(1/math.Sqrt(float64(v[k])+bn.eps)) * scale[k]
+		s := float32(1/math.Sqrt(float64(v[k])+bn.Eps)) * scale[k]
 		mul[k], add[k] = s, offset[k]-m[k]*s
 	}
 	ctx.For(int(outer*c), float64(inner)*2, func(lo, hi int) {
@@ -210,17 +260,12 @@ func forChannels(x []float32, outer, c, inner int64, f func(k int, row []float32
 	}
 }
 
-type lrnAttrs struct {
-	radius            int64
-	bias, alpha, beta float32
-}
-
 // lrn is local response normalisation over the last (depth) dimension:
 // out = in / (bias + alpha * sum of squares over [d-r, d+r]) ^ beta.
-func lrn(ctx *kernels.Context, l lrnAttrs) error {
+func lrn(ctx *kernels.Context, l LRNAttrs) error {
 	x := ctx.Input(0)
-	if len(x.Shape) != 4 {
-		return ctx.Errorf(status.InvalidArgument, "in must be 4-dimensional, got %v", x.Shape)
+	if err := LRNArgs(ctx); err != nil {
+		return err
 	}
 	o, err := ctx.Allocate(0, x.Shape)
 	if err != nil {
@@ -235,8 +280,8 @@ func lrn(ctx *kernels.Context, l lrnAttrs) error {
 	if o.DType != tensor.Float {
 		ys = make([]float32, len(xs))
 	}
-	r := int(l.radius)
-	bias, alpha, beta := float64(l.bias), float64(l.alpha), float64(l.beta)
+	r := int(l.Radius)
+	bias, alpha, beta := float64(l.Bias), float64(l.Alpha), float64(l.Beta)
 	ctx.For(len(xs)/d, float64(d)*float64(2*r+10), func(lo, hi int) {
 		for row := lo; row < hi; row++ {
 			src, dst := xs[row*d:(row+1)*d], ys[row*d:(row+1)*d]

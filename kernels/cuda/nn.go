@@ -50,19 +50,11 @@ func init() {
 		return fn(func(k kctx) error { return convBackInputGPU(k, a) })(n)
 	})
 	reg("LRN", "T", []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		r, bias, alpha, beta := int64(5), float32(1), float32(1), float32(0.5)
-		if a := n.Attrs["depth_radius"]; a != nil {
-			r = a.GetI()
+		l, err := cpu.ParseLRNAttrs(n)
+		if err != nil {
+			return nil, err
 		}
-		for name, p := range map[string]*float32{"bias": &bias, "alpha": &alpha, "beta": &beta} {
-			if a := n.Attrs[name]; a != nil {
-				*p = a.GetF()
-			}
-		}
-		if r < 0 || r > math.MaxInt32 {
-			return nil, status.Errorf(status.InvalidArgument, "%s (op %s): depth_radius = %d larger than int max", n.Name, n.Op, r)
-		}
-		return fn(func(k kctx) error { return lrnGPU(k, r, float64(bias), float64(alpha), float64(beta)) })(n)
+		return fn(func(k kctx) error { return lrnGPU(k, l) })(n)
 	})
 	maxTypes := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32, tensor.Int64,
 		tensor.Uint8, tensor.Int16, tensor.Int8, tensor.Uint16}
@@ -99,23 +91,9 @@ func init() {
 			types = []tensor.DType{tensor.Float}
 		}
 		reg(op, "T", types, nil, func(n *graph.Node) (kernels.Kernel, error) {
-			bn := bnAttrs{eps: 1e-4, factor: 1, training: true, format: strAttr(n, "data_format", "NHWC")}
-			if a := n.Attrs["epsilon"]; a != nil {
-				bn.eps = float64(a.GetF())
-			}
-			if a := n.Attrs["exponential_avg_factor"]; a != nil {
-				bn.factor = float64(a.GetF())
-			}
-			if a := n.Attrs["is_training"]; a != nil {
-				bn.training = a.GetB()
-			}
-			switch bn.format {
-			case "NHWC", "NCHW", "NDHWC", "NCDHW":
-			default:
-				return nil, status.Errorf(status.InvalidArgument, "%s (op %s): Invalid data format %q", n.Name, n.Op, bn.format)
-			}
-			if u := typeAttr(n, "U"); u != tensor.Invalid && u != tensor.Float {
-				return nil, status.Errorf(status.Unimplemented, "%s (op %s): FusedBatchNorm with U=%v", n.Name, n.Op, u)
+			bn, err := cpu.ParseBatchNormAttrs(n)
+			if err != nil {
+				return nil, err
 			}
 			return fn(func(k kctx) error { return batchNormGPU(k, bn) })(n)
 		})
@@ -263,46 +241,11 @@ func poolGPU(k kctx, pa cpu.PoolAttrs, isMax bool) error {
 	return k.launchN(nns, "avgpool_"+suffix(in.DType), n, &args)
 }
 
-type bnAttrs struct {
-	eps, factor float64
-	training    bool
-	format      string
-}
-
-func batchNormGPU(k kctx, bn bnAttrs) error {
+func batchNormGPU(k kctx, bn cpu.BatchNormAttrs) error {
 	x := k.Input(0)
-	if len(x.Shape) != 4 && len(x.Shape) != 5 {
-		return k.Errorf(status.InvalidArgument, "input must be 4 or 5-dimensional%v", x.Shape)
-	}
-	if (len(x.Shape) == 5) != (bn.format == "NDHWC" || bn.format == "NCDHW") {
-		return k.Errorf(status.InvalidArgument, "data format %s does not fit a %d-dimensional input", bn.format, len(x.Shape))
-	}
-	names := []string{"scale", "offset", "mean", "variance"}
-	for i, nm := range names {
-		if len(k.Input(i+1).Shape) != 1 {
-			return k.Errorf(status.InvalidArgument, "%s must be 1-dimensional%v", nm, k.Input(i+1).Shape)
-		}
-	}
-	ax := len(x.Shape) - 1
-	if bn.format == "NCHW" || bn.format == "NCDHW" {
-		ax = 1
-	}
-	c := x.Shape[ax]
-	fresh := bn.training && bn.factor == 1 // mean and variance inputs unused
-	for i, nm := range names {
-		if i >= 2 && fresh {
-			break
-		}
-		if n := k.Input(i + 1).NumElements(); n != c {
-			pre := ""
-			if i >= 2 {
-				pre = "When is_training=false, "
-				if bn.training {
-					pre = "When exponential_avg_factor != 1, "
-				}
-			}
-			return k.Errorf(status.InvalidArgument, "%s%s must have the same number of elements as the channels of x, got %d and %d", pre, nm, n, c)
-		}
+	ax, c, err := cpu.BatchNormArgs(k.Context, bn)
+	if err != nil {
+		return err
 	}
 	y, err := k.Allocate(0, x.Shape)
 	if err != nil {
@@ -349,12 +292,12 @@ func batchNormGPU(k kctx, bn bnAttrs) error {
 	}
 	suf := suffix(x.DType)
 	m, v := k.Input(3), k.Input(4)
-	if bn.training {
+	if bn.Training {
 		if c > math.MaxInt32 {
 			return k.Errorf(status.Unimplemented, "batch norm over %d channels", c)
 		}
 		var args cu.Args
-		args.Ptr(ptr(x)).I64(outer).I64(c).I64(inner).Ptr(ptr(m)).Ptr(ptr(v)).F64(bn.factor).
+		args.Ptr(ptr(x)).I64(outer).I64(c).I64(inner).Ptr(ptr(m)).Ptr(ptr(v)).F64(bn.Factor).
 			Ptr(ptr(stats[0])).Ptr(ptr(stats[1])).Ptr(ptr(stats[2])).Ptr(ptr(stats[3]))
 		if err := k.launch(nns, "bn_stats_"+suf, int(c), threads, 0, &args); err != nil {
 			return err
@@ -380,7 +323,7 @@ func batchNormGPU(k kctx, bn bnAttrs) error {
 	}
 	mul, add := ptr(coef), ptr(coef)+uint64(c*4)
 	var ca cu.Args
-	ca.Ptr(mul).Ptr(add).Ptr(ptr(k.Input(1))).Ptr(ptr(k.Input(2))).Ptr(ptr(m)).Ptr(ptr(v)).I64(c).F64(bn.eps)
+	ca.Ptr(mul).Ptr(add).Ptr(ptr(k.Input(1))).Ptr(ptr(k.Input(2))).Ptr(ptr(m)).Ptr(ptr(v)).I64(c).F64(bn.Eps)
 	if err := k.launchN(nns, "bn_coef", c, &ca); err != nil {
 		return err
 	}
@@ -414,10 +357,10 @@ func convBackInputGPU(k kctx, a cpu.Conv2DAttrs) error {
 	return k.launchN(nns, "convbi_"+suffix(o.DType), n, &args)
 }
 
-func lrnGPU(k kctx, r int64, bias, alpha, beta float64) error {
+func lrnGPU(k kctx, l cpu.LRNAttrs) error {
 	x := k.Input(0)
-	if len(x.Shape) != 4 {
-		return k.Errorf(status.InvalidArgument, "in must be 4-dimensional, got %v", x.Shape)
+	if err := cpu.LRNArgs(k.Context); err != nil {
+		return err
 	}
 	o, err := k.Allocate(0, x.Shape)
 	if err != nil {
@@ -428,6 +371,6 @@ func lrnGPU(k kctx, r int64, bias, alpha, beta float64) error {
 		return nil
 	}
 	var args cu.Args
-	args.Ptr(ptr(o)).Ptr(ptr(x)).I64(n).I64(x.Shape[3]).I64(r).F64(bias).F64(alpha).F64(beta)
+	args.Ptr(ptr(o)).Ptr(ptr(x)).I64(n).I64(x.Shape[3]).I64(l.Radius).F64(float64(l.Bias)).F64(float64(l.Alpha)).F64(float64(l.Beta))
 	return k.launchN(nns, "lrn_"+suffix(x.DType), n, &args)
 }
