@@ -20,15 +20,15 @@
 // Graph-level mode runs a step on one GPU with exec.RunGPU on the group
 // Pick chooses among that GPU's, and a step over several GPUs with
 // exec.RunGPUNodes on the group Pick chooses on each (values copied between
-// GPUs); node-level mode runs a step with exec.RunGPUNodes on one GPU's
-// groups as TF_STREAM_FROM_FILE assigns them (a step over several GPUs is
-// UNIMPLEMENTED, and TF_GPU_CONTEXT_COUNT must be 1: =gpu fails with
-// UNIMPLEMENTED otherwise, auto runs on the CPU). GPU regions always grow
-// on demand within the configured limit (virtual device limit, memory
-// fraction, or else the memory free at session start less 512 MiB):
-// allocators are per session here, per process in TF, so a session must not
-// take the whole GPU up front. TF_GPU_CONTEXT_COUNT sets the process's
-// contexts on first use (a later session may use fewer).
+// GPUs); node-level mode runs a step with exec.RunGPUNodes, each node on
+// the group TF_STREAM_FROM_FILE assigns it among its GPU's groups (host
+// nodes and constants: the home GPU's), which needs TF_GPU_CONTEXT_COUNT=1
+// (=gpu fails with UNIMPLEMENTED otherwise, auto runs on the CPU). GPU
+// regions always grow on demand within the configured limit (virtual device
+// limit, memory fraction, or else the memory free at session start less 512
+// MiB): allocators are per session here, per process in TF, so a session
+// must not take the whole GPU up front. TF_GPU_CONTEXT_COUNT sets the
+// process's contexts on first use (a later session may use fewer).
 //
 // Invariants: many goroutines may call Run on one Session at once; an error
 // in one Run leaves the session usable for the next; feeds are never kept

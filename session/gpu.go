@@ -181,19 +181,20 @@ func gpuSummary(gpus []*cuda.Device, counts []int) string {
 	return b.String()
 }
 
-// executeGPU runs a step of a plan with GPU nodes. On one GPU (device
-// st.gpu+plan.GPU()): graph-level mode on the group Pick chooses,
-// node-level mode on the groups the TF_STREAM_FROM_FILE assignment names,
-// group 0 being home. Over several GPUs (graph-level mode only): on the
-// group Pick chooses on each, the home GPU's first, every node on its
-// GPU's group.
+// executeGPU runs a step of a plan with GPU nodes. Graph-level mode: a
+// step on one GPU (device st.gpu+plan.GPU()) on the group Pick chooses
+// there, a step over several GPUs on the group Pick chooses on each, the
+// home GPU's first, every node on its GPU's group. Node-level mode: every
+// node on the group TF_STREAM_FROM_FILE assigns it among the groups of
+// its GPU (host nodes and constants: the home GPU's), group 0 of the home
+// GPU being home.
 func (s *Session) executeGPU(ctx context.Context, plan *exec.Plan, vals []*tensor.Tensor, opts exec.Options) ([]*tensor.Tensor, *trace.Step, error) {
 	st := s.impl
 	dev := st.gpu + plan.GPU()
+	if st.nodeLevel {
+		return s.executeGPUNodes(ctx, plan, vals, opts)
+	}
 	if gpus := plan.GPUs(); len(gpus) > 1 {
-		if st.nodeLevel {
-			return nil, nil, status.Errorf(status.Unimplemented, "TF_NODE_LEVEL_MULTISTREAM: the step's nodes are placed on GPUs %v, and node-level multi-stream runs a step on one GPU's groups; annotate the nodes for one GPU", gpus)
-		}
 		gs := make([]*groups.Group, len(gpus))
 		slot := map[int]int{}
 		for k, gi := range gpus {
@@ -211,27 +212,46 @@ func (s *Session) executeGPU(ctx context.Context, plan *exec.Plan, vals []*tenso
 		}
 		return out, step, err
 	}
-	if !st.nodeLevel {
-		g := st.set.Pick(dev)
-		out, step, err := plan.RunGPU(ctx, &exec.GPURuntime{Group: g, Holder: &st.set.Holder, Intra: g.Intra}, vals, opts)
-		g.Done(err == nil)
-		return out, step, err
+	g := st.set.Pick(dev)
+	out, step, err := plan.RunGPU(ctx, &exec.GPURuntime{Group: g, Holder: &st.set.Holder, Intra: g.Intra}, vals, opts)
+	g.Done(err == nil)
+	return out, step, err
+}
+
+// executeGPUNodes is executeGPU in node-level mode.
+func (s *Session) executeGPUNodes(ctx context.Context, plan *exec.Plan, vals []*tensor.Tensor, opts exec.Options) ([]*tensor.Tensor, *trace.Step, error) {
+	st := s.impl
+	var gs []*groups.Group
+	first := map[int]int{} // GPU -> index in gs of its group 0
+	for _, gi := range plan.GPUs() {
+		first[gi] = len(gs)
+		gs = append(gs, st.set.OnDevice(st.gpu+gi)...)
 	}
-	gs := st.set.OnDevice(dev)
-	assign, used := st.assignment(plan)
-	for _, gi := range used {
-		if gi >= len(gs) {
-			return nil, nil, status.InvalidArg("TF_STREAM_FROM_FILE=%q assigns nodes to stream group %d, but %s has %d stream groups (TF_GPU_STREAM_GROUP_COUNT=%s)",
-				st.env.StreamFromFile, gi, gs[0].Device.Name(), len(gs), st.env.Values()["TF_GPU_STREAM_GROUP_COUNT"])
+	file, _ := st.assignment(plan)
+	ng := plan.NodeGPUs()
+	assign := make([]int, len(file))
+	used := []int{0}
+	seen := map[int]bool{0: true}
+	nodes := plan.Nodes()
+	for i, gi := range file {
+		n := len(st.set.OnDevice(st.gpu + ng[i]))
+		if gi >= n {
+			return nil, nil, status.InvalidArg("TF_STREAM_FROM_FILE=%q assigns node '%s' to stream group %d, but it runs on GPU:%d, which has %d stream groups (TF_GPU_STREAM_GROUP_COUNT=%s)",
+				st.env.StreamFromFile, nodes[i].Name, gi, ng[i], n, st.env.Values()["TF_GPU_STREAM_GROUP_COUNT"])
+		}
+		assign[i] = first[ng[i]] + gi
+		if !seen[assign[i]] {
+			seen[assign[i]] = true
+			used = append(used, assign[i])
 		}
 	}
-	for _, gi := range used {
-		gs[gi].Begin()
+	for _, k := range used {
+		gs[k].Begin()
 	}
 	out, step, err := plan.RunGPUNodes(ctx, &exec.GPUNodeRuntime{Groups: gs, Assign: assign,
 		ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder, Intra: gs[0].Intra}, vals, opts)
-	for _, gi := range used {
-		gs[gi].Done(err == nil)
+	for _, k := range used {
+		gs[k].Done(err == nil)
 	}
 	return out, step, err
 }

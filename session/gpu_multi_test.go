@@ -78,8 +78,8 @@ const gpu0, gpu1 = "/job:localhost/replica:0/task:0/device:GPU:0", "/job:localho
 // own memory limit (virtual_devices[1]) and its own constants; nodes
 // annotated /device:GPU:1 run on GPU:1's groups, unannotated ones on
 // GPU:0's; a step over both GPUs copies values between them, also from
-// several goroutines under the knobs; every output equals the CPU's.
-// Node-level mode refuses a step over two GPUs.
+// several goroutines under the knobs; node-level mode puts each node on
+// the group the file names among its GPU's; every output equals the CPU's.
 func TestGPUMultiDevice(t *testing.T) {
 	want2GPUs(t)
 	b := newGB(t)
@@ -219,21 +219,33 @@ func TestGPUMultiDevice(t *testing.T) {
 		checkQuiescent(t, s)
 	}
 
-	// Node-level mode runs a step on one GPU's groups.
+	// Node-level mode: each node on the group the file names among its
+	// GPU's groups; a step over both GPUs copies between them too.
 	rules := filepath.Join(t.TempDir(), "rules.txt")
-	if err := os.WriteFile(rules, []byte("1:b.*\n"), 0o644); err != nil {
+	if err := os.WriteFile(rules, []byte("1:b.*,c[14]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	nl := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "gpu", "TF_NODE_LEVEL_MULTISTREAM": "true",
 		"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_STREAM_FROM_FILE": rules})
-	_, _, err = nl.Run(nil, feedsFor(4), []graph.Output{a1, b1}, nil)
-	if status.CodeOf(err) != status.Unimplemented || !strings.Contains(err.Error(), "[0 1]") {
-		t.Errorf("node-level step over two GPUs: %v; want UNIMPLEMENTED naming the GPUs", err)
-	}
-	check(nl, []graph.Output{b1}, 5) // on GPU:1's groups
+	check(nl, []graph.Output{b1}, 5) // GPU:1's groups only
 	by = groupsByDevice(nl.Stats())
-	if served(gpu1) == 0 || served(gpu0) != 0 {
-		t.Errorf("node-level run of GPU:1 nodes: GPU:0 groups %d runs, GPU:1 groups %d", served(gpu0), served(gpu1))
+	if served(gpu0) != 0 || by[gpu1][0].RunsCompleted != 1 || by[gpu1][1].RunsCompleted != 1 {
+		t.Errorf("node-level run of GPU:1 nodes: GPU:0 groups %d runs, GPU:1 groups %+v", served(gpu0), by[gpu1])
+	}
+	for _, batch := range []int{2, 70} {
+		check(nl, append([]graph.Output{a1, b1}, chain...), batch)
+	}
+	// a*, c0, c2, c3 and the constants are on GPU:0's group 0 (home),
+	// b* and c1, c4 on GPU:1's group 1: with the first run, GPU:0 took
+	// part in [2 0] steps per group and GPU:1 in [1 3].
+	by = groupsByDevice(nl.Stats())
+	want := map[string][]int64{gpu0: {2, 0}, gpu1: {1, 3}}
+	for dev, w := range want {
+		for _, g := range by[dev] {
+			if g.RunsCompleted != w[g.Index] {
+				t.Errorf("node-level over both GPUs: %s group %d took part in %d steps, want %d", dev, g.Index, g.RunsCompleted, w[g.Index])
+			}
+		}
 	}
 	checkQuiescent(t, nl)
 }

@@ -58,6 +58,8 @@ type state struct {
 	nodeLevel bool
 	rec       trace.Recorder
 	recordAll bool // MSTREAM_TRACE: every step goes to rec
+	// graphs replays GPU steps as CUDA graphs (MSTREAM_CUDA_GRAPH).
+	graphs *exec.GraphCache
 
 	planMu  sync.Mutex
 	plans   map[string]*exec.Plan
@@ -127,6 +129,7 @@ func newSession(g *graph.Graph, opts *Options) (*Session, error) {
 		return nil, err
 	}
 	st.recordAll = env.Trace != ""
+	st.openGraphs()
 	return &Session{g: g, opts: o, impl: st}, nil
 }
 
@@ -457,6 +460,7 @@ func (s *Session) close() error {
 	// Wait for runs in progress, then tear down.
 	st.runMu.Lock()
 	defer st.runMu.Unlock()
+	st.closeGraphs()
 	st.set.Close()
 	st.closePools()
 	if st.env.Trace != "" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"mstream/bfc"
+	"mstream/exec"
 	"mstream/groups"
 )
 
@@ -29,6 +30,9 @@ type Stats struct {
 	Groups     []groups.Stats `json:"groups"`
 	Holder     HolderStats    `json:"tensor_holder"`
 	Trace      TraceStats     `json:"trace"`
+	// CUDAGraph counts graph captures and replays (MSTREAM_CUDA_GRAPH on
+	// and a GPU present).
+	CUDAGraph *exec.GraphStats `json:"cuda_graph,omitempty"`
 }
 
 // HolderStats counts buffers waiting for a second stream.
@@ -65,7 +69,8 @@ func (s *Session) stats() Stats {
 		InterOpPools: poolSizes, IntraOpThreads: st.intraN, CachedPlans: nplans, Closed: st.closed.Load(),
 		RunsCompleted: st.done.Load(), RunsFailed: st.failed.Load(), RunsInFlight: st.inflight.Load(),
 		Knobs: st.env.Values(), ConstBytes: st.set.DeviceConstBytes(), Groups: st.set.Stats(),
-		Holder: HolderStats{Live: st.set.Holder.Live(), Freed: st.set.Holder.Freed()},
+		Holder:    HolderStats{Live: st.set.Holder.Live(), Freed: st.set.Holder.Freed()},
+		CUDAGraph: st.graphStats(),
 	}
 	seen := map[*bfc.Allocator]bool{}
 	for _, g := range st.set.Groups() {
