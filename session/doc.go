@@ -30,6 +30,12 @@
 // must not take the whole GPU up front. TF_GPU_CONTEXT_COUNT sets the
 // process's contexts on first use (a later session may use fewer).
 //
+// CUDA graphs (gpu_graph.go): MSTREAM_CUDA_GRAPH=1 on a session with GPUs
+// makes an exec.GraphCache attached to every GPU group, so exec.RunGPU
+// replays eligible graph-level steps from captured CUDA graphs; Close
+// releases the graphs (and the memory they own) before the groups close,
+// and MS_SessionStats counts them under cuda_graph.
+//
 // Invariants: many goroutines may call Run on one Session at once; an error
 // in one Run leaves the session usable for the next; feeds are never kept
 // after Run returns (callers reuse their buffers) and fetched tensors belong
