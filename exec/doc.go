@@ -67,8 +67,9 @@
 // # Steps over several GPU groups
 //
 // RunGPUNodes (gpu_nodelevel.go) runs a placed plan on several GPU groups:
-// node-level mode's groups of one GPU (the TF_STREAM_FROM_FILE
-// assignment), or a group of each GPU of a plan placed on several. It is
+// in node-level mode the groups of the plan's GPUs, each node on the one
+// the TF_STREAM_FROM_FILE assignment names among its GPU's, or, in
+// graph-level mode, a group of each GPU of a plan placed on several. It is
 // the same launcher as RunGPU, whose current group (allocator, constant
 // store, streams) switches to each node's group before the node is
 // launched on that group's compute stream. A node waits (an event on the

@@ -17,9 +17,10 @@ import (
 
 // GPUNodeRuntime is what a step over several GPU groups runs on: the
 // groups and the group of every plan node. Node-level mode
-// (TF_NODE_LEVEL_MULTISTREAM with TF_STREAM_FROM_FILE) gives groups of one
-// GPU; a plan placed on several GPUs gives a group of each, every node on
-// its GPU's.
+// (TF_NODE_LEVEL_MULTISTREAM with TF_STREAM_FROM_FILE) gives the groups of
+// the plan's GPUs, each node on the one the file names among its GPU's;
+// graph-level mode gives a plan placed on several GPUs a group of each,
+// every node on its GPU's.
 type GPUNodeRuntime struct {
 	// Groups are the groups the step may use; Groups[0] is the home group:
 	// its H2D stream copies the feeds in, its D2H stream the fetches out,
