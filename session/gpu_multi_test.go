@@ -250,9 +250,9 @@ func TestGPUMultiDevice(t *testing.T) {
 	checkQuiescent(t, nl)
 }
 
-// TestGPUVisibleDevices: with CUDA_VISIBLE_DEVICES=1 a process sees one
-// GPU, named GPU:0, which is the machine's second (same PCI bus id), and
-// runs on it. The check runs in a child process, since the driver reads
+// TestGPUVisibleDevices: with CUDA_VISIBLE_DEVICES naming its second GPU
+// a process sees one GPU, named GPU:0, which is that GPU (same PCI bus
+// id), and runs on it. The check runs in a child process, since the driver reads
 // the variable once.
 func TestGPUVisibleDevices(t *testing.T) {
 	devs := want2GPUs(t)
@@ -260,8 +260,14 @@ func TestGPUVisibleDevices(t *testing.T) {
 	if pci == "" {
 		t.Fatalf("no pci bus id in %q", devs[1].Desc())
 	}
+	// The child sees only this process's second GPU: "1", or the second
+	// entry when this process has a list of its own.
+	second := "1"
+	if v := os.Getenv("CUDA_VISIBLE_DEVICES"); v != "" {
+		second = strings.TrimSpace(strings.Split(v, ",")[1])
+	}
 	cmd := osexec.Command(os.Args[0], "-test.run=^TestGPUVisibleDevicesChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "CUDA_VISIBLE_DEVICES=1", "MSTREAM_TEST_WANT_PCI="+pci)
+	cmd.Env = append(os.Environ(), "CUDA_VISIBLE_DEVICES="+second, "MSTREAM_TEST_WANT_PCI="+pci)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestGPUVisibleDevicesChild") {
 		t.Fatalf("child with CUDA_VISIBLE_DEVICES=1: %v\n%s", err, out)
