@@ -239,12 +239,15 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 	}
 	for k := range s.gs {
 		ng := &s.gs[k]
+		ng.g.CountWaits(ng.waits, ng.skips)
+		if k > 0 && s.clk.seq[k] == 0 {
+			continue // launched nothing: its streams' errors are other steps'
+		}
 		for _, st := range []*cu.Stream{ng.c, ng.h, ng.d} {
 			if serr := st.TakeErr(); serr != nil && err == nil {
 				err = status.Wrap(serr, "stream %d of group %d on %s", st.ID(), ng.g.ID, ng.g.Device.Name())
 			}
 		}
-		ng.g.CountWaits(ng.waits, ng.skips)
 	}
 	if err == nil {
 		for k := range s.staged {
