@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -80,8 +81,9 @@ type GraphStats struct {
 }
 
 type planGraphs struct {
-	why  string // why the plan cannot be captured; "" when it can
-	keys map[graphKey]*graphEntry
+	why    string // why the plan cannot be captured; "" when it can
+	keys   map[graphKey]*graphEntry
+	logged bool // a failed capture of the plan was logged
 }
 
 type graphKey struct {
@@ -90,6 +92,7 @@ type graphKey struct {
 }
 
 type graphEntry struct {
+	pg        *planGraphs
 	seen      int
 	bad       string // why its capture failed
 	insts     []*graphInst
@@ -235,8 +238,14 @@ func (gc *GraphCache) run(ctx context.Context, p *Plan, rt *GPURuntime, feeds []
 		gi, err = gc.capture(p, rt, feeds)
 		gc.mu.Lock()
 		e.capturing--
+		logIt := false
 		if err != nil {
 			e.bad = err.Error()
+			if errors.Is(err, cu.ErrNotCapturable) || status.CodeOf(err) == status.Unimplemented {
+				// The plan's work cannot be captured, whatever the shapes.
+				e.pg.why = "capture failed: " + e.bad
+			}
+			logIt, e.pg.logged = !e.pg.logged, true
 		} else if gc.closed {
 			err = status.Errorf(status.Cancelled, "session closed during the capture")
 		} else {
@@ -250,8 +259,10 @@ func (gc *GraphCache) run(ctx context.Context, p *Plan, rt *GPURuntime, feeds []
 			}
 			gc.failures.Add(1)
 			gc.fallbacks.Add(1)
-			gc.log("CUDA graph: the step of %d nodes on group %d cannot be captured, it runs node by node: %v",
-				len(p.nodes), rt.Group.ID, err)
+			if logIt {
+				gc.log("CUDA graph: the step of %d nodes on group %d cannot be captured, it runs node by node: %v",
+					len(p.nodes), rt.Group.ID, err)
+			}
 			return nil, false, nil
 		}
 		gc.captures.Add(1)
@@ -302,7 +313,7 @@ func (gc *GraphCache) acquire(p *Plan, g *groups.Group, feeds []*tensor.Tensor) 
 		for _, s := range stale {
 			s.destroy()
 		}
-		e = &graphEntry{}
+		e = &graphEntry{pg: pg}
 		pg.keys[k] = e
 	}
 	e.used = gc.tick

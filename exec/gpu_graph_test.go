@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -226,5 +227,34 @@ func TestGraphCacheAcquire(t *testing.T) {
 	}
 	if gi, capt, _ := gc.acquire(p, g1, feeds(1)); gi != nil || capt {
 		t.Error("closed cache handed out work")
+	}
+}
+
+// TestGraphCacheCaptureFailure drives run through a capture that fails (a
+// group without CUDA streams): the step is left to the ordinary path, the
+// key is not captured again, and the failure is logged once per plan
+// however many keys fail.
+func TestGraphCacheCaptureFailure(t *testing.T) {
+	in := node("in", "Placeholder", 0)
+	p := gplan(t, in, gnode("b", "ExecTestG", "", in, constNode("c")))
+	var logs []string
+	gc := NewGraphCache(func(f string, a ...any) { logs = append(logs, f) })
+	defer gc.Close()
+	rt := &GPURuntime{Group: &groups.Group{ID: 3}}
+	feeds := func(n int64) []*tensor.Tensor { return []*tensor.Tensor{tensor.New(tensor.Float, tensor.Shape{n, 4})} }
+	for _, n := range []int64{1, 2} {
+		for i := 0; i < 4; i++ {
+			out, handled, err := gc.run(context.Background(), p, rt, feeds(n))
+			if handled || out != nil || err != nil {
+				t.Fatalf("shape %d run %d: handled %v, %v; want the ordinary path", n, i, handled, err)
+			}
+		}
+	}
+	st := gc.Stats()
+	if st.Failures != 2 || st.Captures != 0 || st.Replays != 0 || st.Live != 0 || st.Fallbacks != 8 {
+		t.Errorf("stats %+v: want 2 failures (one per key, never retried), 8 fallbacks, nothing else", st)
+	}
+	if len(logs) != 1 || !strings.Contains(logs[0], "cannot be captured") {
+		t.Errorf("logs %q: want one line for the plan", logs)
 	}
 }
