@@ -552,44 +552,21 @@ func fmtInts(v []int64) string {
 }
 
 func scatterNd(ctx *kernels.Context) error {
-	it, upd := ctx.Input(0), ctx.Input(1)
+	shape, k, nSlices, sliceSize, err := ScatterNdArgs(ctx)
+	if err != nil {
+		return err
+	}
 	idx, err := hostInts(ctx, 0, "indices")
 	if err != nil {
 		return err
 	}
-	dims, err := hostInts(ctx, 2, "shape")
-	if err != nil {
-		return err
-	}
-	if len(ctx.Input(2).Shape) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "Shape must be a vector, got %v", ctx.Input(2).Shape)
-	}
-	shape := tensor.Shape(dims)
-	if err := shape.Validate(); err != nil {
-		return ctx.Errorf(status.InvalidArgument, "shape: %v", err)
-	}
-	if len(it.Shape) < 1 {
-		return ctx.Errorf(status.InvalidArgument, "Indices shape must have rank at least one. Found:%v", it.Shape)
-	}
-	k := it.Shape[len(it.Shape)-1]
-	if k > int64(len(shape)) {
-		return ctx.Errorf(status.InvalidArgument, "Dimensions [0,%d) of indices[shape=%v] = %d must match dimensions [0,%d) of updates[shape=%v]", len(it.Shape)-1, it.Shape, k, len(it.Shape)-1, upd.Shape)
-	}
-	lead := it.Shape[:len(it.Shape)-1]
-	want := append(lead.Clone(), shape[k:]...)
-	if !upd.Shape.Equal(want) {
-		return ctx.Errorf(status.InvalidArgument, "updates must have shape indices.shape[:-1] + shape[indices.shape[-1]:] = %v, got %v (indices %v, shape %v)", want, upd.Shape, it.Shape, shape)
-	}
-	if shape.NumElements() == 0 && upd.NumElements() > 0 {
-		return ctx.Errorf(status.InvalidArgument, "Indices and updates specified for empty output shape")
-	}
+	upd := ctx.Input(1)
+	lead := ctx.Input(0).Shape[:len(ctx.Input(0).Shape)-1]
 	o, err := ctx.Allocate(0, shape)
 	if err != nil {
 		return err
 	}
 	clear(o.Buf) // the sum starts from zeros; buffers may be recycled
-	nSlices := lead.NumElements()
-	sliceSize := tensor.Shape(shape[k:]).NumElements()
 	st := strides(shape)
 	offs := make([]int64, nSlices)
 	for s := int64(0); s < nSlices; s++ {

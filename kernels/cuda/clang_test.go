@@ -9,9 +9,9 @@ import (
 )
 
 // clangShim declares what NVRTC provides implicitly (execution space
-// attributes, builtin variables, the device math library, warp shuffles),
-// so that clang's CUDA front end can check a program without a CUDA
-// install. Clang's own wrapper headers supply the math functions.
+// attributes, builtin variables, the device math library, warp shuffles,
+// atomic adds), so that clang's CUDA front end can check a program
+// without a CUDA install. Clang's own wrapper headers supply the math functions.
 const clangShim = `#define __host__ __attribute__((host))
 #define __device__ __attribute__((device))
 #define __global__ __attribute__((global))
@@ -34,6 +34,10 @@ typedef __SIZE_TYPE__ size_t;
 	__device__ T __shfl_up_sync(unsigned, T, unsigned, int = 32);
 SHFL(int) SHFL(unsigned) SHFL(long) SHFL(unsigned long) SHFL(long long) SHFL(unsigned long long) SHFL(float) SHFL(double)
 #undef SHFL
+__device__ float atomicAdd(float *, float);
+__device__ double atomicAdd(double *, double);
+__device__ unsigned atomicAdd(unsigned *, unsigned);
+__device__ unsigned long long atomicAdd(unsigned long long *, unsigned long long);
 `
 
 // TestProgramsClang checks every program's CUDA C with clang's CUDA front

@@ -73,6 +73,8 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int m, int = 32) {
 	memcpy(&out, &r, sizeof(T));
 	return out;
 }
+// A block's threads run one at a time, so an atomic add is a plain one.
+template <class T> T atomicAdd(T *p, T v) { T o = *p; *p = (T)(o + v); return o; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }

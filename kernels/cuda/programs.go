@@ -34,6 +34,8 @@ var (
 	randomSrc string
 	//go:embed src/intdiv.cu
 	intdivSrc string
+	//go:embed src/scatter.cu
+	scatterSrc string
 
 	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
@@ -46,10 +48,11 @@ var (
 	miscs       = &cu.Program{Name: "misc.cu", Source: commonSrc + typesSrc + miscSrc}
 	randoms     = &cu.Program{Name: "random.cu", Source: commonSrc + typesSrc + randomSrc}
 	intdivs     = &cu.Program{Name: "intdiv.cu", Source: commonSrc + typesSrc + intdivSrc}
+	scatters    = &cu.Program{Name: "scatter.cu", Source: commonSrc + typesSrc + scatterSrc}
 )
 
 // Programs lists every program, so a tool or test can compile them all
 // ahead of use.
 func Programs() []*cu.Program {
-	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs, randoms, intdivs}
+	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs, randoms, intdivs, scatters}
 }
