@@ -11,11 +11,9 @@ import (
 // Binary elementwise ops with broadcasting (src/cwise.cu) beyond
 // elementwise.go's, Select/SelectV2, ClipByValue and AddN.
 //
-// Integer FloorDiv, FloorMod, TruncateDiv, TruncateMod, Mod, Div and Pow
-// have no GPU kernel: the CPU kernels fail on a zero divisor (or a
-// negative integer exponent), which a GPU kernel could only report after
-// a synchronisation, and TF's GPU kernels leave the result undefined.
-// Those dtypes run on the host (the runtime copies), so the error stays.
+// Integer Div, TruncateDiv, FloorDiv and Pow are intdiv.go's, for the
+// dtypes TF runs them on the GPU; the other integer dtypes of these ops,
+// and integer FloorMod, TruncateMod and Mod, run on the host as in TF.
 
 func init() {
 	narrow := minus(realTypes, numTypes) // what elementwise.go lacks

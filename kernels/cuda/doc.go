@@ -27,9 +27,11 @@
 // # Kernels
 //
 // GEMMs go through cuBLAS: MatMul (sgemm/dgemm, TF32 tensor cores allowed
-// for float32 unless SetTF32(false), as TF allows by default), BatchMatMulV2
-// and V3 (strided batched when each side's batch is full or broadcast as a
-// whole, one GEMM per batch otherwise). FusedMatMul is MatMul+BiasAdd
+// for float32 unless SetTF32(false), as TF allows by default; half and
+// bfloat16 through cublasGemmEx with float accumulation, see gemmex.go),
+// BatchMatMulV2 and V3 (strided batched when each side's batch is full or
+// broadcast as a whole, one GEMM per batch otherwise), for the dtypes TF
+// 2.15 registers on the GPU (half, bfloat16, float, double). FusedMatMul is MatMul+BiasAdd
 // (+Relu) in one cuBLASLt call with a bias or bias+ReLU epilogue, falling
 // back to GEMM plus one bias kernel where cuBLASLt has no algorithm; the
 // executor builds it when it fuses such chains. Einsum runs on the GPU
@@ -78,29 +80,55 @@
 //   - misc.cu: Cumsum, Cumprod, MatrixBandPart, ResizeBilinear,
 //     ResizeNearestNeighbor, TopKV2 (a warp per row, k selection rounds:
 //     fast for the small k of inference, quadratic when k nears the row).
+//   - random.cu: RandomUniform, RandomStandardNormal, TruncatedNormal,
+//     RandomUniformInt. The kernel keeps the CPU kernel's Philox stream
+//     (cpu.RandomStream): the host checks the call and reserves its
+//     blocks as the CPU does, the device turns them into values, so the
+//     n-th call on either device gives the same values for a seed (bit
+//     for bit for uniforms and integers; normals within the last bit of
+//     CUDA's double log/sin/cos, rounded to the dtype).
+//   - intdiv.cu: integer Div, TruncateDiv, FloorDiv (int16, int64, uint8,
+//     uint16) and Pow (int64), TF's GPU dtypes, with TF's GPU values where
+//     the CPU kernel fails: x / 0 = -1 (all bits set), a negative
+//     exponent gives 0 (1 and -1 excepted).
+//   - scatter.cu: ScatterNd (every numeric dtype but int32) with atomic
+//     adds; an out-of-range index skips its slice, as in TF's GPU kernel,
+//     where the CPU kernel fails.
 //
 // Shapes are normalised on the host first (size-1 dims dropped,
 // contiguous dims merged), so most broadcasts, reductions, transposes and
 // slices reach the device as rank 1 to 3. Data-movement kernels are per
 // element size, not per dtype, so they serve every fixed-size dtype.
-// Reshape, Identity, StopGradient, ExpandDims and Squeeze are metadata
-// only: the host kernels, which never read element data, are registered
-// for the GPU too.
+// Reshape, Identity, StopGradient, ExpandDims, Squeeze and Bitcast are
+// metadata only: the host kernels, which never read element data, are
+// registered for the GPU too (Bitcast forwards the device buffer under
+// the new dtype, as TF's GPU kernel does).
 //
 // The kernels that need scratch memory (Conv2D's im2col, FusedBatchNorm's
 // coefficients) take it from Context.Alloc without making it an output;
 // the executor frees such allocations after the kernel in stream order.
 //
-// Left on the host (the runtime places them there and copies): integer
-// FloorDiv, FloorMod, TruncateDiv, TruncateMod, Mod, Div and Pow (the CPU
-// kernels fail on a zero divisor or a negative exponent, which a GPU
-// kernel could only report after a synchronisation; TF's GPU kernels leave
-// the result undefined), string ops and dtypes, shape ops that produce
-// host values (Shape, ShapeN, Size, Rank, BroadcastArgs, Range,
-// InvertPermutation), ops with data-dependent output shapes (Where,
-// Unique), ScatterNd, Einsum outside the GEMM subset, Bitcast,
-// random ops, NCHW convolutions (as on the CPU), and half/bfloat16/integer
-// GEMMs.
+// Left on the host (the runtime places them there and copies), each for
+// TF's own reason: int32 FloorDiv, FloorMod, TruncateDiv, TruncateMod,
+// Mod, Div and ScatterNd (TF's int32 kernels are the CPU's, with
+// HostMemory inputs and outputs); integer FloorMod, Mod and TruncateMod
+// of every dtype, Div/TruncateDiv/FloorDiv of int8, uint32 and uint64,
+// and Pow of integers other than int64 (TF 2.15 has no GPU kernel for
+// them, or only JIT-compiled ones, off by default), so the CPU kernel's
+// zero-divisor and negative-exponent errors stand there; integer GEMMs
+// (TF registers int16/int32/int64 MatMul on the CPU only); string ops and
+// dtypes; shape ops that produce host values (Shape, ShapeN, Size, Rank,
+// BroadcastArgs, Range, InvertPermutation); ops with data-dependent
+// output shapes (Where, Unique); Einsum outside the GEMM subset; NCHW
+// convolutions (as on the CPU).
+//
+// Where TF's GPU kernel cannot report an error without a synchronisation
+// it computes a value, and so do these: an integer division by zero, a
+// negative integer exponent and an out-of-range ScatterNd index (intdiv.cu
+// and scatter.cu give the values), where the CPU kernels fail. The shared
+// conformance suite marks those error cases HostErr, and
+// gpu_intdiv_test.go and gpu_scatter_test.go check the GPU's values
+// against TF's rules.
 //
 // Numerics follow the CPU kernels, which the tests compare with: sums
 // accumulate in double for float and double, and in 64 bits for integers
