@@ -29,9 +29,10 @@ const (
 	graphKeysPerGroup = 4
 	// graphInstances bounds the instances of one key: a replay holds its
 	// instance (pinned staging, device buffers) until its final event, so
-	// concurrent runs of a key need an instance each; past the bound they
-	// run the ordinary way.
-	graphInstances = 2
+	// concurrent runs of a key need an instance each (a group serves
+	// several runs at once, as many as clients pick it); past the bound
+	// they run the ordinary way.
+	graphInstances = 4
 )
 
 // GraphCache replays GPU steps as CUDA graphs (MSTREAM_CUDA_GRAPH). A

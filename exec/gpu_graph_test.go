@@ -134,29 +134,35 @@ func TestGraphCacheAcquire(t *testing.T) {
 	if !capt {
 		t.Fatal("after warm-up: no capture")
 	}
-	// A concurrent run of the key captures a second instance; a third
-	// runs the ordinary way.
-	_, capt2, e2 := gc.acquire(p, g1, feeds(1))
-	if !capt2 || e2 != e {
-		t.Fatal("second concurrent run: no second capture")
+	// Concurrent runs of the key capture more instances, up to the bound;
+	// past it they run the ordinary way.
+	for k := 1; k < graphInstances; k++ {
+		_, captK, eK := gc.acquire(p, g1, feeds(1))
+		if !captK || eK != e {
+			t.Fatalf("concurrent run %d: no capture of instance %d", k+1, k+1)
+		}
 	}
-	if gi, capt3, _ := gc.acquire(p, g1, feeds(1)); gi != nil || capt3 {
-		t.Fatal("third concurrent run: past the instance bound")
+	if gi, captN, _ := gc.acquire(p, g1, feeds(1)); gi != nil || captN {
+		t.Fatal("one concurrent run past the instance bound got an instance or a capture")
 	}
-	a := done(e, true)
-	b := done(e, true)
-	if gc.Stats().Live != 2 {
-		t.Fatalf("live %d, want 2", gc.Stats().Live)
+	var insts []*graphInst
+	for k := 0; k < graphInstances; k++ {
+		insts = append(insts, done(e, true))
+	}
+	if gc.Stats().Live != graphInstances {
+		t.Fatalf("live %d, want %d", gc.Stats().Live, graphInstances)
 	}
 	if gi, _, _ := gc.acquire(p, g1, feeds(1)); gi != nil {
-		t.Fatal("both instances busy, yet one was handed out")
+		t.Fatal("every instance busy, yet one was handed out")
 	}
+	b := insts[graphInstances-1]
 	release(b)
 	if gi, _, _ := gc.acquire(p, g1, feeds(1)); gi != b {
 		t.Fatal("the idle instance was not reused")
 	}
-	release(a)
-	release(b)
+	for _, x := range insts {
+		release(x)
+	}
 
 	// Same shapes on another group: a key of its own.
 	for i := 0; i <= graphWarmup; i++ {
