@@ -130,9 +130,13 @@ func TestGPUMultiDevice(t *testing.T) {
 		check(s, []graph.Output{b1}, 1+r.Intn(50))
 		check(s, []graph.Output{u}, 1+r.Intn(50)) // unannotated: GPU:0
 	}
-	by := groupsByDevice(s.Stats())
+	stats := s.Stats()
+	by := groupsByDevice(stats)
 	if n0, n1 := len(by[gpu0]), len(by[gpu1]); n0 != 3 || n1 != 2 {
 		t.Fatalf("groups: %d on GPU:0, %d on GPU:1; want 3 and 2 (TF_GPU_STREAM_GROUP_COUNT=3,2)", n0, n1)
+	}
+	if dg := stats.DeviceGroups; dg[gpu0] != 3 || dg[gpu1] != 2 || dg[CPUDeviceName] != 1 {
+		t.Errorf("stats device_groups %v: want GPU:0 3, GPU:1 2, the CPU 1", dg)
 	}
 	served := func(dev string) (sum int64) {
 		for _, g := range by[dev] {
@@ -553,7 +557,8 @@ func TestNodeLevelContextsNoGPU(t *testing.T) {
 }
 
 // TestDeviceCountsAndLimits: with n GPUs, GPU i gets the i-th count of
-// TF_GPU_STREAM_GROUP_COUNT (the last past the list's end) and
+// TF_GPU_STREAM_GROUP_COUNT (the last past the list's end; MS_SessionStats'
+// device_groups says so) and
 // virtual_devices[i]'s limit (else its free memory, unless a memory
 // fraction is set); the host gets one group, or the first count in
 // node-level mode.
@@ -577,6 +582,11 @@ func TestDeviceCountsAndLimits(t *testing.T) {
 		if got := deviceCounts(env, c.n); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%v with %d GPUs: counts %v, want %v", c.env, c.n, got, c.want)
 		}
+	}
+	// On the CPU the host device has the first count, in the stats too.
+	s := openSession(t, newGB(t).g, map[string]string{"TF_GPU_STREAM_GROUP_COUNT": "3,2"})
+	if dg := s.Stats().DeviceGroups; len(dg) != 1 || dg[CPUDeviceName] != 3 {
+		t.Errorf("CPU session device_groups %v, want the CPU with 3", dg)
 	}
 	free := func(i int) float64 { return float64(1000 * (i + 1)) }
 	for _, c := range []struct {

@@ -28,8 +28,11 @@ type Stats struct {
 	// appears in several groups).
 	Allocators []bfc.Stats    `json:"allocators"`
 	Groups     []groups.Stats `json:"groups"`
-	Holder     HolderStats    `json:"tensor_holder"`
-	Trace      TraceStats     `json:"trace"`
+	// DeviceGroups is, per device name, how many stream groups it has
+	// (each GPU its own count from TF_GPU_STREAM_GROUP_COUNT).
+	DeviceGroups map[string]int `json:"device_groups"`
+	Holder       HolderStats    `json:"tensor_holder"`
+	Trace        TraceStats     `json:"trace"`
 	// CUDAGraph counts graph captures and replays (MSTREAM_CUDA_GRAPH on
 	// and a GPU present).
 	CUDAGraph *exec.GraphStats `json:"cuda_graph,omitempty"`
@@ -71,6 +74,10 @@ func (s *Session) stats() Stats {
 		Knobs: st.env.Values(), ConstBytes: st.set.DeviceConstBytes(), Groups: st.set.Stats(),
 		Holder:    HolderStats{Live: st.set.Holder.Live(), Freed: st.set.Holder.Freed()},
 		CUDAGraph: st.graphStats(),
+	}
+	out.DeviceGroups = map[string]int{}
+	for _, g := range st.set.Groups() {
+		out.DeviceGroups[g.Device.Name()]++
 	}
 	seen := map[*bfc.Allocator]bool{}
 	for _, g := range st.set.Groups() {
