@@ -25,8 +25,10 @@
 // one cgo call; no code relies on a context being current before a call.
 // A Device has one or more contexts (context 0 is the primary context;
 // SetContexts adds more for TF_GPU_CONTEXT_COUNT). Streams, events, modules
-// and device memory belong to one context; events can be waited on from
-// any context of the device; pinned host memory is portable to all.
+// and device memory belong to one context (Event.Context says which);
+// events can be waited on from any context, of this device or another
+// (steps over two GPUs order their streams so); pinned host memory is
+// portable to all. Stream.Peer copies between contexts and devices.
 //
 // # Streams, events, copies
 //
