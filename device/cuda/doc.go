@@ -68,8 +68,11 @@
 // launch cost for comparison (bench/gpu/README.md has the numbers).
 //
 // GEMMs run through cuBLAS (Gemm: sgemm/dgemm, strided batched, TF32 tensor
-// cores allowed for float32 when asked, as TF allows by default) and
-// cuBLASLt (GemmBias: bias and bias+ReLU epilogues). Each stream has its own
+// cores allowed for float32 when asked, as TF allows by default; GemmEx:
+// half and bfloat16 through cublasGemmEx and its strided batched form,
+// accumulating in float, optional symbols that give UNIMPLEMENTED when a
+// cuBLAS lacks them) and cuBLASLt (GemmBias: bias and bias+ReLU
+// epilogues). Each stream has its own
 // cuBLAS and cuBLASLt handles, bound to it, and a 32 MiB workspace, so no
 // GEMM allocates; cuBLASLt plans (descriptors and the heuristic's
 // algorithm) are cached per stream and shape.
