@@ -8,18 +8,30 @@ import (
 	"mstream/tensor"
 )
 
-// LogSoftmax over the last axis: x - max - log(sum(exp(x - max))), in
-// float64 per row. The element activations (Relu6, Elu, Selu, Softplus,
+// Softmax and LogSoftmax over the last axis (LogSoftmax: x - max -
+// log(sum(exp(x - max))), in float64 per row). The element activations (Relu6, Elu, Selu, Softplus,
 // Softsign, LeakyRelu) live in elementwise_unary.go.
 
 func init() {
-	reg("LogSoftmax", floatTypes, nil, fn(logSoftmax))
+	reg("LogSoftmax", floatTypes, nil, fn(func(ctx *kernels.Context) error { return softmax(ctx, true) }))
 }
 
-func logSoftmax(ctx *kernels.Context) error {
-	in := ctx.Input(0)
-	if len(in.Shape) < 1 {
+// SoftmaxArgs checks Softmax's and LogSoftmax's logits (at least a
+// vector; the op runs along the last dim); the CPU and GPU kernels both
+// validate through it.
+func SoftmaxArgs(ctx *kernels.Context) error {
+	if in := ctx.Input(0); len(in.Shape) < 1 {
 		return ctx.Errorf(status.InvalidArgument, "logits must have >= 1 dimension, got %v", in.Shape)
+	}
+	return nil
+}
+
+// softmax is Softmax or, with log, LogSoftmax, row by row of the last
+// dim (the float32 rows through package vec where it can).
+func softmax(ctx *kernels.Context, log bool) error {
+	in := ctx.Input(0)
+	if err := SoftmaxArgs(ctx); err != nil {
+		return err
 	}
 	o, err := ctx.Allocate(0, in.Shape)
 	if err != nil {
@@ -29,18 +41,27 @@ func logSoftmax(ctx *kernels.Context) error {
 	if o.NumElements() == 0 || d == 0 {
 		return nil
 	}
+	rows := func(x, o []float32) {
+		switch {
+		case vecSoftmax(ctx, x, o, d, log):
+		case log:
+			logSoftmaxRows(ctx, x, o, d)
+		default:
+			softmaxRows(ctx, x, o, d)
+		}
+	}
 	switch in.DType {
 	case tensor.Float:
-		if !vecSoftmax(ctx, in.F32(), o.F32(), d, true) {
-			logSoftmaxRows(ctx, in.F32(), o.F32(), d)
-		}
+		rows(in.F32(), o.F32())
 	case tensor.Double:
-		logSoftmaxRows(ctx, in.F64(), o.F64(), d)
+		if log {
+			logSoftmaxRows(ctx, in.F64(), o.F64(), d)
+		} else {
+			softmaxRows(ctx, in.F64(), o.F64(), d)
+		}
 	default:
 		out := make([]float32, o.NumElements())
-		if !vecSoftmax(ctx, toF32(in), out, d, true) {
-			logSoftmaxRows(ctx, toF32(in), out, d)
-		}
+		rows(toF32(in), out)
 		storeF32(o, out)
 	}
 	return nil

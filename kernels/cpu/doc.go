@@ -44,8 +44,8 @@
 // ParseLRNAttrs and LRNArgs in nn_norm.go; ParsePoolAttrs,
 // ParseMaxPoolV2Attrs, MaxPoolV2Args and PoolParams in nn_pool.go;
 // ReductionArgs, ReducedRuns and ArgReduceArgs in reduce2.go; ScanArgs
-// and TopKArgs in scan.go; ResizeArgs in resize.go; ScatterNdArgs in
-// scatterargs.go). A check that reads element data the GPU keeps on the
+// and TopKArgs in scan.go; ResizeArgs in resize.go; SoftmaxArgs in
+// activation.go; ScatterNdArgs in scatterargs.go). A check that reads element data the GPU keeps on the
 // device (GatherNd's and ScatterNd's index bounds) stays in the CPU
 // kernel. The random kernels share more than checks: randomargs.go
 // exports their Philox stream (RandomStream: key, counter, the checks and

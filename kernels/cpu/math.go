@@ -28,7 +28,7 @@ func init() {
 		op := op
 		reg(name, types, nil, fn(func(ctx *kernels.Context) error { return unary(ctx, op) }))
 	}
-	reg("Softmax", floatTypes, nil, fn(softmax))
+	reg("Softmax", floatTypes, nil, fn(func(ctx *kernels.Context) error { return softmax(ctx, false) }))
 	reg("BiasAdd", numericTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		nchw := attrString(n, "data_format", "NHWC") == "NCHW"
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return biasAdd(ctx, nchw) }), nil
@@ -129,36 +129,6 @@ func unaryF[T float32 | float64](ctx *kernels.Context, op unaryOp, x, o []T) {
 			}
 		}
 	})
-}
-
-func softmax(ctx *kernels.Context) error {
-	in := ctx.Input(0)
-	if len(in.Shape) < 1 {
-		return ctx.Errorf(status.InvalidArgument, "logits must have >= 1 dimension, got %v", in.Shape)
-	}
-	o, err := ctx.Allocate(0, in.Shape)
-	if err != nil {
-		return err
-	}
-	d := int(in.Shape[len(in.Shape)-1])
-	if o.NumElements() == 0 || d == 0 {
-		return nil
-	}
-	switch in.DType {
-	case tensor.Float:
-		if !vecSoftmax(ctx, in.F32(), o.F32(), d, false) {
-			softmaxRows(ctx, in.F32(), o.F32(), d)
-		}
-	case tensor.Double:
-		softmaxRows(ctx, in.F64(), o.F64(), d)
-	default:
-		out := make([]float32, o.NumElements())
-		if !vecSoftmax(ctx, toF32(in), out, d, false) {
-			softmaxRows(ctx, toF32(in), out, d)
-		}
-		storeF32(o, out)
-	}
-	return nil
 }
 
 func softmaxRows[T float32 | float64](ctx *kernels.Context, x, o []T, d int) {

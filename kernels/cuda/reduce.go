@@ -158,8 +158,8 @@ func midLaunch(k kctx, suf string, args *cu.Args, outer, r, inner int64, mean in
 // last dim (Softmax, LogSoftmax).
 func softmaxRows(k kctx, p *cu.Program, prefix string) error {
 	in := k.Input(0)
-	if len(in.Shape) < 1 {
-		return k.Errorf(status.InvalidArgument, "logits must have >= 1 dimension, got %v", in.Shape)
+	if err := cpu.SoftmaxArgs(k.Context); err != nil {
+		return err
 	}
 	o, err := k.Allocate(0, in.Shape)
 	if err != nil {
