@@ -45,12 +45,13 @@
 // ParseMaxPoolV2Attrs, MaxPoolV2Args and PoolParams in nn_pool.go;
 // ReductionArgs, ReducedRuns and ArgReduceArgs in reduce2.go; ScanArgs
 // and TopKArgs in scan.go; ResizeArgs in resize.go; SoftmaxArgs in
-// activation.go; ScatterNdArgs in scatterargs.go). A check that reads element data the GPU keeps on the
-// device (GatherNd's and ScatterNd's index bounds) stays in the CPU
-// kernel. The random kernels share more than checks: randomargs.go
-// exports their Philox stream (RandomStream: key, counter, the checks and
-// the block reservation of each call), so a GPU random kernel holds the
-// same state as a CPU one and its n-th call reads the same blocks.
+// activation.go; ScatterNdArgs in scatterargs.go). A check that reads
+// element data the GPU keeps on the device (GatherNd's and ScatterNd's
+// index bounds) stays in the CPU kernel. The random kernels share more
+// than checks: randomargs.go exports their Philox stream (RandomStream:
+// key, counter, the checks and the block reservation of each call), so a
+// GPU random kernel holds the same state as a CPU one and its n-th call
+// reads the same blocks.
 //
 // NN kernels are NHWC with HWIO filters, as TF's CPU kernels; NCHW fails
 // with TF's code (Conv2D and DepthwiseConv2dNative UNIMPLEMENTED, pooling
