@@ -183,7 +183,6 @@ func tileGPU(k kctx) error {
 }
 
 func padGPU(k kctx, v2 bool) error {
-	in := k.Input(0)
 	var cv *tensor.Tensor
 	if v2 {
 		cv = k.Input(2)
@@ -192,25 +191,10 @@ func padGPU(k kctx, v2 bool) error {
 	if err != nil {
 		return err
 	}
-	start := make([]int64, len(out))
-	for i := range start {
-		start[i] = -p[2*i]
-	}
-	o, err := k.Allocate(0, out)
-	if err != nil {
-		return err
-	}
-	dims := plainDims(in, out, start, nil)
-	for i := range dims {
-		if p[2*i] != 0 || p[2*i+1] != 0 {
-			dims[i].lim = in.Shape[i] + 1
-		}
-	}
-	return moveLaunch(k, o, in, cv, dims)
+	return padLaunch(k, p, out, cv, 0)
 }
 
 func mirrorPadGPU(k kctx, reflect bool) error {
-	in := k.Input(0)
 	p, out, err := cpu.MirrorPadArgs(k.Context, reflect)
 	if err != nil {
 		return err
@@ -219,6 +203,14 @@ func mirrorPadGPU(k kctx, reflect bool) error {
 	if reflect {
 		mode = 2
 	}
+	return padLaunch(k, p, out, nil, mode)
+}
+
+// padLaunch writes input 0 padded by p (before and after, per dim) into
+// an output of shape out: the padding is cv (nil: zeros) where mirror is
+// 0, else the input mirrored (1 symmetric, 2 reflect).
+func padLaunch(k kctx, p []int64, out tensor.Shape, cv *tensor.Tensor, mirror int64) error {
+	in := k.Input(0)
 	start := make([]int64, len(out))
 	for i := range start {
 		start[i] = -p[2*i]
@@ -230,10 +222,10 @@ func mirrorPadGPU(k kctx, reflect bool) error {
 	dims := plainDims(in, out, start, nil)
 	for i := range dims {
 		if p[2*i] != 0 || p[2*i+1] != 0 {
-			dims[i].lim, dims[i].mirror = in.Shape[i]+1, mode
+			dims[i].lim, dims[i].mirror = in.Shape[i]+1, mirror
 		}
 	}
-	return moveLaunch(k, o, in, nil, dims)
+	return moveLaunch(k, o, in, cv, dims)
 }
 
 func reverseGPU(k kctx) error {
