@@ -50,7 +50,11 @@
 // come from a per-context pool and go back once complete (creating and
 // destroying them costs microseconds). With FULL_TRACE or MSTREAM_TRACE a
 // GPU step records host launch windows (when each kernel or copy was
-// enqueued) on the group's launch lane, not device times, and no flows.
+// enqueued) on the group's launch lane, and the device times of the same
+// work on each stream's own track, from timing events recorded around it
+// (gpu_trace.go; untraced steps make none), placed on the host clock by a
+// per-context anchor event, with flow arrows for the H2D->compute and
+// compute->D2H waits.
 //
 // GPU memory: every device buffer of a step is allocated in the compute
 // stream's order (stream-aware allocators are told the compute stream). A

@@ -68,6 +68,12 @@ type gstep struct {
 
 	trace bool
 	tr    traceBuf
+	// Traced steps: the context's timing anchor and the device work
+	// measured against it (gpu_trace.go).
+	anchor     *cu.Event
+	anchorHost time.Time
+	marks      []devMark
+	timing     []*cu.Event
 	run   int64
 
 	// capt is set while the step is captured into a CUDA graph
@@ -124,6 +130,10 @@ func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tenso
 	type launched struct {
 		final *cu.Event
 		err   error
+	}
+	if s.trace {
+		// Without an anchor the step keeps only its launch windows.
+		s.anchor, s.anchorHost, _ = traceAnchor(c)
 	}
 	ch := make(chan launched, 1)
 	g.Launch.Submit(func() {
@@ -192,6 +202,7 @@ func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tenso
 	putEvent(c.Context(), s.events...)
 	var st *trace.Step
 	if s.trace {
+		s.deviceSlices(err == nil)
 		st = s.tr.step(opts.Run, int(g.ID))
 	}
 	if err == nil && s.mem.err != nil {
@@ -376,6 +387,7 @@ func (s *gstep) launchFeeds() error {
 	if s.trace {
 		start = time.Now()
 	}
+	before := s.mark(s.h)
 	for _, u := range ups {
 		if err := s.h.H2D(u.addr, u.hbuf); err != nil {
 			return status.Wrap(err, "feed '%s': copy to %s", s.plan.feeds[u.k], s.g.Device.Name())
@@ -383,6 +395,7 @@ func (s *gstep) launchFeeds() error {
 	}
 	if s.trace {
 		s.slice("feeds", "MEMCPYHtoD", trace.H2D, "h2d", start, 0)
+		s.devSlice("feeds", "MEMCPYHtoD", trace.H2D, "h2d", s.h, before, s.mark(s.h), 0)
 	}
 	if err := s.order(s.c, s.h); err != nil {
 		return status.Wrap(err, "feeds: ordering compute after the H2D stream")
@@ -550,6 +563,7 @@ func (s *gstep) node(i int) error {
 	a := &gpuAlloc{s: s}
 	kc := &kernels.Context{Node: n, Inputs: ins, Outputs: make([]*tensor.Tensor, len(n.OutTypes)),
 		Pool: kernels.Serial{}, Alloc: a.allocate, Stream: s.c}
+	before := s.mark(s.c)
 	if err := s.compute(pn, kc); err != nil {
 		s.mem.retire(nil, nil, nil, a.fresh, s.cix)
 		return err
@@ -562,6 +576,7 @@ func (s *gstep) node(i int) error {
 	s.mem.retire(kc.Outputs, pn.uses, devIns, a.fresh, s.cix)
 	if s.trace {
 		s.slice(n.Name, n.Op, trace.Kernel, "compute", start, a.bytes)
+		s.devSlice(n.Name, n.Op, trace.Kernel, "compute", s.c, before, s.mark(s.c), a.bytes)
 	}
 	return nil
 }
@@ -598,6 +613,7 @@ func (s *gstep) compute(pn *planNode, kc *kernels.Context) (err error) {
 func (s *gstep) launchFetches() error {
 	p, g := s.plan, s.g
 	ordered := false
+	var before *cu.Event
 	var start time.Time
 	if s.trace {
 		start = time.Now()
@@ -624,6 +640,7 @@ func (s *gstep) launchFetches() error {
 				return status.Wrap(err, "fetches: ordering the D2H stream after compute")
 			}
 			ordered = true
+			before = s.mark(s.d)
 		}
 		haddr, err := g.HostAlloc.Allocate(size, nil)
 		if err != nil {
@@ -639,6 +656,7 @@ func (s *gstep) launchFetches() error {
 	}
 	if s.trace && ordered {
 		s.slice("fetches", "MEMCPYDtoH", trace.D2H, "d2h", start, 0)
+		s.devSlice("fetches", "MEMCPYDtoH", trace.D2H, "d2h", s.d, before, s.mark(s.d), 0)
 	}
 	return nil
 }
@@ -661,10 +679,10 @@ func (s *gstep) finish() (*cu.Event, error) {
 	return e, nil
 }
 
-// slice records a launch window measured on the host: GPU steps trace
-// when the host enqueued each kernel or copy (device times would need
-// timing events), on the group's launch lane (Stream -1), where runs of
-// the group may overlap.
+// slice records a launch window measured on the host: when the host
+// enqueued each kernel or copy, on the group's launch lane (Stream -1),
+// where runs of the group may overlap. The device times of the same work
+// are slices on the streams' own tracks (gpu_trace.go).
 func (s *gstep) slice(name, op, kind, role string, start time.Time, bytes int64) {
 	s.tr.mu.Lock()
 	s.tr.slices = append(s.tr.slices, trace.Slice{ID: len(s.tr.slices), Name: name, Op: op, Kind: kind,

@@ -1,0 +1,112 @@
+package session
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"mstream/proto/tfpb"
+	"mstream/trace"
+)
+
+// TestGPUTraceDeviceTimes traces concurrent GPU runs of the bundled model
+// and checks that the Chrome trace carries the device's own times: each
+// kernel and copy is a slice on its stream's track (not only the host's
+// launch lane), slices of one stream never overlap across runs, every
+// device slice lies inside the window of the Run that made it, and the
+// waits between streams are flow arrows (none when the streams are
+// merged).
+func TestGPUTraceDeviceTimes(t *testing.T) {
+	wantGPU(t)
+	m := loadModel(t)
+	dir := t.TempDir()
+	for i, env := range []map[string]string{
+		{"TF_GPU_STREAM_GROUP_COUNT": "2"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_GPU_STREAM_MERGE": "true"},
+	} {
+		env["MSTREAM_DEVICE"] = "gpu"
+		t.Run(fmt.Sprint(env), func(t *testing.T) {
+			s := openSession(t, m.g, env)
+			const workers, runs = 3, 3
+			var wg sync.WaitGroup
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					r := rand.New(rand.NewSource(int64(w)))
+					for k := 0; k < runs; k++ {
+						_, md, err := s.Run(&tfpb.RunOptions{TraceLevel: tfpb.RunOptions_FULL_TRACE}, m.feeds(r, 8), m.outputs, nil)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						// RunMetadata: device lanes of this run lie inside
+						// the run's launch window, give or take the
+						// anchor's wake-up (1 ms is generous).
+						var lo, hi int64 = 1 << 62, 0
+						devNodes := 0
+						for _, ds := range md.GetStepStats().GetDevStats() {
+							for _, ns := range ds.NodeStats {
+								st, end := ns.AllStartMicros, ns.AllStartMicros+ns.AllEndRelMicros
+								if strings.Contains(ds.Device, "/stream:") {
+									devNodes++
+									continue
+								}
+								lo, hi = min(lo, st), max(hi, end)
+							}
+						}
+						if devNodes == 0 {
+							t.Errorf("run %d/%d: no slices on the GPU's stream lanes", w, k)
+							return
+						}
+						for _, ds := range md.GetStepStats().GetDevStats() {
+							if !strings.Contains(ds.Device, "/stream:") {
+								continue
+							}
+							for _, ns := range ds.NodeStats {
+								if ns.AllStartMicros < lo-1000 || ns.AllStartMicros+ns.AllEndRelMicros > hi+20000 {
+									t.Errorf("device slice %s on %s at [%d,+%d] us is outside the run's window [%d,%d]",
+										ns.NodeName, ds.Device, ns.AllStartMicros, ns.AllEndRelMicros, lo, hi)
+								}
+							}
+						}
+					}
+				}(w)
+			}
+			wg.Wait()
+			path := filepath.Join(dir, fmt.Sprintf("trace%d.json", i))
+			if err := s.WriteTrace(path); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			sum, err := trace.CheckChrome(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			streamTracks := 0
+			for _, name := range sum.Tracks {
+				if strings.Contains(name, "(stream ") {
+					streamTracks++
+				}
+			}
+			merged := env["TF_GPU_STREAM_MERGE"] == "true"
+			if merged && streamTracks < 1 || !merged && streamTracks < 3 {
+				t.Errorf("%d stream tracks (%v); want the device streams' own", streamTracks, sum.Tracks)
+			}
+			if merged != (sum.Flows == 0) {
+				t.Errorf("%d flow arrows (merged streams: %v)", sum.Flows, merged)
+			}
+			if steps := workers * runs; sum.Steps != steps {
+				t.Errorf("%d steps in the trace, want %d", sum.Steps, steps)
+			}
+		})
+	}
+}
