@@ -30,6 +30,10 @@ func init() {
 	reg("RandomUniformInt", "Tout", []tensor.DType{tensor.Int32, tensor.Int64}, []string{"shape", "minval", "maxval"}, randomFactory)
 }
 
+// randKernels names random.cu's kernel of each distribution.
+var randKernels = map[int]string{cpu.RandomUniform: "rand_uniform_", cpu.RandomNormal: "rand_normal_",
+	cpu.RandomTruncated: "rand_truncated_", cpu.RandomInt: "rand_int_"}
+
 func randomFactory(n *graph.Node) (kernels.Kernel, error) {
 	s, err := cpu.NewRandomStream(n)
 	if err != nil {
@@ -48,8 +52,7 @@ func randomGPU(k kctx, s *cpu.RandomStream) error {
 	if n == 0 {
 		return nil
 	}
-	name := map[int]string{cpu.RandomUniform: "rand_uniform_", cpu.RandomNormal: "rand_normal_",
-		cpu.RandomTruncated: "rand_truncated_", cpu.RandomInt: "rand_int_"}[s.Dist()] + suffix(o.DType)
+	name := randKernels[s.Dist()] + suffix(o.DType)
 	key, hi := s.Key(), s.Hi()
 	per := int32(d.Per)
 	if s.Dist() == cpu.RandomTruncated {
