@@ -387,9 +387,11 @@ func (s *gstep) launchFeeds() error {
 	if s.trace {
 		start = time.Now()
 	}
+	unlock := s.lockTrace(s.h)
 	before := s.mark(s.h)
 	for _, u := range ups {
 		if err := s.h.H2D(u.addr, u.hbuf); err != nil {
+			unlock()
 			return status.Wrap(err, "feed '%s': copy to %s", s.plan.feeds[u.k], s.g.Device.Name())
 		}
 	}
@@ -397,6 +399,7 @@ func (s *gstep) launchFeeds() error {
 		s.slice("feeds", "MEMCPYHtoD", trace.H2D, "h2d", start, 0)
 		s.devSlice("feeds", "MEMCPYHtoD", trace.H2D, "h2d", s.h, before, s.mark(s.h), 0)
 	}
+	unlock()
 	if err := s.order(s.c, s.h); err != nil {
 		return status.Wrap(err, "feeds: ordering compute after the H2D stream")
 	}
@@ -563,8 +566,12 @@ func (s *gstep) node(i int) error {
 	a := &gpuAlloc{s: s}
 	kc := &kernels.Context{Node: n, Inputs: ins, Outputs: make([]*tensor.Tensor, len(n.OutTypes)),
 		Pool: kernels.Serial{}, Alloc: a.allocate, Stream: s.c}
+	unlock := s.lockTrace(s.c)
 	before := s.mark(s.c)
-	if err := s.compute(pn, kc); err != nil {
+	err := s.compute(pn, kc)
+	after := s.mark(s.c)
+	unlock()
+	if err != nil {
 		s.mem.retire(nil, nil, nil, a.fresh, s.cix)
 		return err
 	}
@@ -576,7 +583,7 @@ func (s *gstep) node(i int) error {
 	s.mem.retire(kc.Outputs, pn.uses, devIns, a.fresh, s.cix)
 	if s.trace {
 		s.slice(n.Name, n.Op, trace.Kernel, "compute", start, a.bytes)
-		s.devSlice(n.Name, n.Op, trace.Kernel, "compute", s.c, before, s.mark(s.c), a.bytes)
+		s.devSlice(n.Name, n.Op, trace.Kernel, "compute", s.c, before, after, a.bytes)
 	}
 	return nil
 }
@@ -614,6 +621,8 @@ func (s *gstep) launchFetches() error {
 	p, g := s.plan, s.g
 	ordered := false
 	var before *cu.Event
+	unlock := func() {}
+	defer func() { unlock() }()
 	var start time.Time
 	if s.trace {
 		start = time.Now()
@@ -640,6 +649,7 @@ func (s *gstep) launchFetches() error {
 				return status.Wrap(err, "fetches: ordering the D2H stream after compute")
 			}
 			ordered = true
+			unlock = s.lockTrace(s.d)
 			before = s.mark(s.d)
 		}
 		haddr, err := g.HostAlloc.Allocate(size, nil)

@@ -20,6 +20,14 @@ import (
 // The anchor's host time is late by the wake-up after the synchronise
 // (microseconds), the same for every slice measured against it.
 // Untraced steps create no timing events.
+//
+// Several steps of a group may launch onto one stream at once (the
+// group's launch pool has several goroutines); a traced step holds the
+// stream's trace lock from its first mark to its second, so the pair
+// brackets only its own work and the slices of one stream do not
+// overlap. An untraced step's work can still fall inside a bracket (a
+// FULL_TRACE Run next to plain ones): the slice then shows the stream
+// busy for longer, never a wrong order.
 
 const anchorEvery = 10 * time.Second
 
@@ -142,4 +150,18 @@ func (s *gstep) deviceSlices(ok bool) {
 			lastCompute = -1
 		}
 	}
+}
+
+var traceLocks sync.Map // *cu.Stream -> *sync.Mutex
+
+// lockTrace takes st's trace lock for a traced step and returns its
+// unlock; untraced steps take nothing.
+func (s *gstep) lockTrace(st *cu.Stream) func() {
+	if !s.trace || s.anchor == nil {
+		return func() {}
+	}
+	v, _ := traceLocks.LoadOrStore(st, &sync.Mutex{})
+	m := v.(*sync.Mutex)
+	m.Lock()
+	return m.Unlock
 }
