@@ -204,7 +204,25 @@ func (a *Allocator) removeFreeLocked(c *chunk) {
 // not be nil; otherwise s is recorded for stats only and may be nil.
 func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {
 	a.mu.Lock()
-	addr, ev, err := a.allocateLocked(size, s)
+	addr, ev, err := a.allocateLocked(size, s, !a.opts.StreamAware)
+	if err == errNoFit {
+		// Last resort before OOM (stream-aware): free space may be cut
+		// into pieces of different streams that cannot merge while
+		// their work is pending. Wait, on the host and without the lock,
+		// for every free chunk's event, then retire them all (they merge
+		// into space any stream can use) and try once more.
+		pending := a.pendingLocked()
+		a.mu.Unlock()
+		for _, e := range pending {
+			e.Synchronize()
+		}
+		a.mu.Lock()
+		for _, e := range pending {
+			a.unrefLocked(e)
+		}
+		a.retireLocked()
+		addr, ev, err = a.allocateLocked(size, s, true)
+	}
 	a.mu.Unlock()
 	if ev != nil {
 		// The wait is issued after the lock is released: on the host
@@ -241,7 +259,32 @@ func (a *Allocator) PooledEvents() int {
 	return len(a.evPool)
 }
 
-func (a *Allocator) allocateLocked(size uint64, s device.Stream) (uint64, device.Event, error) {
+// errNoFit is allocateLocked's answer, when not final, for a request
+// nothing could serve.
+var errNoFit = status.Errorf(status.ResourceExhausted, "bfc: no fit")
+
+// pendingLocked returns the distinct events of free chunks, each with a
+// reference taken so it is not re-recorded from the pool while the caller
+// waits on it without the lock.
+func (a *Allocator) pendingLocked() []device.Event {
+	var evs []device.Event
+	seen := map[device.Event]bool{}
+	for _, bin := range a.bins {
+		for _, c := range bin {
+			if c.ev != nil && !seen[c.ev] {
+				seen[c.ev] = true
+				a.evRefs[c.ev]++
+				evs = append(evs, c.ev)
+			}
+		}
+	}
+	return evs
+}
+
+// allocateLocked finds or makes space for size bytes on s. When nothing
+// fits, a final call counts the failure and returns the OOM error; a
+// non-final one returns errNoFit, so the caller can try harder first.
+func (a *Allocator) allocateLocked(size uint64, s device.Stream, final bool) (uint64, device.Event, error) {
 	rounded := roundUp(size)
 	if a.opts.StreamAware && s == nil {
 		return 0, nil, status.InvalidArg("bfc %q: stream-aware allocation without a stream", a.opts.Name)
@@ -266,6 +309,9 @@ func (a *Allocator) allocateLocked(size uint64, s device.Stream) (uint64, device
 		c = a.findLocked(rounded, func(*chunk) bool { return true })
 	}
 	if c == nil {
+		if !final {
+			return 0, nil, errNoFit
+		}
 		a.st.FailedAllocations++
 		return 0, nil, status.Errorf(status.ResourceExhausted,
 			"OOM when allocating %d bytes (rounded to %d) from allocator %q: %s",
@@ -472,10 +518,14 @@ func (a *Allocator) Free(addr uint64) error {
 }
 
 // mergeable says whether two free neighbours may become one chunk: space
-// never used joins anything; used space joins only space of the same
-// stream, whose later event covers both.
+// of the same stream, whose later event covers both, or space no stream
+// needs to wait for (never used, or retired). Free space never joins a
+// stream's chunk: that would fence it behind the stream's pending work
+// (a freed tensor next to a fresh region's untouched tail would take the
+// whole tail, and every other stream would grow instead of using it).
+// Without stream awareness every chunk's stream is nil, so all merge.
 func (a *Allocator) mergeable(x, y *chunk) bool {
-	return x.stream == nil || y.stream == nil || x.stream == y.stream
+	return x.stream == y.stream
 }
 
 // mergeLocked absorbs y (x's next, not in a bin) into x.

@@ -655,3 +655,74 @@ func TestStreamAwareRetire(t *testing.T) {
 		s.Synchronize()
 	}
 }
+
+// TestStreamAwareFreshTail: a chunk freed by A while A's work is pending
+// must not take the untouched rest of its region with it; B then uses that
+// rest without a wait and without growing. (Before, the free merged the
+// region's tail into A's chunk, and B grew a new region.)
+func TestStreamAwareFreshTail(t *testing.T) {
+	d, ss := streams(t, 2)
+	A, B := ss[0], ss[1]
+	a, _ := newAlloc(t, Options{Limit: 64 << 20, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent})
+	p, err := a.Allocate(4<<10, A)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	A.Enqueue(func() { <-gate })
+	a.Free(p)
+	q, err := a.Allocate(1<<20, B)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats(); st.Regions != 1 || st.CrossStreamWaits != 0 {
+		t.Errorf("B grew %d regions and waited %d times; the region's fresh tail was free", st.Regions, st.CrossStreamWaits)
+	}
+	mustCheck(t, a, "pending free next to fresh space")
+	close(gate)
+	a.Free(q)
+	for _, s := range ss {
+		s.Synchronize()
+	}
+	mustCheck(t, a, "end")
+}
+
+// TestStreamAwareLastResort: free space cut into pieces of streams whose
+// work is still pending cannot serve a large request; before failing, the
+// allocator waits for those streams on the host and coalesces the space.
+func TestStreamAwareLastResort(t *testing.T) {
+	d, ss := streams(t, 2)
+	A, B := ss[0], ss[1]
+	a, _ := newAlloc(t, Options{Limit: 8 << 10, AllowGrowth: false, StreamAware: true, NewEvent: d.NewEvent})
+	var ps []uint64
+	for i := 0; i < 4; i++ {
+		s := A
+		if i%2 == 1 {
+			s = B
+		}
+		p, err := a.Allocate(2<<10, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	gate := make(chan struct{})
+	A.Enqueue(func() { <-gate })
+	B.Enqueue(func() { <-gate })
+	for _, p := range ps {
+		a.Free(p) // A, B, A, B pieces, all pending: none can merge
+	}
+	go func() { time.Sleep(20 * time.Millisecond); close(gate) }()
+	p, err := a.Allocate(8<<10, A)
+	if err != nil {
+		t.Fatalf("the whole (idle) limit could not be had: %v", err)
+	}
+	if st := a.Stats(); st.FailedAllocations != 0 || st.Retired == 0 {
+		t.Errorf("stats %+v: want no failure and retired chunks", st)
+	}
+	a.Free(p)
+	for _, s := range ss {
+		s.Synchronize()
+	}
+	mustCheck(t, a, "end")
+}
