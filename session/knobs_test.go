@@ -185,24 +185,28 @@ func TestKnobEffects(t *testing.T) {
 			if len(st.Allocators) != 1 || !st.Groups[0].AllocatorShared || st.Allocators[0].Limit != devMem {
 				t.Errorf("%d allocators (shared %v, limit %d), want one stream-aware allocator for all", len(st.Allocators), st.Groups[0].AllocatorShared, st.Allocators[0].Limit)
 			}
-			// A group reuses another's freed chunk only after waiting on
-			// its event, and counts the wait. With a graph that has no
+			// A group reuses memory another group freed only through the
+			// stream-aware rules: after waiting on its event, or once the
+			// event has completed (retired). With a graph that has no
 			// constants, everything the first run (group 0) used is free
-			// and owned by group 0's streams afterwards, and the whole
-			// limit is one region, so group 1's run must reuse it.
+			// and owned by group 0's streams afterwards; with 2 MiB tensors
+			// in a 6 MiB limit (a run holds two at once), the 2 MiB group 0
+			// never touched cannot hold group 1's run, so group 1 must
+			// reuse group 0's chunks.
 			g := newGB(t)
-			x := g.placeholder("x", tensor.PartialShape{Known: true, Dims: []int64{64}})
+			const n = 512 << 10
+			x := g.placeholder("x", tensor.PartialShape{Known: true, Dims: []int64{n}})
 			y := g.op("Tanh", "y", nil, g.relu("r", x))
-			s := openSession(t, g.g, map[string]string{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_GPU_STREAM_AWARE_BFC": "true"})
+			s := openSession(t, g.g, map[string]string{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_GPU_STREAM_AWARE_BFC": "true", "MSTREAM_HOST_MEMORY_MB": "6"})
 			for i := 0; i < 2; i++ {
-				if _, _, err := s.Run(nil, []Feed{{x, tensor.FromF32(tensor.Shape{64}, make([]float32, 64))}}, []graph.Output{y}, nil); err != nil {
+				if _, _, err := s.Run(nil, []Feed{{x, tensor.FromF32(tensor.Shape{n}, make([]float32, n))}}, []graph.Output{y}, nil); err != nil {
 					t.Fatal(err)
 				}
 				// Frees of held buffers finish after Run returns.
 				checkQuiescent(t, s)
 			}
-			if a := s.Stats().Allocators[0]; a.CrossStreamWaits == 0 {
-				t.Errorf("group 1 ran in memory group 0 freed without a counted wait: %+v", a)
+			if a := s.Stats().Allocators[0]; a.CrossStreamWaits+a.Retired == 0 {
+				t.Errorf("group 1 ran without reusing group 0's memory through a wait or a retirement: %+v", a)
 			}
 		}},
 		{"TF_FORCE_GPU_ALLOW_GROWTH", map[string]string{"TF_FORCE_GPU_ALLOW_GROWTH": "true"}, "", 1, func(t *testing.T, st Stats) {
