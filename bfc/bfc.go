@@ -108,6 +108,10 @@ type chunk struct {
 	stream device.Stream
 	ev     device.Event
 	seq    uint64
+	// freeing: a stream-aware Free is recording the chunk's event outside
+	// the mutex; the chunk stays in use until it finishes, and a second
+	// Free of it fails.
+	freeing bool
 }
 
 type region struct {
@@ -135,6 +139,13 @@ type Allocator struct {
 	// never destroyed).
 	evRefs map[device.Event]int
 	evPool []device.Event
+	// recMu orders a stream-aware Free's event record with its sequence
+	// number (recSeq), outside mu: cuEventRecord is a driver call, and
+	// under mu it held up every group's allocations. Two frees of one
+	// stream thus get sequence numbers in their records' order, which is
+	// what a merge's "later event" needs.
+	recMu  sync.Mutex
+	recSeq uint64
 }
 
 // New returns an allocator over backend. It obtains no memory until the
@@ -476,27 +487,45 @@ func (a *Allocator) extendLocked(size uint64) bool {
 // stream can wait for this stream's work on the memory to finish.
 func (a *Allocator) Free(addr uint64) error {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	c := a.chunks[addr]
-	if c == nil || !c.inUse {
+	if c == nil || !c.inUse || c.freeing {
+		a.mu.Unlock()
 		return status.InvalidArg("bfc %q: free of %#x, which is not a live allocation", a.opts.Name, addr)
 	}
+	var seq uint64
 	if a.opts.StreamAware {
+		// The event is made (or taken from the pool) and recorded without
+		// the mutex; the chunk stays in use meanwhile.
 		var ev device.Event
 		if n := len(a.evPool); n > 0 {
 			ev, a.evPool = a.evPool[n-1], a.evPool[:n-1]
-		} else {
+		}
+		c.freeing = true
+		a.mu.Unlock()
+		if ev == nil {
 			var err error
 			if ev, err = a.opts.NewEvent(); err != nil {
+				a.mu.Lock()
+				c.freeing = false
+				a.mu.Unlock()
 				return status.Wrap(err, "bfc %q: event for free of %#x", a.opts.Name, addr)
 			}
 		}
+		a.recMu.Lock()
+		a.recSeq++
+		seq = a.recSeq
 		c.stream.Record(ev)
+		a.recMu.Unlock()
+		a.mu.Lock()
+		c.freeing = false
 		c.ev = ev
 		a.evRefs[ev]++
+	} else {
+		a.freeSeq++
+		seq = a.freeSeq
 	}
-	a.freeSeq++
-	c.seq = a.freeSeq
+	defer a.mu.Unlock()
+	c.seq = seq
 	c.inUse = false
 	c.requested = 0
 	a.st.BytesInUse -= c.size

@@ -113,9 +113,12 @@
 //
 // One mutex, Allocator.mu, guards everything; functions named fooLocked
 // expect it held. While holding it the allocator calls Backend.Alloc and
-// Backend.Free, Options.NewEvent, and Stream.Record, which only enqueues
-// (or, on a host device's inline stream view, completes the event at
-// once). Stream.Wait for a reused chunk is called after the mutex is
+// Backend.Free, and Event.Query (retiring), which never blocks. A
+// stream-aware Free makes and records its event outside mu (the chunk
+// stays marked in use meanwhile), under a second mutex, recMu, that gives
+// frees sequence numbers in the order of their records; Stream.Record only
+// enqueues (or, on a host device's inline stream view, completes the
+// event at once). Stream.Wait for a reused chunk is called after the mutex is
 // released and before Allocate returns: on an inline view it blocks the
 // running stream item until the other stream gets there, and that stream
 // may need the mutex (a free) to do so. So the lock order is Allocator.mu,
