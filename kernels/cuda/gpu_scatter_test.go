@@ -45,7 +45,20 @@ func TestScatterNd(t *testing.T) {
 				for depth := 1; depth <= len(shape); depth++ {
 					for _, lead := range []tensor.Shape{{}, {9}, {2, 3}, {0}, {700}} {
 						in := scatterIn(r, dt, it, shape, lead, depth, 0)
-						check(t, node("ScatterNd", nil, in...), in, 0)
+						// Floats: atomics add a slot's duplicates in any
+						// order, and the rounding error of a sum grows with
+						// its terms, so the tolerance scales with the
+						// updates per slot (the H100 once missed 2e-5 on
+						// 58 float32 updates per slot).
+						slots := int64(1)
+						for _, d := range shape[:depth] {
+							slots *= d
+						}
+						tol := 0.0
+						if per := float64(lead.NumElements()) / float64(slots); per > 1 && dt.IsFloat() {
+							tol = tolFor(dt) * per
+						}
+						check(t, node("ScatterNd", nil, in...), in, tol)
 					}
 				}
 			}
