@@ -4,7 +4,10 @@
 //
 // A Step is a list of Slices, one per kernel or copy, each on a lane: a
 // stream of a group (Stream >= 0) or, for steps run on the inter-op pool
-// of the host device, the group's pool (Stream < 0). Flows are the
+// of the host device, the group's pool (Stream < 0); GPU steps put the
+// host's launch windows on a launch lane (Stream < 0, role "launch:...")
+// and the device times of the same work, from timing events, on the
+// streams' lanes (exec/gpu_trace.go). Flows are the
 // cross-stream event waits the executor inserted: the consumer slice could
 // not start before the producer slice had ended.
 //
