@@ -17,6 +17,12 @@
 //
 // # Placement and the GPU step
 //
+// A session's placement is strict (Placement.Strict): a node naming a
+// device the process does not have (CPU:1, a missing GPU, another device
+// type) fails the plan with INVALID_ARGUMENT naming the node and the
+// device, as TF's placer does, unless allow_soft_placement; this holds on
+// a host-only session too. Build (the zero Placement) ignores device names.
+//
 // BuildPlaced places each node when the session has a GPU (place.go): on
 // the GPU when a GPU kernel is registered for its op and dtypes and its
 // factory accepts the attrs, on the host otherwise (logged once per op

@@ -20,6 +20,11 @@ type Placement struct {
 	// GPU that has no GPU kernel (or a GPU that does not exist) runs on
 	// the host instead of failing the plan.
 	AllowSoft bool
+	// Strict checks, without AllowSoft, that every device a node names
+	// exists (TF's placer: "Could not satisfy explicit device
+	// specification"), also in a host-only session; the zero value (Build,
+	// tests) places everything on the host whatever it names.
+	Strict bool
 	// Log, when set, is told once per op type that a node fell back to
 	// the host, and why.
 	Log func(format string, args ...any)
@@ -137,10 +142,16 @@ func (p *Plan) NodeGPUs() []int {
 func (p *Plan) bind(i int, pl Placement) error {
 	pn := &p.nodes[i]
 	n := pn.node
+	typ, idx := requested(n.Device)
+	if pl.Strict && !pl.AllowSoft {
+		if missing := typ == "CPU" && idx > 0 || typ == "GPU" && idx >= pl.GPUs ||
+			typ != "" && typ != "CPU" && typ != "GPU"; missing {
+			return status.InvalidArg("Cannot assign a device for operation '%s': Could not satisfy explicit device specification '%s' because no devices matching that specification are registered in this process; available devices: the CPU and %d GPU(s)", n.Name, n.Device, pl.GPUs)
+		}
+	}
 	if pl.GPUs == 0 {
 		return p.bindOn(i, Device)
 	}
-	typ, idx := requested(n.Device)
 	if pn.isConst && typ != "CPU" {
 		pn.where, pn.cval = onConst, &constCache{}
 		return p.bindOn(i, kernels.CPU)
