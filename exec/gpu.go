@@ -74,7 +74,7 @@ type gstep struct {
 	anchorHost time.Time
 	marks      []devMark
 	timing     []*cu.Event
-	run   int64
+	run        int64
 
 	// capt is set while the step is captured into a CUDA graph
 	// (gpu_graph.go): its buffers are owned by the graph instead of being
