@@ -100,32 +100,43 @@ type GemmArgs struct {
 	StrideC        int64
 }
 
-// Gemm runs the product through cuBLAS on the stream. cuBLAS is column
-// major, so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ, which has C's row-major layout.
-func (s *Stream) Gemm(g GemmArgs) error {
+// prepare checks g's dimensions against cuBLAS's int range, defaults
+// Batch to 1, and gives the row-major leading dimensions of A and B; skip
+// says the product is empty (nothing to launch).
+func (g *GemmArgs) prepare() (lda, ldb int, skip bool, err error) {
 	if g.Batch == 0 {
 		g.Batch = 1
 	}
 	if g.M == 0 || g.N == 0 || g.Batch < 0 {
-		return nil
+		return 0, 0, true, nil
 	}
 	for _, v := range []int{g.M, g.N, g.K, g.Batch} {
 		if v > 1<<31-1 {
-			return status.Errorf(status.InvalidArgument, "cuda: GEMM dimension %d exceeds cuBLAS's int range", v)
+			return 0, 0, true, status.Errorf(status.InvalidArgument, "cuda: GEMM dimension %d exceeds cuBLAS's int range", v)
 		}
+	}
+	lda, ldb = g.K, g.N
+	if g.TransA {
+		lda = g.M
+	}
+	if g.TransB {
+		ldb = g.K
+	}
+	return lda, ldb, false, nil
+}
+
+// Gemm runs the product through cuBLAS on the stream. cuBLAS is column
+// major, so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ, which has C's row-major layout.
+func (s *Stream) Gemm(g GemmArgs) error {
+	lda, ldb, skip, err := g.prepare()
+	if skip || err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, err := s.blasLocked()
 	if err != nil {
 		return err
-	}
-	lda, ldb := g.K, g.N
-	if g.TransA {
-		lda = g.M
-	}
-	if g.TransB {
-		ldb = g.K
 	}
 	call := "cublasSgemm_v2"
 	switch {
@@ -230,29 +241,15 @@ func (s *Stream) GemmEx(g GemmArgs, dt GemmType) error {
 	if dt != GemmHalf && dt != GemmBfloat16 {
 		return status.Errorf(status.InvalidArgument, "cuda: GemmEx of type %d", dt)
 	}
-	if g.Batch == 0 {
-		g.Batch = 1
-	}
-	if g.M == 0 || g.N == 0 || g.Batch < 0 {
-		return nil
-	}
-	for _, v := range []int{g.M, g.N, g.K, g.Batch} {
-		if v > 1<<31-1 {
-			return status.Errorf(status.InvalidArgument, "cuda: GEMM dimension %d exceeds cuBLAS's int range", v)
-		}
+	lda, ldb, skip, err := g.prepare()
+	if skip || err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, err := s.blasLocked()
 	if err != nil {
 		return err
-	}
-	lda, ldb := g.K, g.N
-	if g.TransA {
-		lda = g.M
-	}
-	if g.TransB {
-		ldb = g.K
 	}
 	call := "cublasGemmEx"
 	if g.Batch > 1 {
