@@ -128,6 +128,16 @@ func cwiseBin(k kctx, name string, strict, ne bool) error {
 	if n == 0 {
 		return nil
 	}
+	return launchBroadcast(k, cwiseP, "c_"+name+"_"+suffix(a.DType), o, a, b, out, sa, sb)
+}
+
+// launchBroadcast launches kernel kname of prog for o = f(a, b), a and b
+// broadcast to out with element strides sa and sb (bcastShapes), o
+// allocated and not empty: dims are merged where they can be, and the
+// kernel gets the merged shape and strides (at most 8 dims) in one
+// metadata array after (o, a, b, n).
+func launchBroadcast(k kctx, prog *cu.Program, kname string, o, a, b *tensor.Tensor, out tensor.Shape, sa, sb []int64) error {
+	n := o.NumElements()
 	co, ca, cb := collapse(out, sa, sb)
 	if len(co) > 8 {
 		return k.Errorf(status.Unimplemented, "broadcast of rank %d (more than 8 dims after merging)", len(co))
@@ -139,7 +149,7 @@ func cwiseBin(k kctx, name string, strict, ne bool) error {
 	}
 	var args cu.Args
 	args.Ptr(ptr(o)).Ptr(ptr(a)).Ptr(ptr(b)).I64(n).I64s(meta...)
-	return k.launchN(cwiseP, "c_"+name+"_"+suffix(a.DType), n, &args)
+	return k.launchN(prog, kname, n, &args)
 }
 
 // stridesIn gives, per dim of out, the element stride of in broadcast to

@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	cu "mstream/device/cuda"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -47,16 +46,5 @@ func intBin(k kctx, name string) error {
 	if name == "floordiv" && (a.DType == tensor.Uint8 || a.DType == tensor.Uint16) {
 		name = "div"
 	}
-	co, ca, cb := collapse(out, sa, sb)
-	if len(co) > 8 {
-		return k.Errorf(status.Unimplemented, "broadcast of rank %d (more than 8 dims after merging)", len(co))
-	}
-	meta := make([]int64, 1+3*8)
-	meta[0] = int64(len(co))
-	for i := range co {
-		meta[1+i], meta[9+i], meta[17+i] = co[i], ca[i], cb[i]
-	}
-	var args cu.Args
-	args.Ptr(ptr(o)).Ptr(ptr(a)).Ptr(ptr(b)).I64(n).I64s(meta...)
-	return k.launchN(intdivs, "i_"+name+"_"+suffix(a.DType), n, &args)
+	return launchBroadcast(k, intdivs, "i_"+name+"_"+suffix(a.DType), o, a, b, out, sa, sb)
 }
