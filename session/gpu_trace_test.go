@@ -3,14 +3,12 @@ package session
 import (
 	"fmt"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"mstream/proto/tfpb"
-	"mstream/trace"
 )
 
 // TestGPUTraceDeviceTimes traces concurrent GPU runs of the bundled model
@@ -78,19 +76,7 @@ func TestGPUTraceDeviceTimes(t *testing.T) {
 				}(w)
 			}
 			wg.Wait()
-			path := filepath.Join(dir, fmt.Sprintf("trace%d.json", i))
-			if err := s.WriteTrace(path); err != nil {
-				t.Fatal(err)
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			sum, err := trace.CheckChrome(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sum := writeAndCheckTrace(t, s, filepath.Join(dir, fmt.Sprintf("trace%d.json", i)))
 			streamTracks := 0
 			for _, name := range sum.Tracks {
 				if strings.Contains(name, "(stream ") {

@@ -46,19 +46,7 @@ func TestChromeTraceOfEveryCase(t *testing.T) {
 				}(w)
 			}
 			wg.Wait()
-			path := filepath.Join(dir, fmt.Sprintf("trace%d.json", i))
-			if err := s.WriteTrace(path); err != nil {
-				t.Fatal(err)
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			sum, err := trace.CheckChrome(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sum := writeAndCheckTrace(t, s, filepath.Join(dir, fmt.Sprintf("trace%d.json", i)))
 			steps := workers * runs
 			if sum.Steps != steps || sum.Slices[trace.H2D] != 5*steps || sum.Slices[trace.D2H] != 2*steps || sum.Slices[trace.Kernel] == 0 {
 				t.Errorf("summary %+v; want %d steps, each with 5 feed copies and 2 fetch copies", sum, steps)
@@ -69,4 +57,23 @@ func TestChromeTraceOfEveryCase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeAndCheckTrace writes the session's Chrome trace to path
+// (MS_SessionWriteTrace) and checks it with trace.CheckChrome.
+func writeAndCheckTrace(t *testing.T, s *Session, path string) *trace.ChromeSummary {
+	t.Helper()
+	if err := s.WriteTrace(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sum, err := trace.CheckChrome(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }
