@@ -36,18 +36,20 @@ var (
 	intdivSrc string
 	//go:embed src/scatter.cu
 	scatterSrc string
+	//go:embed src/bcast.cuh
+	bcastSrc string
 
 	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
 	arrays      = &cu.Program{Name: "array.cu", Source: commonSrc + arraySrc}
 	maths       = &cu.Program{Name: "math.cu", Source: commonSrc + typesSrc + mathSrc}
-	cwiseP      = &cu.Program{Name: "cwise.cu", Source: commonSrc + typesSrc + cwiseSrc}
+	cwiseP      = &cu.Program{Name: "cwise.cu", Source: commonSrc + typesSrc + bcastSrc + cwiseSrc}
 	reductions2 = &cu.Program{Name: "reduce2.cu", Source: commonSrc + typesSrc + reduce2Src}
 	moves       = &cu.Program{Name: "move.cu", Source: commonSrc + typesSrc + moveSrc}
 	nns         = &cu.Program{Name: "nn.cu", Source: commonSrc + typesSrc + nnSrc}
 	miscs       = &cu.Program{Name: "misc.cu", Source: commonSrc + typesSrc + miscSrc}
 	randoms     = &cu.Program{Name: "random.cu", Source: commonSrc + typesSrc + randomSrc}
-	intdivs     = &cu.Program{Name: "intdiv.cu", Source: commonSrc + typesSrc + intdivSrc}
+	intdivs     = &cu.Program{Name: "intdiv.cu", Source: commonSrc + typesSrc + bcastSrc + intdivSrc}
 	scatters    = &cu.Program{Name: "scatter.cu", Source: commonSrc + typesSrc + scatterSrc}
 )
 

@@ -3,35 +3,10 @@
 // SquaredDifference, the float division family, DivNoNan, comparisons and
 // logical ops (bool outputs), then Select/SelectV2, ClipByValue and AddN.
 //
-// Names: c_<op>_<suffix>(o, a, b, n, Bc). The Go side has merged the
+// Names: c_<op>_<suffix>(o, a, b, n, Bc) (Bc and bc_index: bcast.cuh). The Go side has merged the
 // broadcast (elementwise.go's collapse): rank 1 covers equal shapes and a
 // scalar on either side (strides 1 or 0), so that case skips the index
 // arithmetic.
-
-struct Bc {
-	i64 rank;
-	i64 out[MAXR];
-	i64 sa[MAXR];
-	i64 sb[MAXR];
-};
-
-__device__ __forceinline__ void bc_index(const Bc &bc, i64 i, i64 &ia, i64 &ib) {
-	if (bc.rank == 1) {
-		ia = i * bc.sa[0];
-		ib = i * bc.sb[0];
-		return;
-	}
-	i64 r = i;
-	ia = 0;
-	ib = 0;
-	for (int d = (int)bc.rank - 1; d >= 0; d--) {
-		i64 q = r / bc.out[d];
-		i64 x = r - q * bc.out[d];
-		r = q;
-		ia += x * bc.sa[d];
-		ib += x * bc.sb[d];
-	}
-}
 
 // Ops over compute values; O is the output's compute type.
 template <typename C> __device__ __forceinline__ C b_add(C a, C b) { return (C)(a + b); }

@@ -13,31 +13,6 @@
 //
 // Names: i_<op>_<suffix>(o, a, b, n, Bc), broadcasting as cwise.cu.
 
-struct Bc {
-	i64 rank;
-	i64 out[MAXR];
-	i64 sa[MAXR];
-	i64 sb[MAXR];
-};
-
-__device__ __forceinline__ void bc_index(const Bc &bc, i64 i, i64 &ia, i64 &ib) {
-	if (bc.rank == 1) {
-		ia = i * bc.sa[0];
-		ib = i * bc.sb[0];
-		return;
-	}
-	i64 r = i;
-	ia = 0;
-	ib = 0;
-	for (int d = (int)bc.rank - 1; d >= 0; d--) {
-		i64 q = r / bc.out[d];
-		i64 x = r - q * bc.out[d];
-		r = q;
-		ia += x * bc.sa[d];
-		ib += x * bc.sb[d];
-	}
-}
-
 // Lowest value and unsigned twin of each dtype.
 template <typename T> struct IntT;
 template <> struct IntT<i16> { typedef u16 U; static __device__ __forceinline__ i16 lo() { return (i16)-32768; } };
