@@ -53,7 +53,7 @@ EX=(model_test.pbtxt 5 dense ids_0 ids_1 ids_2 ids_3 1 output)
 (cd "$D/bench" && step example-gpu-merge 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=4 TF_GPU_STREAM_MERGE=true TF_GPU_STREAM_AWARE_BFC=true ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
 (cd "$D/bench" && step example-cpu 60 "$OUT/example.log" env MSTREAM_DEVICE=cpu TF_GPU_STREAM_GROUP_COUNT=4 ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
 
-MSTREAM_GPU_COVERAGE=1 step kernels 150 "$OUT/kernels.log" "$D/kernels_cuda.test" -test.v -test.count=1
+MSTREAM_GPU_COVERAGE=1 step kernels 240 "$OUT/kernels.log" "$D/kernels_cuda.test" -test.v -test.count=1
 # CPU profiles of the launch paths (go tool pprof reads them with the binaries).
 step profile-launch 60 "$OUT/device.log" "$D/device_cuda.test" -test.v -test.run '^TestLaunchOverhead$' -test.cpuprofile "$OUT/launch.prof"
 step profile-kernels 60 "$OUT/kernels.log" "$D/kernels_cuda.test" -test.v -test.run '^TestKernelCPUCost$' -test.cpuprofile "$OUT/kernels.prof"
