@@ -149,10 +149,12 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 		tab := len(s.tabs)
 		for j := 0; j < k; j++ {
 			if o := rt.Groups[j]; o.Device == g.Device {
-				if o.Context != g.Context {
-					return nil, nil, status.Errorf(status.Unimplemented, "multi-stream step on %s: group %d is in CUDA context %d and group %d in %d; values cross groups, so groups of one GPU must share a context (TF_GPU_CONTEXT_COUNT=1)",
-						g.Device.Name(), o.Index, o.Context, g.Index, g.Context)
-				}
+				// Groups of one GPU share its value table even in different
+				// CUDA contexts (TF_GPU_CONTEXT_COUNT): device memory is
+				// addressed alike from every context of the device (unified
+				// addressing; device/cuda's cross-context probe), events are
+				// made in their stream's own context, and cuStreamWaitEvent
+				// takes an event of another context of the same device.
 				tab = s.gs[j].tab
 				break
 			}

@@ -22,8 +22,9 @@
 // exec.RunGPUNodes on the group Pick chooses on each (values copied between
 // GPUs); node-level mode runs a step with exec.RunGPUNodes, each node on
 // the group TF_STREAM_FROM_FILE assigns it among its GPU's groups (host
-// nodes and constants: the home GPU's), which needs TF_GPU_CONTEXT_COUNT=1
-// (=gpu fails with UNIMPLEMENTED otherwise, auto runs on the CPU). GPU
+// nodes and constants: the home GPU's), with the groups in one CUDA
+// context or several (TF_GPU_CONTEXT_COUNT; values and events cross
+// contexts of one device). GPU
 // regions always grow on demand within the configured limit (virtual device
 // limit, memory fraction, or else the memory free at session start less 512
 // MiB): allocators are per session here, per process in TF, so a session

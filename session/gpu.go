@@ -28,9 +28,8 @@ const gpuReserve = 512 << 20
 // loadCUDA is cuda.Load; tests replace it.
 var loadCUDA = cuda.Load
 
-// noGPULogged makes the "running on the CPU" line appear once per process;
-// nodeLevelCPULogged does the same for node-level mode's reason.
-var noGPULogged, nodeLevelCPULogged sync.Once
+// noGPULogged makes the "running on the CPU" line appear once per process.
+var noGPULogged sync.Once
 
 // logf writes one log line to stderr as TF's logging does, unless
 // TF_CPP_MIN_LOG_LEVEL hides its level (0 info, 1 warning, 2 error).
@@ -47,15 +46,6 @@ func (st *state) logf(level int, format string, args ...any) {
 func (st *state) openGPUs() ([]*cuda.Device, error) {
 	switch {
 	case st.env.Device == "cpu":
-		return nil, nil
-	case st.env.NodeLevel && st.env.ContextCount > 1:
-		// Values cross groups in node-level mode, and device memory is
-		// per context.
-		why := fmt.Sprintf("TF_NODE_LEVEL_MULTISTREAM with TF_GPU_CONTEXT_COUNT=%d: node-level multi-stream on a GPU needs its groups in one CUDA context", st.env.ContextCount)
-		if st.env.Device == "gpu" {
-			return nil, status.Errorf(status.Unimplemented, "MSTREAM_DEVICE=gpu with %s", why)
-		}
-		nodeLevelCPULogged.Do(func() { st.logf(1, "running on the CPU: %s", why) })
 		return nil, nil
 	}
 	lib, err := loadCUDA()
