@@ -127,57 +127,11 @@ func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tenso
 		s.feeds[k].host = f
 	}
 
-	type launched struct {
-		final *cu.Event
-		err   error
-	}
 	if s.trace {
 		// Without an anchor the step keeps only its launch windows.
 		s.anchor, s.anchorHost, _ = traceAnchor(c)
 	}
-	ch := make(chan launched, 1)
-	g.Launch.Submit(func() {
-		var l launched
-		defer func() {
-			if r := recover(); r != nil {
-				l.err = status.Errorf(status.Internal, "GPU step panicked: %v\n%s", r, debug.Stack())
-			}
-			// Whatever was launched, the final event follows it, so
-			// nothing goes back to an allocator while a stream may use it.
-			fin, err := s.finish()
-			if l.err == nil {
-				l.err = err
-			}
-			l.final = fin
-			ch <- l
-		}()
-		l.err = s.launch()
-	})
-	l := <-ch
-	err := l.err
-	if l.final != nil {
-		if ctx.Done() == nil {
-			if werr := l.final.Sync(); err == nil && werr != nil {
-				err = status.Wrap(werr, "waiting for the step's final event on %s", g.Device.Name())
-			}
-		} else {
-			waited := make(chan error, 1)
-			go func() { waited <- l.final.Sync() }()
-			select {
-			case werr := <-waited:
-				if err == nil && werr != nil {
-					err = status.Wrap(werr, "waiting for the step's final event on %s", g.Device.Name())
-				}
-			case <-ctx.Done():
-				// Device work cannot be taken back: wait for it, then
-				// report the cancellation.
-				<-waited
-				if err == nil {
-					err = status.Errorf(status.Cancelled, "step cancelled: %v", ctx.Err())
-				}
-			}
-		}
-	}
+	err := launchAndWait(ctx, g.Launch, "GPU step", g.Device.Name(), s.launch, s.finish)
 	// Errors a stream kept (a failed host function, a sticky error).
 	for _, st := range []*cu.Stream{c, h, d} {
 		if serr := st.TakeErr(); serr != nil && err == nil {
@@ -212,6 +166,62 @@ func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tenso
 		return nil, st, err
 	}
 	return s.out, st, nil
+}
+
+// launchAndWait runs launch on one goroutine of pool (the group's launch
+// pool), then finish, whatever launch did: the final event finish records
+// follows everything launched, so nothing goes back to an allocator while
+// a stream may still use it. A panic in launch becomes INTERNAL naming what.
+// The caller waits for the final event; if ctx is cancelled meanwhile, the
+// device work (which cannot be taken back) is still waited for, and the
+// step reports CANCELLED. The first error wins.
+func launchAndWait(ctx context.Context, pool groups.Pool, what, dev string, launch func() error, finish func() (*cu.Event, error)) error {
+	type launched struct {
+		final *cu.Event
+		err   error
+	}
+	ch := make(chan launched, 1)
+	pool.Submit(func() {
+		var l launched
+		defer func() {
+			if r := recover(); r != nil {
+				l.err = status.Errorf(status.Internal, "%s panicked: %v\n%s", what, r, debug.Stack())
+			}
+			fin, err := finish()
+			if l.err == nil {
+				l.err = err
+			}
+			l.final = fin
+			ch <- l
+		}()
+		l.err = launch()
+	})
+	l := <-ch
+	err := l.err
+	if l.final == nil {
+		return err
+	}
+	wrap := func(werr error) {
+		if err == nil && werr != nil {
+			err = status.Wrap(werr, "waiting for the step's final event on %s", dev)
+		}
+	}
+	if ctx.Done() == nil {
+		wrap(l.final.Sync())
+		return err
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- l.final.Sync() }()
+	select {
+	case werr := <-waited:
+		wrap(werr)
+	case <-ctx.Done():
+		<-waited
+		if err == nil {
+			err = status.Errorf(status.Cancelled, "step cancelled: %v", ctx.Err())
+		}
+	}
+	return err
 }
 
 // evPool recycles events per context: cuEventCreate and cuEventDestroy

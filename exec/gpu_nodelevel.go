@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"runtime/debug"
 	"time"
 
 	"mstream/device"
@@ -202,43 +201,7 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 	}
 	s.switchTo(0)
 
-	type launched struct {
-		final *cu.Event
-		err   error
-	}
-	ch := make(chan launched, 1)
-	home.g.Launch.Submit(func() {
-		var l launched
-		defer func() {
-			if r := recover(); r != nil {
-				l.err = status.Errorf(status.Internal, "multi-group GPU step panicked: %v\n%s", r, debug.Stack())
-			}
-			fin, err := s.finishAll()
-			if l.err == nil {
-				l.err = err
-			}
-			l.final = fin
-			ch <- l
-		}()
-		l.err = s.launchNodes()
-	})
-	l := <-ch
-	err := l.err
-	if l.final != nil {
-		waited := make(chan error, 1)
-		go func() { waited <- l.final.Sync() }()
-		select {
-		case werr := <-waited:
-			if err == nil && werr != nil {
-				err = status.Wrap(werr, "waiting for the step's final event on %s", home.g.Device.Name())
-			}
-		case <-ctx.Done():
-			<-waited // device work cannot be taken back
-			if err == nil {
-				err = status.Errorf(status.Cancelled, "step cancelled: %v", ctx.Err())
-			}
-		}
-	}
+	err := launchAndWait(ctx, home.g.Launch, "multi-group GPU step", home.g.Device.Name(), s.launchNodes, s.finishAll)
 	for k := range s.gs {
 		ng := &s.gs[k]
 		ng.g.CountWaits(ng.waits, ng.skips)
