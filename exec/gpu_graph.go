@@ -13,6 +13,7 @@ import (
 	"mstream/device"
 	cu "mstream/device/cuda"
 	"mstream/groups"
+	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -395,8 +396,9 @@ func feedKey(feeds []*tensor.Tensor) string {
 // shapes (the key fixes the feeds' shapes, and GPU kernels' output shapes
 // follow from their inputs' shapes and host inputs), and host nodes over
 // those. A value that depends on the feeds' contents (a feed, a device
-// value) must never be read on the host, and stateful ops (variables,
-// random numbers) are never frozen.
+// value) must never be read on the host, nor by a GPU kernel that reads
+// its device values back to size its output (Def.SyncsHost: Where,
+// Unique), and stateful ops (variables, random numbers) are never frozen.
 func graphIneligible(p *Plan) string {
 	for k, f := range p.feeds {
 		if f.DType() == tensor.String {
@@ -421,6 +423,9 @@ func graphIneligible(p *Plan) string {
 		switch pn.where {
 		case onConst:
 		case onGPU:
+			if def, err := kernels.Lookup(n, kernels.GPU); err == nil && def.SyncsHost {
+				return fmt.Sprintf("node '%s' (op %s) reads its device values on the host (its output shape depends on them)", n.Name, n.Op)
+			}
 			for j, r := range pn.inputs {
 				if pn.hostIn[j] && dep(r) {
 					return fmt.Sprintf("node '%s' (op %s) reads input %d on the host, and its value depends on the feeds", n.Name, n.Op, j)

@@ -50,6 +50,7 @@ func TestGraphIneligible(t *testing.T) {
 		{"host node over a device value", in, gnode("h", "ExecTestAdd", "", gpuA), "node 'h' (op ExecTestAdd) runs on the host on input 0"},
 		{"host node over a host node over the feed", in, gnode("k", "ExecTestG", "", gnode("j", "ExecTestAdd", "", in)), "node 'j' (op ExecTestAdd) runs on the host"},
 		{"stateful op", in, stateful, "node 'stateful' (op ExecTestG) is stateful"},
+		{"GPU kernel reading its values back", in, gnode("sync", "ExecTestSync", "", gpuA), "node 'sync' (op ExecTestSync) reads its device values on the host"},
 		{"string feed", str, gnode("s", "ExecTestG", "", c, c), "is a string"},
 	} {
 		p := gplan(t, tc.fed, tc.out)

@@ -22,6 +22,8 @@ func init() {
 	}
 	kernels.Register(kernels.Def{Op: "ExecTestG", Device: kernels.CPU, Factory: k})
 	kernels.Register(kernels.Def{Op: "ExecTestG", Device: kernels.GPU, HostMemory: []string{"y"}, Factory: k})
+	kernels.Register(kernels.Def{Op: "ExecTestSync", Device: kernels.CPU, Factory: k})
+	kernels.Register(kernels.Def{Op: "ExecTestSync", Device: kernels.GPU, SyncsHost: true, Factory: k})
 	kernels.Register(kernels.Def{Op: "ExecTestGBad", Device: kernels.CPU, Factory: k})
 	kernels.Register(kernels.Def{Op: "ExecTestGBad", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		return nil, status.Errorf(status.Unimplemented, "this dtype mix has no GPU kernel")

@@ -45,6 +45,11 @@ type Def struct {
 	// on every device (TF's HostMemory rule: shapes, axes, sizes).
 	HostMemory []string
 	Factory    Factory
+	// SyncsHost marks a device kernel that waits for its stream and reads
+	// device values on the host while it runs (Where and Unique on the
+	// GPU: their output shapes depend on the data). Such a kernel cannot
+	// be captured into a CUDA graph.
+	SyncsHost bool
 }
 
 var (

@@ -292,6 +292,57 @@ func TestGPUGraphHostFallback(t *testing.T) {
 	checkQuiescent(t, s)
 }
 
+// TestGPUDataShaped: Where and Unique pinned to the GPU (so placement must
+// find their GPU kernels: strict placement fails without one) read their
+// counts back mid-step. Their outputs must equal the CPU's at batches that
+// change the counts, with graphs off and on; with graphs on, the plan is
+// ineligible (a graph would freeze the count) and nothing is captured.
+func TestGPUDataShaped(t *testing.T) {
+	wantGPU(t)
+	// The CPU reference runs the same graph without the pins (a CPU-only
+	// session refuses a node pinned to a missing GPU, as TF's does).
+	build := func(dev string) (*graph.Graph, graph.Output, []graph.Output) {
+		b := newGB(t)
+		x := b.placeholder("x", tensor.Unknown)
+		// Exact ops only before Where and Unique (no TF32 GEMM), so the
+		// devices agree on every value they select.
+		xs := b.op("Mul", "xs", nil, x, b.constant("four", tensor.FromF32(tensor.Shape{}, []float32{4})))
+		where := b.opOn("Where", "where", dev, b.relu("relu", xs))
+		flat := b.op("Reshape", "flat", nil, b.op("Floor", "floor", nil, xs), b.constant("m1", tensor.FromI32(tensor.Shape{1}, []int32{-1})))
+		uq := b.opOn("Unique", "unique", dev, flat)
+		return b.g, x, []graph.Output{where, uq, {Node: uq.Node, Index: 1}}
+	}
+	g, x, fetches := build("/device:GPU:0")
+	rg, rx, rfetches := build("")
+	ref := openSession(t, rg, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	r := rand.New(rand.NewSource(37))
+	for _, on := range []bool{false, true} {
+		s := openSession(t, g, graphEnv(nil, on))
+		for i := 0; i < 6; i++ {
+			f := mlpFeed(r, x, 1+i%3*40)
+			want, _, err := ref.Run(nil, []Feed{{rx, f[0].Tensor}}, rfetches, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := s.Run(nil, f, fetches, nil)
+			if err != nil {
+				t.Fatalf("graphs %v, run %d: %v", on, i, err)
+			}
+			if err := closeTensors(got, want); err != nil {
+				t.Errorf("graphs %v, run %d: %v", on, i, err)
+			}
+		}
+		if on {
+			replays, captures, failures, live, inel := graphStatsOf(t, s)
+			if replays != 0 || captures != 0 || failures != 0 || live != 0 || inel != 1 {
+				t.Errorf("stats: %d replays, %d captures, %d failures, %d live, %d ineligible; want one ineligible plan and nothing else",
+					replays, captures, failures, live, inel)
+			}
+		}
+		checkQuiescent(t, s)
+	}
+}
+
 // TestGPUGraphCloseReleasesMemory: closing a session that holds graphs
 // gives back the device memory they held (the graphs' buffers, the capture
 // streams and their cuBLAS workspaces), as the driver counts it. A first

@@ -38,6 +38,8 @@ __device__ float atomicAdd(float *, float);
 __device__ double atomicAdd(double *, double);
 __device__ unsigned atomicAdd(unsigned *, unsigned);
 __device__ unsigned long long atomicAdd(unsigned long long *, unsigned long long);
+__device__ unsigned long long atomicCAS(unsigned long long *, unsigned long long, unsigned long long);
+__device__ long long atomicMin(long long *, long long);
 `
 
 // TestProgramsClang checks every program's CUDA C with clang's CUDA front

@@ -46,6 +46,7 @@ var paramSizes = map[string]kparam{
 	"Bcast": {8 * (1 + 3*8), 8, "", 0}, "Bc": {8 * (1 + 3*8), 8, "", 0}, "Bc3": {8 * (1 + 4*8), 8, "", 0},
 	"RedMeta": {8 * (2 + 4*8), 8, "", 0}, "Perm": {8 * (1 + 2*8), 8, "", 0}, "Ptrs8": {64, 8, "", 8},
 	"Strided": {8 * (2 + 6*8), 8, "", 0}, "NdMeta": {8 * (1 + 2*8), 8, "", 0}, "Conv": {8 * 20, 8, "", 0}, "Chain": {8 * 17, 8, "", 0},
+	"WhereDims": {8 * (2 + 2*8), 8, "", 0},
 }
 
 var kernelRe = regexp.MustCompile(`extern\s+"C"\s+__attribute__\(\(global\)\)\s+void\s+(\w+)\s*\(([^)]*)\)`)

@@ -75,12 +75,15 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int m, int = 32) {
 }
 // A block's threads run one at a time, so an atomic add is a plain one.
 template <class T> T atomicAdd(T *p, T v) { T o = *p; *p = (T)(o + v); return o; }
+template <class T> T atomicCAS(T *p, T cmp, T v) { T o = *p; if (o == cmp) *p = v; return o; }
+template <class T> T atomicMin(T *p, T v) { T o = *p; if (v < o) *p = v; return o; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 inline float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
 inline double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }
+inline long long __double_as_longlong(double f) { long long u; memcpy(&u, &f, 8); return u; }
 inline float emu_h2f(unsigned short h) {
 	unsigned s = (h >> 15) & 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
 	float f;
@@ -492,6 +495,15 @@ func (e *emulator) copy(dst, src, n uint64) {
 	copy(e.bufs[di].b[do:do+n], e.bufs[si].b[so:so+n])
 }
 
+func (e *emulator) readback(dst []byte, src uint64) {
+	si, so, ok := e.find(src)
+	if !ok {
+		e.err = fmt.Errorf("emulator: readback of an unknown buffer")
+		return
+	}
+	copy(dst, e.bufs[si].b[so:so+uint64(len(dst))])
+}
+
 func (e *emulator) fill(dst uint64, v byte, n int) {
 	di, do, ok := e.find(dst)
 	if !ok {
@@ -506,10 +518,24 @@ func (e *emulator) fill(dst uint64, v byte, n int) {
 // gemm is cuBLAS's row-major product as the kernels ask for it, in
 // float64 (TF32 is not emulated).
 func (e *emulator) gemm(g cu.GemmArgs) {
-	es := uint64(4)
+	dt := tensor.Float
 	if g.Double {
-		es = 8
+		dt = tensor.Double
 	}
+	e.gemmOf(g, dt)
+}
+
+// gemmEx is gemm of half or bfloat16 operands, rounded once when stored.
+func (e *emulator) gemmEx(g cu.GemmArgs, t cu.GemmType) {
+	dt := tensor.Half
+	if t == cu.GemmBfloat16 {
+		dt = tensor.Bfloat16
+	}
+	e.gemmOf(g, dt)
+}
+
+func (e *emulator) gemmOf(g cu.GemmArgs, dt tensor.DType) {
+	es := uint64(dt.Size())
 	get := func(addr uint64) (func(i int64) float64, func(i int64, v float64)) {
 		bi, bo, ok := e.find(addr)
 		if !ok {
@@ -517,9 +543,18 @@ func (e *emulator) gemm(g cu.GemmArgs) {
 			return func(int64) float64 { return 0 }, func(int64, float64) {}
 		}
 		b := e.bufs[bi].b[bo:]
-		if g.Double {
+		switch dt {
+		case tensor.Double:
 			return func(i int64) float64 { return math.Float64frombits(bin.LittleEndian.Uint64(b[uint64(i)*es:])) },
 				func(i int64, v float64) { bin.LittleEndian.PutUint64(b[uint64(i)*es:], math.Float64bits(v)) }
+		case tensor.Half:
+			return func(i int64) float64 { return float64(tensor.HalfToF32(bin.LittleEndian.Uint16(b[uint64(i)*es:]))) },
+				func(i int64, v float64) { bin.LittleEndian.PutUint16(b[uint64(i)*es:], tensor.F32ToHalf(float32(v))) }
+		case tensor.Bfloat16:
+			return func(i int64) float64 { return float64(tensor.Bfloat16ToF32(bin.LittleEndian.Uint16(b[uint64(i)*es:]))) },
+				func(i int64, v float64) {
+					bin.LittleEndian.PutUint16(b[uint64(i)*es:], tensor.F32ToBfloat16(float32(v)))
+				}
 		}
 		return func(i int64) float64 { return float64(math.Float32frombits(bin.LittleEndian.Uint32(b[uint64(i)*es:]))) },
 			func(i int64, v float64) { bin.LittleEndian.PutUint32(b[uint64(i)*es:], math.Float32bits(float32(v))) }
@@ -589,7 +624,7 @@ func emuRun(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			}
 			return nil
 		},
-		copy: e.copy, fill: e.fill, gemm: e.gemm,
+		copy: e.copy, fill: e.fill, gemm: e.gemm, gemmEx: e.gemmEx, readback: e.readback,
 	}
 	defer func() { dryRun = nil }()
 	var stream *cu.Stream

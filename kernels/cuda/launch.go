@@ -83,6 +83,10 @@ type dryDevice struct {
 	copy   func(dst, src, n uint64)
 	fill   func(dst uint64, v byte, n int)
 	gemm   func(g cu.GemmArgs)
+	gemmEx func(g cu.GemmArgs, t cu.GemmType)
+	// readback stands in for readback's copy and wait; nil leaves it to
+	// the (absent) stream, which the dry run takes as a direct device call.
+	readback func(dst []byte, src uint64)
 }
 
 func (k kctx) launch3(p *cu.Program, name string, grid, block cu.Dim3, shmem int, a *cu.Args) error {
@@ -142,6 +146,22 @@ func (k kctx) memset(dst uint64, v byte, n int) error {
 	return k.wrap(k.s.Memset(dst, v, n))
 }
 
+// readback copies len(dst) bytes of device memory at src to dst and
+// waits for the stream: the only place a GPU kernel blocks on the device,
+// for the ops whose output shape depends on the data (Where, Unique; see
+// select.go). A stream being captured into a CUDA graph refuses the wait
+// (ErrNotCapturable), and exec never captures a plan holding such a node.
+func (k kctx) readback(dst []byte, src uint64) error {
+	if dryRun != nil && dryRun.readback != nil {
+		dryRun.readback(dst, src)
+		return nil
+	}
+	if err := k.s.D2H(dst, src); err != nil {
+		return k.wrap(err)
+	}
+	return k.wrap(k.s.Sync())
+}
+
 // ptr is the device address of a device tensor.
 func ptr(t *tensor.Tensor) uint64 { return cu.Ptr(t.Buf) }
 
@@ -174,6 +194,10 @@ func suffix(dt tensor.DType) string {
 		return "u64"
 	case tensor.Bool:
 		return "b"
+	case tensor.Complex64:
+		return "c64"
+	case tensor.Complex128:
+		return "c128"
 	}
 	return ""
 }

@@ -118,6 +118,17 @@ func (k kctx) gemm(g cu.GemmArgs) error {
 	return k.wrap(k.s.Gemm(g))
 }
 
+// gemmEx is gemm for the operand types of cublasGemmEx (gemmex.go).
+func (k kctx) gemmEx(g cu.GemmArgs, t cu.GemmType) error {
+	if dryRun != nil {
+		if dryRun.gemmEx != nil {
+			dryRun.gemmEx(g, t)
+		}
+		return nil
+	}
+	return k.wrap(k.s.GemmEx(g, t))
+}
+
 // convMeta packs the Conv struct of nn.cu.
 func convMeta(p cpu.ConvParams) []int64 {
 	return []int64{int64(p.N), int64(p.H), int64(p.W), int64(p.C), int64(p.KH), int64(p.KW), int64(p.O), int64(p.Groups),

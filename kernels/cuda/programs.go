@@ -36,6 +36,8 @@ var (
 	intdivSrc string
 	//go:embed src/scatter.cu
 	scatterSrc string
+	//go:embed src/select.cu
+	selectSrc string
 	//go:embed src/bcast.cuh
 	bcastSrc string
 
@@ -51,10 +53,11 @@ var (
 	randoms     = &cu.Program{Name: "random.cu", Source: commonSrc + typesSrc + randomSrc}
 	intdivs     = &cu.Program{Name: "intdiv.cu", Source: commonSrc + typesSrc + bcastSrc + intdivSrc}
 	scatters    = &cu.Program{Name: "scatter.cu", Source: commonSrc + typesSrc + scatterSrc}
+	selects     = &cu.Program{Name: "select.cu", Source: commonSrc + typesSrc + selectSrc}
 )
 
 // Programs lists every program, so a tool or test can compile them all
 // ahead of use.
 func Programs() []*cu.Program {
-	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs, randoms, intdivs, scatters}
+	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs, randoms, intdivs, scatters, selects}
 }
