@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -12,29 +13,56 @@ import (
 
 // Einsum with one or two operands, as TF's EinsumOp: labels a-z/A-Z and
 // one ellipsis per subscript (broadcast like NumPy), an explicit or
-// implicit output. The work is reduced to data movement and one batched
-// GEMM: each operand's repeated labels become a diagonal, labels that
-// appear in neither the other operand nor the output are summed out, and
-// the rest is transposed to [batch, free, contracted] x [batch,
+// implicit output. The work is reduced to data movement, sums and one
+// batched GEMM: each operand's repeated labels become a diagonal, labels
+// that appear in neither the other operand nor the output are summed out,
+// and the rest is arranged as [batch, free, contracted] x [batch,
 // contracted, free] and multiplied with the same GEMM as BatchMatMul.
+// RunEinsum is that algorithm; an EinsumDevice does the work, so the GPU
+// kernel (kernels/cuda) runs the same steps with device primitives.
 
 func init() {
 	reg("Einsum", []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32, tensor.Int64}, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		eq := attrString(n, "equation", "")
-		nIn := len(n.InTypes)
-		spec, err := parseEinsum(eq, nIn)
+		spec, err := ParseEinsum(n)
 		if err != nil {
-			return nil, nodeErr(n, status.InvalidArgument, "%v", err)
+			return nil, err
 		}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return einsum(ctx, spec) }), nil
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return RunEinsum(ctx, spec, cpuEinsum{}) }), nil
 	})
+}
+
+// ParseEinsum parses n's equation (INVALID_ARGUMENT naming the node when
+// it is malformed or does not fit the inputs).
+func ParseEinsum(n *graph.Node) (*EinsumSpec, error) {
+	spec, err := parseEinsum(attrString(n, "equation", ""), len(n.InTypes))
+	if err != nil {
+		return nil, nodeErr(n, status.InvalidArgument, "%v", err)
+	}
+	return spec, nil
+}
+
+// EinsumDevice does Einsum's work on one device. Tensors come from Alloc
+// (scratch) or are the node's inputs and output; strides are in elements.
+type EinsumDevice interface {
+	Alloc(ctx *kernels.Context, dt tensor.DType, s tensor.Shape) (*tensor.Tensor, error)
+	// Gather fills dst (row-major over its shape) from src: element (i0,
+	// ..., ir) is read at sum(ik * stride[k]), so a stride of 0
+	// broadcasts and a sum of two dims' strides reads a diagonal.
+	Gather(ctx *kernels.Context, dst, src *tensor.Tensor, stride []int64) error
+	// Sum fills dst with src summed over the dims marked reduced; dst's
+	// shape is src's other dims, in order.
+	Sum(ctx *kernels.Context, dst, src *tensor.Tensor, reduced []bool) error
+	// Gemm fills dst ([nb, m, n] elements) with the batched product of a
+	// ([nb, m, k]) and b ([nb, k, n]); zeros when k is 0.
+	Gemm(ctx *kernels.Context, dst, a, b *tensor.Tensor, nb, m, n, k int64) error
 }
 
 // Labels are small ints: 0..51 for letters; ellipsis dims get labels
 // from ellBase up, numbered from the right (ellBase is the last dim).
 const ellBase = 1000
 
-type einsumSpec struct {
+// EinsumSpec is a parsed equation.
+type EinsumSpec struct {
 	in       [][]int // labels per input, -1 for the ellipsis
 	out      []int
 	explicit bool
@@ -72,7 +100,7 @@ func parseSub(s string) ([]int, error) {
 	return out, nil
 }
 
-func parseEinsum(eq string, nIn int) (*einsumSpec, error) {
+func parseEinsum(eq string, nIn int) (*EinsumSpec, error) {
 	eq = strings.ReplaceAll(eq, " ", "")
 	lhs, rhs, explicit := strings.Cut(eq, "->")
 	subs := strings.Split(lhs, ",")
@@ -82,7 +110,7 @@ func parseEinsum(eq string, nIn int) (*einsumSpec, error) {
 	if len(subs) != nIn {
 		return nil, status.Errorf(status.InvalidArgument, "Expecting %d inputs but got: %d", len(subs), nIn)
 	}
-	spec := &einsumSpec{explicit: explicit}
+	spec := &EinsumSpec{explicit: explicit}
 	count := map[int]int{}
 	anyEll := false
 	for _, s := range subs {
@@ -171,7 +199,8 @@ func expandEllipsis(labels []int, rank int) ([]int, int, bool) {
 	return out, ne, len(out) == rank
 }
 
-func einsum(ctx *kernels.Context, spec *einsumSpec) error {
+// RunEinsum computes ctx's Einsum node as spec says, on dev.
+func RunEinsum(ctx *kernels.Context, spec *EinsumSpec, dev EinsumDevice) error {
 	ops := make([]operand, len(spec.in))
 	maxEll := 0
 	dims := map[int]int64{}
@@ -211,26 +240,6 @@ func einsum(ctx *kernels.Context, spec *einsumSpec) error {
 	for _, l := range outLabels {
 		inOut[l] = true
 	}
-	// Ellipsis dims missing from the output (explicit output without
-	// "...") are summed out like other labels.
-	for i := range ops {
-		ops[i] = diagonal(ops[i])
-		other := map[int]bool{}
-		if len(ops) == 2 {
-			for _, l := range ops[1-i].labels {
-				other[l] = true
-			}
-		}
-		var drop []int
-		for k, l := range ops[i].labels {
-			if !inOut[l] && !other[l] {
-				drop = append(drop, k)
-			}
-		}
-		if len(drop) > 0 {
-			ops[i] = sumOut(ops[i], drop)
-		}
-	}
 	outShape := make(tensor.Shape, len(outLabels))
 	for k, l := range outLabels {
 		outShape[k] = dims[l]
@@ -239,11 +248,42 @@ func einsum(ctx *kernels.Context, spec *einsumSpec) error {
 	if err != nil {
 		return err
 	}
-	var res operand
-	if len(ops) == 1 {
-		res = ops[0]
-	} else {
-		res = contract(ops[0], ops[1], inOut, dims)
+	if o.NumElements() == 0 {
+		return nil
+	}
+	e := einsumRun{ctx, dev, dims}
+	// Ellipsis dims missing from the output (explicit output without
+	// "...") are summed out like other labels.
+	for i := range ops {
+		if ops[i], err = e.diagonal(ops[i]); err != nil {
+			return err
+		}
+		other := map[int]bool{}
+		if len(ops) == 2 {
+			for _, l := range ops[1-i].labels {
+				other[l] = true
+			}
+		}
+		drop := make([]bool, len(ops[i].labels))
+		sumAny := false
+		for k, l := range ops[i].labels {
+			drop[k] = !inOut[l] && !other[l]
+			sumAny = sumAny || drop[k]
+		}
+		if sumAny {
+			if ops[i], err = e.sumOut(ops[i], drop); err != nil {
+				return err
+			}
+		}
+	}
+	res := ops[0]
+	if len(ops) == 2 {
+		if res, err = e.contract(ops[0], ops[1], inOut, o, outLabels); err != nil {
+			return err
+		}
+		if res.t == o {
+			return nil // the GEMM wrote the output in place
+		}
 	}
 	// res has exactly the output labels (possibly fewer broadcast 1s);
 	// move them into output order, broadcasting size-1 dims.
@@ -258,7 +298,227 @@ func einsum(ctx *kernels.Context, spec *einsumSpec) error {
 			src[k] = st[p]
 		}
 	}
-	gatherStrided(o, res.t, src)
+	return dev.Gather(ctx, o, res.t, src)
+}
+
+// einsumRun is one Run's state: the device and every label's size.
+type einsumRun struct {
+	ctx  *kernels.Context
+	dev  EinsumDevice
+	dims map[int]int64
+}
+
+// gather returns a scratch tensor of shape filled from src through stride.
+func (e einsumRun) gather(src *tensor.Tensor, shape tensor.Shape, stride []int64) (*tensor.Tensor, error) {
+	t, err := e.dev.Alloc(e.ctx, src.DType, shape)
+	if err != nil {
+		return nil, err
+	}
+	return t, e.dev.Gather(e.ctx, t, src, stride)
+}
+
+// diagonal merges repeated labels of an operand (TF: "ii->i").
+func (e einsumRun) diagonal(op operand) (operand, error) {
+	first := map[int]int{}
+	var labels []int
+	var shape tensor.Shape
+	st := strides(op.t.Shape)
+	var src []int64
+	for k, l := range op.labels {
+		if j, ok := first[l]; ok {
+			src[j] += st[k]
+			continue
+		}
+		first[l] = len(labels)
+		labels = append(labels, l)
+		shape = append(shape, op.t.Shape[k])
+		src = append(src, st[k])
+	}
+	if len(labels) == len(op.labels) {
+		return op, nil
+	}
+	t, err := e.gather(op.t, shape, src)
+	return operand{t, labels}, err
+}
+
+// sumOut sums op over the dims marked in drop.
+func (e einsumRun) sumOut(op operand, drop []bool) (operand, error) {
+	var shape tensor.Shape
+	var labels []int
+	for k, l := range op.labels {
+		if !drop[k] {
+			shape = append(shape, op.t.Shape[k])
+			labels = append(labels, l)
+		}
+	}
+	t, err := e.dev.Alloc(e.ctx, op.t.DType, shape)
+	if err != nil {
+		return operand{}, err
+	}
+	return operand{t, labels}, e.dev.Sum(e.ctx, t, op.t, drop)
+}
+
+// contract multiplies two operands whose remaining labels are batch (in
+// both and the output), contracted (in both, not the output) or free (in
+// one and the output). The result's labels are batch, free a, free b; when
+// that is the output's order and shape, the product is written into o.
+func (e einsumRun) contract(a, b operand, inOut map[int]bool, o *tensor.Tensor, outLabels []int) (operand, error) {
+	dims := e.dims
+	inB := map[int]bool{}
+	for _, l := range b.labels {
+		inB[l] = true
+	}
+	inA := map[int]bool{}
+	for _, l := range a.labels {
+		inA[l] = true
+	}
+	var batch, con, freeA, freeB []int
+	for _, l := range a.labels {
+		switch {
+		case inB[l] && inOut[l]:
+			batch = append(batch, l)
+		case inB[l]:
+			con = append(con, l)
+		default:
+			freeA = append(freeA, l)
+		}
+	}
+	for _, l := range b.labels {
+		if !inA[l] {
+			freeB = append(freeB, l)
+		}
+	}
+	// Broadcast batch dims of size 1 to the common size and arrange
+	// [batch, freeA, con] and [batch, con, freeB].
+	arrange := func(op operand, order []int) (operand, error) {
+		same := len(order) == len(op.labels)
+		for i, l := range order {
+			same = same && op.labels[i] == l && op.t.Shape[i] == dims[l]
+		}
+		if same {
+			return op, nil
+		}
+		pos := map[int]int{}
+		for k, l := range op.labels {
+			pos[l] = k
+		}
+		st := strides(op.t.Shape)
+		shape := make(tensor.Shape, len(order))
+		src := make([]int64, len(order))
+		for i, l := range order {
+			shape[i] = dims[l]
+			if op.t.Shape[pos[l]] == dims[l] {
+				src[i] = st[pos[l]]
+			}
+		}
+		t, err := e.gather(op.t, shape, src)
+		return operand{t, order}, err
+	}
+	orderA := append(append(append([]int{}, batch...), freeA...), con...)
+	orderB := append(append(append([]int{}, batch...), con...), freeB...)
+	A, err := arrange(a, orderA)
+	if err != nil {
+		return operand{}, err
+	}
+	B, err := arrange(b, orderB)
+	if err != nil {
+		return operand{}, err
+	}
+	prod := func(ls []int) int64 {
+		p := int64(1)
+		for _, l := range ls {
+			p *= dims[l]
+		}
+		return p
+	}
+	nb, m, k, n := prod(batch), prod(freeA), prod(con), prod(freeB)
+	labels := append(append(append([]int{}, batch...), freeA...), freeB...)
+	shape := make(tensor.Shape, len(labels))
+	for i, l := range labels {
+		shape[i] = dims[l]
+	}
+	out := o
+	if !slices.Equal(labels, outLabels) || !shape.Equal(o.Shape) {
+		if out, err = e.dev.Alloc(e.ctx, a.t.DType, shape); err != nil {
+			return operand{}, err
+		}
+	}
+	return operand{out, labels}, e.dev.Gemm(e.ctx, out, A.t, B.t, nb, m, n, k)
+}
+
+// cpuEinsum is the host's EinsumDevice.
+type cpuEinsum struct{}
+
+func (cpuEinsum) Alloc(_ *kernels.Context, dt tensor.DType, s tensor.Shape) (*tensor.Tensor, error) {
+	return tensor.New(dt, s), nil
+}
+
+func (cpuEinsum) Gather(_ *kernels.Context, dst, src *tensor.Tensor, stride []int64) error {
+	gatherStrided(dst, src, stride)
+	return nil
+}
+
+// Sum moves the dropped dims last, then sums rows.
+func (cpuEinsum) Sum(_ *kernels.Context, dst, src *tensor.Tensor, reduced []bool) error {
+	var keep, drop []int
+	for k, r := range reduced {
+		if r {
+			drop = append(drop, k)
+		} else {
+			keep = append(keep, k)
+		}
+	}
+	perm := append(keep, drop...)
+	st := strides(src.Shape)
+	shape := make(tensor.Shape, len(perm))
+	from := make([]int64, len(perm))
+	for i, p := range perm {
+		shape[i], from[i] = src.Shape[p], st[p]
+	}
+	p := tensor.New(src.DType, shape)
+	gatherStrided(p, src, from)
+	rows := dst.NumElements()
+	inner := int64(1)
+	for _, d := range shape[len(keep):] {
+		inner *= d
+	}
+	switch dst.DType {
+	case tensor.Float:
+		sumRowsF(p.F32(), dst.F32(), rows, inner)
+	case tensor.Double:
+		sumRowsF(p.F64(), dst.F64(), rows, inner)
+	case tensor.Half, tensor.Bfloat16:
+		out := make([]float32, rows)
+		sumRowsF(toF32(p), out, rows, inner)
+		storeF32(dst, out)
+	case tensor.Int32:
+		sumRowsI(p.I32(), dst.I32(), rows, inner)
+	case tensor.Int64:
+		sumRowsI(p.I64(), dst.I64(), rows, inner)
+	}
+	return nil
+}
+
+func (cpuEinsum) Gemm(_ *kernels.Context, dst, a, b *tensor.Tensor, nb, m, n, k int64) error {
+	if k == 0 {
+		clear(dst.Buf)
+		return nil
+	}
+	B, M, N, K := int(nb), int(m), int(n), int(k)
+	switch dst.DType {
+	case tensor.Float:
+		batchGemm(B, M, N, K, a.F32(), b.F32(), dst.F32(), sgemmNN)
+	case tensor.Double:
+		batchGemm(B, M, N, K, a.F64(), b.F64(), dst.F64(), dgemmNN)
+	case tensor.Half, tensor.Bfloat16:
+		o := make([]float32, dst.NumElements())
+		batchGemm(B, M, N, K, toF32(a), toF32(b), o, sgemmNN)
+		storeF32(dst, o)
+	case tensor.Int32:
+		batchGemm(B, M, N, K, a.I32(), b.I32(), dst.I32(), intGemmNN[int32])
+	case tensor.Int64:
+		batchGemm(B, M, N, K, a.I64(), b.I64(), dst.I64(), intGemmNN[int64])
+	}
 	return nil
 }
 
@@ -291,97 +551,6 @@ func gatherStrided(dst, src *tensor.Tensor, srcStride []int64) {
 	}
 }
 
-// diagonal merges repeated labels of an operand (TF: "ii->i").
-func diagonal(op operand) operand {
-	first := map[int]int{}
-	var labels []int
-	var shape tensor.Shape
-	st := strides(op.t.Shape)
-	var src []int64
-	for k, l := range op.labels {
-		if j, ok := first[l]; ok {
-			src[j] += st[k]
-			continue
-		}
-		first[l] = len(labels)
-		labels = append(labels, l)
-		shape = append(shape, op.t.Shape[k])
-		src = append(src, st[k])
-	}
-	if len(labels) == len(op.labels) {
-		return op
-	}
-	t := tensor.New(op.t.DType, shape)
-	gatherStrided(t, op.t, src)
-	return operand{t, labels}
-}
-
-// permute returns op with its dims in the order of perm.
-func permute(op operand, perm []int) operand {
-	ident := true
-	for i, p := range perm {
-		if p != i {
-			ident = false
-		}
-	}
-	if ident {
-		return op
-	}
-	st := strides(op.t.Shape)
-	shape := make(tensor.Shape, len(perm))
-	src := make([]int64, len(perm))
-	labels := make([]int, len(perm))
-	for i, p := range perm {
-		shape[i], src[i], labels[i] = op.t.Shape[p], st[p], op.labels[p]
-	}
-	t := tensor.New(op.t.DType, shape)
-	gatherStrided(t, op.t, src)
-	return operand{t, labels}
-}
-
-// sumOut sums op over the dims in drop.
-func sumOut(op operand, drop []int) operand {
-	isDrop := map[int]bool{}
-	for _, d := range drop {
-		isDrop[d] = true
-	}
-	var keep, perm []int
-	for k := range op.labels {
-		if !isDrop[k] {
-			keep = append(keep, k)
-		}
-	}
-	perm = append(append(perm, keep...), drop...)
-	p := permute(op, perm)
-	var shape tensor.Shape
-	var labels []int
-	for i := range keep {
-		shape = append(shape, p.t.Shape[i])
-		labels = append(labels, p.labels[i])
-	}
-	rows := shape.NumElements()
-	inner := int64(1)
-	for _, d := range p.t.Shape[len(keep):] {
-		inner *= d
-	}
-	t := tensor.New(op.t.DType, shape)
-	switch t.DType {
-	case tensor.Float:
-		sumRowsF(p.t.F32(), t.F32(), rows, inner)
-	case tensor.Double:
-		sumRowsF(p.t.F64(), t.F64(), rows, inner)
-	case tensor.Half, tensor.Bfloat16:
-		out := make([]float32, rows)
-		sumRowsF(toF32(p.t), out, rows, inner)
-		storeF32(t, out)
-	case tensor.Int32:
-		sumRowsI(p.t.I32(), t.I32(), rows, inner)
-	case tensor.Int64:
-		sumRowsI(p.t.I64(), t.I64(), rows, inner)
-	}
-	return operand{t, labels}
-}
-
 func sumRowsF[T float32 | float64](x, o []T, rows, inner int64) {
 	for r := int64(0); r < rows; r++ {
 		var s float64
@@ -400,97 +569,6 @@ func sumRowsI[T int32 | int64](x, o []T, rows, inner int64) {
 		}
 		o[r] = s
 	}
-}
-
-// contract multiplies two operands whose remaining labels are batch (in
-// both and the output), contracted (in both, not the output) or free (in
-// one and the output). The result's labels are batch, free a, free b.
-func contract(a, b operand, inOut map[int]bool, dims map[int]int64) operand {
-	inB := map[int]bool{}
-	for _, l := range b.labels {
-		inB[l] = true
-	}
-	inA := map[int]bool{}
-	for _, l := range a.labels {
-		inA[l] = true
-	}
-	var batch, con, freeA, freeB []int
-	for _, l := range a.labels {
-		switch {
-		case inB[l] && inOut[l]:
-			batch = append(batch, l)
-		case inB[l]:
-			con = append(con, l)
-		default:
-			freeA = append(freeA, l)
-		}
-	}
-	for _, l := range b.labels {
-		if !inA[l] {
-			freeB = append(freeB, l)
-		}
-	}
-	// Broadcast batch dims of size 1 to the common size and arrange
-	// [batch, freeA, con] and [batch, con, freeB].
-	arrange := func(op operand, order []int) operand {
-		same := len(order) == len(op.labels)
-		for i, l := range order {
-			same = same && op.labels[i] == l && op.t.Shape[i] == dims[l]
-		}
-		if same {
-			return op
-		}
-		pos := map[int]int{}
-		for k, l := range op.labels {
-			pos[l] = k
-		}
-		st := strides(op.t.Shape)
-		shape := make(tensor.Shape, len(order))
-		src := make([]int64, len(order))
-		for i, l := range order {
-			shape[i] = dims[l]
-			if op.t.Shape[pos[l]] == dims[l] {
-				src[i] = st[pos[l]]
-			}
-		}
-		t := tensor.New(op.t.DType, shape)
-		gatherStrided(t, op.t, src)
-		return operand{t, order}
-	}
-	orderA := append(append(append([]int{}, batch...), freeA...), con...)
-	orderB := append(append(append([]int{}, batch...), con...), freeB...)
-	A, B := arrange(a, orderA), arrange(b, orderB)
-	prod := func(ls []int) int {
-		p := int64(1)
-		for _, l := range ls {
-			p *= dims[l]
-		}
-		return int(p)
-	}
-	nb, m, k, n := prod(batch), prod(freeA), prod(con), prod(freeB)
-	labels := append(append(append([]int{}, batch...), freeA...), freeB...)
-	shape := make(tensor.Shape, len(labels))
-	for i, l := range labels {
-		shape[i] = dims[l]
-	}
-	out := tensor.New(a.t.DType, shape)
-	if out.NumElements() > 0 {
-		switch out.DType {
-		case tensor.Float:
-			batchGemm(nb, m, n, k, A.t.F32(), B.t.F32(), out.F32(), sgemmNN)
-		case tensor.Double:
-			batchGemm(nb, m, n, k, A.t.F64(), B.t.F64(), out.F64(), dgemmNN)
-		case tensor.Half, tensor.Bfloat16:
-			o := make([]float32, out.NumElements())
-			batchGemm(nb, m, n, k, toF32(A.t), toF32(B.t), o, sgemmNN)
-			storeF32(out, o)
-		case tensor.Int32:
-			batchGemm(nb, m, n, k, A.t.I32(), B.t.I32(), out.I32(), intGemmNN[int32])
-		case tensor.Int64:
-			batchGemm(nb, m, n, k, A.t.I64(), B.t.I64(), out.I64(), intGemmNN[int64])
-		}
-	}
-	return operand{out, labels}
 }
 
 func batchGemm[T any](nb, m, n, k int, a, b, c []T, gemm gemmNN[T]) {

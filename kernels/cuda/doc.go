@@ -5,7 +5,9 @@
 //
 // A GPU kernel sees the same kernels.Context as a host kernel, with one
 // additive field: Context.Stream, the *cuda.Stream the kernel enqueues its
-// work on. Compute launches and returns; it never waits for the device.
+// work on. Compute launches and returns; it never waits for the device,
+// except in the kernels whose Def says SyncsHost (Where, Unique), which
+// read a count back to size their outputs, as TF's GPU kernels do.
 // Inputs and outputs are device tensors: a tensor.Tensor whose Buf stands
 // for device memory (cuda.DeviceBytes; kernels read its address with
 // cuda.Ptr and never touch the bytes), as a TF GPU tensor's buffer is a
@@ -34,12 +36,12 @@
 // 2.15 registers on the GPU (half, bfloat16, float, double). FusedMatMul is MatMul+BiasAdd
 // (+Relu) in one cuBLASLt call with a bias or bias+ReLU epilogue, falling
 // back to GEMM plus one bias kernel where cuBLASLt has no algorithm; the
-// executor builds it when it fuses such chains. Einsum runs on the GPU
-// for the two-operand equations that are one batched GEMM (every label
-// once per subscript, in both inputs or in one input and the output:
-// Keras's dense and attention forms), float and double, with move.cu's
-// strided map arranging operands and result; other equations are refused
-// by the factory (UNIMPLEMENTED), so placement runs them on the host.
+// executor builds it when it fuses such chains. Einsum runs the CPU
+// kernel's algorithm (cpu.RunEinsum) with device primitives for every
+// equation and TF's GPU dtypes (half, bfloat16, float, double): move.cu's
+// strided map for diagonals, transposes and broadcasts, the Sum kernels
+// for labels summed out of one operand, one strided-batched GEMM written
+// straight into the output when the orders agree (einsum.go).
 //
 // Every other kernel is CUDA C in src/ (embedded), compiled by NVRTC at
 // first use for the device's architecture and cached on disk (see
@@ -94,6 +96,16 @@
 //   - scatter.cu: ScatterNd (every numeric dtype but int32) with atomic
 //     adds; an out-of-range index skips its slice, as in TF's GPU kernel,
 //     where the CPU kernel fails.
+//   - select.cu: Where (int8, uint8, int64, float, double, complex,
+//     bool) and Unique (floats and every integer dtype; int32 or int64
+//     indices), TF's GPU dtypes. Each flags the elements it keeps, numbers
+//     them with a device prefix sum, reads the total back (copy and
+//     stream synchronisation, kctx.readback), allocates its outputs and
+//     fills them. Unique finds each value's first occurrence with an
+//     open-addressing hash table (atomicCAS to claim a slot, atomicMin to
+//     keep the smallest index), so its outputs follow the CPU kernel's
+//     order of first occurrence exactly. Where handles up to 8 dims longer
+//     than 1 (TF's GPU kernel: rank 8).
 //
 // Shapes are normalised on the host first (size-1 dims dropped,
 // contiguous dims merged), so most broadcasts, reductions, transposes and
@@ -118,8 +130,9 @@
 // zero-divisor and negative-exponent errors stand there; integer GEMMs
 // (TF registers int16/int32/int64 MatMul on the CPU only); string ops and
 // dtypes; shape ops that produce host values (Shape, ShapeN, Size, Rank,
-// BroadcastArgs, Range, InvertPermutation); ops with data-dependent
-// output shapes (Where, Unique); Einsum outside the GEMM subset; NCHW
+// BroadcastArgs, Range, InvertPermutation); Where of int32 and the
+// remaining dtypes, and Unique of bool and strings (TF's are host
+// kernels); integer Einsum (no TF GPU kernel); NCHW
 // convolutions (as on the CPU).
 //
 // Where TF's GPU kernel cannot report an error without a synchronisation
