@@ -3,7 +3,6 @@ package session
 import (
 	"fmt"
 	"math/rand"
-	"sync"
 	"testing"
 	"time"
 
@@ -195,41 +194,9 @@ func TestGPUGraphConcurrent(t *testing.T) {
 	ref := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "cpu"})
 	s := openSession(t, g, graphEnv(map[string]string{"TF_GPU_STREAM_GROUP_COUNT": "2"}, true))
 	const workers, runs = 8, 40
-	type job struct {
-		feeds []Feed
-		want  []*tensor.Tensor
-	}
 	r := rand.New(rand.NewSource(23))
-	jobs := make([][]job, workers)
-	for w := range jobs {
-		for k := 0; k < runs; k++ {
-			f := mlpFeed(r, x, []int{1, 4, 16}[r.Intn(3)])
-			want, _, err := ref.Run(nil, f, fetches, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jobs[w] = append(jobs[w], job{f, want})
-		}
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for k, j := range jobs[w] {
-				got, _, err := s.Run(nil, j.feeds, fetches, nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if err := closeTensors(got, j.want); err != nil {
-					t.Errorf("worker %d run %d: %v", w, k, err)
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
+	jobs := makeJobs(t, ref, fetches, workers*runs, func() []Feed { return mlpFeed(r, x, []int{1, 4, 16}[r.Intn(3)]) })
+	runJobs(t, s, fetches, jobs, workers, closeTensors)
 	replays, captures, failures, _, _ := graphStatsOf(t, s)
 	if replays == 0 || captures == 0 || failures != 0 {
 		t.Errorf("stats: %d replays, %d captures, %d failures; want replays and captures, no failure", replays, captures, failures)

@@ -358,20 +358,8 @@ func TestGPUNodeLevelModel(t *testing.T) {
 	rules, fwd := nodeLevelRules(t)
 	ref := openSession(t, m.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
 	const workers, runs = 3, 5
-	type job struct {
-		feeds []Feed
-		want  []*tensor.Tensor
-	}
 	r := rand.New(rand.NewSource(17))
-	var jobs []job
-	for i := 0; i < workers*runs; i++ {
-		f := m.feeds(r, 1+r.Intn(64))
-		want, _, err := ref.Run(nil, f, m.outputs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, job{f, want})
-	}
+	jobs := makeJobs(t, ref, m.outputs, workers*runs, func() []Feed { return m.feeds(r, 1+r.Intn(64)) })
 	ruleRE := []*regexp.Regexp{
 		regexp.MustCompile(`^(?:embedding_[01]/.*|mlp/layer_1/.*)$`),
 		regexp.MustCompile(`^(?:embedding_[23]/.*|mlp/layer_2/.*)$`),
@@ -400,25 +388,7 @@ func TestGPUNodeLevelModel(t *testing.T) {
 		env["TF_NODE_LEVEL_MULTISTREAM"] = "true"
 		t.Run(fmt.Sprint(env), func(t *testing.T) {
 			s := openSession(t, m.g, env)
-			var wg sync.WaitGroup
-			for w := 0; w < workers; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					for k := 0; k < runs; k++ {
-						j := jobs[w*runs+k]
-						got, _, err := s.Run(nil, j.feeds, m.outputs, nil)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if err := closeTensors(got, j.want); err != nil {
-							t.Errorf("run %d: %v", w*runs+k, err)
-						}
-					}
-				}(w)
-			}
-			wg.Wait()
+			runJobs(t, s, m.outputs, jobs, workers, closeTensors)
 			st := s.Stats()
 			if !st.NodeLevel {
 				t.Error("stats: node_level false")

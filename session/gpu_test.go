@@ -7,7 +7,6 @@ import (
 	"math/rand"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -124,20 +123,8 @@ func TestGPUModel(t *testing.T) {
 	m := loadModel(t)
 	ref := openSession(t, m.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
 	const workers, runs = 4, 6
-	type job struct {
-		feeds []Feed
-		want  []*tensor.Tensor
-	}
 	r := rand.New(rand.NewSource(7))
-	var jobs []job
-	for i := 0; i < workers*runs; i++ {
-		f := m.feeds(r, 1+r.Intn(64))
-		want, _, err := ref.Run(nil, f, m.outputs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, job{f, want})
-	}
+	jobs := makeJobs(t, ref, m.outputs, workers*runs, func() []Feed { return m.feeds(r, 1+r.Intn(64)) })
 	for _, env := range gpuCases() {
 		env["MSTREAM_DEVICE"] = "gpu"
 		t.Run(fmt.Sprint(env), func(t *testing.T) {
@@ -146,25 +133,7 @@ func TestGPUModel(t *testing.T) {
 			if len(devs) < 2 || devs[1].Name != "/job:localhost/replica:0/task:0/device:GPU:0" || devs[1].Type != "GPU" || devs[1].MemoryBytes <= 0 {
 				t.Fatalf("devices %+v: want the CPU and GPU:0 with its memory", devs)
 			}
-			var wg sync.WaitGroup
-			for w := 0; w < workers; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					for k := 0; k < runs; k++ {
-						j := jobs[w*runs+k]
-						got, _, err := s.Run(nil, j.feeds, m.outputs, nil)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if err := closeTensors(got, j.want); err != nil {
-							t.Errorf("run %d: %v", w*runs+k, err)
-						}
-					}
-				}(w)
-			}
-			wg.Wait()
+			runJobs(t, s, m.outputs, jobs, workers, closeTensors)
 			var served int64
 			for _, g := range s.Stats().Groups {
 				if g.Device == devs[1].Name {

@@ -126,10 +126,6 @@ func TestHammer(t *testing.T) {
 	)
 	r := rand.New(rand.NewSource(11))
 	dir := t.TempDir()
-	type job struct {
-		feeds []Feed
-		want  []*tensor.Tensor
-	}
 	rgs := make([]*randGraph, graphs)
 	jobs := make([][]job, graphs)
 	for gi := range rgs {

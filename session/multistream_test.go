@@ -138,6 +138,55 @@ func multiStreamCases(t testing.TB) []map[string]string {
 	}
 }
 
+// job is one Run's feeds and the outputs a reference session gave for them.
+type job struct {
+	feeds []Feed
+	want  []*tensor.Tensor
+}
+
+// makeJobs runs n feeds drawn by feed on the reference session ref and
+// keeps each with its outputs.
+func makeJobs(t *testing.T, ref *Session, fetches []graph.Output, n int, feed func() []Feed) []job {
+	t.Helper()
+	jobs := make([]job, 0, n)
+	for i := 0; i < n; i++ {
+		f := feed()
+		want, _, err := ref.Run(nil, f, fetches, nil)
+		if err != nil {
+			t.Fatalf("reference run %d: %v", i, err)
+		}
+		jobs = append(jobs, job{f, want})
+	}
+	return jobs
+}
+
+// runJobs runs jobs on s from workers goroutines at once (goroutine w
+// takes the w-th equal share, in order) and checks every run's outputs
+// against its job's with same (sameTensors, or closeTensors where the
+// devices round differently). A failed Run ends its goroutine.
+func runJobs(t *testing.T, s *Session, fetches []graph.Output, jobs []job, workers int, same func(got, want []*tensor.Tensor) error) {
+	t.Helper()
+	per := (len(jobs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for k := w * per; k < min(len(jobs), (w+1)*per); k++ {
+				got, _, err := s.Run(nil, jobs[k].feeds, fetches, nil)
+				if err != nil {
+					t.Errorf("run %d: %v", k, err)
+					return
+				}
+				if err := same(got, jobs[k].want); err != nil {
+					t.Errorf("run %d: %v", k, err)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+}
+
 // TestModelUnderSanitizer runs the bundled model in every multi-stream
 // configuration with the host streams jittered, from several goroutines,
 // and compares every output with the single-group pool run.
@@ -145,43 +194,13 @@ func TestModelUnderSanitizer(t *testing.T) {
 	m := loadModel(t)
 	ref := openSession(t, m.g, map[string]string{})
 	const workers, runs = 3, 4
-	type job struct {
-		feeds []Feed
-		want  []*tensor.Tensor
-	}
 	r := rand.New(rand.NewSource(1))
-	var jobs []job
-	for i := 0; i < workers*runs; i++ {
-		f := m.feeds(r, 1+r.Intn(24))
-		want, _, err := ref.Run(nil, f, m.outputs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, job{f, want})
-	}
+	jobs := makeJobs(t, ref, m.outputs, workers*runs, func() []Feed { return m.feeds(r, 1+r.Intn(24)) })
 	for _, env := range multiStreamCases(t) {
 		env["MSTREAM_HOST_STREAM_JITTER"] = "1"
 		t.Run(fmt.Sprint(env), func(t *testing.T) {
 			s := openSession(t, m.g, env)
-			var wg sync.WaitGroup
-			for w := 0; w < workers; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					for k := 0; k < runs; k++ {
-						j := jobs[w*runs+k]
-						got, _, err := s.Run(nil, j.feeds, m.outputs, nil)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if err := sameTensors(got, j.want); err != nil {
-							t.Errorf("run %d: %v", w*runs+k, err)
-						}
-					}
-				}(w)
-			}
-			wg.Wait()
+			runJobs(t, s, m.outputs, jobs, workers, sameTensors)
 			checkQuiescent(t, s)
 		})
 	}
