@@ -156,20 +156,32 @@ func softmaxRows[T float32 | float64](ctx *kernels.Context, x, o []T, d int) {
 	})
 }
 
-func biasAdd(ctx *kernels.Context, nchw bool) error {
+// BiasAddArgs checks BiasAdd's value and bias (TF's codes and messages)
+// and returns the channel dim: the last, or 1 for NCHW. The GPU kernels
+// call it too.
+func BiasAddArgs(ctx *kernels.Context, nchw bool) (int, error) {
 	v, b := ctx.Input(0), ctx.Input(1)
 	if len(v.Shape) < 2 {
-		return ctx.Errorf(status.InvalidArgument, "Input tensor must be at least 2D: %v", v.Shape)
+		return 0, ctx.Errorf(status.InvalidArgument, "Input tensor must be at least 2D: %v", v.Shape)
 	}
 	if len(b.Shape) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "Biases must be 1D: %v", b.Shape)
+		return 0, ctx.Errorf(status.InvalidArgument, "Biases must be 1D: %v", b.Shape)
 	}
 	cdim := len(v.Shape) - 1
 	if nchw {
 		cdim = 1
 	}
 	if v.Shape[cdim] != b.Shape[0] {
-		return ctx.Errorf(status.InvalidArgument, "Must provide as many biases as the channel dimension of the input tensor: %v vs. %v in %v", b.Shape, v.Shape[cdim], v.Shape)
+		return 0, ctx.Errorf(status.InvalidArgument, "Must provide as many biases as the channel dimension of the input tensor: %v vs. %v in %v", b.Shape, v.Shape[cdim], v.Shape)
+	}
+	return cdim, nil
+}
+
+func biasAdd(ctx *kernels.Context, nchw bool) error {
+	v, b := ctx.Input(0), ctx.Input(1)
+	cdim, err := BiasAddArgs(ctx, nchw)
+	if err != nil {
+		return err
 	}
 	// Express as a broadcast add of bias reshaped to [C, 1, ...] or [C].
 	bs := tensor.Shape{b.Shape[0]}

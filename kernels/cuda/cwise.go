@@ -59,43 +59,6 @@ func init() {
 	reg("SelectV2", "T", selTypes, nil, fn(selectV2))
 	reg("ClipByValue", "T", cat(floatSigned, []tensor.DType{tensor.Uint8, tensor.Uint16}), nil, fn(clip))
 	reg("AddN", "T", realTypes, nil, fn(addN))
-	reg("BiasAdd", "T", narrow, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		nchw := strAttr(n, "data_format", "NHWC") == "NCHW"
-		return fn(func(k kctx) error { return biasAdd2(k, nchw) })(n)
-	})
-}
-
-// biasAdd2 is elementwise.go's biasAdd for the dtypes its kernel lacks.
-func biasAdd2(k kctx, nchw bool) error {
-	v, b := k.Input(0), k.Input(1)
-	if len(v.Shape) < 2 {
-		return k.Errorf(status.InvalidArgument, "Input tensor must be at least 2D: %v", v.Shape)
-	}
-	if len(b.Shape) != 1 {
-		return k.Errorf(status.InvalidArgument, "Biases must be 1D: %v", b.Shape)
-	}
-	cdim := len(v.Shape) - 1
-	if nchw {
-		cdim = 1
-	}
-	if v.Shape[cdim] != b.Shape[0] {
-		return k.Errorf(status.InvalidArgument, "Must provide as many biases as the channel dimension of the input tensor: %v vs. %v in %v", b.Shape, v.Shape[cdim], v.Shape)
-	}
-	o, err := k.Allocate(0, v.Shape)
-	if err != nil {
-		return err
-	}
-	n := o.NumElements()
-	if n == 0 {
-		return nil
-	}
-	inner := int64(1)
-	for _, d := range v.Shape[cdim+1:] {
-		inner *= d
-	}
-	var args cu.Args
-	args.Ptr(ptr(o)).Ptr(ptr(v)).Ptr(ptr(b)).I64(n).I64(b.Shape[0]).I64(inner)
-	return k.launchN(cwiseP, "bias2_"+suffix(v.DType), n, &args)
 }
 
 // cwiseBin runs c_<name>_<dtype> over the broadcast of inputs 0 and 1.

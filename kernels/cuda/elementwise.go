@@ -6,6 +6,7 @@ import (
 	cu "mstream/device/cuda"
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/kernels/cpu"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -36,11 +37,8 @@ func init() {
 		name := name
 		reg(op, "T", types, nil, fn(func(k kctx) error { return unary(k, name) }))
 	}
-	reg("BiasAdd", "T", numTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		nchw := false
-		if a := n.Attrs["data_format"]; a != nil && string(a.GetS()) == "NCHW" {
-			nchw = true
-		}
+	reg("BiasAdd", "T", realTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		nchw := strAttr(n, "data_format", "NHWC") == "NCHW"
 		return fn(func(k kctx) error { return biasAdd(k, nchw) })(n)
 	})
 	reg("Cast", "SrcT", castTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
@@ -181,26 +179,33 @@ func unary(k kctx, name string) error {
 	return k.launchN(elementwise, "un_"+name+"_"+suffix(x.DType), o.NumElements(), &args)
 }
 
+// biasAdd serves every GPU BiasAdd dtype: elementwise.cu's bias kernel
+// for its dtypes (float, double, int32, int64), cwise.cu's bias2 for the
+// rest.
 func biasAdd(k kctx, nchw bool) error {
 	v, b := k.Input(0), k.Input(1)
-	if len(v.Shape) < 2 {
-		return k.Errorf(status.InvalidArgument, "Input tensor must be at least 2D: %v", v.Shape)
-	}
-	if len(b.Shape) != 1 {
-		return k.Errorf(status.InvalidArgument, "Biases must be 1D: %v", b.Shape)
-	}
-	cdim := len(v.Shape) - 1
-	if nchw {
-		cdim = 1
-	}
-	if v.Shape[cdim] != b.Shape[0] {
-		return k.Errorf(status.InvalidArgument, "Must provide as many biases as the channel dimension of the input tensor: %v vs. %v in %v", b.Shape, v.Shape[cdim], v.Shape)
+	cdim, err := cpu.BiasAddArgs(k.Context, nchw)
+	if err != nil {
+		return err
 	}
 	o, err := k.Allocate(0, v.Shape)
 	if err != nil {
 		return err
 	}
-	return biasLaunch(k, o, v, b, cdim, false)
+	if slices.Contains(numTypes, v.DType) {
+		return biasLaunch(k, o, v, b, cdim, false)
+	}
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	inner := int64(1)
+	for _, d := range v.Shape[cdim+1:] {
+		inner *= d
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(v)).Ptr(ptr(b)).I64(n).I64(b.Shape[0]).I64(inner)
+	return k.launchN(cwiseP, "bias2_"+suffix(v.DType), n, &args)
 }
 
 // biasLaunch adds b along dim cdim of v into o (ReLU after when relu).
