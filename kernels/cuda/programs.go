@@ -41,7 +41,7 @@ var (
 	//go:embed src/bcast.cuh
 	bcastSrc string
 
-	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + elementwiseSrc}
+	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + typesSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
 	arrays      = &cu.Program{Name: "array.cu", Source: commonSrc + arraySrc}
 	maths       = &cu.Program{Name: "math.cu", Source: commonSrc + typesSrc + mathSrc}

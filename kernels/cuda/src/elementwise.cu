@@ -113,29 +113,8 @@ BIAS(i64, i64)
 // narrows it: floats to integers as x86-64 does (below), to half and
 // bfloat16 through float with round-to-nearest-even, to bool as "not
 // zero".
-struct f16 { u16 b; };
-struct bf16 { u16 b; };
+// f16, bf16, i8, i16 and their conversions come from types.cuh.
 struct b8 { u8 b; };
-typedef signed char i8;
-typedef short i16;
-
-__device__ __forceinline__ float h2f(u16 h) {
-	float f;
-	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-	return f;
-}
-__device__ __forceinline__ u16 f2h(float f) {
-	u16 h;
-	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-	return h;
-}
-__device__ __forceinline__ float bf2f(u16 h) { return __uint_as_float((u32)h << 16); }
-__device__ __forceinline__ u16 f2bf(float f) {
-	u32 b = __float_as_uint(f);
-	if ((b & 0x7fffffffu) > 0x7f800000u) return (u16)((b >> 16) | 0x40); // NaN stays a quiet NaN
-	b += 0x7fffu + ((b >> 16) & 1u);
-	return (u16)(b >> 16);
-}
 
 template <typename T> __device__ __forceinline__ T get(T v) { return v; }
 __device__ __forceinline__ float get(f16 v) { return h2f(v.b); }

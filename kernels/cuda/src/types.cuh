@@ -1,6 +1,6 @@
 // Storage and compute types for the kernels that serve every numeric
-// dtype (prepended after common.cuh to math.cu, cwise.cu, reduce2.cu and
-// move.cu). Half and bfloat16 are stored as their bits and computed in
+// dtype (prepended after common.cuh to every program but reduce.cu and
+// array.cu: see programs.go). Half and bfloat16 are stored as their bits and computed in
 // float, as the CPU kernels do (they round once when storing); bool is a
 // byte holding 0 or 1. Integer types compute in themselves, so arithmetic
 // wraps to the dtype.
