@@ -66,11 +66,7 @@ func init() {
 // incompatible_shape_error=false), the output is the scalar ne.
 func cwiseBin(k kctx, name string, strict, ne bool) error {
 	a, b := k.Input(0), k.Input(1)
-	out, sa, sb, ok := bcastShapes(a.Shape, b.Shape)
-	if !ok {
-		if strict {
-			return k.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v", a.Shape, b.Shape)
-		}
+	if _, _, _, ok := bcastShapes(a.Shape, b.Shape); !ok && !strict {
 		o, err := k.Allocate(0, tensor.Shape{})
 		if err != nil {
 			return err
@@ -83,13 +79,9 @@ func cwiseBin(k kctx, name string, strict, ne bool) error {
 		args.Ptr(ptr(o)).I64(v).I64(1)
 		return k.launchN(maths, "fillc_1", 1, &args)
 	}
-	o, err := k.Allocate(0, out)
-	if err != nil {
+	o, out, sa, sb, err := bcastOutput(k)
+	if o == nil {
 		return err
-	}
-	n := o.NumElements()
-	if n == 0 {
-		return nil
 	}
 	return launchBroadcast(k, cwiseP, "c_"+name+"_"+suffix(a.DType), o, a, b, out, sa, sb)
 }

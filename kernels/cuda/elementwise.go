@@ -117,20 +117,29 @@ func collapse(out tensor.Shape, sa, sb []int64) (tensor.Shape, []int64, []int64)
 	return o, a, b
 }
 
-func binary(k kctx, name string) error {
+// bcastOutput allocates the output of a broadcasting binary op over
+// inputs 0 and 1 (INVALID_ARGUMENT when their shapes do not broadcast),
+// returning it with the broadcast shape and each input's strides; o is
+// nil when the output is empty.
+func bcastOutput(k kctx) (o *tensor.Tensor, out tensor.Shape, sa, sb []int64, err error) {
 	a, b := k.Input(0), k.Input(1)
 	out, sa, sb, ok := bcastShapes(a.Shape, b.Shape)
 	if !ok {
-		return k.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v", a.Shape, b.Shape)
+		return nil, nil, nil, nil, k.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v", a.Shape, b.Shape)
 	}
-	o, err := k.Allocate(0, out)
-	if err != nil {
+	if o, err = k.Allocate(0, out); err != nil || o.NumElements() == 0 {
+		return nil, nil, nil, nil, err
+	}
+	return o, out, sa, sb, nil
+}
+
+func binary(k kctx, name string) error {
+	a, b := k.Input(0), k.Input(1)
+	o, out, sa, sb, err := bcastOutput(k)
+	if o == nil {
 		return err
 	}
 	n := o.NumElements()
-	if n == 0 {
-		return nil
-	}
 	suf := suffix(a.DType)
 	var args cu.Args
 	args.Ptr(ptr(o)).Ptr(ptr(a)).Ptr(ptr(b)).I64(n)

@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -30,21 +29,13 @@ func init() {
 // intBin runs i_<name>_<dtype> over the broadcast of inputs 0 and 1
 // (unsigned FloorDiv is Div, as in TF).
 func intBin(k kctx, name string) error {
-	a, b := k.Input(0), k.Input(1)
-	out, sa, sb, ok := bcastShapes(a.Shape, b.Shape)
-	if !ok {
-		return k.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v", a.Shape, b.Shape)
-	}
-	o, err := k.Allocate(0, out)
-	if err != nil {
+	a := k.Input(0)
+	o, out, sa, sb, err := bcastOutput(k)
+	if o == nil {
 		return err
-	}
-	n := o.NumElements()
-	if n == 0 {
-		return nil
 	}
 	if name == "floordiv" && (a.DType == tensor.Uint8 || a.DType == tensor.Uint16) {
 		name = "div"
 	}
-	return launchBroadcast(k, intdivs, "i_"+name+"_"+suffix(a.DType), o, a, b, out, sa, sb)
+	return launchBroadcast(k, intdivs, "i_"+name+"_"+suffix(a.DType), o, a, k.Input(1), out, sa, sb)
 }
