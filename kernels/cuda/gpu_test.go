@@ -735,21 +735,29 @@ func prep(t *testing.T, e *gpuEnv, n *graph.Node, in []*tensor.Tensor, k kernels
 		}
 		ins = append(ins, &tensor.Tensor{DType: h.DType, Shape: h.Shape, Buf: cu.DeviceBytes(addr, len(h.Buf))})
 	}
-	var out *tensor.Tensor
+	// The k-th allocation of a call gets the same buffer on every call
+	// (outputs and scratch: the shapes repeat from call to call).
+	var bufs []*tensor.Tensor
+	next := 0
 	alloc := func(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error) {
-		if out != nil { // one output per kernel here: the same buffer every call
-			return out, nil
+		if next < len(bufs) {
+			b := bufs[next]
+			next++
+			return &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: b.Buf}, nil
 		}
 		nb := int(shape.NumElements()) * dt.Size()
-		addr, err := e.alloc.Allocate(uint64(nb), nil)
+		addr, err := e.alloc.Allocate(uint64(max(nb, 1)), nil)
 		if err != nil {
 			return nil, err
 		}
-		out = &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: cu.DeviceBytes(addr, nb)}
-		return out, nil
+		b := &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: cu.DeviceBytes(addr, nb)}
+		bufs = append(bufs, b)
+		next++
+		return b, nil
 	}
 	run := func() error {
-		ctx := &kernels.Context{Node: n, Inputs: ins, Outputs: make([]*tensor.Tensor, 1), Stream: e.s, Alloc: alloc}
+		next = 0
+		ctx := &kernels.Context{Node: n, Inputs: ins, Outputs: make([]*tensor.Tensor, len(n.OutTypes)), Stream: e.s, Alloc: alloc}
 		return k.Compute(ctx)
 	}
 	if err := run(); err != nil { // warm-up: compile, plans, handles
@@ -781,6 +789,11 @@ func TestThroughput(t *testing.T) {
 	gax := kerneltest.IntScalar(tensor.Int32, 0)
 	mm := node("MatMul", nil, big, big2)
 	const mb = float64(m * m * 4)
+	// Where over [16M] with about half the elements true; Unique over 4M
+	// int64 ids drawn from 100k; Einsum summing a label of one operand.
+	half := kerneltest.Map(flat, tensor.Float, func(v float64) float64 { return max(v, 0) })
+	ids := kerneltest.RandRange(r, tensor.Int64, tensor.Shape{1 << 22}, 0, 100000)
+	e3 := kerneltest.RandRange(r, tensor.Float, tensor.Shape{64, 4096, 64}, -1, 1)
 	jobs := []struct {
 		name  string
 		n     *graph.Node
@@ -798,6 +811,11 @@ func TestThroughput(t *testing.T) {
 		{"Softmax [4096,4096]", node("Softmax", nil, big), []*tensor.Tensor{big}, nil, 2 * mb, 0, false},
 		{"Transpose [4096,4096]", node("Transpose", nil, big, perm), []*tensor.Tensor{big, perm}, nil, 2 * mb, 0, false},
 		{"GatherV2 [262144,64] by [65536]", node("GatherV2", nil, table, idx, gax), []*tensor.Tensor{table, idx, gax}, nil, 2 * 65536 * 64 * 4, 0, false},
+		{"Where [16M] f32, half true", node("Where", kerneltest.Attrs{"T": kerneltest.AType(tensor.Float)}, half), []*tensor.Tensor{half}, nil, mb + 0.5*m*m*8, 0, false},
+		{"Unique [4M] int64 of 100k", node("Unique", kerneltest.Attrs{"T": kerneltest.AType(tensor.Int64), "out_idx": kerneltest.AType(tensor.Int32)}, ids),
+			[]*tensor.Tensor{ids}, nil, (8 + 4) << 22, 0, false},
+		{"Einsum ijk->j [64,4096,64] f32", kerneltest.NodeFor("Einsum", kerneltest.Attrs{"equation": kerneltest.AStr("ijk->j")}, []*tensor.Tensor{e3}, map[int]int{0: 1}),
+			[]*tensor.Tensor{e3}, nil, 64 * 4096 * 64 * 4, 0, false},
 		{"MatMul 4096^3 f32 TF32", mm, []*tensor.Tensor{big, big2}, nil, 0, 2 * m * m * m, true},
 		{"MatMul 4096^3 f32 no TF32", mm, []*tensor.Tensor{big, big2}, nil, 0, 2 * m * m * m, false},
 		{"MatMul+BiasAdd+Relu 4096^3 TF32 (cuBLASLt)", mm, []*tensor.Tensor{big, big2, row}, FusedMatMul(false, false, true), 0, 2 * m * m * m, true},
