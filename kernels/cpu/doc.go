@@ -80,7 +80,12 @@
 // it).
 //
 // Einsum (einsum.go) reduces every equation to diagonals, sums, one
-// strided gather per operand and one batched GEMM. Random ops (random.go)
+// strided gather per operand and one batched GEMM; RunEinsum is that
+// algorithm over an EinsumDevice, which the GPU kernel implements too.
+// FakeQuant (quant.go: FakeQuantArgs, FakeQuantGrid) follows TF's
+// functors in float32 with every operation rounded on its own, so both
+// devices give TF's bits; BatchNormWithGlobalNormalization (BNGlobalArgs)
+// uses FusedBatchNorm's per-channel multiply-add. Random ops (random.go)
 // hold a Philox4x32-10 key from (seed, seed2) and an atomic block counter:
 // the one piece of state a kernel changes in Compute, which makes a fresh
 // kernel replay the same sequence, as TF's GuardedPhiloxRandom does.
