@@ -82,7 +82,7 @@ CS="compute-sanitizer --error-exitcode 3 --print-limit 20"
 (cd "$D/bench" && step memcheck-example 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 $CS --tool memcheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
 (cd "$D/bench" && step racecheck-example 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 TF_GPU_STREAM_AWARE_BFC=true $CS --tool racecheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
 step memcheck-device 45 "$OUT/sanitizer.log" $CS --tool memcheck "$D/device_cuda.test" -test.run 'TestCopyRoundTrip|TestCrossStreamWait|TestEnqueueOrder|TestBFCOverDeviceMemory|TestGemm|TestLaunchArgs'
-step memcheck-kernels 180 "$OUT/sanitizer.log" $CS --tool memcheck "$D/kernels_cuda.test" -test.run 'TestBinary|TestUnary|TestBiasAdd|TestSoftmax|TestCast|TestFill|TestReduce|TestGather|TestConcat|TestTranspose|TestMatMul|TestFusedMatMul|TestWhere|TestUnique|TestEinsum'
+step memcheck-kernels 180 "$OUT/sanitizer.log" $CS --tool memcheck "$D/kernels_cuda.test" -test.run 'TestBinary|TestUnary|TestBiasAdd|TestSoftmax|TestCast|TestFill|TestReduce|TestGather|TestConcat|TestTranspose|TestMatMul|TestFusedMatMul|TestWhere|TestUnique|TestEinsum|TestFakeQuant|TestBNGlobal'
 step racecheck-kernels 45 "$OUT/sanitizer.log" $CS --tool racecheck "$D/kernels_cuda.test" -test.run 'TestReduce|TestSoftmax|TestWhere|TestUnique'
 step racecheck-device 25 "$OUT/sanitizer.log" $CS --tool racecheck "$D/device_cuda.test" -test.run 'TestCrossStreamWait|TestEnqueueOrder'
 

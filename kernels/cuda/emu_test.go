@@ -79,6 +79,7 @@ template <class T> T atomicCAS(T *p, T cmp, T v) { T o = *p; if (o == cmp) *p = 
 template <class T> T atomicMin(T *p, T v) { T o = *p; if (v < o) *p = v; return o; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 inline float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
@@ -495,6 +496,15 @@ func (e *emulator) copy(dst, src, n uint64) {
 	copy(e.bufs[di].b[do:do+n], e.bufs[si].b[so:so+n])
 }
 
+func (e *emulator) copyIn(dst uint64, src []byte) {
+	di, do, ok := e.find(dst)
+	if !ok {
+		e.err = fmt.Errorf("emulator: copy into an unknown buffer")
+		return
+	}
+	copy(e.bufs[di].b[do:], src)
+}
+
 func (e *emulator) readback(dst []byte, src uint64) {
 	si, so, ok := e.find(src)
 	if !ok {
@@ -624,7 +634,7 @@ func emuRun(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			}
 			return nil
 		},
-		copy: e.copy, fill: e.fill, gemm: e.gemm, gemmEx: e.gemmEx, readback: e.readback,
+		copy: e.copy, fill: e.fill, gemm: e.gemm, gemmEx: e.gemmEx, readback: e.readback, copyIn: e.copyIn,
 	}
 	defer func() { dryRun = nil }()
 	var stream *cu.Stream

@@ -84,6 +84,8 @@ type dryDevice struct {
 	fill   func(dst uint64, v byte, n int)
 	gemm   func(g cu.GemmArgs)
 	gemmEx func(g cu.GemmArgs, t cu.GemmType)
+	// copyIn stands in for h2d.
+	copyIn func(dst uint64, src []byte)
 	// readback stands in for readback's copy and wait; nil leaves it to
 	// the (absent) stream, which the dry run takes as a direct device call.
 	readback func(dst []byte, src uint64)
@@ -144,6 +146,19 @@ func (k kctx) memset(dst uint64, v byte, n int) error {
 		return nil
 	}
 	return k.wrap(k.s.Memset(dst, v, n))
+}
+
+// h2d copies host bytes (a kernel's small parameter tables) to device
+// memory on the kernel's stream; src may be reused once h2d returns (a
+// pageable source is staged). A stream being captured into a CUDA graph
+// refuses the pageable copy (ErrNotCapturable), so such a step runs node
+// by node.
+func (k kctx) h2d(dst uint64, src []byte) error {
+	if dryRun != nil && dryRun.copyIn != nil {
+		dryRun.copyIn(dst, src)
+		return nil
+	}
+	return k.wrap(k.s.H2D(dst, src))
 }
 
 // readback copies len(dst) bytes of device memory at src to dst and

@@ -217,6 +217,38 @@ extern "C" __global__ void bn_coef(float *__restrict__ mul, float *__restrict__ 
 	}
 BNAPPLY(float, f32) BNAPPLY(f16, f16) BNAPPLY(bf16, bf16)
 
+// FakeQuant (quant.go, kernels/cpu/quant.go): clamp to the nudged range,
+// then round to the grid, every operation rounded on its own (_rn: no
+// fused multiply-add) so the bits equal the CPU kernel's. fake_quant1 has
+// one grid, passed by value; fake_quantc one per channel of the last dim,
+// 6 floats each (min, max, scale, inverse scale, quantised zero), from a
+// device buffer, plus a sixth: 1 for a channel of min = max = 0, whose
+// output is 0.
+// div divides by the scale instead of multiplying by its inverse
+// (FakeQuantWithMinMaxVars, as TF's functor).
+__device__ __forceinline__ float fq_apply(float x, float mn, float mx, float scale, float inv, float qz, int div) {
+	float c = x;
+	if (mx < c) c = mx;
+	if (c < mn) c = mn;
+	float s = __fadd_rn(c, -mn);
+	float q = div ? __fdiv_rn(s, scale) : __fmul_rn(s, inv);
+	q = __fadd_rn(__fadd_rn(q, -qz), 0.5f);
+	return __fmul_rn(floorf(q), scale);
+}
+
+extern "C" __global__ void fake_quant1(float *__restrict__ o, const float *__restrict__ x, i64 n, float mn, float mx,
+	float scale, float inv, float qz, int div) {
+	GRID_LOOP(i, n) o[i] = fq_apply(x[i], mn, mx, scale, inv, qz, div);
+}
+
+extern "C" __global__ void fake_quantc(float *__restrict__ o, const float *__restrict__ x, const float *__restrict__ g,
+	i64 n, i64 depth) {
+	GRID_LOOP(i, n) {
+		const float *p = g + 6 * (i % depth);
+		o[i] = p[5] != 0.0f ? 0.0f : fq_apply(x[i], p[0], p[1], p[2], p[3], p[4], 0);
+	}
+}
+
 // A float32 fill (NaN statistics of an empty batch, reserve_space_3).
 extern "C" __global__ void fill_f32v(float *__restrict__ o, float v, i64 n) {
 	GRID_LOOP(i, n) o[i] = v;

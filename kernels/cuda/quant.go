@@ -1,0 +1,117 @@
+package cuda
+
+import (
+	bin "encoding/binary"
+	"math"
+
+	cu "mstream/device/cuda"
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/kernels/cpu"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// FakeQuantWithMinMaxArgs/Vars/VarsPerChannel and
+// BatchNormWithGlobalNormalization on the GPU. The host checks the node
+// and nudges the grids with the CPU kernel's code (cpu.FakeQuantArgs;
+// min and max stay in host memory, as TF's GPU kernels have them), and
+// nn.cu's fake_quant kernels round every element as the CPU does, bit for
+// bit. A per-channel node uploads its grids (6 floats per channel) before
+// the kernel. BatchNormWithGlobalNormalization (float32; TF's half kernel
+// is left to the host) is FusedBatchNorm's inference arithmetic: bn_coef
+// per channel (gamma or ones), then bn_apply.
+
+func init() {
+	host := []string{"min", "max"}
+	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxArgs", Device: kernels.GPU, Factory: fn(fakeQuantGPU)})
+	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxVars", Device: kernels.GPU, HostMemory: host, Factory: fn(fakeQuantGPU)})
+	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxVarsPerChannel", Device: kernels.GPU, HostMemory: host, Factory: fn(fakeQuantGPU)})
+	reg("BatchNormWithGlobalNormalization", "T", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		a := cpu.ParseBNGlobalAttrs(n)
+		return fn(func(k kctx) error { return bnGlobalGPU(k, a) })(n)
+	})
+}
+
+func fakeQuantGPU(k kctx) error {
+	grids, div, err := cpu.FakeQuantArgs(k.Context)
+	if err != nil {
+		return err
+	}
+	x := k.Input(0)
+	o, err := k.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	if len(grids) == 1 {
+		g := grids[0]
+		if g.Zero {
+			return k.memset(ptr(o), 0, int(n)*4)
+		}
+		var a cu.Args
+		a.Ptr(ptr(o)).Ptr(ptr(x)).I64(n).F32(g.Min).F32(g.Max).F32(g.Scale).F32(g.Inv).F32(g.QZero).I32(b32(div))
+		return k.launchN(nns, "fake_quant1", n, &a)
+	}
+	d := int64(len(grids))
+	table := make([]byte, 6*4*d)
+	for c, g := range grids {
+		v := [6]float32{g.Min, g.Max, g.Scale, g.Inv, g.QZero, 0}
+		if g.Zero {
+			v = [6]float32{5: 1}
+		}
+		for j, f := range v {
+			bin.LittleEndian.PutUint32(table[(6*c+j)*4:], math.Float32bits(f))
+		}
+	}
+	gt, err := k.Alloc(tensor.Float, tensor.Shape{6 * d})
+	if err != nil {
+		return k.Errorf(status.CodeOf(err), "FakeQuant grids for %d channels: %v", d, err)
+	}
+	if err := k.h2d(ptr(gt), table); err != nil {
+		return err
+	}
+	var a cu.Args
+	a.Ptr(ptr(o)).Ptr(ptr(x)).Ptr(ptr(gt)).I64(n).I64(d)
+	return k.launchN(nns, "fake_quantc", n, &a)
+}
+
+func bnGlobalGPU(k kctx, a cpu.BNGlobalAttrs) error {
+	if err := cpu.BNGlobalArgs(k.Context); err != nil {
+		return err
+	}
+	x := k.Input(0)
+	y, err := k.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	n, c := y.NumElements(), x.Shape[3]
+	if n == 0 {
+		return nil
+	}
+	coef, err := k.Alloc(tensor.Float, tensor.Shape{3 * c})
+	if err != nil {
+		return k.Errorf(status.CodeOf(err), "batch norm coefficients: %v", err)
+	}
+	mul, add, ones := ptr(coef), ptr(coef)+uint64(c*4), ptr(coef)+uint64(2*c*4)
+	gamma := ptr(k.Input(4))
+	if !a.Scale {
+		var f cu.Args
+		f.Ptr(ones).F32(1).I64(c)
+		if err := k.launchN(nns, "fill_f32v", c, &f); err != nil {
+			return err
+		}
+		gamma = ones
+	}
+	var ca cu.Args
+	ca.Ptr(mul).Ptr(add).Ptr(gamma).Ptr(ptr(k.Input(3))).Ptr(ptr(k.Input(1))).Ptr(ptr(k.Input(2))).I64(c).F64(a.Eps)
+	if err := k.launchN(nns, "bn_coef", c, &ca); err != nil {
+		return err
+	}
+	var args cu.Args
+	args.Ptr(ptr(y)).Ptr(ptr(x)).Ptr(mul).Ptr(add).I64(n).I64(c).I64(1)
+	return k.launchN(nns, "bn_apply_f32", n, &args)
+}
