@@ -78,7 +78,11 @@
 //     gradient element), MaxPool, MaxPoolV2, AvgPool, FusedBatchNorm
 //     (V1-V3, inference and training), LRN, and _FusedConv2D (the
 //     convolution, then one in-place pass of bias or batch-norm scale and
-//     the activation), so CNN layers optimize fuses stay on the device.
+//     the activation), so CNN layers optimize fuses stay on the device;
+//     FakeQuantWithMinMaxArgs/Vars/VarsPerChannel (grids nudged on the
+//     host by the CPU kernel's code, elements rounded with _rn intrinsics
+//     so the bits equal the CPU's) and BatchNormWithGlobalNormalization
+//     (float32, FusedBatchNorm's inference arithmetic), in quant.go.
 //   - misc.cu: Cumsum, Cumprod, MatrixBandPart, ResizeBilinear,
 //     ResizeNearestNeighbor, TopKV2 (a warp per row, k selection rounds:
 //     fast for the small k of inference, quadratic when k nears the row).
