@@ -2,7 +2,8 @@
 # Builds, here (Go, no CUDA needed), the GPU test artefacts that run on a GPU
 # machine without Go: the test binaries of device/cuda, kernels/cuda and
 # session, the library with the example and the benchmark kit (DIR/bench,
-# see package.sh) and the script that runs them (gputest.sh), into DIR
+# see package.sh), test/models' runner and plans (DIR/models) and the
+# script that runs them (gputest.sh), into DIR
 # (default .dev/gpu, which git ignores). Carry DIR to the GPU machine and run, from the repo root:
 #
 #   OUT=/some/folder bash .dev/gpu/gputest.sh
@@ -26,4 +27,17 @@ ${CC:-cc} -O2 -Wall -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude \
   -L"$DIR/bench" -lmstream -Wl,-rpath,'$ORIGIN' -lpthread
 cp examples/data/config_proto "$DIR/bench/"
 cp bench/gpu/gputest.sh "$DIR/"
+# test/models' field graphs for the GPU: the runner linked against the kit's
+# library, and the plans (inputs and NumPy references) drawn here, paths
+# made relative to the repo root (lstm_layer_inference's 32 MB input is
+# left out to keep the kit small).
+M=$DIR/models
+rm -rf "$M" && mkdir -p "$M/plans"
+P=$(mktemp -d)
+/usr/bin/python3 test/models/reference.py "$P" >/dev/null
+rm -f "$P"/lstm_layer_inference.* && sed -i '/^lstm_layer_inference$/d' "$P/ORDER"
+sed -i "s#$(pwd)/#./#g; s#$P/#$M/plans/#g" "$P"/*.plan
+cp "$P"/* "$M/plans/" && rm -rf "$P"
+${CC:-cc} -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude test/models/runner.c -o "$M/runner" \
+  -L"$DIR/bench" -lmstream -Wl,-rpath,'$ORIGIN/../bench' -lm
 ls -la "$DIR"

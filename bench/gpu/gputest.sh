@@ -7,6 +7,7 @@
 #   kernels.log   kernels/cuda tests (-v): every GPU kernel against the CPU,
 #                 and the shared conformance suite on the GPU
 #   session.log   session GPU tests (-v), then the whole session suite
+#   models.log    test/models' field graphs on the GPU (TF32 off, then on)
 #   example.log   the bundled example on the GPU (4 groups; merged and
 #                 stream-aware) and on the CPU
 #   sanitizer.log compute-sanitizer memcheck and racecheck passes
@@ -53,6 +54,12 @@ EX=(model_test.pbtxt 5 dense ids_0 ids_1 ids_2 ids_3 1 output)
 (cd "$D/bench" && step example-gpu-merge 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=4 TF_GPU_STREAM_MERGE=true TF_GPU_STREAM_AWARE_BFC=true ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
 (cd "$D/bench" && step example-cpu 60 "$OUT/example.log" env MSTREAM_DEVICE=cpu TF_GPU_STREAM_GROUP_COUNT=4 ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
 
+# test/models' field graphs through the C API on the GPU, against NumPy:
+# with TF32 off (NVIDIA_TF32_OVERRIDE=0, which cuBLAS honours) every case
+# must pass; with TF's default TF32 the Conv2D cases miss their 1e-5
+# tolerance by TF32 rounding (the log keeps that run too).
+(cd "$R" && NVIDIA_TF32_OVERRIDE=0 step models-gpu 120 "$OUT/models.log" "$D/models/runner" "$D/models/plans")
+(cd "$R" && step models-gpu-tf32 120 "$OUT/models.log" "$D/models/runner" "$D/models/plans")
 MSTREAM_GPU_COVERAGE=1 step kernels 240 "$OUT/kernels.log" "$D/kernels_cuda.test" -test.v -test.count=1
 # CPU profiles of the launch paths (go tool pprof reads them with the binaries).
 step profile-launch 60 "$OUT/device.log" "$D/device_cuda.test" -test.v -test.run '^TestLaunchOverhead$' -test.cpuprofile "$OUT/launch.prof"
@@ -88,6 +95,7 @@ step racecheck-device 25 "$OUT/sanitizer.log" $CS --tool racecheck "$D/device_cu
 
 bench
 grep -hE '^ *(--- FAIL|FAIL|ok|PASS)|PROBE|launch CPU time|sticky error as' "$OUT/device.log" "$OUT/kernels.log" "$OUT/session.log" >>"$S"
+grep -hE '^FAIL|passed' "$OUT/models.log" >>"$S"
 grep -hE 'running on|no GPU|qps|QPS|runs/s|group' "$OUT/example.log" | head -40 >>"$S"
 grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$OUT/sanitizer.log" >>"$S"
 cat "$S"
