@@ -59,7 +59,7 @@ EX=(model_test.pbtxt 5 dense ids_0 ids_1 ids_2 ids_3 1 output)
 # must pass; with TF's default TF32 the Conv2D cases miss their 1e-5
 # tolerance by TF32 rounding (the log keeps that run too).
 (cd "$R" && NVIDIA_TF32_OVERRIDE=0 step models-gpu 120 "$OUT/models.log" "$D/models/runner" "$D/models/plans")
-(cd "$R" && step models-gpu-tf32 120 "$OUT/models.log" "$D/models/runner" "$D/models/plans")
+(cd "$R" && step models-gpu-tf32-info 120 "$OUT/models.log" "$D/models/runner" "$D/models/plans")
 MSTREAM_GPU_COVERAGE=1 step kernels 240 "$OUT/kernels.log" "$D/kernels_cuda.test" -test.v -test.count=1
 # CPU profiles of the launch paths (go tool pprof reads them with the binaries).
 step profile-launch 60 "$OUT/device.log" "$D/device_cuda.test" -test.v -test.run '^TestLaunchOverhead$' -test.cpuprofile "$OUT/launch.prof"
@@ -90,7 +90,7 @@ CS="compute-sanitizer --error-exitcode 3 --print-limit 20"
 (cd "$D/bench" && step racecheck-example 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 TF_GPU_STREAM_AWARE_BFC=true $CS --tool racecheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
 step memcheck-device 45 "$OUT/sanitizer.log" $CS --tool memcheck "$D/device_cuda.test" -test.run 'TestCopyRoundTrip|TestCrossStreamWait|TestEnqueueOrder|TestBFCOverDeviceMemory|TestGemm|TestLaunchArgs'
 step memcheck-kernels 180 "$OUT/sanitizer.log" $CS --tool memcheck "$D/kernels_cuda.test" -test.run 'TestBinary|TestUnary|TestBiasAdd|TestSoftmax|TestCast|TestFill|TestReduce|TestGather|TestConcat|TestTranspose|TestMatMul|TestFusedMatMul|TestWhere|TestUnique|TestEinsum|TestFakeQuant|TestBNGlobal'
-step racecheck-kernels 45 "$OUT/sanitizer.log" $CS --tool racecheck "$D/kernels_cuda.test" -test.run 'TestReduce|TestSoftmax|TestWhere|TestUnique'
+step racecheck-kernels 90 "$OUT/sanitizer.log" $CS --tool racecheck "$D/kernels_cuda.test" -test.run 'TestReduce|TestSoftmax|TestWhere|TestUnique'
 step racecheck-device 25 "$OUT/sanitizer.log" $CS --tool racecheck "$D/device_cuda.test" -test.run 'TestCrossStreamWait|TestEnqueueOrder'
 
 bench
