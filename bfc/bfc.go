@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"mstream/device"
 	"mstream/status"
@@ -139,13 +140,17 @@ type Allocator struct {
 	// never destroyed).
 	evRefs map[device.Event]int
 	evPool []device.Event
-	// recMu orders a stream-aware Free's event record with its sequence
+	// recMus holds one mutex per stream (device.Stream -> *sync.Mutex)
+	// that orders a stream-aware Free's event record with its sequence
 	// number (recSeq), outside mu: cuEventRecord is a driver call, and
 	// under mu it held up every group's allocations. Two frees of one
 	// stream thus get sequence numbers in their records' order, which is
-	// what a merge's "later event" needs.
-	recMu  sync.Mutex
-	recSeq uint64
+	// what a merge's "later event" needs; sequence numbers are compared
+	// only within a stream (only one stream's chunks merge), so frees on
+	// different streams record in parallel (one global mutex here made
+	// stream-aware groups wait for each other's records).
+	recMus sync.Map
+	recSeq atomic.Uint64
 }
 
 // New returns an allocator over backend. It obtains no memory until the
@@ -511,11 +516,15 @@ func (a *Allocator) Free(addr uint64) error {
 				return status.Wrap(err, "bfc %q: event for free of %#x", a.opts.Name, addr)
 			}
 		}
-		a.recMu.Lock()
-		a.recSeq++
-		seq = a.recSeq
+		mu, ok := a.recMus.Load(c.stream)
+		if !ok {
+			mu, _ = a.recMus.LoadOrStore(c.stream, new(sync.Mutex))
+		}
+		rec := mu.(*sync.Mutex)
+		rec.Lock()
+		seq = a.recSeq.Add(1)
 		c.stream.Record(ev)
-		a.recMu.Unlock()
+		rec.Unlock()
 		a.mu.Lock()
 		c.freeing = false
 		c.ev = ev

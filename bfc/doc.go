@@ -115,8 +115,10 @@
 // expect it held. While holding it the allocator calls Backend.Alloc and
 // Backend.Free, and Event.Query (retiring), which never blocks. A
 // stream-aware Free makes and records its event outside mu (the chunk
-// stays marked in use meanwhile), under a second mutex, recMu, that gives
-// frees sequence numbers in the order of their records; Stream.Record only
+// stays marked in use meanwhile), under a mutex of the chunk's stream
+// (recMus) that gives the stream's frees sequence numbers in the order of
+// their records (only one stream's chunks ever merge, so only their
+// order matters, and streams record in parallel); Stream.Record only
 // enqueues (or, on a host device's inline stream view, completes the
 // event at once). Stream.Wait for a reused chunk is called after the mutex is
 // released and before Allocate returns: on an inline view it blocks the

@@ -1,0 +1,116 @@
+package session
+
+import (
+	"math/rand"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"mstream/graph"
+	"mstream/tensor"
+)
+
+// TestLoadProfile runs the binary GraphDef at MSTREAM_PROFILE_MODEL (e.g.
+// bench/gpu/gen's dlrm_small.pb) closed-loop from MSTREAM_PROFILE_THREADS
+// goroutines (default 8) at batch MSTREAM_PROFILE_BATCH (default 16) for
+// MSTREAM_PROFILE_SECONDS (default 3), as bench/gpu/loadgen does (every
+// Placeholder fed, the first unknown dim the batch, integer ids below
+// 100000, fetch "output"), under the session knobs of the environment,
+// and logs the QPS. Run with -test.cpuprofile to see where the host's
+// time goes under load (bench/gpu/README compares g4 with g4a this way).
+// It skips without MSTREAM_PROFILE_MODEL and asserts nothing about time.
+func TestLoadProfile(t *testing.T) {
+	path := os.Getenv("MSTREAM_PROFILE_MODEL")
+	if path == "" {
+		t.Skip("set MSTREAM_PROFILE_MODEL to a binary GraphDef")
+	}
+	num := func(k string, def int) int {
+		if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+			return v
+		}
+		return def
+	}
+	threads, batch, secs := num("MSTREAM_PROFILE_THREADS", 8), num("MSTREAM_PROFILE_BATCH", 16), num("MSTREAM_PROFILE_SECONDS", 3)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd, err := graph.ParseGraphDef(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := graph.New()
+	if _, err := g.Import(gd, &graph.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var ins []graph.Output
+	for _, n := range g.Nodes() {
+		if n.Op == "Placeholder" {
+			ins = append(ins, n.Output(0))
+		}
+	}
+	out := g.Lookup("output")
+	if out == nil || len(ins) == 0 {
+		t.Fatal("the model needs placeholders and an 'output' node")
+	}
+	feeds := func(r *rand.Rand) []Feed {
+		var fs []Feed
+		for _, in := range ins {
+			var shape tensor.Shape
+			for _, d := range in.Node.OutShapes[0].Dims {
+				if d < 0 {
+					d = int64(batch)
+				}
+				shape = append(shape, d)
+			}
+			v := tensor.New(in.DType(), shape)
+			for i := 0; i < int(v.NumElements()); i++ {
+				switch v.DType {
+				case tensor.Float:
+					v.F32()[i] = r.Float32()*2 - 1
+				case tensor.Int32:
+					v.I32()[i] = int32(r.Intn(100000))
+				case tensor.Int64:
+					v.I64()[i] = int64(r.Intn(100000))
+				}
+			}
+			fs = append(fs, Feed{in, v})
+		}
+		return fs
+	}
+	s, err := New(g, &Options{}) // knobs from the process environment
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fetch := []graph.Output{out.Output(0)}
+	// Warm every group: sequential runs go round robin over idle groups.
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < 2*len(s.Stats().Groups)+2; i++ {
+		if _, _, err := s.Run(nil, feeds(r), fetch, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var runs atomic.Int64
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	var wg sync.WaitGroup
+	for w := 0; w < threads; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			f := feeds(rand.New(rand.NewSource(int64(w))))
+			for time.Now().Before(deadline) {
+				if _, _, err := s.Run(nil, f, fetch, nil); err != nil {
+					t.Error(err)
+					return
+				}
+				runs.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+	t.Logf("%s: %d threads, batch %d: %.0f runs/s", path, threads, batch, float64(runs.Load())/float64(secs))
+}
