@@ -100,6 +100,10 @@ func TestGPUGraphModel(t *testing.T) {
 		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_GPU_STREAM_MERGE": "true"},
 		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_GPU_STREAM_AWARE_BFC": "true"},
 		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_PER_STREAM_HOST_ALLOCATOR": "true", "TF_SEGMENT_OWN_CONST": "true"},
+		// Groups in two CUDA contexts: each group captures and replays in
+		// its own context.
+		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_GPU_CONTEXT_COUNT": "2"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_GPU_CONTEXT_COUNT": "2", "TF_GPU_STREAM_AWARE_BFC": "true"},
 	} {
 		t.Run(fmt.Sprint(env), func(t *testing.T) {
 			on := openSession(t, m.g, graphEnv(env, true))
