@@ -201,23 +201,12 @@ func biasAdd(k kctx, nchw bool) error {
 	if err != nil {
 		return err
 	}
-	if slices.Contains(numTypes, v.DType) {
-		return biasLaunch(k, o, v, b, cdim, false)
-	}
-	n := o.NumElements()
-	if n == 0 {
-		return nil
-	}
-	inner := int64(1)
-	for _, d := range v.Shape[cdim+1:] {
-		inner *= d
-	}
-	var args cu.Args
-	args.Ptr(ptr(o)).Ptr(ptr(v)).Ptr(ptr(b)).I64(n).I64(b.Shape[0]).I64(inner)
-	return k.launchN(cwiseP, "bias2_"+suffix(v.DType), n, &args)
+	return biasLaunch(k, o, v, b, cdim, false)
 }
 
-// biasLaunch adds b along dim cdim of v into o (ReLU after when relu).
+// biasLaunch adds b along dim cdim of v into o (ReLU after when relu):
+// elementwise.cu's bias kernel for its dtypes, cwise.cu's bias2 (no ReLU)
+// for the others.
 func biasLaunch(k kctx, o, v, b *tensor.Tensor, cdim int, relu bool) error {
 	n := o.NumElements()
 	if n == 0 {
@@ -226,6 +215,11 @@ func biasLaunch(k kctx, o, v, b *tensor.Tensor, cdim int, relu bool) error {
 	inner := int64(1)
 	for _, d := range v.Shape[cdim+1:] {
 		inner *= d
+	}
+	if !relu && !slices.Contains(numTypes, v.DType) {
+		var args cu.Args
+		args.Ptr(ptr(o)).Ptr(ptr(v)).Ptr(ptr(b)).I64(n).I64(b.Shape[0]).I64(inner)
+		return k.launchN(cwiseP, "bias2_"+suffix(v.DType), n, &args)
 	}
 	r := int32(0)
 	if relu {
