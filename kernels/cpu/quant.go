@@ -237,9 +237,9 @@ func bnGlobal(ctx *kernels.Context, a BNGlobalAttrs) error {
 	for c := range mul {
 		mul[c] = float32(1 / math.Sqrt(float64(v[c])+a.Eps))
 		if a.Scale {
-			mul[c] *= gamma[c]
+			mul[c] = float32(mul[c] * gamma[c])
 		}
-		add[c] = beta[c] - m[c]*mul[c]
+		add[c] = float32(beta[c] - float32(m[c]*mul[c]))
 	}
 	y := make([]float32, len(x))
 	for i, e := range x {

@@ -82,7 +82,7 @@
 //     FakeQuantWithMinMaxArgs/Vars/VarsPerChannel (grids nudged on the
 //     host by the CPU kernel's code, elements rounded with _rn intrinsics
 //     so the bits equal the CPU's) and BatchNormWithGlobalNormalization
-//     (float32, FusedBatchNorm's inference arithmetic), in quant.go.
+//     (float and half, FusedBatchNorm's inference arithmetic), in quant.go.
 //   - misc.cu: Cumsum, Cumprod, MatrixBandPart, ResizeBilinear,
 //     ResizeNearestNeighbor, TopKV2 (a warp per row, k selection rounds:
 //     fast for the small k of inference, quadratic when k nears the row).

@@ -36,18 +36,20 @@ func TestFakeQuant(t *testing.T) {
 	}
 }
 
-// TestBNGlobal compares BatchNormWithGlobalNormalization with the CPU,
-// with and without the gamma scale.
+// TestBNGlobal compares BatchNormWithGlobalNormalization with the CPU
+// (float and half), with and without the gamma scale.
 func TestBNGlobal(t *testing.T) {
 	r := newRand(t)
-	for _, s := range []tensor.Shape{{4, 17, 9, 32}, {1, 1, 1, 5}, {2, 3, 3, 1}} {
-		for _, scale := range []bool{false, true} {
-			d := tensor.Shape{s[3]}
-			in := []*tensor.Tensor{kerneltest.RandRange(r, tensor.Float, s, -3, 3), kerneltest.RandRange(r, tensor.Float, d, -1, 1),
-				kerneltest.RandRange(r, tensor.Float, d, 0.05, 2), kerneltest.RandRange(r, tensor.Float, d, -1, 1),
-				kerneltest.RandRange(r, tensor.Float, d, 0.5, 1.5)}
-			at := kerneltest.Attrs{"variance_epsilon": kerneltest.AFloat(1e-3), "scale_after_normalization": kerneltest.ABool(scale)}
-			check(t, node("BatchNormWithGlobalNormalization", at, in...), in, 0)
+	for _, dt := range []tensor.DType{tensor.Float, tensor.Half} {
+		for _, s := range []tensor.Shape{{4, 17, 9, 32}, {1, 1, 1, 5}, {2, 3, 3, 1}} {
+			for _, scale := range []bool{false, true} {
+				d := tensor.Shape{s[3]}
+				in := []*tensor.Tensor{kerneltest.RandRange(r, dt, s, -3, 3), kerneltest.RandRange(r, dt, d, -1, 1),
+					kerneltest.RandRange(r, dt, d, 0.05, 2), kerneltest.RandRange(r, dt, d, -1, 1),
+					kerneltest.RandRange(r, dt, d, 0.5, 1.5)}
+				at := kerneltest.Attrs{"variance_epsilon": kerneltest.AFloat(1e-3), "scale_after_normalization": kerneltest.ABool(scale)}
+				check(t, node("BatchNormWithGlobalNormalization", at, in...), in, 0)
+			}
 		}
 	}
 }

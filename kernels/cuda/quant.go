@@ -18,16 +18,16 @@ import (
 // min and max stay in host memory, as TF's GPU kernels have them), and
 // nn.cu's fake_quant kernels round every element as the CPU does, bit for
 // bit. A per-channel node uploads its grids (6 floats per channel) before
-// the kernel. BatchNormWithGlobalNormalization (float32; TF's half kernel
-// is left to the host) is FusedBatchNorm's inference arithmetic: bn_coef
-// per channel (gamma or ones), then bn_apply.
+// the kernel. BatchNormWithGlobalNormalization (float and half, TF's GPU
+// dtypes) is FusedBatchNorm's inference arithmetic: bng_coef per channel
+// (the CPU kernel's float32 mul and add), then bn_apply.
 
 func init() {
 	host := []string{"min", "max"}
 	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxArgs", Device: kernels.GPU, Factory: fn(fakeQuantGPU)})
 	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxVars", Device: kernels.GPU, HostMemory: host, Factory: fn(fakeQuantGPU)})
 	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxVarsPerChannel", Device: kernels.GPU, HostMemory: host, Factory: fn(fakeQuantGPU)})
-	reg("BatchNormWithGlobalNormalization", "T", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+	reg("BatchNormWithGlobalNormalization", "T", []tensor.DType{tensor.Float, tensor.Half}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		a := cpu.ParseBNGlobalAttrs(n)
 		return fn(func(k kctx) error { return bnGlobalGPU(k, a) })(n)
 	})
@@ -92,26 +92,18 @@ func bnGlobalGPU(k kctx, a cpu.BNGlobalAttrs) error {
 	if n == 0 {
 		return nil
 	}
-	coef, err := k.Alloc(tensor.Float, tensor.Shape{3 * c})
+	coef, err := k.Alloc(tensor.Float, tensor.Shape{2 * c})
 	if err != nil {
 		return k.Errorf(status.CodeOf(err), "batch norm coefficients: %v", err)
 	}
-	mul, add, ones := ptr(coef), ptr(coef)+uint64(c*4), ptr(coef)+uint64(2*c*4)
-	gamma := ptr(k.Input(4))
-	if !a.Scale {
-		var f cu.Args
-		f.Ptr(ones).F32(1).I64(c)
-		if err := k.launchN(nns, "fill_f32v", c, &f); err != nil {
-			return err
-		}
-		gamma = ones
-	}
+	mul, add := ptr(coef), ptr(coef)+uint64(c*4)
+	suf := suffix(x.DType)
 	var ca cu.Args
-	ca.Ptr(mul).Ptr(add).Ptr(gamma).Ptr(ptr(k.Input(3))).Ptr(ptr(k.Input(1))).Ptr(ptr(k.Input(2))).I64(c).F64(a.Eps)
-	if err := k.launchN(nns, "bn_coef", c, &ca); err != nil {
+	ca.Ptr(mul).Ptr(add).Ptr(ptr(k.Input(4))).Ptr(ptr(k.Input(3))).Ptr(ptr(k.Input(1))).Ptr(ptr(k.Input(2))).I64(c).F64(a.Eps).I32(b32(a.Scale))
+	if err := k.launchN(nns, "bng_coef_"+suf, c, &ca); err != nil {
 		return err
 	}
 	var args cu.Args
 	args.Ptr(ptr(y)).Ptr(ptr(x)).Ptr(mul).Ptr(add).I64(n).I64(c).I64(1)
-	return k.launchN(nns, "bn_apply_f32", n, &args)
+	return k.launchN(nns, "bn_apply_"+suf, n, &args)
 }

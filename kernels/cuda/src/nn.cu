@@ -206,6 +206,22 @@ extern "C" __global__ void bn_coef(float *__restrict__ mul, float *__restrict__ 
 	}
 }
 
+// bng_coef_<dtype>: BatchNormWithGlobalNormalization's mul and add, from
+// statistics of the input's dtype (half computes in float, as the CPU
+// kernel does): mul = 1 / sqrt(var + eps), times gamma when scaled.
+#define BNGCOEF(T, SUF)                                                                                  \
+	extern "C" __global__ void bng_coef_##SUF(float *__restrict__ mul, float *__restrict__ add,         \
+		const T *__restrict__ gamma, const T *__restrict__ beta, const T *__restrict__ mean,       \
+		const T *__restrict__ var, i64 c, double eps, int scaled) {                                \
+		GRID_LOOP(k, c) {                                                                          \
+			float s = (float)(1.0 / sqrt((double)ld(var[k]) + eps));                           \
+			if (scaled) s = __fmul_rn(s, (float)ld(gamma[k]));                                 \
+			mul[k] = s;                                                                        \
+			add[k] = __fadd_rn((float)ld(beta[k]), -__fmul_rn((float)ld(mean[k]), s));         \
+		}                                                                                          \
+	}
+BNGCOEF(float, f32) BNGCOEF(f16, f16)
+
 // bn_apply: y = x * mul[k] + add[k] with k the channel of [outer, c, inner].
 #define BNAPPLY(T, SUF)                                                                                  \
 	extern "C" __global__ void bn_apply_##SUF(T *__restrict__ y, const T *__restrict__ x,             \
