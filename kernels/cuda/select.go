@@ -54,14 +54,22 @@ func (k kctx) count(pos *tensor.Tensor, n int64) (int64, error) {
 	if err := k.launch(selects, "scan_blocks", int(grid), scanThreads, 0, &a); err != nil {
 		return 0, err
 	}
-	var b cu.Args
-	b.Ptr(ptr(sums)).I64(nb)
-	if err := k.launch(selects, "scan_sums", 1, scanThreads, 0, &b); err != nil {
+	v, err := k.total(sums, nb, n)
+	if err != nil {
 		return 0, err
 	}
 	var c cu.Args
 	c.Ptr(ptr(pos)).Ptr(ptr(sums)).I64(n)
-	if err := k.launchN(selects, "scan_add", n, &c); err != nil {
+	return v, k.launchN(selects, "scan_add", n, &c)
+}
+
+// total turns the nb chunk counts in sums into their exclusive prefix sum
+// on the device (scan_sums writes the total to sums[nb]) and returns the
+// total, read back to the host; it is at most n.
+func (k kctx) total(sums *tensor.Tensor, nb, n int64) (int64, error) {
+	var b cu.Args
+	b.Ptr(ptr(sums)).I64(nb)
+	if err := k.launch(selects, "scan_sums", 1, scanThreads, 0, &b); err != nil {
 		return 0, err
 	}
 	var total [8]byte
@@ -105,17 +113,19 @@ func where(k kctx) error {
 		_, err := k.Allocate(0, tensor.Shape{0, int64(r)})
 		return err
 	}
-	pos, err := k.Alloc(tensor.Int64, tensor.Shape{n})
-	if err != nil {
-		return k.Errorf(status.CodeOf(err), "scratch for %d positions: %v", n, err)
-	}
 	ts := suffix(x.DType)
+	nb := (n + scanChunk - 1) / scanChunk
+	sums, err := k.Alloc(tensor.Int64, tensor.Shape{nb + 1})
+	if err != nil {
+		return k.Errorf(status.CodeOf(err), "scratch for %d chunk counts: %v", nb+1, err)
+	}
+	grid := int(min(nb, int64(k.sms()*8)))
 	var a cu.Args
-	a.Ptr(ptr(x)).Ptr(ptr(pos)).I64(n)
-	if err := k.launchN(selects, "where_flag_"+ts, n, &a); err != nil {
+	a.Ptr(ptr(x)).Ptr(ptr(sums)).I64(n)
+	if err := k.launch(selects, "where_count_"+ts, grid, scanThreads, 0, &a); err != nil {
 		return err
 	}
-	cnt, err := k.count(pos, n)
+	cnt, err := k.total(sums, nb, n)
 	if err != nil {
 		return err
 	}
@@ -132,8 +142,8 @@ func where(k kctx) error {
 		return nil
 	}
 	var b cu.Args
-	b.Ptr(ptr(x)).Ptr(ptr(pos)).Ptr(ptr(o)).I64(n).I64s(meta...)
-	return k.launchN(selects, "where_write_"+ts, n, &b)
+	b.Ptr(ptr(x)).Ptr(ptr(sums)).Ptr(ptr(o)).I64(n).I64s(meta...)
+	return k.launch(selects, "where_write_"+ts, grid, scanThreads, 0, &b)
 }
 
 func unique(k kctx) error {

@@ -1,6 +1,7 @@
 // Where and Unique: ops whose output shape depends on the data. Both
-// number the elements they keep with an exclusive prefix sum over 0/1
-// flags (scan_blocks, scan_sums, scan_add); the host reads the total back
+// number the elements they keep with a prefix sum (Where per chunk,
+// Unique over 0/1 flags with scan_blocks, scan_sums, scan_add); the host
+// reads the total back
 // (the one readback of a GPU kernel, see select.go), allocates the output
 // and launches the writer.
 //
@@ -10,14 +11,17 @@
 // their exclusive scan and writes the grand total to sums[nb]; scan_add
 // adds each chunk's offset. Blocks are SCAN_T threads exactly.
 //
-// Where: where_flag_<dtype>(x, pos, n) flags the nonzero elements (NaN is
-// nonzero, -0 is zero, a complex value is nonzero when a part is), then
-// where_write_<dtype>(x, pos, o, n, WhereDims) writes each one's
-// coordinates to row pos[i] of the [count, rank] int64 output: the
-// coordinates along dims longer than 1 (at most MAXR of them, TF's GPU
-// limit); the host zeroes the output first when the input has dims of
-// length 1, whose coordinate is always 0.
-//
+// Where: where_count_<dtype>(x, sums, n) counts each chunk's nonzero
+// elements (NaN is nonzero, -0 is zero, a complex value is nonzero when a
+// part is) into sums, which scan_sums turns into each chunk's first
+// output row and the total; where_write_<dtype>(x, sums, o, n, WhereDims)
+// then numbers each chunk's nonzero elements in order (a block scan per
+// SCAN_T elements) and writes their coordinates to their rows of the
+// [count, rank] int64 output: the coordinates along dims longer than 1
+// (at most MAXR of them, TF's GPU limit); the host zeroes the output first
+// when the input has dims of length 1, whose coordinate is always 0. No
+// per-element positions are stored: x is read twice, the output written
+// once.
 // Unique: unique_insert_<dtype>(x, n, table, mask, slot) puts every
 // element into an open-addressing hash table (mask + 1 slots, a power of
 // two at least 2n, all -1) keyed by value: the first thread to reach an
@@ -110,18 +114,40 @@ struct WhereDims {
 };
 
 #define WHERE(TS, T)                                                                                      \
-	extern "C" __global__ void where_flag_##TS(const T *__restrict__ x, i64 *__restrict__ pos, i64 n) { \
-		GRID_LOOP(i, n) pos[i] = nz(x[i]) ? 1 : 0;                                                 \
+	extern "C" __global__ void where_count_##TS(const T *__restrict__ x, i64 *__restrict__ sums, i64 n) { \
+		__shared__ i64 sh[32];                                                                     \
+		i64 nb = (n + SCAN_CH - 1) / SCAN_CH;                                                      \
+		for (i64 c = blockIdx.x; c < nb; c += gridDim.x) {                                         \
+			i64 s = 0;                                                                         \
+			for (int j = 0; j < SCAN_PER; j++) {                                               \
+				i64 i = c * SCAN_CH + j * SCAN_T + threadIdx.x;                            \
+				if (i < n && nz(x[i])) s++;                                                \
+			}                                                                                  \
+			s = block_sum(s, sh);                                                              \
+			if (threadIdx.x == 0) sums[c] = s;                                                 \
+			__syncthreads();                                                                   \
+		}                                                                                          \
 	}                                                                                                  \
-	extern "C" __global__ void where_write_##TS(const T *__restrict__ x, const i64 *__restrict__ pos,   \
+	extern "C" __global__ void where_write_##TS(const T *__restrict__ x, const i64 *__restrict__ sums,  \
 		i64 *__restrict__ o, i64 n, WhereDims d) {                                                  \
-		GRID_LOOP(i, n) {                                                                          \
-			if (!nz(x[i])) continue;                                                           \
-			i64 *r = o + pos[i] * d.rank, f = i;                                               \
-			for (int k = 0; k < (int)d.kept; k++) {                                            \
-				i64 c = f / d.str[k];                                                      \
-				r[d.col[k]] = c;                                                           \
-				f -= c * d.str[k];                                                         \
+		__shared__ i64 sh[SCAN_T];                                                                 \
+		i64 nb = (n + SCAN_CH - 1) / SCAN_CH;                                                      \
+		for (i64 c = blockIdx.x; c < nb; c += gridDim.x) {                                         \
+			i64 run = sums[c];                                                                 \
+			for (int j = 0; j < SCAN_PER; j++) {                                               \
+				i64 i = c * SCAN_CH + j * SCAN_T + threadIdx.x;                            \
+				i64 f = (i < n && nz(x[i])) ? 1 : 0;                                       \
+				i64 incl = block_incl_scan(f, sh), tot = sh[SCAN_T - 1];                   \
+				if (f) {                                                                   \
+					i64 *r = o + (run + incl - 1) * d.rank, e = i;                     \
+					for (int k = 0; k < (int)d.kept; k++) {                            \
+						i64 q = e / d.str[k];                                      \
+						r[d.col[k]] = q;                                           \
+						e -= q * d.str[k];                                         \
+					}                                                                  \
+				}                                                                          \
+				run += tot;                                                                \
+				__syncthreads();                                                           \
 			}                                                                                  \
 		}                                                                                          \
 	}
