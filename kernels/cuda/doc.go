@@ -102,10 +102,12 @@
 //     where the CPU kernel fails.
 //   - select.cu: Where (int8, uint8, int64, float, double, complex,
 //     bool) and Unique (floats and every integer dtype; int32 or int64
-//     indices), TF's GPU dtypes. Each flags the elements it keeps, numbers
-//     them with a device prefix sum, reads the total back (copy and
-//     stream synchronisation, kctx.readback), allocates its outputs and
-//     fills them. Unique finds each value's first occurrence with an
+//     indices), TF's GPU dtypes. Each numbers the elements it keeps with a
+//     device prefix sum, reads the total back (copy and stream
+//     synchronisation, kctx.readback), allocates its outputs and fills
+//     them: Where in two passes over its input (counts per chunk, then
+//     block scans that place each element), Unique over 0/1 flags of first
+//     occurrences. Unique finds each value's first occurrence with an
 //     open-addressing hash table (atomicCAS to claim a slot, atomicMin to
 //     keep the smallest index), so its outputs follow the CPU kernel's
 //     order of first occurrence exactly. Where handles up to 8 dims longer
