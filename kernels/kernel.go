@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -91,6 +92,17 @@ func Lookup(n *graph.Node, device string) (*Def, error) {
 		}
 		a := n.Attrs[d.TypeAttr]
 		if a == nil {
+			continue
+		}
+		if l := a.GetList(); l != nil && len(l.Type) > 0 {
+			// A type list (IdentityN's T): every listed dtype must be served.
+			all := true
+			for _, lt := range l.Type {
+				all = all && slices.Contains(d.Types, tensor.DType(lt))
+			}
+			if all {
+				return d, nil
+			}
 			continue
 		}
 		dt := tensor.DType(a.GetType())

@@ -280,3 +280,39 @@ func TestGPULaunchCost(t *testing.T) {
 	t.Logf("runtime launch CPU time: %d ns per GPU node, %d ns per step (%d GPU nodes a step); Run end to end %d ns (MLP 512-1024-1024-512-256-1, batch 1, one thread)",
 		(ns1-ns0)/(n1-n0), (ns1-ns0)/runs, (n1-n0)/runs, wall.Nanoseconds()/runs)
 }
+
+// TestGPUIdentityN: IdentityN forwards device values on the GPU (its GPU
+// kernel is the host's forwarding kernel, for type lists the GPU holds):
+// its outputs feed GPU nodes and fetches, against the CPU.
+func TestGPUIdentityN(t *testing.T) {
+	wantGPU(t)
+	b := newGB(t)
+	x := b.placeholder("x", tensor.Unknown)
+	relu := b.relu("relu", x)
+	nb := b.g.NewBuilder("IdentityN", "idn")
+	nb.AddInputList([]graph.Output{relu, x})
+	n, err := nb.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetches := []graph.Output{b.add("sum", n.Output(0), n.Output(1)), n.Output(0), n.Output(1)}
+	g := b.g
+	ref := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	s := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "gpu", "TF_GPU_STREAM_GROUP_COUNT": "2"})
+	r := rand.New(rand.NewSource(41))
+	for i := 0; i < 4; i++ {
+		f := []Feed{{x, randF32(r, tensor.Shape{int64(1 + i), 5}, 1)}}
+		want, _, err := ref.Run(nil, f, fetches, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := s.Run(nil, f, fetches, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sameTensors(got, want); err != nil {
+			t.Errorf("run %d: %v", i, err)
+		}
+	}
+	checkQuiescent(t, s)
+}

@@ -29,7 +29,7 @@ func init() {
 		op   string
 		host []string
 	}{
-		{"Identity", nil}, {"StopGradient", nil}, {"Reshape", []string{"shape"}},
+		{"Identity", nil}, {"IdentityN", nil}, {"StopGradient", nil}, {"Reshape", []string{"shape"}},
 		{"ExpandDims", []string{"dim"}}, {"Squeeze", nil},
 	} {
 		op := m.op

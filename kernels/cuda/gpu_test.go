@@ -524,6 +524,17 @@ func TestMetadataOps(t *testing.T) {
 	r := newRand(t)
 	x := kerneltest.RandRange(r, tensor.Float, tensor.Shape{2, 1, 6}, -1, 1)
 	check(t, node("Identity", nil, x), []*tensor.Tensor{x}, 0)
+	h := kerneltest.RandRange(r, tensor.Half, tensor.Shape{3}, -1, 1)
+	idn := kerneltest.NodeFor("IdentityN", kerneltest.Attrs{"T": kerneltest.ATypes(tensor.Float, tensor.Half)}, []*tensor.Tensor{x, h}, map[int]int{0: 2})
+	if _, err := kernels.Lookup(idn, kernels.GPU); err != nil {
+		t.Errorf("IdentityN of float and half: %v", err)
+	}
+	check(t, idn, []*tensor.Tensor{x, h}, 0)
+	str := kerneltest.NodeFor("IdentityN", kerneltest.Attrs{"T": kerneltest.ATypes(tensor.Float, tensor.String)},
+		[]*tensor.Tensor{x, kerneltest.RandStrings(r, tensor.Shape{2})}, map[int]int{0: 2})
+	if _, err := kernels.Lookup(str, kernels.GPU); err == nil {
+		t.Error("IdentityN with a string input found a GPU kernel")
+	}
 	sh := kerneltest.IntVec(tensor.Int32, 3, -1)
 	check(t, node("Reshape", nil, x, sh), []*tensor.Tensor{x, sh}, 0)
 	d := kerneltest.IntScalar(tensor.Int32, -1)
