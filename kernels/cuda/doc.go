@@ -117,10 +117,11 @@
 // contiguous dims merged), so most broadcasts, reductions, transposes and
 // slices reach the device as rank 1 to 3. Data-movement kernels are per
 // element size, not per dtype, so they serve every fixed-size dtype.
-// Reshape, Identity, StopGradient, ExpandDims, Squeeze and Bitcast are
-// metadata only: the host kernels, which never read element data, are
-// registered for the GPU too (Bitcast forwards the device buffer under
-// the new dtype, as TF's GPU kernel does).
+// Reshape, Identity, IdentityN, StopGradient, ExpandDims, Squeeze and
+// Bitcast are metadata only: the host kernels, which never read element
+// data, are registered for the GPU too (Bitcast forwards the device buffer
+// under the new dtype, as TF's GPU kernel does; IdentityN's type list
+// must hold device dtypes only).
 //
 // The kernels that need scratch memory (Conv2D's im2col, FusedBatchNorm's
 // coefficients) take it from Context.Alloc without making it an output;
