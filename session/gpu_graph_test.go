@@ -241,20 +241,12 @@ func TestGPUGraphHostFallback(t *testing.T) {
 	fetches := []graph.Output{sum, mm}
 	ref := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
 	s := openSession(t, b.g, graphEnv(nil, true))
-	for i := 0; i < 6; i++ {
-		f := mlpFeed(r, x, 1+i%3)
-		want, _, err := ref.Run(nil, f, fetches, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _, err := s.Run(nil, f, fetches, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := closeTensors(got, want); err != nil {
-			t.Errorf("run %d: %v", i, err)
-		}
-	}
+	i := 0
+	jobs := makeJobs(t, ref, fetches, 6, func() []Feed {
+		i++
+		return mlpFeed(r, x, 1+(i-1)%3)
+	})
+	runJobs(t, s, fetches, jobs, 1, closeTensors)
 	replays, captures, failures, live, inel := graphStatsOf(t, s)
 	if replays != 0 || captures != 0 || failures != 0 || live != 0 || inel != 1 {
 		t.Errorf("stats: %d replays, %d captures, %d failures, %d live, %d ineligible; want one ineligible plan and nothing else",

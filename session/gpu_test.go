@@ -300,19 +300,11 @@ func TestGPUIdentityN(t *testing.T) {
 	ref := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "cpu"})
 	s := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "gpu", "TF_GPU_STREAM_GROUP_COUNT": "2"})
 	r := rand.New(rand.NewSource(41))
-	for i := 0; i < 4; i++ {
-		f := []Feed{{x, randF32(r, tensor.Shape{int64(1 + i), 5}, 1)}}
-		want, _, err := ref.Run(nil, f, fetches, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _, err := s.Run(nil, f, fetches, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sameTensors(got, want); err != nil {
-			t.Errorf("run %d: %v", i, err)
-		}
-	}
+	batch := 0
+	jobs := makeJobs(t, ref, fetches, 4, func() []Feed {
+		batch++
+		return []Feed{{x, randF32(r, tensor.Shape{int64(batch), 5}, 1)}}
+	})
+	runJobs(t, s, fetches, jobs, 1, sameTensors)
 	checkQuiescent(t, s)
 }

@@ -2,10 +2,8 @@ package session
 
 import (
 	"fmt"
-	"math/rand"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"mstream/proto/tfpb"
@@ -30,52 +28,38 @@ func TestGPUTraceDeviceTimes(t *testing.T) {
 		t.Run(fmt.Sprint(env), func(t *testing.T) {
 			s := openSession(t, m.g, env)
 			const workers, runs = 3, 3
-			var wg sync.WaitGroup
-			for w := 0; w < workers; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					r := rand.New(rand.NewSource(int64(w)))
-					for k := 0; k < runs; k++ {
-						_, md, err := s.Run(&tfpb.RunOptions{TraceLevel: tfpb.RunOptions_FULL_TRACE}, m.feeds(r, 8), m.outputs, nil)
-						if err != nil {
-							t.Error(err)
-							return
+			runTraced(t, s, m, workers, runs, 8, func(w, k int, md *tfpb.RunMetadata) {
+				// RunMetadata: device lanes of this run lie inside
+				// the run's launch window, give or take the
+				// anchor's wake-up (1 ms is generous).
+				var lo, hi int64 = 1 << 62, 0
+				devNodes := 0
+				for _, ds := range md.GetStepStats().GetDevStats() {
+					for _, ns := range ds.NodeStats {
+						st, end := ns.AllStartMicros, ns.AllStartMicros+ns.AllEndRelMicros
+						if strings.Contains(ds.Device, "/stream:") {
+							devNodes++
+							continue
 						}
-						// RunMetadata: device lanes of this run lie inside
-						// the run's launch window, give or take the
-						// anchor's wake-up (1 ms is generous).
-						var lo, hi int64 = 1 << 62, 0
-						devNodes := 0
-						for _, ds := range md.GetStepStats().GetDevStats() {
-							for _, ns := range ds.NodeStats {
-								st, end := ns.AllStartMicros, ns.AllStartMicros+ns.AllEndRelMicros
-								if strings.Contains(ds.Device, "/stream:") {
-									devNodes++
-									continue
-								}
-								lo, hi = min(lo, st), max(hi, end)
-							}
-						}
-						if devNodes == 0 {
-							t.Errorf("run %d/%d: no slices on the GPU's stream lanes", w, k)
-							return
-						}
-						for _, ds := range md.GetStepStats().GetDevStats() {
-							if !strings.Contains(ds.Device, "/stream:") {
-								continue
-							}
-							for _, ns := range ds.NodeStats {
-								if ns.AllStartMicros < lo-1000 || ns.AllStartMicros+ns.AllEndRelMicros > hi+20000 {
-									t.Errorf("device slice %s on %s at [%d,+%d] us is outside the run's window [%d,%d]",
-										ns.NodeName, ds.Device, ns.AllStartMicros, ns.AllEndRelMicros, lo, hi)
-								}
-							}
+						lo, hi = min(lo, st), max(hi, end)
+					}
+				}
+				if devNodes == 0 {
+					t.Errorf("run %d/%d: no slices on the GPU's stream lanes", w, k)
+					return
+				}
+				for _, ds := range md.GetStepStats().GetDevStats() {
+					if !strings.Contains(ds.Device, "/stream:") {
+						continue
+					}
+					for _, ns := range ds.NodeStats {
+						if ns.AllStartMicros < lo-1000 || ns.AllStartMicros+ns.AllEndRelMicros > hi+20000 {
+							t.Errorf("device slice %s on %s at [%d,+%d] us is outside the run's window [%d,%d]",
+								ns.NodeName, ds.Device, ns.AllStartMicros, ns.AllEndRelMicros, lo, hi)
 						}
 					}
-				}(w)
-			}
-			wg.Wait()
+				}
+			})
 			sum := writeAndCheckTrace(t, s, filepath.Join(dir, fmt.Sprintf("trace%d.json", i)))
 			streamTracks := 0
 			for _, name := range sum.Tracks {

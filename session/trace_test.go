@@ -25,27 +25,13 @@ func TestChromeTraceOfEveryCase(t *testing.T) {
 		t.Run(fmt.Sprint(env), func(t *testing.T) {
 			s := openSession(t, m.g, env)
 			const workers, runs = 3, 2
-			var wg sync.WaitGroup
-			for w := 0; w < workers; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					r := rand.New(rand.NewSource(int64(w)))
-					for k := 0; k < runs; k++ {
-						_, md, err := s.Run(&tfpb.RunOptions{TraceLevel: tfpb.RunOptions_FULL_TRACE}, m.feeds(r, 4), m.outputs, nil)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						for _, ds := range md.GetStepStats().GetDevStats() {
-							if !strings.Contains(ds.Device, "/stream:") || !strings.HasPrefix(ds.ThreadNames[0], "group") {
-								t.Errorf("lane %q (%q) does not name its stream and group", ds.Device, ds.ThreadNames[0])
-							}
-						}
+			runTraced(t, s, m, workers, runs, 4, func(w, k int, md *tfpb.RunMetadata) {
+				for _, ds := range md.GetStepStats().GetDevStats() {
+					if !strings.Contains(ds.Device, "/stream:") || !strings.HasPrefix(ds.ThreadNames[0], "group") {
+						t.Errorf("lane %q (%q) does not name its stream and group", ds.Device, ds.ThreadNames[0])
 					}
-				}(w)
-			}
-			wg.Wait()
+				}
+			})
 			sum := writeAndCheckTrace(t, s, filepath.Join(dir, fmt.Sprintf("trace%d.json", i)))
 			steps := workers * runs
 			if sum.Steps != steps || sum.Slices[trace.H2D] != 5*steps || sum.Slices[trace.D2H] != 2*steps || sum.Slices[trace.Kernel] == 0 {
@@ -57,6 +43,30 @@ func TestChromeTraceOfEveryCase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runTraced runs m with FULL_TRACE from workers goroutines, runs each, at
+// batch batch (goroutine w draws its feeds from seed w), and hands each
+// Run's metadata to check. A failed Run ends its goroutine.
+func runTraced(t *testing.T, s *Session, m *model, workers, runs, batch int, check func(w, k int, md *tfpb.RunMetadata)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(int64(w)))
+			for k := 0; k < runs; k++ {
+				_, md, err := s.Run(&tfpb.RunOptions{TraceLevel: tfpb.RunOptions_FULL_TRACE}, m.feeds(r, batch), m.outputs, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				check(w, k, md)
+			}
+		}(w)
+	}
+	wg.Wait()
 }
 
 // writeAndCheckTrace writes the session's Chrome trace to path
