@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"slices"
-
 	cu "mstream/device/cuda"
 	"mstream/graph"
 	"mstream/kernels"
@@ -62,11 +60,7 @@ func (e gpuEinsum) Sum(_ *kernels.Context, dst, src *tensor.Tensor, reduced []bo
 			count *= src.Shape[i]
 		}
 	}
-	runs := cpu.ReducedRuns(src.Shape, reduced)
-	if slices.Contains(numTypes, src.DType) {
-		return sumLaunch(e.k, dst, src, runs, count, false)
-	}
-	return genLaunch(e.k, dst, src, runs, count, "sum")
+	return reduceRuns(e.k, dst, src, cpu.ReducedRuns(src.Shape, reduced), count, "sum")
 }
 
 func (e gpuEinsum) Gemm(_ *kernels.Context, dst, a, b *tensor.Tensor, nb, m, n, kk int64) error {

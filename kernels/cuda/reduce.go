@@ -58,7 +58,13 @@ func reduceGPU(k kctx, name string, keep bool) error {
 	if o.NumElements() == 0 {
 		return nil
 	}
-	runs := cpu.ReducedRuns(in.Shape, red)
+	return reduceRuns(k, o, in, cpu.ReducedRuns(in.Shape, red), count, name)
+}
+
+// reduceRuns reduces in into o over the merged runs with reduction name:
+// reduce.cu's specialised kernels for Sum and Mean of numTypes, reduce2.cu's
+// generic ones otherwise (reduceGPU and Einsum's sums call it).
+func reduceRuns(k kctx, o, in *tensor.Tensor, runs []cpu.ReducedRun, count int64, name string) error {
 	if (name == "sum" || name == "mean") && slices.Contains(numTypes, in.DType) {
 		return sumLaunch(k, o, in, runs, count, name == "mean")
 	}

@@ -45,13 +45,9 @@ func (k kctx) count(pos *tensor.Tensor, n int64) (int64, error) {
 	if err != nil {
 		return 0, k.Errorf(status.CodeOf(err), "scratch for %d block sums: %v", nb+1, err)
 	}
-	grid := nb
-	if lim := int64(k.sms() * 8); grid > lim {
-		grid = lim
-	}
 	var a cu.Args
 	a.Ptr(ptr(pos)).Ptr(ptr(sums)).I64(n)
-	if err := k.launch(selects, "scan_blocks", int(grid), scanThreads, 0, &a); err != nil {
+	if err := k.launch(selects, "scan_blocks", k.chunkGrid(nb), scanThreads, 0, &a); err != nil {
 		return 0, err
 	}
 	v, err := k.total(sums, nb, n)
@@ -62,6 +58,10 @@ func (k kctx) count(pos *tensor.Tensor, n int64) (int64, error) {
 	c.Ptr(ptr(pos)).Ptr(ptr(sums)).I64(n)
 	return v, k.launchN(selects, "scan_add", n, &c)
 }
+
+// chunkGrid is the grid of the per-chunk kernels over nb chunks: one
+// block per chunk, at most 8 per multiprocessor (the blocks loop).
+func (k kctx) chunkGrid(nb int64) int { return int(min(nb, int64(k.sms()*8))) }
 
 // total turns the nb chunk counts in sums into their exclusive prefix sum
 // on the device (scan_sums writes the total to sums[nb]) and returns the
@@ -119,7 +119,7 @@ func where(k kctx) error {
 	if err != nil {
 		return k.Errorf(status.CodeOf(err), "scratch for %d chunk counts: %v", nb+1, err)
 	}
-	grid := int(min(nb, int64(k.sms()*8)))
+	grid := k.chunkGrid(nb)
 	var a cu.Args
 	a.Ptr(ptr(x)).Ptr(ptr(sums)).I64(n)
 	if err := k.launch(selects, "where_count_"+ts, grid, scanThreads, 0, &a); err != nil {
