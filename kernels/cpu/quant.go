@@ -21,7 +21,13 @@ import (
 
 func init() {
 	for _, op := range []string{"FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsPerChannel"} {
-		kernels.Register(kernels.Def{Op: op, Device: kernels.CPU, Factory: fn(fakeQuant)})
+		kernels.Register(kernels.Def{Op: op, Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+			a, err := ParseFakeQuantAttrs(n)
+			if err != nil {
+				return nil, err
+			}
+			return kernels.KernelFunc(func(ctx *kernels.Context) error { return fakeQuant(ctx, a) }), nil
+		}})
 	}
 	reg("BatchNormWithGlobalNormalization", []tensor.DType{tensor.Float, tensor.Half, tensor.Double}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		a := ParseBNGlobalAttrs(n)
@@ -35,20 +41,42 @@ type FakeQuantGrid struct {
 	Zero                        bool // min = max = 0: the output is 0
 }
 
-// FakeQuantArgs checks a FakeQuant node's attrs and inputs and returns its
-// grids (one, or one per channel of the last dim for PerChannel) and
-// whether elements are divided by the step (Vars) rather than multiplied
-// by its inverse. The GPU kernel calls it too.
-func FakeQuantArgs(ctx *kernels.Context) (grids []FakeQuantGrid, div bool, err error) {
-	n := ctx.Node
+// FakeQuantAttrs are a FakeQuant node's attrs, checked once when the
+// kernel is made (as TF's constructors check them): the integer range of
+// num_bits and narrow_range, and for FakeQuantWithMinMaxArgs its grid.
+type FakeQuantAttrs struct {
+	QMin, QMax int
+	Args       FakeQuantGrid
+}
+
+// ParseFakeQuantAttrs reads and checks them (INVALID_ARGUMENT naming the
+// node). The GPU kernel calls it too.
+func ParseFakeQuantAttrs(n *graph.Node) (FakeQuantAttrs, error) {
 	bits := attrInt(n, "num_bits", 8)
 	if bits < 2 || bits > 16 {
-		return nil, false, ctx.Errorf(status.InvalidArgument, "num_bits must be between 2 and 16, inclusive")
+		return FakeQuantAttrs{}, nodeErr(n, status.InvalidArgument, "num_bits must be between 2 and 16, inclusive")
 	}
-	qmin, qmax := 0, 1<<bits-1
+	a := FakeQuantAttrs{QMax: 1<<bits - 1}
 	if attrBool(n, "narrow_range") {
-		qmin = 1
+		a.QMin = 1
 	}
+	if n.Op == "FakeQuantWithMinMaxArgs" {
+		lo, hi := attrFloat(n, "min", -6), attrFloat(n, "max", 6)
+		if !(lo < hi) {
+			return FakeQuantAttrs{}, nodeErr(n, status.InvalidArgument, "min has to be smaller than max, was: %v >= %v", lo, hi)
+		}
+		a.Args = nudge(lo, hi, a.QMin, a.QMax)
+	}
+	return a, nil
+}
+
+// FakeQuantArgs checks a FakeQuant node's inputs and returns its grids
+// (one, or one per channel of the last dim for PerChannel) and whether
+// elements are divided by the step (Vars) rather than multiplied by its
+// inverse. The GPU kernel calls it too.
+func FakeQuantArgs(ctx *kernels.Context, a FakeQuantAttrs) (grids []FakeQuantGrid, div bool, err error) {
+	n := ctx.Node
+	qmin, qmax := a.QMin, a.QMax
 	x := ctx.Input(0)
 	if x.DType != tensor.Float {
 		return nil, false, ctx.Errorf(status.InvalidArgument, "%s takes float32 inputs, got %v", n.Op, x.DType)
@@ -62,11 +90,7 @@ func FakeQuantArgs(ctx *kernels.Context) (grids []FakeQuantGrid, div bool, err e
 	}
 	switch n.Op {
 	case "FakeQuantWithMinMaxArgs":
-		lo, hi := attrFloat(n, "min", -6), attrFloat(n, "max", 6)
-		if !(lo < hi) {
-			return nil, false, ctx.Errorf(status.InvalidArgument, "min has to be smaller than max, was: %v >= %v", lo, hi)
-		}
-		return []FakeQuantGrid{nudge(lo, hi, qmin, qmax)}, false, nil
+		return []FakeQuantGrid{a.Args}, false, nil
 	case "FakeQuantWithMinMaxVars":
 		lo, err := scalar(1, "min")
 		if err != nil {
@@ -151,8 +175,8 @@ func (g FakeQuantGrid) Apply(x float32, div bool) float32 {
 	return float32(float32(math.Floor(float64(q))) * g.Scale)
 }
 
-func fakeQuant(ctx *kernels.Context) error {
-	grids, div, err := FakeQuantArgs(ctx)
+func fakeQuant(ctx *kernels.Context, a FakeQuantAttrs) error {
+	grids, div, err := FakeQuantArgs(ctx, a)
 	if err != nil {
 		return err
 	}

@@ -24,17 +24,24 @@ import (
 
 func init() {
 	host := []string{"min", "max"}
-	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxArgs", Device: kernels.GPU, Factory: fn(fakeQuantGPU)})
-	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxVars", Device: kernels.GPU, HostMemory: host, Factory: fn(fakeQuantGPU)})
-	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxVarsPerChannel", Device: kernels.GPU, HostMemory: host, Factory: fn(fakeQuantGPU)})
+	fq := func(n *graph.Node) (kernels.Kernel, error) {
+		a, err := cpu.ParseFakeQuantAttrs(n)
+		if err != nil {
+			return nil, err
+		}
+		return fn(func(k kctx) error { return fakeQuantGPU(k, a) })(n)
+	}
+	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxArgs", Device: kernels.GPU, Factory: fq})
+	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxVars", Device: kernels.GPU, HostMemory: host, Factory: fq})
+	kernels.Register(kernels.Def{Op: "FakeQuantWithMinMaxVarsPerChannel", Device: kernels.GPU, HostMemory: host, Factory: fq})
 	reg("BatchNormWithGlobalNormalization", "T", []tensor.DType{tensor.Float, tensor.Half}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		a := cpu.ParseBNGlobalAttrs(n)
 		return fn(func(k kctx) error { return bnGlobalGPU(k, a) })(n)
 	})
 }
 
-func fakeQuantGPU(k kctx) error {
-	grids, div, err := cpu.FakeQuantArgs(k.Context)
+func fakeQuantGPU(k kctx, at cpu.FakeQuantAttrs) error {
+	grids, div, err := cpu.FakeQuantArgs(k.Context, at)
 	if err != nil {
 		return err
 	}
