@@ -18,10 +18,56 @@ for pkg in libopenblas-dev python3-numpy pkg-config valgrind protobuf-compiler c
     missing="$missing $pkg"
   fi
 done
-[ -z "$missing" ] && exit 0
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "scripts/setup.sh: installing$missing" >&2
-$sudo apt-get update
-# shellcheck disable=SC2086
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y $missing
+if [ -n "$missing" ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "scripts/setup.sh: installing$missing" >&2
+  $sudo apt-get update
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y $missing
+fi
+
+# The project's Python environment, build/venv: real TensorFlow 2.15.1 (the ABI
+# we claim, pinned) is the tests' oracle and the CPU benchmarks' peer, and NumPy
+# comes from the same place. When TF is installed build/venv/.tf-ok exists;
+# when it cannot be (no package registry) the suites that need it say
+# "skipped: no TensorFlow" (scripts/venv.sh) and the rest runs.
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv="$root/build/venv"
+tfver=2.15.1
+if [ -f "$venv/.tf-ok" ] && [ "$(cat "$venv/.tf-ok")" = "$tfver" ]; then
+  exit 0
+fi
+# TF 2.15 supports Python 3.9 to 3.11: take the first such interpreter.
+py=""
+for cand in python3.11 python3.10 python3.9 python3 /usr/bin/python3; do
+  if command -v "$cand" >/dev/null 2>&1 &&
+     "$cand" -c 'import sys; sys.exit(not ((3, 9) <= sys.version_info[:2] <= (3, 11)))' 2>/dev/null; then
+    py=$cand; break
+  fi
+done
+if [ -z "$py" ]; then
+  echo "scripts/setup.sh: no Python 3.9-3.11 for TensorFlow 2.15; the TF suites will be skipped" >&2
+  exit 0
+fi
+if [ ! -x "$venv/bin/python" ]; then
+  echo "scripts/setup.sh: making $venv with $("$py" -c 'import sys; print(sys.executable, sys.version.split()[0])')" >&2
+  mkdir -p "$root/build"
+  if ! "$py" -m venv "$venv" 2>/dev/null; then
+    # Debian's python3 needs python3-venv for ensurepip.
+    rm -rf "$venv"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get install -y python3-venv >&2 || true
+    "$py" -m venv "$venv" || { echo "scripts/setup.sh: cannot make $venv; the TF suites will be skipped" >&2; exit 0; }
+  fi
+fi
+echo "scripts/setup.sh: installing tensorflow-cpu==$tfver into $venv (about 1.3 GB, one minute)" >&2
+if "$venv/bin/pip" install --disable-pip-version-check --progress-bar off -q "tensorflow-cpu==$tfver" &&
+   "$venv/bin/python" -c 'import tensorflow as tf, sys; sys.exit(tf.__version__ != sys.argv[1])' "$tfver" 2>/dev/null; then
+  echo "$tfver" > "$venv/.tf-ok"
+  echo "scripts/setup.sh: TensorFlow $tfver ready in $venv" >&2
+else
+  rm -f "$venv/.tf-ok"
+  echo "scripts/setup.sh: tensorflow-cpu==$tfver did not install; the TF suites will be skipped" >&2
+fi

@@ -1,0 +1,17 @@
+# Sourced by the test and bench scripts: the project's Python environment.
+#   MS_PY      build/venv's python (NumPy always; TensorFlow 2.15.1 when it installed)
+#   ms_have_tf true when TensorFlow imports there; otherwise it prints
+#              "skipped: no TensorFlow" once per process and is false.
+# scripts/setup.sh makes the environment; nothing here installs anything.
+# The caller sets ms_root to the repository's top before sourcing this file.
+: "${ms_root:?set ms_root to the repository before sourcing scripts/venv.sh}"
+MS_PY="$ms_root/build/venv/bin/python"
+[ -x "$MS_PY" ] || MS_PY=/usr/bin/python3
+ms_have_tf() {
+  if [ -z "${MS_TF_CHECKED:-}" ]; then
+    if [ -f "$ms_root/build/venv/.tf-ok" ]; then MS_TF_OK=1; else MS_TF_OK=0; fi
+    MS_TF_CHECKED=1
+    [ "$MS_TF_OK" = 1 ] || echo "skipped: no TensorFlow (scripts/setup.sh could not install tensorflow-cpu==2.15.1)" >&2
+  fi
+  [ "$MS_TF_OK" = 1 ]
+}
