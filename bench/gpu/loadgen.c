@@ -11,7 +11,14 @@
  * Integer inputs (ids) are drawn below IDS_MAX (default 100000). The output
  * is the node "output". One JSON line per (batch,
  * threads) point on stdout, then one line {"stats": MS_SessionStats}.
- * Environment TF_* knobs apply to the session as usual. */
+ * Environment TF_* knobs apply to the session as usual.
+ *
+ * The same source links against real TensorFlow's C API as well (the CPU
+ * benchmark's peer, bench/cpu/vs_tf.sh): mstream's MS_* extensions are weak
+ * references, absent there, and text GraphDefs are then refused. An "output"
+ * node without outputs (a NoOp grouping others) is run as a target.
+ * OUTPUT_DUMP=path writes the first request's output bytes (batch, thread 0)
+ * to path.B, so two libraries' answers can be compared. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +28,9 @@
 
 #include "mstream/mstream.h"
 #include "tensorflow/c/c_api.h"
+
+#pragma weak MS_SessionStats
+#pragma weak MS_GraphDefTextToBinary
 
 #define MAX_POINTS 16
 #define MAX_INPUTS 8
@@ -77,6 +87,7 @@ typedef struct {
   TF_Output in[MAX_INPUTS];
   int n_in;
   TF_Output out;
+  int target; /* "output" has no outputs: run it as a target */
 } Model;
 
 typedef struct {
@@ -89,6 +100,7 @@ typedef struct {
   long n_lat, cap_lat;
   int failed;
   int warmup; /* requests before the window */
+  const char* dump; /* write the next output's bytes here (OUTPUT_DUMP) */
 } Client;
 
 static unsigned rng_next(unsigned* s) {
@@ -128,12 +140,24 @@ static TF_Tensor* make_feed(TF_Graph* g, TF_Output o, int batch, unsigned* seed,
 
 static int request(Client* c, TF_Status* s) {
   TF_Tensor* out = NULL;
-  TF_SessionRun(c->sess, NULL, c->m->in, c->feeds, c->m->n_in, &c->m->out, &out, 1, NULL, 0, NULL, s);
+  const Model* m = c->m;
+  if (m->target)
+    TF_SessionRun(c->sess, NULL, m->in, c->feeds, m->n_in, NULL, NULL, 0, &m->out.oper, 1, NULL, s);
+  else
+    TF_SessionRun(c->sess, NULL, m->in, c->feeds, m->n_in, &m->out, &out, 1, NULL, 0, NULL, s);
   if (TF_GetCode(s) != TF_OK) {
     fprintf(stderr, "loadgen: run: %s\n", TF_Message(s));
     return -1;
   }
-  TF_DeleteTensor(out);
+  if (out && c->dump) {
+    FILE* f = fopen(c->dump, "wb");
+    if (f) {
+      fwrite(TF_TensorData(out), 1, TF_TensorByteSize(out), f);
+      fclose(f);
+    }
+    c->dump = NULL;
+  }
+  if (out) TF_DeleteTensor(out);
   return 0;
 }
 
@@ -164,6 +188,7 @@ static void* client_main(void* arg) {
  * (each group object has a "runs_completed"; so does the session, before
  * the "groups" list). */
 static int session_groups(TF_Session* sess, TF_Status* s) {
+  if (!MS_SessionStats) return 1; /* real TF: one device, no groups */
   TF_Buffer* b = TF_NewBuffer();
   MS_SessionStats(sess, b, s);
   int n = 0;
@@ -197,6 +222,10 @@ int main(int argc, char** argv) {
   TF_Buffer* gd = read_file(argv[1]);
   size_t len = strlen(argv[1]);
   if (len > 6 && strcmp(argv[1] + len - 6, ".pbtxt") == 0) {
+    if (!MS_GraphDefTextToBinary) {
+      fprintf(stderr, "loadgen: %s: text GraphDefs need mstream's MS_GraphDefTextToBinary\n", argv[1]);
+      return 2;
+    }
     TF_Buffer* bin = TF_NewBuffer();
     MS_GraphDefTextToBinary(gd->data, gd->length, bin, s);
     check("text GraphDef", s);
@@ -234,6 +263,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   m.out = (TF_Output){outop, 0};
+  m.target = TF_OperationNumOutputs(outop) == 0;
   /* Warm-up: each group's first runs pay one-time costs (its copy of the
    * constants, plan and kernel set-up), and sequential requests go round
    * robin over idle groups, so each point starts after every group has
@@ -262,6 +292,12 @@ int main(int argc, char** argv) {
         cl[i].failed = 0;
         cl[i].stop = 1e300;
         cl[i].warmup = 5 + (2 * ngroups + T - 1) / T;
+        cl[i].dump = NULL;
+        if (i == 0 && ti == 0 && getenv("OUTPUT_DUMP")) {
+          static char path[4096];
+          snprintf(path, sizeof path, "%s.%d", getenv("OUTPUT_DUMP"), B);
+          cl[i].dump = path;
+        }
         pthread_create(&th[i], NULL, client_main, &cl[i]);
       }
       /* Everyone has warmed up when the barrier opens; the window starts then. */
@@ -294,10 +330,12 @@ int main(int argc, char** argv) {
     for (int i = 0; i < maxT; i++)
       for (int k = 0; k < m.n_in; k++) TF_DeleteTensor(cl[i].feeds[k]);
   }
-  TF_Buffer* st = TF_NewBuffer();
-  MS_SessionStats(sess, st, s);
-  if (TF_GetCode(s) == TF_OK) printf("{\"stats\": %.*s}\n", (int)st->length, (const char*)st->data);
-  TF_DeleteBuffer(st);
+  if (MS_SessionStats) {
+    TF_Buffer* st = TF_NewBuffer();
+    MS_SessionStats(sess, st, s);
+    if (TF_GetCode(s) == TF_OK) printf("{\"stats\": %.*s}\n", (int)st->length, (const char*)st->data);
+    TF_DeleteBuffer(st);
+  }
   TF_CloseSession(sess, s);
   TF_DeleteSession(sess, s);
   TF_DeleteSessionOptions(so);
