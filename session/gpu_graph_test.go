@@ -92,7 +92,7 @@ func closeGraphsQuiescent(t *testing.T, s *Session) {
 func TestGPUGraphModel(t *testing.T) {
 	wantGPU(t)
 	m := loadModel(t)
-	ref := openSession(t, m.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, m.g)
 	r := rand.New(rand.NewSource(17))
 	batches := []int{1, 8, 1, 8, 64, 1, 8, 64, 3, 1}
 	for _, env := range []map[string]string{
@@ -160,7 +160,7 @@ func TestGPUGraphModel(t *testing.T) {
 func TestGPUGraphShapes(t *testing.T) {
 	wantGPU(t)
 	g, x, fetches := gpuMLP(t)
-	ref := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, g)
 	s := openSession(t, g, graphEnv(nil, true))
 	r := rand.New(rand.NewSource(19))
 	for rep := 0; rep < 4; rep++ {
@@ -195,7 +195,7 @@ func TestGPUGraphShapes(t *testing.T) {
 func TestGPUGraphConcurrent(t *testing.T) {
 	wantGPU(t)
 	g, x, fetches := gpuMLP(t)
-	ref := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, g)
 	s := openSession(t, g, graphEnv(map[string]string{"TF_GPU_STREAM_GROUP_COUNT": "2"}, true))
 	const workers, runs = 8, 40
 	r := rand.New(rand.NewSource(23))
@@ -239,7 +239,7 @@ func TestGPUGraphHostFallback(t *testing.T) {
 	relu := n.Output(0)
 	sum := b.add("sum", b.op("Sigmoid", "sig", nil, relu), relu)
 	fetches := []graph.Output{sum, mm}
-	ref := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, b.g)
 	s := openSession(t, b.g, graphEnv(nil, true))
 	i := 0
 	jobs := makeJobs(t, ref, fetches, 6, func() []Feed {
@@ -277,7 +277,7 @@ func TestGPUDataShaped(t *testing.T) {
 	}
 	g, x, fetches := build("/device:GPU:0")
 	rg, rx, rfetches := build("")
-	ref := openSession(t, rg, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, rg)
 	r := rand.New(rand.NewSource(37))
 	for _, on := range []bool{false, true} {
 		s := openSession(t, g, graphEnv(nil, on))
@@ -364,7 +364,7 @@ func TestGPUGraphCloseReleasesMemory(t *testing.T) {
 // accepted, reported, and changes nothing (no graph stats, same results).
 func TestCUDAGraphKnobNoGPU(t *testing.T) {
 	g, x, fetches := gpuMLP(t)
-	ref := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, g)
 	s := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "cpu", "MSTREAM_CUDA_GRAPH": "1"})
 	r := rand.New(rand.NewSource(37))
 	for i := 0; i < 3; i++ {

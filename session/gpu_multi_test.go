@@ -16,6 +16,7 @@ import (
 	"mstream/graph"
 	"mstream/groups"
 	"mstream/proto/tfpb"
+	"mstream/status"
 	"mstream/tensor"
 	"mstream/trace"
 )
@@ -91,7 +92,7 @@ func TestGPUMultiDevice(t *testing.T) {
 	b0 := b.opOn("MatMul", "b0", "/job:localhost/replica:0/task:0/device:GPU:1", x, w1)
 	b1 := b.opOn("Sigmoid", "b1", "/device:GPU:1", b0)
 	u := b.op("Tanh", "u", nil, x)
-	ref := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, b.g)
 	feedsFor := func(batch int) []Feed {
 		return []Feed{{x, randF32(r, tensor.Shape{int64(batch), 64}, 1)}}
 	}
@@ -356,7 +357,7 @@ func TestGPUNodeLevelModel(t *testing.T) {
 	wantGPU(t)
 	m := loadModel(t)
 	rules, fwd := nodeLevelRules(t)
-	ref := openSession(t, m.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, m.g)
 	const workers, runs = 3, 5
 	r := rand.New(rand.NewSource(17))
 	jobs := makeJobs(t, ref, m.outputs, workers*runs, func() []Feed { return m.feeds(r, 1+r.Intn(64)) })
@@ -469,7 +470,7 @@ func TestGPUNodeLevelChain(t *testing.T) {
 	if err := os.WriteFile(rules, []byte("1:b1_.*\n2:b2_.*\n3:c3_.*\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ref := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, b.g)
 	for _, extra := range []map[string]string{{}, {"TF_GPU_STREAM_MERGE": "true"}, {"TF_REDUCE_STREAM_WAIT": "false"}} {
 		env := map[string]string{"MSTREAM_DEVICE": "gpu", "TF_NODE_LEVEL_MULTISTREAM": "true", "TF_GPU_STREAM_GROUP_COUNT": "4",
 			"TF_STREAM_FROM_FILE": rules}
@@ -570,5 +571,35 @@ func TestDeviceCountsAndLimits(t *testing.T) {
 		if got := deviceLimitsMB(c.virtual, c.fraction, c.n, free); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("virtual %v fraction %v, %d GPUs: limits %v, want %v", c.virtual, c.fraction, c.n, got, c.want)
 		}
+	}
+}
+
+// TestCPUReferencePinned runs without a GPU: the reference session of the
+// multi-GPU tests must run a graph pinned to two GPUs on the host (soft
+// placement), and the same graph must still be refused by a strict one,
+// as TF refuses it.
+func TestCPUReferencePinned(t *testing.T) {
+	b := newGB(t)
+	r := rand.New(rand.NewSource(3))
+	x := b.placeholder("x", tensor.Unknown)
+	w := b.constant("w", randF32(r, tensor.Shape{8, 4}, 0.5))
+	a := b.opOn("MatMul", "a", "/device:GPU:0", x, w)
+	y := b.opOn("Relu", "y", "/device:GPU:1", a)
+	ref := cpuReference(t, b.g)
+	xv := randF32(r, tensor.Shape{3, 8}, 1)
+	got, _, err := ref.Run(nil, []Feed{{x, xv}}, []graph.Output{y}, nil)
+	if err != nil {
+		t.Fatalf("soft placement on the host: %v", err)
+	}
+	if !got[0].Shape.Equal(tensor.Shape{3, 4}) {
+		t.Fatalf("shape %v, want [3 4]", got[0].Shape)
+	}
+	strict, err := New(b.g, &Options{Env: hostEnv(map[string]string{"MSTREAM_DEVICE": "cpu"})})
+	if err == nil {
+		defer strict.Close()
+		_, _, err = strict.Run(nil, []Feed{{x, xv}}, []graph.Output{y}, nil)
+	}
+	if status.CodeOf(err) != status.InvalidArgument {
+		t.Fatalf("strict placement of a GPU-pinned graph on the host: %v, want INVALID_ARGUMENT", err)
 	}
 }

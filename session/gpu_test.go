@@ -50,6 +50,20 @@ func TestNoGPU(t *testing.T) {
 	}
 }
 
+// cpuReference opens the host-only session a GPU test compares with. It
+// allows soft placement, as TF's CPU-only sessions must for a graph whose
+// nodes are pinned to GPUs: without it placement is strict and refuses them.
+func cpuReference(t testing.TB, g *graph.Graph) *Session {
+	t.Helper()
+	s, err := New(g, &Options{Config: &tfpb.ConfigProto{AllowSoftPlacement: true},
+		Env: hostEnv(map[string]string{"MSTREAM_DEVICE": "cpu"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // wantGPU skips a test without a GPU, unless MSTREAM_DEVICE=gpu asks for
 // one (then its absence fails).
 func wantGPU(t *testing.T) {
@@ -121,7 +135,7 @@ func gpuCases() []map[string]string {
 func TestGPUModel(t *testing.T) {
 	wantGPU(t)
 	m := loadModel(t)
-	ref := openSession(t, m.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, m.g)
 	const workers, runs = 4, 6
 	r := rand.New(rand.NewSource(7))
 	jobs := makeJobs(t, ref, m.outputs, workers*runs, func() []Feed { return m.feeds(r, 1+r.Intn(64)) })
@@ -175,7 +189,7 @@ func TestGPUHostEdges(t *testing.T) {
 	y := b.op("Sigmoid", "sig", nil, relu)
 	sum := b.add("sum", y, relu)
 	fetches := []graph.Output{sum, relu, mm}
-	ref := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, b.g)
 	for _, env := range []map[string]string{{"TF_GPU_STREAM_GROUP_COUNT": "2"}, {"TF_GPU_STREAM_MERGE": "true"}} {
 		env["MSTREAM_DEVICE"] = "gpu"
 		s := openSession(t, b.g, env)
@@ -297,7 +311,7 @@ func TestGPUIdentityN(t *testing.T) {
 	}
 	fetches := []graph.Output{b.add("sum", n.Output(0), n.Output(1)), n.Output(0), n.Output(1)}
 	g := b.g
-	ref := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	ref := cpuReference(t, g)
 	s := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "gpu", "TF_GPU_STREAM_GROUP_COUNT": "2"})
 	r := rand.New(rand.NewSource(41))
 	batch := 0
