@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"mstream/graph"
+	"mstream/proto/pbparse"
 	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
@@ -459,8 +460,8 @@ func msGraphImport(g *C.TF_Graph, gd *C.TF_Buffer, h C.uintptr_t, s *C.TF_Status
 		}
 		opts = &io.opts
 	}
-	def, err := graph.ParseGraphDef(bufferBytes(gd))
-	if err != nil {
+	def := &tfpb.GraphDef{}
+	if err := pbparse.Binary("Invalid GraphDef", "TF_GraphImportGraphDef's graph_def buffer", bufferBytes(gd), def); err != nil {
 		setStatus(s, err)
 		return nil
 	}

@@ -9,10 +9,8 @@ import (
 	"runtime/cgo"
 	"unsafe"
 
-	"google.golang.org/protobuf/encoding/prototext"
-	"google.golang.org/protobuf/proto"
-
 	"mstream/graph"
+	"mstream/proto/pbparse"
 	"mstream/proto/tfpb"
 	"mstream/session"
 	"mstream/status"
@@ -56,8 +54,8 @@ func msSetTarget(h C.uintptr_t, target *C.char) {
 
 func parseConfig(data []byte) (*tfpb.ConfigProto, error) {
 	c := &tfpb.ConfigProto{}
-	if err := proto.Unmarshal(data, c); err != nil {
-		return nil, status.InvalidArg("Unparseable ConfigProto")
+	if err := pbparse.Binary("Unparseable ConfigProto", "TF_SetConfig's proto", data, c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -233,8 +231,8 @@ func msSessionRun(h C.uintptr_t, runOpts *C.TF_Buffer, inputs *C.TF_Output, valu
 		var ro *tfpb.RunOptions
 		if runOpts != nil {
 			ro = &tfpb.RunOptions{}
-			if err := proto.Unmarshal(bufferBytes(runOpts), ro); err != nil {
-				return status.InvalidArg("Unparseable RunOptions proto")
+			if err := pbparse.Binary("Unparseable RunOptions proto", "TF_SessionRun's run_options", bufferBytes(runOpts), ro); err != nil {
+				return err
 			}
 		}
 		feeds, _, fetches, tgts, err := runArgs(so, inputs, values, nin, outputs, nout, targets, ntargets, true)
@@ -396,8 +394,8 @@ func msTextToBinary(text unsafe.Pointer, n C.size_t, config C.int, buf *C.TF_Buf
 			return writeProto(buf, gd)
 		}
 		c := &tfpb.ConfigProto{}
-		if err := (prototext.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, c); err != nil {
-			return status.InvalidArg("Invalid text ConfigProto: %v", err)
+		if err := pbparse.Text("ConfigProto", "", data, c); err != nil {
+			return err
 		}
 		return writeProto(buf, c)
 	}()

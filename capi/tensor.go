@@ -8,8 +8,7 @@ import "C"
 import (
 	"unsafe"
 
-	"google.golang.org/protobuf/proto"
-
+	"mstream/proto/pbparse"
 	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
@@ -93,8 +92,8 @@ func cTensor(t *tensor.Tensor) (*C.TF_Tensor, error) {
 func msTensorFromProto(b *C.TF_Buffer, s *C.TF_Status) *C.TF_Tensor {
 	defer recoverTo(s, "TF_TensorFromProto")
 	p := &tfpb.TensorProto{}
-	if err := proto.Unmarshal(bufferBytes(b), p); err != nil {
-		setStatus(s, status.InvalidArg("Unparseable TensorProto"))
+	if err := pbparse.Binary("Unparseable TensorProto", "TF_TensorFromProto's buffer", bufferBytes(b), p); err != nil {
+		setStatus(s, err)
 		return nil
 	}
 	t, err := tensor.FromProto(p)

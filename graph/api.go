@@ -102,7 +102,8 @@ func (g *Graph) TensorShape(o Output) tensor.PartialShape {
 	return o.Node.OutShapes[o.Index]
 }
 
-// ParseTextGraphDef parses a text-format GraphDef.
+// ParseTextGraphDef parses a text-format GraphDef as strictly as TF does:
+// an unknown field or garbage is INVALID_ARGUMENT naming the line and column.
 func ParseTextGraphDef(text []byte) (*tfpb.GraphDef, error) { return parseTextGraphDef(text) }
 
 // ParseGraphDef parses a binary GraphDef, INVALID_ARGUMENT on bad bytes.

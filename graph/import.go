@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"mstream/proto/pbparse"
 	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
@@ -16,16 +16,16 @@ import (
 
 func parseGraphDef(b []byte) (*tfpb.GraphDef, error) {
 	gd := &tfpb.GraphDef{}
-	if err := proto.Unmarshal(b, gd); err != nil {
-		return nil, status.Errorf(status.InvalidArgument, "Invalid GraphDef: %v", err)
+	if err := pbparse.Binary("Invalid GraphDef", "", b, gd); err != nil {
+		return nil, err
 	}
 	return gd, nil
 }
 
 func parseTextGraphDef(text []byte) (*tfpb.GraphDef, error) {
 	gd := &tfpb.GraphDef{}
-	if err := (prototext.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(text, gd); err != nil {
-		return nil, status.Errorf(status.InvalidArgument, "Invalid text GraphDef: %v", err)
+	if err := pbparse.Text("GraphDef", "", text, gd); err != nil {
+		return nil, err
 	}
 	return gd, nil
 }
