@@ -14,6 +14,11 @@
 #            runs spread over all 4 groups (each serves at least a tenth,
 #            and the counts add up to the phase's runs); with the default
 #            (stock TF) one group serves them all
+#   messages what a user sees: a misspelt field in a text model or config
+#            is INVALID_ARGUMENT naming the file, line and column, as the
+#            first line (no banner before it); the output's dtype is named
+#            (TF_FLOAT); the "no GPU" notice is at most one short line per
+#            process and TF_CPP_MIN_LOG_LEVEL=1 silences it
 #
 # Usage: examples/test.sh [CHECK...]   (default: every check in CHECKS)
 # ITERS sets the runs per phase (default 20).
@@ -23,7 +28,7 @@ cd "$root"
 ITERS=${ITERS:-20}
 # More checks (stream-group counts, ...) go here: a check_NAME function
 # below and NAME in this list.
-CHECKS=${*:-values smoke groups}
+CHECKS=${*:-values smoke groups messages}
 
 model=examples/data/model_test.pbtxt
 expected=examples/data/model_test.expected.txt
@@ -206,11 +211,47 @@ check_groups() {
   ok "groups: 4 groups x 4 threads: runs per group $counts4 of $runs; 1 group: all $3"
 }
 
+check_messages() {
+  sed '1s/^node:/nodes:/' "$model" >"$tmp/typo.pbtxt"
+  printf 'intra_op_parallelism_threads: 2\ninter_op_paralelism_threads: 2\n' >"$tmp/typo_config"
+  for kind in model config; do
+    if [ $kind = model ]; then
+      set -- "$tmp/typo.pbtxt" 0 1 output 8 1 1
+      want="multistream_inference: $tmp/typo.pbtxt: INVALID_ARGUMENT: Invalid text GraphDef: line 1, column 1: unknown field: nodes"
+    else
+      set -- "$model" 0 1 output 8 1 1 "$tmp/typo_config"
+      want="multistream_inference: $tmp/typo_config: INVALID_ARGUMENT: Invalid text ConfigProto: line 2, column 1: unknown field: inter_op_paralelism_threads"
+    fi
+    if build/multistream_inference "$@" >"$tmp/typo.out" 2>&1; then
+      bad "messages: a misspelt $kind file was accepted"; sed 's/^/  /' "$tmp/typo.out"; return
+    fi
+    first=$(grep -v '^mstream I' "$tmp/typo.out" | head -1)
+    if [ "$first" != "$want" ]; then
+      bad "messages: misspelt $kind: first line '$first', want '$want'"; return
+    fi
+  done
+  if ! build/multistream_inference "$model" 5 dense ids_0 ids_1 ids_2 ids_3 1 output 4 2 1 >"$tmp/log0.out" 2>&1 ||
+     ! TF_CPP_MIN_LOG_LEVEL=1 build/multistream_inference "$model" 5 dense ids_0 ids_1 ids_2 ids_3 1 output 4 2 1 >"$tmp/log1.out" 2>&1; then
+    bad "messages: the example failed:"; sed 's/^/  /' "$tmp/log0.out" "$tmp/log1.out"; return
+  fi
+  if ! grep -q "^first output 'output': dtype TF_FLOAT shape \[4,1\]$" "$tmp/log0.out"; then
+    bad "messages: no 'dtype TF_FLOAT' in the output:"; sed 's/^/  /' "$tmp/log0.out"; return
+  fi
+  notices=$(grep -c '^mstream I' "$tmp/log0.out")
+  long=$(awk '/^mstream I/ && length($0) > 120' "$tmp/log0.out")
+  if [ "$notices" -gt 1 ] || [ -n "$long" ] || grep -q '^mstream I' "$tmp/log1.out"; then
+    bad "messages: $notices info lines (at most 1, of at most 120 characters, none at TF_CPP_MIN_LOG_LEVEL=1):"
+    sed 's/^/  /' "$tmp/log0.out" "$tmp/log1.out"; return
+  fi
+  ok "messages: misspelt model and config fields named with line and column, dtype TF_FLOAT, $notices info line(s)"
+}
+
 for c in $CHECKS; do
   case $c in
     values) check_values ;;
     smoke) check_smoke ;;
     groups) check_groups ;;
+    messages) check_messages ;;
     *) bad "unknown check $c" ;;
   esac
 done

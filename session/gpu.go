@@ -40,6 +40,17 @@ func (st *state) logf(level int, format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "mstream %c %s\n", "IWEF"[min(level, 3)], fmt.Sprintf(format, args...))
 }
 
+// shortReason is the head of a CUDA load error, for the one-line notice:
+// "cuda: no CUDA driver library: none of libcuda.so.1, ... found in ..."
+// becomes "no CUDA driver library"; the whole error is MSTREAM_DEVICE=gpu's.
+func shortReason(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "cuda: ")
+	if i := strings.Index(msg, ": "); i > 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
 // openGPUs returns the GPUs the session runs on, per MSTREAM_DEVICE: cpu
 // none; gpu every visible GPU or an error; unset (auto) the GPUs if CUDA
 // loads, else none, with one log line saying why.
@@ -61,7 +72,7 @@ func (st *state) openGPUs() ([]*cuda.Device, error) {
 			return nil, status.Wrap(err, "MSTREAM_DEVICE=gpu, but no GPU can be used")
 		}
 		noGPULogged.Do(func() {
-			st.logf(0, "no GPU, running on the CPU (%v); set MSTREAM_DEVICE=cpu to skip the search, or =gpu to make this an error", err)
+			st.logf(0, "no GPU (%s): running on the CPU; MSTREAM_DEVICE=gpu says why in full", shortReason(err))
 		})
 		return nil, nil
 	}

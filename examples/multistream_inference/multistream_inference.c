@@ -54,10 +54,35 @@ typedef struct {
   int failed;
 } Worker;
 
+/* code_name is TF's name of a status code, as TF_Status prints it. */
+static const char* code_name(TF_Code c) {
+  static const char* names[] = {
+      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+      "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+      "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  return (unsigned)c < sizeof names / sizeof names[0] ? names[c] : "code?";
+}
+
+/* dtype_name is the C API's name of the dtypes this example prints. */
+static const char* dtype_name(TF_DataType t) {
+  switch (t) {
+    case TF_FLOAT: return "TF_FLOAT";
+    case TF_DOUBLE: return "TF_DOUBLE";
+    case TF_INT32: return "TF_INT32";
+    case TF_INT64: return "TF_INT64";
+    case TF_BOOL: return "TF_BOOL";
+    case TF_HALF: return "TF_HALF";
+    case TF_UINT8: return "TF_UINT8";
+    case TF_INT8: return "TF_INT8";
+    case TF_STRING: return "TF_STRING";
+    default: return "TF_DataType?";
+  }
+}
+
 static void die_status(const char* what, const TF_Status* s) {
-  fprintf(stderr, "multistream_inference: %s: %s (code %d): %s\n", what,
-          TF_GetCode(s) == TF_OK ? "OK" : "error", (int)TF_GetCode(s),
-          TF_Message(s));
+  fprintf(stderr, "multistream_inference: %s: %s: %s\n", what,
+          code_name(TF_GetCode(s)), TF_Message(s));
   exit(1);
 }
 
@@ -309,8 +334,8 @@ static void* worker_main(void* arg) {
   for (int i = 0; i < w->iters; i++) {
     double t0 = now_ms();
     if (!run_once(w, NULL, s)) {
-      fprintf(stderr, "multistream_inference: TF_SessionRun (code %d): %s\n",
-              (int)TF_GetCode(s), TF_Message(s));
+      fprintf(stderr, "multistream_inference: TF_SessionRun: %s: %s\n",
+              code_name(TF_GetCode(s)), TF_Message(s));
       w->failed = 1;
       break;
     }
@@ -450,7 +475,7 @@ static void phase(const char* name, Worker* proto, int threads, int batch) {
 
 static void print_values(const char* name, TF_Tensor* t) {
   int nd = TF_NumDims(t);
-  printf("first output '%s': dtype %d shape [", name, (int)TF_TensorType(t));
+  printf("first output '%s': dtype %s shape [", name, dtype_name(TF_TensorType(t)));
   for (int i = 0; i < nd; i++) {
     printf("%s%" PRId64, i ? "," : "", TF_Dim(t, i));
   }
@@ -498,7 +523,6 @@ int main(int argc, char** argv) {
   const char* config = a < argc ? argv[a++] : NULL;
   if (a != argc) usage();
 
-  printf("TensorFlow C API %s (%s)\n", TF_Version(), MS_Version());
   TF_Status* s = TF_NewStatus();
 
   TF_Buffer* graph_def = load_graph_def(model, s);
@@ -537,6 +561,8 @@ int main(int argc, char** argv) {
 
   TF_Tensor* first = NULL;
   if (!run_once(&w, &first, s)) die_status("first TF_SessionRun", s);
+  /* The banner comes once the model runs, so an error is the first line. */
+  printf("TensorFlow C API %s (%s)\n", TF_Version(), MS_Version());
   print_values(out_names[0], first);
   TF_DeleteTensor(first);
   for (int i = 1; i < WARMUP_RUNS; i++) {

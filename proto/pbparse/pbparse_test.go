@@ -2,6 +2,7 @@ package pbparse
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,3 +184,16 @@ func errString(err error) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestTextReasonSpaces: the runtime's message is spaced with a plain or a
+// no-break space depending on the build; both are rewritten.
+func TestTextReasonSpaces(t *testing.T) {
+	for _, sp := range []string{" ", "\u00a0"} {
+		for _, in := range []string{"proto:" + sp + "(line 2:3): unknown field: x", "proto:" + sp + "syntax error (line 2:3): unknown field: x"} {
+			got := textReason(errors.New(in))
+			if !strings.HasPrefix(got, "line 2, column 3: ") || !strings.HasSuffix(got, "unknown field: x") {
+				t.Errorf("%q -> %q", in, got)
+			}
+		}
+	}
+}
