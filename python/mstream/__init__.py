@@ -97,11 +97,16 @@ _lib_lock = threading.Lock()
 
 
 def _default_path():
+    """MSTREAM_LIB, else the checkout's build/libmstream.so (a source tree or
+    an editable install), else the bare name for the dynamic loader."""
     env = os.environ.get("MSTREAM_LIB")
     if env:
         return env
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(here, "..", "..", "build", "libmstream.so")
+    built = os.path.normpath(os.path.join(here, "..", "..", "build", "libmstream.so"))
+    if os.path.exists(built):
+        return built
+    return "libmstream.so"
 
 
 def _declare(lib):
@@ -175,7 +180,13 @@ def library(path=None):
     with _lib_lock:
         if _lib is None:
             p = path or _default_path()
-            lib = ctypes.CDLL(os.path.abspath(p))
+            if os.sep in p:
+                p = os.path.abspath(p)
+            try:
+                lib = ctypes.CDLL(p)
+            except OSError as e:
+                raise OSError("mstream: cannot load %s (%s); build it with `make` and set "
+                              "MSTREAM_LIB to its path" % (p, e)) from None
             _declare(lib)
             _lib = lib
         return _lib
@@ -276,9 +287,12 @@ class Graph:
         """Reads a .pb (binary) or .pbtxt (text) GraphDef."""
         with open(path, "rb") as f:
             data = f.read()
-        if path.endswith((".pbtxt", ".txt")):
-            return cls.from_text(data, prefix=prefix)
-        return cls.from_bytes(data, prefix=prefix)
+        try:
+            if path.endswith((".pbtxt", ".txt")):
+                return cls.from_text(data, prefix=prefix)
+            return cls.from_bytes(data, prefix=prefix)
+        except TFError as e:
+            raise TFError(e.code, "%s: %s" % (path, e.message)) from None
 
     def import_graph_def(self, graph_def, prefix=None):
         """Imports serialized GraphDef bytes into this graph."""
@@ -353,7 +367,10 @@ def _to_tensor(lib, value):
         return _string_tensor(lib, arr)
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
-    arr = np.ascontiguousarray(arr)
+    if not arr.flags.c_contiguous:
+        # Not np.ascontiguousarray: before NumPy 1.25 it turns a 0-d array
+        # into shape [1], and every scalar placeholder would then fail.
+        arr = arr.copy(order="C")
     dt = _TF_OF_NP.get(arr.dtype)
     if dt is None:
         raise TFError(Code.INVALID_ARGUMENT, "unsupported NumPy dtype %s" % arr.dtype)

@@ -7,7 +7,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from util import graph, int32_const, mstream, node, placeholder, type_attr  # noqa: E402
+from util import DTYPES, graph, int32_const, mstream, node, placeholder, type_attr  # noqa: E402
 
 
 def mlp_graph():
@@ -132,6 +132,84 @@ class StringTest(unittest.TestCase):
         with mstream.Graph.from_text(txt) as g, mstream.Session(g) as s:
             got = s.run("id", {"s": vals})
             self.assertEqual(list(got), list(vals))
+
+
+class ScalarTest(unittest.TestCase):
+    """0-d feeds and fetches of every dtype keep shape () (NumPy 1.24's
+    np.ascontiguousarray made them [1], failing every scalar placeholder)."""
+
+    def test_scalars_every_dtype(self):
+        rng = np.random.default_rng()
+        for name in sorted(DTYPES):
+            with self.subTest(dtype=name):
+                txt = graph(placeholder("x", name, []),
+                            node("y", "Identity", ["x"], T=type_attr(name)))
+                if name == "string":
+                    values = [np.array(b"scalar", dtype=object), b"bytes", "text"]
+                elif name == "bool":
+                    values = [np.array(True), np.bool_(False), True]
+                elif name.startswith("complex"):
+                    z = complex(*rng.standard_normal(2))
+                    values = [np.array(z, dtype=name), np.dtype(name).type(z)]
+                elif name.startswith("float"):
+                    values = [np.array(rng.standard_normal(), dtype=name),
+                              np.dtype(name).type(rng.standard_normal())]
+                    if name == "float64":
+                        values.append(float(rng.standard_normal()))
+                else:
+                    hi = min(np.iinfo(name).max, 1 << 40)
+                    values = [np.array(rng.integers(1, hi), dtype=name),
+                              np.dtype(name).type(rng.integers(1, hi))]
+                    if name == "int64":
+                        values.append(int(rng.integers(1, hi)))
+                with mstream.Graph.from_text(txt) as g, mstream.Session(g) as s:
+                    for v in values:
+                        got = s.run("y", {"x": v})
+                        self.assertEqual(got.shape, (), "fed %r" % (v,))
+                        want = np.asarray(v)
+                        if name == "string":
+                            want = v.encode() if isinstance(v, str) else want.item()
+                            self.assertEqual(got.item(), want)
+                            continue
+                        self.assertEqual(got.dtype, np.dtype(name))
+                        self.assertEqual(got.item(), want.astype(name).item())
+
+
+class StrictTextTest(unittest.TestCase):
+    """Text protos are parsed as strictly as TF's parser: an unknown field is
+    INVALID_ARGUMENT with its line and column (proto/pbparse checks the
+    positions against TF's own parser)."""
+
+    def test_typo_in_graph(self):
+        with self.assertRaises(mstream.TFError) as cm:
+            mstream.Graph.from_text('node { name: "a" op: "NoOp" }\nnodes {\n}\n')
+        self.assertEqual(cm.exception.code, mstream.Code.INVALID_ARGUMENT)
+        self.assertIn("line 2, column 1: unknown field: nodes", cm.exception.message)
+
+    def test_garbage(self):
+        with self.assertRaises(mstream.TFError) as cm:
+            mstream.Graph.from_text("garbage text")
+        self.assertEqual(cm.exception.code, mstream.Code.INVALID_ARGUMENT)
+
+    def test_typo_in_config(self):
+        with mstream.Graph.from_text(graph(placeholder("x", "float32", []))) as g:
+            with self.assertRaises(mstream.TFError) as cm:
+                mstream.Session(g, config="intra_op_paralelism_threads: 2")
+        self.assertEqual(cm.exception.code, mstream.Code.INVALID_ARGUMENT)
+        self.assertIn("line 1, column 1: unknown field: intra_op_paralelism_threads",
+                      cm.exception.message)
+
+    def test_file_named(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            for name, data in (("typo.pbtxt", b"nodes {}"), ("bad.pb", b"\x0a\x09\x01")):
+                path = os.path.join(d, name)
+                with open(path, "wb") as f:
+                    f.write(data)
+                with self.assertRaises(mstream.TFError) as cm:
+                    mstream.Graph.from_file(path)
+                self.assertEqual(cm.exception.code, mstream.Code.INVALID_ARGUMENT)
+                self.assertTrue(cm.exception.message.startswith(path + ": "), cm.exception.message)
 
 
 class ErrorsTest(unittest.TestCase):

@@ -10,7 +10,11 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import mstream  # noqa: E402
 
 DTYPES = {"float32": "DT_FLOAT", "float64": "DT_DOUBLE", "int32": "DT_INT32",
-          "int64": "DT_INT64", "string": "DT_STRING", "bool": "DT_BOOL"}
+          "int64": "DT_INT64", "string": "DT_STRING", "bool": "DT_BOOL",
+          "float16": "DT_HALF", "uint8": "DT_UINT8", "int8": "DT_INT8",
+          "int16": "DT_INT16", "uint16": "DT_UINT16", "uint32": "DT_UINT32",
+          "uint64": "DT_UINT64", "complex64": "DT_COMPLEX64",
+          "complex128": "DT_COMPLEX128"}
 
 
 def placeholder(name, dtype, shape=None):
