@@ -6,7 +6,7 @@ GO      ?= go
 VERSION := 0.1.0
 ROOT    := $(CURDIR)
 LIB     := build/libmstream.so
-SRCS    := $(shell find . -name '*.go' -not -path './.dev/*' -not -name '*_test.go') \
+SRCS    := $(shell find . -name '*.go' -not -path './.dev/*' -not -path './scripts/*' -not -name '*_test.go') \
            $(wildcard capi/*.c capi/*.h) $(shell find include -name '*.h' 2>/dev/null) \
            build/version.lds go.mod
 
@@ -33,13 +33,20 @@ setup:
 	sh scripts/setup.sh
 
 # Every test. Suites that others own are hooked in only when their runner exists.
-test: setup lib check-exports test-capi test-go test-c test-python test-examples
+# scripts/test_all.sh runs each step (the later ones even when one fails) and
+# ends with one "N passed, M failed, K skipped" over them all.
+TEST_STEPS := setup lib check-exports test-capi test-go test-c test-python test-examples
+test:
+	@bash scripts/test_all.sh $(TEST_STEPS)
 
+# scripts/gotestsum prints each package as it ends, progress while long ones
+# run, the failures' output and the counts.
 test-go:
-	$(GO) test -race $$($(GO) list ./... | grep -v '/capi$$')
+	@mkdir -p build && $(GO) build -o build/gotestsum ./scripts/gotestsum
+	$(GO) test -race -json $$($(GO) list ./... | grep -v '/capi$$') | build/gotestsum
 	# The stream sanitizer's meta-tests drop waits on purpose, which -race
 	# would report as races: they run without it.
-	$(GO) test -count=1 -run 'TestSanitizer' ./exec/
+	$(GO) test -count=1 -json -run 'TestSanitizer' ./exec/ | build/gotestsum
 
 check-exports: lib
 	sh scripts/check_exports.sh
