@@ -19,7 +19,7 @@ pass=0; fail=0
 count() { # name output
   local last
   last=$(echo "$2" | tail -1)
-  if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+  if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ [0-9]+\ skipped)?$ ]]; then
     pass=$((pass+BASH_REMATCH[1])); fail=$((fail+BASH_REMATCH[2]))
   else
     echo "FAIL $1: no result line (crashed?)"; fail=$((fail+1))
@@ -43,12 +43,13 @@ suite_symbols() {
   if "$repo/test/symbols.sh"; then pass=$((pass+1)); else fail=$((fail+1)); fi
 }
 
-# A script whose last line is "N passed, M failed".
+# A script whose last line is "N passed, M failed"; its output is shown as
+# it comes (some suites run for minutes).
 suite_script() { # name command...
-  local name=$1 out
+  local name=$1
   shift
-  out=$("$@" 2>&1); echo "$out" | sed "s/^/$name: /"
-  count "$name" "$out"
+  "$@" 2>&1 | tee "$tmp/$name.out" | sed -u "s/^/$name: /"
+  count "$name" "$(cat "$tmp/$name.out")"
 }
 
 suites=${*:-c symbols headers numeric tfheaders gobind models valgrind}

@@ -5,6 +5,13 @@
 # with a known leak and a known overflow must be caught, or the run fails (so
 # the suppressions cannot silently hide everything). The last line is
 # "N passed, M failed"; $VALGRIND_TESTS picks the tests (default: all).
+# Valgrind follows exec (--trace-children=yes): multistream_test re-executes
+# itself once per phase, and every phase runs under memcheck. Each phase's
+# valgrind appends to one log through an inherited descriptor (a log file
+# named by PID would be truncated by the next phase: exec keeps the PID).
+# A process that execs reports its memory errors as they happen but never
+# exits, so only the last one prints an ERROR SUMMARY and checks leaks; the
+# summary line counts the processes and every error reported by any of them.
 #
 # Valgrind 3.19 does not decode RDTSCP, which the Go runtime uses when the CPU
 # has it: GODEBUG=cpu.rdtscp=off makes the runtime use RDTSC instead.
@@ -16,8 +23,19 @@ command -v valgrind >/dev/null || die "valgrind not found (scripts/setup.sh inst
 [ -e "$repo/build/libtensorflow.so" ] || make -C "$repo" >&2 || die "build failed"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 vg() { # log program
+  : > "$1"
   GODEBUG=cpu.rdtscp=off valgrind --leak-check=full --errors-for-leak-kinds=definite --error-limit=no \
-    --suppressions="$here/go.supp" --error-exitcode=99 --log-file="$1" "${@:2}"
+    --trace-children=yes --suppressions="$here/go.supp" --error-exitcode=99 --log-fd=9 "${@:2}" 9>>"$1"
+}
+# summarize prints "P processes, E errors reported, last: ERROR SUMMARY ..."
+# for a log; no ERROR SUMMARY at all (the last process died) is an error.
+summarize() { # log
+  awk '/^==[0-9]+== Command:/ { n++ }
+       /^==[0-9]+== (Invalid |Conditional jump|Use of uninitialised|Syscall param|Mismatched free|Source and destination overlap)/ { e++ }
+       /^==[0-9]+== .*definitely lost in/ { e++ }
+       /ERROR SUMMARY:/ { last = $0; sub(/^==[0-9]+== /, "", last) }
+       END { if (last == "") { e++; last = "no ERROR SUMMARY" }
+             printf "%d processes, %d errors reported; last process: %s", n, e, last }' "$1"
 }
 build() { # out src
   gcc -I "$repo/include" -I "$repo/test/c" -o "$1" "$2" -L "$repo/build" -ltensorflow \
@@ -28,11 +46,12 @@ tests=${VALGRIND_TESTS:-$(cd "$repo/test/c" && ls *_test.c | sed 's/\.c$//')}
 for name in $tests; do
   build "$tmp/$name" "$repo/test/c/$name.c" || { echo "valgrind: $name does not build" >&2; fail=$((fail+1)); continue; }
   out=$(vg "$tmp/$name.log" "$tmp/$name" 2>&1); rc=$?
-  summary=$(grep -h "ERROR SUMMARY" "$tmp/$name.log" | sed 's/^==[0-9]*== //')
-  if [ $rc -eq 0 ] && [[ $(echo "$out" | tail -1) =~ \ 0\ failed$ ]]; then
+  summary=$(summarize "$tmp/$name.log")
+  if [ $rc -eq 0 ] && [[ $summary =~ \ 0\ errors\ reported\; ]] && [[ $(echo "$out" | tail -1) =~ \ 0\ failed$ ]]; then
     pass=$((pass+1)); echo "valgrind: $name clean ($summary)" >&2
   else
     fail=$((fail+1)); echo "valgrind: $name exit $rc: $(echo "$out" | tail -1)" >&2
+    echo "  $summary" >&2
     grep -v '^==[0-9]*== *$' "$tmp/$name.log" | grep -A20 'Invalid\|uninitialised\|definitely lost in' | head -80 >&2
   fi
 done
@@ -45,6 +64,14 @@ if [ $rc -eq 99 ] && grep -q 'Invalid read of size 4' "$tmp/canary.log" &&
 else
   fail=$((fail+1)); echo "valgrind: the canary's leaks or overflow went unreported (exit $rc)" >&2
   sed 's/^/  /' "$tmp/canary.log" | tail -40 >&2
+fi
+vg "$tmp/canary_exec.log" "$tmp/canary" exec >/dev/null 2>&1
+summary=$(summarize "$tmp/canary_exec.log")
+if [[ $summary =~ ^2\ processes,\ [1-9][0-9]*\ errors\ reported ]]; then
+  pass=$((pass+1)); echo "valgrind: canary's overflow before exec reported ($summary)" >&2
+else
+  fail=$((fail+1)); echo "valgrind: the canary's overflow before exec went unreported ($summary)" >&2
+  sed 's/^/  /' "$tmp/canary_exec.log" | tail -40 >&2
 fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
