@@ -35,7 +35,22 @@ fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/build/venv"
 tfver=2.15.1
+# install_client installs python/ (the mstream package) into build/venv,
+# editable, so the README's Python example imports it; NumPy, its declared
+# dependency, is there already (TensorFlow brings it). It is a no-op when
+# build/venv already imports this checkout's package.
+install_client() {
+  [ -x "$venv/bin/python" ] || return 0
+  if (cd / && "$venv/bin/python" -c 'import mstream, os, sys; sys.exit(os.path.realpath(mstream.__file__) != os.path.realpath(sys.argv[1]))' \
+      "$root/python/mstream/__init__.py") 2>/dev/null; then
+    return 0
+  fi
+  echo "scripts/setup.sh: installing the Python client (pip install -e python) into $venv" >&2
+  "$venv/bin/pip" install --disable-pip-version-check --no-build-isolation -q -e "$root/python" >&2 ||
+    echo "scripts/setup.sh: the Python client did not install; python/run_tests.sh still runs it from python/" >&2
+}
 if [ -f "$venv/.tf-ok" ] && [ "$(cat "$venv/.tf-ok")" = "$tfver" ]; then
+  install_client
   exit 0
 fi
 # TF 2.15 supports Python 3.9 to 3.11: take the first such interpreter.
@@ -62,8 +77,9 @@ if [ ! -x "$venv/bin/python" ]; then
     "$py" -m venv "$venv" || { echo "scripts/setup.sh: cannot make $venv; the TF suites will be skipped" >&2; exit 0; }
   fi
 fi
-echo "scripts/setup.sh: installing tensorflow-cpu==$tfver into $venv (about 1.3 GB, one minute)" >&2
-if "$venv/bin/pip" install --disable-pip-version-check --progress-bar off -q "tensorflow-cpu==$tfver" &&
+echo "scripts/setup.sh: installing tensorflow-cpu==$tfver into $venv (about 1.3 GB, one minute or more)" >&2
+# pip names each package as it collects and installs it: the progress.
+if "$venv/bin/pip" install --disable-pip-version-check --progress-bar off "tensorflow-cpu==$tfver" >&2 &&
    "$venv/bin/python" -c 'import tensorflow as tf, sys; sys.exit(tf.__version__ != sys.argv[1])' "$tfver" 2>/dev/null; then
   echo "$tfver" > "$venv/.tf-ok"
   echo "scripts/setup.sh: TensorFlow $tfver ready in $venv" >&2
@@ -71,3 +87,4 @@ else
   rm -f "$venv/.tf-ok"
   echo "scripts/setup.sh: tensorflow-cpu==$tfver did not install; the TF suites will be skipped" >&2
 fi
+install_client
