@@ -1,7 +1,7 @@
 #!/bin/bash
 # The whole GPU benchmark in one device call (under 10 minutes on an H100):
-# the PyTorch peer (peers_torch.py, copied beside this script from
-# ../shared/bench), then ours over every model, batch, thread count and
+# the PyTorch peer (peers_torch.py, bench/gpu's own, copied beside this
+# script by package.sh), then ours over every model, batch, thread count and
 # configuration (run.sh, 2 repeats of 0.2 s per point: 3 no longer fit the
 # device call once the CUDA-graph configs g1cg and g4cg joined), then
 # report.py. At most 150 s for the peer and 270 s for ours.

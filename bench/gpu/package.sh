@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds, on a machine with Go, everything the GPU benchmark runs on a GPU
 # machine that has no Go: the library, the load generator and a static model
-# generator, into DIR (default .dev/gpu/bench). Carry DIR to the GPU machine.
+# generator and the PyTorch peer, into DIR (default .dev/gpu/bench). Carry
+# DIR to the GPU machine.
 set -eu
 cd "$(dirname "$0")/../.."
 DIR=${1:-.dev/gpu/bench}
@@ -13,5 +14,5 @@ gcc -O2 -Wall -Iinclude bench/gpu/loadgen.c -L"$DIR" -lmstream -lpthread \
   -Wl,-rpath,'$ORIGIN' -o "$DIR/loadgen"
 CGO_ENABLED=0 go build -trimpath -o "$DIR/gen" ./bench/gpu/gen
 cp bench/gpu/run.sh bench/gpu/bench_all.sh bench/gpu/report.py examples/data/model_test.pbtxt "$DIR/"
-[ -f ../shared/bench/peers_torch.py ] && cp ../shared/bench/peers_torch.py "$DIR/"
+cp bench/gpu/peers_torch.py "$DIR/"
 echo "packaged into $DIR"

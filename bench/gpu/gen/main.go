@@ -1,5 +1,5 @@
 // Command gen writes the GPU benchmark's models as binary TF GraphDefs, with
-// the shapes of the PyTorch peer (../shared/bench/peers_torch.py):
+// the shapes of the PyTorch peer (bench/gpu/peers_torch.py):
 //
 //	mlp.pb         dense[B,512] -> 1024-1024-512-256-1, ReLU between, Sigmoid out
 //	dlrm_small.pb  dense[B,13] -> bottom 512-256-64 (ReLU);
