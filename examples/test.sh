@@ -19,6 +19,9 @@
 #            first line (no banner before it); the output's dtype is named
 #            (TF_FLOAT); the "no GPU" notice is at most one short line per
 #            process and TF_CPP_MIN_LOG_LEVEL=1 silences it
+#   readme   README.md's code blocks are files of examples/ (or test/) and
+#            run as written, with the output the README shows
+#            (examples/readme/check_readme.py)
 #
 # Usage: examples/test.sh [CHECK...]   (default: every check in CHECKS)
 # ITERS sets the runs per phase (default 20).
@@ -28,7 +31,7 @@ cd "$root"
 ITERS=${ITERS:-20}
 # More checks (stream-group counts, ...) go here: a check_NAME function
 # below and NAME in this list.
-CHECKS=${*:-values smoke groups messages}
+CHECKS=${*:-values smoke groups messages readme}
 
 model=examples/data/model_test.pbtxt
 expected=examples/data/model_test.expected.txt
@@ -246,12 +249,21 @@ check_messages() {
   ok "messages: misspelt model and config fields named with line and column, dtype TF_FLOAT, $notices info line(s)"
 }
 
+check_readme() {
+  if /usr/bin/python3 examples/readme/check_readme.py >"$tmp/readme.out" 2>&1; then
+    ok "readme: $(tail -1 "$tmp/readme.out")"
+  else
+    bad "readme:"; grep -v '^PASS' "$tmp/readme.out" | sed 's/^/  /'
+  fi
+}
+
 for c in $CHECKS; do
   case $c in
     values) check_values ;;
     smoke) check_smoke ;;
     groups) check_groups ;;
     messages) check_messages ;;
+    readme) check_readme ;;
     *) bad "unknown check $c" ;;
   esac
 done
