@@ -17,6 +17,7 @@ all: lib
 lib: $(LIB) build/libtensorflow.so build/libtensorflow.so.2 build/mstream.pc
 
 $(LIB): $(SRCS)
+	@echo "building $@ (go build -buildmode=c-shared: about a minute)"
 	$(GO) build -buildmode=c-shared -trimpath \
 	  -ldflags='-extldflags=-Wl,--version-script=$(ROOT)/build/version.lds' \
 	  -o $@ ./capi

@@ -21,14 +21,16 @@ extern "C" {
 TF_CAPI_EXPORT extern const char* MS_Version(void);
 
 /* Parses text[0, len), a text-format GraphDef, and writes the binary
-   serialization into *out. The caller keeps `text` and owns `out`. */
+   serialization into *out. The caller keeps `text` and owns `out`. As strict
+   as TF's text parser: an unknown field or garbage is TF_INVALID_ARGUMENT
+   naming the line and column; # comments are allowed. */
 TF_CAPI_EXPORT extern void MS_GraphDefTextToBinary(const char* text, size_t len,
                                                    TF_Buffer* out,
                                                    TF_Status* status);
 
 /* Parses text[0, len), a text-format ConfigProto, and writes the binary
    serialization into *out (ready for TF_SetConfig). The caller keeps `text`
-   and owns `out`. */
+   and owns `out`. Strict as MS_GraphDefTextToBinary is. */
 TF_CAPI_EXPORT extern void MS_ConfigProtoTextToBinary(const char* text,
                                                       size_t len,
                                                       TF_Buffer* out,
