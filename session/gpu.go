@@ -44,7 +44,10 @@ func (st *state) logf(level int, format string, args ...any) {
 // "cuda: no CUDA driver library: none of libcuda.so.1, ... found in ..."
 // becomes "no CUDA driver library"; the whole error is MSTREAM_DEVICE=gpu's.
 func shortReason(err error) string {
-	msg := strings.TrimPrefix(err.Error(), "cuda: ")
+	msg := err.Error()
+	for strings.HasPrefix(msg, "cuda: ") {
+		msg = strings.TrimPrefix(msg, "cuda: ")
+	}
 	if i := strings.Index(msg, ": "); i > 0 {
 		msg = msg[:i]
 	}

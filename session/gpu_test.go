@@ -64,6 +64,20 @@ func cpuReference(t testing.TB, g *graph.Graph) *Session {
 	return s
 }
 
+// TestShortReason: the no-GPU notice keeps one short line, the head of the
+// loader's error.
+func TestShortReason(t *testing.T) {
+	for in, want := range map[string]string{
+		"cuda: no CUDA driver library: none of libcuda.so.1, libcuda.so found on the loader's path": "no CUDA driver library",
+		"cuda: cuda: libcuda.so.1 not found":                   "libcuda.so.1 not found",
+		"cuda: no GPU is visible (check CUDA_VISIBLE_DEVICES)": "no GPU is visible (check CUDA_VISIBLE_DEVICES)",
+	} {
+		if got := shortReason(errors.New(in)); got != want {
+			t.Errorf("%q -> %q, want %q", in, got, want)
+		}
+	}
+}
+
 // wantGPU skips a test without a GPU, unless MSTREAM_DEVICE=gpu asks for
 // one (then its absence fails).
 func wantGPU(t *testing.T) {
