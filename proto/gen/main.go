@@ -20,6 +20,8 @@ var roots = []string{
 	"tensorflow/core/framework/op_def.proto",
 	"tensorflow/core/framework/device_attributes.proto",
 	"tensorflow/core/protobuf/config.proto",
+	"tensorflow/core/protobuf/tensor_bundle.proto",
+	"tensorflow/core/example/example.proto",
 }
 
 // searchPath lists where imports resolve inside the TF module.
