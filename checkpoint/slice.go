@@ -80,10 +80,11 @@ func ParseSlice(str string) (Slice, error) {
 	return s, nil
 }
 
-// Shape is the shape of the slice of a tensor of shape full.
+// Shape is the shape of the slice of a tensor of shape full. A slice that
+// does not fit is INTERNAL, TF's code for it.
 func (s Slice) Shape(full tensor.Shape) (tensor.Shape, error) {
 	if len(s) != len(full) {
-		return nil, status.Errorf(status.InvalidArgument, "Mismatching ranks: shape = %v, slice = %s", full, s)
+		return nil, status.Errorf(status.Internal, "Mismatching ranks: shape = %v, slice = %s", full, s)
 	}
 	out := make(tensor.Shape, len(s))
 	for d, e := range s {
@@ -92,7 +93,7 @@ func (s Slice) Shape(full tensor.Shape) (tensor.Shape, error) {
 			continue
 		}
 		if e.Start > full[d] || e.Length > full[d]-e.Start {
-			return nil, status.Errorf(status.InvalidArgument, "Extent in dimension %d out of bounds: shape = %v, slice = %s", d, full, s)
+			return nil, status.Errorf(status.Internal, "Extent in dimension %d out of bounds: shape = %v, slice = %s", d, full, s)
 		}
 		out[d] = e.Length
 	}
