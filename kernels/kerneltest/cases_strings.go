@@ -1,0 +1,100 @@
+package kerneltest
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// String op families. The hashes have no independent Go reference here:
+// their cases check what holds whatever the hash (shape, range, equal
+// strings in equal buckets), and kernels/cpu's TestStringOpsLikeTF holds
+// the values bit for bit to real TF's.
+
+// hashCheck checks a bucket output for the input strings.
+func hashCheck(in *tensor.Tensor, buckets int64) func([]*tensor.Tensor) error {
+	return func(out []*tensor.Tensor) error {
+		o := out[0]
+		if o.DType != tensor.Int64 || !o.Shape.Equal(in.Shape) {
+			return fmt.Errorf("output %v for input %v", o, in)
+		}
+		seen := map[string]int64{}
+		for i, b := range o.I64() {
+			if b < 0 || b >= buckets {
+				return fmt.Errorf("bucket %d outside [0, %d)", b, buckets)
+			}
+			s := string(in.Strs[i])
+			if prev, ok := seen[s]; ok && prev != b {
+				return fmt.Errorf("%q hashed to %d and %d", s, prev, b)
+			}
+			seen[s] = b
+		}
+		return nil
+	}
+}
+
+func init() {
+	for _, op := range []string{"StringToHashBucketFast", "StringToHashBucket", "StringToHashBucketStrong"} {
+		op := op
+		Add(op, func(r *rand.Rand) []Case {
+			var cs []Case
+			for _, s := range EdgeShapes {
+				in := RandStrings(r, s)
+				if len(in.Strs) > 1 {
+					in.Strs[len(in.Strs)-1] = in.Strs[0] // a repeat
+				}
+				buckets := int64(1 + r.Intn(1000))
+				attrs := Attrs{"num_buckets": AInt(buckets)}
+				if op == "StringToHashBucketStrong" {
+					attrs["key"] = AInts(r.Int63(), r.Int63())
+				}
+				cs = append(cs, Case{Node: NodeFor(op, attrs, ins(in), nil), Inputs: ins(in), Check: hashCheck(in, buckets)})
+			}
+			if op == "StringToHashBucketStrong" {
+				in := RandStrings(r, tensor.Shape{2})
+				cs = append(cs, Case{Node: NodeFor(op, Attrs{"num_buckets": AInt(3), "key": AInts(1)}, ins(in), nil), Inputs: ins(in), Err: status.InvalidArgument, ErrMsg: "Key must have 2 elements"})
+			}
+			return cs
+		})
+	}
+	Add("StringJoin", func(r *rand.Rand) []Case {
+		var cs []Case
+		for _, s := range EdgeShapes {
+			k := 1 + r.Intn(3)
+			var in []*tensor.Tensor
+			for i := 0; i < k; i++ {
+				if r.Intn(3) == 0 {
+					in = append(in, RandStrings(r, nil))
+				} else {
+					in = append(in, RandStrings(r, s))
+				}
+			}
+			sep := []string{"", ",", " | "}[r.Intn(3)]
+			shape := tensor.Shape{}
+			for _, t := range in {
+				if len(t.Shape) > 0 {
+					shape = t.Shape
+				}
+			}
+			want := tensor.New(tensor.String, shape)
+			for i := range want.Strs {
+				var parts []string
+				for _, t := range in {
+					if len(t.Shape) == 0 {
+						parts = append(parts, string(t.Strs[0]))
+					} else {
+						parts = append(parts, string(t.Strs[i]))
+					}
+				}
+				want.Strs[i] = []byte(strings.Join(parts, sep))
+			}
+			cs = append(cs, Case{Node: NodeFor("StringJoin", Attrs{"separator": AStr(sep)}, in, map[int]int{0: k}), Inputs: in, Want: []*tensor.Tensor{want}})
+		}
+		a, b := RandStrings(r, tensor.Shape{2, 3}), RandStrings(r, tensor.Shape{3, 2})
+		cs = append(cs, Case{Node: NodeForUnknown("StringJoin", nil, ins(a, b), map[int]int{0: 2}), Inputs: ins(a, b), Err: status.InvalidArgument, ErrMsg: "Input shapes do not match"})
+		return cs
+	})
+}
