@@ -98,3 +98,71 @@ func init() {
 		return cs
 	})
 }
+
+// randWords draws strings over a small alphabet, so that patterns match
+// some and not others.
+func randWords(r *rand.Rand, shape tensor.Shape) *tensor.Tensor {
+	t := tensor.New(tensor.String, shape)
+	for i := range t.Strs {
+		b := make([]byte, r.Intn(8))
+		for j := range b {
+			b[j] = "ab1 "[r.Intn(4)]
+		}
+		t.Strs[i] = b
+	}
+	return t
+}
+
+// The regex families take their reference from the standard library's
+// strings functions on patterns whose meaning they spell out; real RE2's
+// behaviour is TestStringOpsLikeTF's to check.
+func init() {
+	Add("StaticRegexFullMatch", func(r *rand.Rand) []Case {
+		var cs []Case
+		for _, s := range EdgeShapes {
+			in := randWords(r, s)
+			want := tensor.New(tensor.Bool, s)
+			for i, w := range in.Strs {
+				want.Bools()[i] = len(w) > 0 && strings.Trim(string(w), "ab") == "" // [ab]+
+			}
+			cs = append(cs, Case{Node: NodeFor("StaticRegexFullMatch", Attrs{"pattern": AStr("[ab]+")}, ins(in), nil), Inputs: ins(in), Want: []*tensor.Tensor{want}})
+		}
+		in := randWords(r, tensor.Shape{2})
+		cs = append(cs, Case{Node: NodeFor("StaticRegexFullMatch", Attrs{"pattern": AStr("(a")}, ins(in), nil), Inputs: ins(in), Err: status.InvalidArgument, ErrMsg: "Invalid pattern"})
+		return cs
+	})
+	replace := func(op string) Gen {
+		return func(r *rand.Rand) []Case {
+			var cs []Case
+			for _, s := range EdgeShapes {
+				for _, global := range []bool{true, false} {
+					in := randWords(r, s)
+					want := tensor.New(tensor.String, s)
+					n := -1
+					if !global {
+						n = 1
+					}
+					for i, w := range in.Strs {
+						want.Strs[i] = []byte(strings.Replace(string(w), "a", "<a>", n))
+					}
+					attrs := Attrs{"replace_global": ABool(global)}
+					args := ins(in)
+					if op == "StaticRegexReplace" {
+						attrs["pattern"], attrs["rewrite"] = AStr("a"), AStr(`<\0>`)
+					} else {
+						args = ins(in, tensor.FromStrings(nil, []string{"(a)"}), tensor.FromStrings(nil, []string{`<\1>`}))
+					}
+					cs = append(cs, Case{Node: NodeFor(op, attrs, args, nil), Inputs: args, Want: []*tensor.Tensor{want}})
+				}
+			}
+			if op == "RegexReplace" {
+				in := randWords(r, tensor.Shape{2})
+				args := ins(in, tensor.FromStrings(nil, []string{"*"}), tensor.FromStrings(nil, []string{""}))
+				cs = append(cs, Case{Node: NodeFor(op, nil, args, nil), Inputs: args, Err: status.InvalidArgument, ErrMsg: "Invalid pattern"})
+			}
+			return cs
+		}
+	}
+	Add("StaticRegexReplace", replace("StaticRegexReplace"))
+	Add("RegexReplace", replace("RegexReplace"))
+}
