@@ -18,8 +18,8 @@ const (
 	fk2 = 0x9ae16a3b2f90404f
 )
 
-func le64(s []byte) uint64 { return binary.LittleEndian.Uint64(s) }
-func le32(s []byte) uint64 { return uint64(binary.LittleEndian.Uint32(s)) }
+func le64(s []byte) uint64       { return binary.LittleEndian.Uint64(s) }
+func le32(s []byte) uint64       { return uint64(binary.LittleEndian.Uint32(s)) }
 func rot(v uint64, n int) uint64 { return bits.RotateLeft64(v, -n) }
 func shiftMix(v uint64) uint64   { return v ^ (v >> 47) }
 

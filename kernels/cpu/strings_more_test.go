@@ -38,5 +38,36 @@ func moreStringCases(r *rand.Rand) []tfCase {
 		tfCase{name: "pattern not scalar", op: "RegexReplace", attrs: kerneltest.Attrs{}, in: []*tensor.Tensor{text, strsT(tensor.Shape{1}, "a"), strsT(nil, "")}},
 		tfCase{name: "2-D input", op: "RegexReplace", attrs: kerneltest.Attrs{}, in: []*tensor.Tensor{strsT(tensor.Shape{2, 2}, "ab", "ba", "", "bb"), strsT(nil, "b"), strsT(nil, "c")}},
 	)
+	return append(cs, stitchCases(r)...)
+}
+
+// stitchCases are DynamicStitch's and DynamicPartition's.
+func stitchCases(r *rand.Rand) []tfCase {
+	i32 := func(s tensor.Shape, v ...int32) *tensor.Tensor { return tensor.FromI32(s, v) }
+	f := func(s tensor.Shape) *tensor.Tensor { return kerneltest.Rand(r, tensor.Float, s) }
+	words := func(s tensor.Shape) *tensor.Tensor { return kerneltest.RandStrings(r, s) }
+	var cs []tfCase
+	stitch := func(name string, idx, data []*tensor.Tensor) {
+		in := append(append([]*tensor.Tensor{}, idx...), data...)
+		cs = append(cs, tfCase{name: "DynamicStitch " + name, op: "DynamicStitch", attrs: kerneltest.Attrs{}, in: in, lists: map[int]int{0: len(idx), 1: len(data)}})
+	}
+	stitch("rows", []*tensor.Tensor{i32(tensor.Shape{2}, 0, 2), i32(tensor.Shape{2}, 1, 3)}, []*tensor.Tensor{f(tensor.Shape{2, 3}), f(tensor.Shape{2, 3})})
+	stitch("overlap", []*tensor.Tensor{i32(tensor.Shape{3}, 0, 1, 2), i32(tensor.Shape{1}, 1)}, []*tensor.Tensor{f(tensor.Shape{3}), f(tensor.Shape{1})})
+	stitch("strings 2-D index", []*tensor.Tensor{i32(tensor.Shape{2, 2}, 3, 0, 2, 1)}, []*tensor.Tensor{words(tensor.Shape{2, 2, 2})})
+	stitch("scalar index", []*tensor.Tensor{i32(nil, 1), i32(tensor.Shape{1}, 0)}, []*tensor.Tensor{f(tensor.Shape{4}), f(tensor.Shape{1, 4})})
+	stitch("int64", []*tensor.Tensor{i32(tensor.Shape{3}, 2, 1, 0)}, []*tensor.Tensor{kerneltest.Rand(r, tensor.Int64, tensor.Shape{3})})
+	stitch("empty", []*tensor.Tensor{i32(tensor.Shape{0})}, []*tensor.Tensor{f(tensor.Shape{0, 2})})
+	stitch("negative", []*tensor.Tensor{i32(tensor.Shape{2}, 0, -1)}, []*tensor.Tensor{f(tensor.Shape{2})})
+	stitch("shape mismatch", []*tensor.Tensor{i32(tensor.Shape{2}, 0, 1), i32(tensor.Shape{1}, 2)}, []*tensor.Tensor{f(tensor.Shape{2, 3}), f(tensor.Shape{1, 2})})
+	part := func(name string, np int64, data, p *tensor.Tensor) {
+		cs = append(cs, tfCase{name: "DynamicPartition " + name, op: "DynamicPartition", attrs: kerneltest.Attrs{"num_partitions": kerneltest.AInt(np)}, in: []*tensor.Tensor{data, p}})
+	}
+	part("rows", 3, f(tensor.Shape{6, 2}), i32(tensor.Shape{6}, 2, 0, 2, 1, 0, 2))
+	part("strings", 2, words(tensor.Shape{5}), i32(tensor.Shape{5}, 1, 1, 0, 1, 0))
+	part("2-D partitions", 4, kerneltest.Rand(r, tensor.Int64, tensor.Shape{2, 3, 2}), i32(tensor.Shape{2, 3}, 3, 3, 0, 1, 3, 0))
+	part("scalar", 2, f(nil), i32(nil, 1))
+	part("empty partition", 3, f(tensor.Shape{2}), i32(tensor.Shape{2}, 0, 0))
+	part("out of range", 2, f(tensor.Shape{2, 2}), i32(tensor.Shape{2, 2}, 0, 1, 2, 0))
+	part("shape mismatch", 2, f(tensor.Shape{3}), i32(tensor.Shape{2}, 0, 1))
 	return cs
 }
