@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"math/rand"
 
 	"mstream/kernels/kerneltest"
@@ -38,7 +39,62 @@ func moreStringCases(r *rand.Rand) []tfCase {
 		tfCase{name: "pattern not scalar", op: "RegexReplace", attrs: kerneltest.Attrs{}, in: []*tensor.Tensor{text, strsT(tensor.Shape{1}, "a"), strsT(nil, "")}},
 		tfCase{name: "2-D input", op: "RegexReplace", attrs: kerneltest.Attrs{}, in: []*tensor.Tensor{strsT(tensor.Shape{2, 2}, "ab", "ba", "", "bb"), strsT(nil, "b"), strsT(nil, "c")}},
 	)
+	cs = append(cs, asStringCases(r)...)
 	return append(cs, stitchCases(r)...)
+}
+
+// asStringCases cover every dtype AsString takes and its attrs.
+func asStringCases(r *rand.Rand) []tfCase {
+	var cs []tfCase
+	fl := tensor.FromF32(tensor.Shape{10}, []float32{0, -0.0, 1, -2.5, 3.14159265, 1e10, 1e-7, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())})
+	db := tensor.FromF64(tensor.Shape{6}, []float64{123456789.123456789, -1e-300, 1e300, 0.1, math.Inf(1), -math.NaN()})
+	ints := []*tensor.Tensor{
+		tensor.FromI64(tensor.Shape{4}, []int64{math.MaxInt64, math.MinInt64, 0, -42}),
+		tensor.FromI32(tensor.Shape{3}, []int32{math.MaxInt32, math.MinInt32, 7}),
+		kerneltest.Rand(r, tensor.Int8, tensor.Shape{4}), kerneltest.Rand(r, tensor.Int16, tensor.Shape{4}),
+		kerneltest.Rand(r, tensor.Uint8, tensor.Shape{4}), kerneltest.Rand(r, tensor.Uint16, tensor.Shape{4}),
+		kerneltest.Rand(r, tensor.Uint32, tensor.Shape{4}), tensor.FromBool(tensor.Shape{2}, []bool{true, false}),
+	}
+	c64 := tensor.New(tensor.Complex64, tensor.Shape{3})
+	c64.C64()[0], c64.C64()[1], c64.C64()[2] = complex(1.5, -2), complex(r.Float32(), float32(math.Inf(1))), 0
+	c128 := tensor.New(tensor.Complex128, tensor.Shape{2})
+	c128.C128()[0], c128.C128()[1] = complex(-1e-9, 3e20), complex(r.NormFloat64(), r.NormFloat64())
+	u64 := tensor.New(tensor.Uint64, tensor.Shape{2})
+	u64.U64()[0], u64.U64()[1] = math.MaxUint64, 12345
+	ints = append(ints, u64)
+	floats := []*tensor.Tensor{fl, db, kerneltest.Rand(r, tensor.Half, tensor.Shape{4}), kerneltest.Rand(r, tensor.Bfloat16, tensor.Shape{4}), c64, c128}
+	as := func(name string, in *tensor.Tensor, attrs kerneltest.Attrs) {
+		cs = append(cs, tfCase{name: "AsString " + name + " " + in.DType.String(), op: "AsString", attrs: attrs, in: []*tensor.Tensor{in}})
+	}
+	A := kerneltest.Attrs{}
+	for _, t := range ints {
+		as("plain", t, A)
+		as("width 8 fill 0", t, kerneltest.Attrs{"width": kerneltest.AInt(8), "fill": kerneltest.AStr("0")})
+		as("fill -", t, kerneltest.Attrs{"width": kerneltest.AInt(6), "fill": kerneltest.AStr("-")})
+		as("fill +", t, kerneltest.Attrs{"fill": kerneltest.AStr("+")})
+	}
+	for _, t := range floats {
+		as("plain", t, A)
+		as("precision 3", t, kerneltest.Attrs{"precision": kerneltest.AInt(3)})
+		as("scientific", t, kerneltest.Attrs{"scientific": kerneltest.ABool(true)})
+		as("shortest", t, kerneltest.Attrs{"shortest": kerneltest.ABool(true)})
+		as("shortest precision 2", t, kerneltest.Attrs{"shortest": kerneltest.ABool(true), "precision": kerneltest.AInt(2)})
+		as("width 12 fill space", t, kerneltest.Attrs{"width": kerneltest.AInt(12), "fill": kerneltest.AStr(" ")})
+		as("width 14 fill 0 sci", t, kerneltest.Attrs{"width": kerneltest.AInt(14), "fill": kerneltest.AStr("0"), "scientific": kerneltest.ABool(true)})
+		as("fill # shortest", t, kerneltest.Attrs{"fill": kerneltest.AStr("#"), "shortest": kerneltest.ABool(true)})
+		as("fill + width 10 left", t, kerneltest.Attrs{"fill": kerneltest.AStr("+"), "width": kerneltest.AInt(10)})
+	}
+	words := strsT(tensor.Shape{3}, "ab", "", "longer one")
+	as("pass", words, A)
+	as("width", words, kerneltest.Attrs{"width": kerneltest.AInt(5)})
+	as("width -", words, kerneltest.Attrs{"width": kerneltest.AInt(5), "fill": kerneltest.AStr("-")})
+	as("width precision", words, kerneltest.Attrs{"width": kerneltest.AInt(4), "precision": kerneltest.AInt(2)})
+	as("bad fill", fl, kerneltest.Attrs{"fill": kerneltest.AStr("x")})
+	as("long fill", fl, kerneltest.Attrs{"fill": kerneltest.AStr("00")})
+	as("sci and shortest", fl, kerneltest.Attrs{"scientific": kerneltest.ABool(true), "shortest": kerneltest.ABool(true)})
+	as("int precision", ints[0], kerneltest.Attrs{"precision": kerneltest.AInt(2)})
+	as("int scientific", ints[1], kerneltest.Attrs{"scientific": kerneltest.ABool(true)})
+	return cs
 }
 
 // stitchCases are DynamicStitch's and DynamicPartition's.

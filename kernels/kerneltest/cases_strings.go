@@ -3,6 +3,7 @@ package kerneltest
 import (
 	"fmt"
 	"math/rand"
+	"strconv"
 	"strings"
 
 	"mstream/status"
@@ -165,4 +166,58 @@ func init() {
 	}
 	Add("StaticRegexReplace", replace("StaticRegexReplace"))
 	Add("RegexReplace", replace("RegexReplace"))
+}
+
+func init() {
+	// AsString's reference is strconv on integers and bools; its float
+	// formats are TestStringOpsLikeTF's to hold to TF's printf.
+	Add("AsString", func(r *rand.Rand) []Case {
+		var cs []Case
+		for _, dt := range []tensor.DType{tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64, tensor.Bool} {
+			for _, s := range EdgeShapes {
+				in := Rand(r, dt, s)
+				want := tensor.New(tensor.String, s)
+				for i := range want.Strs {
+					switch dt {
+					case tensor.Bool:
+						want.Strs[i] = []byte(strconv.FormatBool(in.Bools()[i]))
+					case tensor.Int64:
+						want.Strs[i] = []byte(strconv.FormatInt(in.I64()[i], 10))
+					case tensor.Uint64:
+						want.Strs[i] = []byte(strconv.FormatUint(in.U64()[i], 10))
+					default:
+						want.Strs[i] = []byte(strconv.FormatInt(int64(F64s(in)[i]), 10))
+					}
+				}
+				cs = append(cs, Case{Node: NodeFor("AsString", nil, ins(in), nil), Inputs: ins(in), Want: []*tensor.Tensor{want}})
+			}
+		}
+		in := Rand(r, tensor.Float, tensor.Shape{3})
+		want := tensor.New(tensor.String, tensor.Shape{3})
+		for i, v := range in.F32() {
+			want.Strs[i] = []byte(strconv.FormatFloat(float64(v), 'f', 2, 64))
+		}
+		cs = append(cs, Case{Node: NodeFor("AsString", Attrs{"precision": AInt(2)}, ins(in), nil), Inputs: ins(in), Want: []*tensor.Tensor{want}})
+		for _, dt := range []tensor.DType{tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Complex64, tensor.Complex128, tensor.String} {
+			var x *tensor.Tensor
+			if dt == tensor.String {
+				x = RandStrings(r, tensor.Shape{2})
+			} else if dt.IsComplex() {
+				x = tensor.New(dt, tensor.Shape{2})
+			} else {
+				x = Rand(r, dt, tensor.Shape{2})
+			}
+			cs = append(cs, Case{Node: NodeFor("AsString", Attrs{"width": AInt(3)}, ins(x), nil), Inputs: ins(x), Check: func(out []*tensor.Tensor) error {
+				for _, s := range out[0].Strs {
+					if len(s) < 3 {
+						return fmt.Errorf("%q is narrower than width 3", s)
+					}
+				}
+				return nil
+			}})
+		}
+		in = Rand(r, tensor.Int32, tensor.Shape{2})
+		cs = append(cs, Case{Node: NodeFor("AsString", Attrs{"precision": AInt(2)}, ins(in), nil), Inputs: ins(in), Err: status.InvalidArgument, ErrMsg: "precision not supported"})
+		return cs
+	})
 }
