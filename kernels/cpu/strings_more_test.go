@@ -40,6 +40,17 @@ func moreStringCases(r *rand.Rand) []tfCase {
 		tfCase{name: "2-D input", op: "RegexReplace", attrs: kerneltest.Attrs{}, in: []*tensor.Tensor{strsT(tensor.Shape{2, 2}, "ab", "ba", "", "bb"), strsT(nil, "b"), strsT(nil, "c")}},
 	)
 	cs = append(cs, asStringCases(r)...)
+	lines := strsT(tensor.Shape{8}, "", "a b  c", "  lead and trail  ", "1,,2,", ",", "a<>b<>c", "tab\tnew\nline\vvt\ffeed\rcr", "x")
+	for _, sep := range []string{"", ",", "<>", " ", "zz"} {
+		for _, ms := range []int64{-1, 0, 1, 2} {
+			cs = append(cs, tfCase{name: "StringSplitV2 sep " + sep, op: "StringSplitV2", attrs: kerneltest.Attrs{"maxsplit": kerneltest.AInt(ms)}, in: []*tensor.Tensor{lines, strsT(nil, sep)}})
+		}
+	}
+	cs = append(cs,
+		tfCase{name: "StringSplitV2 empty batch", op: "StringSplitV2", attrs: kerneltest.Attrs{}, in: []*tensor.Tensor{strsT(tensor.Shape{0}), strsT(nil, ",")}},
+		tfCase{name: "StringSplitV2 matrix", op: "StringSplitV2", attrs: kerneltest.Attrs{}, in: []*tensor.Tensor{strsT(tensor.Shape{1, 1}, "a"), strsT(nil, ",")}},
+		tfCase{name: "StringSplitV2 sep vector", op: "StringSplitV2", attrs: kerneltest.Attrs{}, in: []*tensor.Tensor{lines, strsT(tensor.Shape{1}, ",")}},
+	)
 	return append(cs, stitchCases(r)...)
 }
 

@@ -221,3 +221,61 @@ func init() {
 		return cs
 	})
 }
+
+func init() {
+	// StringSplitV2's reference is strings.SplitN (a separator) and
+	// strings.Fields (none) over words of "ab1 " and commas.
+	Add("StringSplitV2", func(r *rand.Rand) []Case {
+		var cs []Case
+		for _, sep := range []string{"", ",", "a1"} {
+			for _, ms := range []int{-1, 1, 2} {
+				in := randWords(r, tensor.Shape{int64(r.Intn(5))})
+				for i := range in.Strs {
+					in.Strs[i] = []byte(strings.ReplaceAll(string(in.Strs[i]), "b", ","))
+				}
+				var idx []int64
+				var vals []string
+				widest := 0
+				for i, s := range in.Strs {
+					var parts []string
+					switch {
+					case sep != "" && ms < 0:
+						parts = strings.Split(string(s), sep)
+					case sep != "":
+						parts = strings.SplitN(string(s), sep, ms+1)
+					case ms < 0:
+						parts = strings.Fields(string(s))
+					default:
+						rest := strings.TrimLeft(string(s), " ")
+						for k := 0; k < ms && rest != ""; k++ {
+							end := strings.IndexByte(rest, ' ')
+							if end < 0 {
+								end = len(rest)
+							}
+							parts = append(parts, rest[:end])
+							rest = strings.TrimLeft(rest[end:], " ")
+							if k == ms-1 {
+								parts = append(parts, rest)
+							}
+						}
+					}
+					widest = max(widest, len(parts))
+					for j, p := range parts {
+						idx = append(idx, int64(i), int64(j))
+						vals = append(vals, p)
+					}
+				}
+				args := ins(in, tensor.FromStrings(nil, []string{sep}))
+				want := []*tensor.Tensor{
+					tensor.FromI64(tensor.Shape{int64(len(vals)), 2}, idx),
+					tensor.FromStrings(tensor.Shape{int64(len(vals))}, vals),
+					tensor.FromI64(tensor.Shape{2}, []int64{int64(len(in.Strs)), int64(widest)}),
+				}
+				cs = append(cs, Case{Node: NodeFor("StringSplitV2", Attrs{"maxsplit": AInt(int64(ms))}, args, nil), Inputs: args, Want: want})
+			}
+		}
+		args := ins(randWords(r, tensor.Shape{2}), tensor.FromStrings(tensor.Shape{1}, []string{","}))
+		cs = append(cs, Case{Node: NodeForUnknown("StringSplitV2", nil, args, nil), Inputs: args, Err: status.InvalidArgument, ErrMsg: "sep must be a scalar"})
+		return cs
+	})
+}
