@@ -40,6 +40,7 @@ func moreStringCases(r *rand.Rand) []tfCase {
 		tfCase{name: "2-D input", op: "RegexReplace", attrs: kerneltest.Attrs{}, in: []*tensor.Tensor{strsT(tensor.Shape{2, 2}, "ab", "ba", "", "bb"), strsT(nil, "b"), strsT(nil, "c")}},
 	)
 	cs = append(cs, asStringCases(r)...)
+	cs = append(cs, substrCases(r)...)
 	lines := strsT(tensor.Shape{8}, "", "a b  c", "  lead and trail  ", "1,,2,", ",", "a<>b<>c", "tab\tnew\nline\vvt\ffeed\rcr", "x")
 	for _, sep := range []string{"", ",", "<>", " ", "zz"} {
 		for _, ms := range []int64{-1, 0, 1, 2} {
@@ -136,5 +137,33 @@ func stitchCases(r *rand.Rand) []tfCase {
 	part("empty partition", 3, f(tensor.Shape{2}), i32(tensor.Shape{2}, 0, 0))
 	part("out of range", 2, f(tensor.Shape{2, 2}), i32(tensor.Shape{2, 2}, 0, 1, 2, 0))
 	part("shape mismatch", 2, f(tensor.Shape{3}), i32(tensor.Shape{2}, 0, 1))
+	return cs
+}
+
+// substrCases cover both units, negative positions and lengths, each
+// broadcasting form TF has, and its errors.
+func substrCases(r *rand.Rand) []tfCase {
+	var cs []tfCase
+	words := strsT(tensor.Shape{5}, "hello", "", "héllo wörld", "日本語テキスト", "ab")
+	sub := func(name string, in, pos, length *tensor.Tensor, unit string) {
+		cs = append(cs, tfCase{name: "Substr " + name + " " + unit, op: "Substr", attrs: kerneltest.Attrs{"unit": kerneltest.AStr(unit)}, in: []*tensor.Tensor{in, pos, length}})
+	}
+	i32 := func(s tensor.Shape, v ...int32) *tensor.Tensor { return tensor.FromI32(s, v) }
+	i64 := func(s tensor.Shape, v ...int64) *tensor.Tensor { return tensor.FromI64(s, v) }
+	for _, unit := range []string{"BYTE", "UTF8_CHAR"} {
+		for _, pl := range [][2]int32{{0, 2}, {1, 100}, {0, -1}, {-2, 1}, {-1, 5}, {0, 0}} {
+			sub("scalar", words, i32(nil, pl[0]), i32(nil, pl[1]), unit)
+		}
+		sub("elementwise", words, i64(tensor.Shape{5}, 1, 0, 3, 2, -2), i64(tensor.Shape{5}, 3, 0, 4, -1, 2), unit)
+		grid := strsT(tensor.Shape{2, 3}, "abcdef", "ghij", "klmno", "pq", "rstu", "vwxyz")
+		sub("broadcast row", grid, i32(tensor.Shape{3}, 0, 1, 2), i32(tensor.Shape{3}, 2, 2, 1), unit)
+		sub("broadcast column", grid, i32(tensor.Shape{2, 1}, 1, 0), i32(tensor.Shape{2, 1}, 1, 3), unit)
+		sub("broadcast input", strsT(tensor.Shape{1}, "broadcast"), i32(tensor.Shape{3}, 0, 2, 4), i32(tensor.Shape{3}, 1, 2, 3), unit)
+		sub("pos out of range", words, i32(nil, 3), i32(nil, 1), unit)
+		sub("negative out of range", words, i32(nil, -6), i32(nil, 1), unit)
+		sub("shape mismatch", words, i32(tensor.Shape{2}, 0, 1), i32(tensor.Shape{3}, 0, 1, 2), unit)
+		sub("incompatible", words, i32(tensor.Shape{3}, 0, 1, 2), i32(tensor.Shape{3}, 1, 1, 1), unit)
+		sub("3-D broadcast", strsT(tensor.Shape{1, 1, 2}, "ab", "cd"), i32(tensor.Shape{2, 1, 1}, 0, 1), i32(tensor.Shape{2, 1, 1}, 1, 1), unit)
+	}
 	return cs
 }

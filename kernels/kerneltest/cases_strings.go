@@ -279,3 +279,32 @@ func init() {
 		return cs
 	})
 }
+
+func init() {
+	// Substr's reference is Go slicing of ASCII words (bytes and
+	// characters agree there); UTF-8, negative positions and broadcasting
+	// are TestStringOpsLikeTF's.
+	Add("Substr", func(r *rand.Rand) []Case {
+		var cs []Case
+		for _, dt := range []tensor.DType{tensor.Int32, tensor.Int64} {
+			for _, unit := range []string{"BYTE", "UTF8_CHAR"} {
+				for _, s := range EdgeShapes {
+					in := randWords(r, s)
+					pos, length := tensor.New(dt, s), tensor.New(dt, s)
+					want := tensor.New(tensor.String, s)
+					for i, w := range in.Strs {
+						p, l := r.Intn(len(w)+1), r.Intn(6)
+						SetF64(pos, i, float64(p))
+						SetF64(length, i, float64(l))
+						want.Strs[i] = w[p:min(p+l, len(w))]
+					}
+					args := ins(in, pos, length)
+					cs = append(cs, Case{Node: NodeFor("Substr", Attrs{"unit": AStr(unit)}, args, nil), Inputs: args, Want: []*tensor.Tensor{want}})
+				}
+			}
+		}
+		args := ins(tensor.FromStrings(tensor.Shape{1}, []string{"ab"}), tensor.ScalarI32(3), tensor.ScalarI32(1))
+		cs = append(cs, Case{Node: NodeFor("Substr", nil, args, nil), Inputs: args, Err: status.InvalidArgument, ErrMsg: "out of range"})
+		return cs
+	})
+}
