@@ -4,6 +4,10 @@ import (
 	"math"
 	"math/rand"
 
+	"google.golang.org/protobuf/proto"
+
+	"mstream/proto/tfpb"
+
 	"mstream/kernels/kerneltest"
 	"mstream/tensor"
 )
@@ -41,6 +45,7 @@ func moreStringCases(r *rand.Rand) []tfCase {
 	)
 	cs = append(cs, asStringCases(r)...)
 	cs = append(cs, substrCases(r)...)
+	cs = append(cs, parseExampleCases(r)...)
 	lines := strsT(tensor.Shape{8}, "", "a b  c", "  lead and trail  ", "1,,2,", ",", "a<>b<>c", "tab\tnew\nline\vvt\ffeed\rcr", "x")
 	for _, sep := range []string{"", ",", "<>", " ", "zz"} {
 		for _, ms := range []int64{-1, 0, 1, 2} {
@@ -166,4 +171,89 @@ func substrCases(r *rand.Rand) []tfCase {
 		sub("3-D broadcast", strsT(tensor.Shape{1, 1, 2}, "ab", "cd"), i32(tensor.Shape{2, 1, 1}, 0, 1), i32(tensor.Shape{2, 1, 1}, 1, 1), unit)
 	}
 	return cs
+}
+
+func example(feats map[string]*tfpb.Feature) []byte {
+	b, err := proto.Marshal(&tfpb.Example{Features: &tfpb.Features{Feature: feats}})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func fInt(v ...int64) *tfpb.Feature {
+	return &tfpb.Feature{Kind: &tfpb.Feature_Int64List{Int64List: &tfpb.Int64List{Value: v}}}
+}
+func fFloat(v ...float32) *tfpb.Feature {
+	return &tfpb.Feature{Kind: &tfpb.Feature_FloatList{FloatList: &tfpb.FloatList{Value: v}}}
+}
+func fBytes(v ...string) *tfpb.Feature {
+	var b [][]byte
+	for _, s := range v {
+		b = append(b, []byte(s))
+	}
+	return &tfpb.Feature{Kind: &tfpb.Feature_BytesList{BytesList: &tfpb.BytesList{Value: b}}}
+}
+
+func aShapes(s ...tensor.Shape) *tfpb.AttrValue {
+	l := &tfpb.AttrValue_ListValue{}
+	for _, x := range s {
+		l.Shape = append(l.Shape, tensor.ShapeToProto(tensor.KnownShape(x)))
+	}
+	return &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: l}}
+}
+
+// parseExampleCases decode serialized Examples (kept to bytes TF can
+// quote in its error messages: Python cannot raise one holding invalid
+// UTF-8) with dense features (with
+// and without defaults) and sparse ones, through both op versions, and
+// each error TF reports.
+func parseExampleCases(r *rand.Rand) []tfCase {
+	good := []map[string]*tfpb.Feature{
+		{"age": fInt(12345), "score": fFloat(0.25, -2), "tags": fBytes("a", "bb"), "ids": fInt(1, 2, 3), "name": fBytes("n0")},
+		{"age": fInt(-5), "tags": fBytes(), "ids": fInt(7)},
+		{"age": fInt(0), "score": fFloat(1, 2), "ids": &tfpb.Feature{}, "name": fBytes("")},
+	}
+	ser := func(exs ...map[string]*tfpb.Feature) *tensor.Tensor {
+		var v []string
+		for _, e := range exs {
+			v = append(v, string(example(e)))
+		}
+		return strsT(tensor.Shape{int64(len(v))}, v...)
+	}
+	types := kerneltest.ATypes
+	defaults := []*tensor.Tensor{tensor.New(tensor.Int64, tensor.Shape{0}), tensor.FromF32(tensor.Shape{2}, []float32{0.5, -1}), strsT(nil, "none")}
+	denseShapes := aShapes(tensor.Shape{1}, tensor.Shape{2}, tensor.Shape{})
+	v1 := func(name string, serialized *tensor.Tensor, defs []*tensor.Tensor) tfCase {
+		in := []*tensor.Tensor{serialized, strsT(tensor.Shape{0}), strsT(nil, "tags"), strsT(nil, "ids"), strsT(nil, "age"), strsT(nil, "score"), strsT(nil, "name")}
+		in = append(in, defs...)
+		return tfCase{name: "ParseExample " + name, op: "ParseExample", in: in, lists: map[int]int{2: 2, 3: 3, 4: 3},
+			attrs: kerneltest.Attrs{"Nsparse": kerneltest.AInt(2), "Ndense": kerneltest.AInt(3), "sparse_types": types(tensor.String, tensor.Int64),
+				"Tdense": types(tensor.Int64, tensor.Float, tensor.String), "dense_shapes": denseShapes}}
+	}
+	v2 := func(name string, serialized *tensor.Tensor, defs []*tensor.Tensor) tfCase {
+		in := []*tensor.Tensor{serialized, strsT(tensor.Shape{0}), strsT(tensor.Shape{2}, "tags", "ids"), strsT(tensor.Shape{3}, "age", "score", "name"), strsT(tensor.Shape{0})}
+		in = append(in, defs...)
+		return tfCase{name: "ParseExampleV2 " + name, op: "ParseExampleV2", in: in, lists: map[int]int{5: 3},
+			attrs: kerneltest.Attrs{"num_sparse": kerneltest.AInt(2), "sparse_types": types(tensor.String, tensor.Int64),
+				"Tdense": types(tensor.Int64, tensor.Float, tensor.String), "dense_shapes": denseShapes,
+				"ragged_value_types": types(), "ragged_split_types": types()}}
+	}
+	missingAge := map[string]*tfpb.Feature{"score": fFloat(1, 2)}
+	wrongCount := map[string]*tfpb.Feature{"age": fInt(1, 2)}
+	wrongType := map[string]*tfpb.Feature{"age": fFloat(1)}
+	sparseType := map[string]*tfpb.Feature{"age": fInt(1), "ids": fBytes("x")}
+	return []tfCase{
+		v1("good", ser(good...), defaults),
+		v1("empty batch", ser(), defaults),
+		v1("required missing", ser(good[0], missingAge), defaults),
+		v1("wrong count", ser(wrongCount), defaults),
+		v1("wrong type", ser(wrongType), defaults),
+		v1("sparse wrong type", ser(sparseType), defaults),
+		v1("garbage", strsT(tensor.Shape{1}, "not a proto"), defaults),
+		v2("good", ser(good...), defaults),
+		v2("scalar", strsT(nil, string(example(good[0]))), defaults),
+		v2("required missing", ser(missingAge), defaults),
+		v2("wrong count", ser(good[1], wrongCount), defaults),
+	}
 }

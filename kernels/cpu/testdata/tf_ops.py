@@ -29,7 +29,11 @@ def attr(b):
         for f in ("s", "i", "f", "b", "type", "shape"):
             v = list(getattr(a.list, f))
             if v:
-                return [tf.as_dtype(x) for x in v] if f == "type" else v
+                if f == "type":
+                    return [tf.as_dtype(x) for x in v]
+                if f == "shape":
+                    return [tf.TensorShape(x) for x in v]
+                return v
         return []
     if k == "type":
         return tf.as_dtype(a.type)
