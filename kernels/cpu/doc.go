@@ -101,4 +101,14 @@
 // Einsum, ScatterNd, Cumsum and TopKV2; dilated DepthwiseConv2dNative and
 // Conv2DBackpropInput (UNIMPLEMENTED / INVALID_ARGUMENT, as TF's CPU
 // kernels); NaN ordering in TopKV2.
+//
+// State and strings: checkpoint.go holds SaveV2, RestoreV2 and
+// MergeV2Checkpoints, thin over package checkpoint (host-only, as TF's);
+// strings.go, hash.go (farmhash Fingerprint64, SipHash-2-4, TF's legacy
+// Hash64), regex.go (Go's regexp is RE2's syntax; RE2's rewrite language
+// is expanded here), asstring.go, split.go, substr.go, stitch.go and
+// parseexample.go hold the string and feature-column kernels. Their
+// values are held to real TF's by TestStringOpsLikeTF (testdata/tf_ops.py
+// runs any op through tf.raw_ops), as session's TestSaveRestoreLikeTF
+// holds the checkpoint kernels.
 package cpu
