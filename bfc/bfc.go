@@ -585,6 +585,11 @@ func (a *Allocator) mergeLocked(x, y *chunk) {
 // Name is the allocator's name from its Options.
 func (a *Allocator) Name() string { return a.opts.Name }
 
+// Limit is the most bytes the allocator's regions may hold together (fixed
+// at New): the bound that allocations sized by user data are checked
+// against before anyone asks for memory.
+func (a *Allocator) Limit() uint64 { return a.opts.Limit }
+
 // RequestedSize returns the size asked for the allocation at addr, and
 // ChunkSize what it occupies; both 0 when addr is not live.
 func (a *Allocator) RequestedSize(addr uint64) uint64 {

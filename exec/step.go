@@ -9,6 +9,7 @@ import (
 
 	"mstream/device"
 	"mstream/groups"
+	"mstream/hostmem"
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
@@ -284,6 +285,8 @@ func (k *kernelCall) run(pn *planNode, ins []*tensor.Tensor, pool kernels.Parall
 	}
 	if k.alloc != nil {
 		ctx.Alloc = k.alloc.allocate
+		a := k.alloc.g.Alloc
+		ctx.Limit = hostmem.Limit{Allocator: a.Name(), Bytes: int64(min(a.Limit(), 1<<62))}
 	}
 	defer func() {
 		if r := recover(); r != nil {

@@ -2,12 +2,14 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"sync"
 
 	"mstream/device"
 	"mstream/graph"
+	"mstream/hostmem"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -165,6 +167,11 @@ type Context struct {
 	// args its Def lists in HostMemory, and Alloc must give device memory.
 	// Host kernels compute synchronously and ignore it.
 	Stream device.Stream
+	// Limit is the device's memory limit. Every allocation a kernel makes
+	// whose size comes from its inputs or attrs is checked against it
+	// first (Allocate, Scratch), strings and outputs made without Alloc
+	// included; the zero value is the machine's physical memory.
+	Limit hostmem.Limit
 }
 
 // Input returns input i.
@@ -173,23 +180,50 @@ func (c *Context) Input(i int) *tensor.Tensor { return c.Inputs[i] }
 // NumInputs is the number of data inputs.
 func (c *Context) NumInputs() int { return len(c.Inputs) }
 
-// Allocate creates output i with the node's output dtype and the given shape.
+// Allocate creates output i with the node's output dtype and the given
+// shape. A device allocator (Alloc) checks the size against its limit before
+// it asks for memory and reports its state when it refuses; everything else
+// (strings, host outputs without Alloc) is checked against Limit first. A
+// byte count that overflows int64 is refused before either.
 func (c *Context) Allocate(i int, shape tensor.Shape) (*tensor.Tensor, error) {
 	if err := shape.Validate(); err != nil {
 		return nil, c.Errorf(status.InvalidArgument, "output %d: %v", i, err)
 	}
 	dt := c.Node.OutTypes[i]
+	elem := int64(dt.Size())
+	if dt == tensor.String {
+		elem = tensor.StringElemBytes
+	}
+	what := fmt.Sprintf("tensor with shape%v and type %v", shape, dt)
+	limit := c.Limit
+	if c.Alloc != nil && dt != tensor.String {
+		limit = hostmem.Limit{Allocator: limit.Allocator, Bytes: math.MaxInt64}
+	}
+	if err := limit.Check(shape.NumElements(), elem, what); err != nil {
+		return nil, c.Errorf(status.CodeOf(err), "output %d: %v", i, err)
+	}
 	var t *tensor.Tensor
 	if c.Alloc != nil && dt != tensor.String {
 		var err error
 		if t, err = c.Alloc(dt, shape); err != nil {
-			return nil, c.Errorf(status.CodeOf(err), "output %d (%v%v): %v", i, dt, shape, err)
+			return nil, c.Errorf(status.CodeOf(err), "output %d: %s: %v", i, what, err)
 		}
 	} else {
 		t = tensor.New(dt, shape)
 	}
 	c.Outputs[i] = t
 	return t, nil
+}
+
+// Scratch returns a zeroed slice of n T for a kernel's temporary use (index
+// maps, accumulators) after checking its size against the device's limit:
+// the one way a kernel takes memory sized by its data other than Allocate.
+func Scratch[T any](c *Context, n int64) ([]T, error) {
+	s, err := hostmem.Make[T](c.Limit, n)
+	if err != nil {
+		return nil, c.Errorf(status.CodeOf(err), "%v", err)
+	}
+	return s, nil
 }
 
 // SetOutput sets output i to an existing tensor (forwarding an input).

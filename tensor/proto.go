@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"mstream/hostmem"
 	"mstream/proto/tfpb"
+	"mstream/status"
 )
 
 // ShapeFromProto converts a TensorShapeProto to a partial shape.
@@ -36,28 +38,36 @@ func ShapeToProto(s PartialShape) *tfpb.TensorShapeProto {
 
 // FromProto builds a tensor from a TensorProto as TF's Tensor::FromProto
 // does: tensor_content when present, else the typed *_val field, where fewer
-// values than elements repeat the last one (a single value fills the shape)
-// and no values at all give zeros.
+// values than elements repeat the last one (a single value fills the shape),
+// no values at all give zeros, and values beyond the element count are
+// ignored. A shape whose data would not fit in the machine's memory is
+// rejected before anything is allocated, as TF's failed allocation makes it
+// "Cannot parse tensor from proto" (INVALID_ARGUMENT): a tiny GraphDef must
+// not be able to ask for terabytes.
 func FromProto(p *tfpb.TensorProto) (*Tensor, error) {
 	dt := DType(p.Dtype)
 	if !dt.Valid() || !(dt.Fixed() || dt == String) {
-		return nil, fmt.Errorf("unsupported tensor dtype %v", dt)
+		return nil, status.InvalidArg("Cannot parse tensor from proto: unsupported tensor dtype %v", dt)
 	}
 	ps := ShapeFromProto(p.TensorShape)
 	if !ps.FullyDefined() {
-		return nil, fmt.Errorf("tensor proto shape %v is not fully defined", ps)
+		return nil, status.InvalidArg("Cannot parse tensor from proto: shape %v is not fully defined", ps)
 	}
 	shape := Shape(ps.Dims)
 	if err := shape.Validate(); err != nil {
-		return nil, err
+		return nil, status.InvalidArg("Cannot parse tensor from proto: %v", err)
 	}
 	n := shape.NumElements()
+	elem := int64(dt.Size())
 	if dt == String {
-		if int64(len(p.StringVal)) > n {
-			return nil, fmt.Errorf("tensor proto has %d strings for shape %v", len(p.StringVal), shape)
-		}
+		elem = StringElemBytes
+	}
+	if err := (hostmem.Limit{}).Check(n, elem, fmt.Sprintf("tensor with shape%v and type %v", shape, dt)); err != nil {
+		return nil, status.InvalidArg("Cannot parse tensor from proto: %v", err)
+	}
+	if dt == String {
 		if n > 0 && len(p.StringVal) == 0 && len(p.TensorContent) > 0 {
-			return nil, fmt.Errorf("string tensor proto uses tensor_content, which TF does not accept")
+			return nil, status.InvalidArg("Cannot parse tensor from proto: string tensor proto uses tensor_content, which TF does not accept")
 		}
 		t := New(String, shape)
 		for i := int64(0); i < n; i++ {
@@ -72,17 +82,15 @@ func FromProto(p *tfpb.TensorProto) (*Tensor, error) {
 		}
 		return t, nil
 	}
-	if n > 1<<40 {
-		return nil, fmt.Errorf("tensor proto shape %v is too large", shape)
-	}
-	t := New(dt, shape)
 	if len(p.TensorContent) > 0 {
 		if int64(len(p.TensorContent)) != n*int64(dt.Size()) {
-			return nil, fmt.Errorf("tensor_content has %d bytes, %v%v needs %d", len(p.TensorContent), dt, shape, n*int64(dt.Size()))
+			return nil, status.InvalidArg("Cannot parse tensor from proto: tensor_content has %d bytes, %v%v needs %d", len(p.TensorContent), dt, shape, n*int64(dt.Size()))
 		}
+		t := New(dt, shape)
 		copy(t.Buf, p.TensorContent)
 		return t, nil
 	}
+	t := New(dt, shape)
 	var err error
 	switch dt {
 	case Float:
@@ -111,7 +119,7 @@ func FromProto(p *tfpb.TensorProto) (*Tensor, error) {
 		err = fill(t.U16(), convert[int32, uint16](p.HalfVal))
 	case Complex64:
 		if len(p.ScomplexVal)%2 != 0 {
-			return nil, fmt.Errorf("scomplex_val has an odd length %d", len(p.ScomplexVal))
+			return nil, status.InvalidArg("Cannot parse tensor from proto: scomplex_val has an odd length %d", len(p.ScomplexVal))
 		}
 		c := make([]complex64, len(p.ScomplexVal)/2)
 		for i := range c {
@@ -120,7 +128,7 @@ func FromProto(p *tfpb.TensorProto) (*Tensor, error) {
 		err = fill(t.C64(), c)
 	case Complex128:
 		if len(p.DcomplexVal)%2 != 0 {
-			return nil, fmt.Errorf("dcomplex_val has an odd length %d", len(p.DcomplexVal))
+			return nil, status.InvalidArg("Cannot parse tensor from proto: dcomplex_val has an odd length %d", len(p.DcomplexVal))
 		}
 		c := make([]complex128, len(p.DcomplexVal)/2)
 		for i := range c {
@@ -129,20 +137,17 @@ func FromProto(p *tfpb.TensorProto) (*Tensor, error) {
 		err = fill(t.C128(), c)
 	default:
 		if len(p.IntVal) > 0 || len(p.Int64Val) > 0 {
-			return nil, fmt.Errorf("tensor proto of dtype %v must use tensor_content", dt)
+			return nil, status.InvalidArg("Cannot parse tensor from proto: tensor proto of dtype %v must use tensor_content", dt)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%v tensor proto of shape %v: %w", dt, shape, err)
+		return nil, status.InvalidArg("Cannot parse tensor from proto: %v tensor proto of shape %v: %v", dt, shape, err)
 	}
 	return t, nil
 }
 
 func fill[T any](dst, src []T) error {
-	if len(src) > len(dst) {
-		return fmt.Errorf("has %d values for %d elements", len(src), len(dst))
-	}
-	copy(dst, src)
+	copy(dst, src) // values beyond len(dst) are ignored, as TF does
 	if len(src) > 0 {
 		last := src[len(src)-1]
 		for i := len(src); i < len(dst); i++ {

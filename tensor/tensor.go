@@ -17,6 +17,11 @@ type Tensor struct {
 	Strs  [][]byte
 }
 
+// StringElemBytes is what one DT_STRING element costs before its bytes (a
+// []byte header; TF's tstring is 24 bytes too): the size allocation limits
+// count for string tensors.
+const StringElemBytes = 24
+
 // New allocates a zeroed tensor. The shape must be valid.
 func New(dt DType, shape Shape) *Tensor {
 	t := &Tensor{DType: dt, Shape: shape.Clone()}
