@@ -50,7 +50,7 @@ type Config struct {
 	Trace               string // MSTREAM_TRACE: Chrome trace output path
 	HostStreamJitter    bool   // MSTREAM_HOST_STREAM_JITTER
 	Device              string // MSTREAM_DEVICE: "", "cpu" or "gpu"
-	HostMemoryMB        int64  // MSTREAM_HOST_MEMORY_MB: the host device's "device memory"
+	HostMemoryMB        int64  // MSTREAM_HOST_MEMORY_MB: the host device's "device memory"; 0 when unset (physical memory, no cap)
 	HostStreams         bool   // MSTREAM_HOST_STREAMS: streams on the host device even with one group
 	Fusion              bool   // MSTREAM_FUSION: plan-time fusion of MatMul/Conv2D epilogues, BatchNorm and unary chains
 	CUDAGraph           bool   // MSTREAM_CUDA_GRAPH: replay eligible GPU steps as captured CUDA graphs
@@ -158,7 +158,7 @@ var Knobs = []Knob{
 			}
 			return fmt.Errorf("accepted values are cpu, gpu")
 		}},
-	{Name: "MSTREAM_HOST_MEMORY_MB", Type: "int", Default: "256", Doc: "the host device's memory in MiB: the base that memory fractions and group splits divide",
+	{Name: "MSTREAM_HOST_MEMORY_MB", Type: "int", Default: "", Doc: "cap the host device's memory at this many MiB (the base that memory fractions and group splits divide; its allocator then takes the whole cap at its first allocation, as TF does on a GPU); unset: no cap, as in TF: the machine's physical memory (sysinfo) bounds each allocation and regions grow on demand",
 		set: func(c *Config, v string) error {
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil || n < 1 || n > 1<<20 {
@@ -226,6 +226,9 @@ func (c *Config) value(name string) string {
 	case "MSTREAM_DEVICE":
 		return c.Device
 	case "MSTREAM_HOST_MEMORY_MB":
+		if c.HostMemoryMB == 0 {
+			return ""
+		}
 		return strconv.FormatInt(c.HostMemoryMB, 10)
 	case "MSTREAM_HOST_STREAMS":
 		return b(c.HostStreams)

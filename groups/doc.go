@@ -39,7 +39,8 @@
 // The device limit is gpu_options.experimental.virtual_devices[d]
 // .memory_limit_mb[0] when given, else per_process_gpu_memory_fraction of
 // the device's memory when given, else all of it; the host device's memory
-// is MSTREAM_HOST_MEMORY_MB. Regions grow on demand with allow_growth (or
+// is MSTREAM_HOST_MEMORY_MB (the session passes the machine's memory when it
+// is unset, and growth on demand). Regions grow on demand with allow_growth (or
 // TF_FORCE_GPU_ALLOW_GROWTH, which overrides the ConfigProto either way),
 // each growth capped by TF_BFC_EXTEND_LIMIT_MB; otherwise an allocator's
 // first allocation takes its whole limit, as TF does.

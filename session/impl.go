@@ -16,6 +16,7 @@ import (
 	"mstream/exec"
 	"mstream/graph"
 	"mstream/groups"
+	"mstream/hostmem"
 	"mstream/kernels"
 	"mstream/proto/tfpb"
 	"mstream/status"
@@ -162,7 +163,14 @@ func (st *state) checkConfig(cfg *tfpb.ConfigProto) error {
 func (st *state) makeGroups(cfg *tfpb.ConfigProto) error {
 	env := st.env
 	d := host.New()
-	d.MemBytes = env.HostMemoryMB << 20
+	// TF's CPU device has no memory cap. Unless the user sets one, the
+	// host device's "memory" is the machine's, which bounds what one
+	// allocation may ask for (a hostile size fails with RESOURCE_EXHAUSTED
+	// instead of aborting the process) and what the group split divides.
+	d.MemBytes = hostmem.Physical()
+	if env.HostMemoryMB > 0 {
+		d.MemBytes = env.HostMemoryMB << 20
+	}
 	d.NumContexts = env.ContextCount
 	if env.HostStreamJitter {
 		d.Jitter = jitter
@@ -181,6 +189,12 @@ func (st *state) makeGroups(cfg *tfpb.ConfigProto) error {
 	if env.IsSet("TF_FORCE_GPU_ALLOW_GROWTH") {
 		// TF lets the variable override the ConfigProto either way.
 		growth = env.ForceGPUAllowGrowth
+	}
+	if env.HostMemoryMB == 0 {
+		// Without a cap the limit is the machine's memory: taking it all
+		// at the first allocation (TF's GPU behaviour, which a set cap
+		// emulates) would claim the machine, so regions grow on demand.
+		growth = true
 	}
 	var limits []float64
 	for _, vd := range gpu.GetExperimental().GetVirtualDevices() {

@@ -6,21 +6,30 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/prototext"
 
 	"mstream/graph"
+	"mstream/hostmem"
 	"mstream/proto/tfpb"
 	"mstream/tensor"
 )
 
 // statsOf runs the bundled model `runs` times (one at a time, so the
 // groups take turns) and returns MS_SessionStats decoded from its JSON.
+// The host device is capped at 256 MiB unless env says otherwise: the knobs
+// that divide or grow device memory are shown against a set cap, as on a
+// GPU (with no cap the limit is the machine's memory, TestNoHostCap).
 func statsOf(t *testing.T, m *model, env map[string]string, cfg *tfpb.ConfigProto, runs int) Stats {
 	t.Helper()
-	s, err := New(m.g, &Options{Env: hostEnv(env), Config: cfg})
+	env = hostEnv(env)
+	if _, ok := env["MSTREAM_HOST_MEMORY_MB"]; !ok {
+		env["MSTREAM_HOST_MEMORY_MB"] = "256"
+	}
+	s, err := New(m.g, &Options{Env: env, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +52,29 @@ func statsOf(t *testing.T, m *model, env map[string]string, cfg *tfpb.ConfigProt
 }
 
 const mib = 1 << 20
+
+// TestNoHostCap: with MSTREAM_HOST_MEMORY_MB unset the host device has no
+// cap of its own, as TF's CPU device has none: its limit is the machine's
+// physical memory, split between groups, and regions grow on demand rather
+// than claiming the limit at the first allocation.
+func TestNoHostCap(t *testing.T) {
+	m := loadModel(t)
+	for _, n := range []int{1, 2} {
+		st := statsOf(t, m, map[string]string{"MSTREAM_HOST_MEMORY_MB": "", "TF_GPU_STREAM_GROUP_COUNT": strconv.Itoa(n)}, nil, 2)
+		phys := uint64(hostmem.Physical())
+		if got := uint64(st.Devices[0].MemoryBytes); got != phys {
+			t.Errorf("%d groups: device memory %d, want the machine's %d", n, got, phys)
+		}
+		for _, a := range st.Allocators {
+			if want := phys / uint64(n); a.Limit > want || a.Limit < want-mib {
+				t.Errorf("%d groups: %s limit %d, want %d", n, a.Name, a.Limit, want)
+			}
+			if a.RegionBytes >= 64*mib || a.RegionBytes < a.PeakBytesInUse {
+				t.Errorf("%d groups: %s holds %d region bytes for a peak of %d: regions did not grow on demand", n, a.Name, a.RegionBytes, a.PeakBytesInUse)
+			}
+		}
+	}
+}
 
 // TestKnobEffects shows, knob by knob, what each one changes in
 // MS_SessionStats: streams created, allocators and their limits, region
