@@ -97,8 +97,11 @@ func newSession(g *graph.Graph, opts *Options) (*Session, error) {
 	// The knobs are read once, here: a bad value fails TF_NewSession, and a
 	// session never sees the environment change under it.
 	lookup := os.LookupEnv
-	if o.Env != nil {
+	switch {
+	case o.Env != nil:
 		lookup = envcfg.LookupMap(o.Env)
+	case o.Getenv != nil:
+		lookup = o.Getenv
 	}
 	env, err := envcfg.Load(lookup)
 	if err != nil {

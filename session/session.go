@@ -17,6 +17,11 @@ type Options struct {
 	// Env, when non-nil, replaces the process environment as the source of
 	// the TF_* and MSTREAM_* knobs (tests give each session its own).
 	Env map[string]string
+	// Getenv, when set and Env is nil, is how the knobs are read when the
+	// session is made: capi passes the C environment's getenv, so a host's
+	// setenv before TF_NewSession takes effect as it does in TF. Unset,
+	// the Go runtime's copy of the environment is read (os.LookupEnv).
+	Getenv func(name string) (string, bool)
 }
 
 // Feed replaces one output of the graph with a value for one Run.

@@ -514,6 +514,55 @@ static void test_threads(void) {
   TF_DeleteStatus(s);
 }
 
+/* The knobs are read from the C environment when TF_NewSession runs, as TF's
+ * getenv does: a setenv after the library has loaded takes effect, a bad value
+ * fails that TF_NewSession naming the variable, and an unsetenv is seen by the
+ * next session. */
+static void test_env(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = small_graph(s);
+  TF_SessionOptions* so = TF_NewSessionOptions();
+  static const struct {
+    const char* value; /* NULL: unset */
+    TF_Code code;
+    const char* stats;
+  } cases[] = {
+      {"3", TF_OK, "\"mode\":\"streams\""},
+      {"abc", TF_INVALID_ARGUMENT, NULL},
+      {NULL, TF_OK, "\"mode\":\"pool\""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (cases[i].value) setenv("TF_GPU_STREAM_GROUP_COUNT", cases[i].value, 1);
+    else unsetenv("TF_GPU_STREAM_GROUP_COUNT");
+    TF_Session* sess = TF_NewSession(g, so, s);
+    const char* v = cases[i].value ? cases[i].value : "(unset)";
+    if (cases[i].code != TF_OK) {
+      CHECK_ERR(s, cases[i].code, "TF_GPU_STREAM_GROUP_COUNT", v);
+      CHECK(sess == NULL, "TF_GPU_STREAM_GROUP_COUNT=%s: a session came back", v);
+    } else {
+      CHECK_OK(s, v);
+      char want[96];
+      snprintf(want, sizeof want, "{\"name\":\"TF_GPU_STREAM_GROUP_COUNT\",\"value\":\"%s\"",
+               cases[i].value ? cases[i].value : "1");
+      TF_Buffer* b = TF_NewBuffer();
+      MS_SessionConfig(sess, b, s);
+      CHECK(TF_GetCode(s) == TF_OK && memmem(b->data, b->length, want, strlen(want)) != NULL,
+            "TF_GPU_STREAM_GROUP_COUNT=%s: config %.*s", v, (int)b->length, (const char*)b->data);
+      TF_DeleteBuffer(b);
+      CHECK(sess && stats_have(sess, cases[i].stats), "TF_GPU_STREAM_GROUP_COUNT=%s: stats show %s", v,
+            cases[i].stats);
+    }
+    if (sess) {
+      TF_CloseSession(sess, s);
+      TF_DeleteSession(sess, s);
+    }
+  }
+  unsetenv("TF_GPU_STREAM_GROUP_COUNT");
+  TF_DeleteSessionOptions(so);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
 int main(void) {
   TF_DeleteStatus(TF_NewStatus());
   leak_baseline();
@@ -522,6 +571,7 @@ int main(void) {
   test_run_options();
   test_prun();
   test_threads();
+  test_env();
   check_no_leaks();
   return DONE();
 }
