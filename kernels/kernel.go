@@ -226,6 +226,19 @@ func Scratch[T any](c *Context, n int64) ([]T, error) {
 	return s, nil
 }
 
+// NewTensor allocates a kernel's intermediate tensor (not an output) from
+// host memory after checking its size against the device's limit.
+func NewTensor(c *Context, dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error) {
+	elem := int64(dt.Size())
+	if dt == tensor.String {
+		elem = tensor.StringElemBytes
+	}
+	if err := c.Limit.Check(shape.NumElements(), elem, fmt.Sprintf("temporary tensor with shape%v and type %v", shape, dt)); err != nil {
+		return nil, c.Errorf(status.CodeOf(err), "%v", err)
+	}
+	return tensor.New(dt, shape), nil
+}
+
 // SetOutput sets output i to an existing tensor (forwarding an input).
 func (c *Context) SetOutput(i int, t *tensor.Tensor) { c.Outputs[i] = t }
 

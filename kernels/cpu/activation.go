@@ -60,7 +60,10 @@ func softmax(ctx *kernels.Context, log bool) error {
 			softmaxRows(ctx, in.F64(), o.F64(), d)
 		}
 	default:
-		out := make([]float32, o.NumElements())
+		out, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		rows(toF32(in), out)
 		storeF32(o, out)
 	}

@@ -212,21 +212,33 @@ func unpack(ctx *kernels.Context, axis64 int64) error {
 // dst[j0,...,jr] = src[m0[j0],...,mr[jr]], or the pad element (zero when
 // pad is nil) where any map entry is -1. Runs of consecutive source
 // indices in the last dimension are copied as blocks.
-func mapCopy(dst, src *tensor.Tensor, maps [][]int64, pad *tensor.Tensor) {
+func mapCopy(ctx *kernels.Context, dst, src *tensor.Tensor, maps [][]int64, pad *tensor.Tensor) error {
 	r := len(dst.Shape)
 	if dst.NumElements() == 0 {
-		return
+		return nil
 	}
 	if r == 0 {
 		copyElems(dst, 0, src, 0, 1)
-		return
+		return nil
 	}
 	sst := strides(src.Shape)
 	// Runs of the last dimension: [dstStart, srcStart, len], srcStart -1
 	// for padding.
 	type run struct{ d, s, n int64 }
-	var runs []run
 	last := maps[r-1]
+	// Up to one run per output column: counted first, so that their
+	// memory comes from checked scratch.
+	nRuns := int64(0)
+	for j := 0; j < len(last); j++ {
+		if j == 0 || (last[j] < 0) != (last[j-1] < 0) || (last[j] >= 0 && last[j] != last[j-1]+1) {
+			nRuns++
+		}
+	}
+	runs, err := kernels.Scratch[run](ctx, nRuns)
+	if err != nil {
+		return err
+	}
+	runs = runs[:0]
 	for j := 0; j < len(last); {
 		k := j + 1
 		if last[j] < 0 {
@@ -293,6 +305,26 @@ func mapCopy(dst, src *tensor.Tensor, maps [][]int64, pad *tensor.Tensor) {
 		}
 	}
 	rec(0, 0, 0, false)
+	return nil
+}
+
+// indexMaps returns a zeroed index map per dimension of o (the source index
+// of each output index, for mapCopy), made after o was allocated and from
+// checked scratch: a dimension can come from a feed, so its map must never
+// be the first thing sized by it. An empty output needs no maps.
+func indexMaps(ctx *kernels.Context, o *tensor.Tensor) ([][]int64, error) {
+	maps := make([][]int64, len(o.Shape))
+	if o.NumElements() == 0 {
+		return maps, nil
+	}
+	for i, d := range o.Shape {
+		m, err := kernels.Scratch[int64](ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		maps[i] = m
+	}
+	return maps, nil
 }
 
 func sliceOp(ctx *kernels.Context) error {
@@ -301,19 +333,20 @@ func sliceOp(ctx *kernels.Context) error {
 	if err != nil {
 		return err
 	}
-	maps := make([][]int64, len(out))
-	for i := range maps {
-		maps[i] = make([]int64, out[i])
-		for j := range maps[i] {
-			maps[i][j] = begin[i] + int64(j)
-		}
-	}
 	o, err := ctx.Allocate(0, out)
 	if err != nil {
 		return err
 	}
-	mapCopy(o, in, maps, nil)
-	return nil
+	maps, err := indexMaps(ctx, o)
+	if err != nil {
+		return err
+	}
+	for i := range maps {
+		for j := range maps[i] {
+			maps[i][j] = begin[i] + int64(j)
+		}
+	}
+	return mapCopy(ctx, o, in, maps, nil)
 }
 
 func tile(ctx *kernels.Context) error {
@@ -326,15 +359,16 @@ func tile(ctx *kernels.Context) error {
 	if err != nil {
 		return err
 	}
-	maps := make([][]int64, len(out))
+	maps, err := indexMaps(ctx, o)
+	if err != nil {
+		return err
+	}
 	for i := range maps {
-		maps[i] = make([]int64, out[i])
 		for j := range maps[i] {
 			maps[i][j] = int64(j) % in.Shape[i]
 		}
 	}
-	mapCopy(o, in, maps, nil)
-	return nil
+	return mapCopy(ctx, o, in, maps, nil)
 }
 
 // paddings reads a [rank, 2] paddings input.
@@ -364,17 +398,6 @@ func pad(ctx *kernels.Context, cv *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	maps := make([][]int64, len(out))
-	for i := range maps {
-		maps[i] = make([]int64, out[i])
-		for j := range maps[i] {
-			s := int64(j) - p[2*i]
-			if s < 0 || s >= in.Shape[i] {
-				s = -1
-			}
-			maps[i][j] = s
-		}
-	}
 	o, err := ctx.Allocate(0, out)
 	if err != nil {
 		return err
@@ -383,8 +406,20 @@ func pad(ctx *kernels.Context, cv *tensor.Tensor) error {
 		copyElems(o, 0, in, 0, 1)
 		return nil
 	}
-	mapCopy(o, in, maps, cv)
-	return nil
+	maps, err := indexMaps(ctx, o)
+	if err != nil {
+		return err
+	}
+	for i := range maps {
+		for j := range maps[i] {
+			s := int64(j) - p[2*i]
+			if s < 0 || s >= in.Shape[i] {
+				s = -1
+			}
+			maps[i][j] = s
+		}
+	}
+	return mapCopy(ctx, o, in, maps, cv)
 }
 
 func mirrorPad(ctx *kernels.Context, reflect bool) error {
@@ -397,10 +432,16 @@ func mirrorPad(ctx *kernels.Context, reflect bool) error {
 	if reflect {
 		off = 1
 	}
-	maps := make([][]int64, len(out))
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	maps, err := indexMaps(ctx, o)
+	if err != nil {
+		return err
+	}
 	for i := range maps {
 		d := in.Shape[i]
-		maps[i] = make([]int64, out[i])
 		for j := range maps[i] {
 			s := int64(j) - p[2*i]
 			if s < 0 {
@@ -411,12 +452,7 @@ func mirrorPad(ctx *kernels.Context, reflect bool) error {
 			maps[i][j] = s
 		}
 	}
-	o, err := ctx.Allocate(0, out)
-	if err != nil {
-		return err
-	}
-	mapCopy(o, in, maps, nil)
-	return nil
+	return mapCopy(ctx, o, in, maps, nil)
 }
 
 func reverseV2(ctx *kernels.Context) error {
@@ -429,10 +465,12 @@ func reverseV2(ctx *kernels.Context) error {
 	if err != nil {
 		return err
 	}
-	maps := make([][]int64, len(rev))
+	maps, err := indexMaps(ctx, o)
+	if err != nil {
+		return err
+	}
 	for i := range maps {
 		d := in.Shape[i]
-		maps[i] = make([]int64, d)
 		for j := range maps[i] {
 			if rev[i] {
 				maps[i][j] = d - 1 - int64(j)
@@ -441,8 +479,7 @@ func reverseV2(ctx *kernels.Context) error {
 			}
 		}
 	}
-	mapCopy(o, in, maps, nil)
-	return nil
+	return mapCopy(ctx, o, in, maps, nil)
 }
 
 func broadcastTo(ctx *kernels.Context) error {
@@ -452,26 +489,27 @@ func broadcastTo(ctx *kernels.Context) error {
 		return err
 	}
 	r, ri := len(out), len(in.Shape)
-	maps := make([][]int64, r)
+	o, err := ctx.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	maps, err := indexMaps(ctx, o)
+	if err != nil {
+		return err
+	}
 	for i := range maps {
-		maps[i] = make([]int64, out[i])
 		if k := i - (r - ri); k >= 0 && in.Shape[k] != 1 {
 			for j := range maps[i] {
 				maps[i][j] = int64(j)
 			}
 		}
 	}
-	o, err := ctx.Allocate(0, out)
-	if err != nil {
-		return err
-	}
 	// The source is viewed with the output's rank (leading 1s).
 	view := in.Reshaped(append(make(tensor.Shape, r-ri), in.Shape...))
 	for i := 0; i < r-ri; i++ {
 		view.Shape[i] = 1
 	}
-	mapCopy(o, view, maps, nil)
-	return nil
+	return mapCopy(ctx, o, view, maps, nil)
 }
 
 func broadcastArgs(ctx *kernels.Context) error {
@@ -586,7 +624,10 @@ func scatterNd(ctx *kernels.Context) error {
 	case tensor.Double:
 		scatterAdd(o.F64(), upd.F64(), offs, sliceSize)
 	case tensor.Half, tensor.Bfloat16:
-		acc := make([]float32, o.NumElements())
+		acc, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		scatterAdd(acc, toF32(upd), offs, sliceSize)
 		storeF32(o, acc)
 	case tensor.Int32:
@@ -661,7 +702,10 @@ func hostInts8(ctx *kernels.Context, i int) ([]int64, error) {
 	t := ctx.Input(i)
 	switch t.DType {
 	case tensor.Uint8, tensor.Int8, tensor.Int16:
-		v := make([]int64, t.NumElements())
+		v, err := kernels.Scratch[int64](ctx, t.NumElements())
+		if err != nil {
+			return nil, err
+		}
 		for k := range v {
 			v[k] = int64(t.ElementF64(k))
 		}

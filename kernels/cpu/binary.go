@@ -116,7 +116,10 @@ func binaryOp(ctx *kernels.Context, op binOp) error {
 	case tensor.Double:
 		runBinary(ctx, op, bc, a.F64(), b.F64(), o.F64())
 	case tensor.Half, tensor.Bfloat16:
-		out := make([]float32, o.NumElements())
+		out, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		if !vecBinaryOp(ctx, binOpVec[op], bc, toF32(a), toF32(b), out) {
 			runBinary(ctx, op, bc, toF32(a), toF32(b), out)
 		}

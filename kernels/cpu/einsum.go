@@ -449,8 +449,8 @@ func (e einsumRun) contract(a, b operand, inOut map[int]bool, o *tensor.Tensor, 
 // cpuEinsum is the host's EinsumDevice.
 type cpuEinsum struct{}
 
-func (cpuEinsum) Alloc(_ *kernels.Context, dt tensor.DType, s tensor.Shape) (*tensor.Tensor, error) {
-	return tensor.New(dt, s), nil
+func (cpuEinsum) Alloc(ctx *kernels.Context, dt tensor.DType, s tensor.Shape) (*tensor.Tensor, error) {
+	return kernels.NewTensor(ctx, dt, s)
 }
 
 func (cpuEinsum) Gather(_ *kernels.Context, dst, src *tensor.Tensor, stride []int64) error {
@@ -459,7 +459,7 @@ func (cpuEinsum) Gather(_ *kernels.Context, dst, src *tensor.Tensor, stride []in
 }
 
 // Sum moves the dropped dims last, then sums rows.
-func (cpuEinsum) Sum(_ *kernels.Context, dst, src *tensor.Tensor, reduced []bool) error {
+func (cpuEinsum) Sum(ctx *kernels.Context, dst, src *tensor.Tensor, reduced []bool) error {
 	var keep, drop []int
 	for k, r := range reduced {
 		if r {
@@ -475,7 +475,10 @@ func (cpuEinsum) Sum(_ *kernels.Context, dst, src *tensor.Tensor, reduced []bool
 	for i, p := range perm {
 		shape[i], from[i] = src.Shape[p], st[p]
 	}
-	p := tensor.New(src.DType, shape)
+	p, err := kernels.NewTensor(ctx, src.DType, shape)
+	if err != nil {
+		return err
+	}
 	gatherStrided(p, src, from)
 	rows := dst.NumElements()
 	inner := int64(1)
@@ -499,7 +502,7 @@ func (cpuEinsum) Sum(_ *kernels.Context, dst, src *tensor.Tensor, reduced []bool
 	return nil
 }
 
-func (cpuEinsum) Gemm(_ *kernels.Context, dst, a, b *tensor.Tensor, nb, m, n, k int64) error {
+func (cpuEinsum) Gemm(ctx *kernels.Context, dst, a, b *tensor.Tensor, nb, m, n, k int64) error {
 	if k == 0 {
 		clear(dst.Buf)
 		return nil
@@ -511,7 +514,10 @@ func (cpuEinsum) Gemm(_ *kernels.Context, dst, a, b *tensor.Tensor, nb, m, n, k 
 	case tensor.Double:
 		batchGemm(B, M, N, K, a.F64(), b.F64(), dst.F64(), dgemmNN)
 	case tensor.Half, tensor.Bfloat16:
-		o := make([]float32, dst.NumElements())
+		o, err := kernels.Scratch[float32](ctx, dst.NumElements())
+		if err != nil {
+			return err
+		}
 		batchGemm(B, M, N, K, toF32(a), toF32(b), o, sgemmNN)
 		storeF32(dst, o)
 	case tensor.Int32:

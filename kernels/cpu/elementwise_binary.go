@@ -130,7 +130,10 @@ func divOp(ctx *kernels.Context, name string, kind divKind) error {
 			}
 			f = func(x, y float32) float32 { return float32(g(float64(rnd(x / y)))) }
 		}
-		out := make([]float32, o.NumElements())
+		out, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		applyBinary(ctx, bc, toF32(a), toF32(b), out, 4, rowOf(f))
 		storeF32(o, out)
 	case tensor.Int32:

@@ -197,7 +197,10 @@ func clipOp(ctx *kernels.Context) error {
 	case tensor.Double:
 		clipLoop(ctx, x.F64(), lo.F64(), hi.F64(), o.F64(), sl, sh)
 	case tensor.Half, tensor.Bfloat16:
-		out := make([]float32, o.NumElements())
+		out, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		clipLoop(ctx, toF32(x), toF32(lo), toF32(hi), out, sl, sh)
 		storeF32(o, out)
 	case tensor.Int32:

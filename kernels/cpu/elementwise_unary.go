@@ -266,8 +266,7 @@ func leakyRelu(ctx *kernels.Context, alpha float64) error {
 		leakyLoop(ctx, alpha, in.F64(), o.F64())
 	case tensor.Half, tensor.Bfloat16:
 		// alpha is rounded to the dtype first, as static_cast<T>(alpha).
-		a := tensor.Shape{}
-		at := tensor.New(in.DType, a)
+		at := tensor.New(in.DType, tensor.Shape{})
 		storeF32(at, []float32{float32(alpha)})
 		x := toF32(in)
 		leakyLoop(ctx, toF32(at)[0], x, x)

@@ -235,7 +235,10 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue) error {
 	A, B := toF32(a), toF32(b)
 	O := o.F32()
 	if o.DType != tensor.Float {
-		O = make([]float32, o.NumElements())
+		var err error
+		if O, err = kernels.Scratch[float32](ctx, o.NumElements()); err != nil {
+			return err
+		}
 	}
 	// The bias goes into C first and the GEMM accumulates onto it, so the
 	// bias costs no pass of its own.
@@ -287,8 +290,8 @@ func fusedConv2D(ctx *kernels.Context, a Conv2DAttrs, ep epilogue) error {
 	}
 	if in.NumElements() == 0 {
 		clear(o.Buf) // all padding: the convolution is zeros, the epilogue still applies
-	} else {
-		Conv2DTensor(ctx, p, in, f, o)
+	} else if err := Conv2DTensor(ctx, p, in, f, o); err != nil {
+		return err
 	}
 	switch o.DType {
 	case tensor.Double:

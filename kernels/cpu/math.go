@@ -69,7 +69,10 @@ func unary(ctx *kernels.Context, op unaryOp) error {
 	case tensor.Double:
 		unaryF(ctx, op, in.F64(), o.F64())
 	case tensor.Half, tensor.Bfloat16:
-		out := make([]float32, o.NumElements())
+		out, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		if !vecUnary(ctx, unaryNames[op], toF32(in), out) {
 			unaryF(ctx, op, toF32(in), out)
 		}
@@ -204,7 +207,10 @@ func biasAdd(ctx *kernels.Context, nchw bool) error {
 	case tensor.Double:
 		runBinary(ctx, opAdd, bc, v.F64(), b.F64(), o.F64())
 	case tensor.Half, tensor.Bfloat16:
-		out := make([]float32, o.NumElements())
+		out, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		runBinary(ctx, opAdd, bc, toF32(v), toF32(b), out)
 		storeF32(o, out)
 	case tensor.Int32:
@@ -294,7 +300,11 @@ func matmul(ctx *kernels.Context, ta, tb, batched bool) error {
 			blas.Dgemm(ta, tb, M, N, K, 1, A[p[0]*sa:p[0]*sa+sa], lda, B[p[1]*sb:p[1]*sb+sb], ldb, 0, O[i*so:i*so+so], N)
 		}
 	case tensor.Half, tensor.Bfloat16:
-		A, B, O := toF32(a), toF32(b), make([]float32, o.NumElements())
+		A, B := toF32(a), toF32(b)
+		O, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		for i, p := range pairs {
 			blas.Sgemm(ta, tb, M, N, K, 1, A[p[0]*sa:p[0]*sa+sa], lda, B[p[1]*sb:p[1]*sb+sb], ldb, 0, O[i*so:i*so+so], N)
 		}

@@ -323,8 +323,7 @@ func conv2D(ctx *kernels.Context, a Conv2DAttrs) error {
 	if err := Conv2DLimits(ctx, a, p); err != nil {
 		return err
 	}
-	Conv2DTensor(ctx, p, in, f, o)
-	return nil
+	return Conv2DTensor(ctx, p, in, f, o)
 }
 
 // Conv2DTensor computes the convolution p of in with filter into out (all
@@ -332,9 +331,10 @@ func conv2D(ctx *kernels.Context, a Conv2DAttrs) error {
 // p.OutShape(); in and filter not empty; p.O a multiple of p.Groups).
 // It is the entry point for fused kernels
 // (Conv2D+BiasAdd+activation), which add their epilogue to out afterwards.
-func Conv2DTensor(ctx *kernels.Context, p ConvParams, in, filter, out *tensor.Tensor) {
+// The error is the limit check of half-precision scratch.
+func Conv2DTensor(ctx *kernels.Context, p ConvParams, in, filter, out *tensor.Tensor) error {
 	if out.NumElements() == 0 {
-		return
+		return nil
 	}
 	switch in.DType {
 	case tensor.Float:
@@ -342,12 +342,16 @@ func Conv2DTensor(ctx *kernels.Context, p ConvParams, in, filter, out *tensor.Te
 	case tensor.Double:
 		convGemm(ctx, p, in.F64(), filter.F64(), out.F64(), dgemmNN)
 	case tensor.Half, tensor.Bfloat16:
-		o := make([]float32, out.NumElements())
+		o, err := kernels.Scratch[float32](ctx, out.NumElements())
+		if err != nil {
+			return err
+		}
 		Conv2DInto(ctx, p, toF32(in), toF32(filter), o)
 		storeF32(out, o)
 	case tensor.Int32:
 		convGemm(ctx, p, in.I32(), filter.I32(), out.I32(), intGemmNN[int32])
 	}
+	return nil
 }
 
 // Conv2DInto computes the float32 convolution p: in is NHWC [N,H,W,C],
@@ -540,7 +544,10 @@ func depthwiseConv(ctx *kernels.Context, a Conv2DAttrs) error {
 	case tensor.Double:
 		depthwise(ctx, p, int(mult), in.F64(), f.F64(), o.F64())
 	default:
-		out := make([]float32, o.NumElements())
+		out, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		depthwise(ctx, p, int(mult), toF32(in), toF32(f), out)
 		storeF32(o, out)
 	}
@@ -672,7 +679,10 @@ func conv2DBackpropInput(ctx *kernels.Context, a Conv2DAttrs) error {
 	case tensor.Double:
 		convBackInput(p, dy.F64(), f.F64(), o.F64(), dgemmNT)
 	case tensor.Half, tensor.Bfloat16:
-		out := make([]float32, o.NumElements())
+		out, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		convBackInput(p, toF32(dy), toF32(f), out, sgemmNT)
 		storeF32(o, out)
 	case tensor.Int32:
@@ -710,7 +720,7 @@ func convBackInput[T float32 | float64 | int32](p ConvParams, dy, filter, dx []T
 	rows := p.N * p.OutH * p.OutW
 	k := p.KH * p.KW * p.C
 	tile := max(1, min(rows, colBudget/max(k, 1)))
-	col := make([]T, tile*k)
+	col := make([]T, tile*k) //mstream:bounded colBudget elements, or one filter's worth (k) when a filter is larger
 	for r0 := 0; r0 < rows; r0 += tile {
 		m := min(tile, rows-r0)
 		// col [m, K] = dy [m, O] x W^T where W is [K, O].

@@ -210,7 +210,10 @@ func poolOp(ctx *kernels.Context, pa PoolAttrs, isMax bool) error {
 	case tensor.Double:
 		poolT(ctx, g, isMax, in.F64(), o.F64())
 	case tensor.Half, tensor.Bfloat16:
-		out := make([]float32, o.NumElements())
+		out, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		poolT(ctx, g, isMax, toF32(in), out)
 		storeF32(o, out)
 	case tensor.Int32:

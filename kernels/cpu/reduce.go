@@ -41,7 +41,10 @@ func castKernel(ctx *kernels.Context) error {
 	case tensor.Double:
 		castTo(o.F64(), in)
 	case tensor.Half, tensor.Bfloat16:
-		v := make([]float32, o.NumElements())
+		v, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		castTo(v, in)
 		storeF32(o, v)
 	case tensor.Int32:
@@ -61,7 +64,10 @@ func castKernel(ctx *kernels.Context) error {
 	case tensor.Uint64:
 		castTo(o.U64(), in)
 	case tensor.Bool:
-		v := make([]float64, o.NumElements())
+		v, err := kernels.Scratch[float64](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		castTo(v, in)
 		b := o.Bools()
 		for i, x := range v {

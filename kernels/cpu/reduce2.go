@@ -189,7 +189,10 @@ func reduceOp(ctx *kernels.Context, kind redKind, keep bool) error {
 	case tensor.Double:
 		reduceFloat(ctx, kind, p, in.F64(), o.F64())
 	case tensor.Half, tensor.Bfloat16:
-		res := make([]float32, o.NumElements())
+		res, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		reduceFloat(ctx, kind, p, toF32(in), res)
 		storeF32(o, res)
 	case tensor.Int32:
@@ -693,7 +696,10 @@ func argOp(ctx *kernels.Context, isMax bool) error {
 	if o.NumElements() == 0 {
 		return nil
 	}
-	idx := make([]int64, o.NumElements())
+	idx, err := kernels.Scratch[int64](ctx, o.NumElements())
+	if err != nil {
+		return err
+	}
 	switch in.DType {
 	case tensor.Float:
 		if !vecArg(ctx, isMax, in.F32(), idx, n, inner) {

@@ -177,7 +177,7 @@ func toF32Any(t *tensor.Tensor) []float32 {
 	if t.DType.IsFloat() && t.DType != tensor.Double {
 		return toF32(t)
 	}
-	v := make([]float32, t.NumElements())
+	v := make([]float32, t.NumElements()) //mstream:bounded a float32 copy of an input that is already in memory (at most 2x an 8-byte one), as toF32 makes
 	for i := range v {
 		v[i] = float32(t.ElementF64(i))
 	}

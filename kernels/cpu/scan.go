@@ -71,7 +71,10 @@ func scan(ctx *kernels.Context, prod, exclusive, reverse bool) error {
 	case tensor.Double:
 		scanT(ctx, g, x.F64(), o.F64())
 	case tensor.Half, tensor.Bfloat16:
-		out := make([]float32, o.NumElements())
+		out, err := kernels.Scratch[float32](ctx, o.NumElements())
+		if err != nil {
+			return err
+		}
 		scanT(ctx, g, toF32(x), out)
 		storeF32(o, out)
 	case tensor.Int32:
@@ -189,7 +192,10 @@ func topK(ctx *kernels.Context) error {
 		return nil
 	}
 	rows := int(x.NumElements() / n)
-	pos := make([]int64, rows*int(k))
+	pos, err := kernels.Scratch[int64](ctx, int64(rows)*k)
+	if err != nil {
+		return err
+	}
 	switch x.DType {
 	case tensor.Float:
 		topKRows(ctx, x.F32(), int(n), int(k), pos)
