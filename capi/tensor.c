@@ -2,6 +2,7 @@
    A TF_Tensor is a dtype, a shape and a reference to a shared buffer; the
    buffer's deallocator runs exactly once, when its last tensor is deleted. */
 #include <stdio.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -98,11 +99,23 @@ static void aligned_free(void* data, size_t len, void* arg) {
   free(data);
 }
 
+/* The machine's physical memory: no single buffer larger than it can be
+   used, so such a size is refused before asking (with overcommit on, the
+   system would say yes and the memset below would bring the OOM killer). */
+static size_t physical_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || size <= 0) return (size_t)1 << 40;
+  return (size_t)pages * (size_t)size;
+}
+
+/* Zeroed memory aligned to 64 bytes; NULL when it cannot be had (a size from
+   a caller must never abort the process). */
 static void* alloc_aligned(size_t len) {
+  if (len > physical_bytes()) return NULL;
   size_t n = (len + 63) / 64 * 64;
   if (n == 0) n = 64;
   void* p = aligned_alloc(64, n);
-  if (p == NULL) abort();
+  if (p == NULL) return NULL;
   memset(p, 0, n);
   return p;
 }
@@ -110,15 +123,20 @@ static void* alloc_aligned(size_t len) {
 TF_Tensor* TF_AllocateTensor(TF_DataType dt, const int64_t* dims, int num_dims,
                              size_t len) {
   if (len_too_small(dt, dims, num_dims, len)) return NULL;
-  /* Zeroed, so TF_STRING elements start as valid empty strings. */
+  /* Zeroed, so TF_STRING elements start as valid empty strings. Memory that
+     cannot be had gives a tensor without data, as TF's TF_AllocateTensor
+     does (its allocator returns NULL and the tensor keeps len and dims). */
   return wrap(dt, dims, num_dims,
               new_buf(alloc_aligned(len), len, aligned_free, NULL));
 }
 
+/* A tensor for an output handed to the caller; NULL when its memory cannot
+   be had. */
 TF_Tensor* ms_new_tensor(TF_DataType dt, const int64_t* dims, int num_dims,
                          size_t len) {
-  TF_Tensor* t = wrap(dt, dims, num_dims,
-                      new_buf(alloc_aligned(len), len, aligned_free, NULL));
+  void* p = alloc_aligned(len);
+  if (p == NULL) return NULL;
+  TF_Tensor* t = wrap(dt, dims, num_dims, new_buf(p, len, aligned_free, NULL));
   if (dt == TF_STRING) t->buf->owned_strings = len / sizeof(TF_TString);
   return t;
 }

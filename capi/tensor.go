@@ -35,6 +35,10 @@ func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
 	n := shape.NumElements()
 	data := C.TF_TensorData(t)
 	size := int64(C.TF_TensorByteSize(t))
+	if data == nil && size > 0 {
+		// TF_AllocateTensor could not get the memory it was asked for.
+		return nil, status.InvalidArg("%v tensor of shape %v has no data: its %d bytes could not be allocated", dt, shape, size)
+	}
 	if dt == tensor.String {
 		if size < n*sizeofTString {
 			return nil, status.InvalidArg("string tensor of shape %v has %d bytes, needs %d", shape, size, n*sizeofTString)
@@ -60,6 +64,10 @@ func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
 	return out, nil
 }
 
+func outOfMemory(t *tensor.Tensor) error {
+	return status.Errorf(status.ResourceExhausted, "OOM when allocating tensor with shape%v and type %v for the caller", t.Shape, t.DType)
+}
+
 // cTensor copies a Go tensor into a new TF_Tensor owned by the caller.
 func cTensor(t *tensor.Tensor) (*C.TF_Tensor, error) {
 	if t == nil {
@@ -72,6 +80,9 @@ func cTensor(t *tensor.Tensor) (*C.TF_Tensor, error) {
 	nd := C.int(len(t.Shape))
 	if t.DType == tensor.String {
 		ct := C.ms_new_tensor(C.TF_STRING, dims, nd, C.size_t(len(t.Strs))*sizeofTString)
+		if ct == nil {
+			return nil, outOfMemory(t)
+		}
 		for i, s := range t.Strs {
 			var p *C.char
 			if len(s) > 0 {
@@ -82,6 +93,9 @@ func cTensor(t *tensor.Tensor) (*C.TF_Tensor, error) {
 		return ct, nil
 	}
 	ct := C.ms_new_tensor(C.TF_DataType(t.DType), dims, nd, C.size_t(len(t.Buf)))
+	if ct == nil {
+		return nil, outOfMemory(t)
+	}
 	if len(t.Buf) > 0 {
 		C.memcpy(C.TF_TensorData(ct), unsafe.Pointer(&t.Buf[0]), C.size_t(len(t.Buf)))
 	}

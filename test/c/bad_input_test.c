@@ -405,6 +405,136 @@ static void test_nulls(void) {
   good_run("NULL arguments");
 }
 
+/* ---- Hostile sizes -------------------------------------------------------
+ * Sizes that come from a graph, a feed or a C caller, each far beyond the host
+ * device's limit (MSTREAM_HOST_MEMORY_MB=64, set before TF_NewSession) or the
+ * machine's memory: TF's code naming the node, never an abort, and the
+ * session answers the next Run. The codes are real TF 2.15's for the same
+ * graphs: INVALID_ARGUMENT "Cannot parse tensor from proto" for the Consts,
+ * RESOURCE_EXHAUSTED "OOM when allocating tensor" for the rest. */
+static const char* kHostile =
+    "node { name: 'cbig' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }\n"
+    "  attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 1000000 } dim { size: 1000000 } } } } } }\n"
+    "node { name: 'cbigs' op: 'Const' attr { key: 'dtype' value { type: DT_STRING } }\n"
+    "  attr { key: 'value' value { tensor { dtype: DT_STRING tensor_shape { dim { size: 1000000 } dim { size: 1000000 } } } } } }\n"
+    "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }\n"
+    "node { name: 'i' op: 'Placeholder' attr { key: 'dtype' value { type: DT_INT64 } } }\n"
+    "node { name: 'str' op: 'Placeholder' attr { key: 'dtype' value { type: DT_STRING } } }\n"
+    "node { name: 'neg' op: 'Neg' input: 'x' attr { key: 'T' value { type: DT_FLOAT } } }\n"
+    "node { name: 'pad' op: 'Pad' input: 'x' input: 'i' attr { key: 'T' value { type: DT_FLOAT } }\n"
+    "  attr { key: 'Tpaddings' value { type: DT_INT64 } } }\n"
+    "node { name: 'bcast' op: 'BroadcastTo' input: 'x' input: 'i' attr { key: 'T' value { type: DT_FLOAT } }\n"
+    "  attr { key: 'Tidx' value { type: DT_INT64 } } }\n"
+    "node { name: 'fill' op: 'Fill' input: 'i' input: 'str' attr { key: 'T' value { type: DT_STRING } }\n"
+    "  attr { key: 'index_type' value { type: DT_INT64 } } }\n"
+    "node { name: 'tile' op: 'Tile' input: 'str' input: 'i' attr { key: 'T' value { type: DT_STRING } }\n"
+    "  attr { key: 'Tmultiples' value { type: DT_INT64 } } }\n";
+
+/* int64 values: a [rows, n/rows] matrix, or a vector of n when rows is 0. */
+static TF_Tensor* ints64(const int64_t* v, int n, int rows) {
+  int64_t dims[2] = {rows > 0 ? rows : n, rows > 0 ? n / rows : 0};
+  TF_Tensor* t = TF_AllocateTensor(TF_INT64, dims, rows > 0 ? 2 : 1, sizeof(int64_t) * (size_t)n);
+  memcpy(TF_TensorData(t), v, sizeof(int64_t) * (size_t)n);
+  return t;
+}
+
+static TF_Tensor* strings(int n, const char* v) { /* n < 0: a scalar */
+  int64_t dims[1] = {n};
+  TF_Tensor* t = TF_AllocateTensor(TF_STRING, dims, n < 0 ? 0 : 1, sizeof(TF_TString) * (size_t)(n < 0 ? 1 : n));
+  TF_TString* p = TF_TensorData(t);
+  for (int k = 0; k < (n < 0 ? 1 : n); k++) TF_StringCopy(&p[k], v, strlen(v));
+  return t;
+}
+
+/* Neg of [1, 2] is [-1, -2]: the session still answers. */
+static void hostile_good_run(TF_Graph* hg, TF_Session* hs, const char* after) {
+  TF_Status* s = TF_NewStatus();
+  TF_Output x = out0(hg, "x");
+  TF_Tensor* in = floats(1, 2, 1);
+  TF_Tensor* out = run1(hs, &x, &in, 1, out0(hg, "neg"), s);
+  const float* p = out ? TF_TensorData(out) : NULL;
+  CHECK(TF_GetCode(s) == TF_OK && p && p[0] == -1 && p[1] == -2, "good run after %s: %s", after, TF_Message(s));
+  if (out) TF_DeleteTensor(out);
+  TF_DeleteTensor(in);
+  TF_DeleteStatus(s);
+}
+
+static void hostile_run(TF_Graph* hg, TF_Session* hs, const char** names, TF_Tensor** vals, int nin,
+                        const char* fetch, TF_Code code, const char* phrase, const char* what) {
+  TF_Status* s = TF_NewStatus();
+  TF_Output in[3];
+  for (int k = 0; k < nin; k++) in[k] = out0(hg, names[k]);
+  TF_Output f = out0(hg, fetch);
+  TF_Tensor* out = (TF_Tensor*)&out;
+  TF_SessionRun(hs, NULL, in, vals, nin, &f, &out, 1, NULL, 0, NULL, s);
+  char needle[64];
+  snprintf(needle, sizeof needle, "%s (op ", fetch);
+  if (code == TF_INVALID_ARGUMENT) snprintf(needle, sizeof needle, "'%s'", fetch);
+  CHECK_ERR(s, code, needle, what);
+  CHECK(strstr(TF_Message(s), phrase) != NULL, "%s: message lacks '%s': %s", what, phrase, TF_Message(s));
+  CHECK(out == NULL, "%s: output not NULL", what);
+  for (int k = 0; k < nin; k++) TF_DeleteTensor(vals[k]);
+  TF_DeleteStatus(s);
+  hostile_good_run(hg, hs, what);
+}
+
+static void test_hostile_sizes(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* hg = TF_NewGraph();
+  CHECK(import_text(hg, kHostile, s), "hostile import: %s", TF_Message(s));
+  setenv("MSTREAM_HOST_MEMORY_MB", "64", 1);
+  TF_SessionOptions* so = TF_NewSessionOptions();
+  TF_Session* hs = TF_NewSession(hg, so, s);
+  unsetenv("MSTREAM_HOST_MEMORY_MB");
+  CHECK_OK(s, "hostile session");
+  if (hs == NULL) return;
+  hostile_good_run(hg, hs, "nothing");
+  const char* none[1] = {NULL};
+  hostile_run(hg, hs, none, NULL, 0, "cbig", TF_INVALID_ARGUMENT, "Cannot parse tensor from proto", "Const [1e6,1e6] float");
+  hostile_run(hg, hs, none, NULL, 0, "cbigs", TF_INVALID_ARGUMENT, "Cannot parse tensor from proto", "Const [1e6,1e6] string");
+  /* 1e12: beyond the machine; 1e8 floats (400 MB) or strings: beyond the 64 MiB limit. */
+  static const int64_t sizes[2] = {1000000000000LL, 100000000LL};
+  for (int k = 0; k < 2; k++) {
+    const char* pn[2] = {"x", "i"};
+    int64_t pads[2] = {0, sizes[k]};
+    TF_Tensor* pv[2] = {floats(1, 2, 1), ints64(pads, 2, 1)};
+    TF_SetShape(pv[0], (int64_t[]){2}, 1);
+    hostile_run(hg, hs, pn, pv, 2, "pad", TF_RESOURCE_EXHAUSTED, "OOM when allocating", "Pad [[0, N]]");
+    TF_Tensor* bv[2] = {floats(1, 1, 1), ints64(&sizes[k], 1, 0)};
+    TF_SetShape(bv[0], (int64_t[]){1}, 1);
+    hostile_run(hg, hs, pn, bv, 2, "bcast", TF_RESOURCE_EXHAUSTED, "OOM when allocating", "BroadcastTo [N]");
+    const char* fn[2] = {"i", "str"};
+    TF_Tensor* fv[2] = {ints64(&sizes[k], 1, 0), strings(-1, "ab")};
+    hostile_run(hg, hs, fn, fv, 2, "fill", TF_RESOURCE_EXHAUSTED, "OOM when allocating", "Fill string [N]");
+    const char* tn[2] = {"str", "i"};
+    TF_Tensor* tv[2] = {strings(1, "ab"), ints64(&sizes[k], 1, 0)};
+    hostile_run(hg, hs, tn, tv, 2, "tile", TF_RESOURCE_EXHAUSTED, "OOM when allocating", "Tile string [N]");
+  }
+  /* TF_AllocateTensor of 4e12 bytes: as TF, a tensor without data that keeps
+     its dims and byte size; fed, INVALID_ARGUMENT naming the feed. */
+  int64_t big[1] = {1000000000000LL};
+  TF_Tensor* t = TF_AllocateTensor(TF_FLOAT, big, 1, (size_t)4000000000000ULL);
+  CHECK(t != NULL && TF_TensorData(t) == NULL && TF_TensorByteSize(t) == (size_t)4000000000000ULL &&
+            TF_Dim(t, 0) == big[0],
+        "TF_AllocateTensor(4e12 bytes): %p, data %p", (void*)t, t ? TF_TensorData(t) : NULL);
+  if (t) {
+    TF_Output x = out0(hg, "x");
+    TF_Tensor* out = NULL;
+    TF_Output f = out0(hg, "neg");
+    TF_SessionRun(hs, NULL, &x, &t, 1, &f, &out, 1, NULL, 0, NULL, s);
+    CHECK_ERR(s, TF_INVALID_ARGUMENT, "x", "feeding a tensor without data");
+    CHECK(strstr(TF_Message(s), "no data") != NULL, "feeding a tensor without data: %s", TF_Message(s));
+    CHECK(out == NULL, "feeding a tensor without data: output not NULL");
+    TF_DeleteTensor(t);
+    hostile_good_run(hg, hs, "feeding a tensor without data");
+  }
+  TF_CloseSession(hs, s);
+  TF_DeleteSession(hs, s);
+  TF_DeleteSessionOptions(so);
+  TF_DeleteGraph(hg);
+  TF_DeleteStatus(s);
+}
+
 int main(void) {
   TF_DeleteStatus(TF_NewStatus());
   leak_baseline();
@@ -422,6 +552,7 @@ int main(void) {
     test_imports();
     test_truncations();
     test_nulls();
+    test_hostile_sizes();
     TF_CloseSession(sess, s);
     TF_DeleteSession(sess, s);
   }

@@ -39,7 +39,11 @@ TF_CAPI_EXPORT extern TF_Tensor* TF_NewTensor(
 
 /* Returns a new tensor with `len` bytes of uninitialized, suitably aligned
    memory; fill it through TF_TensorData. The caller owns the result; free it
-   with TF_DeleteTensor. */
+   with TF_DeleteTensor. When `len` bytes cannot be had (more than the
+   machine's memory, or the system refuses), the tensor comes back without
+   data, as TensorFlow's does: TF_TensorData is NULL while TF_TensorByteSize
+   and the dims are as asked; the process is not aborted. Feeding such a
+   tensor to TF_SessionRun fails with INVALID_ARGUMENT. */
 TF_CAPI_EXPORT extern TF_Tensor* TF_AllocateTensor(TF_DataType,
                                                    const int64_t* dims,
                                                    int num_dims, size_t len);
