@@ -8,6 +8,7 @@
 #   gobind     the official TF Go bindings as a client (test/gobind)
 #   models     GraphDefs from TF's own test data against NumPy (test/models)
 #   valgrind   the C tests under memcheck (test/valgrind)
+#   fuzz       libFuzzer over import + Run with feeds, 30 s (test/fuzz)
 # Each suite ends with "N passed, M failed"; the last line sums them. Arguments
 # name the suites to run (default: all).
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,7 +53,7 @@ suite_script() { # name command...
   count "$name" "$(cat "$tmp/$name.out")"
 }
 
-suites=${*:-c symbols headers numeric tfheaders gobind models valgrind}
+suites=${*:-c symbols headers numeric tfheaders gobind models valgrind fuzz}
 for s in $suites; do
   t0=$(date +%s)
   case $s in
@@ -64,6 +65,7 @@ for s in $suites; do
     gobind) suite_script gobind "$repo/test/gobind/run.sh" ;;
     models) suite_script models "$repo/test/models/run.sh" ;;
     valgrind) suite_script valgrind "$repo/test/valgrind/run.sh" ;;
+    fuzz) suite_script fuzz "$repo/test/fuzz/run.sh" ;;
     *) echo "unknown suite $s"; fail=$((fail+1)) ;;
   esac
   echo "-- $s: $(( $(date +%s) - t0 )) s"
