@@ -201,13 +201,16 @@ func runArgs(so *sessionObj, inputs *C.TF_Output, values **C.TF_Tensor, nin C.in
 
 // writeOutputs hands the results to the caller as new TF_Tensors; on error
 // every output is NULL.
-func writeOutputs(ts []*tensor.Tensor, dst **C.TF_Tensor, nout C.int) error {
+func writeOutputs(ts []*tensor.Tensor, fetches []graph.Output, dst **C.TF_Tensor, nout C.int) error {
 	outs := unsafe.Slice(dst, max(int(nout), 0))
 	if len(ts) != len(outs) {
 		return status.Errorf(status.Internal, "session returned %d tensors for %d outputs", len(ts), len(outs))
 	}
 	for i, t := range ts {
 		ct, err := cTensor(t)
+		if err != nil && i < len(fetches) {
+			err = status.Wrap(err, "fetch %s:%d", fetches[i].Node.Name, fetches[i].Index)
+		}
 		if err != nil {
 			for j := 0; j < i; j++ {
 				C.TF_DeleteTensor(outs[j])
@@ -266,7 +269,7 @@ func msSessionRun(h C.uintptr_t, runOpts *C.TF_Buffer, inputs *C.TF_Output, valu
 				return err
 			}
 		}
-		return writeOutputs(ts, outValues, nout)
+		return writeOutputs(ts, fetches, outValues, nout)
 	}()
 	setStatus(s, err)
 }
@@ -323,7 +326,7 @@ func msSessionPRun(h C.uintptr_t, handle *C.char, inputs *C.TF_Output, values **
 		if err != nil {
 			return err
 		}
-		return writeOutputs(ts, outValues, nout)
+		return writeOutputs(ts, fetches, outValues, nout)
 	}()
 	setStatus(s, err)
 }

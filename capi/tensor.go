@@ -6,8 +6,11 @@ package main
 import "C"
 
 import (
+	"fmt"
+	"math"
 	"unsafe"
 
+	"mstream/hostmem"
 	"mstream/proto/pbparse"
 	"mstream/proto/tfpb"
 	"mstream/status"
@@ -79,6 +82,14 @@ func cTensor(t *tensor.Tensor) (*C.TF_Tensor, error) {
 	}
 	nd := C.int(len(t.Shape))
 	if t.DType == tensor.String {
+		// Elements may share one Go string (Fill, Tile, BroadcastTo);
+		// each becomes its own copy in C, so the total is checked first.
+		total, heads := t.ByteSize(), int64(len(t.Strs))*sizeofTString
+		total = min(total, math.MaxInt64-heads) + heads
+		if err := (hostmem.Limit{}).Check(total, 1,
+			fmt.Sprintf("the caller's copy of tensor with shape%v and type string", t.Shape)); err != nil {
+			return nil, err
+		}
 		ct := C.ms_new_tensor(C.TF_STRING, dims, nd, C.size_t(len(t.Strs))*sizeofTString)
 		if ct == nil {
 			return nil, outOfMemory(t)

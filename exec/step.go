@@ -142,9 +142,12 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 		} else {
 			t = s.outputs[f.Node][f.Index]
 		}
-		if s.mem != nil && f.Node >= 0 {
+		if s.mem != nil && f.Node >= 0 && t.DType != tensor.String {
 			// Device memory goes back to the allocator; the caller gets
-			// its own copy.
+			// its own copy. Strings live outside device memory and are
+			// never written after they are made, so they are handed over
+			// as they are: a deep copy of elements that share one string
+			// (Fill, Tile) could be far larger than the tensor.
 			c := t.Clone()
 			s.mem.unref(t, -1)
 			t = c

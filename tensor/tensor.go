@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"math"
 
 	"mstream/hostmem"
 )
@@ -37,11 +38,16 @@ func New(dt DType, shape Shape) *Tensor {
 // NumElements is the element count of the shape.
 func (t *Tensor) NumElements() int64 { return t.Shape.NumElements() }
 
-// ByteSize is the size of the element data (for strings, the sum of lengths).
+// ByteSize is the size of the element data (for strings, the sum of
+// lengths, which elements sharing one string can make larger than memory: it
+// stops at math.MaxInt64 rather than overflow).
 func (t *Tensor) ByteSize() int64 {
 	if t.DType == String {
 		var n int64
 		for _, s := range t.Strs {
+			if n > math.MaxInt64-int64(len(s)) {
+				return math.MaxInt64
+			}
 			n += int64(len(s))
 		}
 		return n
