@@ -8,4 +8,11 @@
 // Buffers are ordinary Go memory (zeroed by Alloc, collected by the garbage
 // collector), so they may be kept only through the slices that view them; Addr
 // gives identity and alignment, never a pointer to hold.
+//
+// Limit is the one check that every allocation sized by a graph, a feed, an
+// attr or a C caller passes before memory is asked for: Go's "fatal error:
+// out of memory" cannot be recovered and would end the host process, so a
+// size beyond the limit must become RESOURCE_EXHAUSTED first. Its default is
+// the machine's physical memory (Physical, from sysinfo); a session hands
+// kernels the device allocator's limit (kernels.Context.Limit).
 package hostmem

@@ -5,5 +5,9 @@
 // Invariants: a Kernel is immutable after its factory returns and may run in
 // several steps at once; a kernel never mutates its inputs (they may be
 // shared by other consumers or by the caller); every error a kernel returns
-// carries a TF code and names the node (Context.Errorf).
+// carries a TF code and names the node (Context.Errorf); memory whose size
+// comes from a kernel's inputs or attrs is taken only through
+// Context.Allocate, Scratch or NewTensor, which check it against the
+// device's limit first (kernels/cpu's TestAllocationsAreChecked enforces it
+// over that package's source).
 package kernels
