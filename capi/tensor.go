@@ -87,7 +87,7 @@ func cTensor(t *tensor.Tensor) (*C.TF_Tensor, error) {
 		total, heads := t.ByteSize(), int64(len(t.Strs))*sizeofTString
 		total = min(total, math.MaxInt64-heads) + heads
 		if err := (hostmem.Limit{}).Check(total, 1,
-			fmt.Sprintf("the caller's copy of tensor with shape%v and type string", t.Shape)); err != nil {
+			func() string { return fmt.Sprintf("the caller's copy of tensor with shape%v and type string", t.Shape) }); err != nil {
 			return nil, err
 		}
 		ct := C.ms_new_tensor(C.TF_STRING, dims, nd, C.size_t(len(t.Strs))*sizeofTString)

@@ -52,17 +52,18 @@ func (l Limit) name() string {
 }
 
 // Check returns RESOURCE_EXHAUSTED when n elements of elem bytes each
-// overflow or exceed the limit; what says what is being allocated
-// ("tensor with shape[...] and type float").
-func (l Limit) Check(n, elem int64, what string) error {
+// overflow or exceed the limit; what says what is being allocated ("tensor
+// with shape[...] and type float"), and is called only for the message, so
+// the check costs no formatting on the hot path.
+func (l Limit) Check(n, elem int64, what func() string) error {
 	if n < 0 || elem < 0 {
-		return status.Errorf(status.InvalidArgument, "negative size allocating %s", what)
+		return status.Errorf(status.InvalidArgument, "negative size allocating %s", what())
 	}
 	max := l.Max()
 	if elem > 0 && n > max/elem {
 		return status.Errorf(status.ResourceExhausted,
 			"OOM when allocating %s: %d elements of %d bytes are more than the %d bytes allocator %s may give",
-			what, n, elem, max, l.name())
+			what(), n, elem, max, l.name())
 	}
 	return nil
 }
@@ -72,7 +73,7 @@ func (l Limit) Check(n, elem int64, what string) error {
 // whose length comes from the data.
 func Make[T any](l Limit, n int64) ([]T, error) {
 	var z T
-	if err := l.Check(n, int64(unsafe.Sizeof(z)), fmt.Sprintf("%d elements of scratch", n)); err != nil {
+	if err := l.Check(n, int64(unsafe.Sizeof(z)), func() string { return fmt.Sprintf("%d elements of scratch", n) }); err != nil {
 		return nil, err
 	}
 	return make([]T, n), nil

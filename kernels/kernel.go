@@ -194,7 +194,7 @@ func (c *Context) Allocate(i int, shape tensor.Shape) (*tensor.Tensor, error) {
 	if dt == tensor.String {
 		elem = tensor.StringElemBytes
 	}
-	what := fmt.Sprintf("tensor with shape%v and type %v", shape, dt)
+	what := func() string { return fmt.Sprintf("tensor with shape%v and type %v", shape, dt) }
 	limit := c.Limit
 	if c.Alloc != nil && dt != tensor.String {
 		limit = hostmem.Limit{Allocator: limit.Allocator, Bytes: math.MaxInt64}
@@ -206,7 +206,7 @@ func (c *Context) Allocate(i int, shape tensor.Shape) (*tensor.Tensor, error) {
 	if c.Alloc != nil && dt != tensor.String {
 		var err error
 		if t, err = c.Alloc(dt, shape); err != nil {
-			return nil, c.Errorf(status.CodeOf(err), "output %d: %s: %v", i, what, err)
+			return nil, c.Errorf(status.CodeOf(err), "output %d: %s: %v", i, what(), err)
 		}
 	} else {
 		t = tensor.New(dt, shape)
@@ -233,7 +233,8 @@ func NewTensor(c *Context, dt tensor.DType, shape tensor.Shape) (*tensor.Tensor,
 	if dt == tensor.String {
 		elem = tensor.StringElemBytes
 	}
-	if err := c.Limit.Check(shape.NumElements(), elem, fmt.Sprintf("temporary tensor with shape%v and type %v", shape, dt)); err != nil {
+	what := func() string { return fmt.Sprintf("temporary tensor with shape%v and type %v", shape, dt) }
+	if err := c.Limit.Check(shape.NumElements(), elem, what); err != nil {
 		return nil, c.Errorf(status.CodeOf(err), "%v", err)
 	}
 	return tensor.New(dt, shape), nil

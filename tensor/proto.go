@@ -62,7 +62,7 @@ func FromProto(p *tfpb.TensorProto) (*Tensor, error) {
 	if dt == String {
 		elem = StringElemBytes
 	}
-	if err := (hostmem.Limit{}).Check(n, elem, fmt.Sprintf("tensor with shape%v and type %v", shape, dt)); err != nil {
+	if err := (hostmem.Limit{}).Check(n, elem, func() string { return fmt.Sprintf("tensor with shape%v and type %v", shape, dt) }); err != nil {
 		return nil, status.InvalidArg("Cannot parse tensor from proto: %v", err)
 	}
 	if dt == String {
