@@ -44,9 +44,6 @@ if [ ! -f "$m/.done" ]; then
   touch "$m/.done"
 fi
 
-# The host device's memory is capped by default in this version; the
-# 100k-row DLRM needs more (TF has no cap).
-export MSTREAM_HOST_MEMORY_MB=${MSTREAM_HOST_MEMORY_MB:-8192}
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
 pts=$out/points.jsonl
 : >"$pts"
