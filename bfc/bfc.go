@@ -246,7 +246,12 @@ func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {
 		// the event, and that stream may need this lock to get there.
 		// The caller uses the memory only after Allocate returns, so the
 		// wait still comes first on s.
-		s.Wait(ev)
+		if werr := s.Wait(ev); werr != nil {
+			// Without the device-side wait, the host waits instead.
+			if serr := ev.Synchronize(); serr != nil && err == nil {
+				err = status.Wrap(serr, "bfc %q: waiting for the previous user of %#x", a.opts.Name, addr)
+			}
+		}
 		a.mu.Lock()
 		a.unrefLocked(ev)
 		a.mu.Unlock()
@@ -523,8 +528,18 @@ func (a *Allocator) Free(addr uint64) error {
 		rec := mu.(*sync.Mutex)
 		rec.Lock()
 		seq = a.recSeq.Add(1)
-		c.stream.Record(ev)
+		rerr := c.stream.Record(ev)
 		rec.Unlock()
+		if rerr != nil {
+			// The chunk is not known to be free in any stream's order
+			// until the stream is done with it.
+			if serr := c.stream.Synchronize(); serr != nil {
+				a.mu.Lock()
+				c.freeing = false
+				a.mu.Unlock()
+				return status.Wrap(rerr, "bfc %q: event for free of %#x", a.opts.Name, addr)
+			}
+		}
 		a.mu.Lock()
 		c.freeing = false
 		c.ev = ev

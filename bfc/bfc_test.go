@@ -295,7 +295,7 @@ func streams(t *testing.T, n int) (*host.Device, []device.Stream) {
 	for i := 0; i < n; i++ {
 		s, _ := d.NewStream(0)
 		ss = append(ss, s)
-		t.Cleanup(s.Close)
+		t.Cleanup(func() { s.Close() })
 	}
 	return d, ss
 }
@@ -355,12 +355,12 @@ func TestStreamAwareOrdering(t *testing.T) {
 		}
 		buf := be.Bytes(p, n)
 		pat := byte(round)
-		src.Enqueue(func() {
+		device.Enqueue(src, func() {
 			for i := range buf {
 				buf[i] = pat
 			}
 		})
-		src.Enqueue(func() {
+		device.Enqueue(src, func() {
 			if !bytes.Equal(buf, bytes.Repeat([]byte{pat}, n)) {
 				fail("source saw a later stream's write")
 			}
@@ -376,7 +376,7 @@ func TestStreamAwareOrdering(t *testing.T) {
 			}
 			fillers = append(fillers, q)
 			b2 := be.Bytes(q, n)
-			dst.Enqueue(func() {
+			device.Enqueue(dst, func() {
 				if b2[0] != b2[n-1] {
 					fail("torn chunk")
 				}
@@ -422,7 +422,7 @@ func TestStreamAwareRandom(t *testing.T) {
 			i := rng.Intn(len(lives))
 			l := lives[i]
 			buf := be.Bytes(l.addr, l.size)
-			l.s.Enqueue(func() {
+			device.Enqueue(l.s, func() {
 				for _, b := range buf {
 					if b != l.pat {
 						bad.Store(l.addr, true)
@@ -442,7 +442,7 @@ func TestStreamAwareRandom(t *testing.T) {
 			}
 			buf := be.Bytes(addr, size)
 			pat := byte(op)
-			s.Enqueue(func() {
+			device.Enqueue(s, func() {
 				for i := range buf {
 					buf[i] = pat
 				}
@@ -483,7 +483,7 @@ func TestHammerStreamAware(t *testing.T) {
 				if len(mine) > 0 && (rng.Intn(2) == 0 || len(mine) > 6) {
 					l := mine[0]
 					mine = mine[1:]
-					s.Enqueue(func() {
+					device.Enqueue(s, func() {
 						for _, b := range l.buf {
 							if b != l.pat {
 								bad.add()
@@ -503,7 +503,7 @@ func TestHammerStreamAware(t *testing.T) {
 				}
 				buf := be.Bytes(addr, size)
 				pat := byte(g*31 + i)
-				s.Enqueue(func() {
+				device.Enqueue(s, func() {
 					for j := range buf {
 						buf[j] = pat
 					}
@@ -626,7 +626,7 @@ func TestStreamAwareRetire(t *testing.T) {
 
 	// Now B frees while its stream is held up: A must wait for it.
 	gate := make(chan struct{})
-	B.Enqueue(func() { <-gate })
+	device.Enqueue(B, func() { <-gate })
 	a.Free(q)
 	done := make(chan uint64)
 	go func() {
@@ -641,7 +641,7 @@ func TestStreamAwareRetire(t *testing.T) {
 		t.Fatalf("pending chunk: got %#x, waits %d, retired %d", r, st.CrossStreamWaits, st.Retired)
 	}
 	ran := make(chan struct{})
-	A.Enqueue(func() { close(ran) })
+	device.Enqueue(A, func() { close(ran) })
 	select {
 	case <-ran:
 		t.Fatal("A ran past its wait on B's pending free")
@@ -669,7 +669,7 @@ func TestStreamAwareFreshTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	gate := make(chan struct{})
-	A.Enqueue(func() { <-gate })
+	device.Enqueue(A, func() { <-gate })
 	a.Free(p)
 	q, err := a.Allocate(1<<20, B)
 	if err != nil {
@@ -707,8 +707,8 @@ func TestStreamAwareLastResort(t *testing.T) {
 		ps = append(ps, p)
 	}
 	gate := make(chan struct{})
-	A.Enqueue(func() { <-gate })
-	B.Enqueue(func() { <-gate })
+	device.Enqueue(A, func() { <-gate })
+	device.Enqueue(B, func() { <-gate })
 	for _, p := range ps {
 		a.Free(p) // A, B, A, B pieces, all pending: none can merge
 	}

@@ -15,6 +15,11 @@ import (
 	"mstream/session"
 	"mstream/status"
 	"mstream/tensor"
+
+	// The GPU device and its kernels: device/cuda registers the GPUs
+	// (device.OpenGPUs) and kernels/cuda the GPU kernels that placement
+	// consults. Neither needs a GPU to load.
+	_ "mstream/kernels/cuda"
 )
 
 // cGetenv reads the C environment: what the host's setenv (or Python's

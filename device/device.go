@@ -3,27 +3,24 @@ package device
 // StreamID identifies a stream within its device.
 type StreamID int
 
-// Stream is an ordered queue of device work.
+// Stream is an ordered queue of device work. Every method that enqueues or
+// waits reports its failure; a stream keeps no error for later calls.
 type Stream interface {
 	ID() StreamID
-	// Enqueue adds host-side work: a kernel on the host device, a host
-	// callback (cuLaunchHostFunc) on a GPU. fn must not block on this
-	// stream.
-	Enqueue(fn func())
 	// Record marks the current end of the stream in e.
-	Record(e Event)
+	Record(e Event) error
 	// Wait makes work enqueued after this call wait for e.
-	Wait(e Event)
+	Wait(e Event) error
 	// CopyH2D copies len(src) bytes of host memory to device address dst.
-	CopyH2D(dst uint64, src []byte)
+	CopyH2D(dst uint64, src []byte) error
 	// CopyD2H copies len(dst) bytes from device address src to host memory.
-	CopyD2H(dst []byte, src uint64)
+	CopyD2H(dst []byte, src uint64) error
 	// CopyD2D copies size bytes between device addresses.
-	CopyD2D(dst, src, size uint64)
+	CopyD2D(dst, src, size uint64) error
 	// Synchronize blocks the caller until all work enqueued so far is done.
-	Synchronize()
+	Synchronize() error
 	// Close stops the stream after its queued work.
-	Close()
+	Close() error
 }
 
 // Event is a marker recorded in a stream.
@@ -32,7 +29,7 @@ type Event interface {
 	// (true if never recorded).
 	Query() bool
 	// Synchronize blocks the caller until Query would return true.
-	Synchronize()
+	Synchronize() error
 }
 
 // Memory hands out device memory in regions, which an allocator (bfc)

@@ -14,6 +14,14 @@
 // caller keeps host buffers untouched until an event after the copy has
 // completed.
 //
+// Every Stream and Event call returns its error; a stream keeps no error
+// state for later calls. What only some devices can do is an optional
+// interface (optional.go) that callers assert to: host functions
+// (HostFuncs), pooled events, peer copies, timing, graph capture, per-group
+// staging, per-context memory; a GPU device also registers how to list
+// its GPUs (RegisterGPUs), so the layers above never import it. Kernel
+// launch is not among them: a device's kernels know its stream type.
+//
 // Memory is handed out as opaque uint64 addresses (device pointers on a
 // GPU); only a device whose memory the host can address (HostAddressable)
 // turns them into []byte.

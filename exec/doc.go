@@ -70,9 +70,14 @@
 // goroutine (a stream-aware free records an event, a CUDA call a host
 // callback may not make). Copies of host values into device memory are
 // held until the step ends. Errors name the node, feed or fetch and the
-// CUDA call; a stream's kept error is taken (cuda.Stream.TakeErr) so the
-// next step starts clean, except a sticky one, which every later step
-// reports.
+// device call; every stream and event call returns its own error, so no
+// error outlives the step that made it (a sticky device error fails every
+// later call, and so every later step).
+//
+// exec names no device type: what only a GPU does (pooled events, peer
+// copies, timing, graph capture) it reaches through package device's
+// optional interfaces, and a test (session's TestLayering) keeps exec,
+// groups and session free of CUDA packages.
 //
 // # Steps over several GPU groups
 //

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"mstream/device"
-	cu "mstream/device/cuda"
 	"mstream/groups"
+	"mstream/hostmem"
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
@@ -52,13 +52,13 @@ type gstep struct {
 	plan     *Plan
 	rt       *GPURuntime
 	g        *groups.Group
-	c, h, d  *cu.Stream
+	c, h, d  device.Stream
 	cix, dix int // the compute and D2H streams' indices in mem.streams
 	mem      *tracker
 	vals     [][]gval
 	feeds    []gval
-	events   []*cu.Event // destroyed after the final event
-	pinned   []uint64    // host staging from g.HostAlloc, freed after it
+	events   []device.PooledEvent // released after the final event
+	pinned   []uint64             // host staging from g.HostAlloc, freed after it
 	staged   []staged
 	out      []*tensor.Tensor
 
@@ -70,10 +70,10 @@ type gstep struct {
 	tr    traceBuf
 	// Traced steps: the context's timing anchor and the device work
 	// measured against it (gpu_trace.go).
-	anchor     *cu.Event
+	anchor     device.Event
 	anchorHost time.Time
 	marks      []devMark
-	timing     []*cu.Event
+	timing     []timingEvent
 	run        int64
 
 	// capt is set while the step is captured into a CUDA graph
@@ -98,11 +98,9 @@ func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tenso
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
 	}
 	g := rt.Group
-	c, ok1 := g.Compute.(*cu.Stream)
-	h, ok2 := g.H2D.(*cu.Stream)
-	d, ok3 := g.D2H.(*cu.Stream)
-	if !ok1 || !ok2 || !ok3 {
-		return nil, nil, status.Errorf(status.Internal, "group %d of %s has no CUDA streams", g.ID, g.Device.Name())
+	c, h, d := g.Compute, g.H2D, g.D2H
+	if err := asyncStreams(g); err != nil {
+		return nil, nil, err
 	}
 	if rt.Holder == nil {
 		return nil, nil, status.Errorf(status.Internal, "GPU step without a tensor holder")
@@ -132,12 +130,6 @@ func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tenso
 		s.anchor, s.anchorHost, _ = traceAnchor(c)
 	}
 	err := launchAndWait(ctx, g.Launch, "GPU step", g.Device.Name(), s.launch, s.finish)
-	// Errors a stream kept (a failed host function, a sticky error).
-	for _, st := range []*cu.Stream{c, h, d} {
-		if serr := st.TakeErr(); serr != nil && err == nil {
-			err = status.Wrap(serr, "stream %d of group %d on %s", st.ID(), g.ID, g.Device.Name())
-		}
-	}
 	if err == nil {
 		for k := range s.staged {
 			if sg := &s.staged[k]; s.out[k] == nil {
@@ -153,7 +145,9 @@ func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tenso
 	s.mem.drain()
 	// Every event of the step has completed (the final event follows
 	// them all, or the streams were synchronised).
-	putEvent(c.Context(), s.events...)
+	for _, e := range s.events {
+		e.Release()
+	}
 	var st *trace.Step
 	if s.trace {
 		s.deviceSlices(err == nil)
@@ -175,9 +169,9 @@ func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tenso
 // The caller waits for the final event; if ctx is cancelled meanwhile, the
 // device work (which cannot be taken back) is still waited for, and the
 // step reports CANCELLED. The first error wins.
-func launchAndWait(ctx context.Context, pool groups.Pool, what, dev string, launch func() error, finish func() (*cu.Event, error)) error {
+func launchAndWait(ctx context.Context, pool groups.Pool, what, dev string, launch func() error, finish func() (device.Event, error)) error {
 	type launched struct {
-		final *cu.Event
+		final device.Event
 		err   error
 	}
 	ch := make(chan launched, 1)
@@ -207,11 +201,11 @@ func launchAndWait(ctx context.Context, pool groups.Pool, what, dev string, laun
 		}
 	}
 	if ctx.Done() == nil {
-		wrap(l.final.Sync())
+		wrap(l.final.Synchronize())
 		return err
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- l.final.Sync() }()
+	go func() { waited <- l.final.Synchronize() }()
 	select {
 	case werr := <-waited:
 		wrap(werr)
@@ -224,52 +218,40 @@ func launchAndWait(ctx context.Context, pool groups.Pool, what, dev string, laun
 	return err
 }
 
-// evPool recycles events per context: cuEventCreate and cuEventDestroy
-// cost microseconds each and a step needs several. An event goes back only
-// once it has completed.
-var evPool sync.Map // *cu.Context -> *evList
-
-type evList struct {
-	mu  sync.Mutex
-	evs []*cu.Event
-}
-
-func getEvent(c *cu.Context) (*cu.Event, error) {
-	if v, ok := evPool.Load(c); ok {
-		l := v.(*evList)
-		l.mu.Lock()
-		if n := len(l.evs); n > 0 {
-			e := l.evs[n-1]
-			l.evs = l.evs[:n-1]
-			l.mu.Unlock()
-			return e, nil
+// asyncStreams checks that g's streams are those of an asynchronous
+// device (a GPU): the device step needs pooled events from them.
+func asyncStreams(g *groups.Group) error {
+	for _, st := range []device.Stream{g.Compute, g.H2D, g.D2H} {
+		if _, ok := st.(device.EventPool); !ok {
+			return status.Errorf(status.Internal, "group %d of %s: stream %d (%T) has no event pool, which a device step needs", g.ID, g.Device.Name(), st.ID(), st)
 		}
-		l.mu.Unlock()
 	}
-	return c.NewEvent()
+	return nil
 }
 
-// putEvent returns completed events of context c to the pool.
-func putEvent(c *cu.Context, evs ...*cu.Event) {
-	v, _ := evPool.LoadOrStore(c, &evList{})
-	l := v.(*evList)
-	l.mu.Lock()
-	l.evs = append(l.evs, evs...)
-	l.mu.Unlock()
+// pooledEvent takes an event of st's context from the device's pool
+// (creating and destroying device events costs microseconds, and a step
+// needs several); it goes back with Release once it has completed.
+func pooledEvent(st device.Stream) (device.PooledEvent, error) {
+	p, ok := st.(device.EventPool)
+	if !ok {
+		return nil, status.Errorf(status.Internal, "stream %d (%T) has no event pool", st.ID(), st)
+	}
+	return p.PooledEvent()
 }
 
 // event records an event on st.
-func (s *gstep) event(st *cu.Stream) (*cu.Event, error) {
-	e, err := getEvent(st.Context())
+func (s *gstep) event(st device.Stream) (device.Event, error) {
+	e, err := pooledEvent(st)
 	if err != nil {
 		return nil, err
 	}
 	s.events = append(s.events, e)
-	return e, st.RecordEvent(e)
+	return e, st.Record(e)
 }
 
 // order makes stream to wait for the work enqueued on from so far.
-func (s *gstep) order(to, from *cu.Stream) error {
+func (s *gstep) order(to, from device.Stream) error {
 	if to == from {
 		return nil
 	}
@@ -280,7 +262,7 @@ func (s *gstep) order(to, from *cu.Stream) error {
 	if err != nil {
 		return err
 	}
-	return to.WaitEvent(e)
+	return to.Wait(e)
 }
 
 // holdOnEvents frees a buffer once an event recorded now on each of the
@@ -289,17 +271,17 @@ func (s *gstep) order(to, from *cu.Stream) error {
 // launching goroutine blocks.
 func (s *gstep) holdOnEvents(free func(), others []device.Stream) {
 	var evs []device.Event
-	var own []*cu.Event
-	ctx := s.c.Context()
-	for _, o := range others {
-		st := o.(*cu.Stream)
-		e, err := getEvent(ctx)
+	var own []device.PooledEvent
+	for _, st := range others {
+		e, err := pooledEvent(s.c)
 		if err == nil {
-			err = st.RecordEvent(e)
+			if err = st.Record(e); err != nil {
+				e.Release()
+			}
 		}
 		if err != nil {
 			// No event: the stream's own sync is the fallback.
-			st.Sync()
+			st.Synchronize()
 			continue
 		}
 		evs = append(evs, e)
@@ -307,7 +289,9 @@ func (s *gstep) holdOnEvents(free func(), others []device.Stream) {
 	}
 	s.rt.Holder.Hold(func() {
 		free()
-		putEvent(ctx, own...) // Hold calls free once they completed
+		for _, e := range own { // Hold calls free once they completed
+			e.Release()
+		}
 	}, evs)
 }
 
@@ -369,7 +353,7 @@ func (s *gstep) launchFeeds() error {
 		if err != nil {
 			return status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): %v", name, t.DType, t.Shape, err)
 		}
-		dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+		dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
 		s.track(dt, &buffer{addr: addr, alloc: g.Alloc, refs: p.feedUses[k], users: []int{s.cix}})
 		s.feeds[k].dev = dt
 		if size == 0 {
@@ -400,7 +384,7 @@ func (s *gstep) launchFeeds() error {
 	unlock := s.lockTrace(s.h)
 	before := s.mark(s.h)
 	for _, u := range ups {
-		if err := s.h.H2D(u.addr, u.hbuf); err != nil {
+		if err := s.h.CopyH2D(u.addr, u.hbuf); err != nil {
 			unlock()
 			return status.Wrap(err, "feed '%s': copy to %s", s.plan.feeds[u.k], s.g.Device.Name())
 		}
@@ -459,12 +443,12 @@ func (s *gstep) hostOf(v *gval, what string) (*tensor.Tensor, error) {
 	t := v.dev
 	out := tensor.New(t.DType, t.Shape)
 	if len(out.Buf) > 0 {
-		if err := s.c.D2H(out.Buf, cu.Ptr(t.Buf)); err != nil {
+		if err := s.c.CopyD2H(out.Buf, hostmem.DeviceAddr(t.Buf)); err != nil {
 			return nil, status.Wrap(err, "%s: copy to the host", what)
 		}
 		e, err := s.event(s.c)
 		if err == nil {
-			err = e.Sync()
+			err = e.Synchronize()
 		}
 		if err != nil {
 			return nil, status.Wrap(err, "%s: waiting for the copy to the host", what)
@@ -496,7 +480,7 @@ func (s *gstep) devOf(v *gval, r ref, what string) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, status.Errorf(status.CodeOf(err), "%s (%v%v): copy to %s: %v", what, t.DType, t.Shape, s.g.Device.Name(), err)
 	}
-	dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+	dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
 	// Held until the step ends: its readers are counted on the host value.
 	s.track(dt, &buffer{addr: addr, alloc: s.g.Alloc, refs: 1 << 30, users: []int{s.cix}})
 	if size > 0 {
@@ -510,7 +494,7 @@ func (s *gstep) devOf(v *gval, r ref, what string) (*tensor.Tensor, error) {
 			}
 			copy(src, t.Buf)
 		}
-		if err := s.c.H2D(addr, src); err != nil {
+		if err := s.c.CopyH2D(addr, src); err != nil {
 			return nil, status.Wrap(err, "%s: copy to %s", what, s.g.Device.Name())
 		}
 	}
@@ -630,7 +614,7 @@ func (s *gstep) compute(pn *planNode, kc *kernels.Context) (err error) {
 func (s *gstep) launchFetches() error {
 	p, g := s.plan, s.g
 	ordered := false
-	var before *cu.Event
+	var before device.Event
 	unlock := func() {}
 	defer func() { unlock() }()
 	var start time.Time
@@ -668,7 +652,7 @@ func (s *gstep) launchFetches() error {
 		}
 		s.pinned = append(s.pinned, haddr)
 		buf := g.Device.HostMemory().Bytes(haddr, size)
-		if err := s.d.D2H(buf, cu.Ptr(t.Buf)); err != nil {
+		if err := s.d.CopyD2H(buf, hostmem.DeviceAddr(t.Buf)); err != nil {
 			return status.Wrap(err, "fetch '%s': copy from %s", fetchName(p, k), g.Device.Name())
 		}
 		s.staged[k] = staged{buf: buf, dt: t.DType, shape: t.Shape.Clone()}
@@ -683,17 +667,17 @@ func (s *gstep) launchFetches() error {
 
 // finish records the final event on the D2H stream after everything the
 // step enqueued on compute.
-func (s *gstep) finish() (*cu.Event, error) {
+func (s *gstep) finish() (device.Event, error) {
 	if !s.dirty {
 		// D2H already follows everything compute was given.
 	} else if err := s.order(s.d, s.c); err != nil {
-		s.c.Sync()
+		s.c.Synchronize()
 		return nil, status.Wrap(err, "final event")
 	}
 	e, err := s.event(s.d)
 	if err != nil {
-		s.c.Sync()
-		s.d.Sync()
+		s.c.Synchronize()
+		s.d.Synchronize()
 		return nil, status.Wrap(err, "final event")
 	}
 	return e, nil
@@ -727,7 +711,7 @@ func (a *gpuAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor
 	}
 	// A zero-size tensor keeps its chunk's address (capacity 1), so the
 	// tracker can key on it; kernels see length 0.
-	t := &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+	t := &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
 	b := &buffer{addr: addr, alloc: g.Alloc}
 	a.s.track(t, b)
 	a.fresh = append(a.fresh, b)
@@ -766,30 +750,30 @@ func gpuConstant(g *groups.Group, pn *planNode, v *tensor.Tensor) (*groups.Const
 			return nil, status.Errorf(status.CodeOf(err), "node '%s' (op Const): constant %v%v on %s: %v", name, v.DType, v.Shape, g.Device.Name(), err)
 		}
 		if size > 0 {
-			c, h := g.Compute.(*cu.Stream), g.H2D.(*cu.Stream)
+			c, h := g.Compute, g.H2D
 			// The chunk may have been used on compute just before.
 			var err error
 			if h != c {
-				var e *cu.Event
-				if e, err = c.Context().NewEvent(); err == nil {
-					if err = c.RecordEvent(e); err == nil {
-						err = h.WaitEvent(e)
+				var e device.PooledEvent
+				if e, err = pooledEvent(c); err == nil {
+					if err = c.Record(e); err == nil {
+						err = h.Wait(e)
 					}
-					defer e.Destroy()
+					defer e.Release() // after h's sync below, or never recorded
 				}
 			}
 			if err == nil {
-				err = h.H2D(addr, v.Buf)
+				err = h.CopyH2D(addr, v.Buf)
 			}
 			if err == nil {
-				err = h.Sync()
+				err = h.Synchronize()
 			}
 			if err != nil {
 				g.Alloc.Free(addr)
 				return nil, status.Wrap(err, "node '%s' (op Const): upload to %s", name, g.Device.Name())
 			}
 		}
-		dt := &tensor.Tensor{DType: v.DType, Shape: v.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+		dt := &tensor.Tensor{DType: v.DType, Shape: v.Shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
 		return &groups.Const{Value: dt, Addr: addr, Bytes: int64(g.Alloc.ChunkSize(addr)), Alloc: g.Alloc}, nil
 	})
 }

@@ -11,8 +11,8 @@ import (
 
 	"mstream/bfc"
 	"mstream/device"
-	cu "mstream/device/cuda"
 	"mstream/groups"
+	"mstream/hostmem"
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
@@ -106,13 +106,13 @@ type graphEntry struct {
 // baked into the graphs captured on it, so it lives until they are gone.
 type capStream struct {
 	mu sync.Mutex
-	s  *cu.Stream
+	s  device.Stream
 }
 
 // graphInst is one instantiated graph and everything its nodes address.
 type graphInst struct {
 	g    *groups.Group
-	exec *cu.GraphExec
+	exec device.GraphExec
 	busy bool // guarded by GraphCache.mu
 
 	feedIn []([]byte) // per feed: its pinned staging, nil if no GPU kernel reads it
@@ -159,7 +159,7 @@ func (gc *GraphCache) Attach(gs ...*groups.Group) {
 	gc.mu.Lock()
 	defer gc.mu.Unlock()
 	for _, g := range gs {
-		if _, ok := g.Compute.(*cu.Stream); ok {
+		if _, ok := g.Compute.(device.Capturer); ok {
 			attached.Store(g, gc)
 			gc.groups = append(gc.groups, g)
 		}
@@ -243,7 +243,7 @@ func (gc *GraphCache) run(ctx context.Context, p *Plan, rt *GPURuntime, feeds []
 		logIt := false
 		if err != nil {
 			e.bad = err.Error()
-			if errors.Is(err, cu.ErrNotCapturable) || status.CodeOf(err) == status.Unimplemented {
+			if errors.Is(err, device.ErrNotCapturable) || status.CodeOf(err) == status.Unimplemented {
 				// The plan's work cannot be captured, whatever the shapes.
 				e.pg.why = "capture failed: " + e.bad
 			}
@@ -459,16 +459,12 @@ func (gc *GraphCache) capStream(g *groups.Group) (*capStream, error) {
 	if gc.closed {
 		return nil, status.Errorf(status.Cancelled, "graph cache closed")
 	}
-	c, ok := g.Compute.(*cu.Stream)
+	c, ok := g.Compute.(device.Capturer)
 	if !ok {
-		return nil, status.Errorf(status.Internal, "group %d has no CUDA compute stream", g.ID)
+		return nil, status.Errorf(status.Internal, "group %d: its compute stream (%T) cannot capture graphs", g.ID, g.Compute)
 	}
-	s, err := c.Context().NewStreamWith(cu.StreamOptions{Staging: g.Staging})
+	s, err := c.NewCaptureStream()
 	if err != nil {
-		return nil, err
-	}
-	if err := s.PrepareCapture(); err != nil {
-		s.Close()
 		return nil, err
 	}
 	cs := &capStream{s: s}
@@ -510,7 +506,7 @@ func (gc *GraphCache) capture(p *Plan, rt *GPURuntime, feeds []*tensor.Tensor) (
 			return nil, status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): %v", p.feeds[k], t.DType, t.Shape, err)
 		}
 		gi.own(g.Alloc, addr)
-		s.feeds[k].dev = &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+		s.feeds[k].dev = &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
 		if size > 0 {
 			if gi.feedIn[k], err = gi.pinned(g, size); err != nil {
 				gi.destroy()
@@ -518,17 +514,20 @@ func (gc *GraphCache) capture(p *Plan, rt *GPURuntime, feeds []*tensor.Tensor) (
 			}
 		}
 	}
-	if err := cst.BeginCapture(); err != nil {
+	capt := cst.(device.Capturer)
+	if err := capt.BeginCapture(); err != nil {
 		gi.destroy()
 		return nil, err
 	}
 	lerr := s.captureWork()
-	graph, eerr := cst.EndCapture()
+	graph, eerr := capt.EndCapture()
 	if lerr == nil {
 		lerr = eerr
 	}
 	if lerr != nil {
-		graph.Destroy()
+		if graph != nil {
+			graph.Destroy()
+		}
 		gi.destroy()
 		return nil, lerr
 	}
@@ -553,7 +552,7 @@ func (s *gstep) captureWork() (err error) {
 	p, gi := s.plan, s.capt
 	for k, b := range gi.feedIn {
 		if b != nil {
-			if err := s.c.H2D(cu.Ptr(s.feeds[k].dev.Buf), b); err != nil {
+			if err := s.c.CopyH2D(hostmem.DeviceAddr(s.feeds[k].dev.Buf), b); err != nil {
 				return status.Wrap(err, "feed '%s'", p.feeds[k])
 			}
 		}
@@ -578,7 +577,7 @@ func (s *gstep) captureWork() (err error) {
 				if o.buf, err = gi.pinned(s.g, size); err != nil {
 					return status.Errorf(status.CodeOf(err), "fetch '%s': pinned staging: %v", fetchName(p, k), err)
 				}
-				if err := s.c.D2H(o.buf, cu.Ptr(t.Buf)); err != nil {
+				if err := s.c.CopyD2H(o.buf, hostmem.DeviceAddr(t.Buf)); err != nil {
 					return status.Wrap(err, "fetch '%s'", fetchName(p, k))
 				}
 			}
@@ -610,24 +609,24 @@ func (gi *graphInst) replay(ctx context.Context, feeds []*tensor.Tensor) ([]*ten
 			copy(b, feeds[k].Buf)
 		}
 	}
-	c := g.Compute.(*cu.Stream)
+	c := g.Compute
 	if err := gi.exec.Launch(c); err != nil {
 		return nil, status.Wrap(err, "CUDA graph of the step on group %d of %s", g.ID, g.Device.Name())
 	}
-	e, err := getEvent(c.Context())
+	e, err := pooledEvent(c)
 	if err == nil {
-		if err = c.RecordEvent(e); err != nil {
-			putEvent(c.Context(), e)
+		if err = c.Record(e); err != nil {
+			e.Release()
 		}
 	}
 	if err != nil {
 		// Without an event, the stream's own sync is the wait.
-		if serr := c.Sync(); serr != nil {
+		if serr := c.Synchronize(); serr != nil {
 			return nil, status.Wrap(serr, "waiting for the CUDA graph on %s", g.Device.Name())
 		}
 	} else {
 		werr := waitEvent(ctx, e)
-		putEvent(c.Context(), e)
+		e.Release()
 		if werr != nil {
 			return nil, status.Wrap(werr, "waiting for the CUDA graph on %s", g.Device.Name())
 		}
@@ -655,12 +654,12 @@ func (gi *graphInst) replay(ctx context.Context, feeds []*tensor.Tensor) ([]*ten
 // waitEvent blocks until e completes; when ctx can be cancelled it still
 // waits (device work cannot be taken back) and the caller reports the
 // cancellation.
-func waitEvent(ctx context.Context, e *cu.Event) error {
+func waitEvent(ctx context.Context, e device.Event) error {
 	if ctx.Done() == nil {
-		return e.Sync()
+		return e.Synchronize()
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- e.Sync() }()
+	go func() { waited <- e.Synchronize() }()
 	select {
 	case err := <-waited:
 		return err

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"mstream/device"
-	cu "mstream/device/cuda"
 	"mstream/groups"
+	"mstream/hostmem"
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
@@ -41,7 +41,7 @@ type GPUNodeRuntime struct {
 // nlGroup is one group of a node-level GPU step.
 type nlGroup struct {
 	g       *groups.Group
-	c, h, d *cu.Stream
+	c, h, d device.Stream
 	tab     int // its device's value table, an index in nlstep.tabs
 	waits   int
 	skips   int
@@ -139,11 +139,9 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 	s := &nlstep{rt: rt, gs: make([]nlGroup, len(rt.Groups)), clk: newClocks(len(rt.Groups)), at: make([]point, len(p.nodes)), made: map[*tensor.Tensor]point{}}
 	streams := make([]device.Stream, 0, len(rt.Groups)+1)
 	for k, g := range rt.Groups {
-		c, ok1 := g.Compute.(*cu.Stream)
-		h, ok2 := g.H2D.(*cu.Stream)
-		d, ok3 := g.D2H.(*cu.Stream)
-		if !ok1 || !ok2 || !ok3 {
-			return nil, nil, status.Errorf(status.Internal, "group %d of %s has no CUDA streams", g.ID, g.Device.Name())
+		c, h, d := g.Compute, g.H2D, g.D2H
+		if err := asyncStreams(g); err != nil {
+			return nil, nil, err
 		}
 		tab := len(s.tabs)
 		for j := 0; j < k; j++ {
@@ -205,14 +203,6 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 	for k := range s.gs {
 		ng := &s.gs[k]
 		ng.g.CountWaits(ng.waits, ng.skips)
-		if k > 0 && s.clk.seq[k] == 0 {
-			continue // launched nothing: its streams' errors are other steps'
-		}
-		for _, st := range []*cu.Stream{ng.c, ng.h, ng.d} {
-			if serr := st.TakeErr(); serr != nil && err == nil {
-				err = status.Wrap(serr, "stream %d of group %d on %s", st.ID(), ng.g.ID, ng.g.Device.Name())
-			}
-		}
 	}
 	if err == nil {
 		for k := range s.staged {
@@ -228,7 +218,7 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 	}
 	s.mem.drain()
 	for _, e := range s.events {
-		putEvent(e.Context(), e)
+		e.Release()
 	}
 	var st *trace.Step
 	if s.trace {
@@ -378,12 +368,15 @@ func (s *nlstep) bring(r ref, what string) error {
 	if err != nil {
 		return status.Errorf(status.CodeOf(err), "%s (%v%v): copy to %s: %v", what, t.DType, t.Shape, s.g.Device.Name(), err)
 	}
-	dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: cu.DeviceBytes(addr, int(max(size, 1)))[:size]}
+	dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
 	s.mem.add(dt, &buffer{addr: addr, alloc: s.g.Alloc, refs: 1 << 30, users: []int{s.cix}})
 	if size > 0 {
 		s.dirty = true
-		fromCtx := s.gs[s.rt.Assign[r.Node]].c.Context()
-		if err := s.c.Peer(addr, cu.Ptr(t.Buf), fromCtx, int(size)); err != nil {
+		pc, ok := s.c.(device.PeerCopier)
+		if !ok {
+			return status.Errorf(status.Unimplemented, "%s: %s cannot copy from another device's memory", what, s.g.Device.Name())
+		}
+		if err := pc.CopyPeer(addr, hostmem.DeviceAddr(t.Buf), s.gs[s.rt.Assign[r.Node]].c, size); err != nil {
 			return status.Wrap(err, "%s: copy from %s to %s", what, s.gs[s.rt.Assign[r.Node]].g.Device.Name(), s.g.Device.Name())
 		}
 	}
@@ -397,15 +390,16 @@ func (s *nlstep) bring(r ref, what string) error {
 // them all from the current one, which a step over several GPUs cannot).
 func (s *nlstep) holdOn(free func(), others []device.Stream) {
 	var evs []device.Event
-	var own []*cu.Event
-	for _, o := range others {
-		st := o.(*cu.Stream)
-		e, err := getEvent(st.Context())
+	var own []device.PooledEvent
+	for _, st := range others {
+		e, err := pooledEvent(st)
 		if err == nil {
-			err = st.RecordEvent(e)
+			if err = st.Record(e); err != nil {
+				e.Release()
+			}
 		}
 		if err != nil {
-			st.Sync() // no event: the stream's own sync is the fallback
+			st.Synchronize() // no event: the stream's own sync is the fallback
 			continue
 		}
 		evs = append(evs, e)
@@ -414,7 +408,7 @@ func (s *nlstep) holdOn(free func(), others []device.Stream) {
 	s.rt.Holder.Hold(func() {
 		free()
 		for _, e := range own {
-			putEvent(e.Context(), e)
+			e.Release()
 		}
 	}, evs)
 }
@@ -464,7 +458,7 @@ func (s *nlstep) join() error {
 
 // finishAll records the final event after everything the step launched on
 // any group, whatever the launch got to.
-func (s *nlstep) finishAll() (*cu.Event, error) {
+func (s *nlstep) finishAll() (device.Event, error) {
 	s.switchTo(0)
 	if s.joined {
 		return s.finish()
@@ -474,7 +468,7 @@ func (s *nlstep) finishAll() (*cu.Event, error) {
 	if jerr != nil {
 		// No event: the host waits for the other groups instead.
 		for k := 1; k < len(s.gs); k++ {
-			s.gs[k].c.Sync()
+			s.gs[k].c.Synchronize()
 		}
 	}
 	fin, err := s.finish()

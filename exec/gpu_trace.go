@@ -1,10 +1,11 @@
 package exec
 
 import (
+	"errors"
 	"sync"
 	"time"
 
-	cu "mstream/device/cuda"
+	"mstream/device"
 	"mstream/trace"
 )
 
@@ -31,67 +32,54 @@ import (
 
 const anchorEvery = 10 * time.Second
 
-type anchor struct {
-	mu   sync.Mutex
-	ev   *cu.Event
-	host time.Time
-}
-
-var anchors sync.Map // *cu.Context -> *anchor
-
 // devMark is one traced piece of device work: the events before and
 // after it on its stream.
 type devMark struct {
 	name, op, kind, role string
-	st                   *cu.Stream
-	a, b                 *cu.Event
+	st                   device.Stream
+	a, b                 device.Event
 	bytes                int64
 }
 
-// traceAnchor returns the context's anchor, making a new one (a host
-// synchronise on st, traced steps only) when there is none or it is old:
-// ElapsedMs is a float32 of milliseconds, which loses microseconds after
-// a few minutes.
-func traceAnchor(st *cu.Stream) (*cu.Event, time.Time, error) {
-	v, _ := anchors.LoadOrStore(st.Context(), &anchor{})
-	an := v.(*anchor)
-	an.mu.Lock()
-	defer an.mu.Unlock()
-	if an.ev != nil && time.Since(an.host) < anchorEvery {
-		return an.ev, an.host, nil
+// timingEvent is a timing event and the stream whose device destroys it.
+type timingEvent struct {
+	t  device.Timer
+	ev device.Event
+}
+
+// traceAnchor returns the anchor of st's context (device.Timer.Anchor), or
+// an error when st's device cannot time its work.
+func traceAnchor(st device.Stream) (device.Event, time.Time, error) {
+	t, ok := st.(device.Timer)
+	if !ok {
+		return nil, time.Time{}, errNoTimer
 	}
-	ev, err := st.Context().NewTimingEvent()
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	st.Record(ev)
-	if err := ev.Sync(); err != nil {
-		ev.Destroy()
-		return nil, time.Time{}, err
-	}
-	// The old anchor stays valid for steps that already measure against
-	// it; it is not destroyed (one event per anchorEvery of tracing).
-	an.ev, an.host = ev, time.Now()
-	return an.ev, an.host, nil
+	return t.Anchor(anchorEvery)
 }
 
 // mark records a timing event on st for a traced step; nil when the event
 // cannot be made (the slice is then left out, the step goes on).
-func (s *gstep) mark(st *cu.Stream) *cu.Event {
+func (s *gstep) mark(st device.Stream) device.Event {
 	if !s.trace || s.anchor == nil {
 		return nil
 	}
-	ev, err := st.Context().NewTimingEvent()
+	t, ok := st.(device.Timer)
+	if !ok {
+		return nil
+	}
+	ev, err := t.TimingEvent()
 	if err != nil {
 		return nil
 	}
-	st.Record(ev)
-	s.timing = append(s.timing, ev)
+	s.timing = append(s.timing, timingEvent{t, ev})
+	if st.Record(ev) != nil {
+		return nil
+	}
 	return ev
 }
 
 // devSlice keeps the work between events a and b on st for the trace.
-func (s *gstep) devSlice(name, op, kind, role string, st *cu.Stream, a, b *cu.Event, bytes int64) {
+func (s *gstep) devSlice(name, op, kind, role string, st device.Stream, a, b device.Event, bytes int64) {
 	if a == nil || b == nil {
 		return
 	}
@@ -106,19 +94,20 @@ func (s *gstep) devSlice(name, op, kind, role string, st *cu.Stream, a, b *cu.Ev
 func (s *gstep) deviceSlices(ok bool) {
 	defer func() {
 		for _, e := range s.timing {
-			e.Destroy()
+			e.t.DestroyEvent(e.ev)
 		}
 		s.marks, s.timing = nil, nil
 	}()
-	if !ok || s.anchor == nil {
+	t, timed := s.c.(device.Timer)
+	if !ok || s.anchor == nil || !timed {
 		return
 	}
-	at := func(e *cu.Event) (time.Time, bool) {
-		ms, err := cu.ElapsedMs(s.anchor, e)
+	at := func(e device.Event) (time.Time, bool) {
+		d, err := t.Elapsed(s.anchor, e)
 		if err != nil {
 			return time.Time{}, false
 		}
-		return s.anchorHost.Add(time.Duration(float64(ms) * 1e6)), true
+		return s.anchorHost.Add(d), true
 	}
 	s.tr.mu.Lock()
 	defer s.tr.mu.Unlock()
@@ -152,11 +141,11 @@ func (s *gstep) deviceSlices(ok bool) {
 	}
 }
 
-var traceLocks sync.Map // *cu.Stream -> *sync.Mutex
+var traceLocks sync.Map // device.Stream -> *sync.Mutex
 
 // lockTrace takes st's trace lock for a traced step and returns its
 // unlock; untraced steps take nothing.
-func (s *gstep) lockTrace(st *cu.Stream) func() {
+func (s *gstep) lockTrace(st device.Stream) func() {
 	if !s.trace || s.anchor == nil {
 		return func() {}
 	}
@@ -165,3 +154,5 @@ func (s *gstep) lockTrace(st *cu.Stream) func() {
 	m.Lock()
 	return m.Unlock
 }
+
+var errNoTimer = errors.New("the device cannot time its streams' work")

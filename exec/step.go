@@ -377,9 +377,17 @@ func constant(g *groups.Group, pn *planNode) (*groups.Const, error) {
 			if err != nil {
 				return nil, err
 			}
-			g.H2D.CopyH2D(addr, v.Buf)
-			g.H2D.Record(ev)
-			ev.Synchronize()
+			err = g.H2D.CopyH2D(addr, v.Buf)
+			if err == nil {
+				err = g.H2D.Record(ev)
+			}
+			if err == nil {
+				err = ev.Synchronize()
+			}
+			if err != nil {
+				g.Alloc.Free(addr)
+				return nil, status.Wrap(err, "node '%s' (op Const): copy to %s", pn.node.Name, g.Device.Name())
+			}
 		}
 		return &groups.Const{Value: &tensor.Tensor{DType: v.DType, Shape: v.Shape.Clone(), Buf: buf},
 			Addr: addr, Bytes: int64(g.Alloc.ChunkSize(addr)), Alloc: g.Alloc}, nil

@@ -314,7 +314,10 @@ func (s *sstep) launch() device.Event {
 			skipped[a]++
 			return
 		}
-		s.streams[a].dev.Wait(evAt[pr])
+		if err := s.streams[a].dev.Wait(evAt[pr]); err != nil {
+			s.fail(status.Wrap(err, "stream %d waiting for stream %d", s.streams[a].dev.ID(), s.streams[b].dev.ID()))
+			return
+		}
 		for k, v := range vcAt[pr] {
 			vc[a][k] = max(vc[a][k], v)
 		}
@@ -355,10 +358,14 @@ func (s *sstep) launch() device.Event {
 			}
 		case opNode:
 			i, op := i, op
-			st.dev.Enqueue(func() { s.runNode(i, op) })
+			if !s.enqueue(st, func() { s.runNode(i, op) }) {
+				continue
+			}
 		case opFetch:
 			i, op := i, op
-			st.dev.Enqueue(func() { s.runFetch(i, op) })
+			if !s.enqueue(st, func() { s.runFetch(i, op) }) {
+				continue
+			}
 		}
 		pos[a]++
 		vc[a][a] = pos[a]
@@ -367,7 +374,10 @@ func (s *sstep) launch() device.Event {
 			if evAt[i] = newEvent(st.group.Device); evAt[i] == nil {
 				break
 			}
-			st.dev.Record(evAt[i])
+			if err := st.dev.Record(evAt[i]); err != nil {
+				s.fail(status.Wrap(err, "recording an event on stream %d", st.dev.ID()))
+				break
+			}
 			vcAt[i] = append([]int(nil), vc[a]...)
 		}
 	}
@@ -389,16 +399,16 @@ func (s *sstep) launch() device.Event {
 			s.streams[b].dev.Synchronize()
 			continue
 		}
-		s.streams[b].dev.Record(ev)
-		s.streams[f].dev.Wait(ev)
+		if s.streams[b].dev.Record(ev) != nil || s.streams[f].dev.Wait(ev) != nil {
+			s.streams[b].dev.Synchronize()
+			continue
+		}
 		inserted[f]++
 	}
 	final := newEvent(home.Device)
-	if final == nil {
+	if final == nil || s.streams[f].dev.Record(final) != nil {
 		s.streams[f].dev.Synchronize()
 		final = doneEvent{}
-	} else {
-		s.streams[f].dev.Record(final)
 	}
 	for a, st := range s.streams {
 		st.group.CountWaits(inserted[a], skipped[a])
@@ -409,8 +419,17 @@ func (s *sstep) launch() device.Event {
 // doneEvent is an event that has completed.
 type doneEvent struct{}
 
-func (doneEvent) Query() bool  { return true }
-func (doneEvent) Synchronize() {}
+func (doneEvent) Query() bool        { return true }
+func (doneEvent) Synchronize() error { return nil }
+
+// enqueue puts fn on st's queue, failing the step if st cannot take it.
+func (s *sstep) enqueue(st *sstream, fn func()) bool {
+	if err := device.Enqueue(st.dev, fn); err != nil {
+		s.fail(status.Wrap(err, "stream %d of %s", st.dev.ID(), st.group.Device.Name()))
+		return false
+	}
+	return true
+}
 
 // resolve settles an op that needs no stream: a constant (from the group's
 // store, materialised on first use) or a string feed (host memory).
@@ -466,16 +485,20 @@ func (s *sstep) launchFeed(i int, op *sop, st *sstream) bool {
 		// One item times the copy: items of concurrent steps' launches
 		// may interleave on the queue, so a start item and an end item
 		// could bracket another step's copy.
-		st.dev.Enqueue(func() {
+		s.enqueue(st, func() {
 			start := time.Now()
 			if size > 0 {
-				st.inline.CopyH2D(daddr, hbuf)
+				if err := st.inline.CopyH2D(daddr, hbuf); err != nil {
+					s.fail(status.Wrap(err, "feed '%s'", name))
+				}
 			}
 			s.tr.add(trace.Slice{ID: i, Name: name, Op: "MEMCPYHtoD", Kind: trace.H2D, Device: g.Device.Name(),
 				Group: int(g.ID), Stream: int(st.dev.ID()), Role: st.role, Start: start, End: time.Now(), Bytes: int64(size)})
 		})
 	} else if size > 0 {
-		st.dev.CopyH2D(daddr, hbuf)
+		if err := st.dev.CopyH2D(daddr, hbuf); err != nil {
+			s.fail(status.Wrap(err, "feed '%s'", name))
+		}
 	}
 	s.feedDev[op.idx] = dt
 	b := &buffer{addr: daddr, alloc: g.Alloc, refs: s.plan.feedUses[op.idx], users: []int{op.stream}}

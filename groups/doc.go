@@ -28,7 +28,8 @@
 //   - a constant store: constants are materialised in device memory once
 //     per group, or once per device and shared with TF_SEGMENT_OWN_CONST.
 //
-// On a GPU (device/cuda) a group's allocator takes its regions from the
+// On a GPU (a device.ContextMemory and device.StagedDevice; groups never
+// names device/cuda) a group's allocator takes its regions from the
 // memory of its own context (contexts have separate device memory), so in
 // stream-aware mode there is one shared allocator per context; a group's
 // streams stage pageable copies through the device's pinned staging, or

@@ -9,7 +9,6 @@ import (
 
 	"mstream/bfc"
 	"mstream/device"
-	"mstream/device/cuda"
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensorholder"
@@ -99,7 +98,7 @@ type Set struct {
 
 	ownedPools []Pool
 	streams    []device.Stream
-	staging    []*cuda.HostAllocator
+	staging    []device.Staging
 }
 
 // Group is one stream group. Its fields never change after New.
@@ -125,7 +124,7 @@ type Group struct {
 	HostShared bool
 	// Staging is a GPU group's own pinned staging for its streams' copies
 	// of pageable memory (TF_PER_STREAM_HOST_ALLOCATOR); nil: the device's.
-	Staging *cuda.HostAllocator
+	Staging device.Staging
 
 	// Launch runs the host side of steps (the executor); Intra splits
 	// kernels into parallel chunks.

@@ -1,5 +1,7 @@
 // Package hostmem is the one place outside capi/ and device/cuda/ that uses
-// unsafe: it allocates aligned host buffers and views them as typed slices.
+// unsafe: it allocates aligned host buffers and views them as typed slices,
+// and dresses device addresses as byte slices (DeviceBytes, DeviceAddr) so
+// a device tensor is a tensor.Tensor like any other.
 //
 // Invariant: every buffer from Alloc starts on a 64-byte boundary, so that
 // any dtype view (and SIMD loads in C kernels) is aligned, and a view never

@@ -44,3 +44,28 @@ func Addr(b []byte) uintptr {
 	}
 	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 }
+
+// DeviceBytes is a []byte of n bytes at device address addr, so a device
+// tensor can be a tensor.Tensor whose Buf is device memory, as TF's GPU
+// tensors are. The slice must never be read or written by host code (that
+// faults): only its address and length are used, through DeviceAddr. A
+// zero-length or zero-address slice has no address.
+func DeviceBytes(addr uint64, n int) []byte {
+	if n == 0 || addr == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(addrPtr(addr)), n)
+}
+
+// DeviceAddr is the address of b's first element (device or host), 0
+// when b is empty.
+func DeviceAddr(b []byte) uint64 {
+	if len(b) == 0 {
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+}
+
+// addrPtr turns an address into a pointer without vet's uintptr-to-pointer
+// check: device addresses are not Go memory and the GC never follows them.
+func addrPtr(addr uint64) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&addr)) }

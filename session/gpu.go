@@ -8,25 +8,21 @@ import (
 	"sync"
 
 	"mstream/device"
-	"mstream/device/cuda"
 	"mstream/envcfg"
 	"mstream/exec"
 	"mstream/groups"
 	"mstream/status"
 	"mstream/tensor"
 	"mstream/trace"
-
-	// The GPU kernels register with the kernel registry, which placement
-	// consults; registering needs no GPU.
-	_ "mstream/kernels/cuda"
 )
 
 // gpuReserve is the device memory left to the driver, cuBLAS workspaces and
 // other processes when no limit is configured.
 const gpuReserve = 512 << 20
 
-// loadCUDA is cuda.Load; tests replace it.
-var loadCUDA = cuda.Load
+// listGPUs is device.OpenGPUs (the GPUs of the device package a program
+// links in, device/cuda through capi); tests replace it.
+var listGPUs = device.OpenGPUs
 
 // noGPULogged makes the "running on the CPU" line appear once per process.
 var noGPULogged sync.Once
@@ -57,16 +53,12 @@ func shortReason(err error) string {
 // openGPUs returns the GPUs the session runs on, per MSTREAM_DEVICE: cpu
 // none; gpu every visible GPU or an error; unset (auto) the GPUs if CUDA
 // loads, else none, with one log line saying why.
-func (st *state) openGPUs() ([]*cuda.Device, error) {
+func (st *state) openGPUs() ([]device.GPU, error) {
 	switch {
 	case st.env.Device == "cpu":
 		return nil, nil
 	}
-	lib, err := loadCUDA()
-	var devs []*cuda.Device
-	if err == nil {
-		devs, err = lib.Devices()
-	}
+	devs, err := listGPUs()
 	if err == nil && len(devs) == 0 {
 		err = status.Errorf(status.Unavailable, "cuda: no GPU is visible (check CUDA_VISIBLE_DEVICES)")
 	}
@@ -87,13 +79,9 @@ func (st *state) openGPUs() ([]*cuda.Device, error) {
 				return nil, status.Wrap(err, "TF_GPU_CONTEXT_COUNT=%d (the process's GPU contexts are fixed by its first session)", n)
 			}
 		}
-		c, err := d.Primary()
-		if err != nil {
-			return nil, status.Wrap(err, "opening %s", d.Name())
-		}
 		if st.env.Device == "gpu" {
 			// Surface a broken device now rather than at the first Run.
-			if _, _, err := c.MemInfo(); err != nil {
+			if _, _, err := d.MemInfo(); err != nil {
 				return nil, status.Wrap(err, "MSTREAM_DEVICE=gpu: %s", d.Name())
 			}
 		}
@@ -105,12 +93,8 @@ func (st *state) openGPUs() ([]*cuda.Device, error) {
 // its free memory now, less a reserve. Allocators are per session here
 // (TF's are per process), so a session must not take memory another
 // session of the process already holds.
-func gpuLimitMB(d *cuda.Device) float64 {
-	c, err := d.Primary()
-	if err != nil {
-		return 0
-	}
-	free, _, err := c.MemInfo()
+func gpuLimitMB(d device.GPU) float64 {
+	free, _, err := d.MemInfo()
 	if err != nil || free <= gpuReserve {
 		return 0
 	}
@@ -155,7 +139,7 @@ func deviceLimitsMB(virtual []float64, fraction float64, n int, free func(i int)
 
 // gpuDevices appends the GPUs to the device list; the host device stays
 // device 0, GPU i is device 1+i.
-func gpuDevices(host device.Device, gpus []*cuda.Device) []device.Device {
+func gpuDevices(host device.Device, gpus []device.GPU) []device.Device {
 	out := []device.Device{host}
 	for _, g := range gpus {
 		out = append(out, g)
@@ -174,7 +158,7 @@ func (st *state) placement() exec.Placement {
 }
 
 // gpuSummary is the log line's list of GPUs and their stream groups.
-func gpuSummary(gpus []*cuda.Device, counts []int) string {
+func gpuSummary(gpus []device.GPU, counts []int) string {
 	var b strings.Builder
 	for i, g := range gpus {
 		if i > 0 {

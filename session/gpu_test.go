@@ -10,22 +10,28 @@ import (
 	"testing"
 	"time"
 
+	"mstream/device"
 	"mstream/device/cuda"
 	"mstream/exec"
 	"mstream/graph"
 	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
+
+	// The GPU kernels register with the kernel registry, which placement
+	// consults (capi links them into the library); registering needs no
+	// GPU.
+	_ "mstream/kernels/cuda"
 )
 
 // TestNoGPU: without a usable GPU, MSTREAM_DEVICE=gpu fails TF_NewSession
 // with a status that says so and why; auto runs on the CPU and lists only
 // the CPU; cpu never looks.
 func TestNoGPU(t *testing.T) {
-	old := loadCUDA
-	t.Cleanup(func() { loadCUDA = old })
+	old := listGPUs
+	t.Cleanup(func() { listGPUs = old })
 	calls := 0
-	loadCUDA = func() (*cuda.Lib, error) {
+	listGPUs = func() ([]device.GPU, error) {
 		calls++
 		return nil, status.Wrap(&status.Error{Code: status.Unavailable, Msg: "cuda: libcuda.so.1 not found", Inner: cuda.ErrNoCUDA}, "cuda")
 	}

@@ -33,7 +33,7 @@ func TestHammer(t *testing.T) {
 				}
 				var finished, freed atomic.Int32
 				for _, s := range users {
-					s.Enqueue(func() { finished.Add(1) })
+					device.Enqueue(s, func() { finished.Add(1) })
 				}
 				n := int32(len(users))
 				free := func() {

@@ -68,11 +68,19 @@ func (h *Holder) HoldOn(free func(), streams []device.Stream) {
 	var left atomic.Int32
 	left.Store(int32(len(streams)))
 	for _, s := range streams {
-		s.Enqueue(func() {
+		last := func() {
 			if left.Add(-1) == 0 {
 				h.done(free)
 			}
-		})
+		}
+		if device.Enqueue(s, last) != nil {
+			// A stream without host functions (or a failed enqueue): its
+			// own synchronisation, off the caller's goroutine.
+			go func() {
+				s.Synchronize()
+				last()
+			}()
+		}
 	}
 }
 

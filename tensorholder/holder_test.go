@@ -19,7 +19,7 @@ func jitterStreams(t *testing.T, n int) (*host.Device, []device.Stream) {
 	for i := 0; i < n; i++ {
 		s, _ := d.NewStream(0)
 		ss = append(ss, s)
-		t.Cleanup(s.Close)
+		t.Cleanup(func() { s.Close() })
 	}
 	return d, ss
 }
@@ -43,7 +43,7 @@ func TestFreeAfterEveryEvent(t *testing.T) {
 				}
 				var finished atomic.Int32
 				for _, s := range users {
-					s.Enqueue(func() { finished.Add(1) })
+					device.Enqueue(s, func() { finished.Add(1) })
 				}
 				n := int32(len(users))
 				free := func() {
@@ -122,7 +122,7 @@ func TestWithAllocator(t *testing.T) {
 		}
 		buf := be.Bytes(addr, n)
 		pat := byte(step)
-		A.Enqueue(func() {
+		device.Enqueue(A, func() {
 			for i := range buf {
 				buf[i] = pat
 			}
@@ -130,7 +130,7 @@ func TestWithAllocator(t *testing.T) {
 		ev, _ := d.NewEvent()
 		A.Record(ev)
 		B.Wait(ev)
-		B.Enqueue(func() {
+		device.Enqueue(B, func() {
 			for _, b := range buf {
 				if b != pat {
 					mu.Lock()

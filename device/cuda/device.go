@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"mstream/device"
 	"mstream/status"
@@ -204,6 +205,14 @@ type Context struct {
 
 	modMu   sync.Mutex
 	modules map[*Program]*Module
+
+	// Events recycled for the executor (Stream.PooledEvent), and the
+	// timing anchor of traced steps (Stream.Anchor).
+	evMu     sync.Mutex
+	evFree   []*Event
+	anchorMu sync.Mutex
+	anchor   *Event
+	anchorAt time.Time
 }
 
 func newContext(d *Device, c C.CUcontext, id int) *Context {

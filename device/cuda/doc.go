@@ -89,8 +89,9 @@
 // captures it refuses what a graph cannot hold, with an error wrapping
 // ErrNotCapturable: copies through pageable memory (their staging is
 // released in stream order), host functions (their Go callback runs once)
-// and synchronisation; EndCapture reports a refusal kept by a
-// device.Stream method. PrepareCapture makes the stream's cuBLAS state
+// and synchronisation; a refused call also fails the capture, so
+// EndCapture returns its error rather than a graph that lacks the work.
+// PrepareCapture makes the stream's cuBLAS state
 // first, so a captured GEMM uses the stream's fixed workspace, which must
 // outlive every graph captured on it.
 //

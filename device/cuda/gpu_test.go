@@ -428,9 +428,11 @@ func TestEnqueueOrder(t *testing.T) {
 		t.Fatalf("%d host functions ran, want 20", len(seen))
 	}
 	s.Enqueue(func() { panic("boom") })
-	s.Synchronize()
-	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "boom") {
-		t.Errorf("Err after a panicking host function = %v", err)
+	if err := s.Synchronize(); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("Synchronize after a panicking host function = %v", err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Errorf("second Synchronize after a panicking host function = %v, want nil (the error is taken once)", err)
 	}
 }
 

@@ -88,10 +88,10 @@ static int ms_graph_is_capturing(const ms_lib *L, const ms_graph_fns *f, CUconte
 import "C"
 
 import (
-	"errors"
 	"sync"
 	"unsafe"
 
+	"mstream/device"
 	"mstream/status"
 )
 
@@ -108,12 +108,18 @@ const captureModeRelaxed = 2
 // graph replays), a host function (its Go callback runs once), or a
 // synchronisation. The executor then drops the capture and runs the step
 // the ordinary way.
-var ErrNotCapturable = errors.New("not capturable into a CUDA graph")
+var ErrNotCapturable = device.ErrNotCapturable
 
-func notCapturable(s *Stream, what string) error {
-	return &status.Error{Code: status.Unimplemented,
+// notCapturableLocked refuses what on a capturing stream; the capture
+// then fails at EndCapture too, since the graph would lack the work.
+func (s *Stream) notCapturableLocked(what string) error {
+	err := &status.Error{Code: status.Unimplemented,
 		Msg:   "cuda: stream " + itoaID(int(s.id)) + " is capturing a CUDA graph: " + what + " cannot be captured",
 		Inner: ErrNotCapturable}
+	if s.captureErr == nil {
+		s.captureErr = err
+	}
+	return err
 }
 
 func itoaID(i int) string {
@@ -221,7 +227,7 @@ func (s *Stream) BeginCapture() error {
 	if err := s.check("cuStreamBeginCapture_v2", C.ms_graph_begin(s.lib(), f, s.ctx.c, s.s, captureModeRelaxed)); err != nil {
 		return err
 	}
-	s.capturing = true
+	s.capturing, s.captureErr = true, nil
 	return nil
 }
 
@@ -229,7 +235,7 @@ func (s *Stream) BeginCapture() error {
 // It returns an error, and no graph, when the capture was invalidated or a
 // call on the stream failed or was refused meanwhile (that kept error is
 // taken, so the stream is clean for the next capture).
-func (s *Stream) EndCapture() (*Graph, error) {
+func (s *Stream) EndCapture() (device.Graph, error) {
 	f, err := s.ctx.dev.lib.graphTable()
 	if err != nil {
 		return nil, err
@@ -242,8 +248,8 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	var g C.CUgraph
 	r := C.ms_graph_end(s.lib(), f, s.ctx.c, s.s, &g)
 	s.capturing = false
-	kept := s.err
-	s.err = nil
+	kept := s.captureErr
+	s.captureErr = nil
 	if err := s.check("cuStreamEndCapture", r); err != nil {
 		if g != nil {
 			C.ms_graph_destroy(s.lib(), f, s.ctx.c, g)
@@ -285,7 +291,7 @@ func (s *Stream) Capturing() (bool, error) {
 
 // Instantiate makes the launchable graph. The template may be destroyed
 // afterwards; the GraphExec does not need it.
-func (g *Graph) Instantiate() (*GraphExec, error) {
+func (g *Graph) Instantiate() (device.GraphExec, error) {
 	var e C.CUgraphExec
 	call := "cuGraphInstantiateWithFlags"
 	if g.fns.inst_flags == nil {
@@ -310,7 +316,11 @@ func (g *Graph) Destroy() error {
 // Launch enqueues one run of the graph on s: later work on s runs after
 // it, and it runs after the work enqueued on s before. s must belong to
 // the graph's context.
-func (e *GraphExec) Launch(s *Stream) error {
+func (e *GraphExec) Launch(ds device.Stream) error {
+	s, ok := ds.(*Stream)
+	if !ok {
+		return status.Errorf(status.Internal, "cuda: graph of %s launched on a %T", e.ctx, ds)
+	}
 	if s.ctx != e.ctx {
 		return status.Errorf(status.Internal, "cuda: graph of %s launched on stream %d of %s", e.ctx, s.id, s.ctx)
 	}

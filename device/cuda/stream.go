@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"runtime/cgo"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"mstream/device"
@@ -26,10 +27,11 @@ const (
 )
 
 // Stream is a non-blocking CUDA stream: it never synchronises with the
-// legacy default stream. It implements device.Stream; the methods of that
-// interface cannot return errors, so a failure there is kept and reported
-// by Err (and by the next call that returns an error), and the executor
-// checks Err at the end of a step.
+// legacy default stream. It implements device.Stream and the optional
+// interfaces of package device a GPU offers (host functions, pooled
+// events, peer copies, timing, graph capture). Every call reports its own
+// failure; the one error kept is a host function's panic, which the next
+// Sync (or Err) returns once.
 //
 // A Stream may be used from several goroutines; its own mutex orders the
 // calls that enqueue work, so work is enqueued in the order the calls
@@ -39,10 +41,10 @@ type Stream struct {
 	s   C.CUstream
 	id  device.StreamID
 
-	mu   sync.Mutex
-	args *C.char     // argBufBytes of C memory for kernel parameters
-	offs *C.uint16_t // maxArgs offsets into args
-	err  error       // first failure, reported by Err
+	mu      sync.Mutex
+	args    *C.char               // argBufBytes of C memory for kernel parameters
+	offs    *C.uint16_t           // maxArgs offsets into args
+	hostErr atomic.Pointer[error] // a host function's panic, taken by the next Sync or Err
 
 	staging *HostAllocator
 	pending []pendingStage // staging buffers in flight, oldest first
@@ -54,6 +56,9 @@ type Stream struct {
 	// capturing is set between BeginCapture and EndCapture (graph.go):
 	// work a CUDA graph cannot hold is refused meanwhile.
 	capturing bool
+	// captureErr is the first call refused or failed while capturing:
+	// the graph would lack its work, so EndCapture fails with it.
+	captureErr error
 }
 
 type pendingStage struct {
@@ -113,29 +118,14 @@ func (s *Stream) Handle() uintptr { return uintptr(unsafe.Pointer(s.s)) }
 
 func (s *Stream) lib() *C.ms_lib { return s.ctx.dev.lib.l }
 
-// Err returns the first error of a call that could not report it (Record,
-// Wait, Enqueue, Synchronize, a failed host function), or the context's
-// sticky error.
+// Err returns, and forgets, the panic of a host function that ran since
+// the last Err or Sync; else the context's sticky error (nothing runs
+// after one), else nil.
 func (s *Stream) Err() error {
-	s.mu.Lock()
-	err := s.err
-	s.mu.Unlock()
-	if err != nil {
-		return err
+	if err := s.hostErr.Swap(nil); err != nil {
+		return *err
 	}
 	return s.ctx.Err()
-}
-
-func (s *Stream) keepErrLocked(err error) {
-	if err != nil && s.err == nil {
-		s.err = err
-	}
-}
-
-func (s *Stream) keepErr(err error) {
-	s.mu.Lock()
-	s.keepErrLocked(err)
-	s.mu.Unlock()
 }
 
 func (s *Stream) check(call string, r C.int) error {
@@ -158,7 +148,8 @@ func msGoHostFn(h C.uintptr_t) {
 	hd.Delete()
 	defer func() {
 		if r := recover(); r != nil {
-			job.s.keepErr(status.Errorf(status.Internal, "cuda: host function on stream %d panicked: %v", job.s.id, r))
+			err := status.Errorf(status.Internal, "cuda: host function on stream %d panicked: %v", job.s.id, r)
+			job.s.hostErr.CompareAndSwap(nil, &err)
 		}
 	}()
 	job.fn()
@@ -167,15 +158,15 @@ func msGoHostFn(h C.uintptr_t) {
 // Enqueue runs fn on a driver thread when the stream reaches this point;
 // later work on the stream waits for fn to return. fn must not call into
 // CUDA (the driver forbids it in host functions) and should be short.
-func (s *Stream) Enqueue(fn func()) {
+func (s *Stream) Enqueue(fn func()) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.keepErrLocked(s.enqueueLocked(fn))
+	return s.enqueueLocked(fn)
 }
 
 func (s *Stream) enqueueLocked(fn func()) error {
 	if s.capturing {
-		return notCapturable(s, "a host function")
+		return s.notCapturableLocked("a host function")
 	}
 	h := cgo.NewHandle(hostJob{s, fn})
 	if err := s.check("cuLaunchHostFunc", C.ms_launch_host(s.lib(), s.ctx.c, s.s, C.uintptr_t(h))); err != nil {
@@ -185,14 +176,26 @@ func (s *Stream) enqueueLocked(fn func()) error {
 	return nil
 }
 
-// Record implements device.Stream (errors go to Err).
-func (s *Stream) Record(e device.Event) { s.keepErr(s.RecordEvent(e.(*Event))) }
+// Record implements device.Stream.
+func (s *Stream) Record(e device.Event) error {
+	ce, ok := e.(*Event)
+	if !ok {
+		return status.Errorf(status.Internal, "cuda: stream %d cannot record a %T", s.id, e)
+	}
+	return s.RecordEvent(ce)
+}
 
-// Wait implements device.Stream (errors go to Err).
-func (s *Stream) Wait(e device.Event) { s.keepErr(s.WaitEvent(e.(*Event))) }
+// Wait implements device.Stream.
+func (s *Stream) Wait(e device.Event) error {
+	ce, ok := e.(*Event)
+	if !ok {
+		return status.Errorf(status.Internal, "cuda: stream %d cannot wait for a %T", s.id, e)
+	}
+	return s.WaitEvent(ce)
+}
 
-// Synchronize implements device.Stream (errors go to Err).
-func (s *Stream) Synchronize() { s.keepErr(s.Sync()) }
+// Synchronize implements device.Stream.
+func (s *Stream) Synchronize() error { return s.Sync() }
 
 // RecordEvent marks the current end of the stream in e.
 func (s *Stream) RecordEvent(e *Event) error {
@@ -211,23 +214,27 @@ func (s *Stream) WaitEvent(e *Event) error {
 func (s *Stream) Sync() error {
 	s.mu.Lock()
 	upto, capturing := s.seq, s.capturing
-	s.mu.Unlock()
 	if capturing {
-		return notCapturable(s, "a stream synchronisation")
+		defer s.mu.Unlock()
+		return s.notCapturableLocked("a stream synchronisation")
 	}
+	s.mu.Unlock()
 	if err := s.check("cuStreamSynchronize", C.ms_stream_sync(s.lib(), s.ctx.c, s.s)); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reclaimLocked(upto)
-	return s.err
+	if err := s.hostErr.Swap(nil); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // Close waits for the stream's work, then destroys it and its cuBLAS
 // handles. The stream must not be used afterwards.
-func (s *Stream) Close() {
-	s.keepErr(s.Sync())
+func (s *Stream) Close() error {
+	err := s.Sync()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reclaimLocked(s.seq)
@@ -240,19 +247,20 @@ func (s *Stream) Close() {
 	C.free(unsafe.Pointer(s.args))
 	C.free(unsafe.Pointer(s.offs))
 	s.args, s.offs = nil, nil
+	return err
 }
 
 // Copies. Device addresses are plain uint64s (bfc's addresses, or Ptr of
 // a device tensor's Buf).
 
-// CopyH2D implements device.Stream (errors go to Err).
-func (s *Stream) CopyH2D(dst uint64, src []byte) { s.keepErr(s.H2D(dst, src)) }
+// CopyH2D implements device.Stream (H2D).
+func (s *Stream) CopyH2D(dst uint64, src []byte) error { return s.H2D(dst, src) }
 
-// CopyD2H implements device.Stream (errors go to Err).
-func (s *Stream) CopyD2H(dst []byte, src uint64) { s.keepErr(s.D2H(dst, src)) }
+// CopyD2H implements device.Stream (D2H).
+func (s *Stream) CopyD2H(dst []byte, src uint64) error { return s.D2H(dst, src) }
 
-// CopyD2D implements device.Stream (errors go to Err).
-func (s *Stream) CopyD2D(dst, src, size uint64) { s.keepErr(s.D2D(dst, src, size)) }
+// CopyD2D implements device.Stream (D2D).
+func (s *Stream) CopyD2D(dst, src, size uint64) error { return s.D2D(dst, src, size) }
 
 // H2D copies len(src) bytes of host memory to dst. Pinned src (from
 // HostAlloc or HostMemory) is copied directly by the DMA engine and must
@@ -272,7 +280,7 @@ func (s *Stream) H2D(dst uint64, src []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.capturing {
-		return notCapturable(s, "a copy from pageable host memory")
+		return s.notCapturableLocked("a copy from pageable host memory")
 	}
 	s.reclaimLocked(0)
 	st, err := s.staging.alloc(n)
@@ -307,7 +315,7 @@ func (s *Stream) D2H(dst []byte, src uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.capturing {
-		return notCapturable(s, "a copy to pageable host memory")
+		return s.notCapturableLocked("a copy to pageable host memory")
 	}
 	s.reclaimLocked(0)
 	st, err := s.staging.alloc(n)
@@ -441,7 +449,7 @@ func (e *Event) Query() bool {
 }
 
 // Synchronize blocks until the event's position has been reached.
-func (e *Event) Synchronize() { e.Sync() }
+func (e *Event) Synchronize() error { return e.Sync() }
 
 // Sync is Synchronize with the error.
 func (e *Event) Sync() error {

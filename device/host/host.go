@@ -28,7 +28,6 @@
 package host
 
 import (
-	"fmt"
 	"math/rand"
 	"runtime"
 	"sort"
@@ -120,64 +119,94 @@ func (s *Stream) ID() device.StreamID { return s.id }
 func (s *Stream) Context() int { return s.ctx }
 
 // Enqueue adds fn to the end of the queue.
-func (s *Stream) Enqueue(fn func()) {
+func (s *Stream) Enqueue(fn func()) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		panic("host: Enqueue on a closed stream")
+		return status.Errorf(status.FailedPrecondition, "host: stream %d is closed", s.id)
 	}
 	s.queue = append(s.queue, fn)
 	s.mu.Unlock()
 	s.cond.Signal()
+	return nil
 }
 
 // Record arms e with a new marker that completes when the stream reaches
 // this point.
-func (s *Stream) Record(e device.Event) {
-	m := e.(*Event).arm()
-	s.Enqueue(func() { close(m) })
+func (s *Stream) Record(e device.Event) error {
+	he, ok := e.(*Event)
+	if !ok {
+		return status.Errorf(status.Internal, "host: stream %d cannot record a %T", s.id, e)
+	}
+	m := he.arm()
+	if err := s.Enqueue(func() { close(m) }); err != nil {
+		close(m)
+		return err
+	}
+	return nil
 }
 
 // Wait makes later items wait for e's marker as of now.
-func (s *Stream) Wait(e device.Event) {
-	m := e.(*Event).marker()
-	if m == nil {
-		return
+func (s *Stream) Wait(e device.Event) error {
+	he, ok := e.(*Event)
+	if !ok {
+		return status.Errorf(status.Internal, "host: stream %d cannot wait for a %T", s.id, e)
 	}
-	s.Enqueue(func() { <-m })
+	m := he.marker()
+	if m == nil {
+		return nil
+	}
+	return s.Enqueue(func() { <-m })
 }
 
 // CopyH2D enqueues copy(dst, src); dst must be this device's memory.
-func (s *Stream) CopyH2D(dst uint64, src []byte) {
-	d := s.mem.mustBytes(dst, uint64(len(src)))
-	s.Enqueue(func() { copy(d, src) })
+func (s *Stream) CopyH2D(dst uint64, src []byte) error {
+	d, err := s.mem.rangeBytes(dst, uint64(len(src)))
+	if err != nil {
+		return err
+	}
+	return s.Enqueue(func() { copy(d, src) })
 }
 
 // CopyD2H enqueues copy(dst, src); src must be this device's memory.
-func (s *Stream) CopyD2H(dst []byte, src uint64) {
-	b := s.mem.mustBytes(src, uint64(len(dst)))
-	s.Enqueue(func() { copy(dst, b) })
+func (s *Stream) CopyD2H(dst []byte, src uint64) error {
+	b, err := s.mem.rangeBytes(src, uint64(len(dst)))
+	if err != nil {
+		return err
+	}
+	return s.Enqueue(func() { copy(dst, b) })
 }
 
 // CopyD2D enqueues a copy between two ranges of this device's memory.
-func (s *Stream) CopyD2D(dst, src, size uint64) {
-	d, b := s.mem.mustBytes(dst, size), s.mem.mustBytes(src, size)
-	s.Enqueue(func() { copy(d, b) })
+func (s *Stream) CopyD2D(dst, src, size uint64) error {
+	d, err := s.mem.rangeBytes(dst, size)
+	if err != nil {
+		return err
+	}
+	b, err := s.mem.rangeBytes(src, size)
+	if err != nil {
+		return err
+	}
+	return s.Enqueue(func() { copy(d, b) })
 }
 
 // Synchronize blocks until everything enqueued so far has run.
-func (s *Stream) Synchronize() {
+func (s *Stream) Synchronize() error {
 	done := make(chan struct{})
-	s.Enqueue(func() { close(done) })
+	if err := s.Enqueue(func() { close(done) }); err != nil {
+		return err
+	}
 	<-done
+	return nil
 }
 
 // Close lets the goroutine exit after the queued work.
-func (s *Stream) Close() {
+func (s *Stream) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	s.cond.Signal()
+	return nil
 }
 
 // Exited is closed when the stream's goroutine has returned after Close.
@@ -228,30 +257,63 @@ func (s *Stream) delay() {
 // inlineStream is Stream.Inline's view.
 type inlineStream struct{ s *Stream }
 
-func (v *inlineStream) ID() device.StreamID { return v.s.id }
-func (v *inlineStream) Enqueue(fn func())   { v.s.Enqueue(fn) }
+func (v *inlineStream) ID() device.StreamID     { return v.s.id }
+func (v *inlineStream) Enqueue(fn func()) error { return v.s.Enqueue(fn) }
 
 // Record completes e at once: the caller runs inside an item of the
 // stream, so all earlier work of the stream is done.
-func (v *inlineStream) Record(e device.Event) { close(e.(*Event).arm()) }
+func (v *inlineStream) Record(e device.Event) error {
+	he, ok := e.(*Event)
+	if !ok {
+		return status.Errorf(status.Internal, "host: stream %d cannot record a %T", v.s.id, e)
+	}
+	close(he.arm())
+	return nil
+}
 
 // Wait stalls the running item, and so the stream, until e completes.
-func (v *inlineStream) Wait(e device.Event) { e.Synchronize() }
+func (v *inlineStream) Wait(e device.Event) error { return e.Synchronize() }
 
-func (v *inlineStream) CopyH2D(dst uint64, src []byte) {
-	copy(v.s.mem.mustBytes(dst, uint64(len(src))), src)
+func (v *inlineStream) CopyH2D(dst uint64, src []byte) error {
+	d, err := v.s.mem.rangeBytes(dst, uint64(len(src)))
+	if err != nil {
+		return err
+	}
+	copy(d, src)
+	return nil
 }
-func (v *inlineStream) CopyD2H(dst []byte, src uint64) {
-	copy(dst, v.s.mem.mustBytes(src, uint64(len(dst))))
+
+func (v *inlineStream) CopyD2H(dst []byte, src uint64) error {
+	b, err := v.s.mem.rangeBytes(src, uint64(len(dst)))
+	if err != nil {
+		return err
+	}
+	copy(dst, b)
+	return nil
 }
-func (v *inlineStream) CopyD2D(dst, src, size uint64) {
-	copy(v.s.mem.mustBytes(dst, size), v.s.mem.mustBytes(src, size))
+
+func (v *inlineStream) CopyD2D(dst, src, size uint64) error {
+	d, err := v.s.mem.rangeBytes(dst, size)
+	if err != nil {
+		return err
+	}
+	b, err := v.s.mem.rangeBytes(src, size)
+	if err != nil {
+		return err
+	}
+	copy(d, b)
+	return nil
 }
 
 // Synchronize from inside one of the stream's own items would wait for
 // itself forever.
-func (v *inlineStream) Synchronize() { panic("host: Synchronize on an inline stream view") }
-func (v *inlineStream) Close()       { panic("host: Close on an inline stream view") }
+func (v *inlineStream) Synchronize() error {
+	return status.Errorf(status.Internal, "host: Synchronize on the inline view of stream %d (it would wait for itself)", v.s.id)
+}
+
+func (v *inlineStream) Close() error {
+	return status.Errorf(status.Internal, "host: Close on the inline view of stream %d", v.s.id)
+}
 
 // Event is a host event: the channel of the last recorded marker.
 type Event struct {
@@ -288,10 +350,11 @@ func (e *Event) Query() bool {
 }
 
 // Synchronize blocks until the last recorded marker has been reached.
-func (e *Event) Synchronize() {
+func (e *Event) Synchronize() error {
 	if m := e.marker(); m != nil {
 		<-m
 	}
+	return nil
 }
 
 // Memory is host memory handed out in regions, addressed by the regions'
@@ -371,12 +434,12 @@ func (m *Memory) RegionBytes() uint64 {
 	return m.bytes
 }
 
-func (m *Memory) mustBytes(addr, size uint64) []byte {
+func (m *Memory) rangeBytes(addr, size uint64) ([]byte, error) {
 	b := m.Bytes(addr, size)
 	if b == nil && size > 0 {
-		panic(fmt.Sprintf("host: address range %#x+%d is not host device memory", addr, size))
+		return nil, status.Errorf(status.InvalidArgument, "host: address range %#x+%d is not host device memory", addr, size)
 	}
-	return b
+	return b, nil
 }
 
 var (

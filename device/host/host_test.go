@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"mstream/device"
 )
 
 // TestCrossStreamWait checks that a Wait orders work across streams even
@@ -17,12 +19,12 @@ func TestCrossStreamWait(t *testing.T) {
 		b, _ := d.NewStream(0)
 		e, _ := d.NewEvent()
 		var x atomic.Int64
-		a.Enqueue(func() { x.Store(41) })
-		a.Enqueue(func() { x.Add(1) })
+		device.Enqueue(a, func() { x.Store(41) })
+		device.Enqueue(a, func() { x.Add(1) })
 		a.Record(e)
 		b.Wait(e)
 		var seen int64
-		b.Enqueue(func() { seen = x.Load() })
+		device.Enqueue(b, func() { seen = x.Load() })
 		b.Synchronize()
 		if seen != 42 {
 			t.Fatalf("iteration %d: consumer saw %d before the producer finished", iter, seen)
@@ -41,7 +43,7 @@ func TestEventSemantics(t *testing.T) {
 		t.Fatal("a never-recorded event must read as complete")
 	}
 	gate := make(chan struct{})
-	s.Enqueue(func() { <-gate })
+	device.Enqueue(s, func() { <-gate })
 	s.Record(e)
 	if e.Query() {
 		t.Fatal("event completed before the stream reached it")
@@ -51,7 +53,7 @@ func TestEventSemantics(t *testing.T) {
 	other.Wait(e) // captured now: waits for this record only
 	s.Record(e)   // re-armed for later waiters
 	done := make(chan struct{})
-	other.Enqueue(func() { close(done) })
+	device.Enqueue(other, func() { close(done) })
 	select {
 	case <-done:
 		t.Fatal("wait did not hold the waiting stream")
@@ -71,7 +73,7 @@ func TestOrder(t *testing.T) {
 	var got []int
 	for i := 0; i < 1000; i++ {
 		i := i
-		s.Enqueue(func() { got = append(got, i) })
+		device.Enqueue(s, func() { got = append(got, i) })
 	}
 	s.Synchronize()
 	for i, v := range got {
@@ -127,13 +129,13 @@ func TestInline(t *testing.T) {
 	defer b.Close()
 	e, _ := d.NewEvent()
 	gate := make(chan struct{})
-	a.Enqueue(func() { <-gate })
+	device.Enqueue(a, func() { <-gate })
 	a.Record(e)
 	var order []string
 	var mu sync.Mutex
 	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
 	rec, _ := d.NewEvent()
-	b.Enqueue(func() {
+	device.Enqueue(b, func() {
 		v := b.(*Stream).Inline()
 		v.Wait(e)
 		note("b waited")

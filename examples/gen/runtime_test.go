@@ -10,6 +10,9 @@ import (
 	"mstream/proto/tfpb"
 	"mstream/session"
 	"mstream/tensor"
+
+	// GPUs and GPU kernels, as the library links them.
+	_ "mstream/kernels/cuda"
 )
 
 // TestModelRunsInRuntime imports the model into the Go runtime (graph,

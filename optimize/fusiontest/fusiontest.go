@@ -18,6 +18,9 @@ import (
 	"mstream/proto/tfpb"
 	"mstream/session"
 	"mstream/tensor"
+
+	// GPUs and GPU kernels, as the library links them.
+	_ "mstream/kernels/cuda"
 )
 
 // Output parses "name" or "name:i" into an output of g.

@@ -26,6 +26,9 @@ import (
 	"mstream/proto/tfpb"
 	"mstream/session"
 	"mstream/tensor"
+
+	// GPUs and GPU kernels, as the library links them.
+	_ "mstream/kernels/cuda"
 )
 
 func med(v []float64) float64 {
