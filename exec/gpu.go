@@ -4,7 +4,6 @@ import (
 	"context"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"mstream/device"
@@ -25,8 +24,8 @@ type GPURuntime struct {
 	// Intra splits host kernels' loops (nodes that fell back to the host).
 	Intra kernels.Parallelizer
 	// Graphs, when set, replays eligible steps as captured CUDA graphs
-	// (gpu_graph.go, MSTREAM_CUDA_GRAPH); nil uses the cache attached to
-	// Group, if any (GraphCache.Attach).
+	// (gpu_graph.go, MSTREAM_CUDA_GRAPH): the session's cache, handed in
+	// per step, never a package global.
 	Graphs *GraphCache
 }
 
@@ -295,29 +294,12 @@ func (s *gstep) holdOnEvents(free func(), others []device.Stream) {
 	}, evs)
 }
 
-// launchStats counts the host time GPU steps spend launching (feeds,
-// kernels, fetches; not the final wait) and the GPU nodes launched, for
-// the launch-cost measurement of bench/gpu.
-var launchStats struct {
-	ns, nodes, steps atomic.Int64
-}
-
-// GPULaunchStats returns the host time spent launching GPU steps, the GPU
-// nodes they launched and the steps, since the process started.
-func GPULaunchStats() (ns, nodes, steps int64) {
-	return launchStats.ns.Load(), launchStats.nodes.Load(), launchStats.steps.Load()
-}
-
 // launch enqueues the step. It returns the first error; what was launched
 // before it still runs, and finish orders the final event after it.
 func (s *gstep) launch() error {
 	start := time.Now()
 	nodes := 0
-	defer func() {
-		launchStats.ns.Add(int64(time.Since(start)))
-		launchStats.nodes.Add(int64(nodes))
-		launchStats.steps.Add(1)
-	}()
+	defer func() { s.g.CountLaunch(time.Since(start), nodes) }()
 	if err := s.launchFeeds(); err != nil {
 		return err
 	}

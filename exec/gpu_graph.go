@@ -62,7 +62,6 @@ type GraphCache struct {
 	capS   map[*groups.Group]*capStream
 	closed bool
 	tick   int64
-	groups []*groups.Group // attached
 
 	replays, captures, failures, fallbacks atomic.Int64
 }
@@ -150,30 +149,16 @@ func NewGraphCache(log func(format string, args ...any)) *GraphCache {
 	return &GraphCache{log: log, plans: map[*Plan]*planGraphs{}, capS: map[*groups.Group]*capStream{}}
 }
 
-// attached maps a group to the cache its steps use (Attach).
-var attached sync.Map // *groups.Group -> *GraphCache
-
-// Attach makes the GPU steps of gs use the cache when their GPURuntime
-// names none, until Close.
-func (gc *GraphCache) Attach(gs ...*groups.Group) {
-	gc.mu.Lock()
-	defer gc.mu.Unlock()
-	for _, g := range gs {
-		if _, ok := g.Compute.(device.Capturer); ok {
-			attached.Store(g, gc)
-			gc.groups = append(gc.groups, g)
-		}
-	}
-}
-
+// graphs is the cache a step may replay from: rt.Graphs when the group's
+// compute stream can capture.
 func (rt *GPURuntime) graphs() *GraphCache {
-	if rt.Graphs != nil {
-		return rt.Graphs
+	if rt.Graphs == nil {
+		return nil
 	}
-	if v, ok := attached.Load(rt.Group); ok {
-		return v.(*GraphCache)
+	if _, ok := rt.Group.Compute.(device.Capturer); !ok {
+		return nil
 	}
-	return nil
+	return rt.Graphs
 }
 
 // Stats returns the counters and the instances held.
@@ -199,10 +184,6 @@ func (gc *GraphCache) Stats() GraphStats {
 func (gc *GraphCache) Close() error {
 	gc.mu.Lock()
 	gc.closed = true
-	for _, g := range gc.groups {
-		attached.CompareAndDelete(g, gc)
-	}
-	gc.groups = nil
 	var insts []*graphInst
 	for _, pg := range gc.plans {
 		for _, e := range pg.keys {

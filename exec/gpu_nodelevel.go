@@ -54,47 +54,6 @@ type nltab struct {
 	feeds []gval
 }
 
-// clocks are the compute streams' vector clocks: seq[a] counts the points
-// of stream a that a consumer may wait for (one per GPU node or batch of
-// copies launched on it), known[a][b] is how far stream a is known to
-// follow stream b, directly or through others.
-type clocks struct {
-	seq   []int
-	known [][]int
-}
-
-func newClocks(n int) *clocks {
-	c := &clocks{seq: make([]int, n), known: make([][]int, n)}
-	for a := range c.known {
-		c.known[a] = make([]int, n)
-	}
-	return c
-}
-
-// tick marks new work on stream a and returns its point.
-func (c *clocks) tick(a int) point {
-	c.seq[a]++
-	return point{a, c.seq[a]}
-}
-
-// covers says whether stream a already follows pt.
-func (c *clocks) covers(a int, pt point) bool {
-	return pt.seq == 0 || pt.group == a || c.known[a][pt.group] >= pt.seq
-}
-
-// waited records that stream a now waits for everything launched on
-// stream b so far, and so for what b was known to follow.
-func (c *clocks) waited(a, b int) {
-	c.known[a][b] = max(c.known[a][b], c.seq[b])
-	for x, n := range c.known[b] {
-		c.known[a][x] = max(c.known[a][x], n)
-	}
-}
-
-// point is a position on a group's compute stream: the work launched
-// there up to seq.
-type point struct{ group, seq int }
-
 // nlstep is a node-level GPU step: a gstep whose current group (g, c, h,
 // d, cix) switches to each node's group before the node is launched.
 type nlstep struct {
@@ -245,10 +204,10 @@ func (s *nlstep) switchTo(k int) {
 // waitFor makes the current group's compute stream follow pt, unless it
 // already does (and ReduceWaits).
 func (s *nlstep) waitFor(pt point) error {
-	if pt.seq == 0 || pt.group == s.cur {
+	if pt.seq == 0 || pt.stream == s.cur {
 		return nil
 	}
-	me, from := &s.gs[s.cur], &s.gs[pt.group]
+	me, from := &s.gs[s.cur], &s.gs[pt.stream]
 	if s.rt.ReduceWaits && s.clk.covers(s.cur, pt) {
 		me.skips++
 		return nil
@@ -257,7 +216,7 @@ func (s *nlstep) waitFor(pt point) error {
 		return err
 	}
 	me.waits++
-	s.clk.waited(s.cur, pt.group)
+	s.clk.waited(s.cur, pt.stream)
 	return nil
 }
 
@@ -267,11 +226,7 @@ func (s *nlstep) waitFor(pt point) error {
 func (s *nlstep) launchNodes() error {
 	start := time.Now()
 	nodes := 0
-	defer func() {
-		launchStats.ns.Add(int64(time.Since(start)))
-		launchStats.nodes.Add(int64(nodes))
-		launchStats.steps.Add(1)
-	}()
+	defer func() { s.gs[0].g.CountLaunch(time.Since(start), nodes) }()
 	p := s.plan
 	s.switchTo(0)
 	if err := s.launchFeeds(); err != nil {

@@ -32,7 +32,7 @@ func TestClocksCovers(t *testing.T) {
 		// ordered after pt.
 		var follows func(a, t int, pt point) bool
 		follows = func(a, t int, pt point) bool {
-			if pt.group == a && seqAt(a, t) >= pt.seq {
+			if pt.stream == a && seqAt(a, t) >= pt.seq {
 				return true
 			}
 			for i := t - 1; i >= 0; i-- {
@@ -45,7 +45,7 @@ func TestClocksCovers(t *testing.T) {
 		for step := 0; step < 12; step++ {
 			if r.Intn(2) == 0 {
 				a := r.Intn(n)
-				if pt := c.tick(a); pt.group != a || pt.seq != seqAt(a, len(hist))+1 {
+				if pt := c.tick(a); pt.stream != a || pt.seq != seqAt(a, len(hist))+1 {
 					t.Fatalf("tick(%d) = %+v", a, pt)
 				}
 				hist = append(hist, ev{a: a})

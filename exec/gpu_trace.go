@@ -2,7 +2,6 @@ package exec
 
 import (
 	"errors"
-	"sync"
 	"time"
 
 	"mstream/device"
@@ -141,16 +140,13 @@ func (s *gstep) deviceSlices(ok bool) {
 	}
 }
 
-var traceLocks sync.Map // device.Stream -> *sync.Mutex
-
 // lockTrace takes st's trace lock for a traced step and returns its
 // unlock; untraced steps take nothing.
 func (s *gstep) lockTrace(st device.Stream) func() {
 	if !s.trace || s.anchor == nil {
 		return func() {}
 	}
-	v, _ := traceLocks.LoadOrStore(st, &sync.Mutex{})
-	m := v.(*sync.Mutex)
+	m := s.g.TraceLock(st)
 	m.Lock()
 	return m.Unlock
 }

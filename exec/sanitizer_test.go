@@ -22,9 +22,8 @@ func TestSanitizerCatchesMissingWaits(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
 	rp := makeRandomPlan(t, r, 3, 30)
 	set := testSet(t, 1, false, 200*time.Microsecond, false)
-	sr := &StreamRuntime{Groups: []*groups.Group{set.Groups()[0]}, ReduceWaits: true, Holder: &set.Holder}
-	dropWaits.Store(true)
-	defer dropWaits.Store(false)
+	sr := &StreamRuntime{Groups: []*groups.Group{set.Groups()[0]}, ReduceWaits: true, Holder: &set.Holder,
+		DropWait: func(int, int) bool { return true }}
 	bad := 0
 	for it := 0; it < 20 && bad == 0; it++ {
 		vals := []float32{float32(1 + r.Intn(100)), float32(1 + r.Intn(100)), float32(1 + r.Intn(100))}
@@ -93,13 +92,13 @@ func TestSanitizerCatchesEachMissingWait(t *testing.T) {
 			continue
 		}
 		tested++
-		dropWait.Store(waitKey(f.From, f.To))
+		sr.DropWait = func(p, c int) bool { return p == f.From && c == f.To }
 		caught := false
 		for k := 0; k < 100 && !caught; k++ {
 			want, got, _, err := step()
 			caught = err != nil || check(got, want) != nil
 		}
-		dropWait.Store(0)
+		sr.DropWait = nil
 		if !caught {
 			t.Errorf("wait of op %d (%s) on op %d (%s) dropped: 100 jittered steps all gave right answers",
 				f.To, sliceKind(st, f.To), f.From, sliceKind(st, f.From))

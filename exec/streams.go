@@ -32,18 +32,12 @@ type StreamRuntime struct {
 	// Holder keeps buffers read on a second stream until it has passed
 	// them.
 	Holder *tensorholder.Holder
+	// DropWait, when set, is asked before each producer-consumer wait (by
+	// op: the IDs of the ops' trace slices) and leaves it out when it
+	// says so; the final event still follows every stream. Only the
+	// sanitizer's meta-tests set it, to prove a missing wait is caught.
+	DropWait func(producer, consumer int) bool
 }
-
-// dropWaits makes steps leave out every producer-consumer wait (the final
-// event still follows all streams). Only the test that proves the stream
-// sanitizer catches a missing wait sets it.
-var dropWaits atomic.Bool
-
-// dropWait, when not zero, makes steps leave out one wait: that of the op
-// and producer waitKey names. Only the sanitizer's meta-test sets it.
-var dropWait atomic.Int64
-
-func waitKey(producer, consumer int) int64 { return int64(producer+1)<<32 | int64(consumer+1) }
 
 // opKind is what a stream op does.
 type opKind uint8
@@ -293,24 +287,20 @@ func role(g *groups.Group, d device.Stream, r string) string {
 func (s *sstep) launch() device.Event {
 	home := s.sr.Groups[0]
 	m := len(s.streams)
-	pos := make([]int, m)
-	vc := make([][]int, m) // vc[a][b]: how far a knows b has run
-	for i := range vc {
-		vc[i] = make([]int, m)
-	}
-	opPos := make([]int, len(s.ops))
+	clk := newClocks(m)
+	opAt := make([]point, len(s.ops))
 	evAt := make([]device.Event, len(s.ops))
-	vcAt := make([][]int, len(s.ops))
+	vcAt := make([][]int, len(s.ops)) // the producer stream's clock at its event
 	inserted := make([]int, m)
 	skipped := make([]int, m)
 
 	waitFor := func(a, pr, consumer int) {
 		q := &s.ops[pr]
 		b := q.stream
-		if b < 0 || b == a || dropWaits.Load() || dropWait.Load() == waitKey(pr, consumer) {
+		if b < 0 || b == a || (s.sr.DropWait != nil && s.sr.DropWait(pr, consumer)) {
 			return
 		}
-		if s.sr.ReduceWaits && vc[a][b] >= opPos[pr] {
+		if s.sr.ReduceWaits && clk.covers(a, opAt[pr]) {
 			skipped[a]++
 			return
 		}
@@ -318,9 +308,7 @@ func (s *sstep) launch() device.Event {
 			s.fail(status.Wrap(err, "stream %d waiting for stream %d", s.streams[a].dev.ID(), s.streams[b].dev.ID()))
 			return
 		}
-		for k, v := range vcAt[pr] {
-			vc[a][k] = max(vc[a][k], v)
-		}
+		clk.learn(a, vcAt[pr])
 		inserted[a]++
 		if s.trace && consumer >= 0 {
 			s.tr.mu.Lock()
@@ -367,9 +355,7 @@ func (s *sstep) launch() device.Event {
 				continue
 			}
 		}
-		pos[a]++
-		vc[a][a] = pos[a]
-		opPos[i] = pos[a]
+		opAt[i] = clk.tick(a)
 		if op.record {
 			if evAt[i] = newEvent(st.group.Device); evAt[i] == nil {
 				break
@@ -378,7 +364,7 @@ func (s *sstep) launch() device.Event {
 				s.fail(status.Wrap(err, "recording an event on stream %d", st.dev.ID()))
 				break
 			}
-			vcAt[i] = append([]int(nil), vc[a]...)
+			vcAt[i] = clk.snapshot(a)
 		}
 	}
 
@@ -386,10 +372,10 @@ func (s *sstep) launch() device.Event {
 	// last op of this step.
 	f := s.streamIndex(home.D2H, home, role(home, home.D2H, "d2h"))
 	for b := range s.streams {
-		if b == f || pos[b] == 0 {
+		if b == f || clk.seq[b] == 0 {
 			continue
 		}
-		if s.sr.ReduceWaits && vc[f][b] >= pos[b] {
+		if s.sr.ReduceWaits && clk.covers(f, point{b, clk.seq[b]}) {
 			skipped[f]++
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"mstream/bfc"
 	"mstream/device"
@@ -141,6 +142,19 @@ type Group struct {
 	failed       atomic.Int64
 	waits        atomic.Int64
 	waitsSkipped atomic.Int64
+	// Host time spent launching device steps (not their final wait), the
+	// device nodes they launched and the steps (CountLaunch).
+	launchNs, launchNodes, launchSteps atomic.Int64
+	// traceLocks holds a mutex per stream of the group (TraceLock).
+	traceLocks sync.Map
+}
+
+// TraceLock is stream st's trace lock: a traced device step holds it
+// while it brackets its own work on st with timing events, so that the
+// brackets of concurrent steps on one stream do not interleave.
+func (g *Group) TraceLock(st device.Stream) *sync.Mutex {
+	v, _ := g.traceLocks.LoadOrStore(st, &sync.Mutex{})
+	return v.(*sync.Mutex)
 }
 
 // PoolDesc says which threads a group uses.
@@ -440,6 +454,15 @@ func (g *Group) CountWaits(inserted, skipped int) {
 	if skipped > 0 {
 		g.waitsSkipped.Add(int64(skipped))
 	}
+}
+
+// CountLaunch adds one device step's launch: the host time it took to
+// enqueue (feeds, kernels, fetches; not the final wait) and the device
+// nodes it launched, for the launch-cost measurement of bench/gpu.
+func (g *Group) CountLaunch(d time.Duration, nodes int) {
+	g.launchNs.Add(int64(d))
+	g.launchNodes.Add(int64(nodes))
+	g.launchSteps.Add(1)
 }
 
 // Streams lists the group's distinct streams: compute, h2d, d2h, d2d, or

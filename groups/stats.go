@@ -22,6 +22,12 @@ type Stats struct {
 	// implied by earlier ones (TF_REDUCE_STREAM_WAIT).
 	StreamWaits        int64 `json:"stream_waits"`
 	StreamWaitsSkipped int64 `json:"stream_waits_skipped"`
+	// LaunchNs is the host time device steps spent launching on this
+	// group (not their final wait), LaunchedNodes the device nodes and
+	// LaunchSteps the steps (CountLaunch; zero on the host device).
+	LaunchNs      int64 `json:"launch_ns"`
+	LaunchedNodes int64 `json:"launched_nodes"`
+	LaunchSteps   int64 `json:"launch_steps"`
 
 	Allocator       bfc.Stats `json:"allocator"`
 	AllocatorShared bool      `json:"allocator_shared"`
@@ -51,6 +57,9 @@ func (g *Group) Stats() Stats {
 		RunsInFlight:       g.inFlight.Load(),
 		StreamWaits:        g.waits.Load(),
 		StreamWaitsSkipped: g.waitsSkipped.Load(),
+		LaunchNs:           g.launchNs.Load(),
+		LaunchedNodes:      g.launchNodes.Load(),
+		LaunchSteps:        g.launchSteps.Load(),
 		Allocator:          g.Alloc.Stats(),
 		AllocatorShared:    g.AllocShared,
 		HostAllocator:      g.HostAlloc.Stats(),

@@ -201,7 +201,7 @@ func (s *Session) executeGPU(ctx context.Context, plan *exec.Plan, vals []*tenso
 		return out, step, err
 	}
 	g := st.set.Pick(dev)
-	out, step, err := plan.RunGPU(ctx, &exec.GPURuntime{Group: g, Holder: &st.set.Holder, Intra: g.Intra}, vals, opts)
+	out, step, err := plan.RunGPU(ctx, &exec.GPURuntime{Group: g, Holder: &st.set.Holder, Intra: g.Intra, Graphs: st.graphs}, vals, opts)
 	g.Done(err == nil)
 	return out, step, err
 }

@@ -1,24 +1,16 @@
 package session
 
-import (
-	"mstream/exec"
-	"mstream/groups"
-)
+import "mstream/exec"
 
 // openGraphs makes the session's CUDA graph cache when MSTREAM_CUDA_GRAPH
-// is on and the session has a GPU, and attaches it to every GPU group, so
-// their graph-level GPU steps are replayed from captured graphs where
-// they can be (exec.GraphCache says which).
+// is on and the session has a GPU; executeGPU hands it to graph-level GPU
+// steps, which are replayed from captured graphs where they can be
+// (exec.GraphCache says which).
 func (st *state) openGraphs() {
 	if !st.env.CUDAGraph || st.gpu < 0 {
 		return
 	}
 	st.graphs = exec.NewGraphCache(func(format string, args ...any) { st.logf(0, format, args...) })
-	var gs []*groups.Group
-	for d := st.gpu; d < len(st.devices); d++ {
-		gs = append(gs, st.set.OnDevice(d)...)
-	}
-	st.graphs.Attach(gs...)
 }
 
 // closeGraphs destroys the graphs and frees what they hold, before the
