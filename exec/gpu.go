@@ -93,6 +93,9 @@ type gstep struct {
 // launched, or, when a copy stream reads them, once an event after that
 // read has completed (tensorholder).
 func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	if err := p.refuseDeadness("a GPU step"); err != nil {
+		return nil, nil, err
+	}
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
 	}

@@ -86,6 +86,9 @@ type nlstep struct {
 // RunGPU, on the home GPU. A buffer goes back to its group's allocator
 // once every stream that touched it has passed its use.
 func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	if err := p.refuseDeadness("a multi-group GPU step"); err != nil {
+		return nil, nil, err
+	}
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
 	}

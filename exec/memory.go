@@ -78,12 +78,18 @@ func (tr *tracker) retire(outs []*tensor.Tensor, uses []int32, ins []*tensor.Ten
 	var free []*buffer
 	tr.mu.Lock()
 	for j, t := range outs {
+		if t == nil {
+			continue // dead
+		}
 		if b := tr.bufs[key(t)]; b != nil {
 			b.refs += uses[j]
 			b.use(cur)
 		}
 	}
 	for _, t := range ins {
+		if t == nil {
+			continue // dead
+		}
 		if b := tr.bufs[key(t)]; b != nil {
 			b.use(cur)
 			if b.refs--; b.refs == 0 {

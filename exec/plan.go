@@ -40,6 +40,10 @@ type planNode struct {
 	hostIn []bool
 	gpu    int         // a GPU node's GPU, among the session's
 	cval   *constCache // a placed Const's host value
+	// flow marks the control-flow ops the executor treats apart
+	// (deadness.go); ctrl lists the node's control predecessors.
+	flow flowKind
+	ctrl []int
 }
 
 // Plan is an immutable execution plan for one (feeds, fetches, targets)
@@ -62,6 +66,9 @@ type Plan struct {
 	// gpus lists the GPUs (among the session's) the GPU nodes run on,
 	// the home GPU first (place.go's placeGPUs).
 	gpus []int
+	// deadness says a step can make dead tensors (the plan has a Switch):
+	// only the pool executor (Run) propagates them.
+	deadness bool
 }
 
 // NumNodes is the number of nodes a step runs.
@@ -147,8 +154,11 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 			}
 			src := index[c]
 			p.nodes[src].succ = append(p.nodes[src].succ, i)
+			pn.ctrl = append(pn.ctrl, src)
 			pn.npred++
 		}
+		pn.flow = flowOf(n.Op)
+		p.deadness = p.deadness || pn.flow == flowSwitch
 	}
 	if err := p.checkAcyclic(); err != nil {
 		return nil, err

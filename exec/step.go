@@ -57,6 +57,10 @@ type step struct {
 	mem   *tracker // nil without a group
 	trace bool
 	tr    traceBuf
+
+	// deadNode marks the nodes that did not run because they are dead
+	// (plans with deadness only; deadness.go).
+	deadNode []bool
 }
 
 // traceBuf collects slices from concurrent workers.
@@ -102,6 +106,9 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 	for i := range p.nodes {
 		s.pending[i] = p.nodes[i].npred
 	}
+	if p.deadness {
+		s.deadNode = make([]bool, len(p.nodes))
+	}
 	s.left.Store(int32(len(p.nodes)))
 	if len(p.nodes) > 0 {
 		// The caller's goroutine takes the first root; others go to the pool.
@@ -141,6 +148,9 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 			t = feeds[f.Index]
 		} else {
 			t = s.outputs[f.Node][f.Index]
+		}
+		if t == nil {
+			return nil, nil, deadFetch(p, i)
 		}
 		if s.mem != nil && f.Node >= 0 && t.DType != tensor.String {
 			// Device memory goes back to the allocator; the caller gets
@@ -205,6 +215,14 @@ func (s *step) compute(i int) error {
 		} else {
 			ins[j] = s.outputs[r.Node][r.Index]
 		}
+	}
+	if s.deadNode != nil && isDead(pn, ins, s.deadNode) {
+		s.outputs[i] = make([]*tensor.Tensor, len(pn.node.OutTypes))
+		s.deadNode[i] = true
+		if s.mem != nil {
+			s.mem.retire(nil, nil, ins, nil, -1)
+		}
+		return nil
 	}
 	var start time.Time
 	if s.trace {
@@ -303,6 +321,9 @@ func (k *kernelCall) run(pn *planNode, ins []*tensor.Tensor, pool kernels.Parall
 		return nil, err
 	}
 	for j, t := range ctx.Outputs {
+		if t == nil && pn.flow == flowSwitch {
+			continue // the untaken branch: dead
+		}
 		if t == nil {
 			return nil, status.Errorf(status.Internal, "node '%s' (op %s) did not set output %d", n.Name, n.Op, j)
 		}

@@ -117,6 +117,9 @@ func (s *sstep) fail(err error) {
 // launch runs on the home group's launch pool) and then waits once, on
 // the final event. See the package documentation.
 func (p *Plan) RunStreams(ctx context.Context, sr *StreamRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	if err := p.refuseDeadness("the stream executor"); err != nil {
+		return nil, nil, err
+	}
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,6 +58,9 @@ type Case struct {
 	// Check, when set, replaces the element comparison (for outputs with
 	// freedom, e.g. random ops): it returns an error describing a mismatch.
 	Check func(out []*tensor.Tensor) error
+	// Dead lists the outputs the kernel must leave unset: dead tensors,
+	// as Switch's untaken branch (their Want entries are nil).
+	Dead []int
 }
 
 // Gen draws the cases of one op family.
@@ -266,6 +270,14 @@ func runCase(t *testing.T, r Runner, c Case) {
 		return
 	}
 	for i, o := range out {
+		dead := slices.Contains(c.Dead, i)
+		if o == nil && dead {
+			continue
+		}
+		if dead {
+			t.Errorf("%s: output %d set, want it dead (unset)", name, i)
+			return
+		}
 		if o == nil {
 			t.Errorf("%s: output %d not set", name, i)
 			return

@@ -1,0 +1,89 @@
+package exec
+
+import (
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Dead tensors (TF's v1 conditionals, without frames).
+//
+// A Switch forwards its data to the output its predicate picks; the other
+// output is dead (a nil tensor in the step's output slots). Deadness then
+// spreads as in TF's executor: a node with a dead data input or a dead
+// control predecessor is dead itself, does not run, and all its outputs
+// are dead; a Merge is dead only when every data input is (its control
+// inputs' deadness does not count) and otherwise forwards a live input
+// with its index; a ControlTrigger is never dead. A plan is acyclic here,
+// so a Merge waits for all its inputs, live or dead, and forwards the
+// lowest-indexed live one (TF forwards whichever arrives first; with one
+// live input, as a cond has, that is the same). Fetching a dead tensor
+// fails as TF fails, INVALID_ARGUMENT "Retval[i] does not have value",
+// here also naming the tensor. Only the pool executor (Plan.Run) carries
+// deadness; the stream and GPU schedulers refuse such plans.
+
+type flowKind uint8
+
+const (
+	flowNone    flowKind = iota
+	flowSwitch           // Switch, RefSwitch: one output live, the other dead
+	flowMerge            // Merge, RefMerge: live if any data input is
+	flowTrigger          // ControlTrigger: never dead
+)
+
+func flowOf(op string) flowKind {
+	switch op {
+	case "Switch", "RefSwitch":
+		return flowSwitch
+	case "Merge", "RefMerge":
+		return flowMerge
+	case "ControlTrigger":
+		return flowTrigger
+	}
+	return flowNone
+}
+
+// isDead says whether node pn, with data inputs ins (nil: dead), is dead
+// given which nodes are.
+func isDead(pn *planNode, ins []*tensor.Tensor, deadNode []bool) bool {
+	switch pn.flow {
+	case flowTrigger:
+		return false
+	case flowMerge:
+		for _, t := range ins {
+			if t != nil {
+				return false
+			}
+		}
+		return len(ins) > 0
+	}
+	for _, t := range ins {
+		if t == nil {
+			return true
+		}
+	}
+	for _, c := range pn.ctrl {
+		if deadNode[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// deadFetch is TF's error for fetch k whose tensor is dead.
+func deadFetch(p *Plan, k int) error {
+	return status.InvalidArg("Retval[%d] does not have value: fetch '%s' is dead (it depends on the untaken branch of a Switch)", k, fetchName(p, k))
+}
+
+// refuseDeadness fails a step of the stream or GPU schedulers on a plan
+// that can make dead tensors, naming its first Switch.
+func (p *Plan) refuseDeadness(where string) error {
+	if !p.deadness {
+		return nil
+	}
+	for i := range p.nodes {
+		if n := p.nodes[i].node; p.nodes[i].flow == flowSwitch {
+			return status.Errorf(status.Unimplemented, "node '%s' (op %s): dead tensors (v1 control flow) run only on the CPU's pool executor, not %s (one stream group, graph-level mode)", n.Name, n.Op, where)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+"""Writes the v1 control-flow test graphs and TF 2.15's outputs for them.
+
+Usage: build/venv/bin/python test/controlflow/gen.py  (from the repo root)
+
+Each case is a GraphDef built with tf.compat.v1 in graph mode with control
+flow v2 off, so conditionals become Switch/Merge as TF1 made them. TF runs
+every feed set and its fetched values (or its error code and message) go
+into cases.json beside the GraphDefs (test/controlflow/*.pbtxt); the Go
+test session/controlflow_test.go runs the same graphs through mstream and
+compares. Inputs are drawn at random each time the script runs.
+"""
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+tf.compat.v1.disable_eager_execution()
+tf.compat.v1.disable_control_flow_v2()
+
+here = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng()
+
+
+def enc(v):
+    v = np.asarray(v)
+    vals = v.ravel()
+    if v.dtype == np.bool_:
+        vals = vals.astype(np.int64)
+    return {"dtype": str(v.dtype), "shape": list(v.shape), "values": vals.tolist()}
+
+
+def case(name, build, feed_sets, fetches):
+    g = tf.Graph()
+    with g.as_default():
+        build()
+    path = os.path.join(here, name + ".pbtxt")
+    tf.io.write_graph(g.as_graph_def(), here, name + ".pbtxt", as_text=True)
+    runs = []
+    with tf.compat.v1.Session(graph=g) as s:
+        for feeds in feed_sets:
+            run = {"feeds": {k: enc(v) for k, v in feeds.items()}, "fetches": fetches}
+            try:
+                out = s.run(fetches, {k + ":0": v for k, v in feeds.items()})
+                run["want"] = [enc(o) for o in out]
+            except tf.errors.OpError as e:
+                # The Python client prefixes "Graph execution error:"; the
+                # runtime's own message is the last line.
+                run["error"] = {"code": e.error_code, "message": e.message.strip().split("\n")[-1]}
+            runs.append(run)
+    return {"name": name, "graph": os.path.basename(path), "runs": runs}
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def nested_cond():
+    x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+    y = tf.compat.v1.placeholder(tf.float32, [3], name="y")
+    p = tf.compat.v1.placeholder(tf.bool, [], name="p")
+    q = tf.compat.v1.placeholder(tf.bool, [], name="q")
+    r = tf.compat.v1.cond(
+        p,
+        lambda: tf.compat.v1.cond(q, lambda: x * y, lambda: x + y, name="inner"),
+        lambda: tf.reduce_sum(x - y) * tf.ones([3]),
+        name="outer")
+    tf.identity(tf.tanh(r), name="out")
+
+
+def cond_control():
+    # A cond whose branches have side nodes tied by control edges, and
+    # whose result is used next to a live value.
+    x = tf.compat.v1.placeholder(tf.float32, [2, 2], name="x")
+    p = tf.compat.v1.placeholder(tf.bool, [], name="p")
+
+    def yes():
+        a = tf.matmul(x, x)
+        with tf.control_dependencies([a]):
+            return tf.identity(x) * 2.0
+
+    def no():
+        b = tf.nn.relu(x)
+        with tf.control_dependencies([b]):
+            return b - 1.0
+
+    r = tf.compat.v1.cond(p, yes, no, name="c")
+    tf.add(r, x, name="out")
+
+
+def switch_merge():
+    # Raw Switch/Merge: the untaken output fetched fails; Merge's
+    # value_index says which branch ran.
+    x = tf.compat.v1.placeholder(tf.float32, [4], name="x")
+    p = tf.compat.v1.placeholder(tf.bool, [], name="p")
+    f, t = tf.raw_ops.Switch(data=x, pred=p, name="sw")
+    a = tf.square(t, name="a")
+    b = tf.negative(f, name="b")
+    tf.raw_ops.Merge(inputs=[b, a], name="m")
+    tf.identity(a, name="dead_when_false")
+
+
+cases = []
+bools = [(True, True), (True, False), (False, True), (False, False)]
+cases.append(case("nested_cond", nested_cond,
+                  [{"x": f32(3), "y": f32(3), "p": np.bool_(p), "q": np.bool_(q)} for p, q in bools],
+                  ["out:0", "outer/Merge:0", "outer/Merge:1"]))
+cases.append(case("cond_control", cond_control,
+                  [{"x": f32(2, 2), "p": np.bool_(p)} for p in (True, False)],
+                  ["out:0"]))
+cases.append(case("switch_merge", switch_merge,
+                  [{"x": f32(4), "p": np.bool_(p)} for p in (True, False)],
+                  ["m:0", "m:1"]))
+cases.append(case("switch_merge_dead_fetch", switch_merge,
+                  [{"x": f32(4), "p": np.bool_(False)}],
+                  ["dead_when_false:0"]))
+cases.append(case("switch_merge_dead_switch_output", switch_merge,
+                  [{"x": f32(4), "p": np.bool_(True)}],
+                  ["sw:0"]))
+
+with open(os.path.join(here, "cases.json"), "w") as fh:
+    json.dump({"about": "written by test/controlflow/gen.py from TF " + tf.__version__ + "; do not edit", "cases": cases}, fh, indent=1)
+    fh.write("\n")
+print("wrote %d cases" % len(cases))
