@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,9 +20,10 @@ import (
 // each feed set.
 type cfCases struct {
 	Cases []struct {
-		Name  string `json:"name"`
-		Graph string `json:"graph"`
-		Runs  []struct {
+		Name   string             `json:"name"`
+		Graph  string             `json:"graph"`
+		Shapes map[string][]int64 `json:"shapes"` // TF's static shapes; null: unknown rank
+		Runs   []struct {
 			Feeds   map[string]cfValue `json:"feeds"`
 			Fetches []string           `json:"fetches"`
 			Want    []cfValue          `json:"want"`
@@ -61,7 +63,8 @@ func (v cfValue) tensor(t *testing.T) *tensor.Tensor {
 
 // TestControlFlowV1 runs TF's v1 conditionals (Switch/Merge, nested cond,
 // control edges into branches, dead fetches) and compares every output and
-// error with what TF 2.15 gave for the same graph and feeds. The stream
+// error, and the static shapes of Switch and Merge outputs, with what TF
+// 2.15 gave for the same graph and feeds. The stream
 // executor, which does not carry dead tensors, must refuse the plan with
 // UNIMPLEMENTED naming the Switch rather than compute something else.
 func TestControlFlowV1(t *testing.T) {
@@ -99,6 +102,13 @@ func TestControlFlowV1(t *testing.T) {
 					t.Fatalf("no node %q", n)
 				}
 				return graph.Output{Node: node, Index: i}
+			}
+			for name, want := range c.Shapes {
+				o := out(name)
+				got := o.Node.OutShapes[o.Index]
+				if want == nil && got.Known || want != nil && (!got.Known || !slices.Equal(got.Dims, want)) {
+					t.Errorf("shape of %s: %v, TF %v (nil: unknown rank)", name, got, want)
+				}
 			}
 			s := openSession(t, g, nil)
 			streams := openSession(t, g, map[string]string{"TF_GPU_STREAM_GROUP_COUNT": "2"})

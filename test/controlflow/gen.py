@@ -30,10 +30,16 @@ def enc(v):
     return {"dtype": str(v.dtype), "shape": list(v.shape), "values": vals.tolist()}
 
 
-def case(name, build, feed_sets, fetches):
+def case(name, build, feed_sets, fetches, shapes=()):
     g = tf.Graph()
     with g.as_default():
         build()
+    # TF's static shapes of the named outputs: null for an unknown rank,
+    # -1 for an unknown dimension.
+    static = {}
+    for t in shapes:
+        sh = g.get_tensor_by_name(t).shape
+        static[t] = None if sh.rank is None else [-1 if d is None else d for d in sh.as_list()]
     path = os.path.join(here, name + ".pbtxt")
     tf.io.write_graph(g.as_graph_def(), here, name + ".pbtxt", as_text=True)
     runs = []
@@ -48,7 +54,7 @@ def case(name, build, feed_sets, fetches):
                 # runtime's own message is the last line.
                 run["error"] = {"code": e.error_code, "message": e.message.strip().split("\n")[-1]}
             runs.append(run)
-    return {"name": name, "graph": os.path.basename(path), "runs": runs}
+    return {"name": name, "graph": os.path.basename(path), "runs": runs, "shapes": static}
 
 
 def f32(*shape):
@@ -100,7 +106,26 @@ def switch_merge():
     tf.identity(a, name="dead_when_false")
 
 
+def merge_shapes():
+    a = tf.compat.v1.placeholder(tf.float32, [2, 3], name="a")
+    b = tf.compat.v1.placeholder(tf.float32, [2, 4], name="b")
+    c = tf.compat.v1.placeholder(tf.float32, [None, 3], name="c")
+    d = tf.compat.v1.placeholder(tf.float32, None, name="d")
+    e = tf.compat.v1.placeholder(tf.float32, [2], name="e")
+    p = tf.compat.v1.placeholder(tf.bool, [], name="p")
+    tf.raw_ops.Merge(inputs=[a, b], name="m_ab")
+    tf.raw_ops.Merge(inputs=[a, c], name="m_ac")
+    tf.raw_ops.Merge(inputs=[a, a], name="m_aa")
+    tf.raw_ops.Merge(inputs=[a, d], name="m_ad")
+    tf.raw_ops.Merge(inputs=[a, e], name="m_ae")
+    tf.raw_ops.Switch(data=c, pred=p, name="sw")
+
+
 cases = []
+cases.append(case("merge_shapes", merge_shapes,
+                  [{"a": f32(2, 3), "b": f32(2, 4), "c": f32(5, 3), "d": f32(1), "e": f32(2), "p": np.bool_(True)}],
+                  ["m_ab:0", "m_ab:1", "sw:1"],
+                  ["m_ab:0", "m_ac:0", "m_aa:0", "m_ad:0", "m_ae:0", "m_ab:1", "sw:0", "sw:1"]))
 bools = [(True, True), (True, False), (False, True), (False, False)]
 cases.append(case("nested_cond", nested_cond,
                   [{"x": f32(3), "y": f32(3), "p": np.bool_(p), "q": np.bool_(q)} for p, q in bools],

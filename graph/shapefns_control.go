@@ -1,0 +1,52 @@
+package graph
+
+import (
+	"mstream/tensor"
+)
+
+// Shape functions of TF's v1 control-flow ops that need no frames.
+func init() {
+	for _, op := range []string{"Switch", "RefSwitch"} {
+		RegisterShapeFn(op, switchShape)
+	}
+	for _, op := range []string{"Merge", "RefMerge"} {
+		RegisterShapeFn(op, mergeShape)
+	}
+	RegisterShapeFn("ControlTrigger", func(c *ShapeContext) ([]tensor.PartialShape, error) { return nil, nil })
+}
+
+// switchShape: both outputs have the data's shape; the predicate must be
+// a scalar (TF's SwitchShape).
+func switchShape(c *ShapeContext) ([]tensor.PartialShape, error) {
+	if p := c.In[1]; p.Known && len(p.Dims) != 0 {
+		return nil, errorf("Shape must be rank 0 but is rank %d", len(p.Dims))
+	}
+	return []tensor.PartialShape{c.In[0], c.In[0]}, nil
+}
+
+// mergeShape is TF's MergeShape: the inputs' common shape, where a
+// dimension they disagree on is unknown and a rank they disagree on (or
+// an unknown one) makes the rank unknown; value_index is a scalar.
+func mergeShape(c *ShapeContext) ([]tensor.PartialShape, error) {
+	out := tensor.Unknown
+	for i, s := range c.In {
+		if !s.Known {
+			out = tensor.Unknown
+			break
+		}
+		if i == 0 {
+			out = tensor.PartialShape{Known: true, Dims: append([]int64(nil), s.Dims...)}
+			continue
+		}
+		if len(s.Dims) != len(out.Dims) {
+			out = tensor.Unknown
+			break
+		}
+		for j, d := range s.Dims {
+			if d != out.Dims[j] {
+				out.Dims[j] = -1
+			}
+		}
+	}
+	return []tensor.PartialShape{out, known()}, nil
+}
