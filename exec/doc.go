@@ -15,6 +15,16 @@
 // Invariants: feeds are read during the step only; a kernel's inputs are
 // read-only; every fetched tensor is either a kernel output or a feed.
 //
+// # Dead tensors
+//
+// A plan with a Switch can make dead tensors (TF's v1 conditionals;
+// deadness.go): the untaken output of a Switch, and every output of a node
+// with a dead input or dead control predecessor, which then does not run;
+// a Merge forwards a live input with its index. Only Run carries deadness;
+// RunStreams, RunGPU and RunGPUNodes refuse such plans with UNIMPLEMENTED.
+// Frames (Enter, Exit, NextIteration, LoopCond: v1 while loops) are not
+// supported yet: their back edges still fail import as a cycle.
+//
 // # Placement and the GPU step
 //
 // A session's placement is strict (Placement.Strict): a node naming a
