@@ -305,6 +305,12 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 	s.g.RLock()
 	feeds, fetches, targets = s.optimized(feeds, fetches, targets)
 	p, err := exec.BuildPlaced(s.g, feeds, fetches, targets, st.placement())
+	if err == nil && p.OnGPU() && p.Deadness() {
+		// GPU steps cannot carry dead tensors yet: a plan with v1 control
+		// flow runs on the host's pool executor, whatever its nodes ask.
+		st.logf(1, "a plan with v1 control flow (Switch/Merge) runs on the CPU: GPU steps do not carry dead tensors yet")
+		p, err = exec.BuildPlaced(s.g, feeds, fetches, targets, exec.Placement{AllowSoft: true, Strict: true})
+	}
 	s.g.RUnlock()
 	if err != nil {
 		return nil, err
