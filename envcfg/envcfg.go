@@ -54,6 +54,7 @@ type Config struct {
 	HostStreams         bool   // MSTREAM_HOST_STREAMS: streams on the host device even with one group
 	Fusion              bool   // MSTREAM_FUSION: plan-time fusion of MatMul/Conv2D epilogues, BatchNorm and unary chains
 	CUDAGraph           bool   // MSTREAM_CUDA_GRAPH: replay eligible GPU steps as captured CUDA graphs
+	BLAS                string // MSTREAM_BLAS: the cblas library for CPU GEMMs ("" system, "go" pure Go)
 	// Set holds the raw value of every variable that was set (non-empty),
 	// keyed by name.
 	Set map[string]string
@@ -173,6 +174,8 @@ var Knobs = []Knob{
 		set: func(c *Config, v string) (err error) { c.Fusion, err = parseBool(v); return }},
 	{Name: "MSTREAM_CUDA_GRAPH", Type: "bool", Default: "false", Doc: "capture a GPU step that runs wholly on the GPU as a CUDA graph (once per plan, group and feed shapes, after one normal run) and replay it: one graph launch instead of a launch per node; steps that cannot be captured run normally",
 		set: func(c *Config, v string) (err error) { c.CUDAGraph, err = parseBool(v); return }},
+	{Name: "MSTREAM_BLAS", Type: "path", Default: "", Doc: "the cblas library the CPU's GEMMs load (once per process, by the first session): a path such as the scipy-openblas32 wheel's libscipy_openblas.so (scripts/venv.sh sets it); unset tries libopenblas.so.0, libopenblas.so, libblas.so.3; go takes the pure-Go GEMM",
+		set: func(c *Config, v string) error { c.BLAS = strings.TrimSpace(v); return nil }},
 }
 
 // value renders the effective value of knob name in c, in the form the
@@ -236,6 +239,8 @@ func (c *Config) value(name string) string {
 		return b(c.Fusion)
 	case "MSTREAM_CUDA_GRAPH":
 		return b(c.CUDAGraph)
+	case "MSTREAM_BLAS":
+		return c.BLAS
 	}
 	return ""
 }

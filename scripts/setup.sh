@@ -49,8 +49,20 @@ install_client() {
   "$venv/bin/pip" install --disable-pip-version-check --no-build-isolation -q -e "$root/python" >&2 ||
     echo "scripts/setup.sh: the Python client did not install; python/run_tests.sh still runs it from python/" >&2
 }
+# The CPU kernels' libraries, loaded at run time (kernels/cpu/blas): a current
+# OpenBLAS (scipy-openblas32, OpenBLAS 0.3.34). Without them mstream runs on
+# the system's OpenBLAS and says so.
+ms_kernel_libs() {
+  [ -x "$venv/bin/pip" ] || return 0
+  "$venv/bin/python" -c 'import scipy_openblas32' 2>/dev/null && return 0
+  echo "scripts/setup.sh: installing scipy-openblas32 into $venv" >&2
+  "$venv/bin/pip" install --disable-pip-version-check --progress-bar off -q --no-deps \
+    "scipy-openblas32==0.3.34.481.3" ||
+    echo "scripts/setup.sh: scipy-openblas32 did not install; mstream uses the system OpenBLAS" >&2
+}
 if [ -f "$venv/.tf-ok" ] && [ "$(cat "$venv/.tf-ok")" = "$tfver" ]; then
   install_client
+  ms_kernel_libs
   exit 0
 fi
 # TF 2.15 supports Python 3.9 to 3.11: take the first such interpreter.
@@ -88,3 +100,4 @@ else
   echo "scripts/setup.sh: tensorflow-cpu==$tfver did not install; the TF suites will be skipped" >&2
 fi
 install_client
+ms_kernel_libs

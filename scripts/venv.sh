@@ -15,3 +15,12 @@ ms_have_tf() {
   fi
   [ "$MS_TF_OK" = 1 ]
 }
+# MSTREAM_BLAS: the CPU GEMMs' library. The scipy-openblas32 wheel that
+# scripts/setup.sh puts in build/venv carries a current OpenBLAS (0.3.34, which
+# knows recent CPUs); without it mstream takes the system's libopenblas.so.0.
+if [ -z "${MSTREAM_BLAS:-}" ]; then
+  for ms_blas in "$ms_root"/build/venv/lib/python3*/site-packages/scipy_openblas32/lib/libscipy_openblas.so; do
+    [ -f "$ms_blas" ] && export MSTREAM_BLAS="$ms_blas"
+  done
+  unset ms_blas
+fi

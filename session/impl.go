@@ -61,6 +61,8 @@ type state struct {
 	recordAll bool // MSTREAM_TRACE: every step goes to rec
 	// graphs replays GPU steps as CUDA graphs (MSTREAM_CUDA_GRAPH).
 	graphs *exec.GraphCache
+	// cpuKernels is what loadCPUKernels found, for MS_SessionStats.
+	cpuKernels CPUKernels
 
 	planMu  sync.Mutex
 	plans   map[string]*exec.Plan
@@ -118,6 +120,9 @@ func newSession(g *graph.Graph, opts *Options) (*Session, error) {
 		st.intraN = runtime.NumCPU()
 	}
 	if err := st.checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	if err := st.loadCPUKernels(); err != nil {
 		return nil, err
 	}
 	if ps := cfg.GetSessionInterOpThreadPool(); len(ps) > 0 {

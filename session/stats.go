@@ -36,6 +36,9 @@ type Stats struct {
 	// CUDAGraph counts graph captures and replays (MSTREAM_CUDA_GRAPH on
 	// and a GPU present).
 	CUDAGraph *exec.GraphStats `json:"cuda_graph,omitempty"`
+	// CPUKernels names the libraries behind the CPU's heavy kernels, their
+	// versions, the core they run and the CPU's ISA.
+	CPUKernels CPUKernels `json:"cpu_kernels"`
 }
 
 // HolderStats counts buffers waiting for a second stream.
@@ -73,7 +76,7 @@ func (s *Session) stats() Stats {
 		RunsCompleted: st.done.Load(), RunsFailed: st.failed.Load(), RunsInFlight: st.inflight.Load(),
 		Knobs: st.env.Values(), ConstBytes: st.set.DeviceConstBytes(), Groups: st.set.Stats(),
 		Holder:    HolderStats{Live: st.set.Holder.Live(), Freed: st.set.Holder.Freed()},
-		CUDAGraph: st.graphStats(),
+		CUDAGraph: st.graphStats(), CPUKernels: st.cpuKernels,
 	}
 	out.DeviceGroups = map[string]int{}
 	for _, g := range st.set.Groups() {

@@ -3,31 +3,281 @@ package blas
 /*
 #cgo CFLAGS: -O2
 #cgo LDFLAGS: -ldl
+#include <stdlib.h>
 #include "dl.h"
 */
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 )
+
+// ISA is a CPU's vector instruction set, ranked: a higher one runs every
+// kernel a lower one does.
+type ISA int
+
+// The ISAs OpenBLAS has kernels for, lowest first.
+const (
+	ISASSE    ISA = 1 // SSE2/SSE3 only
+	ISAAVX    ISA = 2
+	ISAAVX2   ISA = 3 // AVX2 with FMA
+	ISAAVX512 ISA = 4 // AVX-512 F, BW, VL, DQ
+)
+
+func (i ISA) String() string {
+	switch i {
+	case ISAAVX:
+		return "AVX"
+	case ISAAVX2:
+		return "AVX2"
+	case ISAAVX512:
+		return "AVX-512"
+	}
+	return "SSE"
+}
+
+// CPUISA returns the best ISA this CPU and its OS support (cpuid).
+func CPUISA() ISA { return ISA(C.mstream_cpu_isa()) }
+
+// coreISA is the ISA of each OpenBLAS core (openblas_get_corename, lower
+// case). A core missing here is reported and left alone.
+var coreISA = map[string]ISA{
+	"generic": ISASSE, "katmai": ISASSE, "coppermine": ISASSE, "northwood": ISASSE,
+	"prescott": ISASSE, "banias": ISASSE, "atom": ISASSE, "core2": ISASSE, "penryn": ISASSE,
+	"dunnington": ISASSE, "nehalem": ISASSE, "athlon": ISASSE, "opteron": ISASSE,
+	"opteron_sse3": ISASSE, "barcelona": ISASSE, "bobcat": ISASSE,
+	"sandybridge": ISAAVX, "bulldozer": ISAAVX, "piledriver": ISAAVX, "steamroller": ISAAVX,
+	"haswell": ISAAVX2, "zen": ISAAVX2, "excavator": ISAAVX2,
+	"skylakex": ISAAVX512, "cooperlake": ISAAVX512, "sapphirerapids": ISAAVX512,
+}
+
+// coreFor is the OPENBLAS_CORETYPE that runs an ISA's kernels.
+var coreFor = map[ISA]string{ISAAVX: "Sandybridge", ISAAVX2: "Haswell", ISAAVX512: "SkylakeX"}
+
+// wantCore returns the core to ask OpenBLAS for when the one it picked
+// (core) is below the CPU's ISA, or "" when core is right or unknown.
+func wantCore(core string, cpu ISA) string {
+	got, known := coreISA[strings.ToLower(core)]
+	if !known || got >= cpu {
+		return ""
+	}
+	return coreFor[cpu]
+}
+
+// SystemNames are the sonames tried, in order, when no library is named.
+var SystemNames = []string{"libopenblas.so.0", "libopenblas.so", "libblas.so.3"}
+
+// Options chooses the GEMM library.
+type Options struct {
+	// Path is a cblas library to dlopen (a plain OpenBLAS, or the
+	// scipy-openblas32 wheel's libscipy_openblas.so whose symbols carry a
+	// scipy_ prefix); "" tries SystemNames; "go" takes the pure-Go GEMM.
+	Path string
+}
+
+// Info says which GEMM runs and why: MS_SessionStats shows it and the
+// session logs it once.
+type Info struct {
+	// Impl is "openblas", "cblas" (a cblas that is not OpenBLAS: its
+	// speed is unchecked) or "go".
+	Impl string `json:"impl"`
+	Path string `json:"path,omitempty"`
+	// Version is openblas_get_config: version, DYNAMIC_ARCH, threading.
+	Version string `json:"version,omitempty"`
+	// Core is the kernel set OpenBLAS runs (openblas_get_corename).
+	Core string `json:"core,omitempty"`
+	CPU  string `json:"cpu_isa"`
+	// CoreSet is the OPENBLAS_CORETYPE this package set because the core
+	// the library picked on its own (CorePicked) was below the CPU's ISA.
+	CoreSet    string `json:"coretype_set,omitempty"`
+	CorePicked string `json:"core_picked,omitempty"`
+	// Warning says why the GEMM is slower than this CPU allows: a pure-Go
+	// fallback, a core below the ISA, a library that is not OpenBLAS.
+	Warning string `json:"warning,omitempty"`
+}
+
+// String is the one log line.
+func (in Info) String() string {
+	var b strings.Builder
+	switch in.Impl {
+	case "go":
+		b.WriteString("BLAS: pure-Go GEMM")
+	default:
+		fmt.Fprintf(&b, "BLAS: %s (%s)", firstWords(in.Version, 2, in.Impl), in.Path)
+		if in.Core != "" {
+			fmt.Fprintf(&b, ", core %s", in.Core)
+		}
+		if in.CoreSet != "" {
+			fmt.Fprintf(&b, " (OPENBLAS_CORETYPE=%s set: the library picked %s)", in.CoreSet, in.CorePicked)
+		}
+	}
+	fmt.Fprintf(&b, ", CPU %s", in.CPU)
+	return b.String()
+}
+
+func firstWords(s string, n int, def string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return def
+	}
+	return strings.Join(f[:min(n, len(f))], " ")
+}
 
 var (
-	openOnce sync.Once
-	haveLib  bool
+	loadMu sync.Mutex
+	loaded atomic.Bool // info and haveLib are final once set
+	info   Info
+	// haveLib says the cblas entry points are loaded.
+	haveLib bool
+	// wanted is the Options of the Load that won, to report a later one
+	// that asks for another library.
+	wanted Options
 )
 
-// Available reports whether an OpenBLAS-compatible cblas was loaded. Setting
-// MSTREAM_NO_BLAS=1 in the environment forces the pure-Go path (tests and
-// benchmarks compare the two with it).
-func Available() bool {
-	openOnce.Do(func() {
-		if os.Getenv("MSTREAM_NO_BLAS") == "1" {
-			return
+// ErrLoaded says a Load asked for another library than the one loaded.
+var ErrLoaded = errors.New("a BLAS is already loaded in this process")
+
+// Load opens the GEMM library once per process: a library cannot be
+// unloaded while kernels may hold its functions, and OpenBLAS reads
+// OPENBLAS_CORETYPE only when it loads. The first successful Load decides;
+// a later one asking for another library gets the loaded one's Info and an
+// error saying so. A named Path that does not load is an error and loads
+// nothing, so that the caller can fail or retry; "" or "go" never fail.
+// Sgemm and Dgemm call Load(Options{}) themselves when nobody has.
+func Load(o Options) (Info, error) {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if loaded.Load() {
+		if o.Path != "" && o.Path != wanted.Path {
+			have := info.Path
+			if have == "" {
+				have = "the pure-Go GEMM"
+			}
+			return info, fmt.Errorf("%w: %q requested, but %s was loaded first and stays", ErrLoaded, o.Path, have)
 		}
-		haveLib = C.mstream_blas_open() == 1
-	})
+		return info, nil
+	}
+	in := Info{CPU: CPUISA().String()}
+	switch o.Path {
+	case "go":
+		in.Impl = "go"
+	case "":
+		var errs []string
+		for _, name := range SystemNames {
+			if err := open(name, &in); err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			break
+		}
+		if !haveLib {
+			in.Impl = "go"
+			in.Warning = fmt.Sprintf("no OpenBLAS found (%s): GEMMs run the pure-Go kernel, several times slower; install libopenblas0 or set MSTREAM_BLAS to a cblas library", strings.Join(errs, "; "))
+		}
+	default:
+		if err := open(o.Path, &in); err != nil {
+			return Info{}, err
+		}
+	}
+	info, wanted = in, o
+	loaded.Store(true)
+	return info, nil
+}
+
+// open loads path, checks the core OpenBLAS picked against the CPU and
+// reloads it with OPENBLAS_CORETYPE when the core is below the CPU's ISA.
+func open(path string, in *Info) error {
+	if err := dlopen(path); err != nil {
+		return err
+	}
+	in.Path = path
+	in.Impl = "cblas"
+	in.Version = C.GoString(C.mstream_blas_config())
+	in.Core = C.GoString(C.mstream_blas_corename())
+	if in.Core == "" {
+		in.Warning = fmt.Sprintf("%s is a cblas but not OpenBLAS (no openblas_get_corename): the CPU features it uses are not checked", path)
+		haveLib = true
+		return nil
+	}
+	in.Impl = "openblas"
+	haveLib = true
+	cpu := CPUISA()
+	target := wantCore(in.Core, cpu)
+	if target == "" {
+		return nil
+	}
+	// OpenBLAS's own variable, read by its constructor: the user's value is
+	// kept (and warned about); ours is set only across the reload.
+	if user, ok := os.LookupEnv("OPENBLAS_CORETYPE"); ok {
+		in.Warning = fmt.Sprintf("OPENBLAS_CORETYPE=%s picks core %s, below this CPU's %s (%s would use it)", user, in.Core, cpu, target)
+		return nil
+	}
+	picked := in.Core
+	stuck, err := reload(path, target)
+	if err != nil {
+		return err
+	}
+	in.Core = C.GoString(C.mstream_blas_corename())
+	switch {
+	case stuck:
+		in.Warning = fmt.Sprintf("%s picked core %s, below this CPU's %s, and could not be reloaded with OPENBLAS_CORETYPE=%s (something else in the process keeps it loaded); set OPENBLAS_CORETYPE=%s before the process starts", path, picked, cpu, target, target)
+	case wantCore(in.Core, cpu) != "":
+		in.Warning = fmt.Sprintf("%s runs core %s, below this CPU's %s, even with OPENBLAS_CORETYPE=%s", path, in.Core, cpu, target)
+	default:
+		in.CoreSet, in.CorePicked = target, picked
+	}
+	return nil
+}
+
+// reload unloads path and loads it again with OPENBLAS_CORETYPE=target,
+// restoring the environment after. stuck says the library never left the
+// process (another handle holds it), so its constructor did not run again.
+func reload(path, target string) (stuck bool, err error) {
+	cp := C.CString(path)
+	stuck = C.mstream_blas_close(cp) == 0
+	C.free(unsafe.Pointer(cp))
+	haveLib = false
+	os.Setenv("OPENBLAS_CORETYPE", target)
+	err = dlopen(path)
+	os.Unsetenv("OPENBLAS_CORETYPE")
+	if err != nil {
+		return stuck, fmt.Errorf("%s: reloading with OPENBLAS_CORETYPE=%s: %w", path, target, err)
+	}
+	haveLib = true
+	return stuck, nil
+}
+
+func dlopen(path string) error {
+	p := C.CString(path)
+	defer C.free(unsafe.Pointer(p))
+	var buf [512]C.char
+	if C.mstream_blas_open(p, &buf[0], C.int(len(buf))) == 0 {
+		return fmt.Errorf("%s: %s", path, C.GoString(&buf[0]))
+	}
+	return nil
+}
+
+// Loaded returns the Info of the library in use, loading the default when
+// nobody has.
+func Loaded() Info {
+	if !loaded.Load() {
+		Load(Options{})
+	}
+	return info
+}
+
+// Available reports whether a cblas library (rather than the pure-Go GEMM)
+// runs Sgemm and Dgemm.
+func Available() bool {
+	if !loaded.Load() {
+		Load(Options{})
+	}
 	return haveLib
 }
 
@@ -72,7 +322,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	if m == 0 || n == 0 {
 		return
 	}
-	if k == 0 || Available() == false {
+	if k == 0 || !Available() {
 		goGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -105,3 +355,5 @@ func GoDgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda i
 	check(transA, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
 	goGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
+
+func corename() string { return C.GoString(C.mstream_blas_corename()) }

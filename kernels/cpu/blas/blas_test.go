@@ -4,9 +4,179 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
+
+// childLib is set in the child processes of TestEachLibrary: the library
+// (Options.Path) that process loads. A library loads once per process, so
+// each candidate gets its own.
+const childLib = "MSTREAM_BLAS_TEST_CHILD"
+
+// TestMain loads the library the environment names (MSTREAM_BLAS, as
+// scripts/venv.sh exports it), or the child's, before any GEMM runs.
+func TestMain(m *testing.M) {
+	path, child := os.LookupEnv(childLib)
+	if !child {
+		path = os.Getenv("MSTREAM_BLAS")
+	}
+	if _, err := Load(Options{Path: path}); err != nil {
+		fmt.Fprintln(os.Stderr, "blas test:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// TestEachLibrary runs TestGemm and TestInfo once per candidate library:
+// the system's sonames, MSTREAM_BLAS when set (the scipy-openblas32 wheel's
+// library under scripts/venv.sh), and the pure-Go GEMM.
+func TestEachLibrary(t *testing.T) {
+	if _, child := os.LookupEnv(childLib); child {
+		t.Skip("child process")
+	}
+	libs := append([]string{"", "go"}, venvLibs()...)
+	for _, lib := range libs {
+		cmd := exec.Command(os.Args[0], "-test.run=^(TestGemm|TestInfo)$", "-test.v")
+		cmd.Env = append(os.Environ(), childLib+"="+lib)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("library %q: %v\n%s", lib, err, out)
+			continue
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "BLAS:") {
+				t.Logf("library %q: %s", lib, strings.TrimSpace(l))
+			}
+		}
+	}
+}
+
+// TestInfo checks what Load reports against the library itself: an
+// OpenBLAS whose core is below the CPU's ISA must have been reloaded with
+// the right core or carry a warning.
+func TestInfo(t *testing.T) {
+	in := Loaded()
+	t.Logf("%s", in)
+	path, _ := os.LookupEnv(childLib)
+	switch {
+	case path == "go":
+		if in.Impl != "go" || in.Warning != "" || Available() {
+			t.Fatalf("MSTREAM_BLAS=go: %+v, available %v", in, Available())
+		}
+		return
+	case in.Impl == "go":
+		if in.Warning == "" {
+			t.Fatalf("fell back to the pure-Go GEMM without a warning: %+v", in)
+		}
+		return
+	}
+	if !Available() || in.Path == "" || (path != "" && in.Path != path) {
+		t.Fatalf("asked for %q, got %+v", path, in)
+	}
+	if in.Impl == "openblas" {
+		if !strings.Contains(in.Version, "OpenBLAS") || in.Core == "" {
+			t.Fatalf("OpenBLAS without version or core: %+v", in)
+		}
+		if wantCore(in.Core, CPUISA()) != "" && in.Warning == "" {
+			t.Fatalf("core %s below CPU %s and no warning: %+v", in.Core, CPUISA(), in)
+		}
+	}
+	if in.CPU != CPUISA().String() {
+		t.Fatalf("cpu_isa %q, cpuid says %s", in.CPU, CPUISA())
+	}
+}
+
+// TestReload loads OpenBLAS as a mis-detecting one would be (its oldest
+// core, Prescott), checks that a user's OPENBLAS_CORETYPE is kept and
+// warned about, then that reload switches the core. It runs in a child
+// process: the library loads once per process.
+func TestReload(t *testing.T) {
+	if CPUISA() < ISAAVX {
+		t.Skip("no AVX: Prescott is this CPU's core")
+	}
+	if _, child := os.LookupEnv(childLib); child {
+		t.Skip("child process")
+	}
+	for _, lib := range append([]string{"libopenblas.so.0"}, venvLibs()...) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestReload$", "-test.v")
+		cmd.Env = append(os.Environ(), childLib+"=reload:"+lib, "OPENBLAS_CORETYPE=Prescott")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", lib, err, out)
+			continue
+		}
+		t.Logf("%s", strings.TrimSpace(string(out)))
+	}
+}
+
+func init() {
+	// A reload child of TestReload does its work here, before TestMain
+	// loads a library, and exits.
+	path := os.Getenv(childLib)
+	lib, ok := strings.CutPrefix(path, "reload:")
+	if !ok {
+		return
+	}
+	fail := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...); os.Exit(1) }
+	in, err := Load(Options{Path: lib})
+	if err != nil {
+		fail("load %s: %v", lib, err)
+	}
+	if coreISA[strings.ToLower(in.Core)] != ISASSE || !strings.Contains(in.Warning, "OPENBLAS_CORETYPE=Prescott") || in.CoreSet != "" {
+		fail("user's OPENBLAS_CORETYPE=Prescott: want an SSE core kept with a warning, got %+v", in)
+	}
+	os.Unsetenv("OPENBLAS_CORETYPE")
+	target := coreFor[CPUISA()]
+	stuck, err := reload(lib, target)
+	if err != nil || stuck {
+		fail("reload %s with %s: stuck %v, %v", lib, target, stuck, err)
+	}
+	if got := Loaded(); wantCore(corename(), CPUISA()) != "" || got.Path != lib {
+		fail("after reload with OPENBLAS_CORETYPE=%s the core is %s", target, corename())
+	}
+	if _, set := os.LookupEnv("OPENBLAS_CORETYPE"); set {
+		fail("reload left OPENBLAS_CORETYPE set")
+	}
+	c := make([]float32, 4)
+	Sgemm(false, false, 2, 2, 2, 1, []float32{1, 2, 3, 4}, 2, []float32{5, 6, 7, 8}, 2, 0, c, 2)
+	if c[0] != 19 || c[1] != 22 || c[2] != 43 || c[3] != 50 {
+		fail("Sgemm after reload: %v", c)
+	}
+	fmt.Printf("reload %s: %s (OPENBLAS_CORETYPE=Prescott) -> %s\n", lib, in.Core, corename())
+	os.Exit(0)
+}
+
+// venvLibs returns the libraries scripts/setup.sh installs into build/venv
+// (the scipy-openblas32 wheel's), and MSTREAM_BLAS when it names another.
+func venvLibs() []string {
+	libs, _ := filepath.Glob("../../../build/venv/lib/python3*/site-packages/scipy_openblas32/lib/libscipy_openblas.so")
+	if p := os.Getenv("MSTREAM_BLAS"); p != "" && p != "go" && !slices.Contains(libs, p) {
+		libs = append(libs, p)
+	}
+	return libs
+}
+
+func TestWantCore(t *testing.T) {
+	for _, c := range []struct {
+		core string
+		cpu  ISA
+		want string
+	}{
+		{"Prescott", ISAAVX512, "SkylakeX"}, {"Nehalem", ISAAVX2, "Haswell"}, {"Haswell", ISAAVX512, "SkylakeX"},
+		{"Zen", ISAAVX2, ""}, {"Haswell", ISAAVX2, ""}, {"SkylakeX", ISAAVX2, ""}, {"Prescott", ISASSE, ""},
+		{"Sandybridge", ISAAVX, ""}, {"Core2", ISAAVX, "Sandybridge"}, {"SomeFutureCore", ISAAVX512, ""},
+		{"COOPERLAKE", ISAAVX512, ""},
+	} {
+		if got := wantCore(c.core, c.cpu); got != c.want {
+			t.Errorf("wantCore(%s, %s) = %q, want %q", c.core, c.cpu, got, c.want)
+		}
+	}
+}
 
 func refGemm(ta, tb bool, m, n, k int, a []float64, lda int, b []float64, ldb int) []float64 {
 	c := make([]float64, m*n)

@@ -1,29 +1,84 @@
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 #include "dl.h"
 
 typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
 typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double*, int, const double*, int, double, double*, int);
 typedef void (*setthreads_fn)(int);
+typedef char *(*str_fn)(void);
 
+static void *handle;
 static sgemm_fn p_sgemm;
 static dgemm_fn p_dgemm;
 static setthreads_fn p_setthreads;
+static str_fn p_corename, p_config;
 
-int mstream_blas_open(void) {
-	static const char *names[] = {"libopenblas.so.0", "libopenblas.so", "libblas.so.3", NULL};
-	for (int i = 0; names[i]; i++) {
-		void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-		if (!h) continue;
-		sgemm_fn s = (sgemm_fn)dlsym(h, "cblas_sgemm");
-		dgemm_fn d = (dgemm_fn)dlsym(h, "cblas_dgemm");
-		if (!s || !d) { dlclose(h); continue; }
+/* sym looks name up with the library's symbol prefix ("" for a plain
+   OpenBLAS, "scipy_" for the scipy-openblas32 wheel's). */
+static void *sym(void *h, const char *prefix, const char *name) {
+	char buf[128];
+	snprintf(buf, sizeof buf, "%s%s", prefix, name);
+	return dlsym(h, buf);
+}
+
+int mstream_blas_open(const char *path, char *err, int errlen) {
+	static const char *prefixes[] = {"", "scipy_", NULL};
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(err, errlen, "%s", dlerror());
+		return 0;
+	}
+	for (int i = 0; prefixes[i]; i++) {
+		sgemm_fn s = (sgemm_fn)sym(h, prefixes[i], "cblas_sgemm");
+		dgemm_fn d = (dgemm_fn)sym(h, prefixes[i], "cblas_dgemm");
+		if (!s || !d) continue;
+		handle = h;
 		p_sgemm = s;
 		p_dgemm = d;
-		p_setthreads = (setthreads_fn)dlsym(h, "openblas_set_num_threads");
+		p_setthreads = (setthreads_fn)sym(h, prefixes[i], "openblas_set_num_threads");
+		p_corename = (str_fn)sym(h, prefixes[i], "openblas_get_corename");
+		p_config = (str_fn)sym(h, prefixes[i], "openblas_get_config");
 		return 1;
 	}
+	dlclose(h);
+	snprintf(err, errlen, "no cblas_sgemm/cblas_dgemm (nor scipy_-prefixed) in %s", path);
 	return 0;
+}
+
+/* mstream_blas_close unloads the library so that a second open runs its
+   constructor again (OpenBLAS reads OPENBLAS_CORETYPE there). It returns 1
+   when the library really left the process. */
+int mstream_blas_close(const char *path) {
+	if (!handle) return 1;
+	dlclose(handle);
+	handle = NULL;
+	p_sgemm = NULL;
+	p_dgemm = NULL;
+	p_setthreads = NULL;
+	p_corename = p_config = NULL;
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (h) {
+		dlclose(h);
+		return 0;
+	}
+	return 1;
+}
+
+const char *mstream_blas_corename(void) { return p_corename ? p_corename() : ""; }
+const char *mstream_blas_config(void) { return p_config ? p_config() : ""; }
+
+/* mstream_cpu_isa ranks the CPU's vector ISA: 4 AVX-512 (F, BW, VL, DQ),
+   3 AVX2 with FMA, 2 AVX, 1 older. */
+int mstream_cpu_isa(void) {
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+		return 4;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 3;
+	if (__builtin_cpu_supports("avx")) return 2;
+	return 1;
 }
 
 /* CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 */

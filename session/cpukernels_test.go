@@ -1,0 +1,66 @@
+package session
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"mstream/kernels/cpu/blas"
+	"mstream/status"
+)
+
+// TestCPUKernelStats checks that MS_SessionStats names the GEMM library the
+// process really loaded and the ISA cpuid reports.
+func TestCPUKernelStats(t *testing.T) {
+	st := statsOf(t, loadModel(t), map[string]string{}, nil, 1)
+	got, want := st.CPUKernels.BLAS, blas.Loaded()
+	if got != want || got.Impl == "" || got.CPU != blas.CPUISA().String() {
+		t.Fatalf("stats cpu_kernels.blas = %+v, loaded %+v, cpuid %s", got, want, blas.CPUISA())
+	}
+	t.Logf("%s", got)
+}
+
+// TestBLASKnob runs, each in a fresh process (a BLAS loads once per
+// process), a session with MSTREAM_BLAS naming a missing library (the
+// session fails, naming the variable), "go" (the pure-Go GEMM, reported)
+// and, after a first session loaded the system's, a second one naming
+// another library (it runs on the loaded one).
+func TestBLASKnob(t *testing.T) {
+	if c := os.Getenv("MSTREAM_BLAS_SESSION_CHILD"); c != "" {
+		blasKnobChild(t, c)
+		return
+	}
+	for _, c := range []string{"missing", "go", "second"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBLASKnob$", "-test.v")
+		cmd.Env = append(os.Environ(), "MSTREAM_BLAS_SESSION_CHILD="+c)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", c, err, out)
+		}
+	}
+}
+
+func blasKnobChild(t *testing.T, c string) {
+	m := loadModel(t)
+	newS := func(path string) (*Session, error) {
+		return New(m.g, &Options{Env: hostEnv(map[string]string{"MSTREAM_BLAS": path})})
+	}
+	switch c {
+	case "missing":
+		_, err := newS("/nonexistent/libopenblas.so")
+		if status.CodeOf(err) != status.FailedPrecondition || !strings.Contains(err.Error(), "MSTREAM_BLAS=/nonexistent/libopenblas.so") {
+			t.Fatalf("missing library: %v", err)
+		}
+	case "go":
+		st := statsOf(t, m, map[string]string{"MSTREAM_BLAS": "go"}, nil, 1)
+		if st.CPUKernels.BLAS.Impl != "go" || blas.Available() {
+			t.Fatalf("MSTREAM_BLAS=go: %+v", st.CPUKernels.BLAS)
+		}
+	case "second":
+		first := statsOf(t, m, map[string]string{}, nil, 1)
+		second := statsOf(t, m, map[string]string{"MSTREAM_BLAS": "go"}, nil, 1)
+		if second.CPUKernels.BLAS != first.CPUKernels.BLAS {
+			t.Fatalf("second session reports %+v, the loaded library is %+v", second.CPUKernels.BLAS, first.CPUKernels.BLAS)
+		}
+	}
+}
