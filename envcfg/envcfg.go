@@ -55,6 +55,7 @@ type Config struct {
 	Fusion              bool   // MSTREAM_FUSION: plan-time fusion of MatMul/Conv2D epilogues, BatchNorm and unary chains
 	CUDAGraph           bool   // MSTREAM_CUDA_GRAPH: replay eligible GPU steps as captured CUDA graphs
 	BLAS                string // MSTREAM_BLAS: the cblas library for CPU GEMMs ("" system, "go" pure Go)
+	DNNL                string // MSTREAM_DNNL: oneDNN for the CPU's convolutions ("" system, "off" none)
 	// Set holds the raw value of every variable that was set (non-empty),
 	// keyed by name.
 	Set map[string]string
@@ -176,6 +177,8 @@ var Knobs = []Knob{
 		set: func(c *Config, v string) (err error) { c.CUDAGraph, err = parseBool(v); return }},
 	{Name: "MSTREAM_BLAS", Type: "path", Default: "", Doc: "the cblas library the CPU's GEMMs load (once per process, by the first session): a path such as the scipy-openblas32 wheel's libscipy_openblas.so (scripts/venv.sh sets it); unset tries libopenblas.so.0, libopenblas.so, libblas.so.3; go takes the pure-Go GEMM",
 		set: func(c *Config, v string) error { c.BLAS = strings.TrimSpace(v); return nil }},
+	{Name: "MSTREAM_DNNL", Type: "path", Default: "", Doc: "oneDNN 3.x (libdnnl.so.3) for the CPU's float32 convolutions, loaded once per process by the first session: a path such as the onednn-cpu-gomp wheel's build/venv/lib/libdnnl.so.3 (scripts/venv.sh sets it); unset tries libdnnl.so.3; off runs mstream's own kernels",
+		set: func(c *Config, v string) error { c.DNNL = strings.TrimSpace(v); return nil }},
 }
 
 // value renders the effective value of knob name in c, in the form the
@@ -241,6 +244,8 @@ func (c *Config) value(name string) string {
 		return b(c.CUDAGraph)
 	case "MSTREAM_BLAS":
 		return c.BLAS
+	case "MSTREAM_DNNL":
+		return c.DNNL
 	}
 	return ""
 }

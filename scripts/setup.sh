@@ -49,16 +49,24 @@ install_client() {
   "$venv/bin/pip" install --disable-pip-version-check --no-build-isolation -q -e "$root/python" >&2 ||
     echo "scripts/setup.sh: the Python client did not install; python/run_tests.sh still runs it from python/" >&2
 }
-# The CPU kernels' libraries, loaded at run time (kernels/cpu/blas): a current
-# OpenBLAS (scipy-openblas32, OpenBLAS 0.3.34). Without them mstream runs on
-# the system's OpenBLAS and says so.
+# The CPU kernels' libraries, loaded at run time: a current OpenBLAS
+# (scipy-openblas32, OpenBLAS 0.3.34; kernels/cpu/blas) and oneDNN 3.2 (the
+# onednn-cpu-gomp wheel, lib/libdnnl.so.3; kernels/cpu/dnnl). Without them
+# mstream runs on the system's OpenBLAS and its own convolutions, and says so.
 ms_kernel_libs() {
   [ -x "$venv/bin/pip" ] || return 0
-  "$venv/bin/python" -c 'import scipy_openblas32' 2>/dev/null && return 0
-  echo "scripts/setup.sh: installing scipy-openblas32 into $venv" >&2
-  "$venv/bin/pip" install --disable-pip-version-check --progress-bar off -q --no-deps \
-    "scipy-openblas32==0.3.34.481.3" ||
-    echo "scripts/setup.sh: scipy-openblas32 did not install; mstream uses the system OpenBLAS" >&2
+  if ! "$venv/bin/python" -c 'import scipy_openblas32' 2>/dev/null; then
+    echo "scripts/setup.sh: installing scipy-openblas32 into $venv" >&2
+    "$venv/bin/pip" install --disable-pip-version-check --progress-bar off -q --no-deps \
+      "scipy-openblas32==0.3.34.481.3" ||
+      echo "scripts/setup.sh: scipy-openblas32 did not install; mstream uses the system OpenBLAS" >&2
+  fi
+  if [ ! -f "$venv/lib/libdnnl.so.3" ]; then
+    echo "scripts/setup.sh: installing onednn-cpu-gomp into $venv" >&2
+    "$venv/bin/pip" install --disable-pip-version-check --progress-bar off -q --no-deps \
+      "onednn-cpu-gomp==2023.2.0" ||
+      echo "scripts/setup.sh: onednn-cpu-gomp did not install; mstream's own convolutions run" >&2
+  fi
 }
 if [ -f "$venv/.tf-ok" ] && [ "$(cat "$venv/.tf-ok")" = "$tfver" ]; then
   install_client

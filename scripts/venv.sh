@@ -24,3 +24,8 @@ if [ -z "${MSTREAM_BLAS:-}" ]; then
   done
   unset ms_blas
 fi
+# MSTREAM_DNNL: oneDNN 3.2 for the CPU convolutions, from the onednn-cpu-gomp
+# wheel that scripts/setup.sh puts in build/venv/lib.
+if [ -z "${MSTREAM_DNNL:-}" ] && [ -f "$ms_root/build/venv/lib/libdnnl.so.3" ]; then
+  export MSTREAM_DNNL="$ms_root/build/venv/lib/libdnnl.so.3"
+fi

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"mstream/kernels/cpu/blas"
+	"mstream/kernels/cpu/dnnl"
 	"mstream/status"
 )
 
@@ -19,6 +20,9 @@ func TestCPUKernelStats(t *testing.T) {
 		t.Fatalf("stats cpu_kernels.blas = %+v, loaded %+v, cpuid %s", got, want, blas.CPUISA())
 	}
 	t.Logf("%s", got)
+	if dn := st.CPUKernels.DNNL; dn != dnnl.Loaded() || (dn.Impl == "") == (dn.Warning == "") {
+		t.Fatalf("stats cpu_kernels.onednn = %+v, loaded %+v: oneDNN in use or a warning saying why not", dn, dnnl.Loaded())
+	}
 }
 
 // TestBLASKnob runs, each in a fresh process (a BLAS loads once per

@@ -90,6 +90,13 @@
 // the one piece of state a kernel changes in Compute, which makes a fresh
 // kernel replay the same sequence, as TF's GuardedPhiloxRandom does.
 //
+// oneDNN (package dnnl, loaded at run time) computes float32 Conv2D and
+// _FusedConv2D with one group (BiasAdd and Relu inside the primitive), and
+// float32 MaxPool and AvgPool with a spatial window, when it is loaded;
+// every other case, and every case without oneDNN, runs the code above.
+// Each such kernel's factory makes the primitive cache its Compute uses
+// (nn_conv_dnnl.go), so primitives are built once per node and shape.
+//
 // GEMM (MatMul, BatchMatMulV2/V3) goes through package blas: OpenBLAS when it
 // can be loaded, a blocked pure-Go GEMM otherwise. A GEMM is never split over
 // the intra-op pool: OpenBLAS parallelises large products with its own

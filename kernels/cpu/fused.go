@@ -7,6 +7,7 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/cpu/blas"
+	"mstream/kernels/cpu/dnnl"
 	"mstream/kernels/cpu/vec"
 	"mstream/status"
 	"mstream/tensor"
@@ -48,7 +49,8 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep) }), nil
+		prims := new(dnnl.ConvCache)
+		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep, prims) }), nil
 	})
 	reg("_MstreamUnaryChain", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		names := n.Attr("ops").GetList().GetS()
@@ -262,7 +264,7 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue) error {
 	return nil
 }
 
-func fusedConv2D(ctx *kernels.Context, a Conv2DAttrs, ep epilogue) error {
+func fusedConv2D(ctx *kernels.Context, a Conv2DAttrs, ep epilogue, prims *dnnl.ConvCache) error {
 	in, f := ctx.Input(0), ctx.Input(1)
 	if a.NCHW {
 		return ctx.Errorf(status.Unimplemented, "_FusedConv2D supports only the NHWC data format on the CPU; the op was given NCHW")
@@ -290,6 +292,26 @@ func fusedConv2D(ctx *kernels.Context, a Conv2DAttrs, ep epilogue) error {
 	}
 	if in.NumElements() == 0 {
 		clear(o.Buf) // all padding: the convolution is zeros, the epilogue still applies
+	} else if o.DType == tensor.Float {
+		// oneDNN takes BiasAdd and Relu as the primitive's own bias and
+		// post-op; any other epilogue runs after it, below.
+		inPrim := !ep.batchNorm && (ep.act == "" || ep.act == "Relu")
+		var bias []float32
+		if inPrim {
+			bias = f32s(offset)
+		}
+		done, err := convDNNL(ctx, prims, p, in.F32(), f.F32(), bias, inPrim && ep.act == "Relu", o.F32())
+		if err != nil {
+			return err
+		}
+		if done && inPrim {
+			return nil
+		}
+		if !done {
+			if err := Conv2DTensor(ctx, p, in, f, o); err != nil {
+				return err
+			}
+		}
 	} else if err := Conv2DTensor(ctx, p, in, f, o); err != nil {
 		return err
 	}

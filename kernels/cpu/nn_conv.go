@@ -6,6 +6,7 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/cpu/blas"
+	"mstream/kernels/cpu/dnnl"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -20,7 +21,8 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return conv2D(ctx, a) }), nil
+		prims := new(dnnl.ConvCache)
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return conv2D(ctx, a, prims) }), nil
 	})
 	reg("DepthwiseConv2dNative", floatTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		a, err := ParseDepthwiseAttrs(n)
@@ -301,7 +303,7 @@ func Conv2DLimits(ctx *kernels.Context, a Conv2DAttrs, p ConvParams) error {
 	return nil
 }
 
-func conv2D(ctx *kernels.Context, a Conv2DAttrs) error {
+func conv2D(ctx *kernels.Context, a Conv2DAttrs, prims *dnnl.ConvCache) error {
 	in, f := ctx.Input(0), ctx.Input(1)
 	p, oshape, err := Conv2DArgs(ctx, a)
 	if err != nil {
@@ -322,6 +324,11 @@ func conv2D(ctx *kernels.Context, a Conv2DAttrs) error {
 	}
 	if err := Conv2DLimits(ctx, a, p); err != nil {
 		return err
+	}
+	if in.DType == tensor.Float {
+		if done, err := convDNNL(ctx, prims, p, in.F32(), f.F32(), nil, false, o.F32()); done {
+			return err
+		}
 	}
 	return Conv2DTensor(ctx, p, in, f, o)
 }

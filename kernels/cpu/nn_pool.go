@@ -5,6 +5,7 @@ import (
 
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/kernels/cpu/dnnl"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -22,19 +23,21 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return poolOp(ctx, pa, true) }), nil
+		prims := new(dnnl.PoolCache)
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return poolOp(ctx, pa, true, prims) }), nil
 	})
 	reg("MaxPoolV2", maxTypes, []string{"ksize", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
 		padding, err := ParseMaxPoolV2Attrs(n)
 		if err != nil {
 			return nil, err
 		}
+		prims := new(dnnl.PoolCache)
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
 			pa, err := MaxPoolV2Args(ctx, padding)
 			if err != nil {
 				return err
 			}
-			return poolOp(ctx, pa, true)
+			return poolOp(ctx, pa, true, prims)
 		}), nil
 	})
 	reg("AvgPool", floatTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
@@ -42,7 +45,8 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return poolOp(ctx, pa, false) }), nil
+		prims := new(dnnl.PoolCache)
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return poolOp(ctx, pa, false, prims) }), nil
 	})
 }
 
@@ -191,7 +195,7 @@ func PoolParams(ctx *kernels.Context, pa PoolAttrs, in tensor.Shape, isMax bool)
 	return g, nil
 }
 
-func poolOp(ctx *kernels.Context, pa PoolAttrs, isMax bool) error {
+func poolOp(ctx *kernels.Context, pa PoolAttrs, isMax bool, prims *dnnl.PoolCache) error {
 	in := ctx.Input(0)
 	g, err := PoolParams(ctx, pa, in.Shape, isMax)
 	if err != nil {
@@ -206,6 +210,9 @@ func poolOp(ctx *kernels.Context, pa PoolAttrs, isMax bool) error {
 	}
 	switch in.DType {
 	case tensor.Float:
+		if done, err := poolDNNL(ctx, prims, g, isMax, in.F32(), o.F32()); done {
+			return err
+		}
 		poolT(ctx, g, isMax, in.F32(), o.F32())
 	case tensor.Double:
 		poolT(ctx, g, isMax, in.F64(), o.F64())

@@ -1,0 +1,309 @@
+/* oneDNN 3.x through dlopen: the few entry points and constants mstream
+   uses, declared here (values from oneDNN 3.2's dnnl_types.h) so that
+   nothing of oneDNN is needed at build time. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dl.h"
+
+typedef int64_t dims_t[12];
+typedef void *md_t;
+enum {
+	f32 = 3, tag_any = 1, tag_nhwc = 22, tag_hwio = 28,
+	fwd_inference = 96, conv_direct = 1, eltwise_relu = 32,
+	pool_max = 0x1ff, pool_avg_exclude_padding = 0x3ff,
+	q_weights_md = 131, q_scratchpad_md = 136,
+	scratchpad_user = 1, engine_cpu = 1, stream_default = 1,
+	ARG_SRC = 1, ARG_DST = 17, ARG_WEIGHTS = 33, ARG_BIAS = 41, ARG_SCRATCHPAD = 80,
+};
+typedef struct { int arg; void *memory; } exec_arg;
+typedef struct { int major, minor, patch; const char *hash; unsigned cpu_runtime, gpu_runtime; } version_t;
+
+static struct {
+	int (*engine_create)(void **, int, size_t);
+	int (*stream_create)(void **, void *, unsigned);
+	int (*stream_wait)(void *);
+	int (*stream_destroy)(void *);
+	int (*md_create_with_tag)(md_t *, int, const dims_t, int, int);
+	int (*md_destroy)(md_t);
+	int (*md_equal)(const md_t, const md_t);
+	size_t (*md_get_size)(const md_t);
+	int (*attr_create)(void **);
+	int (*attr_destroy)(void *);
+	int (*attr_set_scratchpad_mode)(void *, int);
+	int (*attr_set_post_ops)(void *, void *);
+	int (*post_ops_create)(void **);
+	int (*post_ops_destroy)(void *);
+	int (*post_ops_append_eltwise)(void *, int, float, float);
+	int (*conv_pd_create)(void **, void *, int, int, const md_t, const md_t, const md_t, const md_t,
+		const dims_t, const dims_t, const dims_t, const dims_t, const void *);
+	int (*pool_pd_create)(void **, void *, int, int, const md_t, const md_t,
+		const dims_t, const dims_t, const dims_t, const dims_t, const dims_t, const void *);
+	int (*reorder_pd_create)(void **, const md_t, void *, const md_t, void *, const void *);
+	md_t (*pd_query_md)(const void *, int, int);
+	int (*pd_destroy)(void *);
+	int (*primitive_create)(void **, const void *);
+	int (*primitive_execute)(const void *, void *, int, const exec_arg *);
+	int (*primitive_destroy)(void *);
+	int (*memory_create)(void **, const md_t, void *, void *);
+	int (*memory_destroy)(void *);
+	const version_t *(*version)(void);
+	int (*get_effective_cpu_isa)(void);
+} d;
+
+static void *engine;
+
+#define SYM(field, name) if (!(*(void **)&d.field = dlsym(h, name))) { snprintf(err, errlen, "%s: no %s", path, name); return 0; }
+
+int ms_dnnl_open(const char *path, char *err, int errlen) {
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(err, errlen, "%s", dlerror());
+		return 0;
+	}
+	SYM(version, "dnnl_version");
+	if (d.version()->major != 3) {
+		snprintf(err, errlen, "%s is oneDNN %d.%d: 3.x is needed", path, d.version()->major, d.version()->minor);
+		return 0;
+	}
+	SYM(engine_create, "dnnl_engine_create");
+	SYM(stream_create, "dnnl_stream_create");
+	SYM(stream_wait, "dnnl_stream_wait");
+	SYM(stream_destroy, "dnnl_stream_destroy");
+	SYM(md_create_with_tag, "dnnl_memory_desc_create_with_tag");
+	SYM(md_destroy, "dnnl_memory_desc_destroy");
+	SYM(md_equal, "dnnl_memory_desc_equal");
+	SYM(md_get_size, "dnnl_memory_desc_get_size");
+	SYM(attr_create, "dnnl_primitive_attr_create");
+	SYM(attr_destroy, "dnnl_primitive_attr_destroy");
+	SYM(attr_set_scratchpad_mode, "dnnl_primitive_attr_set_scratchpad_mode");
+	SYM(attr_set_post_ops, "dnnl_primitive_attr_set_post_ops");
+	SYM(post_ops_create, "dnnl_post_ops_create");
+	SYM(post_ops_destroy, "dnnl_post_ops_destroy");
+	SYM(post_ops_append_eltwise, "dnnl_post_ops_append_eltwise");
+	SYM(conv_pd_create, "dnnl_convolution_forward_primitive_desc_create");
+	SYM(pool_pd_create, "dnnl_pooling_forward_primitive_desc_create");
+	SYM(reorder_pd_create, "dnnl_reorder_primitive_desc_create");
+	SYM(pd_query_md, "dnnl_primitive_desc_query_md");
+	SYM(pd_destroy, "dnnl_primitive_desc_destroy");
+	SYM(primitive_create, "dnnl_primitive_create");
+	SYM(primitive_execute, "dnnl_primitive_execute");
+	SYM(primitive_destroy, "dnnl_primitive_destroy");
+	SYM(memory_create, "dnnl_memory_create");
+	SYM(memory_destroy, "dnnl_memory_destroy");
+	SYM(get_effective_cpu_isa, "dnnl_get_effective_cpu_isa");
+	int st = d.engine_create(&engine, engine_cpu, 0);
+	if (st) {
+		snprintf(err, errlen, "%s: dnnl_engine_create: status %d", path, st);
+		return 0;
+	}
+	return 1;
+}
+
+void ms_dnnl_version(int *major, int *minor, int *patch) {
+	const version_t *v = d.version();
+	*major = v->major;
+	*minor = v->minor;
+	*patch = v->patch;
+}
+
+int ms_dnnl_isa(void) { return d.get_effective_cpu_isa(); }
+
+static const char *status_name(int st) {
+	static const char *names[] = {"success", "out_of_memory", "invalid_arguments", "unimplemented",
+		"last_impl_reached", "runtime_error", "not_required", "invalid_graph", "invalid_graph_op",
+		"invalid_shape", "invalid_data_type"};
+	return st >= 0 && st < (int)(sizeof names / sizeof names[0]) ? names[st] : "unknown status";
+}
+
+#define CHECK(call) do { int st_ = (call); if (st_) { snprintf(err, errlen, "%s: %s", #call, status_name(st_)); goto fail; } } while (0)
+
+/* A convolution primitive made for one (node, shape). The weights are kept
+   in the node's HWIO layout by the caller and reordered into the layout the
+   primitive chose, per run, into a buffer of that run. */
+struct ms_conv {
+	void *pd, *prim, *reorder_pd, *reorder;
+	md_t src_md, wei_user_md, bias_md, dst_md;
+	md_t wei_md, scratch_md; /* owned by pd */
+	size_t wei_size, scratch_size;
+	int bias;
+};
+
+void ms_conv_free(ms_conv *c) {
+	if (!c) return;
+	if (c->reorder) d.primitive_destroy(c->reorder);
+	if (c->reorder_pd) d.pd_destroy(c->reorder_pd);
+	if (c->prim) d.primitive_destroy(c->prim);
+	if (c->pd) d.pd_destroy(c->pd);
+	md_t mds[] = {c->src_md, c->wei_user_md, c->bias_md, c->dst_md};
+	for (int i = 0; i < 4; i++)
+		if (mds[i]) d.md_destroy(mds[i]);
+	free(c);
+}
+
+int ms_conv_create(const int64_t *p, int bias, int relu, ms_conv **out, char *err, int errlen) {
+	int64_t N = p[0], C = p[1], H = p[2], W = p[3], O = p[4], KH = p[5], KW = p[6];
+	int64_t OH = p[15], OW = p[16];
+	void *attr = NULL, *po = NULL;
+	md_t wei_any = NULL;
+	ms_conv *c = calloc(1, sizeof *c);
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return 0;
+	}
+	c->bias = bias;
+	dims_t src = {N, C, H, W}, wei = {O, C, KH, KW}, dst = {N, O, OH, OW}, b = {O};
+	dims_t strides = {p[7], p[8]}, dil = {p[9] - 1, p[10] - 1}, pl = {p[11], p[12]}, pr = {p[13], p[14]};
+	CHECK(d.md_create_with_tag(&c->src_md, 4, src, f32, tag_nhwc));
+	CHECK(d.md_create_with_tag(&c->wei_user_md, 4, wei, f32, tag_hwio));
+	CHECK(d.md_create_with_tag(&wei_any, 4, wei, f32, tag_any));
+	CHECK(d.md_create_with_tag(&c->dst_md, 4, dst, f32, tag_nhwc));
+	if (bias) CHECK(d.md_create_with_tag(&c->bias_md, 1, b, f32, 2 /* a */));
+	CHECK(d.attr_create(&attr));
+	CHECK(d.attr_set_scratchpad_mode(attr, scratchpad_user));
+	if (relu) {
+		CHECK(d.post_ops_create(&po));
+		CHECK(d.post_ops_append_eltwise(po, eltwise_relu, 0, 0));
+		CHECK(d.attr_set_post_ops(attr, po));
+	}
+	CHECK(d.conv_pd_create(&c->pd, engine, fwd_inference, conv_direct, c->src_md, wei_any,
+		c->bias_md, c->dst_md, strides, dil, pl, pr, attr));
+	CHECK(d.primitive_create(&c->prim, c->pd));
+	c->wei_md = d.pd_query_md(c->pd, q_weights_md, 0);
+	c->scratch_md = d.pd_query_md(c->pd, q_scratchpad_md, 0);
+	c->scratch_size = c->scratch_md ? d.md_get_size(c->scratch_md) : 0;
+	if (!d.md_equal(c->wei_md, c->wei_user_md)) {
+		c->wei_size = d.md_get_size(c->wei_md);
+		CHECK(d.reorder_pd_create(&c->reorder_pd, c->wei_user_md, engine, c->wei_md, engine, NULL));
+		CHECK(d.primitive_create(&c->reorder, c->reorder_pd));
+	}
+	d.md_destroy(wei_any);
+	if (po) d.post_ops_destroy(po);
+	d.attr_destroy(attr);
+	*out = c;
+	return 1;
+fail:
+	if (wei_any) d.md_destroy(wei_any);
+	if (po) d.post_ops_destroy(po);
+	if (attr) d.attr_destroy(attr);
+	ms_conv_free(c);
+	return 0;
+}
+
+int ms_conv_run(ms_conv *c, const float *src, const float *wei, const float *bias, float *dst, char *err, int errlen) {
+	void *stream = NULL, *m_src = NULL, *m_wei_user = NULL, *m_wei = NULL, *m_bias = NULL, *m_dst = NULL, *m_scr = NULL;
+	void *wbuf = NULL, *sbuf = NULL;
+	int ok = 0;
+	CHECK(d.stream_create(&stream, engine, stream_default));
+	CHECK(d.memory_create(&m_src, c->src_md, engine, (void *)src));
+	CHECK(d.memory_create(&m_wei_user, c->wei_user_md, engine, (void *)wei));
+	CHECK(d.memory_create(&m_dst, c->dst_md, engine, dst));
+	if (c->bias) CHECK(d.memory_create(&m_bias, c->bias_md, engine, (void *)bias));
+	void *m_w = m_wei_user;
+	if (c->reorder) {
+		if (!(wbuf = aligned_alloc(64, (c->wei_size + 63) / 64 * 64))) {
+			snprintf(err, errlen, "out of memory for %zu bytes of reordered weights", c->wei_size);
+			goto fail;
+		}
+		CHECK(d.memory_create(&m_wei, c->wei_md, engine, wbuf));
+		exec_arg ra[] = {{ARG_SRC, m_wei_user}, {ARG_DST, m_wei}};
+		CHECK(d.primitive_execute(c->reorder, stream, 2, ra));
+		m_w = m_wei;
+	}
+	exec_arg a[5] = {{ARG_SRC, m_src}, {ARG_WEIGHTS, m_w}, {ARG_DST, m_dst}};
+	int na = 3;
+	if (c->bias) a[na++] = (exec_arg){ARG_BIAS, m_bias};
+	if (c->scratch_size) {
+		if (!(sbuf = aligned_alloc(64, (c->scratch_size + 63) / 64 * 64))) {
+			snprintf(err, errlen, "out of memory for %zu bytes of scratchpad", c->scratch_size);
+			goto fail;
+		}
+		CHECK(d.memory_create(&m_scr, c->scratch_md, engine, sbuf));
+		a[na++] = (exec_arg){ARG_SCRATCHPAD, m_scr};
+	}
+	CHECK(d.primitive_execute(c->prim, stream, na, a));
+	CHECK(d.stream_wait(stream));
+	ok = 1;
+fail:;
+	void *mems[] = {m_src, m_wei_user, m_wei, m_bias, m_dst, m_scr};
+	for (int i = 0; i < 6; i++)
+		if (mems[i]) d.memory_destroy(mems[i]);
+	if (stream) d.stream_destroy(stream);
+	free(wbuf);
+	free(sbuf);
+	return ok;
+}
+
+/* A pooling primitive for one (node, shape): NHWC in and out. */
+struct ms_pool {
+	void *pd, *prim;
+	md_t src_md, dst_md;
+	md_t scratch_md; /* owned by pd */
+	size_t scratch_size;
+};
+
+void ms_pool_free(ms_pool *c) {
+	if (!c) return;
+	if (c->prim) d.primitive_destroy(c->prim);
+	if (c->pd) d.pd_destroy(c->pd);
+	if (c->src_md) d.md_destroy(c->src_md);
+	if (c->dst_md) d.md_destroy(c->dst_md);
+	free(c);
+}
+
+int ms_pool_create(const int64_t *p, int is_max, ms_pool **out, char *err, int errlen) {
+	int64_t N = p[0], C = p[1], H = p[2], W = p[3], OH = p[4], OW = p[5];
+	void *attr = NULL;
+	ms_pool *c = calloc(1, sizeof *c);
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return 0;
+	}
+	dims_t src = {N, C, H, W}, dst = {N, C, OH, OW};
+	dims_t kernel = {p[6], p[7]}, strides = {p[8], p[9]}, dil = {0, 0}, pl = {p[10], p[11]}, pr = {p[12], p[13]};
+	CHECK(d.md_create_with_tag(&c->src_md, 4, src, f32, tag_nhwc));
+	CHECK(d.md_create_with_tag(&c->dst_md, 4, dst, f32, tag_nhwc));
+	CHECK(d.attr_create(&attr));
+	CHECK(d.attr_set_scratchpad_mode(attr, scratchpad_user));
+	CHECK(d.pool_pd_create(&c->pd, engine, fwd_inference, is_max ? pool_max : pool_avg_exclude_padding,
+		c->src_md, c->dst_md, strides, kernel, dil, pl, pr, attr));
+	CHECK(d.primitive_create(&c->prim, c->pd));
+	c->scratch_md = d.pd_query_md(c->pd, q_scratchpad_md, 0);
+	c->scratch_size = c->scratch_md ? d.md_get_size(c->scratch_md) : 0;
+	d.attr_destroy(attr);
+	*out = c;
+	return 1;
+fail:
+	if (attr) d.attr_destroy(attr);
+	ms_pool_free(c);
+	return 0;
+}
+
+int ms_pool_run(ms_pool *c, const float *src, float *dst, char *err, int errlen) {
+	void *stream = NULL, *m_src = NULL, *m_dst = NULL, *m_scr = NULL, *sbuf = NULL;
+	int ok = 0;
+	CHECK(d.stream_create(&stream, engine, stream_default));
+	CHECK(d.memory_create(&m_src, c->src_md, engine, (void *)src));
+	CHECK(d.memory_create(&m_dst, c->dst_md, engine, dst));
+	exec_arg a[3] = {{ARG_SRC, m_src}, {ARG_DST, m_dst}};
+	int na = 2;
+	if (c->scratch_size) {
+		if (!(sbuf = aligned_alloc(64, (c->scratch_size + 63) / 64 * 64))) {
+			snprintf(err, errlen, "out of memory for %zu bytes of scratchpad", c->scratch_size);
+			goto fail;
+		}
+		CHECK(d.memory_create(&m_scr, c->scratch_md, engine, sbuf));
+		a[na++] = (exec_arg){ARG_SCRATCHPAD, m_scr};
+	}
+	CHECK(d.primitive_execute(c->prim, stream, na, a));
+	CHECK(d.stream_wait(stream));
+	ok = 1;
+fail:
+	if (m_src) d.memory_destroy(m_src);
+	if (m_dst) d.memory_destroy(m_dst);
+	if (m_scr) d.memory_destroy(m_scr);
+	if (stream) d.stream_destroy(stream);
+	free(sbuf);
+	return ok;
+}

@@ -1,0 +1,294 @@
+package dnnl
+
+/*
+#cgo CFLAGS: -O2
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include "dl.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// SystemNames are the sonames tried when no library is named.
+var SystemNames = []string{"libdnnl.so.3"}
+
+// Options chooses the library.
+type Options struct {
+	// Path is libdnnl.so.3 to dlopen (scripts/venv.sh names the
+	// onednn-cpu-gomp wheel's in build/venv/lib); "" tries SystemNames;
+	// "off" runs mstream's own kernels.
+	Path string
+}
+
+// Info says whether oneDNN runs the heavy CPU kernels, which version and
+// on which ISA, or why not.
+type Info struct {
+	// Impl is "onednn", or "" when mstream's own kernels run.
+	Impl    string `json:"impl"`
+	Path    string `json:"path,omitempty"`
+	Version string `json:"version,omitempty"`
+	// ISA is the instruction set oneDNN's JIT generates code for
+	// (dnnl_get_effective_cpu_isa).
+	ISA string `json:"isa,omitempty"`
+	// Warning says why oneDNN is not used when it was not turned off.
+	Warning string `json:"warning,omitempty"`
+}
+
+// String is the one log line.
+func (in Info) String() string {
+	if in.Impl == "" {
+		return "oneDNN: off, mstream's own convolutions and pooling"
+	}
+	return fmt.Sprintf("oneDNN %s (%s), ISA %s: float32 NHWC Conv2D, _FusedConv2D, MaxPool, AvgPool", in.Version, in.Path, in.ISA)
+}
+
+var isaNames = map[int]string{0: "default", 1: "SSE4.1", 3: "AVX", 7: "AVX2", 15: "AVX2-VNNI", 31: "AVX2-VNNI-2",
+	39: "AVX-512", 103: "AVX-512-VNNI", 231: "AVX-512-BF16", 495: "AVX-512-FP16", 4079: "AMX"}
+
+// ErrLoaded says a Load asked for another library than the one loaded.
+var ErrLoaded = errors.New("oneDNN is already loaded in this process")
+
+var (
+	loadMu sync.Mutex
+	loaded atomic.Bool // info and have are final once set
+	info   Info
+	have   bool
+	wanted Options
+)
+
+// Load opens oneDNN once per process, as package blas opens its library:
+// the first successful Load decides; a named Path that does not load is an
+// error and loads nothing; "" and "off" never fail (a missing oneDNN is a
+// warning in Info). Kernels that find nobody loaded it call Load(Options{}).
+func Load(o Options) (Info, error) {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if loaded.Load() {
+		if o.Path != "" && o.Path != wanted.Path {
+			return info, fmt.Errorf("%w: %q requested, %q loaded first", ErrLoaded, o.Path, info.Path)
+		}
+		return info, nil
+	}
+	var in Info
+	switch o.Path {
+	case "off":
+	case "":
+		var errs []string
+		for _, name := range SystemNames {
+			if err := open(name, &in); err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			break
+		}
+		if !have {
+			in.Warning = fmt.Sprintf("no oneDNN (%s): Conv2D runs mstream's own im2col + GEMM, several times slower; run scripts/setup.sh (the onednn-cpu-gomp wheel) or set MSTREAM_DNNL", strings.Join(errs, "; "))
+		}
+	default:
+		if err := open(o.Path, &in); err != nil {
+			return Info{}, err
+		}
+	}
+	info, wanted = in, o
+	loaded.Store(true)
+	return info, nil
+}
+
+func open(path string, in *Info) error {
+	p := C.CString(path)
+	defer C.free(unsafe.Pointer(p))
+	var buf [512]C.char
+	if C.ms_dnnl_open(p, &buf[0], C.int(len(buf))) == 0 {
+		return fmt.Errorf("%s: %s", path, C.GoString(&buf[0]))
+	}
+	var ma, mi, pa C.int
+	C.ms_dnnl_version(&ma, &mi, &pa)
+	isa := int(C.ms_dnnl_isa())
+	name, ok := isaNames[isa]
+	if !ok {
+		name = fmt.Sprintf("isa %#x", isa)
+	}
+	*in = Info{Impl: "onednn", Path: path, Version: fmt.Sprintf("%d.%d.%d", ma, mi, pa), ISA: name}
+	have = true
+	return nil
+}
+
+// Loaded returns the Info of the library in use, loading the default when
+// nobody has.
+func Loaded() Info {
+	if !loaded.Load() {
+		Load(Options{})
+	}
+	return info
+}
+
+// Available reports whether oneDNN runs the kernels it serves.
+func Available() bool {
+	if !loaded.Load() {
+		Load(Options{})
+	}
+	return have
+}
+
+// ConvDesc is one float32 convolution: NHWC input [N,H,W,C], HWIO filter
+// [KH,KW,C,O], NHWC output [N,OH,OW,O]; dilations as TF's (1 = none);
+// paddings before (PT, PL) and after (PB, PR) in pixels. Bias adds a
+// per-output-channel bias and Relu applies ReLU, both inside the primitive.
+type ConvDesc struct {
+	N, H, W, C, O, KH, KW int
+	SH, SW, DH, DW        int
+	PT, PL, PB, PR        int
+	OH, OW                int
+	Bias, Relu            bool
+}
+
+// Conv is a oneDNN convolution primitive for one ConvDesc. It is safe for
+// concurrent Runs: each run brings its own scratchpad and weight buffer.
+type Conv struct {
+	c *C.ms_conv
+}
+
+// NewConv creates the primitive (oneDNN JIT-compiles it: do it once per
+// node and shape, through a ConvCache).
+func NewConv(d ConvDesc) (*Conv, error) {
+	if !Available() {
+		return nil, errors.New("oneDNN is not loaded")
+	}
+	p := [17]C.int64_t{C.int64_t(d.N), C.int64_t(d.C), C.int64_t(d.H), C.int64_t(d.W), C.int64_t(d.O), C.int64_t(d.KH), C.int64_t(d.KW),
+		C.int64_t(d.SH), C.int64_t(d.SW), C.int64_t(d.DH), C.int64_t(d.DW), C.int64_t(d.PT), C.int64_t(d.PL), C.int64_t(d.PB), C.int64_t(d.PR),
+		C.int64_t(d.OH), C.int64_t(d.OW)}
+	var c *C.ms_conv
+	var buf [512]C.char
+	if C.ms_conv_create(&p[0], b2i(d.Bias), b2i(d.Relu), &c, &buf[0], C.int(len(buf))) == 0 {
+		return nil, fmt.Errorf("oneDNN convolution %+v: %s", d, C.GoString(&buf[0]))
+	}
+	return &Conv{c: c}, nil
+}
+
+// Run computes dst from src, the HWIO weights and (when the desc has one)
+// the bias. The slices must hold the desc's shapes.
+func (c *Conv) Run(src, wei, bias, dst []float32) error {
+	var b *C.float
+	if len(bias) > 0 {
+		b = (*C.float)(&bias[0])
+	}
+	var buf [256]C.char
+	if C.ms_conv_run(c.c, (*C.float)(&src[0]), (*C.float)(&wei[0]), b, (*C.float)(&dst[0]), &buf[0], C.int(len(buf))) == 0 {
+		return errors.New(C.GoString(&buf[0]))
+	}
+	return nil
+}
+
+// ConvCache holds a kernel's primitives by shape: a kernel makes one and
+// keeps it for the plan's life, so a primitive is built once per (node,
+// shape) and reused by every Run. The zero value is ready. Primitives are
+// not freed: they live as long as the process (a plan does not say when it
+// is dropped; a few per node and shape).
+type ConvCache struct {
+	mu sync.Mutex
+	m  map[ConvDesc]convEntry
+}
+
+type convEntry struct {
+	c   *Conv
+	err error
+}
+
+// Get returns the primitive for d, creating it on first use. A desc oneDNN
+// cannot make is remembered, so the caller's fallback runs without retrying.
+func (cc *ConvCache) Get(d ConvDesc) (*Conv, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if e, ok := cc.m[d]; ok {
+		return e.c, e.err
+	}
+	c, err := NewConv(d)
+	if cc.m == nil {
+		cc.m = map[ConvDesc]convEntry{}
+	}
+	cc.m[d] = convEntry{c, err}
+	return c, err
+}
+
+func b2i(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// PoolDesc is one float32 2-D pooling, NHWC in and out: max, or average
+// over the window's elements inside the input (TF's SAME excludes the
+// padding).
+type PoolDesc struct {
+	N, H, W, C, OH, OW int
+	KH, KW, SH, SW     int
+	PT, PL, PB, PR     int
+	Max                bool
+}
+
+// Pool is a oneDNN pooling primitive for one PoolDesc, safe for concurrent
+// Runs.
+type Pool struct {
+	c *C.ms_pool
+}
+
+// NewPool creates the primitive; do it once per node and shape, through a
+// PoolCache.
+func NewPool(d PoolDesc) (*Pool, error) {
+	if !Available() {
+		return nil, errors.New("oneDNN is not loaded")
+	}
+	p := [14]C.int64_t{C.int64_t(d.N), C.int64_t(d.C), C.int64_t(d.H), C.int64_t(d.W), C.int64_t(d.OH), C.int64_t(d.OW),
+		C.int64_t(d.KH), C.int64_t(d.KW), C.int64_t(d.SH), C.int64_t(d.SW), C.int64_t(d.PT), C.int64_t(d.PL), C.int64_t(d.PB), C.int64_t(d.PR)}
+	var c *C.ms_pool
+	var buf [512]C.char
+	if C.ms_pool_create(&p[0], b2i(d.Max), &c, &buf[0], C.int(len(buf))) == 0 {
+		return nil, fmt.Errorf("oneDNN pooling %+v: %s", d, C.GoString(&buf[0]))
+	}
+	return &Pool{c: c}, nil
+}
+
+// Run pools src into dst; the slices hold the desc's shapes.
+func (p *Pool) Run(src, dst []float32) error {
+	var buf [256]C.char
+	if C.ms_pool_run(p.c, (*C.float)(&src[0]), (*C.float)(&dst[0]), &buf[0], C.int(len(buf))) == 0 {
+		return errors.New(C.GoString(&buf[0]))
+	}
+	return nil
+}
+
+// PoolCache is ConvCache for pooling.
+type PoolCache struct {
+	mu sync.Mutex
+	m  map[PoolDesc]poolEntry
+}
+
+type poolEntry struct {
+	p   *Pool
+	err error
+}
+
+// Get returns the primitive for d, creating it on first use; a desc oneDNN
+// cannot make is remembered.
+func (pc *PoolCache) Get(d PoolDesc) (*Pool, error) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if e, ok := pc.m[d]; ok {
+		return e.p, e.err
+	}
+	p, err := NewPool(d)
+	if pc.m == nil {
+		pc.m = map[PoolDesc]poolEntry{}
+	}
+	pc.m[d] = poolEntry{p, err}
+	return p, err
+}

@@ -1,0 +1,196 @@
+package dnnl
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// venvLib is the library scripts/setup.sh installs into build/venv (the
+// onednn-cpu-gomp wheel), or MSTREAM_DNNL when set.
+func venvLib() string {
+	if p := os.Getenv("MSTREAM_DNNL"); p != "" {
+		return p
+	}
+	libs, _ := filepath.Glob("../../../build/venv/lib/libdnnl.so.3")
+	if len(libs) == 0 {
+		return ""
+	}
+	return libs[0]
+}
+
+func TestMain(m *testing.M) {
+	if p := venvLib(); p != "" {
+		if _, err := Load(Options{Path: p}); err != nil {
+			fmt.Fprintln(os.Stderr, "dnnl test:", err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+func refConv(d ConvDesc, src, wei, bias []float32) []float64 {
+	out := make([]float64, d.N*d.OH*d.OW*d.O)
+	for n := 0; n < d.N; n++ {
+		for oy := 0; oy < d.OH; oy++ {
+			for ox := 0; ox < d.OW; ox++ {
+				for o := 0; o < d.O; o++ {
+					s := 0.0
+					if d.Bias {
+						s = float64(bias[o])
+					}
+					for ky := 0; ky < d.KH; ky++ {
+						y := oy*d.SH - d.PT + ky*d.DH
+						if y < 0 || y >= d.H {
+							continue
+						}
+						for kx := 0; kx < d.KW; kx++ {
+							x := ox*d.SW - d.PL + kx*d.DW
+							if x < 0 || x >= d.W {
+								continue
+							}
+							for c := 0; c < d.C; c++ {
+								s += float64(src[((n*d.H+y)*d.W+x)*d.C+c]) * float64(wei[((ky*d.KW+kx)*d.C+c)*d.O+o])
+							}
+						}
+					}
+					if d.Relu && s < 0 {
+						s = 0
+					}
+					out[((n*d.OH+oy)*d.OW+ox)*d.O+o] = s
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestConv checks oneDNN's convolution against a float64 loop over
+// strides, paddings (SAME-like, asymmetric, none), dilations, bias and ReLU,
+// and that a cached primitive is reused and gives the same answer again.
+func TestConv(t *testing.T) {
+	if !Available() {
+		t.Skipf("no oneDNN: %s", Loaded().Warning)
+	}
+	t.Logf("%s", Loaded())
+	seed := time.Now().UnixNano()
+	r := rand.New(rand.NewSource(seed))
+	var cache ConvCache
+	for _, d := range []ConvDesc{
+		{N: 1, H: 5, W: 5, C: 1, O: 1, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1},
+		{N: 2, H: 9, W: 7, C: 3, O: 8, KH: 3, KW: 2, SH: 2, SW: 1, DH: 1, DW: 1, PT: 0, PL: 0, PB: 1, PR: 1, Bias: true},
+		{N: 3, H: 16, W: 16, C: 16, O: 32, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1, Bias: true, Relu: true},
+		{N: 1, H: 11, W: 10, C: 4, O: 5, KH: 3, KW: 3, SH: 2, SW: 3, DH: 2, DW: 1, Relu: true},
+		{N: 2, H: 8, W: 8, C: 64, O: 16, KH: 1, KW: 1, SH: 1, SW: 1, DH: 1, DW: 1, Bias: true},
+		{N: 1, H: 5, W: 6, C: 2, O: 3, KH: 2, KW: 2, SH: 2, SW: 2, DH: 1, DW: 1}, // VALID with a remainder
+	} {
+		d.OH = (d.H+d.PT+d.PB-(d.KH-1)*d.DH-1)/d.SH + 1
+		d.OW = (d.W+d.PL+d.PR-(d.KW-1)*d.DW-1)/d.SW + 1
+		src := make([]float32, d.N*d.H*d.W*d.C)
+		wei := make([]float32, d.KH*d.KW*d.C*d.O)
+		bias := make([]float32, d.O)
+		for _, s := range [][]float32{src, wei, bias} {
+			for i := range s {
+				s[i] = float32(r.NormFloat64())
+			}
+		}
+		if !d.Bias {
+			bias = nil
+		}
+		want := refConv(d, src, wei, bias)
+		for rep := 0; rep < 2; rep++ {
+			c, err := cache.Get(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := make([]float32, len(want))
+			for i := range dst {
+				dst[i] = float32(math.NaN())
+			}
+			if err := c.Run(src, wei, bias, dst); err != nil {
+				t.Fatalf("%+v: %v", d, err)
+			}
+			for i := range want {
+				if math.Abs(float64(dst[i])-want[i]) > 1e-4*math.Sqrt(float64(d.KH*d.KW*d.C))*(1+math.Abs(want[i])) {
+					t.Fatalf("%+v [%d] = %v, want %v (seed %d)", d, i, dst[i], want[i], seed)
+				}
+			}
+		}
+	}
+	if n := len(cache.m); n != 6 {
+		t.Fatalf("cache holds %d primitives for 6 shapes", n)
+	}
+}
+
+func refPool(d PoolDesc, src []float32) []float64 {
+	out := make([]float64, d.N*d.OH*d.OW*d.C)
+	for n := 0; n < d.N; n++ {
+		for oy := 0; oy < d.OH; oy++ {
+			for ox := 0; ox < d.OW; ox++ {
+				for c := 0; c < d.C; c++ {
+					m, sum, cnt := math.Inf(-1), 0.0, 0
+					for ky := 0; ky < d.KH; ky++ {
+						for kx := 0; kx < d.KW; kx++ {
+							y, x := oy*d.SH-d.PT+ky, ox*d.SW-d.PL+kx
+							if y < 0 || y >= d.H || x < 0 || x >= d.W {
+								continue
+							}
+							v := float64(src[((n*d.H+y)*d.W+x)*d.C+c])
+							m, sum, cnt = math.Max(m, v), sum+v, cnt+1
+						}
+					}
+					if !d.Max {
+						m = sum / float64(cnt)
+					}
+					out[((n*d.OH+oy)*d.OW+ox)*d.C+c] = m
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestPool checks max and average pooling (padding excluded from the
+// average, as TF's) against a float64 loop.
+func TestPool(t *testing.T) {
+	if !Available() {
+		t.Skipf("no oneDNN: %s", Loaded().Warning)
+	}
+	seed := time.Now().UnixNano()
+	r := rand.New(rand.NewSource(seed))
+	var cache PoolCache
+	for _, d := range []PoolDesc{
+		{N: 2, H: 8, W: 8, C: 16, KH: 2, KW: 2, SH: 2, SW: 2},
+		{N: 1, H: 7, W: 9, C: 3, KH: 3, KW: 3, SH: 2, SW: 2, PT: 1, PL: 1, PB: 1, PR: 1},
+		{N: 3, H: 5, W: 5, C: 8, KH: 3, KW: 2, SH: 1, SW: 2, PT: 1, PL: 0, PB: 1, PR: 1},
+		{N: 1, H: 5, W: 6, C: 2, KH: 2, KW: 2, SH: 2, SW: 2}, // VALID with a remainder
+	} {
+		d.OH = (d.H+d.PT+d.PB-d.KH)/d.SH + 1
+		d.OW = (d.W+d.PL+d.PR-d.KW)/d.SW + 1
+		src := make([]float32, d.N*d.H*d.W*d.C)
+		for i := range src {
+			src[i] = float32(r.NormFloat64())
+		}
+		for _, isMax := range []bool{true, false} {
+			d.Max = isMax
+			want := refPool(d, src)
+			p, err := cache.Get(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := make([]float32, len(want))
+			if err := p.Run(src, dst); err != nil {
+				t.Fatalf("%+v: %v", d, err)
+			}
+			for i := range want {
+				if math.Abs(float64(dst[i])-want[i]) > 1e-5*(1+math.Abs(want[i])) {
+					t.Fatalf("%+v [%d] = %v, want %v (seed %d)", d, i, dst[i], want[i], seed)
+				}
+			}
+		}
+	}
+}

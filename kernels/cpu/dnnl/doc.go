@@ -1,0 +1,41 @@
+// Package dnnl runs the CPU's heavy NN kernels through oneDNN 3.x (the
+// library TensorFlow itself uses on x86), loaded with dlopen at run time as
+// package blas loads OpenBLAS: nothing is linked at build time, and without
+// oneDNN the kernels in package cpu run their own code, with a warning.
+//
+// Which oneDNN: the pip wheel onednn-cpu-gomp 2023.2.0 (oneDNN 3.2.0,
+// lib/libdnnl.so.3) that scripts/setup.sh installs into build/venv and
+// scripts/venv.sh names in MSTREAM_DNNL; else the soname libdnnl.so.3.
+// Chosen over Debian's libdnnl2 (oneDNN 2.6.3) because the C API changed at
+// 3.0 (operation descriptors are gone; primitive descriptors are created
+// directly), 3.x is what TF 2.15 uses, and the wheel installs without root
+// beside the scipy-openblas32 wheel; the GNU OpenMP build because libgomp
+// is the OpenMP runtime gcc already brings, where the iomp build would put a
+// second OpenMP runtime in the process. A 2.x library is refused at load.
+// The entry points and the constants of dnnl_types.h that are used are
+// declared in dl.c.
+//
+// What runs here (float32, NHWC): Conv2D and _FusedConv2D (one group; a
+// BiasAdd and a Relu run as the primitive's bias and eltwise post-op, other
+// epilogues after it in package cpu), MaxPool and AvgPool (a spatial
+// window; the average excludes the padding, as TF's SAME does).
+//
+// Primitives: oneDNN JIT-compiles each primitive, so a kernel makes one per
+// (node, shape) through a ConvCache or PoolCache that its factory creates
+// and its Compute closes over (never a package-global cache), and reuses
+// it across Runs. A primitive is safe for concurrent Runs: each Run creates
+// its own stream and memory objects, reorders the HWIO weights into the
+// layout the primitive chose into a buffer of its own (the weights may
+// change between Runs; the reorder is O(weights), small beside the
+// convolution) and brings its own scratchpad (user scratchpad mode).
+// Primitives are never freed: a plan does not say when it is dropped.
+//
+// Threads: oneDNN's GNU OpenMP runtime makes a team per calling OS thread,
+// sized by OMP_NUM_THREADS or the core count; it does not share the
+// session's intra-op pool.
+//
+// Load, Loaded and Available follow package blas: the first Load in a
+// process decides, a named library that does not load is an error, and the
+// session logs Info once and reports it in MS_SessionStats as
+// cpu_kernels.onednn.
+package dnnl
