@@ -77,6 +77,9 @@ func TestConv(t *testing.T) {
 		t.Skipf("no oneDNN: %s", Loaded().Warning)
 	}
 	t.Logf("%s", Loaded())
+	if _, set := os.LookupEnv("OMP_WAIT_POLICY"); set && Loaded().OMPWaitPolicySet {
+		t.Fatal("Load left OMP_WAIT_POLICY set in the environment")
+	}
 	seed := time.Now().UnixNano()
 	r := rand.New(rand.NewSource(seed))
 	var cache ConvCache
