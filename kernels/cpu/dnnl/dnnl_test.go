@@ -197,3 +197,56 @@ func TestPool(t *testing.T) {
 		}
 	}
 }
+
+// TestConvConcurrent runs one cached primitive from several goroutines at
+// once, as concurrent Runs of a session do: each must get the answer of a
+// run alone (each run brings its own scratchpad and weight buffer).
+func TestConvConcurrent(t *testing.T) {
+	if !Available() {
+		t.Skipf("no oneDNN: %s", Loaded().Warning)
+	}
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	d := ConvDesc{N: 2, H: 12, W: 12, C: 8, O: 16, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1, OH: 12, OW: 12, Bias: true, Relu: true}
+	var cache ConvCache
+	c, err := cache.Get(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 8
+	type job struct{ src, wei, bias []float32 }
+	jobs := make([]job, workers)
+	for i := range jobs {
+		j := job{make([]float32, d.N*d.H*d.W*d.C), make([]float32, d.KH*d.KW*d.C*d.O), make([]float32, d.O)}
+		for _, s := range [][]float32{j.src, j.wei, j.bias} {
+			for k := range s {
+				s[k] = float32(r.NormFloat64())
+			}
+		}
+		jobs[i] = j
+	}
+	errs := make(chan error, workers)
+	for i := range jobs {
+		go func(j job) {
+			want := refConv(d, j.src, j.wei, j.bias)
+			for rep := 0; rep < 20; rep++ {
+				dst := make([]float32, len(want))
+				if err := c.Run(j.src, j.wei, j.bias, dst); err != nil {
+					errs <- err
+					return
+				}
+				for k := range want {
+					if math.Abs(float64(dst[k])-want[k]) > 1e-3*(1+math.Abs(want[k])) {
+						errs <- fmt.Errorf("run %d [%d] = %v, want %v", rep, k, dst[k], want[k])
+						return
+					}
+				}
+			}
+			errs <- nil
+		}(jobs[i])
+	}
+	for range jobs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
