@@ -51,7 +51,7 @@ type Info struct {
 // String is the one log line.
 func (in Info) String() string {
 	if in.Impl == "" {
-		return "oneDNN: off, mstream's own convolutions and pooling"
+		return "oneDNN: not used, mstream's own convolutions and pooling"
 	}
 	set := ""
 	if in.OMPWaitPolicySet {
@@ -100,7 +100,15 @@ func Load(o Options) (Info, error) {
 			break
 		}
 		if !have {
-			in.Warning = fmt.Sprintf("no oneDNN (%s): Conv2D runs mstream's own im2col + GEMM, several times slower; run scripts/setup.sh (the onednn-cpu-gomp wheel) or set MSTREAM_DNNL", strings.Join(errs, "; "))
+			// A missing library is the common case and says only that;
+			// one that is there but unusable says why.
+			why := strings.Join(SystemNames, ", ") + " not found"
+			for _, e := range errs {
+				if !strings.Contains(e, "cannot open shared object file") {
+					why = strings.Join(errs, "; ")
+				}
+			}
+			in.Warning = fmt.Sprintf("no oneDNN (%s): convolutions and pooling run mstream's own kernels, several times slower; scripts/setup.sh installs it, MSTREAM_DNNL names it", why)
 		}
 	default:
 		if err := open(o.Path, &in); err != nil {
