@@ -2,6 +2,8 @@ package session
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 
 	"mstream/kernels/cpu/blas"
@@ -16,15 +18,48 @@ type CPUKernels struct {
 	DNNL dnnl.Info `json:"onednn"`
 }
 
-// cpuKernelsLogged makes the libraries' line appear once per process: they
-// load once per process, with the first session's MSTREAM_BLAS.
+// cpuKernelsLogged makes the libraries' summary appear once per process:
+// they load once per process, with the first session's MSTREAM_BLAS and
+// MSTREAM_DNNL. Without a GPU the summary joins the no-GPU notice, so that
+// a CPU process prints one notice line.
 var cpuKernelsLogged sync.Once
 
+// Summary is the libraries in a few words: implementation, version, core
+// (with "set" when mstream had to set OPENBLAS_CORETYPE) and ISA.
+func (c CPUKernels) Summary() string {
+	var b strings.Builder
+	switch in := c.BLAS; in.Impl {
+	case "go":
+		fmt.Fprintf(&b, "pure-Go GEMM (%s)", in.CPU)
+	case "openblas":
+		v := strings.Fields(in.Version)
+		name := "OpenBLAS"
+		if len(v) > 1 {
+			// 0.3.34.481.3 (the wheel's build numbers) reads 0.3.34.
+			name += " " + strings.Join(strings.SplitN(v[1], ".", 4)[:min(3, strings.Count(v[1], ".")+1)], ".")
+		}
+		core := in.Core
+		if in.CoreSet != "" {
+			core += " set"
+		}
+		fmt.Fprintf(&b, "%s (%s, %s)", name, core, in.CPU)
+	default:
+		fmt.Fprintf(&b, "cblas %s (%s)", in.Path, in.CPU)
+	}
+	if c.DNNL.Impl == "" {
+		b.WriteString(", no oneDNN")
+	} else {
+		fmt.Fprintf(&b, ", oneDNN %s (%s)", c.DNNL.Version, c.DNNL.ISA)
+	}
+	return b.String()
+}
+
 // loadCPUKernels loads the GEMM library MSTREAM_BLAS names (or the system's)
-// and oneDNN (MSTREAM_DNNL, or the system's) and reports them. A named
-// library that does not load fails the session; a session naming another
-// library than the one already loaded runs on the loaded one, with a
-// warning.
+// and oneDNN (MSTREAM_DNNL, or the system's). A named library that does not
+// load fails the session; a session naming another library than the one
+// already loaded runs on the loaded one, with a warning. What loaded is in
+// MS_SessionStats (cpu_kernels) and, once per process, in a notice line
+// (logCPUKernels, or the no-GPU notice); a slow fallback is a warning.
 func (st *state) loadCPUKernels() error {
 	in, err := blas.Load(blas.Options{Path: st.env.BLAS})
 	switch {
@@ -41,14 +76,27 @@ func (st *state) loadCPUKernels() error {
 		return status.Errorf(status.FailedPrecondition, "MSTREAM_DNNL=%s: %v", st.env.DNNL, err)
 	}
 	st.cpuKernels = CPUKernels{BLAS: in, DNNL: dn}
+	return nil
+}
+
+// logCPUKernels writes the libraries' notice and warnings once per process
+// and reports whether this call did; withNotice is the no-GPU notice's text
+// when the summary joins it.
+func (st *state) logCPUKernels(withNotice func(summary string) string) (logged bool) {
 	cpuKernelsLogged.Do(func() {
-		st.logf(0, "%s; %s", in, dn)
-		if in.Warning != "" {
-			st.logf(1, "BLAS: %s", in.Warning)
+		logged = true
+		c := st.cpuKernels
+		msg := "CPU kernels: " + c.Summary()
+		if withNotice != nil {
+			msg = withNotice(c.Summary())
 		}
-		if dn.Warning != "" {
-			st.logf(1, "oneDNN: %s", dn.Warning)
+		st.logf(0, "%s", msg)
+		if c.BLAS.Warning != "" {
+			st.logf(1, "BLAS: %s", c.BLAS.Warning)
+		}
+		if c.DNNL.Warning != "" {
+			st.logf(1, "oneDNN: %s", c.DNNL.Warning)
 		}
 	})
-	return nil
+	return logged
 }

@@ -56,6 +56,7 @@ func shortReason(err error) string {
 func (st *state) openGPUs() ([]device.GPU, error) {
 	switch {
 	case st.env.Device == "cpu":
+		st.logCPUKernels(nil)
 		return nil, nil
 	}
 	devs, err := listGPUs()
@@ -67,7 +68,19 @@ func (st *state) openGPUs() ([]device.GPU, error) {
 			return nil, status.Wrap(err, "MSTREAM_DEVICE=gpu, but no GPU can be used")
 		}
 		noGPULogged.Do(func() {
-			st.logf(0, "no GPU (%s): running on the CPU; MSTREAM_DEVICE=gpu says why in full", shortReason(err))
+			// One notice line for a CPU process: the CPU kernels' summary
+			// joins it, and the hint too while the line stays short.
+			hint := "; MSTREAM_DEVICE=gpu says why in full"
+			joined := st.logCPUKernels(func(summary string) string {
+				msg := fmt.Sprintf("no GPU (%s): running on the CPU, %s", shortReason(err), summary)
+				if len(msg)+len(hint) <= 110 {
+					msg += hint
+				}
+				return msg
+			})
+			if !joined { // an MSTREAM_DEVICE=cpu session logged the kernels
+				st.logf(0, "no GPU (%s): running on the CPU%s", shortReason(err), hint)
+			}
 		})
 		return nil, nil
 	}

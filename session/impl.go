@@ -188,6 +188,9 @@ func (st *state) makeGroups(cfg *tfpb.ConfigProto) error {
 	if err != nil {
 		return err
 	}
+	if len(gpus) > 0 {
+		st.logCPUKernels(nil) // host nodes run on them too
+	}
 	counts := make([]int, len(st.devices))
 	for i := range counts {
 		counts[i] = env.GroupCount(i)
