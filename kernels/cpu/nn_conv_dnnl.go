@@ -10,7 +10,9 @@ import (
 // loaded and takes the convolution (one group), with bias (len p.O, or nil)
 // and ReLU inside the primitive. It reports whether it did; false leaves
 // out to the caller's own kernel. The primitive comes from cache, which the
-// node's kernel owns: built on the first Run of a shape, reused after.
+// node's kernel owns: built on the first Run of a shape, reused after. The
+// primitive's work buffer (reordered weights, scratchpad) is kernel scratch,
+// checked against the device's memory limit like the im2col buffer.
 func convDNNL(ctx *kernels.Context, cache *dnnl.ConvCache, p ConvParams, in, filter, bias []float32, relu bool, out []float32) (bool, error) {
 	if cache == nil || p.Groups != 1 || p.C == 0 || !dnnl.Available() {
 		return false, nil
@@ -26,7 +28,11 @@ func convDNNL(ctx *kernels.Context, cache *dnnl.ConvCache, p ConvParams, in, fil
 	if err != nil {
 		return false, nil // a shape oneDNN has no implementation for
 	}
-	if err := c.Run(in, filter, bias, out); err != nil {
+	work, err := kernels.Scratch[byte](ctx, c.WorkBytes())
+	if err != nil {
+		return true, err
+	}
+	if err := c.Run(in, filter, bias, out, work); err != nil {
 		return true, ctx.Errorf(status.Internal, "%v", err)
 	}
 	return true, nil
@@ -46,7 +52,11 @@ func poolDNNL(ctx *kernels.Context, cache *dnnl.PoolCache, g PoolGeom, isMax boo
 	if err != nil {
 		return false, nil
 	}
-	if err := p.Run(in, out); err != nil {
+	work, err := kernels.Scratch[byte](ctx, p.WorkBytes())
+	if err != nil {
+		return true, err
+	}
+	if err := p.Run(in, out, work); err != nil {
 		return true, ctx.Errorf(status.Internal, "%v", err)
 	}
 	return true, nil

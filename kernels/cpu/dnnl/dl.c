@@ -191,9 +191,15 @@ fail:
 	return 0;
 }
 
-int ms_conv_run(ms_conv *c, const float *src, const float *wei, const float *bias, float *dst, char *err, int errlen) {
+static char *align64(void *p) { return (char *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
+
+size_t ms_conv_work_size(ms_conv *c) { return c->wei_size + c->scratch_size + 128; }
+
+/* work holds ms_conv_work_size bytes: the reordered weights and the
+   scratchpad, each at a 64-byte boundary. */
+int ms_conv_run(ms_conv *c, const float *src, const float *wei, const float *bias, float *dst, void *work, char *err, int errlen) {
 	void *stream = NULL, *m_src = NULL, *m_wei_user = NULL, *m_wei = NULL, *m_bias = NULL, *m_dst = NULL, *m_scr = NULL;
-	void *wbuf = NULL, *sbuf = NULL;
+	char *wbuf = align64(work), *sbuf = align64(wbuf + c->wei_size);
 	int ok = 0;
 	CHECK(d.stream_create(&stream, engine, stream_default));
 	CHECK(d.memory_create(&m_src, c->src_md, engine, (void *)src));
@@ -202,10 +208,6 @@ int ms_conv_run(ms_conv *c, const float *src, const float *wei, const float *bia
 	if (c->bias) CHECK(d.memory_create(&m_bias, c->bias_md, engine, (void *)bias));
 	void *m_w = m_wei_user;
 	if (c->reorder) {
-		if (!(wbuf = aligned_alloc(64, (c->wei_size + 63) / 64 * 64))) {
-			snprintf(err, errlen, "out of memory for %zu bytes of reordered weights", c->wei_size);
-			goto fail;
-		}
 		CHECK(d.memory_create(&m_wei, c->wei_md, engine, wbuf));
 		exec_arg ra[] = {{ARG_SRC, m_wei_user}, {ARG_DST, m_wei}};
 		CHECK(d.primitive_execute(c->reorder, stream, 2, ra));
@@ -215,10 +217,6 @@ int ms_conv_run(ms_conv *c, const float *src, const float *wei, const float *bia
 	int na = 3;
 	if (c->bias) a[na++] = (exec_arg){ARG_BIAS, m_bias};
 	if (c->scratch_size) {
-		if (!(sbuf = aligned_alloc(64, (c->scratch_size + 63) / 64 * 64))) {
-			snprintf(err, errlen, "out of memory for %zu bytes of scratchpad", c->scratch_size);
-			goto fail;
-		}
 		CHECK(d.memory_create(&m_scr, c->scratch_md, engine, sbuf));
 		a[na++] = (exec_arg){ARG_SCRATCHPAD, m_scr};
 	}
@@ -230,8 +228,6 @@ fail:;
 	for (int i = 0; i < 6; i++)
 		if (mems[i]) d.memory_destroy(mems[i]);
 	if (stream) d.stream_destroy(stream);
-	free(wbuf);
-	free(sbuf);
 	return ok;
 }
 
@@ -280,8 +276,11 @@ fail:
 	return 0;
 }
 
-int ms_pool_run(ms_pool *c, const float *src, float *dst, char *err, int errlen) {
-	void *stream = NULL, *m_src = NULL, *m_dst = NULL, *m_scr = NULL, *sbuf = NULL;
+size_t ms_pool_work_size(ms_pool *c) { return c->scratch_size + 64; }
+
+int ms_pool_run(ms_pool *c, const float *src, float *dst, void *work, char *err, int errlen) {
+	void *stream = NULL, *m_src = NULL, *m_dst = NULL, *m_scr = NULL;
+	char *sbuf = align64(work);
 	int ok = 0;
 	CHECK(d.stream_create(&stream, engine, stream_default));
 	CHECK(d.memory_create(&m_src, c->src_md, engine, (void *)src));
@@ -289,10 +288,6 @@ int ms_pool_run(ms_pool *c, const float *src, float *dst, char *err, int errlen)
 	exec_arg a[3] = {{ARG_SRC, m_src}, {ARG_DST, m_dst}};
 	int na = 2;
 	if (c->scratch_size) {
-		if (!(sbuf = aligned_alloc(64, (c->scratch_size + 63) / 64 * 64))) {
-			snprintf(err, errlen, "out of memory for %zu bytes of scratchpad", c->scratch_size);
-			goto fail;
-		}
 		CHECK(d.memory_create(&m_scr, c->scratch_md, engine, sbuf));
 		a[na++] = (exec_arg){ARG_SCRATCHPAD, m_scr};
 	}
@@ -304,6 +299,5 @@ fail:
 	if (m_dst) d.memory_destroy(m_dst);
 	if (m_scr) d.memory_destroy(m_scr);
 	if (stream) d.stream_destroy(stream);
-	free(sbuf);
 	return ok;
 }

@@ -180,7 +180,8 @@ type ConvDesc struct {
 }
 
 // Conv is a oneDNN convolution primitive for one ConvDesc. It is safe for
-// concurrent Runs: each run brings its own scratchpad and weight buffer.
+// concurrent Runs: each run brings its own work buffer (scratchpad and
+// reordered weights).
 type Conv struct {
 	c *C.ms_conv
 }
@@ -202,15 +203,24 @@ func NewConv(d ConvDesc) (*Conv, error) {
 	return &Conv{c: c}, nil
 }
 
+// WorkBytes is the size of the work buffer Run needs: the weights in the
+// primitive's layout and its scratchpad. Callers take it from the device's
+// checked memory (kernels.Scratch), so it counts against the host limit.
+func (c *Conv) WorkBytes() int64 { return int64(C.ms_conv_work_size(c.c)) }
+
 // Run computes dst from src, the HWIO weights and (when the desc has one)
-// the bias. The slices must hold the desc's shapes.
-func (c *Conv) Run(src, wei, bias, dst []float32) error {
+// the bias, using work (WorkBytes long). The slices must hold the desc's
+// shapes.
+func (c *Conv) Run(src, wei, bias, dst []float32, work []byte) error {
+	if int64(len(work)) < c.WorkBytes() {
+		return fmt.Errorf("oneDNN convolution: work buffer of %d bytes, %d needed", len(work), c.WorkBytes())
+	}
 	var b *C.float
 	if len(bias) > 0 {
 		b = (*C.float)(&bias[0])
 	}
 	var buf [256]C.char
-	if C.ms_conv_run(c.c, (*C.float)(&src[0]), (*C.float)(&wei[0]), b, (*C.float)(&dst[0]), &buf[0], C.int(len(buf))) == 0 {
+	if C.ms_conv_run(c.c, (*C.float)(&src[0]), (*C.float)(&wei[0]), b, (*C.float)(&dst[0]), unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
 		return errors.New(C.GoString(&buf[0]))
 	}
 	return nil
@@ -286,10 +296,17 @@ func NewPool(d PoolDesc) (*Pool, error) {
 	return &Pool{c: c}, nil
 }
 
-// Run pools src into dst; the slices hold the desc's shapes.
-func (p *Pool) Run(src, dst []float32) error {
+// WorkBytes is the size of the work buffer (the scratchpad) Run needs.
+func (p *Pool) WorkBytes() int64 { return int64(C.ms_pool_work_size(p.c)) }
+
+// Run pools src into dst using work (WorkBytes long); the slices hold the
+// desc's shapes.
+func (p *Pool) Run(src, dst []float32, work []byte) error {
+	if int64(len(work)) < p.WorkBytes() {
+		return fmt.Errorf("oneDNN pooling: work buffer of %d bytes, %d needed", len(work), p.WorkBytes())
+	}
 	var buf [256]C.char
-	if C.ms_pool_run(p.c, (*C.float)(&src[0]), (*C.float)(&dst[0]), &buf[0], C.int(len(buf))) == 0 {
+	if C.ms_pool_run(p.c, (*C.float)(&src[0]), (*C.float)(&dst[0]), unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
 		return errors.New(C.GoString(&buf[0]))
 	}
 	return nil

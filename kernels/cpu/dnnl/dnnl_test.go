@@ -114,7 +114,7 @@ func TestConv(t *testing.T) {
 			for i := range dst {
 				dst[i] = float32(math.NaN())
 			}
-			if err := c.Run(src, wei, bias, dst); err != nil {
+			if err := c.Run(src, wei, bias, dst, make([]byte, c.WorkBytes())); err != nil {
 				t.Fatalf("%+v: %v", d, err)
 			}
 			for i := range want {
@@ -186,7 +186,7 @@ func TestPool(t *testing.T) {
 				t.Fatal(err)
 			}
 			dst := make([]float32, len(want))
-			if err := p.Run(src, dst); err != nil {
+			if err := p.Run(src, dst, make([]byte, p.WorkBytes())); err != nil {
 				t.Fatalf("%+v: %v", d, err)
 			}
 			for i := range want {
@@ -230,7 +230,7 @@ func TestConvConcurrent(t *testing.T) {
 			want := refConv(d, j.src, j.wei, j.bias)
 			for rep := 0; rep < 20; rep++ {
 				dst := make([]float32, len(want))
-				if err := c.Run(j.src, j.wei, j.bias, dst); err != nil {
+				if err := c.Run(j.src, j.wei, j.bias, dst, make([]byte, c.WorkBytes())); err != nil {
 					errs <- err
 					return
 				}

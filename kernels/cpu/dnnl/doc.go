@@ -25,9 +25,12 @@
 // and its Compute closes over (never a package-global cache), and reuses
 // it across Runs. A primitive is safe for concurrent Runs: each Run creates
 // its own stream and memory objects, reorders the HWIO weights into the
-// layout the primitive chose into a buffer of its own (the weights may
-// change between Runs; the reorder is O(weights), small beside the
-// convolution) and brings its own scratchpad (user scratchpad mode).
+// layout the primitive chose (the weights may change between Runs; the
+// reorder is O(weights), small beside the convolution) and has its own
+// scratchpad (user scratchpad mode): both live in a work buffer the caller
+// passes (WorkBytes), which package cpu takes with kernels.Scratch so that
+// it counts against the device's memory limit; oneDNN allocates nothing
+// per Run itself.
 // Primitives are never freed: a plan does not say when it is dropped.
 //
 // Threads: oneDNN's GNU OpenMP runtime makes a team per calling OS thread,
