@@ -1,10 +1,16 @@
-"""NumPy references for the field models of test/models, and the plans that
-the C runner (runner.c) executes.
+"""References for the field models of test/models, and the plans that the C
+runner (runner.c) executes.
 
+    build/venv/bin/python test/models/reference.py OUTDIR --tf [--seed N] [CASE...]
     /usr/bin/python3 test/models/reference.py OUTDIR [--seed N] [CASE...]
 
-For every case of models.json it draws the inputs (NumPy, seeded), evaluates
-the fetched tensors with the small GraphDef interpreter below, and writes
+For every case of models.json it draws the inputs (NumPy, seeded), computes
+the fetched tensors and writes
+OUTDIR/<case>.plan plus one raw data file per fed or expected tensor. With
+--tf the values come from TensorFlow 2.15 itself (a tf.compat.v1 Session
+running the same GraphDef with the same feeds, mappings and config); a case
+that expects values TF cannot compute is reported and fails the run. Without
+TF they come from the small GraphDef interpreter below. The
 OUTDIR/<case>.plan plus one raw data file per fed or expected tensor. The
 interpreter implements each op from TensorFlow's documented semantics in
 float64 NumPy; nothing in it comes from libmstream, so a match is evidence
@@ -417,10 +423,63 @@ def write_tensor(path, arr, dt):
             f.write(np.ascontiguousarray(arr, dtype=NP[dt]).astype(np.dtype(NP[dt]).newbyteorder("<")).tobytes())
 
 
+def tf_outputs(case, model, feeds):
+    """The fetched tensors as TensorFlow computes them: the model imported
+    with the case's input mappings and config, run by a tf.compat.v1
+    Session with the same feeds. Returns (values, None), or (None, error)
+    when TF itself fails the case."""
+    import tensorflow as tf
+    from google.protobuf import text_format
+
+    gd = tf.compat.v1.GraphDef()
+    data = open(model, "rb").read()
+    if model.endswith(".pb"):
+        gd.ParseFromString(data)
+    else:
+        text_format.Parse(data.decode(), gd)
+    cfg = tf.compat.v1.ConfigProto()
+    if "config" in case:
+        text_format.Parse(case["config"], cfg)
+    g = tf.Graph()
+    try:
+        with g.as_default():
+            imap = {}
+            for m in case.get("input_map", []):
+                ph = tf.compat.v1.placeholder(tf.as_dtype(m["dtype"]), name=m["placeholder"])
+                imap["%s:%d" % (m["source"], m.get("index", 0))] = ph
+            tf.import_graph_def(gd, input_map=imap, name="")
+        with tf.compat.v1.Session(graph=g, config=cfg) as sess:
+            fd = {g.get_tensor_by_name(k): v for k, v in feeds.items()}
+            fetches = [f["name"] if ":" in f["name"] else f["name"] + ":0"
+                       for f in case.get("fetches", [])]
+            outs = sess.run(fetches, fd)
+            return [np.asarray(o, dtype=object) if o.dtype == object else o for o in outs], None
+    except (ValueError, tf.errors.OpError) as e:
+        msg = getattr(e, "message", str(e))
+        return None, "%s: %s" % (type(e).__name__, " ".join(msg.split())[:400])
+
+
 def reference_outputs(case, gdef, feeds):
     kind = case.get("reference", "graph")
+    if USE_TF:
+        model = os.path.join(HERE, case["model"])
+        refs, err = tf_outputs(case, model, feeds)
+        if err is not None and "Cannot assign a device" in err and "config" not in case:
+            # Nodes pinned to a GPU this machine lacks: TF's values are
+            # those of the same graph with soft placement (mstream places
+            # them on the CPU without being asked: a known divergence).
+            print("reference: %s: TF wants allow_soft_placement (%s)" % (case["name"], err[:160]))
+            refs, err = tf_outputs(dict(case, config="allow_soft_placement: true"), model, feeds)
+        if err is None:
+            SOURCE[case["name"]] = "TF"
+            return refs
+        # A case that expects values from a graph TF cannot run is a wrong
+        # test: say so, and keep the NumPy values so the run still checks.
+        print("reference: FAIL %s: TF 2.15 does not run it (%s)" % (case["name"], err))
+        BAD.append(case["name"])
     if kind == "none":
         return None
+    SOURCE[case["name"]] = "NumPy"
     if kind == "graph":
         g = Graph(gdef, feeds)
         return [g.tensor(f["name"]) for f in case["fetches"]]
@@ -514,11 +573,21 @@ def plan_case(case, outdir, rng):
         f.write("\n".join(lines) + "\n")
 
 
+# Whether the expected values come from TensorFlow (--tf) rather than the
+# NumPy interpreter, the source each case got, and the cases TF failed.
+USE_TF = False
+SOURCE = {}
+BAD = []
+
+
 def main():
+    global USE_TF
     args = sys.argv[1:]
     if not args:
-        sys.exit("usage: reference.py OUTDIR [--seed N] [CASE...]")
+        sys.exit("usage: reference.py OUTDIR [--tf] [--seed N] [CASE...]")
     outdir, args = args[0], args[1:]
+    if args[:1] == ["--tf"]:
+        USE_TF, args = True, args[1:]
     seed = int.from_bytes(os.urandom(4), "little")
     if args[:1] == ["--seed"]:
         seed, args = int(args[1]), args[2:]
@@ -537,6 +606,14 @@ def main():
         plan_case(case, outdir, rng)
     with open(os.path.join(outdir, "ORDER"), "w") as f:
         f.write("\n".join(c["name"] for c in cases if not only or c["name"] in only) + "\n")
+    by = {}
+    for name, src in SOURCE.items():
+        by.setdefault(src, []).append(name)
+    print("reference: values from " + ", ".join(
+        "%s for %d" % (src, len(v)) + ("" if src == "TF" else " (%s)" % " ".join(v))
+        for src, v in sorted(by.items(), reverse=True)))
+    if BAD:
+        sys.exit("reference: %d case(s) expect values TF does not give: %s" % (len(BAD), " ".join(BAD)))
 
 
 if __name__ == "__main__":

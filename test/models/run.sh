@@ -1,10 +1,12 @@
 #!/bin/sh
 # Runs the field models of test/models (GraphDefs from TensorFlow's own test
-# data) through build/libtensorflow.so and checks them against NumPy:
+# data) through build/libtensorflow.so and checks them against TensorFlow
+# 2.15 itself (build/venv), or against NumPy where TF is not installed:
 #   1. provenance: each tf/ file is byte-identical to its source in the TF
 #      2.15.0 Go module, when the module cache has it (else says so);
 #   2. reference.py draws inputs (seed $MODELS_SEED, or a fresh one that it
-#      prints) and writes the expected outputs and one plan per case;
+#      prints), has TF (or its NumPy interpreter) compute the expected
+#      outputs and writes one plan per case;
 #   3. runner.c runs every plan through the C API.
 # The last line is "N passed, M failed".   Usage: test/models/run.sh [CASE...]
 set -u
@@ -35,7 +37,9 @@ if ! gcc -O1 -Wall -Werror -std=c11 -D_POSIX_C_SOURCE=200809L -I "$repo/include"
     -Wl,-rpath,"$repo/build" -lm; then
   echo "0 passed, $((fail+1)) failed"; exit 1
 fi
-if ! /usr/bin/python3 "$here/reference.py" "$tmp/plans" ${MODELS_SEED:+--seed "$MODELS_SEED"} "$@"; then
+ms_root=$repo; . "$repo/scripts/venv.sh"
+if ms_have_tf; then ref="$MS_PY $here/reference.py $tmp/plans --tf"; else ref="/usr/bin/python3 $here/reference.py $tmp/plans"; fi
+if ! TF_CPP_MIN_LOG_LEVEL=3 $ref ${MODELS_SEED:+--seed "$MODELS_SEED"} "$@"; then
   echo "0 passed, $((fail+1)) failed"; exit 1
 fi
 out=$("$tmp/runner" "$tmp/plans"); echo "$out" | sed '$d'
