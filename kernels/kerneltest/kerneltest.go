@@ -61,6 +61,8 @@ type Case struct {
 	// Dead lists the outputs the kernel must leave unset: dead tensors,
 	// as Switch's untaken branch (their Want entries are nil).
 	Dead []int
+
+	tf *tfResult // TF's answer, in the oracle mode (tforacle.go)
 }
 
 // Gen draws the cases of one op family.
@@ -161,6 +163,27 @@ func Run(t *testing.T, r Runner, opt Options) {
 			}
 		}
 	}
+	if tfPython != "" {
+		// TF is the reference: the cases' own expressions are not needed.
+		var cs []*Case
+		for i := range all {
+			for j := range all[i].cases {
+				cs = append(cs, &all[i].cases[j])
+			}
+		}
+		if err := evalTF(cs, t.Logf); err != nil {
+			t.Fatalf("TF reference: %v", err)
+		}
+		t.Logf("TF oracle (%s): %d cases of %d ops", tfPython, len(cs), len(all))
+		// Only cases TF gave no answer for need their own reference.
+		var rest []*Case
+		for _, c := range np {
+			if c.tf == nil {
+				rest = append(rest, c)
+			}
+		}
+		np = rest
+	}
 	if len(np) > 0 {
 		if err := evalNumPy(np); err != nil {
 			t.Fatalf("NumPy reference: %v", err)
@@ -170,6 +193,15 @@ func Run(t *testing.T, r Runner, opt Options) {
 		t.Run(oc.op, func(t *testing.T) {
 			for _, c := range oc.cases {
 				runCase(t, r, c)
+			}
+			if tfPython != "" {
+				errs := 0
+				for _, c := range oc.cases {
+					if c.tf != nil && c.tf.Code != status.OK {
+						errs++
+					}
+				}
+				t.Logf("tforacle %s: %d cases against TF, %d of them TF errors", oc.op, len(oc.cases), errs)
 			}
 		})
 	}
@@ -243,6 +275,12 @@ func runCase(t *testing.T, r Runner, c Case) {
 		if _, err := kernels.Lookup(c.Node, r.Device()); err == nil {
 			return
 		}
+	}
+	if c.tf != nil {
+		for _, m := range disagreesTF(c) {
+			t.Errorf("%s: %s", name, m)
+		}
+		c = withTF(c)
 	}
 	out, err := r.Run(c.Node, c.Inputs)
 	if c.Err != status.OK {

@@ -1,0 +1,352 @@
+package kerneltest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mstream/proto/tfpb"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// The TF oracle: with KERNELTEST_TF naming a Python that imports
+// TensorFlow 2.15, Run exports every case as a GraphDef (the node and its
+// Placeholder/Const inputs) with its inputs, has real TF run them all in
+// one process (tfeval.py), and checks the device against TF's result
+// instead of the case's own reference: TF's outputs within the dtype's
+// tolerance (exact for integers, bools and strings), or TF's error code.
+// A case whose own expectation disagrees with TF (an error TF does not
+// raise, a code TF does not give) fails too: the test is wrong.
+//
+// KERNELTEST_TF_CACHE, when set, is a directory where TF's answers are
+// kept, keyed by a hash of tfeval.py and of the exported cases, so a rerun
+// with the same seed does not start TF at all.
+
+//go:embed tfeval.py
+var tfevalScript []byte
+
+// tfPython is the interpreter with TensorFlow, or "" to use the cases'
+// own references.
+var tfPython = os.Getenv("KERNELTEST_TF")
+
+// tfResult is TF's answer for one case.
+type tfResult struct {
+	Code    status.Code `json:"code"`
+	Stage   string      `json:"stage"`
+	Msg     string      `json:"msg"`
+	Outputs []string    `json:"outputs"`
+	outs    []*tensor.Tensor
+}
+
+type tfCase struct {
+	Graph   string      `json:"graph"`
+	Feeds   [][2]string `json:"feeds"`
+	Fetches []string    `json:"fetches"`
+	Node    string      `json:"node"`
+	// Err says the case expects an error: tfeval.py runs it alone rather
+	// than in a batch with others.
+	Err bool `json:"err,omitempty"`
+}
+
+// exportTF encodes c as a GraphDef with the node's Placeholder and Const
+// inputs, the Placeholders' feeds and the node's outputs as fetches.
+func exportTF(c *Case) (tfCase, error) {
+	// TF 2.15's GraphDef version, or for an op deprecated since, the last
+	// version that had it (TF refuses it in newer graphs: the old graphs
+	// that still hold it are what mstream must run).
+	producer := int32(1645)
+	if d := c.Node.Def.GetDeprecation(); d != nil {
+		producer = d.Version - 1
+	}
+	gd := &tfpb.GraphDef{Versions: &tfpb.VersionDef{Producer: producer}}
+	tc := tfCase{Err: c.Err != status.OK, Node: c.Node.Name}
+	seen := map[string]bool{}
+	for j, in := range c.Node.Inputs {
+		src := in.Node
+		if seen[src.Name] {
+			continue
+		}
+		seen[src.Name] = true
+		gd.Node = append(gd.Node, src.NodeDef())
+		if src.Op == "Placeholder" {
+			if j >= len(c.Inputs) {
+				return tc, fmt.Errorf("input %d has no tensor", j)
+			}
+			b, err := proto.Marshal(tensor.ToProto(c.Inputs[j]))
+			if err != nil {
+				return tc, err
+			}
+			tc.Feeds = append(tc.Feeds, [2]string{src.Name, base64.StdEncoding.EncodeToString(b)})
+		}
+	}
+	gd.Node = append(gd.Node, c.Node.NodeDef())
+	for i := range c.Node.OutTypes {
+		tc.Fetches = append(tc.Fetches, fmt.Sprintf("%s:%d", c.Node.Name, i))
+	}
+	b, err := proto.Marshal(gd)
+	if err != nil {
+		return tc, err
+	}
+	tc.Graph = base64.StdEncoding.EncodeToString(b)
+	return tc, nil
+}
+
+// evalTF has TensorFlow run every case and attaches its answer (c.tf).
+func evalTF(cases []*Case, logf func(string, ...any)) error {
+	req := make([]tfCase, len(cases))
+	for i, c := range cases {
+		tc, err := exportTF(c)
+		if err != nil {
+			return fmt.Errorf("exporting %s: %v", describe(*c), err)
+		}
+		req[i] = tc
+	}
+	in, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	h.Write(tfevalScript)
+	h.Write(in)
+	key := hex.EncodeToString(h.Sum(nil))[:24]
+	cacheDir := os.Getenv("KERNELTEST_TF_CACHE")
+	var out []byte
+	if cacheDir != "" {
+		out, _ = os.ReadFile(filepath.Join(cacheDir, "kerneltest-"+key+".json"))
+	}
+	if out == nil {
+		t0 := time.Now()
+		if out, err = runTFAll(req, logf); err != nil {
+			return err
+		}
+		logf("TF evaluated %d cases (%d MB) in %v", len(cases), len(in)>>20, time.Since(t0).Round(time.Second))
+		if cacheDir != "" && os.MkdirAll(cacheDir, 0o755) == nil {
+			// Only the answer for the current cases is worth keeping.
+			old, _ := filepath.Glob(filepath.Join(cacheDir, "kerneltest-*.json"))
+			for _, f := range old {
+				os.Remove(f)
+			}
+			os.WriteFile(filepath.Join(cacheDir, "kerneltest-"+key+".json"), out, 0o644)
+		}
+	}
+	var res []*tfResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return fmt.Errorf("TF's answers: %v", err)
+	}
+	if len(res) != len(cases) {
+		return fmt.Errorf("TF answered %d of %d cases", len(res), len(cases))
+	}
+	for i, r := range res {
+		if r.Code == tfAborted {
+			logf("TF 2.15 aborts the process on %s (a CHECK failure in TF): the case keeps its own reference", describe(*cases[i]))
+			continue
+		}
+		for _, s := range r.Outputs {
+			b, err := base64.StdEncoding.DecodeString(s)
+			if err != nil {
+				return err
+			}
+			var p tfpb.TensorProto
+			if err := proto.Unmarshal(b, &p); err != nil {
+				return err
+			}
+			t, err := tensor.FromProto(&p)
+			if err != nil {
+				return fmt.Errorf("TF's output of %s: %v", describe(*cases[i]), err)
+			}
+			r.outs = append(r.outs, t)
+		}
+		cases[i].tf = r
+	}
+	return nil
+}
+
+// tfAborted marks a case on which TF aborts the whole process (a CHECK
+// failure in one of its kernels, e.g. Transpose with a negative perm
+// entry): TF gives no answer there.
+const tfAborted status.Code = -1
+
+// runTFAll runs tfeval.py over req and returns the answers as a JSON list.
+// When TF aborts, the answers written so far are kept, the case (or, for a
+// batched run, the chunk's cases one by one) at fault is found from the
+// progress on stderr, and the rest is run again.
+func runTFAll(req []tfCase, logf func(string, ...any)) ([]byte, error) {
+	res := make([]*tfResult, len(req))
+	for attempt := 0; ; attempt++ {
+		var todo []int
+		for i := range req {
+			if res[i] == nil {
+				todo = append(todo, i)
+			}
+		}
+		if len(todo) == 0 {
+			break
+		}
+		if attempt > 50 {
+			return nil, fmt.Errorf("TF aborted %d times; giving up", attempt)
+		}
+		sub := make([]tfCase, len(todo))
+		for k, i := range todo {
+			sub[k] = req[i]
+		}
+		answers, stderr, err := runTF(sub)
+		for k, a := range answers {
+			res[todo[k]] = a
+		}
+		if err == nil {
+			continue
+		}
+		last := lastLines(stderr, 3)
+		var c int
+		var chunk string
+		switch {
+		case scanLast(stderr, "tfeval: case %d", &c):
+			res[todo[c]] = &tfResult{Code: tfAborted, Msg: last}
+		case scanLastLine(stderr, "tfeval: chunk of cases ", &chunk):
+			// A batched run aborted: run its cases alone to find the one.
+			var idx []int
+			if json.Unmarshal([]byte(chunk), &idx) != nil || len(idx) == 0 {
+				return nil, fmt.Errorf("%s tfeval.py: %v: %s", tfPython, err, last)
+			}
+			alone := true
+			for _, k := range idx {
+				alone = alone && req[todo[k]].Err
+				req[todo[k]].Err = true
+			}
+			if alone {
+				return nil, fmt.Errorf("%s tfeval.py: %v: %s", tfPython, err, last)
+			}
+		default:
+			return nil, fmt.Errorf("%s tfeval.py: %v: %s", tfPython, err, last)
+		}
+		logf("TF aborted (%s); running the rest again", strings.ReplaceAll(last, "\n", " | "))
+	}
+	return json.Marshal(res)
+}
+
+// scanLast finds the last line of s that matches format (one %d).
+func scanLast(s, format string, n *int) bool {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := len(l) - 1; i >= 0; i-- {
+		if strings.HasPrefix(l[i], "tfeval: ") {
+			_, err := fmt.Sscanf(l[i], format, n)
+			return err == nil
+		}
+	}
+	return false
+}
+
+// scanLastLine sets rest to what follows prefix on the last progress line.
+func scanLastLine(s, prefix string, rest *string) bool {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := len(l) - 1; i >= 0; i-- {
+		if strings.HasPrefix(l[i], "tfeval: ") {
+			*rest = strings.TrimPrefix(l[i], prefix)
+			return strings.HasPrefix(l[i], prefix)
+		}
+	}
+	return false
+}
+
+// runTF runs tfeval.py once: the answers it wrote (by position in req),
+// its stderr, and its failure.
+func runTF(req []tfCase) ([]*tfResult, string, error) {
+	in, err := json.Marshal(req)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := os.MkdirTemp("", "kerneltest-tf")
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(dir)
+	script := filepath.Join(dir, "tfeval.py")
+	if err := os.WriteFile(script, tfevalScript, 0o644); err != nil {
+		return nil, "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in.json"), in, 0o644); err != nil {
+		return nil, "", err
+	}
+	cmd := exec.Command(tfPython, script, filepath.Join(dir, "in.json"), filepath.Join(dir, "out.jsonl"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	runErr := cmd.Run()
+	out, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	res := make([]*tfResult, len(req))
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		var rec struct {
+			I int
+			R *tfResult
+		}
+		var pair []json.RawMessage
+		if len(line) == 0 || json.Unmarshal(line, &pair) != nil || len(pair) != 2 {
+			continue // a line cut short by an abort
+		}
+		if json.Unmarshal(pair[0], &rec.I) != nil || json.Unmarshal(pair[1], &rec.R) != nil || rec.I < 0 || rec.I >= len(res) {
+			continue
+		}
+		res[rec.I] = rec.R
+	}
+	return res, stderr.String(), runErr
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// disagreesTF lists where the case's own expectation differs from TF's
+// answer: such a case is a wrong test.
+func disagreesTF(c Case) []string {
+	r := c.tf
+	switch {
+	case r.Code != status.OK && c.Err == status.OK:
+		return []string{fmt.Sprintf("the case expects outputs, TF fails with %v (%s): %s", r.Code, r.Stage, r.Msg)}
+	case r.Code != status.OK && c.Err != r.Code:
+		return []string{fmt.Sprintf("the case expects %v, TF fails with %v (%s): %s", c.Err, r.Code, r.Stage, r.Msg)}
+	case r.Code == status.OK && c.Err != status.OK:
+		return []string{fmt.Sprintf("the case expects %v, TF runs it", c.Err)}
+	case r.Code == status.OK && len(r.outs) != len(c.Node.OutTypes):
+		return []string{fmt.Sprintf("TF gives %d outputs for %d", len(r.outs), len(c.Node.OutTypes))}
+	}
+	return nil
+}
+
+// withTF returns c expecting TF's answer: TF's code, or TF's outputs
+// (except those the case leaves unspecified, and outputs with freedom that
+// the case's Check judges).
+func withTF(c Case) Case {
+	r := c.tf
+	if r.Code != status.OK {
+		c.Err = r.Code
+		return c
+	}
+	c.Err, c.ErrMsg = status.OK, ""
+	if c.Check != nil || len(r.outs) != len(c.Node.OutTypes) {
+		return c
+	}
+	want := make([]*tensor.Tensor, len(r.outs))
+	for i, o := range r.outs {
+		if c.Want != nil && i < len(c.Want) && c.Want[i] == nil {
+			continue // unspecified by TF's contract (an order-free index)
+		}
+		want[i] = o
+	}
+	c.Want = want
+	return c
+}
