@@ -8,7 +8,10 @@
 // tensors, and either the expected outputs or the expected error code.
 // Expected outputs come from an independent reference: float64 Go math in
 // the generator, or a NumPy expression evaluated by one Python process per
-// suite run (Case.NumPy).
+// suite run (Case.NumPy). With KERNELTEST_TF naming a Python with
+// TensorFlow 2.15 (test/tforacle/run.sh sets it), real TF is the reference
+// instead: every case runs in TF as a GraphDef and the device must give
+// TF's outputs or TF's error code (tforacle.go).
 //
 // A device runs the suite by implementing Runner (host tensors in, host
 // tensors out) and calling Run from a test. Run also checks coverage: every
