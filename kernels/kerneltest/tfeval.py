@@ -26,6 +26,15 @@ from tensorflow.core.framework import tensor_pb2  # noqa: E402
 CODE_INVALID_ARGUMENT = 3
 
 
+def message(e):
+    """TF's message without the Python-side preamble ("Graph execution
+    error: Detected at node ... defined at ...") that hides the cause."""
+    lines = [l for l in e.message.splitlines() if l.strip()]
+    keep = [l for l in lines if not l.startswith(("Graph execution error", "Detected at node", "Node: "))
+            and "defined at (most recent call last)" not in l]
+    return " ".join(keep)[-400:]
+
+
 def b64proto(cls, s):
     p = cls()
     p.ParseFromString(base64.b64decode(s))
@@ -67,7 +76,7 @@ def import_cases(g, cases, idx, res):
                 res[i] = {"code": CODE_INVALID_ARGUMENT, "stage": "import", "msg": str(e)[:400]}
                 continue
             except tf.errors.OpError as e:
-                res[i] = {"code": e.error_code, "stage": "import", "msg": e.message[:400]}
+                res[i] = {"code": e.error_code, "stage": "import", "msg": message(e)}
                 continue
             ok.append(i)
     return ok
@@ -123,7 +132,7 @@ def run_chunk(cases, idx, res, cfg, opts):
             try:
                 res[i] = answer(ff[i][1], sess.run(ff[i][1], ff[i][0], options=opts))
             except tf.errors.OpError as e:
-                res[i] = {"code": e.error_code, "stage": "run", "msg": e.message[:400]}
+                res[i] = {"code": e.error_code, "stage": "run", "msg": message(e)}
 
 
 class Answers(dict):
