@@ -337,11 +337,16 @@ var (
 		"Einsum":                "TF's op wants exactly one '->' (implicit output is only in tf.einsum's Python), mstream accepts \"ii\"",
 		"BiasAdd":               "TF wants rank >= 3 for data_format NCHW, mstream accepts rank 2",
 		"ScatterNd":             "TF wants updates of rank >= 1, mstream accepts a scalar",
+		"SplitV":                "TF wants a single output's size to be the input's, mstream accepts -1",
+		"Where":                 "TF's kernel refuses a scalar condition, mstream gives [0,0] or [1,0]",
+		"_FusedConv2D":          "TF 2.15 fuses only some activations after BiasAdd (not Sigmoid), mstream all of them",
+		"_FusedMatMul":          "TF 2.15 fuses only some activations after BiasAdd (not GeluExact, Elu), mstream all of them",
 	}
 	// stricter: TF runs the node without a check mstream makes (TF reads
 	// out of bounds or gives garbage there).
 	stricter = map[string]string{
 		"BatchNormWithGlobalNormalization": "TF does not check the moments' length against the depth",
+		"_FusedConv2D":                     "TF does not check the bias' length against the output channels",
 	}
 	// halfAccum: TF 2.15's CPU kernels accumulate half and bfloat16 in
 	// the 16-bit type; mstream accumulates in float32, so it is closer to
@@ -357,6 +362,9 @@ func divergence(c *Case, r *tfResult) string {
 	op := c.Node.Op
 	if why, ok := lenient[op]; ok && r.Code != status.OK && c.Err == status.OK {
 		return why
+	}
+	if r.Code != status.OK && c.Err == status.OK && strings.Contains(r.Msg, "No OpKernel was registered") {
+		return "mstream has a CPU kernel for this dtype, TF 2.15 has none"
 	}
 	if why, ok := stricter[op]; ok && r.Code == status.OK && c.Err != status.OK {
 		return why
@@ -409,5 +417,19 @@ func withTF(c Case) Case {
 		want[i] = o
 	}
 	c.Want = want
+	if orderSensitive[c.Node.Op] && c.Tol < 1e-2 {
+		for _, dt := range c.Node.InTypes {
+			if dt.IsFloat() {
+				c.Tol = 1e-2
+			}
+		}
+	}
 	return c
 }
+
+// orderSensitive ops sum floats whose inputs mix huge and tiny values
+// (WithSpecials), so the result depends on the order of the sum: TF's
+// Eigen tree and mstream's blocked sums differ by more than the dtype's
+// rounding (measured: 6e-3 relative on [64,257] float32 Sums), and are
+// compared with TF at 1e-2.
+var orderSensitive = map[string]bool{"Sum": true, "Mean": true, "Prod": true, "Cumsum": true, "Cumprod": true}

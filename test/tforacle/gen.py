@@ -419,8 +419,10 @@ def _assert(a):
 
 # ---- the differential fuzzer -----------------------------------------------
 
+# The op set: ops of the kernel conformance suite (mstream has kernels for
+# them); the long run found Rint and Atan drawn here without one.
 UNARY_F = ["Abs", "Neg", "Tanh", "Sigmoid", "Relu", "Relu6", "Square", "Floor", "Ceil", "Sin", "Cos",
-           "Softplus", "Elu", "Selu", "Round", "Sign", "Rint", "Atan", "Erf"]
+           "Softplus", "Elu", "Selu", "Round", "Sign", "Erf"]
 BINARY_F = ["Add", "AddV2", "Sub", "Mul", "Maximum", "Minimum", "SquaredDifference"]
 BINARY_I = ["Add", "Sub", "Mul", "Maximum", "Minimum", "FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod"]
 COMPARE = ["Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"]
