@@ -13,8 +13,9 @@ Groups of cases (a case's name starts with its group):
             is an xfail naming the ops, so it flips when they land.
   bundled_* the repository's own models: examples/data/model_test.pbtxt
             (--model-test: its binary form, from pbtxt2pb), with its
-            model_test.expected.txt checked against TF; and the bench/models
-            graphs when --bench names the folder bench/models/gen wrote.
+            model_test.expected.txt checked against TF; the bench/models
+            graphs when --bench names the folder bench/models/gen wrote;
+            bench/cpu/models.py's MLP, CNN, encoder and 1000-op chain.
   err_*     bad graphs and feeds: mstream's TF_Code must be TF's.
   fuzz_*    N random small graphs (--fuzz, seed --seed) from ops mstream
             supports, some of them ill-shaped or dividing integers by zero:
@@ -267,6 +268,26 @@ def keras_xfail(gd):
 
 # ---- the repository's own models -------------------------------------------
 
+def bench_cpu(plans):
+    """The CPU benchmark's TF-built models (bench/cpu/models.py, the graphs
+    that bench/cpu compares with TF): fed at batch 4."""
+    sys.path.insert(0, os.path.join(REPO, "bench", "cpu"))
+    import models
+    rng = np.random.default_rng(6)
+    for name, make in (("keras_mlp", models.keras_mlp), ("keras_cnn", models.keras_cnn),
+                       ("keras_encoder", models.keras_encoder),
+                       ("chain", lambda: models.scalar_graph("chain"))):
+        gd = make()
+        feeds = {}
+        for n in gd.node:
+            if n.op != "Placeholder":
+                continue
+            dt = tf.as_dtype(n.attr["dtype"].type).as_numpy_dtype
+            shape = [4 if d.size < 0 else d.size for d in n.attr["shape"].shape.dim]
+            feeds[n.name + ":0"] = rng.standard_normal(shape).astype(dt)
+        plans.add("bundled_bench_cpu_" + name, gd, feeds, ["output:0"], tol=(1e-4, 1e-5))
+
+
 def bundled(plans, model_test, bench):
     # model_test is examples/data/model_test.pbtxt made binary by pbtxt2pb
     # (Python's text_format misreads its tensor_content bytes).
@@ -503,6 +524,8 @@ def main():
     keras_models(plans, rng)
     if opts["--model-test"]:
         bundled(plans, opts["--model-test"], opts["--bench"])
+    if os.path.exists(os.path.join(REPO, "bench", "cpu", "models.py")):
+        bench_cpu(plans)
     errors(plans, rng)
     fuzz(plans, int(opts["--fuzz"]), int(opts["--seed"]))
     plans.finish()

@@ -47,6 +47,7 @@ part_graphs() {
   (cd "$repo" && go run ./test/tforacle/pbtxt2pb examples/data/model_test.pbtxt "$tmp/model_test.pb" &&
     go run ./bench/models/gen -out "$tmp/bench" >/dev/null) || { fail=$((fail+1)); return; }
   key=$(cat "$here/gen.py" "$repo/test/models/reference.py" "$tmp/model_test.pb" "$tmp/bench"/*.pb \
+    "$repo"/bench/cpu/models.py \
     <(echo "$fuzz $seed") | sha256sum | cut -c1-24)
   dir=$cache/plans-$key
   if [ ! -f "$dir/ORDER" ]; then
