@@ -195,13 +195,16 @@ func Run(t *testing.T, r Runner, opt Options) {
 				runCase(t, r, c)
 			}
 			if tfPython != "" {
-				errs := 0
+				against, errs := 0, 0
 				for _, c := range oc.cases {
-					if c.tf != nil && c.tf.Code != status.OK {
-						errs++
+					if c.tf != nil {
+						against++
+						if c.tf.Code != status.OK {
+							errs++
+						}
 					}
 				}
-				t.Logf("tforacle %s: %d cases against TF, %d of them TF errors", oc.op, len(oc.cases), errs)
+				t.Logf("tforacle %s: %d cases, %d against TF (%d of them TF errors), %d on their own reference", oc.op, len(oc.cases), against, errs, len(oc.cases)-against)
 			}
 		})
 	}

@@ -29,7 +29,7 @@ part_kernels() {
   local out
   out=$(cd "$repo" && KERNELTEST_TF=$MS_PY KERNELTEST_TF_CACHE=$cache KERNELTEST_SEED=${KERNELTEST_SEED:-1} \
     go test ./kernels/cpu -run '^TestConformance$' -count=1 -v -timeout 30m 2>&1)
-  echo "$out" | grep -E 'tforacle |TF (evaluated|aborts|aborted)|^\s+kerneltest.go.*: k_|--- FAIL' | sed 's/^ *//'
+  echo "$out" | grep -E '(kerneltest|tforacle)\.go:[0-9]+: |--- FAIL' | sed 's/^ *//'
   local p f
   p=$(echo "$out" | grep -cE '^\s+--- PASS: TestConformance/')
   f=$(echo "$out" | grep -cE '^\s+--- FAIL: TestConformance/')
