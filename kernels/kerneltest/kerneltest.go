@@ -283,7 +283,7 @@ func runCase(t *testing.T, r Runner, c Case) {
 		for _, m := range disagreesTF(c) {
 			t.Errorf("%s: %s", name, m)
 		}
-		c = withTF(c)
+		c = withTF(c, t.Logf)
 	}
 	out, err := r.Run(c.Node, c.Inputs)
 	if c.Err != status.OK {

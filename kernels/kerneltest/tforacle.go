@@ -107,9 +107,12 @@ func exportTF(c *Case) (tfCase, error) {
 func evalTF(cases []*Case, logf func(string, ...any)) error {
 	// mstream's own ops (_Mstream*, made by its graph rewrites) have no TF
 	// counterpart: they keep their own reference.
+	// Ops with effects on files (checkpoints) would see TF's run first and
+	// find its output in their way: session's TestSaveRestoreLikeTF
+	// compares them with TF on files of their own.
 	var ours []*Case
 	for _, c := range cases {
-		if !strings.HasPrefix(c.Node.Op, "_Mstream") {
+		if !strings.HasPrefix(c.Node.Op, "_Mstream") && !fileEffects[c.Node.Op] {
 			ours = append(ours, c)
 		}
 	}
@@ -185,6 +188,9 @@ func evalTF(cases []*Case, logf func(string, ...any)) error {
 	}
 	return nil
 }
+
+// fileEffects are the ops that write or move files.
+var fileEffects = map[string]bool{"SaveV2": true, "MergeV2Checkpoints": true}
 
 // tfAborted marks a case on which TF aborts the whole process (a CHECK
 // failure in one of its kernels, e.g. Transpose with a negative perm
@@ -341,6 +347,9 @@ var (
 		"Where":                 "TF's kernel refuses a scalar condition, mstream gives [0,0] or [1,0]",
 		"_FusedConv2D":          "TF 2.15 fuses only some activations after BiasAdd (not Sigmoid), mstream all of them",
 		"_FusedMatMul":          "TF 2.15 fuses only some activations after BiasAdd (not GeluExact, Elu), mstream all of them",
+		"Switch":                "TF cannot fetch Switch's dead output (Retval does not have value); session's TestControlFlowV1 compares whole conds with TF",
+		"RefSwitch":             "TF's RefSwitch wants a ref input (a variable), which these cases do not have",
+		"RefMerge":              "TF's RefMerge wants ref inputs (variables), which these cases do not have",
 	}
 	// stricter: TF runs the node without a check mstream makes (TF reads
 	// out of bounds or gives garbage there).
@@ -422,7 +431,7 @@ func disagreesTF(c Case) []string {
 // withTF returns c expecting TF's answer: TF's code, or TF's outputs
 // (except those the case leaves unspecified, and outputs with freedom that
 // the case's Check judges).
-func withTF(c Case) Case {
+func withTF(c Case, logf func(string, ...any)) Case {
 	r := c.tf
 	if r.Code != status.OK {
 		c.Err = r.Code
@@ -432,6 +441,20 @@ func withTF(c Case) Case {
 	if c.Check != nil || len(r.outs) != len(c.Node.OutTypes) {
 		return c
 	}
+	if orderSensitive[c.Node.Op] && c.Node.InTypes[0].IsFloat() {
+		// TF's float sum is itself rounded in its own order: where it
+		// strays from the float64 reference beyond the dtype's tolerance
+		// (huge and tiny addends cancelling), the reference judges.
+		for i, o := range r.outs {
+			if i < len(c.Want) && c.Want[i] != nil && Compare(o, c.Want[i], c.Tol) != nil {
+				logf("%s: TF's output %d strays from the float64 reference (summation order); the case keeps its own reference", describe(c), i)
+				return c
+			}
+		}
+		// TF and mstream each within the tolerance of the reference may
+		// be twice that apart.
+		c.Tol *= 2
+	}
 	want := make([]*tensor.Tensor, len(r.outs))
 	for i, o := range r.outs {
 		if c.Want != nil && i < len(c.Want) && c.Want[i] == nil {
@@ -440,19 +463,12 @@ func withTF(c Case) Case {
 		want[i] = o
 	}
 	c.Want = want
-	if orderSensitive[c.Node.Op] && c.Tol < 1e-2 {
-		for _, dt := range c.Node.InTypes {
-			if dt.IsFloat() {
-				c.Tol = 1e-2
-			}
-		}
-	}
 	return c
 }
 
-// orderSensitive ops sum floats whose inputs mix huge and tiny values
-// (WithSpecials), so the result depends on the order of the sum: TF's
-// Eigen tree and mstream's blocked sums differ by more than the dtype's
-// rounding (measured: 6e-3 relative on [64,257] float32 Sums), and are
-// compared with TF at 1e-2.
+// orderSensitive ops sum floats whose inputs may mix huge and tiny values
+// (WithSpecials), so a float result depends on the order of the sum: TF's
+// Eigen tree and mstream's blocked sums differ there by more than the
+// dtype's rounding (measured: 2.4e-2 relative on a [64,257] float32 Sum),
+// and both stray from the float64 reference.
 var orderSensitive = map[string]bool{"Sum": true, "Mean": true, "Prod": true, "Cumsum": true, "Cumprod": true}
