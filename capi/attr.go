@@ -600,7 +600,8 @@ func shapeProto(dims *C.int64_t, n C.int) *tfpb.TensorShapeProto {
 	p := &tfpb.TensorShapeProto{}
 	if n > 0 && dims != nil {
 		for _, v := range unsafe.Slice((*int64)(unsafe.Pointer(dims)), int(n)) {
-			p.Dim = append(p.Dim, &tfpb.TensorShapeProto_Dim{Size: v})
+			// Any negative size is an unknown dimension, as TF's PartialTensorShape makes it.
+			p.Dim = append(p.Dim, &tfpb.TensorShapeProto_Dim{Size: max(v, -1)})
 		}
 	}
 	return p

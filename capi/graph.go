@@ -240,11 +240,18 @@ func msGraphNextOperation(g *C.TF_Graph, pos *C.size_t) *C.TF_Operation {
 	if err != nil || pos == nil {
 		return nil
 	}
-	n := o.g.NodeByID(int(*pos))
+	// TF's positions are its node ids, which start at 2 after the graph's
+	// two sentinel nodes: the first call moves *pos from 0 to 2, each later
+	// one by 1, and *pos is the id of the operation returned.
+	if *pos == 0 {
+		*pos = 2
+	} else {
+		*pos++
+	}
+	n := o.g.NodeByID(int(*pos) - 2)
 	if n == nil {
 		return nil
 	}
-	*pos++
 	return o.op(n)
 }
 

@@ -81,10 +81,26 @@ static int len_too_small(TF_DataType dt, const int64_t* dims, int num_dims,
   return n > 0 && len < es * (size_t)n;
 }
 
+static void aligned_free(void* data, size_t len, void* arg);
+static void* alloc_aligned(size_t len);
+
+/* Data that is not 64-byte aligned is copied into an aligned buffer and the
+ * caller's deallocator runs before TF_NewTensor returns, as TF does (for every
+ * dtype whose bytes can be copied: not strings, resources or variants). So a
+ * client sees the same lifetime on both libraries, and kernels may assume the
+ * alignment TF_TensorIsAligned reports. */
 TF_Tensor* TF_NewTensor(TF_DataType dt, const int64_t* dims, int num_dims,
                         void* data, size_t len,
                         void (*deallocator)(void* data, size_t len, void* arg),
                         void* deallocator_arg) {
+  if (dt != TF_STRING && dt != TF_RESOURCE && dt != TF_VARIANT && (uintptr_t)data % 64 != 0) {
+    void* copy = alloc_aligned(len);
+    if (len) memcpy(copy, data, len);
+    if (deallocator != NULL) deallocator(data, len, deallocator_arg);
+    data = copy;
+    deallocator = aligned_free;
+    deallocator_arg = NULL;
+  }
   ms_tensor_buf* b = new_buf(data, len, deallocator, deallocator_arg);
   if (len_too_small(dt, dims, num_dims, len)) {
     buf_unref(b);

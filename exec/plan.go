@@ -9,7 +9,6 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/status"
-	"mstream/tensor"
 )
 
 // Device is the device type every node is placed on for now.
@@ -56,9 +55,6 @@ type Plan struct {
 	feeds   []graph.Output
 	// feedUses counts, per feed, the data edges and fetches that read it.
 	feedUses []int32
-	// FeedShapes are the static shapes of the fed outputs; a feed must be
-	// compatible with its entry.
-	FeedShapes []tensor.PartialShape
 	// gpu says some node runs on the GPU (BuildPlaced); feedDev marks the
 	// feeds a GPU kernel reads from device memory.
 	gpu     bool
@@ -85,7 +81,7 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 	fed := make(map[graph.Output]int, len(feeds))
 	for i, f := range feeds {
 		if _, dup := fed[f]; dup {
-			return nil, status.InvalidArg("'%s' is fed more than once", f)
+			return nil, status.InvalidArg("Endpoint \"%s:%d\" fed more than once.", f.Node.Name, f.Index)
 		}
 		fed[f] = i
 	}
@@ -228,10 +224,6 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 			p.fetches[i] = ref{index[f.Node], f.Index}
 			p.nodes[index[f.Node]].uses[f.Index]++
 		}
-	}
-	p.FeedShapes = make([]tensor.PartialShape, len(feeds))
-	for i, f := range feeds {
-		p.FeedShapes[i] = f.Node.OutShapes[f.Index]
 	}
 	return p, nil
 }

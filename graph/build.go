@@ -42,7 +42,8 @@ func (b *Builder) finish() (*Node, error) {
 		return nil, b.err
 	}
 	if b.def == nil {
-		return nil, status.Errorf(status.NotFound, "Op type not registered '%s' in binary (node '%s')", b.op, b.name)
+		// INVALID_ARGUMENT, as TF's NodeBuilder gives it; an import says NOT_FOUND.
+		return nil, status.Errorf(status.InvalidArgument, "Op type not registered '%s' in binary (node '%s')", b.op, b.name)
 	}
 	g := b.g
 	g.mu.Lock()

@@ -81,7 +81,7 @@ func TestBuilder(t *testing.T) {
 				t.Errorf("shape %v", n.OutShapes[0])
 			}
 		}},
-		{name: "unknown op", op: "NoSuchOp", node: "u", build: func(b *Builder) {}, code: status.NotFound, want: "NoSuchOp"},
+		{name: "unknown op", op: "NoSuchOp", node: "u", build: func(b *Builder) {}, code: status.InvalidArgument, want: "NoSuchOp"},
 		{name: "duplicate name", op: "NoOp", node: "x", build: func(b *Builder) {}, code: status.InvalidArgument, want: "'x'"},
 		{name: "invalid name", op: "NoOp", node: "bad name!", build: func(b *Builder) {}, code: status.InvalidArgument, want: "bad name!"},
 		{name: "too few inputs", op: "MatMul", node: "mm2", build: func(b *Builder) { b.AddInput(x.Output(0)) },

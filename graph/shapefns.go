@@ -1,6 +1,9 @@
 package graph
 
 import (
+	"strconv"
+
+	"mstream/proto/tfpb"
 	"mstream/tensor"
 )
 
@@ -122,6 +125,11 @@ func placeholderShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 		}
 		return []tensor.PartialShape{tensor.Unknown}, nil
 	}
+	for _, d := range p.Dim {
+		if d.Size < -1 {
+			return nil, errorf("Shape %v has dimensions with values below -1 (where -1 means unknown)", shapeText(p))
+		}
+	}
 	s := tensor.ShapeFromProto(p)
 	if c.Node.Op == "PlaceholderWithDefault" && len(c.In) > 0 {
 		if _, ok := MergeShapes(s, c.In[0]); !ok {
@@ -129,6 +137,18 @@ func placeholderShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 		}
 	}
 	return []tensor.PartialShape{s}, nil
+}
+
+// shapeText is a shape attr as TF prints it, [2,-2], even where its sizes are invalid.
+func shapeText(p *tfpb.TensorShapeProto) string {
+	b := []byte{'['}
+	for i, d := range p.Dim {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, d.Size, 10)
+	}
+	return string(append(b, ']'))
 }
 
 func constShape(c *ShapeContext) ([]tensor.PartialShape, error) {

@@ -493,6 +493,19 @@ func convShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	if len(dl) == 0 {
 		dl = []int64{1, 1, 1, 1}
 	}
+	// TF checks the window's strides and dilations before it looks at the
+	// input shapes, so a zero stride fails when the node is added.
+	if len(st) == 4 && len(dl) == 4 {
+		h, w, _ := nhwcIndex(c)
+		for _, i := range []int{h, w} {
+			if st[i] < 1 {
+				return nil, errorf("Stride must be > 0, but got %d", st[i])
+			}
+			if dl[i] < 1 {
+				return nil, errorf("Dilation rate must be >= 1, but got %d", dl[i])
+			}
+		}
+	}
 	if !in.Known || !f.Known || len(st) != 4 || len(dl) != 4 {
 		return []tensor.PartialShape{unknownDims(4)}, nil
 	}

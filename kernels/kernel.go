@@ -243,10 +243,24 @@ func NewTensor(c *Context, dt tensor.DType, shape tensor.Shape) (*tensor.Tensor,
 // SetOutput sets output i to an existing tensor (forwarding an input).
 func (c *Context) SetOutput(i int, t *tensor.Tensor) { c.Outputs[i] = t }
 
-// Errorf returns an error with code and a message that starts with the
-// node's name and op, as TF's kernel errors do.
+// Errorf returns an error with code and a message in the form of TF's
+// kernel errors (see NodeError).
 func (c *Context) Errorf(code status.Code, format string, args ...any) error {
-	return status.Errorf(code, "%s (op %s): %s", c.Node.Name, c.Node.Op, fmt.Sprintf(format, args...))
+	return NodeError(code, c.Node, fmt.Sprintf(format, args...))
+}
+
+// NodeError is node n's error with code: msg and the op type, then TF's
+// "\n\t [[{{node NAME}}]]", the form TF's tools parse to find the failing node.
+func NodeError(code status.Code, n *graph.Node, msg string) error {
+	return status.Errorf(code, "%s (op %s)\n\t [[{{node %s}}]]", msg, n.Op, n.Name)
+}
+
+// WrapNode is NodeError around err, keeping its code and cause.
+func WrapNode(err error, n *graph.Node) error {
+	if err == nil {
+		return nil
+	}
+	return &status.Error{Code: status.CodeOf(err), Msg: fmt.Sprintf("%v (op %s)\n\t [[{{node %s}}]]", err, n.Op, n.Name), Inner: err}
 }
 
 // For runs fn over [0, n) on the pool (serially when there is none).

@@ -54,7 +54,15 @@ func New(g *graph.Graph, opts *Options) (*Session, error) { return newSession(g,
 // RunMetadata is nil unless runOpts asked for tracing. Feeds are read during
 // the call only and never kept.
 func (s *Session) Run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Output, targets []*graph.Node) ([]*tensor.Tensor, *tfpb.RunMetadata, error) {
-	out, md, err := s.run(runOpts, feeds, fetches, targets)
+	var out []*tensor.Tensor
+	var md *tfpb.RunMetadata
+	var err error
+	if len(fetches) == 0 && len(targets) == 0 {
+		// TF's words; a partial run's step may fetch nothing (it feeds).
+		err = status.InvalidArg("Must specify at least one target to fetch or execute.")
+	} else {
+		out, md, err = s.run(runOpts, feeds, fetches, targets)
+	}
 	if err != nil && !s.impl.closed.Load() {
 		// Every failed Run counts in MS_SessionStats, those rejected before
 		// a step starts (bad feeds, unknown outputs, plan errors) too.

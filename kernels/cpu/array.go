@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"mstream/graph"
+	"mstream/hostmem"
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
@@ -358,6 +359,24 @@ func transpose(ctx *kernels.Context) error {
 	return nil
 }
 
+// fillOfConstsError is a Fill's allocation error as TF reports it: TF folds
+// a Fill of two constants into a Const while it optimizes the graph, and
+// when that Const's tensor is more than the machine's memory its allocation
+// fails as INVALID_ARGUMENT ("Cannot parse tensor from proto"). A Fill of
+// computed dims, or one over a limit of mstream's own, stays a
+// RESOURCE_EXHAUSTED allocation failure.
+func fillOfConstsError(ctx *kernels.Context, shape tensor.Shape, err error) error {
+	in := ctx.Node.Inputs
+	if status.CodeOf(err) != status.ResourceExhausted || len(in) != 2 || in[0].Node.Op != "Const" || in[1].Node.Op != "Const" {
+		return err
+	}
+	bytes := shape.NumElements() * int64(ctx.Input(1).DType.Size())
+	if phys := hostmem.Physical(); phys == 0 || bytes <= phys {
+		return err
+	}
+	return ctx.Errorf(status.InvalidArgument, "Cannot parse tensor from proto: the Fill of constants of shape %v needs %d bytes, more than the machine's %d", shape, bytes, hostmem.Physical())
+}
+
 func fill(ctx *kernels.Context) error {
 	dims, err := hostInts(ctx, 0, "dims")
 	if err != nil {
@@ -376,7 +395,7 @@ func fill(ctx *kernels.Context) error {
 	}
 	o, err := ctx.Allocate(0, s)
 	if err != nil {
-		return err
+		return fillOfConstsError(ctx, s, err)
 	}
 	n := int(o.NumElements())
 	for i := 0; i < n; i++ {

@@ -58,7 +58,7 @@ func init() {
 
 // nodeErr is ctx.Errorf for factories, which have no Context yet.
 func nodeErr(n *graph.Node, code status.Code, format string, args ...any) error {
-	return status.Errorf(code, "%s (op %s): %s", n.Name, n.Op, sprintf(format, args...))
+	return kernels.NodeError(code, n, sprintf(format, args...))
 }
 
 func setInt(t *tensor.Tensor, i int, v int64) {

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"strings"
 
 	cu "mstream/device/cuda"
@@ -31,7 +32,7 @@ var convActs = map[string]int32{"": 0, "Relu": 1, "Relu6": 2, "Elu": 3, "LeakyRe
 func init() {
 	reg("_FusedConv2D", "T", []tensor.DType{tensor.Float, tensor.Half, tensor.Double}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		nerr := func(code status.Code, format string, args ...any) error {
-			return status.Errorf(code, "%s (op %s): "+format, append([]any{n.Name, n.Op}, args...)...)
+			return kernels.NodeError(code, n, fmt.Sprintf(format, args...))
 		}
 		var ops []string
 		if a := n.Attrs["fused_ops"]; a != nil && a.GetList() != nil {

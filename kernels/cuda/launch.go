@@ -31,13 +31,8 @@ func begin(ctx *kernels.Context) (kctx, error) {
 	return kctx{ctx, s}, nil
 }
 
-// wrap prefixes a device error with the node, keeping its code and cause.
-func (k kctx) wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	return status.Wrap(err, "%s (op %s)", k.Node.Name, k.Node.Op)
-}
+// wrap names the node in a device error, in TF's form, keeping its code and cause.
+func (k kctx) wrap(err error) error { return kernels.WrapNode(err, k.Node) }
 
 // fnKey names a kernel in one context.
 type fnKey struct {

@@ -75,23 +75,42 @@ static void bad_run(const TF_Output* in, TF_Tensor* const* vals, int nin, TF_Out
 static void test_runs(void) {
   TF_Output x = out0(g, "x"), y = out0(g, "y"), ids = out0(g, "ids"), gg = out0(g, "g"), u = out0(g, "u");
 
-  /* Wrong dtype, rank, dimension; a tensor with too few bytes for its shape. */
+  /* The wrong dtype (TF: "Expects arg[0] to be float but double is provided";
+   * mstream names the feed). */
   int64_t d3[1] = {3};
   TF_Tensor* t = TF_AllocateTensor(TF_DOUBLE, d3, 1, 24);
+#ifdef MS_ON_TF
+  bad_run(&x, &t, 1, y, TF_INVALID_ARGUMENT, "float", "feed of the wrong dtype");
+#else
   bad_run(&x, &t, 1, y, TF_INVALID_ARGUMENT, "'x", "feed of the wrong dtype");
+#endif
   TF_DeleteTensor(t);
+  /* A shape other than x's attr [-1,3]: TF's C API runs the feed (only Python's
+   * Session.run checks the attr), and the kernels check what they read: rank 1
+   * [3] gives y = x + c of shape [3]; [2,4] fails in y's AddV2. */
   t = floats(3, 1, 0);
   TF_SetShape(t, d3, 1);
-  bad_run(&x, &t, 1, y, TF_INVALID_ARGUMENT, "'x", "feed of the wrong rank");
+  {
+    TF_Status* s1 = TF_NewStatus();
+    TF_Tensor* r = run1(sess, &x, &t, 1, y, s1);
+    CHECK(TF_GetCode(s1) == TF_OK && r && TF_NumDims(r) == 1 && TF_Dim(r, 0) == 3, "feed of another rank runs: %s",
+          TF_Message(s1));
+    if (r) TF_DeleteTensor(r);
+    TF_DeleteStatus(s1);
+  }
   TF_DeleteTensor(t);
   t = floats(2, 4, 0);
-  bad_run(&x, &t, 1, y, TF_INVALID_ARGUMENT, "'x", "feed of the wrong dimension");
+  bad_run(&x, &t, 1, y, TF_INVALID_ARGUMENT, "{{node y}}", "feed of another dimension");
   TF_DeleteTensor(t);
+#ifndef MS_ON_TF
+  /* A tensor whose shape (TF_SetShape) claims more bytes than it has: TF reads
+   * past its buffer; mstream refuses the feed (README, "safer than TF"). */
   t = floats(1, 3, 0);
   int64_t big[2] = {100, 3};
   TF_SetShape(t, big, 2);
   bad_run(&x, &t, 1, y, TF_INVALID_ARGUMENT, "(x)", "feed with fewer bytes than its shape needs");
   TF_DeleteTensor(t);
+#endif
 
   /* Missing feed for a placeholder (TF: "You must feed a value for placeholder tensor 'x'"). */
   bad_run(NULL, NULL, 0, y, TF_INVALID_ARGUMENT, "'x'", "missing feed");
@@ -105,11 +124,15 @@ static void test_runs(void) {
   TF_Graph* other = TF_NewGraph();
   TF_Status* s = TF_NewStatus();
   CHECK(import_text(other, kGraph, s), "import other: %s", TF_Message(s));
+  TF_Output y5 = {y.oper, 5};
+  bad_run(&x, &a, 1, y5, TF_OUT_OF_RANGE, "'y'", "fetch of output 5 of a one-output op");
+#ifndef MS_ON_TF
+  /* Operations of another graph, NULL operations, tensors and arrays: TF looks
+   * the first up by name in the session's graph (running whatever has that
+   * name) and crashes on the others; mstream refuses them (README, "safer than TF"). */
   TF_Output ox = out0(other, "x"), oy = out0(other, "y");
   bad_run(&x, &a, 1, oy, TF_INVALID_ARGUMENT, "y", "fetch from another graph");
   bad_run(&ox, &a, 1, y, TF_INVALID_ARGUMENT, "x", "feed from another graph");
-  TF_Output y5 = {y.oper, 5};
-  bad_run(&x, &a, 1, y5, TF_OUT_OF_RANGE, "'y'", "fetch of output 5 of a one-output op");
   TF_Output nul = {NULL, 0};
   bad_run(&x, &a, 1, nul, TF_INVALID_ARGUMENT, "NULL", "fetch with a NULL operation");
   bad_run(&nul, &a, 1, y, TF_INVALID_ARGUMENT, "NULL", "feed with a NULL operation");
@@ -123,6 +146,7 @@ static void test_runs(void) {
   TF_SessionRun(sess, NULL, &x, &a, 1, &yy, NULL, 1, NULL, 0, NULL, s);
   CHECK_ERR(s, TF_INVALID_ARGUMENT, "output_values", "NULL output array");
   good_run("NULL output array");
+#endif
   TF_DeleteGraph(other);
 
   /* An op TF knows but mstream has no kernel for: named with its op. */
@@ -140,7 +164,7 @@ static void test_runs(void) {
   int64_t d2[1] = {3};
   int32_t bad_ids[3] = {1, 7, 0};
   TF_Tensor* it = make_tensor(TF_INT32, d2, 1, bad_ids);
-  bad_run(&ids, &it, 1, gg, TF_INVALID_ARGUMENT, "g (op GatherV2)", "GatherV2 index 7 of 5");
+  bad_run(&ids, &it, 1, gg, TF_INVALID_ARGUMENT, "{{node g}}", "GatherV2 index 7 of 5");
   TF_SessionRun(sess, NULL, &ids, &it, 1, &gg, &eo, 1, NULL, 0, NULL, s);
   CHECK(strstr(TF_Message(s), "7") && strstr(TF_Message(s), "[1]"), "message names index [1] = 7: %s", TF_Message(s));
   TF_DeleteTensor(it);
@@ -160,14 +184,14 @@ static void test_runs(void) {
 
   /* Shapes known only at run time: kernels name their node. */
   TF_Tensor* u5 = floats(1, 5, 0);
-  bad_run(&u, &u5, 1, out0(g, "r"), TF_INVALID_ARGUMENT, "r (op Reshape)", "Reshape of 5 elements to [-1, 2]");
-  bad_run(&u, &u5, 1, out0(g, "mm"), TF_INVALID_ARGUMENT, "mm (op MatMul)", "MatMul [1,5] x [3,2]");
+  bad_run(&u, &u5, 1, out0(g, "r"), TF_INVALID_ARGUMENT, "{{node r}}", "Reshape of 5 elements to [-1, 2]");
+  bad_run(&u, &u5, 1, out0(g, "mm"), TF_INVALID_ARGUMENT, "{{node mm}}", "MatMul [1,5] x [3,2]");
   TF_DeleteTensor(u5);
   TF_DeleteStatus(s);
 }
 
-/* A feed may replace any tensor, and TF checks only a Placeholder feed against
- * its shape: 'c' (a Const of shape [3]) fed as [1,3] runs, y = x + c = [[10,21,32]]. */
+/* A feed may replace any tensor, of any shape: 'c' (a Const of shape [3]) fed
+ * as [1,3] runs, y = x + c = [[10,21,32]]. */
 static void test_non_placeholder_feed_shape(void) {
   TF_Status* s = TF_NewStatus();
   TF_Output in[2] = {out0(g, "x"), out0(g, "c")};
@@ -180,10 +204,11 @@ static void test_non_placeholder_feed_shape(void) {
             p[0] == 10 && p[1] == 21 && p[2] == 32,
         "Const fed with a shape other than its static one: %s", TF_Message(s));
   if (out) TF_DeleteTensor(out);
-  /* The Placeholder x is still checked: [1,4] against [-1,3]. */
+  /* A Placeholder's attr is no more checked than a Const's shape (TF's C API
+   * does not): x = [1,4] fails in y's AddV2 against c = [3]. */
   TF_DeleteTensor(vals[0]);
   vals[0] = floats(1, 4, 0);
-  bad_run(in, vals, 1, out0(g, "y"), TF_INVALID_ARGUMENT, "'x", "Placeholder fed a shape its attr rejects");
+  bad_run(in, vals, 1, out0(g, "y"), TF_INVALID_ARGUMENT, "{{node y}}", "Placeholder fed a shape its attr rejects");
   TF_DeleteTensor(vals[0]);
   TF_DeleteTensor(vals[1]);
   TF_DeleteStatus(s);
@@ -212,6 +237,7 @@ static void test_failed_count(void) {
     CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT && out == NULL, "rejected feed %d: %d %s", i, TF_GetCode(s), TF_Message(s));
     if (out) TF_DeleteTensor(out);
   }
+#ifndef MS_ON_TF /* TF keeps no run statistics */
   TF_Buffer* js = TF_NewBuffer();
   MS_SessionStats(fresh, js, s);
   CHECK_OK(s, "MS_SessionStats");
@@ -219,6 +245,7 @@ static void test_failed_count(void) {
             memmem(js->data, js->length, "\"runs_completed\":1,", 18) != NULL,
         "stats count 3 failed runs and 1 completed: %.*s", (int)js->length, (const char*)js->data);
   TF_DeleteBuffer(js);
+#endif
   TF_DeleteTensor(dbl);
   TF_DeleteTensor(wide);
   TF_DeleteTensor(good);

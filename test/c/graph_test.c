@@ -175,7 +175,7 @@ static void test_build(void) {
     CHECK(TF_GetCode(s) == TF_OUT_OF_RANGE, "attr name past the end: %d", TF_GetCode(s));
     int64_t dims[2] = {0, 0};
     TF_GraphGetTensorShape(g, (TF_Output){mm, 0}, dims, 2, s);
-    CHECK(ok(s) && dims[0] == 2 && dims[1] == 4, "MatMul shape [%lld,%lld]", (long long)dims[0], (long long)dims[1]);
+    CHECK(ok(s) && dims[0] == 2 && dims[1] == 4, "MatMul shape [%lld,%lld]: %s", (long long)dims[0], (long long)dims[1], TF_Message(s));
     TF_Buffer* nd = TF_NewBuffer();
     TF_OperationToNodeDef(mm, nd, s);
     pb_field f = {0};
@@ -293,7 +293,7 @@ static void test_attrs(void) {
   /* Scalars. */
   char buf[16] = {0};
   TF_OperationGetAttrString(op, "_s", buf, sizeof buf, s);
-  CHECK(ok(s) && memcmp(buf, "hello\0world", 11) == 0, "string with an embedded NUL");
+  CHECK(ok(s) && memcmp(buf, "hello\0world", 11) == 0, "string with an embedded NUL: %s", TF_Message(s));
   memset(buf, 'z', sizeof buf);
   TF_OperationGetAttrString(op, "_s", buf, 3, s);
   CHECK(ok(s) && memcmp(buf, "helz", 4) == 0, "string truncated to max_length");
@@ -466,7 +466,7 @@ static void test_validation(void) {
 
   d = TF_NewOperation(g, "NoSuchOpType", "unknown_op");
   CHECK(TF_FinishOperation(d, s) == NULL, "unknown op type");
-  CHECK_ERR(s, TF_NOT_FOUND, "NoSuchOpType", "op type not registered");
+  CHECK_ERR(s, TF_INVALID_ARGUMENT, "NoSuchOpType", "op type not registered (TF's NodeBuilder: INVALID_ARGUMENT)");
 
   CHECK(unary(g, "Relu", "x", xo, s) == NULL, "duplicate name");
   CHECK_ERR(s, TF_INVALID_ARGUMENT, "x", "duplicate node name");

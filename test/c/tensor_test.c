@@ -9,6 +9,7 @@
 
 static int dealloc_calls;
 static void dealloc(void* data, size_t len, void* arg) { (void)len; (void)arg; dealloc_calls++; free(data); }
+static void dealloc_count(void* data, size_t len, void* arg) { (void)data; (void)len; (void)arg; dealloc_calls++; }
 
 int main(void) {
   static const struct { TF_DataType t; size_t size; } sizes[] = {
@@ -28,11 +29,20 @@ int main(void) {
     TF_DeleteTensor(t);
   }
 
-  int64_t dims[1] = {4};
-  float* data = malloc(4 * sizeof(float));
+  /* 64-byte aligned data is kept until the tensor goes; other data is copied
+   * and its deallocator runs at once (TF does both). */
+  int64_t dims[1] = {3};
+  float* data = aligned_alloc(64, 64);
   for (int i = 0; i < 4; i++) data[i] = i;
-  TF_Tensor* t = TF_NewTensor(TF_FLOAT, dims, 1, data, 4 * sizeof(float), dealloc, NULL);
-  CHECK(t != NULL, "TF_NewTensor");
+  TF_Tensor* t = TF_NewTensor(TF_FLOAT, dims, 1, data + 1, 3 * sizeof(float), dealloc_count, NULL);
+  CHECK(t != NULL && dealloc_calls == 1 && TF_TensorData(t) != data + 1 && ((float*)TF_TensorData(t))[2] == 3,
+        "unaligned data copied, its deallocator run at once: %d calls", dealloc_calls);
+  if (t) TF_DeleteTensor(t);
+  CHECK(dealloc_calls == 1, "the copy's own deallocation is not the caller's: %d calls", dealloc_calls);
+  dealloc_calls = 0;
+  dims[0] = 4;
+  t = TF_NewTensor(TF_FLOAT, dims, 1, data, 4 * sizeof(float), dealloc, NULL);
+  CHECK(t != NULL && TF_TensorData(t) == data, "TF_NewTensor keeps aligned data");
   CHECK(dealloc_calls == 0, "deallocator called early");
   TF_Tensor* m = TF_TensorMaybeMove(t);
   if (m) TF_DeleteTensor(m); else TF_DeleteTensor(t);
