@@ -10,6 +10,7 @@
 #   valgrind   the C tests under memcheck (test/valgrind)
 #   fuzz       libFuzzer over import + Run with feeds, 30 s (test/fuzz)
 #   tforacle   kernels and generated graphs against real TF 2.15 (test/tforacle)
+#   capidiff   the C API against TF's own libtensorflow (test/capidiff)
 # Each suite ends with "N passed, M failed"; the last line sums them. Arguments
 # name the suites to run (default: all).
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,7 +55,7 @@ suite_script() { # name command...
   count "$name" "$(cat "$tmp/$name.out")"
 }
 
-suites=${*:-c symbols headers numeric tfheaders gobind models valgrind fuzz tforacle}
+suites=${*:-c symbols headers numeric tfheaders gobind models valgrind fuzz tforacle} capidiff
 for s in $suites; do
   t0=$(date +%s)
   case $s in
@@ -68,6 +69,7 @@ for s in $suites; do
     valgrind) suite_script valgrind "$repo/test/valgrind/run.sh" ;;
     fuzz) suite_script fuzz "$repo/test/fuzz/run.sh" ;;
     tforacle) suite_script tforacle "$repo/test/tforacle/run.sh" ;;
+    capidiff) suite_script capidiff "$repo/test/capidiff/run.sh" ;;
     *) echo "unknown suite $s"; fail=$((fail+1)) ;;
   esac
   echo "-- $s: $(( $(date +%s) - t0 )) s"

@@ -149,15 +149,18 @@ static void test_runs(void) {
 #endif
   TF_DeleteGraph(other);
 
-  /* An op TF knows but mstream has no kernel for: named with its op. */
+  /* An op TF knows but mstream has no kernel for: named with its op (TF has
+   * one). */
+  TF_Tensor* eo = NULL;
+#ifndef MS_ON_TF
   bad_run(&x, &a, 1, out0(g, "by1"), TF_INVALID_ARGUMENT, "'by1'", "BesselY1 without a kernel");
   TF_Status* s2 = TF_NewStatus();
   TF_Output by1 = out0(g, "by1");
-  TF_Tensor* eo = NULL;
   TF_SessionRun(sess, NULL, &x, &a, 1, &by1, &eo, 1, NULL, 0, NULL, s2);
   CHECK(strstr(TF_Message(s2), "BesselY1") != NULL, "no-kernel message names the op type: %s", TF_Message(s2));
   if (eo) TF_DeleteTensor(eo);
   TF_DeleteStatus(s2);
+#endif
   TF_DeleteTensor(a);
 
   /* GatherV2 with an index out of [0, 5). */
@@ -314,9 +317,9 @@ static int import_fails(const void* data, size_t len, TF_Code code, const char* 
   TF_Buffer* b = TF_NewBufferFromString(data, len);
   TF_ImportGraphDefOptions* o = TF_NewImportGraphDefOptions();
   TF_GraphImportGraphDef(g, b, o, s);
+  int failed = TF_GetCode(s) == code;
   CHECK_ERR(s, code, needle, what);
   CHECK(count_ops(g) == before, "%s changed the graph (%d -> %d ops)", what, before, count_ops(g));
-  int failed = TF_GetCode(s) == code;
   TF_DeleteImportGraphDefOptions(o);
   TF_DeleteBuffer(b);
   TF_DeleteStatus(s);
@@ -344,18 +347,24 @@ static void test_imports(void) {
   import_fails(junk3, sizeof junk3, TF_INVALID_ARGUMENT, "GraphDef", "invalid UTF-8 name");
   import_fails(junk4, sizeof junk4, TF_INVALID_ARGUMENT, "", "node without a name");
 
-  /* A cycle, by data and by control edges, behind valid nodes. */
+  /* A cycle, by data and by control edges, behind valid nodes. mstream names
+   * the nodes; TF says only "2 nodes in a cycle". */
+#ifdef MS_ON_TF
+#define IN_CYCLE(name) "in a cycle"
+#else
+#define IN_CYCLE(name) name
+#endif
   const char* ph = "node { name: 'p' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }\n";
   char text[1024];
   snprintf(text, sizeof text,
            "%snode { name: 'cyc_a' op: 'AddV2' input: 'p' input: 'cyc_b' attr { key: 'T' value { type: DT_FLOAT } } }\n"
            "node { name: 'cyc_b' op: 'Relu' input: 'cyc_a' attr { key: 'T' value { type: DT_FLOAT } } }\n",
            ph);
-  import_text_fails(text, TF_INVALID_ARGUMENT, "cyc_a", "data cycle");
+  import_text_fails(text, TF_INVALID_ARGUMENT, IN_CYCLE("cyc_a"), "data cycle");
   import_text_fails("node { name: 'n1' op: 'NoOp' input: '^n2' }\nnode { name: 'n2' op: 'NoOp' input: '^n1' }\n",
-                    TF_INVALID_ARGUMENT, "n1", "control cycle");
+                    TF_INVALID_ARGUMENT, IN_CYCLE("n1"), "control cycle");
   import_text_fails("node { name: 'self' op: 'Relu' input: 'self' attr { key: 'T' value { type: DT_FLOAT } } }\n",
-                    TF_INVALID_ARGUMENT, "self", "self loop");
+                    TF_INVALID_ARGUMENT, IN_CYCLE("self"), "self loop");
 
   /* An op TF does not know: NOT_FOUND naming it; the valid nodes before it are not imported. */
   snprintf(text, sizeof text, "%snode { name: 'weird' op: 'NotARealTFOp' input: 'p' }\n", ph);
@@ -600,7 +609,11 @@ int main(void) {
     test_failed_count();
     test_imports();
     test_truncations();
+#ifndef MS_ON_TF /* NULL arguments, on which TF crashes (README, "safer than TF") */
     test_nulls();
+#else
+    (void)test_nulls;
+#endif
     test_hostile_sizes();
     TF_CloseSession(sess, s);
     TF_DeleteSession(sess, s);

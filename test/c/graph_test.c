@@ -173,6 +173,7 @@ static void test_build(void) {
     char name[8];
     TF_OperationGetAttrName(mm, 3, name, s);
     CHECK(TF_GetCode(s) == TF_OUT_OF_RANGE, "attr name past the end: %d", TF_GetCode(s));
+    TF_SetStatus(s, TF_OK, "");
     int64_t dims[2] = {0, 0};
     TF_GraphGetTensorShape(g, (TF_Output){mm, 0}, dims, 2, s);
     CHECK(ok(s) && dims[0] == 2 && dims[1] == 4, "MatMul shape [%lld,%lld]: %s", (long long)dims[0], (long long)dims[1], TF_Message(s));
@@ -244,6 +245,7 @@ static void test_attrs(void) {
   const unsigned char garbage[] = {0x12, 0x09, 0x08};
   TF_SetAttrTensorShapeProto(d, "_bad_tsp", garbage, sizeof garbage, s);
   CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "malformed TensorShapeProto: %d %s", TF_GetCode(s), TF_Message(s));
+  TF_SetStatus(s, TF_OK, "");
   int32_t tv[4] = {1, 2, 3, 4};
   int64_t tdims[2] = {2, 2};
   TF_Tensor* t1 = make_tensor(TF_INT32, tdims, 2, tv);
@@ -263,6 +265,7 @@ static void test_attrs(void) {
   CHECK_OK(s, "SetAttrValueProto");
   TF_SetAttrValueProto(d, "_bad_vp", garbage, sizeof garbage, s);
   CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "malformed AttrValue: %d %s", TF_GetCode(s), TF_Message(s));
+  TF_SetStatus(s, TF_OK, "");
   TF_SetAttrIntList(d, "_empty_il", NULL, 0);
   TF_Operation* op = TF_FinishOperation(d, s);
   CHECK_OK(s, "NoOp with every attr kind");
@@ -335,6 +338,7 @@ static void test_attrs(void) {
             memcmp(vals[2], "xyz", 3) == 0, "string list: %s", TF_Message(s));
   TF_OperationGetAttrStringList(op, "_sl", vals, lens, 3, store, 2, s);
   CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "string list with too little storage: %d", TF_GetCode(s));
+  TF_SetStatus(s, TF_OK, "");
   int64_t ilo[4] = {0};
   TF_OperationGetAttrIntList(op, "_il", ilo, 4, s);
   CHECK(ok(s) && memcmp(ilo, il, sizeof il) == 0, "int list");
@@ -363,6 +367,7 @@ static void test_attrs(void) {
             dims[2][0] == 9, "shape list: %s", TF_Message(s));
   TF_OperationGetAttrShapeList(op, "_shapel", dims, ndims, 3, sstore, 2, s);
   CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "shape list with too little storage: %d", TF_GetCode(s));
+  TF_SetStatus(s, TF_OK, "");
   TF_OperationGetAttrShape(op, "_tsp", so, 3, s);
   CHECK(ok(s) && so[0] == 2 && so[1] == 3, "shape set from a TensorShapeProto");
   TF_Buffer* sb = TF_NewBuffer();
@@ -434,9 +439,14 @@ static void test_validation(void) {
   TF_AddInput(d, xo);
   CHECK(TF_FinishOperation(d, s) == NULL, "AddV2 with one input");
   CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "too few inputs: %d %s", TF_GetCode(s), TF_Message(s));
+  TF_SetStatus(s, TF_OK, "");
 
   CHECK(binary(g, "AddV2", "mixed", xo, io, s) == NULL, "AddV2(float, int32)");
+#ifdef MS_ON_TF
+  CHECK_ERR(s, TF_INVALID_ARGUMENT, "DT_INT32", "input type mismatch"); /* "Inconsistent values for attr 'T'" */
+#else
   CHECK_ERR(s, TF_INVALID_ARGUMENT, "int32", "input type mismatch");
+#endif
 
   TF_Operation* bx = placeholder(g, "bx", TF_BOOL, NULL, -1, s);
   before++;
@@ -471,12 +481,15 @@ static void test_validation(void) {
   CHECK(unary(g, "Relu", "x", xo, s) == NULL, "duplicate name");
   CHECK_ERR(s, TF_INVALID_ARGUMENT, "x", "duplicate node name");
 
-  /* An input from another graph. */
+#ifndef MS_ON_TF
+  /* An input from another graph: TF adds the edge across graphs (a graph that
+   * then points into freed memory); mstream refuses it (README, "safer than TF"). */
   TF_Graph* g2 = TF_NewGraph();
   TF_Operation* y = placeholder(g2, "y", TF_FLOAT, NULL, -1, s);
   CHECK(y && unary(g, "Relu", "foreign", (TF_Output){y, 0}, s) == NULL && TF_GetCode(s) != TF_OK,
         "input from another graph: %d %s", TF_GetCode(s), TF_Message(s));
   TF_DeleteGraph(g2);
+#endif
 
   CHECK(count_ops(g) == before + 1, "failed finishes added ops: %d -> %d (extra_attr is the one good)", before,
         count_ops(g));
@@ -509,6 +522,7 @@ static void test_shapes(void) {
   CHECK(ok(s) && dims[0] == -1 && dims[1] == 3, "Relu passes the shape on");
   TF_GraphGetTensorShape(g, xo, dims, 3, s);
   CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "num_dims mismatch: %d", TF_GetCode(s));
+  TF_SetStatus(s, TF_OK, "");
 
   /* Refine x to [5,3]; ops added afterwards see it. */
   int64_t ref[2] = {5, 3};
@@ -531,11 +545,13 @@ static void test_shapes(void) {
   CHECK(ok(s) && dims[0] == 3 && dims[1] == 3, "MatMul [3,5]x[5,3] shape");
   CHECK(binary(g, "MatMul", "bad_mm", (TF_Output){r2, 0}, (TF_Output){r2, 0}, s) == NULL, "MatMul [5,3]x[5,3]");
   CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "incompatible inner dims: %d %s", TF_GetCode(s), TF_Message(s));
+  TF_SetStatus(s, TF_OK, "");
 
   /* Incompatible refinement fails and leaves the shape alone; unknown rank is a no-op. */
   int64_t bad[2] = {4, 3};
   TF_GraphSetTensorShape(g, xo, bad, 2, s);
   CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "incompatible SetTensorShape: %d", TF_GetCode(s));
+  TF_SetStatus(s, TF_OK, "");
   TF_GraphSetTensorShape(g, xo, NULL, -1, s);
   CHECK_OK(s, "SetTensorShape unknown rank");
   TF_GraphGetTensorShape(g, xo, dims, 2, s);
@@ -547,6 +563,7 @@ static void test_shapes(void) {
   TF_GraphSetTensorShape(g, (TF_Output){x, 1}, ref, 2, s);
   CHECK(TF_GetCode(s) == TF_OUT_OF_RANGE || TF_GetCode(s) == TF_INVALID_ARGUMENT, "output index out of range: %d",
         TF_GetCode(s));
+  TF_SetStatus(s, TF_OK, "");
 
   /* Shapes from ops that compute them: Reshape with a const shape, Fill, ExpandDims. */
   int32_t shp[3] = {3, -1, 1};
@@ -732,8 +749,14 @@ static void test_import(void) {
   /* Uniquify prefix: a second "p" prefix becomes unique instead of clashing. */
   o = TF_NewImportGraphDefOptions();
   TF_ImportGraphDefOptionsSetPrefix(o, "p");
+#ifndef MS_ON_TF
+  /* TF checks only that no node is named "p" itself, and imports a second
+   * p/a, p/b, ... (its graph then cannot be exported and imported again:
+   * "Node 'p/a' is not unique"); mstream refuses (README, "safer than TF"). */
   TF_GraphImportGraphDef(g, gd, o, s);
   CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "prefix clash: %d %s", TF_GetCode(s), TF_Message(s));
+  TF_SetStatus(s, TF_OK, "");
+#endif
   int n_before = count_ops(g);
   TF_ImportGraphDefOptionsSetUniquifyPrefix(o, 1);
   TF_GraphImportGraphDef(g, gd, o, s);
@@ -781,11 +804,16 @@ static void test_import(void) {
   CHECK(same, "round trip keeps every node, input, device and attr count");
   TF_Buffer* e2 = TF_NewBuffer();
   TF_GraphToGraphDef(g2, e2, s);
+#ifdef MS_ON_TF /* TF serializes attr maps in no fixed order: only the size is stable */
+  CHECK(ok(s) && e1->length == e2->length, "second export has the same size (%zu vs %zu bytes)", e1->length, e2->length);
+#else
   CHECK(ok(s) && e1->length == e2->length && memcmp(e1->data, e2->data, e1->length) == 0,
         "second export is byte-identical (%zu vs %zu bytes)", e1->length, e2->length);
+#endif
   TF_Buffer* used = TF_NewBufferFromString("x", 1);
   TF_GraphToGraphDef(g2, used, s);
   CHECK(TF_GetCode(s) == TF_INVALID_ARGUMENT, "export into a non-empty buffer: %d", TF_GetCode(s));
+  TF_SetStatus(s, TF_OK, "");
   TF_DeleteBuffer(used);
   TF_DeleteBuffer(e1);
   TF_DeleteBuffer(e2);
@@ -825,8 +853,13 @@ static void test_opdefs(void) {
 
   TF_Buffer* all = TF_GetAllOpList();
   int n = all ? pb_count(all->data, all->length, 1) : 0;
-  /* TF 2.15's ops.pbtxt has 1506 ops. */
+  /* TF 2.15's ops.pbtxt has 1506 ops; TF's own binary registers more
+   * (internal ones its kernels add), 1753. */
+#ifdef MS_ON_TF
+  CHECK(n == 1753, "TF_GetAllOpList has %d ops", n);
+#else
   CHECK(n == 1506, "TF_GetAllOpList has %d ops", n);
+#endif
   int want = 0;
   pb_field op;
   for (int i = 0; all && pb_get(all->data, all->length, 1, i, &op); i++) {

@@ -140,11 +140,15 @@ static void test_session(void) {
     TF_Output xo = {x, 0};
     TF_SessionRun(sess, NULL, &xo, &in, 1, outs, vals, 5, NULL, 0, NULL, s);
     CHECK_OK(s, "run");
-    /* Inputs are not kept: free and overwrite them before looking at the outputs. */
+    /* Inputs are not kept: free and overwrite them before looking at the outputs.
+     * TF lets an output share a fed tensor's buffer (Identity of the feed
+     * here), so there the overwrite would show: README, "safer than TF". */
+#ifndef MS_ON_TF
     dealloc_all(in);
     TF_TString* its = TF_TensorData(in);
     for (int i = 0; i < N; i++) { TF_TString_Init(&its[i]); TF_TString_Copy(&its[i], "overwritten", 11); }
     memset(view_src + 2, '#', 5);
+#endif
     char want_view[64];
     snprintf(want_view, sizeof want_view, "a view that is longer than 22 bytes, round %d", round);
     if (TF_GetCode(s) == TF_OK) {

@@ -1,0 +1,1043 @@
+/* The C-API differential program: built once against mstream's library and once
+ * against TF's own libtensorflow (-DMS_ON_TF, with tfshim.cc for the text-format
+ * GraphDef parser), it runs the same call sequences on both and prints every
+ * observable result as one line per call: status codes (and the parts of a
+ * message that TF keeps stable: the names it must carry, the [[{{node NAME}}]]
+ * suffix), output dtypes, shapes and values, graph introspection (operations,
+ * names, types, attrs, shapes, positions, consumers) and deallocator calls.
+ * test/capidiff/run.sh diffs the two transcripts, case by case.
+ *
+ *   capidiff                 every case of the scripted catalogue
+ *   capidiff list            the catalogue's case names
+ *   capidiff random SEED N   N random call sequences over the graph-building
+ *                            and session API, drawn from SEED
+ *
+ * Nothing here may crash TF: the calls on which TF crashes (NULL arguments) are
+ * mstream's "safer than TF" table in README.md, tested by test/c. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "../c/util.h"
+
+/* ---- Transcript ------------------------------------------------------------- */
+
+static void out(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  putchar('\n');
+}
+
+/* The status: its code, and for each name whether the message contains it. */
+static void st(const char* what, TF_Status* s, ...) {
+  char line[1024];
+  int n = snprintf(line, sizeof line, "%s: code %d", what, TF_GetCode(s));
+  va_list ap;
+  va_start(ap, s);
+  for (const char* needle; (needle = va_arg(ap, const char*)) != NULL;)
+    n += snprintf(line + n, sizeof line - n, " has(%s)=%d", needle, strstr(TF_Message(s), needle) != NULL);
+  va_end(ap);
+  out("%s", line);
+  if (getenv("CAPIDIFF_MSG")) out("  message: %s", TF_Message(s)); /* for debugging, never in a compared run */
+}
+#define ST(what, s, ...) st(what, s, ##__VA_ARGS__, (const char*)NULL)
+
+/* A kernel error ends with TF's "[[{{node NAME}}]]". */
+static void st_node(const char* what, TF_Status* s, const char* node) {
+  char want[256];
+  snprintf(want, sizeof want, "[[{{node %s}}]]", node);
+  const char* m = TF_Message(s);
+  size_t lm = strlen(m), lw = strlen(want);
+  while (lm && (m[lm - 1] == '\n' || m[lm - 1] == ' ')) lm--;
+  if (getenv("CAPIDIFF_MSG")) out("  message: %s", m);
+  out("%s: code %d ends-with-node(%s)=%d", what, TF_GetCode(s), node, lm >= lw && memcmp(m + lm - lw, want, lw) == 0);
+}
+
+static void show_tensor(const char* what, const TF_Tensor* t) {
+  if (!t) { out("%s: NULL", what); return; }
+  char line[4096];
+  int n = snprintf(line, sizeof line, "%s: dtype %d dims [", what, TF_TensorType(t));
+  for (int i = 0; i < TF_NumDims(t); i++) n += snprintf(line + n, sizeof line - n, "%s%" PRId64, i ? "," : "", TF_Dim(t, i));
+  int64_t count = TF_TensorElementCount(t);
+  n += snprintf(line + n, sizeof line - n, "] count %" PRId64 " bytes %zu values", count, TF_TensorByteSize(t));
+  const void* d = TF_TensorData(t);
+  for (int64_t i = 0; i < count && i < 24 && n < (int)sizeof line - 64; i++) {
+    switch (TF_TensorType(t)) {
+      case TF_FLOAT: n += snprintf(line + n, sizeof line - n, " %.6g", ((const float*)d)[i]); break;
+      case TF_DOUBLE: n += snprintf(line + n, sizeof line - n, " %.10g", ((const double*)d)[i]); break;
+      case TF_INT32: n += snprintf(line + n, sizeof line - n, " %d", ((const int32_t*)d)[i]); break;
+      case TF_INT64: n += snprintf(line + n, sizeof line - n, " %" PRId64, ((const int64_t*)d)[i]); break;
+      case TF_BOOL: n += snprintf(line + n, sizeof line - n, " %d", ((const uint8_t*)d)[i]); break;
+      case TF_STRING: {
+        const TF_TString* ts = (const TF_TString*)d + i;
+        n += snprintf(line + n, sizeof line - n, " '%.*s'", (int)TF_StringGetSize(ts), TF_StringGetDataPointer(ts));
+        break;
+      }
+      default: n += snprintf(line + n, sizeof line - n, " ?"); break;
+    }
+  }
+  out("%s", line);
+}
+
+static void show_shape(TF_Graph* g, TF_Output o) {
+  TF_Status* s = TF_NewStatus();
+  int nd = TF_GraphGetTensorNumDims(g, o, s);
+  char line[512];
+  int n = snprintf(line, sizeof line, "  shape %s:%d: code %d ndims %d [", TF_OperationName(o.oper), o.index,
+                   TF_GetCode(s), nd);
+  if (nd > 0 && nd < 16) {
+    int64_t dims[16];
+    TF_GraphGetTensorShape(g, o, dims, nd, s);
+    for (int i = 0; i < nd; i++) n += snprintf(line + n, sizeof line - n, "%s%" PRId64, i ? "," : "", dims[i]);
+  }
+  out("%s]", line);
+  TF_DeleteStatus(s);
+}
+
+/* Everything the C API says about one operation. */
+static void show_op(TF_Graph* g, TF_Operation* op) {
+  out("op %s type %s device '%s' inputs %d outputs %d controls-in %d controls-out %d", TF_OperationName(op),
+      TF_OperationOpType(op), TF_OperationDevice(op), TF_OperationNumInputs(op), TF_OperationNumOutputs(op),
+      TF_OperationNumControlInputs(op), TF_OperationNumControlOutputs(op));
+  for (int i = 0; i < TF_OperationNumInputs(op); i++) {
+    TF_Input in = {op, i};
+    TF_Output src = TF_OperationInput(in);
+    out("  input %d from %s:%d dtype %d", i, TF_OperationName(src.oper), src.index, TF_OperationInputType(in));
+  }
+  for (int i = 0; i < TF_OperationNumOutputs(op); i++) {
+    TF_Output o = {op, i};
+    out("  output %d dtype %d consumers %d", i, TF_OperationOutputType(o), TF_OperationOutputNumConsumers(o));
+    show_shape(g, o);
+  }
+}
+
+/* The operations in TF_GraphNextOperation's order, with their positions. */
+static void show_graph(TF_Graph* g) {
+  size_t pos = 0;
+  TF_Operation* op;
+  while ((op = TF_GraphNextOperation(g, &pos)) != NULL) {
+    out("pos %zu", pos);
+    show_op(g, op);
+  }
+  out("end pos %zu", pos);
+}
+
+static void show_attr(TF_Operation* op, const char* name) {
+  TF_Status* s = TF_NewStatus();
+  TF_AttrMetadata m = TF_OperationGetAttrMetadata(op, name, s);
+  if (TF_GetCode(s) != TF_OK) {
+    ST("  attr meta", s, name);
+    TF_DeleteStatus(s);
+    return;
+  }
+  out("  attr %s: is_list %d list_size %" PRId64 " type %d total_size %" PRId64, name, m.is_list, m.list_size, m.type,
+      m.total_size);
+  if (!m.is_list) {
+    switch (m.type) {
+      case TF_ATTR_TYPE: {
+        TF_DataType t;
+        TF_OperationGetAttrType(op, name, &t, s);
+        out("   = type %d code %d", t, TF_GetCode(s));
+        break;
+      }
+      case TF_ATTR_INT: {
+        int64_t v;
+        TF_OperationGetAttrInt(op, name, &v, s);
+        out("   = int %" PRId64 " code %d", v, TF_GetCode(s));
+        break;
+      }
+      case TF_ATTR_SHAPE: {
+        int64_t d[16] = {0};
+        int nd = m.total_size > 16 ? 16 : (int)m.total_size;
+        TF_OperationGetAttrShape(op, name, d, nd < 0 ? 0 : nd, s);
+        out("   = shape nd %" PRId64 " [%" PRId64 ",%" PRId64 "] code %d", m.total_size, d[0], d[1], TF_GetCode(s));
+        break;
+      }
+      case TF_ATTR_STRING: {
+        char buf[256] = {0};
+        size_t len = m.total_size < 255 ? (size_t)m.total_size : 255;
+        TF_OperationGetAttrString(op, name, buf, len, s);
+        out("   = string '%s' code %d", buf, TF_GetCode(s));
+        break;
+      }
+      case TF_ATTR_TENSOR: {
+        TF_Tensor* t = NULL;
+        TF_OperationGetAttrTensor(op, name, &t, s);
+        show_tensor("   = tensor", t);
+        if (t) TF_DeleteTensor(t);
+        break;
+      }
+      default: break;
+    }
+  } else if (m.type == TF_ATTR_INT) {
+    int64_t v[8] = {0};
+    TF_OperationGetAttrIntList(op, name, v, m.list_size < 8 ? (int)m.list_size : 8, s);
+    out("   = ints %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " code %d", v[0], v[1], v[2], v[3], TF_GetCode(s));
+  }
+  TF_DeleteStatus(s);
+}
+
+/* ---- Helpers ------------------------------------------------------------------ */
+
+static int deallocs;
+static void count_dealloc(void* data, size_t len, void* arg) {
+  (void)data; (void)len; (void)arg;
+  deallocs++;
+}
+
+static TF_Tensor* ftensor(const int64_t* dims, int nd, const float* v) { return make_tensor(TF_FLOAT, dims, nd, v); }
+
+static TF_Session* session(TF_Graph* g, TF_Status* s) {
+  TF_SessionOptions* so = TF_NewSessionOptions();
+  TF_Session* sess = TF_NewSession(g, so, s);
+  TF_DeleteSessionOptions(so);
+  return sess;
+}
+
+static void end_session(TF_Session* sess) {
+  TF_Status* s = TF_NewStatus();
+  if (sess) {
+    TF_CloseSession(sess, s);
+    TF_DeleteSession(sess, s);
+  }
+  TF_DeleteStatus(s);
+}
+
+/* Runs the graph and prints the status and every fetched output. */
+static void run_show(TF_Session* sess, const TF_Output* in, TF_Tensor* const* vals, int nin, const TF_Output* outs,
+                     int nout, const TF_Operation* const* targets, int ntargets, const char* kernel_node) {
+  TF_Status* s = TF_NewStatus();
+  TF_Tensor* res[8] = {0};
+  TF_SessionRun(sess, NULL, in, vals, nin, outs, res, nout, targets, ntargets, NULL, s);
+  if (kernel_node) st_node("run", s, kernel_node);
+  else ST("run", s);
+  for (int i = 0; i < nout; i++) {
+    char what[32];
+    snprintf(what, sizeof what, " fetch %d", i);
+    if (TF_GetCode(s) == TF_OK) show_tensor(what, res[i]);
+    if (res[i]) TF_DeleteTensor(res[i]);
+  }
+  TF_DeleteStatus(s);
+}
+
+/* Imports a text GraphDef into a fresh graph and prints the status. */
+static TF_Graph* import_show(const char* what, const char* text, const char* name) {
+  TF_Graph* g = TF_NewGraph();
+  TF_Status* s = TF_NewStatus();
+  import_text(g, text, s);
+  ST(what, s, name);
+  TF_DeleteStatus(s);
+  return g;
+}
+
+/* ---- The catalogue -------------------------------------------------------- */
+
+static void c_build_introspect(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  int64_t dims[2] = {-1, 3};
+  placeholder(g, "x", TF_FLOAT, dims, 2, s);
+  ST("placeholder", s);
+  float c[3] = {1.5f, -2, 0.25f};
+  int64_t cd[1] = {3};
+  const_op(g, "c", TF_FLOAT, cd, 1, c, s);
+  ST("const", s);
+  binary(g, "AddV2", "y", out0(g, "x"), out0(g, "c"), s);
+  ST("add", s);
+  unary(g, "Neg", "n", out0(g, "y"), s);
+  ST("neg", s);
+  show_graph(g);
+  show_attr(TF_GraphOperationByName(g, "x"), "dtype");
+  show_attr(TF_GraphOperationByName(g, "x"), "shape");
+  show_attr(TF_GraphOperationByName(g, "c"), "value");
+  show_attr(TF_GraphOperationByName(g, "y"), "T");
+  show_attr(TF_GraphOperationByName(g, "y"), "nosuch");
+  out("by name missing: %d", TF_GraphOperationByName(g, "nosuch") == NULL);
+  TF_Input cons[4];
+  int nc = TF_OperationOutputConsumers(out0(g, "y"), cons, 4);
+  out("consumers of y: %d first %s:%d", nc, nc ? TF_OperationName(cons[0].oper) : "-", nc ? cons[0].index : -1);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_next_operation_pos(void) {
+  TF_Graph* g = TF_NewGraph();
+  size_t pos = 0;
+  out("empty graph: %d pos %zu", TF_GraphNextOperation(g, &pos) != NULL, pos);
+  TF_Status* s = TF_NewStatus();
+  placeholder(g, "a", TF_INT32, NULL, 0, s);
+  placeholder(g, "b", TF_INT32, NULL, 0, s);
+  pos = 0;
+  for (int i = 0; i < 4; i++) {
+    TF_Operation* op = TF_GraphNextOperation(g, &pos);
+    out("next: %s pos %zu", op ? TF_OperationName(op) : "NULL", pos);
+  }
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_unknown_op(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  TF_OperationDescription* d = TF_NewOperation(g, "NoSuchOp", "z");
+  TF_Operation* op = TF_FinishOperation(d, s);
+  ST("finish unknown op", s, "NoSuchOp");
+  out("op NULL: %d", op == NULL);
+  TF_Buffer* b = TF_NewBuffer();
+  TF_GraphGetOpDef(g, "NoSuchOp", b, s);
+  ST("op def of unknown op", s, "NoSuchOp");
+  TF_DeleteBuffer(b);
+  TF_DeleteGraph(import_show("import unknown op", "node { name: 'z' op: 'NoSuchOp' }", "NoSuchOp"));
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_placeholder_bad_dim(void) {
+  TF_Graph* g = import_show("import placeholder dim -2",
+                            "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } }"
+                            " attr { key: 'shape' value { shape { dim { size: -2 } } } } }",
+                            "x");
+  out("ops: %d", count_ops(g));
+  TF_DeleteGraph(g);
+  TF_Status* s = TF_NewStatus();
+  g = TF_NewGraph();
+  int64_t dims[2] = {2, -2};
+  placeholder(g, "x", TF_FLOAT, dims, 2, s);
+  ST("finish placeholder dim -2", s, "x");
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_conv2d_zero_stride(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  int64_t xd[4] = {1, 4, 4, 1}, fd[4] = {2, 2, 1, 1};
+  placeholder(g, "x", TF_FLOAT, xd, 4, s);
+  placeholder(g, "f", TF_FLOAT, fd, 4, s);
+  TF_OperationDescription* d = TF_NewOperation(g, "Conv2D", "conv");
+  TF_AddInput(d, out0(g, "x"));
+  TF_AddInput(d, out0(g, "f"));
+  int64_t strides[4] = {1, 0, 1, 1};
+  TF_SetAttrIntList(d, "strides", strides, 4);
+  TF_SetAttrString(d, "padding", "VALID", 5);
+  TF_FinishOperation(d, s);
+  ST("conv2d zero stride", s, "conv");
+  out("ops: %d", count_ops(g));
+  TF_DeleteGraph(g);
+  g = import_show("import conv2d zero stride",
+                  "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }"
+                  "node { name: 'f' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }"
+                  "node { name: 'conv' op: 'Conv2D' input: 'x' input: 'f' attr { key: 'T' value { type: DT_FLOAT } }"
+                  " attr { key: 'strides' value { list { i: 1 i: 1 i: 0 i: 1 } } }"
+                  " attr { key: 'padding' value { s: 'SAME' } } }",
+                  "conv");
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_const_mismatch(void) {
+  /* Content shorter than the shape, a negative dim, and dtype != value's dtype. */
+  TF_DeleteGraph(import_show("const content shorter than shape",
+                             "node { name: 'c' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }"
+                             " attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 4 } }"
+                             " tensor_content: '\\000\\000\\200?\\000\\000\\000@' } } } }",
+                             "c"));
+  TF_DeleteGraph(import_show("const negative dim",
+                             "node { name: 'c' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }"
+                             " attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: -3 } }"
+                             " float_val: 1 } } } }",
+                             "c"));
+  TF_DeleteGraph(import_show("const dtype differs from value",
+                             "node { name: 'c' op: 'Const' attr { key: 'dtype' value { type: DT_INT32 } }"
+                             " attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } }"
+                             " float_val: 1 float_val: 2 } } } }",
+                             "c"));
+}
+
+static void c_gather_axis(void) {
+  TF_Graph* g = import_show(
+      "import gatherv2 axis out of range",
+      "node { name: 'p' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } }"
+      " attr { key: 'shape' value { shape { dim { size: 2 } dim { size: 3 } } } } }"
+      "node { name: 'i' op: 'Const' attr { key: 'dtype' value { type: DT_INT32 } }"
+      " attr { key: 'value' value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 0 } } } }"
+      "node { name: 'a' op: 'Const' attr { key: 'dtype' value { type: DT_INT32 } }"
+      " attr { key: 'value' value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 5 } } } }"
+      "node { name: 'g' op: 'GatherV2' input: 'p' input: 'i' input: 'a' attr { key: 'Tparams' value { type: DT_FLOAT } }"
+      " attr { key: 'Tindices' value { type: DT_INT32 } } attr { key: 'Taxis' value { type: DT_INT32 } } }",
+      "g");
+  out("ops: %d", count_ops(g));
+  TF_DeleteGraph(g);
+}
+
+static void c_fill_huge(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  int32_t dims[3] = {100000, 100000, 10};
+  int64_t dd[1] = {3};
+  const_op(g, "dims", TF_INT32, dd, 1, dims, s);
+  float v = 1;
+  const_op(g, "v", TF_FLOAT, NULL, 0, &v, s);
+  binary(g, "Fill", "fill", out0(g, "dims"), out0(g, "v"), s);
+  ST("fill 400 GB", s, "fill");
+  unary(g, "Size", "size", out0(g, "fill"), s);
+  TF_Session* sess = session(g, s);
+  TF_Output o = out0(g, "fill");
+  run_show(sess, NULL, NULL, 0, &o, 1, NULL, 0, NULL);
+  end_session(sess);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+/* x declared [] fed [1,2,3]: TF's C API runs it (x*3 = [3,6,9]). */
+static void c_feed_shape(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  placeholder(g, "x", TF_FLOAT, NULL, 0, s);
+  float three = 3;
+  const_op(g, "k", TF_FLOAT, NULL, 0, &three, s);
+  binary(g, "Mul", "y", out0(g, "x"), out0(g, "k"), s);
+  unary(g, "Shape", "sh", out0(g, "x"), s);
+  TF_Session* sess = session(g, s);
+  float v[3] = {1, 2, 3};
+  int64_t d[1] = {3};
+  TF_Tensor* t = ftensor(d, 1, v);
+  TF_Output in = out0(g, "x"), outs[2] = {out0(g, "y"), out0(g, "sh")};
+  run_show(sess, &in, &t, 1, outs, 2, NULL, 0, NULL);
+  TF_DeleteTensor(t);
+  /* A rank-2 feed to a placeholder declared [2]. */
+  TF_DeleteGraph(g);
+  end_session(sess);
+  g = TF_NewGraph();
+  int64_t two[1] = {2};
+  placeholder(g, "x", TF_FLOAT, two, 1, s);
+  unary(g, "Neg", "y", out0(g, "x"), s);
+  sess = session(g, s);
+  int64_t d22[2] = {2, 2};
+  float v4[4] = {1, -2, 3, -4};
+  t = ftensor(d22, 2, v4);
+  in = out0(g, "x");
+  TF_Output o = out0(g, "y");
+  run_show(sess, &in, &t, 1, &o, 1, NULL, 0, NULL);
+  TF_DeleteTensor(t);
+  end_session(sess);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_feed_fetch_rules(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  placeholder(g, "x", TF_FLOAT, NULL, 0, s);
+  unary(g, "Neg", "y", out0(g, "x"), s);
+  TF_Session* sess = session(g, s);
+  float v = 2;
+  TF_Tensor* t = ftensor(NULL, 0, &v);
+  TF_Tensor* tt[2] = {t, t};
+  TF_Output x = out0(g, "x"), y = out0(g, "y"), xs[2] = {x, x};
+  out("-- fed and fetched");
+  run_show(sess, &x, &t, 1, &x, 1, NULL, 0, NULL);
+  out("-- fed twice");
+  run_show(sess, xs, tt, 2, &y, 1, NULL, 0, NULL);
+  out("-- fetched twice");
+  TF_Output ys[2] = {y, y};
+  run_show(sess, &x, &t, 1, ys, 2, NULL, 0, NULL);
+  out("-- fetch of output 3 of a one-output op");
+  TF_Output bad = {TF_GraphOperationByName(g, "y"), 3};
+  run_show(sess, &x, &t, 1, &bad, 1, NULL, 0, NULL);
+  out("-- feed of output 1 of a one-output op");
+  TF_Output badin = {TF_GraphOperationByName(g, "x"), 1};
+  run_show(sess, &badin, &t, 1, &y, 1, NULL, 0, NULL);
+  out("-- no fetches, no targets");
+  run_show(sess, &x, &t, 1, NULL, 0, NULL, 0, NULL);
+  out("-- a target only");
+  const TF_Operation* target = TF_GraphOperationByName(g, "y");
+  run_show(sess, &x, &t, 1, NULL, 0, &target, 1, NULL);
+  out("-- a feed missing");
+  run_show(sess, NULL, NULL, 0, &y, 1, NULL, 0, NULL);
+  out("-- the wrong dtype");
+  double dv = 1;
+  TF_Tensor* td = make_tensor(TF_DOUBLE, NULL, 0, &dv);
+  run_show(sess, &x, &td, 1, &y, 1, NULL, 0, NULL);
+  TF_DeleteTensor(td);
+  out("-- a fed non-placeholder");
+  TF_Output yy = out0(g, "y");
+  run_show(sess, &yy, &t, 1, &yy, 0, NULL, 0, NULL);
+  TF_DeleteTensor(t);
+  end_session(sess);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_kernel_error(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  placeholder(g, "x", TF_FLOAT, NULL, -1, s);
+  placeholder(g, "shp", TF_INT32, NULL, -1, s);
+  binary(g, "Reshape", "r", out0(g, "x"), out0(g, "shp"), s);
+  placeholder(g, "a", TF_FLOAT, NULL, -1, s);
+  binary(g, "MatMul", "mm", out0(g, "a"), out0(g, "a"), s);
+  TF_Session* sess = session(g, s);
+  float v[6] = {1, 2, 3, 4, 5, 6};
+  int64_t d[1] = {6};
+  int32_t bad[2] = {4, 4};
+  int64_t d2[1] = {2};
+  TF_Tensor* vals[2] = {ftensor(d, 1, v), make_tensor(TF_INT32, d2, 1, bad)};
+  TF_Output in[2] = {out0(g, "x"), out0(g, "shp")}, o = out0(g, "r");
+  run_show(sess, in, vals, 2, &o, 1, NULL, 0, "r");
+  int64_t d23[2] = {2, 3};
+  TF_Tensor* m = ftensor(d23, 2, v);
+  TF_Output a = out0(g, "a"), mm = out0(g, "mm");
+  run_show(sess, &a, &m, 1, &mm, 1, NULL, 0, "mm");
+  TF_DeleteTensor(m);
+  TF_DeleteTensor(vals[0]);
+  TF_DeleteTensor(vals[1]);
+  end_session(sess);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_static_shape_errors(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  int64_t d2[1] = {2}, d3[1] = {3};
+  placeholder(g, "a", TF_FLOAT, d2, 1, s);
+  placeholder(g, "b", TF_FLOAT, d3, 1, s);
+  binary(g, "AddV2", "ab", out0(g, "a"), out0(g, "b"), s);
+  ST("add [2]+[3]", s, "ab");
+  placeholder(g, "i", TF_INT32, d2, 1, s);
+  binary(g, "AddV2", "ai", out0(g, "a"), out0(g, "i"), s);
+  ST("add float+int32", s, "ai");
+  int64_t d22[2] = {2, 2};
+  placeholder(g, "m", TF_FLOAT, d22, 2, s);
+  binary(g, "MatMul", "mv", out0(g, "m"), out0(g, "a"), s);
+  ST("matmul [2,2]x[2]", s, "mv");
+  TF_GraphSetTensorShape(g, out0(g, "a"), d3, 1, s);
+  ST("set shape [2] to [3]", s);
+  int64_t dunk[1] = {-1};
+  placeholder(g, "u", TF_FLOAT, dunk, 1, s);
+  TF_GraphSetTensorShape(g, out0(g, "u"), d3, 1, s);
+  ST("set shape [-1] to [3]", s);
+  show_shape(g, out0(g, "u"));
+  out("ops: %d", count_ops(g));
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_new_tensor_lifetime(void) {
+  int64_t d[1] = {4};
+  float* aligned = aligned_alloc(64, 64);
+  for (int i = 0; i < 4; i++) aligned[i] = (float)i;
+  deallocs = 0;
+  TF_Tensor* t = TF_NewTensor(TF_FLOAT, d, 1, aligned, 16, count_dealloc, NULL);
+  out("aligned: deallocs after new %d same data %d aligned %d", deallocs, TF_TensorData(t) == aligned,
+      TF_TensorIsAligned(t));
+  show_tensor("aligned", t);
+  TF_DeleteTensor(t);
+  out("aligned: deallocs after delete %d", deallocs);
+  char* raw = aligned_alloc(64, 128);
+  float* un = (float*)(raw + 4);
+  for (int i = 0; i < 4; i++) un[i] = (float)(i + 10);
+  deallocs = 0;
+  t = TF_NewTensor(TF_FLOAT, d, 1, un, 16, count_dealloc, NULL);
+  out("unaligned: deallocs after new %d same data %d aligned %d", deallocs, TF_TensorData(t) == un,
+      TF_TensorIsAligned(t));
+  un[0] = 99; /* the caller's buffer: visible only if the tensor kept it */
+  show_tensor("unaligned", t);
+  TF_DeleteTensor(t);
+  out("unaligned: deallocs after delete %d", deallocs);
+  /* Which alignment TF_NewTensor keeps the caller's buffer for. */
+  for (int off = 8; off < 64; off += 8) {
+    deallocs = 0;
+    t = TF_NewTensor(TF_FLOAT, d, 1, raw + off, 16, count_dealloc, NULL);
+    out("offset %d: deallocs after new %d same data %d aligned %d", off, deallocs, TF_TensorData(t) == raw + off,
+        TF_TensorIsAligned(t));
+    TF_DeleteTensor(t);
+  }
+  /* A zero-byte tensor: TF calls the deallocator at once, as for any tensor whose data it did not keep. */
+  deallocs = 0;
+  int64_t d0[1] = {0};
+  t = TF_NewTensor(TF_FLOAT, d0, 1, aligned, 0, count_dealloc, NULL);
+  out("empty: deallocs after new %d", deallocs);
+  show_tensor("empty", t);
+  if (t) TF_DeleteTensor(t);
+  out("empty: deallocs after delete %d", deallocs);
+  free(raw);
+  free(aligned);
+}
+
+static void c_tensor_api(void) {
+  int64_t d[2] = {2, 3};
+  TF_Tensor* t = TF_AllocateTensor(TF_INT64, d, 2, 48);
+  out("allocate: dims %d size %zu count %" PRId64 " aligned %d", TF_NumDims(t), TF_TensorByteSize(t),
+      TF_TensorElementCount(t), TF_TensorIsAligned(t));
+  TF_Tensor* m = TF_TensorMaybeMove(t);
+  out("maybe move of a fresh tensor: %d", m != NULL);
+  if (m) t = m;
+  TF_Status* s = TF_NewStatus();
+  int64_t d6[1] = {6};
+  TF_Tensor* to = TF_AllocateTensor(TF_INT64, d6, 1, 48);
+  TF_TensorBitcastFrom(t, TF_INT64, to, d6, 1, s);
+  ST("bitcast same size", s);
+  int64_t d5[1] = {5};
+  TF_TensorBitcastFrom(t, TF_INT64, to, d5, 1, s);
+  ST("bitcast other size", s);
+  TF_TensorBitcastFrom(t, TF_INT32, to, d6, 1, s);
+  ST("bitcast int64 to int32 x6", s);
+  int64_t d12[1] = {12};
+  TF_TensorBitcastFrom(t, TF_INT32, to, d12, 1, s);
+  ST("bitcast int64 to int32 x12", s);
+  TF_SetShape(to, d12, 1);
+  out("set shape: dims %d dim0 %" PRId64 " size %zu", TF_NumDims(to), TF_Dim(to, 0), TF_TensorByteSize(to));
+  TF_DeleteTensor(to);
+  TF_DeleteTensor(t);
+  out("allocate short: %d", TF_AllocateTensor(TF_FLOAT, d, 2, 4) != NULL);
+  for (int dt = 1; dt <= 23; dt++) out("size of dtype %d: %zu", dt, TF_DataTypeSize((TF_DataType)dt));
+  TF_DeleteStatus(s);
+}
+
+static void c_strings(void) {
+  TF_TString ts;
+  TF_StringInit(&ts);
+  TF_StringCopy(&ts, "hello", 5);
+  out("string: type %d size %zu cap>=size %d", (int)TF_StringGetType(&ts), TF_StringGetSize(&ts),
+      TF_StringGetCapacity(&ts) >= TF_StringGetSize(&ts));
+  char big[100];
+  memset(big, 'q', sizeof big);
+  TF_StringCopy(&ts, big, sizeof big);
+  out("large string: type %d size %zu", (int)TF_StringGetType(&ts), TF_StringGetSize(&ts));
+  TF_StringDealloc(&ts);
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  placeholder(g, "x", TF_STRING, NULL, -1, s);
+  unary(g, "Identity", "y", out0(g, "x"), s);
+  TF_Session* sess = session(g, s);
+  int64_t d[1] = {2};
+  TF_Tensor* t = TF_AllocateTensor(TF_STRING, d, 1, 2 * sizeof(TF_TString));
+  TF_TString* e = (TF_TString*)TF_TensorData(t);
+  TF_StringInit(&e[0]);
+  TF_StringCopy(&e[0], "ab", 2);
+  TF_StringInit(&e[1]);
+  TF_StringCopy(&e[1], big, sizeof big);
+  TF_Output x = out0(g, "x"), y = out0(g, "y");
+  run_show(sess, &x, &t, 1, &y, 1, NULL, 0, NULL);
+  TF_DeleteTensor(t);
+  end_session(sess);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static const char* kImportGraph =
+    "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }"
+    "node { name: 'k' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }"
+    " attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 2 } } } }"
+    "node { name: 'y' op: 'Mul' input: 'x' input: 'k' attr { key: 'T' value { type: DT_FLOAT } } }"
+    "node { name: 'z' op: 'Neg' input: 'y' input: '^k' attr { key: 'T' value { type: DT_FLOAT } } }";
+
+static void c_import_options(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  import_text(g, kImportGraph, s);
+  ST("import", s);
+  show_graph(g);
+  /* Again with a prefix, an input map and return outputs. */
+  TF_Buffer* b = text_graph(kImportGraph, s);
+  TF_ImportGraphDefOptions* o = TF_NewImportGraphDefOptions();
+  TF_ImportGraphDefOptionsSetPrefix(o, "p");
+  TF_ImportGraphDefOptionsAddInputMapping(o, "x", 0, out0(g, "z"));
+  TF_ImportGraphDefOptionsAddReturnOutput(o, "z", 0);
+  TF_ImportGraphDefOptionsAddReturnOperation(o, "y");
+  TF_ImportGraphDefOptionsAddControlDependency(o, TF_GraphOperationByName(g, "k"));
+  out("num return outputs %d", TF_ImportGraphDefOptionsNumReturnOutputs(o));
+  TF_ImportGraphDefResults* r = TF_GraphImportGraphDefWithResults(g, b, o, s);
+  ST("import with options", s);
+  if (r) {
+    int n;
+    TF_Output* outs;
+    TF_ImportGraphDefResultsReturnOutputs(r, &n, &outs);
+    out("return outputs %d: %s:%d", n, n ? TF_OperationName(outs[0].oper) : "-", n ? outs[0].index : -1);
+    TF_Operation** ops;
+    TF_ImportGraphDefResultsReturnOperations(r, &n, &ops);
+    out("return operations %d: %s", n, n ? TF_OperationName(ops[0]) : "-");
+    const char** names;
+    int* idx;
+    TF_ImportGraphDefResultsMissingUnusedInputMappings(r, &n, &names, &idx);
+    out("missing unused %d", n);
+    TF_DeleteImportGraphDefResults(r);
+  }
+  show_graph(g);
+  TF_DeleteImportGraphDefOptions(o);
+  /* Name clash without a prefix; then an input map naming a missing node, then a missing key. */
+  o = TF_NewImportGraphDefOptions();
+  TF_GraphImportGraphDef(g, b, o, s);
+  ST("import clash", s, "x");
+  TF_ImportGraphDefOptionsSetUniquifyNames(o, 1);
+  TF_GraphImportGraphDef(g, b, o, s);
+  ST("import uniquified", s);
+  TF_DeleteImportGraphDefOptions(o);
+  o = TF_NewImportGraphDefOptions();
+  TF_ImportGraphDefOptionsSetPrefix(o, "q");
+  TF_ImportGraphDefOptionsAddInputMapping(o, "nosuch", 0, out0(g, "z"));
+  r = TF_GraphImportGraphDefWithResults(g, b, o, s);
+  ST("input map of a missing node", s);
+  if (r) {
+    int n;
+    const char** names;
+    int* idx;
+    TF_ImportGraphDefResultsMissingUnusedInputMappings(r, &n, &names, &idx);
+    out("missing unused %d: %s:%d", n, n ? names[0] : "-", n ? idx[0] : -1);
+    TF_DeleteImportGraphDefResults(r);
+  }
+  TF_DeleteImportGraphDefOptions(o);
+  o = TF_NewImportGraphDefOptions();
+  TF_ImportGraphDefOptionsSetPrefix(o, "r");
+  TF_ImportGraphDefOptionsAddInputMapping(o, "x", 3, out0(g, "z"));
+  TF_GraphImportGraphDef(g, b, o, s);
+  ST("input map of a missing output index", s, "x:3");
+  TF_DeleteImportGraphDefOptions(o);
+  o = TF_NewImportGraphDefOptions();
+  TF_ImportGraphDefOptionsSetPrefix(o, "t");
+  TF_ImportGraphDefOptionsAddReturnOutput(o, "nosuch", 0);
+  TF_GraphImportGraphDef(g, b, o, s);
+  ST("return output of a missing node", s, "nosuch");
+  TF_DeleteImportGraphDefOptions(o);
+  out("ops: %d", count_ops(g));
+  TF_DeleteBuffer(b);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_import_errors(void) {
+  TF_DeleteGraph(import_show("missing input", "node { name: 'y' op: 'Neg' input: 'nosuch' attr { key: 'T' value { type: DT_FLOAT } } }", "nosuch"));
+  TF_DeleteGraph(import_show("duplicate node",
+                             "node { name: 'x' op: 'NoOp' } node { name: 'x' op: 'NoOp' }", "x"));
+  TF_DeleteGraph(import_show("cycle",
+                             "node { name: 'a' op: 'Neg' input: 'b' attr { key: 'T' value { type: DT_FLOAT } } }"
+                             "node { name: 'b' op: 'Neg' input: 'a' attr { key: 'T' value { type: DT_FLOAT } } }",
+                             "a"));
+  TF_DeleteGraph(import_show("missing attr", "node { name: 'p' op: 'Placeholder' }", "dtype"));
+  TF_DeleteGraph(import_show("wrong input count",
+                             "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }"
+                             "node { name: 'y' op: 'Neg' input: 'x' input: 'x' attr { key: 'T' value { type: DT_FLOAT } } }",
+                             "y"));
+  TF_DeleteGraph(import_show("input dtype mismatch",
+                             "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_INT32 } } }"
+                             "node { name: 'y' op: 'Neg' input: 'x' attr { key: 'T' value { type: DT_FLOAT } } }",
+                             "y"));
+  TF_DeleteGraph(import_show("output index out of range",
+                             "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }"
+                             "node { name: 'y' op: 'Neg' input: 'x:2' attr { key: 'T' value { type: DT_FLOAT } } }",
+                             "y"));
+  TF_Graph* g = TF_NewGraph();
+  TF_Status* s = TF_NewStatus();
+  TF_Buffer* b = TF_NewBufferFromString("\xff\xff\xff", 3);
+  TF_ImportGraphDefOptions* o = TF_NewImportGraphDefOptions();
+  TF_GraphImportGraphDef(g, b, o, s);
+  ST("garbage bytes", s);
+  TF_DeleteImportGraphDefOptions(o);
+  TF_DeleteBuffer(b);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_graph_def_roundtrip(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  import_text(g, kImportGraph, s);
+  TF_Buffer* b = TF_NewBuffer();
+  TF_GraphToGraphDef(g, b, s);
+  ST("to graphdef", s);
+  out("graphdef nodes %d", pb_count(b->data, b->length, 1));
+  TF_Graph* g2 = TF_NewGraph();
+  TF_ImportGraphDefOptions* o = TF_NewImportGraphDefOptions();
+  TF_GraphImportGraphDef(g2, b, o, s);
+  ST("reimport", s);
+  show_graph(g2);
+  TF_Buffer* nb = TF_NewBuffer();
+  TF_OperationToNodeDef(TF_GraphOperationByName(g2, "z"), nb, s);
+  ST("to nodedef", s);
+  pb_field f;
+  out("nodedef inputs %d name z %d", pb_count(nb->data, nb->length, 3),
+      pb_get(nb->data, nb->length, 1, 0, &f) && f.len == 1 && f.data[0] == 'z');
+  TF_DeleteBuffer(nb);
+  TF_DeleteImportGraphDefOptions(o);
+  TF_DeleteBuffer(b);
+  TF_DeleteGraph(g2);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_session_lifecycle(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  placeholder(g, "x", TF_FLOAT, NULL, 0, s);
+  unary(g, "Square", "y", out0(g, "x"), s);
+  TF_Session* sess = session(g, s);
+  ST("new session", s);
+  /* Ops added after the session was made are runnable. */
+  unary(g, "Neg", "z", out0(g, "y"), s);
+  float v = 3;
+  TF_Tensor* t = ftensor(NULL, 0, &v);
+  TF_Output x = out0(g, "x"), z = out0(g, "z");
+  run_show(sess, &x, &t, 1, &z, 1, NULL, 0, NULL);
+  TF_DeviceList* dl = TF_SessionListDevices(sess, s);
+  ST("list devices", s);
+  if (dl) {
+    out("devices %d first type %s", TF_DeviceListCount(dl), TF_DeviceListType(dl, 0, s));
+    TF_DeleteDeviceList(dl);
+  }
+  TF_CloseSession(sess, s);
+  ST("close", s);
+  TF_CloseSession(sess, s);
+  ST("close again", s);
+  run_show(sess, &x, &t, 1, &z, 1, NULL, 0, NULL);
+  TF_DeleteSession(sess, s);
+  ST("delete", s);
+  TF_DeleteTensor(t);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_prun(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  placeholder(g, "a", TF_FLOAT, NULL, 0, s);
+  placeholder(g, "b", TF_FLOAT, NULL, 0, s);
+  unary(g, "Neg", "na", out0(g, "a"), s);
+  binary(g, "AddV2", "sum", out0(g, "na"), out0(g, "b"), s);
+  TF_Session* sess = session(g, s);
+  TF_Output feeds[2] = {out0(g, "a"), out0(g, "b")}, fetches[2] = {out0(g, "na"), out0(g, "sum")};
+  const char* h = NULL;
+  TF_SessionPRunSetup(sess, feeds, 2, fetches, 2, NULL, 0, &h, s);
+  ST("prun setup", s);
+  float av = 4, bv = 10;
+  TF_Tensor* a = ftensor(NULL, 0, &av);
+  TF_Tensor* b = ftensor(NULL, 0, &bv);
+  TF_Tensor* r = NULL;
+  TF_SessionPRun(sess, h, &feeds[0], &a, 1, &fetches[0], &r, 1, NULL, 0, s);
+  ST("prun 1", s);
+  show_tensor(" na", r);
+  if (r) TF_DeleteTensor(r);
+  r = NULL;
+  TF_SessionPRun(sess, h, &feeds[0], &a, 1, &fetches[0], &r, 1, NULL, 0, s);
+  ST("prun feed again", s);
+  if (r) TF_DeleteTensor(r);
+  r = NULL;
+  TF_SessionPRun(sess, h, &feeds[1], &b, 1, &fetches[1], &r, 1, NULL, 0, s);
+  ST("prun 2", s);
+  show_tensor(" sum", r);
+  if (r) TF_DeleteTensor(r);
+  TF_DeletePRunHandle(h);
+  TF_DeleteTensor(a);
+  TF_DeleteTensor(b);
+  end_session(sess);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+static void c_status_buffer(void) {
+  TF_Status* s = TF_NewStatus();
+  out("new status: code %d msg '%s'", TF_GetCode(s), TF_Message(s));
+  TF_SetStatus(s, TF_ABORTED, "stop");
+  out("set: code %d msg '%s'", TF_GetCode(s), TF_Message(s));
+  TF_SetStatus(s, TF_OK, "ignored");
+  out("set ok: code %d msg '%s'", TF_GetCode(s), TF_Message(s));
+  TF_Buffer* b = TF_NewBufferFromString("abc", 3);
+  TF_Buffer view = TF_GetBuffer(b);
+  out("buffer: length %zu same %d", view.length, memcmp(view.data, "abc", 3) == 0);
+  TF_DeleteBuffer(b);
+  b = TF_NewBuffer();
+  out("empty buffer: length %zu data NULL %d", b->length, b->data == NULL);
+  TF_DeleteBuffer(b);
+  TF_DeleteStatus(s);
+}
+
+static void c_attr_setters(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  TF_OperationDescription* d = TF_NewOperation(g, "Placeholder", "p");
+  TF_SetAttrType(d, "dtype", TF_FLOAT);
+  TF_SetAttrInt(d, "nosuch", 3);
+  TF_FinishOperation(d, s);
+  ST("unknown attr", s, "nosuch");
+  d = TF_NewOperation(g, "Placeholder", "p2");
+  TF_SetAttrInt(d, "dtype", 3);
+  TF_FinishOperation(d, s);
+  ST("attr of the wrong kind", s, "dtype");
+  d = TF_NewOperation(g, "Placeholder", "p3");
+  TF_FinishOperation(d, s);
+  ST("missing attr", s, "dtype");
+  d = TF_NewOperation(g, "Placeholder", "p4");
+  TF_SetAttrType(d, "dtype", TF_FLOAT);
+  TF_SetDevice(d, "/device:CPU:0");
+  TF_Operation* op = TF_FinishOperation(d, s);
+  ST("with device", s);
+  if (op) out("device '%s'", TF_OperationDevice(op));
+  d = TF_NewOperation(g, "Placeholder", "p4");
+  TF_SetAttrType(d, "dtype", TF_FLOAT);
+  TF_FinishOperation(d, s);
+  ST("duplicate name", s, "p4");
+  d = TF_NewOperation(g, "Neg", "n");
+  TF_FinishOperation(d, s);
+  ST("missing input", s, "n");
+  d = TF_NewOperation(g, "AddN", "sum");
+  TF_Output ins[2] = {out0(g, "p4"), out0(g, "p4")};
+  TF_AddInputList(d, ins, 2);
+  op = TF_FinishOperation(d, s);
+  ST("addn", s);
+  if (op) {
+    out("input list length %d", TF_OperationInputListLength(op, "inputs", s));
+    show_attr(op, "N");
+  }
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+/* ---- Random call sequences ---------------------------------------------------- */
+
+static uint64_t rng;
+static unsigned rnd(unsigned n) {
+  rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (unsigned)((rng >> 33) % n);
+}
+
+/* One sequence: build a graph of random ops over random earlier outputs
+ * (a wrong dtype or shape now and then), print what each build call said, then
+ * run random fetches with feeds of random shapes and print what came back. */
+static void random_sequence(int seq) {
+  static const char* unaries[] = {"Neg", "Square", "Abs", "Identity", "Exp", "Tanh", "Relu", "Sign", "Floor", "Shape"};
+  static const char* binaries[] = {"AddV2", "Sub", "Mul", "Maximum", "Minimum", "MatMul", "Reshape", "Sum", "Pack2"};
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  TF_Output outs[32];
+  int nouts = 0, nph = 0;
+  char name[32];
+  out("== sequence %d", seq);
+  int nops = 3 + (int)rnd(10);
+  for (int i = 0; i < nops; i++) {
+    snprintf(name, sizeof name, "n%d", i);
+    unsigned kind = nouts == 0 ? 0 : rnd(10);
+    TF_Operation* op = NULL;
+    if (kind < 2) {
+      int64_t dims[3] = {(int64_t)rnd(4) - 1, (int64_t)rnd(4), 2};
+      int nd = (int)rnd(4) - 1;
+      op = placeholder(g, name, rnd(5) ? TF_FLOAT : TF_INT32, dims, nd, s);
+      ST(name, s);
+      if (op) nph++;
+    } else if (kind < 4) {
+      float v[6];
+      for (int j = 0; j < 6; j++) v[j] = (float)((int)rnd(17) - 8) / 4;
+      int64_t dims[2] = {(int64_t)rnd(3) + 1, 2};
+      int nd = (int)rnd(3);
+      op = const_op(g, name, TF_FLOAT, dims, nd, v, s);
+      ST(name, s);
+    } else if (kind < 7) {
+      op = unary(g, unaries[rnd(10)], name, outs[rnd(nouts)], s);
+      ST(name, s);
+    } else {
+      const char* t = binaries[rnd(9)];
+      TF_Output a = outs[rnd(nouts)], b = outs[rnd(nouts)];
+      if (strcmp(t, "Pack2") == 0) {
+        TF_OperationDescription* d = TF_NewOperation(g, "Pack", name);
+        TF_Output ab[2] = {a, b};
+        TF_AddInputList(d, ab, 2);
+        op = TF_FinishOperation(d, s);
+      } else {
+        op = binary(g, t, name, a, b, s);
+      }
+      ST(name, s);
+    }
+    if (op) {
+      show_op(g, op);
+      for (int j = 0; j < TF_OperationNumOutputs(op) && nouts < 32; j++) outs[nouts++] = (TF_Output){op, j};
+    }
+  }
+  (void)nph;
+  TF_Session* sess = session(g, s);
+  ST("session", s);
+  for (int r = 0; r < 3 && sess && nouts; r++) {
+    TF_Output fetch[2] = {outs[rnd(nouts)], outs[rnd(nouts)]};
+    int nf = 1 + (int)rnd(2);
+    TF_Output feeds[8];
+    TF_Tensor* vals[8];
+    int nfeed = 0;
+    size_t pos = 0;
+    TF_Operation* op;
+    while ((op = TF_GraphNextOperation(g, &pos)) != NULL && nfeed < 8) {
+      if (strcmp(TF_OperationOpType(op), "Placeholder") != 0 || rnd(8) == 0) continue;
+      int64_t dims[2] = {(int64_t)rnd(3) + 1, 2};
+      int nd = (int)rnd(3);
+      TF_DataType dt = TF_OperationOutputType((TF_Output){op, 0});
+      if (rnd(10) == 0) dt = dt == TF_FLOAT ? TF_INT32 : TF_FLOAT;
+      float fv[6];
+      int32_t iv[6];
+      for (int j = 0; j < 6; j++) { fv[j] = (float)((int)rnd(9) - 4) / 2; iv[j] = (int)rnd(5) - 1; }
+      feeds[nfeed] = (TF_Output){op, 0};
+      vals[nfeed++] = make_tensor(dt, dims, nd, dt == TF_FLOAT ? (const void*)fv : (const void*)iv);
+    }
+    out("-- run %d: %d feeds, fetch %s:%d, %s:%d", r, nfeed, TF_OperationName(fetch[0].oper), fetch[0].index,
+        nf > 1 ? TF_OperationName(fetch[1].oper) : "-", nf > 1 ? fetch[1].index : -1);
+    run_show(sess, feeds, vals, nfeed, fetch, nf, NULL, 0, NULL);
+    for (int j = 0; j < nfeed; j++) TF_DeleteTensor(vals[j]);
+  }
+  end_session(sess);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
+/* ---- Main ------------------------------------------------------------------------ */
+
+typedef struct {
+  const char* name;
+  void (*fn)(void);
+} test_case;
+
+static const test_case cases[] = {
+    {"build_introspect", c_build_introspect},
+    {"next_operation_pos", c_next_operation_pos},
+    {"unknown_op", c_unknown_op},
+    {"placeholder_bad_dim", c_placeholder_bad_dim},
+    {"conv2d_zero_stride", c_conv2d_zero_stride},
+    {"const_mismatch", c_const_mismatch},
+    {"gather_axis", c_gather_axis},
+    {"fill_huge", c_fill_huge},
+    {"feed_shape", c_feed_shape},
+    {"feed_fetch_rules", c_feed_fetch_rules},
+    {"kernel_error", c_kernel_error},
+    {"static_shape_errors", c_static_shape_errors},
+    {"new_tensor_lifetime", c_new_tensor_lifetime},
+    {"tensor_api", c_tensor_api},
+    {"strings", c_strings},
+    {"import_options", c_import_options},
+    {"import_errors", c_import_errors},
+    {"graph_def_roundtrip", c_graph_def_roundtrip},
+    {"session_lifecycle", c_session_lifecycle},
+    {"prun", c_prun},
+    {"status_buffer", c_status_buffer},
+    {"attr_setters", c_attr_setters},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  (void)t_pass, (void)t_fail; /* util.h's CHECK counters: this program prints, it does not check */
+  if (argc > 1 && strcmp(argv[1], "list") == 0) {
+    for (int i = 0; i < NCASES; i++) out("%s", cases[i].name);
+    return 0;
+  }
+  if (argc > 3 && strcmp(argv[1], "random") == 0) {
+    rng = strtoull(argv[2], NULL, 10);
+    int n = atoi(argv[3]);
+    for (int i = 0; i < n; i++) random_sequence(i);
+    return 0;
+  }
+  for (int i = 0; i < NCASES; i++) {
+    if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) continue;
+    out("== case %s", cases[i].name);
+    cases[i].fn();
+  }
+  return 0;
+}
