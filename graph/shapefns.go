@@ -332,6 +332,10 @@ func biasAddShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 }
 
 func reshapeShape(c *ShapeContext) ([]tensor.PartialShape, error) {
+	// TF's words: the shape input is a vector, whatever its value.
+	if s := c.In[1]; s.Known && len(s.Dims) != 1 {
+		return nil, errorf("Shape must be rank 1 but is rank %d", len(s.Dims))
+	}
 	dims, ok := c.ConstInts(1)
 	if !ok {
 		s := c.In[1]
@@ -585,6 +589,10 @@ func transposeShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 }
 
 func reductionShape(c *ShapeContext) ([]tensor.PartialShape, error) {
+	// TF's words: the reduction indices are a scalar or a vector.
+	if s := c.In[1]; s.Known && len(s.Dims) > 1 {
+		return nil, errorf("Shape must be at most rank 1 but is rank %d", len(s.Dims))
+	}
 	in := c.In[0]
 	keep := c.Attr("keep_dims").GetB()
 	axes, ok := c.ConstInts(1)
