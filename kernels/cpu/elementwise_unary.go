@@ -93,8 +93,10 @@ func fsign(x float64) float64 {
 		return 1
 	case x < 0:
 		return -1
+	case x == 0:
+		return 0 // -0 too: TF's Sign(-0) is +0 (test/capidiff found it)
 	}
-	return x // 0, -0 and NaN stay (TF 2.x: sign(NaN) is NaN)
+	return x // NaN stays (TF 2.x: sign(NaN) is NaN)
 }
 
 func isign(x int64) int64 {

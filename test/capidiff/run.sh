@@ -5,7 +5,7 @@
 #   1. capidiff.c's scripted catalogue: one transcript per case from each
 #      library; a case passes when the two are identical.
 #   2. capidiff.c's random call sequences: CAPIDIFF_SEQS sequences (default 200)
-#      drawn from CAPIDIFF_SEED (default: a fresh one, printed); each sequence
+#      drawn from CAPIDIFF_SEED (default 3, which CI runs); each sequence
 #      passes when its transcripts are identical.
 #   3. test/c's programs built against TF (-DMS_ON_TF) and run there: their
 #      checks are expectations real TF must meet too.
@@ -72,7 +72,7 @@ run_catalogue() {
 }
 
 run_random() {
-  local seed=${CAPIDIFF_SEED:-$(( $(date +%s) % 100000 ))} n=${CAPIDIFF_SEQS:-200}
+  local seed=${CAPIDIFF_SEED:-3} n=${CAPIDIFF_SEQS:-200}
   echo "random: seed $seed, $n sequences (CAPIDIFF_SEED=$seed CAPIDIFF_SEQS=$n to repeat)"
   "$tmp/capidiff_tf" random "$seed" "$n" >"$tmp/rnd_tf.txt" 2>"$tmp/rnd_tf.err" || { echo "FAIL random: crashed on TF"; fail=$((fail+1)); }
   "$tmp/capidiff_ms" random "$seed" "$n" >"$tmp/rnd_ms.txt" 2>"$tmp/rnd_ms.err" || { echo "FAIL random: crashed on mstream"; fail=$((fail+1)); }
