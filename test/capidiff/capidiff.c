@@ -698,6 +698,14 @@ static void c_import_options(void) {
   TF_GraphImportGraphDef(g, b, o, s);
   ST("input map of a missing output index", s, "x:3");
   TF_DeleteImportGraphDefOptions(o);
+  /* An input map whose source has another dtype: the error names the node and the key. */
+  placeholder(g, "ints", TF_INT32, NULL, -1, s);
+  o = TF_NewImportGraphDefOptions();
+  TF_ImportGraphDefOptionsSetPrefix(o, "u");
+  TF_ImportGraphDefOptionsAddInputMapping(o, "x", 0, out0(g, "ints"));
+  TF_GraphImportGraphDef(g, b, o, s);
+  ST("input map of another dtype", s, "u/y", "x");
+  TF_DeleteImportGraphDefOptions(o);
   o = TF_NewImportGraphDefOptions();
   TF_ImportGraphDefOptionsSetPrefix(o, "t");
   TF_ImportGraphDefOptionsAddReturnOutput(o, "nosuch", 0);
