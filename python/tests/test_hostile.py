@@ -107,7 +107,7 @@ class HostileTest(unittest.TestCase):
                 code = 0
             except mstream.TFError as e:
                 code, got = int(e.code), None
-                self.assertIn("'%s'" % fetch if code == 3 else fetch + " (op ", str(e), "message names the node")
+                self.assertIn("'%s'" % fetch if code == 3 else "{{node %s}}" % fetch, str(e), "message names the node")
             self.assertEqual(code, want_code, "TF gives code %d" % want_code)
             if want_code == 0:
                 g_ = np.asarray(got)
