@@ -55,7 +55,7 @@ suite_script() { # name command...
   count "$name" "$(cat "$tmp/$name.out")"
 }
 
-suites=${*:-c symbols headers numeric tfheaders gobind models valgrind fuzz tforacle} capidiff
+suites=${*:-c symbols headers numeric tfheaders gobind models valgrind fuzz tforacle capidiff}
 for s in $suites; do
   t0=$(date +%s)
   case $s in
