@@ -28,6 +28,11 @@ const (
 	flowSwitch           // Switch, RefSwitch: one output live, the other dead
 	flowMerge            // Merge, RefMerge: live if any data input is
 	flowTrigger          // ControlTrigger: never dead
+	// The frame ops (frames.go); flowEnter must stay the first of them.
+	flowEnter    // Enter, RefEnter: into a child frame
+	flowExit     // Exit, RefExit: back to the parent frame
+	flowNext     // NextIteration, RefNextIteration: to the next iteration
+	flowLoopCond // LoopCond: an identity on the predicate
 )
 
 func flowOf(op string) flowKind {
@@ -38,6 +43,14 @@ func flowOf(op string) flowKind {
 		return flowMerge
 	case "ControlTrigger":
 		return flowTrigger
+	case "Enter", "RefEnter":
+		return flowEnter
+	case "Exit", "RefExit":
+		return flowExit
+	case "NextIteration", "RefNextIteration":
+		return flowNext
+	case "LoopCond":
+		return flowLoopCond
 	}
 	return flowNone
 }
@@ -86,7 +99,12 @@ func (p *Plan) refuseDeadness(where string) error {
 	}
 	for i := range p.nodes {
 		if n := p.nodes[i].node; p.nodes[i].flow == flowSwitch {
-			return status.Errorf(status.Unimplemented, "node '%s' (op %s): dead tensors (v1 control flow) run only on the CPU's pool executor, not %s (one stream group, graph-level mode)", n.Name, n.Op, where)
+			return status.Errorf(status.Unimplemented, "node '%s' (op %s): dead tensors and frames (v1 control flow) run only on the CPU's pool executor, not %s (one stream group, graph-level mode)", n.Name, n.Op, where)
+		}
+	}
+	for i := range p.nodes {
+		if n := p.nodes[i].node; p.nodes[i].flow >= flowEnter {
+			return status.Errorf(status.Unimplemented, "node '%s' (op %s): frames (v1 while loops) run only on the CPU's pool executor, not %s (one stream group, graph-level mode)", n.Name, n.Op, where)
 		}
 	}
 	return nil

@@ -22,8 +22,21 @@
 // with a dead input or dead control predecessor, which then does not run;
 // a Merge forwards a live input with its index. Only Run carries deadness;
 // RunStreams, RunGPU and RunGPUNodes refuse such plans with UNIMPLEMENTED.
-// Frames (Enter, Exit, NextIteration, LoopCond: v1 while loops) are not
-// supported yet: their back edges still fail import as a cycle.
+//
+// # Frames
+//
+// A plan with Enter, Exit, NextIteration or LoopCond (TF's v1 while loops)
+// runs on the frame executor (frames.go), which Run hands the step to:
+// every value is tagged with a frame instance and an iteration as in TF's
+// executor, nested frames and is_constant Enters included. Its nodes run
+// one at a time on the caller's goroutine in the order they become ready,
+// so iterations overlap only in that order and parallel_iterations is
+// ignored (results do not depend on it); kernels still use the intra-op
+// pool, and outputs are Go memory rather than the group's allocator. The
+// back edges (out of NextIteration) are kept out of every order the plan
+// builds (succ, preds, topo), so a cycle through any other node still
+// fails the build, naming its nodes. RunStreams, RunGPU and RunGPUNodes
+// refuse such plans with UNIMPLEMENTED naming a Switch or a frame op.
 //
 // # Placement and the GPU step
 //

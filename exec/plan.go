@@ -65,6 +65,11 @@ type Plan struct {
 	// deadness says a step can make dead tensors (the plan has a Switch):
 	// only the pool executor (Run) propagates them.
 	deadness bool
+	// frames says the plan has TF's v1 loop ops (Enter, Exit,
+	// NextIteration, LoopCond): Run hands the step to the frame executor
+	// (frames.go).
+	frames bool
+	fs     *frameStatic
 }
 
 // NumNodes is the number of nodes a step runs.
@@ -141,6 +146,12 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 			}
 			src := index[in.Node]
 			pn.inputs[j] = ref{src, in.Index}
+			if graph.IsNextIteration(in.Node.Op) {
+				// A loop's back edge: only the frame executor
+				// (frames.go) follows it, from one iteration to the
+				// next; every order below ignores it.
+				continue
+			}
 			p.nodes[src].succ = append(p.nodes[src].succ, i)
 			pn.npred++
 		}
@@ -154,10 +165,16 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 			pn.npred++
 		}
 		pn.flow = flowOf(n.Op)
-		p.deadness = p.deadness || pn.flow == flowSwitch
+		p.frames = p.frames || pn.flow >= flowEnter
+		p.deadness = p.deadness || pn.flow == flowSwitch || p.frames
 	}
 	if err := p.checkAcyclic(); err != nil {
 		return nil, err
+	}
+	if p.frames {
+		if err := p.buildFrames(); err != nil {
+			return nil, err
+		}
 	}
 	p.feedUses = make([]int32, len(feeds))
 	for i := range p.nodes {
@@ -174,7 +191,7 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 				continue
 			}
 			p.nodes[r.Node].uses[r.Index]++
-			if !seen[r.Node] {
+			if !seen[r.Node] && !graph.IsNextIteration(p.nodes[r.Node].node.Op) {
 				seen[r.Node] = true
 				pn.preds = append(pn.preds, r.Node)
 			}

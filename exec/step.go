@@ -87,6 +87,9 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
 	}
+	if p.frames {
+		return p.runFrames(ctx, rt, feeds, opts)
+	}
 	s := &step{
 		plan:    p,
 		rt:      rt,

@@ -152,17 +152,27 @@ func (g *Graph) ControlOutputs(n *Node) []*Node {
 // for writing and has checked the name is free.
 func (g *Graph) addLocked(n *Node) {
 	n.ID = len(g.nodes)
-	n.consumers = make([][]Input, len(n.OutTypes))
+	// A loop's NextIteration is added after the Merge that reads it, and
+	// so may already have consumers.
+	n.consumers = growConsumers(n.consumers, len(n.OutTypes))
 	if n.OutShapes == nil {
 		n.OutShapes = make([]tensor.PartialShape, len(n.OutTypes))
 	}
 	g.nodes = append(g.nodes, n)
 	g.byName[n.Name] = n
 	for i, in := range n.Inputs {
+		in.Node.consumers = growConsumers(in.Node.consumers, len(in.Node.OutTypes))
 		in.Node.consumers[in.Index] = append(in.Node.consumers[in.Index], Input{n, i})
 	}
 	for _, c := range n.Controls {
 		c.controlOuts = append(c.controlOuts, n)
 	}
 	g.version++
+}
+
+func growConsumers(c [][]Input, n int) [][]Input {
+	if len(c) < n {
+		c = append(c, make([][]Input, n-len(c))...)
+	}
+	return c
 }

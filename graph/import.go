@@ -208,6 +208,13 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 			if err != nil {
 				return nil, status.InvalidArg("Node '%s': %v", p.def.Name, err)
 			}
+			if in && IsNextIteration(ps[j].def.Op) {
+				// A back edge of a v1 while loop: TF's graph_constructor
+				// orders a Merge before the NextIteration that feeds it,
+				// and so do we. A cycle through any other node is still
+				// an error.
+				continue
+			}
 			if in {
 				p.deps++
 				ps[j].outs = append(ps[j].outs, i)
@@ -272,6 +279,13 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 			}
 			src := ps[byName[id.Name]].node
 			hasInternal = true
+			if src.OutTypes == nil && IsNextIteration(src.Op) {
+				// The back edge's source is built later; its one
+				// output has the type of its attr T. Its shape stays
+				// unknown here, as in TF's shape refiner, so a loop's
+				// Merge has an unknown shape.
+				src.OutTypes = []tensor.DType{tensor.DType(src.Attrs["T"].GetType())}
+			}
 			if id.Index >= len(src.OutTypes) {
 				return nil, status.InvalidArg("Node '%s': Connecting to invalid output %d of source node %s which has %d outputs", p.def.Name, id.Index, id.Name, len(src.OutTypes))
 			}
@@ -437,4 +451,11 @@ func (h *indexHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// IsNextIteration reports whether op is NextIteration or RefNextIteration,
+// whose out-edges are the back edges of TF's v1 while loops: the only
+// edges a graph may have on a cycle.
+func IsNextIteration(op string) bool {
+	return op == "NextIteration" || op == "RefNextIteration"
 }

@@ -109,6 +109,16 @@ func TestImport(t *testing.T) {
 			}},
 		{name: "cycle", text: `node { name: "a" op: "Identity" input: "b" ` + tF + ` } node { name: "b" op: "Identity" input: "a" ` + tF + ` }`,
 			code: status.InvalidArgument, want: "cycle"},
+		{name: "loop back edge", text: `node { name: "x" ` + phF + ` } node { name: "m" op: "Merge" input: "x" input: "n" ` + tF + ` attr { key: "N" value { i: 2 } } } node { name: "b" op: "Identity" input: "m" ` + tF + ` } node { name: "n" op: "NextIteration" input: "b" ` + tF + ` }`,
+			check: func(t *testing.T, g *Graph, r *ImportResults) {
+				// TF's shape refiner sees the back edge as unknown: the
+				// loop's Merge has an unknown shape.
+				if m := g.Lookup("m"); m == nil || m.OutShapes[0].Known || len(g.Consumers(g.Lookup("n").Output(0))) != 1 {
+					t.Errorf("merge %v", m)
+				}
+			}},
+		{name: "cycle beside a back edge", text: `node { name: "x" ` + phF + ` } node { name: "m" op: "Merge" input: "x" input: "n" ` + tF + ` attr { key: "N" value { i: 2 } } } node { name: "b" op: "Identity" input: "m" input: "^c" ` + tF + ` } node { name: "c" op: "Identity" input: "b" ` + tF + ` } node { name: "n" op: "NextIteration" input: "b" ` + tF + ` }`,
+			code: status.InvalidArgument, want: "cycle: nodes b, c"},
 		{name: "unknown op", text: `node { name: "x" ` + phF + ` } node { name: "z" op: "Frobnicate" input: "x" }`,
 			code: status.NotFound, want: "Frobnicate"},
 		{name: "library function", text: `node { name: "f" op: "MyFn" } library { function { signature { name: "MyFn" } } }`,

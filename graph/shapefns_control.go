@@ -4,7 +4,7 @@ import (
 	"mstream/tensor"
 )
 
-// Shape functions of TF's v1 control-flow ops that need no frames.
+// Shape functions of TF's v1 control-flow ops.
 func init() {
 	for _, op := range []string{"Switch", "RefSwitch"} {
 		RegisterShapeFn(op, switchShape)
@@ -13,6 +13,20 @@ func init() {
 		RegisterShapeFn(op, mergeShape)
 	}
 	RegisterShapeFn("ControlTrigger", func(c *ShapeContext) ([]tensor.PartialShape, error) { return nil, nil })
+	// The frame ops pass their input's shape on (TF's UnchangedShape). A
+	// loop's Merge sees its NextIteration input as unknown (import builds
+	// the back edge's source later), so its output is unknown, as in TF.
+	for _, op := range []string{"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration"} {
+		RegisterShapeFn(op, func(c *ShapeContext) ([]tensor.PartialShape, error) {
+			return []tensor.PartialShape{c.In[0]}, nil
+		})
+	}
+	RegisterShapeFn("LoopCond", func(c *ShapeContext) ([]tensor.PartialShape, error) {
+		if p := c.In[0]; p.Known && len(p.Dims) != 0 {
+			return nil, errorf("Shape must be rank 0 but is rank %d", len(p.Dims))
+		}
+		return []tensor.PartialShape{known()}, nil
+	})
 }
 
 // switchShape: both outputs have the data's shape; the predicate must be

@@ -40,6 +40,14 @@ type Result struct {
 // read lock.
 func Rewrite(feeds, fetches []graph.Output, targets []*graph.Node, opt Options) Result {
 	r := newRewriter(feeds, fetches, targets, opt)
+	for _, n := range r.order {
+		if graph.IsNextIteration(n.Op) {
+			// A while loop: copyNodes walks in ID order, which a back
+			// edge breaks (a Merge would keep the old NextIteration).
+			// Loops are left as they are.
+			return Result{Feeds: feeds, Fetches: fetches, Targets: targets}
+		}
+	}
 	r.match()
 	if len(r.fusions) == 0 {
 		return Result{Feeds: feeds, Fetches: fetches, Targets: targets}

@@ -56,6 +56,12 @@ func (v cfValue) tensor(t *testing.T) *tensor.Tensor {
 			b[i] = x != 0
 		}
 		return tensor.FromBool(shape, b)
+	case "int32":
+		n := make([]int32, len(v.Values))
+		for i, x := range v.Values {
+			n[i] = int32(x)
+		}
+		return tensor.FromI32(shape, n)
 	}
 	t.Fatalf("dtype %s not handled", v.DType)
 	return nil

@@ -6,7 +6,7 @@ import (
 	"mstream/tensor"
 )
 
-// TF's v1 control-flow ops that need no frames. An output a kernel leaves
+// TF's v1 control-flow ops. An output a kernel leaves
 // unset is dead (the executor's dead tensors, exec/deadness.go): Switch
 // forwards its data to the output its predicate picks and leaves the
 // other dead; Merge gets nil for its dead inputs and forwards the first
@@ -43,4 +43,22 @@ func init() {
 	reg("Merge", nil, []string{"value_index"}, merge)
 	reg("RefMerge", nil, []string{"value_index"}, merge)
 	reg("ControlTrigger", nil, nil, fn(func(*kernels.Context) error { return nil }))
+	// The frame ops forward their input; moving the value between frames
+	// and iterations is the executor's (exec/frames.go). LoopCond's
+	// predicate lives in host memory, as in TF.
+	pass := fn(func(ctx *kernels.Context) error {
+		ctx.SetOutput(0, ctx.Input(0))
+		return nil
+	})
+	for _, op := range []string{"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration"} {
+		reg(op, nil, nil, pass)
+	}
+	reg("LoopCond", nil, []string{"input", "output"}, fn(func(ctx *kernels.Context) error {
+		p := ctx.Input(0)
+		if len(p.Shape) != 0 {
+			return ctx.Errorf(status.InvalidArgument, "LoopCond: the predicate must be a scalar, but it has shape %v", p.Shape)
+		}
+		ctx.SetOutput(0, p)
+		return nil
+	}))
 }

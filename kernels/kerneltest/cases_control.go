@@ -54,3 +54,34 @@ func init() {
 		return []Case{{Node: NodeFor("ControlTrigger", nil, nil, nil), Want: []*tensor.Tensor{}}}
 	})
 }
+
+// The frame ops forward their input (moving it between frames and
+// iterations is the executor's, tested against TF's while loops in
+// session's TestControlFlowV1); LoopCond forwards a scalar predicate (its
+// shape function refuses any other shape).
+func init() {
+	pass := func(op string, attrs Attrs) Gen {
+		return func(r *rand.Rand) []Case {
+			var cs []Case
+			for _, dt := range MoveTypes {
+				a := Rand(r, dt, EdgeShapes[r.Intn(len(EdgeShapes))])
+				cs = append(cs, Case{Node: NodeFor(op, attrs, ins(a), nil), Inputs: ins(a), Want: []*tensor.Tensor{a}})
+			}
+			return cs
+		}
+	}
+	enter := Attrs{"frame_name": AStr("while/while_context"), "is_constant": ABool(false), "parallel_iterations": AInt(10)}
+	Add("Enter", pass("Enter", enter))
+	Add("RefEnter", pass("RefEnter", enter))
+	for _, op := range []string{"Exit", "RefExit", "NextIteration", "RefNextIteration"} {
+		Add(op, pass(op, nil))
+	}
+	Add("LoopCond", func(r *rand.Rand) []Case {
+		var cs []Case
+		for _, b := range []bool{false, true} {
+			p := tensor.FromBool(tensor.Shape{}, []bool{b})
+			cs = append(cs, Case{Node: NodeFor("LoopCond", nil, ins(p), nil), Inputs: ins(p), Want: []*tensor.Tensor{p}})
+		}
+		return cs
+	})
+}

@@ -33,7 +33,15 @@ def enc(v):
 def case(name, build, feed_sets, fetches, shapes=()):
     g = tf.Graph()
     with g.as_default():
-        build()
+        gd = build()
+    if gd is not None or any("while" in t for t in shapes):
+        # A frozen GraphDef (build returned one), or a loop whose static
+        # shapes must be those of TF's C++ importer (as mstream imports),
+        # not the ones Python's while_loop sets: run what TF imports.
+        gd = gd if gd is not None else g.as_graph_def()
+        g = tf.Graph()
+        with g.as_default():
+            tf.import_graph_def(gd, name="")
     # TF's static shapes of the named outputs: null for an unknown rank,
     # -1 for an unknown dimension.
     static = {}
@@ -121,7 +129,72 @@ def merge_shapes():
     tf.raw_ops.Switch(data=c, pred=p, name="sw")
 
 
+def counter(par):
+    def build():
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+        i, y = tf.compat.v1.while_loop(
+            lambda i, y: i < n,
+            lambda i, y: (i + 1, y * 0.9 + tf.cast(i, tf.float32)),
+            [tf.constant(0), x], parallel_iterations=par, name="while")
+        tf.identity(i, name="i_out")
+        tf.identity(y, name="y_out")
+    return build
+
+
+def while_grow():
+    # The carried value gains a row every iteration.
+    x = tf.compat.v1.placeholder(tf.float32, [1, 2], name="x")
+    n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+    _, y = tf.compat.v1.while_loop(
+        lambda i, y: i < n,
+        lambda i, y: (i + 1, tf.concat([y, y[-1:] * 2.0 + 1.0], 0)),
+        [tf.constant(0), x],
+        shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, 2])], name="while")
+    tf.identity(y, name="y_out")
+
+
+def while_cond():
+    # A cond inside the body: odd and even iterations take other branches.
+    x = tf.compat.v1.placeholder(tf.float32, [4], name="x")
+    n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+
+    def body(i, y):
+        y = tf.compat.v1.cond(tf.equal(i % 2, 0), lambda: y * 2.0, lambda: tf.tanh(y) - 0.5)
+        return i + 1, y
+    _, y = tf.compat.v1.while_loop(lambda i, y: i < n, body, [tf.constant(0), x], name="while")
+    tf.identity(y, name="y_out")
+
+
+def while_nested():
+    # An inner loop whose trip count depends on the outer iteration, and
+    # an outer value used inside it (a loop constant of the inner frame).
+    x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+    n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+
+    def outer(i, acc):
+        def inner(j, a):
+            return j + 1, a + x * tf.cast(i, tf.float32) + tf.cast(j, tf.float32)
+        _, a = tf.compat.v1.while_loop(lambda j, a: j < i + 1, inner, [tf.constant(0), acc], name="inner")
+        return i + 1, a
+    _, acc = tf.compat.v1.while_loop(lambda i, a: i < n, outer, [tf.constant(0), tf.zeros([2])], name="outer")
+    tf.identity(acc, name="acc_out")
+
+
 cases = []
+for par in (1, 10):
+    cases.append(case("while_counter_par%d" % par, counter(par),
+                      [{"x": f32(3), "n": np.int32(k)} for k in (0, 1, 7)],
+                      ["i_out:0", "y_out:0", "while/Exit_1:0"], ["while/Merge:0", "while/Merge_1:0", "while/Exit_1:0"]))
+cases.append(case("while_grow", while_grow,
+                  [{"x": f32(1, 2), "n": np.int32(k)} for k in (0, 3)],
+                  ["y_out:0"], ["while/Merge_1:0", "while/Exit_1:0"]))
+cases.append(case("while_cond", while_cond,
+                  [{"x": f32(4), "n": np.int32(k)} for k in (0, 5)],
+                  ["y_out:0"]))
+cases.append(case("while_nested", while_nested,
+                  [{"x": f32(2), "n": np.int32(k)} for k in (0, 1, 4)],
+                  ["acc_out:0"]))
 cases.append(case("merge_shapes", merge_shapes,
                   [{"a": f32(2, 3), "b": f32(2, 4), "c": f32(5, 3), "d": f32(1), "e": f32(2), "p": np.bool_(True)}],
                   ["m_ab:0", "m_ab:1", "sw:1"],

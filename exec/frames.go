@@ -1,0 +1,417 @@
+package exec
+
+import (
+	"context"
+	"time"
+
+	"mstream/status"
+	"mstream/tensor"
+	"mstream/trace"
+)
+
+// Frames: TF's v1 while loops on the pool executor.
+//
+// A plan with Enter, Exit, NextIteration or LoopCond runs here, in the
+// manner of TF's executor (common_runtime/propagator_state.cc): every
+// value is tagged with a frame instance and an iteration. Nodes with no
+// inputs run in the root frame, iteration 0; a node runs in the frame
+// and iteration of its inputs, except that Enter sends its output to
+// iteration 0 of the child frame named by its frame_name (one instance
+// per parent frame instance and iteration), an is_constant Enter to every
+// iteration of that child, NextIteration to the next iteration of its
+// frame, and Exit to the parent frame at the iteration that made the
+// child. Each (frame, iteration) keeps its own pending counts and input
+// slots, so a node runs once per iteration it is reached in.
+//
+// Deadness is TF's: a node with a dead data input or a dead control
+// predecessor is dead; a Merge fires on its first live data input, or
+// dead once every data input is dead or a dead Enter reached it (a loop
+// on the untaken side of a cond); a dead NextIteration ends the loop
+// (nothing goes to the next iteration); a dead Exit goes to the parent
+// only when the frame finishes without that Exit ever being live. A
+// frame instance finishes when every Enter of its frame has delivered and
+// no node of it is queued or running and no child frame of it is alive.
+//
+// Iterations run one node at a time on the calling goroutine, in the
+// order they become ready (first in, first out), so iterations overlap as
+// dependencies allow but no two kernels run at once: parallel_iterations
+// is not needed to bound memory and is otherwise ignored; results equal
+// TF's because a loop's values do not depend on the schedule. Kernels
+// still split their own work over the intra-op pool. Outputs are Go
+// memory, not the group's allocator: a loop's values live for a number of
+// iterations the plan cannot know, which the tracker's static use counts
+// do not model.
+
+// frameEdge is one out-edge of a node: to input slot of dst, or a control
+// edge (slot < 0). Back edges are included.
+type frameEdge struct {
+	dst  int32
+	slot int32
+	out  int32
+}
+
+// frameStatic is what the frame executor needs of a plan, computed once
+// at build.
+type frameStatic struct {
+	out       [][]frameEdge
+	pending   []int32 // per node: node inputs and control inputs (Merge: controls only)
+	frameName []string
+	isConst   []bool
+	enters    map[string]int32 // Enter nodes per frame name
+	fedMerge  []bool           // a Merge with a fed data input: live at the start
+}
+
+func (p *Plan) buildFrames() error {
+	fs := &frameStatic{
+		out:       make([][]frameEdge, len(p.nodes)),
+		pending:   make([]int32, len(p.nodes)),
+		frameName: make([]string, len(p.nodes)),
+		isConst:   make([]bool, len(p.nodes)),
+		fedMerge:  make([]bool, len(p.nodes)),
+		enters:    map[string]int32{},
+	}
+	for i := range p.nodes {
+		pn := &p.nodes[i]
+		for j, r := range pn.inputs {
+			if r.Node < 0 {
+				if pn.flow == flowMerge {
+					fs.fedMerge[i] = true
+				}
+				continue
+			}
+			fs.out[r.Node] = append(fs.out[r.Node], frameEdge{int32(i), int32(j), int32(r.Index)})
+			if pn.flow != flowMerge {
+				fs.pending[i]++
+			}
+		}
+		for _, c := range pn.ctrl {
+			fs.out[c] = append(fs.out[c], frameEdge{int32(i), -1, 0})
+			fs.pending[i]++
+		}
+		if pn.flow == flowEnter {
+			name := pn.node.Attrs["frame_name"].GetS()
+			if len(name) == 0 {
+				return status.InvalidArg("node '%s' (op %s): attr frame_name is missing or empty", pn.node.Name, pn.node.Op)
+			}
+			fs.frameName[i] = string(name)
+			fs.isConst[i] = pn.node.Attrs["is_constant"].GetB()
+			fs.enters[string(name)]++
+		}
+	}
+	p.fs = fs
+	return nil
+}
+
+// nodeSlot is one node's state in one iteration of one frame instance.
+type nodeSlot struct {
+	ins       []*tensor.Tensor
+	pending   int32
+	deadCnt   int32 // Merge: dead data inputs
+	dead      bool  // a dead input or dead control predecessor arrived
+	live      bool  // Merge: a live data input arrived
+	forceDead bool  // Merge: a dead Enter arrived
+	fired     bool  // Merge: queued
+}
+
+type frameInst struct {
+	parent     *frameInst
+	parentIter int
+	name       string
+	iters      [][]nodeSlot
+	consts     []constIn
+	// enters counts the Enter nodes yet to deliver; outstanding the
+	// queued nodes of this frame plus its live child frames.
+	enters      int32
+	outstanding int
+	exits       map[int32]bool // Exit node: true once live, false while only dead
+	children    map[childKey]*frameInst
+	done        bool
+}
+
+type childKey struct {
+	iter int
+	name string
+}
+
+type constIn struct {
+	node int32
+	v    *tensor.Tensor
+}
+
+type frameTask struct {
+	f    *frameInst
+	iter int
+	node int32
+}
+
+type frameRun struct {
+	p       *Plan
+	s       *step // for tracing
+	feeds   []*tensor.Tensor
+	queue   []frameTask
+	root    *frameInst
+	rootOut [][]*tensor.Tensor
+}
+
+// runFrames is Run for a plan with frames.
+func (p *Plan) runFrames(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	r := &frameRun{p: p, s: &step{plan: p, rt: rt, trace: opts.Trace}, feeds: feeds,
+		root: &frameInst{parentIter: -1}, rootOut: make([][]*tensor.Tensor, len(p.nodes))}
+	r.iter(r.root, 0)
+	for i := range p.nodes {
+		if p.fs.pending[i] != 0 {
+			continue
+		}
+		if p.nodes[i].flow == flowMerge {
+			if !p.fs.fedMerge[i] {
+				continue
+			}
+			r.root.iters[0][i].live, r.root.iters[0][i].fired = true, true
+		}
+		r.enqueue(r.root, 0, int32(i))
+	}
+	for head := 0; head < len(r.queue); head++ {
+		if head&63 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, status.Errorf(status.Cancelled, "step cancelled: %v", err)
+			}
+		}
+		t := r.queue[head]
+		r.queue[head] = frameTask{}
+		if err := r.run(t); err != nil {
+			return nil, nil, err
+		}
+		t.f.outstanding--
+		r.maybeDone(t.f)
+		if head > 4096 && head*2 > len(r.queue) {
+			// Drop the finished half of the queue so a long loop
+			// does not keep it.
+			n := copy(r.queue, r.queue[head+1:])
+			r.queue = r.queue[:n]
+			head = -1
+		}
+	}
+	var st *trace.Step
+	if opts.Trace {
+		g := -1
+		if rt.Group != nil {
+			g = int(rt.Group.ID)
+		}
+		st = r.s.tr.step(opts.Run, g)
+	}
+	out := make([]*tensor.Tensor, len(p.fetches))
+	for i, f := range p.fetches {
+		var t *tensor.Tensor
+		if f.Node < 0 {
+			t = feeds[f.Index]
+		} else if o := r.rootOut[f.Node]; o != nil {
+			t = o[f.Index]
+		}
+		if t == nil {
+			return nil, nil, deadFetch(p, i)
+		}
+		out[i] = t
+	}
+	return out, st, nil
+}
+
+// iter returns iteration i of f, making the iterations up to it; a new
+// iteration receives the frame's loop constants.
+func (r *frameRun) iter(f *frameInst, i int) []nodeSlot {
+	for len(f.iters) <= i {
+		slots := make([]nodeSlot, len(r.p.nodes))
+		for k := range slots {
+			slots[k].pending = r.p.fs.pending[k]
+		}
+		f.iters = append(f.iters, slots)
+		for _, c := range f.consts {
+			r.propagate(f, len(f.iters)-1, c.node, []*tensor.Tensor{c.v}, false, false)
+		}
+	}
+	return f.iters[i]
+}
+
+func (r *frameRun) enqueue(f *frameInst, iter int, node int32) {
+	f.outstanding++
+	r.queue = append(r.queue, frameTask{f, iter, node})
+}
+
+// child returns the instance of frame name that iteration iter of f
+// enters, making it on first use.
+func (r *frameRun) child(f *frameInst, iter int, name string) *frameInst {
+	k := childKey{iter, name}
+	if c := f.children[k]; c != nil {
+		return c
+	}
+	if f.children == nil {
+		f.children = map[childKey]*frameInst{}
+	}
+	c := &frameInst{parent: f, parentIter: iter, name: name, enters: r.p.fs.enters[name], exits: map[int32]bool{}}
+	f.children[k] = c
+	f.outstanding++
+	return c
+}
+
+func (r *frameRun) run(t frameTask) error {
+	p := r.p
+	pn := &p.nodes[t.node]
+	sl := &t.f.iters[t.iter][t.node]
+	ins := make([]*tensor.Tensor, len(pn.inputs))
+	for j, in := range pn.inputs {
+		if in.Node < 0 {
+			ins[j] = r.feeds[in.Index]
+		} else if sl.ins != nil {
+			ins[j] = sl.ins[j]
+		}
+	}
+	dead := false
+	switch pn.flow {
+	case flowMerge:
+		dead = !sl.live
+	case flowTrigger:
+	default:
+		dead = sl.dead
+		for _, v := range ins {
+			dead = dead || v == nil
+		}
+	}
+	var outs []*tensor.Tensor
+	if dead {
+		outs = make([]*tensor.Tensor, len(pn.node.OutTypes))
+	} else {
+		var start = r.s.now()
+		var k kernelCall
+		var err error
+		if outs, err = k.run(pn, ins, r.s.rt.Intra); err != nil {
+			return err
+		}
+		var bytes int64
+		if r.s.trace {
+			for _, o := range outs {
+				if o != nil {
+					bytes += o.ByteSize()
+				}
+			}
+		}
+		r.s.record(pn, start, bytes, "")
+	}
+	sl.ins = nil
+	f, iter := t.f, t.iter
+	switch pn.flow {
+	case flowEnter:
+		c := r.child(f, iter, p.fs.frameName[t.node])
+		c.enters--
+		if p.fs.isConst[t.node] && !dead {
+			c.consts = append(c.consts, constIn{t.node, outs[0]})
+			for i := range c.iters {
+				r.propagate(c, i, t.node, outs, false, false)
+			}
+		} else {
+			r.propagate(c, 0, t.node, outs, dead, true)
+		}
+		r.maybeDone(c)
+		return nil
+	case flowExit:
+		if f.parent == nil {
+			return status.InvalidArg("node '%s' (op %s) is not inside a while loop frame", pn.node.Name, pn.node.Op)
+		}
+		if dead {
+			if _, seen := f.exits[t.node]; !seen {
+				f.exits[t.node] = false
+			}
+			return nil
+		}
+		f.exits[t.node] = true
+		if f.parent == r.root {
+			r.rootOut[t.node] = outs // fetchable
+		}
+		r.propagate(f.parent, f.parentIter, t.node, outs, false, false)
+		return nil
+	case flowNext:
+		if dead {
+			return nil // the loop has ended: nothing enters the next iteration
+		}
+		r.propagate(f, iter+1, t.node, outs, false, false)
+		return nil
+	}
+	if f == r.root {
+		r.rootOut[t.node] = outs
+	}
+	r.propagate(f, iter, t.node, outs, dead, false)
+	return nil
+}
+
+// propagate delivers the outputs of node src (all nil when it is dead)
+// to its consumers in iteration iter of f, queueing those that become
+// ready.
+func (r *frameRun) propagate(f *frameInst, iter int, src int32, outs []*tensor.Tensor, dead, fromEnter bool) {
+	slots := r.iter(f, iter)
+	for _, e := range r.p.fs.out[src] {
+		sl := &slots[e.dst]
+		dpn := &r.p.nodes[e.dst]
+		if dpn.flow == flowMerge {
+			if sl.fired {
+				continue
+			}
+			switch {
+			case e.slot < 0:
+				sl.pending--
+			case !dead && outs[e.out] != nil:
+				sl.setIn(dpn, e.slot, outs[e.out])
+				sl.live = true
+			default:
+				sl.deadCnt++
+				sl.forceDead = sl.forceDead || fromEnter
+			}
+			if sl.pending == 0 && (sl.live || sl.forceDead || int(sl.deadCnt) == len(dpn.inputs)) {
+				sl.fired = true
+				r.enqueue(f, iter, e.dst)
+			}
+			continue
+		}
+		if e.slot < 0 {
+			sl.dead = sl.dead || dead
+		} else if dead || outs[e.out] == nil {
+			sl.dead = true
+		} else {
+			sl.setIn(dpn, e.slot, outs[e.out])
+		}
+		if sl.pending--; sl.pending == 0 {
+			r.enqueue(f, iter, e.dst)
+		}
+	}
+}
+
+func (sl *nodeSlot) setIn(pn *planNode, slot int32, v *tensor.Tensor) {
+	if sl.ins == nil {
+		sl.ins = make([]*tensor.Tensor, len(pn.inputs))
+	}
+	sl.ins[slot] = v
+}
+
+// maybeDone finishes f once nothing more can happen in it: Exits that were
+// never live send dead values to the parent, and the parent may finish in
+// turn.
+func (r *frameRun) maybeDone(f *frameInst) {
+	for f != r.root && !f.done && f.outstanding == 0 && f.enters == 0 {
+		f.done = true
+		par := f.parent
+		for node, live := range f.exits {
+			if !live {
+				r.propagate(par, f.parentIter, node, make([]*tensor.Tensor, len(r.p.nodes[node].node.OutTypes)), true, false)
+			}
+		}
+		delete(par.children, childKey{f.parentIter, f.name})
+		f.iters, f.consts = nil, nil
+		par.outstanding--
+		f = par
+	}
+}
+
+// now is the start of a traced slice (zero when not tracing).
+func (s *step) now() time.Time {
+	if !s.trace {
+		return time.Time{}
+	}
+	return time.Now()
+}
