@@ -151,12 +151,14 @@ type frameRun struct {
 	queue   []frameTask
 	root    *frameInst
 	rootOut [][]*tensor.Tensor
+	consts  [][]*tensor.Tensor // Const outputs, computed once per step
 }
 
 // runFrames is Run for a plan with frames.
 func (p *Plan) runFrames(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	r := &frameRun{p: p, s: &step{plan: p, rt: rt, trace: opts.Trace}, feeds: feeds,
-		root: &frameInst{parentIter: -1}, rootOut: make([][]*tensor.Tensor, len(p.nodes))}
+		root: &frameInst{parentIter: -1}, rootOut: make([][]*tensor.Tensor, len(p.nodes)),
+		consts: make([][]*tensor.Tensor, len(p.nodes))}
 	r.iter(r.root, 0)
 	for i := range p.nodes {
 		if p.fs.pending[i] != 0 {
@@ -276,9 +278,14 @@ func (r *frameRun) run(t frameTask) error {
 		}
 	}
 	var outs []*tensor.Tensor
-	if dead {
+	switch {
+	case dead:
 		outs = make([]*tensor.Tensor, len(pn.node.OutTypes))
-	} else {
+	case pn.isConst && r.consts[t.node] != nil:
+		// A Const in a loop body runs every iteration; its value
+		// never changes (TF's Const kernel also keeps one tensor).
+		outs = r.consts[t.node]
+	default:
 		var start = r.s.now()
 		var k kernelCall
 		var err error
@@ -294,6 +301,9 @@ func (r *frameRun) run(t frameTask) error {
 			}
 		}
 		r.s.record(pn, start, bytes, "")
+		if pn.isConst {
+			r.consts[t.node] = outs
+		}
 	}
 	sl.ins = nil
 	f, iter := t.f, t.iter

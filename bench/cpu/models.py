@@ -13,6 +13,9 @@ Models, each with Placeholders as inputs (-1 = batch) and a node "output":
   chain          x (scalar) then 1000 chained AddV2(prev, Const 1); output the last
   wide           1000 independent AddV2(x, Const i), "output" a NoOp that has
                  them all as control inputs (run as a target)
+  while1000      x (scalar) then a tf.compat.v1.while_loop (control flow v1:
+                 Enter/Merge/Switch/NextIteration/Exit) of 1000 iterations of
+                 y + 1; the per-iteration cost of the executor's frames
 Each further argument is a text GraphDef converted to OUTDIR/<name>.pb.
 
 ConfigProtos: cfg.pb (intra_op = inter_op = 2, TF's default optimizations)
@@ -113,6 +116,17 @@ def scalar_graph(kind, n=1000):
     return g.as_graph_def()
 
 
+def while_graph(n=1000):
+    g = tf.Graph()
+    with g.as_default():
+        tf.compat.v1.disable_control_flow_v2()
+        x = tf.compat.v1.placeholder(tf.float32, [], name="x")
+        _, y = tf.compat.v1.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, y + 1.0),
+                                       [tf.constant(0), x], name="while")
+        tf.identity(y, name="output")
+    return g.as_graph_def()
+
+
 def utf8_escapes(text):
     """Rewrites \\uXXXX escapes as the octal escapes of their UTF-8 bytes.
 
@@ -151,6 +165,7 @@ def main():
         ("keras_encoder", keras_encoder),
         ("chain", lambda: scalar_graph("chain")),
         ("wide", lambda: scalar_graph("wide")),
+        ("while1000", while_graph),
     ):
         gd = make()
         with open(os.path.join(out, name + ".pb"), "wb") as f:

@@ -20,7 +20,7 @@ DUR=${DUR:-1}
 ROUNDS=${ROUNDS:-2}
 BATCHES=${BATCHES:-1,16,256}
 THREADS=${THREADS:-1,2}
-MODELS=${MODELS:-model_test mlp dlrm_small cnn transformer keras_mlp keras_cnn keras_encoder chain chain_noopt wide wide_noopt}
+MODELS=${MODELS:-model_test mlp dlrm_small cnn transformer keras_mlp keras_cnn keras_encoder chain chain_noopt wide wide_noopt while1000}
 out=build/vs_tf
 mkdir -p "$out"
 make -s lib >/dev/null
@@ -55,7 +55,7 @@ while [ "$r" -le "$ROUNDS" ]; do
     case $model in
       *_noopt) file=${model%_noopt} cfg=cfg_noopt.pb ;;
     esac
-    case $file in chain | wide) b=1 ;; esac
+    case $file in chain | wide | while1000) b=1 ;; esac
     ids=100000 # below every table's rows: the bundled model's smallest has 200
     [ "$file" = model_test ] && ids=200
     for side in ms tf; do
