@@ -181,6 +181,20 @@ def while_nested():
     tf.identity(acc, name="acc_out")
 
 
+def while_in_cond():
+    # A loop on a cond branch: on the untaken side its Enters are dead,
+    # which kills the loop's Merges, and its Exits reach the cond's Merge
+    # dead.
+    x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+    p = tf.compat.v1.placeholder(tf.bool, [], name="p")
+
+    def loop():
+        return tf.compat.v1.while_loop(lambda i, y: i < 4, lambda i, y: (i + 1, y * 1.5 - 0.25),
+                                       [tf.constant(0), x], name="while")[1]
+    r = tf.compat.v1.cond(p, loop, lambda: x - 1.0, name="c")
+    tf.identity(r, name="y_out")
+
+
 cases = []
 for par in (1, 10):
     cases.append(case("while_counter_par%d" % par, counter(par),
@@ -195,6 +209,9 @@ cases.append(case("while_cond", while_cond,
 cases.append(case("while_nested", while_nested,
                   [{"x": f32(2), "n": np.int32(k)} for k in (0, 1, 4)],
                   ["acc_out:0"]))
+cases.append(case("while_in_cond", while_in_cond,
+                  [{"x": f32(3), "p": np.bool_(b)} for b in (True, False)],
+                  ["y_out:0"]))
 cases.append(case("merge_shapes", merge_shapes,
                   [{"a": f32(2, 3), "b": f32(2, 4), "c": f32(5, 3), "d": f32(1), "e": f32(2), "p": np.bool_(True)}],
                   ["m_ab:0", "m_ab:1", "sw:1"],
