@@ -87,8 +87,9 @@ func deadFetch(p *Plan, k int) error {
 	return status.InvalidArg("Retval[%d] does not have value: fetch '%s' is dead (it depends on the untaken branch of a Switch)", k, fetchName(p, k))
 }
 
-// Deadness reports whether the plan holds a Switch, so that a step may make
-// dead tensors: only the CPU's pool executor (Plan.Run) carries them.
+// Deadness reports whether the plan holds a Switch or a frame op (a v1
+// while loop), so that a step may make dead tensors: only the CPU's pool
+// executor (Plan.Run) carries them.
 func (p *Plan) Deadness() bool { return p.deadness }
 
 // refuseDeadness fails a step of the stream or GPU schedulers on a plan

@@ -350,6 +350,10 @@ var (
 		"Switch":                "TF cannot fetch Switch's dead output (Retval does not have value); session's TestControlFlowV1 compares whole conds with TF",
 		"RefSwitch":             "TF's RefSwitch wants a ref input (a variable), which these cases do not have",
 		"RefMerge":              "TF's RefMerge wants ref inputs (variables), which these cases do not have",
+		"RefEnter":              "TF's RefEnter wants a ref input (a variable), which these cases do not have",
+		"RefExit":               "TF's RefExit wants a ref input (a variable), which these cases do not have",
+		"RefNextIteration":      "TF's RefNextIteration wants a ref input (a variable), which these cases do not have",
+		"Exit":                  "TF's executor refuses an Exit outside a loop frame (Cannot find a corresponding Enter op), the kernel alone forwards; session's TestControlFlowV1 compares whole loops with TF",
 	}
 	// stricter: TF runs the node without a check mstream makes (TF reads
 	// out of bounds or gives garbage there).
