@@ -310,6 +310,14 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 				n.Controls = append(n.Controls, c)
 			}
 		}
+		// A GraphDef's node carries every attr its op has no default for,
+		// as TF's importer requires (TF_NewOperation infers type attrs
+		// from the inputs; a GraphDef does not get that help).
+		for _, ad := range n.Def.Attr {
+			if _, ok := n.Attrs[ad.Name]; !ok && ad.DefaultValue == nil {
+				return nil, status.InvalidArg("NodeDef missing attr '%s' from Op<name=%s>; NodeDef: {{node %s}}", ad.Name, n.Op, n.Name)
+			}
+		}
 		sizes, err := argSizes(n)
 		if err != nil {
 			return nil, err
