@@ -34,14 +34,17 @@ $cc -O2 -Wall -Iinclude bench/gpu/loadgen.c -Lbuild -lmstream -lpthread \
 $cc -O2 -Wall -Iinclude bench/gpu/loadgen.c -L"$out/tflib" -ltensorflow -lpthread \
   -Wl,-rpath,"$out/tflib" -Wl,-rpath,"$tfdir" -o "$out/loadgen_tf"
 
-# Models: written once, kept between runs (delete build/vs_tf/models to redo).
+# Models: written once, kept between runs, written again when a generator
+# changes (.done holds their hash).
 m=$out/models
-if [ ! -f "$m/.done" ]; then
+gens=$(cat bench/cpu/models.py bench/gpu/gen/*.go bench/models/gen/*.go bench/internal/models/*.go | sha256sum | cut -c1-16)
+if [ "$(cat "$m/.done" 2>/dev/null)" != "$gens" ]; then
+  rm -rf "$m"
   mkdir -p "$m"
   go run ./bench/gpu/gen -out "$m" -rows 100000 >&2
   go run ./bench/models/gen -out "$m" >&2
   "$MS_PY" bench/cpu/models.py "$m" examples/data/model_test.pbtxt
-  touch "$m/.done"
+  echo "$gens" >"$m/.done"
 fi
 
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}

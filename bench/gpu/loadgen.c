@@ -142,7 +142,7 @@ static int request(Client* c, TF_Status* s) {
   TF_Tensor* out = NULL;
   const Model* m = c->m;
   if (m->target)
-    TF_SessionRun(c->sess, NULL, m->in, c->feeds, m->n_in, NULL, NULL, 0, &m->out.oper, 1, NULL, s);
+    TF_SessionRun(c->sess, NULL, m->in, c->feeds, m->n_in, NULL, NULL, 0, (const TF_Operation* const*)&m->out.oper, 1, NULL, s);
   else
     TF_SessionRun(c->sess, NULL, m->in, c->feeds, m->n_in, &m->out, &out, 1, NULL, 0, NULL, s);
   if (TF_GetCode(s) != TF_OK) {
