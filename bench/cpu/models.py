@@ -2,7 +2,7 @@
 
 Run with the project's venv (TensorFlow 2.15.1):
 
-    build/venv/bin/python bench/cpu/models.py OUTDIR [model.pbtxt ...]
+    build/venv/bin/python bench/cpu/models.py OUTDIR
 
 Models, each with Placeholders as inputs (-1 = batch) and a node "output":
   keras_mlp      Keras Dense 512-1024-1024-512-256-1, ReLU, Sigmoid, frozen
@@ -16,7 +16,6 @@ Models, each with Placeholders as inputs (-1 = batch) and a node "output":
   while1000      x (scalar) then a tf.compat.v1.while_loop (control flow v1:
                  Enter/Merge/Switch/NextIteration/Exit) of 1000 iterations of
                  y + 1; the per-iteration cost of the executor's frames
-Each further argument is a text GraphDef converted to OUTDIR/<name>.pb.
 
 ConfigProtos: cfg.pb (intra_op = inter_op = 2, TF's default optimizations)
 and cfg_noopt.pb (the same with TF's graph optimizations off: opt_level L0,
@@ -28,7 +27,6 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from google.protobuf import text_format  # noqa: E402
 from tensorflow.python.framework.convert_to_constants import (  # noqa: E402
     convert_variables_to_constants_v2,
 )
@@ -127,23 +125,6 @@ def while_graph(n=1000):
     return g.as_graph_def()
 
 
-def utf8_escapes(text):
-    """Rewrites \\uXXXX escapes as the octal escapes of their UTF-8 bytes.
-
-    In a bytes field C++ protobuf (TF's own text parser, and mstream's) reads
-    \\u0083 as the code point's UTF-8 encoding (two bytes), Python's
-    text_format as the single byte 0x83; the bundled model is written with
-    the former meaning."""
-    import re
-
-    def sub(m):
-        if len(m.group(1)) % 2 == 0:  # the backslash is itself escaped
-            return m.group(0)
-        return m.group(1)[:-1] + "".join("\\%03o" % b for b in chr(int(m.group(2), 16)).encode())
-
-    return re.sub(r"(\\+)u([0-9a-fA-F]{4})", sub, text)
-
-
 def configs(out):
     cfg = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=2)
     with open(os.path.join(out, "cfg.pb"), "wb") as f:
@@ -171,13 +152,6 @@ def main():
         with open(os.path.join(out, name + ".pb"), "wb") as f:
             f.write(gd.SerializeToString())
         print(f"{name}: {len(gd.node)} nodes", file=sys.stderr)
-    for path in sys.argv[2:]:
-        gd = tf.compat.v1.GraphDef()
-        with open(path) as f:
-            text_format.Parse(utf8_escapes(f.read()), gd)
-        name = os.path.splitext(os.path.basename(path))[0]
-        with open(os.path.join(out, name + ".pb"), "wb") as f:
-            f.write(gd.SerializeToString())
 
 
 if __name__ == "__main__":

@@ -37,13 +37,15 @@ $cc -O2 -Wall -Iinclude bench/gpu/loadgen.c -L"$out/tflib" -ltensorflow -lpthrea
 # Models: written once, kept between runs, written again when a generator
 # changes (.done holds their hash).
 m=$out/models
-gens=$(cat bench/cpu/models.py bench/gpu/gen/*.go bench/models/gen/*.go bench/internal/models/*.go | sha256sum | cut -c1-16)
+gens=$(cat bench/cpu/models.py test/tforacle/pbtxt2pb/*.go bench/gpu/gen/*.go bench/models/gen/*.go bench/internal/models/*.go | sha256sum | cut -c1-16)
 if [ "$(cat "$m/.done" 2>/dev/null)" != "$gens" ]; then
   rm -rf "$m"
   mkdir -p "$m"
   go run ./bench/gpu/gen -out "$m" -rows 100000 >&2
   go run ./bench/models/gen -out "$m" >&2
-  "$MS_PY" bench/cpu/models.py "$m" examples/data/model_test.pbtxt
+  "$MS_PY" bench/cpu/models.py "$m"
+  # The bundled model made binary by the parser test/tforacle uses too.
+  go run ./test/tforacle/pbtxt2pb examples/data/model_test.pbtxt "$m/model_test.pb"
   echo "$gens" >"$m/.done"
 fi
 
