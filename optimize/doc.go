@@ -1,12 +1,20 @@
 // Package optimize rewrites, at plan time, the part of a graph that one Run
-// needs, where TF's grappler remapper would: MatMul+BiasAdd(+activation)
+// needs, as TF's default graph optimizers do, in passes (passes.go) that
+// the ConfigProto switches as it switches TF's (PassesFor: rewrite_options,
+// opt_level L0, disable_meta_optimizer): Fold (constant folding: a node
+// whose inputs are all constant becomes a Const computed once by its CPU
+// kernel, up to 10 MiB), Arith (scalar constants pushed down chains of
+// Add/AddV2 or Mul: ((x + 1) + 1) + 1 is x + 3), Deps (control edges from
+// pure nodes nobody reads dropped, so they are not run), CSE (equal pure
+// nodes merged), then Remap, the fusions of TF's grappler remapper: MatMul+BiasAdd(+activation)
 // becomes _FusedMatMul (the activation may be the exact GELU subgraph Keras
 // exports, fused as GeluExact), Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
 // an inference FusedBatchNorm(V2/V3) after a Conv2D with a constant filter
 // is folded into that filter and a bias (then fused as Conv2D+BiasAdd), and
 // a chain of unary float32 ops becomes one _MstreamUnaryChain that makes a
 // single pass over the buffer. The session calls Rewrite before exec.Build
-// unless MSTREAM_FUSION=0.
+// with the passes its ConfigProto asks for; MSTREAM_FUSION=0 leaves out
+// Remap.
 //
 // The user's graph is never changed: Rewrite returns a rewritten copy of the
 // signature (feeds, fetches, targets) whose nodes are detached (see
@@ -29,6 +37,11 @@
 //     into one that fails to build.
 //   - Folded constants are new detached Const nodes computed in float64
 //     from the user's Consts and rounded once to float32.
+//   - No pass looks through control flow (Switch, Merge, frames): a plan
+//     with a while loop is left as it is, and nodes with control inputs,
+//     stateful nodes, placeholders, fed or fetched nodes and targets are
+//     never folded, merged or dropped. A node whose kernel fails at plan
+//     time is left to fail at Run with its usual error.
 //   - Rewrite runs under the graph's read lock (the caller holds it) and
 //     never takes a graph lock itself.
 package optimize

@@ -22,6 +22,9 @@ type Options struct {
 	// (kernels.CPU, kernels.GPU): a fusion is made only when its fused op
 	// has a kernel that accepts the fused node on every one of them.
 	Devices []string
+	// Passes are the rewrites to make (PassesFor reads them from a
+	// ConfigProto); none leaves the signature as it is.
+	Passes Pass
 }
 
 // Result is the rewritten signature: the same feeds, fetches and targets,
@@ -30,38 +33,67 @@ type Result struct {
 	Feeds   []graph.Output
 	Fetches []graph.Output
 	Targets []*graph.Node
-	// Fused counts the patterns replaced by one node.
+	// Fused counts the patterns replaced by one node (Remap).
 	Fused int
+	// Counts has, per pass, how many rewrites it made: nodes folded into
+	// Consts, chains pushed down, nodes whose control inputs shrank,
+	// nodes merged, patterns fused.
+	Counts map[Pass]int
 }
 
-// Rewrite fuses what it can in the part of the graph that (feeds, fetches,
-// targets) needs and returns the signature over the rewritten nodes. With
-// nothing to fuse it returns its arguments. The caller holds the graph's
-// read lock.
+// Rewrite makes opt.Passes, in the order of their constants, over the
+// part of the graph that (feeds, fetches, targets) needs and returns the
+// signature over the rewritten nodes; each pass reads what the one before
+// made. With nothing to change it returns its arguments. The caller holds
+// the graph's read lock.
 func Rewrite(feeds, fetches []graph.Output, targets []*graph.Node, opt Options) Result {
-	r := newRewriter(feeds, fetches, targets, opt)
+	res := Result{Feeds: feeds, Fetches: fetches, Targets: targets, Counts: map[Pass]int{}}
+	for p := Fold; p <= Remap; p <<= 1 {
+		if opt.Passes&p != 0 {
+			res = rewriteOnce(p, res, opt)
+		}
+	}
+	return res
+}
+
+func rewriteOnce(p Pass, in Result, opt Options) Result {
+	r := newRewriter(in.Feeds, in.Fetches, in.Targets, opt)
 	for _, n := range r.order {
 		if graph.IsNextIteration(n.Op) {
 			// A while loop: copyNodes walks in ID order, which a back
 			// edge breaks (a Merge would keep the old NextIteration).
 			// Loops are left as they are.
-			return Result{Feeds: feeds, Fetches: fetches, Targets: targets}
+			return in
 		}
 	}
-	r.match()
-	if len(r.fusions) == 0 {
-		return Result{Feeds: feeds, Fetches: fetches, Targets: targets}
+	switch p {
+	case Fold:
+		r.matchFold()
+	case Arith:
+		r.matchArith()
+	case Deps:
+		r.matchDeps()
+	case CSE:
+		r.matchCSE()
+	case Remap:
+		r.match()
+	}
+	if len(r.fusions) == 0 && len(r.alias) == 0 {
+		return in
 	}
 	r.copyNodes()
-	res := Result{Feeds: make([]graph.Output, len(feeds)), Fetches: make([]graph.Output, len(fetches)),
-		Targets: make([]*graph.Node, len(targets)), Fused: r.fused}
-	for i, f := range feeds {
+	res := Result{Feeds: make([]graph.Output, len(in.Feeds)), Fetches: make([]graph.Output, len(in.Fetches)),
+		Targets: make([]*graph.Node, len(in.Targets)), Fused: in.Fused + r.fused, Counts: in.Counts}
+	for k, v := range r.counts {
+		res.Counts[k] += v
+	}
+	for i, f := range in.Feeds {
 		res.Feeds[i] = r.remap(f)
 	}
-	for i, f := range fetches {
+	for i, f := range in.Fetches {
 		res.Fetches[i] = r.remap(f)
 	}
-	for i, t := range targets {
+	for i, t := range in.Targets {
 		res.Targets[i] = r.cur(t)
 	}
 	return res
@@ -73,6 +105,10 @@ type fusion struct {
 	nodes []*graph.Node
 	build func(r *rewriter, f *fusion) (*graph.Node, error)
 	act   string // the fused activation of an epilogue ("" for none)
+	// plain marks a rewrite that is not a fusion (Fold, Arith, Deps): its
+	// node keeps its op's kernel, so it is neither checked nor marked.
+	plain bool
+	kind  Pass
 }
 
 func (f *fusion) result() *graph.Node { return f.nodes[len(f.nodes)-1] }
@@ -88,6 +124,8 @@ type rewriter struct {
 	taken   map[*graph.Node]*fusion // every node of every fusion
 	fusions map[*graph.Node]*fusion // by result node
 	newNode map[*graph.Node]*graph.Node
+	alias   map[*graph.Node]*graph.Node // CSE: a node and the earlier one it equals
+	counts  map[Pass]int
 	nextID  int
 	fused   int
 }
@@ -95,7 +133,8 @@ type rewriter struct {
 func newRewriter(feeds, fetches []graph.Output, targets []*graph.Node, opt Options) *rewriter {
 	r := &rewriter{opt: opt, fed: map[graph.Output]bool{}, fetched: map[graph.Output]bool{}, target: map[*graph.Node]bool{},
 		uses: map[graph.Output][]*graph.Node{}, ctrlOut: map[*graph.Node]int{}, taken: map[*graph.Node]*fusion{},
-		fusions: map[*graph.Node]*fusion{}, newNode: map[*graph.Node]*graph.Node{}}
+		fusions: map[*graph.Node]*fusion{}, newNode: map[*graph.Node]*graph.Node{},
+		alias: map[*graph.Node]*graph.Node{}, counts: map[Pass]int{}}
 	for _, f := range feeds {
 		r.fed[f] = true
 	}
@@ -422,6 +461,10 @@ func (r *rewriter) remapControls(ns ...*graph.Node) []*graph.Node {
 // dropped: its nodes are copied as they are.
 func (r *rewriter) copyNodes() {
 	for _, n := range r.order {
+		if a := r.alias[n]; a != nil {
+			r.newNode[n] = r.cur(a)
+			continue
+		}
 		f := r.fusions[n]
 		if f == nil {
 			if r.taken[n] == nil {
@@ -458,6 +501,10 @@ func (r *rewriter) fuse(f *fusion) (*graph.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.plain {
+		r.counts[f.kind]++
+		return fn, nil
+	}
 	names := make([]string, len(f.nodes))
 	for i, m := range f.nodes {
 		names[i] = m.Name
@@ -469,6 +516,7 @@ func (r *rewriter) fuse(f *fusion) (*graph.Node, error) {
 		return nil, err
 	}
 	r.fused++
+	r.counts[Remap]++
 	return fn, nil
 }
 

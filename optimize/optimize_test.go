@@ -137,7 +137,7 @@ func rewrite(b *gb, feeds, fetches []string, targets ...string) optimize.Result 
 	}
 	b.g.RLock()
 	defer b.g.RUnlock()
-	return optimize.Rewrite(outputs(b.t, b.g, feeds...), outputs(b.t, b.g, fetches...), ts, optimize.Options{Devices: []string{"CPU"}})
+	return optimize.Rewrite(outputs(b.t, b.g, feeds...), outputs(b.t, b.g, fetches...), ts, optimize.Options{Devices: []string{"CPU"}, Passes: optimize.Remap})
 }
 
 func TestPatterns(t *testing.T) {
@@ -419,7 +419,7 @@ func TestActivationRefused(t *testing.T) {
 	func() {
 		b.g.RLock()
 		defer b.g.RUnlock()
-		res = optimize.Rewrite(outputs(t, b.g, "image"), outputs(t, b.g, fetches...), nil, optimize.Options{Devices: []string{"CPU", testDevice}})
+		res = optimize.Rewrite(outputs(t, b.g, "image"), outputs(t, b.g, fetches...), nil, optimize.Options{Devices: []string{"CPU", testDevice}, Passes: optimize.Remap})
 	}()
 	nodes := fusedOps(res)
 	for name, op := range map[string]string{"c1/BiasAdd": "_FusedConv2D", "c1/Relu6": "Relu6", "c2/bn": "_FusedConv2D",

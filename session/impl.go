@@ -18,6 +18,7 @@ import (
 	"mstream/groups"
 	"mstream/hostmem"
 	"mstream/kernels"
+	"mstream/optimize"
 	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
@@ -52,6 +53,9 @@ type state struct {
 	// allow_soft_placement.
 	gpu           int
 	softPlacement bool
+	// passes are the plan-time rewrites the ConfigProto asks for (as TF's
+	// graph optimizers), less the fusions when MSTREAM_FUSION=0.
+	passes optimize.Pass
 	// streams says whether Runs execute on the groups' streams (more than
 	// one group, node-level mode, or MSTREAM_HOST_STREAMS) or, as stock
 	// TF's CPU device does, on the inter-op pool.
@@ -110,7 +114,10 @@ func newSession(g *graph.Graph, opts *Options) (*Session, error) {
 		return nil, err
 	}
 	st := &state{env: env, plans: map[string]*exec.Plan{}, pruns: map[string]*partialRun{}, gpu: -1,
-		softPlacement: cfg.GetAllowSoftPlacement()}
+		softPlacement: cfg.GetAllowSoftPlacement(), passes: optimize.PassesFor(cfg)}
+	if !env.Fusion {
+		st.passes &^= optimize.Remap
+	}
 	st.interN = int(cfg.GetInterOpParallelismThreads())
 	if st.interN <= 0 {
 		st.interN = runtime.NumCPU()

@@ -105,18 +105,19 @@ func (s *Session) ConfigJSON() ([]byte, error) { return s.configJSON() }
 
 var _ = status.OK
 
-// optimized is the signature a plan is built from: the user's, or, unless
-// MSTREAM_FUSION=0, package optimize's rewritten copy. The caller holds the
-// graph's read lock.
+// optimized is the signature a plan is built from: package optimize's
+// rewritten copy, with the passes the ConfigProto asks for (the fusions
+// unless MSTREAM_FUSION=0), or the user's when there are none. The caller
+// holds the graph's read lock.
 func (s *Session) optimized(feeds, fetches []graph.Output, targets []*graph.Node) ([]graph.Output, []graph.Output, []*graph.Node) {
 	st := s.impl
-	if !st.env.Fusion {
+	if st.passes == 0 {
 		return feeds, fetches, targets
 	}
 	devs := []string{kernels.CPU}
 	if len(st.devices) > 1 {
 		devs = append(devs, kernels.GPU) // nodes may be placed on a GPU too
 	}
-	r := optimize.Rewrite(feeds, fetches, targets, optimize.Options{Devices: devs})
+	r := optimize.Rewrite(feeds, fetches, targets, optimize.Options{Devices: devs, Passes: st.passes})
 	return r.Feeds, r.Fetches, r.Targets
 }

@@ -1,5 +1,6 @@
-// Package fusiontest runs a GraphDef through two sessions, one with
-// plan-time fusion (package optimize) and one with MSTREAM_FUSION=0, and
+// Package fusiontest runs a GraphDef through two sessions, one with every
+// plan-time rewrite of package optimize (the default ConfigProto) and one
+// with none (TF's optimizers off in the ConfigProto, MSTREAM_FUSION=0), and
 // compares their outputs. Tests of optimize and of the benchmark models use
 // it; it is not part of the library.
 package fusiontest
@@ -74,11 +75,20 @@ func Random(r *rand.Rand, dt tensor.DType, shape tensor.Shape) *tensor.Tensor {
 func Fusions(g *graph.Graph, feeds, fetches []graph.Output) int {
 	g.RLock()
 	defer g.RUnlock()
-	return optimize.Rewrite(feeds, fetches, nil, optimize.Options{Devices: []string{"CPU"}}).Fused
+	return optimize.Rewrite(feeds, fetches, nil, optimize.Options{Devices: []string{"CPU"}, Passes: optimize.Remap}).Fused
+}
+
+// NoRewrites is a ConfigProto that turns off every rewrite TF would make
+// (opt_level L0, no constant folding, no meta-optimizer), and so every
+// pass of package optimize.
+func NoRewrites() *tfpb.ConfigProto {
+	return &tfpb.ConfigProto{GraphOptions: &tfpb.GraphOptions{
+		OptimizerOptions: &tfpb.OptimizerOptions{OptLevel: tfpb.OptimizerOptions_L0},
+		RewriteOptions:   &tfpb.RewriterConfig{DisableMetaOptimizer: true}}}
 }
 
 // Compare runs g with the feeds (output names to values) and fetches in
-// a session with fusion and one without, and fails t when an output
+// a session with every rewrite and one with none, and fails t when an output
 // differs by more than tol (relative to max(1, |value|)) or when only one
 // of the runs fails. It returns the number of fusions in the plan.
 func Compare(t testing.TB, g *graph.Graph, feeds map[string]*tensor.Tensor, fetches []string, tol float64) int {
@@ -101,8 +111,8 @@ func Compare(t testing.TB, g *graph.Graph, feeds map[string]*tensor.Tensor, fetc
 		}
 		outs = append(outs, o)
 	}
-	run := func(fusion string) ([]*tensor.Tensor, error) {
-		s, err := session.New(g, &session.Options{Config: &tfpb.ConfigProto{}, Env: map[string]string{"MSTREAM_FUSION": fusion}})
+	run := func(fusion string, cfg *tfpb.ConfigProto) ([]*tensor.Tensor, error) {
+		s, err := session.New(g, &session.Options{Config: cfg, Env: map[string]string{"MSTREAM_FUSION": fusion}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,10 +120,10 @@ func Compare(t testing.TB, g *graph.Graph, feeds map[string]*tensor.Tensor, fetc
 		out, _, err := s.Run(nil, fs, outs, nil)
 		return out, err
 	}
-	on, errOn := run("1")
-	off, errOff := run("0")
+	on, errOn := run("1", &tfpb.ConfigProto{})
+	off, errOff := run("0", NoRewrites())
 	if (errOn == nil) != (errOff == nil) {
-		t.Fatalf("fusion on: %v; fusion off: %v", errOn, errOff)
+		t.Fatalf("rewrites on: %v; rewrites off: %v", errOn, errOff)
 	}
 	if errOn != nil {
 		t.Logf("both runs fail alike: %v", errOn)
@@ -121,7 +131,7 @@ func Compare(t testing.TB, g *graph.Graph, feeds map[string]*tensor.Tensor, fetc
 	}
 	for i := range on {
 		if err := close(on[i], off[i], tol); err != nil {
-			t.Errorf("fetch %s: fused vs unfused: %v", fetches[i], err)
+			t.Errorf("fetch %s: rewritten vs not: %v", fetches[i], err)
 		}
 	}
 	return Fusions(g, fo, outs)
