@@ -110,3 +110,85 @@ func ParseTextGraphDef(text []byte) (*tfpb.GraphDef, error) { return parseTextGr
 func ParseGraphDef(b []byte) (*tfpb.GraphDef, error) { return parseGraphDef(b) }
 
 var _ = status.OK
+
+// OpDef returns the OpDef of op as g sees it: a registered op, else the
+// signature of a function in g's library (TF_GraphGetOpDef looks in the
+// graph's library too). Nil if neither knows op.
+func (g *Graph) OpDef(op string) *tfpb.OpDef {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.lib.opDef(op)
+}
+
+// AddFunction adds fd to g's function library (TF_GraphCopyFunction). An
+// equal FunctionDef already there under the same name is a no-op; a
+// different one, or a name a registered op has, is INVALID_ARGUMENT, as
+// TF's FunctionLibraryDefinition::AddFunctionDef. fd is copied.
+func (g *Graph) AddFunction(fd *tfpb.FunctionDef) error {
+	return g.AddLibrary(&tfpb.FunctionDefLibrary{Function: []*tfpb.FunctionDef{fd}})
+}
+
+// AddGradient records grad as the gradient function of fn (a GradientDef);
+// a different gradient already recorded for fn is INVALID_ARGUMENT.
+func (g *Graph) AddGradient(fn, grad string) error {
+	return g.AddLibrary(&tfpb.FunctionDefLibrary{Gradient: []*tfpb.GradientDef{{FunctionName: fn, GradientFunc: grad}}})
+}
+
+// AddLibrary adds every FunctionDef and GradientDef of lib, or none of
+// them (TF's AddLibrary rolls back on error).
+func (g *Graph) AddLibrary(lib *tfpb.FunctionDefLibrary) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := g.lib.clone()
+	if err := l.addLibrary(lib); err != nil {
+		return err
+	}
+	if l.changed(&g.lib) {
+		g.lib = l
+		g.version++
+	}
+	return nil
+}
+
+// Function returns the FunctionDef named name, or nil. The result is
+// shared and must not be modified.
+func (g *Graph) Function(name string) *tfpb.FunctionDef {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.lib.funcs[name]
+}
+
+// Functions returns the library's FunctionDefs sorted by name
+// (TF_GraphGetFunctions). They are shared and must not be modified.
+func (g *Graph) Functions() []*tfpb.FunctionDef {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	fs := make([]*tfpb.FunctionDef, 0, len(g.lib.funcs))
+	for _, name := range sortedKeys(g.lib.funcs) {
+		fs = append(fs, g.lib.funcs[name])
+	}
+	return fs
+}
+
+// NumFunctions is the number of FunctionDefs in the library
+// (TF_GraphNumFunctions).
+func (g *Graph) NumFunctions() int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return len(g.lib.funcs)
+}
+
+// Gradient returns the name of fn's gradient function, or "".
+func (g *Graph) Gradient(fn string) string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.lib.grads[fn]
+}
+
+// Library returns a copy of the function library as written to a
+// GraphDef (functions and gradients sorted by name), nil when empty.
+func (g *Graph) Library() *tfpb.FunctionDefLibrary {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.lib.toProto()
+}

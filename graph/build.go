@@ -16,7 +16,7 @@ import (
 var validNodeName = regexp.MustCompile(`^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$`)
 
 func newBuilder(g *Graph, op, name string) *Builder {
-	return &Builder{g: g, op: op, name: name, def: lookupOpDef(op), attrs: map[string]*tfpb.AttrValue{}}
+	return &Builder{g: g, op: op, name: name, def: g.OpDef(op), attrs: map[string]*tfpb.AttrValue{}}
 }
 
 func (b *Builder) addInput(o Output) {

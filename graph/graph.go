@@ -21,6 +21,7 @@ type Graph struct {
 	version     uint64
 	producer    int32 // GraphDef versions.producer
 	minConsumer int32
+	lib         library // FunctionDefs and gradients (GraphDef.library)
 }
 
 // New returns an empty graph.

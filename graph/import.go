@@ -109,6 +109,14 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 		prefix = p + "/"
 	}
 
+	// The library comes first, as in TF's importer: the GraphDef's nodes
+	// may call its functions. It is staged on a copy and committed with
+	// the nodes, so a failed import leaves the library as it was too.
+	lib := g.lib.clone()
+	if err := lib.addLibrary(gd.GetLibrary()); err != nil {
+		return nil, err
+	}
+
 	ps := make([]*pending, len(gd.Node))
 	byName := make(map[string]int, len(gd.Node))
 	newNames := map[string]bool{}
@@ -123,15 +131,8 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 			return nil, status.InvalidArg("Node '%s' is not unique", nd.Name)
 		}
 		byName[nd.Name] = i
-		def := lookupOpDef(nd.Op)
+		def := lib.opDef(nd.Op)
 		if def == nil {
-			if gd.GetLibrary() != nil {
-				for _, f := range gd.Library.Function {
-					if f.GetSignature().GetName() == nd.Op {
-						return nil, status.Errorf(status.NotFound, "Node '%s': function '%s' from the GraphDef library is not supported", nd.Name, nd.Op)
-					}
-				}
-			}
 			return nil, status.Errorf(status.NotFound, "Op type not registered '%s' in binary (node '%s')", nd.Op, nd.Name)
 		}
 		if dep := def.Deprecation; dep != nil && gd.GetVersions().GetProducer() >= dep.Version {
@@ -375,6 +376,10 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 			}
 		}
 	}
+	if lib.changed(&g.lib) {
+		g.lib = lib
+		g.version++
+	}
 	for _, i := range order {
 		g.addLocked(ps[i].node)
 	}
@@ -414,7 +419,7 @@ func sortedInputMap(m map[TensorID]Output) []TensorID {
 func (g *Graph) toGraphDef() *tfpb.GraphDef {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	gd := &tfpb.GraphDef{Versions: &tfpb.VersionDef{Producer: g.producer, MinConsumer: g.minConsumer}}
+	gd := &tfpb.GraphDef{Versions: &tfpb.VersionDef{Producer: g.producer, MinConsumer: g.minConsumer}, Library: g.lib.toProto()}
 	for _, n := range g.nodes {
 		gd.Node = append(gd.Node, n.nodeDefLocked())
 	}

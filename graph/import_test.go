@@ -122,6 +122,12 @@ func TestImport(t *testing.T) {
 		{name: "unknown op", text: `node { name: "x" ` + phF + ` } node { name: "z" op: "Frobnicate" input: "x" }`,
 			code: status.NotFound, want: "Frobnicate"},
 		{name: "library function", text: `node { name: "f" op: "MyFn" } library { function { signature { name: "MyFn" } } }`,
+			check: func(t *testing.T, g *Graph, r *ImportResults) {
+				if f := g.Lookup("f"); f == nil || f.Def != g.Function("MyFn").Signature {
+					t.Errorf("call node %v", f)
+				}
+			}},
+		{name: "function unknown", text: `node { name: "f" op: "MyFn" } library { function { signature { name: "Other" } } }`,
 			code: status.NotFound, want: "MyFn"},
 		{name: "duplicate in graphdef", text: `node { name: "x" op: "NoOp" } node { name: "x" op: "NoOp" }`,
 			code: status.InvalidArgument, want: "'x'"},

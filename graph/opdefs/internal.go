@@ -13,6 +13,9 @@ import (
 // fusion produces or a GraphDef written by TF's grappler may contain. The
 // signatures of _FusedMatMul and _FusedConv2D are TF 2.15's
 // (core/ops/math_ops.cc, core/ops/nn_ops.cc); _MstreamUnaryChain is ours.
+// _Arg, _Retval, _DeviceArg and _DeviceRetval are the system ops of
+// function bodies (core/ops/function_ops.cc): a graph given to
+// TF_GraphToFunction or imported from a function's body holds them.
 // They are found by Lookup but not listed by All, which stays exactly
 // ops.pbtxt (TF_GetAllOpList).
 const internalText = `
@@ -53,6 +56,34 @@ op {
   attr { name: "leakyrelu_alpha" type: "float" default_value { f: 0.2 } }
 }
 op {
+  name: "_Arg"
+  output_arg { name: "output" type_attr: "T" }
+  attr { name: "T" type: "type" }
+  attr { name: "index" type: "int" has_minimum: true }
+  is_stateful: true
+}
+op {
+  name: "_DeviceArg"
+  output_arg { name: "output" type_attr: "T" }
+  attr { name: "T" type: "type" }
+  attr { name: "index" type: "int" has_minimum: true }
+  is_stateful: true
+}
+op {
+  name: "_Retval"
+  input_arg { name: "input" type_attr: "T" }
+  attr { name: "T" type: "type" }
+  attr { name: "index" type: "int" has_minimum: true }
+  is_stateful: true
+}
+op {
+  name: "_DeviceRetval"
+  input_arg { name: "input" type_attr: "T" }
+  attr { name: "T" type: "type" }
+  attr { name: "index" type: "int" has_minimum: true }
+  is_stateful: true
+}
+op {
   name: "_MstreamUnaryChain"
   input_arg { name: "x" type_attr: "T" }
   output_arg { name: "y" type_attr: "T" }
@@ -78,7 +109,7 @@ func loadInternal() {
 }
 
 // Internal returns the OpDef of an internal op that ops.pbtxt leaves out
-// (_FusedMatMul, _FusedConv2D, _MstreamUnaryChain), or nil.
+// (the fused ops, _MstreamUnaryChain, the function body system ops), or nil.
 func Internal(op string) *tfpb.OpDef {
 	internalOnce.Do(loadInternal)
 	return internal[op]

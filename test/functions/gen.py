@@ -1,0 +1,259 @@
+"""Writes the function-library test graphs and TF 2.15's outputs for them.
+
+Usage: build/venv/bin/python test/functions/gen.py  (from the repo root)
+
+Each case is the graph of a TF2 tf.function's concrete function
+(concrete_function.graph.as_graph_def()): its arguments are Placeholders,
+and its calls, tf.cond, tf.while_loop and tf.switch_case are
+PartitionedCall/StatefulPartitionedCall, If/StatelessIf, While/
+StatelessWhile and Case/StatelessCase nodes whose bodies live in the
+GraphDef's library. A few cases are GraphDefs written out here by hand
+(a polymorphic function with attr placeholders, recursion, a missing
+function) since tf.function never writes those. TF imports each GraphDef
+into a v1 Session and runs every feed set; the fetched values (or the error
+code and message) go into cases.json beside the GraphDefs. The Go test
+session/functions_test.go runs the same graphs through mstream and
+compares, as session/controlflow_test.go does for v1 control flow (the
+cases.json format is the same). Inputs are drawn at random each run.
+"""
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+from google.protobuf import text_format
+from tensorflow.python.client import pywrap_tf_session as c_api
+from tensorflow.python.util import compat
+
+here = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng()
+
+
+def enc(v):
+    v = np.asarray(v)
+    vals = v.ravel()
+    if v.dtype == np.bool_:
+        vals = vals.astype(np.int64)
+    return {"dtype": str(v.dtype), "shape": list(v.shape), "values": vals.tolist()}
+
+
+def concrete(fn, *specs):
+    """The GraphDef of fn's concrete function and the names of its outputs."""
+    cf = tf.function(fn).get_concrete_function(*specs)
+    return cf.graph.as_graph_def(), [t.name for t in cf.outputs]
+
+
+def import_c(g, gd):
+    """Imports gd through TF's C API, as a C client does: Python's
+    import_graph_def cannot take a library with a polymorphic function."""
+    opts = c_api.TF_NewImportGraphDefOptions()
+    buf = c_api.TF_NewBufferFromString(compat.as_bytes(gd.SerializeToString()))
+    try:
+        with g._c_graph.get() as c_graph:
+            res = c_api.TF_GraphImportGraphDefWithResults(c_graph, buf, opts)
+            c_api.TF_DeleteImportGraphDefResults(res)
+    finally:
+        c_api.TF_DeleteBuffer(buf)
+        c_api.TF_DeleteImportGraphDefOptions(opts)
+    g._add_new_tf_operations(compute_devices=False)
+
+
+def case(name, gd, feed_sets, fetches, shapes=()):
+    g = tf.Graph()
+    with g.as_default():
+        import_c(g, gd)
+    static = {}
+    for t in shapes:
+        sh = g.get_tensor_by_name(t).shape
+        static[t] = None if sh.rank is None else [-1 if d is None else d for d in sh.as_list()]
+    with open(os.path.join(here, name + ".pbtxt"), "w") as fh:
+        fh.write(text_format.MessageToString(gd))
+    runs = []
+    with tf.compat.v1.Session(graph=g) as s:
+        for feeds in feed_sets:
+            run = {"feeds": {k: enc(v) for k, v in feeds.items()}, "fetches": fetches}
+            try:
+                out = s.run(fetches, {k + ":0": v for k, v in feeds.items()})
+                run["want"] = [enc(o) for o in out]
+            except tf.errors.OpError as e:
+                run["error"] = {"code": e.error_code, "message": e.message.strip().split("\n")[-1]}
+            runs.append(run)
+    return {"name": name, "graph": name + ".pbtxt", "runs": runs, "shapes": static}
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def spec(shape, dtype=tf.float32, name=None):
+    return tf.TensorSpec(shape, dtype, name=name)
+
+
+# Nested calls: a tf.function calling tf.functions, one of them twice, one
+# through two levels.
+@tf.function
+def scale(x):
+    return x * 2.0 + 1.0
+
+
+@tf.function
+def twice(x):
+    return scale(scale(x)) - x
+
+
+def nested_calls(x, y):
+    return twice(x) * scale(y), tf.reduce_sum(scale(x))
+
+
+# tf.cond with branches that call functions; the outer value is used
+# after the If too.
+def cond_call(x, p):
+    y = tf.cond(p, lambda: twice(x), lambda: tf.tanh(x) - 1.0)
+    return y + x
+
+
+# tf.cond returning two values of different dtypes, with a nested cond.
+def cond_nested(x, p, q):
+    def yes():
+        return tf.cond(q, lambda: (x * x, tf.constant(1)), lambda: (x + 3.0, tf.constant(2)))
+    a, b = tf.cond(p, yes, lambda: (-x, tf.constant(3)))
+    return a, b
+
+
+# A TF2 while_loop: counter plus a float carried value.
+def while_counter(x, n):
+    i, y = tf.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, y * 0.9 + tf.cast(i, tf.float32)),
+                         [tf.constant(0), x])
+    return i, y
+
+
+# The carried value gains a row every iteration.
+def while_grow(x, n):
+    _, y = tf.while_loop(lambda i, y: i < n,
+                         lambda i, y: (i + 1, tf.concat([y, y[-1:] * 2.0 + 1.0], 0)),
+                         [tf.constant(0), x],
+                         shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, 2])])
+    return y
+
+
+# A cond inside the loop body, and a loop-invariant input (w).
+def while_cond(x, w, n):
+    def body(i, y):
+        y = tf.cond(tf.equal(i % 2, 0), lambda: y * w, lambda: tf.tanh(y) - 0.5)
+        return i + 1, y
+    _, y = tf.while_loop(lambda i, y: i < n, body, [tf.constant(0), x], parallel_iterations=4)
+    return y
+
+
+# A loop whose body calls a function, inside a branch of a cond.
+def while_call_in_cond(x, p, n):
+    def loop():
+        return tf.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, scale(y) * 0.25),
+                             [tf.constant(0), x])[1]
+    return tf.cond(p, loop, lambda: x - 1.0)
+
+
+# Nested loops: the inner trip count depends on the outer counter.
+def while_nested(x, n):
+    def outer(i, acc):
+        _, a = tf.while_loop(lambda j, a: j < i + 1,
+                             lambda j, a: (j + 1, a + x * tf.cast(i, tf.float32) + tf.cast(j, tf.float32)),
+                             [tf.constant(0), acc])
+        return i + 1, a
+    return tf.while_loop(lambda i, a: i < n, outer, [tf.constant(0), tf.zeros([2])])[1]
+
+
+# tf.switch_case with three branches, one calling a function; an index out
+# of range takes the last (default) branch.
+def switch_case(x, k):
+    return tf.switch_case(k, [lambda: x * 3.0, lambda: twice(x), lambda: tf.reduce_sum(x) + x])
+
+
+def text_gd(text):
+    return text_format.Parse(text, tf.compat.v1.GraphDef())
+
+
+# A polymorphic function: its signature has a type attr T that the call
+# site binds, and its body refers to it as $T.
+POLY = """
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "n" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "fx" op: "Square1" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "fn" op: "Square1" input: "n" attr { key: "T" value { type: DT_INT32 } } }
+node { name: "pc" op: "PartitionedCall" input: "x"
+  attr { key: "Tin" value { list { type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "f" value { func { name: "Square1" attr { key: "T" value { type: DT_FLOAT } } } } } }
+library { function {
+  signature { name: "Square1" input_arg { name: "a" type_attr: "T" } output_arg { name: "y" type_attr: "T" }
+    attr { name: "T" type: "type" } }
+  node_def { name: "sq" op: "Mul" input: "a" input: "a" attr { key: "T" value { placeholder: "T" } } }
+  node_def { name: "one" op: "Const" attr { key: "dtype" value { placeholder: "T" } }
+    attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+  node_def { name: "c1" op: "Cast" input: "one:output:0" attr { key: "SrcT" value { type: DT_INT32 } } attr { key: "DstT" value { placeholder: "T" } } }
+  node_def { name: "add" op: "AddV2" input: "sq:z:0" input: "c1:y:0" attr { key: "T" value { placeholder: "T" } } }
+  ret { key: "y" value: "add:z:0" } } }
+"""
+# The Const's dtype is a placeholder but its value is int32: keep it
+# simple and well typed instead.
+POLY = POLY.replace('attr { key: "dtype" value { placeholder: "T" } }\n    attr { key: "value" value { tensor { dtype: DT_INT32',
+                    'attr { key: "dtype" value { type: DT_INT32 } }\n    attr { key: "value" value { tensor { dtype: DT_INT32')
+
+# A function that calls itself.
+RECURSIVE = """
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "r" op: "PartitionedCall" input: "x"
+  attr { key: "Tin" value { list { type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "f" value { func { name: "Loop1" } } } }
+library { function {
+  signature { name: "Loop1" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
+  node_def { name: "again" op: "PartitionedCall" input: "a"
+    attr { key: "Tin" value { list { type: DT_FLOAT } } }
+    attr { key: "Tout" value { list { type: DT_FLOAT } } }
+    attr { key: "f" value { func { name: "Loop1" } } } }
+  ret { key: "y" value: "again:output:0" } } }
+"""
+
+# A call of a function the library does not have.
+MISSING = """
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "r" op: "PartitionedCall" input: "x"
+  attr { key: "Tin" value { list { type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "f" value { func { name: "NoSuchFunction" } } } }
+"""
+
+cases = []
+gd, outs = concrete(nested_calls, spec([3]), spec([3]))
+cases.append(case("nested_calls", gd, [{"x": f32(3), "y": f32(3)}], outs, outs))
+gd, outs = concrete(cond_call, spec([3]), spec([], tf.bool))
+cases.append(case("cond_call", gd, [{"x": f32(3), "p": np.bool_(b)} for b in (True, False)], outs, outs))
+gd, outs = concrete(cond_nested, spec([2, 2]), spec([], tf.bool), spec([], tf.bool))
+bools = [(True, True), (True, False), (False, True), (False, False)]
+cases.append(case("cond_nested", gd, [{"x": f32(2, 2), "p": np.bool_(p), "q": np.bool_(q)} for p, q in bools], outs, outs))
+gd, outs = concrete(while_counter, spec([3]), spec([], tf.int32))
+cases.append(case("while_counter", gd, [{"x": f32(3), "n": np.int32(k)} for k in (0, 1, 7)], outs, outs))
+gd, outs = concrete(while_grow, spec([1, 2]), spec([], tf.int32))
+cases.append(case("while_grow", gd, [{"x": f32(1, 2), "n": np.int32(k)} for k in (0, 3)], outs, outs))
+gd, outs = concrete(while_cond, spec([4]), spec([4]), spec([], tf.int32))
+cases.append(case("while_cond", gd, [{"x": f32(4), "w": f32(4), "n": np.int32(k)} for k in (0, 5)], outs, outs))
+gd, outs = concrete(while_call_in_cond, spec([3]), spec([], tf.bool), spec([], tf.int32))
+cases.append(case("while_call_in_cond", gd, [{"x": f32(3), "p": np.bool_(b), "n": np.int32(3)} for b in (True, False)], outs, outs))
+gd, outs = concrete(while_nested, spec([2]), spec([], tf.int32))
+cases.append(case("while_nested", gd, [{"x": f32(2), "n": np.int32(k)} for k in (0, 1, 4)], outs, outs))
+gd, outs = concrete(switch_case, spec([3]), spec([], tf.int32))
+cases.append(case("switch_case", gd, [{"x": f32(3), "k": np.int32(k)} for k in (0, 1, 2, 7, -1)], outs, outs))
+cases.append(case("poly", text_gd(POLY), [{"x": f32(3), "n": np.int32(rng.integers(-9, 9, 4))}],
+                  ["fx:0", "fn:0", "pc:0"], ["fx:0", "fn:0", "pc:0"]))
+# TF 2.15 itself overflows its stack on RECURSIVE (the process dies in
+# the inliner), so there is no TF answer to record: the graph is written
+# for session/functions_test.go, which expects mstream's error.
+with open(os.path.join(here, "recursive.pbtxt"), "w") as fh:
+    fh.write(text_format.MessageToString(text_gd(RECURSIVE)))
+cases.append(case("missing", text_gd(MISSING), [{"x": f32(2)}], ["r:0"]))
+
+with open(os.path.join(here, "cases.json"), "w") as fh:
+    json.dump({"about": "written by test/functions/gen.py from TF " + tf.__version__ + "; do not edit", "cases": cases}, fh, indent=1)
+    fh.write("\n")
+print("wrote %d cases" % len(cases))
