@@ -590,3 +590,14 @@ void TF_OperationGetAttrName(TF_Operation* oper, int i, char* output,
                              TF_Status* status) {
   msOperationGetAttrName(oper, i, output, status);
 }
+
+void TF_AddGradients(TF_Graph* g, TF_Output* y, int ny, TF_Output* x, int nx,
+                     TF_Output* dx, TF_Status* status, TF_Output* dy) {
+  msAddGradients(g, NULL, y, ny, x, nx, dx, status, dy);
+}
+
+void TF_AddGradientsWithPrefix(TF_Graph* g, const char* prefix, TF_Output* y,
+                               int ny, TF_Output* x, int nx, TF_Output* dx,
+                               TF_Status* status, TF_Output* dy) {
+  msAddGradients(g, (char*)prefix, y, ny, x, nx, dx, status, dy);
+}

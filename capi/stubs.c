@@ -1,5 +1,5 @@
 /* Functions of c_api.h that mstream does not support: functions, while
-   loops, gradients, SavedModel, servers, libraries, ApiDefs, the deprecated
+   loops, SavedModel, servers, libraries, ApiDefs, the deprecated
    session API and in-place graph edits. Each exists so that any program
    written against TF's headers links; those with a status report
    TF_UNIMPLEMENTED naming the function, and return NULL / 0. */
@@ -53,20 +53,6 @@ void TF_FinishWhile(const TF_WhileParams* params, TF_Status* status,
 }
 
 void TF_AbortWhile(const TF_WhileParams* params) { (void)params; }
-
-void TF_AddGradients(TF_Graph* g, TF_Output* y, int ny, TF_Output* x, int nx,
-                     TF_Output* dx, TF_Status* status, TF_Output* dy) {
-  (void)g, (void)y, (void)ny, (void)x, (void)nx, (void)dx, (void)dy;
-  UNIMPLEMENTED(status);
-}
-
-void TF_AddGradientsWithPrefix(TF_Graph* g, const char* prefix, TF_Output* y,
-                               int ny, TF_Output* x, int nx, TF_Output* dx,
-                               TF_Status* status, TF_Output* dy) {
-  (void)g, (void)prefix, (void)y, (void)ny, (void)x, (void)nx, (void)dx,
-      (void)dy;
-  UNIMPLEMENTED(status);
-}
 
 TF_Function* TF_GraphToFunction(
     const TF_Graph* fn_body, const char* fn_name,
