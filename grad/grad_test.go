@@ -201,6 +201,28 @@ var cases = []gcase{
 		y := c.op("Cast", grad.A{"DstT": graph.AttrType(tensor.Float)}, c.op("Identity", nil, x))
 		c.ys = []graph.Output{c.op("Square", nil, c.op("Cast", grad.A{"DstT": graph.AttrType(tensor.Double)}, y))}
 	}, true},
+	{"conv2d same stride 2", func(c *cb) {
+		y := c.op("Conv2D", grad.A{"strides": graph.AttrIntList([]int64{1, 2, 2, 1}), "padding": graph.AttrString("SAME")}, c.x(2, 5, 6, 3), c.x(3, 2, 3, 4))
+		c.ys = []graph.Output{c.op("Mul", nil, y, c.w(2, 3, 3, 4))}
+	}, false},
+	{"conv2d explicit", func(c *cb) {
+		y := c.op("Conv2D", grad.A{"strides": graph.AttrIntList([]int64{1, 1, 2, 1}), "padding": graph.AttrString("EXPLICIT"),
+			"explicit_paddings": graph.AttrIntList([]int64{0, 0, 1, 0, 2, 1, 0, 0})}, c.x(1, 4, 5, 2), c.x(2, 3, 2, 3))
+		c.ys = []graph.Output{c.op("Square", nil, y)}
+	}, false},
+	{"maxpool avgpool", func(c *cb) {
+		x := c.x(2, 5, 6, 3)
+		a := grad.A{"ksize": graph.AttrIntList([]int64{1, 2, 3, 1}), "strides": graph.AttrIntList([]int64{1, 2, 2, 1}), "padding": graph.AttrString("SAME")}
+		c.ys = []graph.Output{c.op("Mul", nil, c.op("MaxPool", a, x), c.w(2, 3, 3, 3)), c.op("Mul", nil, c.op("AvgPool", a, x), c.w(2, 3, 3, 3))}
+	}, false},
+	{"strided slice", func(c *cb) {
+		y := c.op("StridedSlice", grad.A{"shrink_axis_mask": graph.AttrInt(1), "end_mask": graph.AttrInt(4)}, c.x(3, 6, 4), c.i32(1, 5, 1), c.i32(2, 0, 0), c.i32(1, -2, 1))
+		c.ys = []graph.Output{c.op("Mul", nil, y, c.w(3, 3))}
+	}, false},
+	{"gather", func(c *cb) {
+		y := c.op("GatherV2", nil, c.x(5, 3), c.konst(tensor.FromI32(tensor.Shape{2, 2}, []int32{4, 0, 4, 2})), c.konst(tensor.ScalarI32(0)))
+		c.ys = []graph.Output{c.op("Mul", nil, y, c.w(2, 2, 3))}
+	}, false},
 	{"l2loss", func(c *cb) { c.ys = []graph.Output{c.op("L2Loss", nil, c.op("Mul", nil, c.x(3, 4), c.w(3, 4)))} }, false},
 }
 

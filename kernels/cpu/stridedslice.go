@@ -12,6 +12,10 @@ func init() {
 		m := ParseStridedSliceMasks(n)
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return stridedSlice(ctx, m) }), nil
 	})
+	reg("StridedSliceGrad", nil, []string{"shape", "begin", "end", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
+		m := ParseStridedSliceMasks(n)
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return stridedSliceGrad(ctx, m) }), nil
+	})
 }
 
 // StridedSliceMasks are StridedSlice's five bit-mask attrs.
@@ -201,16 +205,23 @@ func stridedSlice(ctx *kernels.Context, m StridedSliceMasks) error {
 	if err != nil {
 		return err
 	}
-	n := o.NumElements()
+	forSlice(in.Shape, spec, o.NumElements(), func(k, src, run int) { copyElems(o, k, in, src, run) })
+	return nil
+}
+
+// forSlice walks the n elements a strided slice of shape selects, in
+// order: f(k, src, run) names run elements from k on in the slice that
+// start at src in the full tensor (runs are contiguous in both).
+func forSlice(shape tensor.Shape, spec *StridedSliceSpec, n int64, f func(k, src, run int)) {
 	if n == 0 {
-		return nil
+		return
 	}
-	r := len(in.Shape)
+	r := len(shape)
 	if r == 0 {
-		copyElems(o, 0, in, 0, 1)
-		return nil
+		f(0, 0, 1)
+		return
 	}
-	st := strides(in.Shape)
+	st := strides(shape)
 	src := int64(0)
 	step := make([]int64, r)
 	for i := range st {
@@ -222,12 +233,12 @@ func stridedSlice(ctx *kernels.Context, m StridedSliceMasks) error {
 	inner := spec.Size[r-1]
 	for k := int64(0); k < n; {
 		if contig {
-			copyElems(o, int(k), in, int(src), int(inner))
+			f(int(k), int(src), int(inner))
 			k += inner
 			idx[r-1] = inner - 1
 			src += step[r-1] * (inner - 1)
 		} else {
-			copyElems(o, int(k), in, int(src), 1)
+			f(int(k), int(src), 1)
 			k++
 		}
 		for d := r - 1; d >= 0; d-- {
@@ -240,5 +251,41 @@ func stridedSlice(ctx *kernels.Context, m StridedSliceMasks) error {
 			idx[d] = 0
 		}
 	}
+}
+
+// stridedSliceGrad scatters dy into zeros of the sliced input's shape
+// (input 0): each element goes back where StridedSlice took it from.
+func stridedSliceGrad(ctx *kernels.Context, m StridedSliceMasks) error {
+	dy := ctx.Input(4)
+	if len(ctx.Input(0).Shape) != 1 {
+		return ctx.Errorf(status.InvalidArgument, "shape must be 1-D, got %v", ctx.Input(0).Shape)
+	}
+	var v [4][]int64
+	for i, what := range []string{"shape", "begin", "end", "strides"} {
+		if len(ctx.Input(i).Shape) != 1 {
+			return ctx.Errorf(status.InvalidArgument, "Expected begin, end, and strides to be 1D equal size tensors, but got shape %v for %s", ctx.Input(i).Shape, what)
+		}
+		var err error
+		if v[i], err = hostInts(ctx, i, what); err != nil {
+			return err
+		}
+	}
+	shape := tensor.Shape(v[0])
+	if err := shape.Validate(); err != nil {
+		return ctx.Errorf(status.InvalidArgument, "shape: %v", err)
+	}
+	spec, err := validateSlice(ctx, shape, v[1], v[2], v[3], m)
+	if err != nil {
+		return err
+	}
+	if !spec.Out.Equal(dy.Shape) {
+		return ctx.Errorf(status.InvalidArgument, "shape of dy was %v instead of %v", dy.Shape, spec.Out)
+	}
+	o, err := ctx.Allocate(0, shape)
+	if err != nil {
+		return err
+	}
+	clear(o.Buf)
+	forSlice(shape, spec, dy.NumElements(), func(k, src, run int) { copyElems(o, src, dy, k, run) })
 	return nil
 }

@@ -2,6 +2,7 @@ package kerneltest
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 
 	"mstream/status"
@@ -224,4 +225,253 @@ func concatOffsetCases(r *rand.Rand) []Case {
 	bad(&cs, "ConcatOffset", nil, ins(tensor.ScalarI32(0), IntVec(tensor.Int32, 2, 3), IntVec(tensor.Int32, 2, 4)), map[int]int{1: 2}, status.InvalidArgument)
 	bad(&cs, "ConcatOffset", nil, ins(tensor.ScalarI32(2), IntVec(tensor.Int32, 2, 3), IntVec(tensor.Int32, 2, 3)), map[int]int{1: 2}, status.InvalidArgument)
 	return cs
+}
+
+func init() {
+	Add("Conv2DBackpropFilter", convBackpropFilterCases)
+	Add("MaxPoolGrad", func(r *rand.Rand) []Case { return poolGradCases(r, "MaxPoolGrad") })
+	Add("AvgPoolGrad", func(r *rand.Rand) []Case { return poolGradCases(r, "AvgPoolGrad") })
+	Add("UnsortedSegmentSum", unsortedSegmentSumCases)
+	Add("StridedSliceGrad", stridedSliceGradCases)
+}
+
+// refConvBackpropFilter: df[a, b, c, o] += x[n, y, x, c] * dy[n, i, j, o]
+// over every tap of every window.
+func refConvBackpropFilter(s convSpec, x, dy []float64) []float64 {
+	oh, pt := window(s.h, s.kh, s.dh, s.sh, s.padding, [2]int{s.pads[0], s.pads[1]})
+	ow, pl := window(s.w, s.kw, s.dw, s.sw, s.padding, [2]int{s.pads[2], s.pads[3]})
+	df := make([]float64, s.kh*s.kw*s.c*s.o)
+	for n := 0; n < s.n; n++ {
+		for i := 0; i < oh; i++ {
+			for j := 0; j < ow; j++ {
+				for a := 0; a < s.kh; a++ {
+					for b := 0; b < s.kw; b++ {
+						y, xx := i*s.sh-pt+a*s.dh, j*s.sw-pl+b*s.dw
+						if y < 0 || y >= s.h || xx < 0 || xx >= s.w {
+							continue
+						}
+						for c := 0; c < s.c; c++ {
+							for o := 0; o < s.o; o++ {
+								df[((a*s.kw+b)*s.c+c)*s.o+o] += x[((n*s.h+y)*s.w+xx)*s.c+c] * dy[((n*oh+i)*ow+j)*s.o+o]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return df
+}
+
+// gradConvTol is convTol for sums of k products where TF rounds the half
+// types along the way: their error grows with the square root of k.
+func gradConvTol(dt tensor.DType, k int) float64 {
+	if dt == tensor.Half || dt == tensor.Bfloat16 {
+		return convTol(dt, k) * math.Sqrt(float64(max(k, 16))/16)
+	}
+	return convTol(dt, k)
+}
+
+func convBackpropFilterCases(r *rand.Rand) []Case {
+	var cs []Case
+	for _, dt := range FloatTypes {
+		for i := 0; i < 20; i++ {
+			s := randConvSpec(r)
+			s.dh, s.dw = 1, 1 // TF's CPU kernel has no dilations (an error case below)
+			oh, _ := window(s.h, s.kh, s.dh, s.sh, s.padding, [2]int{s.pads[0], s.pads[1]})
+			ow, _ := window(s.w, s.kw, s.dw, s.sw, s.padding, [2]int{s.pads[2], s.pads[3]})
+			if oh <= 0 || ow <= 0 {
+				// An empty out_backprop: TF 2.15 leaves the filter
+				// gradient uninitialised (or aborts), so it cannot judge.
+				continue
+			}
+			x := RandRange(r, dt, tensor.Shape{int64(s.n), int64(s.h), int64(s.w), int64(s.c)}, -1, 1)
+			dy := RandRange(r, dt, tensor.Shape{int64(s.n), int64(oh), int64(ow), int64(s.o)}, -1, 1)
+			sizes := IntVec(tensor.Int32, int64(s.kh), int64(s.kw), int64(s.c), int64(s.o))
+			want := refConvBackpropFilter(s, F64s(x), F64s(dy))
+			cs = append(cs, Case{Name: fmt.Sprintf("Conv2DBackpropFilter %v %+v", dt, s), Node: NodeFor("Conv2DBackpropFilter", s.attrs(), ins(x, sizes, dy), nil), Inputs: ins(x, sizes, dy),
+				Want: ins(FromF64(dt, tensor.Shape{int64(s.kh), int64(s.kw), int64(s.c), int64(s.o)}, want)), Tol: gradConvTol(dt, s.n*oh*ow)})
+		}
+	}
+	x, dy := Rand(r, tensor.Float, tensor.Shape{1, 5, 5, 3}), Rand(r, tensor.Float, tensor.Shape{1, 4, 4, 4})
+	a := Attrs{"strides": AInts(1, 1, 1, 1), "padding": AStr("VALID")}
+	bad(&cs, "Conv2DBackpropFilter", a, ins(x, IntVec(tensor.Int32, 2, 2, 3, 5), dy), nil, status.InvalidArgument)
+	bad(&cs, "Conv2DBackpropFilter", a, ins(x, IntVec(tensor.Int32, 3, 3, 3, 4), dy), nil, status.InvalidArgument)
+	bad(&cs, "Conv2DBackpropFilter", a, ins(x, IntVec(tensor.Int32, 2, 2, 3), dy), nil, status.InvalidArgument)
+	bad(&cs, "Conv2DBackpropFilter", Attrs{"strides": AInts(1, 1, 1, 1), "padding": AStr("VALID"), "dilations": AInts(1, 2, 2, 1)}, ins(Rand(r, tensor.Float, tensor.Shape{1, 6, 6, 3}), IntVec(tensor.Int32, 2, 2, 3, 4), dy), nil, status.InvalidArgument)
+	return cs
+}
+
+// refPoolGrad routes (max: to the first maximum of each window) or spreads
+// (average: over the window's in-bounds elements) each output gradient.
+func refPoolGrad(op string, x, g []float64, n, h, w, c int, k, st [4]int, padding string) []float64 {
+	oh, pt := window(h, k[1], 1, st[1], padding, [2]int{})
+	ow, pl := window(w, k[2], 1, st[2], padding, [2]int{})
+	dx := make([]float64, n*h*w*c)
+	for b := 0; b < n; b++ {
+		for i := 0; i < oh; i++ {
+			for j := 0; j < ow; j++ {
+				for d := 0; d < c; d++ {
+					gv := g[((b*oh+i)*ow+j)*c+d]
+					var pos []int
+					best := -1
+					for y := i*st[1] - pt; y < i*st[1]-pt+k[1]; y++ {
+						for xx := j*st[2] - pl; xx < j*st[2]-pl+k[2]; xx++ {
+							if y < 0 || y >= h || xx < 0 || xx >= w {
+								continue
+							}
+							p := ((b*h+y)*w+xx)*c + d
+							pos = append(pos, p)
+							if best < 0 || x[p] > x[best] {
+								best = p
+							}
+						}
+					}
+					if op == "MaxPoolGrad" {
+						if best >= 0 {
+							dx[best] += gv
+						}
+						continue
+					}
+					for _, p := range pos {
+						dx[p] += gv / float64(len(pos))
+					}
+				}
+			}
+		}
+	}
+	return dx
+}
+
+func poolGradCases(r *rand.Rand, op string) []Case {
+	var cs []Case
+	for _, dt := range FloatTypes {
+		for i := 0; i < 12; i++ {
+			n, h, w, c := 1+r.Intn(2), 1+r.Intn(7), 1+r.Intn(7), 1+r.Intn(3)
+			k := [4]int{1, 1 + r.Intn(3), 1 + r.Intn(3), 1}
+			st := [4]int{1, 1 + r.Intn(3), 1 + r.Intn(3), 1}
+			padding := pick(r, []string{"SAME", "VALID"})
+			oh, _ := window(h, k[1], 1, st[1], padding, [2]int{})
+			ow, _ := window(w, k[2], 1, st[2], padding, [2]int{})
+			if oh <= 0 || ow <= 0 {
+				continue
+			}
+			// Distinct values, so that the maximum of a window is unique
+			// in every dtype.
+			x := tensor.New(dt, tensor.Shape{int64(n), int64(h), int64(w), int64(c)})
+			for j, p := range r.Perm(int(x.NumElements())) {
+				SetF64(x, j, float64(p)/4-8)
+			}
+			g := RandRange(r, dt, tensor.Shape{int64(n), int64(oh), int64(ow), int64(c)}, -1, 1)
+			want := refPoolGrad(op, F64s(x), F64s(g), n, h, w, c, k, st, padding)
+			a := Attrs{"ksize": AInts(1, int64(k[1]), int64(k[2]), 1), "strides": AInts(1, int64(st[1]), int64(st[2]), 1), "padding": AStr(padding)}
+			var in []*tensor.Tensor
+			if op == "MaxPoolGrad" {
+				y, _ := refPool("MaxPool", F64s(x), n, h, w, c, k, st, padding, [4]int{})
+				in = ins(x, FromF64(dt, g.Shape, y), g)
+			} else {
+				in = ins(IntVec(tensor.Int32, x.Shape...), g)
+			}
+			cs = append(cs, Case{Name: fmt.Sprintf("%s %v x%v k%v s%v %s", op, dt, x.Shape, k, st, padding), Node: NodeFor(op, a, in, nil), Inputs: in,
+				Want: ins(FromF64(dt, x.Shape, want)), Tol: 2 * Tol(dt)})
+		}
+	}
+	x := Rand(r, tensor.Float, tensor.Shape{1, 4, 4, 1})
+	g := Rand(r, tensor.Float, tensor.Shape{1, 2, 2, 1})
+	a := Attrs{"ksize": AInts(1, 2, 2, 1), "strides": AInts(1, 1, 1, 1), "padding": AStr("VALID")}
+	if op == "MaxPoolGrad" {
+		bad(&cs, op, a, ins(x, g, g), nil, status.InvalidArgument)
+	} else {
+		// (TF does not check out_backprop's shape against the pooling's;
+		// mstream refuses a mismatch rather than read out of bounds.)
+		bad(&cs, op, a, ins(IntVec(tensor.Int32, 1, 4, 4), g), nil, status.InvalidArgument)
+	}
+	return cs
+}
+
+func unsortedSegmentSumCases(r *rand.Rand) []Case {
+	var cs []Case
+	types := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32, tensor.Int64}
+	for _, dt := range types {
+		for _, it := range indexTypes {
+			for _, sh := range []tensor.Shape{{5}, {6, 3}, {2, 3, 4}, {0, 2}} {
+				data := RandRange(r, dt, sh, -3, 3)
+				num := int64(1 + r.Intn(5))
+				ids := tensor.New(it, sh[:1])
+				for i := 0; i < int(sh[0]); i++ {
+					SetF64(ids, i, float64(r.Int63n(num+1)-1)) // -1 drops the row
+				}
+				ns := tensor.New(it, tensor.Shape{})
+				SetF64(ns, 0, float64(num))
+				cs = append(cs, Case{Name: fmt.Sprintf("UnsortedSegmentSum %v %v %v", dt, it, sh), Node: NodeFor("UnsortedSegmentSum", nil, ins(data, ids, ns), nil), Inputs: ins(data, ids, ns),
+					NumPy: fmt.Sprintf("(lambda z: (np.add.at(z, a1[a1 >= 0], a0[a1 >= 0].astype(np.float64)), z)[1])(np.zeros((%d,) + a0.shape[1:]))", num), Tol: 2 * Tol(dt)})
+			}
+		}
+	}
+	data := Rand(r, tensor.Float, tensor.Shape{3, 2})
+	bad(&cs, "UnsortedSegmentSum", nil, ins(data, IntVec(tensor.Int32, 0, 3, 1), tensor.ScalarI32(3)), nil, status.InvalidArgument)
+	bad(&cs, "UnsortedSegmentSum", nil, ins(data, IntVec(tensor.Int32, 0, 1), tensor.ScalarI32(3)), nil, status.InvalidArgument)
+	return cs
+}
+
+func stridedSliceGradCases(r *rand.Rand) []Case {
+	var cs []Case
+	specs := []struct {
+		shape               []int64
+		begin, end, strides []int64
+		bm, em, sm          int64
+		py                  string
+	}{
+		{[]int64{6}, []int64{1}, []int64{5}, []int64{2}, 0, 0, 0, "1:5:2"},
+		{[]int64{4, 5}, []int64{0, 1}, []int64{3, 5}, []int64{1, 1}, 0, 0, 0, "0:3, 1:5"},
+		{[]int64{4, 5}, []int64{3, 4}, []int64{0, 0}, []int64{-1, -2}, 0, 0, 0, "3:0:-1, 4:0:-2"},
+		{[]int64{3, 4, 2}, []int64{1, 0, 0}, []int64{2, 4, 2}, []int64{1, 1, 1}, 0, 0, 1, "1, 0:4, 0:2"},
+		{[]int64{5, 3}, []int64{2, 0}, []int64{0, 0}, []int64{1, 1}, 2, 3, 0, "2:, :"},
+	}
+	for _, dt := range []tensor.DType{tensor.Float, tensor.Double, tensor.Int32} {
+		for _, s := range specs {
+			a := Attrs{"begin_mask": AInt(s.bm), "end_mask": AInt(s.em), "shrink_axis_mask": AInt(s.sm)}
+			shp := sliceShape(s.shape, s.begin, s.end, s.strides, s.bm, s.em, s.sm)
+			dy := RandRange(r, dt, shp, -3, 3)
+			in := ins(IntVec(tensor.Int32, s.shape...), IntVec(tensor.Int32, s.begin...), IntVec(tensor.Int32, s.end...), IntVec(tensor.Int32, s.strides...), dy)
+			cs = append(cs, Case{Name: fmt.Sprintf("StridedSliceGrad %v %v[%s]", dt, s.shape, s.py), Node: NodeFor("StridedSliceGrad", a, in, nil), Inputs: in,
+				NumPy: fmt.Sprintf("(lambda z: (z.__setitem__(np.s_[%s], a4), z)[1])(np.zeros(%s, a4.dtype))", s.py, pyInts(s.shape))})
+		}
+	}
+	dy := Rand(r, tensor.Float, tensor.Shape{3})
+	bad(&cs, "StridedSliceGrad", nil, ins(IntVec(tensor.Int32, 6), IntVec(tensor.Int32, 0), IntVec(tensor.Int32, 4), IntVec(tensor.Int32, 1), dy), nil, status.InvalidArgument)
+	return cs
+}
+
+// sliceShape is the shape of x[begin:end:strides] for the simple specs
+// above (begin/end masks and shrinks, no ellipsis or new axes), computed
+// as Python slicing does.
+func sliceShape(shape, begin, end, strides []int64, bm, em, sm int64) tensor.Shape {
+	var out tensor.Shape
+	for i, d := range shape {
+		if sm&(1<<i) != 0 {
+			continue
+		}
+		b, e, s := begin[i], end[i], strides[i]
+		if bm&(1<<i) != 0 {
+			b = 0
+			if s < 0 {
+				b = d - 1
+			}
+		}
+		if em&(1<<i) != 0 {
+			e = d
+			if s < 0 {
+				e = -1
+			}
+		}
+		n := int64(0)
+		if s > 0 && e > b {
+			n = (e - b + s - 1) / s
+		} else if s < 0 && b > e {
+			n = (b - e - s - 1) / -s
+		}
+		out = append(out, n)
+	}
+	return out
 }
