@@ -21,6 +21,10 @@ import (
 // (y, dy); the activation ones (ReluGrad, EluGrad, ...) take (dy, x or y).
 type gradSpec struct {
 	f func(a, b float64) float64
+	// f32, when set, is f in float32 arithmetic in TF's order of
+	// operations, for float inputs: 1 - y*y rounded in float32 is what
+	// TF gives near |y| = 1, not the float64 value rounded once.
+	f32 func(a, b float32) float32
 	// sameShape: TF checks equal shapes (ReluGrad family, "... must be the
 	// same shape"); otherwise only equal element counts (SimpleBinaryOp).
 	sameShape bool
@@ -33,8 +37,8 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-func zeroDy(f func(y, dy float64) float64) func(y, dy float64) float64 {
-	return func(y, dy float64) float64 {
+func zeroDy[T float32 | float64](f func(y, dy T) T) func(y, dy T) T {
+	return func(y, dy T) T {
 		if dy == 0 {
 			return 0
 		}
@@ -43,28 +47,36 @@ func zeroDy(f func(y, dy float64) float64) func(y, dy float64) float64 {
 }
 
 var gradSpecs = map[string]gradSpec{
-	"ReluGrad":  {func(g, x float64) float64 { return g * b2f(x > 0) }, true},
-	"Relu6Grad": {func(g, x float64) float64 { return g * b2f(x > 0 && x < 6) }, true},
-	"EluGrad": {func(g, y float64) float64 {
-		if y < 0 {
-			return g * (y + 1)
-		}
-		return g
-	}, true},
-	"SeluGrad": {func(g, y float64) float64 {
+	"ReluGrad":  {f: func(g, x float64) float64 { return g * b2f(x > 0) }, sameShape: true},
+	"Relu6Grad": {f: func(g, x float64) float64 { return g * b2f(x > 0 && x < 6) }, sameShape: true},
+	"EluGrad":   {f: eluGrad[float64], f32: eluGrad[float32], sameShape: true},
+	"SeluGrad": {f: func(g, y float64) float64 {
 		if y < 0 {
 			return g * (y + seluScale*seluAlpha)
 		}
 		return g * seluScale
-	}, true},
-	"SoftplusGrad": {func(g, x float64) float64 { return g / (math.Exp(-x) + 1) }, true},
-	"SigmoidGrad":  {func(y, dy float64) float64 { return dy * y * (1 - y) }, false},
-	"TanhGrad":     {func(y, dy float64) float64 { return dy * (1 - y*y) }, false},
+	}, sameShape: true},
+	"SoftplusGrad": {f: func(g, x float64) float64 { return g / (math.Exp(-x) + 1) }, sameShape: true},
+	"SigmoidGrad":  {f: sigmoidGrad[float64], f32: sigmoidGrad[float32]},
+	"TanhGrad":     {f: tanhGrad[float64], f32: tanhGrad[float32]},
 	// A zero dy gives zero whatever y is (TF's cwise_ops_gradients.h).
-	"SqrtGrad":       {zeroDy(func(y, dy float64) float64 { return 0.5 * dy / y }), false},
-	"RsqrtGrad":      {zeroDy(func(y, dy float64) float64 { return -0.5 * (dy * y) * (y * y) }), false},
-	"ReciprocalGrad": {zeroDy(func(y, dy float64) float64 { return -y * y * dy }), false},
+	"SqrtGrad":       {f: zeroDy(sqrtGrad[float64]), f32: zeroDy(sqrtGrad[float32])},
+	"RsqrtGrad":      {f: zeroDy(rsqrtGrad[float64]), f32: zeroDy(rsqrtGrad[float32])},
+	"ReciprocalGrad": {f: zeroDy(reciprocalGrad[float64]), f32: zeroDy(reciprocalGrad[float32])},
 }
+
+func eluGrad[T float32 | float64](g, y T) T {
+	if y < 0 {
+		return g * (y + 1)
+	}
+	return g
+}
+
+func sigmoidGrad[T float32 | float64](y, dy T) T    { return dy * y * (1 - y) }
+func tanhGrad[T float32 | float64](y, dy T) T       { return dy * (1 - y*y) }
+func sqrtGrad[T float32 | float64](y, dy T) T       { return 0.5 * dy / y }
+func rsqrtGrad[T float32 | float64](y, dy T) T      { return -0.5 * (dy * y) * (y * y) }
+func reciprocalGrad[T float32 | float64](y, dy T) T { return -y * y * dy }
 
 func init() {
 	for name, s := range gradSpecs {
@@ -76,12 +88,12 @@ func init() {
 		if a := n.Attrs["alpha"]; a != nil {
 			alpha = float64(a.GetF())
 		}
-		s := gradSpec{func(g, x float64) float64 {
+		s := gradSpec{f: func(g, x float64) float64 {
 			if x > 0 {
 				return g
 			}
 			return g * alpha
-		}, true}
+		}, sameShape: true}
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return elementGrad(ctx, s) }), nil
 	})
 	reg("BiasAddGrad", numericTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
@@ -204,6 +216,12 @@ func elementGrad(ctx *kernels.Context, s gradSpec) error {
 	case tensor.Float:
 		x, y, out := a.F32(), b.F32(), o.F32()
 		ctx.For(n, 4, func(lo, hi int) {
+			if s.f32 != nil {
+				for i := lo; i < hi; i++ {
+					out[i] = s.f32(x[i], y[i])
+				}
+				return
+			}
 			for i := lo; i < hi; i++ {
 				out[i] = float32(s.f(float64(x[i]), float64(y[i])))
 			}

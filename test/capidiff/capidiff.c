@@ -904,6 +904,96 @@ static void c_attr_setters(void) {
   TF_DeleteStatus(s);
 }
 
+/* TF_AddGradients: a small MLP's loss, default and explicit prefixes,
+   initial gradients, several ys, a NoGradient x, and the errors. */
+static const char* kGradGraph =
+    "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } }"
+    " attr { key: 'shape' value { shape { dim { size: 2 } dim { size: 3 } } } } }"
+    "node { name: 'w' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }"
+    " attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 3 } dim { size: 2 } }"
+    " float_val: 0.5 float_val: -1 float_val: 0.25 float_val: 2 float_val: -0.75 float_val: 1.5 } } } }"
+    "node { name: 'b' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }"
+    " attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } } float_val: 0.1 float_val: -0.2 } } } }"
+    "node { name: 'axes' op: 'Const' attr { key: 'dtype' value { type: DT_INT32 } }"
+    " attr { key: 'value' value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } } int_val: 0 int_val: 1 } } } }"
+    "node { name: 'mm' op: 'MatMul' input: 'x' input: 'w' attr { key: 'T' value { type: DT_FLOAT } } }"
+    "node { name: 'ba' op: 'BiasAdd' input: 'mm' input: 'b' attr { key: 'T' value { type: DT_FLOAT } } }"
+    "node { name: 'h' op: 'Relu' input: 'ba' attr { key: 'T' value { type: DT_FLOAT } } }"
+    "node { name: 'sq' op: 'Square' input: 'h' attr { key: 'T' value { type: DT_FLOAT } } }"
+    "node { name: 'loss' op: 'Sum' input: 'sq' input: 'axes' attr { key: 'T' value { type: DT_FLOAT } } }"
+    "node { name: 't' op: 'Tanh' input: 'x' attr { key: 'T' value { type: DT_FLOAT } } }"
+    "node { name: 'sh' op: 'Shape' input: 'x' attr { key: 'T' value { type: DT_FLOAT } } }"
+    "node { name: 'zero' op: 'Const' attr { key: 'dtype' value { type: DT_INT32 } }"
+    " attr { key: 'value' value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 0 } } } }"
+    "node { name: 'cp' op: 'Cumprod' input: 'x' input: 'zero' attr { key: 'T' value { type: DT_FLOAT } } }";
+
+static void show_grads(TF_Graph* g, const char* what, TF_Status* s, TF_Output* dy, int n) {
+  ST(what, s, "No gradient defined for op: Cumprod", "unreachable", "conflicts with existing node");
+  if (TF_GetCode(s) != TF_OK) return;
+  for (int i = 0; i < n; i++) {
+    if (dy[i].oper == NULL) {
+      out("  dy %d: none (index %d)", i, dy[i].index);
+      continue;
+    }
+    out("  dy %d: %s:%d type %s dtype %d", i, TF_OperationName(dy[i].oper), dy[i].index, TF_OperationOpType(dy[i].oper),
+        TF_OperationOutputType(dy[i]));
+    show_shape(g, dy[i]);
+  }
+}
+
+static void c_add_gradients(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = import_show("import", kGradGraph, "");
+  TF_Output x = out0(g, "x"), w = out0(g, "w"), b = out0(g, "b"), loss = out0(g, "loss"), t = out0(g, "t");
+  TF_Output dy[3];
+  TF_Output xs[3] = {x, w, b};
+  /* TF's AddGradients builds in a scope over the caller's status, so a
+     status left failed by an earlier call fails the next: reset it. */
+  TF_SetStatus(s, TF_OK, "");
+  TF_AddGradients(g, &loss, 1, xs, 3, NULL, s, dy);
+  show_grads(g, "loss wrt x w b", s, dy, 3);
+  TF_Output g1[3] = {dy[0], dy[1], dy[2]};
+  TF_SetStatus(s, TF_OK, "");
+  TF_AddGradients(g, &loss, 1, &x, 1, NULL, s, dy);
+  show_grads(g, "again", s, dy, 1);
+  TF_Output ys[2] = {loss, t};
+  TF_SetStatus(s, TF_OK, "");
+  TF_AddGradientsWithPrefix(g, "mine", ys, 2, &x, 1, NULL, s, dy);
+  show_grads(g, "two ys, prefix mine", s, dy, 1);
+  TF_Output g2 = dy[0];
+  TF_SetStatus(s, TF_OK, "");
+  TF_AddGradientsWithPrefix(g, "mine", &loss, 1, &x, 1, NULL, s, dy);
+  show_grads(g, "prefix mine again", s, dy, 1);
+  TF_Output dx0 = t; /* an initial gradient: dt = tanh(x) itself */
+  TF_SetStatus(s, TF_OK, "");
+  TF_AddGradientsWithPrefix(g, "init", &t, 1, &x, 1, &dx0, s, dy);
+  show_grads(g, "initial dy", s, dy, 1);
+  TF_Output g3 = dy[0];
+  TF_Output sh = out0(g, "sh");
+  TF_SetStatus(s, TF_OK, "");
+  TF_AddGradients(g, &sh, 1, &x, 1, NULL, s, dy);
+  show_grads(g, "through Shape", s, dy, 1);
+  TF_SetStatus(s, TF_OK, "");
+  TF_AddGradients(g, &t, 1, &w, 1, NULL, s, dy);
+  show_grads(g, "unreachable", s, dy, 1);
+  TF_Output cp = out0(g, "cp");
+  TF_SetStatus(s, TF_OK, "");
+  TF_AddGradients(g, &cp, 1, &x, 1, NULL, s, dy);
+  show_grads(g, "no gradient function", s, dy, 1);
+
+  TF_Session* sess = session(g, s);
+  ST("session", s);
+  const float xv[6] = {1, -2, 0.5, 0.75, 0.25, -1}; /* |x| <= 2: 1 - tanh(x)^2 keeps its digits */
+  const int64_t dims[2] = {2, 3};
+  TF_Tensor* in = ftensor(dims, 2, xv);
+  TF_Output fetch[5] = {g1[0], g1[1], g1[2], g2, g3};
+  run_show(sess, &x, &in, 1, fetch, 5, NULL, 0, NULL);
+  TF_DeleteTensor(in);
+  end_session(sess);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
 /* ---- Random call sequences ---------------------------------------------------- */
 
 static uint64_t rng;
@@ -1026,6 +1116,7 @@ static const test_case cases[] = {
     {"prun", c_prun},
     {"status_buffer", c_status_buffer},
     {"attr_setters", c_attr_setters},
+    {"add_gradients", c_add_gradients},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
