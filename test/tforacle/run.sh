@@ -1,10 +1,12 @@
 #!/bin/bash
 # The TF oracle suite: mstream checked against real TensorFlow 2.15
-# (build/venv, made by scripts/setup.sh). Two parts, each counted:
+# (build/venv, made by scripts/setup.sh). Three parts, each counted:
 #   kernels  the kernel conformance suite (kernels/kerneltest) on the CPU
 #            with TF's outputs and error codes as the reference: every case
 #            exported as a GraphDef, run by TF (kernels/kerneltest/tfeval.py),
 #            one count per op family;
+#   grads    grad's gradient graphs against tf.gradients (grad_test.go),
+#            one count per graph;
 #   graphs   test/tforacle/gen.py's plans (Keras models frozen as users
 #            freeze them, the bundled models, the error catalogue, the
 #            differential fuzzer) run through the C API by test/models'
@@ -12,7 +14,7 @@
 # TF's answers are cached under build/tforacle/, keyed by the hash of the
 # generators and their inputs, so TF starts only when something changed.
 # Knobs: TFORACLE_FUZZ (graphs, default 100), TFORACLE_SEED (default 1),
-# KERNELTEST_SEED (default 1), TFORACLE_PARTS (default "kernels graphs").
+# KERNELTEST_SEED (default 1), TFORACLE_PARTS (default "kernels grads graphs").
 # The last line is "N passed, M failed".
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,6 +41,19 @@ part_kernels() {
     echo "$out" | grep -E 'kerneltest.go' | tail -5; f=1
   fi
   echo "kernels: $p op families pass, $f fail"
+  pass=$((pass+p)); fail=$((fail+f))
+}
+
+# Gradients: package grad's graphs, their TF_AddGradients-built gradients
+# against tf.gradients on the same GraphDef; one count per graph.
+part_grads() {
+  local out p f
+  out=$(cd "$repo" && KERNELTEST_TF=$MS_PY go test ./grad -run '^TestAgainstTF$' -count=1 -v 2>&1)
+  echo "$out" | grep -E 'grad_test\.go:[0-9]+: |--- FAIL' | sed 's/^ *//'
+  p=$(echo "$out" | grep -cE '^\s+--- PASS: TestAgainstTF/')
+  f=$(echo "$out" | grep -cE '^\s+--- FAIL: TestAgainstTF/')
+  if ! echo "$out" | grep -qE '^(ok|FAIL)'; then echo "$out" | tail -20; f=$((f+1)); fi
+  echo "grads: $p graphs agree with TF, $f differ"
   pass=$((pass+p)); fail=$((fail+f))
 }
 
@@ -74,7 +89,7 @@ part_graphs() {
   fi
 }
 
-for part in ${TFORACLE_PARTS:-kernels graphs}; do
+for part in ${TFORACLE_PARTS:-kernels grads graphs}; do
   t0=$(date +%s)
   "part_$part"
   echo "-- $part: $(( $(date +%s) - t0 )) s"
