@@ -36,12 +36,17 @@ type cb struct {
 	n      int
 }
 
-// x is a float64 placeholder of shape with a random feed in [lo, hi).
+// xr is a float64 placeholder of shape with a random feed in [lo, hi).
 func (c *cb) xr(lo, hi float64, shape ...int64) graph.Output {
+	return c.xt(tensor.Double, lo, hi, shape...)
+}
+
+// xt is xr of dtype dt (float or double).
+func (c *cb) xt(dt tensor.DType, lo, hi float64, shape ...int64) graph.Output {
 	c.t.Helper()
 	c.n++
 	b := c.g.NewBuilder("Placeholder", fmt.Sprintf("x%d", c.n))
-	b.SetAttr("dtype", graph.AttrType(tensor.Double))
+	b.SetAttr("dtype", graph.AttrType(dt))
 	b.SetAttr("shape", graph.AttrShape(tensor.KnownShape(shape)))
 	n, err := b.Finish()
 	if err != nil {
@@ -51,7 +56,15 @@ func (c *cb) xr(lo, hi float64, shape ...int64) graph.Output {
 	for i := range v {
 		v[i] = lo + (hi-lo)*c.r.Float64()
 	}
-	c.feeds = append(c.feeds, session.Feed{Output: n.Output(0), Tensor: tensor.FromF64(shape, v)})
+	t := tensor.FromF64(shape, v)
+	if dt == tensor.Float {
+		f := make([]float32, len(v))
+		for i, x := range v {
+			f[i] = float32(x)
+		}
+		t = tensor.FromF32(shape, f)
+	}
+	c.feeds = append(c.feeds, session.Feed{Output: n.Output(0), Tensor: t})
 	c.xs = append(c.xs, n.Output(0))
 	return n.Output(0)
 }
@@ -223,21 +236,48 @@ var cases = []gcase{
 		y := c.op("GatherV2", nil, c.x(5, 3), c.konst(tensor.FromI32(tensor.Shape{2, 2}, []int32{4, 0, 4, 2})), c.konst(tensor.ScalarI32(0)))
 		c.ys = []graph.Output{c.op("Mul", nil, y, c.w(2, 2, 3))}
 	}, false},
+	{"fused batch norm training", func(c *cb) {
+		x := c.xt(tensor.Float, -2, 2, 2, 3, 2, 4)
+		n := c.node("FusedBatchNormV3", grad.A{"epsilon": graph.AttrFloat(0.001)}, x, c.xt(tensor.Float, 0.5, 1.5, 4), c.xt(tensor.Float, -1, 1, 4),
+			c.konst(tensor.FromF32(tensor.Shape{0}, nil)), c.konst(tensor.FromF32(tensor.Shape{0}, nil)))
+		w := c.op("Cast", grad.A{"DstT": graph.AttrType(tensor.Float)}, c.w(2, 3, 2, 4))
+		c.ys = []graph.Output{c.op("Mul", nil, n.Output(0), w)}
+	}, true},
+	{"fused batch norm inference", func(c *cb) {
+		x := c.xt(tensor.Float, -2, 2, 2, 3, 2, 4)
+		n := c.node("FusedBatchNormV3", grad.A{"epsilon": graph.AttrFloat(0.001), "is_training": graph.AttrBool(false)}, x, c.xt(tensor.Float, 0.5, 1.5, 4),
+			c.xt(tensor.Float, -1, 1, 4), c.xt(tensor.Float, -1, 1, 4), c.xt(tensor.Float, 0.5, 1.5, 4))
+		w := c.op("Cast", grad.A{"DstT": graph.AttrType(tensor.Float)}, c.w(2, 3, 2, 4))
+		c.ys = []graph.Output{c.op("Mul", nil, n.Output(0), w)}
+	}, true},
 	{"l2loss", func(c *cb) { c.ys = []graph.Output{c.op("L2Loss", nil, c.op("Mul", nil, c.x(3, 4), c.w(3, 4)))} }, false},
 }
 
-// run evaluates outs of c's graph with c's feeds, each x replaced by over.
+// run evaluates outs of c's graph with c's feeds, each x replaced by
+// over; a NoGradient (zero) entry of outs gives nil.
 func run(t *testing.T, s *session.Session, c *cb, outs []graph.Output, over map[int]*tensor.Tensor) []*tensor.Tensor {
 	t.Helper()
 	feeds := append([]session.Feed(nil), c.feeds...)
 	for i, v := range over {
 		feeds[i].Tensor = v
 	}
-	got, _, err := s.Run(nil, feeds, outs, nil)
+	var fetch []graph.Output
+	for _, o := range outs {
+		if o.Node != nil {
+			fetch = append(fetch, o)
+		}
+	}
+	got, _, err := s.Run(nil, feeds, fetch, nil)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	return got
+	res := make([]*tensor.Tensor, len(outs))
+	for i, o := range outs {
+		if o.Node != nil {
+			res[i], got = got[0], got[1:]
+		}
+	}
+	return res
 }
 
 func sumAll(ts []*tensor.Tensor) float64 {
@@ -296,7 +336,10 @@ func TestFiniteDifferences(t *testing.T) {
 					fp := sumAll(run(t, s, b.c, b.c.ys, map[int]*tensor.Tensor{xi: tensor.FromF64(f.Tensor.Shape, plus)}))
 					fm := sumAll(run(t, s, b.c, b.c.ys, map[int]*tensor.Tensor{xi: tensor.FromF64(f.Tensor.Shape, minus)}))
 					want := (fp - fm) / (2 * h)
-					g := got[xi].F64()[j]
+					g := 0.0 // NoGradient: the derivative must be zero
+					if got[xi] != nil {
+						g = got[xi].F64()[j]
+					}
 					if math.Abs(g-want) > 1e-5*math.Max(1, math.Abs(want)) {
 						t.Errorf("d/d%s[%d]: got %.9g, finite difference %.9g", f.Output, j, g, want)
 					}
@@ -400,9 +443,13 @@ func TestAgainstTF(t *testing.T) {
 					t.Errorf("x%d: shape %v, TF %v", j, got[j].Shape, want.Shape)
 					continue
 				}
+				tol := 1e-9
+				if want.DType == tensor.Float {
+					tol = 2e-5
+				}
 				for k := 0; k < int(want.NumElements()); k++ {
 					g, w := got[j].ElementF64(k), want.ElementF64(k)
-					if math.Abs(g-w) > 1e-9*math.Max(1, math.Abs(w)) {
+					if math.Abs(g-w) > tol*math.Max(1, math.Abs(w)) {
 						t.Errorf("x%d[%d]: got %.12g, TF %.12g", j, k, g, w)
 						break
 					}

@@ -72,6 +72,7 @@ func init() {
 	register(func(b *Builder, n *graph.Node, dy []graph.Output) []graph.Output {
 		return []graph.Output{b.Op("Mul", nil, in(n, 0), dy[0])}
 	}, "L2Loss")
+	register(batchNormGrad, "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
 }
 
 // xentGrad: d logits = dloss[:, None] * backprop, d labels =
@@ -95,4 +96,23 @@ func xentSecondOrder(b *Builder, n *graph.Node, dx, g graph.Output) graph.Output
 	sm := b.Op("Softmax", nil, in(n, 0))
 	s := b.Op("Sum", A{"keep_dims": graph.AttrBool(true)}, b.Op("Mul", nil, g, sm), b.I32(-1))
 	return b.Op("AddV2", nil, dx, b.Op("Mul", nil, b.Op("Sub", nil, g, s), sm))
+}
+
+// batchNormGrad feeds FusedBatchNormGrad(V2, V3) the statistics the
+// forward op normalised with: the batch's (reserve spaces 1 and 2) in
+// training, the population's (inputs 3 and 4) otherwise. Mean and
+// variance get no gradient (python's _BaseFusedBatchNormGrad).
+func batchNormGrad(b *Builder, n *graph.Node, dy []graph.Output) []graph.Output {
+	op := map[string]string{"FusedBatchNorm": "FusedBatchNormGrad", "FusedBatchNormV2": "FusedBatchNormGradV2", "FusedBatchNormV3": "FusedBatchNormGradV3"}[n.Op]
+	training := n.Attrs["is_training"] == nil || n.Attrs["is_training"].GetB()
+	r1, r2 := n.Output(3), n.Output(4)
+	if !training {
+		r1, r2 = in(n, 3), in(n, 4)
+	}
+	ins := []any{dy[0], in(n, 0), in(n, 1), r1, r2}
+	if op == "FusedBatchNormGradV3" {
+		ins = append(ins, n.Output(5))
+	}
+	g := b.node(op, copyAttrs(n, "epsilon", "data_format", "is_training"), ins...)
+	return []graph.Output{g.Output(0), g.Output(1), g.Output(2), none, none}
 }

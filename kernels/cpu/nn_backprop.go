@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"math"
+
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/status"
@@ -322,5 +324,135 @@ func unsortedSegmentSum(ctx *kernels.Context) error {
 		}
 	}
 	storeF64(o, acc)
+	return nil
+}
+
+func init() {
+	for _, op := range []string{"FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"} {
+		types := []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}
+		if op == "FusedBatchNormGrad" {
+			types = types[:1]
+		}
+		reg(op, types, nil, func(n *graph.Node) (kernels.Kernel, error) {
+			eps := 1e-4
+			if a := n.Attrs["epsilon"]; a != nil {
+				eps = float64(a.GetF())
+			}
+			training := n.Attrs["is_training"] == nil || n.Attrs["is_training"].GetB()
+			var nchw bool
+			switch df := attrString(n, "data_format", "NHWC"); df {
+			case "NHWC":
+			case "NCHW":
+				nchw = true
+			default:
+				return nil, nodeErr(n, status.InvalidArgument, "Invalid data format %q", df)
+			}
+			if nchw && !training {
+				return nil, nodeErr(n, status.InvalidArgument, "The implementation of FusedBatchNormGrad with is_training=False only support NHWC tensor format for now.")
+			}
+			return kernels.KernelFunc(func(ctx *kernels.Context) error { return batchNormGrad(ctx, eps, training, nchw) }), nil
+		})
+	}
+}
+
+// batchNormGrad is FusedBatchNormGrad(V2, V3) on 4-D input: reserve_space
+// 1 and 2 are the batch mean and (biased) variance in training, the
+// population ones otherwise, as TF's CPU kernel reads them.
+//
+//	training:  dx = scale/sqrt(var+eps) * (dy - mean(dy) - xc * mean(dy*xc) / (var+eps))
+//	inference: dx = dy * scale / sqrt(var+eps)
+//	dscale = sum(dy * xc) / sqrt(var+eps), doffset = sum(dy), xc = x - mean
+func batchNormGrad(ctx *kernels.Context, eps float64, training, nchw bool) error {
+	dyT, xT := ctx.Input(0), ctx.Input(1)
+	if len(dyT.Shape) != 4 || len(xT.Shape) != 4 {
+		return ctx.Errorf(status.InvalidArgument, "input must be 4-dimensional, got y_backprop %v and x %v", dyT.Shape, xT.Shape)
+	}
+	if !dyT.Shape.Equal(xT.Shape) {
+		return ctx.Errorf(status.InvalidArgument, "x and y_backprop must have same shape, but x has shape %v and y_backprop has shape %v", xT.Shape, dyT.Shape)
+	}
+	ax := 3
+	if nchw {
+		ax = 1
+	}
+	c := xT.Shape[ax]
+	for i, what := range []string{"scale", "reserve_space_1", "reserve_space_2"} {
+		if t := ctx.Input(2 + i); len(t.Shape) != 1 || t.Shape[0] != c {
+			return ctx.Errorf(status.InvalidArgument, "%s must be 1-dimensional with %d elements, got %v", what, c, t.Shape)
+		}
+	}
+	inner := int64(1)
+	for _, d := range xT.Shape[ax+1:] {
+		inner *= d
+	}
+	dx, err := ctx.Allocate(0, xT.Shape)
+	if err != nil {
+		return err
+	}
+	var outs [4]*tensor.Tensor
+	for i := 1; i < len(ctx.Outputs) && i <= 4; i++ {
+		shape := tensor.Shape{c}
+		if i >= 3 {
+			shape = tensor.Shape{0} // reserve_space_4 and _5: unused on the CPU, as in TF
+		}
+		if outs[i-1], err = ctx.Allocate(i, shape); err != nil {
+			return err
+		}
+	}
+	x, err := loadF64(ctx, xT)
+	if err != nil {
+		return err
+	}
+	dy, err := loadF64(ctx, dyT)
+	if err != nil {
+		return err
+	}
+	var p [3][]float64 // scale, mean, variance
+	for i := range p {
+		if p[i], err = loadF64(ctx, ctx.Input(2+i)); err != nil {
+			return err
+		}
+	}
+	sums, err := kernels.Scratch[float64](ctx, 2*c)
+	if err != nil {
+		return err
+	}
+	sumDy, sumDyXc := sums[:c], sums[c:]
+	for i, v := range dy {
+		k := (int64(i) / inner) % c
+		sumDy[k] += v
+		sumDyXc[k] += v * (x[i] - p[1][k])
+	}
+	out, err := kernels.Scratch[float64](ctx, int64(len(x)))
+	if err != nil {
+		return err
+	}
+	cnt := float64(0)
+	if c > 0 {
+		cnt = float64(int64(len(x)) / c)
+	}
+	for i, v := range dy {
+		k := (int64(i) / inner) % c
+		inv := 1 / math.Sqrt(p[2][k]+eps)
+		if training {
+			xc := x[i] - p[1][k]
+			out[i] = p[0][k] * inv * (v - sumDy[k]/cnt - xc*(sumDyXc[k]/cnt)*inv*inv)
+		} else {
+			out[i] = v * p[0][k] * inv
+		}
+	}
+	storeF64(dx, out)
+	ds, err := kernels.Scratch[float64](ctx, c)
+	if err != nil {
+		return err
+	}
+	for k := range ds {
+		ds[k] = sumDyXc[k] / math.Sqrt(p[2][k]+eps)
+	}
+	if outs[0] != nil {
+		storeF64(outs[0], ds)
+	}
+	if outs[1] != nil {
+		storeF64(outs[1], sumDy)
+	}
 	return nil
 }

@@ -30,6 +30,18 @@ var gradNumPy = map[string]string{
 	"ReciprocalGrad": "np.where(a1 == 0, 0, -a1.astype(np.float64) * a0 * a0)",
 }
 
+// gradNumPy32 are those of gradNumPy that TF evaluates in float32 step by
+// step for float inputs (mstream too): NumPy's float32 arithmetic rounds
+// each step the same way.
+var gradNumPy32 = map[string]string{
+	"EluGrad":        "np.where(a1 < 0, a0 * (a1 + np.float32(1)), a0)",
+	"SigmoidGrad":    "a1 * a0 * (np.float32(1) - a0)",
+	"TanhGrad":       "a1 * (np.float32(1) - a0 * a0)",
+	"SqrtGrad":       "np.where(a1 == 0, np.float32(0), np.float32(0.5) * a1 / a0)",
+	"RsqrtGrad":      "np.where(a1 == 0, np.float32(0), np.float32(-0.5) * (a1 * a0) * (a0 * a0))",
+	"ReciprocalGrad": "np.where(a1 == 0, np.float32(0), -a0 * a0 * a1)",
+}
+
 func init() {
 	for op := range gradNumPy {
 		op := op
@@ -56,6 +68,9 @@ func elementGradCases(r *rand.Rand, op string) []Case {
 			}
 			attrs := Attrs{}
 			expr := gradNumPy[op]
+			if e, ok := gradNumPy32[op]; ok && dt == tensor.Float {
+				expr = e
+			}
 			if op == "LeakyReluGrad" {
 				alpha := []float32{0.2, 0.01, 0.5}[r.Intn(3)]
 				attrs["alpha"] = AFloat(alpha)
@@ -474,4 +489,107 @@ func sliceShape(shape, begin, end, strides []int64, bm, em, sm int64) tensor.Sha
 		out = append(out, n)
 	}
 	return out
+}
+
+func init() {
+	for _, op := range []string{"FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"} {
+		op := op
+		Add(op, func(r *rand.Rand) []Case { return batchNormGradCases(r, op) })
+	}
+}
+
+// refBatchNormGrad is the batch-norm backward pass from its definition:
+// in training the mean and variance depend on x, otherwise they are
+// constants.
+func refBatchNormGrad(dy, x []float64, shape tensor.Shape, ax int, scale, mean, variance []float64, eps float64, training bool) [3][]float64 {
+	c := int(shape[ax])
+	inner := 1
+	for _, d := range shape[ax+1:] {
+		inner *= int(d)
+	}
+	ch := func(i int) int { return i / inner % c }
+	n := float64(len(x) / c)
+	sdy, sdyxc := make([]float64, c), make([]float64, c)
+	for i := range x {
+		sdy[ch(i)] += dy[i]
+		sdyxc[ch(i)] += dy[i] * (x[i] - mean[ch(i)])
+	}
+	dx := make([]float64, len(x))
+	for i := range x {
+		k := ch(i)
+		sd := math.Sqrt(variance[k] + eps)
+		if training {
+			dx[i] = scale[k] / sd * (dy[i] - sdy[k]/n - (x[i]-mean[k])*sdyxc[k]/n/(variance[k]+eps))
+		} else {
+			dx[i] = dy[i] * scale[k] / sd
+		}
+	}
+	ds := make([]float64, c)
+	for k := range ds {
+		ds[k] = sdyxc[k] / math.Sqrt(variance[k]+eps)
+	}
+	return [3][]float64{dx, ds, sdy}
+}
+
+func batchNormGradCases(r *rand.Rand, op string) []Case {
+	var cs []Case
+	types := []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}
+	if op == "FusedBatchNormGrad" {
+		types = types[:1]
+	}
+	for _, dt := range types {
+		for i := 0; i < 8; i++ {
+			nchw := i%4 == 3
+			n, h, w, c := 1+r.Intn(3), 1+r.Intn(4), 1+r.Intn(4), 1+r.Intn(4)
+			shape := tensor.Shape{int64(n), int64(h), int64(w), int64(c)}
+			ax := 3
+			if nchw {
+				shape, ax = tensor.Shape{int64(n), int64(c), int64(h), int64(w)}, 1
+			}
+			training := i%2 == 0 || nchw // TF's CPU kernel: NCHW in training only (an error case below)
+			x := RandRange(r, dt, shape, -2, 2)
+			dy := RandRange(r, dt, shape, -1, 1)
+			scale := RandRange(r, tensor.Float, tensor.Shape{int64(c)}, 0.5, 1.5)
+			xs := F64s(x)
+			mean, variance := make([]float64, c), make([]float64, c)
+			if training { // the batch statistics the forward op saved
+				st := refBatchNorm(xs, shape, ax, make([]float64, c), make([]float64, c), make([]float64, c), make([]float64, c), 0, 1, true)
+				mean, variance = st[3], st[4]
+			} else {
+				for k := range mean {
+					mean[k], variance[k] = r.Float64()-0.5, 0.5+r.Float64()
+				}
+			}
+			eps := float32(0.001)
+			// The reserve spaces hold float32 values; the reference uses
+			// those values, rounded as the kernel sees them.
+			mt, vt := FromF64(tensor.Float, tensor.Shape{int64(c)}, mean), FromF64(tensor.Float, tensor.Shape{int64(c)}, variance)
+			ref := refBatchNormGrad(F64s(dy), xs, shape, ax, F64s(scale), F64s(mt), F64s(vt), float64(eps), training)
+			in := ins(dy, x, scale, mt, vt)
+			if op == "FusedBatchNormGradV3" {
+				in = append(in, tensor.New(tensor.Float, tensor.Shape{}))
+			}
+			df := "NHWC"
+			if nchw {
+				df = "NCHW"
+			}
+			a := Attrs{"epsilon": AFloat(eps), "is_training": ABool(training), "data_format": AStr(df)}
+			cs = append(cs, Case{Name: fmt.Sprintf("%s %v %v %s training=%v", op, dt, shape, df, training), Node: NodeFor(op, a, in, nil), Inputs: in,
+				Want: []*tensor.Tensor{FromF64(dt, shape, ref[0]), FromF64(tensor.Float, tensor.Shape{int64(c)}, ref[1]), FromF64(tensor.Float, tensor.Shape{int64(c)}, ref[2]), nil, nil},
+				Tol:  8 * Tol(dt)})
+		}
+	}
+	x := Rand(r, tensor.Float, tensor.Shape{2, 2, 2, 3})
+	s3 := Rand(r, tensor.Float, tensor.Shape{3})
+	in := ins(x, Rand(r, tensor.Float, tensor.Shape{2, 2, 2, 2}), s3, s3, s3)
+	if op == "FusedBatchNormGradV3" {
+		in = append(in, tensor.New(tensor.Float, tensor.Shape{}))
+	}
+	bad(&cs, op, nil, in, nil, status.InvalidArgument)
+	in = ins(x, x, s3, s3, s3)
+	if op == "FusedBatchNormGradV3" {
+		in = append(in, tensor.New(tensor.Float, tensor.Shape{}))
+	}
+	bad(&cs, op, Attrs{"is_training": ABool(false), "data_format": AStr("NCHW")}, in, nil, status.InvalidArgument)
+	return cs
 }
