@@ -21,7 +21,8 @@
 // deadness.go): the untaken output of a Switch, and every output of a node
 // with a dead input or dead control predecessor, which then does not run;
 // a Merge forwards a live input with its index. Only Run carries deadness;
-// RunStreams, RunGPU and RunGPUNodes refuse such plans with UNIMPLEMENTED.
+// RunStreams (host streams and devices alike) refuses such plans with
+// UNIMPLEMENTED.
 //
 // # Frames
 //
@@ -35,8 +36,8 @@
 // pool, and outputs are Go memory rather than the group's allocator. The
 // back edges (out of NextIteration) are kept out of every order the plan
 // builds (succ, preds, topo), so a cycle through any other node still
-// fails the build, naming its nodes. RunStreams, RunGPU and RunGPUNodes
-// refuse such plans with UNIMPLEMENTED naming a Switch or a frame op.
+// fails the build, naming its nodes. RunStreams refuses such plans with
+// UNIMPLEMENTED naming a Switch or a frame op.
 //
 // # Placement and the GPU step
 //
@@ -61,8 +62,21 @@
 // run on the host but take a device value as it is (they read its shape
 // only). Transfers lists the copies at host<->GPU edges.
 //
-// RunGPU (gpu.go) runs a placed plan on one GPU stream group, from one
-// goroutine of the group's launch pool, in topological order: the feeds GPU
+// # Stream steps
+//
+// RunStreams is the one entry for a step on stream groups, whatever the
+// device and the mode: the session hands it a StreamRuntime (the groups
+// it picked, the node-to-group assignment, wait reduction, the tensor
+// holder, the CUDA-graph cache) and RunStreams runs it. Host streams
+// (streams.go) run each kernel as an item of its stream. Streams of an
+// asynchronous device (device.EventPool, a GPU) run on the device
+// launcher (device_step.go, gpu.go): kernels are called on the launching
+// goroutine and enqueue their own work; one group is the case where no
+// node waits, several groups add the cross-stream waits below. The two
+// launchers are still two loops over the plan; the intent is one.
+//
+// On one GPU group the device step runs from one goroutine of the group's
+// launch pool, in topological order: the feeds GPU
 // kernels read are staged in pinned memory (the group's host allocator) and
 // copied on the H2D stream, which first waits for the compute stream (so
 // memory freed in compute order is not overwritten early); compute waits
@@ -104,11 +118,11 @@
 //
 // # Steps over several GPU groups
 //
-// RunGPUNodes (gpu_nodelevel.go) runs a placed plan on several GPU groups:
+// The device step (device_step.go) over several GPU groups:
 // in node-level mode the groups of the plan's GPUs, each node on the one
 // the TF_STREAM_FROM_FILE assignment names among its GPU's, or, in
 // graph-level mode, a group of each GPU of a plan placed on several. It is
-// the same launcher as RunGPU, whose current group (allocator, constant
+// the one-group launcher whose current group (allocator, constant
 // store, streams) switches to each node's group before the node is
 // launched on that group's compute stream. A node waits (an event on the
 // producer's compute stream, cuStreamWaitEvent on its own) for each GPU
@@ -130,8 +144,9 @@
 //
 // # CUDA graphs
 //
-// With a GraphCache (MSTREAM_CUDA_GRAPH; gpu_graph.go) RunGPU replays a
-// step from a captured CUDA graph when it can: one cuGraphLaunch, one
+// With a GraphCache (StreamRuntime.Graphs, MSTREAM_CUDA_GRAPH;
+// gpu_graph.go) a one-group device step is replayed from a captured CUDA
+// graph when it can (a step over several groups runs node by node): one cuGraphLaunch, one
 // event wait, and the copies of feeds and fetches through pinned staging,
 // instead of a launch per node. graphIneligible decides per plan: every
 // value the host reads must be fixed by the key (plan, group, feed dtypes

@@ -12,22 +12,8 @@ import (
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
-	"mstream/tensorholder"
 	"mstream/trace"
 )
-
-// GPURuntime is what a GPU step runs on: one stream group of a GPU.
-type GPURuntime struct {
-	Group *groups.Group
-	// Holder keeps buffers that a copy stream still reads.
-	Holder *tensorholder.Holder
-	// Intra splits host kernels' loops (nodes that fell back to the host).
-	Intra kernels.Parallelizer
-	// Graphs, when set, replays eligible steps as captured CUDA graphs
-	// (gpu_graph.go, MSTREAM_CUDA_GRAPH): the session's cache, handed in
-	// per step, never a package global.
-	Graphs *GraphCache
-}
 
 // gval is one value of a GPU step: its host tensor, its device tensor, or
 // both (a value copied across). A device value made on the H2D stream is
@@ -44,12 +30,13 @@ type constCache struct {
 	err  error
 }
 
-// gstep is the state of one GPU step. Everything is launched from one
-// goroutine, in topological order, so the state needs no lock; the streams
-// order the device work.
+// gstep is the launcher of a device step on its current group (devStep
+// switches it between groups; a capture runs it alone). Everything is
+// launched from one goroutine, in topological order, so the state needs
+// no lock; the streams order the device work.
 type gstep struct {
 	plan     *Plan
-	rt       *GPURuntime
+	rt       *StreamRuntime
 	g        *groups.Group
 	c, h, d  device.Stream
 	cix, dix int // the compute and D2H streams' indices in mem.streams
@@ -80,88 +67,6 @@ type gstep struct {
 	// freed, and host values reach the device through the graph's pinned
 	// staging.
 	capt *graphInst
-}
-
-// RunGPU executes one step of a placed plan on a GPU group: the feeds that
-// GPU kernels read are copied in on the group's H2D stream, GPU kernels
-// are launched on its compute stream in topological order, host kernels
-// run on the launching goroutine (their device inputs copied back first,
-// the one place a step blocks mid-way), and the fetches are copied out on
-// its D2H stream. Streams are ordered by events, never by the host; the
-// host waits once, for the final event. Buffers go back to the group's
-// allocator in the compute stream's order when their last reader has been
-// launched, or, when a copy stream reads them, once an event after that
-// read has completed (tensorholder).
-func (p *Plan) RunGPU(ctx context.Context, rt *GPURuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
-	if err := p.refuseDeadness("a GPU step"); err != nil {
-		return nil, nil, err
-	}
-	if len(feeds) != len(p.feeds) {
-		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
-	}
-	g := rt.Group
-	c, h, d := g.Compute, g.H2D, g.D2H
-	if err := asyncStreams(g); err != nil {
-		return nil, nil, err
-	}
-	if rt.Holder == nil {
-		return nil, nil, status.Errorf(status.Internal, "GPU step without a tensor holder")
-	}
-	if gc := rt.graphs(); gc != nil && !opts.Trace {
-		if out, ok, err := gc.run(ctx, p, rt, feeds); ok {
-			return out, nil, err
-		}
-	}
-	s := &gstep{plan: p, rt: rt, g: g, c: c, h: h, d: d,
-		vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds)),
-		staged: make([]staged, len(p.fetches)), out: make([]*tensor.Tensor, len(p.fetches)),
-		trace: opts.Trace, run: opts.Run}
-	streams := []device.Stream{c}
-	if d != c {
-		s.dix = 1
-		streams = append(streams, d)
-	}
-	s.mem = newTracker(rt.Holder, streams)
-	s.mem.hold = s.holdOnEvents
-	for k, f := range feeds {
-		s.feeds[k].host = f
-	}
-
-	if s.trace {
-		// Without an anchor the step keeps only its launch windows.
-		s.anchor, s.anchorHost, _ = traceAnchor(c)
-	}
-	err := launchAndWait(ctx, g.Launch, "GPU step", g.Device.Name(), s.launch, s.finish)
-	if err == nil {
-		for k := range s.staged {
-			if sg := &s.staged[k]; s.out[k] == nil {
-				t := tensor.New(sg.dt, sg.shape)
-				copy(t.Buf, sg.buf)
-				s.out[k] = t
-			}
-		}
-	}
-	for _, a := range s.pinned {
-		g.HostAlloc.Free(a)
-	}
-	s.mem.drain()
-	// Every event of the step has completed (the final event follows
-	// them all, or the streams were synchronised).
-	for _, e := range s.events {
-		e.Release()
-	}
-	var st *trace.Step
-	if s.trace {
-		s.deviceSlices(err == nil)
-		st = s.tr.step(opts.Run, int(g.ID))
-	}
-	if err == nil && s.mem.err != nil {
-		err = s.mem.err
-	}
-	if err != nil {
-		return nil, st, err
-	}
-	return s.out, st, nil
 }
 
 // launchAndWait runs launch on one goroutine of pool (the group's launch
@@ -265,56 +170,6 @@ func (s *gstep) order(to, from device.Stream) error {
 		return err
 	}
 	return to.Wait(e)
-}
-
-// holdOnEvents frees a buffer once an event recorded now on each of the
-// other streams has completed: a goroutine waits, so neither a host
-// callback (which must not call CUDA, as a stream-aware free does) nor the
-// launching goroutine blocks.
-func (s *gstep) holdOnEvents(free func(), others []device.Stream) {
-	var evs []device.Event
-	var own []device.PooledEvent
-	for _, st := range others {
-		e, err := pooledEvent(s.c)
-		if err == nil {
-			if err = st.Record(e); err != nil {
-				e.Release()
-			}
-		}
-		if err != nil {
-			// No event: the stream's own sync is the fallback.
-			st.Synchronize()
-			continue
-		}
-		evs = append(evs, e)
-		own = append(own, e)
-	}
-	s.rt.Holder.Hold(func() {
-		free()
-		for _, e := range own { // Hold calls free once they completed
-			e.Release()
-		}
-	}, evs)
-}
-
-// launch enqueues the step. It returns the first error; what was launched
-// before it still runs, and finish orders the final event after it.
-func (s *gstep) launch() error {
-	start := time.Now()
-	nodes := 0
-	defer func() { s.g.CountLaunch(time.Since(start), nodes) }()
-	if err := s.launchFeeds(); err != nil {
-		return err
-	}
-	for _, i := range s.plan.topo {
-		if err := s.node(i); err != nil {
-			return err
-		}
-		if s.plan.nodes[i].where == onGPU {
-			nodes++
-		}
-	}
-	return s.launchFetches()
 }
 
 // launchFeeds copies the feeds GPU kernels read into device memory on the

@@ -149,16 +149,17 @@ func NewGraphCache(log func(format string, args ...any)) *GraphCache {
 	return &GraphCache{log: log, plans: map[*Plan]*planGraphs{}, capS: map[*groups.Group]*capStream{}}
 }
 
-// graphs is the cache a step may replay from: rt.Graphs when the group's
-// compute stream can capture.
-func (rt *GPURuntime) graphs() *GraphCache {
-	if rt.Graphs == nil {
+// graphs is the cache a step may replay from: sr.Graphs when the step has
+// one group, whose compute stream can capture. A step over several groups
+// runs node by node.
+func (sr *StreamRuntime) graphs() *GraphCache {
+	if sr.Graphs == nil || len(sr.Groups) != 1 {
 		return nil
 	}
-	if _, ok := rt.Group.Compute.(device.Capturer); !ok {
+	if _, ok := sr.Groups[0].Compute.(device.Capturer); !ok {
 		return nil
 	}
-	return rt.Graphs
+	return sr.Graphs
 }
 
 // Stats returns the counters and the instances held.
@@ -212,8 +213,8 @@ func (gc *GraphCache) Close() error {
 // run replays p's step as a graph when it can: handled is false when the
 // step must run the ordinary way (the plan or key is not capturable, the
 // key is warming up, every instance is busy, the capture failed).
-func (gc *GraphCache) run(ctx context.Context, p *Plan, rt *GPURuntime, feeds []*tensor.Tensor) (out []*tensor.Tensor, handled bool, err error) {
-	gi, capture, e := gc.acquire(p, rt.Group, feeds)
+func (gc *GraphCache) run(ctx context.Context, p *Plan, rt *StreamRuntime, feeds []*tensor.Tensor) (out []*tensor.Tensor, handled bool, err error) {
+	gi, capture, e := gc.acquire(p, rt.Groups[0], feeds)
 	if gi == nil && !capture {
 		return nil, false, nil
 	}
@@ -244,7 +245,7 @@ func (gc *GraphCache) run(ctx context.Context, p *Plan, rt *GPURuntime, feeds []
 			gc.fallbacks.Add(1)
 			if logIt {
 				gc.log("CUDA graph: the step of %d nodes on group %d cannot be captured, it runs node by node: %v",
-					len(p.nodes), rt.Group.ID, err)
+					len(p.nodes), rt.Groups[0].ID, err)
 			}
 			return nil, false, nil
 		}
@@ -456,8 +457,8 @@ func (gc *GraphCache) capStream(g *groups.Group) (*capStream, error) {
 // capture records p's step for feeds' key into a new instance. On error
 // the capture has ended and nothing of it is left (the instance, if
 // returned, still needs destroy).
-func (gc *GraphCache) capture(p *Plan, rt *GPURuntime, feeds []*tensor.Tensor) (gi *graphInst, err error) {
-	g := rt.Group
+func (gc *GraphCache) capture(p *Plan, rt *StreamRuntime, feeds []*tensor.Tensor) (gi *graphInst, err error) {
+	g := rt.Groups[0]
 	cs, err := gc.capStream(g)
 	if err != nil {
 		return nil, err

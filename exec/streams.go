@@ -9,21 +9,25 @@ import (
 
 	"mstream/device"
 	"mstream/groups"
+	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
 	"mstream/tensorholder"
 	"mstream/trace"
 )
 
-// StreamRuntime is what a stream step runs on.
+// StreamRuntime is what a stream step runs on, on any device: the groups
+// the session picked and the node-to-group assignment. Graph-level mode
+// gives one group (or, for a plan placed on several GPUs, one group of
+// each, Assign putting each node on its GPU's); node-level mode gives the
+// groups TF_STREAM_FROM_FILE names, Assign from the file.
 type StreamRuntime struct {
-	// Groups[0] is the group the run was given: its H2D stream copies the
-	// feeds in and its D2H stream the fetches out, and it runs every node
-	// that Assign does not put elsewhere.
+	// Groups[0] is the home group: its H2D stream copies the feeds in and
+	// its D2H stream the fetches out, and it runs every node that Assign
+	// does not put elsewhere. Groups of one GPU must share a CUDA context.
 	Groups []*groups.Group
 	// Assign gives, per plan index, the index in Groups of the group whose
-	// compute stream runs the node (node-level mode); nil runs all on
-	// Groups[0].
+	// compute stream runs the node; nil runs all on Groups[0].
 	Assign []int
 	// ReduceWaits leaves out a cross-stream wait when the waiting stream
 	// has already waited, directly or through others, for a later point
@@ -37,6 +41,13 @@ type StreamRuntime struct {
 	// says so; the final event still follows every stream. Only the
 	// sanitizer's meta-tests set it, to prove a missing wait is caught.
 	DropWait func(producer, consumer int) bool
+	// Intra splits host kernels' loops on a device step (nodes that fell
+	// back to the host).
+	Intra kernels.Parallelizer
+	// Graphs, when set, replays eligible one-group device steps as
+	// captured CUDA graphs (gpu_graph.go, MSTREAM_CUDA_GRAPH): the
+	// session's cache, never a package global.
+	Graphs *GraphCache
 }
 
 // opKind is what a stream op does.
@@ -109,13 +120,17 @@ func (s *sstep) fail(err error) {
 	s.failed.Store(true)
 }
 
-// RunStreams executes one step on stream groups: the feeds are copied in on
-// the home group's H2D stream, kernels run on compute streams in
-// topological order, the fetches are copied out on the D2H stream, and a
-// consumer on another stream than its producer waits on an event recorded
-// after the producer. The host launches everything without waiting (the
-// launch runs on the home group's launch pool) and then waits once, on
-// the final event. See the package documentation.
+// RunStreams executes one step on stream groups, of the host or of a GPU:
+// the feeds are copied in on the home group's H2D stream, kernels run on
+// compute streams in topological order, the fetches are copied out on the
+// D2H stream, and a consumer on another stream than its producer waits on
+// an event recorded after the producer. The host launches everything
+// without waiting (the launch runs on the home group's launch pool) and
+// then waits once, on the final event. Groups whose streams are those of
+// an asynchronous device (device.EventPool: a GPU) run on the device
+// launcher (runDevice, device_step.go), which calls kernels that enqueue
+// their own work; host streams run each kernel as an item of its stream.
+// See the package documentation.
 func (p *Plan) RunStreams(ctx context.Context, sr *StreamRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if err := p.refuseDeadness("the stream executor"); err != nil {
 		return nil, nil, err
@@ -125,6 +140,9 @@ func (p *Plan) RunStreams(ctx context.Context, sr *StreamRuntime, feeds []*tenso
 	}
 	if len(sr.Groups) == 0 {
 		return nil, nil, status.Errorf(status.Internal, "stream step without a group")
+	}
+	if _, async := sr.Groups[0].Compute.(device.EventPool); async {
+		return p.runDevice(ctx, sr, feeds, opts)
 	}
 	for _, g := range sr.Groups {
 		if _, ok := g.Device.Memory().(device.HostAddressable); !ok {

@@ -17,10 +17,13 @@
 // list's end), virtual_devices[i]'s limit, its own pinned staging, contexts
 // and constants. Plans are placed (exec.BuildPlaced, honouring
 // allow_soft_placement): a GPU node on the GPU it names, else GPU:0.
-// Graph-level mode runs a step on one GPU with exec.RunGPU on the group
-// Pick chooses among that GPU's, and a step over several GPUs with
-// exec.RunGPUNodes on the group Pick chooses on each (values copied between
-// GPUs); node-level mode runs a step with exec.RunGPUNodes, each node on
+// Every step runs through one call: stepGroups picks the groups and the
+// node-to-group assignment (an exec.StreamRuntime) and exec's RunStreams
+// runs it, or, with one host group and no MSTREAM_HOST_STREAMS, Plan.Run
+// on the inter-op pool.
+// Graph-level mode runs a step on one GPU on the group Pick chooses among
+// that GPU's, and a step over several GPUs on the group Pick chooses on
+// each (values copied between GPUs); node-level mode runs each node on
 // the group TF_STREAM_FROM_FILE assigns it among its GPU's groups (host
 // nodes and constants: the home GPU's), with the groups in one CUDA
 // context or several (TF_GPU_CONTEXT_COUNT; values and events cross
@@ -32,8 +35,8 @@
 // process's contexts on first use (a later session may use fewer).
 //
 // CUDA graphs (gpu_graph.go): MSTREAM_CUDA_GRAPH=1 on a session with GPUs
-// makes an exec.GraphCache attached to every GPU group, so exec.RunGPU
-// replays eligible graph-level steps from captured CUDA graphs; Close
+// makes an exec.GraphCache handed to every one-group GPU step, which
+// replays eligible steps from captured CUDA graphs; Close
 // releases the graphs (and the memory they own) before the groups close,
 // and MS_SessionStats counts them under cuda_graph.
 //

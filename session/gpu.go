@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	"mstream/exec"
 	"mstream/groups"
 	"mstream/status"
-	"mstream/tensor"
-	"mstream/trace"
 )
 
 // gpuReserve is the device memory left to the driver, cuBLAS workspaces and
@@ -182,45 +179,41 @@ func gpuSummary(gpus []device.GPU, counts []int) string {
 	return b.String()
 }
 
-// executeGPU runs a step of a plan with GPU nodes. Graph-level mode: a
+// gpuGroups is stepGroups for a plan with GPU nodes. Graph-level mode: a
 // step on one GPU (device st.gpu+plan.GPU()) on the group Pick chooses
-// there, a step over several GPUs on the group Pick chooses on each, the
-// home GPU's first, every node on its GPU's group. Node-level mode: every
-// node on the group TF_STREAM_FROM_FILE assigns it among the groups of
-// its GPU (host nodes and constants: the home GPU's), group 0 of the home
-// GPU being home.
-func (s *Session) executeGPU(ctx context.Context, plan *exec.Plan, vals []*tensor.Tensor, opts exec.Options) ([]*tensor.Tensor, *trace.Step, error) {
+// there (replaying captured CUDA graphs when MSTREAM_CUDA_GRAPH is on), a
+// step over several GPUs on the group Pick chooses on each, the home
+// GPU's first, every node on its GPU's group. Node-level mode: every node
+// on the group TF_STREAM_FROM_FILE assigns it among the groups of its GPU
+// (host nodes and constants: the home GPU's), group 0 of the home GPU
+// being home.
+func (s *Session) gpuGroups(plan *exec.Plan) (*exec.StreamRuntime, []*groups.Group, error) {
 	st := s.impl
-	dev := st.gpu + plan.GPU()
 	if st.nodeLevel {
-		return s.executeGPUNodes(ctx, plan, vals, opts)
+		return s.gpuNodeGroups(plan)
 	}
-	if gpus := plan.GPUs(); len(gpus) > 1 {
-		gs := make([]*groups.Group, len(gpus))
-		slot := map[int]int{}
-		for k, gi := range gpus {
-			gs[k], slot[gi] = st.set.Pick(st.gpu+gi), k
-		}
-		ng := plan.NodeGPUs()
-		assign := make([]int, len(ng))
-		for i, gi := range ng {
-			assign[i] = slot[gi]
-		}
-		out, step, err := plan.RunGPUNodes(ctx, &exec.GPUNodeRuntime{Groups: gs, Assign: assign,
-			ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder, Intra: gs[0].Intra}, vals, opts)
-		for _, g := range gs {
-			g.Done(err == nil)
-		}
-		return out, step, err
+	gpus := plan.GPUs()
+	if len(gpus) == 1 {
+		g := st.set.Pick(st.gpu + plan.GPU())
+		return &exec.StreamRuntime{Groups: []*groups.Group{g}, ReduceWaits: st.env.ReduceStreamWait,
+			Holder: &st.set.Holder, Intra: g.Intra, Graphs: st.graphs}, []*groups.Group{g}, nil
 	}
-	g := st.set.Pick(dev)
-	out, step, err := plan.RunGPU(ctx, &exec.GPURuntime{Group: g, Holder: &st.set.Holder, Intra: g.Intra, Graphs: st.graphs}, vals, opts)
-	g.Done(err == nil)
-	return out, step, err
+	gs := make([]*groups.Group, len(gpus))
+	slot := map[int]int{}
+	for k, gi := range gpus {
+		gs[k], slot[gi] = st.set.Pick(st.gpu+gi), k
+	}
+	ng := plan.NodeGPUs()
+	assign := make([]int, len(ng))
+	for i, gi := range ng {
+		assign[i] = slot[gi]
+	}
+	return &exec.StreamRuntime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
+		Holder: &st.set.Holder, Intra: gs[0].Intra}, gs, nil
 }
 
-// executeGPUNodes is executeGPU in node-level mode.
-func (s *Session) executeGPUNodes(ctx context.Context, plan *exec.Plan, vals []*tensor.Tensor, opts exec.Options) ([]*tensor.Tensor, *trace.Step, error) {
+// gpuNodeGroups is gpuGroups in node-level mode.
+func (s *Session) gpuNodeGroups(plan *exec.Plan) (*exec.StreamRuntime, []*groups.Group, error) {
 	st := s.impl
 	var gs []*groups.Group
 	first := map[int]int{} // GPU -> index in gs of its group 0
@@ -231,7 +224,7 @@ func (s *Session) executeGPUNodes(ctx context.Context, plan *exec.Plan, vals []*
 	file, _ := st.assignment(plan)
 	ng := plan.NodeGPUs()
 	assign := make([]int, len(file))
-	used := []int{0}
+	idx := []int{0}
 	seen := map[int]bool{0: true}
 	nodes := plan.Nodes()
 	for i, gi := range file {
@@ -243,16 +236,14 @@ func (s *Session) executeGPUNodes(ctx context.Context, plan *exec.Plan, vals []*
 		assign[i] = first[ng[i]] + gi
 		if !seen[assign[i]] {
 			seen[assign[i]] = true
-			used = append(used, assign[i])
+			idx = append(idx, assign[i])
 		}
 	}
-	for _, k := range used {
+	used := make([]*groups.Group, len(idx))
+	for j, k := range idx {
 		gs[k].Begin()
+		used[j] = gs[k]
 	}
-	out, step, err := plan.RunGPUNodes(ctx, &exec.GPUNodeRuntime{Groups: gs, Assign: assign,
-		ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder, Intra: gs[0].Intra}, vals, opts)
-	for _, k := range used {
-		gs[k].Done(err == nil)
-	}
-	return out, step, err
+	return &exec.StreamRuntime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
+		Holder: &st.set.Holder, Intra: gs[0].Intra}, used, nil
 }

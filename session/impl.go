@@ -400,41 +400,60 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 	return out, md, nil
 }
 
-// execute runs one step on a group: graph-level mode picks the
-// least-loaded group, node-level mode runs on the plan's per-node groups.
+// execute runs one step: stepGroups picks the groups and the assignment,
+// and the plan runs once on them, on its stream scheduler, or on the
+// inter-op pool when the step has one host group and no streams.
 func (s *Session) execute(ctx context.Context, plan *exec.Plan, vals []*tensor.Tensor, opts exec.Options, pool exec.Submitter) ([]*tensor.Tensor, *trace.Step, error) {
-	st := s.impl
-	if st.gpu >= 0 && plan.OnGPU() {
-		return s.executeGPU(ctx, plan, vals, opts)
+	sr, used, err := s.stepGroups(plan)
+	if err != nil {
+		return nil, nil, err
 	}
-	if st.nodeLevel {
-		gs := st.set.OnDevice(0)
-		assign, used := st.assignment(plan)
-		for _, gi := range used {
-			gs[gi].Begin()
-		}
-		out, step, err := plan.RunStreams(ctx, &exec.StreamRuntime{Groups: gs, Assign: assign,
-			ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder}, vals, opts)
-		for _, gi := range used {
-			gs[gi].Done(err == nil)
-		}
-		return out, step, err
-	}
-	g := st.set.Pick(0)
 	var out []*tensor.Tensor
 	var step *trace.Step
-	var err error
-	if st.streams {
-		out, step, err = plan.RunStreams(ctx, &exec.StreamRuntime{Groups: []*groups.Group{g},
-			ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder}, vals, opts)
+	if sr != nil {
+		out, step, err = plan.RunStreams(ctx, sr, vals, opts)
 	} else {
+		g := used[0]
 		if pool == nil {
 			pool = g.Launch
 		}
 		out, step, err = plan.Run(ctx, &exec.Runtime{Inter: pool, Intra: g.Intra, Group: g}, vals, opts)
 	}
-	g.Done(err == nil)
+	for _, g := range used {
+		g.Done(err == nil)
+	}
 	return out, step, err
+}
+
+// stepGroups picks what a step of plan runs on and begins a run on each
+// group it uses (the caller calls Done on every one of used). Graph-level
+// mode: the group Pick chooses on the plan's device (for a plan placed on
+// several GPUs, one on each, every node on its GPU's); node-level mode:
+// the groups of the plan's device(s), each node on the one
+// TF_STREAM_FROM_FILE assigns it. sr is nil when the step runs on the
+// inter-op pool (one host group, no MSTREAM_HOST_STREAMS); used[0] is
+// then its group.
+func (s *Session) stepGroups(plan *exec.Plan) (sr *exec.StreamRuntime, used []*groups.Group, err error) {
+	st := s.impl
+	if st.gpu >= 0 && plan.OnGPU() {
+		return s.gpuGroups(plan)
+	}
+	if st.nodeLevel {
+		gs := st.set.OnDevice(0)
+		assign, idx := st.assignment(plan)
+		for _, gi := range idx {
+			gs[gi].Begin()
+			used = append(used, gs[gi])
+		}
+		return &exec.StreamRuntime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
+			Holder: &st.set.Holder, Intra: gs[0].Intra}, used, nil
+	}
+	g := st.set.Pick(0)
+	if !st.streams {
+		return nil, []*groups.Group{g}, nil
+	}
+	return &exec.StreamRuntime{Groups: []*groups.Group{g}, ReduceWaits: st.env.ReduceStreamWait,
+		Holder: &st.set.Holder, Intra: g.Intra}, []*groups.Group{g}, nil
 }
 
 func feedOutputs(feeds []Feed) []graph.Output {

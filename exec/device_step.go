@@ -7,63 +7,39 @@ import (
 	"mstream/device"
 	"mstream/groups"
 	"mstream/hostmem"
-	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
-	"mstream/tensorholder"
 	"mstream/trace"
 )
 
-// GPUNodeRuntime is what a step over several GPU groups runs on: the
-// groups and the group of every plan node. Node-level mode
-// (TF_NODE_LEVEL_MULTISTREAM with TF_STREAM_FROM_FILE) gives the groups of
-// the plan's GPUs, each node on the one the file names among its GPU's;
-// graph-level mode gives a plan placed on several GPUs a group of each,
-// every node on its GPU's.
-type GPUNodeRuntime struct {
-	// Groups are the groups the step may use; Groups[0] is the home group:
-	// its H2D stream copies the feeds in, its D2H stream the fetches out,
-	// and it records the final event. Groups of one GPU must share a CUDA
-	// context.
-	Groups []*groups.Group
-	// Assign gives, per plan index, the index in Groups of the group whose
-	// compute stream runs the node.
-	Assign []int
-	// ReduceWaits leaves out a wait that an earlier wait implies, directly
-	// or through other streams (TF_REDUCE_STREAM_WAIT).
-	ReduceWaits bool
-	// Holder keeps buffers that another stream still reads.
-	Holder *tensorholder.Holder
-	// Intra splits host kernels' loops (nodes that fell back to the host).
-	Intra kernels.Parallelizer
-}
-
-// nlGroup is one group of a node-level GPU step.
-type nlGroup struct {
+// devGroup is one group of a device step.
+type devGroup struct {
 	g       *groups.Group
 	c, h, d device.Stream
-	tab     int // its device's value table, an index in nlstep.tabs
+	tab     int // its device's value table, an index in devStep.tabs
 	waits   int
 	skips   int
 }
 
-// nltab is the values of a step as one GPU sees them: host tensors are
+// devTab is the values of a step as one GPU sees them: host tensors are
 // shared by every table, device tensors live in the table of their GPU.
-type nltab struct {
+type devTab struct {
 	vals  [][]gval
 	feeds []gval
 }
 
-// nlstep is a node-level GPU step: a gstep whose current group (g, c, h,
-// d, cix) switches to each node's group before the node is launched.
-type nlstep struct {
+// devStep is a device step over one group or several: a gstep whose
+// current group (g, c, h, d, cix) switches to each node's group before
+// the node is launched. With one group nothing switches and no node waits
+// (one compute stream orders them all).
+type devStep struct {
 	*gstep
-	rt   *GPUNodeRuntime
-	gs   []nlGroup
-	clk  *clocks
-	cur  int      // the current group, an index in gs
-	tabs []*nltab // per GPU of the step
-	at   []point  // per plan node: where a GPU node's work ends (seq 0: none)
+	gs    []devGroup
+	multi bool // more than one group: nodes wait across compute streams
+	clk   *clocks
+	cur   int       // the current group, an index in gs
+	tabs  []*devTab // per GPU of the step
+	at    []point   // per plan node: where a GPU node's work ends (seq 0: none)
 	// made holds the device copies of feeds and host values, made on a
 	// compute stream (the feeds' H2D copies count as the home group's).
 	made map[*tensor.Tensor]point
@@ -72,42 +48,55 @@ type nlstep struct {
 	joined bool
 }
 
-// RunGPUNodes executes one step of a placed plan over several GPU groups:
-// each node is launched on the compute stream of its group (rt.Assign), a
-// node whose producer (a data or control predecessor, or the copy of a
-// feed or host value) is on another group's stream waits for it with an
-// event (cuStreamWaitEvent), the feeds come in on the home group's H2D
-// stream and the fetches go out on its D2H stream after its compute
-// stream has waited for every other group's. A device value read on
-// another GPU is copied there first (cuMemcpyPeerAsync on the reader's
+// runDevice is RunStreams on asynchronous devices (GPUs): each node is
+// launched on the compute stream of its group (sr.Assign; nil: all on
+// Groups[0]), a node whose producer (a data or control predecessor, or
+// the copy of a feed or host value) is on another group's stream waits
+// for it with an event (cuStreamWaitEvent), the feeds come in on the home
+// group's H2D stream and the fetches go out on its D2H stream after its
+// compute stream has waited for every other group's. A device value read
+// on another GPU is copied there first (cuMemcpyPeerAsync on the reader's
 // compute stream, after the wait), once per GPU; host values are shared.
-// The host launches everything in topological order from the home group's
-// launch pool and waits once, for the final event; host kernels run as in
-// RunGPU, on the home GPU. A buffer goes back to its group's allocator
-// once every stream that touched it has passed its use.
-func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
-	if err := p.refuseDeadness("a multi-group GPU step"); err != nil {
-		return nil, nil, err
+// The host launches everything in topological order from the home
+// group's launch pool and waits once, for the final event; host kernels
+// run on the launching goroutine, on the home GPU, their device inputs
+// copied back first (the one place a step blocks mid-way). A buffer goes
+// back to its group's allocator once every stream that touched it has
+// passed its use. A one-group step may instead replay a captured CUDA
+// graph (sr.Graphs; gpu_graph.go).
+func (p *Plan) runDevice(ctx context.Context, sr *StreamRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	if sr.Holder == nil {
+		return nil, nil, status.Errorf(status.Internal, "device step without a tensor holder")
 	}
-	if len(feeds) != len(p.feeds) {
-		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
+	if sr.Assign != nil && len(sr.Assign) != len(p.nodes) {
+		return nil, nil, status.Errorf(status.Internal, "device step: %d group assignments for %d nodes", len(sr.Assign), len(p.nodes))
 	}
-	if len(rt.Groups) == 0 || rt.Holder == nil {
-		return nil, nil, status.Errorf(status.Internal, "multi-group GPU step without groups or a tensor holder")
+	for i, a := range sr.Assign {
+		if a < 0 || a >= len(sr.Groups) {
+			return nil, nil, status.InvalidArg("node '%s' is assigned stream group %d, but %s has %d groups (0 to %d)",
+				p.nodes[i].node.Name, a, sr.Groups[0].Device.Name(), len(sr.Groups), len(sr.Groups)-1)
+		}
 	}
-	if len(rt.Assign) != len(p.nodes) {
-		return nil, nil, status.Errorf(status.Internal, "multi-group GPU step: %d group assignments for %d nodes", len(rt.Assign), len(p.nodes))
-	}
-	s := &nlstep{rt: rt, gs: make([]nlGroup, len(rt.Groups)), clk: newClocks(len(rt.Groups)), at: make([]point, len(p.nodes)), made: map[*tensor.Tensor]point{}}
-	streams := make([]device.Stream, 0, len(rt.Groups)+1)
-	for k, g := range rt.Groups {
-		c, h, d := g.Compute, g.H2D, g.D2H
+	for _, g := range sr.Groups {
 		if err := asyncStreams(g); err != nil {
 			return nil, nil, err
 		}
+	}
+	if gc := sr.graphs(); gc != nil && !opts.Trace {
+		if out, ok, err := gc.run(ctx, p, sr, feeds); ok {
+			return out, nil, err
+		}
+	}
+	s := &devStep{gs: make([]devGroup, len(sr.Groups)), multi: len(sr.Groups) > 1}
+	if s.multi {
+		s.clk, s.at, s.made = newClocks(len(sr.Groups)), make([]point, len(p.nodes)), map[*tensor.Tensor]point{}
+	}
+	streams := make([]device.Stream, 0, len(sr.Groups)+1)
+	for k, g := range sr.Groups {
+		c, h, d := g.Compute, g.H2D, g.D2H
 		tab := len(s.tabs)
 		for j := 0; j < k; j++ {
-			if o := rt.Groups[j]; o.Device == g.Device {
+			if o := sr.Groups[j]; o.Device == g.Device {
 				// Groups of one GPU share its value table even in different
 				// CUDA contexts (TF_GPU_CONTEXT_COUNT): device memory is
 				// addressed alike from every context of the device (unified
@@ -119,16 +108,10 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 			}
 		}
 		if tab == len(s.tabs) {
-			s.tabs = append(s.tabs, &nltab{vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds))})
+			s.tabs = append(s.tabs, &devTab{vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds))})
 		}
-		s.gs[k] = nlGroup{g: g, c: c, h: h, d: d, tab: tab}
+		s.gs[k] = devGroup{g: g, c: c, h: h, d: d, tab: tab}
 		streams = append(streams, c)
-	}
-	for i, a := range rt.Assign {
-		if a < 0 || a >= len(rt.Groups) {
-			return nil, nil, status.InvalidArg("node '%s' is assigned stream group %d, but %s has %d groups (0 to %d)",
-				p.nodes[i].node.Name, a, rt.Groups[0].Device.Name(), len(rt.Groups), len(rt.Groups)-1)
-		}
 	}
 	home := &s.gs[0]
 	dix := 0 // merged: the home group's one stream serves D2H too
@@ -136,32 +119,24 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 		dix = len(streams)
 		streams = append(streams, home.d)
 	}
-	s.gstep = &gstep{plan: p, dix: dix, rt: &GPURuntime{Group: home.g, Holder: rt.Holder, Intra: rt.Intra},
+	s.gstep = &gstep{plan: p, dix: dix, rt: sr,
 		staged: make([]staged, len(p.fetches)), out: make([]*tensor.Tensor, len(p.fetches)),
 		trace: opts.Trace, run: opts.Run}
-	s.mem = newTracker(rt.Holder, streams)
-	// The tracker frees a buffer at once when only the releasing stream
-	// touched it, which is safe only on the stream that allocated it;
-	// holding on the releasing stream too covers a last read on another
-	// group's stream.
-	s.mem.hold = func(free func(), others []device.Stream) {
-		mine := false
-		for _, o := range others {
-			mine = mine || o == s.c
-		}
-		if !mine {
-			others = append(others, s.c)
-		}
-		s.holdOn(free, others)
-	}
+	s.mem = newTracker(sr.Holder, streams)
+	s.mem.hold = s.holdOn
 	for _, t := range s.tabs {
 		for k, f := range feeds {
 			t.feeds[k].host = f
 		}
 	}
 	s.switchTo(0)
+	if s.trace && !s.multi {
+		// Device times need one context's anchor; without it (or with
+		// several groups) the step keeps only its launch windows.
+		s.anchor, s.anchorHost, _ = traceAnchor(home.c)
+	}
 
-	err := launchAndWait(ctx, home.g.Launch, "multi-group GPU step", home.g.Device.Name(), s.launchNodes, s.finishAll)
+	err := launchAndWait(ctx, home.g.Launch, "device step", home.g.Device.Name(), s.launchNodes, s.finishAll)
 	for k := range s.gs {
 		ng := &s.gs[k]
 		ng.g.CountWaits(ng.waits, ng.skips)
@@ -179,11 +154,15 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 		home.g.HostAlloc.Free(a)
 	}
 	s.mem.drain()
+	// Every event of the step has completed (the final event follows
+	// them all, or the streams were synchronised).
 	for _, e := range s.events {
 		e.Release()
 	}
 	var st *trace.Step
 	if s.trace {
+		s.switchTo(0)
+		s.deviceSlices(err == nil)
 		st = s.tr.step(opts.Run, int(home.g.ID))
 	}
 	if err == nil && s.mem.err != nil {
@@ -195,18 +174,25 @@ func (p *Plan) RunGPUNodes(ctx context.Context, rt *GPUNodeRuntime, feeds []*ten
 	return s.out, st, nil
 }
 
+// groupOf is the index in gs of the group that runs plan node i.
+func (s *devStep) groupOf(i int) int {
+	if s.rt.Assign == nil {
+		return 0
+	}
+	return s.rt.Assign[i]
+}
+
 // switchTo makes group k the one the gstep launches on.
-func (s *nlstep) switchTo(k int) {
+func (s *devStep) switchTo(k int) {
 	ng := &s.gs[k]
 	s.cur, s.g, s.c, s.h, s.d = k, ng.g, ng.c, ng.h, ng.d
 	s.cix = k
 	s.vals, s.feeds = s.tabs[ng.tab].vals, s.tabs[ng.tab].feeds
-	s.gstep.rt.Group = ng.g
 }
 
 // waitFor makes the current group's compute stream follow pt, unless it
 // already does (and ReduceWaits).
-func (s *nlstep) waitFor(pt point) error {
+func (s *devStep) waitFor(pt point) error {
 	if pt.seq == 0 || pt.stream == s.cur {
 		return nil
 	}
@@ -226,7 +212,7 @@ func (s *nlstep) waitFor(pt point) error {
 // launchNodes enqueues the step: feeds on the home group, each node on its
 // group after waiting for its producers, then the fetches on the home
 // group after it has joined every other group.
-func (s *nlstep) launchNodes() error {
+func (s *devStep) launchNodes() error {
 	start := time.Now()
 	nodes := 0
 	defer func() { s.gs[0].g.CountLaunch(time.Since(start), nodes) }()
@@ -234,6 +220,19 @@ func (s *nlstep) launchNodes() error {
 	s.switchTo(0)
 	if err := s.launchFeeds(); err != nil {
 		return err
+	}
+	if !s.multi {
+		// One compute stream orders every node: no waits to work out.
+		for _, i := range p.topo {
+			if err := s.node(i); err != nil {
+				return err
+			}
+			if p.nodes[i].where == onGPU {
+				nodes++
+			}
+		}
+		s.joined = true
+		return s.launchFetches()
 	}
 	fed := s.clk.tick(0) // the feeds' copies: home compute waited for them
 	for k := range s.feeds {
@@ -243,7 +242,7 @@ func (s *nlstep) launchNodes() error {
 	}
 	for _, i := range p.topo {
 		pn := &p.nodes[i]
-		s.switchTo(s.rt.Assign[i])
+		s.switchTo(s.groupOf(i))
 		if pn.where != onConst {
 			if err := s.waitInputs(i); err != nil {
 				return err
@@ -297,11 +296,11 @@ func (s *nlstep) launchNodes() error {
 // producer), held until the step ends. The source stays held too: its
 // readers here read the copy, so its references never all come back
 // before the step's end.
-func (s *nlstep) bring(r ref, what string) error {
+func (s *devStep) bring(r ref, what string) error {
 	if r.Node < 0 {
 		return nil // a feed's host tensor is in every table
 	}
-	from := s.tabs[s.gs[s.rt.Assign[r.Node]].tab]
+	from := s.tabs[s.gs[s.groupOf(r.Node)].tab]
 	to := s.tabs[s.gs[s.cur].tab]
 	if from == to {
 		return nil
@@ -318,7 +317,7 @@ func (s *nlstep) bring(r ref, what string) error {
 		v.host = u.host
 		return nil
 	case u.dev == nil:
-		return status.Errorf(status.Internal, "%s: no value on %s", what, s.gs[s.rt.Assign[r.Node]].g.Device.Name())
+		return status.Errorf(status.Internal, "%s: no value on %s", what, s.gs[s.groupOf(r.Node)].g.Device.Name())
 	}
 	t := u.dev
 	size := uint64(len(t.Buf))
@@ -334,8 +333,8 @@ func (s *nlstep) bring(r ref, what string) error {
 		if !ok {
 			return status.Errorf(status.Unimplemented, "%s: %s cannot copy from another device's memory", what, s.g.Device.Name())
 		}
-		if err := pc.CopyPeer(addr, hostmem.DeviceAddr(t.Buf), s.gs[s.rt.Assign[r.Node]].c, size); err != nil {
-			return status.Wrap(err, "%s: copy from %s to %s", what, s.gs[s.rt.Assign[r.Node]].g.Device.Name(), s.g.Device.Name())
+		if err := pc.CopyPeer(addr, hostmem.DeviceAddr(t.Buf), s.gs[s.groupOf(r.Node)].c, size); err != nil {
+			return status.Wrap(err, "%s: copy from %s to %s", what, s.gs[s.groupOf(r.Node)].g.Device.Name(), s.g.Device.Name())
 		}
 	}
 	v.dev = dt
@@ -344,9 +343,23 @@ func (s *nlstep) bring(r ref, what string) error {
 }
 
 // holdOn frees a buffer once an event recorded now on each of others has
-// completed, each event from its stream's own context (holdOnEvents takes
-// them all from the current one, which a step over several GPUs cannot).
-func (s *nlstep) holdOn(free func(), others []device.Stream) {
+// completed, each event from its stream's own context (the tracker's hold
+// for a device step: a goroutine waits, so neither a host callback, which
+// must not call CUDA as a stream-aware free does, nor the launching
+// goroutine blocks). Over several groups the releasing compute stream is
+// held on too: the tracker frees at once a buffer only it touched, which
+// is safe only on the stream that allocated it, and a last read may have
+// been on another group's stream.
+func (s *devStep) holdOn(free func(), others []device.Stream) {
+	if s.multi {
+		mine := false
+		for _, o := range others {
+			mine = mine || o == s.c
+		}
+		if !mine {
+			others = append(others, s.c)
+		}
+	}
 	var evs []device.Event
 	var own []device.PooledEvent
 	for _, st := range others {
@@ -375,7 +388,7 @@ func (s *nlstep) holdOn(free func(), others []device.Stream) {
 // groups' streams: its GPU predecessors (data and control edges) and the
 // device copies of feeds and host values it reads; then it brings the
 // inputs made on another GPU here.
-func (s *nlstep) waitInputs(i int) error {
+func (s *devStep) waitInputs(i int) error {
 	pn := &s.plan.nodes[i]
 	for _, pr := range pn.preds {
 		if err := s.waitFor(s.at[pr]); err != nil {
@@ -405,7 +418,7 @@ func (s *nlstep) waitInputs(i int) error {
 
 // join makes the home group's compute stream follow every other group's,
 // so the fetches and the final event on its D2H stream follow the step.
-func (s *nlstep) join() error {
+func (s *devStep) join() error {
 	for k := 1; k < len(s.gs); k++ {
 		if err := s.waitFor(point{k, s.clk.seq[k]}); err != nil {
 			return status.Wrap(err, "joining group %d of %s into the home group", s.gs[k].g.Index, s.gs[k].g.Device.Name())
@@ -416,7 +429,7 @@ func (s *nlstep) join() error {
 
 // finishAll records the final event after everything the step launched on
 // any group, whatever the launch got to.
-func (s *nlstep) finishAll() (device.Event, error) {
+func (s *devStep) finishAll() (device.Event, error) {
 	s.switchTo(0)
 	if s.joined {
 		return s.finish()
