@@ -18,8 +18,9 @@ import (
 // lowest-indexed live one (TF forwards whichever arrives first; with one
 // live input, as a cond has, that is the same). Fetching a dead tensor
 // fails as TF fails, INVALID_ARGUMENT "Retval[i] does not have value",
-// here also naming the tensor. Only the pool executor (Plan.Run) carries
-// deadness; the stream and GPU schedulers refuse such plans.
+// here also naming the tensor. The pool executor (Plan.Run) and host
+// streams (RunStreams, through the frame driver) carry deadness; the GPU
+// step refuses such plans.
 
 type flowKind uint8
 
@@ -88,11 +89,11 @@ func deadFetch(p *Plan, k int) error {
 }
 
 // Deadness reports whether the plan holds a Switch or a frame op (a v1
-// while loop), so that a step may make dead tensors: only the CPU's pool
-// executor (Plan.Run) carries them.
+// while loop), so that a step may make dead tensors: the CPU's pool
+// executor and host streams carry them, a GPU step does not.
 func (p *Plan) Deadness() bool { return p.deadness }
 
-// refuseDeadness fails a step of the stream or GPU schedulers on a plan
+// refuseDeadness fails a GPU step on a plan
 // that can make dead tensors, naming its first Switch.
 func (p *Plan) refuseDeadness(where string) error {
 	if !p.deadness {
@@ -100,12 +101,12 @@ func (p *Plan) refuseDeadness(where string) error {
 	}
 	for i := range p.nodes {
 		if n := p.nodes[i].node; p.nodes[i].flow == flowSwitch {
-			return status.Errorf(status.Unimplemented, "node '%s' (op %s): dead tensors and frames (v1 control flow) run only on the CPU's pool executor, not %s (one stream group, graph-level mode)", n.Name, n.Op, where)
+			return status.Errorf(status.Unimplemented, "node '%s' (op %s): dead tensors and frames (v1 control flow) run only on the CPU (its pool executor or host streams), not %s", n.Name, n.Op, where)
 		}
 	}
 	for i := range p.nodes {
 		if n := p.nodes[i].node; p.nodes[i].flow >= flowEnter {
-			return status.Errorf(status.Unimplemented, "node '%s' (op %s): frames (v1 while loops) run only on the CPU's pool executor, not %s (one stream group, graph-level mode)", n.Name, n.Op, where)
+			return status.Errorf(status.Unimplemented, "node '%s' (op %s): frames (v1 while loops) run only on the CPU (its pool executor or host streams), not %s", n.Name, n.Op, where)
 		}
 	}
 	return nil

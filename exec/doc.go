@@ -20,9 +20,9 @@
 // A plan with a Switch can make dead tensors (TF's v1 conditionals;
 // deadness.go): the untaken output of a Switch, and every output of a node
 // with a dead input or dead control predecessor, which then does not run;
-// a Merge forwards a live input with its index. Only Run carries deadness;
-// RunStreams (host streams and devices alike) refuses such plans with
-// UNIMPLEMENTED.
+// a Merge forwards a live input with its index. Run carries deadness on
+// the pool; RunStreams carries it on host streams through the frame
+// driver (below); a GPU step refuses such plans with UNIMPLEMENTED.
 //
 // # Frames
 //
@@ -36,8 +36,16 @@
 // pool, and outputs are Go memory rather than the group's allocator. The
 // back edges (out of NextIteration) are kept out of every order the plan
 // builds (succ, preds, topo), so a cycle through any other node still
-// fails the build, naming its nodes. RunStreams refuses such plans with
-// UNIMPLEMENTED naming a Switch or a frame op.
+// fails the build, naming its nodes.
+//
+// The frame driver (frameRun) is shared: Run's runs each node on the
+// driving goroutine; RunStreams on host streams (streams_frames.go) runs
+// every plan with a Switch or a frame op through the same driver, each
+// live node as an item on its group's compute stream (Assign holds in
+// every frame and iteration), the driver waiting for the item before it
+// hands the outputs on, so predicates are read on the host after the item
+// that made them. A GPU step refuses such plans with UNIMPLEMENTED naming
+// a Switch or a frame op (a GPU session places them on the host).
 //
 // # Placement and the GPU step
 //

@@ -144,9 +144,14 @@ type frameTask struct {
 	node int32
 }
 
+// frameRun drives a step with frames and dead tensors: it decides which
+// node runs next, in which frame and iteration, and whether it is dead;
+// exec runs each live node and returns its outputs. The pool executor's
+// exec calls the kernel on the driving goroutine; the stream scheduler's
+// runs it as an item on the node's stream (streams_frames.go).
 type frameRun struct {
 	p       *Plan
-	s       *step // for tracing
+	exec    frameExec
 	feeds   []*tensor.Tensor
 	queue   []frameTask
 	root    *frameInst
@@ -154,11 +159,59 @@ type frameRun struct {
 	consts  [][]*tensor.Tensor // Const outputs, computed once per step
 }
 
-// runFrames is Run for a plan with frames.
+// frameExec runs live node i (pn) with inputs ins and returns its outputs
+// (a Switch's untaken one nil).
+type frameExec func(i int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error)
+
+func newFrameRun(p *Plan, feeds []*tensor.Tensor, exec frameExec) *frameRun {
+	return &frameRun{p: p, exec: exec, feeds: feeds, root: &frameInst{parentIter: -1},
+		rootOut: make([][]*tensor.Tensor, len(p.nodes)), consts: make([][]*tensor.Tensor, len(p.nodes))}
+}
+
+// runFrames is Run for a plan with frames: the driver runs each node on
+// the calling goroutine.
 func (p *Plan) runFrames(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
-	r := &frameRun{p: p, s: &step{plan: p, rt: rt, trace: opts.Trace}, feeds: feeds,
-		root: &frameInst{parentIter: -1}, rootOut: make([][]*tensor.Tensor, len(p.nodes)),
-		consts: make([][]*tensor.Tensor, len(p.nodes))}
+	s := &step{plan: p, rt: rt, trace: opts.Trace}
+	r := newFrameRun(p, feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		var start = s.now()
+		var k kernelCall
+		outs, err := k.run(pn, ins, rt.Intra)
+		if err != nil {
+			return nil, err
+		}
+		var bytes int64
+		if s.trace {
+			for _, o := range outs {
+				if o != nil {
+					bytes += o.ByteSize()
+				}
+			}
+		}
+		s.record(pn, start, bytes, "")
+		return outs, nil
+	})
+	if err := r.drive(ctx); err != nil {
+		return nil, nil, err
+	}
+	var st *trace.Step
+	if opts.Trace {
+		g := -1
+		if rt.Group != nil {
+			g = int(rt.Group.ID)
+		}
+		st = s.tr.step(opts.Run, g)
+	}
+	out, err := r.fetches()
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, st, nil
+}
+
+// drive runs the step to its end: the roots first, then every node as it
+// becomes ready in its frame and iteration, in that order.
+func (r *frameRun) drive(ctx context.Context) error {
+	p := r.p
 	r.iter(r.root, 0)
 	for i := range p.nodes {
 		if p.fs.pending[i] != 0 {
@@ -175,13 +228,13 @@ func (p *Plan) runFrames(ctx context.Context, rt *Runtime, feeds []*tensor.Tenso
 	for head := 0; head < len(r.queue); head++ {
 		if head&63 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, nil, status.Errorf(status.Cancelled, "step cancelled: %v", err)
+				return status.Errorf(status.Cancelled, "step cancelled: %v", err)
 			}
 		}
 		t := r.queue[head]
 		r.queue[head] = frameTask{}
 		if err := r.run(t); err != nil {
-			return nil, nil, err
+			return err
 		}
 		t.f.outstanding--
 		r.maybeDone(t.f)
@@ -193,28 +246,27 @@ func (p *Plan) runFrames(ctx context.Context, rt *Runtime, feeds []*tensor.Tenso
 			head = -1
 		}
 	}
-	var st *trace.Step
-	if opts.Trace {
-		g := -1
-		if rt.Group != nil {
-			g = int(rt.Group.ID)
-		}
-		st = r.s.tr.step(opts.Run, g)
-	}
+	return nil
+}
+
+// fetches returns the fetched values of a finished step, or TF's error for
+// the first that is dead.
+func (r *frameRun) fetches() ([]*tensor.Tensor, error) {
+	p := r.p
 	out := make([]*tensor.Tensor, len(p.fetches))
 	for i, f := range p.fetches {
 		var t *tensor.Tensor
 		if f.Node < 0 {
-			t = feeds[f.Index]
+			t = r.feeds[f.Index]
 		} else if o := r.rootOut[f.Node]; o != nil {
 			t = o[f.Index]
 		}
 		if t == nil {
-			return nil, nil, deadFetch(p, i)
+			return nil, deadFetch(p, i)
 		}
 		out[i] = t
 	}
-	return out, st, nil
+	return out, nil
 }
 
 // iter returns iteration i of f, making the iterations up to it; a new
@@ -286,21 +338,10 @@ func (r *frameRun) run(t frameTask) error {
 		// never changes (TF's Const kernel also keeps one tensor).
 		outs = r.consts[t.node]
 	default:
-		var start = r.s.now()
-		var k kernelCall
 		var err error
-		if outs, err = k.run(pn, ins, r.s.rt.Intra); err != nil {
+		if outs, err = r.exec(t.node, pn, ins); err != nil {
 			return err
 		}
-		var bytes int64
-		if r.s.trace {
-			for _, o := range outs {
-				if o != nil {
-					bytes += o.ByteSize()
-				}
-			}
-		}
-		r.s.record(pn, start, bytes, "")
 		if pn.isConst {
 			r.consts[t.node] = outs
 		}

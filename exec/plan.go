@@ -171,7 +171,9 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 	if err := p.checkAcyclic(); err != nil {
 		return nil, err
 	}
-	if p.frames {
+	if p.deadness {
+		// The frame driver also runs plans with Switch alone on the
+		// stream scheduler (streams_frames.go).
 		if err := p.buildFrames(); err != nil {
 			return nil, err
 		}

@@ -132,9 +132,6 @@ func (s *sstep) fail(err error) {
 // their own work; host streams run each kernel as an item of its stream.
 // See the package documentation.
 func (p *Plan) RunStreams(ctx context.Context, sr *StreamRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
-	if err := p.refuseDeadness("the stream executor"); err != nil {
-		return nil, nil, err
-	}
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
 	}
@@ -142,7 +139,13 @@ func (p *Plan) RunStreams(ctx context.Context, sr *StreamRuntime, feeds []*tenso
 		return nil, nil, status.Errorf(status.Internal, "stream step without a group")
 	}
 	if _, async := sr.Groups[0].Compute.(device.EventPool); async {
+		if err := p.refuseDeadness("a GPU step"); err != nil {
+			return nil, nil, err
+		}
 		return p.runDevice(ctx, sr, feeds, opts)
+	}
+	if p.deadness {
+		return p.runStreamFrames(ctx, sr, feeds, opts)
 	}
 	for _, g := range sr.Groups {
 		if _, ok := g.Device.Memory().(device.HostAddressable); !ok {

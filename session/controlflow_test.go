@@ -70,9 +70,10 @@ func (v cfValue) tensor(t *testing.T) *tensor.Tensor {
 // TestControlFlowV1 runs TF's v1 conditionals (Switch/Merge, nested cond,
 // control edges into branches, dead fetches) and compares every output and
 // error, and the static shapes of Switch and Merge outputs, with what TF
-// 2.15 gave for the same graph and feeds. The stream
-// executor, which does not carry dead tensors, must refuse the plan with
-// UNIMPLEMENTED naming the Switch rather than compute something else.
+// 2.15 gave for the same graph and feeds, on the pool executor and on the
+// stream scheduler: host streams with one group (and the jitter
+// sanitizer), two groups, and node-level mode with nodes spread over three
+// groups inside and outside the loops.
 func TestControlFlowV1(t *testing.T) {
 	dir := "../test/controlflow"
 	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
@@ -117,7 +118,19 @@ func TestControlFlowV1(t *testing.T) {
 				}
 			}
 			s := openSession(t, g, nil)
-			streams := openSession(t, g, map[string]string{"TF_GPU_STREAM_GROUP_COUNT": "2"})
+			rules := filepath.Join(t.TempDir(), "streams.txt")
+			if err := os.WriteFile(rules, []byte("1:.*[aeiou]\n2:.*[0-9]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var streams []*Session
+			for _, env := range []map[string]string{
+				{"MSTREAM_HOST_STREAMS": "1", "MSTREAM_HOST_STREAM_JITTER": "1"},
+				{"TF_GPU_STREAM_GROUP_COUNT": "2"},
+				{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_NODE_LEVEL_MULTISTREAM": "true", "TF_STREAM_FROM_FILE": rules,
+					"MSTREAM_HOST_STREAM_JITTER": "1"},
+			} {
+				streams = append(streams, openSession(t, g, env))
+			}
 			for k, r := range c.Runs {
 				var feeds []Feed
 				for name, v := range r.Feeds {
@@ -127,21 +140,20 @@ func TestControlFlowV1(t *testing.T) {
 				for _, f := range r.Fetches {
 					fetches = append(fetches, out(f))
 				}
-				got, _, err := s.Run(nil, feeds, fetches, nil)
-				if r.Error != nil {
-					if err == nil || int(status.CodeOf(err)) != r.Error.Code || !strings.Contains(err.Error(), r.Error.Message) {
-						t.Errorf("run %d: %v; TF fails with code %d: %s", k, err, r.Error.Code, r.Error.Message)
+				for m, sess := range append([]*Session{s}, streams...) {
+					got, _, err := sess.Run(nil, feeds, fetches, nil)
+					if r.Error != nil {
+						if err == nil || int(status.CodeOf(err)) != r.Error.Code || !strings.Contains(err.Error(), r.Error.Message) {
+							t.Errorf("session %d run %d: %v; TF fails with code %d: %s", m, k, err, r.Error.Code, r.Error.Message)
+						}
+						continue
 					}
-					continue
-				}
-				if err != nil {
-					t.Fatalf("run %d: %v", k, err)
-				}
-				for j, w := range r.Want {
-					checkCF(t, k, r.Fetches[j], got[j], w)
-				}
-				if _, _, err := streams.Run(nil, feeds, fetches, nil); status.CodeOf(err) != status.Unimplemented || !strings.Contains(err.Error(), "Switch") {
-					t.Errorf("run %d on the stream executor: %v; want UNIMPLEMENTED naming the Switch", k, err)
+					if err != nil {
+						t.Fatalf("session %d run %d: %v", m, k, err)
+					}
+					for j, w := range r.Want {
+						checkCF(t, k, r.Fetches[j], got[j], w)
+					}
 				}
 			}
 		})

@@ -1,0 +1,88 @@
+package exec
+
+import (
+	"context"
+	"time"
+
+	"mstream/device"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+	"mstream/trace"
+)
+
+// runStreamFrames is RunStreams on host streams for a plan that can make
+// dead tensors or has frames (TF's v1 cond and while_loop). The frame
+// driver of the pool executor (frameRun, frames.go) runs on the calling
+// goroutine and decides, as TF's executor does, the frame, iteration and
+// deadness of every node; each live node runs as an item on the compute
+// stream of its group (sr.Assign, so node-level assignment holds inside
+// loops too), and the driver waits for that item before it hands the
+// outputs on. So a Switch's predicate and a loop's condition are read on
+// the host after the item that made them, and no value crosses streams
+// without the host having waited for it: the step needs no events, and
+// the jitter sanitizer's delays cannot reorder it. Nodes therefore run one
+// at a time, in the order they become ready; parallel_iterations is not
+// needed to bound them. Outputs are Go memory, as on the pool executor: a
+// loop's values live for a number of iterations the plan cannot know.
+func (p *Plan) runStreamFrames(ctx context.Context, sr *StreamRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	if sr.Assign != nil && len(sr.Assign) != len(p.nodes) {
+		return nil, nil, status.Errorf(status.Internal, "stream step: %d group assignments for %d nodes", len(sr.Assign), len(p.nodes))
+	}
+	var tr traceBuf
+	exec := func(i int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		if pn.isConst {
+			// Once per step on the driving goroutine (the driver keeps
+			// the value for every iteration).
+			var k kernelCall
+			return k.run(pn, nil, kernels.Serial{})
+		}
+		g := sr.Groups[0]
+		if sr.Assign != nil {
+			g = sr.Groups[sr.Assign[i]]
+		}
+		st := g.Compute
+		var outs []*tensor.Tensor
+		var err error
+		done := make(chan struct{})
+		if eerr := device.Enqueue(st, func() {
+			defer close(done)
+			var start time.Time
+			if opts.Trace {
+				start = time.Now()
+			}
+			var k kernelCall
+			if outs, err = k.run(pn, ins, g.Intra); err != nil || !opts.Trace {
+				return
+			}
+			var bytes int64
+			for _, o := range outs {
+				if o != nil {
+					bytes += o.ByteSize()
+				}
+			}
+			tr.mu.Lock()
+			tr.slices = append(tr.slices, trace.Slice{ID: len(tr.slices), Name: pn.node.Name, Op: pn.node.Op, Kind: trace.Kernel,
+				Device: g.Device.Name(), Group: int(g.ID), Stream: int(st.ID()), Role: role(g, st, "compute"),
+				Start: start, End: time.Now(), Bytes: bytes})
+			tr.mu.Unlock()
+		}); eerr != nil {
+			return nil, status.Wrap(eerr, "node '%s': stream %d of %s", pn.node.Name, st.ID(), g.Device.Name())
+		}
+		<-done
+		return outs, err
+	}
+	r := newFrameRun(p, feeds, exec)
+	if err := r.drive(ctx); err != nil {
+		return nil, nil, err
+	}
+	var st *trace.Step
+	if opts.Trace {
+		st = tr.step(opts.Run, int(sr.Groups[0].ID))
+	}
+	out, err := r.fetches()
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, st, nil
+}
