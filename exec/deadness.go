@@ -18,9 +18,9 @@ import (
 // lowest-indexed live one (TF forwards whichever arrives first; with one
 // live input, as a cond has, that is the same). Fetching a dead tensor
 // fails as TF fails, INVALID_ARGUMENT "Retval[i] does not have value",
-// here also naming the tensor. The pool executor (Plan.Run) and host
-// streams (RunStreams, through the frame driver) carry deadness; the GPU
-// step refuses such plans.
+// here also naming the tensor. Every step carries deadness through the
+// one frame driver (frames.go): the pool executor, host streams and the
+// device step.
 
 type flowKind uint8
 
@@ -89,25 +89,5 @@ func deadFetch(p *Plan, k int) error {
 }
 
 // Deadness reports whether the plan holds a Switch or a frame op (a v1
-// while loop), so that a step may make dead tensors: the CPU's pool
-// executor and host streams carry them, a GPU step does not.
+// while loop), so that a step may make dead tensors.
 func (p *Plan) Deadness() bool { return p.deadness }
-
-// refuseDeadness fails a GPU step on a plan
-// that can make dead tensors, naming its first Switch.
-func (p *Plan) refuseDeadness(where string) error {
-	if !p.deadness {
-		return nil
-	}
-	for i := range p.nodes {
-		if n := p.nodes[i].node; p.nodes[i].flow == flowSwitch {
-			return status.Errorf(status.Unimplemented, "node '%s' (op %s): dead tensors and frames (v1 control flow) run only on the CPU (its pool executor or host streams), not %s", n.Name, n.Op, where)
-		}
-	}
-	for i := range p.nodes {
-		if n := p.nodes[i].node; p.nodes[i].flow >= flowEnter {
-			return status.Errorf(status.Unimplemented, "node '%s' (op %s): frames (v1 while loops) run only on the CPU (its pool executor or host streams), not %s", n.Name, n.Op, where)
-		}
-	}
-	return nil
-}

@@ -13,6 +13,8 @@ import (
 	"mstream/graph"
 	"mstream/groups"
 	"mstream/kernels"
+	"mstream/proto/tfpb"
+	"mstream/tensor"
 )
 
 // The device launcher (runDevice) on the CPU: emuDevice is the host device
@@ -171,6 +173,171 @@ func TestDeviceStepEmulated(t *testing.T) {
 			for _, g := range set.Groups() {
 				if n := g.Alloc.Stats().BytesInUse; n != 0 {
 					t.Errorf("group %d: %d bytes still allocated after the steps", g.ID, n)
+				}
+			}
+		})
+	}
+}
+
+func init() {
+	less := func(async bool) kernels.Factory {
+		return func(n *graph.Node) (kernels.Kernel, error) {
+			return kernels.KernelFunc(func(ctx *kernels.Context) error {
+				t, err := ctx.Allocate(0, nil)
+				if err != nil {
+					return err
+				}
+				a, b := ctx.Inputs[0], ctx.Inputs[1]
+				work := func() {
+					t.Buf[0] = 0
+					if a.F32()[0] < b.F32()[0] {
+						t.Buf[0] = 1
+					}
+				}
+				if !async {
+					work()
+					return nil
+				}
+				return device.Enqueue(ctx.Stream, work)
+			}), nil
+		}
+	}
+	kernels.Register(kernels.Def{Op: "ExecTestGLess", Device: kernels.CPU, Factory: less(false)})
+	kernels.Register(kernels.Def{Op: "ExecTestGLess", Device: kernels.GPU, Factory: less(true)})
+}
+
+// flowNode is a control-flow node of a hand-built v1 graph; its inputs are
+// outputs (node, index).
+func flowNode(name, op string, outs int, ins ...graph.Output) *graph.Node {
+	n := node(name, op, 0)
+	n.Attrs["T"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_Type{Type: tfpb.DataType(tensor.Float)}}
+	n.OutTypes = nil
+	n.OutShapes = nil
+	for k := 0; k < outs; k++ {
+		n.OutTypes = append(n.OutTypes, tensor.Float)
+		n.OutShapes = append(n.OutShapes, tensor.KnownShape(nil))
+	}
+	for _, in := range ins {
+		n.Inputs = append(n.Inputs, in)
+		n.InTypes = append(n.InTypes, in.Node.OutTypes[in.Index])
+	}
+	return n
+}
+
+func enter(name string, in *graph.Node, constant bool) *graph.Node {
+	n := flowNode(name, "Enter", 1, graph.Output{Node: in})
+	n.Attrs["frame_name"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte("loop")}}
+	n.Attrs["is_constant"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: constant}}
+	return n
+}
+
+// emuLoopPlan builds, as tf.compat.v1.while_loop writes it, the loop
+// "i, acc = 0, x; while i < n: i, acc = i+1, acc+i" and, after it, a cond
+// on feed p: acc+1 if p else acc+2. It returns the plan fetching the cond's
+// result and the loop's counter, placed as on one GPU.
+func emuLoopPlan(t testing.TB) *Plan {
+	x := node("x", "ExecTestGAdd", 0)
+	n := node("n", "ExecTestGAdd", 0)
+	p := node("p", "ExecTestGLess", 0)
+	p.OutTypes = []tensor.DType{tensor.Bool}
+	zero := node("zero", "ExecTestGAdd", 0) // a root: 0
+	ei, ea, en := enter("enter_i", zero, false), enter("enter_acc", x, false), enter("enter_n", n, true)
+	mi := flowNode("merge_i", "Merge", 2, graph.Output{Node: ei})
+	ma := flowNode("merge_acc", "Merge", 2, graph.Output{Node: ea})
+	for _, m := range []*graph.Node{mi, ma} {
+		m.OutTypes[1] = tensor.Int32
+	}
+	lt := node("less", "ExecTestGLess", 0, mi, en)
+	lt.OutTypes = []tensor.DType{tensor.Bool}
+	lc := flowNode("loop_cond", "LoopCond", 1, graph.Output{Node: lt})
+	lc.OutTypes = []tensor.DType{tensor.Bool}
+	si := flowNode("switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
+	sa := flowNode("switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
+	xi := flowNode("exit_i", "Exit", 1, graph.Output{Node: si})
+	xa := flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa})
+	i1 := node("i_plus_1", "ExecTestGAdd", 1)
+	i1.Inputs, i1.InTypes = []graph.Output{{Node: si, Index: 1}}, []tensor.DType{tensor.Float}
+	a1 := node("acc_plus_i", "ExecTestGAdd", 0)
+	a1.Inputs, a1.InTypes = []graph.Output{{Node: sa, Index: 1}, {Node: si, Index: 1}}, []tensor.DType{tensor.Float, tensor.Float}
+	ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: i1})
+	na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: a1})
+	mi.Inputs, mi.InTypes = append(mi.Inputs, graph.Output{Node: ni}), append(mi.InTypes, tensor.Float)
+	ma.Inputs, ma.InTypes = append(ma.Inputs, graph.Output{Node: na}), append(ma.InTypes, tensor.Float)
+	// The cond after the loop.
+	cs := flowNode("cond_switch", "Switch", 2, graph.Output{Node: xa}, graph.Output{Node: p})
+	t1 := node("then", "ExecTestGAdd", 1)
+	t1.Inputs, t1.InTypes = []graph.Output{{Node: cs, Index: 1}}, []tensor.DType{tensor.Float}
+	f2 := node("else", "ExecTestGAdd", 2)
+	f2.Inputs, f2.InTypes = []graph.Output{{Node: cs, Index: 0}}, []tensor.DType{tensor.Float}
+	cm := flowNode("cond_merge", "Merge", 2, graph.Output{Node: f2}, graph.Output{Node: t1})
+	cm.OutTypes[1] = tensor.Int32
+	feeds := []graph.Output{{Node: x}, {Node: n}, {Node: p}}
+	plan, err := build(nil, feeds, []graph.Output{{Node: cm}, {Node: xi}, {Node: cm, Index: 1}}, nil, Placement{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.OnGPU() || !plan.Deadness() {
+		t.Fatalf("plan on the device %v, with control flow %v", plan.OnGPU(), plan.Deadness())
+	}
+	return plan
+}
+
+// TestDeviceStepFramesEmulated runs a v1 while loop and a cond on the
+// emulated device: the loop body's kernels launch asynchronously, the
+// loop condition is read back for each Switch, and values are checked
+// against the loop's closed form, on one group and on three with the
+// nodes spread at random, under jitter, several steps at once.
+func TestDeviceStepFramesEmulated(t *testing.T) {
+	plan := emuLoopPlan(t)
+	r := rand.New(rand.NewSource(3))
+	for _, groupsN := range []int{1, 3} {
+		t.Run(fmt.Sprint("groups=", groupsN), func(t *testing.T) {
+			set := emuSet(t, groupsN, false, 100*time.Microsecond)
+			sr := &StreamRuntime{Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+			if groupsN > 1 {
+				sr.Assign = make([]int, len(plan.nodes))
+				for i := range sr.Assign {
+					sr.Assign[i] = r.Intn(groupsN)
+				}
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for w := 0; w < 3; w++ {
+				wg.Add(1)
+				go func(seed int64) {
+					defer wg.Done()
+					rr := rand.New(rand.NewSource(seed))
+					for it := 0; it < 6; it++ {
+						x, n, p := float32(rr.Intn(100)), rr.Intn(12), rr.Intn(2)
+						// p is fed as the ExecTestGLess output it stands for.
+						pred := tensor.New(tensor.Bool, nil)
+						pred.Buf[0] = byte(p)
+						got, _, err := plan.RunStreams(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(float32(n)), pred}, Options{Trace: it == 0})
+						if err != nil {
+							errs <- fmt.Errorf("x=%v n=%d p=%d: %w", x, n, p, err)
+							return
+						}
+						acc := x + float32(n*(n-1)/2)
+						want := acc + 2
+						if p == 1 {
+							want = acc + 1
+						}
+						if g, gi, gx := got[0].F32()[0], got[1].F32()[0], got[2].I32()[0]; g != want || gi != float32(n) || gx != int32(p) {
+							errs <- fmt.Errorf("x=%v n=%d p=%d: got %v, counter %v, index %v; want %v, %d, %d", x, n, p, g, gi, gx, want, n, p)
+							return
+						}
+					}
+				}(int64(w))
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			set.Holder.Drain()
+			for _, g := range set.Groups() {
+				if b := g.Alloc.Stats().BytesInUse; b != 0 {
+					t.Errorf("group %d: %d bytes still allocated after the steps", g.ID, b)
 				}
 			}
 		})

@@ -113,13 +113,16 @@ func (p *Plan) runDevice(ctx context.Context, sr *StreamRuntime, feeds []*tensor
 		s.gs[k] = devGroup{g: g, c: c, h: h, d: d, tab: tab}
 		streams = append(streams, c)
 	}
+	if p.deadness && len(s.tabs) > 1 {
+		return nil, nil, status.Errorf(status.Unimplemented, "a plan with v1 control flow (Switch or a frame op) placed on %d GPUs: a step with frames runs on one GPU's groups", len(s.tabs))
+	}
 	home := &s.gs[0]
 	dix := 0 // merged: the home group's one stream serves D2H too
 	if home.d != home.c {
 		dix = len(streams)
 		streams = append(streams, home.d)
 	}
-	s.gstep = &gstep{plan: p, dix: dix, rt: sr,
+	s.gstep = &gstep{plan: p, dix: dix, rt: sr, keep: p.deadness,
 		staged: make([]staged, len(p.fetches)), out: make([]*tensor.Tensor, len(p.fetches)),
 		trace: opts.Trace, run: opts.Run}
 	s.mem = newTracker(sr.Holder, streams)
@@ -136,7 +139,11 @@ func (p *Plan) runDevice(ctx context.Context, sr *StreamRuntime, feeds []*tensor
 		s.anchor, s.anchorHost, _ = traceAnchor(home.c)
 	}
 
-	err := launchAndWait(ctx, home.g.Launch, "device step", home.g.Device.Name(), s.launchNodes, s.finishAll)
+	launch := s.launchNodes
+	if p.deadness {
+		launch = func() error { return s.launchFrames(ctx) }
+	}
+	err := launchAndWait(ctx, home.g.Launch, "device step", home.g.Device.Name(), launch, s.finishAll)
 	for k := range s.gs {
 		ng := &s.gs[k]
 		ng.g.CountWaits(ng.waits, ng.skips)

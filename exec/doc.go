@@ -20,9 +20,8 @@
 // A plan with a Switch can make dead tensors (TF's v1 conditionals;
 // deadness.go): the untaken output of a Switch, and every output of a node
 // with a dead input or dead control predecessor, which then does not run;
-// a Merge forwards a live input with its index. Run carries deadness on
-// the pool; RunStreams carries it on host streams through the frame
-// driver (below); a GPU step refuses such plans with UNIMPLEMENTED.
+// a Merge forwards a live input with its index. Every step carries
+// deadness, through the one frame driver (below).
 //
 // # Frames
 //
@@ -38,15 +37,24 @@
 // builds (succ, preds, topo), so a cycle through any other node still
 // fails the build, naming its nodes.
 //
-// The frame driver (frameRun) is shared: Run's runs each node on the
-// driving goroutine; RunStreams on host streams (streams_frames.go) runs
-// every plan with a Switch or a frame op through the same driver, each
-// live node as an item on its group's compute stream (Assign holds in
-// every frame and iteration), the driver waiting for the item before it
-// hands the outputs on, so predicates are read on the host after the item
-// that made them. A GPU step refuses such plans with UNIMPLEMENTED naming
-// a Switch or a frame op (a GPU session places them on the host).
-//
+// The frame driver (frameRun, generic over the value a step moves) is
+// shared by every step. Run's runs each node on the driving goroutine.
+// RunStreams on host streams (streams_frames.go) runs every plan with a
+// Switch or a frame op through it, each live node as an item on its
+// group's compute stream (Assign holds in every frame and iteration), the
+// driver waiting for the item before it hands the outputs on. The device
+// step (device_frames.go) drives values that stay on the device: GPU
+// kernels launch asynchronously with the ordinary step's cross-group
+// waits, the control-flow ops run no kernel (they pass values on), and a
+// Switch reads its predicate on the host, copied back after its producer
+// and waited for, the one blocking point; every device buffer of such a
+// step is held until it ends, and it is never captured as a CUDA graph
+// (graphIneligible says why, GraphStats counts it). A plan with control
+// flow placed on several GPUs is refused there with UNIMPLEMENTED (a GPU
+// session places it on the host instead). In every step nodes are chosen
+// one at a time in the order they become ready, so parallel_iterations
+// is ignored.
+
 // # Placement and the GPU step
 //
 // A session's placement is strict (Placement.Strict): a node naming a

@@ -103,8 +103,8 @@ func (p *Plan) buildFrames() error {
 }
 
 // nodeSlot is one node's state in one iteration of one frame instance.
-type nodeSlot struct {
-	ins       []*tensor.Tensor
+type nodeSlot[V comparable] struct {
+	ins       []V
 	pending   int32
 	deadCnt   int32 // Merge: dead data inputs
 	dead      bool  // a dead input or dead control predecessor arrived
@@ -113,18 +113,18 @@ type nodeSlot struct {
 	fired     bool  // Merge: queued
 }
 
-type frameInst struct {
-	parent     *frameInst
+type frameInst[V comparable] struct {
+	parent     *frameInst[V]
 	parentIter int
 	name       string
-	iters      [][]nodeSlot
-	consts     []constIn
+	iters      [][]nodeSlot[V]
+	consts     []constIn[V]
 	// enters counts the Enter nodes yet to deliver; outstanding the
 	// queued nodes of this frame plus its live child frames.
 	enters      int32
 	outstanding int
 	exits       map[int32]bool // Exit node: true once live, false while only dead
-	children    map[childKey]*frameInst
+	children    map[childKey]*frameInst[V]
 	done        bool
 }
 
@@ -133,39 +133,41 @@ type childKey struct {
 	name string
 }
 
-type constIn struct {
+type constIn[V comparable] struct {
 	node int32
-	v    *tensor.Tensor
+	v    V
 }
 
-type frameTask struct {
-	f    *frameInst
+type frameTask[V comparable] struct {
+	f    *frameInst[V]
 	iter int
 	node int32
 }
 
-// frameRun drives a step with frames and dead tensors: it decides which
+// frameRun[V] drives a step with frames and dead tensors: it decides which
 // node runs next, in which frame and iteration, and whether it is dead;
 // exec runs each live node and returns its outputs. The pool executor's
 // exec calls the kernel on the driving goroutine; the stream scheduler's
 // runs it as an item on the node's stream (streams_frames.go).
-type frameRun struct {
+type frameRun[V comparable] struct {
 	p       *Plan
-	exec    frameExec
-	feeds   []*tensor.Tensor
-	queue   []frameTask
-	root    *frameInst
-	rootOut [][]*tensor.Tensor
-	consts  [][]*tensor.Tensor // Const outputs, computed once per step
+	exec    frameExec[V]
+	feeds   []V
+	queue   []frameTask[V]
+	root    *frameInst[V]
+	rootOut [][]V
+	consts  [][]V // Const outputs, computed once per step
 }
 
 // frameExec runs live node i (pn) with inputs ins and returns its outputs
-// (a Switch's untaken one nil).
-type frameExec func(i int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error)
+// (a Switch's untaken one the zero V). V is the value a step moves
+// between nodes, its zero value a dead one: a *tensor.Tensor on the host,
+// a *gval (host and device copies) on a device.
+type frameExec[V comparable] func(i int32, pn *planNode, ins []V) ([]V, error)
 
-func newFrameRun(p *Plan, feeds []*tensor.Tensor, exec frameExec) *frameRun {
-	return &frameRun{p: p, exec: exec, feeds: feeds, root: &frameInst{parentIter: -1},
-		rootOut: make([][]*tensor.Tensor, len(p.nodes)), consts: make([][]*tensor.Tensor, len(p.nodes))}
+func newFrameRun[V comparable](p *Plan, feeds []V, exec frameExec[V]) *frameRun[V] {
+	return &frameRun[V]{p: p, exec: exec, feeds: feeds, root: &frameInst[V]{parentIter: -1},
+		rootOut: make([][]V, len(p.nodes)), consts: make([][]V, len(p.nodes))}
 }
 
 // runFrames is Run for a plan with frames: the driver runs each node on
@@ -210,7 +212,7 @@ func (p *Plan) runFrames(ctx context.Context, rt *Runtime, feeds []*tensor.Tenso
 
 // drive runs the step to its end: the roots first, then every node as it
 // becomes ready in its frame and iteration, in that order.
-func (r *frameRun) drive(ctx context.Context) error {
+func (r *frameRun[V]) drive(ctx context.Context) error {
 	p := r.p
 	r.iter(r.root, 0)
 	for i := range p.nodes {
@@ -232,7 +234,7 @@ func (r *frameRun) drive(ctx context.Context) error {
 			}
 		}
 		t := r.queue[head]
-		r.queue[head] = frameTask{}
+		r.queue[head] = frameTask[V]{}
 		if err := r.run(t); err != nil {
 			return err
 		}
@@ -251,17 +253,18 @@ func (r *frameRun) drive(ctx context.Context) error {
 
 // fetches returns the fetched values of a finished step, or TF's error for
 // the first that is dead.
-func (r *frameRun) fetches() ([]*tensor.Tensor, error) {
+func (r *frameRun[V]) fetches() ([]V, error) {
+	var zero V
 	p := r.p
-	out := make([]*tensor.Tensor, len(p.fetches))
+	out := make([]V, len(p.fetches))
 	for i, f := range p.fetches {
-		var t *tensor.Tensor
+		var t V
 		if f.Node < 0 {
 			t = r.feeds[f.Index]
 		} else if o := r.rootOut[f.Node]; o != nil {
 			t = o[f.Index]
 		}
-		if t == nil {
+		if t == zero {
 			return nil, deadFetch(p, i)
 		}
 		out[i] = t
@@ -271,46 +274,47 @@ func (r *frameRun) fetches() ([]*tensor.Tensor, error) {
 
 // iter returns iteration i of f, making the iterations up to it; a new
 // iteration receives the frame's loop constants.
-func (r *frameRun) iter(f *frameInst, i int) []nodeSlot {
+func (r *frameRun[V]) iter(f *frameInst[V], i int) []nodeSlot[V] {
 	for len(f.iters) <= i {
-		slots := make([]nodeSlot, len(r.p.nodes))
+		slots := make([]nodeSlot[V], len(r.p.nodes))
 		for k := range slots {
 			slots[k].pending = r.p.fs.pending[k]
 		}
 		f.iters = append(f.iters, slots)
 		for _, c := range f.consts {
-			r.propagate(f, len(f.iters)-1, c.node, []*tensor.Tensor{c.v}, false, false)
+			r.propagate(f, len(f.iters)-1, c.node, []V{c.v}, false, false)
 		}
 	}
 	return f.iters[i]
 }
 
-func (r *frameRun) enqueue(f *frameInst, iter int, node int32) {
+func (r *frameRun[V]) enqueue(f *frameInst[V], iter int, node int32) {
 	f.outstanding++
-	r.queue = append(r.queue, frameTask{f, iter, node})
+	r.queue = append(r.queue, frameTask[V]{f, iter, node})
 }
 
 // child returns the instance of frame name that iteration iter of f
 // enters, making it on first use.
-func (r *frameRun) child(f *frameInst, iter int, name string) *frameInst {
+func (r *frameRun[V]) child(f *frameInst[V], iter int, name string) *frameInst[V] {
 	k := childKey{iter, name}
 	if c := f.children[k]; c != nil {
 		return c
 	}
 	if f.children == nil {
-		f.children = map[childKey]*frameInst{}
+		f.children = map[childKey]*frameInst[V]{}
 	}
-	c := &frameInst{parent: f, parentIter: iter, name: name, enters: r.p.fs.enters[name], exits: map[int32]bool{}}
+	c := &frameInst[V]{parent: f, parentIter: iter, name: name, enters: r.p.fs.enters[name], exits: map[int32]bool{}}
 	f.children[k] = c
 	f.outstanding++
 	return c
 }
 
-func (r *frameRun) run(t frameTask) error {
+func (r *frameRun[V]) run(t frameTask[V]) error {
+	var zero V
 	p := r.p
 	pn := &p.nodes[t.node]
 	sl := &t.f.iters[t.iter][t.node]
-	ins := make([]*tensor.Tensor, len(pn.inputs))
+	ins := make([]V, len(pn.inputs))
 	for j, in := range pn.inputs {
 		if in.Node < 0 {
 			ins[j] = r.feeds[in.Index]
@@ -326,13 +330,13 @@ func (r *frameRun) run(t frameTask) error {
 	default:
 		dead = sl.dead
 		for _, v := range ins {
-			dead = dead || v == nil
+			dead = dead || v == zero
 		}
 	}
-	var outs []*tensor.Tensor
+	var outs []V
 	switch {
 	case dead:
-		outs = make([]*tensor.Tensor, len(pn.node.OutTypes))
+		outs = make([]V, len(pn.node.OutTypes))
 	case pn.isConst && r.consts[t.node] != nil:
 		// A Const in a loop body runs every iteration; its value
 		// never changes (TF's Const kernel also keeps one tensor).
@@ -353,7 +357,7 @@ func (r *frameRun) run(t frameTask) error {
 		c := r.child(f, iter, p.fs.frameName[t.node])
 		c.enters--
 		if p.fs.isConst[t.node] && !dead {
-			c.consts = append(c.consts, constIn{t.node, outs[0]})
+			c.consts = append(c.consts, constIn[V]{t.node, outs[0]})
 			for i := range c.iters {
 				r.propagate(c, i, t.node, outs, false, false)
 			}
@@ -395,7 +399,8 @@ func (r *frameRun) run(t frameTask) error {
 // propagate delivers the outputs of node src (all nil when it is dead)
 // to its consumers in iteration iter of f, queueing those that become
 // ready.
-func (r *frameRun) propagate(f *frameInst, iter int, src int32, outs []*tensor.Tensor, dead, fromEnter bool) {
+func (r *frameRun[V]) propagate(f *frameInst[V], iter int, src int32, outs []V, dead, fromEnter bool) {
+	var zero V
 	slots := r.iter(f, iter)
 	for _, e := range r.p.fs.out[src] {
 		sl := &slots[e.dst]
@@ -407,7 +412,7 @@ func (r *frameRun) propagate(f *frameInst, iter int, src int32, outs []*tensor.T
 			switch {
 			case e.slot < 0:
 				sl.pending--
-			case !dead && outs[e.out] != nil:
+			case !dead && outs[e.out] != zero:
 				sl.setIn(dpn, e.slot, outs[e.out])
 				sl.live = true
 			default:
@@ -422,7 +427,7 @@ func (r *frameRun) propagate(f *frameInst, iter int, src int32, outs []*tensor.T
 		}
 		if e.slot < 0 {
 			sl.dead = sl.dead || dead
-		} else if dead || outs[e.out] == nil {
+		} else if dead || outs[e.out] == zero {
 			sl.dead = true
 		} else {
 			sl.setIn(dpn, e.slot, outs[e.out])
@@ -433,9 +438,9 @@ func (r *frameRun) propagate(f *frameInst, iter int, src int32, outs []*tensor.T
 	}
 }
 
-func (sl *nodeSlot) setIn(pn *planNode, slot int32, v *tensor.Tensor) {
+func (sl *nodeSlot[V]) setIn(pn *planNode, slot int32, v V) {
 	if sl.ins == nil {
-		sl.ins = make([]*tensor.Tensor, len(pn.inputs))
+		sl.ins = make([]V, len(pn.inputs))
 	}
 	sl.ins[slot] = v
 }
@@ -443,13 +448,13 @@ func (sl *nodeSlot) setIn(pn *planNode, slot int32, v *tensor.Tensor) {
 // maybeDone finishes f once nothing more can happen in it: Exits that were
 // never live send dead values to the parent, and the parent may finish in
 // turn.
-func (r *frameRun) maybeDone(f *frameInst) {
+func (r *frameRun[V]) maybeDone(f *frameInst[V]) {
 	for f != r.root && !f.done && f.outstanding == 0 && f.enters == 0 {
 		f.done = true
 		par := f.parent
 		for node, live := range f.exits {
 			if !live {
-				r.propagate(par, f.parentIter, node, make([]*tensor.Tensor, len(r.p.nodes[node].node.OutTypes)), true, false)
+				r.propagate(par, f.parentIter, node, make([]V, len(r.p.nodes[node].node.OutTypes)), true, false)
 			}
 		}
 		delete(par.children, childKey{f.parentIter, f.name})

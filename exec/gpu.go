@@ -62,6 +62,11 @@ type gstep struct {
 	timing     []timingEvent
 	run        int64
 
+	// keep holds every device buffer until the step ends (a step with
+	// frames: a loop's values are read a number of times the plan's
+	// static use counts cannot know).
+	keep bool
+
 	// capt is set while the step is captured into a CUDA graph
 	// (gpu_graph.go): its buffers are owned by the graph instead of being
 	// freed, and host values reach the device through the graph's pinned
@@ -194,7 +199,11 @@ func (s *gstep) launchFeeds() error {
 			return status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): %v", name, t.DType, t.Shape, err)
 		}
 		dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
-		s.track(dt, &buffer{addr: addr, alloc: g.Alloc, refs: p.feedUses[k], users: []int{s.cix}})
+		refs := p.feedUses[k]
+		if s.keep {
+			refs = 1 << 30
+		}
+		s.track(dt, &buffer{addr: addr, alloc: g.Alloc, refs: refs, users: []int{s.cix}})
 		s.feeds[k].dev = dt
 		if size == 0 {
 			continue
@@ -342,17 +351,28 @@ func (s *gstep) devOf(v *gval, r ref, what string) (*tensor.Tensor, error) {
 	return dt, nil
 }
 
-// node launches (GPU) or runs (host) plan node i.
+// node launches (GPU) or runs (host) plan node i on the plan's values.
 func (s *gstep) node(i int) error {
+	vs, err := s.nodeOn(i, nil)
+	if err != nil {
+		return err
+	}
+	s.vals[i] = vs
+	return nil
+}
+
+// nodeOn launches (GPU) or runs (host) plan node i and returns its
+// values: its inputs are the plan's values, or, from the frame driver,
+// fins (one per input, the value of the node's frame and iteration).
+func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 	pn := &s.plan.nodes[i]
 	n := pn.node
 	if pn.where == onConst {
 		t, err := constHost(pn)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		s.vals[i] = []gval{{host: t}}
-		return nil
+		return []gval{{host: t}}, nil
 	}
 	var start time.Time
 	if s.trace {
@@ -361,7 +381,12 @@ func (s *gstep) node(i int) error {
 	ins := make([]*tensor.Tensor, len(pn.inputs))
 	devIns := make([]*tensor.Tensor, 0, len(pn.inputs))
 	for j, r := range pn.inputs {
-		v := s.value(r)
+		var v *gval
+		if fins != nil {
+			v = fins[j]
+		} else {
+			v = s.value(r)
+		}
 		what := "node '" + n.Name + "' input " + itoa(j)
 		var err error
 		wants, may := pn.wantsDevice(j)
@@ -374,7 +399,7 @@ func (s *gstep) node(i int) error {
 			ins[j], err = s.hostOf(v, what)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if v.dev != nil {
 			devIns = append(devIns, v.dev)
@@ -384,18 +409,17 @@ func (s *gstep) node(i int) error {
 		var k kernelCall
 		outs, err := k.run(pn, ins, s.rt.Intra)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		vs := make([]gval, len(outs))
 		for j, t := range outs {
 			vs[j].host = t
 		}
-		s.vals[i] = vs
 		s.mem.retire(nil, nil, devIns, nil, s.cix)
 		if s.trace {
 			s.slice(n.Name, n.Op, trace.Kernel, "host", start, 0)
 		}
-		return nil
+		return vs, nil
 	}
 	a := &gpuAlloc{s: s}
 	kc := &kernels.Context{Node: n, Inputs: ins, Outputs: make([]*tensor.Tensor, len(n.OutTypes)),
@@ -407,19 +431,22 @@ func (s *gstep) node(i int) error {
 	unlock()
 	if err != nil {
 		s.mem.retire(nil, nil, nil, a.fresh, s.cix)
-		return err
+		return nil, err
 	}
 	vs := make([]gval, len(kc.Outputs))
 	for j, t := range kc.Outputs {
 		vs[j].dev = t
 	}
-	s.vals[i] = vs
-	s.mem.retire(kc.Outputs, pn.uses, devIns, a.fresh, s.cix)
+	uses := pn.uses
+	if s.keep {
+		uses = keepUses(len(uses))
+	}
+	s.mem.retire(kc.Outputs, uses, devIns, a.fresh, s.cix)
 	if s.trace {
 		s.slice(n.Name, n.Op, trace.Kernel, "compute", start, a.bytes)
 		s.devSlice(n.Name, n.Op, trace.Kernel, "compute", s.c, before, after, a.bytes)
 	}
-	return nil
+	return vs, nil
 }
 
 // compute calls a GPU kernel on the launching goroutine (it enqueues on
@@ -616,6 +643,16 @@ func gpuConstant(g *groups.Group, pn *planNode, v *tensor.Tensor) (*groups.Const
 		dt := &tensor.Tensor{DType: v.DType, Shape: v.Shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
 		return &groups.Const{Value: dt, Addr: addr, Bytes: int64(g.Alloc.ChunkSize(addr)), Alloc: g.Alloc}, nil
 	})
+}
+
+// keepUses is a use count per output that never runs out: the buffers of
+// a step with frames are freed when it ends.
+func keepUses(n int) []int32 {
+	u := make([]int32, n)
+	for j := range u {
+		u[j] = 1 << 30
+	}
+	return u
 }
 
 func itoa(i int) string {

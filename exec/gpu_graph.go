@@ -382,6 +382,11 @@ func feedKey(feeds []*tensor.Tensor) string {
 // its device values back to size its output (Def.SyncsHost: Where,
 // Unique), and stateful ops (variables, random numbers) are never frozen.
 func graphIneligible(p *Plan) string {
+	if p.deadness {
+		// Which nodes run, and how often, is decided on the host as the
+		// step goes: no one graph holds every step of a key.
+		return "it has v1 control flow (Switch or a frame op)"
+	}
 	for k, f := range p.feeds {
 		if f.DType() == tensor.String {
 			return fmt.Sprintf("feed %d ('%s') is a string", k, f)

@@ -139,9 +139,6 @@ func (p *Plan) RunStreams(ctx context.Context, sr *StreamRuntime, feeds []*tenso
 		return nil, nil, status.Errorf(status.Internal, "stream step without a group")
 	}
 	if _, async := sr.Groups[0].Compute.(device.EventPool); async {
-		if err := p.refuseDeadness("a GPU step"); err != nil {
-			return nil, nil, err
-		}
 		return p.runDevice(ctx, sr, feeds, opts)
 	}
 	if p.deadness {

@@ -320,10 +320,11 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 	s.g.RLock()
 	feeds, fetches, targets = s.optimized(feeds, fetches, targets)
 	p, err := exec.BuildPlaced(s.g, feeds, fetches, targets, st.placement())
-	if err == nil && p.OnGPU() && p.Deadness() {
-		// GPU steps cannot carry dead tensors yet: a plan with v1 control
-		// flow runs on the host's pool executor, whatever its nodes ask.
-		st.logf(1, "a plan with v1 control flow (Switch/Merge) runs on the CPU: GPU steps do not carry dead tensors yet")
+	if err == nil && p.Deadness() && len(p.GPUs()) > 1 {
+		// A step with frames runs on one GPU's groups (its values are not
+		// copied between GPUs): such a plan spread over several GPUs runs
+		// on the host, whatever its nodes ask.
+		st.logf(1, "a plan with v1 control flow (Switch/Merge) placed on %d GPUs runs on the CPU: a step with frames runs on one GPU", len(p.GPUs()))
 		p, err = exec.BuildPlaced(s.g, feeds, fetches, targets, exec.Placement{AllowSoft: true, Strict: true})
 	}
 	s.g.RUnlock()
