@@ -44,6 +44,14 @@ type PeerCopier interface {
 	CopyPeer(dst, src uint64, from Stream, size uint64) error
 }
 
+// Delayer is a stream that can put a delay of its own in its order (the
+// stream sanitizer on a device whose streams do not pause by themselves,
+// as the host device's jittered streams do): a GPU runs a spin kernel.
+type Delayer interface {
+	// Delay enqueues an item that keeps the stream busy for about d.
+	Delay(d time.Duration) error
+}
+
 // Timer is a stream that can time its work on the device.
 type Timer interface {
 	// TimingEvent returns a new timing event of the stream's context; the

@@ -48,7 +48,7 @@ type Config struct {
 	ForceGPUAllowGrowth bool
 	MinLogLevel         int
 	Trace               string // MSTREAM_TRACE: Chrome trace output path
-	HostStreamJitter    bool   // MSTREAM_HOST_STREAM_JITTER
+	StreamJitter        bool   // MSTREAM_STREAM_JITTER (alias MSTREAM_HOST_STREAM_JITTER)
 	Device              string // MSTREAM_DEVICE: "", "cpu" or "gpu"
 	HostMemoryMB        int64  // MSTREAM_HOST_MEMORY_MB: the host device's "device memory"; 0 when unset (physical memory, no cap)
 	HostStreams         bool   // MSTREAM_HOST_STREAMS: streams on the host device even with one group
@@ -149,8 +149,10 @@ var Knobs = []Knob{
 		}},
 	{Name: "MSTREAM_TRACE", Type: "path", Default: "", Doc: "write a Chrome trace of every step to this JSON file",
 		set: func(c *Config, v string) error { c.Trace = v; return nil }},
-	{Name: "MSTREAM_HOST_STREAM_JITTER", Type: "bool", Default: "false", Doc: "delay host-device stream work at random (stream sanitizer)",
-		set: func(c *Config, v string) (err error) { c.HostStreamJitter, err = parseBool(v); return }},
+	{Name: "MSTREAM_STREAM_JITTER", Type: "bool", Default: "false", Doc: "delay stream work at random on every device (stream sanitizer): the host device's streams pause before each item, a GPU step puts a spin kernel of random length before items on its streams",
+		set: func(c *Config, v string) (err error) { c.StreamJitter, err = parseBool(v); return }},
+	{Name: "MSTREAM_HOST_STREAM_JITTER", Type: "bool", Default: "false", AliasOf: "MSTREAM_STREAM_JITTER", Doc: "older spelling of MSTREAM_STREAM_JITTER",
+		set: func(c *Config, v string) (err error) { c.StreamJitter, err = parseBool(v); return }},
 	{Name: "MSTREAM_DEVICE", Type: "enum", Default: "", Doc: "cpu forces the host device; gpu makes a missing GPU an error",
 		set: func(c *Config, v string) error {
 			switch s := strings.ToLower(strings.TrimSpace(v)); s {
@@ -227,8 +229,8 @@ func (c *Config) value(name string) string {
 		return strconv.Itoa(c.MinLogLevel)
 	case "MSTREAM_TRACE":
 		return c.Trace
-	case "MSTREAM_HOST_STREAM_JITTER":
-		return b(c.HostStreamJitter)
+	case "MSTREAM_STREAM_JITTER", "MSTREAM_HOST_STREAM_JITTER":
+		return b(c.StreamJitter)
 	case "MSTREAM_DEVICE":
 		return c.Device
 	case "MSTREAM_HOST_MEMORY_MB":

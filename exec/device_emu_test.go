@@ -80,7 +80,13 @@ func unwrap(e device.Event) device.Event {
 }
 
 func (s emuStream) Record(e device.Event) error { return s.Stream.Record(unwrap(e)) }
-func (s emuStream) Wait(e device.Event) error   { return s.Stream.Wait(unwrap(e)) }
+
+// Delay is the emulated device's sanitizer delay (device.Delayer), as a
+// GPU's spin kernel: an item that holds the stream up.
+func (s emuStream) Delay(d time.Duration) error {
+	return s.Stream.Enqueue(func() { time.Sleep(d) })
+}
+func (s emuStream) Wait(e device.Event) error { return s.Stream.Wait(unwrap(e)) }
 
 func emuSet(t testing.TB, n int, merge bool, jitter time.Duration) *groups.Set {
 	d := host.New()

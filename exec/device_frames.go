@@ -36,6 +36,7 @@ func (s *devStep) launchFrames(ctx context.Context) error {
 	}
 	if s.multi {
 		fed := s.clk.tick(0) // the feeds' copies: home compute waited for them
+		s.launched(fed)
 		for k := range s.feeds {
 			if dt := s.feeds[k].dev; dt != nil {
 				s.made[dt] = fed
@@ -78,6 +79,7 @@ func (s *devStep) launchFrames(ctx context.Context) error {
 			if pn.where == onGPU {
 				pt := s.clk.tick(s.cur)
 				s.at[i] = pt
+				s.launched(pt)
 				for j := range vs {
 					if vs[j].dev != nil {
 						s.made[vs[j].dev] = pt

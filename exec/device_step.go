@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"math/rand"
 	"time"
 
 	"mstream/device"
@@ -46,6 +47,20 @@ type devStep struct {
 	// joined says the home group's compute stream follows every other
 	// group's, and nothing was launched on them since.
 	joined bool
+	// sliceOf is, in a traced step over several groups, the launch
+	// window (trace slice ID) of the node whose work ends at a point.
+	sliceOf map[point]int
+}
+
+// launched notes, in a traced step, that the launch window just recorded
+// ends at pt.
+func (s *devStep) launched(pt point) {
+	if s.trace && len(s.tr.slices) > 0 {
+		if s.sliceOf == nil {
+			s.sliceOf = map[point]int{}
+		}
+		s.sliceOf[pt] = len(s.tr.slices) - 1
+	}
 }
 
 // runDevice is RunStreams on asynchronous devices (GPUs): each node is
@@ -125,6 +140,9 @@ func (p *Plan) runDevice(ctx context.Context, sr *StreamRuntime, feeds []*tensor
 	s.gstep = &gstep{plan: p, dix: dix, rt: sr, keep: p.deadness,
 		staged: make([]staged, len(p.fetches)), out: make([]*tensor.Tensor, len(p.fetches)),
 		trace: opts.Trace, run: opts.Run}
+	if sr.Jitter > 0 {
+		s.jit = rand.New(rand.NewSource(time.Now().UnixNano() + opts.Run))
+	}
 	s.mem = newTracker(sr.Holder, streams)
 	s.mem.hold = s.holdOn
 	for _, t := range s.tabs {
@@ -199,8 +217,23 @@ func (s *devStep) switchTo(k int) {
 
 // waitFor makes the current group's compute stream follow pt, unless it
 // already does (and ReduceWaits).
+//
+// In a traced step the wait is a flow from the launch window of the
+// producer (sliceOf) to the next one, the consumer's; DropWait is asked
+// with those slice IDs (-1 where unknown), as the host streams' step asks
+// with its ops'.
 func (s *devStep) waitFor(pt point) error {
 	if pt.seq == 0 || pt.stream == s.cur {
+		return nil
+	}
+	prod, cons := -1, -1
+	if s.trace {
+		cons = len(s.tr.slices)
+		if id, ok := s.sliceOf[pt]; ok {
+			prod = id
+		}
+	}
+	if s.rt.DropWait != nil && s.rt.DropWait(prod, cons) {
 		return nil
 	}
 	me, from := &s.gs[s.cur], &s.gs[pt.stream]
@@ -213,6 +246,11 @@ func (s *devStep) waitFor(pt point) error {
 	}
 	me.waits++
 	s.clk.waited(s.cur, pt.stream)
+	if prod >= 0 {
+		s.tr.mu.Lock()
+		s.tr.flows = append(s.tr.flows, trace.Flow{From: prod, To: cons})
+		s.tr.mu.Unlock()
+	}
 	return nil
 }
 
@@ -242,6 +280,7 @@ func (s *devStep) launchNodes() error {
 		return s.launchFetches()
 	}
 	fed := s.clk.tick(0) // the feeds' copies: home compute waited for them
+	s.launched(fed)
 	for k := range s.feeds {
 		if dt := s.feeds[k].dev; dt != nil {
 			s.made[dt] = fed
@@ -281,6 +320,7 @@ func (s *devStep) launchNodes() error {
 		}
 		if pn.where == onGPU {
 			s.at[i] = s.clk.tick(s.cur)
+			s.launched(s.at[i])
 			nodes++
 		}
 	}
@@ -339,6 +379,9 @@ func (s *devStep) bring(r ref, what string) error {
 		pc, ok := s.c.(device.PeerCopier)
 		if !ok {
 			return status.Errorf(status.Unimplemented, "%s: %s cannot copy from another device's memory", what, s.g.Device.Name())
+		}
+		if err := s.delay(s.c); err != nil {
+			return err
 		}
 		if err := pc.CopyPeer(addr, hostmem.DeviceAddr(t.Buf), s.gs[s.groupOf(r.Node)].c, size); err != nil {
 			return status.Wrap(err, "%s: copy from %s to %s", what, s.gs[s.groupOf(r.Node)].g.Device.Name(), s.g.Device.Name())

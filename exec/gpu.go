@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"math/rand"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -61,6 +62,9 @@ type gstep struct {
 	marks      []devMark
 	timing     []timingEvent
 	run        int64
+
+	// jit picks the sanitizer's delays (StreamRuntime.Jitter); nil: off.
+	jit *rand.Rand
 
 	// keep holds every device buffer until the step ends (a step with
 	// frames: a loop's values are read a number of times the plan's
@@ -230,6 +234,9 @@ func (s *gstep) launchFeeds() error {
 	if s.trace {
 		start = time.Now()
 	}
+	if err := s.delay(s.h); err != nil {
+		return err
+	}
 	unlock := s.lockTrace(s.h)
 	before := s.mark(s.h)
 	for _, u := range ups {
@@ -343,6 +350,9 @@ func (s *gstep) devOf(v *gval, r ref, what string) (*tensor.Tensor, error) {
 			}
 			copy(src, t.Buf)
 		}
+		if err := s.delay(s.c); err != nil {
+			return nil, err
+		}
 		if err := s.c.CopyH2D(addr, src); err != nil {
 			return nil, status.Wrap(err, "%s: copy to %s", what, s.g.Device.Name())
 		}
@@ -420,6 +430,9 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 			s.slice(n.Name, n.Op, trace.Kernel, "host", start, 0)
 		}
 		return vs, nil
+	}
+	if err := s.delay(s.c); err != nil {
+		return nil, err
 	}
 	a := &gpuAlloc{s: s}
 	kc := &kernels.Context{Node: n, Inputs: ins, Outputs: make([]*tensor.Tensor, len(n.OutTypes)),
@@ -510,6 +523,9 @@ func (s *gstep) launchFetches() error {
 				return status.Wrap(err, "fetches: ordering the D2H stream after compute")
 			}
 			ordered = true
+			if err := s.delay(s.d); err != nil {
+				return err
+			}
 			unlock = s.lockTrace(s.d)
 			before = s.mark(s.d)
 		}
@@ -643,6 +659,26 @@ func gpuConstant(g *groups.Group, pn *planNode, v *tensor.Tensor) (*groups.Const
 		dt := &tensor.Tensor{DType: v.DType, Shape: v.Shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
 		return &groups.Const{Value: dt, Addr: addr, Bytes: int64(g.Alloc.ChunkSize(addr)), Alloc: g.Alloc}, nil
 	})
+}
+
+// delay is the stream sanitizer on a device (StreamRuntime.Jitter): one
+// item in four that the step puts on st is preceded by a delay of random
+// length, up to Jitter, in st's own order (device.Delayer: a spin kernel
+// on a GPU), so work on other streams overtakes it and a missing wait
+// reads a value before it is written. A stream without Delayer (the host
+// device's, which pauses by itself) gets none.
+func (s *gstep) delay(st device.Stream) error {
+	if s.jit == nil || s.capt != nil || s.jit.Intn(4) != 0 {
+		return nil
+	}
+	d, ok := st.(device.Delayer)
+	if !ok {
+		return nil
+	}
+	if err := d.Delay(time.Duration(s.jit.Int63n(int64(s.rt.Jitter)))); err != nil {
+		return status.Wrap(err, "stream %d of %s", st.ID(), s.g.Device.Name())
+	}
+	return nil
 }
 
 // keepUses is a use count per output that never runs out: the buffers of

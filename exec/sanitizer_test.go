@@ -126,3 +126,96 @@ func sliceStream(st *trace.Step, id int) [2]int {
 	}
 	return [2]int{-1, -1}
 }
+
+// TestDeviceSanitizerCatchesEachMissingWait is the meta-test over the
+// device step (the GPU scheduler), on the emulated device with its host
+// streams' own jitter off: the only delays are the step's own
+// (StreamRuntime.Jitter, device.Delayer, as on a GPU). Every wait between
+// groups' compute streams that a traced step inserts is dropped alone
+// through DropWait, and within a few steps the delays must turn its
+// absence into a wrong value; a control run with every wait must be
+// right. Dropping every wait at once must be caught too.
+func TestDeviceSanitizerCatchesEachMissingWait(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	rp := emuPlan(t, r, 3, 16)
+	set := emuSet(t, 3, false, 0)
+	assign := make([]int, len(rp.plan.nodes))
+	for i := range assign {
+		assign[i] = r.Intn(3)
+	}
+	sr := &StreamRuntime{Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder,
+		Jitter: time.Millisecond}
+	step := func() ([]float32, []*tensor.Tensor, *trace.Step, error) {
+		vals := []float32{float32(1 + r.Intn(100)), float32(1 + r.Intn(100)), float32(1 + r.Intn(100))}
+		got, st, err := rp.plan.RunStreams(context.Background(), sr, scalars(vals), Options{Trace: true})
+		return rp.want(vals), got, st, err
+	}
+	_, _, st, err := step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < 10; k++ {
+		want, got, _, err := step()
+		if err != nil || check(got, want) != nil {
+			t.Fatalf("control step %d with every wait: %v %v", k, err, check(got, want))
+		}
+	}
+	tested := 0
+	// A wait's event covers everything launched on the producer's group
+	// before the wait was issued, so one wait can imply another through
+	// a chain (the step issues a node's waits in input order, and wait
+	// reduction only drops waits implied by earlier ones). ordered says
+	// whether group g, up to launch at, follows launch p.
+	group := func(id int) int { return sliceStream(st, id)[0] }
+	var ordered func(g, at, p, depth int) bool
+	ordered = func(g, at, p, depth int) bool {
+		if g == group(p) && p < at {
+			return true
+		}
+		if depth > 8 {
+			return false
+		}
+		for _, w := range st.Flows {
+			if group(w.To) == g && w.To <= at && ordered(group(w.From), w.To, p, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range st.Flows {
+		implied := false
+		for _, g := range st.Flows {
+			if g != f && g.To == f.To && ordered(group(g.From), f.To, f.From, 0) {
+				implied = true
+			}
+		}
+		if implied || f.From == 0 {
+			continue // implied, or the feeds' copy (joined before any node)
+		}
+		tested++
+		sr.DropWait = func(p, c int) bool { return p == f.From && c == f.To }
+		caught := false
+		for k := 0; k < 100 && !caught; k++ {
+			want, got, _, err := step()
+			caught = err != nil || check(got, want) != nil
+		}
+		sr.DropWait = nil
+		if !caught {
+			t.Errorf("wait of launch %d on launch %d dropped: 100 delayed steps all gave right answers", f.To, f.From)
+		}
+	}
+	if tested < 3 {
+		t.Errorf("only %d waits between groups to drop", tested)
+	}
+	sr.DropWait = func(int, int) bool { return true }
+	bad := 0
+	for it := 0; it < 20 && bad == 0; it++ {
+		want, got, _, err := step()
+		if err != nil || check(got, want) != nil {
+			bad++
+		}
+	}
+	if bad == 0 {
+		t.Error("20 device steps without their waits all gave right answers")
+	}
+}

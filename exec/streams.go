@@ -37,10 +37,17 @@ type StreamRuntime struct {
 	// them.
 	Holder *tensorholder.Holder
 	// DropWait, when set, is asked before each producer-consumer wait (by
-	// op: the IDs of the ops' trace slices) and leaves it out when it
-	// says so; the final event still follows every stream. Only the
-	// sanitizer's meta-tests set it, to prove a missing wait is caught.
+	// op: the IDs of the ops' trace slices, in a traced step) and leaves
+	// it out when it says so; the final event still follows every stream.
+	// The device step asks it for the waits between groups' compute
+	// streams (by launch window). Only the sanitizer's meta-tests set it,
+	// to prove a missing wait is caught.
 	DropWait func(producer, consumer int) bool
+	// Jitter, when non-zero, is the longest delay the stream sanitizer
+	// puts before items of a device step on streams that can delay
+	// (device.Delayer: a GPU's spin kernel); host streams jitter by
+	// themselves (MSTREAM_STREAM_JITTER sets both).
+	Jitter time.Duration
 	// Intra splits host kernels' loops on a device step (nodes that fell
 	// back to the host).
 	Intra kernels.Parallelizer

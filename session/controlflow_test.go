@@ -68,13 +68,45 @@ func (v cfValue) tensor(t *testing.T) *tensor.Tensor {
 }
 
 // TestControlFlowV1 runs TF's v1 conditionals (Switch/Merge, nested cond,
-// control edges into branches, dead fetches) and compares every output and
-// error, and the static shapes of Switch and Merge outputs, with what TF
-// 2.15 gave for the same graph and feeds, on the pool executor and on the
-// stream scheduler: host streams with one group (and the jitter
-// sanitizer), two groups, and node-level mode with nodes spread over three
-// groups inside and outside the loops.
+// control edges into branches, dead fetches) and while loops, and
+// compares every output and error, and the static shapes of Switch and
+// Merge outputs, with what TF 2.15 gave for the same graph and feeds, on
+// the pool executor and on the stream scheduler: host streams with one
+// group (and the jitter sanitizer), two groups, and node-level mode with
+// nodes spread over three groups inside and outside the loops.
 func TestControlFlowV1(t *testing.T) {
+	runControlFlowCases(t, func(rules string) []map[string]string {
+		return []map[string]string{
+			nil,
+			{"MSTREAM_HOST_STREAMS": "1", "MSTREAM_HOST_STREAM_JITTER": "1"},
+			{"TF_GPU_STREAM_GROUP_COUNT": "2"},
+			{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_NODE_LEVEL_MULTISTREAM": "true", "TF_STREAM_FROM_FILE": rules,
+				"MSTREAM_HOST_STREAM_JITTER": "1"},
+		}
+	})
+}
+
+// TestGPUControlFlowV1 is TestControlFlowV1 on a GPU: the device step's
+// frames (loop bodies on the GPU, predicates read back), one group and
+// several, node-level mode, with CUDA graphs on (a plan with control flow
+// must run node by node, and the stats must say it is ineligible).
+func TestGPUControlFlowV1(t *testing.T) {
+	wantGPU(t)
+	runControlFlowCases(t, func(rules string) []map[string]string {
+		return []map[string]string{
+			{"MSTREAM_DEVICE": "gpu"},
+			{"MSTREAM_DEVICE": "gpu", "TF_GPU_STREAM_GROUP_COUNT": "2", "TF_GPU_STREAM_MERGE": "true"},
+			{"MSTREAM_DEVICE": "gpu", "TF_GPU_STREAM_GROUP_COUNT": "3", "TF_NODE_LEVEL_MULTISTREAM": "true",
+				"TF_STREAM_FROM_FILE": rules, "MSTREAM_STREAM_JITTER": "1"},
+			{"MSTREAM_DEVICE": "gpu", "MSTREAM_CUDA_GRAPH": "1"},
+		}
+	})
+}
+
+// runControlFlowCases runs test/controlflow's cases on a session of each
+// environment envs gives (rules: a TF_STREAM_FROM_FILE file spreading
+// nodes over groups 0 to 2).
+func runControlFlowCases(t *testing.T, envs func(rules string) []map[string]string) {
 	dir := "../test/controlflow"
 	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
 	if err != nil {
@@ -117,19 +149,13 @@ func TestControlFlowV1(t *testing.T) {
 					t.Errorf("shape of %s: %v, TF %v (nil: unknown rank)", name, got, want)
 				}
 			}
-			s := openSession(t, g, nil)
 			rules := filepath.Join(t.TempDir(), "streams.txt")
 			if err := os.WriteFile(rules, []byte("1:.*[aeiou]\n2:.*[0-9]\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var streams []*Session
-			for _, env := range []map[string]string{
-				{"MSTREAM_HOST_STREAMS": "1", "MSTREAM_HOST_STREAM_JITTER": "1"},
-				{"TF_GPU_STREAM_GROUP_COUNT": "2"},
-				{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_NODE_LEVEL_MULTISTREAM": "true", "TF_STREAM_FROM_FILE": rules,
-					"MSTREAM_HOST_STREAM_JITTER": "1"},
-			} {
-				streams = append(streams, openSession(t, g, env))
+			var sessions []*Session
+			for _, env := range envs(rules) {
+				sessions = append(sessions, openSession(t, g, env))
 			}
 			for k, r := range c.Runs {
 				var feeds []Feed
@@ -140,7 +166,7 @@ func TestControlFlowV1(t *testing.T) {
 				for _, f := range r.Fetches {
 					fetches = append(fetches, out(f))
 				}
-				for m, sess := range append([]*Session{s}, streams...) {
+				for m, sess := range sessions {
 					got, _, err := sess.Run(nil, feeds, fetches, nil)
 					if r.Error != nil {
 						if err == nil || int(status.CodeOf(err)) != r.Error.Code || !strings.Contains(err.Error(), r.Error.Message) {
@@ -154,6 +180,11 @@ func TestControlFlowV1(t *testing.T) {
 					for j, w := range r.Want {
 						checkCF(t, k, r.Fetches[j], got[j], w)
 					}
+				}
+			}
+			for m, sess := range sessions {
+				if cg := sess.Stats().CUDAGraph; cg != nil && (cg.Captures != 0 || cg.Replays != 0) {
+					t.Errorf("session %d: CUDA graph stats %+v: a plan with control flow must never be captured", m, *cg)
 				}
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"mstream/device"
 	"mstream/envcfg"
@@ -196,7 +197,7 @@ func (s *Session) gpuGroups(plan *exec.Plan) (*exec.StreamRuntime, []*groups.Gro
 	if len(gpus) == 1 {
 		g := st.set.Pick(st.gpu + plan.GPU())
 		return &exec.StreamRuntime{Groups: []*groups.Group{g}, ReduceWaits: st.env.ReduceStreamWait,
-			Holder: &st.set.Holder, Intra: g.Intra, Graphs: st.graphs}, []*groups.Group{g}, nil
+			Holder: &st.set.Holder, Intra: g.Intra, Graphs: st.graphs, Jitter: st.jitter()}, []*groups.Group{g}, nil
 	}
 	gs := make([]*groups.Group, len(gpus))
 	slot := map[int]int{}
@@ -209,7 +210,7 @@ func (s *Session) gpuGroups(plan *exec.Plan) (*exec.StreamRuntime, []*groups.Gro
 		assign[i] = slot[gi]
 	}
 	return &exec.StreamRuntime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
-		Holder: &st.set.Holder, Intra: gs[0].Intra}, gs, nil
+		Holder: &st.set.Holder, Intra: gs[0].Intra, Jitter: st.jitter()}, gs, nil
 }
 
 // gpuNodeGroups is gpuGroups in node-level mode.
@@ -245,5 +246,14 @@ func (s *Session) gpuNodeGroups(plan *exec.Plan) (*exec.StreamRuntime, []*groups
 		used[j] = gs[k]
 	}
 	return &exec.StreamRuntime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
-		Holder: &st.set.Holder, Intra: gs[0].Intra}, used, nil
+		Holder: &st.set.Holder, Intra: gs[0].Intra, Jitter: st.jitter()}, used, nil
+}
+
+// jitter is the stream sanitizer's longest delay for a GPU step
+// (MSTREAM_STREAM_JITTER), 0 when it is off.
+func (st *state) jitter() time.Duration {
+	if !st.env.StreamJitter {
+		return 0
+	}
+	return jitter
 }

@@ -34,7 +34,7 @@ const CPUDeviceName = host.Name
 const maxCachedPlans = 1024
 
 // jitter is the largest random delay the stream sanitizer puts before each
-// host stream item.
+// host stream item, and before items of a GPU step (a spin kernel).
 const jitter = 150 * time.Microsecond
 
 type state struct {
@@ -187,7 +187,7 @@ func (st *state) makeGroups(cfg *tfpb.ConfigProto) error {
 		d.MemBytes = env.HostMemoryMB << 20
 	}
 	d.NumContexts = env.ContextCount
-	if env.HostStreamJitter {
+	if env.StreamJitter {
 		d.Jitter = jitter
 	}
 	st.devices = []device.Device{d}
