@@ -19,7 +19,7 @@ import (
 
 // The device launcher (runDevice) on the CPU: emuDevice is the host device
 // seen as an asynchronous one (its streams have an event pool, which is
-// what sends RunStreams to the device launcher), and ExecTestGAdd's GPU
+// what sends Run to the device launcher), and ExecTestGAdd's GPU
 // kernel enqueues its work on the stream it is given, as a CUDA kernel
 // does. With the host streams' jitter, a launch that misses a wait reads
 // a value before it is written and the sums come out wrong, so one-group
@@ -129,7 +129,7 @@ func emuPlan(t testing.TB, r *rand.Rand, nf, nn int) *randomPlan {
 	return rp
 }
 
-// TestDeviceStepEmulated runs random device plans through RunStreams on
+// TestDeviceStepEmulated runs random device plans through Run on
 // the emulated device: one group and several (random node-level
 // assignment), merged streams or not, wait reduction on and off, several
 // steps at once, under jitter; every value must be right, and every
@@ -143,7 +143,7 @@ func TestDeviceStepEmulated(t *testing.T) {
 	}{{1, false, true}, {1, true, true}, {3, false, true}, {3, false, false}, {2, true, true}} {
 		t.Run(fmt.Sprintf("groups=%d,merge=%v,reduce=%v", tc.groups, tc.merge, tc.reduce), func(t *testing.T) {
 			set := emuSet(t, tc.groups, tc.merge, 100*time.Microsecond)
-			sr := &StreamRuntime{Groups: set.Groups(), ReduceWaits: tc.reduce, Holder: &set.Holder, Intra: kernels.Serial{}}
+			sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: tc.reduce, Holder: &set.Holder, Intra: kernels.Serial{}}
 			if tc.groups > 1 {
 				sr.Assign = make([]int, len(rp.plan.nodes))
 				for i := range sr.Assign {
@@ -159,7 +159,7 @@ func TestDeviceStepEmulated(t *testing.T) {
 					rr := rand.New(rand.NewSource(seed))
 					for it := 0; it < 10; it++ {
 						vals := []float32{float32(rr.Intn(100)), float32(rr.Intn(100)), float32(rr.Intn(100))}
-						got, _, err := rp.plan.RunStreams(context.Background(), sr, scalars(vals), Options{Trace: it == 0})
+						got, _, err := rp.plan.Run(context.Background(), sr, scalars(vals), Options{Trace: it == 0})
 						if err == nil {
 							err = check(got, rp.want(vals))
 						}
@@ -299,7 +299,7 @@ func TestDeviceStepFramesEmulated(t *testing.T) {
 	for _, groupsN := range []int{1, 3} {
 		t.Run(fmt.Sprint("groups=", groupsN), func(t *testing.T) {
 			set := emuSet(t, groupsN, false, 100*time.Microsecond)
-			sr := &StreamRuntime{Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+			sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
 			if groupsN > 1 {
 				sr.Assign = make([]int, len(plan.nodes))
 				for i := range sr.Assign {
@@ -318,7 +318,7 @@ func TestDeviceStepFramesEmulated(t *testing.T) {
 						// p is fed as the ExecTestGLess output it stands for.
 						pred := tensor.New(tensor.Bool, nil)
 						pred.Buf[0] = byte(p)
-						got, _, err := plan.RunStreams(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(float32(n)), pred}, Options{Trace: it == 0})
+						got, _, err := plan.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(float32(n)), pred}, Options{Trace: it == 0})
 						if err != nil {
 							errs <- fmt.Errorf("x=%v n=%d p=%d: %w", x, n, p, err)
 							return

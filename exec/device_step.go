@@ -63,7 +63,7 @@ func (s *devStep) launched(pt point) {
 	}
 }
 
-// runDevice is RunStreams on asynchronous devices (GPUs): each node is
+// runDevice is Run on asynchronous devices (GPUs): each node is
 // launched on the compute stream of its group (sr.Assign; nil: all on
 // Groups[0]), a node whose producer (a data or control predecessor, or
 // the copy of a feed or host value) is on another group's stream waits
@@ -79,7 +79,7 @@ func (s *devStep) launched(pt point) {
 // back to its group's allocator once every stream that touched it has
 // passed its use. A one-group step may instead replay a captured CUDA
 // graph (sr.Graphs; gpu_graph.go).
-func (p *Plan) runDevice(ctx context.Context, sr *StreamRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if sr.Holder == nil {
 		return nil, nil, status.Errorf(status.Internal, "device step without a tensor holder")
 	}

@@ -6,10 +6,20 @@
 // bound to its kernel. It is immutable afterwards and shared by every step
 // that runs it, concurrently.
 //
-// A step keeps per-node pending counts and output slots. Ready nodes run on
-// the inter-op Pool; a worker that makes successors ready keeps one of them
-// for itself (no queue round trip down a chain) and hands the rest to the
-// pool. The first kernel error cancels the step: nodes not yet started are
+// Plan.Run is the one entry that runs a step, whatever the device, the
+// group count and the mode: the session hands it a Runtime (the groups it
+// picked, the node-to-group assignment, wait reduction, the tensor
+// holder, the CUDA-graph cache, the sanitizer's delay) and Run takes the
+// launcher the groups call for: the device launcher for a GPU's streams
+// (device_step.go), host streams (streams.go) for host groups with
+// streams, and, for one host group without streams (the CPU's default),
+// the inter-op pool (step.go), its fast path: a step keeps per-node
+// pending counts and output slots, ready nodes run on the inter-op Pool,
+// and a worker that makes successors ready keeps one of them for itself
+// (no queue round trip down a chain) and hands the rest to the pool. The
+// three launchers share the frame driver, the tracker, the wait
+// reduction and the kernel call, but are still three loops over the plan.
+// The first kernel error cancels the step: nodes not yet started are
 // skipped and the error, naming the node, is returned.
 //
 // Invariants: feeds are read during the step only; a kernel's inputs are
@@ -38,8 +48,8 @@
 // fails the build, naming its nodes.
 //
 // The frame driver (frameRun, generic over the value a step moves) is
-// shared by every step. Run's runs each node on the driving goroutine.
-// RunStreams on host streams (streams_frames.go) runs every plan with a
+// shared by every step. The pool's runs each node on the driving
+// goroutine. Host streams (streams_frames.go) run every plan with a
 // Switch or a frame op through it, each live node as an item on its
 // group's compute stream (Assign holds in every frame and iteration), the
 // driver waiting for the item before it hands the outputs on. The device
@@ -80,16 +90,11 @@
 //
 // # Stream steps
 //
-// RunStreams is the one entry for a step on stream groups, whatever the
-// device and the mode: the session hands it a StreamRuntime (the groups
-// it picked, the node-to-group assignment, wait reduction, the tensor
-// holder, the CUDA-graph cache) and RunStreams runs it. Host streams
-// (streams.go) run each kernel as an item of its stream. Streams of an
-// asynchronous device (device.EventPool, a GPU) run on the device
-// launcher (device_step.go, gpu.go): kernels are called on the launching
-// goroutine and enqueue their own work; one group is the case where no
-// node waits, several groups add the cross-stream waits below. The two
-// launchers are still two loops over the plan; the intent is one.
+// Host streams (streams.go) run each kernel as an item of its stream.
+// Streams of an asynchronous device (device.EventPool, a GPU) run on the
+// device launcher (device_step.go, gpu.go): kernels are called on the
+// launching goroutine and enqueue their own work; one group is the case
+// where no node waits, several groups add the cross-stream waits below.
 //
 // On one GPU group the device step runs from one goroutine of the group's
 // launch pool, in topological order: the feeds GPU
@@ -160,7 +165,7 @@
 //
 // # CUDA graphs
 //
-// With a GraphCache (StreamRuntime.Graphs, MSTREAM_CUDA_GRAPH;
+// With a GraphCache (Runtime.Graphs, MSTREAM_CUDA_GRAPH;
 // gpu_graph.go) a one-group device step is replayed from a captured CUDA
 // graph when it can (a step over several groups runs node by node): one cuGraphLaunch, one
 // event wait, and the copies of feeds and fetches through pinned staging,

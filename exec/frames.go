@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"mstream/groups"
 	"mstream/status"
 	"mstream/tensor"
 	"mstream/trace"
@@ -172,8 +173,8 @@ func newFrameRun[V comparable](p *Plan, feeds []V, exec frameExec[V]) *frameRun[
 
 // runFrames is Run for a plan with frames: the driver runs each node on
 // the calling goroutine.
-func (p *Plan) runFrames(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
-	s := &step{plan: p, rt: rt, trace: opts.Trace}
+func (p *Plan) runFrames(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	s := &step{plan: p, rt: rt, group: group, trace: opts.Trace}
 	r := newFrameRun(p, feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		var start = s.now()
 		var k kernelCall
@@ -198,8 +199,8 @@ func (p *Plan) runFrames(ctx context.Context, rt *Runtime, feeds []*tensor.Tenso
 	var st *trace.Step
 	if opts.Trace {
 		g := -1
-		if rt.Group != nil {
-			g = int(rt.Group.ID)
+		if group != nil {
+			g = int(group.ID)
 		}
 		st = s.tr.step(opts.Run, g)
 	}

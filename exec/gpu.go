@@ -37,7 +37,7 @@ type constCache struct {
 // no lock; the streams order the device work.
 type gstep struct {
 	plan     *Plan
-	rt       *StreamRuntime
+	rt       *Runtime
 	g        *groups.Group
 	c, h, d  device.Stream
 	cix, dix int // the compute and D2H streams' indices in mem.streams
@@ -63,7 +63,7 @@ type gstep struct {
 	timing     []timingEvent
 	run        int64
 
-	// jit picks the sanitizer's delays (StreamRuntime.Jitter); nil: off.
+	// jit picks the sanitizer's delays (Runtime.Jitter); nil: off.
 	jit *rand.Rand
 
 	// keep holds every device buffer until the step ends (a step with
@@ -661,7 +661,7 @@ func gpuConstant(g *groups.Group, pn *planNode, v *tensor.Tensor) (*groups.Const
 	})
 }
 
-// delay is the stream sanitizer on a device (StreamRuntime.Jitter): one
+// delay is the stream sanitizer on a device (Runtime.Jitter): one
 // item in four that the step puts on st is preceded by a delay of random
 // length, up to Jitter, in st's own order (device.Delayer: a spin kernel
 // on a GPU), so work on other streams overtakes it and a missing wait

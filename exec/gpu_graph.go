@@ -152,7 +152,7 @@ func NewGraphCache(log func(format string, args ...any)) *GraphCache {
 // graphs is the cache a step may replay from: sr.Graphs when the step has
 // one group, whose compute stream can capture. A step over several groups
 // runs node by node.
-func (sr *StreamRuntime) graphs() *GraphCache {
+func (sr *Runtime) graphs() *GraphCache {
 	if sr.Graphs == nil || len(sr.Groups) != 1 {
 		return nil
 	}
@@ -213,7 +213,7 @@ func (gc *GraphCache) Close() error {
 // run replays p's step as a graph when it can: handled is false when the
 // step must run the ordinary way (the plan or key is not capturable, the
 // key is warming up, every instance is busy, the capture failed).
-func (gc *GraphCache) run(ctx context.Context, p *Plan, rt *StreamRuntime, feeds []*tensor.Tensor) (out []*tensor.Tensor, handled bool, err error) {
+func (gc *GraphCache) run(ctx context.Context, p *Plan, rt *Runtime, feeds []*tensor.Tensor) (out []*tensor.Tensor, handled bool, err error) {
 	gi, capture, e := gc.acquire(p, rt.Groups[0], feeds)
 	if gi == nil && !capture {
 		return nil, false, nil
@@ -462,7 +462,7 @@ func (gc *GraphCache) capStream(g *groups.Group) (*capStream, error) {
 // capture records p's step for feeds' key into a new instance. On error
 // the capture has ended and nothing of it is left (the instance, if
 // returned, still needs destroy).
-func (gc *GraphCache) capture(p *Plan, rt *StreamRuntime, feeds []*tensor.Tensor) (gi *graphInst, err error) {
+func (gc *GraphCache) capture(p *Plan, rt *Runtime, feeds []*tensor.Tensor) (gi *graphInst, err error) {
 	g := rt.Groups[0]
 	cs, err := gc.capStream(g)
 	if err != nil {

@@ -247,7 +247,7 @@ func TestGraphCacheCaptureFailure(t *testing.T) {
 	var logs []string
 	gc := NewGraphCache(func(f string, a ...any) { logs = append(logs, f) })
 	defer gc.Close()
-	rt := &StreamRuntime{Groups: []*groups.Group{{ID: 3}}}
+	rt := &Runtime{Streams: true, Groups: []*groups.Group{{ID: 3}}}
 	feeds := func(n int64) []*tensor.Tensor { return []*tensor.Tensor{tensor.New(tensor.Float, tensor.Shape{n, 4})} }
 	for _, n := range []int64{1, 2} {
 		for i := 0; i < 4; i++ {

@@ -22,12 +22,12 @@ func TestSanitizerCatchesMissingWaits(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
 	rp := makeRandomPlan(t, r, 3, 30)
 	set := testSet(t, 1, false, 200*time.Microsecond, false)
-	sr := &StreamRuntime{Groups: []*groups.Group{set.Groups()[0]}, ReduceWaits: true, Holder: &set.Holder,
+	sr := &Runtime{Streams: true, Groups: []*groups.Group{set.Groups()[0]}, ReduceWaits: true, Holder: &set.Holder,
 		DropWait: func(int, int) bool { return true }}
 	bad := 0
 	for it := 0; it < 20 && bad == 0; it++ {
 		vals := []float32{float32(1 + r.Intn(100)), float32(1 + r.Intn(100)), float32(1 + r.Intn(100))}
-		got, _, err := rp.plan.RunStreams(context.Background(), sr, scalars(vals), Options{})
+		got, _, err := rp.plan.Run(context.Background(), sr, scalars(vals), Options{})
 		if err != nil || check(got, rp.want(vals)) != nil {
 			bad++
 		}
@@ -52,10 +52,10 @@ func TestSanitizerCatchesEachMissingWait(t *testing.T) {
 	for i := range assign {
 		assign[i] = r.Intn(3)
 	}
-	sr := &StreamRuntime{Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder}
+	sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder}
 	step := func() ([]float32, []*tensor.Tensor, *trace.Step, error) {
 		vals := []float32{float32(1 + r.Intn(100)), float32(1 + r.Intn(100)), float32(1 + r.Intn(100))}
-		got, st, err := rp.plan.RunStreams(context.Background(), sr, scalars(vals), Options{Trace: true})
+		got, st, err := rp.plan.Run(context.Background(), sr, scalars(vals), Options{Trace: true})
 		return rp.want(vals), got, st, err
 	}
 	// The waits a step inserts are its flows.
@@ -130,7 +130,7 @@ func sliceStream(st *trace.Step, id int) [2]int {
 // TestDeviceSanitizerCatchesEachMissingWait is the meta-test over the
 // device step (the GPU scheduler), on the emulated device with its host
 // streams' own jitter off: the only delays are the step's own
-// (StreamRuntime.Jitter, device.Delayer, as on a GPU). Every wait between
+// (Runtime.Jitter, device.Delayer, as on a GPU). Every wait between
 // groups' compute streams that a traced step inserts is dropped alone
 // through DropWait, and within a few steps the delays must turn its
 // absence into a wrong value; a control run with every wait must be
@@ -143,11 +143,11 @@ func TestDeviceSanitizerCatchesEachMissingWait(t *testing.T) {
 	for i := range assign {
 		assign[i] = r.Intn(3)
 	}
-	sr := &StreamRuntime{Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder,
+	sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder,
 		Jitter: time.Millisecond}
 	step := func() ([]float32, []*tensor.Tensor, *trace.Step, error) {
 		vals := []float32{float32(1 + r.Intn(100)), float32(1 + r.Intn(100)), float32(1 + r.Intn(100))}
-		got, st, err := rp.plan.RunStreams(context.Background(), sr, scalars(vals), Options{Trace: true})
+		got, st, err := rp.plan.Run(context.Background(), sr, scalars(vals), Options{Trace: true})
 		return rp.want(vals), got, st, err
 	}
 	_, _, st, err := step()

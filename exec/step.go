@@ -13,6 +13,7 @@ import (
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
+	"mstream/tensorholder"
 	"mstream/trace"
 )
 
@@ -21,15 +22,53 @@ type Submitter interface {
 	Submit(f func())
 }
 
-// Runtime is what a pool step runs on: the inter-op pool and the intra-op
-// parallelizer, and optionally the stream group whose memory it uses.
+// Runtime is what a step runs on, on any device, with any number of
+// groups, in either mode: the groups the session picked and the
+// node-to-group assignment. Graph-level mode gives one group (or, for a
+// plan placed on several GPUs, one group of each, Assign putting each
+// node on its GPU's); node-level mode gives the groups TF_STREAM_FROM_FILE
+// names, Assign from the file. Without groups (unit tests) a step runs on
+// the inter-op pool and kernels allocate Go memory.
 type Runtime struct {
+	// Groups[0] is the home group: its H2D stream copies the feeds in and
+	// its D2H stream the fetches out, and it runs every node that Assign
+	// does not put elsewhere. Groups of one GPU must share a CUDA context.
+	Groups []*groups.Group
+	// Assign gives, per plan index, the index in Groups of the group whose
+	// compute stream runs the node; nil runs all on Groups[0].
+	Assign []int
+	// Streams runs a step of one host group on its streams
+	// (MSTREAM_HOST_STREAMS); several groups, an assignment or a GPU
+	// always do. Otherwise one host group's step runs on Inter.
+	Streams bool
+	// Inter is the inter-op pool of a step that runs on no stream.
 	Inter Submitter
+	// Intra splits kernels' loops (host kernels; on a GPU, the nodes that
+	// fell back to the host).
 	Intra kernels.Parallelizer
-	// Group, when set, supplies kernel output buffers (its allocator),
-	// constants (its store), and fetched values are copied out of its
-	// memory. Without it kernels allocate Go memory, as in unit tests.
-	Group *groups.Group
+	// ReduceWaits leaves out a cross-stream wait when the waiting stream
+	// has already waited, directly or through others, for a later point
+	// of the producer's stream (TF_REDUCE_STREAM_WAIT).
+	ReduceWaits bool
+	// Holder keeps buffers read on a second stream until it has passed
+	// them.
+	Holder *tensorholder.Holder
+	// DropWait, when set, is asked before each producer-consumer wait (by
+	// op: the IDs of the ops' trace slices, in a traced step) and leaves
+	// it out when it says so; the final event still follows every stream.
+	// The device step asks it for the waits between groups' compute
+	// streams (by launch window). Only the sanitizer's meta-tests set it,
+	// to prove a missing wait is caught.
+	DropWait func(producer, consumer int) bool
+	// Graphs, when set, replays eligible one-group device steps as
+	// captured CUDA graphs (gpu_graph.go, MSTREAM_CUDA_GRAPH): the
+	// session's cache, never a package global.
+	Graphs *GraphCache
+	// Jitter, when non-zero, is the longest delay the stream sanitizer
+	// puts before items of a device step on streams that can delay
+	// (device.Delayer: a GPU's spin kernel); host streams jitter by
+	// themselves (MSTREAM_STREAM_JITTER sets both).
+	Jitter time.Duration
 }
 
 // Options change how one step runs.
@@ -43,6 +82,7 @@ type Options struct {
 type step struct {
 	plan     *Plan
 	rt       *Runtime
+	group    *groups.Group // Groups[0]; nil without groups
 	feeds    []*tensor.Tensor
 	pending  []int32
 	outputs  [][]*tensor.Tensor
@@ -80,19 +120,42 @@ func (b *traceBuf) step(run int64, group int) *trace.Step {
 	return &trace.Step{Run: run, Group: group, Slices: b.slices, Flows: b.flows}
 }
 
-// Run executes one step on the inter-op pool and returns the fetched
-// tensors in fetch order. It blocks until every node has run, the first
-// error, or ctx is cancelled. The trace step is nil unless opts.Trace.
+// Run executes one step of the plan and returns the fetched tensors in
+// fetch order: the one entry for every device, group count and mode. It
+// blocks until every node has run, the first error, or ctx is cancelled.
+// The trace step is nil unless opts.Trace.
+//
+// Groups whose streams are an asynchronous device's (device.EventPool: a
+// GPU) run on the device launcher (runDevice, device_step.go); host
+// groups with streams run each kernel as an item of its stream
+// (runStreams, streams.go); one host group without streams, or none, runs
+// on the inter-op pool, kernels on the caller's goroutine and Inter's
+// workers (the fast path of the CPU's default). A plan with dead tensors
+// or frames goes through the one frame driver (frames.go) on each.
 func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
 	}
+	var group *groups.Group
+	if len(rt.Groups) > 0 {
+		group = rt.Groups[0]
+		if _, async := group.Compute.(device.EventPool); async {
+			return p.runDevice(ctx, rt, feeds, opts)
+		}
+		if rt.Streams || len(rt.Groups) > 1 || rt.Assign != nil {
+			if p.deadness {
+				return p.runStreamFrames(ctx, rt, feeds, opts)
+			}
+			return p.runStreams(ctx, rt, feeds, opts)
+		}
+	}
 	if p.frames {
-		return p.runFrames(ctx, rt, feeds, opts)
+		return p.runFrames(ctx, rt, group, feeds, opts)
 	}
 	s := &step{
 		plan:    p,
 		rt:      rt,
+		group:   group,
 		feeds:   feeds,
 		pending: make([]int32, len(p.nodes)),
 		outputs: make([][]*tensor.Tensor, len(p.nodes)),
@@ -100,9 +163,9 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 		ctx:     ctx,
 		trace:   opts.Trace,
 	}
-	if rt.Group != nil {
-		if _, ok := rt.Group.Device.Memory().(device.HostAddressable); !ok {
-			return nil, nil, status.Errorf(status.Unimplemented, "device %s: the pool executor needs host-addressable memory", rt.Group.Device.Name())
+	if group != nil {
+		if _, ok := group.Device.Memory().(device.HostAddressable); !ok {
+			return nil, nil, status.Errorf(status.Unimplemented, "device %s: the pool executor needs host-addressable memory", group.Device.Name())
 		}
 		s.mem = newTracker(nil, nil)
 	}
@@ -130,8 +193,8 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 	var st *trace.Step
 	if s.trace {
 		g := -1
-		if rt.Group != nil {
-			g = int(rt.Group.ID)
+		if group != nil {
+			g = int(group.ID)
 		}
 		st = s.tr.step(opts.Run, g)
 	}
@@ -232,7 +295,7 @@ func (s *step) compute(i int) error {
 		start = time.Now()
 	}
 	var k kernelCall
-	if g := s.rt.Group; g != nil {
+	if g := s.group; g != nil {
 		if pn.isConst {
 			c, err := constant(g, pn)
 			if err != nil {
@@ -275,9 +338,9 @@ func (s *step) record(pn *planNode, start time.Time, bytes int64, alloc string) 
 		return
 	}
 	sl := trace.Slice{Name: pn.node.Name, Op: pn.node.Op, Kind: trace.Kernel,
-		Device: deviceName(s.rt.Group), Group: -1, Stream: -1, Role: "inter_op",
+		Device: deviceName(s.group), Group: -1, Stream: -1, Role: "inter_op",
 		Start: start, End: time.Now(), Bytes: bytes, Allocator: alloc}
-	if g := s.rt.Group; g != nil {
+	if g := s.group; g != nil {
 		sl.Group = int(g.ID)
 	}
 	s.tr.mu.Lock()

@@ -9,53 +9,10 @@ import (
 
 	"mstream/device"
 	"mstream/groups"
-	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
-	"mstream/tensorholder"
 	"mstream/trace"
 )
-
-// StreamRuntime is what a stream step runs on, on any device: the groups
-// the session picked and the node-to-group assignment. Graph-level mode
-// gives one group (or, for a plan placed on several GPUs, one group of
-// each, Assign putting each node on its GPU's); node-level mode gives the
-// groups TF_STREAM_FROM_FILE names, Assign from the file.
-type StreamRuntime struct {
-	// Groups[0] is the home group: its H2D stream copies the feeds in and
-	// its D2H stream the fetches out, and it runs every node that Assign
-	// does not put elsewhere. Groups of one GPU must share a CUDA context.
-	Groups []*groups.Group
-	// Assign gives, per plan index, the index in Groups of the group whose
-	// compute stream runs the node; nil runs all on Groups[0].
-	Assign []int
-	// ReduceWaits leaves out a cross-stream wait when the waiting stream
-	// has already waited, directly or through others, for a later point
-	// of the producer's stream (TF_REDUCE_STREAM_WAIT).
-	ReduceWaits bool
-	// Holder keeps buffers read on a second stream until it has passed
-	// them.
-	Holder *tensorholder.Holder
-	// DropWait, when set, is asked before each producer-consumer wait (by
-	// op: the IDs of the ops' trace slices, in a traced step) and leaves
-	// it out when it says so; the final event still follows every stream.
-	// The device step asks it for the waits between groups' compute
-	// streams (by launch window). Only the sanitizer's meta-tests set it,
-	// to prove a missing wait is caught.
-	DropWait func(producer, consumer int) bool
-	// Jitter, when non-zero, is the longest delay the stream sanitizer
-	// puts before items of a device step on streams that can delay
-	// (device.Delayer: a GPU's spin kernel); host streams jitter by
-	// themselves (MSTREAM_STREAM_JITTER sets both).
-	Jitter time.Duration
-	// Intra splits host kernels' loops on a device step (nodes that fell
-	// back to the host).
-	Intra kernels.Parallelizer
-	// Graphs, when set, replays eligible one-group device steps as
-	// captured CUDA graphs (gpu_graph.go, MSTREAM_CUDA_GRAPH): the
-	// session's cache, never a package global.
-	Graphs *GraphCache
-}
 
 // opKind is what a stream op does.
 type opKind uint8
@@ -71,7 +28,7 @@ type sop struct {
 	kind   opKind
 	idx    int
 	stream int   // step stream index; -1 when resolved at launch (consts, string feeds)
-	group  int   // index in StreamRuntime.Groups
+	group  int   // index in Runtime.Groups
 	prods  []int // ops that must have run first
 	record bool  // an op on another stream waits for this one
 }
@@ -90,7 +47,7 @@ type sstream struct {
 // race the race detector reports and a wrong value the jitter exposes.
 type sstep struct {
 	plan    *Plan
-	sr      *StreamRuntime
+	sr      *Runtime
 	feeds   []*tensor.Tensor
 	ops     []sop
 	streams []sstream
@@ -127,30 +84,14 @@ func (s *sstep) fail(err error) {
 	s.failed.Store(true)
 }
 
-// RunStreams executes one step on stream groups, of the host or of a GPU:
-// the feeds are copied in on the home group's H2D stream, kernels run on
-// compute streams in topological order, the fetches are copied out on the
-// D2H stream, and a consumer on another stream than its producer waits on
-// an event recorded after the producer. The host launches everything
-// without waiting (the launch runs on the home group's launch pool) and
-// then waits once, on the final event. Groups whose streams are those of
-// an asynchronous device (device.EventPool: a GPU) run on the device
-// launcher (runDevice, device_step.go), which calls kernels that enqueue
-// their own work; host streams run each kernel as an item of its stream.
-// See the package documentation.
-func (p *Plan) RunStreams(ctx context.Context, sr *StreamRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
-	if len(feeds) != len(p.feeds) {
-		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
-	}
-	if len(sr.Groups) == 0 {
-		return nil, nil, status.Errorf(status.Internal, "stream step without a group")
-	}
-	if _, async := sr.Groups[0].Compute.(device.EventPool); async {
-		return p.runDevice(ctx, sr, feeds, opts)
-	}
-	if p.deadness {
-		return p.runStreamFrames(ctx, sr, feeds, opts)
-	}
+// runStreams is Run on host streams: the feeds are copied in on the home
+// group's H2D stream, kernels run as items on compute streams in
+// topological order, the fetches are copied out on the D2H stream, and a
+// consumer on another stream than its producer waits on an event recorded
+// after the producer. The host launches everything without waiting (the
+// launch runs on the home group's launch pool) and then waits once, on
+// the final event. See the package documentation.
+func (p *Plan) runStreams(ctx context.Context, sr *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	for _, g := range sr.Groups {
 		if _, ok := g.Device.Memory().(device.HostAddressable); !ok {
 			return nil, nil, status.Errorf(status.Unimplemented, "device %s: the host stream executor needs host-addressable memory", g.Device.Name())

@@ -11,7 +11,7 @@ import (
 	"mstream/trace"
 )
 
-// runStreamFrames is RunStreams on host streams for a plan that can make
+// runStreamFrames is Run on host streams for a plan that can make
 // dead tensors or has frames (TF's v1 cond and while_loop). The frame
 // driver of the pool executor (frameRun, frames.go) runs on the calling
 // goroutine and decides, as TF's executor does, the frame, iteration and
@@ -25,7 +25,7 @@ import (
 // at a time, in the order they become ready; parallel_iterations is not
 // needed to bound them. Outputs are Go memory, as on the pool executor: a
 // loop's values live for a number of iterations the plan cannot know.
-func (p *Plan) runStreamFrames(ctx context.Context, sr *StreamRuntime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+func (p *Plan) runStreamFrames(ctx context.Context, sr *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if sr.Assign != nil && len(sr.Assign) != len(p.nodes) {
 		return nil, nil, status.Errorf(status.Internal, "stream step: %d group assignments for %d nodes", len(sr.Assign), len(p.nodes))
 	}

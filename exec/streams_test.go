@@ -124,7 +124,7 @@ func TestStreamStepsMatch(t *testing.T) {
 		t.Run(fmt.Sprintf("merge=%v,reduce=%v,aware=%v", tc.merge, tc.reduce, tc.aware), func(t *testing.T) {
 			set := testSet(t, 1, tc.merge, 100*time.Microsecond, tc.aware)
 			g := set.Groups()[0]
-			sr := &StreamRuntime{Groups: []*groups.Group{g}, ReduceWaits: tc.reduce, Holder: &set.Holder}
+			sr := &Runtime{Streams: true, Groups: []*groups.Group{g}, ReduceWaits: tc.reduce, Holder: &set.Holder}
 			var wg sync.WaitGroup
 			for w := 0; w < 4; w++ {
 				wg.Add(1)
@@ -133,7 +133,7 @@ func TestStreamStepsMatch(t *testing.T) {
 					r := rand.New(rand.NewSource(seed))
 					for it := 0; it < 10; it++ {
 						vals := []float32{float32(r.Intn(100)), float32(r.Intn(100)), float32(r.Intn(100))}
-						got, st, err := rp.plan.RunStreams(context.Background(), sr, scalars(vals), Options{Trace: it == 0})
+						got, st, err := rp.plan.Run(context.Background(), sr, scalars(vals), Options{Trace: it == 0})
 						if err != nil {
 							t.Error(err)
 							return
@@ -187,7 +187,7 @@ func TestReduceWaitCounts(t *testing.T) {
 	for _, reduce := range []bool{false, true} {
 		set := testSet(t, 1, false, 0, false)
 		g := set.Groups()[0]
-		got, _, err := p.RunStreams(context.Background(), &StreamRuntime{Groups: []*groups.Group{g}, ReduceWaits: reduce, Holder: &set.Holder},
+		got, _, err := p.Run(context.Background(), &Runtime{Streams: true, Groups: []*groups.Group{g}, ReduceWaits: reduce, Holder: &set.Holder},
 			scalars([]float32{5}), Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -18,9 +18,9 @@
 // and constants. Plans are placed (exec.BuildPlaced, honouring
 // allow_soft_placement): a GPU node on the GPU it names, else GPU:0.
 // Every step runs through one call: stepGroups picks the groups and the
-// node-to-group assignment (an exec.StreamRuntime) and exec's RunStreams
-// runs it, or, with one host group and no MSTREAM_HOST_STREAMS, Plan.Run
-// on the inter-op pool.
+// node-to-group assignment (an exec.Runtime) and exec's Plan.Run runs
+// it (on the inter-op pool for one host group without
+// MSTREAM_HOST_STREAMS).
 // Graph-level mode runs a step on one GPU on the group Pick chooses among
 // that GPU's, and a step over several GPUs on the group Pick chooses on
 // each (values copied between GPUs); node-level mode runs each node on

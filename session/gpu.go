@@ -188,7 +188,7 @@ func gpuSummary(gpus []device.GPU, counts []int) string {
 // on the group TF_STREAM_FROM_FILE assigns it among the groups of its GPU
 // (host nodes and constants: the home GPU's), group 0 of the home GPU
 // being home.
-func (s *Session) gpuGroups(plan *exec.Plan) (*exec.StreamRuntime, []*groups.Group, error) {
+func (s *Session) gpuGroups(plan *exec.Plan) (*exec.Runtime, []*groups.Group, error) {
 	st := s.impl
 	if st.nodeLevel {
 		return s.gpuNodeGroups(plan)
@@ -196,7 +196,7 @@ func (s *Session) gpuGroups(plan *exec.Plan) (*exec.StreamRuntime, []*groups.Gro
 	gpus := plan.GPUs()
 	if len(gpus) == 1 {
 		g := st.set.Pick(st.gpu + plan.GPU())
-		return &exec.StreamRuntime{Groups: []*groups.Group{g}, ReduceWaits: st.env.ReduceStreamWait,
+		return &exec.Runtime{Groups: []*groups.Group{g}, ReduceWaits: st.env.ReduceStreamWait,
 			Holder: &st.set.Holder, Intra: g.Intra, Graphs: st.graphs, Jitter: st.jitter()}, []*groups.Group{g}, nil
 	}
 	gs := make([]*groups.Group, len(gpus))
@@ -209,12 +209,12 @@ func (s *Session) gpuGroups(plan *exec.Plan) (*exec.StreamRuntime, []*groups.Gro
 	for i, gi := range ng {
 		assign[i] = slot[gi]
 	}
-	return &exec.StreamRuntime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
+	return &exec.Runtime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
 		Holder: &st.set.Holder, Intra: gs[0].Intra, Jitter: st.jitter()}, gs, nil
 }
 
 // gpuNodeGroups is gpuGroups in node-level mode.
-func (s *Session) gpuNodeGroups(plan *exec.Plan) (*exec.StreamRuntime, []*groups.Group, error) {
+func (s *Session) gpuNodeGroups(plan *exec.Plan) (*exec.Runtime, []*groups.Group, error) {
 	st := s.impl
 	var gs []*groups.Group
 	first := map[int]int{} // GPU -> index in gs of its group 0
@@ -245,7 +245,7 @@ func (s *Session) gpuNodeGroups(plan *exec.Plan) (*exec.StreamRuntime, []*groups
 		gs[k].Begin()
 		used[j] = gs[k]
 	}
-	return &exec.StreamRuntime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
+	return &exec.Runtime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
 		Holder: &st.set.Holder, Intra: gs[0].Intra, Jitter: st.jitter()}, used, nil
 }
 

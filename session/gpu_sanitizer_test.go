@@ -51,7 +51,7 @@ func TestGPUSanitizerCatchesMissingWaits(t *testing.T) {
 		for i, f := range j.feeds {
 			vals[i] = f.Tensor
 		}
-		out, _, err := plan.RunStreams(context.Background(), sr, vals, exec.Options{})
+		out, _, err := plan.Run(context.Background(), sr, vals, exec.Options{})
 		for _, g := range used {
 			g.Done(err == nil)
 		}

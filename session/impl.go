@@ -402,24 +402,17 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 }
 
 // execute runs one step: stepGroups picks the groups and the assignment,
-// and the plan runs once on them, on its stream scheduler, or on the
-// inter-op pool when the step has one host group and no streams.
+// and the plan runs once on them (exec's one Run, whatever the device
+// and mode).
 func (s *Session) execute(ctx context.Context, plan *exec.Plan, vals []*tensor.Tensor, opts exec.Options, pool exec.Submitter) ([]*tensor.Tensor, *trace.Step, error) {
-	sr, used, err := s.stepGroups(plan)
+	rt, used, err := s.stepGroups(plan)
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []*tensor.Tensor
-	var step *trace.Step
-	if sr != nil {
-		out, step, err = plan.RunStreams(ctx, sr, vals, opts)
-	} else {
-		g := used[0]
-		if pool == nil {
-			pool = g.Launch
-		}
-		out, step, err = plan.Run(ctx, &exec.Runtime{Inter: pool, Intra: g.Intra, Group: g}, vals, opts)
+	if pool != nil {
+		rt.Inter = pool
 	}
+	out, step, err := plan.Run(ctx, rt, vals, opts)
 	for _, g := range used {
 		g.Done(err == nil)
 	}
@@ -431,10 +424,9 @@ func (s *Session) execute(ctx context.Context, plan *exec.Plan, vals []*tensor.T
 // mode: the group Pick chooses on the plan's device (for a plan placed on
 // several GPUs, one on each, every node on its GPU's); node-level mode:
 // the groups of the plan's device(s), each node on the one
-// TF_STREAM_FROM_FILE assigns it. sr is nil when the step runs on the
-// inter-op pool (one host group, no MSTREAM_HOST_STREAMS); used[0] is
-// then its group.
-func (s *Session) stepGroups(plan *exec.Plan) (sr *exec.StreamRuntime, used []*groups.Group, err error) {
+// TF_STREAM_FROM_FILE assigns it. One host group without streams runs on
+// its launch pool (the inter-op pool), unless the Run names another.
+func (s *Session) stepGroups(plan *exec.Plan) (rt *exec.Runtime, used []*groups.Group, err error) {
 	st := s.impl
 	if st.gpu >= 0 && plan.OnGPU() {
 		return s.gpuGroups(plan)
@@ -446,15 +438,12 @@ func (s *Session) stepGroups(plan *exec.Plan) (sr *exec.StreamRuntime, used []*g
 			gs[gi].Begin()
 			used = append(used, gs[gi])
 		}
-		return &exec.StreamRuntime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
+		return &exec.Runtime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
 			Holder: &st.set.Holder, Intra: gs[0].Intra}, used, nil
 	}
 	g := st.set.Pick(0)
-	if !st.streams {
-		return nil, []*groups.Group{g}, nil
-	}
-	return &exec.StreamRuntime{Groups: []*groups.Group{g}, ReduceWaits: st.env.ReduceStreamWait,
-		Holder: &st.set.Holder, Intra: g.Intra}, []*groups.Group{g}, nil
+	return &exec.Runtime{Groups: []*groups.Group{g}, Streams: st.streams, Inter: g.Launch,
+		ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder, Intra: g.Intra}, []*groups.Group{g}, nil
 }
 
 func feedOutputs(feeds []Feed) []graph.Output {
