@@ -349,3 +349,72 @@ func TestDeviceStepFramesEmulated(t *testing.T) {
 		})
 	}
 }
+
+// TestFrameParallelIterations checks that parallel_iterations bounds the
+// iterations in flight: a loop whose counter runs ahead of a long chain
+// on its accumulator overlaps iterations with 10, and never with 1 (no
+// node of iteration k+1 runs before every node of iteration k has);
+// results are the same.
+func TestFrameParallelIterations(t *testing.T) {
+	for _, par := range []int64{1, 10} {
+		x, n := node("x", "ExecTestAdd", 0), node("n", "ExecTestAdd", 0)
+		zero := node("zero", "ExecTestAdd", 0)
+		ent := func(name string, in *graph.Node, constant bool) *graph.Node {
+			e := enter(name, in, constant)
+			e.Attrs["parallel_iterations"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: par}}
+			return e
+		}
+		ei, ea, en := ent("enter_i", zero, false), ent("enter_acc", x, false), ent("enter_n", n, true)
+		mi := flowNode("merge_i", "Merge", 2, graph.Output{Node: ei})
+		ma := flowNode("merge_acc", "Merge", 2, graph.Output{Node: ea})
+		mi.OutTypes[1], ma.OutTypes[1] = tensor.Int32, tensor.Int32
+		lt := node("less", "ExecTestGLess", 0, mi, en)
+		lt.OutTypes = []tensor.DType{tensor.Bool}
+		lc := flowNode("loop_cond", "LoopCond", 1, graph.Output{Node: lt})
+		lc.OutTypes = []tensor.DType{tensor.Bool}
+		si := flowNode("switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
+		sa := flowNode("switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
+		xa := flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa})
+		i1 := node("i_plus_1", "ExecTestAdd", 1)
+		i1.Inputs, i1.InTypes = []graph.Output{{Node: si, Index: 1}}, []tensor.DType{tensor.Float}
+		a := node("acc_0", "ExecTestAdd", 1)
+		a.Inputs, a.InTypes = []graph.Output{{Node: sa, Index: 1}}, []tensor.DType{tensor.Float}
+		for k := 1; k < 6; k++ {
+			a = node(fmt.Sprint("acc_", k), "ExecTestAdd", 1, a)
+		}
+		ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: i1})
+		na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: a})
+		mi.Inputs, mi.InTypes = append(mi.Inputs, graph.Output{Node: ni}), append(mi.InTypes, tensor.Float)
+		ma.Inputs, ma.InTypes = append(ma.Inputs, graph.Output{Node: na}), append(ma.InTypes, tensor.Float)
+		p, err := Build(nil, []graph.Output{{Node: x}, {Node: n}}, []graph.Output{{Node: xa}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var iters []int
+		var r *frameRun[*tensor.Tensor]
+		r = newFrameRun(p, []*tensor.Tensor{tensor.ScalarF32(5), tensor.ScalarF32(4)}, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			if r.cur.f != r.root {
+				iters = append(iters, r.cur.iter)
+			}
+			var k kernelCall
+			return k.run(pn, ins, kernels.Serial{})
+		})
+		if err := r.drive(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		out, err := r.fetches()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out[0].F32()[0]; got != 5+4*6 {
+			t.Errorf("parallel_iterations %d: %v, want %v", par, got, 5+4*6)
+		}
+		overlap := false
+		for k := 1; k < len(iters); k++ {
+			overlap = overlap || iters[k] < iters[k-1]
+		}
+		if par == 1 && overlap || par == 10 && !overlap {
+			t.Errorf("parallel_iterations %d: iterations in node order %v: overlapped %v", par, iters, overlap)
+		}
+	}
+}

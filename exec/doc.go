@@ -40,9 +40,8 @@
 // every value is tagged with a frame instance and an iteration as in TF's
 // executor, nested frames and is_constant Enters included. Its nodes run
 // one at a time on the caller's goroutine in the order they become ready,
-// so iterations overlap only in that order and parallel_iterations is
-// ignored (results do not depend on it); kernels still use the intra-op
-// pool, and outputs are Go memory rather than the group's allocator. The
+// at most parallel_iterations iterations of a frame in flight as in TF;
+// kernels still use the intra-op pool, and outputs are Go memory rather than the group's allocator. The
 // back edges (out of NextIteration) are kept out of every order the plan
 // builds (succ, preds, topo), so a cycle through any other node still
 // fails the build, naming its nodes.
@@ -61,9 +60,9 @@
 // step is held until it ends, and it is never captured as a CUDA graph
 // (graphIneligible says why, GraphStats counts it). A plan with control
 // flow placed on several GPUs is refused there with UNIMPLEMENTED (a GPU
-// session places it on the host instead). In every step nodes are chosen
-// one at a time in the order they become ready, so parallel_iterations
-// is ignored.
+// session places it on the host instead). In every step the driver picks
+// nodes one at a time in the order they become ready, a frame's
+// iterations in flight bounded by its parallel_iterations.
 
 // # Placement and the GPU step
 //

@@ -33,11 +33,13 @@ import (
 // frame instance finishes when every Enter of its frame has delivered and
 // no node of it is queued or running and no child frame of it is alive.
 //
-// Iterations run one node at a time on the calling goroutine, in the
-// order they become ready (first in, first out), so iterations overlap as
-// dependencies allow but no two kernels run at once: parallel_iterations
-// is not needed to bound memory and is otherwise ignored; results equal
-// TF's because a loop's values do not depend on the schedule. Kernels
+// The driver picks one node at a time, in the order nodes become ready
+// (first in, first out), so iterations overlap as dependencies and
+// parallel_iterations allow: as in TF, a frame has at most that many
+// iterations in flight, a NextIteration that would start one more keeps
+// its value until the oldest iteration is done (deferred, advance).
+// Results equal TF's because a loop's values do not depend on the
+// schedule. Kernels
 // still split their own work over the intra-op pool. Outputs are Go
 // memory, not the group's allocator: a loop's values live for a number of
 // iterations the plan cannot know, which the tracker's static use counts
@@ -60,6 +62,9 @@ type frameStatic struct {
 	isConst   []bool
 	enters    map[string]int32 // Enter nodes per frame name
 	fedMerge  []bool           // a Merge with a fed data input: live at the start
+	// parIters is each frame's parallel_iterations (its Enters' attr;
+	// TF's default 10 when unset), the most iterations it has in flight.
+	parIters map[string]int
 }
 
 func (p *Plan) buildFrames() error {
@@ -70,6 +75,7 @@ func (p *Plan) buildFrames() error {
 		isConst:   make([]bool, len(p.nodes)),
 		fedMerge:  make([]bool, len(p.nodes)),
 		enters:    map[string]int32{},
+		parIters:  map[string]int{},
 	}
 	for i := range p.nodes {
 		pn := &p.nodes[i]
@@ -97,6 +103,17 @@ func (p *Plan) buildFrames() error {
 			fs.frameName[i] = string(name)
 			fs.isConst[i] = pn.node.Attrs["is_constant"].GetB()
 			fs.enters[string(name)]++
+			par := 10
+			if a := pn.node.Attrs["parallel_iterations"]; a != nil {
+				if n := a.GetI(); n <= 0 {
+					return status.InvalidArg("node '%s' (op %s): parallel_iterations must be positive, got %d", pn.node.Name, pn.node.Op, n)
+				} else {
+					par = int(n)
+				}
+			}
+			if old, ok := fs.parIters[string(name)]; !ok || par < old {
+				fs.parIters[string(name)] = par
+			}
 		}
 	}
 	p.fs = fs
@@ -127,6 +144,23 @@ type frameInst[V comparable] struct {
 	exits       map[int32]bool // Exit node: true once live, false while only dead
 	children    map[childKey]*frameInst[V]
 	done        bool
+	// queued counts, per iteration, its queued nodes and live child
+	// frames; doneIters is how many iterations, from the first, have
+	// none left (an iteration is done once it and every earlier one
+	// are). maxPar bounds the iterations in flight (parallel_iterations;
+	// 0: no bound): a NextIteration that would start one more is
+	// deferred, its value kept until the oldest iteration is done.
+	queued    []int
+	doneIters int
+	maxPar    int
+	deferred  []deferredNext[V]
+}
+
+// deferredNext is a NextIteration's value waiting for its iteration to
+// start.
+type deferredNext[V comparable] struct {
+	node int32
+	outs []V
 }
 
 type childKey struct {
@@ -153,6 +187,7 @@ type frameTask[V comparable] struct {
 type frameRun[V comparable] struct {
 	p       *Plan
 	exec    frameExec[V]
+	cur     frameTask[V] // the task exec is running
 	feeds   []V
 	queue   []frameTask[V]
 	root    *frameInst[V]
@@ -240,6 +275,8 @@ func (r *frameRun[V]) drive(ctx context.Context) error {
 			return err
 		}
 		t.f.outstanding--
+		t.f.queued[t.iter]--
+		r.advance(t.f)
 		r.maybeDone(t.f)
 		if head > 4096 && head*2 > len(r.queue) {
 			// Drop the finished half of the queue so a long loop
@@ -282,6 +319,7 @@ func (r *frameRun[V]) iter(f *frameInst[V], i int) []nodeSlot[V] {
 			slots[k].pending = r.p.fs.pending[k]
 		}
 		f.iters = append(f.iters, slots)
+		f.queued = append(f.queued, 0)
 		for _, c := range f.consts {
 			r.propagate(f, len(f.iters)-1, c.node, []V{c.v}, false, false)
 		}
@@ -291,7 +329,26 @@ func (r *frameRun[V]) iter(f *frameInst[V], i int) []nodeSlot[V] {
 
 func (r *frameRun[V]) enqueue(f *frameInst[V], iter int, node int32) {
 	f.outstanding++
+	f.queued[iter]++
 	r.queue = append(r.queue, frameTask[V]{f, iter, node})
+}
+
+// advance counts the iterations of f that are done and, while fewer than
+// maxPar are in flight, starts the next one with the deferred
+// NextIteration values.
+func (r *frameRun[V]) advance(f *frameInst[V]) {
+	for f.doneIters < len(f.iters) && f.queued[f.doneIters] == 0 {
+		f.doneIters++
+	}
+	if len(f.deferred) == 0 || len(f.iters)-f.doneIters >= f.maxPar {
+		return
+	}
+	d, next := f.deferred, len(f.iters)
+	f.deferred = nil
+	for _, e := range d {
+		f.outstanding--
+		r.propagate(f, next, e.node, e.outs, false, false)
+	}
 }
 
 // child returns the instance of frame name that iteration iter of f
@@ -304,9 +361,11 @@ func (r *frameRun[V]) child(f *frameInst[V], iter int, name string) *frameInst[V
 	if f.children == nil {
 		f.children = map[childKey]*frameInst[V]{}
 	}
-	c := &frameInst[V]{parent: f, parentIter: iter, name: name, enters: r.p.fs.enters[name], exits: map[int32]bool{}}
+	c := &frameInst[V]{parent: f, parentIter: iter, name: name, enters: r.p.fs.enters[name], exits: map[int32]bool{},
+		maxPar: r.p.fs.parIters[name]}
 	f.children[k] = c
 	f.outstanding++
+	f.queued[iter]++
 	return c
 }
 
@@ -344,6 +403,7 @@ func (r *frameRun[V]) run(t frameTask[V]) error {
 		outs = r.consts[t.node]
 	default:
 		var err error
+		r.cur = t
 		if outs, err = r.exec(t.node, pn, ins); err != nil {
 			return err
 		}
@@ -386,6 +446,16 @@ func (r *frameRun[V]) run(t frameTask[V]) error {
 	case flowNext:
 		if dead {
 			return nil // the loop has ended: nothing enters the next iteration
+		}
+		if iter+1 == len(f.iters) && f.maxPar > 0 {
+			r.advance(f)
+			if len(f.iters)-f.doneIters >= f.maxPar {
+				// parallel_iterations are in flight: the value waits
+				// (counted outstanding, so the frame stays alive).
+				f.deferred = append(f.deferred, deferredNext[V]{t.node, outs})
+				f.outstanding++
+				return nil
+			}
 		}
 		r.propagate(f, iter+1, t.node, outs, false, false)
 		return nil
@@ -461,6 +531,8 @@ func (r *frameRun[V]) maybeDone(f *frameInst[V]) {
 		delete(par.children, childKey{f.parentIter, f.name})
 		f.iters, f.consts = nil, nil
 		par.outstanding--
+		par.queued[f.parentIter]--
+		r.advance(par)
 		f = par
 	}
 }

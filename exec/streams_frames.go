@@ -22,8 +22,8 @@ import (
 // the host after the item that made them, and no value crosses streams
 // without the host having waited for it: the step needs no events, and
 // the jitter sanitizer's delays cannot reorder it. Nodes therefore run one
-// at a time, in the order they become ready; parallel_iterations is not
-// needed to bound them. Outputs are Go memory, as on the pool executor: a
+// at a time, in the order they become ready (parallel_iterations bounding
+// a frame's iterations in flight, in the driver). Outputs are Go memory, as on the pool executor: a
 // loop's values live for a number of iterations the plan cannot know.
 func (p *Plan) runStreamFrames(ctx context.Context, sr *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if sr.Assign != nil && len(sr.Assign) != len(p.nodes) {
