@@ -173,7 +173,7 @@ var Knobs = []Knob{
 		}},
 	{Name: "MSTREAM_HOST_STREAMS", Type: "bool", Default: "false", Doc: "run the host device on its stream groups' streams even with one group (as a GPU would); more than one group or node-level mode always does",
 		set: func(c *Config, v string) (err error) { c.HostStreams, err = parseBool(v); return }},
-	{Name: "MSTREAM_FUSION", Type: "bool", Default: "true", Doc: "fuse at plan time where TF's grappler would (MatMul/Conv2D+BiasAdd(+Relu), inference BatchNorm folded into a constant Conv2D filter, chains of unary float32 ops); 0 runs the graph node by node",
+	{Name: "MSTREAM_FUSION", Type: "bool", Default: "true", Doc: "fuse at plan time where TF's grappler would (MatMul/Conv2D+BiasAdd(+Relu), inference BatchNorm folded into a constant Conv2D filter, chains of unary float32 ops); 0 turns the fusions off. The other rewrites TF makes by default (constant folding, arithmetic push-down, dependency pruning, common subexpressions) follow the ConfigProto as in TF: `rewrite_options`, `opt_level: L0`, `disable_meta_optimizer`",
 		set: func(c *Config, v string) (err error) { c.Fusion, err = parseBool(v); return }},
 	{Name: "MSTREAM_CUDA_GRAPH", Type: "bool", Default: "false", Doc: "capture a GPU step that runs wholly on the GPU as a CUDA graph (once per plan, group and feed shapes, after one normal run) and replay it: one graph launch instead of a launch per node; steps that cannot be captured run normally",
 		set: func(c *Config, v string) (err error) { c.CUDAGraph, err = parseBool(v); return }},
