@@ -29,6 +29,11 @@ type graphObj struct {
 	mu   sync.Mutex // guards ops and refs
 	ops  []*C.TF_Operation
 	refs int
+	// A while loop's cond or body graph (TF_NewWhile) holds a reference on
+	// the graph the loop goes into, and remembers the caller's inputs array,
+	// which TF_FinishWhile reads again, as TF does.
+	parent       *graphObj
+	parentInputs *C.TF_Output
 }
 
 func (o *graphObj) ref() {
@@ -55,6 +60,9 @@ func (o *graphObj) unref() {
 		}
 	}
 	o.h.Delete()
+	if o.parent != nil {
+		o.parent.unref()
+	}
 }
 
 // op returns the TF_Operation of n, creating it the first time.

@@ -1,5 +1,5 @@
-/* Functions of c_api.h that mstream does not support: functions, while
-   loops, SavedModel, servers, libraries, ApiDefs, the deprecated
+/* Functions of c_api.h that mstream does not support: functions,
+   SavedModel, servers, libraries, ApiDefs, the deprecated
    session API and in-place graph edits. Each exists so that any program
    written against TF's headers links; those with a status report
    TF_UNIMPLEMENTED naming the function, and return NULL / 0. */
@@ -37,22 +37,6 @@ int TF_GraphGetFunctions(TF_Graph* g, TF_Function** funcs, int max_func,
   TF_SetStatus(status, TF_OK, "");
   return 0;
 }
-
-TF_WhileParams TF_NewWhile(TF_Graph* g, TF_Output* inputs, int ninputs,
-                           TF_Status* status) {
-  (void)g, (void)inputs, (void)ninputs;
-  UNIMPLEMENTED(status);
-  TF_WhileParams params = {0, NULL, NULL, {NULL, 0}, NULL, NULL, NULL, NULL};
-  return params;
-}
-
-void TF_FinishWhile(const TF_WhileParams* params, TF_Status* status,
-                    TF_Output* outputs) {
-  (void)params, (void)outputs;
-  UNIMPLEMENTED(status);
-}
-
-void TF_AbortWhile(const TF_WhileParams* params) { (void)params; }
 
 TF_Function* TF_GraphToFunction(
     const TF_Graph* fn_body, const char* fn_name,

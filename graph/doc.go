@@ -1,8 +1,9 @@
 // Package graph owns the dataflow graph that the C API builds and sessions
 // run: nodes, their inputs and attrs, TF 2.15's op signatures (the OpDef
 // registry in graph/opdefs, generated from TF's ops.pbtxt), GraphDef import
-// and export in binary and text form, attr validation and defaults, and
-// static shape inference.
+// and export in binary and text form, attr validation and defaults, static
+// shape inference, and v1 while loops built from a cond and a body graph
+// (AddWhileLoop, behind TF_FinishWhile).
 //
 // # Invariants
 //

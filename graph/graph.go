@@ -22,6 +22,9 @@ type Graph struct {
 	producer    int32 // GraphDef versions.producer
 	minConsumer int32
 	lib         library // FunctionDefs and gradients (GraphDef.library)
+	// whileFrames holds the frame names of the loops AddWhileLoop built, as
+	// TF's Graph keeps its WhileContexts: one loop per frame name.
+	whileFrames map[string]bool
 }
 
 // New returns an empty graph.

@@ -92,7 +92,12 @@ func (g *Graph) importGraphDef(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportR
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.importGraphDefLocked(gd, opts)
+}
 
+// importGraphDefLocked is importGraphDef once the GraphDef's versions are
+// checked; the caller holds mu for writing.
+func (g *Graph) importGraphDefLocked(gd *tfpb.GraphDef, opts *ImportOptions) (*ImportResults, error) {
 	prefix := opts.Prefix
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"

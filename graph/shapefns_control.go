@@ -13,10 +13,18 @@ func init() {
 		RegisterShapeFn(op, mergeShape)
 	}
 	RegisterShapeFn("ControlTrigger", func(c *ShapeContext) ([]tensor.PartialShape, error) { return nil, nil })
-	// The frame ops pass their input's shape on (TF's UnchangedShape). A
-	// loop's Merge sees its NextIteration input as unknown (import builds
-	// the back edge's source later), so its output is unknown, as in TF.
-	for _, op := range []string{"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration"} {
+	// The frame ops pass their input's shape on (TF's UnchangedShape), bar
+	// Enter, whose output is unknown unless is_constant (a loop variable
+	// may change shape from one iteration to the next). A loop's Merge sees
+	// its NextIteration input as unknown (import builds the back edge's
+	// source later), so its output is unknown, as in TF.
+	RegisterShapeFn("Enter", func(c *ShapeContext) ([]tensor.PartialShape, error) {
+		if c.Attr("is_constant").GetB() {
+			return []tensor.PartialShape{c.In[0]}, nil
+		}
+		return []tensor.PartialShape{tensor.Unknown}, nil
+	})
+	for _, op := range []string{"RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration"} {
 		RegisterShapeFn(op, func(c *ShapeContext) ([]tensor.PartialShape, error) {
 			return []tensor.PartialShape{c.In[0]}, nil
 		})

@@ -588,7 +588,7 @@ TF_CAPI_EXPORT extern int TF_GraphNumFunctions(TF_Graph* g);
 TF_CAPI_EXPORT extern int TF_GraphGetFunctions(TF_Graph* g, TF_Function** funcs,
                                                int max_func, TF_Status* status);
 
-/* ---- While loops (not supported by mstream) --------------------------- */
+/* ---- While loops ------------------------------------------------------ */
 
 /* Filled in by TF_NewWhile; the caller builds cond_graph and body_graph,
    then calls TF_FinishWhile or TF_AbortWhile, which free them. */
@@ -606,12 +606,17 @@ typedef struct TF_WhileParams {
   const char* name; /* may be set by the caller; copied */
 } TF_WhileParams;
 
-/* Starts a while loop over inputs[0, ninputs). */
+/* Starts a while loop over inputs[0, ninputs): fresh cond and body graphs
+   with a Placeholder per loop variable. The caller keeps `inputs` alive until
+   TF_FinishWhile or TF_AbortWhile, which read it again. */
 TF_CAPI_EXPORT extern TF_WhileParams TF_NewWhile(TF_Graph* g, TF_Output* inputs,
                                                  int ninputs,
                                                  TF_Status* status);
 
-/* Adds the loop to the graph and writes its ninputs outputs into `outputs`. */
+/* Adds the loop to the graph (Enter, Merge, Switch, LoopCond,
+   NextIteration, Exit under the scope `name`, as TF's C API builds it) and
+   writes its ninputs outputs into `outputs`. Frees the params' graphs and
+   arrays unless params do not come from TF_NewWhile. */
 TF_CAPI_EXPORT extern void TF_FinishWhile(const TF_WhileParams* params,
                                           TF_Status* status,
                                           TF_Output* outputs);

@@ -1,0 +1,50 @@
+package graph
+
+import (
+	"testing"
+
+	"mstream/tensor"
+)
+
+// TestAddWhileLoopAtomic: a loop that fails late (a body output type the
+// Merge cannot take, a frame name used twice) leaves the graph as it was,
+// where TF leaves part of the loop behind.
+func TestAddWhileLoopAtomic(t *testing.T) {
+	g := New()
+	x := mustPlaceholder(t, g, "x", tensor.Int32, tensor.Unknown)
+	loop := func(name string, bodyOut func(body *Graph) TensorID) *WhileLoop {
+		cond, body := New(), New()
+		mustPlaceholder(t, cond, "cond_input0", tensor.Int32, tensor.Unknown)
+		mustPlaceholder(t, body, "body_input0", tensor.Int32, tensor.Unknown)
+		b := cond.NewBuilder("Less", "lt")
+		b.AddInput(cond.Lookup("cond_input0").Output(0))
+		b.AddInput(mustConst(t, cond, "ten", tensor.ScalarI32(10)).Output(0))
+		if _, err := b.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		return &WhileLoop{Name: name, Inputs: []Output{x.Output(0)}, Cond: cond, Body: body,
+			CondInputs: []TensorID{{"cond_input0", 0}}, CondOutput: TensorID{"lt", 0},
+			BodyInputs: []TensorID{{"body_input0", 0}}, BodyOutputs: []TensorID{bodyOut(body)}}
+	}
+	same := func(body *Graph) TensorID { return TensorID{"body_input0", 0} }
+	if _, err := g.AddWhileLoop(loop("w", same)); err != nil {
+		t.Fatal(err)
+	}
+	n := g.NumNodes()
+	if _, err := g.AddWhileLoop(loop("w", same)); err == nil {
+		t.Fatal("a second loop of frame w was accepted")
+	}
+	float := func(body *Graph) TensorID {
+		mustConst(t, body, "f", tensor.ScalarF32(1))
+		return TensorID{"f", 0}
+	}
+	if _, err := g.AddWhileLoop(loop("v", float)); err == nil {
+		t.Fatal("a float body output for an int32 loop variable was accepted")
+	}
+	if g.NumNodes() != n {
+		t.Fatalf("failed loops left %d nodes behind", g.NumNodes()-n)
+	}
+	if _, err := g.AddWhileLoop(loop("v", same)); err != nil {
+		t.Fatalf("the frame name of a failed loop stays free: %v", err)
+	}
+}
