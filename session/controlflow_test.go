@@ -74,17 +74,27 @@ func (v cfValue) tensor(t *testing.T) *tensor.Tensor {
 // the pool executor and on the stream scheduler: host streams with one
 // group (and the jitter sanitizer), two groups, and node-level mode with
 // nodes spread over three groups inside and outside the loops.
-func TestControlFlowV1(t *testing.T) {
-	runControlFlowCases(t, func(rules string) []map[string]string {
-		return []map[string]string{
-			nil,
-			{"MSTREAM_HOST_STREAMS": "1", "MSTREAM_HOST_STREAM_JITTER": "1"},
-			{"TF_GPU_STREAM_GROUP_COUNT": "2"},
-			{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_NODE_LEVEL_MULTISTREAM": "true", "TF_STREAM_FROM_FILE": rules,
-				"MSTREAM_HOST_STREAM_JITTER": "1"},
-		}
-	})
+func TestControlFlowV1(t *testing.T) { runControlFlowCases(t, "cases.json", hostModes) }
+
+// hostModes are the CPU sessions TestControlFlowV1 compares: the pool
+// executor and the stream scheduler (host streams with one group and the
+// jitter sanitizer, two groups, node-level mode over three groups).
+func hostModes(rules string) []map[string]string {
+	return []map[string]string{
+		nil,
+		{"MSTREAM_HOST_STREAMS": "1", "MSTREAM_HOST_STREAM_JITTER": "1"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "2"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_NODE_LEVEL_MULTISTREAM": "true", "TF_STREAM_FROM_FILE": rules,
+			"MSTREAM_HOST_STREAM_JITTER": "1"},
+	}
 }
+
+// TestTensorListsLikeTF runs TensorList programs built and run by TF 2.15
+// (test/controlflow/gen.py lists): every list op on lists made from a
+// fed tensor, reserved lists with unset elements, scatters, a v1 while
+// loop carrying a list, an out-of-range index; outputs and errors must be
+// TF's in every host mode.
+func TestTensorListsLikeTF(t *testing.T) { runControlFlowCases(t, "lists.json", hostModes) }
 
 // TestGPUControlFlowV1 is TestControlFlowV1 on a GPU: the device step's
 // frames (loop bodies on the GPU, predicates read back), one group and
@@ -92,7 +102,7 @@ func TestControlFlowV1(t *testing.T) {
 // must run node by node, and the stats must say it is ineligible).
 func TestGPUControlFlowV1(t *testing.T) {
 	wantGPU(t)
-	runControlFlowCases(t, func(rules string) []map[string]string {
+	runControlFlowCases(t, "cases.json", func(rules string) []map[string]string {
 		return []map[string]string{
 			{"MSTREAM_DEVICE": "gpu"},
 			{"MSTREAM_DEVICE": "gpu", "TF_GPU_STREAM_GROUP_COUNT": "2", "TF_GPU_STREAM_MERGE": "true"},
@@ -106,9 +116,9 @@ func TestGPUControlFlowV1(t *testing.T) {
 // runControlFlowCases runs test/controlflow's cases on a session of each
 // environment envs gives (rules: a TF_STREAM_FROM_FILE file spreading
 // nodes over groups 0 to 2).
-func runControlFlowCases(t *testing.T, envs func(rules string) []map[string]string) {
+func runControlFlowCases(t *testing.T, file string, envs func(rules string) []map[string]string) {
 	dir := "../test/controlflow"
-	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
+	raw, err := os.ReadFile(filepath.Join(dir, file))
 	if err != nil {
 		t.Fatal(err)
 	}

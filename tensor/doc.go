@@ -6,7 +6,8 @@
 //
 // Invariants: fixed-size dtypes keep their elements row-major in Buf, which
 // New allocates 64-byte aligned and zeroed (hostmem); DT_STRING keeps one
-// byte string per element in Strs and no Buf. A Tensor handed between
-// kernels is read-only: a kernel writes only tensors it allocated, and
-// reshaping shares the buffer.
+// byte string per element in Strs and no Buf; DT_VARIANT one value per
+// element in Vars (a *List for a TensorList), never changed once set. A
+// Tensor handed between kernels is read-only: a kernel writes only tensors
+// it allocated, and reshaping shares the buffer.
 package tensor

@@ -9,13 +9,16 @@ import (
 
 // Tensor is a dense host tensor. Fixed-size dtypes keep their elements in
 // Buf (row-major, 64-byte aligned when allocated by New); DT_STRING keeps one
-// byte string per element in Strs. Tensors handed between kernels are
+// byte string per element in Strs; DT_VARIANT keeps one value per element
+// in Vars (a *List for TF's TensorList). Tensors handed between kernels are
 // read-only: a kernel writes only to tensors it allocated.
 type Tensor struct {
 	DType DType
 	Shape Shape
 	Buf   []byte
 	Strs  [][]byte
+	// Vars are never changed once set: copies of the tensor share them.
+	Vars []any
 }
 
 // StringElemBytes is what one DT_STRING element costs before its bytes (a
@@ -27,9 +30,12 @@ const StringElemBytes = 24
 func New(dt DType, shape Shape) *Tensor {
 	t := &Tensor{DType: dt, Shape: shape.Clone()}
 	n := shape.NumElements()
-	if dt == String {
+	switch dt {
+	case String:
 		t.Strs = make([][]byte, n)
-	} else {
+	case Variant:
+		t.Vars = make([]any, n)
+	default:
 		t.Buf = hostmem.Alloc(int(n) * dt.Size())
 	}
 	return t
@@ -67,6 +73,12 @@ func (t *Tensor) Check() error {
 		}
 		return nil
 	}
+	if t.DType == Variant {
+		if int64(len(t.Vars)) != n {
+			return fmt.Errorf("variant tensor of shape %v has %d elements", t.Shape, len(t.Vars))
+		}
+		return nil
+	}
 	if !t.DType.Fixed() {
 		return fmt.Errorf("dtype %v is not supported in tensors", t.DType)
 	}
@@ -79,17 +91,20 @@ func (t *Tensor) Check() error {
 // Reshaped returns a tensor sharing t's data with another shape of the same
 // element count.
 func (t *Tensor) Reshaped(s Shape) *Tensor {
-	return &Tensor{DType: t.DType, Shape: s.Clone(), Buf: t.Buf, Strs: t.Strs}
+	return &Tensor{DType: t.DType, Shape: s.Clone(), Buf: t.Buf, Strs: t.Strs, Vars: t.Vars}
 }
 
-// Clone returns a deep copy.
+// Clone returns a deep copy (variant values, immutable, are shared).
 func (t *Tensor) Clone() *Tensor {
 	c := New(t.DType, t.Shape)
-	if t.DType == String {
+	switch t.DType {
+	case String:
 		for i, s := range t.Strs {
 			c.Strs[i] = append([]byte(nil), s...)
 		}
-	} else {
+	case Variant:
+		copy(c.Vars, t.Vars)
+	default:
 		copy(c.Buf, t.Buf)
 	}
 	return c

@@ -77,10 +77,15 @@ func storeF32(t *tensor.Tensor, v []float32) {
 
 func isHalfish(dt tensor.DType) bool { return dt == tensor.Half || dt == tensor.Bfloat16 }
 
-// copyElems copies n elements from src[so:] to dst[do:], any dtype.
+// copyElems copies n elements from src[so:] to dst[do:], any dtype (string
+// and variant elements are shared: they are immutable).
 func copyElems(dst *tensor.Tensor, do int, src *tensor.Tensor, so int, n int) {
-	if src.DType == tensor.String {
+	switch src.DType {
+	case tensor.String:
 		copy(dst.Strs[do:do+n], src.Strs[so:so+n])
+		return
+	case tensor.Variant:
+		copy(dst.Vars[do:do+n], src.Vars[so:so+n])
 		return
 	}
 	es := src.DType.Size()

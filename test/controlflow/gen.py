@@ -1,6 +1,6 @@
 """Writes the v1 control-flow test graphs and TF 2.15's outputs for them.
 
-Usage: build/venv/bin/python test/controlflow/gen.py  (from the repo root)
+Usage: build/venv/bin/python test/controlflow/gen.py [cases] [lists]  (from the repo root)
 
 Each case is a GraphDef built with tf.compat.v1 in graph mode with control
 flow v2 off, so conditionals become Switch/Merge as TF1 made them. TF runs
@@ -11,6 +11,7 @@ compares. Inputs are drawn at random each time the script runs.
 """
 import json
 import os
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -195,45 +196,117 @@ def while_in_cond():
     tf.identity(r, name="y_out")
 
 
-cases = []
-for par in (1, 10):
-    cases.append(case("while_counter_par%d" % par, counter(par),
-                      [{"x": f32(3), "n": np.int32(k)} for k in (0, 1, 7)],
-                      ["i_out:0", "y_out:0", "while/Exit_1:0"], ["while/Merge:0", "while/Merge_1:0", "while/Exit_1:0"]))
-cases.append(case("while_grow", while_grow,
-                  [{"x": f32(1, 2), "n": np.int32(k)} for k in (0, 3)],
-                  ["y_out:0"], ["while/Merge_1:0", "while/Exit_1:0"]))
-cases.append(case("while_cond", while_cond,
-                  [{"x": f32(4), "n": np.int32(k)} for k in (0, 5)],
-                  ["y_out:0"]))
-cases.append(case("while_nested", while_nested,
-                  [{"x": f32(2), "n": np.int32(k)} for k in (0, 1, 4)],
-                  ["acc_out:0"]))
-cases.append(case("while_in_cond", while_in_cond,
-                  [{"x": f32(3), "p": np.bool_(b)} for b in (True, False)],
-                  ["y_out:0"]))
-cases.append(case("merge_shapes", merge_shapes,
-                  [{"a": f32(2, 3), "b": f32(2, 4), "c": f32(5, 3), "d": f32(1), "e": f32(2), "p": np.bool_(True)}],
-                  ["m_ab:0", "m_ab:1", "sw:1"],
-                  ["m_ab:0", "m_ac:0", "m_aa:0", "m_ad:0", "m_ae:0", "m_ab:1", "sw:0", "sw:1"]))
-bools = [(True, True), (True, False), (False, True), (False, False)]
-cases.append(case("nested_cond", nested_cond,
-                  [{"x": f32(3), "y": f32(3), "p": np.bool_(p), "q": np.bool_(q)} for p, q in bools],
-                  ["out:0", "outer/Merge:0", "outer/Merge:1"]))
-cases.append(case("cond_control", cond_control,
-                  [{"x": f32(2, 2), "p": np.bool_(p)} for p in (True, False)],
-                  ["out:0"]))
-cases.append(case("switch_merge", switch_merge,
-                  [{"x": f32(4), "p": np.bool_(p)} for p in (True, False)],
-                  ["m:0", "m:1"]))
-cases.append(case("switch_merge_dead_fetch", switch_merge,
-                  [{"x": f32(4), "p": np.bool_(False)}],
-                  ["dead_when_false:0"]))
-cases.append(case("switch_merge_dead_switch_output", switch_merge,
-                  [{"x": f32(4), "p": np.bool_(True)}],
-                  ["sw:0"]))
 
-with open(os.path.join(here, "cases.json"), "w") as fh:
-    json.dump({"about": "written by test/controlflow/gen.py from TF " + tf.__version__ + "; do not edit", "cases": cases}, fh, indent=1)
-    fh.write("\n")
-print("wrote %d cases" % len(cases))
+def lists_ops():
+    # Every TensorList op on one list and the lists made from it: the
+    # original list must be unchanged by the ops that take it.
+    x = tf.compat.v1.placeholder(tf.float32, [4, 3], name="x")
+    idx = tf.compat.v1.placeholder(tf.int32, [], name="idx")
+    raw = tf.raw_ops
+    l = raw.TensorListFromTensor(tensor=x, element_shape=[3], name="from")
+    l2 = raw.TensorListSetItem(input_handle=l, index=1, item=x[2] * 2.0, name="set")
+    raw.TensorListGetItem(input_handle=l2, index=idx, element_shape=[3], element_dtype=tf.float32, name="get")
+    raw.TensorListStack(input_handle=l2, element_shape=[3], element_dtype=tf.float32, name="stack_set")
+    raw.TensorListStack(input_handle=l, element_shape=[3], element_dtype=tf.float32, name="stack_orig")
+    raw.TensorListLength(input_handle=l2, name="len")
+    l3 = raw.TensorListPushBack(input_handle=l2, tensor=x[0] + 1.0, name="push")
+    l4, _ = raw.TensorListPopBack(input_handle=l3, element_shape=[3], element_dtype=tf.float32, name="pop")
+    raw.TensorListStack(input_handle=l4, element_shape=[-1], element_dtype=tf.float32, name="stack_pop")
+    raw.TensorListGather(input_handle=l3, indices=[4, 0, 2], element_shape=[3], element_dtype=tf.float32, name="gather")
+    raw.TensorListElementShape(input_handle=l, shape_type=tf.int32, name="eshape")
+    r = raw.TensorListReserve(element_shape=[-1], num_elements=3, element_dtype=tf.float32, name="reserve")
+    r2 = raw.TensorListSetItem(input_handle=r, index=2, item=x[1], name="set_reserved")
+    raw.TensorListStack(input_handle=r2, element_shape=[3], element_dtype=tf.float32, name="stack_reserved")
+    raw.TensorListGetItem(input_handle=r2, index=0, element_shape=[-1], element_dtype=tf.float32, name="get_unset")
+    sc = raw.TensorListScatterV2(tensor=x[:2], indices=[3, 1], element_shape=[3], num_elements=5, name="scatter")
+    raw.TensorListStack(input_handle=sc, element_shape=[3], element_dtype=tf.float32, name="stack_scatter")
+    # (Growing the list past a hole is left out: TF 2.15 fills the hole
+    # with an empty float tensor, not an unset element, and its Stack then
+    # shifts the later rows; mstream leaves the hole unset, read as zeros.)
+    se = raw.TensorListScatterIntoExistingList(input_handle=l, tensor=x[:2] * 3.0, indices=[0, 4], name="scatter_into")
+    raw.TensorListStack(input_handle=se, element_shape=[3], element_dtype=tf.float32, name="stack_scatter_into")
+
+
+def lists_while():
+    # A v1 while loop carrying a list: one push per iteration, reading the
+    # elements of another list; the stack of an empty list when n = 0.
+    x = tf.compat.v1.placeholder(tf.float32, [5, 2], name="x")
+    n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+    raw = tf.raw_ops
+    src = raw.TensorListFromTensor(tensor=x, element_shape=[2])
+    empty = raw.EmptyTensorList(element_shape=[2], max_num_elements=-1, element_dtype=tf.float32)
+
+    def body(i, acc):
+        e = raw.TensorListGetItem(input_handle=src, index=i, element_shape=[2], element_dtype=tf.float32)
+        return i + 1, raw.TensorListPushBack(input_handle=acc, tensor=e * tf.cast(i + 1, tf.float32))
+    _, acc = tf.compat.v1.while_loop(lambda i, acc: i < n, body, [tf.constant(0), empty], name="while")
+    raw.TensorListStack(input_handle=acc, element_shape=[2], element_dtype=tf.float32, name="stacked")
+    raw.TensorListLength(input_handle=acc, name="len")
+
+
+def list_cases():
+    ops = ["get:0", "stack_set:0", "stack_orig:0", "len:0", "pop:1", "stack_pop:0", "gather:0", "eshape:0",
+           "stack_reserved:0", "get_unset:0", "stack_scatter:0", "stack_scatter_into:0"]
+    return [
+        case("lists_ops", lists_ops, [{"x": f32(4, 3), "idx": np.int32(k)} for k in (0, 1, 3)], ops),
+        case("lists_ops_bad_index", lists_ops, [{"x": f32(4, 3), "idx": np.int32(k)} for k in (4, -1)], ["get:0"]),
+        case("lists_while", lists_while, [{"x": f32(5, 2), "n": np.int32(k)} for k in (0, 1, 4)], ["stacked:0", "len:0"]),
+    ]
+
+
+def v1_cases():
+    cases = []
+    for par in (1, 10):
+        cases.append(case("while_counter_par%d" % par, counter(par),
+                          [{"x": f32(3), "n": np.int32(k)} for k in (0, 1, 7)],
+                          ["i_out:0", "y_out:0", "while/Exit_1:0"], ["while/Merge:0", "while/Merge_1:0", "while/Exit_1:0"]))
+    cases.append(case("while_grow", while_grow,
+                      [{"x": f32(1, 2), "n": np.int32(k)} for k in (0, 3)],
+                      ["y_out:0"], ["while/Merge_1:0", "while/Exit_1:0"]))
+    cases.append(case("while_cond", while_cond,
+                      [{"x": f32(4), "n": np.int32(k)} for k in (0, 5)],
+                      ["y_out:0"]))
+    cases.append(case("while_nested", while_nested,
+                      [{"x": f32(2), "n": np.int32(k)} for k in (0, 1, 4)],
+                      ["acc_out:0"]))
+    cases.append(case("while_in_cond", while_in_cond,
+                      [{"x": f32(3), "p": np.bool_(b)} for b in (True, False)],
+                      ["y_out:0"]))
+    cases.append(case("merge_shapes", merge_shapes,
+                      [{"a": f32(2, 3), "b": f32(2, 4), "c": f32(5, 3), "d": f32(1), "e": f32(2), "p": np.bool_(True)}],
+                      ["m_ab:0", "m_ab:1", "sw:1"],
+                      ["m_ab:0", "m_ac:0", "m_aa:0", "m_ad:0", "m_ae:0", "m_ab:1", "sw:0", "sw:1"]))
+    bools = [(True, True), (True, False), (False, True), (False, False)]
+    cases.append(case("nested_cond", nested_cond,
+                      [{"x": f32(3), "y": f32(3), "p": np.bool_(p), "q": np.bool_(q)} for p, q in bools],
+                      ["out:0", "outer/Merge:0", "outer/Merge:1"]))
+    cases.append(case("cond_control", cond_control,
+                      [{"x": f32(2, 2), "p": np.bool_(p)} for p in (True, False)],
+                      ["out:0"]))
+    cases.append(case("switch_merge", switch_merge,
+                      [{"x": f32(4), "p": np.bool_(p)} for p in (True, False)],
+                      ["m:0", "m:1"]))
+    cases.append(case("switch_merge_dead_fetch", switch_merge,
+                      [{"x": f32(4), "p": np.bool_(False)}],
+                      ["dead_when_false:0"]))
+    cases.append(case("switch_merge_dead_switch_output", switch_merge,
+                      [{"x": f32(4), "p": np.bool_(True)}],
+                      ["sw:0"]))
+    return cases
+
+
+def write(fname, cases):
+    with open(os.path.join(here, fname), "w") as fh:
+        json.dump({"about": "written by test/controlflow/gen.py from TF " + tf.__version__ + "; do not edit", "cases": cases}, fh, indent=1)
+        fh.write("\n")
+    print("wrote %d cases to %s" % (len(cases), fname))
+
+
+# Arguments pick the files to write (default both): cases (v1 control
+# flow, session's TestControlFlowV1), lists (TensorList programs,
+# session's TestTensorListsLikeTF).
+groups = sys.argv[1:] or ["cases", "lists"]
+if "cases" in groups:
+    write("cases.json", v1_cases())
+if "lists" in groups:
+    write("lists.json", list_cases())
