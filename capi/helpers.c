@@ -15,7 +15,7 @@ static const char* const live_names[MS_LIVE_KINDS] = {
     "TF_Operation", "TF_OperationDescription", "TF_ImportGraphDefOptions",
     "TF_ImportGraphDefResults", "TF_SessionOptions", "TF_Session",
     "TF_DeviceList", "prun_handle", "TFE_ContextOptions", "TFE_Context",
-    "TFE_TensorHandle"};
+    "TFE_TensorHandle", "TF_Function"};
 
 void ms_live(int kind, int delta) {
   __atomic_add_fetch(&live[kind], delta, __ATOMIC_RELAXED);

@@ -54,6 +54,8 @@ struct TF_Session { uintptr_t h; };
 struct TF_SessionOptions { uintptr_t h; };
 struct TF_OperationDescription { uintptr_t h; };
 struct TF_ImportGraphDefOptions { uintptr_t h; };
+/* A FunctionDef; name is its signature's name, owned here (TF_FunctionName). */
+struct TF_Function { uintptr_t h; char* name; };
 
 /* One per node, allocated the first time C sees the node and kept until the
    graph goes, so that a node always has the same TF_Operation*. The strings
@@ -98,7 +100,7 @@ enum {
   MS_LIVE_IMPORT_OPTIONS, MS_LIVE_IMPORT_RESULTS, MS_LIVE_SESSION_OPTIONS,
   MS_LIVE_SESSION, MS_LIVE_DEVICE_LIST, MS_LIVE_PRUN_HANDLE,
   MS_LIVE_EAGER_CONTEXT_OPTIONS, MS_LIVE_EAGER_CONTEXT, MS_LIVE_TENSOR_HANDLE,
-  MS_LIVE_KINDS
+  MS_LIVE_FUNCTION, MS_LIVE_KINDS
 };
 void ms_live(int kind, int delta);
 

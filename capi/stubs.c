@@ -1,5 +1,6 @@
-/* Functions of c_api.h that mstream does not support: functions,
-   SavedModel, servers, libraries, ApiDefs, the deprecated
+/* Functions of c_api.h that mstream does not support: the function
+   builders (TF_GraphToFunction...), SavedModel, servers, libraries,
+   ApiDefs, the deprecated
    session API and in-place graph edits. Each exists so that any program
    written against TF's headers links; those with a status report
    TF_UNIMPLEMENTED naming the function, and return NULL / 0. */
@@ -18,25 +19,7 @@ void TF_TensorFromProto(const TF_Buffer* from, TF_Tensor* to,
   if (t != NULL) ms_tensor_assign(to, t);
 }
 
-/* Functions. */
-
-void TF_GraphCopyFunction(TF_Graph* g, const TF_Function* func,
-                          const TF_Function* grad, TF_Status* status) {
-  (void)g, (void)func, (void)grad;
-  UNIMPLEMENTED(status);
-}
-
-int TF_GraphNumFunctions(TF_Graph* g) {
-  (void)g;
-  return 0;
-}
-
-int TF_GraphGetFunctions(TF_Graph* g, TF_Function** funcs, int max_func,
-                         TF_Status* status) {
-  (void)g, (void)funcs, (void)max_func;
-  TF_SetStatus(status, TF_OK, "");
-  return 0;
-}
+/* The function builders. */
 
 TF_Function* TF_GraphToFunction(
     const TF_Graph* fn_body, const char* fn_name,
@@ -67,41 +50,6 @@ TF_Function* TF_GraphToFunctionWithControlOutputs(
   UNIMPLEMENTED(status);
   return NULL;
 }
-
-/* No TF_Function can be created, so these only ever see NULL. */
-const char* TF_FunctionName(TF_Function* func) {
-  (void)func;
-  return "";
-}
-
-void TF_FunctionToFunctionDef(TF_Function* func, TF_Buffer* output_func_def,
-                              TF_Status* status) {
-  (void)func, (void)output_func_def;
-  UNIMPLEMENTED(status);
-}
-
-TF_Function* TF_FunctionImportFunctionDef(const void* proto, size_t proto_len,
-                                          TF_Status* status) {
-  (void)proto, (void)proto_len;
-  UNIMPLEMENTED(status);
-  return NULL;
-}
-
-void TF_FunctionSetAttrValueProto(TF_Function* func, const char* attr_name,
-                                  const void* proto, size_t proto_len,
-                                  TF_Status* status) {
-  (void)func, (void)attr_name, (void)proto, (void)proto_len;
-  UNIMPLEMENTED(status);
-}
-
-void TF_FunctionGetAttrValueProto(TF_Function* func, const char* attr_name,
-                                  TF_Buffer* output_attr_value,
-                                  TF_Status* status) {
-  (void)func, (void)attr_name, (void)output_attr_value;
-  UNIMPLEMENTED(status);
-}
-
-void TF_DeleteFunction(TF_Function* func) { (void)func; }
 
 /* Returns 0 ("not evaluated") without an error: allowed by the contract,
    the caller then runs the graph instead. */

@@ -68,7 +68,8 @@ TF_CAPI_EXPORT extern void MS_SessionWriteTrace(TF_Session* session,
    is a handle type the caller deletes ("TF_Status", "TF_Buffer", "TF_Tensor",
    "TF_Graph", "TF_OperationDescription", "TF_ImportGraphDefOptions",
    "TF_ImportGraphDefResults", "TF_SessionOptions", "TF_Session",
-   "TF_DeviceList", "TFE_ContextOptions", "TFE_Context", "TFE_TensorHandle"),
+   "TF_DeviceList", "TFE_ContextOptions", "TFE_Context", "TFE_TensorHandle",
+   "TF_Function"),
    "TF_Operation" (freed with the last of its graph and that graph's
    sessions), "tensor_data" (buffers shared by tensors; a buffer from
    TF_NewTensor goes when its deallocator has run), "prun_handle" (freed by

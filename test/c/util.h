@@ -182,7 +182,7 @@ static const char* const leak_kinds[] = {
     "TF_Status", "TF_Buffer", "TF_Tensor", "tensor_data", "TF_Graph", "TF_Operation",
     "TF_OperationDescription", "TF_ImportGraphDefOptions", "TF_ImportGraphDefResults",
     "TF_SessionOptions", "TF_Session", "TF_DeviceList", "prun_handle", "TFE_ContextOptions",
-    "TFE_Context", "TFE_TensorHandle"};
+    "TFE_Context", "TFE_TensorHandle", "TF_Function"};
 #define LEAK_KINDS ((int)(sizeof leak_kinds / sizeof leak_kinds[0]))
 
 static inline void sleep_ms(int ms) {

@@ -572,7 +572,7 @@ TF_CAPI_EXPORT extern void TF_GraphImportGraphDef(
     TF_Graph* graph, const TF_Buffer* graph_def,
     const TF_ImportGraphDefOptions* options, TF_Status* status);
 
-/* ---- Functions (not supported by mstream) ----------------------------- */
+/* ---- Functions ------------------------------------------------------- */
 
 /* Adds copies of `func` and its gradient `grad` (may be NULL) to `g`. */
 TF_CAPI_EXPORT extern void TF_GraphCopyFunction(TF_Graph* g,
@@ -639,7 +639,7 @@ TF_CAPI_EXPORT void TF_AddGradientsWithPrefix(TF_Graph* g, const char* prefix,
                                               TF_Output* dx, TF_Status* status,
                                               TF_Output* dy);
 
-/* ---- Functions, continued (not supported by mstream) ------------------ */
+/* ---- Functions, continued (TF_GraphToFunction*: not supported by mstream) */
 
 /* Builds a function from opers (num_opers -1: the whole graph) with the given
    inputs and outputs. The caller owns the result (TF_DeleteFunction). */
