@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"mstream/graph"
 	"mstream/proto/tfpb"
 	"mstream/status"
 )
@@ -166,4 +167,87 @@ func msGraphGetFunctions(g *C.TF_Graph, funcs **C.TF_Function, maxFunc C.int, s 
 	}
 	setStatus(s, nil)
 	return C.int(k)
+}
+
+// msGraphToFunction is TF_GraphToFunctionWithControlOutputs.
+//
+//export msGraphToFunction
+func msGraphToFunction(g *C.TF_Graph, name *C.char, appendHash C.uchar, nops C.int, ops **C.TF_Operation,
+	nin C.int, inputs *C.TF_Output, nout C.int, outputs *C.TF_Output, outNames **C.char,
+	nctrl C.int, ctrls **C.TF_Operation, ctrlNames **C.char, desc *C.char, s *C.TF_Status) (r *C.TF_Function) {
+	defer recoverTo(s, "TF_GraphToFunction")
+	f, err := func() (*C.TF_Function, error) {
+		o, err := graphOf(g)
+		if err != nil {
+			return nil, err
+		}
+		if name == nil {
+			return nil, nullArg("TF_GraphToFunction", "fn_name")
+		}
+		if appendHash != 0 {
+			return nil, status.Errorf(status.Unimplemented, "TF_GraphToFunction: append_hash_to_fn_name is not supported by mstream")
+		}
+		spec := &graph.FunctionSpec{Name: C.GoString(name), AllNodes: nops == -1, Description: goStr(desc)}
+		node := func(op *C.TF_Operation) (*graph.Node, error) { return nodeIn(o, op) }
+		// An input or output of another graph is TF's "not a node of this
+		// graph"; the index is checked by ToFunctionDef with TF's message.
+		output := func(p *C.TF_Output) (graph.Output, error) {
+			n, err := node(p.oper)
+			return graph.Output{Node: n, Index: int(p.index)}, err
+		}
+		if nops > 0 {
+			for _, op := range unsafe.Slice(ops, int(nops)) {
+				n, err := node(op)
+				if err != nil {
+					return nil, err
+				}
+				spec.Body = append(spec.Body, n)
+			}
+		}
+		if nin > 0 {
+			for i := range unsafe.Slice(inputs, int(nin)) {
+				out, err := output(&unsafe.Slice(inputs, int(nin))[i])
+				if err != nil {
+					return nil, err
+				}
+				spec.Inputs = append(spec.Inputs, out)
+			}
+		}
+		if nout > 0 {
+			outs := unsafe.Slice(outputs, int(nout))
+			for i := range outs {
+				out, err := output(&outs[i])
+				if err != nil {
+					return nil, err
+				}
+				spec.Outputs = append(spec.Outputs, out)
+			}
+			if outNames != nil {
+				for _, p := range unsafe.Slice(outNames, int(nout)) {
+					spec.OutputNames = append(spec.OutputNames, goStr(p))
+				}
+			}
+		}
+		if nctrl > 0 {
+			for _, op := range unsafe.Slice(ctrls, int(nctrl)) {
+				n, err := node(op)
+				if err != nil {
+					return nil, err
+				}
+				spec.ControlOutputs = append(spec.ControlOutputs, n)
+			}
+			if ctrlNames != nil {
+				for _, p := range unsafe.Slice(ctrlNames, int(nctrl)) {
+					spec.ControlOutputNames = append(spec.ControlOutputNames, goStr(p))
+				}
+			}
+		}
+		fd, err := o.g.ToFunctionDef(spec)
+		if err != nil {
+			return nil, err
+		}
+		return newFunction(fd), nil
+	}()
+	setStatus(s, err)
+	return f
 }

@@ -1,6 +1,5 @@
-/* Functions of c_api.h that mstream does not support: the function
-   builders (TF_GraphToFunction...), SavedModel, servers, libraries,
-   ApiDefs, the deprecated
+/* Functions of c_api.h that mstream does not support: SavedModel,
+   servers, libraries, ApiDefs, the deprecated
    session API and in-place graph edits. Each exists so that any program
    written against TF's headers links; those with a status report
    TF_UNIMPLEMENTED naming the function, and return NULL / 0. */
@@ -17,38 +16,6 @@ void TF_TensorFromProto(const TF_Buffer* from, TF_Tensor* to,
   }
   TF_Tensor* t = msTensorFromProto((TF_Buffer*)from, status);
   if (t != NULL) ms_tensor_assign(to, t);
-}
-
-/* The function builders. */
-
-TF_Function* TF_GraphToFunction(
-    const TF_Graph* fn_body, const char* fn_name,
-    unsigned char append_hash_to_fn_name, int num_opers,
-    const TF_Operation* const* opers, int ninputs, const TF_Output* inputs,
-    int noutputs, const TF_Output* outputs, const char* const* output_names,
-    const TF_FunctionOptions* opts, const char* description,
-    TF_Status* status) {
-  (void)fn_body, (void)fn_name, (void)append_hash_to_fn_name, (void)num_opers,
-      (void)opers, (void)ninputs, (void)inputs, (void)noutputs, (void)outputs,
-      (void)output_names, (void)opts, (void)description;
-  UNIMPLEMENTED(status);
-  return NULL;
-}
-
-TF_Function* TF_GraphToFunctionWithControlOutputs(
-    const TF_Graph* fn_body, const char* fn_name,
-    unsigned char append_hash_to_fn_name, int num_opers,
-    const TF_Operation* const* opers, int ninputs, const TF_Output* inputs,
-    int noutputs, const TF_Output* outputs, const char* const* output_names,
-    int ncontrol_outputs, const TF_Operation* const* control_outputs,
-    const char* const* control_output_names, const TF_FunctionOptions* opts,
-    const char* description, TF_Status* status) {
-  (void)fn_body, (void)fn_name, (void)append_hash_to_fn_name, (void)num_opers,
-      (void)opers, (void)ninputs, (void)inputs, (void)noutputs, (void)outputs,
-      (void)output_names, (void)ncontrol_outputs, (void)control_outputs,
-      (void)control_output_names, (void)opts, (void)description;
-  UNIMPLEMENTED(status);
-  return NULL;
 }
 
 /* Returns 0 ("not evaluated") without an error: allowed by the contract,

@@ -1341,6 +1341,169 @@ static void c_functions(void) {
   TF_DeleteStatus(s);
 }
 
+/* Prints the string field `num` of each submessage `sub` of msg, with a label. */
+static void pb_strings(const char* label, const void* data, size_t len, int sub, int num) {
+  char line[2048];
+  int n = snprintf(line, sizeof line, "  %s:", label);
+  pb_field m, f;
+  for (int i = 0; pb_get(data, len, sub, i, &m); i++) {
+    n += snprintf(line + n, sizeof line - n, " [");
+    for (int j = 0; pb_get(m.data, m.len, num, j, &f); j++)
+      n += snprintf(line + n, sizeof line - n, "%s%.*s", j ? "," : "", (int)f.len, (const char*)f.data);
+    n += snprintf(line + n, sizeof line - n, "]");
+  }
+  out("%s", line);
+}
+
+/* Map entries (key=1, value=2, strings) of field `num`, sorted by key (the
+   two libraries serialize maps in different orders). */
+static void pb_map(const char* label, const void* data, size_t len, int num) {
+  char keys[16][256];
+  int k = 0;
+  pb_field m, a, b;
+  for (int i = 0; k < 16 && pb_get(data, len, num, i, &m); i++) {
+    int la = pb_get(m.data, m.len, 1, 0, &a), lb = pb_get(m.data, m.len, 2, 0, &b);
+    snprintf(keys[k++], 256, "%.*s=%.*s", la ? (int)a.len : 0, la ? (const char*)a.data : "", lb ? (int)b.len : 0,
+             lb ? (const char*)b.data : "");
+  }
+  for (int i = 1; i < k; i++)
+    for (int j = i; j > 0 && strcmp(keys[j], keys[j - 1]) < 0; j--) {
+      char t[256];
+      memcpy(t, keys[j], 256); memcpy(keys[j], keys[j - 1], 256); memcpy(keys[j - 1], t, 256);
+    }
+  char line[4096];
+  int n = snprintf(line, sizeof line, "  %s:", label);
+  for (int i = 0; i < k; i++) n += snprintf(line + n, sizeof line - n, " %s", keys[i]);
+  out("%s", line);
+}
+
+/* A FunctionDef as both libraries must agree on it: signature name, args
+   (name, type), stateful, control outputs, the nodes (name, op, inputs),
+   ret and control_ret. */
+static void show_fdef(TF_Function* f) {
+  TF_Status* s = TF_NewStatus();
+  TF_Buffer* b = TF_NewBuffer();
+  TF_FunctionToFunctionDef(f, b, s);
+  ST("  to FunctionDef", s);
+  /* (Not the byte count: a one-element Const value is tensor_content in
+     mstream, int_val in TF, a few bytes apart.) */
+  out("  name %s", TF_FunctionName(f));
+  pb_field sig, a;
+  if (pb_get(b->data, b->length, 1, 0, &sig)) {
+    pb_strings("input args", sig.data, sig.len, 2, 1);
+    pb_strings("output args", sig.data, sig.len, 3, 1);
+    for (int i = 0; pb_get(sig.data, sig.len, 2, i, &a); i++) {
+      pb_reader r = pb_of(a.data, a.len);
+      pb_field f2;
+      while (pb_next(&r, &f2)) if (f2.field == 3) out("  input arg %d type %d", i, (int)f2.v);
+    }
+    pb_reader r = pb_of(sig.data, sig.len);
+    pb_field f2;
+    int stateful = 0;
+    while (pb_next(&r, &f2)) if (f2.field == 16 && f2.wire == 0) stateful = (int)f2.v;
+    out("  stateful %d", stateful);
+    pb_field co;
+    char line[512];
+    int n = snprintf(line, sizeof line, "  control outputs:");
+    for (int i = 0; pb_get(sig.data, sig.len, 20, i, &co); i++) n += snprintf(line + n, sizeof line - n, " %.*s", (int)co.len, (const char*)co.data);
+    out("%s", line);
+  }
+  pb_strings("node names", b->data, b->length, 3, 1);
+  pb_strings("node ops", b->data, b->length, 3, 2);
+  pb_strings("node inputs", b->data, b->length, 3, 3);
+  pb_map("ret", b->data, b->length, 4);
+  pb_map("control_ret", b->data, b->length, 6);
+  TF_DeleteBuffer(b);
+  TF_DeleteStatus(s);
+}
+
+/* TF_GraphToFunction on the cases of TF's c_api_function_test.cc: the
+   FunctionDef it makes, its errors, and the function copied into another
+   graph and called there. */
+static void c_graph_to_function(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  TF_Operation* feed = placeholder(g, "Feed", TF_INT32, NULL, -1, s);
+  TF_Operation* feed2 = placeholder(g, "feed2", TF_INT32, NULL, 0, s);
+  int32_t ten = 10;
+  TF_Operation* c = const_op(g, "scalar10", TF_INT32, NULL, 0, &ten, s);
+  TF_Operation* neg = unary(g, "Neg", "neg", (TF_Output){feed, 0}, s);
+  TF_Operation* add = binary(g, "AddV2", "Add", (TF_Output){neg, 0}, (TF_Output){c, 0}, s);
+  TF_Operation* add2 = binary(g, "AddV2", "add_1", (TF_Output){add, 0}, (TF_Output){feed2, 0}, s);
+  TF_OperationDescription* d = TF_NewOperation(g, "NoOp", "side");
+  TF_AddControlInput(d, add2);
+  TF_AddControlInput(d, neg);
+  TF_Operation* side = TF_FinishOperation(d, s);
+  ST("graph", s);
+  TF_Output ins[2] = {{feed, 0}, {feed2, 0}};
+  TF_Output outs[2] = {{add2, 0}, {neg, 0}};
+
+  out("-- zero inputs, one op");
+  const TF_Operation* one[1] = {c};
+  TF_Output co = {c, 0};
+  TF_Function* f = TF_GraphToFunction(g, "const_fn", 0, 1, one, 0, NULL, 1, &co, NULL, NULL, NULL, s);
+  ST("to function", s);
+  if (f) { show_fdef(f); TF_DeleteFunction(f); }
+
+  out("-- whole graph, two inputs, two outputs");
+  f = TF_GraphToFunction(g, "MyFunc", 0, -1, NULL, 2, ins, 2, outs, NULL, NULL, "a description", s);
+  ST("to function", s);
+  TF_Function* whole = f;
+  if (f) show_fdef(f);
+
+  out("-- named outputs, control outputs");
+  const char* names[2] = {"sum", "Negated"};
+  const TF_Operation* body[4] = {neg, add, add2, side};
+  const TF_Operation* ctrl[1] = {side};
+  const char* ctrl_names[1] = {"side_effect"};
+  TF_Output ins2[3] = {{feed, 0}, {feed2, 0}, {c, 0}};
+  f = TF_GraphToFunctionWithControlOutputs(g, "named", 0, 4, body, 3, ins2, 2, outs, names, 1, ctrl, ctrl_names, NULL,
+                                           NULL, s);
+  ST("to function", s);
+  if (f) { show_fdef(f); TF_DeleteFunction(f); }
+
+  out("-- errors");
+  const char* dup[2] = {"x", "x"};
+  f = TF_GraphToFunction(g, "e", 0, -1, NULL, 2, ins, 2, outs, dup, NULL, NULL, s);
+  ST("duplicate output names", s);
+  out("  message: %s; NULL %d", TF_Message(s), f == NULL);
+  TF_Output twice[2] = {{feed, 0}, {feed, 0}};
+  f = TF_GraphToFunction(g, "e", 0, -1, NULL, 2, twice, 1, outs, NULL, NULL, NULL, s);
+  ST("input twice", s);
+  out("  message: %s", TF_Message(s));
+  TF_Output bad_out = {neg, 3};
+  f = TF_GraphToFunction(g, "e", 0, -1, NULL, 2, ins, 1, &bad_out, NULL, NULL, NULL, s);
+  ST("output index out of range", s, "neg", "Encountered while processing output 0 from function 'e'");
+  const TF_Operation* part[1] = {add2};
+  f = TF_GraphToFunction(g, "e", 0, 1, part, 1, &ins[1], 1, outs, NULL, NULL, NULL, s);
+  ST("body input not available", s);
+  out("  message: %s", TF_Message(s));
+  f = TF_GraphToFunction(g, "e", 0, 1, part, 0, NULL, 1, &outs[1], NULL, NULL, NULL, s);
+  ST("output neither in body nor inputs", s);
+  out("  message: %s", TF_Message(s));
+
+  out("-- copied into another graph and called");
+  TF_Graph* g2 = TF_NewGraph();
+  if (whole) {
+    TF_GraphCopyFunction(g2, whole, NULL, s);
+    ST("copy", s);
+    out("functions: %d", TF_GraphNumFunctions(g2));
+    TF_Operation* a = placeholder(g2, "a", TF_INT32, NULL, 0, s);
+    TF_Operation* b2 = placeholder(g2, "b", TF_INT32, NULL, 0, s);
+    TF_OperationDescription* cd = TF_NewOperation(g2, "MyFunc", "call");
+    TF_AddInput(cd, (TF_Output){a, 0});
+    TF_AddInput(cd, (TF_Output){b2, 0});
+    TF_Operation* call = TF_FinishOperation(cd, s);
+    ST("call node", s);
+    if (call) out("call outputs %d dtypes %d %d", TF_OperationNumOutputs(call), TF_OperationOutputType((TF_Output){call, 0}),
+                  TF_OperationOutputType((TF_Output){call, 1}));
+    TF_DeleteFunction(whole);
+  }
+  TF_DeleteGraph(g2);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
 /* ---- Main ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -1376,6 +1539,7 @@ static const test_case cases[] = {
     {"while_nested", c_while_nested},
     {"while_errors", c_while_errors},
     {"functions", c_functions},
+    {"graph_to_function", c_graph_to_function},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

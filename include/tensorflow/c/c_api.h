@@ -639,10 +639,11 @@ TF_CAPI_EXPORT void TF_AddGradientsWithPrefix(TF_Graph* g, const char* prefix,
                                               TF_Output* dx, TF_Status* status,
                                               TF_Output* dy);
 
-/* ---- Functions, continued (TF_GraphToFunction*: not supported by mstream) */
+/* ---- Functions, continued --------------------------------------------- */
 
 /* Builds a function from opers (num_opers -1: the whole graph) with the given
-   inputs and outputs. The caller owns the result (TF_DeleteFunction). */
+   inputs and outputs. The caller owns the result (TF_DeleteFunction).
+   mstream: append_hash_to_fn_name is UNIMPLEMENTED. */
 TF_CAPI_EXPORT extern TF_Function* TF_GraphToFunction(
     const TF_Graph* fn_body, const char* fn_name,
     unsigned char append_hash_to_fn_name, int num_opers,
