@@ -192,3 +192,13 @@ func (g *Graph) Library() *tfpb.FunctionDefLibrary {
 	defer g.mu.RUnlock()
 	return g.lib.toProto()
 }
+
+// FunctionLocked is Function for a caller that holds g's read lock (a
+// plan-time pass such as package lower's).
+func (g *Graph) FunctionLocked(name string) *tfpb.FunctionDef { return g.lib.funcs[name] }
+
+// NumFunctionsLocked is NumFunctions for a caller that holds g's read lock.
+func (g *Graph) NumFunctionsLocked() int { return len(g.lib.funcs) }
+
+// LookupLocked is Lookup for a caller that holds g's read lock.
+func (g *Graph) LookupLocked(name string) *Node { return g.byName[name] }

@@ -60,3 +60,41 @@ func (n *Node) Rewired(inputs []Output, controls []*Node) *Node {
 	}
 	return c
 }
+
+// NewDetachedFlat is NewDetached for a node whose inputs come flat, as a
+// NodeDef lists them (a function body's node_def): they are grouped by the
+// OpDef's input args from the attrs, as Import groups a GraphDef's inputs.
+// def is the node's OpDef: a registered op's or a function's signature (a
+// call by function name).
+func NewDetachedFlat(id int, def *tfpb.OpDef, op, name, device string, flat []Output, controls []*Node, attrs map[string]*tfpb.AttrValue) (*Node, error) {
+	a := make(map[string]*tfpb.AttrValue, len(attrs))
+	for k, v := range attrs {
+		a[k] = proto.Clone(v).(*tfpb.AttrValue)
+	}
+	n := &Node{ID: id, Name: name, Op: op, Def: def, Device: device, Attrs: a,
+		Controls: append([]*Node(nil), controls...)}
+	sizes, err := argSizes(n)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, s := range sizes {
+		total += s
+	}
+	if total != len(flat) {
+		return nil, status.InvalidArg("Node '%s' (op %s): expected %d inputs, got %d", name, op, total, len(flat))
+	}
+	args := make([][]Output, len(sizes))
+	off := 0
+	for k, s := range sizes {
+		args[k] = flat[off : off+s]
+		off += s
+	}
+	if err := resolveNode(n, args); err != nil {
+		return nil, err
+	}
+	if err := inferNode(n, nil); err != nil {
+		return nil, err
+	}
+	return n, nil
+}

@@ -5,6 +5,20 @@
 // shape inference, and v1 while loops built from a cond and a body graph
 // (AddWhileLoop, behind TF_FinishWhile).
 //
+// A graph also holds a function library (library.go), TF's
+// FunctionLibraryDefinition: FunctionDefs by signature name and the
+// gradient map, added with TF's rules (an equal duplicate is a no-op; a
+// different def under a name, or a registered op's name, is
+// INVALID_ARGUMENT; AddLibrary and Import add all or nothing), written to
+// GraphDef.library sorted by name with each FunctionDef as it came. A node
+// whose op is a function's name has that signature as its OpDef (Graph.OpDef
+// looks in the library after the registry) and is a call. Instantiate
+// (function.go) binds a FunctionDef's attrs for one call site and orders its
+// body; shape inference follows calls into their bodies with it, as TF's
+// refiner does for the C API's graphs, and package lower inlines with it.
+// The function-body system ops _Arg, _Retval, _DeviceArg and _DeviceRetval
+// are known (opdefs.Internal) but not listed by AllOpDefs.
+//
 // # Invariants
 //
 //   - Nodes are only added, never removed or changed: a *Node and its ID
@@ -20,10 +34,14 @@
 //     more, so an error leaves the graph as it was.
 //   - OutShapes only ever get more precise (MergeShapes of the old and the
 //     new shape), through SetTensorShape and its propagation to consumers.
+//   - Functions, like nodes, are only added: a FunctionDef in the library is
+//     a private copy that never changes, so callers may keep it (read-only)
+//     without the lock, and a call node's signature stays valid.
 //
 // # Locking
 //
-// One lock, Graph.mu. Writers (Finish, Import, SetTensorShape) hold it for
+// One lock, Graph.mu, which guards the library too. Writers (Finish,
+// Import, SetTensorShape, AddLibrary) hold it for
 // writing for their whole call; readers of several fields hold RLock. Fields
 // of Node set at creation are immutable and may be read without the lock;
 // OutShapes, consumers and controlOuts need it. Functions named ...Locked

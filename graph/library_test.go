@@ -1,10 +1,12 @@
 package graph
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -184,5 +186,46 @@ node { name: "c" op: "Poly" input: "x" `+tF+` }`)
 node { name: "r" op: "_Retval" input: "x" attr { key: "T" value { type: DT_FLOAT } } attr { key: "index" value { i: 0 } } }`)
 	if _, err := New().Import(gd, nil); err != nil {
 		t.Errorf("_Retval import: %v", err)
+	}
+}
+
+// TestCallShapes compares the static shapes of calls, If, Case and While
+// outputs (and of what reads them) with TF_GraphGetTensorShape's in TF
+// 2.15, whose refiner follows calls into the library as this one does
+// (test/functions/cases.json "shapes").
+func TestCallShapes(t *testing.T) {
+	raw, err := os.ReadFile("../test/functions/cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs struct {
+		Cases []struct {
+			Name   string             `json:"name"`
+			Graph  string             `json:"graph"`
+			Shapes map[string][]int64 `json:"shapes"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &cs); err != nil {
+		t.Fatal(err)
+	}
+	gds := functionGraphs(t)
+	checked := 0
+	for _, c := range cs.Cases {
+		g := New()
+		if _, err := g.Import(gds[strings.TrimSuffix(c.Graph, ".pbtxt")], nil); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		for name, want := range c.Shapes {
+			n, idx, _ := strings.Cut(name, ":")
+			i, _ := strconv.Atoi(idx)
+			got := g.TensorShape(g.Lookup(n).Output(i))
+			if want == nil && got.Known || want != nil && (!got.Known || !slices.Equal(got.Dims, want)) {
+				t.Errorf("%s: shape of %s: %v, TF %v (nil: unknown rank)", c.Name, name, got, want)
+			}
+			checked++
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d shapes checked", checked)
 	}
 }

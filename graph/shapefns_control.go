@@ -72,3 +72,32 @@ func mergeShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	}
 	return []tensor.PartialShape{out, known()}, nil
 }
+
+// Shape functions of TF's functional control flow (ops/functional_ops.cc):
+// the output_shapes attr when it is set; otherwise unknown for If and
+// Case, and the input shapes for While (its loop variables in and out).
+// Calls (PartitionedCall, a function by name) get their shapes from the
+// body instead (function.go's refineCall).
+func init() {
+	for _, op := range []string{"If", "StatelessIf", "Case", "StatelessCase"} {
+		RegisterShapeFn(op, func(c *ShapeContext) ([]tensor.PartialShape, error) { return declaredShapes(c, nil) })
+	}
+	for _, op := range []string{"While", "StatelessWhile"} {
+		RegisterShapeFn(op, func(c *ShapeContext) ([]tensor.PartialShape, error) { return declaredShapes(c, c.In) })
+	}
+}
+
+func declaredShapes(c *ShapeContext, otherwise []tensor.PartialShape) ([]tensor.PartialShape, error) {
+	l := c.Attr("output_shapes").GetList().GetShape()
+	if len(l) == 0 {
+		return otherwise, nil
+	}
+	if len(l) != c.NumOutputs() {
+		return nil, errorf("`output_shapes` must be the same length as num outputs (%d vs. %d", len(l), c.NumOutputs())
+	}
+	out := make([]tensor.PartialShape, len(l))
+	for i, s := range l {
+		out[i] = tensor.ShapeFromProto(s)
+	}
+	return out, nil
+}

@@ -1,0 +1,332 @@
+package graph
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"mstream/proto/tfpb"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// Instance is a FunctionDef instantiated with the attrs of one call site:
+// its signature's attrs bound, its body's nodes in an order where every
+// node comes after the nodes it reads. Shape inference through calls and
+// package lower's inlining both walk a body through it.
+type Instance struct {
+	Def  *tfpb.FunctionDef
+	Bind map[string]*tfpb.AttrValue // signature attr -> value at the call site
+	// Order is the body's node_def in dependency order.
+	Order []*tfpb.NodeDef
+	// InTypes and OutTypes are the dtypes of the flattened inputs and
+	// outputs; InArgs maps each input arg to its range of InTypes.
+	InTypes  []tensor.DType
+	OutTypes []tensor.DType
+	InArgs   map[string][2]int
+}
+
+// Instantiate binds fd's signature attrs from attrs (an attr missing there
+// takes the signature's default) and orders its body. Errors are
+// INVALID_ARGUMENT naming the function.
+func Instantiate(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue) (*Instance, error) {
+	sig := fd.GetSignature()
+	bad := func(format string, a ...any) error {
+		return status.InvalidArg("function '%s': %s", sig.GetName(), fmt.Sprintf(format, a...))
+	}
+	fi := &Instance{Def: fd, Bind: map[string]*tfpb.AttrValue{}, InArgs: map[string][2]int{}}
+	for _, ad := range sig.GetAttr() {
+		v := attrs[ad.Name]
+		if v == nil {
+			v = ad.DefaultValue
+		}
+		if v == nil {
+			return nil, bad("attr '%s' is not bound at the call site", ad.Name)
+		}
+		fi.Bind[ad.Name] = v
+	}
+	var err error
+	n := &Node{Attrs: fi.Bind}
+	if fi.InTypes, fi.InArgs, err = argTypes(n, sig.GetInputArg()); err != nil {
+		return nil, bad("%v", err)
+	}
+	if fi.OutTypes, _, err = argTypes(n, sig.GetOutputArg()); err != nil {
+		return nil, bad("%v", err)
+	}
+	// Kahn over the body by node name, earliest node_def first.
+	idx := map[string]int{}
+	for i, nd := range fd.GetNodeDef() {
+		if _, dup := idx[nd.Name]; dup {
+			return nil, bad("two body nodes are named '%s'", nd.Name)
+		}
+		if _, isArg := fi.InArgs[nd.Name]; isArg {
+			return nil, bad("body node '%s' has the name of an argument", nd.Name)
+		}
+		idx[nd.Name] = i
+	}
+	deps := make([]int, len(fd.GetNodeDef()))
+	outs := make([][]int, len(fd.GetNodeDef()))
+	for i, nd := range fd.GetNodeDef() {
+		for _, s := range nd.Input {
+			src := strings.SplitN(strings.TrimPrefix(s, "^"), ":", 2)[0]
+			if _, isArg := fi.InArgs[src]; isArg && !strings.HasPrefix(s, "^") {
+				continue
+			}
+			j, ok := idx[src]
+			if !ok {
+				return nil, bad("node '%s': input '%s' names no argument and no body node", nd.Name, s)
+			}
+			deps[i]++
+			outs[j] = append(outs[j], i)
+		}
+	}
+	ready := &indexHeap{}
+	for i, d := range deps {
+		if d == 0 {
+			*ready = append(*ready, i)
+		}
+	}
+	for ready.Len() > 0 {
+		i := popMin(ready)
+		fi.Order = append(fi.Order, fd.NodeDef[i])
+		for _, j := range outs[i] {
+			if deps[j]--; deps[j] == 0 {
+				*ready = append(*ready, j)
+			}
+		}
+	}
+	if len(fi.Order) != len(fd.GetNodeDef()) {
+		var cyc []string
+		for i, d := range deps {
+			if d > 0 {
+				cyc = append(cyc, fd.NodeDef[i].Name)
+			}
+		}
+		return nil, bad("body nodes %s form a cycle", strings.Join(cyc, ", "))
+	}
+	return fi, nil
+}
+
+func popMin(h *indexHeap) int {
+	m := 0
+	for i, v := range *h {
+		if v < (*h)[m] {
+			m = i
+		}
+	}
+	v := (*h)[m]
+	*h = append((*h)[:m], (*h)[m+1:]...)
+	return v
+}
+
+// NodeAttrs returns nd's attrs with the placeholders ($T, also inside func
+// attrs) replaced by the bound values.
+func (fi *Instance) NodeAttrs(nd *tfpb.NodeDef) (map[string]*tfpb.AttrValue, error) {
+	out := make(map[string]*tfpb.AttrValue, len(nd.Attr))
+	for k, v := range nd.Attr {
+		r, err := fi.substitute(v)
+		if err != nil {
+			return nil, status.InvalidArg("function '%s': node '%s' attr '%s': %v", fi.Def.GetSignature().GetName(), nd.Name, k, err)
+		}
+		out[k] = r
+	}
+	return out, nil
+}
+
+func (fi *Instance) substitute(v *tfpb.AttrValue) (*tfpb.AttrValue, error) {
+	if p := v.GetPlaceholder(); p != "" {
+		b := fi.Bind[p]
+		if b == nil {
+			return nil, fmt.Errorf("placeholder '$%s' is not an attr of the function", p)
+		}
+		return b, nil
+	}
+	if f := v.GetFunc(); f != nil {
+		changed := false
+		attrs := make(map[string]*tfpb.AttrValue, len(f.Attr))
+		for k, a := range f.Attr {
+			r, err := fi.substitute(a)
+			if err != nil {
+				return nil, err
+			}
+			changed = changed || r != a
+			attrs[k] = r
+		}
+		if changed {
+			return &tfpb.AttrValue{Value: &tfpb.AttrValue_Func{Func: &tfpb.NameAttrList{Name: f.Name, Attr: attrs}}}, nil
+		}
+	}
+	return v, nil
+}
+
+// IsArgRef reports whether input string s of a body node reads an
+// argument of the function.
+func (fi *Instance) IsArgRef(s string) bool {
+	_, ok := fi.InArgs[strings.SplitN(s, ":", 2)[0]]
+	return ok && !strings.HasPrefix(s, "^")
+}
+
+// Ref resolves a FunctionDef input or ret string against the arguments
+// (args: the flattened inputs) and the body nodes built so far: "arg" or
+// "arg:i" (element i of an argument), "node:out_arg:i" (output i of a
+// body node's output arg), or GraphDef-style "node" / "node:i".
+func (fi *Instance) Ref(s string, args []Output, body map[string]*Node) (Output, error) {
+	parts := strings.Split(s, ":")
+	if r, ok := fi.InArgs[parts[0]]; ok && len(parts) <= 2 {
+		i := 0
+		if len(parts) == 2 {
+			var err error
+			if i, err = strconv.Atoi(parts[1]); err != nil {
+				return Output{}, fmt.Errorf("malformed input '%s'", s)
+			}
+		}
+		if i < 0 || r[0]+i >= r[1] {
+			return Output{}, fmt.Errorf("input '%s' is out of range of its argument", s)
+		}
+		return args[r[0]+i], nil
+	}
+	b := body[parts[0]]
+	if b == nil {
+		return Output{}, fmt.Errorf("input '%s' names no argument and no body node", s)
+	}
+	idx := 0
+	switch len(parts) {
+	case 1:
+	case 2:
+		k, err := strconv.Atoi(parts[1])
+		if err != nil {
+			return Output{}, fmt.Errorf("malformed input '%s'", s)
+		}
+		idx = k
+	case 3:
+		r, ok := b.OutArgs[parts[1]]
+		k, err := strconv.Atoi(parts[2])
+		if !ok || err != nil || k < 0 || r[0]+k >= r[1] {
+			return Output{}, fmt.Errorf("input '%s' names no output of '%s' (op %s)", s, parts[0], b.Op)
+		}
+		idx = r[0] + k
+	default:
+		return Output{}, fmt.Errorf("malformed input '%s'", s)
+	}
+	if idx < 0 || idx >= len(b.OutTypes) {
+		return Output{}, fmt.Errorf("input '%s': '%s' has %d outputs", s, parts[0], len(b.OutTypes))
+	}
+	return Output{b, idx}, nil
+}
+
+// Rets returns the ret strings of the function's outputs in signature
+// order; an output arg that is a list is refused (UNIMPLEMENTED).
+func (fi *Instance) Rets() ([]string, error) {
+	sig := fi.Def.GetSignature()
+	var rets []string
+	for _, a := range sig.GetOutputArg() {
+		if a.NumberAttr != "" || a.TypeListAttr != "" {
+			return nil, status.Errorf(status.Unimplemented, "function '%s': output '%s' is a list; only single-tensor outputs are supported", sig.GetName(), a.Name)
+		}
+		r, ok := fi.Def.GetRet()[a.Name]
+		if !ok {
+			return nil, status.InvalidArg("function '%s': output '%s' has no ret entry", sig.GetName(), a.Name)
+		}
+		rets = append(rets, r)
+	}
+	return rets, nil
+}
+
+// CallTarget returns the function a call node calls and the attrs it is
+// instantiated with: attr "f" of PartitionedCall and
+// StatefulPartitionedCall, or the op itself with the node's attrs for a
+// call by function name. ok is false for any other node.
+func CallTarget(n *Node, isFunction func(string) bool) (name string, attrs map[string]*tfpb.AttrValue, ok bool) {
+	switch n.Op {
+	case "PartitionedCall", "StatefulPartitionedCall":
+		f := n.Attrs["f"].GetFunc()
+		return f.GetName(), f.GetAttr(), true
+	}
+	if lookupOpDef(n.Op) == nil && isFunction(n.Op) {
+		return n.Op, n.Attrs, true
+	}
+	return "", nil, false
+}
+
+// maxCallDepth bounds the nesting of calls that shape inference follows,
+// so a recursive library cannot make it loop.
+const maxCallDepth = 64
+
+// refineCall refines a call node's output shapes from its function's body,
+// as TF's shape refiner does for function calls when it has the graph's
+// library (the C API's graphs do): the body is instantiated with the
+// call's attrs, its arguments take the call's input shapes, and the shapes
+// of its returns become the call's. A body that cannot be instantiated
+// leaves the shapes as they are.
+func (l *library) refineCall(n *Node, depth int) {
+	name, attrs, ok := CallTarget(n, func(op string) bool { return l.funcs[op] != nil })
+	fd := l.funcs[name]
+	if !ok || fd == nil || depth >= maxCallDepth {
+		return
+	}
+	shapes, err := l.bodyShapes(fd, attrs, inputShapes(n), depth)
+	if err != nil || len(shapes) != len(n.OutShapes) {
+		return
+	}
+	for i, s := range shapes {
+		if m, ok := MergeShapes(n.OutShapes[i], s); ok {
+			n.OutShapes[i] = m
+		}
+	}
+}
+
+func (l *library) bodyShapes(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue, in []tensor.PartialShape, depth int) ([]tensor.PartialShape, error) {
+	fi, err := Instantiate(fd, attrs)
+	if err != nil {
+		return nil, err
+	}
+	if len(in) != len(fi.InTypes) {
+		return nil, fmt.Errorf("%d inputs for %d arguments", len(in), len(fi.InTypes))
+	}
+	args := make([]Output, len(in))
+	for i, t := range fi.InTypes {
+		a := &Node{Name: "_arg" + strconv.Itoa(i), Op: "_Arg", OutTypes: []tensor.DType{t}, OutShapes: []tensor.PartialShape{in[i]}}
+		args[i] = Output{a, 0}
+	}
+	body := map[string]*Node{}
+	for _, nd := range fi.Order {
+		attrs, err := fi.NodeAttrs(nd)
+		if err != nil {
+			return nil, err
+		}
+		var flat []Output
+		for _, s := range nd.Input {
+			if strings.HasPrefix(s, "^") {
+				continue
+			}
+			o, err := fi.Ref(s, args, body)
+			if err != nil {
+				return nil, err
+			}
+			flat = append(flat, o)
+		}
+		def := l.opDef(nd.Op)
+		if def == nil {
+			return nil, fmt.Errorf("op '%s' unknown", nd.Op)
+		}
+		b, err := NewDetachedFlat(0, def, nd.Op, nd.Name, "", flat, nil, attrs)
+		if err != nil {
+			return nil, err
+		}
+		l.refineCall(b, depth+1)
+		body[nd.Name] = b
+	}
+	rets, err := fi.Rets()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tensor.PartialShape, len(rets))
+	for i, r := range rets {
+		o, err := fi.Ref(r, args, body)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = o.Node.OutShapes[o.Index]
+	}
+	return out, nil
+}
