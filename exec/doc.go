@@ -63,6 +63,12 @@
 // session places it on the host instead). In every step the driver picks
 // nodes one at a time in the order they become ready, a frame's
 // iterations in flight bounded by its parallel_iterations.
+//
+// TF2's functional control flow never reaches a plan as such: the session
+// hands Build a signature that package lower has rewritten, with every
+// function call inlined and If/Case/While lowered onto Switch/Merge and
+// these frames (a While's frame_name is its node's name), so the
+// executor only ever runs v1 control flow.
 
 // # Placement and the GPU step
 //

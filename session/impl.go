@@ -318,8 +318,12 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 		return p, nil
 	}
 	s.g.RLock()
-	feeds, fetches, targets = s.optimized(feeds, fetches, targets)
-	p, err := exec.BuildPlaced(s.g, feeds, fetches, targets, st.placement())
+	feeds, fetches, targets, err := s.optimized(feeds, fetches, targets)
+	if err != nil {
+		s.g.RUnlock()
+		return nil, err
+	}
+	p, err = exec.BuildPlaced(s.g, feeds, fetches, targets, st.placement())
 	if err == nil && p.Deadness() && len(p.GPUs()) > 1 {
 		// A step with frames runs on one GPU's groups (its values are not
 		// copied between GPUs): such a plan spread over several GPUs runs

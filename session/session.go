@@ -3,6 +3,7 @@ package session
 import (
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/lower"
 	"mstream/optimize"
 	"mstream/proto/tfpb"
 	"mstream/status"
@@ -105,19 +106,25 @@ func (s *Session) ConfigJSON() ([]byte, error) { return s.configJSON() }
 
 var _ = status.OK
 
-// optimized is the signature a plan is built from: package optimize's
-// rewritten copy, with the passes the ConfigProto asks for (the fusions
-// unless MSTREAM_FUSION=0), or the user's when there are none. The caller
-// holds the graph's read lock.
-func (s *Session) optimized(feeds, fetches []graph.Output, targets []*graph.Node) ([]graph.Output, []graph.Output, []*graph.Node) {
+// optimized is the signature a plan is built from: the user's with its
+// function calls inlined and its If/Case/While lowered (package lower,
+// always), then package optimize's rewritten copy with the passes the
+// ConfigProto asks for (the fusions unless MSTREAM_FUSION=0), if any. The
+// caller holds the graph's read lock.
+func (s *Session) optimized(feeds, fetches []graph.Output, targets []*graph.Node) ([]graph.Output, []graph.Output, []*graph.Node, error) {
+	lw, err := lower.Lower(s.g, feeds, fetches, targets)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	feeds, fetches, targets = lw.Feeds, lw.Fetches, lw.Targets
 	st := s.impl
 	if st.passes == 0 {
-		return feeds, fetches, targets
+		return feeds, fetches, targets, nil
 	}
 	devs := []string{kernels.CPU}
 	if len(st.devices) > 1 {
 		devs = append(devs, kernels.GPU) // nodes may be placed on a GPU too
 	}
 	r := optimize.Rewrite(feeds, fetches, targets, optimize.Options{Devices: devs, Passes: st.passes})
-	return r.Feeds, r.Fetches, r.Targets
+	return r.Feeds, r.Fetches, r.Targets, nil
 }

@@ -58,10 +58,23 @@ def import_c(g, gd):
     g._add_new_tf_operations(compute_devices=False)
 
 
+FUNCTIONAL = {"PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "While", "StatelessWhile",
+              "Case", "StatelessCase"}
+
+
 def case(name, gd, feed_sets, fetches, shapes=()):
+    """One case: TF's results for each feed set, and TF's static shapes of
+    the named tensors and of every output of a call or functional
+    control-flow node (TF_GraphGetTensorShape, as TF's C API infers them
+    through the library)."""
     g = tf.Graph()
     with g.as_default():
         import_c(g, gd)
+    lib = {f.signature.name for f in gd.library.function}
+    shapes = list(shapes)
+    for op in g.get_operations():
+        if op.type in FUNCTIONAL or op.type in lib:
+            shapes += [t.name for t in op.outputs if t.name not in shapes]
     static = {}
     for t in shapes:
         sh = g.get_tensor_by_name(t).shape
