@@ -44,9 +44,12 @@
 // for them <node>/switch_pred, /pivot_t, /pivot_f, /switch_<i>,
 // /output_<i>, /enter_<i>, /merge_<i>, /LoopCond, /exit_<i>,
 // /next_iteration_<i>. A name the graph already has gets _1, _2, ...
-// These are the names TF_STREAM_FROM_FILE's node lines match, and a body
-// node asks for its own device annotation, else its call node's, so a
-// body follows its caller's placement and group unless told otherwise.
+// These are the names TF_STREAM_FROM_FILE's node lines match. Every node
+// made here carries InlinedFromAttr, the functional nodes it came from,
+// so node-level assignment puts a node no rule names on the group of its
+// innermost call that a rule names; and a body node asks for its own
+// device annotation, else its call node's. A body thus follows its
+// caller's placement and group unless told otherwise.
 //
 // # Invariants
 //

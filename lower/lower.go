@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,8 +112,16 @@ type lowerer struct {
 	copied map[*graph.Node]*graph.Node
 	made   []*graph.Node // every new node, for the back-edge fix-up
 	stack  []string      // the functions being inlined, outermost first
+	sites  []string      // the functional nodes being expanded, outermost first
 	calls  int
 }
+
+// InlinedFromAttr is the attr of a node made by lowering that lists the
+// functional nodes it was expanded from, outermost first (a body node of
+// call c inside If i: [i, c]). The OpDefs do not declare it (an undeclared
+// attr is kept and ignored, as in TF); node-level stream assignment reads
+// it so that a node no TF_STREAM_FROM_FILE rule names follows its call.
+const InlinedFromAttr = "_mstream_inlined_from"
 
 // lowerOnce rewrites order. Without copyAll it copies only the nodes
 // whose inputs changed; if a loop's back edge then points from an
@@ -231,6 +240,13 @@ func (l *lowerer) node(op, name, device string, ins []graph.Output, ctrls, srcCt
 	if len(ins) == 0 {
 		ctrls = append(append([]*graph.Node(nil), ctrls...), srcCtrl...)
 	}
+	if len(l.sites) > 0 {
+		attrs = maps.Clone(attrs)
+		if attrs == nil {
+			attrs = map[string]*tfpb.AttrValue{}
+		}
+		attrs[InlinedFromAttr] = graph.AttrStringList(l.sites)
+	}
 	n, err := graph.NewDetachedFlat(l.nextID, def, op, name, device, ins, ctrls, attrs)
 	if err != nil {
 		return nil, err
@@ -244,6 +260,8 @@ func (l *lowerer) node(op, name, device string, ins []graph.Output, ctrls, srcCt
 // mapped) by its inlined or lowered form and returns the outputs that
 // stand for n's and the node that stands for n in control edges.
 func (l *lowerer) expand(n *graph.Node, ins []graph.Output, ctrls, srcCtrl []*graph.Node) ([]graph.Output, *graph.Node, error) {
+	l.sites = append(l.sites, n.Name)
+	defer func() { l.sites = l.sites[:len(l.sites)-1] }()
 	switch n.Op {
 	case "PartitionedCall", "StatefulPartitionedCall":
 		f := n.Attrs["f"].GetFunc()

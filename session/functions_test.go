@@ -2,6 +2,8 @@ package session
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,22 +28,11 @@ func TestFunctions(t *testing.T) {
 // keeps working. (TF 2.15 itself dies of a stack overflow on this graph,
 // so there is no TF answer to compare with.)
 func TestFunctionRecursion(t *testing.T) {
-	text, err := os.ReadFile("../test/functions/recursive.pbtxt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gd, err := graph.ParseTextGraphDef(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := graph.New()
-	if _, err := g.Import(gd, nil); err != nil {
-		t.Fatal(err)
-	}
+	g := importFile(t, "../test/functions/recursive.pbtxt")
 	s := openSession(t, g, nil)
 	x := g.Lookup("x").Output(0)
 	feeds := []Feed{{x, tensor.FromF32(tensor.Shape{2}, []float32{1, 2})}}
-	_, _, err = s.Run(nil, feeds, []graph.Output{g.Lookup("r").Output(0)}, nil)
+	_, _, err := s.Run(nil, feeds, []graph.Output{g.Lookup("r").Output(0)}, nil)
 	if status.CodeOf(err) != status.InvalidArgument || !strings.Contains(err.Error(), "'Loop1' calls itself") || !strings.Contains(err.Error(), "'r/again'") {
 		t.Errorf("recursive call: %v", err)
 	}
@@ -55,4 +46,73 @@ func TestFunctionRecursion(t *testing.T) {
 	if err != nil || got[0].F32()[1] != -2 {
 		t.Errorf("the session after the failed Run: %v %v", got, err)
 	}
+}
+
+// TestFunctionNodeLevel: in node-level mode, inlined body nodes are
+// matched by TF_STREAM_FROM_FILE under their inlined names
+// (<call>/<body node>), and a body node no rule names takes the group of
+// its innermost call that a rule names, not the default group. The run
+// gives TF's values.
+func TestFunctionNodeLevel(t *testing.T) {
+	g := importFile(t, "../test/functions/nested_calls.pbtxt")
+	rules := filepath.Join(t.TempDir(), "streams.txt")
+	if err := os.WriteFile(rules, []byte("1:PartitionedCall_2\n2:PartitionedCall/PartitionedCall_1/mul\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := openSession(t, g, map[string]string{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_STREAM_FROM_FILE": rules})
+	x, y := g.Lookup("x").Output(0), g.Lookup("y").Output(0)
+	fetches := []graph.Output{g.Lookup("Identity").Output(0), g.Lookup("Identity_1").Output(0)}
+	plan, err := s.planFor([]graph.Output{x, y}, fetches, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assign, _ := s.impl.assignment(plan)
+	want := func(name string) int {
+		switch {
+		case name == "PartitionedCall_2" || strings.HasPrefix(name, "PartitionedCall_2/"):
+			return 1
+		case name == "PartitionedCall/PartitionedCall_1/mul":
+			return 2
+		}
+		return 0
+	}
+	seen := map[int]int{}
+	for i, n := range plan.Nodes() {
+		seen[assign[i]]++
+		if assign[i] != want(n.Name) {
+			t.Errorf("%s (op %s) on group %d, want %d", n.Name, n.Op, assign[i], want(n.Name))
+		}
+	}
+	if seen[1] < 3 || seen[2] != 1 {
+		t.Errorf("groups used %v", seen)
+	}
+	ref := openSession(t, g, nil)
+	feeds := []Feed{{x, tensor.FromF32(tensor.Shape{3}, []float32{0.5, -1, 2})}, {y, tensor.FromF32(tensor.Shape{3}, []float32{1, 0.25, -3})}}
+	got, _, err := s.Run(nil, feeds, fetches, nil)
+	want1, _, err1 := ref.Run(nil, feeds, fetches, nil)
+	if err != nil || err1 != nil {
+		t.Fatal(err, err1)
+	}
+	for i := range got {
+		if !slices.Equal(got[i].F32(), want1[i].F32()) {
+			t.Errorf("fetch %d: %v on three groups, %v on one", i, got[i].F32(), want1[i].F32())
+		}
+	}
+}
+
+func importFile(t *testing.T, path string) *graph.Graph {
+	t.Helper()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd, err := graph.ParseTextGraphDef(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := graph.New()
+	if _, err := g.Import(gd, nil); err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

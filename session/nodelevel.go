@@ -1,12 +1,18 @@
 package session
 
-import "mstream/exec"
+import (
+	"mstream/exec"
+	"mstream/lower"
+)
 
 // assignment returns, for node-level mode, the stream group of every node
 // of plan (by plan index) and the groups used, computing it once per plan.
 //
 // A node takes the group of the first TF_STREAM_FROM_FILE rule one of
-// whose regexes matches its whole name. With
+// whose regexes matches its whole name; a node inlined from a function
+// call or lowered from If/Case/While (named <call>/<body node>, see
+// package lower) that no rule names takes the group of its innermost call
+// node that one does. With
 // TF_MULTI_STREAM_ALLOW_FORWARD_PROPAGATION a node no rule names takes the
 // group of its first assigned predecessor (in topological order, so a
 // group flows down a chain); every other node is on group 0, the default
@@ -19,15 +25,26 @@ func (st *state) assignment(plan *exec.Plan) ([]int, []int) {
 	nodes := plan.Nodes()
 	assign := make([]int, len(nodes))
 	explicit := make([]bool, len(nodes))
-	for i, n := range nodes {
-	rules:
+	rule := func(name string) (int, bool) {
 		for _, r := range st.env.StreamRules {
 			for _, re := range r.Patterns {
-				if re.MatchString(n.Name) {
-					assign[i], explicit[i] = r.Group, true
-					break rules
+				if re.MatchString(name) {
+					return r.Group, true
 				}
 			}
+		}
+		return 0, false
+	}
+	for i, n := range nodes {
+		if assign[i], explicit[i] = rule(n.Name); explicit[i] {
+			continue
+		}
+		// A node inlined from a function or lowered from If/Case/While
+		// that no rule names takes the group of the innermost call it
+		// came from that a rule names.
+		sites := n.Attrs[lower.InlinedFromAttr].GetList().GetS()
+		for j := len(sites) - 1; j >= 0 && !explicit[i]; j-- {
+			assign[i], explicit[i] = rule(string(sites[j]))
 		}
 	}
 	if st.env.ForwardPropagation {
