@@ -23,6 +23,26 @@ func TestFunctions(t *testing.T) {
 	runTFCases(t, "../test/functions", "cases.json", hostControlFlowEnvs)
 }
 
+// TestFunctionsGPU runs the same cases in GPU sessions (one group, several,
+// node-level, CUDA graphs on), and checks that inlined bodies and lowered
+// loops are placed on the GPU.
+func TestFunctionsGPU(t *testing.T) {
+	wantGPU(t)
+	runTFCases(t, "../test/functions", gpuControlFlowEnvs)
+	for _, c := range []struct{ graph, feed1, feed2, fetch string }{
+		{"nested_calls", "x", "y", "Identity"},
+		{"while_cond", "x", "w", "Identity"},
+	} {
+		g := importFile(t, "../test/functions/"+c.graph+".pbtxt")
+		s := openSession(t, g, map[string]string{"MSTREAM_DEVICE": "gpu"})
+		plan, err := s.planFor([]graph.Output{g.Lookup(c.feed1).Output(0), g.Lookup(c.feed2).Output(0)},
+			[]graph.Output{g.Lookup(c.fetch).Output(0)}, nil)
+		if err != nil || !plan.OnGPU() {
+			t.Errorf("%s plan: on GPU %v, %v", c.graph, err == nil && plan.OnGPU(), err)
+		}
+	}
+}
+
 // TestFunctionRecursion: a function that calls itself is refused with
 // INVALID_ARGUMENT naming the function and the call, and the session
 // keeps working. (TF 2.15 itself dies of a stack overflow on this graph,
