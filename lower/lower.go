@@ -2,6 +2,7 @@ package lower
 
 import (
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -131,8 +132,13 @@ const InlinedFromAttr = "_mstream_inlined_from"
 func lowerOnce(g *graph.Graph, order []*graph.Node, feeds, fetches []graph.Output, targets []*graph.Node, copyAll bool) (Result, bool, error) {
 	l := &lowerer{g: g, names: map[string]bool{}, outs: map[graph.Output]graph.Output{},
 		done: map[*graph.Node]*graph.Node{}, copied: map[*graph.Node]*graph.Node{}}
+	v1 := false
 	for _, n := range order {
 		l.nextID = max(l.nextID, n.ID+1)
+		switch n.Op {
+		case "Switch", "RefSwitch", "Enter", "RefEnter":
+			v1 = true
+		}
 	}
 	for _, n := range order {
 		ins := make([]graph.Output, len(n.Inputs))
@@ -147,7 +153,18 @@ func lowerOnce(g *graph.Graph, order []*graph.Node, feeds, fetches []graph.Outpu
 			changed = changed || ctrls[i] != c
 		}
 		if Functional(g, n.Op) {
-			outs, done, err := l.expand(n, ins, ctrls, nil)
+			var src []*graph.Node
+			if v1 && len(ins) > 0 {
+				// The call may sit in a v1 loop or branch: its body's
+				// nodes without inputs must run in the frame and
+				// deadness of its inputs, as TF's inliner makes them
+				// wait on an input control node.
+				var err error
+				if src, err = l.inputControl(n, ins); err != nil {
+					return Result{}, false, err
+				}
+			}
+			outs, done, err := l.expand(n, ins, ctrls, src)
 			if err != nil {
 				return Result{}, false, err
 			}
@@ -191,6 +208,22 @@ func lowerOnce(g *graph.Graph, order []*graph.Node, feeds, fetches []graph.Outpu
 		res.Targets[i] = l.ctrl(t)
 	}
 	return res, false, nil
+}
+
+// inputControl makes <n>/input_control_node, a NoOp after every node n
+// reads from.
+func (l *lowerer) inputControl(n *graph.Node, ins []graph.Output) ([]*graph.Node, error) {
+	var preds []*graph.Node
+	for _, in := range ins {
+		if !slices.Contains(preds, in.Node) {
+			preds = append(preds, in.Node)
+		}
+	}
+	c, err := l.node("NoOp", l.name(n.Name+"/input_control_node"), n.Device, nil, preds, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []*graph.Node{c}, nil
 }
 
 // out maps an output to what replaced it.

@@ -197,6 +197,23 @@ def tensor_array(x, n):
     return ta.stack()
 
 
+def v1_loop_call():
+    """A TF1 while loop (control flow v1) whose body calls a tf.function:
+    the inlined body's Consts must run in the loop's frame."""
+    tf.compat.v1.disable_control_flow_v2()
+    g = tf.Graph()
+    try:
+        with g.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+            n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+            _, y = tf.compat.v1.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, scale(y) * 0.25),
+                                           [tf.constant(0), x], name="while")
+            tf.identity(y, name="y_out")
+    finally:
+        tf.compat.v1.enable_control_flow_v2()
+    return g.as_graph_def()
+
+
 def text_gd(text):
     return text_format.Parse(text, tf.compat.v1.GraphDef())
 
@@ -277,6 +294,7 @@ gd, outs = concrete(tensor_array, spec([2]), spec([], tf.int32))
 # (the TensorList kernels' work): only the loop's own shapes are checked.
 cases.append(case("tensor_array", gd, [{"x": f32(2), "n": np.int32(k)} for k in (1, 4)], outs, (),
                   needs=["TensorListReserve", "TensorListSetItem", "TensorListStack", "TensorListFromTensor", "TensorListGetItem"]))
+cases.append(case("v1_loop_call", v1_loop_call(), [{"x": f32(3), "n": np.int32(k)} for k in (0, 3)], ["y_out:0"]))
 cases.append(case("poly", text_gd(POLY), [{"x": f32(3), "n": np.int32(rng.integers(-9, 9, 4))}],
                   ["fx:0", "fn:0", "pc:0"], ["fx:0", "fn:0", "pc:0"]))
 # TF 2.15 itself overflows its stack on RECURSIVE (the process dies in
