@@ -247,10 +247,8 @@ def keras_case(plans, name, model, inputs, rng, ints=None):
 # Ops that mstream has no kernel or import support for yet; a graph that
 # holds one is an xfail naming them (runner.c accepts a failure that names
 # one, and reports XPASS once it runs).
-MISSING = ["While", "StatelessWhile", "If", "StatelessIf", "Enter", "Exit", "Switch", "Merge",
-           "NextIteration", "LoopCond", "TensorListReserve", "TensorListFromTensor",
-           "TensorListStack", "TensorListGetItem", "TensorListSetItem", "PartitionedCall",
-           "StatefulPartitionedCall"]
+MISSING = ["TensorListReserve", "TensorListFromTensor", "TensorListStack", "TensorListGetItem",
+           "TensorListSetItem"]
 
 
 def keras_xfail(gd):
@@ -258,8 +256,6 @@ def keras_xfail(gd):
     for f in gd.library.function:
         ops |= {n.op for n in f.node_def}
     missing = sorted(ops & set(MISSING))
-    if "NextIteration" in missing:
-        missing.append("cycle")  # v1 loops fail mstream's import as a cycle
     return ("xfail", missing) if missing else None
 
 
