@@ -7,17 +7,26 @@
 // protos generated into a temporary directory.
 //
 // It builds graphs with the op package and with tf.NewGraph + Import, runs
-// sessions (feeds, fetches, targets, partial runs, strings, errors), and
-// prints "N passed, M failed".
+// sessions (feeds, fetches, targets, partial runs, strings, errors), runs
+// TF's tf.function graphs of test/functions, and prints "N passed, M
+// failed".
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+
 	tf "github.com/tensorflow/tensorflow/tensorflow/go"
+	"github.com/tensorflow/tensorflow/tensorflow/go/core/framework/graph_go_proto"
 	"github.com/tensorflow/tensorflow/tensorflow/go/op"
 )
 
@@ -151,6 +160,142 @@ func importGraph() {
 	check(len(g.Operations()) == n, "graph changed by a failed import")
 }
 
+// functions runs TF 2.15's tf.function graphs of test/functions (function
+// libraries, calls, If, Case, While) through the bindings and compares
+// with TF's values in cases.json. MSTREAM_REPO names the checkout.
+func functions() {
+	dir := filepath.Join(os.Getenv("MSTREAM_REPO"), "test", "functions")
+	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
+	if !noErr(err, "functions cases") {
+		return
+	}
+	type value struct {
+		DType  string    `json:"dtype"`
+		Shape  []int64   `json:"shape"`
+		Values []float64 `json:"values"`
+	}
+	var cs struct {
+		Cases []struct {
+			Name, Graph string
+			Needs       []string
+			Runs        []struct {
+				Feeds   map[string]value
+				Fetches []string
+				Want    []value
+			}
+		}
+	}
+	if !noErr(json.Unmarshal(raw, &cs), "cases.json") {
+		return
+	}
+	ran := 0
+	for _, c := range cs.Cases {
+		if len(c.Needs) > 0 {
+			continue // kernels that may not be there yet
+		}
+		text, err := os.ReadFile(filepath.Join(dir, c.Graph))
+		gd := &graph_go_proto.GraphDef{}
+		if !noErr(err, c.Name) || !noErr(prototext.Unmarshal(text, gd), c.Name+" pbtxt") {
+			continue
+		}
+		bin, _ := proto.Marshal(gd)
+		g := tf.NewGraph()
+		if !noErr(g.Import(bin, ""), c.Name+" import") {
+			continue
+		}
+		sess, err := tf.NewSession(g, nil)
+		if !noErr(err, c.Name+" session") {
+			continue
+		}
+		out := func(name string) tf.Output {
+			n, idx := name, 0
+			if i := strings.LastIndexByte(name, ':'); i >= 0 {
+				n = name[:i]
+				fmt.Sscan(name[i+1:], &idx)
+			}
+			return g.Operation(n).Output(idx)
+		}
+		for k, r := range c.Runs {
+			if r.Want == nil {
+				continue // an error case
+			}
+			feeds := map[tf.Output]*tf.Tensor{}
+			for name, v := range r.Feeds {
+				var t *tf.Tensor
+				switch v.DType {
+				case "float32":
+					f := make([]float32, len(v.Values))
+					for i, x := range v.Values {
+						f[i] = float32(x)
+					}
+					t, err = tf.NewTensor(f)
+				case "int32":
+					n := make([]int32, len(v.Values))
+					for i, x := range v.Values {
+						n[i] = int32(x)
+					}
+					t, err = tf.NewTensor(n)
+				case "bool":
+					b := make([]bool, len(v.Values))
+					for i, x := range v.Values {
+						b[i] = x != 0
+					}
+					t, err = tf.NewTensor(b)
+				}
+				if len(v.Shape) == 0 && t != nil && err == nil {
+					// A scalar: the bindings' Reshape keeps the shape [1].
+					t, err = tf.NewTensor(reflect.ValueOf(t.Value()).Index(0).Interface())
+				}
+				if t == nil || err != nil || len(v.Shape) > 0 && t.Reshape(v.Shape) != nil {
+					check(false, "%s: feed %s of %s", c.Name, name, v.DType)
+					continue
+				}
+				feeds[out(name+":0")] = t
+			}
+			var fetches []tf.Output
+			for _, f := range r.Fetches {
+				fetches = append(fetches, out(f))
+			}
+			got, err := sess.Run(feeds, fetches, nil)
+			if !noErr(err, fmt.Sprintf("%s run %d", c.Name, k)) {
+				continue
+			}
+			for j, w := range r.Want {
+				vals := flatten(reflect.ValueOf(got[j].Value()), nil)
+				ok := len(vals) == len(w.Values) && slices.Equal(got[j].Shape(), w.Shape)
+				for i := 0; ok && i < len(vals); i++ {
+					ok = math.Abs(vals[i]-w.Values[i]) <= 1e-5*math.Max(1, math.Abs(w.Values[i]))
+				}
+				check(ok, "%s run %d %s: %v %v, TF %v %v", c.Name, k, r.Fetches[j], got[j].Shape(), vals, w.Shape, w.Values)
+			}
+			ran++
+		}
+		sess.Close()
+	}
+	check(ran >= 20, "only %d function runs compared", ran)
+}
+
+// flatten appends the numbers of a (nested) slice or scalar as float64.
+func flatten(v reflect.Value, out []float64) []float64 {
+	switch v.Kind() {
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			out = flatten(v.Index(i), out)
+		}
+	case reflect.Float32, reflect.Float64:
+		out = append(out, v.Float())
+	case reflect.Int32, reflect.Int64:
+		out = append(out, float64(v.Int()))
+	case reflect.Bool:
+		b := 0.0
+		if v.Bool() {
+			b = 1
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
 // eager: the bindings' context and tensor handles (host only in mstream).
 func eager() {
 	ctx, err := tf.NewContext(nil)
@@ -173,6 +318,7 @@ func main() {
 	check(tf.Version() == "2.15.0", "tf.Version() = %q", tf.Version())
 	opGraph()
 	importGraph()
+	functions()
 	eager()
 	fmt.Printf("%d passed, %d failed\n", pass, fail)
 	if fail > 0 {

@@ -105,7 +105,7 @@ if ! (cd "$T/main" && gocmd go build -tags tfgobind -o "$T/gobind" .); then
   cat "$T/go.err" >&2
   die "the bindings do not build against build/libtensorflow.so"
 fi
-out=$("$T/gobind" 2>&1); echo "$out" | sed 's/^/gobind: /' >&2
+out=$(MSTREAM_REPO=$repo "$T/gobind" 2>&1); echo "$out" | sed 's/^/gobind: /' >&2
 last=$(echo "$out" | tail -1)
 [[ $last =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]] || die "crashed"
 echo "$last"
