@@ -100,7 +100,7 @@ func (b *Builder) finish() (*Node, error) {
 	if err := inferNode(n, nil); err != nil {
 		return nil, err
 	}
-	g.lib.refineCall(n, 0)
+	g.lib.refineCall(n, nil)
 	g.addLocked(n)
 	return n, nil
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
@@ -248,9 +250,16 @@ func CallTarget(n *Node, isFunction func(string) bool) (name string, attrs map[s
 	return "", nil, false
 }
 
-// maxCallDepth bounds the nesting of calls that shape inference follows,
-// so a recursive library cannot make it loop.
-const maxCallDepth = 64
+// callShapes is one top-level refineCall's walk through the library: the
+// functions being inferred (a recursive call is left unknown rather than
+// followed) and the shapes already found per instantiation (function,
+// attrs, input shapes), so a function called many times, or a chain of
+// functions each calling the next twice, is inferred once per distinct
+// instantiation rather than once per path.
+type callShapes struct {
+	active map[string]bool
+	memo   map[string][]tensor.PartialShape
+}
 
 // refineCall refines a call node's output shapes from its function's body,
 // as TF's shape refiner does for function calls when it has the graph's
@@ -258,14 +267,32 @@ const maxCallDepth = 64
 // call's attrs, its arguments take the call's input shapes, and the shapes
 // of its returns become the call's. A body that cannot be instantiated
 // leaves the shapes as they are.
-func (l *library) refineCall(n *Node, depth int) {
+func (l *library) refineCall(n *Node, cs *callShapes) {
 	name, attrs, ok := CallTarget(n, func(op string) bool { return l.funcs[op] != nil })
 	fd := l.funcs[name]
-	if !ok || fd == nil || depth >= maxCallDepth {
+	if !ok || fd == nil {
 		return
 	}
-	shapes, err := l.bodyShapes(fd, attrs, inputShapes(n), depth)
-	if err != nil || len(shapes) != len(n.OutShapes) {
+	if cs == nil {
+		cs = &callShapes{active: map[string]bool{}, memo: map[string][]tensor.PartialShape{}}
+	}
+	if cs.active[name] {
+		return
+	}
+	in := inputShapes(n)
+	key := instanceKey(name, attrs, in)
+	shapes, seen := cs.memo[key]
+	if !seen {
+		cs.active[name] = true
+		var err error
+		shapes, err = l.bodyShapes(fd, attrs, in, cs)
+		delete(cs.active, name)
+		if err != nil {
+			shapes = nil
+		}
+		cs.memo[key] = shapes
+	}
+	if len(shapes) != len(n.OutShapes) {
 		return
 	}
 	for i, s := range shapes {
@@ -275,7 +302,21 @@ func (l *library) refineCall(n *Node, depth int) {
 	}
 }
 
-func (l *library) bodyShapes(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue, in []tensor.PartialShape, depth int) ([]tensor.PartialShape, error) {
+// instanceKey names one instantiation of a function for callShapes' memo.
+func instanceKey(name string, attrs map[string]*tfpb.AttrValue, in []tensor.PartialShape) string {
+	var b strings.Builder
+	b.WriteString(name)
+	for _, k := range sortedKeys(attrs) {
+		v, _ := proto.MarshalOptions{Deterministic: true}.Marshal(attrs[k])
+		fmt.Fprintf(&b, "|%s=%x", k, v)
+	}
+	for _, s := range in {
+		fmt.Fprintf(&b, "|%v", s)
+	}
+	return b.String()
+}
+
+func (l *library) bodyShapes(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue, in []tensor.PartialShape, cs *callShapes) ([]tensor.PartialShape, error) {
 	fi, err := Instantiate(fd, attrs)
 	if err != nil {
 		return nil, err
@@ -313,7 +354,7 @@ func (l *library) bodyShapes(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrVa
 		if err != nil {
 			return nil, err
 		}
-		l.refineCall(b, depth+1)
+		l.refineCall(b, cs)
 		body[nd.Name] = b
 	}
 	rets, err := fi.Rets()

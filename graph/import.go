@@ -353,7 +353,7 @@ func (g *Graph) importGraphDefLocked(gd *tfpb.GraphDef, opts *ImportOptions) (*I
 		if err := inferNode(n, declared); err != nil {
 			return nil, err
 		}
-		lib.refineCall(n, 0)
+		lib.refineCall(n, nil)
 	}
 
 	res := &ImportResults{}

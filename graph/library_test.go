@@ -229,3 +229,36 @@ func TestCallShapes(t *testing.T) {
 		t.Errorf("only %d shapes checked", checked)
 	}
 }
+
+// TestCallShapesBlowup: shape inference through a chain of 40 functions
+// each calling the next twice (2^40 paths) and through a function that
+// calls itself finishes, inferring each instantiation once.
+func TestCallShapesBlowup(t *testing.T) {
+	lib := &tfpb.FunctionDefLibrary{}
+	const depth = 40
+	for i := 0; i < depth; i++ {
+		body := `node_def { name: "m" op: "Neg" input: "a" attr { key: "T" value { type: DT_FLOAT } } } ret { key: "y" value: "m:y:0" }`
+		if i < depth-1 {
+			call := func(name, in string) string {
+				return `node_def { name: "` + name + `" op: "F` + strconv.Itoa(i+1) + `" input: "` + in + `" }`
+			}
+			body = call("c1", "a") + call("c2", "c1:y:0") + ` ret { key: "y" value: "c2:y:0" }`
+		}
+		lib.Function = append(lib.Function, fdef(t, `signature { name: "F`+strconv.Itoa(i)+`" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } } `+body))
+	}
+	lib.Function = append(lib.Function, fdef(t, `signature { name: "Self" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
+  node_def { name: "again" op: "Self" input: "a" } node_def { name: "again2" op: "Self" input: "again:y:0" } ret { key: "y" value: "again2:y:0" }`))
+	gd := mustParse(t, `node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } attr { key: "shape" value { shape { dim { size: 5 } } } } }
+node { name: "f" op: "F0" input: "x" } node { name: "s" op: "Self" input: "x" }`)
+	gd.Library = lib
+	g := New()
+	if _, err := g.Import(gd, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := g.TensorShape(g.Lookup("f").Output(0)); s.String() != "[5]" {
+		t.Errorf("F0's shape %v, want [5]", s)
+	}
+	if s := g.TensorShape(g.Lookup("s").Output(0)); s.Known {
+		t.Errorf("a recursive function's shape %v, want unknown", s)
+	}
+}

@@ -40,6 +40,10 @@ func Functional(g *graph.Graph, op string) bool {
 // signature over the lowered copy. Without such a node it returns its
 // arguments. The caller holds g's read lock.
 func Lower(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node) (Result, error) {
+	return lower(g, feeds, fetches, targets, MaxNodes)
+}
+
+func lower(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node, maxNodes int) (Result, error) {
 	same := Result{Feeds: feeds, Fetches: fetches, Targets: targets}
 	order := needed(feeds, fetches, targets)
 	any := false
@@ -52,9 +56,9 @@ func Lower(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node)
 	if !any {
 		return same, nil
 	}
-	res, again, err := lowerOnce(g, order, feeds, fetches, targets, false)
+	res, again, err := lowerOnce(g, order, feeds, fetches, targets, false, maxNodes)
 	if again {
-		res, _, err = lowerOnce(g, order, feeds, fetches, targets, true)
+		res, _, err = lowerOnce(g, order, feeds, fetches, targets, true, maxNodes)
 	}
 	return res, err
 }
@@ -102,9 +106,10 @@ func needed(feeds, fetches []graph.Output, targets []*graph.Node) []*graph.Node 
 // lowerer holds one Lower's state. Every node it makes is detached (see
 // graph.NewDetached) with an ID above the graph's, in creation order.
 type lowerer struct {
-	g      *graph.Graph
-	nextID int
-	names  map[string]bool // names given to new nodes
+	g        *graph.Graph
+	maxNodes int
+	nextID   int
+	names    map[string]bool // names given to new nodes
 	// outs and done say what replaced an expanded node: its outputs and
 	// the node a control edge on it now waits for. Copies of ordinary
 	// nodes are in copied.
@@ -129,8 +134,8 @@ const InlinedFromAttr = "_mstream_inlined_from"
 // uncopied Merge to a copied NextIteration it reports again, and the
 // caller reruns with copyAll, which copies every node and patches the
 // back edges after.
-func lowerOnce(g *graph.Graph, order []*graph.Node, feeds, fetches []graph.Output, targets []*graph.Node, copyAll bool) (Result, bool, error) {
-	l := &lowerer{g: g, names: map[string]bool{}, outs: map[graph.Output]graph.Output{},
+func lowerOnce(g *graph.Graph, order []*graph.Node, feeds, fetches []graph.Output, targets []*graph.Node, copyAll bool, maxNodes int) (Result, bool, error) {
+	l := &lowerer{g: g, maxNodes: maxNodes, names: map[string]bool{}, outs: map[graph.Output]graph.Output{},
 		done: map[*graph.Node]*graph.Node{}, copied: map[*graph.Node]*graph.Node{}}
 	v1 := false
 	for _, n := range order {
@@ -259,6 +264,12 @@ func (l *lowerer) name(want string) string {
 	return n
 }
 
+// MaxNodes bounds the nodes one Lower makes. Inlining copies a body per
+// call, so a library of functions each calling the next twice grows
+// exponentially; TF would exhaust memory on it, here the plan fails with
+// RESOURCE_EXHAUSTED naming the call instead. Real models stay far below.
+const MaxNodes = 1 << 20
+
 // node makes a detached node. srcCtrl is added to its controls when it
 // has no data input, so a node with no inputs (a Const in a branch or a
 // loop body) runs in the frame and deadness of the place it was put.
@@ -279,6 +290,13 @@ func (l *lowerer) node(op, name, device string, ins []graph.Output, ctrls, srcCt
 			attrs = map[string]*tfpb.AttrValue{}
 		}
 		attrs[InlinedFromAttr] = graph.AttrStringList(l.sites)
+	}
+	if len(l.made) >= l.maxNodes {
+		site := name
+		if len(l.sites) > 0 {
+			site = l.sites[0]
+		}
+		return nil, status.Errorf(status.ResourceExhausted, "Node '%s': inlining its functions makes more than %d nodes", site, l.maxNodes)
 	}
 	n, err := graph.NewDetachedFlat(l.nextID, def, op, name, device, ins, ctrls, attrs)
 	if err != nil {
@@ -423,7 +441,7 @@ func (l *lowerer) inline(site, prefix, device, fn string, attrs map[string]*tfpb
 		}
 		b, err := l.node(nd.Op, l.name(prefix+"/"+nd.Name), dev, flat, nctrls, src, nattrs)
 		if err != nil {
-			return nil, nil, status.InvalidArg("Node '%s': function '%s': %s", site, fn, err.Error())
+			return nil, nil, status.Errorf(status.CodeOf(err), "Node '%s': function '%s': %s", site, fn, err.Error())
 		}
 		if Functional(l.g, nd.Op) {
 			// A call or control flow inside the body: b is only the

@@ -2,6 +2,7 @@ package lower
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,5 +134,43 @@ func TestLowerErrors(t *testing.T) {
 	}
 	if err2 != nil || res.Fetches[0].Node != g.Lookup("x") {
 		t.Errorf("nothing to lower: %v %v", res.Fetches, err2)
+	}
+}
+
+// TestLowerBlowup: a chain of functions each calling the next twice
+// inlines to 2^depth bodies; past the node limit the plan fails with
+// RESOURCE_EXHAUSTED naming the call instead of exhausting memory.
+func TestLowerBlowup(t *testing.T) {
+	var text strings.Builder
+	text.WriteString(`node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "f" op: "F0" input: "x" }
+library {`)
+	const depth = 12
+	for i := 0; i < depth; i++ {
+		body := `node_def { name: "m" op: "Neg" input: "a" attr { key: "T" value { type: DT_FLOAT } } } ret { key: "y" value: "m:y:0" }`
+		if i < depth-1 {
+			next := "F" + strconv.Itoa(i+1)
+			body = `node_def { name: "c1" op: "` + next + `" input: "a" } node_def { name: "c2" op: "` + next + `" input: "c1:y:0" } ret { key: "y" value: "c2:y:0" }`
+		}
+		text.WriteString(` function { signature { name: "F` + strconv.Itoa(i) + `" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } } ` + body + ` }`)
+	}
+	text.WriteString(" }")
+	gd, err := graph.ParseTextGraphDef([]byte(text.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := graph.New()
+	if _, err := g.Import(gd, nil); err != nil {
+		t.Fatal(err)
+	}
+	fetch := []graph.Output{g.Lookup("f").Output(0)}
+	g.RLock()
+	defer g.RUnlock()
+	if _, err := lower(g, nil, fetch, nil, 1000); status.CodeOf(err) != status.ResourceExhausted || !strings.Contains(err.Error(), "'f'") {
+		t.Errorf("past the limit: %v", err)
+	}
+	res, err := lower(g, nil, fetch, nil, 1<<14)
+	if err != nil || res.Calls != 1<<depth-1 {
+		t.Errorf("within the limit: %d bodies, %v", res.Calls, err)
 	}
 }
