@@ -1,9 +1,11 @@
 package session
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -135,4 +137,45 @@ func importFile(t *testing.T, path string) *graph.Graph {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// TestFunctionSideEffects: a stateful op (SaveV2) in one branch of a TF2
+// tf.cond runs exactly when TF 2.15 runs it: the checkpoint is written
+// when the branch is taken and not when it is not, and the output equals
+// TF's (test/functions/cond_save.json).
+func TestFunctionSideEffects(t *testing.T) {
+	raw, err := os.ReadFile("../test/functions/cond_save.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Graph string `json:"graph"`
+		Runs  []struct {
+			cfRun
+			WroteIndex bool `json:"wrote_index"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil || len(c.Runs) != 2 {
+		t.Fatalf("cond_save.json: %v", err)
+	}
+	g := importFile(t, filepath.Join("../test/functions", c.Graph))
+	s := openSession(t, g, nil)
+	dir := t.TempDir()
+	for k, r := range c.Runs {
+		prefix := filepath.Join(dir, "ckpt"+strconv.Itoa(k))
+		feeds := []Feed{{g.Lookup("prefix").Output(0), tensor.FromStrings(tensor.Shape{}, []string{prefix})}}
+		for name, v := range r.Feeds {
+			feeds = append(feeds, Feed{g.Lookup(name).Output(0), v.tensor(t)})
+		}
+		fetch := []graph.Output{g.Lookup(strings.TrimSuffix(r.Fetches[0], ":0")).Output(0)}
+		got, _, err := s.Run(nil, feeds, fetch, nil)
+		if err != nil {
+			t.Fatalf("run %d: %v", k, err)
+		}
+		checkCF(t, k, r.Fetches[0], got[0], r.Want[0])
+		_, statErr := os.Stat(prefix + ".index")
+		if wrote := statErr == nil; wrote != r.WroteIndex {
+			t.Errorf("run %d (p=%v): checkpoint written %v, TF %v", k, r.Feeds["p"].Values, wrote, r.WroteIndex)
+		}
+	}
 }

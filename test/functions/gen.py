@@ -18,6 +18,7 @@ cases.json format is the same). Inputs are drawn at random each run.
 """
 import json
 import os
+import tempfile
 
 import numpy as np
 import tensorflow as tf
@@ -214,6 +215,39 @@ def v1_loop_call():
     return g.as_graph_def()
 
 
+# A stateful op (SaveV2, which writes a checkpoint) in one branch of a
+# tf.cond: only the taken branch may run it.
+def cond_save(x, p, prefix):
+    def save():
+        op = tf.raw_ops.SaveV2(prefix=prefix, tensor_names=["x"], shape_and_slices=[""], tensors=[x])
+        with tf.control_dependencies([op]):
+            return x * 2.0
+    return tf.cond(p, save, lambda: x - 1.0)
+
+
+def side_effects():
+    """cond_save.pbtxt and cond_save.json: for each predicate, TF's output
+    and whether TF wrote the checkpoint's index file."""
+    gd, outs = concrete(cond_save, spec([3]), spec([], tf.bool), spec([], tf.string))
+    with open(os.path.join(here, "cond_save.pbtxt"), "w") as fh:
+        fh.write(text_format.MessageToString(gd))
+    g = tf.Graph()
+    with g.as_default():
+        import_c(g, gd)
+    runs = []
+    with tf.compat.v1.Session(graph=g) as s, tempfile.TemporaryDirectory() as d:
+        for k, p in enumerate((True, False)):
+            x = f32(3)
+            prefix = os.path.join(d, "ckpt%d" % k)
+            out = s.run(outs[0], {"x:0": x, "p:0": p, "prefix:0": prefix})
+            runs.append({"feeds": {"x": enc(x), "p": enc(np.bool_(p))}, "fetches": outs, "want": [enc(out)],
+                         "wrote_index": os.path.exists(prefix + ".index")})
+    with open(os.path.join(here, "cond_save.json"), "w") as fh:
+        json.dump({"about": "written by test/functions/gen.py from TF " + tf.__version__ + "; do not edit",
+                   "graph": "cond_save.pbtxt", "runs": runs}, fh, indent=1)
+        fh.write("\n")
+
+
 def text_gd(text):
     return text_format.Parse(text, tf.compat.v1.GraphDef())
 
@@ -303,6 +337,8 @@ cases.append(case("poly", text_gd(POLY), [{"x": f32(3), "n": np.int32(rng.intege
 with open(os.path.join(here, "recursive.pbtxt"), "w") as fh:
     fh.write(text_format.MessageToString(text_gd(RECURSIVE)))
 cases.append(case("missing", text_gd(MISSING), [{"x": f32(2)}], ["r:0"]))
+
+side_effects()
 
 with open(os.path.join(here, "cases.json"), "w") as fh:
     json.dump({"about": "written by test/functions/gen.py from TF " + tf.__version__ + "; do not edit", "cases": cases}, fh, indent=1)
