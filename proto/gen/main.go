@@ -22,6 +22,7 @@ var roots = []string{
 	"tensorflow/core/protobuf/config.proto",
 	"tensorflow/core/protobuf/tensor_bundle.proto",
 	"tensorflow/core/example/example.proto",
+	"tensorflow/core/protobuf/saved_model.proto",
 }
 
 // searchPath lists where imports resolve inside the TF module.
@@ -38,7 +39,9 @@ func main() {
 	var files []string
 	var walk func(string)
 	walk = func(name string) {
-		if seen[name] {
+		if seen[name] || strings.HasPrefix(name, "google/protobuf/") {
+			// protoc's well-known types (Any in meta_graph.proto) come
+			// with protoc and map to their own Go packages.
 			return
 		}
 		seen[name] = true
@@ -61,7 +64,7 @@ func main() {
 	out, err := os.MkdirTemp("", "tfgo")
 	check(err)
 	defer os.RemoveAll(out)
-	args := []string{"-I" + tmp, "--go_out=" + out, "--go_opt=paths=source_relative"}
+	args := []string{"-I" + tmp, "-I" + wellKnownDir(), "--go_out=" + out, "--go_opt=paths=source_relative"}
 	for _, f := range files {
 		args = append(args, "--go_opt=M"+f+"=mstream/proto/tfpb")
 	}
@@ -83,6 +86,19 @@ func main() {
 		check(os.WriteFile(filepath.Join(dstDir, base), b, 0o644))
 	}
 	fmt.Printf("generated %d files into %s\n", len(files), dstDir)
+}
+
+// wellKnownDir is the include directory that holds protoc's
+// google/protobuf/*.proto (Debian's protobuf-compiler puts them in
+// /usr/include).
+func wellKnownDir() string {
+	for _, d := range []string{"/usr/include", "/usr/local/include"} {
+		if _, err := os.Stat(filepath.Join(d, "google/protobuf/any.proto")); err == nil {
+			return d
+		}
+	}
+	log.Fatal("gen: google/protobuf/any.proto not found in /usr/include or /usr/local/include (Debian: protobuf-compiler)")
+	return ""
 }
 
 var (
