@@ -53,6 +53,14 @@ func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
 		}
 		return out, nil
 	}
+	if dt == tensor.Resource {
+		// TF's TF_TensorToTensor: a scalar whose bytes are a serialized
+		// ResourceHandleProto.
+		if nd != 0 {
+			return nil, status.InvalidArg("Malformed TF_RESOURCE tensor: expected a scalar, got a tensor with shape %v", shape)
+		}
+		return &tensor.Tensor{DType: dt, Shape: shape, Strs: [][]byte{nonNil(goBytes(data, C.size_t(size)))}}, nil
+	}
 	if !dt.Valid() || !dt.Fixed() {
 		return nil, status.InvalidArg("tensors of dtype %v (%d) are not supported", dt, int(dt))
 	}
@@ -100,6 +108,21 @@ func cTensor(t *tensor.Tensor) (*C.TF_Tensor, error) {
 				p = (*C.char)(unsafe.Pointer(&s[0]))
 			}
 			C.TF_StringCopy(C.ms_tstring_at(ct, C.size_t(i)), p, C.size_t(len(s)))
+		}
+		return ct, nil
+	}
+	if t.DType == tensor.Resource {
+		// TF's TF_TensorFromTensor hands out a scalar resource as its
+		// serialized ResourceHandleProto.
+		if len(t.Shape) != 0 || len(t.Strs) != 1 {
+			return nil, status.Errorf(status.InvalidArgument, "Unexpected non-scalar DT_RESOURCE tensor seen (shape: %v).", t.Shape)
+		}
+		ct := C.ms_new_tensor(C.TF_RESOURCE, nil, 0, C.size_t(len(t.Strs[0])))
+		if ct == nil {
+			return nil, outOfMemory(t)
+		}
+		if len(t.Strs[0]) > 0 {
+			C.memcpy(C.TF_TensorData(ct), unsafe.Pointer(&t.Strs[0][0]), C.size_t(len(t.Strs[0])))
 		}
 		return ct, nil
 	}

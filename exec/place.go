@@ -8,6 +8,7 @@ import (
 
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/resource"
 	"mstream/status"
 )
 
@@ -25,6 +26,9 @@ type Placement struct {
 	// specification"), also in a host-only session; the zero value (Build,
 	// tests) places everything on the host whatever it names.
 	Strict bool
+	// Resources is the session's resource manager, handed to every
+	// kernels.Stateful kernel of the plan (nil: a fresh one per plan).
+	Resources *resource.Manager
 	// Log, when set, is told once per op type that a node fell back to
 	// the host, and why.
 	Log func(format string, args ...any)

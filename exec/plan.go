@@ -8,6 +8,7 @@ import (
 
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/resource"
 	"mstream/status"
 )
 
@@ -244,7 +245,44 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 			p.nodes[index[f.Node]].uses[f.Index]++
 		}
 	}
+	if err := p.bindState(pl.Resources); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// bindState hands every kernels.Stateful kernel the session's resources
+// and which of its outputs the plan reads by value.
+func (p *Plan) bindState(rm *resource.Manager) error {
+	for i := range p.nodes {
+		pn := &p.nodes[i]
+		st, ok := pn.kernel.(kernels.Stateful)
+		if !ok {
+			continue
+		}
+		if rm == nil {
+			rm = resource.NewManager()
+		}
+		byValue := make([]bool, len(pn.node.OutTypes))
+		for _, f := range p.fetches {
+			if f.Node == i {
+				byValue[f.Index] = true
+			}
+		}
+		for _, s := range pn.succ {
+			for j, r := range p.nodes[s].inputs {
+				if r.Node == i && !p.nodes[s].node.IsRefInput(j) {
+					byValue[r.Index] = true
+				}
+			}
+		}
+		k, err := st.Bind(kernels.Binding{Resources: rm, ReadByValue: byValue})
+		if err != nil {
+			return kernels.WrapNode(err, pn.node)
+		}
+		pn.kernel = k
+	}
+	return nil
 }
 
 // fedPlaceholder reports whether n is a Placeholder whose output is fed.

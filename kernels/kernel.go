@@ -10,6 +10,7 @@ import (
 	"mstream/device"
 	"mstream/graph"
 	"mstream/hostmem"
+	"mstream/resource"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -31,6 +32,25 @@ type Kernel interface {
 type KernelFunc func(ctx *Context) error
 
 func (f KernelFunc) Compute(ctx *Context) error { return f(ctx) }
+
+// Stateful is a kernel that keeps state between Runs in its session's
+// resource manager (variables, tables). The plan builder calls Bind once,
+// after the factory, and runs the kernel Bind returns; an unbound Stateful
+// kernel (a test harness calling the factory alone) fails when it runs.
+type Stateful interface {
+	Kernel
+	Bind(b Binding) (Kernel, error)
+}
+
+// Binding is what a plan tells a Stateful kernel.
+type Binding struct {
+	// Resources is the session's resource manager.
+	Resources *resource.Manager
+	// ReadByValue says, per output, whether the plan reads it as a value
+	// (a fetch or a non-ref input) rather than only through ref inputs
+	// (Assign's): an uninitialised ref variable fails only when read.
+	ReadByValue []bool
+}
 
 // Factory builds the kernel for a node, reading and validating its attrs.
 // An error names what is wrong; the plan reports it with the node's name.

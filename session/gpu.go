@@ -162,9 +162,9 @@ func gpuDevices(host device.Device, gpus []device.GPU) []device.Device {
 // any (each plan on one of them, exec.Plan.GPU), on the host otherwise.
 func (st *state) placement() exec.Placement {
 	if st.gpu < 0 {
-		return exec.Placement{AllowSoft: st.softPlacement, Strict: true}
+		return exec.Placement{AllowSoft: st.softPlacement, Strict: true, Resources: st.resources}
 	}
-	return exec.Placement{GPUs: len(st.devices) - 1, AllowSoft: st.softPlacement, Strict: true,
+	return exec.Placement{GPUs: len(st.devices) - 1, AllowSoft: st.softPlacement, Strict: true, Resources: st.resources,
 		Log: func(format string, args ...any) { st.logf(0, format, args...) }}
 }
 

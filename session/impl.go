@@ -20,6 +20,7 @@ import (
 	"mstream/kernels"
 	"mstream/optimize"
 	"mstream/proto/tfpb"
+	"mstream/resource"
 	"mstream/status"
 	"mstream/tensor"
 	"mstream/trace"
@@ -68,6 +69,10 @@ type state struct {
 	// cpuKernels is what loadCPUKernels found, for MS_SessionStats.
 	cpuKernels CPUKernels
 
+	// resources holds the session's variables and tables; every plan's
+	// stateful kernels share it (resource/doc.go).
+	resources *resource.Manager
+
 	planMu  sync.Mutex
 	plans   map[string]*exec.Plan
 	assigns sync.Map // *exec.Plan -> []int (node-level group per plan node)
@@ -113,7 +118,7 @@ func newSession(g *graph.Graph, opts *Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{env: env, plans: map[string]*exec.Plan{}, pruns: map[string]*partialRun{}, gpu: -1,
+	st := &state{env: env, plans: map[string]*exec.Plan{}, resources: resource.NewManager(), pruns: map[string]*partialRun{}, gpu: -1,
 		softPlacement: cfg.GetAllowSoftPlacement(), passes: optimize.PassesFor(cfg)}
 	if !env.Fusion {
 		st.passes &^= optimize.Remap
@@ -329,7 +334,7 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 		// copied between GPUs): such a plan spread over several GPUs runs
 		// on the host, whatever its nodes ask.
 		st.logf(1, "a plan with v1 control flow (Switch/Merge) placed on %d GPUs runs on the CPU: a step with frames runs on one GPU", len(p.GPUs()))
-		p, err = exec.BuildPlaced(s.g, feeds, fetches, targets, exec.Placement{AllowSoft: true, Strict: true})
+		p, err = exec.BuildPlaced(s.g, feeds, fetches, targets, exec.Placement{AllowSoft: true, Strict: true, Resources: st.resources})
 	}
 	s.g.RUnlock()
 	if err != nil {

@@ -66,6 +66,11 @@ func (d DType) Size() int { return dtypes[d].size }
 // resource and variant), i.e. whether the tensor is a flat byte buffer.
 func (d DType) Fixed() bool { return d.Size() > 0 }
 
+// InStrs reports whether a tensor of d keeps its elements as byte strings
+// in Strs: DT_STRING, and DT_RESOURCE, whose elements are serialized
+// ResourceHandleProtos (what TF's C API hands a client too).
+func (d DType) InStrs() bool { return d == String || d == Resource }
+
 // IsRef reports whether d is a reference dtype (DT_FLOAT_REF and so on).
 func (d DType) IsRef() bool { return d > refOffset && (d - refOffset).Valid() }
 

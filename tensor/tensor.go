@@ -30,10 +30,10 @@ const StringElemBytes = 24
 func New(dt DType, shape Shape) *Tensor {
 	t := &Tensor{DType: dt, Shape: shape.Clone()}
 	n := shape.NumElements()
-	switch dt {
-	case String:
+	switch {
+	case dt.InStrs():
 		t.Strs = make([][]byte, n)
-	case Variant:
+	case dt == Variant:
 		t.Vars = make([]any, n)
 	default:
 		t.Buf = hostmem.Alloc(int(n) * dt.Size())
@@ -67,9 +67,9 @@ func (t *Tensor) Check() error {
 		return err
 	}
 	n := t.Shape.NumElements()
-	if t.DType == String {
+	if t.DType.InStrs() {
 		if int64(len(t.Strs)) != n {
-			return fmt.Errorf("string tensor of shape %v has %d elements", t.Shape, len(t.Strs))
+			return fmt.Errorf("%v tensor of shape %v has %d elements", t.DType, t.Shape, len(t.Strs))
 		}
 		return nil
 	}
@@ -97,12 +97,12 @@ func (t *Tensor) Reshaped(s Shape) *Tensor {
 // Clone returns a deep copy (variant values, immutable, are shared).
 func (t *Tensor) Clone() *Tensor {
 	c := New(t.DType, t.Shape)
-	switch t.DType {
-	case String:
+	switch {
+	case t.DType.InStrs():
 		for i, s := range t.Strs {
 			c.Strs[i] = append([]byte(nil), s...)
 		}
-	case Variant:
+	case t.DType == Variant:
 		copy(c.Vars, t.Vars)
 	default:
 		copy(c.Buf, t.Buf)

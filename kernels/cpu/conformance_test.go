@@ -6,16 +6,20 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/kerneltest"
+	"mstream/resource"
 	"mstream/tensor"
 )
 
 // cpuRunner runs kernels through the registry with a pool that really
-// splits work, as the executor would.
-type cpuRunner struct{}
+// splits work, as the executor would. Stateful kernels are bound to rm
+// (Fresh), every output read by value, as a plan binds them.
+type cpuRunner struct{ rm *resource.Manager }
 
 func (cpuRunner) Device() string { return kernels.CPU }
 
-func (cpuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+func (cpuRunner) Fresh() kerneltest.Runner { return cpuRunner{resource.NewManager()} }
+
+func (r cpuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	def, err := kernels.Lookup(n, kernels.CPU)
 	if err != nil {
 		return nil, err
@@ -23,6 +27,15 @@ func (cpuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, erro
 	k, err := def.Factory(n)
 	if err != nil {
 		return nil, err
+	}
+	if st, ok := k.(kernels.Stateful); ok && r.rm != nil {
+		byValue := make([]bool, len(n.OutTypes))
+		for i := range byValue {
+			byValue[i] = true
+		}
+		if k, err = st.Bind(kernels.Binding{Resources: r.rm, ReadByValue: byValue}); err != nil {
+			return nil, err
+		}
 	}
 	ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes)), Pool: pool{}, Alloc: poisoned}
 	if err := k.Compute(ctx); err != nil {

@@ -80,11 +80,11 @@ func isHalfish(dt tensor.DType) bool { return dt == tensor.Half || dt == tensor.
 // copyElems copies n elements from src[so:] to dst[do:], any dtype (string
 // and variant elements are shared: they are immutable).
 func copyElems(dst *tensor.Tensor, do int, src *tensor.Tensor, so int, n int) {
-	switch src.DType {
-	case tensor.String:
+	switch {
+	case src.DType.InStrs():
 		copy(dst.Strs[do:do+n], src.Strs[so:so+n])
 		return
-	case tensor.Variant:
+	case src.DType == tensor.Variant:
 		copy(dst.Vars[do:do+n], src.Vars[so:so+n])
 		return
 	}

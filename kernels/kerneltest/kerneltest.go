@@ -62,7 +62,28 @@ type Case struct {
 	// as Switch's untaken branch (their Want entries are nil).
 	Dead []int
 
+	// State marks a case of a stateful op (variables): it runs on a
+	// fresh set of resources from the runner (StateRunner), after the
+	// calls in Before, each of which must succeed. TF's oracle runs one
+	// node per case, so these keep their own reference; session's
+	// TestVariablesAgainstTF compares whole sequences with TF.
+	State  bool
+	Before []Call
+
 	tf *tfResult // TF's answer, in the oracle mode (tforacle.go)
+}
+
+// Call is one kernel call of a stateful case's set-up.
+type Call struct {
+	Node   *graph.Node
+	Inputs []*tensor.Tensor
+}
+
+// StateRunner is a Runner whose kernels can keep state (variables):
+// Fresh returns a runner whose calls share one new set of resources.
+type StateRunner interface {
+	Runner
+	Fresh() Runner
 }
 
 // Gen draws the cases of one op family.
@@ -277,6 +298,19 @@ func runCase(t *testing.T, r Runner, c Case) {
 	if c.HostErr && r.Device() != kernels.CPU {
 		if _, err := kernels.Lookup(c.Node, r.Device()); err == nil {
 			return
+		}
+	}
+	if c.State {
+		sr, ok := r.(StateRunner)
+		if !ok {
+			return // the device keeps no state: its kernels are host-only
+		}
+		r = sr.Fresh()
+		for i, b := range c.Before {
+			if _, err := r.Run(b.Node, b.Inputs); err != nil {
+				t.Errorf("%s: set-up call %d (%s): %v", name, i, b.Node.Op, err)
+				return
+			}
 		}
 	}
 	if c.tf != nil {

@@ -1,0 +1,229 @@
+"""Writes TF1 graphs with variables and TF 2.15's results for run sequences.
+
+Usage: build/venv/bin/python test/variables/gen.py  (from the repo root)
+
+Each case is a GraphDef built with tf.compat.v1 in graph mode: ref variables
+(VariableV2, Assign, AssignAdd, Scatter*), resource variables (VarHandleOp,
+ReadVariableOp, AssignVariableOp, ResourceGather, ResourceScatter*), a Saver
+(SaveV2/RestoreV2) over both, and a small MLP. TF runs a sequence of steps
+on one session (the state carries from step to step); each step's fetched
+values, or its error code and message, go into cases.json beside the graphs.
+session/variables_test.go replays the same steps through mstream and
+compares. "__TMP__" in a string feed stands for a fresh temporary directory.
+Inputs are drawn at random each time the script runs.
+"""
+import json
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+tf.compat.v1.disable_eager_execution()
+tf.compat.v1.disable_resource_variables()
+
+here = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng()
+
+
+def enc(v):
+    if isinstance(v, (bytes, str)):
+        s = v.decode() if isinstance(v, bytes) else v
+        return {"dtype": "string", "shape": [], "strings": [s]}
+    v = np.asarray(v)
+    vals = v.ravel()
+    if v.dtype == np.bool_:
+        vals = vals.astype(np.int64)
+    return {"dtype": str(v.dtype), "shape": list(v.shape), "values": vals.tolist()}
+
+
+def message(e):
+    # The Python client adds "Graph execution error:" and the node's
+    # trace; the runtime's own message is the last line that is not the
+    # "[[{{node ...}}]]" tag.
+    lines = [l for l in e.message.strip().split("\n") if l.strip() and not l.strip().startswith("[[")]
+    return lines[-1].strip()
+
+
+def case(name, build, steps):
+    g = tf.Graph()
+    with g.as_default():
+        build()
+    tf.io.write_graph(g.as_graph_def(), here, name + ".pbtxt", as_text=True)
+    tmp = tempfile.mkdtemp()
+    runs = []
+    with tf.compat.v1.Session(graph=g) as s:
+        for feeds, fetches, targets in steps:
+            run = {"feeds": {k: enc(v) for k, v in feeds.items()}, "fetches": fetches, "targets": targets}
+            fd = {}
+            for k, v in feeds.items():
+                if isinstance(v, str):
+                    v = v.replace("__TMP__", tmp)
+                fd[k + ":0"] = v
+            try:
+                out = s.run(fetches + [g.get_operation_by_name(t) for t in targets], fd)
+                run["want"] = [enc(o) for o in out[:len(fetches)]]
+            except tf.errors.OpError as e:
+                run["error"] = {"code": e.error_code, "message": message(e)}
+            runs.append(run)
+    return {"name": name, "graph": name + ".pbtxt", "runs": runs}
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def ref_vars():
+    v = tf.compat.v1.Variable(f32(4, 3), name="v")
+    w = tf.compat.v1.Variable(tf.zeros([2]), name="w")
+    x = tf.compat.v1.placeholder(tf.float32, [4, 3], name="x")
+    bad = tf.compat.v1.placeholder(tf.float32, [None], name="bad")
+    idx = tf.compat.v1.placeholder(tf.int32, [None], name="idx")
+    upd = tf.compat.v1.placeholder(tf.float32, [None, 3], name="upd")
+    tf.compat.v1.assign(v, x, name="assign")
+    tf.compat.v1.assign_add(v, x, name="assign_add")
+    tf.compat.v1.assign_sub(v, x, name="assign_sub")
+    tf.compat.v1.assign(w, bad, name="assign_bad")
+    tf.compat.v1.assign(w, bad, validate_shape=False, name="assign_reshape")
+    tf.compat.v1.scatter_update(v, idx, upd, name="scatter_update")
+    tf.compat.v1.scatter_add(v, idx, upd, name="scatter_add")
+    tf.compat.v1.scatter_sub(v, idx, upd, name="scatter_sub")
+    tf.identity(tf.compat.v1.is_variable_initialized(v), name="is_init")
+    tf.identity(v, name="read")
+    tf.reduce_sum(v * 2.0, name="sum")
+    tf.identity(w, name="read_w")
+
+
+def ref_steps():
+    x1, x2 = f32(4, 3), f32(4, 3)
+    u = f32(2, 3)
+    return [
+        ({}, ["is_init:0"], []),
+        ({}, ["read:0"], []),
+        ({"x": x1}, ["assign_add:0"], []),
+        ({}, [], ["v/Assign"]),
+        ({}, ["is_init:0", "read:0"], []),
+        ({"x": x1}, ["assign:0"], []),
+        ({"x": x2}, ["assign_add:0"], []),
+        ({"x": x1}, ["assign_sub:0"], []),
+        ({}, ["read:0", "sum:0"], []),
+        ({"idx": np.array([2, 0], np.int32), "upd": u}, ["scatter_update:0"], []),
+        ({"idx": np.array([1, 1], np.int32), "upd": u}, ["scatter_add:0"], []),
+        ({"idx": np.array([3, 0], np.int32), "upd": u}, ["scatter_sub:0"], []),
+        ({"idx": np.array([4], np.int32), "upd": u[:1]}, ["scatter_add:0"], []),
+        ({}, ["read:0"], []),
+        ({}, [], ["w/Assign"]),
+        ({"bad": f32(3)}, ["assign_bad:0"], []),
+        ({"bad": f32(3)}, ["assign_reshape:0"], []),
+        ({}, ["read_w:0"], []),
+    ]
+
+
+def resource_vars():
+    v = tf.compat.v1.get_variable("v", initializer=f32(5, 2), use_resource=True)
+    x = tf.compat.v1.placeholder(tf.float32, [5, 2], name="x")
+    bad = tf.compat.v1.placeholder(tf.float32, [None, 2], name="bad")
+    idx = tf.compat.v1.placeholder(tf.int32, [None], name="idx")
+    nd = tf.compat.v1.placeholder(tf.int32, [None, 2], name="nd")
+    upd = tf.compat.v1.placeholder(tf.float32, [None, 2], name="upd")
+    tf.identity(v.read_value(), name="value")
+    v.assign(x, name="assign")
+    v.assign_add(x, name="assign_add")
+    v.assign_sub(x, name="assign_sub")
+    tf.raw_ops.AssignVariableOp(resource=v.handle, value=bad, validate_shape=True, name="assign_bad")
+    tf.identity(tf.gather(v, idx), name="rows")
+    tf.identity(tf.raw_ops.ResourceGatherNd(resource=v.handle, indices=nd, dtype=tf.float32), name="rows_nd")
+    tf.raw_ops.ResourceScatterUpdate(resource=v.handle, indices=idx, updates=upd, name="scatter_update")
+    tf.raw_ops.ResourceScatterAdd(resource=v.handle, indices=idx, updates=upd, name="scatter_add")
+    tf.raw_ops.ResourceScatterSub(resource=v.handle, indices=idx, updates=upd, name="scatter_sub")
+    tf.identity(tf.raw_ops.VarIsInitializedOp(resource=v.handle), name="is_init")
+    tf.raw_ops.DestroyResourceOp(resource=v.handle, name="destroy")
+    # Two handles with the same shared_name are one variable.
+    h2 = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[5, 2], shared_name="v", name="alias")
+    tf.identity(tf.raw_ops.ReadVariableOp(resource=h2, dtype=tf.float32), name="read_alias")
+
+
+def resource_steps():
+    x1, x2 = f32(5, 2), f32(5, 2)
+    u = f32(3, 2)
+    i3 = np.array([4, 0, 4], np.int32)
+    return [
+        ({}, ["is_init:0"], []),
+        ({}, ["value:0"], []),
+        ({"x": x1}, [], ["assign_add"]),
+        ({}, [], ["v/Assign"]),
+        ({}, ["is_init:0", "value:0", "read_alias:0"], []),
+        ({"x": x1}, [], ["assign"]),
+        ({"x": x2}, [], ["assign_add"]),
+        ({"x": x1}, [], ["assign_sub"]),
+        ({}, ["value:0"], []),
+        ({"idx": np.array([3, 1, 3, 0], np.int32)}, ["rows:0"], []),
+        ({"idx": np.array([5], np.int32)}, ["rows:0"], []),
+        ({"nd": np.array([[1, 1], [4, 0]], np.int32)}, ["rows_nd:0"], []),
+        ({"idx": np.array([2, 0, 1], np.int32), "upd": u}, [], ["scatter_update"]),
+        ({"idx": i3, "upd": u}, [], ["scatter_add"]),
+        ({"idx": i3, "upd": u}, [], ["scatter_sub"]),
+        ({"idx": np.array([7], np.int32), "upd": u[:1]}, [], ["scatter_add"]),
+        ({}, ["value:0"], []),
+        ({"bad": f32(3, 2)}, [], ["assign_bad"]),
+        ({}, [], ["destroy"]),
+        ({}, ["is_init:0"], []),
+        ({}, ["value:0"], []),
+    ]
+
+
+def saver():
+    a = tf.compat.v1.Variable(f32(3, 2), name="a")
+    b = tf.compat.v1.get_variable("b", initializer=f32(4), use_resource=True)
+    x = tf.compat.v1.placeholder(tf.float32, [3, 2], name="x")
+    tf.compat.v1.assign(a, x, name="set_a")
+    b.assign(tf.zeros([4]), name="zero_b")
+    tf.identity(a, name="read_a")
+    tf.identity(b.read_value(), name="read_b")
+    tf.compat.v1.global_variables_initializer()
+    tf.compat.v1.train.Saver([a, b], name="save")
+
+
+def saver_steps():
+    x = f32(3, 2)
+    path = "__TMP__/ckpt"
+    return [
+        ({}, [], ["init"]),
+        ({"x": x}, [], ["set_a"]),
+        ({"save/Const": path}, ["save/control_dependency:0"], []),
+        ({}, ["read_a:0", "read_b:0"], []),
+        ({"x": f32(3, 2)}, [], ["set_a", "zero_b"]),
+        ({}, ["read_a:0", "read_b:0"], []),
+        ({"save/Const": path}, [], ["save/restore_all"]),
+        ({}, ["read_a:0", "read_b:0"], []),
+    ]
+
+
+def mlp():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 4], name="x")
+    w1 = tf.compat.v1.Variable(f32(4, 8), name="w1")
+    b1 = tf.compat.v1.Variable(f32(8), name="b1")
+    w2 = tf.compat.v1.get_variable("w2", initializer=f32(8, 3), use_resource=True)
+    h = tf.nn.relu(tf.matmul(x, w1) + b1)
+    tf.nn.softmax(tf.matmul(h, w2), name="y")
+    tf.compat.v1.global_variables_initializer()
+
+
+def mlp_steps():
+    return [({}, [], ["init"])] + [({"x": f32(5, 4)}, ["y:0"], []) for _ in range(2)]
+
+
+def main():
+    cases = [
+        case("ref_vars", ref_vars, ref_steps()),
+        case("resource_vars", resource_vars, resource_steps()),
+        case("saver", saver, saver_steps()),
+        case("mlp", mlp, mlp_steps()),
+    ]
+    with open(os.path.join(here, "cases.json"), "w") as f:
+        json.dump({"cases": cases}, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
