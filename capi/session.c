@@ -42,6 +42,22 @@ TF_Session* TF_NewSession(TF_Graph* graph, const TF_SessionOptions* opts,
   return s;
 }
 
+TF_Session* TF_LoadSessionFromSavedModel(
+    const TF_SessionOptions* session_options, const TF_Buffer* run_options,
+    const char* export_dir, const char* const* tags, int tags_len,
+    TF_Graph* graph, TF_Buffer* meta_graph_def, TF_Status* status) {
+  uintptr_t h = msLoadSessionFromSavedModel(
+      session_options ? session_options->h : 0, (TF_Buffer*)run_options,
+      (char*)export_dir, (char**)tags, tags_len, graph, meta_graph_def,
+      status);
+  if (h == 0) return NULL;
+  TF_Session* s = malloc(sizeof *s);
+  if (s == NULL) abort();
+  s->h = h;
+  ms_live(MS_LIVE_SESSION, 1);
+  return s;
+}
+
 void TF_CloseSession(TF_Session* s, TF_Status* status) {
   msCloseSession(s ? s->h : 0, status);
 }

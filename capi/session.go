@@ -12,6 +12,7 @@ import (
 	"mstream/graph"
 	"mstream/proto/pbparse"
 	"mstream/proto/tfpb"
+	"mstream/savedmodel"
 	"mstream/session"
 	"mstream/status"
 	"mstream/tensor"
@@ -123,6 +124,62 @@ func msNewSession(g *C.TF_Graph, opts C.uintptr_t, s *C.TF_Status) C.uintptr_t {
 	if err != nil {
 		setStatus(s, err)
 		return 0
+	}
+	o.ref()
+	setStatus(s, nil)
+	return C.uintptr_t(cgo.NewHandle(&sessionObj{s: sess, g: o}))
+}
+
+// msLoadSessionFromSavedModel is TF_LoadSessionFromSavedModel: the
+// SavedModel at export_dir with exactly the given tags, imported into graph
+// (which should be empty), restored and initialised by package savedmodel.
+// meta_graph_def, when not NULL, receives the chosen MetaGraphDef.
+//
+//export msLoadSessionFromSavedModel
+func msLoadSessionFromSavedModel(opts C.uintptr_t, runOpts *C.TF_Buffer, dir *C.char, tags **C.char, ntags C.int, g *C.TF_Graph, mgBuf *C.TF_Buffer, s *C.TF_Status) C.uintptr_t {
+	defer recoverTo(s, "TF_LoadSessionFromSavedModel")
+	o, err := graphOf(g)
+	if err != nil {
+		setStatus(s, err)
+		return 0
+	}
+	if dir == nil {
+		setStatus(s, nullArg("TF_LoadSessionFromSavedModel", "export_dir"))
+		return 0
+	}
+	if ntags < 0 || ntags > 0 && tags == nil {
+		setStatus(s, nullArg("TF_LoadSessionFromSavedModel", "tags"))
+		return 0
+	}
+	var tagList []string
+	for _, t := range unsafe.Slice(tags, int(ntags)) {
+		tagList = append(tagList, goStr(t))
+	}
+	var ro *tfpb.RunOptions
+	if runOpts != nil && runOpts.length > 0 {
+		ro = &tfpb.RunOptions{}
+		if err := pbparse.Binary("Unparseable RunOptions proto", "TF_LoadSessionFromSavedModel's run_options", bufferBytes(runOpts), ro); err != nil {
+			setStatus(s, err)
+			return 0
+		}
+	}
+	so := &session.Options{}
+	if v, ok := handleValue(opts).(*session.Options); ok {
+		c := *v
+		so = &c
+	}
+	so.Getenv = cGetenv
+	sess, mg, err := savedmodel.Load(goStr(dir), tagList, o.g, so, ro)
+	if err != nil {
+		setStatus(s, err)
+		return 0
+	}
+	if mgBuf != nil {
+		if err := writeProto(mgBuf, mg); err != nil {
+			sess.Close()
+			setStatus(s, err)
+			return 0
+		}
 	}
 	o.ref()
 	setStatus(s, nil)

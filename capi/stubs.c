@@ -1,5 +1,5 @@
-/* Functions of c_api.h that mstream does not support: SavedModel,
-   servers, libraries, ApiDefs, the deprecated
+/* Functions of c_api.h that mstream does not support: servers, libraries,
+   ApiDefs, the deprecated
    session API and in-place graph edits. Each exists so that any program
    written against TF's headers links; those with a status report
    TF_UNIMPLEMENTED naming the function, and return NULL / 0. */
@@ -26,16 +26,6 @@ unsigned char TF_TryEvaluateConstant(TF_Graph* graph, TF_Output output,
   if (result) *result = NULL;
   TF_SetStatus(status, TF_OK, "");
   return 0;
-}
-
-TF_Session* TF_LoadSessionFromSavedModel(
-    const TF_SessionOptions* session_options, const TF_Buffer* run_options,
-    const char* export_dir, const char* const* tags, int tags_len,
-    TF_Graph* graph, TF_Buffer* meta_graph_def, TF_Status* status) {
-  (void)session_options, (void)run_options, (void)export_dir, (void)tags,
-      (void)tags_len, (void)graph, (void)meta_graph_def;
-  UNIMPLEMENTED(status);
-  return NULL;
 }
 
 /* The deprecated session API. */

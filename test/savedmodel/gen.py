@@ -1,0 +1,95 @@
+"""Writes TF1 SavedModels with tf.compat.v1.saved_model.Builder and TF 2.15's
+outputs for them.
+
+Usage: build/venv/bin/python test/savedmodel/gen.py  (from the repo root)
+
+mlp_ref: a two-layer MLP over ref variables (VariableV2), tag "serve",
+saved as saved_model.pb. mlp_resource: the same over resource variables,
+tags {"serve", "gpu"}, saved as saved_model.pbtxt, with a legacy init op that
+sets a counter variable and an asset file whose path the init op stores.
+TF loads each model back (tf.compat.v1.saved_model.loader.load), runs its
+serving_default signature on random inputs and writes inputs and outputs to
+cases.json (and <name>.txt for C); savedmodel's Go test, test/c/savedmodel.c and the Python
+package's test load the same directories through mstream and compare.
+"""
+import json
+import os
+import shutil
+
+import numpy as np
+import tensorflow as tf
+
+tf.compat.v1.disable_eager_execution()
+
+here = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng()
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def build(name, resource, tags, as_text):
+    path = os.path.join(here, name)
+    shutil.rmtree(path, ignore_errors=True)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [None, 4], name="x")
+        w1 = tf.compat.v1.get_variable("w1", initializer=f32(4, 8), use_resource=resource)
+        b1 = tf.compat.v1.get_variable("b1", initializer=f32(8), use_resource=resource)
+        w2 = tf.compat.v1.get_variable("w2", initializer=f32(8, 3), use_resource=resource)
+        h = tf.nn.relu(tf.matmul(x, w1) + b1)
+        y = tf.nn.softmax(tf.matmul(h, w2), name="y")
+        extra = {}
+        if resource:
+            count = tf.compat.v1.get_variable("count", initializer=0.0, use_resource=True, trainable=False)
+            vocab = os.path.join(here, "vocab.txt")
+            with open(vocab, "w") as f:
+                f.write("a\nb\n")
+            asset = tf.constant(vocab, name="asset_path")
+            tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.ASSET_FILEPATHS, asset)
+            seen = tf.compat.v1.get_variable("seen", initializer="", use_resource=True, trainable=False)
+            init = tf.group(count.assign(42.0), seen.assign(asset), name="legacy_init")
+            extra = {"legacy_init_op": init, "assets_collection": tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.ASSET_FILEPATHS)}
+            tf.identity(count.read_value(), name="count_out")
+            tf.identity(seen.read_value(), name="seen_out")
+        with tf.compat.v1.Session(graph=g) as s:
+            s.run(tf.compat.v1.global_variables_initializer())
+            b = tf.compat.v1.saved_model.Builder(path)
+            sig = tf.compat.v1.saved_model.predict_signature_def({"x": x}, {"y": y})
+            b.add_meta_graph_and_variables(s, tags, signature_def_map={"serving_default": sig}, **extra)
+            b.save(as_text=as_text)
+        if resource:
+            os.remove(vocab)
+    inputs = f32(5, 4)
+    g = tf.Graph()
+    with tf.compat.v1.Session(graph=g) as s:
+        mg = tf.compat.v1.saved_model.loader.load(s, tags, path)
+        sig = mg.signature_def["serving_default"]
+        out = s.run(sig.outputs["y"].name, {sig.inputs["x"].name: inputs})
+        case = {"name": name, "tags": tags, "signature": "serving_default",
+                "input": {"name": "x", "tensor": sig.inputs["x"].name, "shape": list(inputs.shape), "values": inputs.ravel().tolist()},
+                "output": {"name": "y", "tensor": sig.outputs["y"].name, "shape": list(out.shape), "values": out.ravel().tolist()}}
+        # The same as plain numbers for test/c/savedmodel_test.c: the
+        # input's rows and columns and values, then the output's.
+        with open(os.path.join(here, name + ".txt"), "w") as f:
+            for a in (inputs, out):
+                f.write("%d %d\n%s\n" % (a.shape[0], a.shape[1], " ".join(repr(float(v)) for v in a.ravel())))
+        if resource:
+            case["count"] = float(s.run("count_out:0"))
+            case["seen_suffix"] = os.path.basename(s.run("seen_out:0").decode())
+        return case
+
+
+def main():
+    cases = [
+        build("mlp_ref", False, ["serve"], False),
+        build("mlp_resource", True, ["serve", "gpu"], True),
+    ]
+    with open(os.path.join(here, "cases.json"), "w") as f:
+        json.dump({"cases": cases}, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
