@@ -27,7 +27,8 @@ import numpy as np
 
 __all__ = [
     "Code", "TFError", "Graph", "Session", "library", "version", "tf_version",
-    "graph_def_text_to_binary", "config_text_to_binary",
+    "graph_def_text_to_binary", "config_text_to_binary", "load", "SavedModel",
+    "Signature",
 ]
 
 
@@ -138,6 +139,8 @@ def _declare(lib):
         "TF_DeleteSessionOptions": (None, [vp]),
         "TF_SetConfig": (None, [vp, c_char_p, sz, vp]),
         "TF_NewSession": (vp, [vp, vp, vp]),
+        "TF_LoadSessionFromSavedModel": (vp, [vp, buf_p, c_char_p, ctypes.POINTER(c_char_p), i,
+                                              vp, buf_p, vp]),
         "TF_CloseSession": (None, [vp, vp]),
         "TF_DeleteSession": (None, [vp, vp]),
         "TF_SessionRun": (None, [vp, buf_p, out_p, ctypes.POINTER(vp), i,
@@ -525,3 +528,163 @@ class Session:
             self.close()
         except Exception:
             pass
+
+
+# ---- SavedModels ---------------------------------------------------------------
+
+
+def _varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return v, i
+
+
+def _fields(b):
+    """Yields (field number, value) of a protobuf message's wire bytes;
+    length-delimited values as bytes, varints as ints (enough to read the
+    SignatureDefs of a MetaGraphDef without a protobuf dependency)."""
+    i = 0
+    while i < len(b):
+        key, i = _varint(b, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = _varint(b, i)
+        elif wt == 2:
+            n, i = _varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif wt == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wt == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError("unsupported wire type %d" % wt)
+        yield num, v
+
+
+def _map_entries(b):
+    key = value = b""
+    for num, v in _fields(b):
+        if num == 1:
+            key = v
+        elif num == 2:
+            value = v
+    return key.decode(), value
+
+
+def _tensor_infos(entries):
+    out = {}
+    for e in entries:
+        key, info = _map_entries(e)
+        name = ""
+        for num, v in _fields(info):
+            if num == 1:  # TensorInfo.name
+                name = v.decode()
+        out[key] = name
+    return out
+
+
+def _signatures(meta_graph_def):
+    """{signature key: (inputs, outputs, method_name)} of a MetaGraphDef."""
+    sigs = {}
+    for num, v in _fields(meta_graph_def):
+        if num != 5:  # MetaGraphDef.signature_def
+            continue
+        key, sig = _map_entries(v)
+        ins, outs, method = [], [], ""
+        for n, x in _fields(sig):
+            if n == 1:
+                ins.append(x)
+            elif n == 2:
+                outs.append(x)
+            elif n == 3:
+                method = x.decode()
+        sigs[key] = (_tensor_infos(ins), _tensor_infos(outs), method)
+    return sigs
+
+
+class Signature:
+    """One SignatureDef of a loaded SavedModel: call it with its input keys as
+    keyword arguments; it returns {output key: array}."""
+
+    def __init__(self, model, key, inputs, outputs, method_name):
+        self._model = model
+        self.key = key
+        self.inputs = inputs  # {input key: tensor name}
+        self.outputs = outputs  # {output key: tensor name}
+        self.method_name = method_name
+
+    def __call__(self, **feeds):
+        unknown = sorted(set(feeds) - set(self.inputs))
+        missing = sorted(set(self.inputs) - set(feeds))
+        if unknown or missing:
+            raise TypeError("signature %r takes inputs %s; got unknown %s, missing %s"
+                            % (self.key, sorted(self.inputs), unknown, missing))
+        keys = sorted(self.outputs)
+        got = self._model.session.run([self.outputs[k] for k in keys],
+                                      {self.inputs[k]: v for k, v in feeds.items()})
+        return dict(zip(keys, got))
+
+    def __repr__(self):
+        return "Signature(%r, inputs=%s, outputs=%s)" % (self.key, sorted(self.inputs), sorted(self.outputs))
+
+
+class SavedModel:
+    """A SavedModel loaded by TF_LoadSessionFromSavedModel: its graph, its
+    session (variables restored, init op run) and its signatures by key."""
+
+    def __init__(self, path, tags=("serve",), config=None):
+        lib = library()
+        self.path = path
+        self.graph = Graph()
+        self.session = None
+        opts = lib.TF_NewSessionOptions()
+        mg = lib.TF_NewBuffer()
+        try:
+            if config is not None:
+                if isinstance(config, str):
+                    config = config_text_to_binary(config)
+                with _Status() as s:
+                    lib.TF_SetConfig(opts, config, len(config), s)
+            tag_arr = (ctypes.c_char_p * max(len(tags), 1))(*[t.encode() for t in tags])
+            with _Status() as s:
+                ptr = lib.TF_LoadSessionFromSavedModel(opts, None, os.fsencode(path), tag_arr, len(tags),
+                                                       self.graph._handle(), mg, s)
+            sess = Session.__new__(Session)
+            sess._lib, sess._graph, sess._ptr = lib, self.graph, ptr
+            self.session = sess
+            raw = ctypes.string_at(mg.contents.data, mg.contents.length) if mg.contents.length else b""
+        except Exception:
+            self.graph.close()
+            raise
+        finally:
+            lib.TF_DeleteBuffer(mg)
+            lib.TF_DeleteSessionOptions(opts)
+        self.meta_graph_def = raw
+        self.signatures = {k: Signature(self, k, i, o, m) for k, (i, o, m) in _signatures(raw).items()}
+
+    def close(self):
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+        self.graph.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def load(path, tags=("serve",), config=None):
+    """Loads the SavedModel at path (the MetaGraphDef tagged exactly tags)::
+
+        m = mstream.load("export/1")
+        y = m.signatures["serving_default"](x=batch)["y"]
+    """
+    return SavedModel(path, tags=tags, config=config)
