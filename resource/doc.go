@@ -1,5 +1,5 @@
 // Package resource owns the state a session keeps between Runs: variables
-// (resource and ref), and later lookup tables, each in a Manager with TF's
+// (resource and ref) and lookup tables (table.go), each in a Manager with TF's
 // container/name rules.
 //
 // # Ownership

@@ -47,9 +47,16 @@ func (v varValue) tensor(t *testing.T, tmp string) *tensor.Tensor {
 	if v.DType == "string" {
 		s := make([]string, len(v.Strings))
 		for i, x := range v.Strings {
-			s[i] = strings.ReplaceAll(x, "__TMP__", tmp)
+			s[i] = strings.ReplaceAll(strings.ReplaceAll(x, "__TMP__", tmp), "__DIR__", "../test/variables")
 		}
 		return tensor.FromStrings(tensor.Shape(v.Shape), s)
+	}
+	if v.DType == "int64" {
+		n := make([]int64, len(v.Values))
+		for i, x := range v.Values {
+			n[i] = int64(x)
+		}
+		return tensor.FromI64(tensor.Shape(v.Shape), n)
 	}
 	return cfValue{DType: v.DType, Shape: v.Shape, Values: v.Values}.tensor(t)
 }
@@ -82,7 +89,7 @@ func outputOf(t *testing.T, g *graph.Graph, name string) graph.Output {
 	return graph.Output{Node: node, Index: i}
 }
 
-// TestVariablesAgainstTF replays each case's steps on one session, on the
+// TestVariablesAgainstTF replays (lookup tables included) each case's steps on one session, on the
 // pool executor and on two stream groups, and compares every fetched value
 // and every error (code and TF's message) with TF's.
 func TestVariablesAgainstTF(t *testing.T) {
@@ -141,6 +148,18 @@ func checkVar(t *testing.T, run int, name string, got *tensor.Tensor, want varVa
 	if want.DType == "string" {
 		if got.DType != tensor.String || len(got.Strs) != len(want.Strings) {
 			t.Errorf("run %d %s: %v, TF %v", run, name, got, want.Strings)
+		}
+		return
+	}
+	if got.DType == tensor.Int64 {
+		if !got.Shape.Equal(tensor.Shape(want.Shape)) {
+			t.Errorf("run %d %s: shape %v, TF %v", run, name, got.Shape, want.Shape)
+			return
+		}
+		for i, x := range got.I64() {
+			if float64(x) != want.Values[i] {
+				t.Errorf("run %d %s[%d] = %v, TF %v", run, name, i, x, want.Values[i])
+			}
 		}
 		return
 	}

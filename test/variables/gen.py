@@ -9,7 +9,9 @@ ReadVariableOp, AssignVariableOp, ResourceGather, ResourceScatter*), a Saver
 on one session (the state carries from step to step); each step's fetched
 values, or its error code and message, go into cases.json beside the graphs.
 session/variables_test.go replays the same steps through mstream and
-compares. "__TMP__" in a string feed stands for a fresh temporary directory.
+compares. "__TMP__" in a string feed stands for a fresh temporary directory,
+"__DIR__" for test/variables. A lookup-table case covers HashTableV2 (from
+tensors and from a text file), MutableHashTableV2 and their ops.
 Inputs are drawn at random each time the script runs.
 """
 import json
@@ -27,6 +29,8 @@ rng = np.random.default_rng()
 
 
 def enc(v):
+    if isinstance(v, np.ndarray) and v.dtype == object:
+        return {"dtype": "string", "shape": list(v.shape), "strings": [x.decode() for x in v.ravel()]}
     if isinstance(v, (bytes, str)):
         s = v.decode() if isinstance(v, bytes) else v
         return {"dtype": "string", "shape": [], "strings": [s]}
@@ -58,7 +62,7 @@ def case(name, build, steps):
             fd = {}
             for k, v in feeds.items():
                 if isinstance(v, str):
-                    v = v.replace("__TMP__", tmp)
+                    v = v.replace("__TMP__", tmp).replace("__DIR__", here)
                 fd[k + ":0"] = v
             try:
                 out = s.run(fetches + [g.get_operation_by_name(t) for t in targets], fd)
@@ -213,12 +217,48 @@ def mlp_steps():
     return [({}, [], ["init"])] + [({"x": f32(5, 4)}, ["y:0"], []) for _ in range(2)]
 
 
+def tables():
+    keys = tf.constant(["apple", "pear", "fig"])
+    vals = tf.constant([3, 1, 4], tf.int64)
+    t = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, vals), -1, name="static")
+    q = tf.compat.v1.placeholder(tf.string, [None], name="q")
+    tf.identity(t.lookup(q), name="found")
+    tf.identity(t.size(), name="size")
+    fname = tf.compat.v1.placeholder(tf.string, [], name="vocab")
+    v = tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
+        fname, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER), -7, name="vocab_table")
+    tf.identity(v.lookup(q), name="ids")
+    m = tf.lookup.experimental.MutableHashTable(tf.int64, tf.float32, default_value=-1.0, name="mutable")
+    mk = tf.compat.v1.placeholder(tf.int64, [None], name="mk")
+    mv = tf.compat.v1.placeholder(tf.float32, [None], name="mv")
+    m.insert(mk, mv, name="insert")
+    tf.identity(m.lookup(mk), name="m_found")
+    tf.identity(m.size(), name="m_size")
+    tf.identity(m.export()[0], name="m_keys")
+    tf.compat.v1.tables_initializer(name="init_tables")
+
+
+def tables_steps():
+    q = np.array([b"fig", b"kiwi", b"apple", b"b"], dtype=object)
+    k = np.array([5, -2, 9], np.int64)
+    return [
+        ({"q": q}, ["found:0"], []),
+        ({"vocab": "__DIR__/vocab.txt"}, [], ["init_tables"]),
+        ({"q": q}, ["found:0", "size:0", "ids:0"], []),
+        ({"mk": k}, ["m_found:0", "m_size:0"], []),
+        ({"mk": k, "mv": f32(3)}, [], ["insert/LookupTableInsertV2"]),
+        ({"mk": k[:2], "mv": f32(2)}, [], ["insert/LookupTableInsertV2"]),
+        ({"mk": np.array([9, 5, 4], np.int64)}, ["m_found:0", "m_size:0"], []),
+    ]
+
+
 def main():
     cases = [
         case("ref_vars", ref_vars, ref_steps()),
         case("resource_vars", resource_vars, resource_steps()),
         case("saver", saver, saver_steps()),
         case("mlp", mlp, mlp_steps()),
+        case("tables", tables, tables_steps()),
     ]
     with open(os.path.join(here, "cases.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=1)
