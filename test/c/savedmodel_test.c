@@ -1,7 +1,8 @@
 /* TF_LoadSessionFromSavedModel on SavedModels written by TF 2.15's
  * tf.compat.v1.saved_model.Builder (test/savedmodel/gen.py): a binary
  * saved_model.pb over ref variables and a saved_model.pbtxt over resource
- * variables with two tags. Each is loaded, its serving signature run on TF's
+ * variables with two tags; and TF's own half_plus_two test data (tf/). Each
+ * is loaded, its serving signature run on TF's
  * inputs, and the outputs compared with TF's (test/savedmodel/<name>.txt);
  * meta_graph_def is filled in the caller's buffer; a missing directory and
  * unknown tags are NOT_FOUND naming the directory or listing the tag sets. */
@@ -104,6 +105,8 @@ int main(void) {
   const char* serve_gpu[] = {"gpu", "serve"};
   test_model("mlp_ref", serve, 1);
   test_model("mlp_resource", serve_gpu, 2);
+  test_model("tf/half_plus_two/00000123", serve, 1);       /* TF's own test data */
+  test_model("tf/half_plus_two_main_op/00000123", serve, 1);
   test_errors();
   return DONE();
 }

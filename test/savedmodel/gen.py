@@ -9,12 +9,15 @@ tags {"serve", "gpu"}, saved as saved_model.pbtxt, with a legacy init op that
 sets a counter variable and an asset file whose path the init op stores.
 TF loads each model back (tf.compat.v1.saved_model.loader.load), runs its
 serving_default signature on random inputs and writes inputs and outputs to
-cases.json (and <name>.txt for C); savedmodel's Go test, test/c/savedmodel.c and the Python
+cases.json (and <name>.txt for C). TF's own SavedModel test data
+(half_plus_two, its .pbtxt form and its main_op form, from the TF 2.15.0 Go
+module) is copied unchanged into tf/ and run the same way; savedmodel's Go test, test/c/savedmodel.c and the Python
 package's test load the same directories through mstream and compare.
 """
 import json
 import os
 import shutil
+import subprocess
 
 import numpy as np
 import tensorflow as tf
@@ -61,7 +64,13 @@ def build(name, resource, tags, as_text):
             b.save(as_text=as_text)
         if resource:
             os.remove(vocab)
-    inputs = f32(5, 4)
+    return expect(name, tags, f32(5, 4), resource)
+
+
+def expect(name, tags, inputs, extra=False):
+    """Loads the model at here/name with TF, runs serving_default (x -> y)
+    on inputs and returns the case for cases.json, writing here/name.txt."""
+    path = os.path.join(here, name)
     g = tf.Graph()
     with tf.compat.v1.Session(graph=g) as s:
         mg = tf.compat.v1.saved_model.loader.load(s, tags, path)
@@ -72,19 +81,38 @@ def build(name, resource, tags, as_text):
                 "output": {"name": "y", "tensor": sig.outputs["y"].name, "shape": list(out.shape), "values": out.ravel().tolist()}}
         # The same as plain numbers for test/c/savedmodel_test.c: the
         # input's rows and columns and values, then the output's.
-        with open(os.path.join(here, name + ".txt"), "w") as f:
+        with open(path + ".txt", "w") as f:
             for a in (inputs, out):
                 f.write("%d %d\n%s\n" % (a.shape[0], a.shape[1], " ".join(repr(float(v)) for v in a.ravel())))
-        if resource:
+        if extra:
             case["count"] = float(s.run("count_out:0"))
             case["seen_suffix"] = os.path.basename(s.run("seen_out:0").decode())
         return case
+
+
+def tf_testdata(name):
+    """Copies TF's own SavedModel test data (tensorflow/cc/saved_model/
+    testdata in the TF 2.15.0 Go module) into here/tf, unchanged, and
+    returns its case: serving_default maps x [N, 1] to y = x / 2 + 2."""
+    cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
+    src = os.path.join(cache, "github.com/tensorflow/tensorflow@v2.15.0+incompatible/tensorflow/cc/saved_model/testdata", name, "00000123")
+    dst = os.path.join(here, "tf", name, "00000123")
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    for root, _, files in os.walk(dst):
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o644)
+        os.chmod(root, 0o755)
+    return expect(os.path.join("tf", name, "00000123"), ["serve"], f32(5, 1))
 
 
 def main():
     cases = [
         build("mlp_ref", False, ["serve"], False),
         build("mlp_resource", True, ["serve", "gpu"], True),
+        tf_testdata("half_plus_two"),
+        tf_testdata("half_plus_two_pbtxt"),
+        tf_testdata("half_plus_two_main_op"),
     ]
     with open(os.path.join(here, "cases.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=1)
