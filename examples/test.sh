@@ -19,6 +19,9 @@
 #            first line (no banner before it); the output's dtype is named
 #            (TF_FLOAT); the "no GPU" notice is at most one short line per
 #            process and TF_CPP_MIN_LOG_LEVEL=1 silences it
+#   savedmodel  a SavedModel directory as MODEL (test/savedmodel/mlp_ref,
+#            written by TF's SavedModel Builder): loaded with its variables,
+#            the output is [4,3] and each row is a softmax (sums to 1)
 #   readme   README.md's code blocks are files of examples/ (or test/) and
 #            run as written, with the output the README shows
 #            (examples/readme/check_readme.py)
@@ -31,7 +34,7 @@ cd "$root"
 ITERS=${ITERS:-20}
 # More checks (stream-group counts, ...) go here: a check_NAME function
 # below and NAME in this list.
-CHECKS=${*:-values smoke groups messages readme}
+CHECKS=${*:-values smoke groups messages savedmodel readme}
 
 model=examples/data/model_test.pbtxt
 expected=examples/data/model_test.expected.txt
@@ -249,6 +252,18 @@ check_messages() {
   ok "messages: misspelt model and config fields named with line and column, dtype TF_FLOAT, $notices info line(s)"
 }
 
+check_savedmodel() {
+  if ! build/multistream_inference test/savedmodel/mlp_ref 1 x 1 y 4 2 1 >"$tmp/sm.out" 2>&1; then
+    bad "savedmodel: the example fails on a SavedModel directory"; sed 's/^/  /' "$tmp/sm.out"; return
+  fi
+  if first_values "$tmp/sm.out" | awk 'NR==1 { if ($0 !~ /shape \[4,3\]/) exit 1 }
+      NR==2 { if (NF != 12) exit 1; for (r = 0; r < 4; r++) { t = 0; for (j = 1; j <= 3; j++) t += $(3*r+j); if (t < 0.999 || t > 1.001) exit 1 } }'; then
+    ok "savedmodel: test/savedmodel/mlp_ref runs, [4,3] rows of a softmax"
+  else
+    bad "savedmodel: unexpected output"; first_values "$tmp/sm.out" | sed 's/^/  /'
+  fi
+}
+
 check_readme() {
   if /usr/bin/python3 examples/readme/check_readme.py >"$tmp/readme.out" 2>&1; then
     ok "readme: $(tail -1 "$tmp/readme.out")"
@@ -263,6 +278,7 @@ for c in $CHECKS; do
     smoke) check_smoke ;;
     groups) check_groups ;;
     messages) check_messages ;;
+    savedmodel) check_savedmodel ;;
     readme) check_readme ;;
     *) bad "unknown check $c" ;;
   esac

@@ -6,7 +6,8 @@
  *   multistream_inference MODEL N_IN IN_NAME... N_OUT OUT_NAME...
  *                         [BATCH [ITERS [THREADS [CONFIG]]]]
  *
- * MODEL is a binary (.pb) or text (.pbtxt) GraphDef; CONFIG a binary or text
+ * MODEL is a binary (.pb) or text (.pbtxt) GraphDef, or a SavedModel
+ * directory (its "serve" MetaGraphDef); CONFIG a binary or text
  * ConfigProto. Inputs are random, shaped from each placeholder's static shape:
  * the first unknown dimension becomes BATCH, any other unknown one becomes 1.
  * Integer inputs that feed a GatherV2 as indices stay below the table's row
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "mstream/mstream.h"
@@ -101,7 +103,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: multistream_inference MODEL N_IN IN_NAME... N_OUT "
           "OUT_NAME... [BATCH [ITERS [THREADS [CONFIG]]]]\n"
-          "  MODEL   GraphDef, binary (.pb) or text (.pbtxt)\n"
+          "  MODEL   GraphDef, binary (.pb) or text (.pbtxt), or a SavedModel directory\n"
           "  BATCH   replaces the first -1 dimension of each input (default "
           "%d)\n"
           "  ITERS   runs per phase and per thread (default %d)\n"
@@ -525,14 +527,6 @@ int main(int argc, char** argv) {
 
   TF_Status* s = TF_NewStatus();
 
-  TF_Buffer* graph_def = load_graph_def(model, s);
-  TF_Graph* graph = TF_NewGraph();
-  TF_ImportGraphDefOptions* import_opts = TF_NewImportGraphDefOptions();
-  TF_GraphImportGraphDef(graph, graph_def, import_opts, s);
-  TF_DeleteImportGraphDefOptions(import_opts);
-  TF_DeleteBuffer(graph_def);
-  check(model, s);
-
   TF_SessionOptions* opts = TF_NewSessionOptions();
   if (config != NULL) {
     TF_Buffer* cfg = load_config(config, s);
@@ -540,9 +534,25 @@ int main(int argc, char** argv) {
     TF_DeleteBuffer(cfg);
     check(config, s);
   }
-  TF_Session* session = TF_NewSession(graph, opts, s);
+  TF_Graph* graph = TF_NewGraph();
+  TF_Session* session;
+  struct stat st;
+  if (stat(model, &st) == 0 && S_ISDIR(st.st_mode)) {
+    /* A SavedModel directory: its "serve" MetaGraphDef, variables restored. */
+    const char* tags[] = {"serve"};
+    session = TF_LoadSessionFromSavedModel(opts, NULL, model, tags, 1, graph, NULL, s);
+    check(model, s);
+  } else {
+    TF_Buffer* graph_def = load_graph_def(model, s);
+    TF_ImportGraphDefOptions* import_opts = TF_NewImportGraphDefOptions();
+    TF_GraphImportGraphDef(graph, graph_def, import_opts, s);
+    TF_DeleteImportGraphDefOptions(import_opts);
+    TF_DeleteBuffer(graph_def);
+    check(model, s);
+    session = TF_NewSession(graph, opts, s);
+    check("TF_NewSession", s);
+  }
   TF_DeleteSessionOptions(opts);
-  check("TF_NewSession", s);
 
   Worker w = {0};
   w.session = session;
