@@ -523,6 +523,9 @@ func msOperationOutputType(out *C.TF_Output) C.TF_DataType {
 	if err != nil {
 		return 0
 	}
+	if gout.Node.IsRefOutput(gout.Index) {
+		return C.TF_DataType(gout.DType().Ref()) // VariableV2's: DT_FLOAT_REF, as TF
+	}
 	return C.TF_DataType(gout.DType())
 }
 
@@ -557,6 +560,9 @@ func msOperationInputType(in *C.TF_Input) C.TF_DataType {
 	_, n, i, err := inputOf(in)
 	if err != nil {
 		return 0
+	}
+	if n.IsRefInput(i) {
+		return C.TF_DataType(n.InTypes[i].Ref()) // Assign's ref: DT_FLOAT_REF, as TF
 	}
 	return C.TF_DataType(n.InTypes[i])
 }

@@ -71,6 +71,10 @@ func (d DType) Fixed() bool { return d.Size() > 0 }
 // ResourceHandleProtos (what TF's C API hands a client too).
 func (d DType) InStrs() bool { return d == String || d == Resource }
 
+// Ref is d's reference dtype (DT_FLOAT_REF for DT_FLOAT), the type TF's C
+// API reports for a ref output such as VariableV2's.
+func (d DType) Ref() DType { return d.Base() + refOffset }
+
 // IsRef reports whether d is a reference dtype (DT_FLOAT_REF and so on).
 func (d DType) IsRef() bool { return d > refOffset && (d - refOffset).Valid() }
 

@@ -53,6 +53,12 @@ static void test_model(const char* name, const char* const* tags, int ntags) {
   if (sess) {
     TF_Output x = out0(g, "x"), y = out0(g, "y");
     CHECK(x.oper && y.oper, "%s: signature tensors", name);
+    TF_Operation* w1 = TF_GraphOperationByName(g, "w1");
+    if (w1 && strcmp(TF_OperationOpType(w1), "VariableV2") == 0) {
+      /* A ref variable's output is DT_FLOAT_REF, as TF's C API reports it. */
+      TF_Output v = {w1, 0};
+      CHECK(TF_OperationOutputType(v) == TF_FLOAT + 100, "%s: w1's output type %d", name, TF_OperationOutputType(v));
+    }
     TF_Tensor* t = TF_AllocateTensor(TF_FLOAT, in_dims, 2, sizeof(float) * in_dims[0] * in_dims[1]);
     memcpy(TF_TensorData(t), in, TF_TensorByteSize(t));
     TF_Tensor* out = NULL;

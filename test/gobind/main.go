@@ -8,8 +8,9 @@
 //
 // It builds graphs with the op package and with tf.NewGraph + Import, runs
 // sessions (feeds, fetches, targets, partial runs, strings, errors), runs
-// TF's tf.function graphs of test/functions, and prints "N passed, M
-// failed".
+// TF's tf.function graphs of test/functions, loads TF's half_plus_two
+// SavedModel as the bindings' own saved_model_test.go does (from
+// test/savedmodel/tf under $MSTREAM_REPO), and prints "N passed, M failed".
 package main
 
 import (
@@ -314,12 +315,39 @@ func eager() {
 	}
 }
 
+// savedModel is the bindings' TestSavedModelHalfPlusTwo and
+// TestSavedModelWithEmptyTags: y = 0.5 * x + 2 through the loaded session,
+// the signatures parsed from the MetaGraphDef TF_LoadSessionFromSavedModel
+// returned, and an error for empty tags.
+func savedModel() {
+	dir := filepath.Join(os.Getenv("MSTREAM_REPO"), "test/savedmodel/tf/half_plus_two/00000123")
+	m, err := tf.LoadSavedModel(dir, []string{"serve"}, new(tf.SessionOptions))
+	if !noErr(err, "LoadSavedModel") {
+		return
+	}
+	defer m.Session.Close()
+	check(m.Graph.Operation("x") != nil && m.Graph.Operation("y") != nil, "x and y in the loaded graph")
+	sig, ok := m.Signatures["serving_default"]
+	check(ok && sig.Inputs["x"].Name == "x:0" && sig.Outputs["y"].Name == "y:0", "serving_default signature %+v", sig)
+	for _, c := range [][2]float32{{-1, 1.5}, {1, 2.5}, {0, 2}, {float32(math.Inf(-1)), float32(math.Inf(-1))}, {float32(math.Inf(1)), float32(math.Inf(1))}} {
+		x, _ := tf.NewTensor([]float32{c[0]})
+		y, err := m.Session.Run(map[tf.Output]*tf.Tensor{m.Graph.Operation("x").Output(0): x}, []tf.Output{m.Graph.Operation("y").Output(0)}, nil)
+		if noErr(err, "half_plus_two run") {
+			got := y[0].Value().([]float32)[0]
+			check(got == c[1], "half_plus_two(%v) = %v, want %v", c[0], got, c[1])
+		}
+	}
+	_, err = tf.LoadSavedModel(dir, []string{}, new(tf.SessionOptions))
+	check(err != nil, "LoadSavedModel with empty tags succeeded")
+}
+
 func main() {
 	check(tf.Version() == "2.15.0", "tf.Version() = %q", tf.Version())
 	opGraph()
 	importGraph()
 	functions()
 	eager()
+	savedModel()
 	fmt.Printf("%d passed, %d failed\n", pass, fail)
 	if fail > 0 {
 		os.Exit(1)
