@@ -39,8 +39,10 @@ type smCases struct {
 
 const dir = "../test/savedmodel"
 
+// env keeps the tests on the host, where outputs equal TF's CPU results
+// to 1e-5; session's TestVariablesOnGPU covers variables on a GPU.
 func env() *session.Options {
-	return &session.Options{Env: map[string]string{}}
+	return &session.Options{Env: map[string]string{"MSTREAM_DEVICE": "cpu"}}
 }
 
 // TestLoadLikeTF loads each SavedModel, runs its serving signature and

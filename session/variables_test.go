@@ -89,10 +89,24 @@ func outputOf(t *testing.T, g *graph.Graph, name string) graph.Output {
 	return graph.Output{Node: node, Index: i}
 }
 
-// TestVariablesAgainstTF replays (lookup tables included) each case's steps on one session, on the
-// pool executor and on two stream groups, and compares every fetched value
-// and every error (code and TF's message) with TF's.
+// TestVariablesAgainstTF replays each case's steps (lookup tables included)
+// on one session, on the pool executor and on two stream groups, and
+// compares every fetched value and every error (code and TF's message)
+// with TF's.
 func TestVariablesAgainstTF(t *testing.T) {
+	runVarCases(t, []map[string]string{nil, {"TF_GPU_STREAM_GROUP_COUNT": "2"}}, 0)
+}
+
+// TestVariablesOnGPU is the same on a GPU session, one and two stream
+// groups: the variable and table kernels run on the host, their values
+// cross to the GPU kernels that read them. Floats agree with TF's CPU
+// results to the GPU's TF32 tolerance.
+func TestVariablesOnGPU(t *testing.T) {
+	wantGPU(t)
+	runVarCases(t, []map[string]string{{"MSTREAM_DEVICE": "gpu"}, {"MSTREAM_DEVICE": "gpu", "TF_GPU_STREAM_GROUP_COUNT": "2"}}, 2e-3)
+}
+
+func runVarCases(t *testing.T, envs []map[string]string, tol float64) {
 	dir := "../test/variables"
 	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
 	if err != nil {
@@ -106,8 +120,8 @@ func TestVariablesAgainstTF(t *testing.T) {
 		t.Fatal("no cases")
 	}
 	for _, c := range cs.Cases {
-		for _, env := range []map[string]string{nil, {"TF_GPU_STREAM_GROUP_COUNT": "2"}} {
-			t.Run(c.Name+"/groups="+env["TF_GPU_STREAM_GROUP_COUNT"], func(t *testing.T) {
+		for _, env := range envs {
+			t.Run(c.Name+"/"+env["MSTREAM_DEVICE"]+"/groups="+env["TF_GPU_STREAM_GROUP_COUNT"], func(t *testing.T) {
 				g := loadGraph(t, filepath.Join(dir, c.Graph))
 				s := openSession(t, g, env)
 				tmp := t.TempDir()
@@ -135,7 +149,7 @@ func TestVariablesAgainstTF(t *testing.T) {
 						t.Fatalf("run %d: %v", k, err)
 					}
 					for j, w := range r.Want {
-						checkVar(t, k, r.Fetches[j], got[j], w)
+						checkVar(t, k, r.Fetches[j], got[j], w, tol)
 					}
 				}
 			})
@@ -143,7 +157,7 @@ func TestVariablesAgainstTF(t *testing.T) {
 	}
 }
 
-func checkVar(t *testing.T, run int, name string, got *tensor.Tensor, want varValue) {
+func checkVar(t *testing.T, run int, name string, got *tensor.Tensor, want varValue, tol float64) {
 	t.Helper()
 	if want.DType == "string" {
 		if got.DType != tensor.String || len(got.Strs) != len(want.Strings) {
@@ -171,6 +185,14 @@ func checkVar(t *testing.T, run int, name string, got *tensor.Tensor, want varVa
 		for i, b := range got.Bools() {
 			if b != (want.Values[i] != 0) {
 				t.Errorf("run %d %s[%d] = %v, TF %v", run, name, i, b, want.Values[i])
+			}
+		}
+		return
+	}
+	if tol > 0 && got.DType == tensor.Float && got.Shape.Equal(tensor.Shape(want.Shape)) {
+		for i, w := range want.Values {
+			if d := math.Abs(float64(got.F32()[i]) - w); d > tol*math.Max(1, math.Abs(w)) {
+				t.Errorf("run %d %s[%d] = %v, TF %v", run, name, i, got.F32()[i], w)
 			}
 		}
 		return

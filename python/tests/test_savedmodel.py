@@ -30,7 +30,8 @@ class SavedModelTest(unittest.TestCase):
                     x = np.array(c["input"]["values"], np.float32).reshape(c["input"]["shape"])
                     y = sig(x=x)["y"]
                     want = np.array(c["output"]["values"], np.float32).reshape(c["output"]["shape"])
-                    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+                    # 1e-5 on the CPU; a GPU's TF32 GEMMs agree to ~1e-3.
+                    np.testing.assert_allclose(y, want, rtol=2e-3, atol=2e-3)
                     with self.assertRaises(TypeError):
                         sig(z=x)
 

@@ -68,7 +68,9 @@ static void test_model(const char* name, const char* const* tags, int ntags) {
       CHECK(TF_NumDims(out) == 2 && TF_Dim(out, 0) == out_dims[0] && TF_Dim(out, 1) == out_dims[1], "%s: output shape", name);
       const float* got = TF_TensorData(out);
       int bad = 0;
-      for (int64_t i = 0; i < out_dims[0] * out_dims[1]; i++) bad += fabsf(got[i] - want[i]) > 1e-5f;
+      /* 1e-5 on the CPU; a GPU's TF32 GEMMs (TF's default there) agree to
+         about 1e-3 of the output's scale, and the test runs on either. */
+      for (int64_t i = 0; i < out_dims[0] * out_dims[1]; i++) bad += fabsf(got[i] - want[i]) > 2e-3f * fmaxf(1, fabsf(want[i]));
       CHECK(bad == 0, "%s: %d outputs differ from TF's", name, bad);
       TF_DeleteTensor(out);
     }
