@@ -30,7 +30,7 @@ func TestFunctions(t *testing.T) {
 // loops are placed on the GPU.
 func TestFunctionsGPU(t *testing.T) {
 	wantGPU(t)
-	runTFCases(t, "../test/functions", gpuControlFlowEnvs)
+	runTFCases(t, "../test/functions", "cases.json", gpuControlFlowEnvs)
 	for _, c := range []struct{ graph, feed1, feed2, fetch string }{
 		{"nested_calls", "x", "y", "Identity"},
 		{"while_cond", "x", "w", "Identity"},
