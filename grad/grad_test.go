@@ -223,6 +223,10 @@ var cases = []gcase{
 			"explicit_paddings": graph.AttrIntList([]int64{0, 0, 1, 0, 2, 1, 0, 0})}, c.x(1, 4, 5, 2), c.x(2, 3, 2, 3))
 		c.ys = []graph.Output{c.op("Square", nil, y)}
 	}, false},
+	{"depthwise", func(c *cb) {
+		y := c.op("DepthwiseConv2dNative", grad.A{"strides": graph.AttrIntList([]int64{1, 2, 2, 1}), "padding": graph.AttrString("SAME")}, c.x(2, 5, 4, 3), c.x(2, 3, 3, 2))
+		c.ys = []graph.Output{c.op("Mul", nil, y, c.w(2, 3, 2, 6))}
+	}, false},
 	{"maxpool avgpool", func(c *cb) {
 		x := c.x(2, 5, 6, 3)
 		a := grad.A{"ksize": graph.AttrIntList([]int64{1, 2, 3, 1}), "strides": graph.AttrIntList([]int64{1, 2, 2, 1}), "padding": graph.AttrString("SAME")}

@@ -456,3 +456,121 @@ func batchNormGrad(ctx *kernels.Context, eps float64, training, nchw bool) error
 	}
 	return nil
 }
+
+func init() {
+	for _, op := range []string{"DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"} {
+		filter := op == "DepthwiseConv2dNativeBackpropFilter"
+		host := []string{"input_sizes"}
+		if filter {
+			host = []string{"filter_sizes"}
+		}
+		reg(op, floatTypes, host, func(n *graph.Node) (kernels.Kernel, error) {
+			a, err := ParseDepthwiseAttrs(n)
+			if err != nil {
+				return nil, err
+			}
+			if a.NCHW {
+				return nil, nodeErr(n, status.Unimplemented, "Depthwise convolution on CPU is only supported for NHWC format")
+			}
+			return kernels.KernelFunc(func(ctx *kernels.Context) error { return depthwiseBackprop(ctx, a, filter) }), nil
+		})
+	}
+}
+
+// depthwiseBackprop is DepthwiseConv2dNativeBackpropInput (filter false:
+// inputs input_sizes, filter, out_backprop) or ...BackpropFilter (input,
+// filter_sizes, out_backprop): output channel c*M+m of the forward op read
+// input channel c through filter[..., c, m].
+func depthwiseBackprop(ctx *kernels.Context, a Conv2DAttrs, filter bool) error {
+	sizesAt := 0
+	if filter {
+		sizesAt = 1
+	}
+	sizes, err := hostInts(ctx, sizesAt, "sizes")
+	if err != nil {
+		return err
+	}
+	if len(sizes) != 4 {
+		return ctx.Errorf(status.InvalidArgument, "%s must have 4 values, got %d", []string{"input_sizes", "filter_sizes"}[sizesAt], len(sizes))
+	}
+	var xShape, fShape tensor.Shape
+	if filter {
+		xShape, fShape = ctx.Input(0).Shape, tensor.Shape(sizes)
+	} else {
+		xShape, fShape = tensor.Shape(sizes), ctx.Input(1).Shape
+	}
+	dyT := ctx.Input(2)
+	if len(xShape) != 4 || len(fShape) != 4 || len(dyT.Shape) != 4 {
+		return ctx.Errorf(status.InvalidArgument, "input, filter and out_backprop must be 4-dimensional, got %v, %v and %v", xShape, fShape, dyT.Shape)
+	}
+	if err := xShape.Validate(); err != nil {
+		return ctx.Errorf(status.InvalidArgument, "input_sizes: %v", err)
+	}
+	if err := fShape.Validate(); err != nil {
+		return ctx.Errorf(status.InvalidArgument, "filter_sizes: %v", err)
+	}
+	c, mult := xShape[3], fShape[3]
+	if fShape[2] != c {
+		return ctx.Errorf(status.InvalidArgument, "input and filter must have the same depth: %d vs %d", c, fShape[2])
+	}
+	p, err := a.Params(xShape, tensor.Shape{fShape[0], fShape[1], 1, c * mult})
+	if err != nil {
+		return ctx.Errorf(status.CodeOf(err), "%v", err)
+	}
+	if want := (tensor.Shape{xShape[0], int64(p.OutH), int64(p.OutW), c * mult}); !dyT.Shape.Equal(want) {
+		return ctx.Errorf(status.InvalidArgument, "out_backprop has shape %v, expected %v", dyT.Shape, want)
+	}
+	outShape, other := xShape, ctx.Input(1)
+	if filter {
+		outShape, other = fShape, ctx.Input(0)
+	}
+	o, err := ctx.Allocate(0, outShape)
+	if err != nil {
+		return err
+	}
+	dy, err := loadF64(ctx, dyT)
+	if err != nil {
+		return err
+	}
+	ov, err := loadF64(ctx, other) // the filter (input gradient) or the input (filter gradient)
+	if err != nil {
+		return err
+	}
+	acc, err := kernels.Scratch[float64](ctx, outShape.NumElements())
+	if err != nil {
+		return err
+	}
+	C, M := int(c), int(mult)
+	for n := 0; n < p.N; n++ {
+		for i := 0; i < p.OutH; i++ {
+			for j := 0; j < p.OutW; j++ {
+				dr := dy[((n*p.OutH+i)*p.OutW+j)*C*M:][:C*M]
+				for ka := 0; ka < p.KH; ka++ {
+					y := i*p.StrideH - p.PadTop + ka
+					if y < 0 || y >= p.H {
+						continue
+					}
+					for kb := 0; kb < p.KW; kb++ {
+						xx := j*p.StrideW - p.PadLeft + kb
+						if xx < 0 || xx >= p.W {
+							continue
+						}
+						xo, fo := ((n*p.H+y)*p.W+xx)*C, (ka*p.KW+kb)*C*M
+						for ch := 0; ch < C; ch++ {
+							for m := 0; m < M; m++ {
+								g := dr[ch*M+m]
+								if filter {
+									acc[fo+ch*M+m] += ov[xo+ch] * g
+								} else {
+									acc[xo+ch] += ov[fo+ch*M+m] * g
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	storeF64(o, acc)
+	return nil
+}

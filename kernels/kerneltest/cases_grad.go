@@ -593,3 +593,86 @@ func batchNormGradCases(r *rand.Rand, op string) []Case {
 	bad(&cs, op, Attrs{"is_training": ABool(false), "data_format": AStr("NCHW")}, in, nil, status.InvalidArgument)
 	return cs
 }
+
+func init() {
+	Add("DepthwiseConv2dNativeBackpropInput", func(r *rand.Rand) []Case { return depthwiseBackpropCases(r, false) })
+	Add("DepthwiseConv2dNativeBackpropFilter", func(r *rand.Rand) []Case { return depthwiseBackpropCases(r, true) })
+}
+
+// refDepthwiseBackprop scatters dy through the depthwise windows: output
+// channel c*M+m reads input channel c through f[a, b, c, m].
+func refDepthwiseBackprop(s convSpec, mult int, x, f, dy []float64, filter bool) []float64 {
+	oh, pt := window(s.h, s.kh, 1, s.sh, s.padding, [2]int{s.pads[0], s.pads[1]})
+	ow, pl := window(s.w, s.kw, 1, s.sw, s.padding, [2]int{s.pads[2], s.pads[3]})
+	var out []float64
+	if filter {
+		out = make([]float64, s.kh*s.kw*s.c*mult)
+	} else {
+		out = make([]float64, s.n*s.h*s.w*s.c)
+	}
+	for n := 0; n < s.n; n++ {
+		for i := 0; i < oh; i++ {
+			for j := 0; j < ow; j++ {
+				for a := 0; a < s.kh; a++ {
+					for b := 0; b < s.kw; b++ {
+						y, xx := i*s.sh-pt+a, j*s.sw-pl+b
+						if y < 0 || y >= s.h || xx < 0 || xx >= s.w {
+							continue
+						}
+						for c := 0; c < s.c; c++ {
+							for m := 0; m < mult; m++ {
+								g := dy[((n*oh+i)*ow+j)*s.c*mult+c*mult+m]
+								fi, xi := ((a*s.kw+b)*s.c+c)*mult+m, ((n*s.h+y)*s.w+xx)*s.c+c
+								if filter {
+									out[fi] += x[xi] * g
+								} else {
+									out[xi] += f[fi] * g
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func depthwiseBackpropCases(r *rand.Rand, filter bool) []Case {
+	op := "DepthwiseConv2dNativeBackpropInput"
+	if filter {
+		op = "DepthwiseConv2dNativeBackpropFilter"
+	}
+	var cs []Case
+	for _, dt := range FloatTypes {
+		for i := 0; i < 12; i++ {
+			s := randConvSpec(r)
+			s.sw, s.dh, s.dw = s.sh, 1, 1
+			mult := 1 + r.Intn(3)
+			oh, _ := window(s.h, s.kh, 1, s.sh, s.padding, [2]int{s.pads[0], s.pads[1]})
+			ow, _ := window(s.w, s.kw, 1, s.sw, s.padding, [2]int{s.pads[2], s.pads[3]})
+			if oh <= 0 || ow <= 0 {
+				continue
+			}
+			xs := tensor.Shape{int64(s.n), int64(s.h), int64(s.w), int64(s.c)}
+			fs := tensor.Shape{int64(s.kh), int64(s.kw), int64(s.c), int64(mult)}
+			x, f := RandRange(r, dt, xs, -1, 1), RandRange(r, dt, fs, -1, 1)
+			dy := RandRange(r, dt, tensor.Shape{int64(s.n), int64(oh), int64(ow), int64(s.c * mult)}, -1, 1)
+			want := refDepthwiseBackprop(s, mult, F64s(x), F64s(f), F64s(dy), filter)
+			in, ws, k := ins(IntVec(tensor.Int32, xs...), f, dy), xs, s.kh*s.kw*mult
+			if filter {
+				in, ws, k = ins(x, IntVec(tensor.Int32, fs...), dy), fs, s.n*oh*ow
+			}
+			cs = append(cs, Case{Name: fmt.Sprintf("%s %v %+v x%d", op, dt, s, mult), Node: NodeFor(op, s.attrs(), in, nil), Inputs: in,
+				Want: ins(FromF64(dt, ws, want)), Tol: gradConvTol(dt, k)})
+		}
+	}
+	x, f, dy := Rand(r, tensor.Float, tensor.Shape{1, 4, 4, 3}), Rand(r, tensor.Float, tensor.Shape{2, 2, 3, 1}), Rand(r, tensor.Float, tensor.Shape{1, 3, 3, 2})
+	a := Attrs{"strides": AInts(1, 1, 1, 1), "padding": AStr("VALID")}
+	if filter {
+		bad(&cs, op, a, ins(x, IntVec(tensor.Int32, 2, 2, 3, 1), dy), nil, status.InvalidArgument)
+	} else {
+		bad(&cs, op, a, ins(IntVec(tensor.Int32, 1, 4, 4, 3), f, dy), nil, status.InvalidArgument)
+	}
+	return cs
+}
