@@ -61,7 +61,10 @@
 //     Selu, Softsign, Softplus, LeakyRelu, IsNan, IsInf, IsFinite,
 //     LogicalNot, ZerosLike, OnesLike, and the half/bfloat16/narrow-int
 //     Relu, Sigmoid, Tanh), and _MstreamUnaryChain (optimize's chains of
-//     float32 unary ops, up to 16, in one pass).
+//     float32 unary ops, up to 16, in one pass); the activation
+//     gradients ReluGrad, Relu6Grad, EluGrad, SeluGrad, SoftplusGrad,
+//     LeakyReluGrad, SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad and
+//     ReciprocalGrad (gradmath.go).
 //   - cwise.cu: the remaining broadcasting binary ops (Pow,
 //     SquaredDifference, Div, FloorDiv, FloorMod, TruncateDiv,
 //     TruncateMod, Mod, DivNoNan, Equal..GreaterEqual, LogicalAnd/Or, and

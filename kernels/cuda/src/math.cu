@@ -195,3 +195,37 @@ extern "C" __global__ void uchain_f32(float *__restrict__ o, const float *__rest
 		o[i] = v;
 	}
 }
+
+// The activation gradients, two same-size inputs in the op's order
+// ((dy, x or y) for ReluGrad..LeakyReluGrad, (y, dy) for SigmoidGrad..
+// ReciprocalGrad) and p, LeakyReluGrad's alpha (unused by the others);
+// TF's formulas, a zero dy giving zero for Sqrt/Rsqrt/ReciprocalGrad.
+template <typename C> __device__ __forceinline__ C g_relu(C g, C x, C) { return g * (x > (C)0 ? (C)1 : (C)0); }
+template <typename C> __device__ __forceinline__ C g_relu6(C g, C x, C) {
+	return g * ((x > (C)0 && x < (C)6) ? (C)1 : (C)0);
+}
+template <typename C> __device__ __forceinline__ C g_elu(C g, C y, C) { return y < (C)0 ? g * (y + (C)1) : g; }
+template <typename C> __device__ __forceinline__ C g_selu(C g, C y, C) {
+	const C scale = (C)1.0507009873554804934193349852946, alpha = (C)1.6732632423543772848170429916717;
+	return y < (C)0 ? g * (y + scale * alpha) : g * scale;
+}
+template <typename C> __device__ __forceinline__ C g_softplus(C g, C x, C) { return g / (f_exp(-x) + (C)1); }
+template <typename C> __device__ __forceinline__ C g_leaky(C g, C x, C a) { return x > (C)0 ? g : g * a; }
+template <typename C> __device__ __forceinline__ C g_sigmoid(C y, C dy, C) { return dy * y * ((C)1 - y); }
+template <typename C> __device__ __forceinline__ C g_tanh(C y, C dy, C) { return dy * ((C)1 - y * y); }
+template <typename C> __device__ __forceinline__ C g_sqrt(C y, C dy, C) { return dy == (C)0 ? (C)0 : ((C)0.5 * dy) / y; }
+template <typename C> __device__ __forceinline__ C g_rsqrt(C y, C dy, C) {
+	return dy == (C)0 ? (C)0 : (C)-0.5 * (dy * y) * (y * y);
+}
+template <typename C> __device__ __forceinline__ C g_recip(C y, C dy, C) { return dy == (C)0 ? (C)0 : -y * y * dy; }
+
+#define GRADB(NAME, T, SUF)                                                                              \
+	extern "C" __global__ void g_##NAME##_##SUF(T *__restrict__ o, const T *__restrict__ a,           \
+		const T *__restrict__ b, i64 n, double p) {                                                \
+		typedef Cm<T>::t C;                                                                        \
+		C pc = (C)p;                                                                               \
+		GRID_LOOP(i, n) o[i] = st<T>(g_##NAME<C>(ld(a[i]), ld(b[i]), pc));                          \
+	}
+#define GRAD_FLOAT(NAME) GRADB(NAME, float, f32) GRADB(NAME, double, f64) GRADB(NAME, f16, f16) GRADB(NAME, bf16, bf16)
+GRAD_FLOAT(relu) GRAD_FLOAT(relu6) GRAD_FLOAT(elu) GRAD_FLOAT(selu) GRAD_FLOAT(softplus) GRAD_FLOAT(leaky)
+GRAD_FLOAT(sigmoid) GRAD_FLOAT(tanh) GRAD_FLOAT(sqrt) GRAD_FLOAT(rsqrt) GRAD_FLOAT(recip)
