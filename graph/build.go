@@ -12,8 +12,12 @@ import (
 	"mstream/tensor"
 )
 
-// validNodeName is TF's rule for node names (graph_constructor.cc).
-var validNodeName = regexp.MustCompile(`^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$`)
+// validNodeName is TF's rule for the names of imported nodes
+// (graph_constructor.cc's IsValidNodeName without internal ops): pieces
+// joined by '>', each starting with a letter, digit or dot. TF checks it only
+// at import: TF_NewOperation takes any name, as TF's C API does (the official
+// Go bindings name a node "const/0/[1 2 3 4]").
+var validNodeName = regexp.MustCompile(`^[A-Za-z0-9.][A-Za-z0-9_./-]*(>[A-Za-z0-9.][A-Za-z0-9_./-]*)*$`)
 
 func newBuilder(g *Graph, op, name string) *Builder {
 	return &Builder{g: g, op: op, name: name, def: g.OpDef(op), attrs: map[string]*tfpb.AttrValue{}}
@@ -48,9 +52,6 @@ func (b *Builder) finish() (*Node, error) {
 	g := b.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !validNodeName.MatchString(b.name) {
-		return nil, status.InvalidArg("Node name '%s' is not valid (op %s)", b.name, b.op)
-	}
 	if g.byName[b.name] != nil {
 		return nil, status.InvalidArg("Duplicate node name in graph: '%s' (op %s)", b.name, b.op)
 	}

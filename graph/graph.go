@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"mstream/proto/tfpb"
+	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -25,6 +26,10 @@ type Graph struct {
 	// whileFrames holds the frame names of the loops AddWhileLoop built, as
 	// TF's Graph keeps its WhileContexts: one loop per frame name.
 	whileFrames map[string]bool
+	// badName is the first node whose name breaks TF's node-name rule
+	// (TF_NewOperation takes any name; a session refuses to run such a
+	// graph, as TF's does when it converts the graph).
+	badName *Node
 }
 
 // New returns an empty graph.
@@ -98,6 +103,16 @@ func (n *Node) Attr(name string) *tfpb.AttrValue { return n.Attrs[name] }
 func (g *Graph) RLock()   { g.mu.RLock() }
 func (g *Graph) RUnlock() { g.mu.RUnlock() }
 
+// CheckNamesLocked is TF's check of node names when a session takes the
+// graph: INVALID_ARGUMENT naming the first node whose name an import would
+// refuse. The caller holds RLock.
+func (g *Graph) CheckNamesLocked() error {
+	if g.badName == nil {
+		return nil
+	}
+	return status.InvalidArg("Node '%s': Node name contains invalid characters", g.badName.Name)
+}
+
 // Version increases with every change to the graph; plans built from an
 // older version are rebuilt.
 func (g *Graph) Version() uint64 {
@@ -164,6 +179,9 @@ func (g *Graph) addLocked(n *Node) {
 	}
 	g.nodes = append(g.nodes, n)
 	g.byName[n.Name] = n
+	if g.badName == nil && !validNodeName.MatchString(n.Name) {
+		g.badName = n
+	}
 	for i, in := range n.Inputs {
 		in.Node.consumers = growConsumers(in.Node.consumers, len(in.Node.OutTypes))
 		in.Node.consumers[in.Index] = append(in.Node.consumers[in.Index], Input{n, i})

@@ -323,6 +323,10 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 		return p, nil
 	}
 	s.g.RLock()
+	if err := s.g.CheckNamesLocked(); err != nil {
+		s.g.RUnlock()
+		return nil, err
+	}
 	feeds, fetches, targets, err := s.optimized(feeds, fetches, targets)
 	if err != nil {
 		s.g.RUnlock()

@@ -210,7 +210,7 @@ static void end_session(TF_Session* sess) {
 static void run_show(TF_Session* sess, const TF_Output* in, TF_Tensor* const* vals, int nin, const TF_Output* outs,
                      int nout, const TF_Operation* const* targets, int ntargets, const char* kernel_node) {
   TF_Status* s = TF_NewStatus();
-  TF_Tensor* res[8] = {0};
+  TF_Tensor* res[32] = {0};
   TF_SessionRun(sess, NULL, in, vals, nin, outs, res, nout, targets, ntargets, NULL, s);
   if (kernel_node) st_node("run", s, kernel_node);
   else ST("run", s);
@@ -994,6 +994,53 @@ static void c_add_gradients(void) {
   TF_DeleteStatus(s);
 }
 
+/* Node names: TF's C API takes any name at TF_NewOperation (the official Go
+ * bindings' TestOperationAttrs names a node "const/0/[1 2 3 4]"); a Run, an
+ * import and an import of the exported graph check TF's node-name rule (the
+ * Run allowing a leading underscore, for TF's internal ops). One graph per
+ * name, so that each shows. */
+static void c_node_names(void) {
+  static const char* names[] = {"const/0/[1 2 3 4]", "a b", "_lead", "-lead", "/lead", "x:0", "x^y", "ok.name-1/>a",
+                                "\xc3\xa9t\xc3\xa9", "", "tab\tname", "x/", "9", "a>b", "a>", "a>>b", "a>_b",
+                                "a>.b/c", "^x", ".", "_"};
+  TF_Status* s = TF_NewStatus();
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    TF_Graph* g = TF_NewGraph();
+    TF_OperationDescription* d = TF_NewOperation(g, "Const", names[i]);
+    TF_Tensor* t = TF_AllocateTensor(TF_INT32, NULL, 0, 4);
+    *(int32_t*)TF_TensorData(t) = (int32_t)i;
+    TF_SetAttrTensor(d, "value", t, s);
+    TF_SetAttrType(d, "dtype", TF_INT32);
+    TF_Operation* op = TF_FinishOperation(d, s);
+    TF_DeleteTensor(t);
+    out("-- name %zu '%s'", i, names[i]);
+    ST("add", s);
+    if (op) {
+      out("found %d", TF_GraphOperationByName(g, names[i]) == op);
+      TF_Session* sess = session(g, s);
+      ST("session", s);
+      TF_Output f[1] = {{op, 0}};
+      if (sess) run_show(sess, NULL, NULL, 0, f, 1, NULL, 0, NULL);
+      end_session(sess);
+      TF_Buffer* b = TF_NewBuffer();
+      TF_GraphToGraphDef(g, b, s);
+      ST("export", s);
+      TF_Graph* g2 = TF_NewGraph();
+      TF_ImportGraphDefOptions* o = TF_NewImportGraphDefOptions();
+      TF_GraphImportGraphDef(g2, b, o, s);
+      ST("import of the exported graph", s);
+      TF_DeleteImportGraphDefOptions(o);
+      TF_DeleteBuffer(b);
+      TF_DeleteGraph(g2);
+    }
+    TF_DeleteGraph(g);
+    char text[256];
+    snprintf(text, sizeof text, "node { name: '%s' op: 'NoOp' }", names[i]);
+    TF_DeleteGraph(import_show("import", text, names[i]));
+  }
+  TF_DeleteStatus(s);
+}
+
 /* ---- Random call sequences ---------------------------------------------------- */
 
 static uint64_t rng;
@@ -1540,6 +1587,7 @@ static const test_case cases[] = {
     {"while_errors", c_while_errors},
     {"functions", c_functions},
     {"graph_to_function", c_graph_to_function},
+    {"node_names", c_node_names},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
