@@ -11,19 +11,19 @@
 #   fuzz       libFuzzer over import + Run with feeds, 30 s (test/fuzz)
 #   tforacle   kernels and generated graphs against real TF 2.15 (test/tforacle)
 #   capidiff   the C API against TF's own libtensorflow (test/capidiff)
-# Each suite ends with "N passed, M failed"; the last line sums them. Arguments
-# name the suites to run (default: all).
+# Each suite ends with "N passed, M failed[, K skipped][, X expected failures]"
+# (scripts/result.sh); the last line sums them. Arguments name the suites to
+# run (default: all).
 repo=$(cd "$(dirname "$0")/.." && pwd)
 [ -e "$repo/build/libtensorflow.so" ] || make -C "$repo" >&2 || { echo "0 passed, 1 failed"; exit 1; }
+. "$repo/scripts/result.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
+pass=0; fail=0; skip=0; xfail=0
 
-# Adds a suite's "N passed, M failed" (its last line) to the totals.
+# Adds a suite's result line (its last line) to the totals.
 count() { # name output
-  local last
-  last=$(echo "$2" | tail -1)
-  if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ [0-9]+\ skipped)?$ ]]; then
-    pass=$((pass+BASH_REMATCH[1])); fail=$((fail+BASH_REMATCH[2]))
+  if ms_result "$(echo "$2" | tail -1)"; then
+    pass=$((pass+ms_p)); fail=$((fail+ms_f)); skip=$((skip+ms_s)); xfail=$((xfail+ms_x))
   else
     echo "FAIL $1: no result line (crashed?)"; fail=$((fail+1))
   fi
@@ -74,5 +74,5 @@ for s in $suites; do
   esac
   echo "-- $s: $(( $(date +%s) - t0 )) s"
 done
-echo "$pass passed, $fail failed"
+ms_result_line $pass $fail $skip $xfail
 [ $fail -eq 0 ]

@@ -12,7 +12,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=$repo/build/fuzz
 mkdir -p "$out"
 if ! command -v clang >/dev/null; then
-  echo "skipped: no clang"; echo "0 passed, 0 failed"; exit 0
+  echo "skipped: no clang"; echo "0 passed, 0 failed, 1 skipped"; exit 0
 fi
 if ! clang -g -O1 -fsanitize=fuzzer -I "$repo/include" -o "$out/graph_fuzz" "$repo/test/fuzz/graph_fuzz.c" \
     -L "$repo/build" -lmstream -Wl,-rpath,"$repo/build" -Wall -Werror; then

@@ -17,7 +17,8 @@
  *                                whose message names one of OP passes as
  *                                XFAIL; a run that matches is an XPASS
  * Each case prints one line (PASS, XFAIL, XPASS or FAIL); the last line is
- * "N passed, M failed" (XFAIL and XPASS count as passed). */
+ * "N passed, M failed, 0 skipped, X expected failures": X counts the XFAILs,
+ * N the PASSes and XPASSes (an XPASS also says to drop its xfail). */
 
 #include <inttypes.h>
 #include <math.h>
@@ -596,6 +597,6 @@ int main(int argc, char** argv) {
     n_fail++;
   }
   printf("%d pass, %d xfail, %d xpass, %d fail\n", n_pass, n_xfail, n_xpass, n_fail);
-  printf("%d passed, %d failed\n", n_pass + n_xfail + n_xpass, n_fail);
+  printf("%d passed, %d failed, 0 skipped, %d expected failures\n", n_pass + n_xpass, n_fail, n_xfail);
   return n_fail ? 1 : 0;
 }

@@ -15,16 +15,17 @@
 # generators and their inputs, so TF starts only when something changed.
 # Knobs: TFORACLE_FUZZ (graphs, default 100), TFORACLE_SEED (default 1),
 # KERNELTEST_SEED (default 1), TFORACLE_PARTS (default "kernels grads graphs").
-# The last line is "N passed, M failed".
+# The last line is "N passed, M failed, K skipped, X expected failures"
+# (scripts/result.sh; X: the plans' XFAIL cases, known gaps).
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 here=$repo/test/tforacle
-ms_root=$repo; . "$repo/scripts/venv.sh"
-if ! ms_have_tf; then echo "0 passed, 0 failed"; exit 0; fi
+ms_root=$repo; . "$repo/scripts/venv.sh"; . "$repo/scripts/result.sh"
+if ! ms_have_tf; then echo "0 passed, 0 failed, 1 skipped"; exit 0; fi
 [ -e "$repo/build/libtensorflow.so" ] || make -C "$repo" lib >&2 || { echo "0 passed, 1 failed"; exit 1; }
 cache=$repo/build/tforacle; mkdir -p "$cache"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
+pass=0; fail=0; xfail=0
 export TF_CPP_MIN_LOG_LEVEL=3 MSTREAM_DEVICE=cpu
 
 part_kernels() {
@@ -82,8 +83,8 @@ part_graphs() {
     -Wl,-rpath,"$repo/build" -lm || { fail=$((fail+1)); return; }
   out=$("$tmp/runner" "$dir" 2>&1); echo "$out" | sed '$d'
   last=$(echo "$out" | tail -1)
-  if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    pass=$((pass+BASH_REMATCH[1])); fail=$((fail+BASH_REMATCH[2]))
+  if ms_result "$last"; then
+    pass=$((pass+ms_p)); fail=$((fail+ms_f)); xfail=$((xfail+ms_x))
   else
     echo "FAIL runner: no result line (crashed?)"; fail=$((fail+1))
   fi
@@ -94,5 +95,5 @@ for part in ${TFORACLE_PARTS:-kernels grads graphs}; do
   "part_$part"
   echo "-- $part: $(( $(date +%s) - t0 )) s"
 done
-echo "$pass passed, $fail failed"
+ms_result_line $pass $fail 0 $xfail
 [ $fail -eq 0 ]
