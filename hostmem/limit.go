@@ -44,7 +44,8 @@ func (l Limit) Max() int64 {
 	return Physical()
 }
 
-func (l Limit) name() string {
+// Name is the allocator's name in messages ("cpu" when unset).
+func (l Limit) Name() string {
 	if l.Allocator == "" {
 		return "cpu"
 	}
@@ -63,7 +64,7 @@ func (l Limit) Check(n, elem int64, what func() string) error {
 	if elem > 0 && n > max/elem {
 		return status.Errorf(status.ResourceExhausted,
 			"OOM when allocating %s: %d elements of %d bytes are more than the %d bytes allocator %s may give",
-			what(), n, elem, max, l.name())
+			what(), n, elem, max, l.Name())
 	}
 	return nil
 }

@@ -235,6 +235,37 @@ func (c *Context) Allocate(i int, shape tensor.Shape) (*tensor.Tensor, error) {
 	return t, nil
 }
 
+// StringBytes counts the bytes of string data a kernel makes for one output
+// (Substr, StringJoin, AsString, string Add, ...) against the device's
+// limit, with the output's element headers: the kernel calls Take before it
+// makes each string, so data sized by a feed or attr is refused with
+// RESOURCE_EXHAUSTED naming the node before Go is asked for the memory.
+// Outputs that share their inputs' bytes (Fill, Tile, Identity) make none.
+type StringBytes struct {
+	c    *Context
+	out  *tensor.Tensor
+	used int64 // headers and the bytes taken so far
+	max  int64
+}
+
+// StringBytes starts the count for output tensor out, which Allocate made.
+func (c *Context) StringBytes(out *tensor.Tensor) *StringBytes {
+	n := out.NumElements()
+	return &StringBytes{c: c, out: out, used: min(n, math.MaxInt64/tensor.StringElemBytes) * tensor.StringElemBytes, max: c.Limit.Max()}
+}
+
+// Take counts n more bytes; it fails once the output's strings would be
+// more than the limit.
+func (b *StringBytes) Take(n int64) error {
+	if n < 0 || n > b.max-b.used {
+		return b.c.Errorf(status.ResourceExhausted,
+			"OOM when allocating the strings of tensor with shape%v and type string: more than the %d bytes allocator %s may give",
+			b.out.Shape, b.max, b.c.Limit.Name())
+	}
+	b.used += n
+	return nil
+}
+
 // Scratch returns a zeroed slice of n T for a kernel's temporary use (index
 // maps, accumulators) after checking its size against the device's limit:
 // the one way a kernel takes memory sized by its data other than Allocate.

@@ -144,7 +144,27 @@ func (f *asStringFmt) compute(ctx *kernels.Context) error {
 		return err
 	}
 	n := int(in.NumElements())
-	put := func(i int, s string) { out.Strs[i] = []byte(s) }
+	// Every element is at least width bytes: those are counted before any
+	// is formatted (a width from the attr could ask for more than memory),
+	// the rest of each element as it is made.
+	budget := ctx.StringBytes(out)
+	wide := max(f.width, 0)
+	if wide > 0 && int64(n) > math.MaxInt64/wide {
+		err = budget.Take(-1) // more than any limit
+	} else {
+		err = budget.Take(int64(n) * wide)
+	}
+	if err != nil {
+		return err
+	}
+	put := func(i int, s string) {
+		if err == nil {
+			err = budget.Take(max(int64(len(s))-wide, 0))
+		}
+		if err == nil {
+			out.Strs[i] = []byte(s)
+		}
+	}
 	spec := f.spec()
 	switch in.DType {
 	case tensor.String:
@@ -186,5 +206,5 @@ func (f *asStringFmt) compute(ctx *kernels.Context) error {
 			put(i, fmt.Sprintf(spec, int64(in.ElementF64(i))))
 		}
 	}
-	return nil
+	return err
 }

@@ -141,12 +141,17 @@ func binaryOp(ctx *kernels.Context, op binOp) error {
 	case tensor.Uint64:
 		runBinary(ctx, op, bc, a.U64(), b.U64(), o.U64())
 	case tensor.String:
+		budget := ctx.StringBytes(o)
+		var err error
 		forEachRow(bc, func(oo, ao, bo, n, sa, sb int64) {
-			for i := int64(0); i < n; i++ {
+			for i := int64(0); i < n && err == nil; i++ {
 				x, y := a.Strs[ao+i*sa], b.Strs[bo+i*sb]
-				o.Strs[oo+i] = append(append(make([]byte, 0, len(x)+len(y)), x...), y...)
+				if err = budget.Take(int64(len(x)) + int64(len(y))); err == nil {
+					o.Strs[oo+i] = append(append(make([]byte, 0, len(x)+len(y)), x...), y...)
+				}
 			}
 		})
+		return err
 	default:
 		return ctx.Errorf(status.Unimplemented, "dtype %v", a.DType)
 	}

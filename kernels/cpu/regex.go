@@ -74,30 +74,45 @@ func regexReplace(ctx *kernels.Context, re *regexp.Regexp, rw []byte, global boo
 	// RE2 refuses (leaves the string as it is) a rewrite naming a group
 	// the pattern lacks.
 	usable := maxSubmatch(rw) <= re.NumSubexp()
+	budget := ctx.StringBytes(out)
 	for i, s := range in.Strs {
 		out.Strs[i] = s
 		if !usable {
 			continue
 		}
+		var ms [][]int
 		if global {
-			out.Strs[i] = globalReplace(re, s, rw)
+			ms = re.FindAllSubmatchIndex(s, -1)
 		} else if m := re.FindSubmatchIndex(s); m != nil {
-			if b, ok := rewrite(nil, rw, s, m); ok {
-				out.Strs[i] = append(append(append([]byte{}, s[:m[0]]...), b...), s[m[1]:]...)
-			}
+			ms = [][]int{m}
+		}
+		if len(ms) == 0 {
+			continue
+		}
+		// The new string's length, counted before it is made: a short
+		// rewrite at every position of a long string multiplies it.
+		n := int64(len(s))
+		for _, m := range ms {
+			n += rewriteLen(rw, s, m) - int64(m[1]-m[0])
+		}
+		if err := budget.Take(n); err != nil {
+			return err
+		}
+		if global {
+			out.Strs[i] = globalReplace(ms, s, rw)
+		} else if b, ok := rewrite(nil, rw, s, ms[0]); ok {
+			m := ms[0]
+			out.Strs[i] = append(append(append([]byte{}, s[:m[0]]...), b...), s[m[1]:]...)
 		}
 	}
 	return nil
 }
 
-// globalReplace is RE2::GlobalReplace: every non-overlapping match, an
-// empty match right after the previous one skipped. A rewrite that fails
-// part way keeps what it appended, as RE2's does.
-func globalReplace(re *regexp.Regexp, s, rw []byte) []byte {
-	ms := re.FindAllSubmatchIndex(s, -1)
-	if len(ms) == 0 {
-		return s
-	}
+// globalReplace is RE2::GlobalReplace over the matches ms of s (every
+// non-overlapping match, an empty match right after the previous one
+// skipped, as FindAllSubmatchIndex gives them). A rewrite that fails part
+// way keeps what it appended, as RE2's does.
+func globalReplace(ms [][]int, s, rw []byte) []byte {
 	var out []byte
 	p := 0
 	for _, m := range ms {
@@ -106,6 +121,28 @@ func globalReplace(re *regexp.Regexp, s, rw []byte) []byte {
 		p = m[1]
 	}
 	return append(out, s[p:]...)
+}
+
+// rewriteLen bounds the number of bytes rewrite appends for match m from
+// above (it is exact when the rewrite succeeds).
+func rewriteLen(rw, s []byte, m []int) int64 {
+	var n int64
+	for i := 0; i < len(rw); i++ {
+		if rw[i] != '\\' {
+			n++
+			continue
+		}
+		i++
+		switch {
+		case i < len(rw) && rw[i] >= '0' && rw[i] <= '9':
+			if g := int(rw[i] - '0'); 2*g+1 < len(m) && m[2*g] >= 0 {
+				n += int64(m[2*g+1] - m[2*g])
+			}
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // rewrite appends rw with \N replaced by group N of match m of s.

@@ -98,9 +98,13 @@ func stringSplitV2(ctx *kernels.Context, maxsplit int) error {
 	}
 	shape.I64()[0], shape.I64()[1] = int64(len(in.Strs)), int64(widest)
 	c := 0
+	budget := ctx.StringBytes(vals)
 	for i, k := range counts {
 		for j := 0; j < k; j++ {
 			idx.I64()[2*c], idx.I64()[2*c+1] = int64(i), int64(j)
+			if err := budget.Take(int64(len(tokens[c]))); err != nil {
+				return err
+			}
 			vals.Strs[c] = append([]byte{}, tokens[c]...)
 			c++
 		}

@@ -73,13 +73,19 @@ func stringJoin(ctx *kernels.Context, sep []byte) error {
 		return err
 	}
 	parts := make([][]byte, len(ctx.Inputs))
+	budget := ctx.StringBytes(out)
 	for i := range out.Strs {
+		n := int64(len(sep)) * int64(max(len(parts)-1, 0))
 		for j, in := range ctx.Inputs {
 			if len(in.Shape) == 0 {
 				parts[j] = in.Strs[0]
 			} else {
 				parts[j] = in.Strs[i]
 			}
+			n += int64(len(parts[j]))
+		}
+		if err := budget.Take(n); err != nil {
+			return err
 		}
 		out.Strs[i] = bytes.Join(parts, sep)
 	}

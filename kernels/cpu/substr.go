@@ -139,6 +139,7 @@ func substr(ctx *kernels.Context, utf8 bool) error {
 	if err != nil {
 		return err
 	}
+	budget := ctx.StringBytes(out)
 	for i := range out.Strs {
 		s := in.Strs[inAt(i)]
 		p, l := pos[pAt(i)], lens[pAt(i)]
@@ -148,6 +149,9 @@ func substr(ctx *kernels.Context, utf8 bool) error {
 				return ctx.Errorf(status.InvalidArgument, "pos %d out of range for string at index %d", p, i)
 			}
 			return ctx.Errorf(status.InvalidArgument, "pos %d out of range for string b'%s' at index %d", p, s, i)
+		}
+		if err := budget.Take(int64(len(sub))); err != nil {
+			return err
 		}
 		out.Strs[i] = append([]byte{}, sub...)
 	}

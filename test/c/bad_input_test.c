@@ -464,7 +464,18 @@ static const char* kHostile =
     "node { name: 'fill' op: 'Fill' input: 'i' input: 'str' attr { key: 'T' value { type: DT_STRING } }\n"
     "  attr { key: 'index_type' value { type: DT_INT64 } } }\n"
     "node { name: 'tile' op: 'Tile' input: 'str' input: 'i' attr { key: 'T' value { type: DT_STRING } }\n"
-    "  attr { key: 'Tmultiples' value { type: DT_INT64 } } }\n";
+    "  attr { key: 'Tmultiples' value { type: DT_INT64 } } }\n"
+    /* Kernels that make string bytes sized by their inputs or attrs. */
+    "node { name: 'strv' op: 'Placeholder' attr { key: 'dtype' value { type: DT_STRING } } }\n"
+    "node { name: 'j' op: 'Placeholder' attr { key: 'dtype' value { type: DT_INT64 } } }\n"
+    "node { name: 'sjoin' op: 'StringJoin' input: 'str' input: 'strv' attr { key: 'N' value { i: 2 } } }\n"
+    "node { name: 'sadd' op: 'Add' input: 'str' input: 'strv' attr { key: 'T' value { type: DT_STRING } } }\n"
+    "node { name: 'substr' op: 'Substr' input: 'str' input: 'i' input: 'j' attr { key: 'T' value { type: DT_INT64 } } }\n"
+    "node { name: 'asstr' op: 'AsString' input: 'x' attr { key: 'T' value { type: DT_FLOAT } }\n"
+    "  attr { key: 'width' value { i: 100000 } } }\n"
+    "node { name: 'regex2' op: 'RegexReplace' input: 'str' input: 'pat' input: 'rw' }\n"
+    "node { name: 'pat' op: 'Placeholder' attr { key: 'dtype' value { type: DT_STRING } } }\n"
+    "node { name: 'rw' op: 'Placeholder' attr { key: 'dtype' value { type: DT_STRING } } }\n";
 
 /* int64 values: a [rows, n/rows] matrix, or a vector of n when rows is 0. */
 static TF_Tensor* ints64(const int64_t* v, int n, int rows) {
@@ -567,6 +578,36 @@ static void test_hostile_sizes(void) {
     int64_t n = 1000000;
     TF_Tensor* fv[2] = {ints64(&n, 1, 0), strings(-1, long_str)};
     hostile_run(hg, hs, fn, fv, 2, "fill", TF_RESOURCE_EXHAUSTED, "the caller's copy", "Fill 1e6 x 100 kB string");
+  }
+  /* New string bytes: 100 elements of 1 MB (StringJoin, string Add, Substr
+     of a broadcast scalar), 1000 floats 100 kB wide (AsString's width), a
+     1000-byte rewrite at each of 100001 empty matches (RegexReplace): each
+     about 100 MB, beyond the 64 MiB limit, though every input is small. */
+  {
+    static char mb[1000001], kb[1001];
+    memset(mb, 'y', sizeof mb - 1);
+    memset(kb, 'z', sizeof kb - 1);
+    const char* sn[2] = {"str", "strv"};
+    TF_Tensor* sv[2] = {strings(-1, mb), strings(100, "ab")};
+    hostile_run(hg, hs, sn, sv, 2, "sjoin", TF_RESOURCE_EXHAUSTED, "OOM when allocating", "StringJoin 100 x 1 MB");
+    TF_Tensor* av[2] = {strings(-1, mb), strings(100, "ab")};
+    hostile_run(hg, hs, sn, av, 2, "sadd", TF_RESOURCE_EXHAUSTED, "OOM when allocating", "string Add 100 x 1 MB");
+    const char* un[3] = {"str", "i", "j"};
+    int64_t zeros[100] = {0}, lens[100];
+    for (int k = 0; k < 100; k++) lens[k] = 1000000;
+    TF_Tensor* uv[3] = {strings(-1, mb), ints64(zeros, 100, 0), ints64(lens, 100, 0)};
+    hostile_run(hg, hs, un, uv, 3, "substr", TF_RESOURCE_EXHAUSTED, "OOM when allocating", "Substr 100 x 1 MB");
+    const char* xn[1] = {"x"};
+    float xs[1000];
+    for (int k = 0; k < 1000; k++) xs[k] = (float)k;
+    TF_Tensor* xv[1] = {TF_AllocateTensor(TF_FLOAT, (int64_t[]){1000}, 1, sizeof xs)};
+    memcpy(TF_TensorData(xv[0]), xs, sizeof xs);
+    hostile_run(hg, hs, xn, xv, 1, "asstr", TF_RESOURCE_EXHAUSTED, "OOM when allocating", "AsString width 1e5 x 1000");
+    const char* rn[3] = {"str", "pat", "rw"};
+    static char hk[100001];
+    memset(hk, 'w', sizeof hk - 1);
+    TF_Tensor* rv[3] = {strings(-1, hk), strings(-1, ""), strings(-1, kb)};
+    hostile_run(hg, hs, rn, rv, 3, "regex2", TF_RESOURCE_EXHAUSTED, "OOM when allocating", "RegexReplace 1e5 x 1 kB");
   }
   /* TF_AllocateTensor of 4e12 bytes: as TF, a tensor without data that keeps
      its dims and byte size; fed, INVALID_ARGUMENT naming the feed. */
