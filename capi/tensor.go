@@ -46,7 +46,7 @@ func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
 		if size < n*sizeofTString {
 			return nil, status.InvalidArg("string tensor of shape %v has %d bytes, needs %d", shape, size, n*sizeofTString)
 		}
-		out := tensor.New(dt, shape)
+		out := tensor.New(dt, shape) //mstream:bounded the caller's tensor holds these n TF_TStrings already
 		for i := int64(0); i < n; i++ {
 			ts := C.ms_tstring_at(t, C.size_t(i))
 			out.Strs[i] = nonNil(goBytes(unsafe.Pointer(C.TF_StringGetDataPointer(ts)), C.TF_StringGetSize(ts)))
@@ -68,7 +68,7 @@ func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
 	if size < need {
 		return nil, status.InvalidArg("%v tensor of shape %v has %d bytes, needs %d", dt, shape, size, need)
 	}
-	out := tensor.New(dt, shape)
+	out := tensor.New(dt, shape) //mstream:bounded the caller's tensor holds these bytes already
 	if need > 0 {
 		copy(out.Buf, unsafe.Slice((*byte)(data), need))
 	}

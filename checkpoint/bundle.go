@@ -446,9 +446,14 @@ func (r *Reader) value(key string, e *tfpb.BundleEntryProto) (*tensor.Tensor, er
 	if e.Offset < 0 || e.Size < 0 || e.Offset > st.Size() || e.Size > st.Size()-e.Offset {
 		return nil, corrupt(path, "key %s: bytes [%d, %d+%d) lie beyond the file's %d bytes", key, e.Offset, e.Offset, e.Size, st.Size())
 	}
+	// A file may be larger than memory: the size is checked as every
+	// allocation sized by data is.
+	if err := (hostmem.Limit{}).Check(e.Size, 1, func() string { return fmt.Sprintf("tensor %s of %s", key, path) }); err != nil {
+		return nil, err
+	}
 	var buf []byte
 	if dt.Fixed() {
-		buf = hostmem.Alloc(int(e.Size))
+		buf = hostmem.Alloc(int(e.Size)) //mstream:bounded Check above
 	} else {
 		buf = make([]byte, e.Size)
 	}
@@ -553,7 +558,7 @@ func (r *Reader) slice(key string, e *tfpb.BundleEntryProto, want Slice) (*tenso
 		return nil, status.Errorf(status.InvalidArgument, "Does not have sufficient slices for partitioned tensor %s to restore in slice_spec: %s", key, want)
 	}
 	if outShape.NumElements() == 0 {
-		return tensor.New(dt, outShape), nil
+		return tensor.New(dt, outShape), nil //mstream:bounded no elements
 	}
 	// Read every part before allocating the output: the parts' sizes are
 	// bounded by the files, the shape in the index is not.
@@ -599,7 +604,7 @@ func (r *Reader) slice(key string, e *tfpb.BundleEntryProto, want Slice) (*tenso
 		// TF copies between slices only for these dtypes.
 		return nil, status.Errorf(status.InvalidArgument, "Dtype %v not supported.", dt)
 	}
-	out := tensor.New(dt, outShape)
+	out := tensor.New(dt, outShape) //mstream:bounded the parts read cover every element
 	for _, p := range parts {
 		copyRegion(out, wlo, p.t, p.lo)
 	}

@@ -149,7 +149,7 @@ func buildTable(keys [][]byte, values [][]byte) []byte {
 	}
 	indexHandle := writeBlock(index)
 	footer := append(append([]byte{}, metaHandle...), indexHandle...)
-	footer = append(footer, make([]byte, 2*maxHandleLen-len(footer))...)
+	footer = append(footer, make([]byte, 2*maxHandleLen-len(footer))...) //mstream:bounded constants
 	footer = binary.LittleEndian.AppendUint64(footer, tableMagic)
 	return append(out, footer...)
 }

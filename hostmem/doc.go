@@ -17,4 +17,10 @@
 // size beyond the limit must become RESOURCE_EXHAUSTED first. Its default is
 // the machine's physical memory (Physical, from sysinfo); a session hands
 // kernels the device allocator's limit (kernels.Context.Limit).
+// TestAllocationsAreChecked, a go/ast check over the packages that allocate
+// from data (kernels, tensor, graph, capi, checkpoint, session, pbparse),
+// flags a make or tensor.New sized by an element count, a dimension or a
+// product that no Limit check precedes. It sees syntax only: a size held in
+// a plain variable (make([]byte, n)) passes it, so it catches the common
+// forms, not every one.
 package hostmem

@@ -8,6 +8,7 @@
 // carries a TF code and names the node (Context.Errorf); memory whose size
 // comes from a kernel's inputs or attrs is taken only through
 // Context.Allocate, Scratch or NewTensor, which check it against the
-// device's limit first (kernels/cpu's TestAllocationsAreChecked enforces it
-// over that package's source).
+// device's limit first (hostmem's TestAllocationsAreChecked enforces it
+// over the kernels' source and the other packages that allocate from data);
+// string data a kernel makes is counted with Context.StringBytes.
 package kernels

@@ -229,7 +229,7 @@ func (c *Context) Allocate(i int, shape tensor.Shape) (*tensor.Tensor, error) {
 			return nil, c.Errorf(status.CodeOf(err), "output %d: %s: %v", i, what(), err)
 		}
 	} else {
-		t = tensor.New(dt, shape)
+		t = tensor.New(dt, shape) //mstream:bounded limit.Check above
 	}
 	c.Outputs[i] = t
 	return t, nil
@@ -288,7 +288,7 @@ func NewTensor(c *Context, dt tensor.DType, shape tensor.Shape) (*tensor.Tensor,
 	if err := c.Limit.Check(shape.NumElements(), elem, what); err != nil {
 		return nil, c.Errorf(status.CodeOf(err), "%v", err)
 	}
-	return tensor.New(dt, shape), nil
+	return tensor.New(dt, shape), nil //mstream:bounded c.Limit.Check above
 }
 
 // SetOutput sets output i to an existing tensor (forwarding an input).

@@ -34,9 +34,9 @@ func New(dt DType, shape Shape) *Tensor {
 	case dt.InStrs():
 		t.Strs = make([][]byte, n)
 	case dt == Variant:
-		t.Vars = make([]any, n)
+		t.Vars = make([]any, n) //mstream:bounded New is the raw allocation: its callers are the ones checked
 	default:
-		t.Buf = hostmem.Alloc(int(n) * dt.Size())
+		t.Buf = hostmem.Alloc(int(n) * dt.Size()) //mstream:bounded New is the raw allocation: its callers are the ones checked
 	}
 	return t
 }

@@ -64,7 +64,7 @@ func fakeQuantGPU(k kctx, at cpu.FakeQuantAttrs) error {
 		return k.launchN(nns, "fake_quant1", n, &a)
 	}
 	d := int64(len(grids))
-	table := make([]byte, 6*4*d)
+	table := make([]byte, 6*4*d) //mstream:bounded one row per quantization channel of an existing tensor
 	for c, g := range grids {
 		v := [6]float32{g.Min, g.Max, g.Scale, g.Inv, g.QZero, 0}
 		if g.Zero {

@@ -1,4 +1,4 @@
-package cpu
+package hostmem
 
 import (
 	"go/ast"
@@ -10,11 +10,27 @@ import (
 	"testing"
 )
 
-// TestAllocationsAreChecked is a vet-style check over this package's source:
-// memory whose size comes from a kernel's inputs or attrs must come from
-// kernels.Context.Allocate or kernels.Scratch, which check it against the
-// device's limit first, never from a raw make or tensor.New (Go's out of
-// memory is fatal to the host process). It flags
+// allocDirs are the packages that allocate memory sized by what a graph, a
+// feed, an attr, a file or a C caller says (relative to this package).
+// Packages left out hold no such allocation: bfc and tensorholder carve
+// regions already checked, device/ allocates what the allocators ask for,
+// optimize and groups size by the graph's node count (already in memory),
+// envcfg and status by their own tables.
+// exec is left out too: it stages and copies tensors that already exist
+// (host copies of device tensors, fed values), each the size of memory
+// already held, and its outputs come from kernels, which this rule covers.
+var allocDirs = []string{
+	"../kernels/cpu", "../kernels/cuda", "../kernels", "../tensor", "../graph", "../capi",
+	"../checkpoint", "../session", "../proto/pbparse",
+}
+
+// TestAllocationsAreChecked is a vet-style check over the source of
+// allocDirs: memory whose size comes from data (a kernel's inputs or attrs,
+// a TensorProto, a checkpoint's index, a C caller's byte count) must be
+// checked against a Limit (Limit.Check, Make; in kernels
+// kernels.Context.Allocate, kernels.Scratch, kernels.NewTensor) before it is
+// asked for, never taken by a raw make or tensor.New (Go's out of memory is
+// fatal to the host process). It flags
 //   - tensor.New / hostmem.Alloc whose shape is not a literal, and
 //   - make of a slice whose length or capacity is data-sized: it calls
 //     NumElements or ByteSize, indexes a shape (a dimension such as
@@ -22,11 +38,16 @@ import (
 //
 // Lengths taken from len() of memory that already exists, ranks and attr
 // counts stay plain makes. A flagged line that is bounded for a reason the
-// rule cannot see says so with a "//mstream:bounded <why>" comment.
+// rule cannot see (a Limit.Check just before it, a size bounded by memory
+// that exists) says so with a "//mstream:bounded <why>" comment.
 func TestAllocationsAreChecked(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, d := range allocDirs {
+		fs, err := filepath.Glob(filepath.Join(d, "*.go"))
+		if err != nil || len(fs) == 0 {
+			t.Fatalf("%s: no Go files (%v)", d, err)
+		}
+		files = append(files, fs...)
 	}
 	fset := token.NewFileSet()
 	var bad []string
@@ -100,13 +121,26 @@ func dataSized(e ast.Expr) (why string) {
 		case *ast.IndexExpr:
 			why = "a dimension"
 		case *ast.BinaryExpr:
-			if x.Op == token.MUL {
+			if x.Op == token.MUL && !constExpr(x) {
 				why = "a product"
 			}
 		}
 		return why == ""
 	})
 	return why
+}
+
+// constExpr reports whether e is arithmetic on literals only (1+2*8).
+func constExpr(e ast.Expr) bool {
+	switch x := e.(type) {
+	case *ast.BasicLit:
+		return true
+	case *ast.ParenExpr:
+		return constExpr(x.X)
+	case *ast.BinaryExpr:
+		return constExpr(x.X) && constExpr(x.Y)
+	}
+	return false
 }
 
 // literalShape reports whether e is a shape or size written as constants.
