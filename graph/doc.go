@@ -46,5 +46,15 @@
 // of Node set at creation are immutable and may be read without the lock;
 // OutShapes, consumers and controlOuts need it. Functions named ...Locked
 // expect the caller to hold mu. Shape functions run under mu and must not
-// call back into the Graph's locking methods.
+// call back into the Graph's locking methods (a ConstFolder, which runs a
+// CPU kernel on constant inputs for them, touches no Graph).
+//
+// # Names and shape tensors
+//
+// TF_NewOperation takes any node name, as TF's C API does; an import and a
+// session's Run check TF's node-name rule (CheckNamesLocked). Shape
+// functions read a shape input as TF's shape refiner does (shapetensor.go):
+// through Shape, StridedSlice, Pack, ConcatV2 and Cast, and by folding small
+// stateless subgraphs over constants with the ConstFolder that kernels/cpu
+// registers.
 package graph

@@ -39,14 +39,15 @@ func (c *ShapeContext) NumOutputs() int { return len(c.Node.OutTypes) }
 // hostile GraphDef cannot make it allocate without limit.
 const maxConstElems = 1 << 16
 
-// ConstInput returns the value of input i when it is statically known: the
-// output of a Const node, or of Shape/Size/Rank of a fully known shape;
-// otherwise nil.
+// ConstInput returns the value of input i when the graph fixes it, as TF's
+// shape refiner evaluates it: a Const, Shape/Size/Rank of a known shape,
+// shape(x)[i], or a small stateless subgraph over such values, folded by
+// running it (shapetensor.go); otherwise nil.
 func (c *ShapeContext) ConstInput(i int) *tensor.Tensor {
 	if i >= len(c.Node.Inputs) {
 		return nil
 	}
-	return constValue(c.Node.Inputs[i], 0)
+	return newFolder().value(c.Node.Inputs[i])
 }
 
 // ConstInts returns input i as int64 values when it is a known int32/int64

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"math"
 	"strconv"
 
 	"mstream/proto/tfpb"
@@ -185,9 +186,14 @@ func BroadcastShapes(a, b tensor.PartialShape) (tensor.PartialShape, error) {
 			out[i] = x
 		case x < 0 && y < 0:
 			out[i] = -1
-		case x < 0:
-			out[i] = y
-		case y < 0 || x == y:
+		case x < 0 || y < 0:
+			// As TF: a known dim above 1 is the answer; against a known 0
+			// the unknown one may be 1, so the result is unknown.
+			out[i] = max(x, y)
+			if out[i] <= 1 {
+				out[i] = -1
+			}
+		case x == y:
 			out[i] = x
 		default:
 			return tensor.Unknown, errorf("Incompatible shapes: %v vs. %v", a, b)
@@ -331,68 +337,89 @@ func biasAddShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	return []tensor.PartialShape{out}, nil
 }
 
+// reshapeShape is TF's SetOutputShapeForReshape: the shape input as a
+// partial shape (ShapeTensor), with one unknown dimension inferred from the
+// input's element count when every other is known, and the counts checked
+// when both are known.
 func reshapeShape(c *ShapeContext) ([]tensor.PartialShape, error) {
-	// TF's words: the shape input is a vector, whatever its value.
-	if s := c.In[1]; s.Known && len(s.Dims) != 1 {
-		return nil, errorf("Shape must be rank 1 but is rank %d", len(s.Dims))
-	}
-	dims, ok := c.ConstInts(1)
-	if !ok {
-		s := c.In[1]
-		if s.Known && len(s.Dims) == 1 && s.Dims[0] >= 0 && s.Dims[0] < 1<<16 {
-			return []tensor.PartialShape{unknownDims(int(s.Dims[0]))}, nil
-		}
-		return []tensor.PartialShape{tensor.Unknown}, nil
-	}
-	out := known(append([]int64{}, dims...)...)
-	infer, prod := -1, int64(1)
-	for i, d := range dims {
-		switch {
-		case d == -1:
-			if infer >= 0 {
-				return nil, errorf("can only infer one dimension of shape %v", dims)
-			}
-			infer = i
-		case d < -1:
-			return nil, errorf("size %d must be non-negative, not %d", i, d)
-		default:
-			prod *= d
-		}
+	out, err := c.ShapeTensor(1)
+	if err != nil {
+		return nil, err
 	}
 	in := c.In[0]
-	if in.FullyDefined() {
-		total := tensor.Shape(in.Dims).NumElements()
-		if infer >= 0 {
-			// As TF's kernel: zero dims are left out of both products, so
-			// -1 is still inferred ([2,0,3] to [0,-1] is [0,6]).
-			nz, inZero, hasZero := int64(1), false, false
-			for _, d := range dims {
-				if d == 0 {
-					hasZero = true
-				} else if d > 0 {
-					nz *= d
+	if !out.Known || !in.Known {
+		return []tensor.PartialShape{out}, nil
+	}
+	out = cloneShape(out)
+	// product of the known dims, and the index of the one unknown dim (-2:
+	// more than one).
+	count := func(dims []int64) (prod int64, unknown int) {
+		prod, unknown = 1, -1
+		for i, d := range dims {
+			if d < 0 {
+				if unknown != -1 {
+					return prod, -2
 				}
+				unknown = i
+			} else {
+				prod = mulDims(prod, d)
 			}
-			known := int64(1)
-			for _, d := range in.Dims {
-				if d > 0 || !hasZero {
-					known *= d
-				} else {
-					inZero = true
-				}
-			}
-			if !inZero && known%nz != 0 {
-				return nil, errorf("cannot reshape a tensor with %d elements to shape %v", total, dims)
-			}
-			out.Dims[infer] = known / nz
-			if tensor.Shape(out.Dims).NumElements() != total {
-				return nil, errorf("cannot reshape a tensor with %d elements to shape %v", total, dims)
-			}
-		} else if total != prod {
-			return nil, errorf("cannot reshape a tensor with %d elements to shape %v", total, dims)
+		}
+		return prod, unknown
+	}
+	outN, outU := count(out.Dims)
+	inN, inU := count(in.Dims)
+	if outU == -2 || inU == -2 {
+		return []tensor.PartialShape{out}, nil
+	}
+	switch {
+	case inU < 0 && outU < 0:
+		if inN != outN {
+			return nil, errorf("Cannot reshape a tensor with %d elements to shape %v (%d elements)", inN, shapeString(out), outN)
+		}
+	case inU < 0 && outU >= 0 && outN > 0:
+		if inN%outN != 0 {
+			return nil, errorf("Dimension size must be evenly divisible by %d but is %d", outN, inN)
+		}
+		out.Dims[outU] = inN / outN
+	case inU >= 0 && outU < 0 && inN != 0:
+		if outN%inN != 0 {
+			return nil, errorf("Dimension size must be evenly divisible by %d but is %d", inN, outN)
+		}
+	case inU >= 0 && outU >= 0:
+		if inN == outN {
+			out.Dims[outU] = in.Dims[inU]
 		}
 	}
 	return []tensor.PartialShape{out}, nil
+}
+
+// mulDims multiplies two known dimensions, saturating rather than
+// overflowing (an element count that large fails elsewhere).
+func mulDims(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// shapeString prints a partial shape as TF's DebugString does: [2,?,3].
+func shapeString(s tensor.PartialShape) string {
+	if !s.Known {
+		return "?"
+	}
+	b := []byte{'['}
+	for i, d := range s.Dims {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if d < 0 {
+			b = append(b, '?')
+		} else {
+			b = strconv.AppendInt(b, d, 10)
+		}
+	}
+	return string(append(b, ']'))
 }
 
 func unknownDims(r int) tensor.PartialShape {

@@ -1041,6 +1041,118 @@ static void c_node_names(void) {
   TF_DeleteStatus(s);
 }
 
+/* Shape tensors: TF's shape refiner reads the shape input of Reshape, Fill
+ * and others through Shape, StridedSlice, Pack, ConcatV2 and Cast, and folds
+ * small constant subgraphs by running them; TF_GraphGetTensorShape shows what
+ * it learnt, and the errors it finds are TF_FinishOperation's. */
+static TF_Operation* ints(TF_Graph* g, const char* name, const int32_t* v, int n, TF_Status* s) {
+  int64_t dims[1] = {n};
+  return const_op(g, name, TF_INT32, dims, n < 0 ? 0 : 1, v, s);
+}
+
+static TF_Operation* slice1(TF_Graph* g, const char* name, TF_Output in, int32_t b, int32_t e, int32_t st, int shrink,
+                            int bmask, int emask, TF_Status* s) {
+  char nb[64];
+  snprintf(nb, sizeof nb, "%s_b", name);
+  TF_Operation* ob = ints(g, nb, &b, 1, s);
+  snprintf(nb, sizeof nb, "%s_e", name);
+  TF_Operation* oe = ints(g, nb, &e, 1, s);
+  snprintf(nb, sizeof nb, "%s_s", name);
+  TF_Operation* os = ints(g, nb, &st, 1, s);
+  TF_OperationDescription* d = TF_NewOperation(g, "StridedSlice", name);
+  TF_AddInput(d, in);
+  TF_AddInput(d, (TF_Output){ob, 0});
+  TF_AddInput(d, (TF_Output){oe, 0});
+  TF_AddInput(d, (TF_Output){os, 0});
+  TF_SetAttrInt(d, "shrink_axis_mask", shrink);
+  TF_SetAttrInt(d, "begin_mask", bmask);
+  TF_SetAttrInt(d, "end_mask", emask);
+  return TF_FinishOperation(d, s);
+}
+
+static TF_Operation* listop(TF_Graph* g, const char* type, const char* name, TF_Output* in, int n, TF_Output* axis,
+                            TF_Status* s) {
+  TF_OperationDescription* d = TF_NewOperation(g, type, name);
+  TF_AddInputList(d, in, n);
+  if (axis) TF_AddInput(d, *axis);
+  return TF_FinishOperation(d, s);
+}
+
+static void show_new(TF_Graph* g, const char* what, TF_Operation* op, TF_Status* s) {
+  ST(what, s);
+  if (op) show_shape(g, (TF_Output){op, 0});
+}
+
+static void c_shape_chains(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  int64_t xd[3] = {-1, 6, 4}, zd[2] = {2, 3}, yd[2] = {-1, 24};
+  TF_Output x = {placeholder(g, "x", TF_FLOAT, xd, 3, s), 0};
+  TF_Output z = {placeholder(g, "z", TF_FLOAT, zd, 2, s), 0};
+  TF_Output y = {placeholder(g, "y", TF_FLOAT, yd, 2, s), 0};
+  TF_Output iu = {placeholder(g, "iu", TF_INT32, NULL, 0, s), 0}; /* a scalar whose value is fed */
+  TF_Output sh = {unary(g, "Shape", "sh", x, s), 0};
+  TF_Output shz = {unary(g, "Shape", "shz", z, s), 0};
+  show_new(g, "slice [1:3]", slice1(g, "ss", sh, 1, 3, 1, 0, 0, 0, s), s);
+  show_new(g, "reshape x to it", binary(g, "Reshape", "r1", x, out0(g, "ss"), s), s);
+  show_new(g, "slice [0] shrink", slice1(g, "s0", sh, 0, 1, 1, 1, 0, 0, s), s);
+  show_new(g, "slice [1] shrink", slice1(g, "s1", sh, 1, 2, 1, 1, 0, 0, s), s);
+  show_new(g, "slice [-1] shrink", slice1(g, "sm1", sh, -1, 0, 1, 1, 0, 0, s), s);
+  show_new(g, "slice [::-1]", slice1(g, "srev", sh, 0, 0, -1, 0, 1, 1, s), s);
+  show_new(g, "reshape x to the reversed shape", binary(g, "Reshape", "rrev", x, out0(g, "srev"), s), s);
+  int32_t four = 4, m1 = -1, two = 2, three = 3;
+  TF_Output c4 = {const_op(g, "c4", TF_INT32, NULL, 0, &four, s), 0};
+  TF_Output cm1 = {const_op(g, "cm1", TF_INT32, NULL, 0, &m1, s), 0};
+  TF_Output c2v = {ints(g, "c2v", &two, 1, s), 0};
+  TF_Output c3v = {ints(g, "c3v", &three, 1, s), 0};
+  TF_Output cm1v = {ints(g, "cm1v", &m1, 1, s), 0};
+  TF_Output pk[3] = {out0(g, "s0"), out0(g, "s1"), c4};
+  show_new(g, "pack of the slices", listop(g, "Pack", "pk", pk, 3, NULL, s), s);
+  show_new(g, "reshape y to the pack", binary(g, "Reshape", "rpk", y, out0(g, "pk"), s), s);
+  TF_Output pk2[2] = {out0(g, "s1"), cm1};
+  show_new(g, "pack with -1", listop(g, "Pack", "pk2", pk2, 2, NULL, s), s);
+  show_new(g, "reshape z to it", binary(g, "Reshape", "rpk2", z, out0(g, "pk2"), s), s);
+  TF_Output pk3[2] = {iu, c4};
+  show_new(g, "pack with a fed scalar", listop(g, "Pack", "pk3", pk3, 2, NULL, s), s);
+  show_new(g, "reshape y to it", binary(g, "Reshape", "rpk3", y, out0(g, "pk3"), s), s);
+  int32_t zero = 0;
+  TF_Output ax = {const_op(g, "ax", TF_INT32, NULL, 0, &zero, s), 0};
+  TF_Output cc[2] = {out0(g, "ss"), cm1v};
+  show_new(g, "concat of a slice and [-1]", listop(g, "ConcatV2", "cc", cc, 2, &ax, s), s);
+  show_new(g, "reshape x to it", binary(g, "Reshape", "rcc", x, out0(g, "cc"), s), s);
+  TF_Output cc2[2] = {sh, out0(g, "pk3")};
+  show_new(g, "concat of a shape and a pack", listop(g, "ConcatV2", "cc2", cc2, 2, &ax, s), s);
+  show_new(g, "mul of a shape and [2]", binary(g, "Mul", "mul", shz, c2v, s), s);
+  float f24[24];
+  for (int i = 0; i < 24; i++) f24[i] = (float)i;
+  int64_t d24[1] = {24};
+  TF_Output c24 = {const_op(g, "c24", TF_FLOAT, d24, 1, f24, s), 0};
+  show_new(g, "reshape 24 values to shape(z) * 2 = [4,6]", binary(g, "Reshape", "rmul", c24, out0(g, "mul"), s), s);
+  show_new(g, "mul of a shape and [3]", binary(g, "Mul", "mul3", shz, c3v, s), s);
+  show_new(g, "reshape 24 values to [6,9]", binary(g, "Reshape", "rmul3", c24, out0(g, "mul3"), s), s);
+  TF_OperationDescription* d = TF_NewOperation(g, "Cast", "cast");
+  TF_AddInput(d, sh);
+  TF_SetAttrType(d, "DstT", TF_INT64);
+  show_new(g, "cast of a shape", TF_FinishOperation(d, s), s);
+  show_new(g, "reshape x to it", binary(g, "Reshape", "rcast", x, out0(g, "cast"), s), s);
+  TF_Output fp[2] = {out0(g, "s1"), c4};
+  show_new(g, "pack for fill", listop(g, "Pack", "fpk", fp, 2, NULL, s), s);
+  float one = 1;
+  TF_Output c1f = {const_op(g, "c1f", TF_FLOAT, NULL, 0, &one, s), 0};
+  show_new(g, "fill of it", binary(g, "Fill", "fill", out0(g, "fpk"), c1f, s), s);
+  show_new(g, "empty shape vector", ints(g, "empty", NULL, 0, s), s);
+  show_new(g, "reshape a scalar to []", binary(g, "Reshape", "rscalar", c1f, out0(g, "empty"), s), s);
+  show_new(g, "reshape 24 values to [] ", binary(g, "Reshape", "rscalar24", c24, out0(g, "empty"), s), s);
+  show_new(g, "reshape to a fed scalar shape", binary(g, "Reshape", "rfed", x, iu, s), s);
+  show_new(g, "reshape to shape [-1]", binary(g, "Reshape", "rm1", x, cm1v, s), s);
+  show_new(g, "shape of an unknown-length vector", unary(g, "Shape", "shy", y, s), s);
+  TF_Output two_neg[2] = {cm1, cm1};
+  show_new(g, "pack of two -1", listop(g, "Pack", "pkmm", two_neg, 2, NULL, s), s);
+  show_new(g, "reshape x to [-1,-1]", binary(g, "Reshape", "rmm", x, out0(g, "pkmm"), s), s);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
 /* ---- Random call sequences ---------------------------------------------------- */
 
 static uint64_t rng;
@@ -1588,6 +1700,7 @@ static const test_case cases[] = {
     {"functions", c_functions},
     {"graph_to_function", c_graph_to_function},
     {"node_names", c_node_names},
+    {"shape_chains", c_shape_chains},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

@@ -106,7 +106,7 @@ static inline float SFX(tanh_f)(float x) {
 	float small = c + c * u * p;
 	float y = ax < 0.625f ? small : big;
 	y = ax > 9.0f ? 1.0f : y;
-	y = x < 0 ? -y : y;
+	y = __builtin_copysignf(y, x); /* tanh(-0) is -0, as TF's */
 	return x == x ? y : x;
 }
 
