@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"mstream/graph"
+	"mstream/hostmem"
 	"mstream/kernels"
 	"mstream/proto/tfpb"
 	"mstream/tensor"
@@ -180,29 +181,12 @@ func (r *rewriter) matchFold() {
 
 // evalCPU runs n's CPU kernel on constant inputs; nil when there is none,
 // it fails, or its value is larger than MaxFoldedBytes.
-func evalCPU(n *graph.Node, ins []*tensor.Tensor) (out *tensor.Tensor) {
-	def, err := kernels.Lookup(n, kernels.CPU)
-	if err != nil {
+func evalCPU(n *graph.Node, ins []*tensor.Tensor) *tensor.Tensor {
+	outs := kernels.EvalCPU(n, ins, hostmem.Limit{})
+	if len(outs) != 1 || outs[0].ByteSize() > MaxFoldedBytes {
 		return nil
 	}
-	k, err := def.Factory(n)
-	if err != nil {
-		return nil
-	}
-	defer func() {
-		if recover() != nil { // a kernel bug must not fail plan building
-			out = nil
-		}
-	}()
-	ctx := &kernels.Context{Node: n, Inputs: ins, Outputs: make([]*tensor.Tensor, 1), Pool: kernels.Serial{}}
-	if k.Compute(ctx) != nil || ctx.Outputs[0] == nil {
-		return nil
-	}
-	v := ctx.Outputs[0]
-	if v.ByteSize() > MaxFoldedBytes || v.DType != n.OutTypes[0] {
-		return nil
-	}
-	return v
+	return outs[0]
 }
 
 func constNode(id int, name, device string, v *tensor.Tensor) (*graph.Node, error) {
