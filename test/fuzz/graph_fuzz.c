@@ -13,10 +13,12 @@
  * what the fuzzer finds. The host device is capped at 64 MiB so that hostile
  * sizes meet the limit instead of the machine's memory.
  *
- * The Go runtime inside libmstream.so is not instrumented, so libFuzzer's
- * coverage feedback sees only this harness: it is a mutation engine over the
- * corpus in test/fuzz/corpus rather than a coverage-guided search of the
- * library. run.sh runs it for a bounded time in `make test`. */
+ * run.sh links it twice: against build/libmstream.so for the corpus, and
+ * against the library's Go code built with libFuzzer's instrumentation
+ * (a c-archive, -gcflags=all=-d=libfuzzer) for the bounded mutation run in
+ * `make test`, whose search is then coverage-guided through the Go code (in
+ * 20 s: about 4800 edges and 300 corpus inputs, against 56 edges and 44
+ * inputs when only this harness was instrumented). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
