@@ -97,7 +97,12 @@ static void test_errors(void) {
   CHECK_ERR(s, TF_NOT_FOUND, "no_such_model", "missing directory");
   snprintf(path, sizeof path, "%s/mlp_resource", dir);
   CHECK(TF_LoadSessionFromSavedModel(so, NULL, path, serve, 1, g, NULL, s) == NULL, "wrong tags load");
-  CHECK_ERR(s, TF_NOT_FOUND, "{ gpu serve }", "wrong tags");
+  /* TF's message names the tags asked for; mstream's names the tag sets
+     there too. */
+#ifndef MS_ON_TF
+  CHECK(strstr(TF_Message(s), "{ gpu serve }") != NULL, "wrong tags: the sets there: %s", TF_Message(s));
+#endif
+  CHECK_ERR(s, TF_NOT_FOUND, "matching supplied tags: { serve }", "wrong tags");
   TF_DeleteGraph(g);
   TF_DeleteSessionOptions(so);
   TF_DeleteStatus(s);
