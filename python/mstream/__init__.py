@@ -665,7 +665,9 @@ class SavedModel:
             lib.TF_DeleteBuffer(mg)
             lib.TF_DeleteSessionOptions(opts)
         self.meta_graph_def = raw
-        self.signatures = {k: Signature(self, k, i, o, m) for k, (i, o, m) in _signatures(raw).items()}
+        # TF2 writes its init op as a signature too; TF's loader hides it.
+        self.signatures = {k: Signature(self, k, i, o, m) for k, (i, o, m) in _signatures(raw).items()
+                           if k != "__saved_model_init_op"}
 
     def close(self):
         if self.session is not None:

@@ -7,6 +7,9 @@ mlp_ref: a two-layer MLP over ref variables (VariableV2), tag "serve",
 saved as saved_model.pb. mlp_resource: the same over resource variables,
 tags {"serve", "gpu"}, saved as saved_model.pbtxt, with a legacy init op that
 sets a counter variable and an asset file whose path the init op stores.
+mlp_tf2: the same MLP as a TF2 tf.Module written by tf.saved_model.save
+(tf2_module.py, run in a process of its own: it needs eager execution),
+whose signature calls the function library (StatefulPartitionedCall).
 TF loads each model back (tf.compat.v1.saved_model.loader.load), runs its
 serving_default signature on random inputs and writes inputs and outputs to
 cases.json (and <name>.txt for C). TF's own SavedModel test data
@@ -18,6 +21,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -90,6 +94,14 @@ def expect(name, tags, inputs, extra=False):
         return case
 
 
+def tf2(name):
+    """Writes here/name with tf2_module.py and returns its case."""
+    path = os.path.join(here, name)
+    shutil.rmtree(path, ignore_errors=True)
+    subprocess.run([sys.executable, os.path.join(here, "tf2_module.py"), path], check=True)
+    return expect(name, ["serve"], f32(5, 4))
+
+
 def tf_testdata(name):
     """Copies TF's own SavedModel test data (tensorflow/cc/saved_model/
     testdata in the TF 2.15.0 Go module) into here/tf, unchanged, and
@@ -110,6 +122,7 @@ def main():
     cases = [
         build("mlp_ref", False, ["serve"], False),
         build("mlp_resource", True, ["serve", "gpu"], True),
+        tf2("mlp_tf2"),
         tf_testdata("half_plus_two"),
         tf_testdata("half_plus_two_pbtxt"),
         tf_testdata("half_plus_two_main_op"),
