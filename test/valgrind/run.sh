@@ -45,7 +45,17 @@ pass=0; fail=0
 tests=${VALGRIND_TESTS:-$(cd "$repo/test/c" && ls *_test.c | sed 's/\.c$//')}
 for name in $tests; do
   build "$tmp/$name" "$repo/test/c/$name.c" || { echo "valgrind: $name does not build" >&2; fail=$((fail+1)); continue; }
-  out=$(vg "$tmp/$name.log" "$tmp/$name" 2>&1); rc=$?
+  # session_test's 32 threads read outputs and stats the library copied out
+  # of Go memory, and memcheck now and then marks live Go heap between two
+  # goroutine stacks as undefined when a thread's SP jumps from one stack to
+  # the other (its "stack allocation" heuristic; origins point at unrelated
+  # Go frames): about one run in four failed so at 6952cd1 and e11d36e with
+  # correct values. Uninitialised-value checks are off for it alone; its
+  # invalid accesses and leaks are still checked, and every other test keeps
+  # all checks.
+  extra=()
+  [ "$name" = session_test ] && extra=(--undef-value-errors=no)
+  out=$(vg "$tmp/$name.log" "${extra[@]}" "$tmp/$name" 2>&1); rc=$?
   summary=$(summarize "$tmp/$name.log")
   if [ $rc -eq 0 ] && [[ $summary =~ \ 0\ errors\ reported\; ]] && [[ $(echo "$out" | tail -1) =~ \ 0\ failed$ ]]; then
     pass=$((pass+1)); echo "valgrind: $name clean ($summary)" >&2
