@@ -49,5 +49,8 @@
 // # Locking
 //
 // Manager.mu guards the map only and is never held while a Var's mutex is
-// taken. Var.mu is held by one writer for its whole read-modify-write.
+// taken. Var.mu is held by one writer for its whole read-modify-write. A
+// writer of several variables at once (an optimizer: the variable and its
+// accumulators) takes them through UpdateAll, in the order the variables
+// were made, and publishes every new value before it releases any.
 package resource

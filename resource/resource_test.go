@@ -96,3 +96,46 @@ func TestUpdatesSerialise(t *testing.T) {
 		t.Errorf("after %d adds: %d", writers*adds, got)
 	}
 }
+
+// TestUpdateAllHammer has writers update two variables together, named in
+// both orders and once twice, while readers check that the two always
+// move together: no deadlock, no lost update, no torn pair.
+func TestUpdateAllHammer(t *testing.T) {
+	a, b := NewVar(tensor.Float, "a"), NewVar(tensor.Float, "b")
+	zero := func() *tensor.Tensor { return tensor.New(tensor.Float, tensor.Shape{}) }
+	a.Update(func(*tensor.Tensor) (*tensor.Tensor, error) { return zero(), nil })
+	b.Update(func(*tensor.Tensor) (*tensor.Tensor, error) { return zero(), nil })
+	inc := func(x *tensor.Tensor) *tensor.Tensor {
+		y := zero()
+		y.F32()[0] = x.F32()[0] + 1
+		return y
+	}
+	const writers, steps = 8, 200
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		vs := [][]*Var{{a, b}, {b, a}, {a, b, a}}[w%3]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < steps; i++ {
+				_, err := UpdateAll(vs, func(old []*tensor.Tensor) ([]*tensor.Tensor, error) {
+					if old[0].F32()[0] != old[1].F32()[0] {
+						t.Errorf("torn pair under the locks: %v %v", old[0].F32()[0], old[1].F32()[0])
+					}
+					nv := []*tensor.Tensor{inc(old[0]), inc(old[1])}
+					if len(old) == 3 {
+						nv = append(nv, nv[0])
+					}
+					return nv, nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if x, y := a.Value().F32()[0], b.Value().F32()[0]; x != writers*steps || y != writers*steps {
+		t.Errorf("a=%v b=%v after %d updates", x, y, writers*steps)
+	}
+}

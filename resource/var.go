@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -24,16 +25,24 @@ type Var struct {
 	// Name names it in errors (the handle's or the node's name).
 	Name   string
 	legacy bool
-	mu     sync.Mutex
-	val    atomic.Pointer[tensor.Tensor]
+	// seq orders the locks of UpdateAll.
+	seq uint64
+	mu  sync.Mutex
+	val atomic.Pointer[tensor.Tensor]
 }
 
 // NewVar returns an uninitialised variable.
-func NewVar(dt tensor.DType, name string) *Var { return &Var{DType: dt, Name: name} }
+func NewVar(dt tensor.DType, name string) *Var {
+	return &Var{DType: dt, Name: name, seq: varSeq.Add(1)}
+}
+
+// varSeq numbers variables as they are made: multi-variable writers lock
+// in this order (TF sorts its mutexes by address for the same reason).
+var varSeq atomic.Uint64
 
 // NewLegacyVar returns an uninitialised ref variable.
 func NewLegacyVar(dt tensor.DType, name string) *Var {
-	return &Var{DType: dt, Name: name, legacy: true}
+	return &Var{DType: dt, Name: name, legacy: true, seq: varSeq.Add(1)}
 }
 
 // Kind implements Resource.
@@ -72,4 +81,38 @@ func (v *Var) Reset() {
 	v.mu.Lock()
 	v.val.Store(nil)
 	v.mu.Unlock()
+}
+
+// UpdateAll is Update over several variables at once, as an optimizer
+// writes a variable and its accumulators: f sees every current value (nil
+// when uninitialised) with all of them locked, in creation order so that
+// two such writers never deadlock, and its results are published together
+// before any lock is released. A variable named twice is locked once and
+// gets the last of its results; a nil result leaves that value unchanged.
+func UpdateAll(vs []*Var, f func(old []*tensor.Tensor) ([]*tensor.Tensor, error)) ([]*tensor.Tensor, error) {
+	order := append([]*Var(nil), vs...)
+	sort.Slice(order, func(i, j int) bool { return order[i].seq < order[j].seq })
+	for i, v := range order {
+		if i > 0 && order[i-1] == v {
+			continue
+		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
+	}
+	old := make([]*tensor.Tensor, len(vs))
+	for i, v := range vs {
+		old[i] = v.val.Load()
+	}
+	nv, err := f(old)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range vs {
+		if nv[i] != nil {
+			v.val.Store(nv[i])
+		} else {
+			nv[i] = old[i]
+		}
+	}
+	return nv, nil
 }
