@@ -470,26 +470,32 @@ func applyNum[T num](o, u []T, offs []int64, n int64, neg, scalar bool) {
 	}
 }
 
-// refVar finds the ref variable behind input 0 of n: the VariableV2 (or
-// Variable) its ref edge comes from, through the ops that forward a ref.
-func refVar(n *graph.Node, b kernels.Binding) (*resource.Var, error) {
+// refVar finds the ref variable behind input 0 of n.
+func refVar(n *graph.Node, b kernels.Binding) (*resource.Var, error) { return refVarAt(n, b, 0) }
+
+// refVarAt finds the ref variable behind input i of n: the VariableV2 (or
+// Variable) its ref edge comes from, through the ops that forward a ref
+// (each forwards its input 0).
+func refVarAt(n *graph.Node, b kernels.Binding, i int) (*resource.Var, error) {
 	src := n
 	for hops := 0; ; hops++ {
-		if len(src.Inputs) == 0 || hops > 1000 {
+		if len(src.Inputs) <= i || hops > 1000 {
 			break
 		}
-		in := src.Inputs[0].Node
+		in := src.Inputs[i].Node
+		i = 0
 		switch in.Op {
 		case "VariableV2", "Variable":
 			return refVariable(in, b), nil
 		case "RefIdentity", "Identity", "RefSwitch", "RefEnter", "RefExit", "RefMerge", "RefNextIteration",
-			"Assign", "AssignAdd", "AssignSub", "ScatterUpdate", "ScatterAdd", "ScatterSub":
+			"Assign", "AssignAdd", "AssignSub", "ScatterUpdate", "ScatterAdd", "ScatterSub",
+			"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyAdagrad", "ApplyRMSProp":
 			src = in
 			continue
 		}
 		return nil, status.Errorf(status.Unimplemented, "the ref input of node '%s' comes from node '%s' (op %s), not from a variable", n.Name, in.Name, in.Op)
 	}
-	return nil, status.Errorf(status.InvalidArgument, "node '%s' has no ref input", n.Name)
+	return nil, status.Errorf(status.InvalidArgument, "node '%s' has no ref input %d", n.Name, i)
 }
 
 // refVariable is the variable of a VariableV2 node: (container,

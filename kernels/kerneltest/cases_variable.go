@@ -83,17 +83,26 @@ func randRows(r *rand.Rand, n, rows int) []int64 {
 // refNode builds op whose input 0 is the ref output of VariableV2 "v"
 // (dtype dt, shape s) and whose other inputs are placeholders of rest.
 func refNode(op string, dt tensor.DType, s tensor.Shape, attrs map[string]*tfpb.AttrValue, rest ...*tensor.Tensor) *graph.Node {
+	return refNodeOf(op, dt, s, []string{"v"}, attrs, rest...)
+}
+
+// refNodeOf is refNode with the ref outputs of one VariableV2 per name in
+// vars as its first inputs (an optimizer's variable and accumulators).
+func refNodeOf(op string, dt tensor.DType, s tensor.Shape, vars []string, attrs map[string]*tfpb.AttrValue, rest ...*tensor.Tensor) *graph.Node {
 	g := graph.New()
-	b := g.NewBuilder("VariableV2", "v")
-	b.SetAttr("dtype", AType(dt))
-	b.SetAttr("shape", AShape(s))
-	v, err := b.Finish()
-	if err != nil {
-		panic(err)
+	var ins []graph.Output
+	for _, name := range vars {
+		b := g.NewBuilder("VariableV2", name)
+		b.SetAttr("dtype", AType(dt))
+		b.SetAttr("shape", AShape(s))
+		v, err := b.Finish()
+		if err != nil {
+			panic(err)
+		}
+		ins = append(ins, v.Output(0))
 	}
-	ins := []graph.Output{v.Output(0)}
 	for i, t := range rest {
-		p := g.NewBuilder("Placeholder", fmt.Sprintf("in%d", i+1))
+		p := g.NewBuilder("Placeholder", fmt.Sprintf("in%d", len(vars)+i))
 		p.SetAttr("dtype", AType(t.DType))
 		pn, err := p.Finish()
 		if err != nil {

@@ -66,7 +66,10 @@ func RandRange(r *rand.Rand, dt tensor.DType, shape tensor.Shape, lo, hi float64
 	}
 	for i := 0; i < n; i++ {
 		f := lo + r.Float64()*(hi-lo)
-		iv := ilo + r.Int63n(ihi-ilo)
+		var iv int64
+		if ihi > ilo { // a float range inside (0, 1) has no integers
+			iv = ilo + r.Int63n(ihi-ilo)
+		}
 		switch dt {
 		case tensor.Float:
 			t.F32()[i] = float32(f)
