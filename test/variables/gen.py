@@ -11,7 +11,10 @@ values, or its error code and message, go into cases.json beside the graphs.
 session/variables_test.go replays the same steps through mstream and
 compares. "__TMP__" in a string feed stands for a fresh temporary directory,
 "__DIR__" for test/variables. A lookup-table case covers HashTableV2 (from
-tensors and from a text file), MutableHashTableV2 and their ops.
+tensors and from a text file), MutableHashTableV2 and their ops. The train_* cases train a small MLP
+(an MSE) five steps with each tf.compat.v1.train optimizer over ref and
+resource variables, fetching the loss at every step and the variables after
+it; apply_errors runs the optimizer ops raw, with their errors.
 Inputs are drawn at random each time the script runs.
 """
 import json
@@ -252,6 +255,82 @@ def tables_steps():
     ]
 
 
+OPTIMIZERS = {
+    "sgd": lambda: tf.compat.v1.train.GradientDescentOptimizer(0.1),
+    "momentum": lambda: tf.compat.v1.train.MomentumOptimizer(0.05, 0.9),
+    "nesterov": lambda: tf.compat.v1.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
+    "adam": lambda: tf.compat.v1.train.AdamOptimizer(0.05),
+    "adagrad": lambda: tf.compat.v1.train.AdagradOptimizer(0.2),
+    "rmsprop": lambda: tf.compat.v1.train.RMSPropOptimizer(0.02, momentum=0.5),
+}
+
+
+def train(opt, resource):
+    """A linear model and a hidden layer minimising an MSE with opt."""
+    def build():
+        x = tf.compat.v1.placeholder(tf.float32, [None, 3], name="x")
+        y = tf.compat.v1.placeholder(tf.float32, [None, 2], name="y")
+        w1 = tf.compat.v1.get_variable("w1", initializer=f32(3, 4), use_resource=resource)
+        b1 = tf.compat.v1.get_variable("b1", initializer=f32(4), use_resource=resource)
+        w2 = tf.compat.v1.get_variable("w2", initializer=f32(4, 2), use_resource=resource)
+        h = tf.tanh(tf.matmul(x, w1) + b1)
+        loss = tf.reduce_mean(tf.square(tf.matmul(h, w2) - y), name="loss")
+        OPTIMIZERS[opt]().minimize(loss, name="train")
+        for v in (w1, b1, w2):
+            tf.identity(v, name=v.op.name + "_value")
+        tf.compat.v1.global_variables_initializer()
+    return build
+
+
+def train_steps():
+    x, y = f32(6, 3), f32(6, 2)
+    steps = [({}, [], ["init"])]
+    for _ in range(5):
+        steps.append(({"x": x, "y": y}, ["loss:0"], ["train"]))
+        steps.append(({}, ["w1_value:0", "b1_value:0", "w2_value:0"], []))
+    return steps
+
+
+def apply_errors():
+    """The optimizer kernels' own checks, raw ops on ref and resource
+    variables: an uninitialised variable, a gradient of the wrong shape, a
+    learning rate that is not a scalar, and Adagrad without update_slots."""
+    g = tf.compat.v1.placeholder(tf.float32, None, name="g")
+    lr = tf.compat.v1.placeholder(tf.float32, None, name="lr")
+    v = tf.compat.v1.Variable(f32(2, 3), name="v")
+    acc = tf.compat.v1.Variable(np.abs(f32(2, 3)) + 0.5, name="acc")
+    tf.raw_ops.ApplyGradientDescent(var=v._ref(), alpha=lr, delta=g, name="sgd")
+    tf.raw_ops.ApplyAdagrad(var=v._ref(), accum=acc._ref(), lr=lr, grad=g, update_slots=False, name="adagrad_fixed")
+    r = tf.compat.v1.get_variable("r", initializer=f32(2, 3), use_resource=True)
+    ra = tf.compat.v1.get_variable("ra", initializer=np.abs(f32(2, 3)) + 0.5, use_resource=True)
+    tf.raw_ops.ResourceApplyAdagrad(var=r.handle, accum=ra.handle, lr=lr, grad=g, update_slots=False, name="r_adagrad_fixed")
+    tf.raw_ops.ResourceApplyMomentum(var=r.handle, accum=ra.handle, lr=lr, grad=g, momentum=0.9, use_nesterov=True, name="r_nesterov")
+    for x in (v, acc, r, ra):
+        tf.identity(x, name=x.op.name + "_value")
+    tf.compat.v1.global_variables_initializer()
+
+
+def apply_errors_steps():
+    g, bad = f32(2, 3), f32(3, 2)
+    lr = np.float32(0.1)
+    vals = ["v_value:0", "acc_value:0", "r_value:0", "ra_value:0"]
+    return [
+        ({"g": g, "lr": lr}, [], ["sgd"]),
+        ({"g": g, "lr": lr}, [], ["r_nesterov"]),
+        ({}, [], ["init"]),
+        ({"g": bad, "lr": lr}, [], ["sgd"]),
+        ({"g": g, "lr": np.array([lr, lr])}, [], ["sgd"]),
+        ({"g": bad, "lr": lr}, [], ["r_adagrad_fixed"]),
+        ({"g": g, "lr": np.array([lr])}, [], ["r_nesterov"]),
+        ({"g": g, "lr": lr}, [], ["sgd"]),
+        ({}, vals, []),
+        ({"g": g, "lr": lr}, [], ["adagrad_fixed"]),
+        ({"g": g, "lr": lr}, [], ["r_adagrad_fixed"]),
+        ({"g": g, "lr": lr}, [], ["r_nesterov"]),
+        ({}, vals, []),
+    ]
+
+
 def main():
     cases = [
         case("ref_vars", ref_vars, ref_steps()),
@@ -259,6 +338,10 @@ def main():
         case("saver", saver, saver_steps()),
         case("mlp", mlp, mlp_steps()),
         case("tables", tables, tables_steps()),
+        case("apply_errors", apply_errors, apply_errors_steps()),
+    ] + [
+        case("train_%s_%s" % (opt, "resource" if res else "ref"), train(opt, res), train_steps())
+        for opt in OPTIMIZERS for res in (False, True)
     ]
     with open(os.path.join(here, "cases.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=1)
