@@ -236,3 +236,74 @@ func init() {
 		})
 	}
 }
+
+func init() {
+	Add("ResourceSparseApplyAdagrad", func(r *rand.Rand) []Case {
+		var cs []Case
+		apply := func(dt tensor.DType, ins []*tensor.Tensor, attrs map[string]*tfpb.AttrValue) Call {
+			return Call{NodeForUnknown("ResourceSparseApplyAdagrad", withT(attrs, dt), ins, nil), ins}
+		}
+		for _, dt := range []tensor.DType{tensor.Float, tensor.Double} {
+			for _, it := range []tensor.DType{tensor.Int32, tensor.Int64} {
+				for _, update := range []bool{true, false} {
+					s := tensor.Shape{5, 1 + int64(r.Intn(3))}
+					h, ha := handleT("v", dt), handleT("v1", dt)
+					x, acc := RandRange(r, dt, s, -2, 2), RandRange(r, dt, s, 0.1, 2)
+					n := 1 + r.Intn(4)
+					idx := make([]int64, n)
+					for i := range idx {
+						idx[i] = int64(r.Intn(5)) // repeats apply in order
+					}
+					ind := FromF64(it, tensor.Shape{int64(n)}, func() []float64 {
+						f := make([]float64, n)
+						for i, v := range idx {
+							f[i] = float64(v)
+						}
+						return f
+					}())
+					lr, g := scalarOf(r, dt, 0.01, 0.5), RandRange(r, dt, append(tensor.Shape{int64(n)}, s[1:]...), -2, 2)
+					w, a, gv := F64s(x), F64s(acc), F64s(g)
+					inner := int(s[1])
+					for i, row := range idx {
+						for j := 0; j < inner; j++ {
+							k := int(row)*inner + j
+							if update {
+								a[k] += gv[i*inner+j] * gv[i*inner+j]
+							}
+							w[k] -= F64s(lr)[0] * gv[i*inner+j] / math.Sqrt(a[k])
+						}
+					}
+					ins := []*tensor.Tensor{h, ha, lr, g, ind}
+					before := []Call{assignCall(h, x), assignCall(ha, acc), apply(dt, ins, map[string]*tfpb.AttrValue{"update_slots": ABool(update), "use_locking": ABool(r.Intn(2) == 0)})}
+					cs = append(cs,
+						Case{Node: readNode(h, dt), Inputs: []*tensor.Tensor{h}, State: true, Before: before, Want: []*tensor.Tensor{FromF64(dt, s, w)}},
+						Case{Node: readNode(ha, dt), Inputs: []*tensor.Tensor{ha}, State: true, Before: before, Want: []*tensor.Tensor{FromF64(dt, s, a)}})
+				}
+			}
+		}
+		dt, s := tensor.Float, tensor.Shape{4, 2}
+		h, ha := handleT("v", dt), handleT("v1", dt)
+		setup := []Call{assignCall(h, RandRange(r, dt, s, -2, 2)), assignCall(ha, RandRange(r, dt, s, 0.1, 2))}
+		lr, g := scalarOf(r, dt, 0.01, 0.5), RandRange(r, dt, tensor.Shape{2, 2}, -1, 1)
+		for _, c := range []struct {
+			ins   []*tensor.Tensor
+			state bool
+			code  status.Code
+			msg   string
+		}{
+			{[]*tensor.Tensor{h, ha, lr, g, tensor.FromI64(tensor.Shape{2}, []int64{1, 2})}, false, status.Internal, "Invalid variable reference."},
+			{[]*tensor.Tensor{h, ha, lr, g, tensor.FromI64(tensor.Shape{2}, []int64{1, 4})}, true, status.InvalidArgument, "Index 4 at offset 1 in indices is out of range"},
+			{[]*tensor.Tensor{h, ha, lr, g, tensor.FromI64(tensor.Shape{3}, []int64{1, 2, 3})}, true, status.InvalidArgument, "grad must be the same size as indices in the first dimension."},
+			{[]*tensor.Tensor{h, ha, lr, g, tensor.FromI64(tensor.Shape{2, 1}, []int64{1, 2})}, true, status.InvalidArgument, "indices must be one-dimensional"},
+			{[]*tensor.Tensor{h, ha, RandRange(r, dt, tensor.Shape{2}, 0.1, 0.5), g, tensor.FromI64(tensor.Shape{2}, []int64{1, 2})}, true, status.InvalidArgument, "lr is not a scalar: [2]"},
+		} {
+			call := apply(dt, c.ins, nil)
+			var before []Call
+			if c.state {
+				before = setup
+			}
+			cs = append(cs, Case{Node: call.Node, Inputs: c.ins, State: true, Before: before, Err: c.code, ErrMsg: c.msg})
+		}
+		return cs
+	})
+}
