@@ -14,7 +14,7 @@ compares. "__TMP__" in a string feed stands for a fresh temporary directory,
 tensors and from a text file), MutableHashTableV2 and their ops. The train_* cases train a small MLP
 (an MSE) five steps with each tf.compat.v1.train optimizer over ref and
 resource variables, fetching the loss at every step and the variables after
-it; apply_errors runs the optimizer ops raw, with their errors.
+it; train_embedding trains an embedding with sparse Adagrad; apply_errors runs the optimizer ops raw, with their errors.
 Inputs are drawn at random each time the script runs.
 """
 import json
@@ -291,6 +291,28 @@ def train_steps():
     return steps
 
 
+def train_embedding():
+    """An embedding trained with Adagrad: TF applies its IndexedSlices
+    gradient with ResourceSparseApplyAdagrad (repeated ids summed first)."""
+    ids = tf.compat.v1.placeholder(tf.int64, [None], name="ids")
+    y = tf.compat.v1.placeholder(tf.float32, [None, 3], name="y")
+    emb = tf.compat.v1.get_variable("emb", initializer=f32(10, 3), use_resource=True)
+    e = tf.nn.embedding_lookup(emb, ids)
+    loss = tf.reduce_mean(tf.square(e - y), name="loss")
+    tf.compat.v1.train.AdagradOptimizer(0.3).minimize(loss, name="train")
+    tf.identity(emb, name="emb_value")
+    tf.compat.v1.global_variables_initializer()
+
+
+def train_embedding_steps():
+    steps = [({}, [], ["init"])]
+    for _ in range(4):
+        ids = rng.integers(0, 10, 6).astype(np.int64)
+        steps.append(({"ids": ids, "y": f32(6, 3)}, ["loss:0"], ["train"]))
+        steps.append(({}, ["emb_value:0"], []))
+    return steps
+
+
 def apply_errors():
     """The optimizer kernels' own checks, raw ops on ref and resource
     variables: an uninitialised variable, a gradient of the wrong shape, a
@@ -339,6 +361,7 @@ def main():
         case("mlp", mlp, mlp_steps()),
         case("tables", tables, tables_steps()),
         case("apply_errors", apply_errors, apply_errors_steps()),
+        case("train_embedding", train_embedding, train_embedding_steps()),
     ] + [
         case("train_%s_%s" % (opt, "resource" if res else "ref"), train(opt, res), train_steps())
         for opt in OPTIMIZERS for res in (False, True)
