@@ -780,7 +780,7 @@ func msSetAttrTensors(h C.uintptr_t, name *C.char, ts **C.TF_Tensor, n C.int, li
 			setStatus(s, status.Wrap(err, "attr '%s' tensor %d", goStr(name), i))
 			return
 		}
-		protos = append(protos, tensor.ToProto(t))
+		protos = append(protos, tensor.ToAttrProto(t))
 	}
 	if list != 0 {
 		d.set(name, &tfpb.AttrValue{Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{Tensor: protos}}})

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -66,10 +67,16 @@ func FromProto(p *tfpb.TensorProto) (*Tensor, error) {
 		return nil, status.InvalidArg("Cannot parse tensor from proto: %v", err)
 	}
 	if dt == String {
-		if n > 0 && len(p.StringVal) == 0 && len(p.TensorContent) > 0 {
-			return nil, status.InvalidArg("Cannot parse tensor from proto: string tensor proto uses tensor_content, which TF does not accept")
-		}
 		t := New(String, shape)
+		if n > 0 && len(p.TensorContent) > 0 {
+			// TF's AsProtoTensorContent writes a string list as every
+			// length (varint32) followed by every string's bytes; TF
+			// reads it back, and so does this.
+			if !decodeStringList(p.TensorContent, t.Strs) {
+				return nil, status.InvalidArg("Cannot parse tensor from proto: the tensor_content of a %v string tensor is not %d varint32 lengths followed by their bytes", shape, n)
+			}
+			return t, nil
+		}
 		for i := int64(0); i < n; i++ {
 			switch {
 			case i < int64(len(p.StringVal)):
@@ -180,6 +187,96 @@ func ToProto(t *Tensor) *tfpb.TensorProto {
 		p.TensorContent = append([]byte(nil), t.Buf...)
 	}
 	return p
+}
+
+// ToAttrProto encodes t as TF's SetAttrValue does for a tensor attr
+// (TF_SetAttrTensor): tensor_content, strings included, when t has more
+// than one element, the dtype's typed field (float_val, int_val, ...)
+// otherwise.
+func ToAttrProto(t *Tensor) *tfpb.TensorProto {
+	n := t.NumElements()
+	p := &tfpb.TensorProto{Dtype: tfpb.DataType(t.DType), TensorShape: ShapeToProto(KnownShape(t.Shape))}
+	if n > 1 {
+		if t.DType != String {
+			return ToProto(t)
+		}
+		p.TensorContent = encodeStringList(t.Strs)
+		return p
+	}
+	if n == 0 {
+		return p
+	}
+	switch t.DType {
+	case String:
+		p.StringVal = [][]byte{append([]byte{}, t.Strs[0]...)}
+	case Float:
+		p.FloatVal = []float32{t.F32()[0]}
+	case Double:
+		p.DoubleVal = []float64{t.F64()[0]}
+	case Int32, Qint32:
+		p.IntVal = []int32{t.I32()[0]}
+	case Int16, Qint16:
+		p.IntVal = []int32{int32(t.I16()[0])}
+	case Int8, Qint8:
+		p.IntVal = []int32{int32(t.I8()[0])}
+	case Uint8, Quint8:
+		p.IntVal = []int32{int32(t.U8()[0])}
+	case Uint16, Quint16:
+		p.IntVal = []int32{int32(t.U16()[0])}
+	case Int64:
+		p.Int64Val = []int64{t.I64()[0]}
+	case Uint32:
+		p.Uint32Val = []uint32{t.U32()[0]}
+	case Uint64:
+		p.Uint64Val = []uint64{t.U64()[0]}
+	case Bool:
+		p.BoolVal = []bool{t.Bools()[0]}
+	case Half, Bfloat16:
+		p.HalfVal = []int32{int32(t.U16()[0])}
+	case Complex64:
+		c := t.C64()[0]
+		p.ScomplexVal = []float32{real(c), imag(c)}
+	case Complex128:
+		c := t.C128()[0]
+		p.DcomplexVal = []float64{real(c), imag(c)}
+	default:
+		return ToProto(t)
+	}
+	return p
+}
+
+// encodeStringList writes every length as a varint32, then every string.
+func encodeStringList(strs [][]byte) []byte {
+	var out []byte
+	for _, s := range strs {
+		out = binary.AppendUvarint(out, uint64(uint32(len(s))))
+	}
+	for _, s := range strs {
+		out = append(out, s...)
+	}
+	return out
+}
+
+// decodeStringList fills dst from encodeStringList's format; false when
+// the lengths do not add up to the bytes that follow them.
+func decodeStringList(src []byte, dst [][]byte) bool {
+	lens := make([]uint64, len(dst))
+	total := uint64(0)
+	for i := range lens {
+		v, k := binary.Uvarint(src)
+		if k <= 0 || v > math.MaxUint32 {
+			return false
+		}
+		lens[i], src = v, src[k:]
+		total += v
+	}
+	if total != uint64(len(src)) {
+		return false
+	}
+	for i, l := range lens {
+		dst[i], src = append([]byte{}, src[:l]...), src[l:]
+	}
+	return true
 }
 
 // ElementF64 reads element i of a real numeric tensor as float64; tests and

@@ -994,6 +994,91 @@ static void c_add_gradients(void) {
   TF_DeleteStatus(s);
 }
 
+/* A tensor attr as TF_SetAttrTensor stores it (TF's SetAttrValue): the dtype's
+ * typed field for zero or one element, tensor_content (strings included, as a
+ * varint-length list) for more; the AttrValue's bytes are printed. A GraphDef
+ * whose string constant uses tensor_content imports and runs; a malformed one
+ * is refused. */
+static void c_attr_tensor_proto(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  float f1 = 7.5f, f3[3] = {1, -2, 3.25f};
+  int32_t i1 = -4;
+  int64_t i2[2] = {1LL << 40, -9};
+  int64_t d1[1] = {1}, d2[1] = {2}, d3[1] = {3}, d0[1] = {0};
+  struct { const char* name; TF_DataType dt; const int64_t* dims; int nd; const void* v; size_t bytes; } cs[] = {
+      {"f_scalar", TF_FLOAT, NULL, 0, &f1, 4}, {"f_one", TF_FLOAT, d1, 1, &f1, 4}, {"f_three", TF_FLOAT, d3, 1, f3, 12},
+      {"i_scalar", TF_INT32, NULL, 0, &i1, 4}, {"i64_two", TF_INT64, d2, 1, i2, 16}, {"f_empty", TF_FLOAT, d0, 1, f3, 0},
+  };
+  TF_Operation* ops[8] = {0};
+  int nops = 0;
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    TF_Tensor* t = make_tensor(cs[i].dt, cs[i].dims, cs[i].nd, cs[i].v);
+    (void)cs[i].bytes;
+    TF_OperationDescription* d = TF_NewOperation(g, "Const", cs[i].name);
+    TF_SetAttrTensor(d, "value", t, s);
+    TF_SetAttrType(d, "dtype", cs[i].dt);
+    ops[nops++] = TF_FinishOperation(d, s);
+    ST(cs[i].name, s);
+    TF_DeleteTensor(t);
+  }
+  const char* strs[3][2] = {{"ab", "xyz"}, {"one", NULL}, {"", "q"}};
+  int nstr[3] = {2, 1, 2};
+  const char* snames[3] = {"s_two", "s_one", "s_empty_first"};
+  for (int i = 0; i < 3; i++) {
+    int64_t dd[1] = {nstr[i]};
+    TF_Tensor* t = TF_AllocateTensor(TF_STRING, dd, 1, nstr[i] * sizeof(TF_TString));
+    TF_TString* e = (TF_TString*)TF_TensorData(t);
+    for (int k = 0; k < nstr[i]; k++) {
+      TF_StringInit(&e[k]);
+      TF_StringCopy(&e[k], strs[i][k], strlen(strs[i][k]));
+    }
+    TF_OperationDescription* d = TF_NewOperation(g, "Const", snames[i]);
+    TF_SetAttrTensor(d, "value", t, s);
+    TF_SetAttrType(d, "dtype", TF_STRING);
+    ops[nops++] = TF_FinishOperation(d, s);
+    ST(snames[i], s);
+    TF_DeleteTensor(t);
+  }
+  for (int i = 0; i < nops; i++) {
+    if (!ops[i]) continue;
+    TF_Buffer* b = TF_NewBuffer();
+    TF_OperationGetAttrValueProto(ops[i], "value", b, s);
+    char hex[512] = {0};
+    for (size_t k = 0; k < b->length && 2 * k + 2 < sizeof hex; k++)
+      snprintf(hex + 2 * k, 3, "%02x", ((const unsigned char*)b->data)[k]);
+    out("%s value proto: code %d %zu bytes %s", TF_OperationName(ops[i]), TF_GetCode(s), b->length, hex);
+    TF_DeleteBuffer(b);
+  }
+  TF_Session* sess = session(g, s);
+  ST("session", s);
+  if (sess) {
+    TF_Output f[2] = {out0(g, "s_two"), out0(g, "s_empty_first")};
+    run_show(sess, NULL, NULL, 0, f, 2, NULL, 0, NULL);
+  }
+  end_session(sess);
+  TF_DeleteGraph(g);
+  static const char* content[2] = {"'\\002\\003abxyz'", "'\\002\\007abxyz'"};
+  for (int i = 0; i < 2; i++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "node { name: 'c' op: 'Const' attr { key: 'dtype' value { type: DT_STRING } }"
+             " attr { key: 'value' value { tensor { dtype: DT_STRING tensor_shape { dim { size: 2 } }"
+             " tensor_content: %s } } } }", content[i]);
+    TF_Graph* gi = import_show(i == 0 ? "import string tensor_content" : "import malformed string tensor_content", text, "c");
+    TF_Operation* c = TF_GraphOperationByName(gi, "c");
+    if (c) {
+      TF_Session* si = session(gi, s);
+      ST("session", s, "c");
+      TF_Output f = out0(gi, "c");
+      if (si) run_show(si, NULL, NULL, 0, &f, 1, NULL, 0, NULL);
+      end_session(si);
+    }
+    TF_DeleteGraph(gi);
+  }
+  TF_DeleteStatus(s);
+}
+
 /* Node names: TF's C API takes any name at TF_NewOperation (the official Go
  * bindings' TestOperationAttrs names a node "const/0/[1 2 3 4]"); a Run, an
  * import and an import of the exported graph check TF's node-name rule (the
@@ -1701,6 +1786,7 @@ static const test_case cases[] = {
     {"graph_to_function", c_graph_to_function},
     {"node_names", c_node_names},
     {"shape_chains", c_shape_chains},
+    {"attr_tensor_proto", c_attr_tensor_proto},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
