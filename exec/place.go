@@ -94,27 +94,71 @@ func requested(dev string) (string, int) {
 }
 
 // placeGPUs gives every GPU node its GPU: the one its annotation names
-// when that GPU exists, else GPU 0, where TF's default placer puts
-// unannotated nodes (and soft placement those asking for a missing GPU);
-// and lists the GPUs the plan uses, in plan order of their first node.
+// when that GPU exists (the node is pinned there), else GPU 0, where TF's
+// default placer puts unannotated nodes (and soft placement those asking
+// for a missing GPU); and lists the GPUs the plan uses, in plan order of
+// their first node.
 func (p *Plan) placeGPUs(pl Placement) {
-	p.gpus = nil
-	seen := map[int]bool{}
+	p.floating, p.pinned = false, false
 	for i := range p.nodes {
 		pn := &p.nodes[i]
 		if pn.where != onGPU {
 			continue
 		}
-		pn.gpu = 0
+		pn.gpu, pn.pinned = 0, false
 		if typ, idx := requested(pn.node.Device); typ == "GPU" && idx >= 0 && idx < pl.GPUs {
-			pn.gpu = idx
+			pn.gpu, pn.pinned = idx, true
 		}
-		if !seen[pn.gpu] {
-			seen[pn.gpu] = true
-			p.gpus = append(p.gpus, pn.gpu)
+		p.floating = p.floating || !pn.pinned
+		p.pinned = p.pinned || pn.pinned
+	}
+	p.gpus, _ = p.PlaceOn(0)
+}
+
+// PlaceOn is where a step of the plan runs when its unpinned GPU nodes
+// run on GPU float (0 as placed; the session's GPU pool picks another per
+// Run): the GPUs the step uses, in plan order of their first GPU node, the
+// home GPU first; and, per plan index, the GPU of each node: a pinned GPU
+// node's own, float for the other GPU nodes, home for host nodes and
+// constants.
+func (p *Plan) PlaceOn(float int) (gpus []int, nodeGPU []int) {
+	seen := map[int]bool{}
+	nodeGPU = make([]int, len(p.nodes))
+	for i := range p.nodes {
+		pn := &p.nodes[i]
+		if pn.where != onGPU {
+			nodeGPU[i] = -1
+			continue
+		}
+		nodeGPU[i] = float
+		if pn.pinned {
+			nodeGPU[i] = pn.gpu
+		}
+		if !seen[nodeGPU[i]] {
+			seen[nodeGPU[i]] = true
+			gpus = append(gpus, nodeGPU[i])
 		}
 	}
+	home := 0
+	if len(gpus) > 0 {
+		home = gpus[0]
+	}
+	for i, g := range nodeGPU {
+		if g < 0 {
+			nodeGPU[i] = home
+		}
+	}
+	return gpus, nodeGPU
 }
+
+// Floating reports whether some GPU node of the plan is pinned to no GPU
+// by its device annotation: where such nodes run is the session's choice
+// (GPU 0 as in TF, or any GPU of its pool).
+func (p *Plan) Floating() bool { return p.floating }
+
+// Pinned reports whether some GPU node of the plan is pinned to a GPU by
+// its device annotation.
+func (p *Plan) Pinned() bool { return p.pinned }
 
 // GPU is the plan's home GPU, among the session's GPUs (0 for the first):
 // that of its first GPU node, which takes the feeds in and the fetches
@@ -126,19 +170,14 @@ func (p *Plan) GPU() int {
 	return p.gpus[0]
 }
 
-// GPUs lists the GPUs the plan's GPU nodes run on, the home GPU first.
+// GPUs lists the GPUs the plan's GPU nodes run on as placed (PlaceOn(0)),
+// the home GPU first.
 func (p *Plan) GPUs() []int { return p.gpus }
 
-// NodeGPUs gives, per plan index, the GPU a GPU node runs on, and the
-// home GPU for the others (host nodes and constants).
+// NodeGPUs gives, per plan index, the GPU a GPU node runs on as placed,
+// and the home GPU for the others (host nodes and constants).
 func (p *Plan) NodeGPUs() []int {
-	out := make([]int, len(p.nodes))
-	for i := range p.nodes {
-		out[i] = p.GPU()
-		if p.nodes[i].where == onGPU {
-			out[i] = p.nodes[i].gpu
-		}
-	}
+	_, out := p.PlaceOn(0)
 	return out
 }
 

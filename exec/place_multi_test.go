@@ -12,7 +12,9 @@ import (
 // TestPlaceGPUs: a GPU node runs on the existing GPU its annotation names,
 // else on GPU 0 as with TF's default placer (soft placement sends a node
 // asking for a missing GPU there too); the plan's GPUs are listed home
-// first, and host nodes and constants belong to the home GPU.
+// first, and host nodes and constants belong to the home GPU. With the
+// unpinned nodes sent to GPU 1 (PlaceOn, the session's GPU pool), pinned
+// nodes stay where they are.
 func TestPlaceGPUs(t *testing.T) {
 	for _, c := range []struct {
 		name       string
@@ -21,19 +23,21 @@ func TestPlaceGPUs(t *testing.T) {
 		constDev   string // device of the constant both read
 		soft       bool
 		want       string // "a b" GPUs ("cpu" for a host node), then the plan's GPUs
+		float1     string // the same with the unpinned GPU nodes on GPU 1
 		code       status.Code
 		errHas     []string
 	}{
-		{name: "unannotated", gpus: 2, want: "0 0 [0]"},
-		{name: "b on GPU:1", gpus: 2, devB: "/device:GPU:1", want: "0 1 [0 1]"},
-		{name: "a on GPU:1", gpus: 2, devA: "/job:localhost/replica:0/task:0/device:GPU:1", want: "1 0 [1 0]"},
-		{name: "both on /gpu:1", gpus: 3, devA: "/gpu:1", devB: "/gpu:1", want: "1 1 [1]"},
-		{name: "CPU and GPU:1", gpus: 2, devA: "/device:CPU:0", devB: "/device:GPU:1", want: "cpu 1 [1]"},
-		{name: "two GPUs", gpus: 2, devA: "/device:GPU:1", devB: "/device:GPU:0", want: "1 0 [1 0]"},
+		{name: "unannotated", gpus: 2, want: "0 0 [0]", float1: "1 1 [1]"},
+		{name: "b on GPU:1", gpus: 2, devB: "/device:GPU:1", want: "0 1 [0 1]", float1: "1 1 [1]"},
+		{name: "b on GPU:0", gpus: 2, devB: "/device:GPU:0", want: "0 0 [0]", float1: "1 0 [1 0]"},
+		{name: "a on GPU:1", gpus: 2, devA: "/job:localhost/replica:0/task:0/device:GPU:1", want: "1 0 [1 0]", float1: "1 1 [1]"},
+		{name: "both on /gpu:1", gpus: 3, devA: "/gpu:1", devB: "/gpu:1", want: "1 1 [1]", float1: "1 1 [1]"},
+		{name: "CPU and GPU:1", gpus: 2, devA: "/device:CPU:0", devB: "/device:GPU:1", want: "cpu 1 [1]", float1: "cpu 1 [1]"},
+		{name: "two GPUs", gpus: 2, devA: "/device:GPU:1", devB: "/device:GPU:0", want: "1 0 [1 0]", float1: "1 0 [1 0]"},
 		{name: "missing GPU", gpus: 2, devA: "/device:GPU:2", code: status.InvalidArgument, errHas: []string{"'a'", "GPU:2"}},
-		{name: "missing GPU soft", gpus: 2, devA: "/device:GPU:2", devB: "/device:GPU:1", soft: true, want: "0 1 [0 1]"},
-		{name: "const elsewhere", gpus: 2, devA: "/device:GPU:1", devB: "/device:GPU:1", constDev: "/device:GPU:0", want: "1 1 [1]"},
-		{name: "wildcard", gpus: 2, devA: "/device:GPU:*", devB: "/device:GPU:1", want: "0 1 [0 1]"},
+		{name: "missing GPU soft", gpus: 2, devA: "/device:GPU:2", devB: "/device:GPU:1", soft: true, want: "0 1 [0 1]", float1: "1 1 [1]"},
+		{name: "const elsewhere", gpus: 2, devA: "/device:GPU:1", devB: "/device:GPU:1", constDev: "/device:GPU:0", want: "1 1 [1]", float1: "1 1 [1]"},
+		{name: "wildcard", gpus: 2, devA: "/device:GPU:*", devB: "/device:GPU:1", want: "0 1 [0 1]", float1: "1 1 [1]"},
 	} {
 		x := constNode("x")
 		x.Device = c.constDev
@@ -56,16 +60,31 @@ func TestPlaceGPUs(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
-		ng := p.NodeGPUs()
-		where := map[string]string{}
-		for i, n := range p.Nodes() {
-			where[n.Name] = fmt.Sprint(ng[i])
-			if p.PlacedOn()[i] == "CPU" {
-				where[n.Name] = "cpu"
+		placed := func(gpus, ng []int) (string, map[string]string) {
+			where := map[string]string{}
+			for i, n := range p.Nodes() {
+				where[n.Name] = fmt.Sprint(ng[i])
+				if p.PlacedOn()[i] == "CPU" {
+					where[n.Name] = "cpu"
+				}
 			}
+			return fmt.Sprintf("%s %s %v", where["a"], where["b"], gpus), where
 		}
-		if got := fmt.Sprintf("%s %s %v", where["a"], where["b"], p.GPUs()); got != c.want {
+		got, where := placed(p.GPUs(), p.NodeGPUs())
+		if got != c.want {
 			t.Errorf("%s: placed %q, want %q", c.name, got, c.want)
+		}
+		gpus1, ng1 := p.PlaceOn(1)
+		if got, w := placed(gpus1, ng1); got != c.float1 || w["x"] != fmt.Sprint(gpus1[0]) {
+			t.Errorf("%s: unpinned nodes on GPU 1: placed %q (constant on %s), want %q, the constant on the first GPU", c.name, got, w["x"], c.float1)
+		}
+		// Exactly the plans whose placement moves have unpinned GPU nodes.
+		if p.Floating() != (c.float1 != c.want) {
+			t.Errorf("%s: Floating() = %v", c.name, p.Floating())
+		}
+		// Every case but the unannotated one pins b or a to an existing GPU.
+		if p.Pinned() != (c.devA+c.devB != "") {
+			t.Errorf("%s: Pinned() = %v", c.name, p.Pinned())
 		}
 		if p.GPU() != p.GPUs()[0] || where["x"] != fmt.Sprint(p.GPU()) {
 			t.Errorf("%s: home GPU %d, GPUs %v, constant on %s", c.name, p.GPU(), p.GPUs(), where["x"])

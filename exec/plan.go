@@ -39,6 +39,7 @@ type planNode struct {
 	where  uint8
 	hostIn []bool
 	gpu    int         // a GPU node's GPU, among the session's
+	pinned bool        // gpu is the one the node's device annotation names
 	cval   *constCache // a placed Const's host value
 	// flow marks the control-flow ops the executor treats apart
 	// (deadness.go); ctrl lists the node's control predecessors.
@@ -63,6 +64,9 @@ type Plan struct {
 	// gpus lists the GPUs (among the session's) the GPU nodes run on,
 	// the home GPU first (place.go's placeGPUs).
 	gpus []int
+	// floating says some GPU node is pinned to no GPU (Floating), pinned
+	// that some is (Pinned).
+	floating, pinned bool
 	// deadness says a step can make dead tensors (the plan has a Switch):
 	// only the pool executor (Run) propagates them.
 	deadness bool
