@@ -96,6 +96,8 @@ type Set struct {
 
 	mu     sync.Mutex
 	cursor []int // per device: where the round-robin resumes
+	// pools holds PickAmong's order per device list.
+	pools map[string]*poolOrder
 
 	ownedPools []Pool
 	streams    []device.Stream
@@ -423,6 +425,56 @@ func (s *Set) Pick(d int) *Group {
 	s.cursor[d] = (best.Index + 1) % len(row)
 	best.inFlight.Add(1)
 	return best
+}
+
+// PickAmong chooses, as Pick does on one device, the group that serves a
+// run among every group of devices devs (the session's GPU pool): fewest
+// runs in flight, ties round-robin over the groups taken in turn from each
+// device (group 0 of each, then group 1 of each, ...), so sequential and
+// lightly concurrent runs alternate between the devices. The caller must
+// call Done on it exactly once.
+func (s *Set) PickAmong(devs []int) *Group {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	order := s.pools[fmt.Sprint(devs)]
+	if order == nil {
+		order = &poolOrder{}
+		for j := 0; ; j++ {
+			more := false
+			for _, d := range devs {
+				if row := s.perDevice[d]; j < len(row) {
+					order.groups = append(order.groups, row[j])
+					more = true
+				}
+			}
+			if !more {
+				break
+			}
+		}
+		if s.pools == nil {
+			s.pools = map[string]*poolOrder{}
+		}
+		s.pools[fmt.Sprint(devs)] = order
+	}
+	row := order.groups
+	start := order.cursor
+	best, at := row[start%len(row)], start%len(row)
+	for k := 1; k < len(row); k++ {
+		i := (start + k) % len(row)
+		if g := row[i]; g.inFlight.Load() < best.inFlight.Load() {
+			best, at = g, i
+		}
+	}
+	order.cursor = (at + 1) % len(row)
+	best.inFlight.Add(1)
+	return best
+}
+
+// poolOrder is the round-robin order of PickAmong's groups and where it
+// resumes.
+type poolOrder struct {
+	groups []*Group
+	cursor int
 }
 
 // Begin counts a run on g that was not chosen by Pick (node-level mode

@@ -1,6 +1,10 @@
 package groups
 
 import (
+	"fmt"
+	"math/rand"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -265,6 +269,74 @@ func TestHostAllocatorsAndConsts(t *testing.T) {
 		}
 		if b := s.DeviceConstBytes()[0]; b != int64(256*calls) {
 			t.Errorf("device const bytes %d", b)
+		}
+	}
+}
+
+// TestPickAmong: the GPU pool's pick over the groups of several devices
+// (3 and 2 groups here, devices 1 and 2 of three; device 0 is the host's
+// and never picked): sequential runs alternate between the devices, group
+// j of each in turn; concurrent runs go to the group of any device with
+// the fewest in flight; 8 goroutines spread over all five groups.
+func TestPickAmong(t *testing.T) {
+	cfg := baseConfig(hostDev(64), hostDev(64), hostDev(64))
+	cfg.Counts = []int{1, 3, 2}
+	s := mustNew(t, cfg)
+	pool := []int{1, 2}
+	name := func(g *Group) string { return fmt.Sprintf("%d.%d", g.DeviceIndex, g.Index) }
+	var seq []string
+	for i := 0; i < 10; i++ {
+		g := s.PickAmong(pool)
+		seq = append(seq, name(g))
+		g.Done(true)
+	}
+	if got, want := strings.Join(seq, " "), "1.0 2.0 1.1 2.1 1.2 1.0 2.0 1.1 2.1 1.2"; got != want {
+		t.Fatalf("sequential picks %s, want %s", got, want)
+	}
+	// Five held runs take all five groups; with GPU 2's group 1 done,
+	// it is the only least-loaded group and takes the next run.
+	held := map[string]*Group{}
+	for i := 0; i < 5; i++ {
+		g := s.PickAmong(pool)
+		held[name(g)] = g
+	}
+	if len(held) != 5 {
+		t.Fatalf("five concurrent runs on groups %v, want all five", held)
+	}
+	held["2.1"].Done(true)
+	if g := s.PickAmong(pool); g != held["2.1"] {
+		t.Fatalf("picked %s with %d in flight over idle 2.1", name(g), g.InFlight())
+	}
+	for _, g := range held {
+		g.Done(true)
+	}
+	if s.Group(0).InFlight() != 0 || s.Group(0).Completed() != 0 {
+		t.Errorf("the host's group served the pool")
+	}
+
+	// 8 goroutines: every group serves runs, nothing stays in flight.
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(seed))
+			for i := 0; i < 200; i++ {
+				g := s.PickAmong(pool)
+				if g.DeviceIndex == 0 || g.InFlight() < 1 {
+					t.Errorf("picked %s with %d in flight", name(g), g.InFlight())
+				}
+				for k := r.Intn(4); k > 0; k-- {
+					runtime.Gosched()
+				}
+				g.Done(true)
+			}
+		}(int64(w))
+	}
+	wg.Wait()
+	for _, st := range s.Stats()[1:] {
+		if st.RunsInFlight != 0 || st.RunsCompleted < 100 {
+			t.Errorf("device %d group %d: %d in flight, %d completed of 1610", st.DeviceIndex, st.Index, st.RunsInFlight, st.RunsCompleted)
 		}
 	}
 }
