@@ -54,6 +54,7 @@ type Config struct {
 	HostStreams         bool   // MSTREAM_HOST_STREAMS: streams on the host device even with one group
 	Fusion              bool   // MSTREAM_FUSION: plan-time fusion of MatMul/Conv2D epilogues, BatchNorm and unary chains
 	CUDAGraph           bool   // MSTREAM_CUDA_GRAPH: replay eligible GPU steps as captured CUDA graphs
+	GPUPool             bool   // MSTREAM_GPU_POOL: every GPU serves graph-level Runs, as one pool of groups
 	BLAS                string // MSTREAM_BLAS: the cblas library for CPU GEMMs ("" system, "go" pure Go)
 	DNNL                string // MSTREAM_DNNL: oneDNN for the CPU's convolutions ("" system, "off" none)
 	// Set holds the raw value of every variable that was set (non-empty),
@@ -177,6 +178,8 @@ var Knobs = []Knob{
 		set: func(c *Config, v string) (err error) { c.Fusion, err = parseBool(v); return }},
 	{Name: "MSTREAM_CUDA_GRAPH", Type: "bool", Default: "false", Doc: "capture a GPU step that runs wholly on the GPU as a CUDA graph (once per plan, group and feed shapes, after one normal run) and replay it: one graph launch instead of a launch per node; steps that cannot be captured run normally",
 		set: func(c *Config, v string) (err error) { c.CUDAGraph, err = parseBool(v); return }},
+	{Name: "MSTREAM_GPU_POOL", Type: "bool", Default: "false", Doc: "every visible GPU serves graph-level Runs as one pool: the graph's unpinned GPU nodes run on whichever GPU holds the least-loaded stream group of all GPUs (constants materialised once per GPU, shared by its groups with TF_SEGMENT_OWN_CONST), nodes pinned to a device stay there, variables stay one copy in host memory; off, as in TF, unpinned nodes run on GPU:0. Off by default: it changes TF's placement and takes memory on every GPU, which hosts running one process per GPU do not expect; node-level mode ignores it",
+		set: func(c *Config, v string) (err error) { c.GPUPool, err = parseBool(v); return }},
 	{Name: "MSTREAM_BLAS", Type: "path", Default: "", Doc: "the cblas library the CPU's GEMMs load (once per process, by the first session): a path such as the scipy-openblas32 wheel's libscipy_openblas.so (scripts/venv.sh sets it); unset tries libopenblas.so.0, libopenblas.so, libblas.so.3; go takes the pure-Go GEMM",
 		set: func(c *Config, v string) error { c.BLAS = strings.TrimSpace(v); return nil }},
 	{Name: "MSTREAM_DNNL", Type: "path", Default: "", Doc: "oneDNN 3.x (libdnnl.so.3) for the CPU's float32 convolutions, loaded once per process by the first session: a path such as the onednn-cpu-gomp wheel's build/venv/lib/libdnnl.so.3 (scripts/venv.sh sets it); unset tries libdnnl.so.3; off runs mstream's own kernels",
@@ -244,6 +247,8 @@ func (c *Config) value(name string) string {
 		return b(c.Fusion)
 	case "MSTREAM_CUDA_GRAPH":
 		return b(c.CUDAGraph)
+	case "MSTREAM_GPU_POOL":
+		return b(c.GPUPool)
 	case "MSTREAM_BLAS":
 		return c.BLAS
 	case "MSTREAM_DNNL":

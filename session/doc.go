@@ -23,7 +23,15 @@
 // MSTREAM_HOST_STREAMS).
 // Graph-level mode runs a step on one GPU on the group Pick chooses among
 // that GPU's, and a step over several GPUs on the group Pick chooses on
-// each (values copied between GPUs); node-level mode runs each node on
+// each (values copied between GPUs). With the GPU pool (MSTREAM_GPU_POOL,
+// graph-level mode), a plan's unpinned GPU nodes run on the GPU of the
+// group groups.PickAmong chooses over every GPU's groups (exec's
+// Plan.PlaceOn), the pinned ones on their GPU's picked group; plans
+// with frames and pinned nodes keep TF's placement. Constants come from
+// the picked group's store, so each GPU materialises them once (per group
+// without TF_SEGMENT_OWN_CONST); variables stay one copy in host memory
+// (resource.Manager), read by every GPU, so a Run that starts after an
+// assign sees it wherever it runs. Node-level mode runs each node on
 // the group TF_STREAM_FROM_FILE assigns it among its GPU's groups (host
 // nodes and constants: the home GPU's), with the groups in one CUDA
 // context or several (TF_GPU_CONTEXT_COUNT; values and events cross

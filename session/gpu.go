@@ -181,7 +181,9 @@ func gpuSummary(gpus []device.GPU, counts []int) string {
 }
 
 // gpuGroups is stepGroups for a plan with GPU nodes. Graph-level mode: a
-// step on one GPU (device st.gpu+plan.GPU()) on the group Pick chooses
+// step on one GPU (device st.gpu+plan.GPU(); with the GPU pool, the GPU
+// of the group PickAmong chooses over all of them for the plan's unpinned
+// nodes) on the group Pick chooses
 // there (replaying captured CUDA graphs when MSTREAM_CUDA_GRAPH is on), a
 // step over several GPUs on the group Pick chooses on each, the home
 // GPU's first, every node on its GPU's group. Node-level mode: every node
@@ -193,18 +195,36 @@ func (s *Session) gpuGroups(plan *exec.Plan) (*exec.Runtime, []*groups.Group, er
 	if st.nodeLevel {
 		return s.gpuNodeGroups(plan)
 	}
-	gpus := plan.GPUs()
+	gpus, ng := plan.GPUs(), []int(nil)
+	var picked *groups.Group
+	if st.pool != nil && plan.Floating() && !(plan.Deadness() && plan.Pinned()) {
+		// The GPU pool: the unpinned nodes go where the least-loaded
+		// group of any GPU is (not for a plan with frames and pinned
+		// nodes, which could land on two GPUs: a step with frames runs
+		// on one).
+		picked = st.set.PickAmong(st.pool)
+		gpus, ng = plan.PlaceOn(picked.DeviceIndex - st.gpu)
+	}
 	if len(gpus) == 1 {
-		g := st.set.Pick(st.gpu + plan.GPU())
+		g := picked
+		if g == nil {
+			g = st.set.Pick(st.gpu + plan.GPU())
+		}
 		return &exec.Runtime{Groups: []*groups.Group{g}, ReduceWaits: st.env.ReduceStreamWait,
 			Holder: &st.set.Holder, Intra: g.Intra, Graphs: st.graphs, Jitter: st.jitter()}, []*groups.Group{g}, nil
 	}
 	gs := make([]*groups.Group, len(gpus))
 	slot := map[int]int{}
 	for k, gi := range gpus {
+		if picked != nil && st.gpu+gi == picked.DeviceIndex {
+			gs[k], slot[gi] = picked, k
+			continue
+		}
 		gs[k], slot[gi] = st.set.Pick(st.gpu+gi), k
 	}
-	ng := plan.NodeGPUs()
+	if ng == nil {
+		ng = plan.NodeGPUs()
+	}
 	assign := make([]int, len(ng))
 	for i, gi := range ng {
 		assign[i] = slot[gi]

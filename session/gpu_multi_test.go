@@ -256,7 +256,7 @@ func TestGPUMultiDevice(t *testing.T) {
 
 // TestGPUVisibleDevices: with CUDA_VISIBLE_DEVICES naming its second GPU
 // a process sees one GPU, named GPU:0, which is that GPU (same PCI bus
-// id), and runs on it. The check runs in a child process, since the driver reads
+// id), and runs on it, also as a GPU pool of one (MSTREAM_GPU_POOL). The check runs in a child process, since the driver reads
 // the variable once.
 func TestGPUVisibleDevices(t *testing.T) {
 	devs := want2GPUs(t)
@@ -312,6 +312,17 @@ func TestGPUVisibleDevicesChild(t *testing.T) {
 	}
 	if d := s.Devices(); len(d) != 2 || d[1].Name != gpu0 {
 		t.Fatalf("devices %+v: want the CPU and GPU:0", d)
+	}
+	// The GPU pool over the one visible GPU: a pool of one.
+	z := b.relu("z", x)
+	p := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "gpu", "MSTREAM_GPU_POOL": "true", "TF_GPU_STREAM_GROUP_COUNT": "2"})
+	for i := 0; i < 4; i++ {
+		if _, _, err := p.Run(nil, []Feed{{x, tensor.FromF32(tensor.Shape{2}, []float32{-1, 3})}}, []graph.Output{z}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := p.Stats(); st.Pool == nil || fmt.Sprint(st.Pool.Devices) != "["+gpu0+"]" || fmt.Sprint(st.Pool.Groups[gpu0]) != "[2 2]" {
+		t.Fatalf("pool over CUDA_VISIBLE_DEVICES=1: %+v; want GPU:0 alone, its two groups 2 Runs each", st.Pool)
 	}
 }
 

@@ -49,6 +49,10 @@ type state struct {
 	intraN  int
 	devices []device.Device
 	set     *groups.Set
+	// pool lists the devices of the GPU pool (MSTREAM_GPU_POOL in
+	// graph-level mode with a GPU): each Run's unpinned GPU nodes go to
+	// the least-loaded group among them; nil without the pool.
+	pool []int
 	// gpu is the index in devices of the first GPU (a plan on GPU k uses
 	// device gpu+k), -1 on the CPU; softPlacement is ConfigProto
 	// allow_soft_placement.
@@ -275,6 +279,15 @@ func (st *state) makeGroups(cfg *tfpb.ConfigProto) error {
 	}
 	st.set = set
 	st.nodeLevel = env.NodeLevel
+	switch {
+	case env.GPUPool && env.NodeLevel && len(gpus) > 0:
+		st.logf(1, "MSTREAM_GPU_POOL is for graph-level mode: node-level mode (TF_NODE_LEVEL_MULTISTREAM) places nodes as TF does, unpinned ones on GPU:0")
+	case env.GPUPool && len(gpus) > 0:
+		for i := range gpus {
+			st.pool = append(st.pool, st.gpu+i)
+		}
+		st.logf(0, "GPU pool: each Run's unpinned nodes run on the least-loaded of %d stream group(s) over %d GPU(s)", len(set.Groups())-1, len(gpus))
+	}
 	st.streams = counts[0] > 1 || env.NodeLevel || env.HostStreams
 	return nil
 }

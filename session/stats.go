@@ -33,12 +33,26 @@ type Stats struct {
 	DeviceGroups map[string]int `json:"device_groups"`
 	Holder       HolderStats    `json:"tensor_holder"`
 	Trace        TraceStats     `json:"trace"`
+	// Pool is the GPU pool (MSTREAM_GPU_POOL): its GPUs and the Runs each
+	// took part in; nil without it.
+	Pool *PoolStats `json:"gpu_pool,omitempty"`
 	// CUDAGraph counts graph captures and replays (MSTREAM_CUDA_GRAPH on
 	// and a GPU present).
 	CUDAGraph *exec.GraphStats `json:"cuda_graph,omitempty"`
 	// CPUKernels names the libraries behind the CPU's heavy kernels, their
 	// versions, the core they run and the CPU's ISA.
 	CPUKernels CPUKernels `json:"cpu_kernels"`
+}
+
+// PoolStats is the GPU pool in MS_SessionStats.
+type PoolStats struct {
+	// Devices names the pool's GPUs.
+	Devices []string `json:"devices"`
+	// Runs is, per GPU, the Runs its groups completed (a Run whose
+	// pinned nodes put it on two GPUs counts on both); Groups lists
+	// them per group, by index.
+	Runs   map[string]int64   `json:"runs"`
+	Groups map[string][]int64 `json:"group_runs"`
 }
 
 // HolderStats counts buffers waiting for a second stream.
@@ -81,6 +95,19 @@ func (s *Session) stats() Stats {
 	out.DeviceGroups = map[string]int{}
 	for _, g := range st.set.Groups() {
 		out.DeviceGroups[g.Device.Name()]++
+	}
+	if st.pool != nil {
+		p := &PoolStats{Runs: map[string]int64{}, Groups: map[string][]int64{}}
+		for _, d := range st.pool {
+			name := st.devices[d].Name()
+			p.Devices = append(p.Devices, name)
+			for _, g := range st.set.OnDevice(d) {
+				n := g.Completed()
+				p.Runs[name] += n
+				p.Groups[name] = append(p.Groups[name], n)
+			}
+		}
+		out.Pool = p
 	}
 	seen := map[*bfc.Allocator]bool{}
 	for _, g := range st.set.Groups() {
