@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -457,3 +458,78 @@ func TestPoolVariables(t *testing.T) {
 		both([]session.Feed{{Output: delta, Tensor: randF32(r, tensor.Shape{16, 8})}}, nil, add)
 	}
 }
+
+// TestMultiGPUSteps is TestGPUMultiDevice's graph on two fake GPUs: nodes
+// pinned to GPU:0 and GPU:1, a chain GPU:0 -> GPU:1 -> CPU -> GPU:0 ->
+// GPU:1 with a fetch from each leg, values copied between the GPUs, from 3
+// goroutines under the knobs that change streams and memory, with the pool
+// off (TF's placement) and on, and in node-level mode (which ignores the
+// pool); every output equals the plain CPU session's.
+func TestMultiGPUSteps(t *testing.T) {
+	fakeGPUs(t, 2)
+	r := rand.New(rand.NewSource(13))
+	b := builder{t, graph.New()}
+	x := b.op("Placeholder", "x", "", map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Float)})
+	a0 := b.op("MatMul", "a0", "/device:GPU:0", nil, x, b.constant("w0", randF32(r, tensor.Shape{64, 48})))
+	a1 := b.op("Relu", "a1", "/device:GPU:0", nil, a0)
+	b1 := b.op("Sigmoid", "b1", "/device:GPU:1", nil, b.op("MatMul", "b0", "/job:localhost/replica:0/task:0/device:GPU:1", nil, x, b.constant("w1", randF32(r, tensor.Shape{64, 40}))))
+	u := b.op("Tanh", "u", "", nil, x)
+	c0 := b.op("Tanh", "c0", "/device:GPU:0", nil, a0)
+	c1 := b.op("MatMul", "c1", "/device:GPU:1", nil, c0, b.constant("wc", randF32(r, tensor.Shape{48, 48})))
+	c2 := b.op("Sigmoid", "c2", "/device:CPU:0", nil, c1)
+	c3 := b.op("AddV2", "c3", "/device:GPU:0", nil, c2, c0)
+	c4 := b.op("Relu", "c4", "/device:GPU:1", nil, c3)
+	free := b.op("AddV2", "free", "", nil, b.op("Mul", "fm", "", nil, c4, c4), c1) // unpinned, reads both GPUs
+	ref := open(t, b.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+	fetchSets := [][]graph.Output{{a1, a0}, {b1}, {u}, {a1, b1, a0}, {c4, c1, c3, c2}, {free, u, c2}}
+	rules := t.TempDir() + "/rules.txt"
+	if err := writeFile(rules, "1:b.*,c[14]\n"); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []map[string]string{
+		{"TF_GPU_STREAM_GROUP_COUNT": "3,2", "TF_SEGMENT_OWN_CONST": "true"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "3,2", "MSTREAM_GPU_POOL": "true"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_GPU_STREAM_MERGE": "true", "TF_REDUCE_STREAM_WAIT": "false", "MSTREAM_GPU_POOL": "true"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_GPU_STREAM_AWARE_BFC": "true", "TF_PER_STREAM_HOST_ALLOCATOR": "true", "MSTREAM_GPU_POOL": "true"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_GPU_STREAM_GROUP_SHARE_MEM_POOL": "true", "MSTREAM_STREAM_JITTER": "true", "MSTREAM_GPU_POOL": "true"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_NODE_LEVEL_MULTISTREAM": "true", "TF_STREAM_FROM_FILE": rules, "MSTREAM_GPU_POOL": "true"},
+	} {
+		env["MSTREAM_DEVICE"] = "gpu"
+		t.Run(fmt.Sprint(env), func(t *testing.T) {
+			s := open(t, b.g, env)
+			var wg sync.WaitGroup
+			for w := 0; w < 3; w++ {
+				wg.Add(1)
+				go func(seed int64) {
+					defer wg.Done()
+					r := rand.New(rand.NewSource(seed))
+					for k := 0; k < 3; k++ {
+						for _, fetches := range fetchSets {
+							f := []session.Feed{{Output: x, Tensor: randF32(r, tensor.Shape{int64(1 + r.Intn(60)), 64})}}
+							want, _, err := ref.Run(nil, f, fetches, nil)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							got, _, err := s.Run(nil, f, fetches, nil)
+							if err == nil {
+								err = same(got, want)
+							}
+							if err != nil {
+								t.Errorf("fetches %v: %v", fetches, err)
+								return
+							}
+						}
+					}
+				}(int64(w))
+			}
+			wg.Wait()
+			dev, _ := runsBy(s.Stats())
+			if dev[gpu0] == 0 || dev[gpu1] == 0 {
+				t.Errorf("runs per device %v: want both GPUs", dev)
+			}
+		})
+	}
+}
+
+func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o644) }
