@@ -4,18 +4,31 @@
 # script by package.sh), then ours over every model, batch, thread count and
 # configuration (run.sh, 2 repeats of 0.2 s per point: 3 no longer fit the
 # device call once the CUDA-graph configs g1cg and g4cg joined), then
-# report.py. At most 150 s for the peer and 270 s for ours.
+# report.py. At most 150 s for the peer and 270 s for ours. On a host with
+# two GPUs or more, the GPU pool's configs (g4p, g4cgp: 4 groups on every
+# GPU, MSTREAM_GPU_POOL) join run.sh's, and report.py adds their rows next
+# to the same configs on one GPU; POOL_ONLY=1 runs only those (g4 g4p g4cg
+# g4cgp on the bundled model and DLRM-small, no peer: about 2 minutes).
 #   OUT=/tmp/o bash bench_all.sh      (from the folder package.sh fills)
 set -u
 cd "$(dirname "$0")"
 export OUT=${OUT:-/tmp/o}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/env.txt" 2>&1
+ngpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+configs="g1 g2 g4 g8 g16 g4m g4a g1cg g4cg"
+[ "$ngpu" -ge 2 ] && configs="$configs g4p g4cgp"
+if [ "${POOL_ONLY:-0}" = 1 ]; then
+  [ "$ngpu" -ge 2 ] || { echo "POOL_ONLY=1 needs two GPUs, $ngpu visible" >&2; exit 1; }
+  export MODELS=${MODELS:-model_test,dlrm_small}
+  configs="g4 g4p g4cg g4cgp"
+else
+  t0=$(date +%s)
+  BATCHES=1,16,64,256 THREADS=1,4,8,16 DUR=0.2 OUT=$OUT timeout 150 python3 peers_torch.py > "$OUT/peers.log" 2>&1
+  echo "peers rc=$? $(( $(date +%s) - t0 ))s" >> "$OUT/times.txt"
+fi
 t0=$(date +%s)
-BATCHES=1,16,64,256 THREADS=1,4,8,16 DUR=0.2 OUT=$OUT timeout 150 python3 peers_torch.py > "$OUT/peers.log" 2>&1
-echo "peers rc=$? $(( $(date +%s) - t0 ))s" >> "$OUT/times.txt"
-t0=$(date +%s)
-DUR=0.2 REPEATS=${REPEATS:-2} timeout ${OURS_T:-270} bash run.sh > "$OUT/run.log" 2>&1
+CONFIGS=${CONFIGS:-$configs} DUR=0.2 REPEATS=${REPEATS:-2} timeout ${OURS_T:-270} bash run.sh > "$OUT/run.log" 2>&1
 echo "ours rc=$? $(( $(date +%s) - t0 ))s" >> "$OUT/times.txt"
 python3 report.py "$OUT" > "$OUT/table.md" 2>"$OUT/report.err"
 echo "report rc=$?" >> "$OUT/times.txt"

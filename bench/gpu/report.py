@@ -6,11 +6,15 @@ Reads OUT_DIR/ours.jsonl (loadgen points tagged with model, config, repeat),
 OUT_DIR/peers_torch.json (the PyTorch peer, when it ran) and the nvidia-smi
 samples smi_<model>_<config>_<rep>.csv. Medians over repeats. The headline
 cell per (model, batch) is the best QPS whose p99 is at most P99_MS (2 ms).
+Configs ending in p ran with MSTREAM_GPU_POOL on every GPU of the host; they
+are left out of the one-GPU tables and compared, in a table of their own,
+with the same config without p (GPU:0 alone).
 """
 import collections
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -71,7 +75,9 @@ def main():
     d = sys.argv[1]
     ours, peers = load_ours(d), load_peers(d)
     models = sorted({k[0] for k in ours})
-    configs = sorted({k[1] for k in ours}, key=lambda c: (int(c[1:].rstrip("macg")), c))
+    configs = sorted({k[1] for k in ours}, key=lambda c: (int(re.match(r"g(\d+)", c).group(1)), c))
+    pooled = [c for c in configs if c.endswith("p")]
+    one_gpu = [c for c in configs if not c.endswith("p")]
     print("## Points (median of repeats): QPS / p99 ms\n")
     for m in models:
         batches = sorted({k[2] for k in ours if k[0] == m})
@@ -97,7 +103,7 @@ def main():
                 return [(k[3], v) for k, v in ours.items() if k[0] == m and k[1] == c and k[2] == b]
             g1 = best(pts("g1"))
             multi = None
-            for c in configs:
+            for c in one_gpu:
                 if c == "g1":
                     continue
                 r = best(pts(c))
@@ -127,10 +133,27 @@ def main():
                 if t < 4 or (m, "g1", b, t) not in ours:
                     continue
                 g1 = ours[(m, "g1", b, t)]["qps"]
-                cand = [(ours[(m, c, b, t)]["qps"], c) for c in configs if c != "g1" and (m, c, b, t) in ours]
+                cand = [(ours[(m, c, b, t)]["qps"], c) for c in one_gpu if c != "g1" and (m, c, b, t) in ours]
                 if cand:
                     q, c = max(cand)
                     print("| %s | %d | %d | %s | %s | %s | %.2f |" % (m, b, t, fmt(g1), c, fmt(q), q / g1))
+    if not pooled:
+        return
+    print()
+    print("## Every GPU as one pool (MSTREAM_GPU_POOL) over GPU:0 alone, best QPS with p99 <= %g ms\n" % P99_MS)
+    print("| model | B | config | 1 GPU (T) | all GPUs (T) | x 1 GPU |")
+    print("|---|---|---|---|---|---|")
+    for m in models:
+        for b in sorted({k[2] for k in ours if k[0] == m}):
+            def pts(c):
+                return [(k[3], v) for k, v in ours.items() if k[0] == m and k[1] == c and k[2] == b]
+            for c in pooled:
+                one, pool = best(pts(c[:-1])), best(pts(c))
+                print("| %s | %d | %s / %s | %s | %s | %s |" % (
+                    m, b, c[:-1], c,
+                    "%s (T=%d)" % (fmt(one[0]), one[1]) if one else "-",
+                    "%s (T=%d)" % (fmt(pool[0]), pool[1]) if pool else "-",
+                    fmt(pool[0] / one[0], 2) if one and pool else "-"))
 
 
 if __name__ == "__main__":

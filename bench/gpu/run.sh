@@ -11,8 +11,10 @@
 #   MODELS=mlp,dlrm_small,model_test  BATCHES=1,16,64,256  THREADS=1,4,8,16
 #   DUR=0.5  REPEATS=3  CONFIGS="g1 g2 g4 g8 g16 g4m g4a g1cg g4cg"  PEERS=  PEER_DUR=0.5
 # A configuration name is g<N> (N groups), plus m (TF_GPU_STREAM_MERGE), a
-# (TF_GPU_STREAM_AWARE_BFC) and/or cg (MSTREAM_CUDA_GRAPH: steps replayed as
-# CUDA graphs); g16 also sets CUDA_DEVICE_MAX_CONNECTIONS=32.
+# (TF_GPU_STREAM_AWARE_BFC), cg (MSTREAM_CUDA_GRAPH: steps replayed as
+# CUDA graphs) and/or p (MSTREAM_GPU_POOL: N groups on every visible GPU,
+# each Run on the least-loaded of all; without p the model runs on GPU:0
+# alone, as in TF); g16 also sets CUDA_DEVICE_MAX_CONNECTIONS=32.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$HERE/out}
@@ -32,17 +34,18 @@ for m in ${MODELS//,/ }; do
     *) model=/tmp/mstream_models/$m.pb; ids=100000 ;;
   esac
   for cfg in $CONFIGS; do
-    n=${cfg#g}; n=${n%%[mac]*}
-    merge=false; aware=false; graph=false; conns=
+    n=${cfg#g}; n=${n%%[macp]*}
+    merge=false; aware=false; graph=false; pool=false; conns=
     case $cfg in *m*) merge=true ;; esac
     case $cfg in *a*) aware=true ;; esac
     case $cfg in *cg*) graph=true ;; esac
+    case $cfg in *p*) pool=true ;; esac
     [ "$n" -ge 16 ] && conns=32
     for rep in $(seq 1 "$REPEATS"); do
       log=$OUT/smi_${m}_${cfg}_$rep.csv
       nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits -lms 100 >"$log" 2>/dev/null &
       smi=$!
-      env TF_GPU_STREAM_GROUP_COUNT=$n TF_GPU_STREAM_MERGE=$merge TF_GPU_STREAM_AWARE_BFC=$aware MSTREAM_CUDA_GRAPH=$graph \
+      env TF_GPU_STREAM_GROUP_COUNT=$n TF_GPU_STREAM_MERGE=$merge TF_GPU_STREAM_AWARE_BFC=$aware MSTREAM_CUDA_GRAPH=$graph MSTREAM_GPU_POOL=$pool \
         ${conns:+CUDA_DEVICE_MAX_CONNECTIONS=$conns} IDS_MAX=$ids \
         "$HERE/loadgen" "$model" "$BATCHES" "$THREADS" "$DUR" 2>>"$OUT/loadgen.err" |
         python3 -c '

@@ -413,12 +413,16 @@ static int group_runs(TF_Session* session, long long* runs, char (*dev)[64]) {
 
 /* report_groups prints, per device whose groups served runs since
  * `before`, how many runs each of its groups served (a session on a GPU
- * also has the host's group, which serves no runs then). */
+ * also has the host's group, which serves no runs then); when several
+ * devices served (MSTREAM_GPU_POOL on a host with two GPUs), a last line
+ * gives the runs per device. */
 static void report_groups(TF_Session* session, const long long* before, int nb) {
   long long now[MAX_GROUPS];
   char dev[MAX_GROUPS][64];
   int n = group_runs(session, now, dev);
   if (n < 0) return;
+  char per_dev[512] = "";
+  int serving = 0;
   for (int g = 0; g < n; g++) {
     int first = 1;
     for (int h = 0; h < g; h++) first &= strcmp(dev[h], dev[g]) != 0;
@@ -441,7 +445,12 @@ static void report_groups(TF_Session* session, const long long* before, int nb) 
       printf(" group%d=%lld", i++, now[h] - (h < nb ? before[h] : 0));
     }
     printf("\n");
+    size_t used_len = strlen(per_dev);
+    snprintf(per_dev + used_len, sizeof per_dev - used_len, " %s=%lld",
+             shortname ? shortname + strlen("device:") : dev[g][0] ? dev[g] : "?", runs);
+    serving++;
   }
+  if (serving > 1) printf("  runs per device:%s\n", per_dev);
 }
 
 /* phase runs ITERS runs on each of THREADS threads and reports. */
