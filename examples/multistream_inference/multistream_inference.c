@@ -421,8 +421,8 @@ static void report_groups(TF_Session* session, const long long* before, int nb) 
   char dev[MAX_GROUPS][64];
   int n = group_runs(session, now, dev);
   if (n < 0) return;
-  char per_dev[512] = "";
-  int serving = 0;
+  int serving = 0, firsts[MAX_GROUPS];
+  long long totals[MAX_GROUPS];
   for (int g = 0; g < n; g++) {
     int first = 1;
     for (int h = 0; h < g; h++) first &= strcmp(dev[h], dev[g]) != 0;
@@ -445,12 +445,17 @@ static void report_groups(TF_Session* session, const long long* before, int nb) 
       printf(" group%d=%lld", i++, now[h] - (h < nb ? before[h] : 0));
     }
     printf("\n");
-    size_t used_len = strlen(per_dev);
-    snprintf(per_dev + used_len, sizeof per_dev - used_len, " %s=%lld",
-             shortname ? shortname + strlen("device:") : dev[g][0] ? dev[g] : "?", runs);
-    serving++;
+    firsts[serving] = g;
+    totals[serving++] = runs;
   }
-  if (serving > 1) printf("  runs per device:%s\n", per_dev);
+  if (serving < 2) return;
+  printf("  runs per device:");
+  for (int i = 0; i < serving; i++) {
+    const char* name = dev[firsts[i]];
+    const char* shortname = strstr(name, "device:");
+    printf(" %s=%lld", shortname ? shortname + strlen("device:") : name, totals[i]);
+  }
+  printf("\n");
 }
 
 /* phase runs ITERS runs on each of THREADS threads and reports. */
