@@ -7,8 +7,8 @@
 #   kernels.log   kernels/cuda tests (-v): every GPU kernel against the CPU,
 #                 and the shared conformance suite on the GPU
 #   session.log   session GPU tests (-v), then the whole session suite
-#   session2.log  with two GPUs or more: the 2-GPU tests (TestGPUMultiDevice,
-#                 TestGPUVisibleDevices, TestGPUPool), which must not skip
+#   session2.log, example2.log, sanitizer2.log  with two GPUs or more
+#                 (two_gpus below; ONLY_2GPU=1 runs only those steps)
 #   models.log    test/models' field graphs on the GPU (TF32 off, then on)
 #   example.log   the bundled example on the GPU (4 groups; merged and
 #                 stream-aware) and on the CPU
@@ -41,39 +41,54 @@ step() { # name timeout log cmd...
   printf '%-28s rc=%-3s %6d ms\n' "$name" "$rc" $(( ($(date +%s%N) - t0) / 1000000 )) >>"$S"
 }
 
+R=$(cd "$D/../.." && pwd)
+EX=(model_test.pbtxt 5 dense ids_0 ids_1 ids_2 ids_3 1 output)
+CS="compute-sanitizer --error-exitcode 3 --print-limit 20"
+NGPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+echo "GPUs visible: $NGPU" >>"$OUT/env.txt"
+TWO='^(TestGPUMultiDevice|TestGPUVisibleDevices|TestGPUPool)$'
+# two_gpus runs what needs two GPUs, when there are two (about 3 min): the
+# 2-GPU session tests by name (they skip on one GPU; a skip here is a
+# failure in summary.txt), the example on GPU:0 alone (4 groups, 8 threads),
+# on both as one pool (4,4; 3,2 with shared constants) and on the second
+# GPU alone (CUDA_VISIBLE_DEVICES=1), and memcheck over the pool.
+# ONLY_2GPU=1 runs just this.
+two_gpus() {
+  [ "$NGPU" -ge 2 ] || { echo "two-gpu steps: $NGPU GPU(s) visible, skipped" >>"$S"; return 0; }
+  (cd "$R/session" && step session-2gpu 300 "$OUT/session2.log" "$D/session.test" -test.v -test.count=1 -test.run "$TWO")
+  if grep -q -- '--- SKIP' "$OUT/session2.log"; then
+    echo "session-2gpu: FAIL, a 2-GPU test skipped on $NGPU GPUs" >>"$S"
+  fi
+  grep -hE '^ *(--- (FAIL|SKIP|PASS)|FAIL|ok|PASS)' "$OUT/session2.log" >>"$S"
+  (cd "$D/bench" && step example-1gpu-g4 60 "$OUT/example2.log" env TF_GPU_STREAM_GROUP_COUNT=4 ./multistream_inference "${EX[@]}" 16 300 8 config_proto)
+  (cd "$D/bench" && step example-pool-g4,4 60 "$OUT/example2.log" env TF_GPU_STREAM_GROUP_COUNT=4,4 MSTREAM_GPU_POOL=true ./multistream_inference "${EX[@]}" 16 300 8 config_proto)
+  (cd "$D/bench" && step example-pool-g3,2 60 "$OUT/example2.log" env TF_GPU_STREAM_GROUP_COUNT=3,2 MSTREAM_GPU_POOL=true TF_SEGMENT_OWN_CONST=true ./multistream_inference "${EX[@]}" 16 300 8 config_proto)
+  (cd "$D/bench" && step example-visible-1 60 "$OUT/example2.log" env CUDA_VISIBLE_DEVICES=1 TF_GPU_STREAM_GROUP_COUNT=4 MSTREAM_GPU_POOL=true ./multistream_inference "${EX[@]}" 16 300 8 config_proto)
+  grep -hE '^===|running on|GPU pool|QPS|stream groups|runs per device' "$OUT/example2.log" >>"$S"
+  if [ "${SANITIZE:-1}" = 1 ]; then
+    (cd "$D/bench" && step memcheck-example-pool 120 "$OUT/sanitizer2.log" env TF_GPU_STREAM_GROUP_COUNT=2,2 MSTREAM_GPU_POOL=true $CS --tool memcheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
+    grep -hE 'ERROR SUMMARY|LEAK SUMMARY' "$OUT/sanitizer2.log" >>"$S"
+  fi
+}
+if [ "${ONLY_2GPU:-0}" = 1 ]; then
+  two_gpus
+  cat "$S"
+  exit 0
+fi
+
 step device 60 "$OUT/device.log" "$D/device_cuda.test" -test.v -test.count=1
 MSTREAM_TEST_STICKY=1 step sticky 20 "$OUT/device.log" "$D/device_cuda.test" -test.v -test.run '^TestStickyError$'
 MSTREAM_PROBE_CROSS_CONTEXT=1 step probe-cross-context 20 "$OUT/device.log" "$D/device_cuda.test" -test.v -test.run '^TestCrossContextAccess$'
 # The session on the GPU: the GPU tests (every multi-stream knob under the
 # real driver, outputs against the CPU, OOM, host<->GPU edges), then the
 # whole session suite, whose sessions run on the GPU when it is there.
-R=$(cd "$D/../.." && pwd)
-TWO='^(TestGPUMultiDevice|TestGPUVisibleDevices|TestGPUPool)$'
 (cd "$R/session" && step session-gpu 150 "$OUT/session.log" "$D/session.test" -test.v -test.count=1 -test.run 'GPU|NoGPU' -test.skip "$TWO")
-# The tests that need two GPUs (they skip on one), whenever there are two:
-# a skip there is a failure of this script's step.
-NGPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
-echo "GPUs visible: $NGPU" >>"$OUT/env.txt"
-if [ "$NGPU" -ge 2 ]; then
-  (cd "$R/session" && step session-2gpu 300 "$OUT/session2.log" "$D/session.test" -test.v -test.count=1 -test.run "$TWO")
-  if grep -q -- '--- SKIP' "$OUT/session2.log"; then
-    echo "session-2gpu: a 2-GPU test skipped on $NGPU GPUs" >>"$S"
-  fi
-fi
+two_gpus
 (cd "$R/session" && MSTREAM_DEVICE= step session-all 120 "$OUT/session.log" "$D/session.test" -test.count=1 -test.skip 'GPU|NoGPU')
 # The bundled example on the GPU (4 groups, 4 threads), and on the CPU.
-EX=(model_test.pbtxt 5 dense ids_0 ids_1 ids_2 ids_3 1 output)
 (cd "$D/bench" && step example-gpu 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=4 ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
 (cd "$D/bench" && step example-gpu-merge 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=4 TF_GPU_STREAM_MERGE=true TF_GPU_STREAM_AWARE_BFC=true ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
 (cd "$D/bench" && step example-cpu 60 "$OUT/example.log" env MSTREAM_DEVICE=cpu TF_GPU_STREAM_GROUP_COUNT=4 ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
-# Two GPUs: the example on GPU:0 alone (4 groups, 8 threads), on both as one
-# pool (4,4), and on the second GPU alone (CUDA_VISIBLE_DEVICES=1).
-if [ "$NGPU" -ge 2 ]; then
-  (cd "$D/bench" && step example-1gpu-g4 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=4 ./multistream_inference "${EX[@]}" 16 300 8 config_proto)
-  (cd "$D/bench" && step example-pool-g4,4 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=4,4 MSTREAM_GPU_POOL=true ./multistream_inference "${EX[@]}" 16 300 8 config_proto)
-  (cd "$D/bench" && step example-pool-g3,2 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=3,2 MSTREAM_GPU_POOL=true TF_SEGMENT_OWN_CONST=true ./multistream_inference "${EX[@]}" 16 300 8 config_proto)
-  (cd "$D/bench" && step example-visible-1 60 "$OUT/example.log" env CUDA_VISIBLE_DEVICES=1 TF_GPU_STREAM_GROUP_COUNT=4 MSTREAM_GPU_POOL=true ./multistream_inference "${EX[@]}" 16 300 8 config_proto)
-fi
 
 # test/models' field graphs through the C API on the GPU, against NumPy:
 # with TF32 off (NVIDIA_TF32_OVERRIDE=0, which cuBLAS honours) every case
@@ -104,16 +119,10 @@ bench() {
 
 # Sanitizer passes (about 5 min at most; SANITIZE=0 skips them).
 [ "${SANITIZE:-1}" = 1 ] || { bench; cat "$S"; exit 0; }
-CS="compute-sanitizer --error-exitcode 3 --print-limit 20"
 # A short multi-stream run of the example (4 groups, 4 threads) under both
 # tools: the runtime's copies, events and kernels together.
 (cd "$D/bench" && step memcheck-example 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 $CS --tool memcheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
 (cd "$D/bench" && step racecheck-example 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 TF_GPU_STREAM_AWARE_BFC=true $CS --tool racecheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
-# Two GPUs: the example on both as one pool under memcheck (peer copies,
-# one context per GPU, constants on each).
-if [ "$NGPU" -ge 2 ]; then
-  (cd "$D/bench" && step memcheck-example-pool 120 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=2,2 MSTREAM_GPU_POOL=true $CS --tool memcheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
-fi
 step memcheck-device 45 "$OUT/sanitizer.log" $CS --tool memcheck "$D/device_cuda.test" -test.run 'TestCopyRoundTrip|TestCrossStreamWait|TestEnqueueOrder|TestBFCOverDeviceMemory|TestGemm|TestLaunchArgs'
 step memcheck-kernels 180 "$OUT/sanitizer.log" $CS --tool memcheck "$D/kernels_cuda.test" -test.run 'TestBinary|TestUnary|TestBiasAdd|TestSoftmax|TestCast|TestFill|TestReduce|TestGather|TestConcat|TestTranspose|TestMatMul|TestFusedMatMul|TestWhere|TestUnique|TestEinsum|TestFakeQuant|TestBNGlobal'
 step racecheck-kernels 90 "$OUT/sanitizer.log" $CS --tool racecheck "$D/kernels_cuda.test" -test.run 'TestReduce|TestSoftmax|TestWhere|TestUnique'
@@ -121,8 +130,7 @@ step racecheck-device 25 "$OUT/sanitizer.log" $CS --tool racecheck "$D/device_cu
 
 bench
 grep -hE '^ *(--- FAIL|FAIL|ok|PASS)|PROBE|launch CPU time|sticky error as' "$OUT/device.log" "$OUT/kernels.log" "$OUT/session.log" >>"$S"
-[ -f "$OUT/session2.log" ] && grep -hE '^ *(--- (FAIL|SKIP|PASS)|FAIL|ok|PASS)' "$OUT/session2.log" >>"$S"
 grep -hE '^FAIL|passed' "$OUT/models.log" >>"$S"
-grep -hE 'running on|no GPU|GPU pool|qps|QPS|runs/s|group|runs per device' "$OUT/example.log" | head -80 >>"$S"
+grep -hE 'running on|no GPU|qps|QPS|runs/s|group' "$OUT/example.log" | head -40 >>"$S"
 grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$OUT/sanitizer.log" >>"$S"
 cat "$S"
