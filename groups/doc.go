@@ -51,7 +51,7 @@
 // Pick takes the group of the device with the fewest runs in flight; ties
 // go round-robin from the group after the last one picked, so sequential
 // runs rotate over all groups and concurrent runs spread out. With one
-// group per device everything behaves as stock TF. PickAmong does the same
+// group per device everything behaves as stock TF. A Spread does the same
 // over the groups of several devices (the session's GPU pool), taking them
 // in turn from each device (group 0 of each, then group 1, ...) so ties
 // alternate between devices.
@@ -64,7 +64,7 @@
 //
 // # Locking
 //
-// Set.mu serialises Pick and PickAmong (choice and increment are one
+// Set.mu serialises Pick and Spread.Pick (choice and increment are one
 // step). ConstStore.mu guards a store's map; materialising a constant
 // allocates and copies under it (once per constant), so the lock order is
 // ConstStore.mu, then the allocator's. Counters are atomics.

@@ -95,9 +95,7 @@ type Set struct {
 	Holder tensorholder.Holder
 
 	mu     sync.Mutex
-	cursor []int // per device: where the round-robin resumes
-	// pools holds PickAmong's order per device list.
-	pools map[string]*poolOrder
+	cursor []int // per device: where the round-robin resumes (and Spreads')
 
 	ownedPools []Pool
 	streams    []device.Stream
@@ -427,55 +425,56 @@ func (s *Set) Pick(d int) *Group {
 	return best
 }
 
-// PickAmong chooses, as Pick does on one device, the group that serves a
-// run among every group of devices devs (the session's GPU pool): fewest
+// Spread is a pick over the groups of several devices (the session's
+// GPU pool), made once by Set.Spread.
+type Spread struct {
+	s      *Set
+	groups []*Group // group 0 of each device, then group 1 of each, ...
+	cursor int      // where the round-robin resumes; guarded by s.mu
+}
+
+// Spread makes the pick over every group of devices devs: Pick on a
+// Spread chooses among all of them as Set.Pick does on one device.
+func (s *Set) Spread(devs []int) *Spread {
+	sp := &Spread{s: s}
+	for j := 0; ; j++ {
+		more := false
+		for _, d := range devs {
+			if row := s.perDevice[d]; j < len(row) {
+				sp.groups = append(sp.groups, row[j])
+				more = true
+			}
+		}
+		if !more {
+			return sp
+		}
+	}
+}
+
+// Pick chooses the group that serves a run among the Spread's: fewest
 // runs in flight, ties round-robin over the groups taken in turn from each
 // device (group 0 of each, then group 1 of each, ...), so sequential and
 // lightly concurrent runs alternate between the devices. The caller must
 // call Done on it exactly once.
-func (s *Set) PickAmong(devs []int) *Group {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	order := s.pools[fmt.Sprint(devs)]
-	if order == nil {
-		order = &poolOrder{}
-		for j := 0; ; j++ {
-			more := false
-			for _, d := range devs {
-				if row := s.perDevice[d]; j < len(row) {
-					order.groups = append(order.groups, row[j])
-					more = true
-				}
-			}
-			if !more {
-				break
-			}
-		}
-		if s.pools == nil {
-			s.pools = map[string]*poolOrder{}
-		}
-		s.pools[fmt.Sprint(devs)] = order
-	}
-	row := order.groups
-	start := order.cursor
-	best, at := row[start%len(row)], start%len(row)
+func (sp *Spread) Pick() *Group {
+	sp.s.mu.Lock()
+	defer sp.s.mu.Unlock()
+	row := sp.groups
+	at := sp.cursor % len(row)
+	best := row[at]
 	for k := 1; k < len(row); k++ {
-		i := (start + k) % len(row)
+		i := (sp.cursor + k) % len(row)
 		if g := row[i]; g.inFlight.Load() < best.inFlight.Load() {
 			best, at = g, i
 		}
 	}
-	order.cursor = (at + 1) % len(row)
+	sp.cursor = (at + 1) % len(row)
 	best.inFlight.Add(1)
 	return best
 }
 
-// poolOrder is the round-robin order of PickAmong's groups and where it
-// resumes.
-type poolOrder struct {
-	groups []*Group
-	cursor int
-}
+// Groups lists the Spread's groups in its round-robin order.
+func (sp *Spread) Groups() []*Group { return sp.groups }
 
 // Begin counts a run on g that was not chosen by Pick (node-level mode
 // runs on several groups at once).

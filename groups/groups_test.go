@@ -273,20 +273,20 @@ func TestHostAllocatorsAndConsts(t *testing.T) {
 	}
 }
 
-// TestPickAmong: the GPU pool's pick over the groups of several devices
+// TestSpreadPick: the GPU pool's pick over the groups of several devices
 // (3 and 2 groups here, devices 1 and 2 of three; device 0 is the host's
 // and never picked): sequential runs alternate between the devices, group
 // j of each in turn; concurrent runs go to the group of any device with
 // the fewest in flight; 8 goroutines spread over all five groups.
-func TestPickAmong(t *testing.T) {
+func TestSpreadPick(t *testing.T) {
 	cfg := baseConfig(hostDev(64), hostDev(64), hostDev(64))
 	cfg.Counts = []int{1, 3, 2}
 	s := mustNew(t, cfg)
-	pool := []int{1, 2}
+	pool := s.Spread([]int{1, 2})
 	name := func(g *Group) string { return fmt.Sprintf("%d.%d", g.DeviceIndex, g.Index) }
 	var seq []string
 	for i := 0; i < 10; i++ {
-		g := s.PickAmong(pool)
+		g := pool.Pick()
 		seq = append(seq, name(g))
 		g.Done(true)
 	}
@@ -297,14 +297,14 @@ func TestPickAmong(t *testing.T) {
 	// it is the only least-loaded group and takes the next run.
 	held := map[string]*Group{}
 	for i := 0; i < 5; i++ {
-		g := s.PickAmong(pool)
+		g := pool.Pick()
 		held[name(g)] = g
 	}
 	if len(held) != 5 {
 		t.Fatalf("five concurrent runs on groups %v, want all five", held)
 	}
 	held["2.1"].Done(true)
-	if g := s.PickAmong(pool); g != held["2.1"] {
+	if g := pool.Pick(); g != held["2.1"] {
 		t.Fatalf("picked %s with %d in flight over idle 2.1", name(g), g.InFlight())
 	}
 	for _, g := range held {
@@ -322,7 +322,7 @@ func TestPickAmong(t *testing.T) {
 			defer wg.Done()
 			r := rand.New(rand.NewSource(seed))
 			for i := 0; i < 200; i++ {
-				g := s.PickAmong(pool)
+				g := pool.Pick()
 				if g.DeviceIndex == 0 || g.InFlight() < 1 {
 					t.Errorf("picked %s with %d in flight", name(g), g.InFlight())
 				}

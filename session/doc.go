@@ -25,7 +25,7 @@
 // that GPU's, and a step over several GPUs on the group Pick chooses on
 // each (values copied between GPUs). With the GPU pool (MSTREAM_GPU_POOL,
 // graph-level mode), a plan's unpinned GPU nodes run on the GPU of the
-// group groups.PickAmong chooses over every GPU's groups (exec's
+// group a groups.Spread picks over every GPU's groups (exec's
 // Plan.PlaceOn), the pinned ones on their GPU's picked group; plans
 // with frames and pinned nodes keep TF's placement. Constants come from
 // the picked group's store, so each GPU materialises them once (per group

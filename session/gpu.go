@@ -182,7 +182,7 @@ func gpuSummary(gpus []device.GPU, counts []int) string {
 
 // gpuGroups is stepGroups for a plan with GPU nodes. Graph-level mode: a
 // step on one GPU (device st.gpu+plan.GPU(); with the GPU pool, the GPU
-// of the group PickAmong chooses over all of them for the plan's unpinned
+// of the group the pool (groups.Spread) picks over all of them for the plan's unpinned
 // nodes) on the group Pick chooses
 // there (replaying captured CUDA graphs when MSTREAM_CUDA_GRAPH is on), a
 // step over several GPUs on the group Pick chooses on each, the home
@@ -197,12 +197,12 @@ func (s *Session) gpuGroups(plan *exec.Plan) (*exec.Runtime, []*groups.Group, er
 	}
 	gpus, ng := plan.GPUs(), []int(nil)
 	var picked *groups.Group
-	if st.pool != nil && plan.Floating() && !(plan.Deadness() && plan.Pinned()) {
+	if st.gpuPool != nil && plan.Floating() && !(plan.Deadness() && plan.Pinned()) {
 		// The GPU pool: the unpinned nodes go where the least-loaded
 		// group of any GPU is (not for a plan with frames and pinned
 		// nodes, which could land on two GPUs: a step with frames runs
 		// on one).
-		picked = st.set.PickAmong(st.pool)
+		picked = st.gpuPool.Pick()
 		gpus, ng = plan.PlaceOn(picked.DeviceIndex - st.gpu)
 	}
 	if len(gpus) == 1 {

@@ -49,10 +49,10 @@ type state struct {
 	intraN  int
 	devices []device.Device
 	set     *groups.Set
-	// pool lists the devices of the GPU pool (MSTREAM_GPU_POOL in
+	// pool picks over every GPU's groups (MSTREAM_GPU_POOL in
 	// graph-level mode with a GPU): each Run's unpinned GPU nodes go to
-	// the least-loaded group among them; nil without the pool.
-	pool []int
+	// the least-loaded group of any GPU; nil without the pool.
+	gpuPool *groups.Spread
 	// gpu is the index in devices of the first GPU (a plan on GPU k uses
 	// device gpu+k), -1 on the CPU; softPlacement is ConfigProto
 	// allow_soft_placement.
@@ -283,9 +283,11 @@ func (st *state) makeGroups(cfg *tfpb.ConfigProto) error {
 	case env.GPUPool && env.NodeLevel && len(gpus) > 0:
 		st.logf(1, "MSTREAM_GPU_POOL is for graph-level mode: node-level mode (TF_NODE_LEVEL_MULTISTREAM) places nodes as TF does, unpinned ones on GPU:0")
 	case env.GPUPool && len(gpus) > 0:
+		var devs []int
 		for i := range gpus {
-			st.pool = append(st.pool, st.gpu+i)
+			devs = append(devs, st.gpu+i)
 		}
+		st.gpuPool = set.Spread(devs)
 		st.logf(0, "GPU pool: each Run's unpinned nodes run on the least-loaded of %d stream group(s) over %d GPU(s)", len(set.Groups())-1, len(gpus))
 	}
 	st.streams = counts[0] > 1 || env.NodeLevel || env.HostStreams

@@ -96,9 +96,9 @@ func (s *Session) stats() Stats {
 	for _, g := range st.set.Groups() {
 		out.DeviceGroups[g.Device.Name()]++
 	}
-	if st.pool != nil {
+	if st.gpuPool != nil {
 		p := &PoolStats{Runs: map[string]int64{}, Groups: map[string][]int64{}}
-		for _, d := range st.pool {
+		for d := st.gpu; d < len(st.devices); d++ {
 			name := st.devices[d].Name()
 			p.Devices = append(p.Devices, name)
 			for _, g := range st.set.OnDevice(d) {
