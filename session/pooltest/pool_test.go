@@ -7,10 +7,12 @@
 package pooltest
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -341,6 +343,30 @@ func TestPoolSpreads(t *testing.T) {
 			}
 			if fmt.Sprint(gpuOf["p"]) != fmt.Sprint(map[string]bool{gpu1: true}) || !gpuOf["h"][gpu0] || !gpuOf["h"][gpu1] {
 				t.Errorf("traced Runs: pinned p ran on %v, unpinned h on %v; want p on GPU:1 only, h on both", gpuOf["p"], gpuOf["h"])
+			}
+			// The Chrome trace has a process per group, named with its GPU.
+			path := filepath.Join(t.TempDir(), "trace.json")
+			if err := s.WriteTrace(path); err != nil {
+				t.Fatal(err)
+			}
+			var tr struct {
+				TraceEvents []struct {
+					Name string         `json:"name"`
+					Args map[string]any `json:"args"`
+				} `json:"traceEvents"`
+			}
+			if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &tr) != nil {
+				t.Fatalf("reading the trace: %v", err)
+			}
+			procs := map[string]bool{}
+			for _, e := range tr.TraceEvents {
+				if e.Name == "process_name" {
+					name := fmt.Sprint(e.Args["name"])
+					procs[name[strings.LastIndex(name, "device:")+len("device:"):]] = true
+				}
+			}
+			if !procs["GPU:0)"] || !procs["GPU:1)"] {
+				t.Errorf("trace processes %v: want groups of GPU:0 and GPU:1", procs)
 			}
 		})
 	}
