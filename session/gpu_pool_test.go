@@ -79,12 +79,13 @@ func TestGPUPool(t *testing.T) {
 			}
 		}
 	}
-	// a0's 8 Runs on GPU:0; u's 8 over both; the mixed ones touch GPU:0
-	// every time and GPU:1 when u goes there: sequential Runs alternate,
-	// so GPU:1 takes half of the 16 with unpinned nodes.
+	// Sequential picks alternate GPU:0, GPU:1, ...: u's Runs (even picks)
+	// land on GPU:0, the mixed ones (odd picks) put u and both on GPU:1
+	// and keep a0 on GPU:0. So GPU:0 takes part in all 24 Runs, GPU:1 in
+	// the 8 mixed ones.
 	st := s.Stats()
-	if r0, r1 := st.Pool.Runs[gpu0], st.Pool.Runs[gpu1]; r0 != 20 || r1 != 8 {
-		t.Errorf("runs GPU:0 %d, GPU:1 %d: want 20 and 8 (a0's 8, the mixed 8 and half of u's on GPU:0; the other half of the 16 with unpinned nodes on GPU:1)", r0, r1)
+	if r0, r1 := st.Pool.Runs[gpu0], st.Pool.Runs[gpu1]; r0 != 24 || r1 != 8 {
+		t.Errorf("runs GPU:0 %d, GPU:1 %d: want 24 and 8", r0, r1)
 	}
 	checkQuiescent(t, s)
 }
