@@ -84,6 +84,9 @@ func TestGPUPool(t *testing.T) {
 	// and keep a0 on GPU:0. So GPU:0 takes part in all 24 Runs, GPU:1 in
 	// the 8 mixed ones.
 	st := s.Stats()
+	if st.Pool == nil {
+		t.Fatal("stats: no gpu_pool")
+	}
 	if r0, r1 := st.Pool.Runs[gpu0], st.Pool.Runs[gpu1]; r0 != 24 || r1 != 8 {
 		t.Errorf("runs GPU:0 %d, GPU:1 %d: want 24 and 8", r0, r1)
 	}
