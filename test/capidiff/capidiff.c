@@ -809,6 +809,45 @@ static void c_session_lifecycle(void) {
   TF_DeleteStatus(s);
 }
 
+/* Device annotations a CPU-only process cannot satisfy: without
+ * allow_soft_placement a Run fails naming the node (TF's placer); with it
+ * (ConfigProto field 7) the nodes run on the CPU. The reference sessions of
+ * mstream's multi-GPU tests rely on the second. */
+static void c_soft_placement(void) {
+  static const char* devs[] = {"/device:GPU:0", "/job:localhost/replica:0/task:0/device:GPU:1", "/device:CPU:1", "/gpu:0"};
+  static const unsigned char soft[] = {0x38, 0x01};
+  for (int i = 0; i < 4; i++) {
+    TF_Status* s = TF_NewStatus();
+    TF_Graph* g = TF_NewGraph();
+    placeholder(g, "x", TF_FLOAT, NULL, 0, s);
+    TF_OperationDescription* d = TF_NewOperation(g, "Relu", "pinned");
+    TF_AddInput(d, out0(g, "x"));
+    TF_SetDevice(d, devs[i]);
+    TF_FinishOperation(d, s);
+    unary(g, "Neg", "y", out0(g, "pinned"), s);
+    out("device %s", devs[i]);
+    float v = -2;
+    TF_Tensor* t = ftensor(NULL, 0, &v);
+    TF_Output x = out0(g, "x"), y = out0(g, "y");
+    for (int k = 0; k < 2; k++) {
+      TF_SessionOptions* so = TF_NewSessionOptions();
+      if (k == 1) TF_SetConfig(so, soft, sizeof soft, s);
+      TF_Session* sess = TF_NewSession(g, so, s);
+      TF_DeleteSessionOptions(so);
+      out(k ? " allow_soft_placement" : " strict");
+      TF_Tensor* res = NULL;
+      TF_SessionRun(sess, NULL, &x, &t, 1, &y, &res, 1, NULL, 0, NULL, s);
+      ST(" run", s, "pinned", "Cannot assign a device for operation");
+      if (TF_GetCode(s) == TF_OK) show_tensor("  fetch", res);
+      if (res) TF_DeleteTensor(res);
+      end_session(sess);
+    }
+    TF_DeleteTensor(t);
+    TF_DeleteGraph(g);
+    TF_DeleteStatus(s);
+  }
+}
+
 static void c_prun(void) {
   TF_Status* s = TF_NewStatus();
   TF_Graph* g = TF_NewGraph();
@@ -1776,6 +1815,7 @@ static const test_case cases[] = {
     {"graph_def_roundtrip", c_graph_def_roundtrip},
     {"session_lifecycle", c_session_lifecycle},
     {"prun", c_prun},
+    {"soft_placement", c_soft_placement},
     {"status_buffer", c_status_buffer},
     {"attr_setters", c_attr_setters},
     {"add_gradients", c_add_gradients},
