@@ -92,3 +92,13 @@ func TestGPUPool(t *testing.T) {
 	}
 	checkQuiescent(t, s)
 }
+
+// TestGPUPoolVariables replays test/variables' TF sequences (assigns,
+// reads, optimizer steps, tables) on a pool of two GPUs with 2,2 groups:
+// consecutive Runs land on different GPUs, and every value must still be
+// TF's (a Run that starts after an assign sees it), to the GPU's TF32
+// tolerance.
+func TestGPUPoolVariables(t *testing.T) {
+	want2GPUs(t)
+	runVarCases(t, []map[string]string{{"MSTREAM_DEVICE": "gpu", "MSTREAM_GPU_POOL": "true", "TF_GPU_STREAM_GROUP_COUNT": "2,2"}}, 2e-3)
+}

@@ -46,7 +46,7 @@ EX=(model_test.pbtxt 5 dense ids_0 ids_1 ids_2 ids_3 1 output)
 CS="compute-sanitizer --error-exitcode 3 --print-limit 20"
 NGPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
 echo "GPUs visible: $NGPU" >>"$OUT/env.txt"
-TWO='^(TestGPUMultiDevice|TestGPUVisibleDevices|TestGPUPool)$'
+TWO='^(TestGPUMultiDevice|TestGPUVisibleDevices|TestGPUPool|TestGPUPoolVariables)$'
 # two_gpus runs what needs two GPUs, when there are two (about 3 min): the
 # 2-GPU session tests by name (they skip on one GPU; a skip here is a
 # failure in summary.txt), the example on GPU:0 alone (4 groups, 8 threads),
