@@ -112,16 +112,33 @@ func (p *Plan) placeGPUs(pl Placement) {
 		p.floating = p.floating || !pn.pinned
 		p.pinned = p.pinned || pn.pinned
 	}
-	p.gpus, _ = p.PlaceOn(0)
+	// Every choice of GPU for the unpinned nodes, made once: the GPU pool
+	// asks on every Run.
+	p.placed = make([]placedOn, max(pl.GPUs, 1))
+	for k := range p.placed {
+		p.placed[k].gpus, p.placed[k].nodeGPU = p.placeOn(k)
+	}
+	p.gpus = p.placed[0].gpus
 }
+
+// placedOn is PlaceOn's answer for one GPU.
+type placedOn struct{ gpus, nodeGPU []int }
 
 // PlaceOn is where a step of the plan runs when its unpinned GPU nodes
 // run on GPU float (0 as placed; the session's GPU pool picks another per
-// Run): the GPUs the step uses, in plan order of their first GPU node, the
-// home GPU first; and, per plan index, the GPU of each node: a pinned GPU
-// node's own, float for the other GPU nodes, home for host nodes and
-// constants.
+// Run), one of the session's GPUs: the GPUs the step uses, in plan order
+// of their first GPU node, the home GPU first; and, per plan index, the
+// GPU of each node: a pinned GPU node's own, float for the other GPU
+// nodes, home for host nodes and constants. The slices are the plan's:
+// callers must not change them.
 func (p *Plan) PlaceOn(float int) (gpus []int, nodeGPU []int) {
+	if float >= 0 && float < len(p.placed) {
+		return p.placed[float].gpus, p.placed[float].nodeGPU
+	}
+	return p.placeOn(float)
+}
+
+func (p *Plan) placeOn(float int) (gpus []int, nodeGPU []int) {
 	seen := map[int]bool{}
 	nodeGPU = make([]int, len(p.nodes))
 	for i := range p.nodes {
@@ -175,7 +192,8 @@ func (p *Plan) GPU() int {
 func (p *Plan) GPUs() []int { return p.gpus }
 
 // NodeGPUs gives, per plan index, the GPU a GPU node runs on as placed,
-// and the home GPU for the others (host nodes and constants).
+// and the home GPU for the others (host nodes and constants). The slice
+// is the plan's: callers must not change it.
 func (p *Plan) NodeGPUs() []int {
 	_, out := p.PlaceOn(0)
 	return out

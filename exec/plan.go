@@ -65,8 +65,9 @@ type Plan struct {
 	// the home GPU first (place.go's placeGPUs).
 	gpus []int
 	// floating says some GPU node is pinned to no GPU (Floating), pinned
-	// that some is (Pinned).
+	// that some is (Pinned); placed is PlaceOn's answer for each GPU.
 	floating, pinned bool
+	placed           []placedOn
 	// deadness says a step can make dead tensors (the plan has a Switch):
 	// only the pool executor (Run) propagates them.
 	deadness bool
