@@ -86,7 +86,10 @@
 // INVALID_ARGUMENT naming the node unless allow_soft_placement. A GPU node
 // runs on the GPU its annotation names, else on GPU:0 as with TF's default
 // placer (Plan.NodeGPUs); Plan.GPUs lists the GPUs a plan uses, its home
-// GPU (Plan.GPU, that of its first GPU node) first. Consts are
+// GPU (Plan.GPU, that of its first GPU node) first. Plan.PlaceOn gives the
+// same with the unpinned GPU nodes on another GPU (computed at placement
+// for each GPU): the session's GPU pool picks that GPU per Run, and a step
+// knows only its Runtime's groups and assignment. Consts are
 // neither: their host value is computed once per plan and their device copy
 // comes from the group's constant store on first GPU use. Inputs a GPU
 // kernel lists in HostMemory stay on the host. Shape, ShapeN, Size and Rank
