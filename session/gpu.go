@@ -181,12 +181,12 @@ func gpuSummary(gpus []device.GPU, counts []int) string {
 }
 
 // gpuGroups is stepGroups for a plan with GPU nodes. Graph-level mode: a
-// step on one GPU (device st.gpu+plan.GPU(); with the GPU pool, the GPU
-// of the group the pool (groups.Spread) picks over all of them for the plan's unpinned
-// nodes) on the group Pick chooses
+// step on one GPU (device st.gpu+plan.GPU()) on the group Pick chooses
 // there (replaying captured CUDA graphs when MSTREAM_CUDA_GRAPH is on), a
 // step over several GPUs on the group Pick chooses on each, the home
-// GPU's first, every node on its GPU's group. Node-level mode: every node
+// GPU's first, every node on its GPU's group. With the GPU pool the
+// plan's unpinned nodes run on the GPU of the group the pool's Spread
+// picks over every GPU, and that group serves them. Node-level mode: every node
 // on the group TF_STREAM_FROM_FILE assigns it among the groups of its GPU
 // (host nodes and constants: the home GPU's), group 0 of the home GPU
 // being home.
