@@ -3,7 +3,11 @@
 // streams have an event pool, so steps take the device launcher, as on a
 // GPU), and a few ops get "GPU" kernels that are their CPU kernels run in
 // stream order. It is a package of its own because the session's tests
-// link the CUDA kernels, which these fake GPUs cannot run.
+// link the CUDA kernels, which these fake GPUs cannot run. A fake kernel's
+// work is done when its launch returns, so a missing wait between two
+// kernels would go unseen here (copies stay asynchronous): these tests
+// check placement, picking, state and values; exec's TestDeviceStepEmulated
+// and its sanitizer tests check the waits.
 package pooltest
 
 import (
