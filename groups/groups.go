@@ -95,7 +95,7 @@ type Set struct {
 	Holder tensorholder.Holder
 
 	mu     sync.Mutex
-	cursor []int // per device: where the round-robin resumes (and Spreads')
+	cursor []int // per device: where the round-robin resumes
 
 	ownedPools []Pool
 	streams    []device.Stream

@@ -49,7 +49,7 @@ type state struct {
 	intraN  int
 	devices []device.Device
 	set     *groups.Set
-	// pool picks over every GPU's groups (MSTREAM_GPU_POOL in
+	// gpuPool picks over every GPU's groups (MSTREAM_GPU_POOL in
 	// graph-level mode with a GPU): each Run's unpinned GPU nodes go to
 	// the least-loaded group of any GPU; nil without the pool.
 	gpuPool *groups.Spread
