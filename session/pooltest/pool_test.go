@@ -563,3 +563,82 @@ func TestMultiGPUSteps(t *testing.T) {
 }
 
 func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o644) }
+
+// TestPoolHammer: random graphs of fake-GPU ops, each node unpinned or
+// pinned to GPU:0, GPU:1 or the CPU, under random pool knobs (group
+// counts, merged streams, stream-aware BFC, the sanitizer's jitter), run
+// by 8 goroutines fetching random subsets; every output equals the plain
+// CPU session's, and every Run is counted by a group.
+func TestPoolHammer(t *testing.T) {
+	fakeGPUs(t, 2)
+	r := rand.New(rand.NewSource(17))
+	devs := []string{"", "", "", "/device:GPU:0", "/device:GPU:1", "/device:CPU:0"}
+	for trial := 0; trial < 4; trial++ {
+		b := builder{t, graph.New()}
+		x := b.op("Placeholder", "x", "", map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Float)})
+		vals := []graph.Output{x, b.constant("c", randF32(r, tensor.Shape{8}))}
+		for i := 0; i < 24; i++ {
+			name, dev := fmt.Sprintf("n%d", i), devs[r.Intn(len(devs))]
+			a := vals[r.Intn(len(vals))]
+			if r.Intn(2) == 0 {
+				vals = append(vals, b.op([]string{"Relu", "Tanh", "Sigmoid"}[r.Intn(3)], name, dev, nil, a))
+			} else {
+				vals = append(vals, b.op([]string{"AddV2", "Mul"}[r.Intn(2)], name, dev, nil, a, vals[r.Intn(len(vals))]))
+			}
+		}
+		env := map[string]string{"MSTREAM_DEVICE": "gpu", "MSTREAM_GPU_POOL": "true",
+			"TF_GPU_STREAM_GROUP_COUNT": []string{"4,4", "3,2", "1,2", "2"}[r.Intn(4)],
+			"TF_GPU_STREAM_MERGE":       fmt.Sprint(r.Intn(2) == 0), "TF_GPU_STREAM_AWARE_BFC": fmt.Sprint(r.Intn(3) == 0),
+			"MSTREAM_STREAM_JITTER": fmt.Sprint(r.Intn(2) == 0), "TF_SEGMENT_OWN_CONST": fmt.Sprint(r.Intn(2) == 0)}
+		t.Run(fmt.Sprint(trial, env), func(t *testing.T) {
+			ref := open(t, b.g, map[string]string{"MSTREAM_DEVICE": "cpu"})
+			s := open(t, b.g, env)
+			const workers, each = 8, 6
+			var wg sync.WaitGroup
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func(seed int64) {
+					defer wg.Done()
+					r := rand.New(rand.NewSource(seed))
+					for k := 0; k < each; k++ {
+						var fetches []graph.Output
+						for _, v := range vals[2:] {
+							if r.Intn(5) == 0 {
+								fetches = append(fetches, v)
+							}
+						}
+						if len(fetches) == 0 {
+							fetches = vals[len(vals)-1:]
+						}
+						f := []session.Feed{{Output: x, Tensor: randF32(r, tensor.Shape{int64(1 + r.Intn(20)), 8})}}
+						want, _, err := ref.Run(nil, f, fetches, nil)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						got, _, err := s.Run(nil, f, fetches, nil)
+						if err == nil {
+							err = same(got, want)
+						}
+						if err != nil {
+							t.Errorf("fetches %v: %v", fetches, err)
+							return
+						}
+					}
+				}(int64(trial*100 + w))
+			}
+			wg.Wait()
+			st := s.Stats()
+			var runs int64
+			for _, g := range st.Groups {
+				runs += g.RunsCompleted
+				if g.RunsInFlight != 0 {
+					t.Errorf("group %d of %s: %d runs in flight at the end", g.Index, g.Device, g.RunsInFlight)
+				}
+			}
+			if st.RunsCompleted != workers*each || runs < workers*each {
+				t.Errorf("%d Runs completed, groups counted %d; want %d, each counted by at least one group", st.RunsCompleted, runs, workers*each)
+			}
+		})
+	}
+}
