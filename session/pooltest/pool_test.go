@@ -3,11 +3,11 @@
 // streams have an event pool, so steps take the device launcher, as on a
 // GPU), and a few ops get "GPU" kernels that are their CPU kernels run in
 // stream order. It is a package of its own because the session's tests
-// link the CUDA kernels, which these fake GPUs cannot run. A fake kernel's
-// work is done when its launch returns, so a missing wait between two
-// kernels would go unseen here (copies stay asynchronous): these tests
-// check placement, picking, state and values; exec's TestDeviceStepEmulated
-// and its sanitizer tests check the waits.
+// link the CUDA kernels, which these fake GPUs cannot run. A fake kernel
+// reads its inputs when its stream has reached its launch and writes its
+// outputs in stream order, as a GPU kernel does, so a missing wait or an
+// early reuse of a buffer gives a wrong value here too (exec's
+// TestDeviceStepEmulated and its sanitizer tests hunt those on purpose).
 package pooltest
 
 import (
@@ -82,10 +82,12 @@ func (s fakeStream) CopyPeer(dst, src uint64, _ device.Stream, size uint64) erro
 	return s.Enqueue(func() { copy(hostmem.DeviceBytes(dst, int(size)), hostmem.DeviceBytes(src, int(size))) })
 }
 
-// gpuOps get fake GPU kernels: the CPU kernel, run once the stream has
-// reached the launch (so its inputs, copied or computed in stream order,
-// are there); its outputs are complete when the launch returns, which is
-// stream order too.
+// gpuOps get fake GPU kernels: at launch, once the stream has reached it
+// (so its inputs, copied or computed in stream order, are there), the CPU
+// kernel computes into host tensors of its own; the outputs the executor
+// sees are allocated on the device at launch, as a GPU kernel's are, and
+// filled by a copy in stream order, so an output buffer whose previous
+// user has work still queued (a fetch's copy-out) is written only after it.
 var gpuOps = []string{"MatMul", "_FusedMatMul", "BiasAdd", "Relu", "Tanh", "Sigmoid", "AddV2", "Mul"}
 
 func init() {
@@ -106,7 +108,22 @@ func init() {
 				if err := ctx.Stream.Synchronize(); err != nil {
 					return err
 				}
-				return k.Compute(ctx)
+				host := *ctx
+				host.Alloc, host.Stream = nil, nil
+				host.Outputs = make([]*tensor.Tensor, len(ctx.Outputs))
+				if err := k.Compute(&host); err != nil {
+					return err
+				}
+				for i, o := range host.Outputs {
+					dev, err := ctx.Allocate(i, o.Shape)
+					if err != nil {
+						return err
+					}
+					if err := device.Enqueue(ctx.Stream, func() { copy(dev.Buf, o.Buf) }); err != nil {
+						return err
+					}
+				}
+				return nil
 			}), nil
 		}})
 	}
