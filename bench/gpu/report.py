@@ -38,6 +38,22 @@ def load_ours(d):
     return {k: {f: med([r[f] for r in v]) for f in ("qps", "p50_ms", "p99_ms")} for k, v in pts.items()}
 
 
+def load_pool_runs(d):
+    """Per (model, config), the Runs each GPU of the pool took part in, summed
+    over repeats, from the MS_SessionStats line loadgen ends with."""
+    out = collections.defaultdict(lambda: collections.Counter())
+    path = os.path.join(d, "ours.jsonl")
+    if not os.path.exists(path):
+        return out
+    for line in open(path):
+        r = json.loads(line)
+        pool = r.get("stats", {}).get("gpu_pool") if isinstance(r.get("stats"), dict) else None
+        if pool:
+            for dev, n in pool.get("runs", {}).items():
+                out[(r.get("model"), r.get("config"))][dev.split("device:")[-1]] += n
+    return out
+
+
 def load_peers(d):
     path = os.path.join(d, "peers_torch.json")
     if not os.path.exists(path):
@@ -154,6 +170,14 @@ def main():
                     "%s (T=%d)" % (fmt(one[0]), one[1]) if one else "-",
                     "%s (T=%d)" % (fmt(pool[0]), pool[1]) if pool else "-",
                     fmt(pool[0] / one[0], 2) if one and pool else "-"))
+    runs = load_pool_runs(d)
+    if runs:
+        print()
+        print("Runs each GPU took part in (MS_SessionStats' gpu_pool at the end of each loadgen run, summed over repeats):\n")
+        print("| model | config | runs per GPU |")
+        print("|---|---|---|")
+        for (m, c), per in sorted(runs.items()):
+            print("| %s | %s | %s |" % (m, c, " ".join("%s=%d" % kv for kv in sorted(per.items()))))
 
 
 if __name__ == "__main__":
