@@ -55,7 +55,7 @@ TWO='^(TestGPUMultiDevice|TestGPUVisibleDevices|TestGPUPool|TestGPUPoolVariables
 # ONLY_2GPU=1 runs just this.
 two_gpus() {
   [ "$NGPU" -ge 2 ] || { echo "two-gpu steps: $NGPU GPU(s) visible, skipped" >>"$S"; return 0; }
-  (cd "$R/session" && step session-2gpu 300 "$OUT/session2.log" "$D/session.test" -test.v -test.count=1 -test.run "$TWO")
+  (cd "$R/session" && step session-2gpu 240 "$OUT/session2.log" "$D/session.test" -test.v -test.count=1 -test.run "$TWO")
   if grep -q -- '--- SKIP' "$OUT/session2.log"; then
     echo "session-2gpu: FAIL, a 2-GPU test skipped on $NGPU GPUs" >>"$S"
   fi
@@ -66,7 +66,7 @@ two_gpus() {
   (cd "$D/bench" && step example-visible-1 60 "$OUT/example2.log" env CUDA_VISIBLE_DEVICES=1 TF_GPU_STREAM_GROUP_COUNT=4 MSTREAM_GPU_POOL=true ./multistream_inference "${EX[@]}" 16 300 8 config_proto)
   grep -hE '^===|running on|GPU pool|QPS|stream groups|runs per device' "$OUT/example2.log" >>"$S"
   if [ "${SANITIZE:-1}" = 1 ]; then
-    (cd "$D/bench" && step memcheck-example-pool 120 "$OUT/sanitizer2.log" env TF_GPU_STREAM_GROUP_COUNT=2,2 MSTREAM_GPU_POOL=true $CS --tool memcheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
+    (cd "$D/bench" && step memcheck-example-pool 150 "$OUT/sanitizer2.log" env TF_GPU_STREAM_GROUP_COUNT=2,2 MSTREAM_GPU_POOL=true $CS --tool memcheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
     grep -hE 'ERROR SUMMARY|LEAK SUMMARY' "$OUT/sanitizer2.log" >>"$S"
   fi
 }
