@@ -10,14 +10,18 @@ import (
 // (tensorflow::lookup::LookupInterface).
 const TableKind = "N10tensorflow6lookup15LookupInterfaceE"
 
-// Table is a lookup table of scalar keys and scalar values (HashTableV2,
-// MutableHashTableV2). Keys and values are kept as the bytes of one
-// element (a string's bytes, or a number's in host order), so one type
-// serves every dtype pair. A HashTable is written once, by its
+// Table is a lookup table of scalar keys (HashTableV2, MutableHashTableV2,
+// MutableHashTableOfTensorsV2). A value is one element, or a tensor of
+// ValueShape (MutableHashTableOfTensorsV2). Keys and values are kept as
+// bytes (a string's, a number's in host order, a value tensor's elements
+// packed as the kernels that read the table pack them), so one type
+// serves every dtype pair and value shape. A HashTable is written once, by its
 // initializer; a mutable one by every insert. Readers and writers take mu
 // (a table's operations are short and whole: TF locks them the same way).
 type Table struct {
 	KeyType, ValueType tensor.DType
+	// ValueShape is the shape of one value: [] but for a table of tensors.
+	ValueShape tensor.Shape
 	// Mutable says inserts are allowed (MutableHashTableV2); otherwise
 	// the table is filled once by an initializer and Initialized is set.
 	Mutable bool
@@ -27,9 +31,9 @@ type Table struct {
 	initialized bool
 }
 
-// NewTable returns an empty table.
-func NewTable(k, v tensor.DType, mutable bool) *Table {
-	return &Table{KeyType: k, ValueType: v, Mutable: mutable, m: map[string][]byte{}}
+// NewTable returns an empty table whose values have shape vs.
+func NewTable(k, v tensor.DType, vs tensor.Shape, mutable bool) *Table {
+	return &Table{KeyType: k, ValueType: v, ValueShape: vs, Mutable: mutable, m: map[string][]byte{}}
 }
 
 // Kind implements Resource.

@@ -15,13 +15,17 @@ import (
 	"mstream/tensor"
 )
 
-// Lookup tables of scalar keys and values over resource.Table: HashTableV2
-// (filled once by InitializeTableV2 or InitializeTableFromTextFileV2) and
-// MutableHashTableV2. Host-only, as TF's.
+// Lookup tables of scalar keys over resource.Table: HashTableV2 (filled
+// once by InitializeTableV2 or InitializeTableFromTextFileV2),
+// MutableHashTableV2 and MutableHashTableOfTensorsV2, whose values are
+// vectors of the value_shape attr. A value is stored as one byte string
+// (row): a number's bytes or a vector's, packed; a string, or a vector of
+// strings each prefixed by its uvarint length. Host-only, as TF's.
 
 func init() {
 	reg("HashTableV2", nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) { return tableOp(n, b, false) }))
 	reg("MutableHashTableV2", nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) { return tableOp(n, b, true) }))
+	reg("MutableHashTableOfTensorsV2", nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) { return tableOp(n, b, true) }))
 	reg("LookupTableFindV2", nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return tableFind(ctx, b.Resources) }), nil
 	}))
@@ -63,14 +67,22 @@ func tableOp(n *graph.Node, b kernels.Binding, mutable bool) (kernels.Kernel, er
 		name = n.Name
 	}
 	kt, vt := attrType(n, "key_dtype"), attrType(n, "value_dtype")
+	vs := tensor.Shape{}
+	if a := n.Attrs["value_shape"]; a != nil {
+		ps := tensor.ShapeFromProto(a.GetShape())
+		if !ps.FullyDefined() || len(ps.Dims) != 1 {
+			return nil, status.InvalidArg("Default value must be a vector, got shape %v", ps)
+		}
+		vs = ps.Dims
+	}
 	h := resource.Handle{Container: attrString(n, "container", ""), Name: name, Kind: resource.TableKind}
 	ht := h.Tensor()
 	return kernels.KernelFunc(func(ctx *kernels.Context) error {
 		r := b.Resources.LookupOrCreate(h.Container, h.Name, resource.TableKind, func() resource.Resource {
-			return resource.NewTable(kt, vt, mutable)
+			return resource.NewTable(kt, vt, vs, mutable)
 		})
-		if t := r.(*resource.Table); t.KeyType != kt || t.ValueType != vt || t.Mutable != mutable {
-			return ctx.Errorf(status.InvalidArgument, "table %s exists with key %v and value %v dtypes", name, t.KeyType, t.ValueType)
+		if t := r.(*resource.Table); t.KeyType != kt || t.ValueType != vt || t.Mutable != mutable || !t.ValueShape.Equal(vs) {
+			return ctx.Errorf(status.InvalidArgument, "table %s exists with key %v and value %v%v", name, t.KeyType, t.ValueType, t.ValueShape)
 		}
 		ctx.SetOutput(0, ht)
 		return nil
@@ -90,37 +102,77 @@ func lookupTable(ctx *kernels.Context, rm *resource.Manager) (*resource.Table, e
 }
 
 // elems are the elements of t as bytes (a string's, or a number's).
-func elems(t *tensor.Tensor) [][]byte {
-	n := int(t.NumElements())
+func elems(t *tensor.Tensor) [][]byte { return rows(t, t.NumElements(), 1) }
+
+// rows splits t into n rows of width elements, each packed into one byte
+// string as the table stores a value: a single string as its bytes,
+// several each after its uvarint length, numbers as their bytes.
+func rows(t *tensor.Tensor, n, width int64) [][]byte {
 	out := make([][]byte, n)
+	w := int(width)
 	if t.DType.InStrs() {
 		for i := range out {
-			out[i] = append([]byte(nil), t.Strs[i]...)
+			if w == 1 {
+				out[i] = append([]byte(nil), t.Strs[i]...)
+				continue
+			}
+			var b []byte
+			for _, s := range t.Strs[i*w : (i+1)*w] {
+				b = binary.AppendUvarint(b, uint64(len(s)))
+				b = append(b, s...)
+			}
+			out[i] = b
 		}
 		return out
 	}
-	es := t.DType.Size()
+	rs := w * t.DType.Size()
 	for i := range out {
-		out[i] = append([]byte(nil), t.Buf[i*es:(i+1)*es]...)
+		out[i] = append([]byte(nil), t.Buf[i*rs:(i+1)*rs]...)
 	}
 	return out
 }
 
-func setElem(t *tensor.Tensor, i int, v []byte) {
+// setRow writes row i of width elements of t from its packed bytes v.
+func setRow(t *tensor.Tensor, i int, width int64, v []byte) {
+	w := int(width)
 	if t.DType.InStrs() {
-		t.Strs[i] = v
+		if w == 1 {
+			t.Strs[i] = v
+			return
+		}
+		for j := range w {
+			n, k := binary.Uvarint(v)
+			t.Strs[i*w+j] = v[k : k+int(n)]
+			v = v[k+int(n):]
+		}
 		return
 	}
-	es := t.DType.Size()
-	copy(t.Buf[i*es:(i+1)*es], v)
+	rs := w * t.DType.Size()
+	copy(t.Buf[i*rs:(i+1)*rs], v)
 }
 
+func setElem(t *tensor.Tensor, i int, v []byte) { setRow(t, i, 1, v) }
+
+// checkTypes is TF's CheckKeyAndValueTypes; with values it also checks
+// their shape as CheckKeyAndValueTensorsHelper does (the keys' shape and
+// then the value shape).
 func checkTypes(ctx *kernels.Context, t *resource.Table, keys, values *tensor.Tensor) error {
 	if keys.DType != t.KeyType {
 		return ctx.Errorf(status.InvalidArgument, "Key must be type %v but got %v", t.KeyType, keys.DType)
 	}
 	if values != nil && values.DType != t.ValueType {
 		return ctx.Errorf(status.InvalidArgument, "Value must be type %v but got %v", t.ValueType, values.DType)
+	}
+	return nil
+}
+
+func checkValues(ctx *kernels.Context, t *resource.Table, keys, values *tensor.Tensor) error {
+	if err := checkTypes(ctx, t, keys, values); err != nil {
+		return err
+	}
+	want := append(keys.Shape.Clone(), t.ValueShape...)
+	if !values.Shape.Equal(want) {
+		return ctx.Errorf(status.InvalidArgument, "Expected shape %v for value, got %v", want, values.Shape)
 	}
 	return nil
 }
@@ -137,19 +189,31 @@ func tableFind(ctx *kernels.Context, rm *resource.Manager) error {
 	if !t.Initialized() {
 		return ctx.Errorf(status.FailedPrecondition, "Table not initialized.")
 	}
-	if def.NumElements() != 1 {
-		return ctx.Errorf(status.InvalidArgument, "Expected shape [] for default value, got %v", def.Shape)
+	full := append(keys.Shape.Clone(), t.ValueShape...)
+	if !def.Shape.Equal(t.ValueShape) && !def.Shape.Equal(full) {
+		return ctx.Errorf(status.InvalidArgument, "Expected shape %v or %v for default value, got %v", t.ValueShape, full, def.Shape)
 	}
-	out, err := ctx.Allocate(0, keys.Shape)
+	out, err := ctx.Allocate(0, full)
 	if err != nil {
 		return err
 	}
-	dv := elems(def)[0]
+	width := t.ValueShape.NumElements()
+	// TF's is_full_size_default: a default per key when the default has
+	// as many elements as the output.
+	perKey := def.NumElements() == out.NumElements()
+	nd := int64(1)
+	if perKey {
+		nd = keys.NumElements()
+	}
+	defs := rows(def, nd, width)
 	t.Find(elems(keys), func(i int, v []byte, ok bool) {
 		if !ok {
-			v = dv
+			v = defs[0]
+			if perKey {
+				v = defs[i]
+			}
 		}
-		setElem(out, i, v)
+		setRow(out, i, width, v)
 	})
 	return nil
 }
@@ -160,11 +224,8 @@ func tableInsert(ctx *kernels.Context, rm *resource.Manager, replace bool) error
 		return err
 	}
 	keys, values := ctx.Input(1), ctx.Input(2)
-	if err := checkTypes(ctx, t, keys, values); err != nil {
+	if err := checkValues(ctx, t, keys, values); err != nil {
 		return err
-	}
-	if !keys.Shape.Equal(values.Shape) {
-		return ctx.Errorf(status.InvalidArgument, "Expected shape %v for value, got %v", keys.Shape, values.Shape)
 	}
 	if !t.Mutable {
 		if _, same := t.Initialize(elems(keys), elems(values)); !same {
@@ -172,7 +233,7 @@ func tableInsert(ctx *kernels.Context, rm *resource.Manager, replace bool) error
 		}
 		return nil
 	}
-	t.Insert(elems(keys), elems(values), replace, false)
+	t.Insert(elems(keys), rows(values, keys.NumElements(), t.ValueShape.NumElements()), replace, false)
 	return nil
 }
 
@@ -189,13 +250,14 @@ func tableExport(ctx *kernels.Context, rm *resource.Manager) error {
 	if err != nil {
 		return err
 	}
-	vo, err := ctx.Allocate(1, tensor.Shape{int64(len(vs))})
+	vo, err := ctx.Allocate(1, append(tensor.Shape{int64(len(vs))}, t.ValueShape...))
 	if err != nil {
 		return err
 	}
+	width := t.ValueShape.NumElements()
 	for i := range ks {
 		setElem(ko, i, ks[i])
-		setElem(vo, i, vs[i])
+		setRow(vo, i, width, vs[i])
 	}
 	return nil
 }

@@ -170,3 +170,70 @@ func init() {
 		}
 	})
 }
+
+// MutableHashTableOfTensorsV2: int64 keys to float vectors of width w,
+// inserted, then found with one default for every key and with one per
+// key, exported, and a value of the wrong shape refused.
+func init() {
+	Add("MutableHashTableOfTensorsV2", func(r *rand.Rand) []Case {
+		w := int64(1 + r.Intn(4))
+		node := NodeFor("MutableHashTableOfTensorsV2", map[string]*tfpb.AttrValue{"key_dtype": AType(tensor.Int64),
+			"value_dtype": AType(tensor.Float), "value_shape": AShape(tensor.Shape{w}), "shared_name": AStr("t")}, nil, nil)
+		h := tableH()
+		n := 1 + r.Intn(5)
+		keys := make([]int64, n)
+		for i := range keys {
+			keys[i] = int64(i*7) + r.Int63n(7)
+		}
+		vals := Rand(r, tensor.Float, tensor.Shape{int64(n), w})
+		kt := tensor.FromI64(tensor.Shape{int64(n)}, keys)
+		before := []Call{{node, nil}, opCall("LookupTableInsertV2", nil, h, kt, vals)}
+		query := tensor.FromI64(tensor.Shape{2, 2}, []int64{keys[n-1], -1, keys[0], 1000})
+		def := Rand(r, tensor.Float, tensor.Shape{w})
+		defs := Rand(r, tensor.Float, tensor.Shape{2, 2, w})
+		find := func(d *tensor.Tensor, perKey bool) Case {
+			want := tensor.New(tensor.Float, tensor.Shape{2, 2, w})
+			for i, k := range query.I64() {
+				row := -1
+				for j := range keys {
+					if keys[j] == k {
+						row = j
+					}
+				}
+				for e := range w {
+					switch {
+					case row >= 0:
+						want.F32()[int64(i)*w+e] = vals.F32()[int64(row)*w+e]
+					case perKey:
+						want.F32()[int64(i)*w+e] = d.F32()[int64(i)*w+e]
+					default:
+						want.F32()[int64(i)*w+e] = d.F32()[e]
+					}
+				}
+			}
+			in := []*tensor.Tensor{h, query, d}
+			return Case{Node: NodeFor("LookupTableFindV2", nil, in, nil), Inputs: in, State: true, Before: before, Want: []*tensor.Tensor{want}}
+		}
+		exp := NodeFor("LookupTableExportV2", map[string]*tfpb.AttrValue{"Tkeys": AType(tensor.Int64), "Tvalues": AType(tensor.Float)}, []*tensor.Tensor{h}, nil)
+		k1 := tensor.FromI64(tensor.Shape{1}, keys[:1])
+		v1 := tensor.FromF32(tensor.Shape{1, w}, vals.F32()[:w])
+		one := append(before[:1:1], opCall("LookupTableInsertV2", nil, h, k1, v1))
+		badVals := Rand(r, tensor.Float, tensor.Shape{int64(n), w + 1})
+		bad := opCall("LookupTableInsertV2", nil, h, kt, badVals)
+		size := NodeFor("LookupTableSizeV2", nil, []*tensor.Tensor{h}, nil)
+		return []Case{
+			{Node: node, State: true, Check: func(out []*tensor.Tensor) error {
+				if hd, err := resource.FromTensor(out[0]); err != nil || hd.Name != "t" || hd.Kind != resource.TableKind {
+					return fmt.Errorf("handle %+v, %v", hd, err)
+				}
+				return nil
+			}},
+			find(def, false),
+			find(defs, true),
+			{Node: exp, Inputs: []*tensor.Tensor{h}, State: true, Before: one, Want: []*tensor.Tensor{k1, v1}},
+			{Node: size, Inputs: []*tensor.Tensor{h}, State: true, Before: before, Want: []*tensor.Tensor{tensor.FromI64(tensor.Shape{}, []int64{int64(n)})}},
+			{Node: bad.Node, Inputs: bad.Inputs, State: true, Before: before[:1], Err: status.InvalidArgument,
+				ErrMsg: fmt.Sprintf("Expected shape [%d,%d] for value, got [%d,%d]", n, w, n, w+1)},
+		}
+	})
+}

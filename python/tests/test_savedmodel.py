@@ -1,6 +1,7 @@
-"""SavedModels written by TF 2.15's tf.compat.v1.saved_model.Builder
-(test/savedmodel/gen.py) loaded with mstream.load: the serving signature's
-outputs equal TF's (test/savedmodel/cases.json)."""
+"""SavedModels written by TF 2.15 (tf.compat.v1.saved_model.Builder,
+tf.saved_model.save, Keras's model.export; test/savedmodel/gen.py) loaded
+with mstream.load: each signature's outputs equal TF's
+(test/savedmodel/cases.json)."""
 
 import json
 import os
@@ -16,26 +17,36 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.normpath(os.path.join(HERE, "..", "..", "test", "savedmodel"))
 
 
+def array(t):
+    """A cases.json tensor as NumPy: strings as bytes, as the client gives them."""
+    if t["dtype"] == "string":
+        return np.array([v.encode() for v in t["values"]], dtype=object).reshape(t["shape"])
+    return np.array(t["values"], dtype=t["dtype"]).reshape(t["shape"])
+
+
 class SavedModelTest(unittest.TestCase):
     def test_signatures_match_tf(self):
         with open(os.path.join(MODELS, "cases.json")) as f:
             cases = json.load(f)["cases"]
         self.assertTrue(cases)
         for c in cases:
-            with self.subTest(c["name"]):
+            with self.subTest(c["name"] + "/" + c["signature"]):
                 with mstream.load(os.path.join(MODELS, c["name"]), tags=c["tags"]) as m:
                     # As TF's loader shows them: a TF2 model's init op is not one.
                     self.assertNotIn("__saved_model_init_op", m.signatures)
-                    sig = m.signatures["serving_default"]
-                    self.assertEqual(sig.inputs, {"x": c["input"]["tensor"]})
-                    self.assertEqual(sig.outputs, {"y": c["output"]["tensor"]})
-                    x = np.array(c["input"]["values"], np.float32).reshape(c["input"]["shape"])
-                    y = sig(x=x)["y"]
-                    want = np.array(c["output"]["values"], np.float32).reshape(c["output"]["shape"])
-                    # 1e-5 on the CPU; a GPU's TF32 GEMMs agree to ~1e-3.
-                    np.testing.assert_allclose(y, want, rtol=2e-3, atol=2e-3)
+                    sig = m.signatures[c["signature"]]
+                    self.assertEqual(sig.inputs, {t["name"]: t["tensor"] for t in c["inputs"]})
+                    self.assertEqual(sig.outputs, {t["name"]: t["tensor"] for t in c["outputs"]})
+                    got = sig(**{t["name"]: array(t) for t in c["inputs"]})
+                    for t in c["outputs"]:
+                        want = array(t)
+                        if want.dtype == np.float32:
+                            # 1e-5 on the CPU; a GPU's TF32 GEMMs agree to ~1e-3.
+                            np.testing.assert_allclose(got[t["name"]], want, rtol=2e-3, atol=2e-3, err_msg=t["name"])
+                        else:
+                            np.testing.assert_array_equal(got[t["name"]], want, err_msg=t["name"])
                     with self.assertRaises(TypeError):
-                        sig(z=x)
+                        sig(no_such_input=1)
 
     def test_errors(self):
         with self.assertRaises(mstream.TFError) as e:

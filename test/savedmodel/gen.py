@@ -1,5 +1,5 @@
-"""Writes TF1 SavedModels with tf.compat.v1.saved_model.Builder and TF 2.15's
-outputs for them.
+"""Writes SavedModels with TF 2.15 (tf.compat.v1.saved_model.Builder,
+tf.saved_model.save, Keras's model.export) and TF's outputs for them.
 
 Usage: build/venv/bin/python test/savedmodel/gen.py  (from the repo root)
 
@@ -12,7 +12,12 @@ mlp_tf2: the same MLP as a TF2 tf.Module written by tf.saved_model.save
 whose signature calls the function library (StatefulPartitionedCall).
 TF loads each model back (tf.compat.v1.saved_model.loader.load), runs its
 serving_default signature on random inputs and writes inputs and outputs to
-cases.json (and <name>.txt for C). TF's own SavedModel test data
+cases.json (and <name>.txt for C). keras_models.py (its own process, eager)
+writes the Keras models of issue 14 (a CNN with BatchNormalization, a text
+model with StringLookup and Hashing, a wide-and-deep recommender, an LSTM)
+and a tf.Module with variables and lookup tables; TF's loader runs each of
+their signatures on the inputs that script chose, and cases.json holds
+every input and output by signature key, with its dtype. TF's own SavedModel test data
 (half_plus_two, its .pbtxt form and its main_op form, from the TF 2.15.0 Go
 module) is copied unchanged into tf/ and run the same way; savedmodel's Go test, test/c/savedmodel.c and the Python
 package's test load the same directories through mstream and compare.
@@ -71,6 +76,30 @@ def build(name, resource, tags, as_text):
     return expect(name, tags, f32(5, 4), resource)
 
 
+def tensor_json(key, name, a):
+    """A feed or fetch as cases.json holds it: strings as UTF-8 text."""
+    a = np.asarray(a)
+    if a.dtype.kind in "OSU":
+        dtype, vals = "string", [v.decode() if isinstance(v, bytes) else str(v) for v in a.ravel()]
+    elif a.dtype == np.bool_:
+        dtype, vals = "bool", a.ravel().tolist()
+    else:
+        dtype, vals = a.dtype.name, a.ravel().tolist()
+    return {"name": key, "tensor": name, "dtype": dtype, "shape": list(a.shape), "values": vals}
+
+
+def run_signature(s, mg, name, tags, key, feeds):
+    """Runs signature key of the loaded MetaGraphDef mg with feeds ({input
+    key: array}) and returns its case: every input and output, by key."""
+    sig = mg.signature_def[key]
+    okeys = sorted(sig.outputs)
+    ikeys = sorted(feeds)
+    got = s.run([sig.outputs[k].name for k in okeys], {sig.inputs[k].name: feeds[k] for k in ikeys})
+    return {"name": name, "tags": tags, "signature": key,
+            "inputs": [tensor_json(k, sig.inputs[k].name, feeds[k]) for k in ikeys],
+            "outputs": [tensor_json(k, sig.outputs[k].name, v) for k, v in zip(okeys, got)]}
+
+
 def expect(name, tags, inputs, extra=False):
     """Loads the model at here/name with TF, runs serving_default (x -> y)
     on inputs and returns the case for cases.json, writing here/name.txt."""
@@ -78,11 +107,8 @@ def expect(name, tags, inputs, extra=False):
     g = tf.Graph()
     with tf.compat.v1.Session(graph=g) as s:
         mg = tf.compat.v1.saved_model.loader.load(s, tags, path)
-        sig = mg.signature_def["serving_default"]
-        out = s.run(sig.outputs["y"].name, {sig.inputs["x"].name: inputs})
-        case = {"name": name, "tags": tags, "signature": "serving_default",
-                "input": {"name": "x", "tensor": sig.inputs["x"].name, "shape": list(inputs.shape), "values": inputs.ravel().tolist()},
-                "output": {"name": "y", "tensor": sig.outputs["y"].name, "shape": list(out.shape), "values": out.ravel().tolist()}}
+        case = run_signature(s, mg, name, tags, "serving_default", {"x": inputs})
+        out = np.asarray(case["outputs"][0]["values"], np.float32).reshape(case["outputs"][0]["shape"])
         # The same as plain numbers for test/c/savedmodel_test.c: the
         # input's rows and columns and values, then the output's.
         with open(path + ".txt", "w") as f:
@@ -92,6 +118,32 @@ def expect(name, tags, inputs, extra=False):
             case["count"] = float(s.run("count_out:0"))
             case["seen_suffix"] = os.path.basename(s.run("seen_out:0").decode())
         return case
+
+
+def keras():
+    """Writes the Keras and tf.Module models of keras_models.py (in a
+    process of its own: it needs eager execution) and returns a case per
+    signature of each, run by TF's loader on the inputs the script chose."""
+    spec = os.path.join(here, "keras_inputs.json")
+    for name in KERAS:
+        shutil.rmtree(os.path.join(here, name), ignore_errors=True)
+    subprocess.run([sys.executable, os.path.join(here, "keras_models.py"), here, spec] + KERAS, check=True)
+    with open(spec) as f:
+        inputs = json.load(f)
+    os.remove(spec)
+    cases = []
+    for name in KERAS:
+        g = tf.Graph()
+        with tf.compat.v1.Session(graph=g) as s:
+            mg = tf.compat.v1.saved_model.loader.load(s, ["serve"], os.path.join(here, name))
+            for key, feeds in sorted(inputs[name].items()):
+                arrays = {k: np.array(v["values"], dtype=object if v["dtype"] == "string" else v["dtype"]).reshape(v["shape"])
+                          for k, v in feeds.items()}
+                cases.append(run_signature(s, mg, name, ["serve"], key, arrays))
+    return cases
+
+
+KERAS = ["cnn_bn", "text", "wide_deep", "lstm", "module_table"]
 
 
 def tf2(name):
@@ -126,7 +178,7 @@ def main():
         tf_testdata("half_plus_two"),
         tf_testdata("half_plus_two_pbtxt"),
         tf_testdata("half_plus_two_main_op"),
-    ]
+    ] + keras()
     with open(os.path.join(here, "cases.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=1)
         f.write("\n")
