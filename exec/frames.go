@@ -212,7 +212,7 @@ func (p *Plan) runFrames(ctx context.Context, rt *Runtime, group *groups.Group, 
 	s := &step{plan: p, rt: rt, group: group, trace: opts.Trace}
 	r := newFrameRun(p, feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		var start = s.now()
-		var k kernelCall
+		k := kernelCall{step: &s.kstep}
 		outs, err := k.run(pn, ins, rt.Intra)
 		if err != nil {
 			return nil, err

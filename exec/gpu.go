@@ -42,6 +42,7 @@ type gstep struct {
 	c, h, d  device.Stream
 	cix, dix int // the compute and D2H streams' indices in mem.streams
 	mem      *tracker
+	kstep    kernels.Step // the step's temporary variables
 	vals     [][]gval
 	feeds    []gval
 	events   []device.PooledEvent // released after the final event
@@ -416,7 +417,7 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 		}
 	}
 	if pn.where != onGPU {
-		var k kernelCall
+		k := kernelCall{step: &s.kstep}
 		outs, err := k.run(pn, ins, s.rt.Intra)
 		if err != nil {
 			return nil, err

@@ -94,7 +94,8 @@ type step struct {
 	ctx      context.Context
 	active   sync.WaitGroup // runFrom calls started or queued
 
-	mem   *tracker // nil without a group
+	mem   *tracker     // nil without a group
+	kstep kernels.Step // the step's temporary variables
 	trace bool
 	tr    traceBuf
 
@@ -294,7 +295,7 @@ func (s *step) compute(i int) error {
 	if s.trace {
 		start = time.Now()
 	}
-	var k kernelCall
+	k := kernelCall{step: &s.kstep}
 	if g := s.group; g != nil {
 		if pn.isConst {
 			c, err := constant(g, pn)
@@ -360,6 +361,7 @@ func deviceName(g *groups.Group) string {
 // and turns a panic into an INTERNAL status naming the node.
 type kernelCall struct {
 	alloc *outAlloc
+	step  *kernels.Step
 }
 
 func (k *kernelCall) run(pn *planNode, ins []*tensor.Tensor, pool kernels.Parallelizer) (outs []*tensor.Tensor, err error) {
@@ -369,6 +371,7 @@ func (k *kernelCall) run(pn *planNode, ins []*tensor.Tensor, pool kernels.Parall
 		Inputs:  ins,
 		Outputs: make([]*tensor.Tensor, len(n.OutTypes)),
 		Pool:    pool,
+		Step:    k.step,
 	}
 	if k.alloc != nil {
 		ctx.Alloc = k.alloc.allocate

@@ -9,6 +9,7 @@ import (
 
 	"mstream/device"
 	"mstream/groups"
+	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
 	"mstream/trace"
@@ -46,6 +47,7 @@ type sstream struct {
 // after it by stream order or events, never by locks: a missing wait is a
 // race the race detector reports and a wrong value the jitter exposes.
 type sstep struct {
+	kstep   kernels.Step // the step's temporary variables
 	plan    *Plan
 	sr      *Runtime
 	feeds   []*tensor.Tensor
@@ -496,7 +498,7 @@ func (s *sstep) runNode(i int, op *sop) {
 	if g.StreamAware {
 		as = st.inline
 	}
-	k := kernelCall{alloc: newOutAlloc(g, as, s.mem)}
+	k := kernelCall{alloc: newOutAlloc(g, as, s.mem), step: &s.kstep}
 	outs, err := k.run(pn, ins, g.Intra)
 	if err != nil {
 		s.mem.retire(nil, nil, nil, k.alloc.fresh, op.stream)

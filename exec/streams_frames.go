@@ -48,12 +48,13 @@ func (p *Plan) runStreamFrames(ctx context.Context, sr *Runtime, feeds []*tensor
 			break
 		}
 	}
+	var kstep kernels.Step // the step's temporary variables
 	kernel := func(g *groups.Group, st device.Stream, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		var start time.Time
 		if opts.Trace {
 			start = time.Now()
 		}
-		var k kernelCall
+		k := kernelCall{step: &kstep}
 		outs, err := k.run(pn, ins, g.Intra)
 		if err != nil || !opts.Trace {
 			return outs, err

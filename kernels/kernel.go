@@ -187,6 +187,9 @@ type Context struct {
 	// args its Def lists in HostMemory, and Alloc must give device memory.
 	// Host kernels compute synchronously and ignore it.
 	Stream device.Stream
+	// Step holds what lives for this step only (TemporaryVariable's
+	// variables); nil where no step runs the kernel (constant folding).
+	Step *Step
 	// Limit is the device's memory limit. Every allocation a kernel makes
 	// whose size comes from its inputs or attrs is checked against it
 	// first (Allocate, Scratch), strings and outputs made without Alloc

@@ -13,11 +13,16 @@ import (
 // cpuRunner runs kernels through the registry with a pool that really
 // splits work, as the executor would. Stateful kernels are bound to rm
 // (Fresh), every output read by value, as a plan binds them.
-type cpuRunner struct{ rm *resource.Manager }
+type cpuRunner struct {
+	rm   *resource.Manager
+	step *kernels.Step
+}
 
 func (cpuRunner) Device() string { return kernels.CPU }
 
-func (cpuRunner) Fresh() kerneltest.Runner { return cpuRunner{resource.NewManager()} }
+// Fresh gives a runner whose calls share new resources and one step, as
+// the nodes of one Run do.
+func (cpuRunner) Fresh() kerneltest.Runner { return cpuRunner{resource.NewManager(), &kernels.Step{}} }
 
 func (r cpuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	def, err := kernels.Lookup(n, kernels.CPU)
@@ -37,7 +42,7 @@ func (r cpuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, er
 			return nil, err
 		}
 	}
-	ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes)), Pool: pool{}, Alloc: poisoned}
+	ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes)), Pool: pool{}, Alloc: poisoned, Step: r.step}
 	if err := k.Compute(ctx); err != nil {
 		return nil, err
 	}

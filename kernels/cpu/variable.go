@@ -55,23 +55,33 @@ func init() {
 	reg("Assign", nil, nil, stateful(refAssign))
 	reg("AssignAdd", nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) { return refAssignUpdate(n, b, false) }))
 	reg("AssignSub", nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) { return refAssignUpdate(n, b, true) }))
+	reg("TemporaryVariable", nil, nil, temporaryVariable)
+	reg("DestroyTemporaryVariable", nil, nil, stateful(destroyTemporaryVariable))
 	reg("IsVariableInitialized", nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
-		v, err := refVar(n, b)
+		src, err := refSourceAt(n, b, 0)
 		if err != nil {
 			return nil, err
 		}
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			v, err := src.get(ctx)
+			if err != nil {
+				return err
+			}
 			ctx.SetOutput(0, boolScalar(v.Value() != nil))
 			return nil
 		}), nil
 	}))
 	for op, mode := range map[string]scatterMode{"ScatterUpdate": scatterSet, "ScatterAdd": scatterPlus, "ScatterSub": scatterMinus} {
 		reg(op, nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
-			v, err := refVar(n, b)
+			src, err := refSourceAt(n, b, 0)
 			if err != nil {
 				return nil, err
 			}
 			return kernels.KernelFunc(func(ctx *kernels.Context) error {
+				v, err := src.get(ctx)
+				if err != nil {
+					return err
+				}
 				if v.Value() == nil {
 					return ctx.Errorf(status.FailedPrecondition, "Null ref for params")
 				}
@@ -471,12 +481,52 @@ func applyNum[T num](o, u []T, offs []int64, n int64, neg, scalar bool) {
 }
 
 // refVar finds the ref variable behind input 0 of n.
-func refVar(n *graph.Node, b kernels.Binding) (*resource.Var, error) { return refVarAt(n, b, 0) }
+// refSource is the variable behind a ref input: a VariableV2's, one for
+// the session, found when the plan binds the kernel; or a
+// TemporaryVariable's, one per step, found in the step (Context.Step) by
+// its var_name when the kernel runs.
+type refSource struct {
+	v       *resource.Var
+	tmpName string // the TemporaryVariable's var_name when v is nil
+}
 
-// refVarAt finds the ref variable behind input i of n: the VariableV2 (or
-// Variable) its ref edge comes from, through the ops that forward a ref
-// (each forwards its input 0).
+// get is the variable for this call.
+func (r refSource) get(ctx *kernels.Context) (*resource.Var, error) {
+	if r.v != nil {
+		return r.v, nil
+	}
+	return stepTemp(ctx, r.tmpName)
+}
+
+// stepTemp is the temporary variable name of this step.
+func stepTemp(ctx *kernels.Context, name string) (*resource.Var, error) {
+	if ctx.Step == nil {
+		return nil, ctx.Errorf(status.Internal, "No per-step resource manager.")
+	}
+	v, ok := ctx.Step.Lookup(name)
+	if !ok {
+		return nil, ctx.Errorf(status.NotFound, "temporary variable %s does not exist in this step (destroyed already?)", name)
+	}
+	return v.(*resource.Var), nil
+}
+
+// refVarAt is refSourceAt for kernels that need a VariableV2's variable
+// when they are bound (the Apply* optimizers).
 func refVarAt(n *graph.Node, b kernels.Binding, i int) (*resource.Var, error) {
+	src, err := refSourceAt(n, b, i)
+	if err != nil {
+		return nil, err
+	}
+	if src.v == nil {
+		return nil, status.Errorf(status.Unimplemented, "node '%s' (op %s) updates temporary variable %s: only Assign, AssignAdd, AssignSub, Scatter* and IsVariableInitialized take one", n.Name, n.Op, src.tmpName)
+	}
+	return src.v, nil
+}
+
+// refSourceAt finds the ref variable behind input i of n: the VariableV2
+// (or Variable, or TemporaryVariable) its ref edge comes from, through the
+// ops that forward a ref (each forwards its input 0).
+func refSourceAt(n *graph.Node, b kernels.Binding, i int) (refSource, error) {
 	src := n
 	for hops := 0; ; hops++ {
 		if len(src.Inputs) <= i || hops > 1000 {
@@ -486,16 +536,18 @@ func refVarAt(n *graph.Node, b kernels.Binding, i int) (*resource.Var, error) {
 		i = 0
 		switch in.Op {
 		case "VariableV2", "Variable":
-			return refVariable(in, b), nil
+			return refSource{v: refVariable(in, b)}, nil
+		case "TemporaryVariable":
+			return refSource{tmpName: tempVarName(in)}, nil
 		case "RefIdentity", "Identity", "RefSwitch", "RefEnter", "RefExit", "RefMerge", "RefNextIteration",
 			"Assign", "AssignAdd", "AssignSub", "ScatterUpdate", "ScatterAdd", "ScatterSub",
 			"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyAdagrad", "ApplyRMSProp":
 			src = in
 			continue
 		}
-		return nil, status.Errorf(status.Unimplemented, "the ref input of node '%s' comes from node '%s' (op %s), not from a variable", n.Name, in.Name, in.Op)
+		return refSource{}, status.Errorf(status.Unimplemented, "the ref input of node '%s' comes from node '%s' (op %s), not from a variable", n.Name, in.Name, in.Op)
 	}
-	return nil, status.Errorf(status.InvalidArgument, "node '%s' has no ref input %d", n.Name, i)
+	return refSource{}, status.Errorf(status.InvalidArgument, "node '%s' has no ref input %d", n.Name, i)
 }
 
 // refVariable is the variable of a VariableV2 node: (container,
@@ -532,12 +584,16 @@ func variableV2(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
 }
 
 func refAssign(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
-	v, err := refVar(n, b)
+	src, err := refSourceAt(n, b, 0)
 	if err != nil {
 		return nil, err
 	}
 	validate := attrBool(n, "validate_shape")
 	return kernels.KernelFunc(func(ctx *kernels.Context) error {
+		v, err := src.get(ctx)
+		if err != nil {
+			return err
+		}
 		value := ctx.Input(1)
 		nv, err := v.Update(func(old *tensor.Tensor) (*tensor.Tensor, error) {
 			if validate && old != nil && !old.Shape.Equal(value.Shape) {
@@ -554,11 +610,15 @@ func refAssign(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
 }
 
 func refAssignUpdate(n *graph.Node, b kernels.Binding, sub bool) (kernels.Kernel, error) {
-	v, err := refVar(n, b)
+	src, err := refSourceAt(n, b, 0)
 	if err != nil {
 		return nil, err
 	}
 	return kernels.KernelFunc(func(ctx *kernels.Context) error {
+		v, err := src.get(ctx)
+		if err != nil {
+			return err
+		}
 		nv, err := v.Update(func(old *tensor.Tensor) (*tensor.Tensor, error) {
 			if old == nil {
 				return nil, ctx.Errorf(status.FailedPrecondition, "Attempting to use uninitialized value %s", v.Name)
@@ -572,6 +632,73 @@ func refAssignUpdate(n *graph.Node, b kernels.Binding, sub bool) (kernels.Kernel
 			return err
 		}
 		ctx.SetOutput(0, nv)
+		return nil
+	}), nil
+}
+
+// tempVarName is a TemporaryVariable's var_name, its node's name when
+// empty (as TF names it).
+func tempVarName(n *graph.Node) string {
+	if name := attrString(n, "var_name", ""); name != "" {
+		return name
+	}
+	return n.Name
+}
+
+// temporaryVariable makes, in each step it runs, a variable of the shape
+// and dtype attrs that lives in the step (TF's step container) under its
+// var_name, and outputs its ref. TF leaves the value uninitialised; here
+// it is zeros.
+func temporaryVariable(n *graph.Node) (kernels.Kernel, error) {
+	ps := tensor.ShapeFromProto(n.Attrs["shape"].GetShape())
+	if !ps.FullyDefined() {
+		return nil, status.InvalidArg("shape %v of TemporaryVariable is not fully defined", ps)
+	}
+	dt, name := attrType(n, "dtype"), tempVarName(n)
+	return kernels.KernelFunc(func(ctx *kernels.Context) error {
+		if ctx.Step == nil {
+			return ctx.Errorf(status.Internal, "No per-step resource manager.")
+		}
+		val, err := kernels.NewTensor(ctx, dt, ps.Dims)
+		if err != nil {
+			return err
+		}
+		v := resource.NewLegacyVar(dt, name)
+		v.Update(func(*tensor.Tensor) (*tensor.Tensor, error) { return val, nil })
+		if err := ctx.Step.Create(name, v); err != nil {
+			return ctx.Errorf(status.CodeOf(err), "%v", err)
+		}
+		ctx.SetOutput(0, val)
+		return nil
+	}), nil
+}
+
+// destroyTemporaryVariable outputs the value of the temporary variable
+// behind its ref input and removes var_name from the step. Every other
+// user of the variable must have run before it (TF's rule, kept by control
+// dependencies or the ref chain).
+func destroyTemporaryVariable(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
+	name := attrString(n, "var_name", "")
+	if name == "" {
+		return nil, status.InvalidArg("Missing var_name attribute")
+	}
+	src, err := refSourceAt(n, b, 0)
+	if err != nil {
+		return nil, err
+	}
+	return kernels.KernelFunc(func(ctx *kernels.Context) error {
+		v, err := src.get(ctx)
+		if err != nil {
+			return err
+		}
+		val := v.Value()
+		if ctx.Step == nil {
+			return ctx.Errorf(status.Internal, "No per-step resource manager.")
+		}
+		if err := ctx.Step.Delete(name); err != nil {
+			return ctx.Errorf(status.CodeOf(err), "%v", err)
+		}
+		ctx.SetOutput(0, val)
 		return nil
 	}), nil
 }

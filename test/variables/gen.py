@@ -15,10 +15,16 @@ tensors and from a text file), MutableHashTableV2 and their ops. The train_* cas
 (an MSE) five steps with each tf.compat.v1.train optimizer over ref and
 resource variables, fetching the loss at every step and the variables after
 it; train_embedding trains an embedding with sparse Adagrad; apply_errors runs the optimizer ops raw, with their errors.
-Inputs are drawn at random each time the script runs.
+temporary_vars sums three inputs through a TemporaryVariable as TF1's
+accumulate_n did (TemporaryVariable, Assign, AssignAdd,
+DestroyTemporaryVariable) and keeps a second one undestroyed, which the
+step must drop; tables_of_tensors runs a MutableHashTableOfTensorsV2.
+Inputs are drawn at random each time the script runs. Names as arguments
+regenerate only those cases, keeping the others in cases.json.
 """
 import json
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -255,6 +261,55 @@ def tables_steps():
     ]
 
 
+def temporary_vars():
+    from tensorflow.python.ops import gen_state_ops
+    ins = [tf.compat.v1.placeholder(tf.float32, [2, 3], name=n) for n in ("x", "y", "z")]
+    var = gen_state_ops.temporary_variable(shape=[0], dtype=tf.float32, var_name="acc", name="acc")
+    ref = gen_state_ops.assign(var, tf.zeros_like(ins[0]), validate_shape=False, name="zero")
+    ups = [gen_state_ops.assign_add(ref, t, use_locking=True) for t in ins]
+    with tf.control_dependencies(ups):
+        gen_state_ops.destroy_temporary_variable(ref, var_name="acc", name="sum")
+    kept = gen_state_ops.temporary_variable(shape=[2, 3], dtype=tf.float32, name="kept")
+    tf.identity(gen_state_ops.assign(kept, ins[0]) * 2.0, name="twice")
+
+
+def temporary_steps():
+    x, y, z = f32(2, 3), f32(2, 3), f32(2, 3)
+    return [
+        ({"x": x, "y": y, "z": z}, ["sum:0"], []),
+        ({"x": z, "y": x, "z": z}, ["sum:0"], []),
+        ({"x": y}, ["twice:0"], []),
+        ({"x": x}, ["twice:0"], []),
+    ]
+
+
+def tables_of_tensors():
+    m = tf.lookup.experimental.MutableHashTable(tf.int64, tf.float32, default_value=[-1.0, 0.5, 2.0], name="vecs")
+    k = tf.compat.v1.placeholder(tf.int64, [None], name="k")
+    v = tf.compat.v1.placeholder(tf.float32, [None, None], name="v")
+    m.insert(k, v, name="insert")
+    q = tf.compat.v1.placeholder(tf.int64, [None, 2], name="q")
+    tf.identity(m.lookup(q), name="found")
+    tf.identity(m.size(), name="size")
+    keys, vals = m.export()
+    tf.identity(tf.gather(vals, tf.argsort(keys)), name="sorted_vals")
+    tf.identity(tf.sort(keys), name="sorted_keys")
+
+
+def tables_of_tensors_steps():
+    k = np.array([7, -3, 12], np.int64)
+    q = np.array([[-3, 5], [7, 0]], np.int64)
+    return [
+        ({"q": q}, ["found:0", "size:0"], []),
+        ({"k": k, "v": f32(3, 3)}, [], ["insert/LookupTableInsertV2"]),
+        ({"q": q}, ["found:0", "size:0"], []),
+        ({"k": k[:1], "v": f32(1, 3)}, [], ["insert/LookupTableInsertV2"]),
+        ({}, ["sorted_keys:0", "sorted_vals:0"], []),
+        ({"k": k, "v": f32(3, 2)}, [], ["insert/LookupTableInsertV2"]),
+        ({"q": q}, ["found:0"], []),
+    ]
+
+
 OPTIMIZERS = {
     "sgd": lambda: tf.compat.v1.train.GradientDescentOptimizer(0.1),
     "momentum": lambda: tf.compat.v1.train.MomentumOptimizer(0.05, 0.9),
@@ -354,21 +409,38 @@ def apply_errors_steps():
 
 
 def main():
-    cases = [
-        case("ref_vars", ref_vars, ref_steps()),
-        case("resource_vars", resource_vars, resource_steps()),
-        case("saver", saver, saver_steps()),
-        case("mlp", mlp, mlp_steps()),
-        case("tables", tables, tables_steps()),
-        case("apply_errors", apply_errors, apply_errors_steps()),
-        case("train_embedding", train_embedding, train_embedding_steps()),
-    ] + [
-        case("train_%s_%s" % (opt, "resource" if res else "ref"), train(opt, res), train_steps())
-        for opt in OPTIMIZERS for res in (False, True)
-    ]
-    with open(os.path.join(here, "cases.json"), "w") as f:
+    path = os.path.join(here, "cases.json")
+    only = set(sys.argv[1:])
+    if only:
+        # Regenerate the named cases only, in place.
+        with open(path) as f:
+            old = json.load(f)["cases"]
+        new = {c["name"]: c for c in all_cases(only)}
+        cases = [new.pop(c["name"], c) for c in old] + list(new.values())
+    else:
+        cases = all_cases(None)
+    with open(path, "w") as f:
         json.dump({"cases": cases}, f, indent=1)
         f.write("\n")
+
+
+def all_cases(only):
+    """The cases, or only those named in only (a set) when it is given."""
+    builders = [
+        ("ref_vars", ref_vars, ref_steps),
+        ("resource_vars", resource_vars, resource_steps),
+        ("saver", saver, saver_steps),
+        ("mlp", mlp, mlp_steps),
+        ("tables", tables, tables_steps),
+        ("tables_of_tensors", tables_of_tensors, tables_of_tensors_steps),
+        ("temporary_vars", temporary_vars, temporary_steps),
+        ("apply_errors", apply_errors, apply_errors_steps),
+        ("train_embedding", train_embedding, train_embedding_steps),
+    ] + [
+        ("train_%s_%s" % (opt, "resource" if res else "ref"), train(opt, res), train_steps)
+        for opt in OPTIMIZERS for res in (False, True)
+    ]
+    return [case(name, build, steps()) for name, build, steps in builders if only is None or name in only]
 
 
 if __name__ == "__main__":
