@@ -212,9 +212,9 @@ func readBlock(file []byte, h blockHandle) ([]byte, error) {
 	case noCompression:
 		return b[:n], nil
 	case snappyCompressed:
-		// TF has never written compressed bundles (their index tables
-		// are built with kNoCompression); only a foreign writer would.
-		return nil, errCorrupt("snappy-compressed block: not supported")
+		// TF writes its bundles uncompressed now; older writers
+		// compressed (TF's test data OptimizerSlotVariableModule).
+		return unsnappy(b[:n])
 	}
 	return nil, errCorrupt("bad block type")
 }

@@ -75,6 +75,9 @@ func Load(dir string, tags []string, g *graph.Graph, opts *session.Options, runO
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := validate(mg.GetGraphDef()); err != nil {
+		return nil, nil, err
+	}
 	if _, err := g.Import(mg.GetGraphDef(), &graph.ImportOptions{}); err != nil {
 		return nil, nil, status.Wrap(err, "importing the graph of SavedModel %s", dir)
 	}
@@ -87,6 +90,63 @@ func Load(dir string, tags []string, g *graph.Graph, opts *session.Options, runO
 		return nil, nil, err
 	}
 	return s, mg, nil
+}
+
+// validate is TF's ValidateSavedTensors, run before the graph is
+// imported: every Const has a value, every constant a known, non-negative
+// element count, and no library function calls itself. TF's loader
+// refuses such a model with FAILED_PRECONDITION (the fuzzer-made models of
+// TF's test data).
+func validate(gd *tfpb.GraphDef) error {
+	check := func(n *tfpb.NodeDef) error {
+		v, ok := n.GetAttr()["value"]
+		if !ok {
+			if n.GetOp() == "Const" {
+				return status.Errorf(status.FailedPrecondition, "Saved model contains node \"%s\" which is a constant tensor but no value has been provided", n.GetName())
+			}
+			return nil
+		}
+		t := v.GetTensor()
+		if t == nil {
+			return nil
+		}
+		if elems := partialElems(t.GetTensorShape()); elems < 0 {
+			return status.Errorf(status.FailedPrecondition, "Saved model contains node \"%s\" (op \"%s\") which initializes from a tensor with %d elements", n.GetName(), n.GetOp(), elems)
+		}
+		return nil
+	}
+	for _, n := range gd.GetNode() {
+		if err := check(n); err != nil {
+			return err
+		}
+	}
+	for _, f := range gd.GetLibrary().GetFunction() {
+		for _, n := range f.GetNodeDef() {
+			if err := check(n); err != nil {
+				return err
+			}
+			if n.GetOp() == f.GetSignature().GetName() {
+				return status.Errorf(status.FailedPrecondition, "Function %s is self recursive and TensorFlow does not support this scenario.", n.GetOp())
+			}
+		}
+	}
+	return nil
+}
+
+// partialElems is PartialTensorShape::num_elements: -1 when the rank or a
+// dimension is unknown (negative).
+func partialElems(s *tfpb.TensorShapeProto) int64 {
+	if s.GetUnknownRank() {
+		return -1
+	}
+	n := int64(1)
+	for _, d := range s.GetDim() {
+		if d.GetSize() < 0 {
+			return -1
+		}
+		n *= d.GetSize()
+	}
+	return n
 }
 
 func restore(s *session.Session, g *graph.Graph, dir string, mg *tfpb.MetaGraphDef, runOpts *tfpb.RunOptions) error {

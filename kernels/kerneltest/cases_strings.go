@@ -3,6 +3,8 @@ package kerneltest
 import (
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -305,6 +307,32 @@ func init() {
 		}
 		args := ins(tensor.FromStrings(tensor.Shape{1}, []string{"ab"}), tensor.ScalarI32(3), tensor.ScalarI32(1))
 		cs = append(cs, Case{Node: NodeFor("Substr", nil, args, nil), Inputs: args, Err: status.InvalidArgument, ErrMsg: "out of range"})
+		return cs
+	})
+}
+
+// ReadFile: a file of random bytes (an empty one too) read back whole; a
+// missing file is NOT_FOUND naming it.
+func init() {
+	Add("ReadFile", func(r *rand.Rand) []Case {
+		dir, err := os.MkdirTemp("", "kerneltest-readfile")
+		if err != nil {
+			panic(err)
+		}
+		var cs []Case
+		for _, n := range []int{0, 1 + r.Intn(300)} {
+			b := make([]byte, n)
+			r.Read(b)
+			path := filepath.Join(dir, fmt.Sprintf("f%d", n))
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				panic(err)
+			}
+			in := []*tensor.Tensor{tensor.FromStrings(tensor.Shape{}, []string{path})}
+			cs = append(cs, Case{Node: NodeFor("ReadFile", nil, in, nil), Inputs: in,
+				Want: []*tensor.Tensor{tensor.FromStrings(tensor.Shape{}, []string{string(b)})}})
+		}
+		missing := []*tensor.Tensor{tensor.FromStrings(tensor.Shape{}, []string{filepath.Join(dir, "missing")})}
+		cs = append(cs, Case{Node: NodeFor("ReadFile", nil, missing, nil), Inputs: missing, Err: status.NotFound, ErrMsg: "missing"})
 		return cs
 	})
 }

@@ -17,10 +17,14 @@ writes the Keras models of issue 14 (a CNN with BatchNormalization, a text
 model with StringLookup and Hashing, a wide-and-deep recommender, an LSTM)
 and a tf.Module with variables and lookup tables; TF's loader runs each of
 their signatures on the inputs that script chose, and cases.json holds
-every input and output by signature key, with its dtype. TF's own SavedModel test data
-(half_plus_two, its .pbtxt form and its main_op form, from the TF 2.15.0 Go
-module) is copied unchanged into tf/ and run the same way; savedmodel's Go test, test/c/savedmodel.c and the Python
-package's test load the same directories through mstream and compare.
+every input and output by signature key, with its dtype (strings as
+Latin-1 text). TF's own SavedModel test data (every model under
+tensorflow/cc/saved_model/testdata in the TF 2.15.0 Go module) runs
+through TF's C API (tf_testdata.py); the models TF loads are copied
+unchanged into tf/ with their cases, and those it cannot load or run go to
+cases.json's tf_failed with TF's error. savedmodel's Go test,
+test/c/savedmodel.c and the Python package's test load the same
+directories through mstream and compare.
 """
 import json
 import os
@@ -80,7 +84,8 @@ def tensor_json(key, name, a):
     """A feed or fetch as cases.json holds it: strings as UTF-8 text."""
     a = np.asarray(a)
     if a.dtype.kind in "OSU":
-        dtype, vals = "string", [v.decode() if isinstance(v, bytes) else str(v) for v in a.ravel()]
+        # Latin-1 keeps any bytes (a serialized Example) as text.
+        dtype, vals = "string", [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in a.ravel()]
     elif a.dtype == np.bool_:
         dtype, vals = "bool", a.ravel().tolist()
     else:
@@ -154,33 +159,69 @@ def tf2(name):
     return expect(name, ["serve"], f32(5, 4))
 
 
-def tf_testdata(name):
-    """Copies TF's own SavedModel test data (tensorflow/cc/saved_model/
-    testdata in the TF 2.15.0 Go module) into here/tf, unchanged, and
-    returns its case: serving_default maps x [N, 1] to y = x / 2 + 2."""
+def tf_testdata():
+    """Runs every SavedModel of TF's own test data (tensorflow/cc/
+    saved_model/testdata in the TF 2.15.0 Go module) through TF's C API
+    (tf_testdata.py, in a process of its own with the Python client on TF's
+    libtensorflow_cc), copies those TF loads into here/tf unchanged and
+    returns (their cases, named tf/<dir>; the models TF cannot load or run,
+    with TF's error). The half_plus_two models' serving_default also goes
+    to tf/<dir>.txt for test/c/savedmodel_test.c."""
     cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
-    src = os.path.join(cache, "github.com/tensorflow/tensorflow@v2.15.0+incompatible/tensorflow/cc/saved_model/testdata", name, "00000123")
-    dst = os.path.join(here, "tf", name, "00000123")
-    shutil.rmtree(dst, ignore_errors=True)
-    shutil.copytree(src, dst)
-    for root, _, files in os.walk(dst):
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o644)
-        os.chmod(root, 0o755)
-    return expect(os.path.join("tf", name, "00000123"), ["serve"], f32(5, 1))
+    src = os.path.join(cache, TF_MODULE, TESTDATA)
+    lib = os.path.join(os.path.dirname(tf.__file__), "libtensorflow_cc.so.2")
+    spec = os.path.join(here, "tf_testdata.json")
+    env = dict(os.environ, MSTREAM_LIB=lib, TF_CPP_MIN_LOG_LEVEL="3")
+    subprocess.run([sys.executable, os.path.join(here, "tf_testdata.py"), src, spec], check=True, env=env)
+    with open(spec) as f:
+        got = json.load(f)
+    os.remove(spec)
+    shutil.rmtree(os.path.join(here, "tf"), ignore_errors=True)
+    for name in sorted({c["name"] for c in got["loaded"]}):
+        dst = os.path.join(here, "tf", name)
+        shutil.copytree(os.path.join(src, name), dst)
+        for root, _, files in os.walk(dst):
+            for f in files:
+                os.chmod(os.path.join(root, f), 0o644)
+            os.chmod(root, 0o755)
+    for c in got["loaded"]:
+        c["name"] = "tf/" + c["name"]
+        if c["name"].startswith("tf/half_plus_two") and c["signature"] == "serving_default":
+            with open(os.path.join(here, c["name"] + ".txt"), "w") as f:
+                for t in (c["inputs"][0], c["outputs"][0]):
+                    f.write("%d %d\n%s\n" % (t["shape"][0], t["shape"][1], " ".join(repr(float(v)) for v in t["values"])))
+    return got["loaded"], got["failed"]
+
+
+def checkpoints(names):
+    """What TF's checkpoint reader finds in each model's variables/
+    bundle: {model: [tensor...]} (the object graph left out), for the
+    bundles TF wrote snappy-compressed among them."""
+    out = {}
+    for name in names:
+        prefix = os.path.join(here, name, "variables", "variables")
+        if not os.path.exists(prefix + ".index"):
+            continue
+        r = tf.train.load_checkpoint(prefix)
+        out[name] = [tensor_json(k, k, r.get_tensor(k)) for k in sorted(r.get_variable_to_dtype_map())
+                     if k != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+    return out
+
+
+TF_MODULE = "github.com/tensorflow/tensorflow@v2.15.0+incompatible"
+TESTDATA = "tensorflow/cc/saved_model/testdata"
 
 
 def main():
+    tf_cases, tf_failed = tf_testdata()
     cases = [
         build("mlp_ref", False, ["serve"], False),
         build("mlp_resource", True, ["serve", "gpu"], True),
         tf2("mlp_tf2"),
-        tf_testdata("half_plus_two"),
-        tf_testdata("half_plus_two_pbtxt"),
-        tf_testdata("half_plus_two_main_op"),
-    ] + keras()
+    ] + keras() + tf_cases
     with open(os.path.join(here, "cases.json"), "w") as f:
-        json.dump({"cases": cases}, f, indent=1)
+        json.dump({"cases": cases, "tf_failed": tf_failed, "tf_testdata": os.path.join(TF_MODULE, TESTDATA),
+                   "checkpoints": checkpoints(sorted({c["name"] for c in cases}))}, f, indent=1)
         f.write("\n")
 
 
