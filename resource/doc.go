@@ -15,8 +15,7 @@
 //
 // A resource is keyed by (container, name, kind). An empty container is
 // DefaultContainer ("localhost", TF's default_container). Ref variables
-// (VariableV2, Variable, TemporaryVariable) with an empty shared_name use
-// the node name; VarHandleOp uses its shared_name as given, the empty name
+// (VariableV2, Variable) with an empty shared_name use the node name; VarHandleOp uses its shared_name as given, the empty name
 // included, so two VarHandleOps with the same (container, shared_name) and
 // no name are one variable, as in TF. A DT_RESOURCE tensor holds the
 // serialized ResourceHandleProto (Handle), which is also what TF's C API
@@ -45,6 +44,12 @@
 // has no inputs). A consumer that must observe an Assign of the same step
 // orders itself after the Assign and reads the Assign's output, which is
 // the new value, as TF programs usually do.
+//
+// A TemporaryVariable's variable is not here: it lives in the step that
+// made it (kernels.Step, TF's step container), under its var_name, until
+// DestroyTemporaryVariable or the end of the step; the ref kernels find it
+// there. A table's values are scalars, or vectors of its ValueShape
+// (MutableHashTableOfTensorsV2).
 //
 // # Locking
 //
