@@ -59,8 +59,8 @@ type casesFile struct {
 	// Checkpoints are the variables/ bundles' contents as TF reads them.
 	Checkpoints map[string][]smTensor `json:"checkpoints"`
 	Cases       []smCase              `json:"cases"`
-	TFFailed   []tfFailed `json:"tf_failed"`
-	TFTestdata string     `json:"tf_testdata"`
+	TFFailed    []tfFailed            `json:"tf_failed"`
+	TFTestdata  string                `json:"tf_testdata"`
 }
 
 func readCases(t *testing.T) casesFile {
@@ -191,71 +191,80 @@ func env() *session.Options {
 
 // TestLoadLikeTF loads each SavedModel, runs each signature TF ran and
 // compares every output with TF's, then the legacy init op's effect and
-// the asset path it was fed.
+// the asset path it was fed; with one stream group and with two (nodes
+// spread over the host's streams, variables and tables shared).
 func TestLoadLikeTF(t *testing.T) {
 	for _, c := range smCases(t) {
-		t.Run(c.Name+"/"+c.Signature, func(t *testing.T) {
-			g := graph.New()
-			s, mg, err := Load(filepath.Join(dir, c.Name), c.Tags, g, env(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if c.Signature == "" {
-				return // a model without signatures (TF's test data): it loads
-			}
-			sig := mg.GetSignatureDef()[c.Signature]
-			var feeds []session.Feed
-			for _, in := range c.Inputs {
-				if got := sig.GetInputs()[in.Name].GetName(); got != in.Tensor {
-					t.Fatalf("input %s is %q; TF's %q", in.Name, got, in.Tensor)
-				}
-				o, err := output(g, in.Tensor)
-				if err != nil {
-					t.Fatal(err)
-				}
-				v, err := in.value()
-				if err != nil {
-					t.Fatal(err)
-				}
-				feeds = append(feeds, session.Feed{Output: o, Tensor: v})
-			}
-			var fetches []graph.Output
-			for _, out := range c.Outputs {
-				if got := sig.GetOutputs()[out.Name].GetName(); got != out.Tensor {
-					t.Fatalf("output %s is %q; TF's %q", out.Name, got, out.Tensor)
-				}
-				o, err := output(g, out.Tensor)
-				if err != nil {
-					t.Fatal(err)
-				}
-				fetches = append(fetches, o)
-			}
-			got, _, err := s.Run(nil, feeds, fetches, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, want := range c.Outputs {
-				if err := compare(got[i], want); err != nil {
-					t.Error(err)
-				}
-			}
-			if c.Count != nil {
-				cnt, _ := output(g, "count_out:0")
-				seen, _ := output(g, "seen_out:0")
-				v, _, err := s.Run(nil, nil, []graph.Output{cnt, seen}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if v[0].F32()[0] != *c.Count {
-					t.Errorf("count %v after the init op, TF %v", v[0].F32()[0], *c.Count)
-				}
-				want := filepath.Join(dir, c.Name, "assets", c.SeenSuffix)
-				if string(v[1].Strs[0]) != want {
-					t.Errorf("asset fed as %q, want %q", v[1].Strs[0], want)
-				}
-			}
-		})
+		for _, groups := range []string{"1", "2"} {
+			t.Run(c.Name+"/"+c.Signature+"/groups="+groups, func(t *testing.T) {
+				opts := env()
+				opts.Env["TF_GPU_STREAM_GROUP_COUNT"] = groups
+				loadLikeTF(t, c, opts)
+			})
+		}
+	}
+}
+
+func loadLikeTF(t *testing.T, c smCase, opts *session.Options) {
+	g := graph.New()
+	s, mg, err := Load(filepath.Join(dir, c.Name), c.Tags, g, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if c.Signature == "" {
+		return // a model without signatures (TF's test data): it loads
+	}
+	sig := mg.GetSignatureDef()[c.Signature]
+	var feeds []session.Feed
+	for _, in := range c.Inputs {
+		if got := sig.GetInputs()[in.Name].GetName(); got != in.Tensor {
+			t.Fatalf("input %s is %q; TF's %q", in.Name, got, in.Tensor)
+		}
+		o, err := output(g, in.Tensor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := in.value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		feeds = append(feeds, session.Feed{Output: o, Tensor: v})
+	}
+	var fetches []graph.Output
+	for _, out := range c.Outputs {
+		if got := sig.GetOutputs()[out.Name].GetName(); got != out.Tensor {
+			t.Fatalf("output %s is %q; TF's %q", out.Name, got, out.Tensor)
+		}
+		o, err := output(g, out.Tensor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetches = append(fetches, o)
+	}
+	got, _, err := s.Run(nil, feeds, fetches, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range c.Outputs {
+		if err := compare(got[i], want); err != nil {
+			t.Error(err)
+		}
+	}
+	if c.Count != nil {
+		cnt, _ := output(g, "count_out:0")
+		seen, _ := output(g, "seen_out:0")
+		v, _, err := s.Run(nil, nil, []graph.Output{cnt, seen}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v[0].F32()[0] != *c.Count {
+			t.Errorf("count %v after the init op, TF %v", v[0].F32()[0], *c.Count)
+		}
+		want := filepath.Join(dir, c.Name, "assets", c.SeenSuffix)
+		if string(v[1].Strs[0]) != want {
+			t.Errorf("asset fed as %q, want %q", v[1].Strs[0], want)
+		}
 	}
 }
 
