@@ -11,4 +11,10 @@
 // device's limit first (hostmem's TestAllocationsAreChecked enforces it
 // over the kernels' source and the other packages that allocate from data);
 // string data a kernel makes is counted with Context.StringBytes.
+//
+// State: what outlives a step is in the session's resource.Manager, bound
+// into kernels.Stateful kernels when a plan is built; what lives for one
+// step only (TemporaryVariable's variables, TF's step container) is in the
+// Step the executor makes per Run and hands to host kernels in
+// Context.Step, so a kernel keeps no per-step state of its own.
 package kernels
