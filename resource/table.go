@@ -80,6 +80,15 @@ func (t *Table) Insert(keys, values [][]byte, replace, init bool) {
 	}
 }
 
+// Remove deletes keys (absent ones are no error).
+func (t *Table) Remove(keys [][]byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range keys {
+		delete(t.m, string(k))
+	}
+}
+
 // Snapshot returns the entries, in no particular order (TF's is its hash
 // map's).
 func (t *Table) Snapshot() (keys, values [][]byte) {

@@ -46,6 +46,22 @@ func init() {
 			return kernels.KernelFunc(func(ctx *kernels.Context) error { return tableInsert(ctx, b.Resources, replace) }), nil
 		}))
 	}
+	reg("LookupTableRemoveV2", nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			t, err := lookupTable(ctx, b.Resources)
+			if err != nil {
+				return err
+			}
+			if err := checkTypes(ctx, t, ctx.Input(1), nil); err != nil {
+				return err
+			}
+			if !t.Mutable {
+				return ctx.Errorf(status.Unimplemented, "Remove not supported by InitializableLookupTable implementations")
+			}
+			t.Remove(elems(ctx.Input(1)))
+			return nil
+		}), nil
+	}))
 	reg("LookupTableExportV2", nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return tableExport(ctx, b.Resources) }), nil
 	}))

@@ -237,3 +237,47 @@ func init() {
 		}
 	})
 }
+
+// LookupTableRemoveV2: entries removed (an absent key among them) are
+// found as the default afterwards, the rest unchanged; an initialised
+// HashTable refuses it as TF's does.
+func init() {
+	Add("LookupTableRemoveV2", func(r *rand.Rand) []Case {
+		ks, vs := randEntries(r, 2+r.Intn(5))
+		h := tableH()
+		kt, vt := tensor.FromStrings(tensor.Shape{int64(len(ks))}, ks), tensor.FromI64(tensor.Shape{int64(len(vs))}, vs)
+		gone := []string{ks[0], "absent"}
+		rm := tensor.FromStrings(tensor.Shape{2}, gone)
+		remove := opCall("LookupTableRemoveV2", nil, h, rm)
+		m := map[string]int64{}
+		for i, k := range ks[1:] {
+			m[k] = vs[i+1]
+		}
+		made := []Call{tableCall(true, tensor.String, tensor.Int64), opCall("LookupTableInsertV2", nil, h, kt, vt)}
+		ints := tensor.FromI64(tensor.Shape{1}, []int64{3})
+		return []Case{
+			{Node: remove.Node, Inputs: remove.Inputs, State: true, Before: made},
+			findCase(append(made, remove), m, append([]string{"absent"}, ks...), -9),
+			{Node: remove.Node, Inputs: remove.Inputs, State: true,
+				Before: []Call{tableCall(false, tensor.String, tensor.Int64), opCall("InitializeTableV2", nil, h, kt, vt)},
+				Err:    status.Unimplemented, ErrMsg: "Remove not supported"},
+			{Node: NodeFor("LookupTableRemoveV2", nil, []*tensor.Tensor{h, ints}, nil), Inputs: []*tensor.Tensor{h, ints}, State: true, Before: made,
+				Err: status.InvalidArgument, ErrMsg: "Key must be type string but got int64"},
+		}
+	})
+	// String values, vectors of two: each packed with its length.
+	Add("MutableHashTableOfTensorsV2", func(r *rand.Rand) []Case {
+		node := NodeFor("MutableHashTableOfTensorsV2", map[string]*tfpb.AttrValue{"key_dtype": AType(tensor.String),
+			"value_dtype": AType(tensor.String), "value_shape": AShape(tensor.Shape{2}), "shared_name": AStr("t")}, nil, nil)
+		h := tableH()
+		ks, _ := randEntries(r, 3)
+		vals := RandStrings(r, tensor.Shape{3, 2})
+		kt := tensor.FromStrings(tensor.Shape{3}, ks)
+		q := tensor.FromStrings(tensor.Shape{2}, []string{ks[1], "absent"})
+		def := tensor.FromStrings(tensor.Shape{2}, []string{"", "none"})
+		want := tensor.FromStrings(tensor.Shape{2, 2}, []string{string(vals.Strs[2]), string(vals.Strs[3]), "", "none"})
+		in := []*tensor.Tensor{h, q, def}
+		return []Case{{Node: NodeFor("LookupTableFindV2", nil, in, nil), Inputs: in, State: true,
+			Before: []Call{{node, nil}, opCall("LookupTableInsertV2", nil, h, kt, vals)}, Want: []*tensor.Tensor{want}}}
+	})
+}

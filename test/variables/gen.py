@@ -18,7 +18,8 @@ it; train_embedding trains an embedding with sparse Adagrad; apply_errors runs t
 temporary_vars sums three inputs through a TemporaryVariable as TF1's
 accumulate_n did (TemporaryVariable, Assign, AssignAdd,
 DestroyTemporaryVariable) and keeps a second one undestroyed, which the
-step must drop; tables_of_tensors runs a MutableHashTableOfTensorsV2.
+step must drop; tables_of_tensors runs a MutableHashTableOfTensorsV2
+(insert, find, export, remove).
 Inputs are drawn at random each time the script runs. Names as arguments
 regenerate only those cases, keeping the others in cases.json.
 """
@@ -288,6 +289,7 @@ def tables_of_tensors():
     k = tf.compat.v1.placeholder(tf.int64, [None], name="k")
     v = tf.compat.v1.placeholder(tf.float32, [None, None], name="v")
     m.insert(k, v, name="insert")
+    m.remove(tf.compat.v1.placeholder(tf.int64, [None], name="rk"), name="remove")
     q = tf.compat.v1.placeholder(tf.int64, [None, 2], name="q")
     tf.identity(m.lookup(q), name="found")
     tf.identity(m.size(), name="size")
@@ -307,6 +309,8 @@ def tables_of_tensors_steps():
         ({}, ["sorted_keys:0", "sorted_vals:0"], []),
         ({"k": k, "v": f32(3, 2)}, [], ["insert/LookupTableInsertV2"]),
         ({"q": q}, ["found:0"], []),
+        ({"rk": np.array([-3, 99], np.int64)}, [], ["remove/LookupTableRemoveV2"]),
+        ({"q": q}, ["found:0", "size:0"], []),
     ]
 
 
