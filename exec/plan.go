@@ -250,7 +250,7 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 			p.nodes[index[f.Node]].uses[f.Index]++
 		}
 	}
-	if err := p.bindState(pl.Resources); err != nil {
+	if err := p.bindState(g, pl.Resources); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -258,7 +258,7 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 
 // bindState hands every kernels.Stateful kernel the session's resources
 // and which of its outputs the plan reads by value.
-func (p *Plan) bindState(rm *resource.Manager) error {
+func (p *Plan) bindState(g *graph.Graph, rm *resource.Manager) error {
 	for i := range p.nodes {
 		pn := &p.nodes[i]
 		st, ok := pn.kernel.(kernels.Stateful)
@@ -281,7 +281,7 @@ func (p *Plan) bindState(rm *resource.Manager) error {
 				}
 			}
 		}
-		k, err := st.Bind(kernels.Binding{Resources: rm, ReadByValue: byValue})
+		k, err := st.Bind(kernels.Binding{Resources: rm, ReadByValue: byValue, Graph: g})
 		if err != nil {
 			return kernels.WrapNode(err, pn.node)
 		}

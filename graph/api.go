@@ -197,6 +197,9 @@ func (g *Graph) Library() *tfpb.FunctionDefLibrary {
 // plan-time pass such as package lower's).
 func (g *Graph) FunctionLocked(name string) *tfpb.FunctionDef { return g.lib.funcs[name] }
 
+// LibraryLocked is Library for a caller that holds g's read lock.
+func (g *Graph) LibraryLocked() *tfpb.FunctionDefLibrary { return g.lib.toProto() }
+
 // NumFunctionsLocked is NumFunctions for a caller that holds g's read lock.
 func (g *Graph) NumFunctionsLocked() int { return len(g.lib.funcs) }
 

@@ -50,6 +50,10 @@ type Binding struct {
 	// (a fetch or a non-ref input) rather than only through ref inputs
 	// (Assign's): an uninitialised ref variable fails only when read.
 	ReadByValue []bool
+	// Graph is the graph the plan was built from, its read lock held
+	// while Bind runs: a kernel that runs functions of its library
+	// (tf.data's map and filter) reads them then.
+	Graph *graph.Graph
 }
 
 // Factory builds the kernel for a node, reading and validating its attrs.
