@@ -15,6 +15,7 @@ import (
 
 	// The CPU kernels register themselves; the library runs nothing without them.
 	_ "mstream/kernels/cpu"
+	_ "mstream/dataset"
 	"mstream/status"
 )
 

@@ -21,7 +21,7 @@ import (
 // already held, and its outputs come from kernels, which this rule covers.
 var allocDirs = []string{
 	"../kernels/cpu", "../kernels/cuda", "../kernels", "../tensor", "../graph", "../capi",
-	"../checkpoint", "../session", "../proto/pbparse",
+	"../checkpoint", "../session", "../proto/pbparse", "../dataset",
 }
 
 // TestAllocationsAreChecked is a vet-style check over the source of

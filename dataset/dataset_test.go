@@ -1,0 +1,218 @@
+package dataset_test
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "mstream/dataset"
+	"mstream/graph"
+	_ "mstream/kernels/cpu"
+	"mstream/session"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+type jsonTensor struct {
+	DType  string            `json:"dtype"`
+	Shape  []int64           `json:"shape"`
+	Values []json.RawMessage `json:"values"`
+}
+
+type tfCase struct {
+	Name   string                `json:"name"`
+	Init   string                `json:"init"`
+	Feeds  map[string]jsonTensor `json:"feeds"`
+	Next   []string              `json:"next"`
+	Passes []struct {
+		Elements [][]jsonTensor `json:"elements"`
+		End      struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"end"`
+	} `json:"passes"`
+}
+
+var dtypes = map[string]tensor.DType{"int64": tensor.Int64, "int32": tensor.Int32, "float32": tensor.Float,
+	"float64": tensor.Double, "bool": tensor.Bool, "string": tensor.String}
+
+func fromJSON(t *testing.T, j jsonTensor) *tensor.Tensor {
+	t.Helper()
+	dt, ok := dtypes[j.DType]
+	if !ok {
+		t.Fatalf("dtype %s", j.DType)
+	}
+	x := tensor.New(dt, tensor.Shape(j.Shape))
+	for i, v := range j.Values {
+		var err error
+		switch dt {
+		case tensor.String:
+			var s string
+			if err = json.Unmarshal(v, &s); err == nil {
+				x.Strs[i], err = hex.DecodeString(s)
+			}
+		case tensor.Int64:
+			err = json.Unmarshal(v, &x.I64()[i])
+		case tensor.Int32:
+			err = json.Unmarshal(v, &x.I32()[i])
+		case tensor.Float:
+			err = json.Unmarshal(v, &x.F32()[i])
+		case tensor.Double:
+			err = json.Unmarshal(v, &x.F64()[i])
+		case tensor.Bool:
+			var b int
+			err = json.Unmarshal(v, &b)
+			x.Bools()[i] = b != 0
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return x
+}
+
+// same says whether two tensors are equal: dtype, shape and every element
+// (bit for bit: tf.data moves values, it computes only in map functions,
+// whose float ops are the same IEEE operations as TF's).
+func same(a, b *tensor.Tensor) bool {
+	if a.DType != b.DType || !a.Shape.Equal(b.Shape) {
+		return false
+	}
+	if a.DType == tensor.String {
+		for i := range a.Strs {
+			if string(a.Strs[i]) != string(b.Strs[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return string(a.Buf) == string(b.Buf)
+}
+
+// casesDir is where the TF cases are: written afresh by gen.py (fresh
+// random inputs and seeds) when TensorFlow is installed, else the copy
+// checked in beside gen.py.
+func casesDir(t *testing.T) string {
+	root, _ := filepath.Abs("..")
+	py := filepath.Join(root, "build", "venv", "bin", "python")
+	if _, err := os.Stat(filepath.Join(root, "build", "venv", ".tf-ok")); err != nil {
+		t.Logf("no TensorFlow (build/venv/.tf-ok missing): the checked-in cases")
+		return filepath.Join(root, "test", "datasets")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(py, filepath.Join(root, "test", "datasets", "gen.py"), dir)
+	cmd.Env = append(os.Environ(), "TF_CPP_MIN_LOG_LEVEL=3", "CUDA_VISIBLE_DEVICES=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gen.py: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// TestPipelinesAgainstTF runs the tf.data graphs TF 2.15 built
+// (test/datasets/gen.py) through a session and checks that the elements,
+// in order, and the error that ends each pass are TF's; an initializable
+// iterator runs two passes, initialized again between them.
+func TestPipelinesAgainstTF(t *testing.T) {
+	dir := casesDir(t)
+	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []tfCase
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 18 {
+		t.Fatalf("%d cases", len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			text, err := os.ReadFile(filepath.Join(dir, c.Name+".pbtxt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gd, err := graph.ParseTextGraphDef(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := graph.New()
+			if _, err := g.Import(gd, nil); err != nil {
+				t.Fatal(err)
+			}
+			s, err := session.New(g, &session.Options{Env: map[string]string{"MSTREAM_DEVICE": "cpu"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var next []graph.Output
+			for _, name := range c.Next {
+				id, err := graph.ParseTensorID(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				next = append(next, g.Lookup(id.Name).Output(id.Index))
+			}
+			var feeds []session.Feed
+			for name, v := range c.Feeds {
+				x := fromJSON(t, v)
+				if name == "files" { // paths relative to the cases' directory
+					for i, f := range x.Strs {
+						x.Strs[i] = []byte(filepath.Join(dir, string(f)))
+					}
+				}
+				feeds = append(feeds, session.Feed{Output: g.Lookup(name).Output(0), Tensor: x})
+			}
+			for p, pass := range c.Passes {
+				if c.Init != "" {
+					if _, _, err := s.Run(nil, feeds, nil, []*graph.Node{g.Lookup(c.Init)}); err != nil {
+						t.Fatalf("pass %d: init: %v", p, err)
+					}
+				}
+				for i, want := range pass.Elements {
+					got, _, err := s.Run(nil, nil, next, nil)
+					if err != nil {
+						t.Fatalf("pass %d element %d: %v", p, i, err)
+					}
+					for j, w := range want {
+						if wt := fromJSON(t, w); !same(got[j], wt) {
+							t.Fatalf("pass %d element %d component %d: got %s, TF %s", p, i, j, show(got[j]), show(wt))
+						}
+					}
+				}
+				_, _, err := s.Run(nil, nil, next, nil)
+				code := status.CodeOf(err)
+				if int(code) != pass.End.Code || !strings.Contains(err.Error(), firstWords(pass.End.Message)) {
+					t.Errorf("pass %d end: got %v (code %d), TF code %d %q", p, err, code, pass.End.Code, pass.End.Message)
+				}
+			}
+		})
+	}
+}
+
+// firstWords is the start of TF's message that mstream's must contain (the
+// message's details, such as a file's path, differ).
+func firstWords(msg string) string {
+	if i := strings.IndexAny(msg, ";:0123456789/"); i > 0 {
+		return strings.TrimSpace(msg[:i])
+	}
+	return msg
+}
+
+func show(x *tensor.Tensor) string {
+	switch x.DType {
+	case tensor.Int64:
+		return fmt.Sprint(x.Shape, x.I64())
+	case tensor.Int32:
+		return fmt.Sprint(x.Shape, x.I32())
+	case tensor.Float:
+		return fmt.Sprint(x.Shape, x.F32())
+	case tensor.Double:
+		return fmt.Sprint(x.Shape, x.F64())
+	}
+	return fmt.Sprint(x)
+}
