@@ -3,7 +3,9 @@ package dataset_test
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	_ "mstream/dataset"
+	"mstream/device/cuda"
 	"mstream/graph"
 	_ "mstream/kernels/cpu"
 	"mstream/session"
@@ -76,12 +79,21 @@ func fromJSON(t *testing.T, j jsonTensor) *tensor.Tensor {
 	return x
 }
 
-// same says whether two tensors are equal: dtype, shape and every element
-// (bit for bit: tf.data moves values, it computes only in map functions,
-// whose float ops are the same IEEE operations as TF's).
+// same says whether two tensors are equal: dtype, shape and every element,
+// bit for bit but for floats, which may differ by rounding where a map
+// function or a consumer sums (a MatMul's BLAS against TF's Eigen).
 func same(a, b *tensor.Tensor) bool {
 	if a.DType != b.DType || !a.Shape.Equal(b.Shape) {
 		return false
+	}
+	if a.DType == tensor.Float || a.DType == tensor.Double {
+		for i := range int(a.NumElements()) {
+			x, y := a.ElementF64(i), b.ElementF64(i)
+			if math.Abs(x-y) > 1e-5*max(1, math.Abs(y)) {
+				return false
+			}
+		}
+		return true
 	}
 	if a.DType == tensor.String {
 		for i := range a.Strs {
@@ -116,9 +128,35 @@ func casesDir(t *testing.T) string {
 // TestPipelinesAgainstTF runs the tf.data graphs TF 2.15 built
 // (test/datasets/gen.py) through a session and checks that the elements,
 // in order, and the error that ends each pass are TF's; an initializable
-// iterator runs two passes, initialized again between them.
+// iterator runs two passes, initialized again between them. Sessions on the
+// inter-op pool, on host streams with jitter, and with two stream groups.
 func TestPipelinesAgainstTF(t *testing.T) {
 	dir := casesDir(t)
+	for _, env := range []map[string]string{
+		{"MSTREAM_DEVICE": "cpu"},
+		{"MSTREAM_DEVICE": "cpu", "MSTREAM_HOST_STREAMS": "1", "MSTREAM_HOST_STREAM_JITTER": "1"},
+		{"MSTREAM_DEVICE": "cpu", "TF_GPU_STREAM_GROUP_COUNT": "2"},
+	} {
+		runCases(t, dir, env)
+	}
+}
+
+// TestPipelinesGPU runs the same cases in GPU sessions (one group, and
+// two groups with host streams): the pipelines run on the host and feed
+// GPU kernels (batch_matmul_step's MatMul and Relu).
+func TestPipelinesGPU(t *testing.T) {
+	if _, err := cuda.Load(); err != nil {
+		if errors.Is(err, cuda.ErrNoCUDA) && os.Getenv("MSTREAM_DEVICE") != "gpu" {
+			t.Skipf("no GPU: %v", err)
+		}
+		t.Fatal(err)
+	}
+	dir := casesDir(t)
+	runCases(t, dir, map[string]string{"MSTREAM_DEVICE": "gpu"})
+	runCases(t, dir, map[string]string{"MSTREAM_DEVICE": "gpu", "TF_GPU_STREAM_GROUP_COUNT": "2"})
+}
+
+func runCases(t *testing.T, dir string, env map[string]string) {
 	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +165,7 @@ func TestPipelinesAgainstTF(t *testing.T) {
 	if err := json.Unmarshal(raw, &cases); err != nil {
 		t.Fatal(err)
 	}
-	if len(cases) < 18 {
+	if len(cases) < 19 {
 		t.Fatalf("%d cases", len(cases))
 	}
 	for _, c := range cases {
@@ -144,7 +182,7 @@ func TestPipelinesAgainstTF(t *testing.T) {
 			if _, err := g.Import(gd, nil); err != nil {
 				t.Fatal(err)
 			}
-			s, err := session.New(g, &session.Options{Env: map[string]string{"MSTREAM_DEVICE": "cpu"}})
+			s, err := session.New(g, &session.Options{Env: env})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,15 +46,19 @@ def enc(v):
 cases = []
 
 
-def case(name, build, feeds=None, files=()):
+def case(name, build, feeds=None, consume=None):
     """build() makes the pipeline in a fresh graph and returns (iterator,
     initializable); feeds maps placeholder names to values for the
-    initializer (a file name is a path relative to out)."""
+    initializer (a file name is a path relative to out); consume, given
+    get_next's outputs, adds a computation on them whose outputs are fetched
+    with them (in a GPU session, GPU kernels reading the host pipeline)."""
     g = tf.Graph()
     with g.as_default():
         it, init = build()
         nxt = it.get_next()
         nxt = list(nxt) if isinstance(nxt, (tuple, list)) else [nxt]
+        if consume:
+            nxt += consume(*nxt)
     gd = g.as_graph_def()
     with open(os.path.join(out, name + ".pbtxt"), "w") as f:
         f.write(str(gd))
@@ -116,6 +120,9 @@ case("zip_skip_take_concat", one_shot(lambda: D.zip((D.range(n), D.range(100, 10
 vec = rng.standard_normal(4).astype(np.float32)
 case("from_tensors_repeat_capture", one_shot(lambda: D.from_tensors(tf.constant(vec)).repeat(3)
                                              .map(lambda v: v * tf.constant(vec) + 1.0)))
+w = rng.standard_normal((4, 3)).astype(np.float32)
+case("batch_matmul_step", one_shot(lambda: D.range(n * 4).map(lambda x: tf.fill([4], tf.cast(x, tf.float32) / 8)).batch(5).prefetch(1)),
+     consume=lambda x: [tf.nn.relu(tf.matmul(x, tf.constant(w)))])
 case("parallel_map_prefetch", one_shot(lambda: D.range(n * 3).map(lambda x: tf.square(x) - k, num_parallel_calls=4).prefetch(2)))
 case("map_cond_while", one_shot(lambda: D.range(n).map(
     lambda x: tf.while_loop(lambda i, a: i < x, lambda i, a: (i + 1, a + i), (tf.constant(0, tf.int64), tf.constant(0, tf.int64)))[1])))
