@@ -115,6 +115,7 @@ SMOKE = {
     "go run ./bench/models/ab": ("", [("-rounds 30", "-rounds 1"), ("-iters 5", "-iters 1")]),
     "go test -run '^$' -bench BenchmarkReplay": ("", [("-benchtime 200000x", "-benchtime 100x"), ("-count 5", "-count 1")]),
     "sh bench/gpu/package.sh": ("", []),
+    "bench/data/run.sh": ("STEPS=2", []),
 }
 
 
