@@ -28,11 +28,14 @@ type jsonTensor struct {
 }
 
 type tfCase struct {
-	Name   string                `json:"name"`
-	Init   string                `json:"init"`
-	Feeds  map[string]jsonTensor `json:"feeds"`
-	Next   []string              `json:"next"`
-	Passes []struct {
+	Name  string                `json:"name"`
+	Init  string                `json:"init"`
+	Feeds map[string]jsonTensor `json:"feeds"`
+	Next  []string              `json:"next"`
+	// A TF2 function's graph: Fetch run once per Results entry.
+	Fetch   []string       `json:"fetch"`
+	Results [][]jsonTensor `json:"results"`
+	Passes  []struct {
 		Elements [][]jsonTensor `json:"elements"`
 		End      struct {
 			Code    int    `json:"code"`
@@ -165,7 +168,7 @@ func runCases(t *testing.T, dir string, env map[string]string) {
 	if err := json.Unmarshal(raw, &cases); err != nil {
 		t.Fatal(err)
 	}
-	if len(cases) < 19 {
+	if len(cases) < 20 {
 		t.Fatalf("%d cases", len(cases))
 	}
 	for _, c := range cases {
@@ -187,6 +190,10 @@ func runCases(t *testing.T, dir string, env map[string]string) {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			if len(c.Fetch) > 0 {
+				runFetches(t, s, g, c)
+				return
+			}
 			var next []graph.Output
 			for _, name := range c.Next {
 				id, err := graph.ParseTensorID(name)
@@ -229,6 +236,36 @@ func runCases(t *testing.T, dir string, env map[string]string) {
 				}
 			}
 		})
+	}
+}
+
+func outputs(t *testing.T, g *graph.Graph, names []string) []graph.Output {
+	t.Helper()
+	var outs []graph.Output
+	for _, name := range names {
+		id, err := graph.ParseTensorID(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, g.Lookup(id.Name).Output(id.Index))
+	}
+	return outs
+}
+
+// runFetches runs a TF2 case: each Run makes its own anonymous iterator,
+// so every Run gives TF's first elements again.
+func runFetches(t *testing.T, s *session.Session, g *graph.Graph, c tfCase) {
+	fetch := outputs(t, g, c.Fetch)
+	for r, want := range c.Results {
+		got, _, err := s.Run(nil, nil, fetch, nil)
+		if err != nil {
+			t.Fatalf("run %d: %v", r, err)
+		}
+		for j, w := range want {
+			if wt := fromJSON(t, w); !same(got[j], wt) {
+				t.Fatalf("run %d output %d: got %s, TF %s", r, j, show(got[j]), show(wt))
+			}
+		}
 	}
 }
 

@@ -38,6 +38,24 @@ func registerIterators() {
 			}), nil
 		})
 	}
+	// Seed generators (TF2's shuffle): ShuffleDatasetV3 keeps a generator
+	// of its own made from its seed inputs and reshuffle attr, which is
+	// what TF does when the handle names no generator (a
+	// DummySeedGenerator's); these ops only hand out a handle.
+	for _, op := range []string{"DummySeedGenerator", "AnonymousSeedGenerator"} {
+		register(op, func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
+			return kernels.KernelFunc(func(ctx *kernels.Context) error {
+				ctx.SetOutput(0, resource.Handle{Name: n.Op, Kind: "N10tensorflow4data13SeedGeneratorE"}.Tensor())
+				if len(n.OutTypes) > 1 {
+					ctx.SetOutput(1, tensor.New(tensor.Variant, tensor.Shape{}))
+				}
+				return nil
+			}), nil
+		})
+	}
+	register("DeleteSeedGenerator", func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(*kernels.Context) error { return nil }), nil
+	})
 	register("MakeIterator", func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
 			d, err := inputDataset(ctx, 0)

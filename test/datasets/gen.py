@@ -24,7 +24,6 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-tf.compat.v1.disable_eager_execution()
 here = os.path.dirname(os.path.abspath(__file__))
 out = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else here
 os.makedirs(out, exist_ok=True)
@@ -155,6 +154,32 @@ case("tfrecord_bad", initializable(lambda: tf.data.TFRecordDataset(files())),
      feeds={"files": np.array([b"bad.tfrecord"])})
 case("missing_file", initializable(lambda: tf.data.TextLineDataset(files())),
      feeds={"files": np.array([b"no_such_file.txt"])})
+
+
+
+def tf2_case(name, fn, runs=2):
+    """The graph of a TF2 tf.function that builds its dataset and iterates
+    it (AnonymousIteratorV3, DummySeedGenerator, ShuffleDatasetV3), run by a
+    v1 session: each Run makes a new iterator."""
+    cf = tf.function(fn).get_concrete_function()
+    gd = cf.graph.as_graph_def()
+    with open(os.path.join(out, name + ".pbtxt"), "w") as f:
+        f.write(str(gd))
+    fetches = [t.name for t in cf.outputs]
+    g = tf.Graph()
+    with g.as_default():
+        tf.import_graph_def(gd, name="")
+    with tf.compat.v1.Session(graph=g) as s:
+        results = [[enc(x) for x in s.run(fetches)] for _ in range(runs)]
+    cases.append({"name": name, "fetch": fetches, "results": results})
+
+
+def tf2_shuffle():
+    it = iter(D.range(n * 2).shuffle(5, seed=seed).batch(3))
+    return next(it), next(it), next(it)
+
+
+tf2_case("tf2_anonymous_iterator", tf2_shuffle)
 
 with open(os.path.join(out, "cases.json"), "w") as f:
     json.dump(cases, f, indent=1)
