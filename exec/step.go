@@ -327,7 +327,9 @@ func (s *step) compute(i int) error {
 		bytes, allocName = k.alloc.bytes, k.alloc.g.Alloc.Name()
 	} else {
 		for _, t := range outs {
-			bytes += t.ByteSize()
+			if t != nil { // a Switch's dead side
+				bytes += t.ByteSize()
+			}
 		}
 	}
 	s.record(pn, start, bytes, allocName)
