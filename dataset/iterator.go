@@ -55,6 +55,9 @@ func (r *iteratorRes) next() ([]*tensor.Tensor, error) {
 // close ends the resource's pass (DeleteIterator).
 func (r *iteratorRes) close() { r.set(nil) }
 
+// Close ends the pass when the session closes (resource.Closer).
+func (r *iteratorRes) Close() { r.close() }
+
 // lookupIterator is the iterator resource a DT_RESOURCE handle names.
 func lookupIterator(rm *resource.Manager, t *tensor.Tensor) (*iteratorRes, error) {
 	h, err := resource.FromTensor(t)

@@ -118,6 +118,27 @@ func (m *Manager) Delete(c, name, kind string) error {
 	return nil
 }
 
+// Closer is a resource that holds more than memory (an iterator's
+// prefetch goroutine, an open file): Close releases it.
+type Closer interface {
+	Close()
+}
+
+// Close empties the manager and closes every resource that is a Closer:
+// the session that owned it is over, as TF's ResourceMgr dies with its
+// session's devices.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	old := m.m
+	m.m = map[key]Resource{}
+	m.mu.Unlock()
+	for _, r := range old {
+		if c, ok := r.(Closer); ok {
+			c.Close()
+		}
+	}
+}
+
 // Len is the number of resources held (tests).
 func (m *Manager) Len() int {
 	m.mu.Lock()

@@ -139,3 +139,21 @@ func TestUpdateAllHammer(t *testing.T) {
 		t.Errorf("a=%v b=%v after %d updates", x, y, writers*steps)
 	}
 }
+
+type closing struct{ closed *int }
+
+func (closing) Kind() string { return "closing" }
+func (c closing) Close()     { *c.closed++ }
+
+// TestManagerClose: Close empties the manager and closes each Closer once.
+func TestManagerClose(t *testing.T) {
+	m := NewManager()
+	n := 0
+	m.Create("", "a", closing{&n})
+	m.Create("", "b", closing{&n})
+	m.Create("", "v", NewVar(tensor.Float, "v"))
+	m.Close()
+	if n != 2 || m.Len() != 0 {
+		t.Errorf("closed %d, %d left", n, m.Len())
+	}
+}

@@ -552,6 +552,7 @@ func (s *Session) close() error {
 	st.closeGraphs()
 	st.set.Close()
 	st.closePools()
+	st.resources.Close() // stops iterators' prefetch goroutines
 	if st.env.Trace != "" {
 		if err := st.rec.WriteFile(st.env.Trace); err != nil {
 			return status.Errorf(status.Internal, "MSTREAM_TRACE=%q: writing the trace: %v", st.env.Trace, err)
