@@ -1,8 +1,11 @@
 package dataset_test
 
 import (
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"mstream/graph"
 	"mstream/proto/tfpb"
@@ -99,4 +102,48 @@ func TestConcurrentGetNext(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCloseStopsPrefetch: closing a session whose iterator has a prefetch
+// goroutine running ahead (AUTOTUNE buffer, an endless input) stops that
+// goroutine: the session's resources close with it.
+func TestCloseStopsPrefetch(t *testing.T) {
+	g := graph.New()
+	rng := build(t, g, "RangeDataset", "range", []graph.Output{constI64(t, g, "start", 0), constI64(t, g, "stop", 1<<62), constI64(t, g, "step", 1)}, elemAttrs())
+	pre := build(t, g, "PrefetchDataset", "prefetch", []graph.Output{rng.Output(0), constI64(t, g, "depth", -1)}, elemAttrs())
+	itAttrs := elemAttrs()
+	itAttrs["shared_name"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte("")}}
+	itAttrs["container"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte("")}}
+	it := build(t, g, "IteratorV2", "it", nil, itAttrs)
+	mk := build(t, g, "MakeIterator", "init", []graph.Output{pre.Output(0), it.Output(0)}, nil)
+	next := build(t, g, "IteratorGetNext", "next", []graph.Output{it.Output(0)}, elemAttrs())
+	s, err := session.New(g, &session.Options{Env: map[string]string{"MSTREAM_DEVICE": "cpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Run(nil, nil, nil, []*graph.Node{mk}); err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(0); i < 50; i++ {
+		out, _, err := s.Run(nil, nil, []graph.Output{next.Output(0)}, nil)
+		if err != nil || out[0].I64()[0] != i {
+			t.Fatalf("element %d: %v %v", i, out, err)
+		}
+	}
+	if !prefetching() {
+		t.Fatal("no prefetch goroutine while the session is open")
+	}
+	s.Close()
+	for i := 0; prefetching(); i++ {
+		if i == 500 {
+			t.Fatal("the prefetch goroutine outlived its session")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// prefetching says whether a prefetch goroutine is alive in the process.
+func prefetching() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "dataset.(*prefetchIt).fill")
 }

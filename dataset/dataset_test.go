@@ -36,12 +36,25 @@ type tfCase struct {
 	Fetch   []string       `json:"fetch"`
 	Results [][]jsonTensor `json:"results"`
 	Passes  []struct {
-		Elements [][]jsonTensor `json:"elements"`
-		End      struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"end"`
+		// Elements are each a list of components or {"error": tfError}.
+		Elements []json.RawMessage `json:"elements"`
+		End      tfError           `json:"end"`
 	} `json:"passes"`
+}
+
+type tfError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// checkErr checks that err is TF's error: its code, and the start of its
+// message (firstWords).
+func checkErr(t *testing.T, what string, err error, want tfError) {
+	t.Helper()
+	code := status.CodeOf(err)
+	if int(code) != want.Code || !strings.Contains(err.Error(), firstWords(want.Message)) {
+		t.Errorf("%s: got %v (code %d), TF code %d %q", what, err, code, want.Code, want.Message)
+	}
 }
 
 var dtypes = map[string]tensor.DType{"int64": tensor.Int64, "int32": tensor.Int32, "float32": tensor.Float,
@@ -168,7 +181,7 @@ func runCases(t *testing.T, dir string, env map[string]string) {
 	if err := json.Unmarshal(raw, &cases); err != nil {
 		t.Fatal(err)
 	}
-	if len(cases) < 20 {
+	if len(cases) < 21 {
 		t.Fatalf("%d cases", len(cases))
 	}
 	for _, c := range cases {
@@ -218,10 +231,21 @@ func runCases(t *testing.T, dir string, env map[string]string) {
 						t.Fatalf("pass %d: init: %v", p, err)
 					}
 				}
-				for i, want := range pass.Elements {
+				for i, raw := range pass.Elements {
 					got, _, err := s.Run(nil, nil, next, nil)
+					var failed struct {
+						Error *tfError `json:"error"`
+					}
+					if json.Unmarshal(raw, &failed) == nil && failed.Error != nil {
+						checkErr(t, fmt.Sprintf("pass %d element %d", p, i), err, *failed.Error)
+						continue
+					}
 					if err != nil {
 						t.Fatalf("pass %d element %d: %v", p, i, err)
+					}
+					var want []jsonTensor
+					if err := json.Unmarshal(raw, &want); err != nil {
+						t.Fatal(err)
 					}
 					for j, w := range want {
 						if wt := fromJSON(t, w); !same(got[j], wt) {
@@ -230,10 +254,7 @@ func runCases(t *testing.T, dir string, env map[string]string) {
 					}
 				}
 				_, _, err := s.Run(nil, nil, next, nil)
-				code := status.CodeOf(err)
-				if int(code) != pass.End.Code || !strings.Contains(err.Error(), firstWords(pass.End.Message)) {
-					t.Errorf("pass %d end: got %v (code %d), TF code %d %q", p, err, code, pass.End.Code, pass.End.Message)
-				}
+				checkErr(t, fmt.Sprintf("pass %d end", p), err, pass.End)
 			}
 		})
 	}

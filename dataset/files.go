@@ -47,7 +47,6 @@ type fileIt struct {
 
 func (it *fileIt) open() error {
 	it.name = it.d.files[it.i]
-	it.i++
 	f, err := os.Open(it.name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -66,6 +65,9 @@ func (it *fileIt) open() error {
 		f.Close()
 		return status.Errorf(status.DataLoss, "%s: %s stream: %v", it.name, it.d.compression, err)
 	}
+	// A file that fails to open is tried again by the next call, as TF's
+	// readers do; one that opened is done with once it ends or fails.
+	it.i++
 	it.f, it.r, it.offset = f, bufio.NewReaderSize(r, 256<<10), 0
 	return nil
 }

@@ -10,7 +10,9 @@ a function of the library, filter, batch, padded_batch, shuffle with a
 seed, repeat, take, skip, zip, concatenate, prefetch, parallel map,
 TextLineDataset and TFRecordDataset over files TF writes here). For each
 case TF runs: the initializer (with its feeds) when there is one, then
-get_next until OUT_OF_RANGE, twice for an initializable iterator (the
+get_next until OUT_OF_RANGE (an element's error is recorded and the
+iterator read on, as a training loop that skips bad elements does; three
+errors in a row end the pass), twice for an initializable iterator (the
 second pass after initializing again). Every element, and the final error's
 code and message, go into cases.json with the GraphDef (<case>.pbtxt).
 dataset/dataset_test.go runs the same graphs through mstream and compares,
@@ -69,14 +71,19 @@ def case(name, build, feeds=None, consume=None):
             for _ in range(2 if init else 1):
                 if init:
                     s.run(it.initializer, {g.get_tensor_by_name(k + ":0"): v for k, v in (feeds or {}).items()})
-                elems = []
+                elems, errors = [], 0
                 while True:
                     try:
                         elems.append([enc(x) for x in s.run(nxt)])
+                        errors = 0
                     except tf.errors.OpError as e:
                         msg = [l for l in e.message.strip().split("\n") if not l.startswith("\t [[")]
                         end = {"code": e.error_code, "message": msg[-1]}
-                        break
+                        errors += 1
+                        if e.error_code == tf.errors.OUT_OF_RANGE or errors == 3:
+                            break
+                        # An element's error: the iterator goes on.
+                        elems.append({"error": end})
                 passes.append({"elements": elems, "end": end})
     finally:
         os.chdir(cwd)
@@ -125,6 +132,12 @@ case("batch_matmul_step", one_shot(lambda: D.range(n * 4).map(lambda x: tf.fill(
 case("parallel_map_prefetch", one_shot(lambda: D.range(n * 3).map(lambda x: tf.square(x) - k, num_parallel_calls=4).prefetch(2)))
 case("map_cond_while", one_shot(lambda: D.range(n).map(
     lambda x: tf.while_loop(lambda i, a: i < x, lambda i, a: (i + 1, a + i), (tf.constant(0, tf.int64), tf.constant(0, tf.int64)))[1])))
+def checked(x):
+    with tf.control_dependencies([tf.debugging.assert_less(x % 5, tf.constant(4, tf.int64), message="x % 5 is 4")]):
+        return x * 10
+
+
+case("map_error", one_shot(lambda: D.range(-3, n).map(checked)))
 case("take_all_skip_all", one_shot(lambda: D.range(n).skip(-1).concatenate(D.range(4).take(-1))))
 
 # Files written by TF: text lines and TFRecords, read with file names fed.
