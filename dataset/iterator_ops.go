@@ -8,6 +8,15 @@ import (
 	"mstream/tensor"
 )
 
+// elemTypes is an iterator op's output_types attr: its elements' dtypes.
+func elemTypes(n *graph.Node) []tensor.DType {
+	var ts []tensor.DType
+	for _, t := range n.Attrs["output_types"].GetList().GetType() {
+		ts = append(ts, tensor.DType(t))
+	}
+	return ts
+}
+
 func handleOf(container, name string) *tensor.Tensor {
 	return resource.Handle{Container: container, Name: name, Kind: Kind}.Tensor()
 }
@@ -17,7 +26,7 @@ func registerIterators() {
 		register(op, func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
 			c, name := iteratorName(n)
 			return kernels.KernelFunc(func(ctx *kernels.Context) error {
-				b.Resources.LookupOrCreate(c, name, Kind, func() resource.Resource { return &iteratorRes{types: n.OutTypes} })
+				b.Resources.LookupOrCreate(c, name, Kind, func() resource.Resource { return &iteratorRes{types: elemTypes(n)} })
 				ctx.SetOutput(0, handleOf(c, name))
 				return nil
 			}), nil
@@ -81,7 +90,7 @@ func registerIterators() {
 		}
 		c, name := iteratorName(n)
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
-			r := b.Resources.LookupOrCreate(c, name, Kind, func() resource.Resource { return &iteratorRes{types: n.OutTypes} }).(*iteratorRes)
+			r := b.Resources.LookupOrCreate(c, name, Kind, func() resource.Resource { return &iteratorRes{types: elemTypes(n)} }).(*iteratorRes)
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			if !r.made { // the first use runs the factory, once per session
