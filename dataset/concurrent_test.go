@@ -1,6 +1,7 @@
 package dataset_test
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -146,4 +147,56 @@ func TestCloseStopsPrefetch(t *testing.T) {
 func prefetching() bool {
 	buf := make([]byte, 1<<20)
 	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "dataset.(*prefetchIt).fill")
+}
+
+// TestWrappersPassThrough: the OptimizeDataset(V2) and ModelDataset that TF
+// wraps a pipeline in change nothing it yields: a range read through them
+// (and IteratorGetNextSync) gives what the bare range gives.
+func TestWrappersPassThrough(t *testing.T) {
+	g := graph.New()
+	rng := build(t, g, "RangeDataset", "range", []graph.Output{constI64(t, g, "start", 3), constI64(t, g, "stop", 40), constI64(t, g, "step", 7)}, elemAttrs())
+	strs := func(name string) graph.Output {
+		return build(t, g, "Const", name, nil, map[string]*tfpb.AttrValue{
+			"dtype": {Value: &tfpb.AttrValue_Type{Type: tfpb.DataType(tensor.String)}},
+			"value": {Value: &tfpb.AttrValue_Tensor{Tensor: tensor.ToProto(tensor.New(tensor.String, tensor.Shape{0}))}},
+		}).Output(0)
+	}
+	opt := build(t, g, "OptimizeDataset", "opt", []graph.Output{rng.Output(0), strs("o1")}, elemAttrs())
+	opt2 := build(t, g, "OptimizeDatasetV2", "opt2", []graph.Output{opt.Output(0), strs("o2"), strs("o3"), strs("o4")}, elemAttrs())
+	model := build(t, g, "ModelDataset", "model", []graph.Output{opt2.Output(0)}, elemAttrs())
+	s, err := session.New(g, &session.Options{Env: map[string]string{"MSTREAM_DEVICE": "cpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	read := func(ds *graph.Node, sync bool) []int64 {
+		itAttrs := elemAttrs()
+		itAttrs["shared_name"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte("")}}
+		itAttrs["container"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte("")}}
+		it := build(t, g, "IteratorV2", ds.Name+"/it", nil, itAttrs)
+		mk := build(t, g, "MakeIterator", ds.Name+"/init", []graph.Output{ds.Output(0), it.Output(0)}, nil)
+		op := "IteratorGetNext"
+		if sync {
+			op = "IteratorGetNextSync"
+		}
+		next := build(t, g, op, ds.Name+"/next", []graph.Output{it.Output(0)}, elemAttrs())
+		if _, _, err := s.Run(nil, nil, nil, []*graph.Node{mk}); err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for {
+			out, _, err := s.Run(nil, nil, []graph.Output{next.Output(0)}, nil)
+			if status.CodeOf(err) == status.OutOfRange {
+				return got
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, out[0].I64()[0])
+		}
+	}
+	want, got := read(rng, false), read(model, true)
+	if len(want) != 6 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("through the wrappers %v, the range %v", got, want)
+	}
 }
