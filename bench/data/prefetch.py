@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-MAP_DEPTH = 12
-STEP_DEPTH = 24
+MAP_DEPTH = 48
+STEP_DEPTH = 16
 
 
 def gen(out):
