@@ -49,6 +49,43 @@ func newTensor(lim hostmem.Limit, dt tensor.DType, shape tensor.Shape) (*tensor.
 	return tensor.New(dt, shape), nil //mstream:bounded lim.Check above
 }
 
+// sizeOf is what an element holds: its components' data and headers.
+func sizeOf(e []*tensor.Tensor) int64 {
+	var n int64
+	for _, t := range e {
+		n += 64
+		switch {
+		case t.DType.InStrs():
+			n += t.ByteSize() + int64(len(t.Strs))*tensor.StringElemBytes
+		case t.DType == tensor.Variant:
+			n += int64(len(t.Vars)) * 16
+		default:
+			n += int64(len(t.Buf))
+		}
+	}
+	return n
+}
+
+// budget counts the bytes of the elements a transformation holds at once
+// (a batch being gathered, a shuffle or prefetch buffer) against a Limit,
+// so that a buffer sized by the graph fails with RESOURCE_EXHAUSTED
+// naming what filled it, rather than the process running out of memory.
+type budget struct {
+	lim  hostmem.Limit
+	what string
+	used int64
+}
+
+func (b *budget) take(e []*tensor.Tensor) error {
+	b.used += sizeOf(e)
+	if max := b.lim.Max(); b.used > max {
+		return status.Errorf(status.ResourceExhausted, "%s: the elements held are more than the %d bytes allocator %s may give", b.what, max, b.lim.Name())
+	}
+	return nil
+}
+
+func (b *budget) give(e []*tensor.Tensor) { b.used -= sizeOf(e) }
+
 // own copies t into memory of its own: a kernel's input buffer belongs to
 // the step that made it and is reused after it, while a dataset keeps its
 // tensors for as long as it lives. Strings and variants hold no such

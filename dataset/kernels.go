@@ -246,7 +246,7 @@ func init() {
 			if v[0] <= 0 {
 				return nil, status.InvalidArg("buffer_size must be greater than zero.")
 			}
-			return newShuffleDS(in, v[0], v[1], v[2], attrBool(ctx.Node, "reshuffle_each_iteration")), nil
+			return newShuffleDS(in, v[0], v[1], v[2], attrBool(ctx.Node, "reshuffle_each_iteration"), ctx.Limit), nil
 		})
 	}
 	source("PrefetchDataset", func(ctx *kernels.Context) (Dataset, error) {
@@ -261,7 +261,7 @@ func init() {
 		if size < -1 {
 			return nil, status.InvalidArg("buffer_size must be >= 0 or set buffer_size to be AUTOTUNE.")
 		}
-		return &prefetchDS{in: in, size: size}, nil
+		return &prefetchDS{in: in, size: size, lim: ctx.Limit}, nil
 	})
 	source("ZipDataset", func(ctx *kernels.Context) (Dataset, error) {
 		d := &zipDS{}

@@ -3,6 +3,7 @@ package dataset
 import (
 	"sync"
 
+	"mstream/hostmem"
 	"mstream/tensor"
 )
 
@@ -13,6 +14,7 @@ import (
 type prefetchDS struct {
 	in   Dataset
 	size int64
+	lim  hostmem.Limit
 }
 
 // maxAutotune bounds an autotuned buffer, standing for the RAM budget TF's
@@ -27,7 +29,7 @@ func (d *prefetchDS) Iterate() (Iterator, error) {
 	if d.size == 0 {
 		return in, nil
 	}
-	it := &prefetchIt{in: in, limit: d.size, auto: d.size < 0}
+	it := &prefetchIt{in: in, limit: d.size, auto: d.size < 0, held: budget{lim: d.lim, what: "prefetch buffer"}}
 	if it.auto {
 		it.limit = 1
 	}
@@ -52,6 +54,7 @@ type prefetchIt struct {
 	buf   []item
 	limit int64
 	auto  bool
+	held  budget
 	done  bool // the input ended: nothing more is produced
 	stop  bool // Close was called
 	wg    sync.WaitGroup
@@ -73,6 +76,13 @@ func (it *prefetchIt) fill() {
 		it.mu.Unlock()
 		e, end, err := it.in.Next()
 		it.mu.Lock()
+		if err == nil && !end {
+			if err = it.held.take(e); err != nil {
+				e, end = nil, true // the error, then the end: the buffer stops here
+				it.buf = append(it.buf, item{err: err})
+				err = nil
+			}
+		}
 		it.buf = append(it.buf, item{e, end, err})
 		it.done = end
 		it.cond.Broadcast()
@@ -99,6 +109,7 @@ func (it *prefetchIt) Next() ([]*tensor.Tensor, bool, error) {
 	}
 	it.buf[0] = item{}
 	it.buf = it.buf[1:]
+	it.held.give(x.elem)
 	it.cond.Broadcast()
 	return x.elem, false, x.err
 }

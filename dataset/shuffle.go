@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sync"
 
+	"mstream/hostmem"
 	"mstream/tensor"
 )
 
@@ -19,16 +20,17 @@ type shuffleDS struct {
 	in        Dataset
 	size      int64
 	reshuffle bool
+	lim       hostmem.Limit
 
 	mu  sync.Mutex
 	gen philox // the seed generator (reshuffle only)
 }
 
-func newShuffleDS(in Dataset, size, seed, seed2 int64, reshuffle bool) *shuffleDS {
+func newShuffleDS(in Dataset, size, seed, seed2 int64, reshuffle bool, lim hostmem.Limit) *shuffleDS {
 	if seed == 0 && seed2 == 0 {
 		seed, seed2 = randomSeed(), randomSeed()
 	}
-	d := &shuffleDS{in: in, size: size, reshuffle: reshuffle}
+	d := &shuffleDS{in: in, size: size, reshuffle: reshuffle, lim: lim}
 	d.gen = newPhilox(seed, seed2)
 	return d
 }
@@ -52,7 +54,7 @@ func (d *shuffleDS) Iterate() (Iterator, error) {
 		return nil, err
 	}
 	s, s2 := d.seeds()
-	return &shuffleIt{d: d, in: in, rng: newPhilox(s, s2)}, nil
+	return &shuffleIt{d: d, in: in, rng: newPhilox(s, s2), held: budget{lim: d.lim, what: "shuffle buffer"}}, nil
 }
 
 // shuffleIt keeps TF's ring buffer: elements enter at the ring's end and
@@ -65,6 +67,7 @@ type shuffleIt struct {
 	buf        [][]*tensor.Tensor
 	start, end int64 // ring positions: buf[pos % size]
 	inputDone  bool
+	held       budget
 }
 
 func (it *shuffleIt) Next() ([]*tensor.Tensor, bool, error) {
@@ -77,6 +80,9 @@ func (it *shuffleIt) Next() ([]*tensor.Tensor, bool, error) {
 			it.inputDone = true
 			break
 		}
+		if err := it.held.take(e); err != nil {
+			return nil, false, err
+		}
 		*it.slot(it.end) = e
 		it.end++
 	}
@@ -86,6 +92,7 @@ func (it *shuffleIt) Next() ([]*tensor.Tensor, bool, error) {
 	off := int64(uint64(it.rng.next()) % uint64(it.end-it.start))
 	a, b := it.slot(it.start+off), it.slot(it.start)
 	out := *a
+	it.held.give(out)
 	*a, *b = *b, nil
 	it.start++
 	return out, false, nil

@@ -39,6 +39,7 @@ func (it *batchIt) Next() ([]*tensor.Tensor, bool, error) {
 		return nil, true, nil
 	}
 	var elems [][]*tensor.Tensor
+	held := budget{lim: it.d.lim, what: "batch"}
 	for int64(len(elems)) < it.d.size {
 		e, end, err := it.in.Next()
 		if err != nil {
@@ -47,6 +48,9 @@ func (it *batchIt) Next() ([]*tensor.Tensor, bool, error) {
 		if end {
 			it.end = true
 			break
+		}
+		if err := held.take(e); err != nil {
+			return nil, false, err
 		}
 		elems = append(elems, e)
 	}
