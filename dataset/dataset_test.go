@@ -32,6 +32,9 @@ type tfCase struct {
 	Init  string                `json:"init"`
 	Feeds map[string]jsonTensor `json:"feeds"`
 	Next  []string              `json:"next"`
+	// Shapes are TF's static shapes of Next: dims (nil unknown), nil for
+	// an unknown rank.
+	Shapes [][]*int64 `json:"shapes"`
 	// A TF2 function's graph: Fetch run once per Results entry.
 	Fetch   []string       `json:"fetch"`
 	Results [][]jsonTensor `json:"results"`
@@ -214,6 +217,23 @@ func runCases(t *testing.T, dir string, env map[string]string) {
 					t.Fatal(err)
 				}
 				next = append(next, g.Lookup(id.Name).Output(id.Index))
+			}
+			for i, o := range next {
+				if i >= len(c.Shapes) {
+					break
+				}
+				got, want := g.TensorShape(o), c.Shapes[i]
+				ok := got.Known == (want != nil) && len(got.Dims) == len(want)
+				for d := 0; ok && d < len(want); d++ {
+					w := int64(-1)
+					if want[d] != nil {
+						w = *want[d]
+					}
+					ok = got.Dims[d] == w
+				}
+				if !ok {
+					t.Errorf("static shape of %s: %v, TF's %v", c.Next[i], got, want)
+				}
 			}
 			var feeds []session.Feed
 			for name, v := range c.Feeds {

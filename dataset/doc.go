@@ -44,7 +44,11 @@
 //     naming the file and the record's offset, a missing file NOT_FOUND
 //     naming it. An element's error fails that element's GetNext only.
 //   - Every allocation sized by data (batches, slices, records, lines) is
-//     checked against the creating kernel's hostmem.Limit first.
+//     checked against the creating kernel's hostmem.Limit first, and so are
+//     the elements a batch, shuffle or prefetch buffer holds at once.
+//   - Static shapes are TF's (shapes.go): datasets and handles are
+//     scalars, IteratorGetNext's outputs have its output_shapes.
+//   - A session's Close closes its iterator resources (resource.Closer).
 //
 // # Locking
 //

@@ -9,7 +9,9 @@
 // implements kernels.Stateful. No scheduler and no kernels.Context carries
 // it, so every scheduler sees the same resources without knowing of them.
 // A Manager is never shared by two sessions (TF's DirectSession makes its
-// devices, and so their ResourceMgr, per session).
+// devices, and so their ResourceMgr, per session); the session's Close
+// closes it, and with it every resource that holds more than memory
+// (a resource.Closer: tf.data's iterators and their prefetch goroutines).
 //
 // # Names
 //

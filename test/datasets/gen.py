@@ -92,6 +92,7 @@ def case(name, build, feeds=None, consume=None):
         "init": it.initializer.name if init else "",
         "feeds": {k: enc(v) for k, v in (feeds or {}).items()},
         "next": [t.name for t in nxt],
+        "shapes": [t.shape.as_list() if t.shape.rank is not None else None for t in nxt],
         "passes": passes,
     })
 
