@@ -13,12 +13,22 @@
 // launcher the groups call for: the device launcher for a GPU's streams
 // (device_step.go), host streams (streams.go) for host groups with
 // streams, and, for one host group without streams (the CPU's default),
-// the inter-op pool (step.go), its fast path: a step keeps per-node
-// pending counts and output slots, ready nodes run on the inter-op Pool,
-// and a worker that makes successors ready keeps one of them for itself
-// (no queue round trip down a chain) and hands the rest to the pool. The
-// three launchers share the frame driver, the tracker, the wait
-// reduction and the kernel call, but are still three loops over the plan.
+// the pool launcher (step.go's runPool), its fast path. A pool step's
+// state (pending counts, every node's input and output slots, the
+// caller's kernel context and output allocator, the tracker) is laid
+// out once and kept in the plan's pool between steps, so a warm step
+// allocates nothing per node but the kernels' outputs
+// (TestPoolStepAllocs). A node that becomes ready runs on the goroutine
+// that made it ready, the caller's first, unless it is expensive and
+// that goroutine has other work, when it goes to the inter-op Pool: as
+// in TF's executor, a node is expensive until measured and then while a
+// moving average of its kernel time is above about 3 us (costs.go;
+// constants, identities and control flow never are). A chain or a graph
+// of scalar ops so runs on the caller's goroutine without a hop, and
+// concurrent Runs each keep to their own goroutine until a node is worth
+// a second thread. The three launchers share the frame driver, the
+// tracker, the wait reduction and the kernel call, but are still three
+// loops over the plan.
 // The first kernel error cancels the step: nodes not yet started are
 // skipped and the error, naming the node, is returned.
 //

@@ -48,6 +48,12 @@ type tracker struct {
 	// hold, when set, replaces holder.HoldOn for buffers other streams
 	// still use (the GPU step holds on events instead of host callbacks).
 	hold func(free func(), others []device.Stream)
+	// recycle keeps the records of freed buffers in spare for the next
+	// ones (the pool step, whose tracker lives from step to step and
+	// whose frees are immediate: nothing refers to a record once its
+	// buffer is freed).
+	recycle bool
+	spare   []*buffer
 }
 
 func newTracker(h *tensorholder.Holder, streams []device.Stream) *tracker {
@@ -71,11 +77,30 @@ func (tr *tracker) add(t *tensor.Tensor, b *buffer) {
 	tr.mu.Unlock()
 }
 
+// newBuffer registers a new buffer viewed by t, at addr of alloc, its
+// record a spare one where the tracker recycles them.
+func (tr *tracker) newBuffer(t *tensor.Tensor, addr uint64, alloc *bfc.Allocator) *buffer {
+	k := key(t)
+	tr.mu.Lock()
+	var b *buffer
+	if n := len(tr.spare); n > 0 {
+		b = tr.spare[n-1]
+		tr.spare = tr.spare[:n-1]
+	} else {
+		b = new(buffer)
+	}
+	*b = buffer{k: k, addr: addr, alloc: alloc}
+	tr.bufs[k] = b
+	tr.mu.Unlock()
+	return b
+}
+
 // retire is the bookkeeping after a node ran on step stream cur (-1: no
 // stream): its outputs take their readers' references, its inputs give one
 // back each, and what it allocated but did not output goes back.
 func (tr *tracker) retire(outs []*tensor.Tensor, uses []int32, ins []*tensor.Tensor, fresh []*buffer, cur int) {
-	var free []*buffer
+	var fb [8]*buffer
+	free := fb[:0]
 	tr.mu.Lock()
 	for j, t := range outs {
 		if t == nil {
@@ -153,25 +178,19 @@ func (tr *tracker) dropLocked(b *buffer) *buffer {
 // release frees b once every stream other than cur that touched it has
 // passed its work so far.
 func (tr *tracker) release(b *buffer, cur int) {
-	free := func() {
-		if err := b.alloc.Free(b.addr); err != nil {
-			tr.mu.Lock()
-			if tr.err == nil {
-				tr.err = status.Errorf(status.Internal, "step buffer: %v", err)
-			}
-			tr.mu.Unlock()
-		}
-	}
 	var others []device.Stream
-	for _, u := range b.users {
-		if u != cur && tr.streams[u] != nil {
-			others = append(others, tr.streams[u])
+	if tr.holder != nil {
+		for _, u := range b.users {
+			if u != cur && tr.streams[u] != nil {
+				others = append(others, tr.streams[u])
+			}
 		}
 	}
-	if len(others) == 0 || tr.holder == nil {
-		free()
+	if len(others) == 0 {
+		tr.free(b)
 		return
 	}
+	free := func() { tr.free(b) }
 	if tr.hold != nil {
 		tr.hold(free, others)
 		return
@@ -179,12 +198,32 @@ func (tr *tracker) release(b *buffer, cur int) {
 	tr.holder.HoldOn(free, others)
 }
 
+func (tr *tracker) free(b *buffer) {
+	err := b.alloc.Free(b.addr)
+	if err == nil && !tr.recycle {
+		return
+	}
+	tr.mu.Lock()
+	if err != nil && tr.err == nil {
+		tr.err = status.Errorf(status.Internal, "step buffer: %v", err)
+	}
+	if tr.recycle {
+		*b = buffer{}
+		tr.spare = append(tr.spare, b)
+	}
+	tr.mu.Unlock()
+}
+
 // drain frees every buffer still held, after the step's streams have all
-// passed its work (the final event) or when there are no streams.
+// passed its work (the final event) or when there are no streams. The
+// tracker is empty afterwards, ready for another step.
 func (tr *tracker) drain() {
 	tr.mu.Lock()
-	bufs := tr.bufs
-	tr.bufs = map[uintptr]*buffer{}
+	bufs := make([]*buffer, 0, len(tr.bufs))
+	for _, b := range tr.bufs {
+		bufs = append(bufs, b)
+	}
+	clear(tr.bufs)
 	tr.mu.Unlock()
 	for _, b := range bufs {
 		b.users = nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"mstream/graph"
 	"mstream/kernels"
@@ -76,6 +77,11 @@ type Plan struct {
 	// (frames.go).
 	frames bool
 	fs     *frameStatic
+
+	// costs estimates each node's kernel time (costs.go); steps keeps
+	// the pool executor's per-step state between steps (runPool).
+	costs *costs
+	steps sync.Pool
 }
 
 // NumNodes is the number of nodes a step runs.
@@ -253,6 +259,7 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 	if err := p.bindState(g, pl.Resources); err != nil {
 		return nil, err
 	}
+	p.costs = newCosts(p)
 	return p, nil
 }
 

@@ -80,19 +80,41 @@ type Options struct {
 }
 
 type step struct {
-	plan     *Plan
-	rt       *Runtime
-	group    *groups.Group // Groups[0]; nil without groups
-	feeds    []*tensor.Tensor
-	pending  []int32
-	outputs  [][]*tensor.Tensor
-	left     atomic.Int32
-	failed   atomic.Bool
-	err      error
-	doneOnce sync.Once
-	done     chan struct{}
+	plan    *Plan
+	rt      *Runtime
+	group   *groups.Group // Groups[0]; nil without groups
+	feeds   []*tensor.Tensor
+	pending []int32
+	outputs [][]*tensor.Tensor // per node, a window of outFlat
+	insOf   [][]*tensor.Tensor // per node, a window of inFlat
+	left    atomic.Int32
+	failed  atomic.Bool
+	err     error
+	// finished is set once, by the worker that ran the last node or the
+	// first failure, which then puts the one token in signal.
+	finished atomic.Bool
+	signal   chan struct{}
 	ctx      context.Context
-	active   sync.WaitGroup // runFrom calls started or queued
+	active   sync.WaitGroup // tasks handed to the inter-op pool
+
+	// Per-node state, laid out once when the step state is made and
+	// reused by every step that takes it from the plan's pool: node i's
+	// inputs and outputs are windows of inFlat and outFlat, tasks[i] the
+	// pool task that runs it. main is the caller's worker.
+	inFlat  []*tensor.Tensor
+	outFlat []*tensor.Tensor
+	tasks   []func()
+	main    *worker
+	// constVal caches, per Const node, its value in constOf's constant
+	// store, which keeps it as long as the group lives: a step reads it
+	// without the store's lock.
+	constVal []*tensor.Tensor
+	constOf  *groups.Group
+	// measure says this step times its kernels (costs.go).
+	measure bool
+	view    device.HostAddressable
+	limit   hostmem.Limit
+	stream  device.Stream // the stream outputs are allocated for, or nil
 
 	mem   *tracker     // nil without a group
 	kstep kernels.Step // the step's temporary variables
@@ -130,9 +152,9 @@ func (b *traceBuf) step(run int64, group int) *trace.Step {
 // GPU) run on the device launcher (runDevice, device_step.go); host
 // groups with streams run each kernel as an item of its stream
 // (runStreams, streams.go); one host group without streams, or none, runs
-// on the inter-op pool, kernels on the caller's goroutine and Inter's
-// workers (the fast path of the CPU's default). A plan with dead tensors
-// or frames goes through the one frame driver (frames.go) on each.
+// on the caller's goroutine and, for nodes that cost enough, the inter-op
+// pool (runPool; the fast path of the CPU's default). A plan with dead
+// tensors or frames goes through the one frame driver (frames.go) on each.
 func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
@@ -153,42 +175,112 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 	if p.frames {
 		return p.runFrames(ctx, rt, group, feeds, opts)
 	}
-	s := &step{
-		plan:    p,
-		rt:      rt,
-		group:   group,
-		feeds:   feeds,
-		pending: make([]int32, len(p.nodes)),
-		outputs: make([][]*tensor.Tensor, len(p.nodes)),
-		done:    make(chan struct{}),
-		ctx:     ctx,
-		trace:   opts.Trace,
+	return p.runPool(ctx, rt, group, feeds, opts)
+}
+
+// newPoolStep lays out the per-node state of a pool step; the plan's pool
+// keeps it between steps.
+func (p *Plan) newPoolStep() *step {
+	s := &step{plan: p, signal: make(chan struct{}, 1)}
+	n := len(p.nodes)
+	var nin, nout int
+	for i := range p.nodes {
+		nin += len(p.nodes[i].inputs)
+		nout += len(p.nodes[i].node.OutTypes)
 	}
+	s.pending = make([]int32, n)
+	s.outputs = make([][]*tensor.Tensor, n)
+	s.insOf = make([][]*tensor.Tensor, n)
+	s.inFlat = make([]*tensor.Tensor, nin)
+	s.outFlat = make([]*tensor.Tensor, nout)
+	s.tasks = make([]func(), n)
+	s.constVal = make([]*tensor.Tensor, n)
+	s.main = newWorker()
+	s.main.stack = make([]int32, 0, len(p.roots))
+	nin, nout = 0, 0
+	for i := range p.nodes {
+		k := len(p.nodes[i].node.OutTypes)
+		s.outputs[i] = s.outFlat[nout : nout+k : nout+k]
+		nout += k
+		k = len(p.nodes[i].inputs)
+		s.insOf[i] = s.inFlat[nin : nin+k : nin+k]
+		nin += k
+		i := int32(i)
+		s.tasks[i] = func() { s.runTask(i) }
+	}
+	if p.deadness {
+		s.deadNode = make([]bool, n)
+	}
+	return s
+}
+
+// runPool runs a step of one host group without streams (or of none).
+// Every node that costs little (costs.go: a cost measured under TF's
+// threshold, or an op that never computes much) runs on the goroutine
+// that made it ready, the caller's first, from a stack of ready nodes; a
+// node that costs more, made ready beside other work, goes to the
+// inter-op pool. A chain, or a graph of scalar ops, so runs on the
+// caller's goroutine without a hop, and concurrent Runs each keep to
+// their own goroutine until a node is worth a second thread. The step's
+// state comes from the plan's pool: no allocation per node but the
+// kernel's own outputs.
+func (p *Plan) runPool(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	s, _ := p.steps.Get().(*step)
+	if s == nil {
+		s = p.newPoolStep()
+	}
+	s.rt, s.group, s.feeds, s.ctx, s.trace = rt, group, feeds, ctx, opts.Trace
+	s.measure = p.costs.measure()
 	if group != nil {
-		if _, ok := group.Device.Memory().(device.HostAddressable); !ok {
+		view, ok := group.Device.Memory().(device.HostAddressable)
+		if !ok {
+			p.steps.Put(s.reset())
 			return nil, nil, status.Errorf(status.Unimplemented, "device %s: the pool executor needs host-addressable memory", group.Device.Name())
 		}
-		s.mem = newTracker(nil, nil)
+		s.view = view
+		a := group.Alloc
+		s.limit = hostmem.Limit{Allocator: a.Name(), Bytes: int64(min(a.Limit(), 1<<62))}
+		s.stream = nil
+		if group.StreamAware {
+			s.stream = group.Compute
+		}
+		if s.mem == nil {
+			s.mem = newTracker(nil, nil)
+			s.mem.recycle = true
+		}
+		if s.constOf != group {
+			clear(s.constVal)
+			s.constOf = group
+		}
 	}
 	for i := range p.nodes {
 		s.pending[i] = p.nodes[i].npred
 	}
-	if p.deadness {
-		s.deadNode = make([]bool, len(p.nodes))
-	}
 	s.left.Store(int32(len(p.nodes)))
+	reuse := true
 	if len(p.nodes) > 0 {
-		// The caller's goroutine takes the first root; others go to the pool.
-		s.active.Add(len(p.roots))
-		for _, r := range p.roots[1:] {
-			r := r
-			rt.Inter.Submit(func() { s.runFrom(r) })
+		w := s.main
+		w.stack = w.stack[:0]
+		expensive := int32(-1)
+		for _, r := range p.roots {
+			var inline bool
+			if inline, expensive = s.ready(int32(r), expensive); inline {
+				w.stack = append(w.stack, int32(r))
+			}
 		}
-		s.runFrom(p.roots[0])
+		if expensive >= 0 {
+			w.stack = append(w.stack, expensive)
+		}
+		s.runLoop(w)
 		select {
-		case <-s.done:
+		case <-s.signal:
 		case <-ctx.Done():
 			s.fail(status.Errorf(status.Cancelled, "step cancelled: %v", ctx.Err()))
+			<-s.signal
+			// Kernels still running keep the step's state: only a step
+			// whose buffers must go back waits for them, and a state
+			// a cancelled step left is not reused.
+			reuse = false
 		}
 	}
 	var st *trace.Step
@@ -198,12 +290,21 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 			g = int(group.ID)
 		}
 		st = s.tr.step(opts.Run, g)
+		s.tr = traceBuf{}
 	}
-	if s.mem != nil {
-		// Kernels still running may write buffers: wait for them before
-		// anything goes back to the allocator.
+	if s.mem != nil || reuse {
+		// Kernels still running may write buffers, and a pool task may
+		// still be finishing (or, after a failure, yet to start and
+		// see it): wait for them before anything goes back to the
+		// allocator or the state to the plan's pool. Only a cancelled
+		// step without buffers returns at once, leaving its state.
 		s.active.Wait()
-		defer s.mem.drain()
+		defer func() {
+			if s.mem != nil {
+				s.mem.drain()
+			}
+			p.steps.Put(s.reset())
+		}()
 	}
 	if s.failed.Load() {
 		return nil, nil, s.err
@@ -234,48 +335,125 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 	return out, st, nil
 }
 
-func (s *step) fail(err error) {
-	s.doneOnce.Do(func() {
-		s.err = err
-		s.failed.Store(true)
-		close(s.done)
-	})
+// reset drops what a finished step referenced, so that the pooled state
+// keeps no tensor alive, and readies it for the next step.
+func (s *step) reset() *step {
+	clear(s.inFlat)
+	clear(s.outFlat)
+	s.main.reset()
+	clear(s.deadNode)
+	s.rt, s.group, s.feeds, s.ctx, s.view, s.stream = nil, nil, nil, nil, nil, nil
+	s.kstep.Reset()
+	s.err = nil
+	s.failed.Store(false)
+	s.finished.Store(false)
+	return s
 }
 
-// runFrom runs node i, then keeps running one newly ready successor on this
-// goroutine while handing the others to the pool.
-func (s *step) runFrom(i int) {
-	defer s.active.Done()
-	for i >= 0 {
-		if s.failed.Load() {
-			return
-		}
-		if err := s.compute(i); err != nil {
-			s.fail(err)
-			return
-		}
-		next := -1
-		for _, succ := range s.plan.nodes[i].succ {
-			if atomic.AddInt32(&s.pending[succ], -1) == 0 {
-				if next < 0 {
-					next = succ
-				} else {
-					succ := succ
-					s.active.Add(1)
-					s.rt.Inter.Submit(func() { s.runFrom(succ) })
-				}
-			}
-		}
-		if s.left.Add(-1) == 0 {
-			s.doneOnce.Do(func() { close(s.done) })
-		}
-		i = next
+func (s *step) fail(err error) {
+	if s.finished.CompareAndSwap(false, true) {
+		s.err = err
+		s.failed.Store(true)
+		s.signal <- struct{}{}
 	}
 }
 
-func (s *step) compute(i int) error {
+// ready files node i, just made ready, by cost: a cheap one runs on this
+// goroutine (inline); an expensive one is kept for this goroutine when it
+// would otherwise have nothing to do, and handed to the pool when this
+// goroutine has other work. keep is the expensive node kept so far
+// (-1: none); the result is the one kept now, which the caller runs
+// last. (TF's executor decides inline-or-pool the same way,
+// ScheduleReady.)
+func (s *step) ready(i, keep int32) (inline bool, kept int32) {
+	if !s.plan.costs.expensive(i) {
+		return true, keep
+	}
+	if keep >= 0 {
+		s.submit(keep)
+	}
+	return false, i
+}
+
+func (s *step) submit(i int32) {
+	s.active.Add(1)
+	s.rt.Inter.Submit(s.tasks[i])
+}
+
+// worker is what one goroutine running nodes of a step needs: a kernel
+// context and an output allocator it reuses node after node, and its
+// stack of ready nodes.
+type worker struct {
+	ctx     kernels.Context
+	alloc   outAlloc
+	allocFn func(tensor.DType, tensor.Shape) (*tensor.Tensor, error)
+	stack   []int32
+}
+
+func newWorker() *worker {
+	w := &worker{}
+	w.allocFn = w.alloc.allocate
+	return w
+}
+
+// reset drops the references the worker's last node left.
+func (w *worker) reset() {
+	w.ctx = kernels.Context{}
+	clear(w.alloc.fresh)
+	w.alloc.fresh = w.alloc.fresh[:0]
+	w.alloc.g, w.alloc.s, w.alloc.mem, w.alloc.view = nil, nil, nil, nil
+}
+
+func (s *step) runTask(i int32) {
+	defer s.active.Done()
+	w := newWorker()
+	w.stack = append(w.stack, i)
+	s.runLoop(w)
+}
+
+// runLoop runs the nodes on w's stack and every node they make ready that
+// ready keeps for this goroutine, last in first out (depth first, as a
+// chain runs).
+func (s *step) runLoop(w *worker) {
+	p := s.plan
+	stack := w.stack
+	defer func() { w.stack = stack[:0] }()
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if s.failed.Load() {
+			return
+		}
+		if err := s.compute(w, i); err != nil {
+			s.fail(err)
+			return
+		}
+		keep := int32(-1)
+		for _, succ := range p.nodes[i].succ {
+			if atomic.AddInt32(&s.pending[succ], -1) == 0 {
+				var inline bool
+				if inline, keep = s.ready(int32(succ), keep); inline {
+					stack = append(stack, int32(succ))
+				}
+			}
+		}
+		if keep >= 0 {
+			if len(stack) > 0 {
+				s.submit(keep)
+			} else {
+				stack = append(stack, keep)
+			}
+		}
+		if s.left.Add(-1) == 0 && s.finished.CompareAndSwap(false, true) {
+			s.signal <- struct{}{}
+		}
+	}
+}
+
+func (s *step) compute(w *worker, i int32) error {
 	pn := &s.plan.nodes[i]
-	ins := make([]*tensor.Tensor, len(pn.inputs))
+	ctx := &w.ctx
+	ins := s.insOf[i]
 	for j, r := range pn.inputs {
 		if r.Node < 0 {
 			ins[j] = s.feeds[r.Index]
@@ -284,7 +462,6 @@ func (s *step) compute(i int) error {
 		}
 	}
 	if s.deadNode != nil && isDead(pn, ins, s.deadNode) {
-		s.outputs[i] = make([]*tensor.Tensor, len(pn.node.OutTypes))
 		s.deadNode[i] = true
 		if s.mem != nil {
 			s.mem.retire(nil, nil, ins, nil, -1)
@@ -292,40 +469,53 @@ func (s *step) compute(i int) error {
 		return nil
 	}
 	var start time.Time
-	if s.trace {
+	if s.trace || s.measure {
 		start = time.Now()
 	}
-	k := kernelCall{step: &s.kstep}
+	var alloc *outAlloc
 	if g := s.group; g != nil {
 		if pn.isConst {
-			c, err := constant(g, pn)
-			if err != nil {
-				return err
+			v := s.constVal[i]
+			if v == nil {
+				c, err := constant(g, pn)
+				if err != nil {
+					return err
+				}
+				v = c.Value
+				s.constVal[i] = v
 			}
-			s.outputs[i] = []*tensor.Tensor{c.Value}
+			s.outputs[i][0] = v
 			s.record(pn, start, 0, "")
 			return nil
 		}
-		var as device.Stream
-		if g.StreamAware {
-			as = g.Compute
-		}
-		k.alloc = newOutAlloc(g, as, s.mem)
+		alloc = &w.alloc
+		alloc.g, alloc.s, alloc.mem, alloc.view, alloc.bytes = g, s.stream, s.mem, s.view, 0
+		clear(alloc.fresh)
+		alloc.fresh = alloc.fresh[:0]
 	}
-	outs, err := k.run(pn, ins, s.rt.Intra)
+	*ctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: s.outputs[i], Pool: s.rt.Intra, Step: &s.kstep}
+	if alloc != nil {
+		ctx.Alloc = w.allocFn
+		ctx.Limit = s.limit
+	}
+	outs, err := callKernel(pn, ctx)
 	if err != nil {
-		if k.alloc != nil {
-			s.mem.retire(nil, nil, nil, k.alloc.fresh, -1)
+		if alloc != nil {
+			s.mem.retire(nil, nil, nil, alloc.fresh, -1)
 		}
 		return err
 	}
-	s.outputs[i] = outs
+	if s.measure {
+		s.plan.costs.observe(i, time.Since(start))
+	}
 	var bytes int64
 	var allocName string
-	if k.alloc != nil {
-		s.mem.retire(outs, pn.uses, ins, k.alloc.fresh, -1)
-		bytes, allocName = k.alloc.bytes, k.alloc.g.Alloc.Name()
-	} else {
+	if alloc != nil {
+		s.mem.retire(outs, pn.uses, ins, alloc.fresh, -1)
+		if s.trace {
+			bytes, allocName = alloc.bytes, alloc.g.Alloc.Name()
+		}
+	} else if s.trace {
 		for _, t := range outs {
 			if t != nil { // a Switch's dead side
 				bytes += t.ByteSize()
@@ -367,11 +557,10 @@ type kernelCall struct {
 }
 
 func (k *kernelCall) run(pn *planNode, ins []*tensor.Tensor, pool kernels.Parallelizer) (outs []*tensor.Tensor, err error) {
-	n := pn.node
 	ctx := &kernels.Context{
-		Node:    n,
+		Node:    pn.node,
 		Inputs:  ins,
-		Outputs: make([]*tensor.Tensor, len(n.OutTypes)),
+		Outputs: make([]*tensor.Tensor, len(pn.node.OutTypes)),
 		Pool:    pool,
 		Step:    k.step,
 	}
@@ -380,6 +569,13 @@ func (k *kernelCall) run(pn *planNode, ins []*tensor.Tensor, pool kernels.Parall
 		a := k.alloc.g.Alloc
 		ctx.Limit = hostmem.Limit{Allocator: a.Name(), Bytes: int64(min(a.Limit(), 1<<62))}
 	}
+	return callKernel(pn, ctx)
+}
+
+// callKernel runs pn's kernel on a prepared context and checks what it
+// produced, turning a panic into an INTERNAL status naming the node.
+func callKernel(pn *planNode, ctx *kernels.Context) (outs []*tensor.Tensor, err error) {
+	n := pn.node
 	defer func() {
 		if r := recover(); r != nil {
 			err = status.Errorf(status.Internal, "node '%s' (op %s) panicked: %v\n%s", n.Name, n.Op, r, debug.Stack())
@@ -431,8 +627,7 @@ func (a *outAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor
 	buf := a.view.Bytes(addr, max(size, 1))[:size]
 	clear(buf)
 	t := &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: buf}
-	b := &buffer{addr: addr, alloc: a.g.Alloc}
-	a.mem.add(t, b)
+	b := a.mem.newBuffer(t, addr, a.g.Alloc)
 	a.fresh = append(a.fresh, b)
 	a.bytes += int64(size)
 	return t, nil

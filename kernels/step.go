@@ -49,3 +49,11 @@ func (s *Step) Delete(name string) error {
 	delete(s.m, name)
 	return nil
 }
+
+// Reset drops everything the step holds, for a step state that is reused
+// by the next Run.
+func (s *Step) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.m)
+}
