@@ -97,9 +97,21 @@ func broadcastShapes(a, b tensor.Shape) (bcast, bool) {
 
 func binaryOp(ctx *kernels.Context, op binOp) error {
 	a, b := ctx.Input(0), ctx.Input(1)
-	bc, ok := broadcastShapes(a.Shape, b.Shape)
-	if !ok {
-		return ctx.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v", a.Shape, b.Shape)
+	var bc bcast
+	switch {
+	// Equal shapes and a scalar side need no strides in runBinary and
+	// vecBinaryOp, which take their element-wise paths (strings walk
+	// rows, which need them): nothing to allocate for the small tensors
+	// whose cost is all overhead.
+	case a.DType != tensor.String && (a.Shape.Equal(b.Shape) || len(b.Shape) == 0):
+		bc.out = a.Shape
+	case a.DType != tensor.String && len(a.Shape) == 0:
+		bc.out = b.Shape
+	default:
+		var ok bool
+		if bc, ok = broadcastShapes(a.Shape, b.Shape); !ok {
+			return ctx.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v", a.Shape, b.Shape)
+		}
 	}
 	o, err := ctx.Allocate(0, bc.out)
 	if err != nil {
@@ -203,6 +215,20 @@ func forRows(bc bcast, lo, hi int64, f func(oo, ao, bo, n, sa, sb int64)) {
 
 func runBinary[T num](ctx *kernels.Context, op binOp, bc bcast, a, b, o []T) {
 	n := len(o)
+	if n < smallBinary {
+		// Too small for the pool to split: no closure to hand it.
+		switch {
+		case len(a) == n && len(b) == n:
+			binLoop(op, o, a, b, 1, 1)
+			return
+		case len(a) == 1 && len(b) == n:
+			binLoop(op, o, a, b, 0, 1)
+			return
+		case len(b) == 1 && len(a) == n:
+			binLoop(op, o, a, b, 1, 0)
+			return
+		}
+	}
 	switch {
 	case len(a) == n && len(b) == n:
 		ctx.For(n, 1, func(lo, hi int) { binLoop(op, o[lo:hi], a[lo:hi], b[lo:hi], 1, 1) })
@@ -222,6 +248,11 @@ func runBinary[T num](ctx *kernels.Context, op binOp, bc bcast, a, b, o []T) {
 		})
 	}
 }
+
+// smallBinary is an element count below which the intra-op pool never
+// splits an element-wise loop (its chunks are worth 20 us, an element
+// about a nanosecond).
+const smallBinary = 4096
 
 // binLoop computes o[i] = a[i*sa] op b[i*sb]; sa and sb are 0 or 1.
 func binLoop[T num](op binOp, o, a, b []T, sa, sb int) {
