@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
+	"mstream/graph"
 	"mstream/groups"
+	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
 	"mstream/trace"
@@ -65,6 +67,12 @@ type frameStatic struct {
 	// parIters is each frame's parallel_iterations (its Enters' attr;
 	// TF's default 10 when unset), the most iterations it has in flight.
 	parIters map[string]int
+	// local is each node's index among the nodes of its frame, and
+	// framePending the start pending counts of a frame's nodes by that
+	// index: an iteration holds slots for its frame's nodes only, not
+	// the whole plan's (localFrames).
+	local        []int32
+	framePending map[string][]int32
 }
 
 func (p *Plan) buildFrames() error {
@@ -117,7 +125,81 @@ func (p *Plan) buildFrames() error {
 		}
 	}
 	p.fs = fs
+	p.localFrames()
 	return nil
+}
+
+// localFrames finds each node's frame as TF's executor does when it is
+// built (BuildControlFlowInfo): a node is in the frame its inputs come
+// from, an Enter's outputs go to the frame it names, whose parent is the
+// Enter's own, and an Exit's to the parent of its frame. Where the plan
+// does not say one frame per node (inputs from two frames, an Exit
+// outside every loop: errors the driver reports when it gets there),
+// every frame keeps a slot per plan node, as if there were one frame.
+func (p *Plan) localFrames() {
+	fs := p.fs
+	n := len(p.nodes)
+	frameOf := make([]string, n)
+	parent := map[string]string{}
+	ok := true
+	outFrame := func(src int) string {
+		switch p.nodes[src].flow {
+		case flowEnter:
+			return fs.frameName[src]
+		case flowExit:
+			par, has := parent[frameOf[src]]
+			if !has {
+				ok = false
+			}
+			return par
+		}
+		return frameOf[src]
+	}
+	for _, i := range p.topoOrder() {
+		pn := &p.nodes[i]
+		var in string
+		have := false
+		from := func(src int) {
+			f := outFrame(src)
+			if have && f != in {
+				ok = false
+			}
+			in, have = f, true
+		}
+		for _, r := range pn.inputs {
+			if r.Node >= 0 && !graph.IsNextIteration(p.nodes[r.Node].node.Op) {
+				from(r.Node)
+			}
+		}
+		for _, c := range pn.ctrl {
+			from(c)
+		}
+		frameOf[i] = in
+		if pn.flow == flowEnter {
+			name := fs.frameName[i]
+			if old, seen := parent[name]; seen && old != in || name == in {
+				ok = false
+			}
+			parent[name] = in
+		}
+	}
+	fs.local = make([]int32, n)
+	fs.framePending = map[string][]int32{}
+	if !ok {
+		for i := range p.nodes {
+			fs.local[i] = int32(i)
+		}
+		fs.framePending[""] = fs.pending
+		for name := range fs.enters {
+			fs.framePending[name] = fs.pending
+		}
+		return
+	}
+	for i := range p.nodes {
+		f := frameOf[i]
+		fs.local[i] = int32(len(fs.framePending[f]))
+		fs.framePending[f] = append(fs.framePending[f], fs.pending[i])
+	}
 }
 
 // nodeSlot is one node's state in one iteration of one frame instance.
@@ -135,6 +217,7 @@ type frameInst[V comparable] struct {
 	parent     *frameInst[V]
 	parentIter int
 	name       string
+	pending    []int32 // its nodes' start pending counts (frameStatic.framePending)
 	iters      [][]nodeSlot[V]
 	consts     []constIn[V]
 	// enters counts the Enter nodes yet to deliver; outstanding the
@@ -193,6 +276,7 @@ type frameRun[V comparable] struct {
 	root    *frameInst[V]
 	rootOut [][]V
 	consts  [][]V // Const outputs, computed once per step
+	slab    valSlab[V]
 }
 
 // frameExec runs live node i (pn) with inputs ins and returns its outputs
@@ -202,7 +286,7 @@ type frameRun[V comparable] struct {
 type frameExec[V comparable] func(i int32, pn *planNode, ins []V) ([]V, error)
 
 func newFrameRun[V comparable](p *Plan, feeds []V, exec frameExec[V]) *frameRun[V] {
-	return &frameRun[V]{p: p, exec: exec, feeds: feeds, root: &frameInst[V]{parentIter: -1},
+	return &frameRun[V]{p: p, exec: exec, feeds: feeds, root: &frameInst[V]{parentIter: -1, pending: p.fs.framePending[""]},
 		rootOut: make([][]V, len(p.nodes)), consts: make([][]V, len(p.nodes))}
 }
 
@@ -210,10 +294,14 @@ func newFrameRun[V comparable](p *Plan, feeds []V, exec frameExec[V]) *frameRun[
 // the calling goroutine.
 func (p *Plan) runFrames(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	s := &step{plan: p, rt: rt, group: group, trace: opts.Trace}
+	// The driver runs one node at a time: one kernel context serves
+	// them all (the outputs are the node's own, kept as values).
+	kctx := new(kernels.Context)
+	var slab valSlab[*tensor.Tensor]
 	r := newFrameRun(p, feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		var start = s.now()
-		k := kernelCall{step: &s.kstep}
-		outs, err := k.run(pn, ins, rt.Intra)
+		*kctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: slab.take(len(pn.node.OutTypes)), Pool: rt.Intra, Step: &s.kstep}
+		outs, err := callKernel(pn, kctx)
 		if err != nil {
 			return nil, err
 		}
@@ -259,7 +347,8 @@ func (r *frameRun[V]) drive(ctx context.Context) error {
 			if !p.fs.fedMerge[i] {
 				continue
 			}
-			r.root.iters[0][i].live, r.root.iters[0][i].fired = true, true
+			sl := &r.root.iters[0][p.fs.local[i]]
+			sl.live, sl.fired = true, true
 		}
 		r.enqueue(r.root, 0, int32(i))
 	}
@@ -314,9 +403,9 @@ func (r *frameRun[V]) fetches() ([]V, error) {
 // iteration receives the frame's loop constants.
 func (r *frameRun[V]) iter(f *frameInst[V], i int) []nodeSlot[V] {
 	for len(f.iters) <= i {
-		slots := make([]nodeSlot[V], len(r.p.nodes))
+		slots := make([]nodeSlot[V], len(f.pending))
 		for k := range slots {
-			slots[k].pending = r.p.fs.pending[k]
+			slots[k].pending = f.pending[k]
 		}
 		f.iters = append(f.iters, slots)
 		f.queued = append(f.queued, 0)
@@ -361,7 +450,7 @@ func (r *frameRun[V]) child(f *frameInst[V], iter int, name string) *frameInst[V
 	if f.children == nil {
 		f.children = map[childKey]*frameInst[V]{}
 	}
-	c := &frameInst[V]{parent: f, parentIter: iter, name: name, enters: r.p.fs.enters[name], exits: map[int32]bool{},
+	c := &frameInst[V]{parent: f, parentIter: iter, name: name, pending: r.p.fs.framePending[name], enters: r.p.fs.enters[name], exits: map[int32]bool{},
 		maxPar: r.p.fs.parIters[name]}
 	f.children[k] = c
 	f.outstanding++
@@ -373,13 +462,16 @@ func (r *frameRun[V]) run(t frameTask[V]) error {
 	var zero V
 	p := r.p
 	pn := &p.nodes[t.node]
-	sl := &t.f.iters[t.iter][t.node]
-	ins := make([]V, len(pn.inputs))
+	sl := &t.f.iters[t.iter][p.fs.local[t.node]]
+	// The slot's inputs become the node's (the slot lets go of them
+	// below); only a node whose data inputs are all feeds has none.
+	ins := sl.ins
+	if ins == nil {
+		ins = r.slab.take(len(pn.inputs))
+	}
 	for j, in := range pn.inputs {
 		if in.Node < 0 {
 			ins[j] = r.feeds[in.Index]
-		} else if sl.ins != nil {
-			ins[j] = sl.ins[j]
 		}
 	}
 	dead := false
@@ -396,7 +488,7 @@ func (r *frameRun[V]) run(t frameTask[V]) error {
 	var outs []V
 	switch {
 	case dead:
-		outs = make([]V, len(pn.node.OutTypes))
+		outs = r.slab.take(len(pn.node.OutTypes))
 	case pn.isConst && r.consts[t.node] != nil:
 		// A Const in a loop body runs every iteration; its value
 		// never changes (TF's Const kernel also keeps one tensor).
@@ -474,7 +566,7 @@ func (r *frameRun[V]) propagate(f *frameInst[V], iter int, src int32, outs []V, 
 	var zero V
 	slots := r.iter(f, iter)
 	for _, e := range r.p.fs.out[src] {
-		sl := &slots[e.dst]
+		sl := &slots[r.p.fs.local[e.dst]]
 		dpn := &r.p.nodes[e.dst]
 		if dpn.flow == flowMerge {
 			if sl.fired {
@@ -484,7 +576,7 @@ func (r *frameRun[V]) propagate(f *frameInst[V], iter int, src int32, outs []V, 
 			case e.slot < 0:
 				sl.pending--
 			case !dead && outs[e.out] != zero:
-				sl.setIn(dpn, e.slot, outs[e.out])
+				r.setIn(sl, dpn, e.slot, outs[e.out])
 				sl.live = true
 			default:
 				sl.deadCnt++
@@ -501,7 +593,7 @@ func (r *frameRun[V]) propagate(f *frameInst[V], iter int, src int32, outs []V, 
 		} else if dead || outs[e.out] == zero {
 			sl.dead = true
 		} else {
-			sl.setIn(dpn, e.slot, outs[e.out])
+			r.setIn(sl, dpn, e.slot, outs[e.out])
 		}
 		if sl.pending--; sl.pending == 0 {
 			r.enqueue(f, iter, e.dst)
@@ -509,11 +601,29 @@ func (r *frameRun[V]) propagate(f *frameInst[V], iter int, src int32, outs []V, 
 	}
 }
 
-func (sl *nodeSlot[V]) setIn(pn *planNode, slot int32, v V) {
+func (r *frameRun[V]) setIn(sl *nodeSlot[V], pn *planNode, slot int32, v V) {
 	if sl.ins == nil {
-		sl.ins = make([]V, len(pn.inputs))
+		sl.ins = r.slab.take(len(pn.inputs))
 	}
 	sl.ins[slot] = v
+}
+
+// valSlab hands out short slices of values carved from larger blocks:
+// a loop makes a few per node per iteration, and one allocation per
+// block instead of one per slice is most of a small loop body's cost. A
+// block lives as long as any slice of it.
+type valSlab[V any] struct{ free []V }
+
+func (b *valSlab[V]) take(n int) []V {
+	if n == 0 {
+		return nil
+	}
+	if n > len(b.free) {
+		b.free = make([]V, max(n, 256))
+	}
+	v := b.free[:n:n]
+	b.free = b.free[n:]
+	return v
 }
 
 // maybeDone finishes f once nothing more can happen in it: Exits that were
