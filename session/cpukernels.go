@@ -75,6 +75,14 @@ func (st *state) loadCPUKernels() error {
 	case err != nil:
 		return status.Errorf(status.FailedPrecondition, "MSTREAM_DNNL=%s: %v", st.env.DNNL, err)
 	}
+	// OpenBLAS runs on one thread: MatMul splits its GEMMs over the
+	// session's intra-op pool instead (blas.SgemmOn), which concurrent
+	// Runs share, so that intra_op_parallelism_threads bounds a GEMM's
+	// threads as it bounds every other kernel's. OpenBLAS's own threads
+	// spin while they wait and, with two Runs calling it at once, fought
+	// the executor's for the same cores (issue 22: a second client thread
+	// lowered QPS).
+	blas.SetThreads(1)
 	st.cpuKernels = CPUKernels{BLAS: in, DNNL: dn}
 	return nil
 }

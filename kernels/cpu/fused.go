@@ -256,7 +256,7 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue) error {
 	if tb {
 		ldb = K
 	}
-	blas.Sgemm(ta, tb, M, N, K, 1, A, max(lda, 1), B, max(ldb, 1), 1, O, N)
+	blas.SgemmOn(ctx, ta, tb, M, N, K, 1, A, max(lda, 1), B, max(ldb, 1), 1, O, N)
 	activateF32(ctx, ep, O)
 	if o.DType != tensor.Float {
 		storeF32(o, O)

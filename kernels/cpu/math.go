@@ -292,7 +292,7 @@ func matmul(ctx *kernels.Context, ta, tb, batched bool) error {
 	case tensor.Float:
 		A, B, O := a.F32(), b.F32(), o.F32()
 		for i, p := range pairs {
-			blas.Sgemm(ta, tb, M, N, K, 1, A[p[0]*sa:p[0]*sa+sa], lda, B[p[1]*sb:p[1]*sb+sb], ldb, 0, O[i*so:i*so+so], N)
+			blas.SgemmOn(ctx, ta, tb, M, N, K, 1, A[p[0]*sa:p[0]*sa+sa], lda, B[p[1]*sb:p[1]*sb+sb], ldb, 0, O[i*so:i*so+so], N)
 		}
 	case tensor.Double:
 		A, B, O := a.F64(), b.F64(), o.F64()
@@ -306,7 +306,7 @@ func matmul(ctx *kernels.Context, ta, tb, batched bool) error {
 			return err
 		}
 		for i, p := range pairs {
-			blas.Sgemm(ta, tb, M, N, K, 1, A[p[0]*sa:p[0]*sa+sa], lda, B[p[1]*sb:p[1]*sb+sb], ldb, 0, O[i*so:i*so+so], N)
+			blas.SgemmOn(ctx, ta, tb, M, N, K, 1, A[p[0]*sa:p[0]*sa+sa], lda, B[p[1]*sb:p[1]*sb+sb], ldb, 0, O[i*so:i*so+so], N)
 		}
 		storeF32(o, O)
 	case tensor.Int32:

@@ -330,6 +330,64 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		(*C.float)(&a[0]), C.int(lda), (*C.float)(&b[0]), C.int(ldb), C.float(beta), (*C.float)(&c[0]), C.int(ldc))
 }
 
+// Parallel splits a loop over [0, n) into chunks worth about cost ns per
+// index (kernels.Parallelizer, the session's intra-op pool).
+type Parallel interface {
+	For(n int, cost float64, fn func(lo, hi int))
+}
+
+// gemmFlopsPerNs is about what one core's OpenBLAS SGEMM reaches (20-40
+// GFLOP/s here, doc.go), for the pool to size its chunks.
+const gemmFlopsPerNs = 20
+
+// gemmBlock is the rows (or columns) of C in one block of a split GEMM.
+const gemmBlock = 64
+
+// SgemmOn is Sgemm with the work split over p: C in blocks of gemmBlock
+// rows, or of columns when C has too few rows (a small batch), each an
+// OpenBLAS call of its own, the pool running the blocks. The blocks
+// depend on the shape alone, not on the pool's threads, so that a
+// product is the same bits whatever pool or group computes it (OpenBLAS
+// sums in an order that depends on the block's size). The session runs
+// OpenBLAS on one thread (SetThreads(1)) and splits its GEMMs here, so
+// that a GEMM's threads are the intra-op pool's, which concurrent Runs
+// share, rather than OpenBLAS's own, which spin while they wait and,
+// called from two Runs at once, contend for the same cores (issue 22: a
+// second client thread lowered QPS).
+func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	check(transA, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
+	switch {
+	case p == nil || k == 0 || m < 2*gemmBlock && n < 2*gemmBlock:
+		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case m >= 2*gemmBlock:
+		blocks := (m + gemmBlock - 1) / gemmBlock
+		p.For(blocks, float64(2*gemmBlock*n*k)/gemmFlopsPerNs, func(lo, hi int) {
+			for blk := lo; blk < hi; blk++ {
+				r0, r1 := blk*gemmBlock, min((blk+1)*gemmBlock, m)
+				off := r0 * lda
+				if transA {
+					off = r0
+				}
+				ar := a[off:]
+				Sgemm(transA, transB, r1-r0, n, k, alpha, ar, lda, b, ldb, beta, c[r0*ldc:], ldc)
+			}
+		})
+	default:
+		blocks := (n + gemmBlock - 1) / gemmBlock
+		p.For(blocks, float64(2*gemmBlock*m*k)/gemmFlopsPerNs, func(lo, hi int) {
+			for blk := lo; blk < hi; blk++ {
+				c0, c1 := blk*gemmBlock, min((blk+1)*gemmBlock, n)
+				off := c0
+				if transB {
+					off = c0 * ldb
+				}
+				bc := b[off:]
+				Sgemm(transA, transB, m, c1-c0, k, alpha, a, lda, bc, ldb, beta, c[c0:], ldc)
+			}
+		})
+	}
+}
+
 // Dgemm is Sgemm for float64.
 func Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	check(transA, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))

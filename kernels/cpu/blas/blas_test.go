@@ -207,7 +207,7 @@ func TestGemm(t *testing.T) {
 	seed := time.Now().UnixNano()
 	r := rand.New(rand.NewSource(seed))
 	t.Logf("OpenBLAS available: %v", Available())
-	for _, s := range [][3]int{{1, 1, 1}, {7, 5, 3}, {64, 64, 64}, {100, 3, 300}, {3, 200, 517}} {
+	for _, s := range [][3]int{{1, 1, 1}, {7, 5, 3}, {64, 64, 64}, {100, 3, 300}, {3, 200, 517}, {1, 130, 40}, {9, 7, 11}, {300, 20, 33}, {5, 450, 17}} {
 		for _, ta := range []bool{false, true} {
 			for _, tb := range []bool{false, true} {
 				m, n, k := s[0], s[1], s[2]
@@ -238,6 +238,14 @@ func TestGemm(t *testing.T) {
 					"Sgemm": func() []float64 {
 						c := make([]float32, m*n)
 						Sgemm(ta, tb, m, n, k, 1, a32, lda, b32, ldb, 0, c, n)
+						return f64(c)
+					},
+					"SgemmOn": func() []float64 {
+						// The pool in uneven chunks of 3 blocks; the
+						// shapes below split by rows, by columns, or
+						// not at all.
+						c := make([]float32, m*n)
+						SgemmOn(chunks(3), ta, tb, m, n, k, 1, a32, lda, b32, ldb, 0, c, n)
 						return f64(c)
 					},
 					"GoSgemm": func() []float64 {
@@ -308,5 +316,44 @@ func BenchmarkSgemm(b *testing.B) {
 				b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
+	}
+}
+
+// TestSgemmOnSameBits: a split product is the same bits whatever the
+// pool (the multi-stream tests compare groups with different intra-op
+// pools bit for bit).
+func TestSgemmOnSameBits(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for _, s := range [][3]int{{16, 1024, 300}, {1, 700, 512}, {256, 96, 200}} {
+		m, n, k := s[0], s[1], s[2]
+		a, b := make([]float32, m*k), make([]float32, k*n)
+		for i := range a {
+			a[i] = float32(r.NormFloat64())
+		}
+		for i := range b {
+			b[i] = float32(r.NormFloat64())
+		}
+		var first []float32
+		for _, p := range []Parallel{chunks(1), chunks(2), chunks(1000)} {
+			c := make([]float32, m*n)
+			SgemmOn(p, false, false, m, n, k, 1, a, k, b, n, 0, c, n)
+			if first == nil {
+				first = c
+				continue
+			}
+			if !slices.Equal(c, first) {
+				t.Fatalf("%v: the product depends on the pool's chunks", s)
+			}
+		}
+	}
+}
+
+// chunks is a Parallel that runs every loop in chunks of at most n
+// indices, in order, on the caller.
+type chunks int
+
+func (c chunks) For(n int, _ float64, fn func(lo, hi int)) {
+	for lo := 0; lo < n; lo += int(c) {
+		fn(lo, min(lo+int(c), n))
 	}
 }
