@@ -345,7 +345,8 @@ const gemmBlock = 64
 
 // SgemmOn is Sgemm with the work split over p: C in blocks of gemmBlock
 // rows, or of columns when C has too few rows (a small batch), each an
-// OpenBLAS call of its own, the pool running the blocks. The blocks
+// OpenBLAS call of its own (a GEMV for a single row), the pool running
+// the blocks. The blocks
 // depend on the shape alone, not on the pool's threads, so that a
 // product is the same bits whatever pool or group computes it (OpenBLAS
 // sums in an order that depends on the block's size). The session runs
@@ -357,6 +358,31 @@ const gemmBlock = 64
 func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	check(transA, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
 	switch {
+	case m == 1 && k > 0 && Available():
+		// One row (a batch of one): a GEMV per block of columns.
+		incx := 1
+		if transA {
+			incx = lda
+		}
+		row := func(c0, c1 int) {
+			off := c0
+			if transB {
+				off = c0 * ldb
+			}
+			if C.mstream_sgemm_row(b2i(transB), C.int(c1-c0), C.int(k), C.float(alpha), (*C.float)(&a[0]), C.int(incx),
+				(*C.float)(&b[off]), C.int(ldb), C.float(beta), (*C.float)(&c[c0])) == 0 {
+				Sgemm(transA, transB, 1, c1-c0, k, alpha, a, lda, b[off:], ldb, beta, c[c0:], ldc)
+			}
+		}
+		if p == nil || n < 2*gemmBlock {
+			row(0, n)
+			return
+		}
+		p.For((n+gemmBlock-1)/gemmBlock, float64(2*gemmBlock*k)/gemmFlopsPerNs, func(lo, hi int) {
+			for blk := lo; blk < hi; blk++ {
+				row(blk*gemmBlock, min((blk+1)*gemmBlock, n))
+			}
+		})
 	case p == nil || k == 0 || m < 2*gemmBlock && n < 2*gemmBlock:
 		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case m >= 2*gemmBlock:

@@ -6,12 +6,14 @@
 
 typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
 typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double*, int, const double*, int, double, double*, int);
+typedef void (*sgemv_fn)(int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
 typedef void (*setthreads_fn)(int);
 typedef char *(*str_fn)(void);
 
 static void *handle;
 static sgemm_fn p_sgemm;
 static dgemm_fn p_dgemm;
+static sgemv_fn p_sgemv;
 static setthreads_fn p_setthreads;
 static str_fn p_corename, p_config;
 
@@ -37,6 +39,7 @@ int mstream_blas_open(const char *path, char *err, int errlen) {
 		handle = h;
 		p_sgemm = s;
 		p_dgemm = d;
+		p_sgemv = (sgemv_fn)sym(h, prefixes[i], "cblas_sgemv");
 		p_setthreads = (setthreads_fn)sym(h, prefixes[i], "openblas_set_num_threads");
 		p_corename = (str_fn)sym(h, prefixes[i], "openblas_get_corename");
 		p_config = (str_fn)sym(h, prefixes[i], "openblas_get_config");
@@ -56,6 +59,7 @@ int mstream_blas_close(const char *path) {
 	handle = NULL;
 	p_sgemm = NULL;
 	p_dgemm = NULL;
+	p_sgemv = NULL;
 	p_setthreads = NULL;
 	p_corename = p_config = NULL;
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -90,6 +94,20 @@ void mstream_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float
 void mstream_dgemm(int ta, int tb, int m, int n, int k, double alpha, const double *a, int lda,
 		const double *b, int ldb, double beta, double *c, int ldc) {
 	p_dgemm(101, ta ? 112 : 111, tb ? 112 : 111, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* mstream_sgemm_row is mstream_sgemm for one row of C (m = 1): c[0:n] =
+   alpha x op(B) + beta c, x the row of A (stride incx). OpenBLAS 0.3.21's
+   GEMM packs B for a single row; its GEMV streams B once. It returns 0
+   when the library has no cblas_sgemv. */
+int mstream_sgemm_row(int tb, int n, int k, float alpha, const float *x, int incx, const float *b, int ldb,
+		float beta, float *c) {
+	if (!p_sgemv) return 0;
+	if (tb)
+		p_sgemv(101, 111, n, k, alpha, b, ldb, x, incx, beta, c, 1); /* B is n x k: c = B x */
+	else
+		p_sgemv(101, 112, k, n, alpha, b, ldb, x, incx, beta, c, 1); /* B is k x n: c = B^T x */
+	return 1;
 }
 
 void mstream_blas_set_threads(int n) {

@@ -7,4 +7,6 @@ void mstream_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float
 		const float *b, int ldb, float beta, float *c, int ldc);
 void mstream_dgemm(int ta, int tb, int m, int n, int k, double alpha, const double *a, int lda,
 		const double *b, int ldb, double beta, double *c, int ldc);
+int mstream_sgemm_row(int tb, int n, int k, float alpha, const float *x, int incx, const float *b, int ldb,
+		float beta, float *c);
 void mstream_blas_set_threads(int n);
