@@ -1,0 +1,71 @@
+#!/bin/sh
+# Before and after: another build of libmstream.so (BASE, the directory
+# holding it, e.g. main's `make lib` in a checkout of its own), this
+# checkout's build/libmstream.so and TF 2.15, alternating point by point
+# through bench/cpu/vs_tf.sh's loadgen builds and models (run vs_tf.sh
+# once first). Prints QPS and the process's CPU time per request over the
+# window (loadgen's cpu_us_per_request: on a loaded machine wall time
+# mostly measures the run queue), each the median over the rounds.
+#
+#   BASE=/path/to/main/build MODELS="chain_noopt mlp" bench/cpu/vs_base.sh
+#
+# Knobs as vs_tf.sh: MODELS, BATCHES (1,16), THREADS (1,2), DUR (2), ROUNDS (2).
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+ms_root=$root
+. scripts/venv.sh
+ms_have_tf || exit 0
+: "${BASE:?BASE names the directory of the libmstream.so to compare with}"
+out=build/vs_tf
+m=$out/models
+[ -x "$out/loadgen_ms" ] && [ -x "$out/loadgen_tf" ] && [ -e "$m/.done" ] || { echo "vs_base: run bench/cpu/vs_tf.sh once first" >&2; exit 1; }
+BATCHES=${BATCHES:-1,16}
+THREADS=${THREADS:-1,2}
+MODELS=${MODELS:-chain_noopt wide_noopt while1000 model_test mlp dlrm_small}
+pts=$out/vs_base.jsonl
+: >"$pts"
+export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
+echo "vs_base: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+r=1
+while [ "$r" -le "${ROUNDS:-2}" ]; do
+  for model in $MODELS; do
+    file=$model cfg=cfg.pb b=$BATCHES
+    case $model in *_noopt) file=${model%_noopt} cfg=cfg_noopt.pb ;; esac
+    case $file in chain | wide | while1000) b=1 ;; esac
+    ids=100000
+    [ "$file" = model_test ] && ids=200
+    for side in before after tf; do
+      case $side in
+        before) run="env LD_LIBRARY_PATH=$BASE $out/loadgen_ms" ;;
+        after) run=$out/loadgen_ms ;;
+        tf) run=$out/loadgen_tf ;;
+      esac
+      IDS_MAX=$ids $run "$m/$file.pb" "$b" "$THREADS" "${DUR:-2}" "$m/$cfg" 2>/dev/null | grep -v '"stats"' |
+        sed "s/^{/{\"model\": \"$model\", \"side\": \"$side\", \"round\": $r, /" >>"$pts" ||
+        echo "vs_base: $model on $side failed" >&2
+    done
+  done
+  r=$((r + 1))
+done
+echo "vs_base: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+"$MS_PY" - "$pts" <<'PY'
+import collections, json, statistics, sys
+by, order = collections.defaultdict(list), []
+for line in open(sys.argv[1]):
+    p = json.loads(line)
+    k = (p["model"], p["batch"], p["threads"])
+    if k not in order:
+        order.append(k)
+    by[k + (p["side"],)].append(p)
+def med(k, side, field):
+    v = [p[field] for p in by[k + (side,)]]
+    return statistics.median(v) if v else float("nan")
+print("| model | B | T | QPS before / after / TF | after / TF QPS | CPU us per request before / after / TF | after / TF CPU |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for k in order:
+    q = [med(k, s, "qps") for s in ("before", "after", "tf")]
+    c = [med(k, s, "cpu_us_per_request") for s in ("before", "after", "tf")]
+    print(f"| {k[0]} | {k[1]} | {k[2]} | {q[0]:.0f} / {q[1]:.0f} / {q[2]:.0f} | {q[1] / q[2]:.2f} "
+          f"| {c[0]:.0f} / {c[1]:.0f} / {c[2]:.0f} | {c[1] / c[2]:.2f} |")
+PY
