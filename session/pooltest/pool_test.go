@@ -509,9 +509,10 @@ func TestPoolVariables(t *testing.T) {
 // TestMultiGPUSteps is TestGPUMultiDevice's graph on two fake GPUs: nodes
 // pinned to GPU:0 and GPU:1, a chain GPU:0 -> GPU:1 -> CPU -> GPU:0 ->
 // GPU:1 with a fetch from each leg, values copied between the GPUs, from 3
-// goroutines under the knobs that change streams and memory, with the pool
-// off (TF's placement) and on, and in node-level mode (which ignores the
-// pool); every output equals the plain CPU session's.
+// goroutines under the knobs that change streams, memory, contexts and
+// threads, with the pool off (TF's placement) and on, and in node-level
+// mode (which ignores the pool); every output equals the plain CPU
+// session's.
 func TestMultiGPUSteps(t *testing.T) {
 	fakeGPUs(t, 2)
 	r := rand.New(rand.NewSource(13))
@@ -539,6 +540,7 @@ func TestMultiGPUSteps(t *testing.T) {
 		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_GPU_STREAM_MERGE": "true", "TF_REDUCE_STREAM_WAIT": "false", "MSTREAM_GPU_POOL": "true"},
 		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_GPU_STREAM_AWARE_BFC": "true", "TF_PER_STREAM_HOST_ALLOCATOR": "true", "MSTREAM_GPU_POOL": "true"},
 		{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_GPU_STREAM_GROUP_SHARE_MEM_POOL": "true", "MSTREAM_STREAM_JITTER": "true", "MSTREAM_GPU_POOL": "true"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "4,4", "TF_GPU_CONTEXT_COUNT": "2", "TF_GPU_THREAD_MODE": "gpu_private", "TF_GPU_THREAD_COUNT": "1", "MSTREAM_GPU_POOL": "true"},
 		{"TF_GPU_STREAM_GROUP_COUNT": "2", "TF_NODE_LEVEL_MULTISTREAM": "true", "TF_STREAM_FROM_FILE": rules, "MSTREAM_GPU_POOL": "true"},
 	} {
 		env["MSTREAM_DEVICE"] = "gpu"
