@@ -8,7 +8,8 @@
 # two GPUs or more, the GPU pool's configs (g4p, g4cgp: 4 groups on every
 # GPU, MSTREAM_GPU_POOL) join run.sh's, and report.py adds their rows next
 # to the same configs on one GPU; POOL_ONLY=1 runs only those (g4 g4p g4cg
-# g4cgp on the bundled model and DLRM-small, no peer: about 2 minutes).
+# g4cgp on the bundled model and DLRM-small, T up to 32, no peer: about 3
+# minutes).
 #   OUT=/tmp/o bash bench_all.sh      (from the folder package.sh fills)
 set -u
 cd "$(dirname "$0")"
@@ -20,7 +21,9 @@ configs="g1 g2 g4 g8 g16 g4m g4a g1cg g4cg"
 [ "$ngpu" -ge 2 ] && configs="$configs g4p g4cgp"
 if [ "${POOL_ONLY:-0}" = 1 ]; then
   [ "$ngpu" -ge 2 ] || { echo "POOL_ONLY=1 needs two GPUs, $ngpu visible" >&2; exit 1; }
-  export MODELS=${MODELS:-model_test,dlrm_small}
+  # T=32 too: on 2 x H200 the bundled model's best points were at T=16,
+  # the most threads tried, for one GPU and for the pool alike.
+  export MODELS=${MODELS:-model_test,dlrm_small} THREADS=${THREADS:-1,4,8,16,32}
   configs="g4 g4p g4cg g4cgp"
 else
   t0=$(date +%s)

@@ -110,6 +110,10 @@ def main():
                     cells.append("-" if p is None else "%s / %s" % (fmt(p["qps"]), fmt(p["p99_ms"], 2)))
                 print("| %s | %d | %s | %s | %s |" % (c, b, " | ".join(cells), fmt(u), fmt(mem)))
         print()
+    if not any(k[1] == "g1" for k in ours):
+        # A run without g1 (bench_all.sh's POOL_ONLY=1): only the pool's table.
+        pool_table(d, ours, models, pooled)
+        return
     print("## Best QPS with p99 <= %g ms, per (model, batch)\n" % P99_MS)
     print("| model | B | g1 | best multi-group (config, T) | x g1 | best peer (mode, T) | ours / peer |")
     print("|---|---|---|---|---|---|---|")
@@ -153,6 +157,11 @@ def main():
                 if cand:
                     q, c = max(cand)
                     print("| %s | %d | %d | %s | %s | %s | %.2f |" % (m, b, t, fmt(g1), c, fmt(q), q / g1))
+    pool_table(d, ours, models, pooled)
+
+
+def pool_table(d, ours, models, pooled):
+    """The pool configs next to the same configs on GPU:0 alone."""
     if not pooled:
         return
     print()
