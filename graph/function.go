@@ -26,6 +26,7 @@ type Instance struct {
 	InTypes  []tensor.DType
 	OutTypes []tensor.DType
 	InArgs   map[string][2]int
+	OutArgs  map[string][2]int // each output arg's range of OutTypes
 }
 
 // Instantiate binds fd's signature attrs from attrs (an attr missing there
@@ -52,7 +53,7 @@ func Instantiate(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue) (*Insta
 	if fi.InTypes, fi.InArgs, err = argTypes(n, sig.GetInputArg()); err != nil {
 		return nil, bad("%v", err)
 	}
-	if fi.OutTypes, _, err = argTypes(n, sig.GetOutputArg()); err != nil {
+	if fi.OutTypes, fi.OutArgs, err = argTypes(n, sig.GetOutputArg()); err != nil {
 		return nil, bad("%v", err)
 	}
 	// Kahn over the body by node name, earliest node_def first.
@@ -168,70 +169,96 @@ func (fi *Instance) IsArgRef(s string) bool {
 	return ok && !strings.HasPrefix(s, "^")
 }
 
-// Ref resolves a FunctionDef input or ret string against the arguments
-// (args: the flattened inputs) and the body nodes built so far: "arg" or
-// "arg:i" (element i of an argument), "node:out_arg:i" (output i of a
-// body node's output arg), or GraphDef-style "node" / "node:i".
-func (fi *Instance) Ref(s string, args []Output, body map[string]*Node) (Output, error) {
+// Refs resolves a FunctionDef input or ret string against the arguments
+// (args: the flattened inputs) and the body nodes built so far, as TF's
+// instantiation does (function.cc's name index): "arg" names every element
+// of an argument (one tensor unless the argument is a list), "arg:i"
+// element i; "node:out_arg" every element of a body node's output arg,
+// "node:out_arg:i" element i; GraphDef-style "node" and "node:i" one
+// output.
+func (fi *Instance) Refs(s string, args []Output, body map[string]*Node) ([]Output, error) {
 	parts := strings.Split(s, ":")
 	if r, ok := fi.InArgs[parts[0]]; ok && len(parts) <= 2 {
-		i := 0
-		if len(parts) == 2 {
-			var err error
-			if i, err = strconv.Atoi(parts[1]); err != nil {
-				return Output{}, fmt.Errorf("malformed input '%s'", s)
-			}
+		if len(parts) == 1 {
+			return args[r[0]:r[1]], nil
+		}
+		i, err := strconv.Atoi(parts[1])
+		if err != nil {
+			return nil, fmt.Errorf("malformed input '%s'", s)
 		}
 		if i < 0 || r[0]+i >= r[1] {
-			return Output{}, fmt.Errorf("input '%s' is out of range of its argument", s)
+			return nil, fmt.Errorf("input '%s' is out of range of its argument", s)
 		}
-		return args[r[0]+i], nil
+		return args[r[0]+i : r[0]+i+1], nil
 	}
 	b := body[parts[0]]
 	if b == nil {
-		return Output{}, fmt.Errorf("input '%s' names no argument and no body node", s)
+		return nil, fmt.Errorf("input '%s' names no argument and no body node", s)
 	}
-	idx := 0
+	lo, hi := 0, 1
 	switch len(parts) {
 	case 1:
 	case 2:
+		if r, ok := b.OutArgs[parts[1]]; ok {
+			lo, hi = r[0], r[1]
+			break
+		}
 		k, err := strconv.Atoi(parts[1])
 		if err != nil {
-			return Output{}, fmt.Errorf("malformed input '%s'", s)
+			return nil, fmt.Errorf("input '%s' names no output of '%s' (op %s)", s, parts[0], b.Op)
 		}
-		idx = k
+		lo, hi = k, k+1
 	case 3:
 		r, ok := b.OutArgs[parts[1]]
 		k, err := strconv.Atoi(parts[2])
 		if !ok || err != nil || k < 0 || r[0]+k >= r[1] {
-			return Output{}, fmt.Errorf("input '%s' names no output of '%s' (op %s)", s, parts[0], b.Op)
+			return nil, fmt.Errorf("input '%s' names no output of '%s' (op %s)", s, parts[0], b.Op)
 		}
-		idx = r[0] + k
+		lo, hi = r[0]+k, r[0]+k+1
 	default:
-		return Output{}, fmt.Errorf("malformed input '%s'", s)
+		return nil, fmt.Errorf("malformed input '%s'", s)
 	}
-	if idx < 0 || idx >= len(b.OutTypes) {
-		return Output{}, fmt.Errorf("input '%s': '%s' has %d outputs", s, parts[0], len(b.OutTypes))
+	if lo < 0 || hi > len(b.OutTypes) {
+		return nil, fmt.Errorf("input '%s': '%s' has %d outputs", s, parts[0], len(b.OutTypes))
 	}
-	return Output{b, idx}, nil
+	outs := make([]Output, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		outs = append(outs, Output{b, i})
+	}
+	return outs, nil
 }
 
-// Rets returns the ret strings of the function's outputs in signature
-// order; an output arg that is a list is refused (UNIMPLEMENTED).
-func (fi *Instance) Rets() ([]string, error) {
+// Returns resolves the function's outputs in signature order, flattened:
+// an output arg that is a list (N*T, a type list) takes its ret entry's
+// whole list ("node:out_arg", a list argument), whose dtypes must be the
+// arg's, as TF's AddReturnNode requires.
+func (fi *Instance) Returns(args []Output, body map[string]*Node) ([]Output, error) {
 	sig := fi.Def.GetSignature()
-	var rets []string
+	var outs []Output
 	for _, a := range sig.GetOutputArg() {
-		if a.NumberAttr != "" || a.TypeListAttr != "" {
-			return nil, status.Errorf(status.Unimplemented, "function '%s': output '%s' is a list; only single-tensor outputs are supported", sig.GetName(), a.Name)
-		}
 		r, ok := fi.Def.GetRet()[a.Name]
 		if !ok {
-			return nil, status.InvalidArg("function '%s': output '%s' has no ret entry", sig.GetName(), a.Name)
+			return nil, status.InvalidArg("function '%s': Return %s missing.", sig.GetName(), a.Name)
 		}
-		rets = append(rets, r)
+		got, err := fi.Refs(r, args, body)
+		if err != nil {
+			return nil, status.InvalidArg("function '%s': Return %s -> %s is not found: %v", sig.GetName(), a.Name, r, err)
+		}
+		span := fi.OutArgs[a.Name]
+		bad := len(got) != span[1]-span[0]
+		for i := 0; !bad && i < len(got); i++ {
+			bad = got[i].DType() != fi.OutTypes[span[0]+i]
+		}
+		if bad {
+			have := make([]tensor.DType, len(got))
+			for i, o := range got {
+				have[i] = o.DType()
+			}
+			return nil, status.InvalidArg("function '%s': Invalid ret types %s : %v vs. %v", sig.GetName(), a.Name, have, fi.OutTypes[span[0]:span[1]])
+		}
+		outs = append(outs, got...)
 	}
-	return rets, nil
+	return outs, nil
 }
 
 // CallTarget returns the function a call node calls and the attrs it is
@@ -340,11 +367,11 @@ func (l *library) bodyShapes(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrVa
 			if strings.HasPrefix(s, "^") {
 				continue
 			}
-			o, err := fi.Ref(s, args, body)
+			o, err := fi.Refs(s, args, body)
 			if err != nil {
 				return nil, err
 			}
-			flat = append(flat, o)
+			flat = append(flat, o...)
 		}
 		def := l.opDef(nd.Op)
 		if def == nil {
@@ -357,16 +384,12 @@ func (l *library) bodyShapes(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrVa
 		l.refineCall(b, cs)
 		body[nd.Name] = b
 	}
-	rets, err := fi.Rets()
+	rets, err := fi.Returns(args, body)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]tensor.PartialShape, len(rets))
-	for i, r := range rets {
-		o, err := fi.Ref(r, args, body)
-		if err != nil {
-			return nil, err
-		}
+	for i, o := range rets {
 		out[i] = o.Node.OutShapes[o.Index]
 	}
 	return out, nil

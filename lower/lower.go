@@ -335,6 +335,14 @@ func (l *lowerer) call(n *graph.Node, fn string, attrs map[string]*tfpb.AttrValu
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(rets) != n.NumOutputs() {
+		return nil, nil, status.InvalidArg("Node '%s': function '%s' returns %d outputs, the call has %d", n.Name, fn, len(rets), n.NumOutputs())
+	}
+	for i, o := range rets {
+		if o.DType() != n.OutTypes[i] {
+			return nil, nil, status.InvalidArg("Node '%s': function '%s': output %d is %v, the call wants %v", n.Name, fn, i, o.DType(), n.OutTypes[i])
+		}
+	}
 	return l.standIn(n.Name, n.Device, rets, ctrlRets, append(append([]*graph.Node(nil), ctrls...), srcCtrl...))
 }
 
@@ -417,12 +425,14 @@ func (l *lowerer) inline(site, prefix, device, fn string, attrs map[string]*tfpb
 				nctrls = append(nctrls, b)
 				continue
 			}
-			o, err := fi.Ref(s, ins, body)
+			os, err := fi.Refs(s, ins, body)
 			if err != nil {
 				return nil, nil, status.InvalidArg("Node '%s': function '%s': node '%s': %v", site, fn, nd.Name, err)
 			}
 			readsArg = readsArg || fi.IsArgRef(s)
-			flat = append(flat, l.out(o))
+			for _, o := range os {
+				flat = append(flat, l.out(o))
+			}
 		}
 		if readsArg || len(flat) == 0 && len(nctrls) == 0 {
 			nctrls = append(nctrls, ctrls...)
@@ -461,16 +471,11 @@ func (l *lowerer) inline(site, prefix, device, fn string, attrs map[string]*tfpb
 		body[nd.Name] = b
 	}
 
-	refs, err := fi.Rets()
+	rets, err := fi.Returns(ins, body)
 	if err != nil {
 		return nil, nil, wrap(err)
 	}
-	rets := make([]graph.Output, len(refs))
-	for i, r := range refs {
-		o, err := fi.Ref(r, ins, body)
-		if err != nil {
-			return nil, nil, status.InvalidArg("Node '%s': function '%s': ret %d: %v", site, fn, i, err)
-		}
+	for i, o := range rets {
 		rets[i] = l.out(o)
 	}
 	var ctrlRets []*graph.Node

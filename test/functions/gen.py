@@ -303,6 +303,61 @@ node { name: "r" op: "PartitionedCall" input: "x"
   attr { key: "f" value { func { name: "NoSuchFunction" } } } }
 """
 
+# Functions whose outputs are lists: N*T (Split3's parts, a Split's whole
+# output list), a type list (Swap's IdentityN), a list argument passed
+# whole to a body node (Echo) and a one-element list named element-wise (One). They are
+# called through PartitionedCall and by name; tf.function never writes
+# list outputs, so the library is written here. (TF 2.15 cannot return a
+# list argument itself as a list output: its instantiation wires every
+# element to the first argument node.)
+LIST_OUTPUTS = """
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "k" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "parts" op: "PartitionedCall" input: "x"
+  attr { key: "Tin" value { list { type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT type: DT_FLOAT type: DT_FLOAT } } }
+  attr { key: "f" value { func { name: "Split3" attr { key: "N" value { i: 3 } } attr { key: "T" value { type: DT_FLOAT } } } } } }
+node { name: "named" op: "Split3" input: "x" attr { key: "N" value { i: 3 } } attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "swap" op: "Swap" input: "x" input: "k"
+  attr { key: "Tin" value { list { type: DT_FLOAT type: DT_INT32 } } }
+  attr { key: "Tout" value { list { type: DT_INT32 type: DT_FLOAT } } } }
+node { name: "echo" op: "Echo" input: "parts:2" input: "named:0" attr { key: "N" value { i: 2 } } }
+node { name: "one" op: "PartitionedCall" input: "k"
+  attr { key: "Tin" value { list { type: DT_INT32 } } }
+  attr { key: "Tout" value { list { type: DT_INT32 } } }
+  attr { key: "f" value { func { name: "One" attr { key: "N" value { i: 1 } } } } } }
+node { name: "sum" op: "AddN" input: "echo:0" input: "echo:1" input: "named:1"
+  attr { key: "N" value { i: 3 } } attr { key: "T" value { type: DT_FLOAT } } }
+library {
+  function {
+    signature { name: "Split3" input_arg { name: "a" type_attr: "T" }
+      output_arg { name: "pieces" type_attr: "T" number_attr: "N" }
+      attr { name: "N" type: "int" has_minimum: true minimum: 1 } attr { name: "T" type: "type" } }
+    node_def { name: "axis" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+    node_def { name: "sq" op: "Square" input: "a" attr { key: "T" value { placeholder: "T" } } }
+    node_def { name: "split" op: "Split" input: "axis:output:0" input: "sq:y:0"
+      attr { key: "T" value { placeholder: "T" } } attr { key: "num_split" value { placeholder: "N" } } }
+    ret { key: "pieces" value: "split:output" } }
+  function {
+    signature { name: "Swap" input_arg { name: "ins" type_list_attr: "Tin" }
+      output_arg { name: "outs" type_list_attr: "Tout" }
+      attr { name: "Tin" type: "list(type)" } attr { name: "Tout" type: "list(type)" } }
+    node_def { name: "flip" op: "IdentityN" input: "ins:1" input: "ins:0" attr { key: "T" value { placeholder: "Tout" } } }
+    ret { key: "outs" value: "flip:output" } }
+  function {
+    signature { name: "Echo" input_arg { name: "xs" type: DT_FLOAT number_attr: "N" }
+      output_arg { name: "ys" type: DT_FLOAT number_attr: "N" } attr { name: "N" type: "int" } }
+    node_def { name: "idn" op: "IdentityN" input: "xs" attr { key: "T" value { list { type: DT_FLOAT type: DT_FLOAT } } } }
+    ret { key: "ys" value: "idn:output" } }
+  function {
+    signature { name: "One" input_arg { name: "i" type: DT_INT32 }
+      output_arg { name: "o" type: DT_INT32 number_attr: "N" } attr { name: "N" type: "int" } }
+    node_def { name: "neg" op: "Neg" input: "i" attr { key: "T" value { type: DT_INT32 } } }
+    ret { key: "o" value: "neg:y:0" } }
+}
+"""
+
 cases = []
 gd, outs = concrete(nested_calls, spec([3]), spec([3]))
 cases.append(case("nested_calls", gd, [{"x": f32(3), "y": f32(3)}], outs, outs))
@@ -331,6 +386,9 @@ cases.append(case("tensor_array", gd, [{"x": f32(2), "n": np.int32(k)} for k in 
 cases.append(case("v1_loop_call", v1_loop_call(), [{"x": f32(3), "n": np.int32(k)} for k in (0, 3)], ["y_out:0"]))
 cases.append(case("poly", text_gd(POLY), [{"x": f32(3), "n": np.int32(rng.integers(-9, 9, 4))}],
                   ["fx:0", "fn:0", "pc:0"], ["fx:0", "fn:0", "pc:0"]))
+cases.append(case("list_outputs", text_gd(LIST_OUTPUTS), [{"x": f32(6), "k": np.int32(rng.integers(1, 9))}],
+                  ["parts:0", "parts:1", "parts:2", "named:2", "swap:0", "swap:1", "echo:1", "one:0", "sum:0"],
+                  ["parts:0", "named:1", "swap:0", "swap:1", "echo:0", "one:0"]))
 # TF 2.15 itself overflows its stack on RECURSIVE (the process dies in
 # the inliner), so there is no TF answer to record: the graph is written
 # for session/functions_test.go, which expects mstream's error.
