@@ -184,10 +184,7 @@ func msGraphToFunction(g *C.TF_Graph, name *C.char, appendHash C.uchar, nops C.i
 		if name == nil {
 			return nil, nullArg("TF_GraphToFunction", "fn_name")
 		}
-		if appendHash != 0 {
-			return nil, status.Errorf(status.Unimplemented, "TF_GraphToFunction: append_hash_to_fn_name is not supported by mstream")
-		}
-		spec := &graph.FunctionSpec{Name: C.GoString(name), AllNodes: nops == -1, Description: goStr(desc)}
+		spec := &graph.FunctionSpec{Name: C.GoString(name), AllNodes: nops == -1, Description: goStr(desc), AppendHash: appendHash != 0}
 		node := func(op *C.TF_Operation) (*graph.Node, error) { return nodeIn(o, op) }
 		// An input or output of another graph is TF's "not a node of this
 		// graph"; the index is checked by ToFunctionDef with TF's message.

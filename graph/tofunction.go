@@ -27,6 +27,9 @@ type FunctionSpec struct {
 	ControlOutputs     []*Node
 	ControlOutputNames []string // nil: the nodes' names
 	Description        string
+	// AppendHash names the function Name + "_" + TF's hash of its
+	// FunctionDef (TF_GraphToFunction's append_hash_to_fn_name).
+	AppendHash bool
 }
 
 // ToFunctionDef builds a FunctionDef from part of g as TF's
@@ -188,7 +191,13 @@ func (g *Graph) ToFunctionDef(spec *FunctionSpec) (*tfpb.FunctionDef, error) {
 		}
 		fd.Ret[arg.Name] = r
 	}
-	sig.Name = fn
+	if spec.AppendHash {
+		// TF hashes the FunctionDef as it stands here: no name yet, no
+		// control outputs.
+		sig.Name = HashedFunctionName(fn, fd)
+	} else {
+		sig.Name = fn
+	}
 
 	if spec.ControlOutputNames != nil && len(spec.ControlOutputNames) != len(spec.ControlOutputs) {
 		return nil, status.InvalidArg("Expected number of control outputs (%d) and the number of control output names (%d) to match but they do not.", len(spec.ControlOutputs), len(spec.ControlOutputNames))

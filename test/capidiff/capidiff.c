@@ -1745,6 +1745,21 @@ static void c_graph_to_function(void) {
   ST("to function", s);
   if (f) { show_fdef(f); TF_DeleteFunction(f); }
 
+  out("-- append_hash_to_fn_name");
+  /* TF's FunctionDefHash in the name: a Const body (a tensor attr, hashed
+     by its canonical form), the whole graph with a description, named
+     outputs with control outputs (hashed before they are added). */
+  f = TF_GraphToFunction(g, "const_fn", 1, 1, one, 0, NULL, 1, &co, NULL, NULL, NULL, s);
+  ST("hashed const_fn", s);
+  if (f) { out("  name %s", TF_FunctionName(f)); TF_DeleteFunction(f); }
+  f = TF_GraphToFunction(g, "MyFunc", 1, -1, NULL, 2, ins, 2, outs, NULL, NULL, "a description", s);
+  ST("hashed MyFunc", s);
+  if (f) { out("  name %s", TF_FunctionName(f)); TF_DeleteFunction(f); }
+  f = TF_GraphToFunctionWithControlOutputs(g, "named", 1, 4, body, 3, ins2, 2, outs, names, 1, ctrl, ctrl_names, NULL,
+                                           NULL, s);
+  ST("hashed named", s);
+  if (f) { out("  name %s", TF_FunctionName(f)); TF_DeleteFunction(f); }
+
   out("-- errors");
   const char* dup[2] = {"x", "x"};
   f = TF_GraphToFunction(g, "e", 0, -1, NULL, 2, ins, 2, outs, dup, NULL, NULL, s);
