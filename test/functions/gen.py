@@ -198,6 +198,38 @@ def tensor_array(x, n):
     return ta.stack()
 
 
+# A dynamically sized tf.TensorArray that grows by writes of varying
+# length in a loop, then concat() (TensorListConcatV2), split() of the
+# result into a new array (TensorListSplit), reads, size and a second
+# concat of the split array.
+def tensor_array_concat(x, n):
+    ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False, element_shape=tf.TensorShape([None]))
+
+    def body(i, ta):
+        return i + 1, ta.write(i, x[:i + 1] * tf.cast(i + 1, tf.float32))
+    _, ta = tf.while_loop(lambda i, ta: i < n, body, [tf.constant(0), ta])
+    cat = ta.concat()
+    lengths = tf.cast(tf.range(n, 0, -1), tf.int64)
+    sp = tf.TensorArray(tf.float32, size=n, infer_shape=False, element_shape=tf.TensorShape([None])).split(cat, lengths)
+    return cat, ta.size(), sp.read(0), sp.read(n - 1), sp.concat() * 2.0
+
+
+# The gradient of a loop writing a dynamically sized tf.TensorArray:
+# TF's gradient of TensorListSetItem with resize_if_index_out_of_bounds
+# resizes the incoming gradient list (TensorListResize), and while_v2
+# keeps its accumulators in TensorLists (PushBack/PopBack).
+def tensor_array_grad(x, n):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+
+        def body(i, ta):
+            return i + 1, ta.write(i, tf.sin(x) * tf.cast(i + 1, tf.float32))
+        _, ta = tf.while_loop(lambda i, ta: i < n, body, [tf.constant(0), ta])
+        y = tf.reduce_sum(ta.stack() ** 2)
+    return y, tape.gradient(y, x)
+
+
 def v1_loop_call():
     """A TF1 while loop (control flow v1) whose body calls a tf.function:
     the inlined body's Consts must run in the loop's frame."""
@@ -381,8 +413,11 @@ cases.append(case("switch_case", gd, [{"x": f32(3), "k": np.int32(k)} for k in (
 gd, outs = concrete(tensor_array, spec([2]), spec([], tf.int32))
 # The stacked value's static shape comes from TensorList shape functions
 # (the TensorList kernels' work): only the loop's own shapes are checked.
-cases.append(case("tensor_array", gd, [{"x": f32(2), "n": np.int32(k)} for k in (1, 4)], outs, (),
-                  needs=["TensorListReserve", "TensorListSetItem", "TensorListStack", "TensorListFromTensor", "TensorListGetItem"]))
+cases.append(case("tensor_array", gd, [{"x": f32(2), "n": np.int32(k)} for k in (1, 4)], outs, ()))
+gd, outs = concrete(tensor_array_concat, spec([5]), spec([], tf.int32))
+cases.append(case("tensor_array_concat", gd, [{"x": f32(5), "n": np.int32(k)} for k in (1, 4)], outs, ()))
+gd, outs = concrete(tensor_array_grad, spec([3]), spec([], tf.int32))
+cases.append(case("tensor_array_grad", gd, [{"x": f32(3), "n": np.int32(k)} for k in (1, 3)], outs, ()))
 cases.append(case("v1_loop_call", v1_loop_call(), [{"x": f32(3), "n": np.int32(k)} for k in (0, 3)], ["y_out:0"]))
 cases.append(case("poly", text_gd(POLY), [{"x": f32(3), "n": np.int32(rng.integers(-9, 9, 4))}],
                   ["fx:0", "fn:0", "pc:0"], ["fx:0", "fn:0", "pc:0"]))
