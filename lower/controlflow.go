@@ -184,12 +184,9 @@ func (l *lowerer) lowerCase(n *graph.Node, ins []graph.Output, ctrls, srcCtrl []
 	return outs, done, checkOuts(n, outs)
 }
 
-// lowerWhile lowers While/StatelessWhile (TF's lower_while_op): per loop
-// variable Enter (frame_name: the node's name, parallel_iterations kept),
-// Merge with the NextIteration back edge, Switch on LoopCond of the
-// inlined cond, Exit on the false side, the inlined body on the true
-// side. A resource variable that the body returns unchanged enters as an
-// is_constant Enter and skips Merge/Switch/NextIteration, as in TF.
+// lowerWhile lowers While/StatelessWhile (TF's lower_while_op) onto
+// loop, with the inlined cond and body. A resource variable that the body
+// returns unchanged enters as an is_constant Enter, as in TF.
 func (l *lowerer) lowerWhile(n *graph.Node, ins []graph.Output, ctrls, srcCtrl []*graph.Node) ([]graph.Output, *graph.Node, error) {
 	if len(ins) == 0 {
 		return nil, nil, status.InvalidArg("Node '%s' (op %s): a loop without loop variables cannot be lowered", n.Name, n.Op)
@@ -203,16 +200,70 @@ func (l *lowerer) lowerWhile(n *graph.Node, ins []graph.Output, ctrls, srcCtrl [
 		}
 		return nil, nil, status.InvalidArg("Node '%s' (op %s): function '%s' is not in the graph's function library", n.Name, n.Op, missing)
 	}
+	constant := make([]bool, len(ins))
+	for i, in := range ins {
+		constant[i] = in.DType() == tensor.Resource && carried(body, i)
+	}
+	cond := func(cur []graph.Output, src *graph.Node) (graph.Output, []*graph.Node, error) {
+		crets, cctrls, err := l.inline(n.Name, l.name(n.Name+"/cond"), n.Device, condF.GetName(), condF.GetAttr(), cur, nil, []*graph.Node{src})
+		if err != nil {
+			return graph.Output{}, nil, err
+		}
+		if len(crets) != 1 || crets[0].DType() != tensor.Bool {
+			return graph.Output{}, nil, status.Errorf(status.Unimplemented, "Node '%s' (op %s): cond '%s' must return one bool to be lowered", n.Name, n.Op, condF.GetName())
+		}
+		return crets[0], cctrls, nil
+	}
+	bodyFn := func(bins []graph.Output, pivot *graph.Node) ([]graph.Output, []*graph.Node, error) {
+		brets, bctrls, err := l.inline(n.Name, l.name(n.Name+"/body"), n.Device, bodyF.GetName(), bodyF.GetAttr(), bins, nil, []*graph.Node{pivot})
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(brets) != len(ins) {
+			return nil, nil, status.InvalidArg("Node '%s' (op %s): body '%s' returns %d values for %d loop variables", n.Name, n.Op, bodyF.GetName(), len(brets), len(ins))
+		}
+		for i, r := range brets {
+			if !constant[i] && r.DType() != ins[i].DType() {
+				return nil, nil, status.InvalidArg("Node '%s' (op %s): body '%s' returns %v for loop variable %d of type %v", n.Name, n.Op, bodyF.GetName(), r.DType(), i, ins[i].DType())
+			}
+		}
+		return brets, bctrls, nil
+	}
+	exits, err := l.loop(n, ins, ctrls, constant, cond, bodyFn)
+	if err != nil {
+		return nil, nil, err
+	}
+	outs, done, err := l.standIn(n.Name, n.Device, exits, nil, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return outs, done, checkOuts(n, outs)
+}
+
+// loopCond builds a loop's condition from the loop variables' values in an
+// iteration; its nodes without inputs wait on src. It returns the bool and
+// the nodes LoopCond must wait for.
+type loopCond func(cur []graph.Output, src *graph.Node) (graph.Output, []*graph.Node, error)
+
+// loopBody builds a loop's body from the values on the Switches' true
+// side; its nodes without inputs wait on pivot. It returns the next
+// values (one per loop variable; a constant one's is ignored) and the
+// nodes NextIteration must wait for.
+type loopBody func(ins []graph.Output, pivot *graph.Node) ([]graph.Output, []*graph.Node, error)
+
+// loop builds a v1 loop of frame n.Name over ins, as TF's lower_while_op
+// does: per loop variable Enter (parallel_iterations from n, default 10),
+// Merge with the NextIteration back edge, Switch on LoopCond, Exit on the
+// false side, the body on the true side. A variable marked constant
+// enters as an is_constant Enter and skips Merge/Switch/NextIteration. It
+// returns the loop's final values (a constant variable's own input).
+func (l *lowerer) loop(n *graph.Node, ins []graph.Output, ctrls []*graph.Node, constant []bool, cond loopCond, body loopBody) ([]graph.Output, error) {
 	frame := n.Name
 	par := n.Attrs["parallel_iterations"]
 	if par == nil {
 		par = graph.AttrInt(10)
 	}
 	dev := n.Device
-	constant := make([]bool, len(ins))
-	for i, in := range ins {
-		constant[i] = in.DType() == tensor.Resource && carried(body, i)
-	}
 	enters := make([]*graph.Node, len(ins))
 	cur := make([]graph.Output, len(ins)) // the value of each variable in an iteration
 	merges := make([]*graph.Node, len(ins))
@@ -223,7 +274,7 @@ func (l *lowerer) lowerWhile(n *graph.Node, ins []graph.Output, ctrls, srcCtrl [
 			map[string]*tfpb.AttrValue{"T": graph.AttrType(in.DType()), "frame_name": graph.AttrString(frame),
 				"is_constant": graph.AttrBool(constant[i]), "parallel_iterations": par})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		cur[i] = enters[i].Output(0)
 		if constant[i] {
@@ -234,7 +285,7 @@ func (l *lowerer) lowerWhile(n *graph.Node, ins []graph.Output, ctrls, srcCtrl [
 		// built; the Merge's shape is not the Enter's then.
 		merges[i], err = l.node("Merge", l.name(n.Name+"/merge_"+strconv.Itoa(i)), dev, []graph.Output{cur[i], cur[i]}, nil, nil, t)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		merges[i].OutShapes[0] = tensor.PartialShape{}
 		cur[i] = merges[i].Output(0)
@@ -247,19 +298,15 @@ func (l *lowerer) lowerWhile(n *graph.Node, ins []graph.Output, ctrls, srcCtrl [
 		}
 	}
 	if first < 0 {
-		return nil, nil, status.InvalidArg("Node '%s' (op %s): every loop variable is a loop-invariant resource; nothing can end the loop", n.Name, n.Op)
+		return nil, status.InvalidArg("Node '%s' (op %s): every loop variable is a loop-invariant resource; nothing can end the loop", n.Name, n.Op)
 	}
-	condName := l.name(n.Name + "/cond")
-	crets, cctrls, err := l.inline(n.Name, condName, dev, condF.GetName(), condF.GetAttr(), cur, nil, []*graph.Node{merges[first]})
+	pred, cctrls, err := cond(cur, merges[first])
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if len(crets) != 1 || crets[0].DType() != tensor.Bool {
-		return nil, nil, status.Errorf(status.Unimplemented, "Node '%s' (op %s): cond '%s' must return one bool to be lowered", n.Name, n.Op, condF.GetName())
-	}
-	lc, err := l.node("LoopCond", l.name(n.Name+"/LoopCond"), dev, crets, cctrls, nil, nil)
+	lc, err := l.node("LoopCond", l.name(n.Name+"/LoopCond"), dev, []graph.Output{pred}, cctrls, nil, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	switches := make([]*graph.Node, len(ins))
 	exits := make([]graph.Output, len(ins))
@@ -273,11 +320,11 @@ func (l *lowerer) lowerWhile(n *graph.Node, ins []graph.Output, ctrls, srcCtrl [
 		t := map[string]*tfpb.AttrValue{"T": graph.AttrType(ins[i].DType())}
 		switches[i], err = l.node("Switch", l.name(n.Name+"/switch_"+strconv.Itoa(i)), dev, []graph.Output{cur[i], lc.Output(0)}, nil, nil, t)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		ex, err := l.node("Exit", l.name(n.Name+"/exit_"+strconv.Itoa(i)), dev, []graph.Output{switches[i].Output(0)}, nil, nil, t)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		exits[i] = ex.Output(0)
 		bodyIns[i] = switches[i].Output(1)
@@ -285,35 +332,24 @@ func (l *lowerer) lowerWhile(n *graph.Node, ins []graph.Output, ctrls, srcCtrl [
 	pivot, err := l.node("Identity", l.name(n.Name+"/loop_body_control"), dev, []graph.Output{switches[first].Output(1)}, nil, nil,
 		map[string]*tfpb.AttrValue{"T": graph.AttrType(ins[first].DType())})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	bodyName := l.name(n.Name + "/body")
-	brets, bctrls, err := l.inline(n.Name, bodyName, dev, bodyF.GetName(), bodyF.GetAttr(), bodyIns, nil, []*graph.Node{pivot})
+	brets, bctrls, err := body(bodyIns, pivot)
 	if err != nil {
-		return nil, nil, err
-	}
-	if len(brets) != len(ins) {
-		return nil, nil, status.InvalidArg("Node '%s' (op %s): body '%s' returns %d values for %d loop variables", n.Name, n.Op, bodyF.GetName(), len(brets), len(ins))
+		return nil, err
 	}
 	for i, m := range merges {
 		if m == nil {
 			continue
 		}
-		if brets[i].DType() != ins[i].DType() {
-			return nil, nil, status.InvalidArg("Node '%s' (op %s): body '%s' returns %v for loop variable %d of type %v", n.Name, n.Op, bodyF.GetName(), brets[i].DType(), i, ins[i].DType())
-		}
 		next, err := l.node("NextIteration", l.name(n.Name+"/next_iteration_"+strconv.Itoa(i)), dev, []graph.Output{brets[i]}, bctrls, nil,
 			map[string]*tfpb.AttrValue{"T": graph.AttrType(ins[i].DType())})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		m.Inputs[1] = next.Output(0)
 	}
-	outs, done, err := l.standIn(n.Name, dev, exits, nil, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	return outs, done, checkOuts(n, outs)
+	return exits, nil
 }
 
 // carried reports whether body returns its argument i unchanged (TF's
@@ -324,4 +360,146 @@ func carried(body *tfpb.FunctionDef, i int) bool {
 		return false
 	}
 	return body.GetRet()[sig.OutputArg[i].Name] == sig.InputArg[i].Name
+}
+
+// lowerFor lowers For (TF's ForOp, which TF runs as a kernel and never
+// lowers): a loop over (i, limit, delta, inputs...) with limit and delta
+// loop-invariant, continuing while i < limit when delta > 0 and while
+// i > limit otherwise, whose body inlines body(i, inputs...) and steps i
+// by delta. An Assert ahead of the loop fails as ForOp does (INVALID_ARGUMENT,
+// "Invalid start/limit/delta") unless delta > 0 and start <= limit,
+// delta < 0 and start >= limit, or delta = 0 and start = limit.
+func (l *lowerer) lowerFor(n *graph.Node, ins []graph.Output, ctrls, srcCtrl []*graph.Node) ([]graph.Output, *graph.Node, error) {
+	bodyF := n.Attrs["body"].GetFunc()
+	if l.g.FunctionLocked(bodyF.GetName()) == nil {
+		return nil, nil, status.InvalidArg("Node '%s' (op %s): function '%s' is not in the graph's function library", n.Name, n.Op, bodyF.GetName())
+	}
+	dev := n.Device
+	i32 := map[string]*tfpb.AttrValue{"T": graph.AttrType(tensor.Int32)}
+	op := func(op, name string, ins []graph.Output, ctrls, src []*graph.Node, attrs map[string]*tfpb.AttrValue) (graph.Output, error) {
+		nd, err := l.node(op, l.name(n.Name+"/"+name), dev, ins, ctrls, src, attrs)
+		if err != nil {
+			return graph.Output{}, err
+		}
+		return nd.Output(0), nil
+	}
+	zero := func(name string, src []*graph.Node) (graph.Output, error) {
+		return op("Const", name, nil, nil, src, map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Int32), "value": graph.AttrTensor(tensor.ScalarI32(0))})
+	}
+	start, limit, delta := ins[0], ins[1], ins[2]
+	// The check, outside the loop.
+	src := append(append([]*graph.Node(nil), ctrls...), srcCtrl...)
+	z, err := zero("zero", src)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := map[string]*tfpb.AttrValue{}
+	type cmp struct {
+		op     string
+		x, y   graph.Output
+		name   string
+		result graph.Output
+	}
+	cs := []*cmp{{op: "Greater", x: delta, y: z, name: "delta_pos"}, {op: "LessEqual", x: start, y: limit, name: "start_le_limit"},
+		{op: "Less", x: delta, y: z, name: "delta_neg"}, {op: "GreaterEqual", x: start, y: limit, name: "start_ge_limit"},
+		{op: "Equal", x: delta, y: z, name: "delta_zero"}, {op: "Equal", x: start, y: limit, name: "start_eq_limit"}}
+	for _, c := range cs {
+		if c.result, err = op(c.op, c.name, []graph.Output{c.x, c.y}, nil, nil, i32); err != nil {
+			return nil, nil, err
+		}
+	}
+	var ok []graph.Output
+	for k := 0; k < 3; k++ {
+		a, err := op("LogicalAnd", "valid_"+strconv.Itoa(k), []graph.Output{cs[2*k].result, cs[2*k+1].result}, nil, nil, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		ok = append(ok, a)
+	}
+	any01, err := op("LogicalOr", "valid_01", ok[:2], nil, nil, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	valid, err := op("LogicalOr", "valid", []graph.Output{any01, ok[2]}, nil, nil, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	msg, err := op("Const", "invalid_message", nil, nil, src, map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.String),
+		"value": graph.AttrTensor(tensor.FromStrings(tensor.Shape{}, []string{"Invalid start/limit/delta:"}))})
+	if err != nil {
+		return nil, nil, err
+	}
+	// ForOp's message, "Invalid start/limit/delta: 0 5 -1", inside the
+	// Assert's brackets.
+	parts := []graph.Output{msg}
+	for k, v := range []graph.Output{start, limit, delta} {
+		str, err := op("AsString", "as_string_"+strconv.Itoa(k), []graph.Output{v}, nil, nil, i32)
+		if err != nil {
+			return nil, nil, err
+		}
+		parts = append(parts, str)
+	}
+	joined, err := op("StringJoin", "invalid_message_join", parts, nil, nil,
+		map[string]*tfpb.AttrValue{"N": graph.AttrInt(4), "separator": graph.AttrString(" ")})
+	if err != nil {
+		return nil, nil, err
+	}
+	check, err := l.node("Assert", l.name(n.Name+"/check"), dev, []graph.Output{valid, joined}, nil, nil,
+		map[string]*tfpb.AttrValue{"T": graph.AttrTypeList([]tensor.DType{tensor.String})})
+	if err != nil {
+		return nil, nil, err
+	}
+
+	vars := append([]graph.Output{start, limit, delta}, ins[3:]...)
+	constant := make([]bool, len(vars))
+	constant[1], constant[2] = true, true
+	cond := func(cur []graph.Output, src *graph.Node) (graph.Output, []*graph.Node, error) {
+		z, err := zero("cond/zero", []*graph.Node{src})
+		if err != nil {
+			return graph.Output{}, nil, err
+		}
+		pos, err := op("Greater", "cond/delta_pos", []graph.Output{cur[2], z}, nil, nil, i32)
+		if err != nil {
+			return graph.Output{}, nil, err
+		}
+		lt, err := op("Less", "cond/less", []graph.Output{cur[0], cur[1]}, nil, nil, i32)
+		if err != nil {
+			return graph.Output{}, nil, err
+		}
+		gt, err := op("Greater", "cond/greater", []graph.Output{cur[0], cur[1]}, nil, nil, i32)
+		if err != nil {
+			return graph.Output{}, nil, err
+		}
+		c, err := op("Select", "cond/continue", []graph.Output{pos, lt, gt}, nil, nil, map[string]*tfpb.AttrValue{"T": graph.AttrType(tensor.Bool)})
+		return c, nil, err
+	}
+	body := func(bins []graph.Output, pivot *graph.Node) ([]graph.Output, []*graph.Node, error) {
+		args := append([]graph.Output{bins[0]}, bins[3:]...)
+		brets, bctrls, err := l.inline(n.Name, l.name(n.Name+"/body"), dev, bodyF.GetName(), bodyF.GetAttr(), args, nil, []*graph.Node{pivot})
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(brets) != len(ins)-3 {
+			return nil, nil, status.InvalidArg("Node '%s' (op %s): For loop body returned %d arguments. Expected: %d", n.Name, n.Op, len(brets), len(ins)-3)
+		}
+		for i, r := range brets {
+			if r.DType() != ins[3+i].DType() {
+				return nil, nil, status.InvalidArg("Node '%s' (op %s): body '%s' returns %v for loop variable %d of type %v", n.Name, n.Op, bodyF.GetName(), r.DType(), i, ins[3+i].DType())
+			}
+		}
+		next, err := op("AddV2", "next_i", []graph.Output{bins[0], bins[2]}, nil, nil, i32)
+		if err != nil {
+			return nil, nil, err
+		}
+		return append([]graph.Output{next, bins[1], bins[2]}, brets...), bctrls, nil
+	}
+	exits, err := l.loop(n, vars, append(append([]*graph.Node(nil), ctrls...), check), constant, cond, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	outs, done, err := l.standIn(n.Name, dev, exits[3:], nil, []*graph.Node{exits[0].Node})
+	if err != nil {
+		return nil, nil, err
+	}
+	return outs, done, checkOuts(n, outs)
 }

@@ -29,7 +29,7 @@ type Result struct {
 // library has op).
 func Functional(g *graph.Graph, op string) bool {
 	switch op {
-	case "PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "Case", "StatelessCase", "While", "StatelessWhile":
+	case "PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "Case", "StatelessCase", "While", "StatelessWhile", "For":
 		return true
 	}
 	return graph.LookupOpDef(op) == nil && g.FunctionLocked(op) != nil
@@ -323,6 +323,8 @@ func (l *lowerer) expand(n *graph.Node, ins []graph.Output, ctrls, srcCtrl []*gr
 		return l.lowerCase(n, ins, ctrls, srcCtrl)
 	case "While", "StatelessWhile":
 		return l.lowerWhile(n, ins, ctrls, srcCtrl)
+	case "For":
+		return l.lowerFor(n, ins, ctrls, srcCtrl)
 	}
 	return l.call(n, n.Op, n.Attrs, ins, ctrls, srcCtrl)
 }

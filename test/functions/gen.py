@@ -90,7 +90,9 @@ def case(name, gd, feed_sets, fetches, shapes=(), needs=()):
                 out = s.run(fetches, {k + ":0": v for k, v in feeds.items()})
                 run["want"] = [enc(o) for o in out]
             except tf.errors.OpError as e:
-                run["error"] = {"code": e.error_code, "message": e.message.strip().split("\n")[-1]}
+                # The last line that is not TF's node annotation ("\t [[{{node n}}]]").
+                lines = [ln for ln in e.message.strip().split("\n") if not ln.strip().startswith("[[")]
+                run["error"] = {"code": e.error_code, "message": lines[-1]}
             runs.append(run)
     c = {"name": name, "graph": name + ".pbtxt", "runs": runs, "shapes": static}
     if needs:
@@ -280,6 +282,27 @@ def side_effects():
         fh.write("\n")
 
 
+def for_loop():
+    """A For node (functional_ops.For with a Defun body, as TF1 code
+    writes it): the body gets the counter and the carried values."""
+    from tensorflow.python.framework import function
+    from tensorflow.python.ops import functional_ops
+    g = tf.Graph()
+    with g.as_default():
+        @function.Defun(tf.int32, tf.float32, tf.int32)
+        def body(i, x, k):
+            return x * 0.5 + tf.cast(i, tf.float32), k + i
+
+        s = tf.compat.v1.placeholder(tf.int32, [], name="s")
+        lim = tf.compat.v1.placeholder(tf.int32, [], name="l")
+        d = tf.compat.v1.placeholder(tf.int32, [], name="d")
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        y, k = functional_ops.For(s, lim, d, [x, tf.constant(0)], body, rewrite_with_while=False, name="for")
+        tf.identity(y, name="y_out")
+        tf.identity(k, name="k_out")
+    return g.as_graph_def()
+
+
 def text_gd(text):
     return text_format.Parse(text, tf.compat.v1.GraphDef())
 
@@ -418,6 +441,11 @@ gd, outs = concrete(tensor_array_concat, spec([5]), spec([], tf.int32))
 cases.append(case("tensor_array_concat", gd, [{"x": f32(5), "n": np.int32(k)} for k in (1, 4)], outs, ()))
 gd, outs = concrete(tensor_array_grad, spec([3]), spec([], tf.int32))
 cases.append(case("tensor_array_grad", gd, [{"x": f32(3), "n": np.int32(k)} for k in (1, 3)], outs, ()))
+# (start, limit, delta): up, down by 2, no trip, delta 0 at the limit,
+# and two that ForOp refuses.
+cases.append(case("for_loop", for_loop(), [{"s": np.int32(a), "l": np.int32(b), "d": np.int32(c), "x": f32(3)}
+                                           for a, b, c in ((0, 5, 1), (7, -2, -2), (4, 4, 1), (3, 3, 0), (0, 5, -1), (0, 5, 0))],
+                  ["y_out:0", "k_out:0"]))
 cases.append(case("v1_loop_call", v1_loop_call(), [{"x": f32(3), "n": np.int32(k)} for k in (0, 3)], ["y_out:0"]))
 cases.append(case("poly", text_gd(POLY), [{"x": f32(3), "n": np.int32(rng.integers(-9, 9, 4))}],
                   ["fx:0", "fn:0", "pc:0"], ["fx:0", "fn:0", "pc:0"]))
