@@ -394,3 +394,75 @@ func (l *library) bodyShapes(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrVa
 	}
 	return out, nil
 }
+
+// AddBody adds the body of fd, instantiated with attrs, to g as ordinary
+// nodes named prefix + the body node's name, with args (flattened) as its
+// arguments, and returns the values of its outputs. Package lower builds a
+// function's gradient on such a copy (SymbolicGradient); the nodes are
+// validated and shape-inferred as TF_FinishOperation's are.
+func (g *Graph) AddBody(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue, args []Output, prefix string) ([]Output, error) {
+	fi, err := Instantiate(fd, attrs)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) != len(fi.InTypes) {
+		return nil, status.InvalidArg("function '%s' takes %d inputs, given %d", fd.GetSignature().GetName(), len(fi.InTypes), len(args))
+	}
+	body := map[string]*Node{}
+	for _, nd := range fi.Order {
+		nattrs, err := fi.NodeAttrs(nd)
+		if err != nil {
+			return nil, err
+		}
+		var flat []Output
+		var ctrls []*Node
+		for _, s := range nd.Input {
+			if strings.HasPrefix(s, "^") {
+				if c := body[s[1:]]; c != nil {
+					ctrls = append(ctrls, c)
+				}
+				continue
+			}
+			o, err := fi.Refs(s, args, body)
+			if err != nil {
+				return nil, status.InvalidArg("function '%s': node '%s': %v", fd.GetSignature().GetName(), nd.Name, err)
+			}
+			flat = append(flat, o...)
+		}
+		def := g.OpDef(nd.Op)
+		if def == nil {
+			return nil, status.Errorf(status.NotFound, "Op type not registered '%s' in binary (node '%s')", nd.Op, nd.Name)
+		}
+		probe, err := NewDetachedFlat(0, def, nd.Op, nd.Name, "", flat, nil, nattrs)
+		if err != nil {
+			return nil, err
+		}
+		sizes, err := argSizes(probe)
+		if err != nil {
+			return nil, err
+		}
+		b := g.NewBuilder(nd.Op, prefix+nd.Name)
+		at := 0
+		for i, a := range def.InputArg {
+			if a.NumberAttr != "" || a.TypeListAttr != "" {
+				b.AddInputList(flat[at : at+sizes[i]])
+			} else {
+				b.AddInput(flat[at])
+			}
+			at += sizes[i]
+		}
+		for _, c := range ctrls {
+			b.AddControlInput(c)
+		}
+		for k, v := range nattrs {
+			b.SetAttr(k, v)
+		}
+		b.SetDevice(nd.Device)
+		n, err := b.Finish()
+		if err != nil {
+			return nil, err
+		}
+		body[nd.Name] = n
+	}
+	return fi.Returns(args, body)
+}

@@ -31,6 +31,18 @@
 //     inlined on the Switches' true side, input-less nodes waiting on
 //     loop_body_control. A resource variable the body returns unchanged
 //     enters as an is_constant Enter, as TF's lowering does.
+//   - For (which TF runs as a kernel, ForOp): the same loop over
+//     (i, limit, delta, inputs...), limit and delta is_constant,
+//     continuing while i < limit (delta > 0) or i > limit (otherwise),
+//     the body inlined as body(i, inputs...); an Assert ahead of it fails
+//     as ForOp does on an invalid start/limit/delta.
+//   - SymbolicGradient: f's body is copied into a private graph with
+//     Placeholders for x and dy, package grad (TF_AddGradients) builds the
+//     gradient there, graph.ToFunctionDef turns it into a FunctionDef and
+//     that is inlined like a call (zeros for an x without a gradient).
+//   - A function output that is a list (N*T, list(type)) is flattened:
+//     "node:out_arg" and a list argument name all their elements, as in
+//     TF's instantiation.
 //
 // # Naming
 //
@@ -40,7 +52,9 @@
 // <call node>/<body node>; nested calls nest the prefix
 // (outer/inner/node). If branches are <if>/then/... and <if>/else/...,
 // Case branches <case>/branch<k>/..., a While's cond and body
-// <while>/cond/... and <while>/body/..., and the control-flow nodes made
+// <while>/cond/... and <while>/body/... (a For's body <for>/body/..., its
+// check <for>/check and /valid...), a SymbolicGradient's
+// <node>/grad/... and <node>/fn/..., and the control-flow nodes made
 // for them <node>/switch_pred, /pivot_t, /pivot_f, /switch_<i>,
 // /output_<i>, /enter_<i>, /merge_<i>, /LoopCond, /exit_<i>,
 // /next_iteration_<i>. A name the graph already has gets _1, _2, ...

@@ -29,7 +29,7 @@ type Result struct {
 // library has op).
 func Functional(g *graph.Graph, op string) bool {
 	switch op {
-	case "PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "Case", "StatelessCase", "While", "StatelessWhile", "For":
+	case "PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "Case", "StatelessCase", "While", "StatelessWhile", "For", "SymbolicGradient":
 		return true
 	}
 	return graph.LookupOpDef(op) == nil && g.FunctionLocked(op) != nil
@@ -325,6 +325,8 @@ func (l *lowerer) expand(n *graph.Node, ins []graph.Output, ctrls, srcCtrl []*gr
 		return l.lowerWhile(n, ins, ctrls, srcCtrl)
 	case "For":
 		return l.lowerFor(n, ins, ctrls, srcCtrl)
+	case "SymbolicGradient":
+		return l.lowerSymbolicGradient(n, ins, ctrls, srcCtrl)
 	}
 	return l.call(n, n.Op, n.Attrs, ins, ctrls, srcCtrl)
 }
@@ -337,6 +339,12 @@ func (l *lowerer) call(n *graph.Node, fn string, attrs map[string]*tfpb.AttrValu
 	if err != nil {
 		return nil, nil, err
 	}
+	return l.callOuts(n, fn, rets, ctrlRets, ctrls, srcCtrl)
+}
+
+// callOuts checks an inlined function's outputs against call n's and
+// makes n's stand-in.
+func (l *lowerer) callOuts(n *graph.Node, fn string, rets []graph.Output, ctrlRets, ctrls, srcCtrl []*graph.Node) ([]graph.Output, *graph.Node, error) {
 	if len(rets) != n.NumOutputs() {
 		return nil, nil, status.InvalidArg("Node '%s': function '%s' returns %d outputs, the call has %d", n.Name, fn, len(rets), n.NumOutputs())
 	}
@@ -387,6 +395,13 @@ func (l *lowerer) inline(site, prefix, device, fn string, attrs map[string]*tfpb
 		// TF's message, from its function runtime.
 		return nil, nil, status.InvalidArg("Node '%s': Failed to find function \"%s\" in function library: the graph's library has no such function", site, fn)
 	}
+	return l.inlineDef(site, prefix, device, fd, attrs, ins, ctrls, srcCtrl)
+}
+
+// inlineDef is inline of a FunctionDef that need not be in the library (a
+// gradient function built at plan time).
+func (l *lowerer) inlineDef(site, prefix, device string, fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue, ins []graph.Output, ctrls, srcCtrl []*graph.Node) ([]graph.Output, []*graph.Node, error) {
+	fn := fd.GetSignature().GetName()
 	for i, f := range l.stack {
 		if f == fn {
 			return nil, nil, status.InvalidArg("Node '%s': function '%s' calls itself (%s -> %s): recursive functions cannot be inlined",
