@@ -324,6 +324,65 @@ def symbolic_gradient():
     return g.as_graph_def()
 
 
+def dynamic_rnn():
+    """tf.compat.v1.nn.dynamic_rnn in a TF1 graph with control flow v1:
+    a v1 while_loop that reads the input from a TensorArrayV3 filled by
+    ScatterV3 (unstack) and writes every step's output to another, then
+    gathers it (stack). The cell's weights are constants (no variables
+    to initialise); sequence_length makes the loop copy state through for
+    finished batch rows. A second, plain v1 while_loop over a dynamically
+    sized TensorArray with clear_after_read off exercises Write/Read/
+    Size/Concat/Split/Close."""
+    tf.compat.v1.disable_control_flow_v2()
+    w = rng.standard_normal((3, 4)).astype(np.float32)
+    u = rng.standard_normal((4, 4)).astype(np.float32) * 0.5
+    bias = rng.standard_normal(4).astype(np.float32)
+
+    class ConstCell(tf.compat.v1.nn.rnn_cell.RNNCell):
+        @property
+        def state_size(self):
+            return 4
+
+        @property
+        def output_size(self):
+            return 4
+
+        def call(self, inputs, state):
+            h = tf.tanh(tf.matmul(inputs, w) + tf.matmul(state, u) + bias)
+            return h, h
+
+    g = tf.Graph()
+    try:
+        with g.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [2, None, 3], name="x")
+            lens = tf.compat.v1.placeholder(tf.int32, [2], name="lens")
+            out, state = tf.compat.v1.nn.dynamic_rnn(ConstCell(), x, sequence_length=lens, dtype=tf.float32)
+            tf.identity(out, name="rnn_out")
+            tf.identity(state, name="rnn_state")
+
+            n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+            ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, clear_after_read=False, infer_shape=False)
+
+            def body(i, ta):
+                return i + 1, ta.write(i, tf.fill([i + 1], tf.cast(i, tf.float32)) * x[0, 0, 0])
+            _, ta = tf.compat.v1.while_loop(lambda i, ta: i < n, body, [tf.constant(0), ta], name="loop")
+            cat = ta.concat()
+            sp = tf.TensorArray(tf.float32, size=n, infer_shape=False, clear_after_read=False).split(
+                cat, tf.cast(tf.range(n, 0, -1), tf.int64))
+            tf.identity(cat, name="cat")
+            tf.identity(ta.size(), name="ta_size")
+            first = sp.read(0)
+            tf.identity(ta.read(n - 1) + first, name="last_plus_first")
+            r = sp.read(n - 1)
+            with tf.control_dependencies([r, first]):
+                closed = sp.close()
+            with tf.control_dependencies([closed]):
+                tf.identity(r, name="split_last")
+    finally:
+        tf.compat.v1.enable_control_flow_v2()
+    return g.as_graph_def()
+
+
 def text_gd(text):
     return text_format.Parse(text, tf.compat.v1.GraphDef())
 
@@ -474,6 +533,12 @@ assert any(nd.op == "SymbolicGradient" for nd in gd.node)
 # infers them ([3] and []), so the call's shapes are not compared.
 cases.append(case("symbolic_gradient", gd, [{"x": f32(3), "y": f32(3), "k": np.int32(rng.integers(1, 5))}],
                   ["dx:0", "dy:0"], call_shapes=False))
+gd = dynamic_rnn()
+assert {"TensorArrayV3", "TensorArrayScatterV3", "TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGatherV3",
+        "TensorArrayConcatV3", "TensorArraySplitV3", "TensorArraySizeV3", "TensorArrayCloseV3", "Enter"} <= {nd.op for nd in gd.node}
+cases.append(case("dynamic_rnn", gd, [{"x": f32(2, t, 3), "lens": np.int32(ls), "n": np.int32(k)}
+                                      for t, ls, k in ((5, [5, 3], 3), (1, [1, 0], 1), (4, [2, 4], 4))],
+                  ["rnn_out:0", "rnn_state:0", "cat:0", "ta_size:0", "last_plus_first:0", "split_last:0"]))
 cases.append(case("v1_loop_call", v1_loop_call(), [{"x": f32(3), "n": np.int32(k)} for k in (0, 3)], ["y_out:0"]))
 cases.append(case("poly", text_gd(POLY), [{"x": f32(3), "n": np.int32(rng.integers(-9, 9, 4))}],
                   ["fx:0", "fn:0", "pc:0"], ["fx:0", "fn:0", "pc:0"]))
