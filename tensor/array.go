@@ -32,3 +32,18 @@ type ArrayElem struct {
 	Shape                  Shape
 	Written, Read, Cleared bool
 }
+
+// Stack is one of TF1's stacks (StackV2 and its ops, stack.cc), what v1
+// while-loop gradients keep forward values in: pushed in the forward
+// loop, popped in reverse by the backward one. Like Array it is mutable
+// under Mu and rides in the Vars of its DT_RESOURCE handle.
+type Stack struct {
+	Name    string // unique: TF's <stack_name or node name>_<counter>
+	DType   DType
+	MaxSize int // < 0: unbounded
+	Handle  *Tensor
+
+	Mu     sync.Mutex
+	Elems  []*Tensor
+	Closed bool
+}

@@ -209,3 +209,91 @@ func arrayOf(t *tensor.Tensor) *tensor.Array {
 	a, _ := t.Vars[0].(*tensor.Array)
 	return a
 }
+
+// TF1's stacks (StackV2 and its ops), built here as arrays are; the
+// dynamic_rnn case's gradient runs them against TF.
+func init() {
+	Add("StackV2", func(r *rand.Rand) []Case {
+		var cs []Case
+		for _, dt := range MoveTypes {
+			m := int32(r.Intn(4)) - 1
+			in := ins(tensor.ScalarI32(m))
+			cs = append(cs, Case{Node: NodeFor("StackV2", Attrs{"elem_type": AType(dt), "stack_name": AStr("s")}, in, nil), Inputs: in,
+				Check: func(out []*tensor.Tensor) error {
+					s := stackHandleOf(out[0])
+					if s == nil || s.DType != dt || s.MaxSize != int(m) || len(s.Elems) != 0 {
+						return fmt.Errorf("stack %+v; want an empty stack of %v, max %d", s, dt, m)
+					}
+					return nil
+				}})
+		}
+		return cs
+	})
+	Add("StackPushV2", func(r *rand.Rand) []Case {
+		var cs []Case
+		for _, dt := range MoveTypes {
+			h, s := newStack(dt, -1, Rand(r, dt, tensor.Shape{2}))
+			v := Rand(r, dt, tensor.Shape{3})
+			in := ins(h, v)
+			cs = append(cs, Case{Node: NodeFor("StackPushV2", Attrs{"T": AType(dt)}, in, nil), Inputs: in, Want: ins(v),
+				Check: func(out []*tensor.Tensor) error {
+					if len(s.Elems) != 2 {
+						return fmt.Errorf("stack of %d elements after the push, want 2", len(s.Elems))
+					}
+					return sameTensor(s.Elems[1], v)
+				}})
+		}
+		h, _ := newStack(tensor.Float, 1, tensor.ScalarF32(1))
+		in := ins(h, tensor.ScalarF32(2))
+		cs = append(cs, Case{Node: NodeFor("StackPushV2", Attrs{"T": AType(tensor.Float)}, in, nil), Inputs: in,
+			Err: status.InvalidArgument, ErrMsg: "overflowed its max_size (1)"})
+		return cs
+	})
+	Add("StackPopV2", func(r *rand.Rand) []Case {
+		var cs []Case
+		for _, dt := range MoveTypes {
+			a, b := Rand(r, dt, tensor.Shape{2}), Rand(r, dt, tensor.Shape{1, 2})
+			h, s := newStack(dt, -1, a, b)
+			in := ins(h)
+			cs = append(cs, Case{Node: NodeFor("StackPopV2", Attrs{"elem_type": AType(dt)}, in, nil), Inputs: in, Want: ins(b),
+				Check: func(out []*tensor.Tensor) error {
+					if len(s.Elems) != 1 || s.Elems[0] != a {
+						return fmt.Errorf("stack after the pop: %v", s.Elems)
+					}
+					return nil
+				}})
+		}
+		h, _ := newStack(tensor.Float, -1)
+		in := ins(h)
+		cs = append(cs, Case{Node: NodeFor("StackPopV2", Attrs{"elem_type": AType(tensor.Float)}, in, nil), Inputs: in,
+			Err: status.InvalidArgument, ErrMsg: "is empty when calling Pop()."})
+		return cs
+	})
+	Add("StackCloseV2", func(r *rand.Rand) []Case {
+		h, s := newStack(tensor.Float, -1, tensor.ScalarF32(1))
+		in := ins(h)
+		return []Case{{Node: NodeFor("StackCloseV2", nil, in, nil), Inputs: in,
+			Check: func([]*tensor.Tensor) error {
+				if !s.Closed {
+					return fmt.Errorf("stack not closed")
+				}
+				return nil
+			}}}
+	})
+}
+
+func newStack(dt tensor.DType, max int, vs ...*tensor.Tensor) (*tensor.Tensor, *tensor.Stack) {
+	s := &tensor.Stack{Name: "s_0", DType: dt, MaxSize: max, Elems: vs}
+	h := resource.Handle{Container: "_stacks", Name: s.Name, Kind: "Stack"}.Tensor()
+	h.Vars = []any{s}
+	s.Handle = h
+	return h, s
+}
+
+func stackHandleOf(t *tensor.Tensor) *tensor.Stack {
+	if t == nil || t.DType != tensor.Resource || len(t.Vars) != 1 {
+		return nil
+	}
+	s, _ := t.Vars[0].(*tensor.Stack)
+	return s
+}

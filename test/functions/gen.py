@@ -328,7 +328,8 @@ def dynamic_rnn():
     """tf.compat.v1.nn.dynamic_rnn in a TF1 graph with control flow v1:
     a v1 while_loop that reads the input from a TensorArrayV3 filled by
     ScatterV3 (unstack) and writes every step's output to another, then
-    gathers it (stack). The cell's weights are constants (no variables
+    gathers it (stack), and its gradient (TensorArrayGradV3 and the stacks
+    a v1 loop gradient keeps). The cell's weights are constants (no variables
     to initialise); sequence_length makes the loop copy state through for
     finished batch rows. A second, plain v1 while_loop over a dynamically
     sized TensorArray with clear_after_read off exercises Write/Read/
@@ -359,6 +360,11 @@ def dynamic_rnn():
             out, state = tf.compat.v1.nn.dynamic_rnn(ConstCell(), x, sequence_length=lens, dtype=tf.float32)
             tf.identity(out, name="rnn_out")
             tf.identity(state, name="rnn_state")
+            # The v1 loop gradient: TensorArrayGradV3, and StackV2/
+            # StackPushV2/StackPopV2 keeping forward values for the
+            # backward loop.
+            dx, = tf.gradients(tf.reduce_sum(out * out) + tf.reduce_sum(state), [x])
+            tf.identity(dx, name="rnn_dx")
 
             n = tf.compat.v1.placeholder(tf.int32, [], name="n")
             ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, clear_after_read=False, infer_shape=False)
@@ -535,10 +541,11 @@ cases.append(case("symbolic_gradient", gd, [{"x": f32(3), "y": f32(3), "k": np.i
                   ["dx:0", "dy:0"], call_shapes=False))
 gd = dynamic_rnn()
 assert {"TensorArrayV3", "TensorArrayScatterV3", "TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGatherV3",
-        "TensorArrayConcatV3", "TensorArraySplitV3", "TensorArraySizeV3", "TensorArrayCloseV3", "Enter"} <= {nd.op for nd in gd.node}
+        "TensorArrayConcatV3", "TensorArraySplitV3", "TensorArraySizeV3", "TensorArrayCloseV3", "TensorArrayGradV3",
+        "StackV2", "StackPushV2", "StackPopV2", "Enter"} <= {nd.op for nd in gd.node}
 cases.append(case("dynamic_rnn", gd, [{"x": f32(2, t, 3), "lens": np.int32(ls), "n": np.int32(k)}
                                       for t, ls, k in ((5, [5, 3], 3), (1, [1, 0], 1), (4, [2, 4], 4))],
-                  ["rnn_out:0", "rnn_state:0", "cat:0", "ta_size:0", "last_plus_first:0", "split_last:0"]))
+                  ["rnn_out:0", "rnn_state:0", "rnn_dx:0", "cat:0", "ta_size:0", "last_plus_first:0", "split_last:0"]))
 cases.append(case("v1_loop_call", v1_loop_call(), [{"x": f32(3), "n": np.int32(k)} for k in (0, 3)], ["y_out:0"]))
 cases.append(case("poly", text_gd(POLY), [{"x": f32(3), "n": np.int32(rng.integers(-9, 9, 4))}],
                   ["fx:0", "fn:0", "pc:0"], ["fx:0", "fn:0", "pc:0"]))
