@@ -104,6 +104,14 @@ func TestTensorListsLikeTF(t *testing.T) {
 	runTFCases(t, "../test/controlflow", "lists.json", hostControlFlowEnvs)
 }
 
+// TestTensorListsGPU runs the same list programs in GPU sessions (one
+// group, several, node-level, CUDA graphs on): the list ops run on the
+// host, their element values cross to and from the GPU.
+func TestTensorListsGPU(t *testing.T) {
+	wantGPU(t)
+	runTFCases(t, "../test/controlflow", "lists.json", gpuControlFlowEnvs)
+}
+
 // TestGPUControlFlowV1 is TestControlFlowV1 on a GPU: the device step's
 // frames (loop bodies on the GPU, predicates read back), one group and
 // several, node-level mode, with CUDA graphs on (a plan with control flow

@@ -27,7 +27,9 @@ func TestFunctions(t *testing.T) {
 
 // TestFunctionsGPU runs the same cases in GPU sessions (one group, several,
 // node-level, CUDA graphs on), and checks that inlined bodies and lowered
-// loops are placed on the GPU.
+// loops are placed on the GPU. The TensorList, TensorArray and stack ops of
+// the tensor_array* and dynamic_rnn cases run on the host there, their
+// handles and lists never leaving host memory.
 func TestFunctionsGPU(t *testing.T) {
 	wantGPU(t)
 	runTFCases(t, "../test/functions", "cases.json", gpuControlFlowEnvs)
