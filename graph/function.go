@@ -397,18 +397,41 @@ func (l *library) bodyShapes(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrVa
 
 // AddBody adds the body of fd, instantiated with attrs, to g as ordinary
 // nodes named prefix + the body node's name, with args (flattened) as its
-// arguments, and returns the values of its outputs. Package lower builds a
-// function's gradient on such a copy (SymbolicGradient); the nodes are
-// validated and shape-inferred as TF_FinishOperation's are.
+// arguments, and returns the values of its outputs. A body node that calls
+// a function of g's library (PartitionedCall, StatefulPartitionedCall, a
+// call by name) is expanded the same way under prefix + its name + "/",
+// so the result holds no call; a recursive call is INVALID_ARGUMENT.
+// Package lower builds a function's gradient on such a copy
+// (SymbolicGradient); the nodes are validated and shape-inferred as
+// TF_FinishOperation's are.
 func (g *Graph) AddBody(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue, args []Output, prefix string) ([]Output, error) {
+	return g.addBody(fd, attrs, args, prefix, map[string]bool{})
+}
+
+func (g *Graph) addBody(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue, args []Output, prefix string, active map[string]bool) ([]Output, error) {
+	name := fd.GetSignature().GetName()
+	if active[name] {
+		return nil, status.InvalidArg("function '%s' calls itself", name)
+	}
+	active[name] = true
+	defer delete(active, name)
 	fi, err := Instantiate(fd, attrs)
 	if err != nil {
 		return nil, err
 	}
 	if len(args) != len(fi.InTypes) {
-		return nil, status.InvalidArg("function '%s' takes %d inputs, given %d", fd.GetSignature().GetName(), len(fi.InTypes), len(args))
+		return nil, status.InvalidArg("function '%s' takes %d inputs, given %d", name, len(fi.InTypes), len(args))
 	}
 	body := map[string]*Node{}
+	// expanded maps the stand-in of an expanded call (a detached node
+	// that only resolves references) to the call's outputs.
+	expanded := map[*Node][]Output{}
+	resolve := func(o Output) Output {
+		if outs, ok := expanded[o.Node]; ok {
+			return outs[o.Index]
+		}
+		return o
+	}
 	for _, nd := range fi.Order {
 		nattrs, err := fi.NodeAttrs(nd)
 		if err != nil {
@@ -418,16 +441,23 @@ func (g *Graph) AddBody(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue, 
 		var ctrls []*Node
 		for _, s := range nd.Input {
 			if strings.HasPrefix(s, "^") {
-				if c := body[s[1:]]; c != nil {
+				c := body[s[1:]]
+				if outs, ok := expanded[c]; ok {
+					for _, o := range outs {
+						ctrls = append(ctrls, o.Node)
+					}
+				} else if c != nil {
 					ctrls = append(ctrls, c)
 				}
 				continue
 			}
-			o, err := fi.Refs(s, args, body)
+			os, err := fi.Refs(s, args, body)
 			if err != nil {
-				return nil, status.InvalidArg("function '%s': node '%s': %v", fd.GetSignature().GetName(), nd.Name, err)
+				return nil, status.InvalidArg("function '%s': node '%s': %v", name, nd.Name, err)
 			}
-			flat = append(flat, o...)
+			for _, o := range os {
+				flat = append(flat, resolve(o))
+			}
 		}
 		def := g.OpDef(nd.Op)
 		if def == nil {
@@ -436,6 +466,17 @@ func (g *Graph) AddBody(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue, 
 		probe, err := NewDetachedFlat(0, def, nd.Op, nd.Name, "", flat, nil, nattrs)
 		if err != nil {
 			return nil, err
+		}
+		if fn, fattrs, ok := CallTarget(probe, func(op string) bool { return g.Function(op) != nil }); ok {
+			if cfd := g.Function(fn); cfd != nil {
+				outs, err := g.addBody(cfd, fattrs, flat, prefix+nd.Name+"/", active)
+				if err != nil {
+					return nil, err
+				}
+				expanded[probe] = outs
+				body[nd.Name] = probe
+				continue
+			}
 		}
 		sizes, err := argSizes(probe)
 		if err != nil {
@@ -464,5 +505,12 @@ func (g *Graph) AddBody(fd *tfpb.FunctionDef, attrs map[string]*tfpb.AttrValue, 
 		}
 		body[nd.Name] = n
 	}
-	return fi.Returns(args, body)
+	rets, err := fi.Returns(args, body)
+	if err != nil {
+		return nil, err
+	}
+	for i, o := range rets {
+		rets[i] = resolve(o)
+	}
+	return rets, nil
 }

@@ -39,7 +39,8 @@
 //   - SymbolicGradient: f's body is copied into a private graph with
 //     Placeholders for x and dy, package grad (TF_AddGradients) builds the
 //     gradient there, graph.ToFunctionDef turns it into a FunctionDef and
-//     that is inlined like a call (zeros for an x without a gradient).
+//     that is inlined like a call (zeros for an x without a gradient);
+//     calls in the body are expanded there first.
 //   - A function output that is a list (N*T, list(type)) is flattened:
 //     "node:out_arg" and a list argument name all their elements, as in
 //     TF's instantiation.

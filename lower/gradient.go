@@ -23,6 +23,11 @@ import (
 func (l *lowerer) lowerSymbolicGradient(n *graph.Node, ins []graph.Output, ctrls, srcCtrl []*graph.Node) ([]graph.Output, *graph.Node, error) {
 	f := n.Attrs["f"].GetFunc()
 	fd := l.g.FunctionLocked(f.GetName())
+	if fd == nil && graph.LookupOpDef(f.GetName()) != nil {
+		// TF builds this one from the op's function-style gradient
+		// (REGISTER_OP_GRADIENT), a registry mstream does not have.
+		return nil, nil, status.Errorf(status.Unimplemented, "Node '%s' (op SymbolicGradient): f is the primitive op '%s', not a function of the graph's library; only the gradients of library functions are supported", n.Name, f.GetName())
+	}
 	if fd == nil {
 		return nil, nil, status.InvalidArg("Node '%s': Failed to find function \"%s\" in function library: the graph's library has no such function", n.Name, f.GetName())
 	}

@@ -174,3 +174,55 @@ library {`)
 		t.Errorf("within the limit: %d bodies, %v", res.Calls, err)
 	}
 }
+
+// TestSymbolicGradientErrors: a SymbolicGradient whose function holds an
+// op without a registered gradient (Bitcast, inside a nested call, which
+// is expanded) fails naming the node and the op, and one over a primitive
+// op is UNIMPLEMENTED naming it.
+// (test/functions' symbolic_gradient compares a working one with TF.)
+func TestSymbolicGradientErrors(t *testing.T) {
+	const text = `
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "dy" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "g" op: "SymbolicGradient" input: "x" input: "dy"
+  attr { key: "Tin" value { list { type: DT_FLOAT type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "f" value { func { name: "Outer" } } } }
+node { name: "p" op: "SymbolicGradient" input: "x" input: "dy"
+  attr { key: "Tin" value { list { type: DT_FLOAT type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "f" value { func { name: "Neg" attr { key: "T" value { type: DT_FLOAT } } } } } }
+library {
+  function { signature { name: "Inner" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
+    node_def { name: "n" op: "Bitcast" input: "a" attr { key: "T" value { type: DT_FLOAT } } attr { key: "type" value { type: DT_FLOAT } } }
+    ret { key: "y" value: "n:output:0" } }
+  function { signature { name: "Outer" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
+    node_def { name: "c" op: "PartitionedCall" input: "a"
+      attr { key: "Tin" value { list { type: DT_FLOAT } } } attr { key: "Tout" value { list { type: DT_FLOAT } } }
+      attr { key: "f" value { func { name: "Inner" } } } }
+    ret { key: "y" value: "c:output:0" } } }
+`
+	gd, err := graph.ParseTextGraphDef([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := graph.New()
+	if _, err := g.Import(gd, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		node string
+		code status.Code
+		msg  string
+	}{
+		{"g", status.NotFound, "Bitcast"},
+		{"p", status.Unimplemented, "primitive op 'Neg'"},
+	} {
+		g.RLock()
+		_, err := Lower(g, nil, []graph.Output{g.Lookup(c.node).Output(0)}, nil)
+		g.RUnlock()
+		if status.CodeOf(err) != c.code || !strings.Contains(err.Error(), "Node '"+c.node+"'") || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: %v; want %v naming the node and %q", c.node, err, c.code, c.msg)
+		}
+	}
+}

@@ -306,13 +306,18 @@ def for_loop():
 def symbolic_gradient():
     """tf.gradients through a Defun call in a TF1 graph: TF writes the
     gradient as a SymbolicGradient node over the function. The function
-    has two outputs, and an int input without a gradient."""
+    has two outputs, an int input without a gradient, and calls another
+    Defun by name (expanded before the gradient is built)."""
     from tensorflow.python.framework import function
     g = tf.Graph()
     with g.as_default():
+        @function.Defun(tf.float32, tf.float32)
+        def inner(a, b):
+            return a * tf.tanh(b)
+
         @function.Defun(tf.float32, tf.float32, tf.int32)
         def f(a, b, k):
-            return a * b + tf.tanh(a) * tf.cast(k, tf.float32), tf.reduce_sum(tf.exp(b) / (1.0 + a * a))
+            return inner(a, b) + tf.tanh(a) * tf.cast(k, tf.float32), tf.reduce_sum(tf.exp(b) / (1.0 + a * a))
 
         x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
         y = tf.compat.v1.placeholder(tf.float32, [3], name="y")
