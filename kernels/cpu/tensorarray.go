@@ -357,7 +357,7 @@ func tensorArrayGather(ctx *kernels.Context) error {
 			}
 		}
 		if !s.FullyDefined() {
-			return taErrorf(ctx, ta, "TensorArray has size zero, but element shape %v is not fully defined. Currently only static shapes are supported when packing zero-size TensorArrays.", s)
+			return ctx.Errorf(status.InvalidArgument, "TensorArray has size zero, but element shape %v is not fully defined. Currently only static shapes are supported when packing zero-size TensorArrays.", s)
 		}
 		_, err := ctx.Allocate(0, append(tensor.Shape{0}, s.Dims...))
 		return err
@@ -369,7 +369,7 @@ func tensorArrayGather(ctx *kernels.Context) error {
 	shape := vs[0].Shape
 	for k, v := range vs[1:] {
 		if !v.Shape.Equal(shape) {
-			return taErrorf(ctx, ta, "Could not read from TensorArray index %d: TensorArray has inconsistent shapes.  Index 0 has shape: %v but index %d has shape: %v", indices[k+1], shape, indices[k+1], v.Shape)
+			return ctx.Errorf(status.InvalidArgument, "TensorArray has inconsistent shapes.  Index 0 has shape: %v but index %d has shape: %v", shape, k+1, v.Shape)
 		}
 	}
 	out, err := ctx.Allocate(0, append(tensor.Shape{int64(len(vs))}, shape...))
@@ -438,7 +438,13 @@ func tensorArrayConcat(ctx *kernels.Context) error {
 	if ta.Closed {
 		return taErrorf(ctx, ta, "has already been closed.")
 	}
-	indices := make([]int, len(ta.Elems))
+	// TF's PackOrConcatSize: a gradient array concatenates as many
+	// elements as its forward array was split into.
+	n := len(ta.Elems)
+	if ta.IsGrad {
+		n = max(ta.MarkedSize, 0)
+	}
+	indices := make([]int, n)
 	for i := range indices {
 		indices[i] = i
 	}
@@ -456,7 +462,7 @@ func tensorArrayConcat(ctx *kernels.Context) error {
 			s = tensor.ShapeFromProto(a.GetShape())
 		}
 		if !s.FullyDefined() {
-			return taErrorf(ctx, ta, "Concat saw a TensorArray of size zero, but element shape (minus first dimension) %v is not fully defined. Currently only static shapes are supported when concatenating zero-size TensorArrays.", s)
+			return ctx.Errorf(status.InvalidArgument, "TensorArray has size zero, but element_shape_except0 %v is not fully defined. Currently only static shapes are supported when concatenating zero-size TensorArrays.", s)
 		}
 		_, err := ctx.Allocate(0, append(tensor.Shape{0}, s.Dims...))
 		return err
@@ -465,12 +471,12 @@ func tensorArrayConcat(ctx *kernels.Context) error {
 	total := int64(0)
 	for i, v := range vs {
 		if len(v.Shape) == 0 {
-			return taErrorf(ctx, ta, "Concat saw a scalar shape at index %d but requires at least vectors.  Did you mean to call stack?", i)
+			return ctx.Errorf(status.InvalidArgument, "Concat saw a scalar shape at index %d but requires at least vectors.  Did you mean to call pack?", i)
 		}
 		if i == 0 {
 			rest = v.Shape[1:]
 		} else if !v.Shape[1:].Equal(rest) {
-			return taErrorf(ctx, ta, "Concat saw inconsistent shapes: index 0 has shape %v but index %d has shape %v (all dimensions but the first must match)", vs[0].Shape, i, v.Shape)
+			return ctx.Errorf(status.InvalidArgument, "TensorArray has inconsistent shapes.  Index 0 has (excepting dimension 0) shape: %v but index %d has (excepting dimension 0) shape: %v", rest, i, v.Shape[1:])
 		}
 		lengths.I64()[i] = v.Shape[0]
 		total += v.Shape[0]
@@ -513,7 +519,8 @@ func tensorArraySplit(ctx *kernels.Context) error {
 	}
 	ta.Mu.Lock()
 	defer ta.Mu.Unlock()
-	if !ta.Dynamic && len(lengths) != len(ta.Elems) {
+	// A dynamic array grows to the pieces; it never shrinks.
+	if size := len(ta.Elems); len(lengths) != size && !(ta.Dynamic && size < len(lengths)) {
 		return ctx.Errorf(status.InvalidArgument, "TensorArray's size is not equal to the size of lengths (%d vs. %d), and the TensorArray is not marked as dynamically resizeable", len(ta.Elems), len(lengths))
 	}
 	per := v.Shape[1:].NumElements()
@@ -565,9 +572,9 @@ func tensorArrayClose(ctx *kernels.Context) error {
 }
 
 // tensorArrayGrad returns the gradient array of the handle's array for
-// attr source, made on first use: the forward array's size (its size
-// after a split, when split), element shape and dtype; writes to one
-// index add up; reads of indices not written give zeros.
+// attr source, made on first use: the forward array's size, element
+// shape, dtype, split size and element shapes; writes to one index add
+// up; reads of indices not written give zeros.
 func tensorArrayGrad(ctx *kernels.Context) error {
 	ta, err := taInput(ctx, 0)
 	if err != nil {
@@ -582,14 +589,21 @@ func tensorArrayGrad(ctx *kernels.Context) error {
 	if ta.NoGrads {
 		return ctx.Errorf(status.InvalidArgument, "Unable to create a gradients TensorArray for %s.  Perhaps you used the multiple_writes_aggregate flag on a previous write?  Gradient calculation is impossible when multiple writes are performed to the same index.", ta.Name)
 	}
+	// Once gradients are taken, writes may no longer grow the forward
+	// array (TF's DisableDynamicSize).
+	ta.Dynamic = false
 	g := ta.Grads[source]
 	if g == nil {
-		size := len(ta.Elems)
-		if ta.MarkedSize >= 0 {
-			size = ta.MarkedSize
-		}
-		if g, err = newTensorArray(ctx, ta.Name+"@"+source, ta.DType, size, ta.ElemShape, false, true, ta.Identical, true); err != nil {
+		if g, err = newTensorArray(ctx, ta.Name+"@"+source, ta.DType, len(ta.Elems), ta.ElemShape, false, true, ta.Identical, true); err != nil {
 			return err
+		}
+		g.MarkedSize = ta.MarkedSize
+		// TF's CopyShapesFrom: an index the forward array wrote reads as
+		// zeros of that element's shape until a gradient is written.
+		for i, e := range ta.Elems {
+			if e.Written {
+				g.Elems[i] = tensor.ArrayElem{Shape: e.Shape, Written: true}
+			}
 		}
 		if ta.Grads == nil {
 			ta.Grads = map[string]*tensor.Array{}

@@ -175,13 +175,18 @@ func init() {
 			}}}
 	})
 	Add("TensorArrayGradV3", func(r *rand.Rand) []Case {
-		h, a := newArray(tensor.Float, 3, false, nil)
+		// The forward array wrote index 0 (shape [2]); the gradient array
+		// reads it as zeros of that shape until a gradient is written.
+		h, a := newArray(tensor.Float, 3, true, []*tensor.Tensor{Rand(r, tensor.Float, tensor.Shape{2})})
 		in := ins(h, tensor.ScalarF32(0))
 		return []Case{{Node: NodeFor("TensorArrayGradV3", Attrs{"source": AStr("gradients")}, in, nil), Inputs: in,
 			Check: func(out []*tensor.Tensor) error {
 				g := arrayOf(out[0])
-				if g == nil || g != a.Grads["gradients"] || !g.IsGrad || len(g.Elems) != 3 || g.Name != a.Name+"@gradients" {
-					return fmt.Errorf("gradient array %+v", g)
+				if g == nil || g != a.Grads["gradients"] || !g.IsGrad || len(g.Elems) != 3 || g.Name != a.Name+"@gradients" || a.Dynamic {
+					return fmt.Errorf("gradient array %+v (forward dynamic %v)", g, a.Dynamic)
+				}
+				if e := g.Elems[0]; !e.Written || e.T != nil || !e.Shape.Equal(tensor.Shape{2}) || g.Elems[1].Written {
+					return fmt.Errorf("gradient elements %+v: want index 0 standing for zeros of [2]", g.Elems)
 				}
 				return nil
 			}}}
