@@ -1,5 +1,6 @@
 # libmstream.so: the TensorFlow 2.15 C API over a Go graph runtime.
 #   make        build build/libmstream.so, the libtensorflow.so links, build/mstream.pc
+#               and the examples (build/multistream_inference, build/multistream_training)
 #   make test   install what is missing, then run every test
 #   make run    build and run the bundled example on the bundled model
 GO      ?= go
@@ -10,9 +11,12 @@ SRCS    := $(shell find . -name '*.go' -not -path './.dev/*' -not -path './scrip
            $(wildcard capi/*.c capi/*.h) $(shell find include -name '*.h' 2>/dev/null) \
            build/version.lds go.mod
 
-.PHONY: all lib test test-go test-capi test-c test-python test-examples check-exports run clean setup
+.PHONY: all lib examples test test-go test-capi test-c test-python test-examples check-exports run clean setup
 
-all: lib
+all: lib examples
+
+examples: lib
+	sh examples/build.sh
 
 lib: $(LIB) build/libtensorflow.so build/libtensorflow.so.2 build/mstream.pc
 

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Builds build/multistream_inference against build/libtensorflow.so (our
-# libmstream.so), exactly as a user program links TensorFlow's C library.
+# Builds build/multistream_inference and build/multistream_training against
+# build/libtensorflow.so (our libmstream.so), exactly as a user program links
+# TensorFlow's C library.
 # Usage: examples/build.sh            (run from anywhere; needs `make` first)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,8 +12,10 @@ if [ ! -e build/libtensorflow.so ] && [ ! -e build/libmstream.so ]; then
 fi
 lib=-ltensorflow
 [ -e build/libtensorflow.so ] || lib=-lmstream
-${CC:-cc} -O2 -g -Wall -Wextra -std=c11 -D_POSIX_C_SOURCE=200809L \
-  -I include examples/multistream_inference/multistream_inference.c \
-  -o build/multistream_inference \
-  -L build $lib -Wl,-rpath,'$ORIGIN' -lpthread
-echo "built build/multistream_inference"
+for prog in multistream_inference multistream_training; do
+  ${CC:-cc} -O2 -g -Wall -Wextra -std=c11 -D_POSIX_C_SOURCE=200809L \
+    -I include examples/$prog/$prog.c \
+    -o build/$prog \
+    -L build $lib -Wl,-rpath,'$ORIGIN' -lpthread
+  echo "built build/$prog"
+done

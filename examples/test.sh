@@ -22,6 +22,15 @@
 #   savedmodel  a SavedModel directory as MODEL (test/savedmodel/mlp_ref,
 #            written by TF's SavedModel Builder): loaded with its variables,
 #            the output is [4,3] and each row is a softmax (sums to 1)
+#   training the training example (examples/multistream_training) on
+#            examples/data/training.pbtxt, 40 steps of batch 64: the loss
+#            curve with 4 stream groups in node-level mode (a tower per
+#            group, examples/data/training_streams.txt) equals the curve
+#            with one group within 1e-5, and it falls; each of the 4
+#            groups ran every step and waited on another's events; where build/venv has
+#            TensorFlow, the same C source linked against TF's own
+#            libtensorflow gives the same curve within 1e-4 and the SaveV2
+#            checkpoints hold the same variables within 2e-3 (read by TF)
 #   readme   README.md's code blocks are files of examples/ (or test/) and
 #            run as written, with the output the README shows; its
 #            benchmark commands run shortened, its stats JSON is checked
@@ -35,7 +44,7 @@ cd "$root"
 ITERS=${ITERS:-20}
 # More checks (stream-group counts, ...) go here: a check_NAME function
 # below and NAME in this list.
-CHECKS=${*:-values smoke groups messages savedmodel readme}
+CHECKS=${*:-values smoke groups messages savedmodel training readme}
 
 model=examples/data/model_test.pbtxt
 expected=examples/data/model_test.expected.txt
@@ -265,6 +274,100 @@ check_savedmodel() {
   fi
 }
 
+# losses prints the "step N loss X" lines of a training run's output.
+losses() { grep '^step [0-9]* loss ' "$1"; }
+
+check_training() {
+  tm=examples/data/training.pbtxt
+  ts=examples/data/training_streams.txt
+  if ! build/multistream_training "$tm" 40 64 1 "$tmp/ck1/model.ckpt" >"$tmp/train1.out" 2>&1; then
+    bad "training: the example failed with 1 group:"; sed 's/^/  /' "$tmp/train1.out"; return
+  fi
+  if ! TF_NODE_LEVEL_MULTISTREAM=true TF_GPU_STREAM_GROUP_COUNT=4 TF_STREAM_FROM_FILE=$ts \
+      build/multistream_training "$tm" 40 64 1 "$tmp/ck4/model.ckpt" >"$tmp/train4.out" 2>&1; then
+    bad "training: the example failed with 4 groups:"; sed 's/^/  /' "$tmp/train4.out"; return
+  fi
+  tf=none
+  ms_root=$root
+  . "$root/scripts/venv.sh"
+  if ms_have_tf 2>/dev/null; then
+    tfdir=$("$MS_PY" -c 'import os, tensorflow; print(os.path.dirname(tensorflow.__file__))' 2>/dev/null)
+    mkdir -p "$tmp/tf"
+    ln -sf "$tfdir/libtensorflow_cc.so.2" "$tmp/tf/libtensorflow.so"
+    ln -sf "$tfdir/libtensorflow_cc.so.2" "$tmp/tf/libtensorflow_cc.so.2"
+    ln -sf "$tfdir/libtensorflow_framework.so.2" "$tmp/tf/libtensorflow_framework.so.2"
+    if ! ${CXX:-g++} -std=c++17 -O1 -fPIC -shared -I "$tfdir/include" -o "$tmp/tf/libmsshim.so" test/capidiff/tfshim.cc \
+          -L "$tmp/tf" -l:libtensorflow_framework.so.2 -ltensorflow -Wl,-rpath,"$tmp/tf" ||
+       ! ${CC:-cc} -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I "$tfdir/include" -I include \
+          examples/multistream_training/multistream_training.c -o "$tmp/tf/multistream_training" \
+          -L "$tmp/tf" -lmsshim -ltensorflow -Wl,-rpath,"$tmp/tf"; then
+      bad "training: the example does not build against TF's libtensorflow"; return
+    fi
+    if ! TF_CPP_MIN_LOG_LEVEL=3 "$tmp/tf/multistream_training" "$tm" 40 64 1 "$tmp/cktf/model.ckpt" >"$tmp/traintf.out" 2>&1; then
+      bad "training: the example failed on TF:"; sed 's/^/  /' "$tmp/traintf.out"; return
+    fi
+    tf=$tmp/traintf.out
+  fi
+  losses "$tmp/train1.out" >"$tmp/l1"; losses "$tmp/train4.out" >"$tmp/l4"
+  if [ "$tf" != none ]; then losses "$tf" >"$tmp/ltf"; else : >"$tmp/ltf"; fi
+  if ! msg=$(/usr/bin/python3 - "$tmp/l1" "$tmp/l4" "$tmp/ltf" "$tmp/train4.out" 2>&1 <<'EOF'
+import re, sys
+def curve(p):
+    return [float(l.split()[3]) for l in open(p)]
+one, four, tf = (curve(p) for p in sys.argv[1:4])
+# Every group ran every step and waited on another's events.
+groups = re.findall(r"group\d+ runs=(\d+) waits=(\d+)", open(sys.argv[4]).read())
+if len(groups) != 4 or any(int(r) < 40 or int(w) == 0 for r, w in groups):
+    sys.exit("4 groups: runs and waits per group %s, want 4 groups, each >= 40 runs and > 0 waits" % groups)
+if len(one) != 40 or len(four) != 40:
+    sys.exit("%d and %d losses, want 40 each" % (len(one), len(four)))
+def worst(a, b):
+    return max(abs(x - y) / max(abs(y), 1e-6) for x, y in zip(a, b))
+if worst(four, one) > 1e-5:
+    sys.exit("4 groups differ from 1 group by %.3g relative (tolerance 1e-5)" % worst(four, one))
+if not sum(one[-5:]) < sum(one[:5]):
+    sys.exit("the loss does not fall: %s" % one)
+out = "40 losses, 4 groups vs 1: %.2g; loss %.4f -> %.4f" % (worst(four, one), one[0], one[-1])
+if tf:
+    if len(tf) != 40 or worst(one, tf) > 1e-4:
+        sys.exit("mstream differs from TF by %.3g relative (tolerance 1e-4)" % worst(one, tf))
+    out += "; vs TF: %.2g" % worst(one, tf)
+print(out)
+EOF
+  ); then
+    bad "training: $msg"; return
+  fi
+  if [ "$tf" = none ]; then
+    if [ -f "$tmp/ck1/model.ckpt.index" ] && [ -f "$tmp/ck4/model.ckpt.index" ]; then
+      ok "training: $msg; checkpoints written (no TensorFlow to compare with)"
+    else
+      bad "training: no checkpoint index at $tmp/ck1/model.ckpt or $tmp/ck4/model.ckpt"
+    fi
+    return
+  fi
+  if ck=$(TF_CPP_MIN_LOG_LEVEL=3 "$MS_PY" - "$tmp/cktf/model.ckpt" "$tmp/ck1/model.ckpt" "$tmp/ck4/model.ckpt" 2>&1 <<'EOF'
+import sys
+import numpy as np
+import tensorflow as tf
+want = tf.train.load_checkpoint(sys.argv[1])
+names = sorted(want.get_variable_to_shape_map())
+for path in sys.argv[2:]:
+    got = tf.train.load_checkpoint(path)
+    if sorted(got.get_variable_to_shape_map()) != names:
+        sys.exit("%s holds %s, TF's %s" % (path, sorted(got.get_variable_to_shape_map()), names))
+    for n in names:
+        w, g = want.get_tensor(n), got.get_tensor(n)
+        if not np.allclose(g, w, rtol=2e-3, atol=2e-3 * np.abs(w).max()):
+            sys.exit("%s: variable %s differs from TF's by %.3g" % (path, n, np.abs(g - w).max()))
+print("%d variables in both checkpoints match TF's" % len(names))
+EOF
+  ); then
+    ok "training: $msg; $ck"
+  else
+    bad "training: $ck"
+  fi
+}
+
 check_readme() {
   # Its checks show as they end (the benchmark commands take minutes).
   /usr/bin/python3 -u examples/readme/check_readme.py 2>&1 | tee "$tmp/readme.out" |
@@ -283,6 +386,7 @@ for c in $CHECKS; do
     groups) check_groups ;;
     messages) check_messages ;;
     savedmodel) check_savedmodel ;;
+    training) check_training ;;
     readme) check_readme ;;
     *) bad "unknown check $c" ;;
   esac

@@ -1,0 +1,387 @@
+/* multistream_training: train a recommender GraphDef through the TensorFlow C
+ * API, the counterpart of NVIDIA's multistream_training example.
+ *
+ *   multistream_training MODEL [STEPS [BATCH [EVERY [CHECKPOINT [CONFIG]]]]]
+ *
+ * MODEL is a binary (.pb) or text (.pbtxt) GraphDef with the names that
+ * examples/multistream_training/gen.py gives (examples/data/training.pbtxt):
+ * towers fed by int64 placeholders tower<t>/ids (t = 0, 1, ... while one
+ * exists), each indexing the embedding variable tower<t>/emb; a float
+ * placeholder head/label [batch,1]; the scalar "loss"; the targets "init" and
+ * "train"; a float placeholder <variable>_init_value for each variable that
+ * "init" initialises from the client's numbers (uniform [-1, 1), from a
+ * fixed seed and the placeholder's name); and a Saver under "save". Every step feeds a batch drawn from a
+ * fixed-seed generator (ids skewed towards small values, as real ids are, with
+ * repeats within a batch; the label is 1 where the sum of a fixed random score
+ * per tower and id is positive, so the model can learn it), runs "train" and,
+ * every EVERY steps and at the last, fetches "loss" in the same run. It prints
+ * the loss curve ("step N loss X"), then steps/s over every step but the first
+ * (which builds the plan), and writes a SaveV2 checkpoint to CHECKPOINT ("-"
+ * for none).
+ *
+ * The stream groups come from the environment, as in NVIDIA's build:
+ * TF_NODE_LEVEL_MULTISTREAM=true TF_GPU_STREAM_GROUP_COUNT=4
+ * TF_STREAM_FROM_FILE=examples/data/training_streams.txt puts one tower (its
+ * forward nodes, gradients and updates) on each group.
+ *
+ * At the end it prints, from MS_SessionStats, each stream group's steps and
+ * the cross-stream waits the executor inserted on it ("stream groups: ...").
+ *
+ * Only the standard C API is used, plus MS_GraphDefTextToBinary and
+ * MS_ConfigProtoTextToBinary for text files (test/capidiff's shim provides
+ * them over TensorFlow) and MS_SessionStats (a weak reference, skipped
+ * without it), so the same source runs against TensorFlow's own
+ * libtensorflow and the losses can be compared. */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mstream/mstream.h"
+#include "tensorflow/c/c_api.h"
+
+#pragma weak MS_SessionStats
+
+#define DEFAULT_STEPS 200
+#define DEFAULT_BATCH 256
+#define DEFAULT_EVERY 10
+#define DEFAULT_CHECKPOINT "/tmp/multistream_training/model.ckpt"
+#define MAX_TOWERS 64
+#define MAX_GROUPS 256
+#define SEED 20240501u
+
+static const char* code_name(TF_Code c) {
+  static const char* names[] = {
+      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+      "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+      "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  return (unsigned)c < sizeof names / sizeof names[0] ? names[c] : "code?";
+}
+
+static void check(const char* what, const TF_Status* s) {
+  if (TF_GetCode(s) == TF_OK) return;
+  fprintf(stderr, "multistream_training: %s: %s: %s\n", what, code_name(TF_GetCode(s)), TF_Message(s));
+  exit(1);
+}
+
+static void die(const char* fmt, const char* arg) {
+  fprintf(stderr, "multistream_training: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n");
+  exit(1);
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: multistream_training MODEL [STEPS [BATCH [EVERY [CHECKPOINT [CONFIG]]]]]\n"
+          "  MODEL       GraphDef, binary (.pb) or text (.pbtxt), e.g. examples/data/training.pbtxt\n"
+          "  STEPS       training steps (default %d)\n"
+          "  BATCH       examples per step (default %d)\n"
+          "  EVERY       fetch and print the loss every EVERY steps (default %d)\n"
+          "  CHECKPOINT  SaveV2 prefix written at the end, - for none (default %s)\n"
+          "  CONFIG      ConfigProto, binary or text\n",
+          DEFAULT_STEPS, DEFAULT_BATCH, DEFAULT_EVERY, DEFAULT_CHECKPOINT);
+  exit(2);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void free_data(void* data, size_t len) {
+  (void)len;
+  free(data);
+}
+
+static TF_Buffer* read_file(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "multistream_training: %s: %s\n", path, strerror(errno));
+    exit(1);
+  }
+  size_t cap = 1 << 16, len = 0;
+  char* data = malloc(cap);
+  if (data == NULL) die("out of memory reading %s", path);
+  for (;;) {
+    len += fread(data + len, 1, cap - len, f);
+    if (len < cap) break;
+    cap *= 2;
+    char* grown = realloc(data, cap);
+    if (grown == NULL) die("out of memory reading %s", path);
+    data = grown;
+  }
+  if (ferror(f)) die("read error on %s", path);
+  fclose(f);
+  TF_Buffer* buf = TF_NewBuffer();
+  buf->data = data;
+  buf->length = len;
+  buf->data_deallocator = free_data;
+  return buf;
+}
+
+/* looks_like_text: serialized protos nearly always hold control bytes early. */
+static int looks_like_text(const TF_Buffer* buf) {
+  const unsigned char* p = buf->data;
+  size_t n = buf->length < 1024 ? buf->length : 1024;
+  for (size_t i = 0; i < n; i++) {
+    if (p[i] < 0x20 && p[i] != '\n' && p[i] != '\r' && p[i] != '\t') return 0;
+  }
+  return 1;
+}
+
+/* load_proto returns the binary form of a GraphDef (graph != 0) or
+ * ConfigProto file, converting text. */
+static TF_Buffer* load_proto(const char* path, int graph, TF_Status* s) {
+  TF_Buffer* raw = read_file(path);
+  size_t n = strlen(path);
+  if ((n > 3 && strcmp(path + n - 3, ".pb") == 0) || !looks_like_text(raw)) return raw;
+  TF_Buffer* bin = TF_NewBuffer();
+  if (graph) {
+    MS_GraphDefTextToBinary(raw->data, raw->length, bin, s);
+  } else {
+    MS_ConfigProtoTextToBinary(raw->data, raw->length, bin, s);
+  }
+  TF_DeleteBuffer(raw);
+  check(path, s);
+  return bin;
+}
+
+static TF_Operation* op(TF_Graph* g, const char* name) {
+  TF_Operation* o = TF_GraphOperationByName(g, name);
+  if (o == NULL) die("the model has no operation '%s' (see examples/multistream_training/gen.py)", name);
+  return o;
+}
+
+/* splitmix64: a small, fixed generator, so every run and both libraries see
+ * the same batches. */
+static uint64_t splitmix(uint64_t* x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double uniform(uint64_t* x) { return (double)(splitmix(x) >> 11) * 0x1.0p-53; }
+
+/* score is the hidden per-(tower, id) score in [-0.5, 0.5) the labels follow. */
+static double score(int tower, int64_t id) {
+  uint64_t x = ((uint64_t)tower << 40) ^ (uint64_t)id ^ 0x5eedull;
+  return uniform(&x) - 0.5;
+}
+
+static TF_Tensor* scalar_string(const char* v) {
+  TF_Tensor* t = TF_AllocateTensor(TF_STRING, NULL, 0, sizeof(TF_TString));
+  TF_TString* p = TF_TensorData(t);
+  TF_StringInit(p);
+  TF_StringCopy(p, v, strlen(v));
+  return t;
+}
+
+/* name_seed is a seed drawn from a name (FNV-1a), so each initial value
+ * depends on its variable alone, not on the order of the graph's nodes. */
+static uint64_t name_seed(const char* name) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *name; name++) h = (h ^ (unsigned char)*name) * 0x100000001b3ull;
+  return h ^ SEED;
+}
+
+/* run_init runs "init", feeding every placeholder named *_init_value (one
+ * per variable, scaled in the graph) uniform [-1, 1) numbers. */
+static void run_init(TF_Graph* g, TF_Session* sess, const TF_Operation* init, TF_Status* s) {
+  size_t pos = 0, n = 0, cap = 16;
+  TF_Output* feeds = malloc(cap * sizeof *feeds);
+  TF_Tensor** values = malloc(cap * sizeof *values);
+  if (feeds == NULL || values == NULL) die("out of memory%s", "");
+  const char* suffix = "_init_value";
+  for (TF_Operation* o; (o = TF_GraphNextOperation(g, &pos)) != NULL;) {
+    const char* name = TF_OperationName(o);
+    size_t len = strlen(name);
+    if (strcmp(TF_OperationOpType(o), "Placeholder") != 0 || len < strlen(suffix) ||
+        strcmp(name + len - strlen(suffix), suffix) != 0) {
+      continue;
+    }
+    TF_Output out = {o, 0};
+    int64_t dims[8];
+    int nd = TF_GraphGetTensorNumDims(g, out, s);
+    check(name, s);
+    if (nd < 0 || nd > 8) die("%s: the initial value needs a known shape", name);
+    TF_GraphGetTensorShape(g, out, dims, nd, s);
+    check(name, s);
+    int64_t count = 1;
+    for (int i = 0; i < nd; i++) {
+      if (dims[i] < 0) die("%s: the initial value needs a known shape", name);
+      count *= dims[i];
+    }
+    if (n == cap) {
+      cap *= 2;
+      feeds = realloc(feeds, cap * sizeof *feeds);
+      values = realloc(values, cap * sizeof *values);
+      if (feeds == NULL || values == NULL) die("out of memory%s", "");
+    }
+    TF_Tensor* t = TF_AllocateTensor(TF_FLOAT, dims, nd, (size_t)count * sizeof(float));
+    float* p = TF_TensorData(t);
+    uint64_t rng = name_seed(name);
+    for (int64_t i = 0; i < count; i++) p[i] = (float)(2 * uniform(&rng) - 1);
+    feeds[n] = out;
+    values[n++] = t;
+  }
+  TF_SessionRun(sess, NULL, feeds, values, (int)n, NULL, NULL, 0, &init, 1, NULL, s);
+  check("init", s);
+  for (size_t i = 0; i < n; i++) TF_DeleteTensor(values[i]);
+  free(feeds);
+  free(values);
+}
+
+/* json_int reads the integer after "key": at or after p, before end. */
+static long long json_int(const char* p, const char* end, const char* key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char* k = strstr(p, pat);
+  if (k == NULL || (end != NULL && k > end)) return -1;
+  return strtoll(k + strlen(pat), NULL, 10);
+}
+
+/* report_groups prints each stream group's runs and cross-stream waits
+ * from MS_SessionStats' JSON ("groups": [{"id": N, ..., "runs_completed":
+ * M, ..., "stream_waits": W, ...}, ...]). */
+static void report_groups(TF_Session* sess) {
+  if (!MS_SessionStats) return;
+  TF_Status* s = TF_NewStatus();
+  TF_Buffer* b = TF_NewBuffer();
+  MS_SessionStats(sess, b, s);
+  if (TF_GetCode(s) == TF_OK) {
+    char* js = malloc(b->length + 1);
+    memcpy(js, b->data, b->length);
+    js[b->length] = '\0';
+    const char* p = strstr(js, "\"groups\":[");
+    int n = 0;
+    printf("stream groups:");
+    while (p != NULL && n < MAX_GROUPS && (p = strstr(p + 1, "{\"id\":")) != NULL) {
+      const char* next = strstr(p + 1, "{\"id\":");
+      printf(" group%d runs=%lld waits=%lld", n, json_int(p, next, "runs_completed"),
+             json_int(p, next, "stream_waits"));
+      n++;
+    }
+    printf("\n");
+    free(js);
+  }
+  TF_DeleteBuffer(b);
+  TF_DeleteStatus(s);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2 || argc > 7) usage();
+  const char* model = argv[1];
+  int steps = argc > 2 ? atoi(argv[2]) : DEFAULT_STEPS;
+  int batch = argc > 3 ? atoi(argv[3]) : DEFAULT_BATCH;
+  int every = argc > 4 ? atoi(argv[4]) : DEFAULT_EVERY;
+  const char* ckpt = argc > 5 ? argv[5] : DEFAULT_CHECKPOINT;
+  const char* config = argc > 6 ? argv[6] : NULL;
+  if (steps < 1 || batch < 1 || every < 1) usage();
+
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  TF_Buffer* gd = load_proto(model, 1, s);
+  TF_ImportGraphDefOptions* io = TF_NewImportGraphDefOptions();
+  TF_GraphImportGraphDef(g, gd, io, s);
+  check(model, s);
+  TF_DeleteImportGraphDefOptions(io);
+  TF_DeleteBuffer(gd);
+
+  /* The towers: tower<t>/ids while it exists; each table's row count from
+   * its variable's shape attr bounds the ids. */
+  TF_Output feeds[MAX_TOWERS + 1];
+  int64_t vocab[MAX_TOWERS];
+  int towers = 0;
+  for (; towers < MAX_TOWERS; towers++) {
+    char name[64];
+    snprintf(name, sizeof name, "tower%d/ids", towers);
+    TF_Operation* ids = TF_GraphOperationByName(g, name);
+    if (ids == NULL) break;
+    snprintf(name, sizeof name, "tower%d/emb", towers);
+    int64_t dims[8];
+    TF_OperationGetAttrShape(op(g, name), "shape", dims, 8, s);
+    check(name, s);
+    feeds[towers] = (TF_Output){ids, 0};
+    vocab[towers] = dims[0];
+  }
+  if (towers == 0) die("%s has no tower0/ids placeholder", model);
+  feeds[towers] = (TF_Output){op(g, "head/label"), 0};
+  TF_Output loss = {op(g, "loss"), 0};
+  const TF_Operation* train = op(g, "train");
+  const TF_Operation* init = op(g, "init");
+
+  TF_SessionOptions* so = TF_NewSessionOptions();
+  if (config != NULL) {
+    TF_Buffer* cfg = load_proto(config, 0, s);
+    TF_SetConfig(so, cfg->data, cfg->length, s);
+    check(config, s);
+    TF_DeleteBuffer(cfg);
+  }
+  TF_Session* sess = TF_NewSession(g, so, s);
+  check("TF_NewSession", s);
+  TF_DeleteSessionOptions(so);
+  run_init(g, sess, init, s);
+
+  printf("model %s: %d towers (vocab", model, towers);
+  for (int t = 0; t < towers; t++) printf(" %" PRId64, vocab[t]);
+  printf("), batch %d, %d steps\n", batch, steps);
+
+  uint64_t rng = SEED;
+  TF_Tensor* values[MAX_TOWERS + 1];
+  int64_t id_dims[1] = {batch}, label_dims[2] = {batch, 1};
+  double t0 = 0;
+  for (int step = 0; step < steps; step++) {
+    for (int t = 0; t < towers; t++) values[t] = TF_AllocateTensor(TF_INT64, id_dims, 1, (size_t)batch * 8);
+    values[towers] = TF_AllocateTensor(TF_FLOAT, label_dims, 2, (size_t)batch * 4);
+    float* label = TF_TensorData(values[towers]);
+    for (int i = 0; i < batch; i++) {
+      double sum = 0;
+      for (int t = 0; t < towers; t++) {
+        double u = uniform(&rng);
+        int64_t id = (int64_t)(u * u * (double)vocab[t]);
+        ((int64_t*)TF_TensorData(values[t]))[i] = id;
+        sum += score(t, id);
+      }
+      label[i] = sum > 0 ? 1.0f : 0.0f;
+    }
+    int fetch = step % every == 0 || step == steps - 1;
+    TF_Tensor* out = NULL;
+    if (step == 1) t0 = now_s();
+    TF_SessionRun(sess, NULL, feeds, values, towers + 1, &loss, &out, fetch, &train, 1, NULL, s);
+    check("train", s);
+    for (int t = 0; t <= towers; t++) TF_DeleteTensor(values[t]);
+    if (fetch) {
+      printf("step %d loss %.9g\n", step, *(float*)TF_TensorData(out));
+      TF_DeleteTensor(out);
+    }
+  }
+  if (steps > 1) {
+    double wall = now_s() - t0;
+    printf("trained %d steps in %.3f s: %.2f steps/s (%.0f examples/s), first step not timed\n",
+           steps - 1, wall, (steps - 1) / wall, (steps - 1) * (double)batch / wall);
+  }
+
+  report_groups(sess);
+  if (strcmp(ckpt, "-") != 0) {
+    TF_Output path = {op(g, "save/Const"), 0};
+    TF_Tensor* pv = scalar_string(ckpt);
+    const TF_Operation* save = op(g, "save/control_dependency");
+    TF_SessionRun(sess, NULL, &path, &pv, 1, NULL, NULL, 0, &save, 1, NULL, s);
+    check(ckpt, s);
+    TF_StringDealloc(TF_TensorData(pv));
+    TF_DeleteTensor(pv);
+    printf("checkpoint written to %s\n", ckpt);
+  }
+  TF_CloseSession(sess, s);
+  TF_DeleteSession(sess, s);
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+  return 0;
+}
