@@ -45,6 +45,7 @@ type Config struct {
 	ForwardPropagation  bool
 	StreamFromFile      string
 	StreamRules         []StreamRule
+	StreamAssign        string // MSTREAM_STREAM_ASSIGN: "file" or "auto"
 	ForceGPUAllowGrowth bool
 	MinLogLevel         int
 	Trace               string // MSTREAM_TRACE: Chrome trace output path
@@ -137,6 +138,15 @@ var Knobs = []Knob{
 			c.StreamFromFile, c.StreamRules = v, rules
 			return nil
 		}},
+	{Name: "MSTREAM_STREAM_ASSIGN", Type: "enum", Default: "file", Doc: "node-level mode: file puts each node on the group TF_STREAM_FROM_FILE names (group 0 if none, as NVIDIA's build); auto assigns the nodes no file rule names by analysing the graph (critical-path list scheduling over the groups, package partition), so independent branches run on different groups",
+		set: func(c *Config, v string) error {
+			switch m := strings.ToLower(strings.TrimSpace(v)); m {
+			case "file", "auto":
+				c.StreamAssign = m
+				return nil
+			}
+			return fmt.Errorf("accepted values are file, auto")
+		}},
 	{Name: "TF_FORCE_GPU_ALLOW_GROWTH", Type: "bool", Default: "false", Doc: "grow device memory on demand",
 		set: func(c *Config, v string) (err error) { c.ForceGPUAllowGrowth, err = parseBool(v); return }},
 	{Name: "TF_CPP_MIN_LOG_LEVEL", Type: "level", Default: "0", Doc: "0 info, 1 warning, 2 error, 3 fatal only",
@@ -226,6 +236,8 @@ func (c *Config) value(name string) string {
 		return b(c.ForwardPropagation)
 	case "TF_STREAM_FROM_FILE":
 		return c.StreamFromFile
+	case "MSTREAM_STREAM_ASSIGN":
+		return c.StreamAssign
 	case "TF_FORCE_GPU_ALLOW_GROWTH":
 		return b(c.ForceGPUAllowGrowth)
 	case "TF_CPP_MIN_LOG_LEVEL":

@@ -26,8 +26,10 @@
 #            examples/data/training.pbtxt, 40 steps of batch 64: the loss
 #            curve with 4 stream groups in node-level mode (a tower per
 #            group, examples/data/training_streams.txt) equals the curve
-#            with one group within 1e-5, and it falls; each of the 4
-#            groups ran every step and waited on another's events; where build/venv has
+#            with one group within 1e-5, and so does the curve with 4 groups
+#            assigned automatically (MSTREAM_STREAM_ASSIGN=auto); the loss
+#            falls; each of the 4 groups ran every step and waited on
+#            another's events; where build/venv has
 #            TensorFlow, the same C source linked against TF's own
 #            libtensorflow gives the same curve within 1e-4 and the SaveV2
 #            checkpoints hold the same variables within 2e-3 (read by TF)
@@ -287,6 +289,10 @@ check_training() {
       build/multistream_training "$tm" 40 64 1 "$tmp/ck4/model.ckpt" >"$tmp/train4.out" 2>&1; then
     bad "training: the example failed with 4 groups:"; sed 's/^/  /' "$tmp/train4.out"; return
   fi
+  if ! TF_NODE_LEVEL_MULTISTREAM=true TF_GPU_STREAM_GROUP_COUNT=4 MSTREAM_STREAM_ASSIGN=auto \
+      build/multistream_training "$tm" 40 64 1 - >"$tmp/trainauto.out" 2>&1; then
+    bad "training: the example failed with 4 groups assigned automatically:"; sed 's/^/  /' "$tmp/trainauto.out"; return
+  fi
   tf=none
   ms_root=$root
   . "$root/scripts/venv.sh"
@@ -308,26 +314,29 @@ check_training() {
     fi
     tf=$tmp/traintf.out
   fi
-  losses "$tmp/train1.out" >"$tmp/l1"; losses "$tmp/train4.out" >"$tmp/l4"
+  losses "$tmp/train1.out" >"$tmp/l1"; losses "$tmp/train4.out" >"$tmp/l4"; losses "$tmp/trainauto.out" >"$tmp/lauto"
   if [ "$tf" != none ]; then losses "$tf" >"$tmp/ltf"; else : >"$tmp/ltf"; fi
-  if ! msg=$(/usr/bin/python3 - "$tmp/l1" "$tmp/l4" "$tmp/ltf" "$tmp/train4.out" 2>&1 <<'EOF'
+  if ! msg=$(/usr/bin/python3 - "$tmp/l1" "$tmp/l4" "$tmp/ltf" "$tmp/lauto" "$tmp/train4.out" "$tmp/trainauto.out" 2>&1 <<'EOF'
 import re, sys
 def curve(p):
     return [float(l.split()[3]) for l in open(p)]
-one, four, tf = (curve(p) for p in sys.argv[1:4])
-# Every group ran every step and waited on another's events.
-groups = re.findall(r"group\d+ runs=(\d+) waits=(\d+)", open(sys.argv[4]).read())
-if len(groups) != 4 or any(int(r) < 40 or int(w) == 0 for r, w in groups):
-    sys.exit("4 groups: runs and waits per group %s, want 4 groups, each >= 40 runs and > 0 waits" % groups)
-if len(one) != 40 or len(four) != 40:
-    sys.exit("%d and %d losses, want 40 each" % (len(one), len(four)))
+one, four, tf, auto = (curve(p) for p in sys.argv[1:5])
 def worst(a, b):
     return max(abs(x - y) / max(abs(y), 1e-6) for x, y in zip(a, b))
+# Every group ran every step and waited on another's events.
+for how, out in (("a tower per group", sys.argv[5]), ("automatic", sys.argv[6])):
+    groups = re.findall(r"group\d+ runs=(\d+) waits=(\d+)", open(out).read())
+    if len(groups) != 4 or any(int(r) < 40 or int(w) == 0 for r, w in groups):
+        sys.exit("4 groups, %s: runs and waits per group %s, want 4 groups, each >= 40 runs and > 0 waits" % (how, groups))
+if len(auto) != 40 or worst(auto, one) > 1e-5:
+    sys.exit("4 groups assigned automatically differ from 1 group (tolerance 1e-5): %s" % auto)
+if len(one) != 40 or len(four) != 40:
+    sys.exit("%d and %d losses, want 40 each" % (len(one), len(four)))
 if worst(four, one) > 1e-5:
     sys.exit("4 groups differ from 1 group by %.3g relative (tolerance 1e-5)" % worst(four, one))
 if not sum(one[-5:]) < sum(one[:5]):
     sys.exit("the loss does not fall: %s" % one)
-out = "40 losses, 4 groups vs 1: %.2g; loss %.4f -> %.4f" % (worst(four, one), one[0], one[-1])
+out = "40 losses, 4 groups vs 1: %.2g (automatic: %.2g); loss %.4f -> %.4f" % (worst(four, one), worst(auto, one), one[0], one[-1])
 if tf:
     if len(tf) != 40 or worst(one, tf) > 1e-4:
         sys.exit("mstream differs from TF by %.3g relative (tolerance 1e-4)" % worst(one, tf))

@@ -90,7 +90,7 @@ func TestFunctionNodeLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assign, _ := s.impl.assignment(plan)
+	assign, _ := s.impl.assignment(plan, 3)
 	want := func(name string) int {
 		switch {
 		case name == "PartitionedCall_2" || strings.HasPrefix(name, "PartitionedCall_2/"):

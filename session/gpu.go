@@ -242,7 +242,13 @@ func (s *Session) gpuNodeGroups(plan *exec.Plan) (*exec.Runtime, []*groups.Group
 		first[gi] = len(gs)
 		gs = append(gs, st.set.OnDevice(st.gpu+gi)...)
 	}
-	file, _ := st.assignment(plan)
+	fewest := 0
+	for _, gi := range plan.GPUs() {
+		if k := len(st.set.OnDevice(st.gpu + gi)); fewest == 0 || k < fewest {
+			fewest = k
+		}
+	}
+	file, _ := st.assignment(plan, fewest)
 	ng := plan.NodeGPUs()
 	assign := make([]int, len(file))
 	idx := []int{0}

@@ -461,7 +461,7 @@ func (s *Session) stepGroups(plan *exec.Plan) (rt *exec.Runtime, used []*groups.
 	}
 	if st.nodeLevel {
 		gs := st.set.OnDevice(0)
-		assign, idx := st.assignment(plan)
+		assign, idx := st.assignment(plan, len(gs))
 		for _, gi := range idx {
 			gs[gi].Begin()
 			used = append(used, gs[gi])

@@ -135,6 +135,9 @@ func multiStreamCases(t testing.TB) []map[string]string {
 			"TF_MULTI_STREAM_ALLOW_FORWARD_PROPAGATION": "true", "TF_REDUCE_STREAM_WAIT": "false"},
 		{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_NODE_LEVEL_MULTISTREAM": "true", "TF_STREAM_FROM_FILE": rules,
 			"TF_GPU_STREAM_AWARE_BFC": "true"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "4", "TF_NODE_LEVEL_MULTISTREAM": "true", "MSTREAM_STREAM_ASSIGN": "auto"},
+		{"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_NODE_LEVEL_MULTISTREAM": "true", "TF_STREAM_FROM_FILE": fwd,
+			"MSTREAM_STREAM_ASSIGN": "auto"},
 	}
 }
 

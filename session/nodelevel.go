@@ -3,6 +3,7 @@ package session
 import (
 	"mstream/exec"
 	"mstream/lower"
+	"mstream/partition"
 )
 
 // assignment returns, for node-level mode, the stream group of every node
@@ -16,8 +17,11 @@ import (
 // TF_MULTI_STREAM_ALLOW_FORWARD_PROPAGATION a node no rule names takes the
 // group of its first assigned predecessor (in topological order, so a
 // group flows down a chain); every other node is on group 0, the default
-// group, as NVIDIA's build leaves nodes outside any stream scope.
-func (st *state) assignment(plan *exec.Plan) ([]int, []int) {
+// group, as NVIDIA's build leaves nodes outside any stream scope. With
+// MSTREAM_STREAM_ASSIGN=auto the nodes no rule names are assigned instead
+// by package partition's analysis of the plan over n groups (those of the
+// plan's device, the fewest of its GPUs'), around the nodes the rules fix.
+func (st *state) assignment(plan *exec.Plan, n int) ([]int, []int) {
 	type entry struct{ assign, used []int }
 	if e, ok := st.assigns.Load(plan); ok {
 		return e.(entry).assign, e.(entry).used
@@ -47,7 +51,19 @@ func (st *state) assignment(plan *exec.Plan) ([]int, []int) {
 			assign[i], explicit[i] = rule(string(sites[j]))
 		}
 	}
-	if st.env.ForwardPropagation {
+	if st.env.StreamAssign == "auto" {
+		d := partition.DAG{Preds: make([][]int, len(nodes)), Topo: plan.Topo(),
+			Cost: make([]float64, len(nodes)), Fixed: make([]int, len(nodes))}
+		for i, nd := range nodes {
+			d.Preds[i] = plan.Preds(i)
+			d.Cost[i] = partition.Cost(nd.Op)
+			d.Fixed[i] = -1
+			if explicit[i] {
+				d.Fixed[i] = assign[i]
+			}
+		}
+		assign = partition.Assign(d, n)
+	} else if st.env.ForwardPropagation {
 		inherited := make([]bool, len(nodes))
 		for _, i := range plan.Topo() {
 			if explicit[i] {
