@@ -116,6 +116,9 @@ SMOKE = {
     "go test -run '^$' -bench BenchmarkReplay": ("", [("-benchtime 200000x", "-benchtime 100x"), ("-count 5", "-count 1")]),
     "sh bench/gpu/package.sh": ("", []),
     "bench/data/run.sh": ("STEPS=2", []),
+    "sh examples/build.sh": ("", []),
+    "sh bench/gpu/training.sh": ("STEPS=3 BATCH=16 ROUNDS=1", []),
+    "TF_NODE_LEVEL_MULTISTREAM=true TF_GPU_STREAM_GROUP_COUNT=4": ("", [("training.pbtxt 50 256", "training.pbtxt 3 16")]),
 }
 
 
