@@ -11,6 +11,10 @@
 #   sh bench/gpu/training.sh                 # here (CPU), after make
 #   bash DIR/training.sh                     # in the GPU kit (bench/gpu/package.sh DIR)
 #
+# On the H100 (the kit carried as .dev/gpu/bench), with the PyTorch peer of
+# the same model (one stream, and a stream per tower) after it:
+#   bash .dev/gpu/bench/training.sh && OUT=$OUT python3 .dev/gpu/bench/peer_training_torch.py
+#
 # BIN, MODEL default to build/multistream_training and
 # examples/data/training.pbtxt, or to the kit's copies beside this script.
 set -eu
