@@ -32,6 +32,9 @@ type optimizer struct {
 	// grad is the input index of the gradient (delta for descent).
 	grad     int
 	gradName string
+	// shown, when set, is for each slot the slot whose shape TF's shape
+	// error prints (CenteredRMSProp prints ms's for mg).
+	shown []int
 	// update applies the rule in place on fresh copies of the slots.
 	update32 func(n *graph.Node, slots [][]float32, s []float32, g []float32)
 	update64 func(n *graph.Node, slots [][]float64, s []float64, g []float64)
@@ -65,6 +68,21 @@ var optimizers = map[string]optimizer{
 	"RMSProp": {slots: 3, names: []string{"var", "ms", "mom"}, scalars: scalarsFrom(3, "lr is not a scalar : ", "rho is not a scalar: ",
 		"momentum is not a scalar: ", "epsilon is not a scalar: "), grad: 7, gradName: "grad",
 		update32: rmsProp[float32], update64: rmsProp[float64]},
+	"CenteredRMSProp": {slots: 4, names: []string{"var", "mg", "ms", "mom"}, scalars: scalarsFrom(4, "lr is not a scalar : ", "rho is not a scalar: ",
+		"momentum is not a scalar: ", "epsilon is not a scalar: "), grad: 8, gradName: "grad", shown: []int{0, 2, 2, 3},
+		update32: centeredRMSProp[float32], update64: centeredRMSProp[float64]},
+	// Ftrl checks its scalars after the shapes; lr_power's text has no
+	// colon. FtrlV2's l2_shrinkage (input 7) is checked last, after
+	// lr_power (input 8): the scalars' order is the checks' order.
+	"Ftrl": {slots: 3, names: []string{"var", "accum", "linear"}, grad: 3, gradName: "grad",
+		scalars: []scalarIn{{4, "lr is not a scalar: ", true}, {5, "l1 regularization strength is not a scalar: ", true},
+			{6, "l2 regularization strength is not a scalar: ", true}, {7, "lr_power is not a scalar", true}},
+		update32: ftrl[float32], update64: ftrl[float64]},
+	"FtrlV2": {slots: 3, names: []string{"var", "accum", "linear"}, grad: 3, gradName: "grad",
+		scalars: []scalarIn{{4, "lr is not a scalar: ", true}, {5, "l1 regularization strength is not a scalar: ", true},
+			{6, "l2 regularization strength is not a scalar: ", true}, {8, "lr_power is not a scalar", true},
+			{7, "l2 shrinkage regularization strength is not a scalar: ", true}},
+		update32: ftrlV2[float32], update64: ftrlV2[float64]},
 }
 
 type float interface{ ~float32 | ~float64 }
@@ -140,6 +158,83 @@ func rmsProp[T float](n *graph.Node, v [][]T, s, g []T) {
 		mo[i] = mo[i]*mom + (gr*lr)/sqrt(ms[i]+eps)
 		w[i] -= mo[i]
 	}
+}
+
+// centeredRMSProp: ms += (g*g-ms)*(1-rho); mg += (g-mg)*(1-rho);
+// mom = mom*momentum + lr*g/sqrt(ms-mg*mg+eps); var -= mom.
+func centeredRMSProp[T float](n *graph.Node, v [][]T, s, g []T) {
+	lr, rho, mom, eps := s[0], s[1], s[2], s[3]
+	w, mg, ms, mo := v[0], v[1], v[2], v[3]
+	for i, gr := range g {
+		ms[i] += (gr*gr - ms[i]) * (1 - rho)
+		mg[i] += (gr - mg[i]) * (1 - rho)
+		mo[i] = mo[i]*mom + (gr*lr)/sqrt((ms[i]-mg[i]*mg[i])+eps)
+		w[i] -= mo[i]
+	}
+}
+
+// ftrl is TF's ApplyFtrl rule (scalars lr, l1, l2, lr_power).
+func ftrl[T float](n *graph.Node, v [][]T, s, g []T) {
+	ftrlRule(attrBool(n, "multiply_linear_by_lr"), v, s[0], s[1], s[2], s[3], false, 0, g)
+}
+
+// ftrlV2 is ApplyFtrlV2 (scalars lr, l1, l2, lr_power, l2_shrinkage): the
+// gradient gains 2*l2_shrinkage*var in the linear term.
+func ftrlV2[T float](n *graph.Node, v [][]T, s, g []T) {
+	ftrlRule(attrBool(n, "multiply_linear_by_lr"), v, s[0], s[1], s[2], s[3], true, s[4], g)
+}
+
+// ftrlRule: with a = accum + g*g and p(x) = x^-lr_power (sqrt at -0.5),
+// linear += g' - (p(a)-p(accum))/lr*var (byLR: g'*lr - (p(a)-p(accum))*var);
+// var = (l1*sign(linear)-linear)/(p(a)/lr+2*l2) where |linear| > l1, else 0
+// (byLR: l1*lr in place of l1, p(a)+2*l2*lr below); accum = a. g' is the
+// gradient, plus 2*shrinkage*var with shrink.
+func ftrlRule[T float](byLR bool, v [][]T, lr, l1, l2, power T, shrink bool, shrinkage T, g []T) {
+	p := func(x T) T {
+		if power == -0.5 {
+			return sqrt(x)
+		}
+		return T(math.Pow(float64(x), float64(-power)))
+	}
+	w, acc, lin := v[0], v[1], v[2]
+	for i, gr := range g {
+		gs := gr
+		if shrink {
+			gs = gr + 2*shrinkage*w[i]
+		}
+		na := acc[i] + gr*gr
+		var l1e, y T
+		if byLR {
+			lin[i] += gs*lr - (p(na)-p(acc[i]))*w[i]
+			l1e, y = l1*lr, p(na)+2*l2*lr
+		} else {
+			lin[i] += gs - (p(na)-p(acc[i]))/lr*w[i]
+			l1e, y = l1, p(na)/lr+2*l2
+		}
+		if abs(lin[i]) > l1e {
+			w[i] = (l1e*sign(lin[i]) - lin[i]) / y
+		} else {
+			w[i] = 0
+		}
+		acc[i] = na
+	}
+}
+
+func abs[T float](x T) T {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func sign[T float](x T) T {
+	switch {
+	case x > 0:
+		return 1
+	case x < 0:
+		return -1
+	}
+	return 0
 }
 
 func init() {
@@ -229,7 +324,11 @@ func (o optimizer) apply(ctx *kernels.Context, vs []*resource.Var, ref bool) (*t
 		}
 		for i := 1; i < o.slots; i++ {
 			if !old[0].Shape.Equal(old[i].Shape) {
-				return nil, ctx.Errorf(status.InvalidArgument, "var and %s do not have the same shape%v %v", o.names[i], old[0].Shape, old[i].Shape)
+				shown := i
+				if o.shown != nil {
+					shown = o.shown[i]
+				}
+				return nil, ctx.Errorf(status.InvalidArgument, "var and %s do not have the same shape%v %v", o.names[i], old[0].Shape, old[shown].Shape)
 			}
 		}
 		g := ctx.Input(o.grad)

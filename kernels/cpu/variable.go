@@ -6,6 +6,7 @@ import (
 	"mstream/resource"
 	"mstream/status"
 	"mstream/tensor"
+	"strings"
 )
 
 // Variables, resource and ref, over package resource (its doc states the
@@ -540,9 +541,12 @@ func refSourceAt(n *graph.Node, b kernels.Binding, i int) (refSource, error) {
 		case "TemporaryVariable":
 			return refSource{tmpName: tempVarName(in)}, nil
 		case "RefIdentity", "Identity", "RefSwitch", "RefEnter", "RefExit", "RefMerge", "RefNextIteration",
-			"Assign", "AssignAdd", "AssignSub", "ScatterUpdate", "ScatterAdd", "ScatterSub",
-			"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyAdagrad", "ApplyRMSProp":
+			"Assign", "AssignAdd", "AssignSub", "ScatterUpdate", "ScatterAdd", "ScatterSub":
 			src = in
+			continue
+		}
+		if _, ok := optimizers[strings.TrimPrefix(in.Op, "Apply")]; ok && strings.HasPrefix(in.Op, "Apply") {
+			src = in // the dense optimizers forward their variable
 			continue
 		}
 		return refSource{}, status.Errorf(status.Unimplemented, "the ref input of node '%s' comes from node '%s' (op %s), not from a variable", n.Name, in.Name, in.Op)

@@ -31,6 +31,61 @@ type optCase struct {
 	lrMsg string
 	// grad is the index in args of the gradient.
 	grad int
+	// slotVals, when set, draws the slots (default: the variable in
+	// [-2, 2], accumulators in [0.1, 2]).
+	slotVals func(r *rand.Rand, dt tensor.DType, s tensor.Shape) []*tensor.Tensor
+}
+
+// ftrlStep is TF's Ftrl rule in float64 (a[1..4] = lr, l1, l2, lr_power;
+// shrinkage >= 0 adds 2*shrinkage*var to the gradient, V2).
+func ftrlStep(v, a [][]float64, at map[string]*tfpb.AttrValue, shrink bool, shrinkage float64) {
+	g, lr, l1, l2, power := a[0], a[1][0], a[2][0], a[3][0], a[4][0]
+	byLR := attrOn(at, "multiply_linear_by_lr", false)
+	p := func(x float64) float64 { return math.Pow(x, -power) }
+	for i := range g {
+		gs := g[i]
+		if shrink {
+			gs += 2 * shrinkage * v[0][i]
+		}
+		na := v[1][i] + g[i]*g[i]
+		l1e, y := l1, p(na)/lr+2*l2
+		if byLR {
+			v[2][i] += gs*lr - (p(na)-p(v[1][i]))*v[0][i]
+			l1e, y = l1*lr, p(na)+2*l2*lr
+		} else {
+			v[2][i] += gs - (p(na)-p(v[1][i]))/lr*v[0][i]
+		}
+		if math.Abs(v[2][i]) > l1e {
+			s := 1.0
+			if v[2][i] < 0 {
+				s = -1
+			}
+			v[0][i] = (l1e*s - v[2][i]) / y
+		} else {
+			v[0][i] = 0
+		}
+		v[1][i] = na
+	}
+}
+
+// ftrlArgs draws grad, lr, l1, l2, lr_power (half the time -0.5, TF's
+// special case), and for V2 l2_shrinkage.
+func ftrlArgs(v2 bool) func(r *rand.Rand, dt tensor.DType, s tensor.Shape) []*tensor.Tensor {
+	return func(r *rand.Rand, dt tensor.DType, s tensor.Shape) []*tensor.Tensor {
+		power := FromF64(dt, tensor.Shape{}, []float64{-0.5})
+		if r.Intn(2) == 0 {
+			power = scalarOf(r, dt, -1, -0.1)
+		}
+		out := []*tensor.Tensor{RandRange(r, dt, s, -2, 2), scalarOf(r, dt, 0.05, 0.5), scalarOf(r, dt, 0, 0.3), scalarOf(r, dt, 0, 0.3)}
+		if v2 {
+			return append(out, scalarOf(r, dt, 0, 0.2), power)
+		}
+		return append(out, power)
+	}
+}
+
+func ftrlSlots(r *rand.Rand, dt tensor.DType, s tensor.Shape) []*tensor.Tensor {
+	return []*tensor.Tensor{RandRange(r, dt, s, -2, 2), RandRange(r, dt, s, 0.1, 2), RandRange(r, dt, s, -1, 1)}
 }
 
 func scalarOf(r *rand.Rand, dt tensor.DType, lo, hi float64) *tensor.Tensor {
@@ -122,6 +177,36 @@ var optCases = map[string]optCase{
 			}
 		},
 		lr: 0, lrMsg: "lr is not a scalar : [2]", grad: 4},
+	"CenteredRMSProp": {slots: []string{"v", "v1", "v2", "v3"},
+		args: func(r *rand.Rand, dt tensor.DType, s tensor.Shape) []*tensor.Tensor {
+			return []*tensor.Tensor{scalarOf(r, dt, 0.01, 0.5), scalarOf(r, dt, 0.8, 0.99), scalarOf(r, dt, 0, 0.9),
+				scalarOf(r, dt, 1e-3, 1e-2), RandRange(r, dt, s, -2, 2)}
+		},
+		// mg small and ms large, so ms - mg^2 stays positive after the step.
+		slotVals: func(r *rand.Rand, dt tensor.DType, s tensor.Shape) []*tensor.Tensor {
+			return []*tensor.Tensor{RandRange(r, dt, s, -2, 2), RandRange(r, dt, s, -0.3, 0.3), RandRange(r, dt, s, 1, 2), RandRange(r, dt, s, -1, 1)}
+		},
+		step: func(v, a [][]float64, _ map[string]*tfpb.AttrValue) {
+			lr, rho, mom, eps, g := a[0][0], a[1][0], a[2][0], a[3][0], a[4]
+			for i := range g {
+				v[2][i] += (g[i]*g[i] - v[2][i]) * (1 - rho)
+				v[1][i] += (g[i] - v[1][i]) * (1 - rho)
+				v[3][i] = v[3][i]*mom + lr*g[i]/math.Sqrt(v[2][i]-v[1][i]*v[1][i]+eps)
+				v[0][i] -= v[3][i]
+			}
+		},
+		lr: 0, lrMsg: "lr is not a scalar : [2]", grad: 4},
+	"Ftrl": {slots: []string{"v", "v1", "v2"}, args: ftrlArgs(false), slotVals: ftrlSlots,
+		attrs: []map[string]*tfpb.AttrValue{{}, {"multiply_linear_by_lr": ABool(true), "use_locking": ABool(true)}},
+		step:  func(v, a [][]float64, at map[string]*tfpb.AttrValue) { ftrlStep(v, a, at, false, 0) },
+		lr:    1, lrMsg: "lr is not a scalar: [2]", grad: 0},
+	"FtrlV2": {slots: []string{"v", "v1", "v2"}, args: ftrlArgs(true), slotVals: ftrlSlots,
+		attrs: []map[string]*tfpb.AttrValue{{}, {"multiply_linear_by_lr": ABool(true), "use_locking": ABool(true)}},
+		step: func(v, a [][]float64, at map[string]*tfpb.AttrValue) {
+			// args: grad, lr, l1, l2, l2_shrinkage, lr_power
+			ftrlStep(v, [][]float64{a[0], a[1], a[2], a[3], a[5]}, at, true, a[4][0])
+		},
+		lr: 1, lrMsg: "lr is not a scalar: [2]", grad: 0},
 }
 
 // optWant is every slot after one step of o from the slot values x.
@@ -163,6 +248,9 @@ func init() {
 				x = append(x, RandRange(r, dt, s, 0.1, 2))
 			}
 			return x
+		}
+		if o.slotVals != nil {
+			slotVals = o.slotVals
 		}
 		Add("ResourceApply"+name, func(r *rand.Rand) []Case {
 			var cs []Case

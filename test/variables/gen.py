@@ -14,7 +14,10 @@ compares. "__TMP__" in a string feed stands for a fresh temporary directory,
 tensors and from a text file), MutableHashTableV2 and their ops. The train_* cases train a small MLP
 (an MSE) five steps with each tf.compat.v1.train optimizer over ref and
 resource variables, fetching the loss at every step and the variables after
-it; train_embedding trains an embedding with sparse Adagrad; apply_errors runs the optimizer ops raw, with their errors.
+it (centered_rmsprop: ApplyCenteredRMSProp; ftrl, ftrl_power: ApplyFtrl at
+lr_power -0.5 and -0.7; ftrl_v2: ApplyFtrlV2, l2 shrinkage); train_embedding
+trains an embedding with sparse Adagrad; apply_errors runs the optimizer ops
+raw, with their errors.
 temporary_vars sums three inputs through a TemporaryVariable as TF1's
 accumulate_n did (TemporaryVariable, Assign, AssignAdd,
 DestroyTemporaryVariable) and keeps a second one undestroyed, which the
@@ -321,6 +324,10 @@ OPTIMIZERS = {
     "adam": lambda: tf.compat.v1.train.AdamOptimizer(0.05),
     "adagrad": lambda: tf.compat.v1.train.AdagradOptimizer(0.2),
     "rmsprop": lambda: tf.compat.v1.train.RMSPropOptimizer(0.02, momentum=0.5),
+    "centered_rmsprop": lambda: tf.compat.v1.train.RMSPropOptimizer(0.02, momentum=0.5, centered=True),
+    "ftrl": lambda: tf.compat.v1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01, l2_regularization_strength=0.02),
+    "ftrl_power": lambda: tf.compat.v1.train.FtrlOptimizer(0.3, learning_rate_power=-0.7, l1_regularization_strength=0.01),
+    "ftrl_v2": lambda: tf.compat.v1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01, l2_shrinkage_regularization_strength=0.05),
 }
 
 
