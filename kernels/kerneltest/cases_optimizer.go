@@ -325,73 +325,131 @@ func init() {
 	}
 }
 
+// sparseCases are the ResourceSparseApply* ops: the dense op of the same
+// optimizer (optCases) applied to the rows the indices name, in order
+// (repeats included); their inputs are the dense op's with the indices
+// right after the gradient. lrMsg is the sparse kernel's own text for a
+// learning rate that is not a scalar.
+var sparseCases = map[string]string{
+	"Adagrad":  "lr is not a scalar: [2]",
+	"Momentum": "lr is not a scalar : [2]",
+	"Ftrl":     "lr is not a positive scalar (or zero if multiply_linear_by_lr is set): [2]",
+	"FtrlV2":   "lr is not a positive scalar (or zero if multiply_linear_by_lr is set): [2]",
+}
+
 func init() {
-	Add("ResourceSparseApplyAdagrad", func(r *rand.Rand) []Case {
-		var cs []Case
-		apply := func(dt tensor.DType, ins []*tensor.Tensor, attrs map[string]*tfpb.AttrValue) Call {
-			return Call{NodeForUnknown("ResourceSparseApplyAdagrad", withT(attrs, dt), ins, nil), ins}
+	for name, lrMsg := range sparseCases {
+		o := optCases[name]
+		if o.attrs == nil {
+			o.attrs = []map[string]*tfpb.AttrValue{{}, {"use_locking": ABool(true)}}
 		}
-		for _, dt := range []tensor.DType{tensor.Float, tensor.Double} {
-			for _, it := range []tensor.DType{tensor.Int32, tensor.Int64} {
-				for _, update := range []bool{true, false} {
-					s := tensor.Shape{5, 1 + int64(r.Intn(3))}
-					h, ha := handleT("v", dt), handleT("v1", dt)
-					x, acc := RandRange(r, dt, s, -2, 2), RandRange(r, dt, s, 0.1, 2)
-					n := 1 + r.Intn(4)
-					idx := make([]int64, n)
-					for i := range idx {
-						idx[i] = int64(r.Intn(5)) // repeats apply in order
-					}
-					ind := FromF64(it, tensor.Shape{int64(n)}, func() []float64 {
-						f := make([]float64, n)
-						for i, v := range idx {
-							f[i] = float64(v)
+		if name == "Adagrad" {
+			o.attrs = []map[string]*tfpb.AttrValue{{}, {"update_slots": ABool(false), "use_locking": ABool(true)}}
+		}
+		op := "ResourceSparseApply" + name
+		// inputs are the handles, then args with the indices after the gradient.
+		inputs := func(hs, args []*tensor.Tensor, ind *tensor.Tensor) []*tensor.Tensor {
+			ins := append([]*tensor.Tensor(nil), hs...)
+			ins = append(ins, args[:o.grad+1]...)
+			ins = append(ins, ind)
+			return append(ins, args[o.grad+1:]...)
+		}
+		slotVals := func(r *rand.Rand, dt tensor.DType, s tensor.Shape) []*tensor.Tensor {
+			if o.slotVals != nil {
+				return o.slotVals(r, dt, s)
+			}
+			x := []*tensor.Tensor{RandRange(r, dt, s, -2, 2)}
+			for range o.slots[1:] {
+				x = append(x, RandRange(r, dt, s, 0.1, 2))
+			}
+			return x
+		}
+		Add(op, func(r *rand.Rand) []Case {
+			var cs []Case
+			for _, dt := range []tensor.DType{tensor.Float, tensor.Double} {
+				for _, it := range []tensor.DType{tensor.Int32, tensor.Int64} {
+					for _, at := range o.attrs {
+						s := tensor.Shape{5, 1 + int64(r.Intn(3))}
+						inner := int(s[1])
+						n := 1 + r.Intn(4)
+						idx := make([]float64, n)
+						for i := range idx {
+							idx[i] = float64(r.Intn(5)) // repeats apply in order
 						}
-						return f
-					}())
-					lr, g := scalarOf(r, dt, 0.01, 0.5), RandRange(r, dt, append(tensor.Shape{int64(n)}, s[1:]...), -2, 2)
-					w, a, gv := F64s(x), F64s(acc), F64s(g)
-					inner := int(s[1])
-					for i, row := range idx {
-						for j := 0; j < inner; j++ {
-							k := int(row)*inner + j
-							if update {
-								a[k] += gv[i*inner+j] * gv[i*inner+j]
+						ind := FromF64(it, tensor.Shape{int64(n)}, idx)
+						x := slotVals(r, dt, s)
+						args := o.args(r, dt, tensor.Shape{int64(n), s[1]})
+						// The reference: the dense rule on each named row.
+						v := make([][]float64, len(x))
+						for i, t := range x {
+							v[i] = F64s(t)
+						}
+						a := make([][]float64, len(args))
+						for i, t := range args {
+							a[i] = F64s(t)
+						}
+						for i, row := range idx {
+							rows := make([][]float64, len(v))
+							for k := range v {
+								rows[k] = v[k][int(row)*inner : (int(row)+1)*inner]
 							}
-							w[k] -= F64s(lr)[0] * gv[i*inner+j] / math.Sqrt(a[k])
+							ra := append([][]float64(nil), a...)
+							ra[o.grad] = a[o.grad][i*inner : (i+1)*inner]
+							o.step(rows, ra, at)
+						}
+						var hs []*tensor.Tensor
+						var before []Call
+						for i, sl := range o.slots {
+							h := handleT(sl, dt)
+							hs = append(hs, h)
+							before = append(before, assignCall(h, x[i]))
+						}
+						ins := inputs(hs, args, ind)
+						before = append(before, Call{NodeForUnknown(op, withT(at, dt), ins, nil), ins})
+						for i, h := range hs {
+							cs = append(cs, Case{Node: readNode(h, dt), Inputs: []*tensor.Tensor{h}, State: true, Before: before,
+								Want: []*tensor.Tensor{FromF64(dt, s, v[i])}})
 						}
 					}
-					ins := []*tensor.Tensor{h, ha, lr, g, ind}
-					before := []Call{assignCall(h, x), assignCall(ha, acc), apply(dt, ins, map[string]*tfpb.AttrValue{"update_slots": ABool(update), "use_locking": ABool(r.Intn(2) == 0)})}
-					cs = append(cs,
-						Case{Node: readNode(h, dt), Inputs: []*tensor.Tensor{h}, State: true, Before: before, Want: []*tensor.Tensor{FromF64(dt, s, w)}},
-						Case{Node: readNode(ha, dt), Inputs: []*tensor.Tensor{ha}, State: true, Before: before, Want: []*tensor.Tensor{FromF64(dt, s, a)}})
 				}
 			}
-		}
-		dt, s := tensor.Float, tensor.Shape{4, 2}
-		h, ha := handleT("v", dt), handleT("v1", dt)
-		setup := []Call{assignCall(h, RandRange(r, dt, s, -2, 2)), assignCall(ha, RandRange(r, dt, s, 0.1, 2))}
-		lr, g := scalarOf(r, dt, 0.01, 0.5), RandRange(r, dt, tensor.Shape{2, 2}, -1, 1)
-		for _, c := range []struct {
-			ins   []*tensor.Tensor
-			state bool
-			code  status.Code
-			msg   string
-		}{
-			{[]*tensor.Tensor{h, ha, lr, g, tensor.FromI64(tensor.Shape{2}, []int64{1, 2})}, false, status.Internal, "Invalid variable reference."},
-			{[]*tensor.Tensor{h, ha, lr, g, tensor.FromI64(tensor.Shape{2}, []int64{1, 4})}, true, status.InvalidArgument, "Index 4 at offset 1 in indices is out of range"},
-			{[]*tensor.Tensor{h, ha, lr, g, tensor.FromI64(tensor.Shape{3}, []int64{1, 2, 3})}, true, status.InvalidArgument, "grad must be the same size as indices in the first dimension."},
-			{[]*tensor.Tensor{h, ha, lr, g, tensor.FromI64(tensor.Shape{2, 1}, []int64{1, 2})}, true, status.InvalidArgument, "indices must be one-dimensional"},
-			{[]*tensor.Tensor{h, ha, RandRange(r, dt, tensor.Shape{2}, 0.1, 0.5), g, tensor.FromI64(tensor.Shape{2}, []int64{1, 2})}, true, status.InvalidArgument, "lr is not a scalar: [2]"},
-		} {
-			call := apply(dt, c.ins, nil)
-			var before []Call
-			if c.state {
-				before = setup
+			// TF's checks, one fault at a time.
+			dt, s := tensor.Float, tensor.Shape{4, 2}
+			x := slotVals(r, dt, s)
+			var hs []*tensor.Tensor
+			var setup []Call
+			for i, sl := range o.slots {
+				hs = append(hs, handleT(sl, dt))
+				setup = append(setup, assignCall(hs[i], x[i]))
 			}
-			cs = append(cs, Case{Node: call.Node, Inputs: c.ins, State: true, Before: before, Err: c.code, ErrMsg: c.msg})
-		}
-		return cs
-	})
+			args := o.args(r, dt, tensor.Shape{2, 2})
+			badLR := append([]*tensor.Tensor(nil), args...)
+			badLR[o.lr] = RandRange(r, dt, tensor.Shape{2}, 0.1, 0.5)
+			badG := append([]*tensor.Tensor(nil), args...)
+			badG[o.grad] = RandRange(r, dt, tensor.Shape{2, 3}, -1, 1)
+			two := tensor.FromI64(tensor.Shape{2}, []int64{1, 2})
+			for _, c := range []struct {
+				ins   []*tensor.Tensor
+				state bool
+				code  status.Code
+				msg   string
+			}{
+				{inputs(hs, args, two), false, status.Internal, "Invalid variable reference."},
+				{inputs(hs, args, tensor.FromI64(tensor.Shape{2}, []int64{1, 4})), true, status.InvalidArgument, "Index 4 at offset 1 in indices is out of range"},
+				{inputs(hs, args, tensor.FromI32(tensor.Shape{2}, []int32{-1, 0})), true, status.InvalidArgument, "Index -1 at offset 0 in indices is out of range"},
+				{inputs(hs, args, tensor.FromI64(tensor.Shape{3}, []int64{1, 2, 3})), true, status.InvalidArgument, "grad must be the same size as indices in the first dimension."},
+				{inputs(hs, args, tensor.FromI64(tensor.Shape{2, 1}, []int64{1, 2})), true, status.InvalidArgument, "indices must be one-dimensional"},
+				{inputs(hs, badLR, two), true, status.InvalidArgument, lrMsg},
+				{inputs(hs, badG, two), true, status.InvalidArgument, "var and grad must match in dimension 1"},
+			} {
+				n := NodeForUnknown(op, withT(nil, dt), c.ins, nil)
+				var before []Call
+				if c.state {
+					before = setup
+				}
+				cs = append(cs, Case{Node: n, Inputs: c.ins, State: true, Before: before, Err: c.code, ErrMsg: c.msg})
+			}
+			return cs
+		})
+	}
 }

@@ -16,7 +16,8 @@ tensors and from a text file), MutableHashTableV2 and their ops. The train_* cas
 resource variables, fetching the loss at every step and the variables after
 it (centered_rmsprop: ApplyCenteredRMSProp; ftrl, ftrl_power: ApplyFtrl at
 lr_power -0.5 and -0.7; ftrl_v2: ApplyFtrlV2, l2 shrinkage); train_embedding
-trains an embedding with sparse Adagrad; apply_errors runs the optimizer ops
+trains an embedding with sparse Adagrad, train_embedding_{momentum,nesterov,
+ftrl,ftrl_v2} with the other sparse optimizers; apply_errors runs the optimizer ops
 raw, with their errors.
 temporary_vars sums three inputs through a TemporaryVariable as TF1's
 accumulate_n did (TemporaryVariable, Assign, AssignAdd,
@@ -357,17 +358,30 @@ def train_steps():
     return steps
 
 
-def train_embedding():
-    """An embedding trained with Adagrad: TF applies its IndexedSlices
-    gradient with ResourceSparseApplyAdagrad (repeated ids summed first)."""
-    ids = tf.compat.v1.placeholder(tf.int64, [None], name="ids")
-    y = tf.compat.v1.placeholder(tf.float32, [None, 3], name="y")
-    emb = tf.compat.v1.get_variable("emb", initializer=f32(10, 3), use_resource=True)
-    e = tf.nn.embedding_lookup(emb, ids)
-    loss = tf.reduce_mean(tf.square(e - y), name="loss")
-    tf.compat.v1.train.AdagradOptimizer(0.3).minimize(loss, name="train")
-    tf.identity(emb, name="emb_value")
-    tf.compat.v1.global_variables_initializer()
+def train_embedding(opt=lambda: tf.compat.v1.train.AdagradOptimizer(0.3)):
+    """An embedding trained with a sparse optimizer: TF applies its
+    IndexedSlices gradient with ResourceSparseApply* (Adagrad by default;
+    SPARSE_OPTIMIZERS for the others), repeated ids summed first."""
+    def build():
+        ids = tf.compat.v1.placeholder(tf.int64, [None], name="ids")
+        y = tf.compat.v1.placeholder(tf.float32, [None, 3], name="y")
+        emb = tf.compat.v1.get_variable("emb", initializer=f32(10, 3), use_resource=True)
+        e = tf.nn.embedding_lookup(emb, ids)
+        loss = tf.reduce_mean(tf.square(e - y), name="loss")
+        opt().minimize(loss, name="train")
+        tf.identity(emb, name="emb_value")
+        tf.compat.v1.global_variables_initializer()
+    return build
+
+
+# The sparse optimizers train_embedding_<name> runs, beside Adagrad's
+# train_embedding.
+SPARSE_OPTIMIZERS = {
+    "momentum": lambda: tf.compat.v1.train.MomentumOptimizer(0.1, 0.9),
+    "nesterov": lambda: tf.compat.v1.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+    "ftrl": lambda: tf.compat.v1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01, l2_regularization_strength=0.02),
+    "ftrl_v2": lambda: tf.compat.v1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01, l2_shrinkage_regularization_strength=0.05),
+}
 
 
 def train_embedding_steps():
@@ -446,7 +460,10 @@ def all_cases(only):
         ("tables_of_tensors", tables_of_tensors, tables_of_tensors_steps),
         ("temporary_vars", temporary_vars, temporary_steps),
         ("apply_errors", apply_errors, apply_errors_steps),
-        ("train_embedding", train_embedding, train_embedding_steps),
+        ("train_embedding", train_embedding(), train_embedding_steps),
+    ] + [
+        ("train_embedding_" + opt, train_embedding(f), train_embedding_steps)
+        for opt, f in SPARSE_OPTIMIZERS.items()
     ] + [
         ("train_%s_%s" % (opt, "resource" if res else "ref"), train(opt, res), train_steps)
         for opt in OPTIMIZERS for res in (False, True)
