@@ -81,6 +81,16 @@ var sparseOptimizers = map[string]sparseOptimizer{
 		steps: []sparseStep{stepShapes, stepRank, scalar(2, "lr is not a scalar : "), stepIndices, stepDims, stepCount,
 			scalar(5, "momentum is not a scalar: ")},
 		dense: optimizers["Momentum"]},
+	// RMSProp and CenteredRMSProp check the scalars first, with "lr is
+	// not a scalar: " where the dense kernels print "lr is not a scalar : ".
+	"RMSProp": {slots: 3, names: []string{"var", "ms", "mom"}, grad: 7, index: 8, scalars: []int{3, 4, 5, 6},
+		steps: []sparseStep{scalar(3, "lr is not a scalar: "), scalar(4, "rho is not a scalar: "), scalar(5, "momentum is not a scalar: "),
+			scalar(6, "epsilon is not a scalar: "), stepShapes, stepRank, stepIndices, stepDims, stepCount},
+		dense: optimizers["RMSProp"]},
+	"CenteredRMSProp": {slots: 4, names: []string{"var", "mg", "ms", "mom"}, grad: 8, index: 9, scalars: []int{4, 5, 6, 7},
+		steps: []sparseStep{scalar(4, "lr is not a scalar: "), scalar(5, "rho is not a scalar: "), scalar(6, "momentum is not a scalar: "),
+			scalar(7, "epsilon is not a scalar: "), stepShapes, stepRank, stepIndices, stepDims, stepCount},
+		dense: optimizers["CenteredRMSProp"]},
 	"Ftrl": {slots: 3, names: []string{"var", "accum", "linear"}, grad: 3, index: 4, scalars: []int{5, 6, 7, 8},
 		steps: ftrlSparseSteps(8, -1), dense: optimizers["Ftrl"]},
 	"FtrlV2": {slots: 3, names: []string{"var", "accum", "linear"}, grad: 3, index: 4, scalars: []int{5, 6, 7, 9, 8},

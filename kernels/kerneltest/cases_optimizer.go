@@ -331,10 +331,12 @@ func init() {
 // right after the gradient. lrMsg is the sparse kernel's own text for a
 // learning rate that is not a scalar.
 var sparseCases = map[string]string{
-	"Adagrad":  "lr is not a scalar: [2]",
-	"Momentum": "lr is not a scalar : [2]",
-	"Ftrl":     "lr is not a positive scalar (or zero if multiply_linear_by_lr is set): [2]",
-	"FtrlV2":   "lr is not a positive scalar (or zero if multiply_linear_by_lr is set): [2]",
+	"Adagrad":         "lr is not a scalar: [2]",
+	"Momentum":        "lr is not a scalar : [2]",
+	"RMSProp":         "lr is not a scalar: [2]",
+	"CenteredRMSProp": "lr is not a scalar: [2]",
+	"Ftrl":            "lr is not a positive scalar (or zero if multiply_linear_by_lr is set): [2]",
+	"FtrlV2":          "lr is not a positive scalar (or zero if multiply_linear_by_lr is set): [2]",
 }
 
 func init() {

@@ -17,7 +17,7 @@ resource variables, fetching the loss at every step and the variables after
 it (centered_rmsprop: ApplyCenteredRMSProp; ftrl, ftrl_power: ApplyFtrl at
 lr_power -0.5 and -0.7; ftrl_v2: ApplyFtrlV2, l2 shrinkage); train_embedding
 trains an embedding with sparse Adagrad, train_embedding_{momentum,nesterov,
-ftrl,ftrl_v2} with the other sparse optimizers; apply_errors runs the optimizer ops
+ftrl,ftrl_v2,rmsprop,centered_rmsprop} with the other sparse optimizers; apply_errors runs the optimizer ops
 raw, with their errors.
 temporary_vars sums three inputs through a TemporaryVariable as TF1's
 accumulate_n did (TemporaryVariable, Assign, AssignAdd,
@@ -329,6 +329,8 @@ OPTIMIZERS = {
     "ftrl": lambda: tf.compat.v1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01, l2_regularization_strength=0.02),
     "ftrl_power": lambda: tf.compat.v1.train.FtrlOptimizer(0.3, learning_rate_power=-0.7, l1_regularization_strength=0.01),
     "ftrl_v2": lambda: tf.compat.v1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01, l2_shrinkage_regularization_strength=0.05),
+    "rmsprop": lambda: tf.compat.v1.train.RMSPropOptimizer(0.02, momentum=0.5),
+    "centered_rmsprop": lambda: tf.compat.v1.train.RMSPropOptimizer(0.02, momentum=0.5, centered=True),
 }
 
 
@@ -381,6 +383,8 @@ SPARSE_OPTIMIZERS = {
     "nesterov": lambda: tf.compat.v1.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
     "ftrl": lambda: tf.compat.v1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01, l2_regularization_strength=0.02),
     "ftrl_v2": lambda: tf.compat.v1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01, l2_shrinkage_regularization_strength=0.05),
+    "rmsprop": lambda: tf.compat.v1.train.RMSPropOptimizer(0.02, momentum=0.5),
+    "centered_rmsprop": lambda: tf.compat.v1.train.RMSPropOptimizer(0.02, momentum=0.5, centered=True),
 }
 
 
