@@ -494,6 +494,35 @@ class Session:
                 lib.TF_DeleteTensor(t)
         return results[0] if single else results
 
+    def train(self, train_op, batches, fetches=(), every=1, init=None, init_feeds=None):
+        """Runs a training loop: one run of train_op (an op name, or a list
+        of them) per feed dict of batches (any iterable of {name: array}),
+        fetching fetches (names 'op' or 'op:i') in the same run every
+        `every` steps and at the last. init, when given, is run first as a
+        target (e.g. "init"), with init_feeds.
+
+        Returns [(step, [values, ...]), ...] for the steps that fetched::
+
+            curve = s.train("train", ({"x": x, "y": y} for x, y in data),
+                            fetches=["loss:0"], every=10, init="init")
+        """
+        targets = [train_op] if isinstance(train_op, str) else list(train_op)
+        fetches = list(fetches)
+        if init is not None:
+            self.run([], init_feeds, [init] if isinstance(init, str) else list(init))
+        out = []
+        it = iter(batches)
+        batch = next(it, None)
+        step = 0
+        while batch is not None:
+            following = next(it, None)
+            if fetches and (step % every == 0 or following is None):
+                out.append((step, self.run(fetches, batch, targets)))
+            else:
+                self.run([], batch, targets)
+            batch, step = following, step + 1
+        return out
+
     def stats(self):
         """MS_SessionStats as a dict (library-specific counters)."""
         import json
@@ -681,6 +710,13 @@ class SavedModel:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+    def train(self, train_op, batches, fetches=(), every=1, init=None, init_feeds=None):
+        """Session.train on the model's session (its variables restored):
+        a SavedModel written with a train op (TF1's `train` tag) trains in
+        place."""
+        return self.session.train(train_op, batches, fetches, every, init, init_feeds)
 
 
 def load(path, tags=("serve",), config=None):
