@@ -294,9 +294,10 @@ check_training() {
     bad "training: the example failed with 4 groups assigned automatically:"; sed 's/^/  /' "$tmp/trainauto.out"; return
   fi
   tf=none
-  ms_root=$root
-  . "$root/scripts/venv.sh"
-  if ms_have_tf 2>/dev/null; then
+  # build/venv's Python when it has TensorFlow (in a subshell: venv.sh also
+  # exports the BLAS and oneDNN choices, which the other checks must not see).
+  MS_PY=$(ms_root=$root; . "$root/scripts/venv.sh"; ms_have_tf 2>/dev/null && echo "$MS_PY") || MS_PY=
+  if [ -n "$MS_PY" ]; then
     tfdir=$("$MS_PY" -c 'import os, tensorflow; print(os.path.dirname(tensorflow.__file__))' 2>/dev/null)
     mkdir -p "$tmp/tf"
     ln -sf "$tfdir/libtensorflow_cc.so.2" "$tmp/tf/libtensorflow.so"

@@ -99,6 +99,7 @@ func randomKnobs(t testing.TB, r *rand.Rand, dir string, i int) map[string]strin
 		env["TF_GPU_STREAM_GROUP_COUNT"] = fmt.Sprint(n)
 		env["TF_NODE_LEVEL_MULTISTREAM"] = "true"
 		env["TF_MULTI_STREAM_ALLOW_FORWARD_PROPAGATION"] = b()
+		env["MSTREAM_STREAM_ASSIGN"] = []string{"file", "auto"}[r.Intn(2)]
 		var rules string
 		for g := 0; g < n; g++ {
 			rules += fmt.Sprintf("%d:n[0-9]*%d\n", g, r.Intn(10))
