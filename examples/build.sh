@@ -16,6 +16,6 @@ for prog in multistream_inference multistream_training; do
   ${CC:-cc} -O2 -g -Wall -Wextra -std=c11 -D_POSIX_C_SOURCE=200809L \
     -I include examples/$prog/$prog.c \
     -o build/$prog \
-    -L build $lib -Wl,-rpath,'$ORIGIN' -lpthread
+    -L build $lib -Wl,-rpath,'$ORIGIN' -lpthread -lm
   echo "built build/$prog"
 done

@@ -32,7 +32,10 @@
 #            another's events; where build/venv has
 #            TensorFlow, the same C source linked against TF's own
 #            libtensorflow gives the same curve within 1e-4 and the SaveV2
-#            checkpoints hold the same variables within 2e-3 (read by TF)
+#            checkpoints hold the same variables within 2e-3 (read by TF);
+#            the same for the graph the example builds itself through the
+#            C API (MODEL capi: TF_AddGradients, ResourceApplyAdagrad):
+#            4 groups equal 1 group, and TF gives the same curve
 #   readme   README.md's code blocks are files of examples/ (or test/) and
 #            run as written, with the output the README shows; its
 #            benchmark commands run shortened, its stats JSON is checked
@@ -293,6 +296,14 @@ check_training() {
       build/multistream_training "$tm" 40 64 1 - >"$tmp/trainauto.out" 2>&1; then
     bad "training: the example failed with 4 groups assigned automatically:"; sed 's/^/  /' "$tmp/trainauto.out"; return
   fi
+  # The same model built by the example itself through the C API
+  # (TF_AddGradients, MODEL capi): one group and a tower per group.
+  if ! build/multistream_training capi 40 64 1 - >"$tmp/capi1.out" 2>&1 ||
+     ! TF_NODE_LEVEL_MULTISTREAM=true TF_GPU_STREAM_GROUP_COUNT=4 TF_STREAM_FROM_FILE=$ts \
+       build/multistream_training capi 40 64 1 - >"$tmp/capi4.out" 2>&1; then
+    bad "training: the example failed on its C-API-built graph:"; sed 's/^/  /' "$tmp/capi1.out" "$tmp/capi4.out"; return
+  fi
+  : >"$tmp/capitf.out"
   tf=none
   # build/venv's Python when it has TensorFlow (in a subshell: venv.sh also
   # exports the BLAS and oneDNN choices, which the other checks must not see).
@@ -307,23 +318,33 @@ check_training() {
           -L "$tmp/tf" -l:libtensorflow_framework.so.2 -ltensorflow -Wl,-rpath,"$tmp/tf" ||
        ! ${CC:-cc} -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I "$tfdir/include" -I include \
           examples/multistream_training/multistream_training.c -o "$tmp/tf/multistream_training" \
-          -L "$tmp/tf" -lmsshim -ltensorflow -Wl,-rpath,"$tmp/tf"; then
+          -L "$tmp/tf" -lmsshim -ltensorflow -Wl,-rpath,"$tmp/tf" -lm; then
       bad "training: the example does not build against TF's libtensorflow"; return
     fi
     if ! TF_CPP_MIN_LOG_LEVEL=3 "$tmp/tf/multistream_training" "$tm" 40 64 1 "$tmp/cktf/model.ckpt" >"$tmp/traintf.out" 2>&1; then
       bad "training: the example failed on TF:"; sed 's/^/  /' "$tmp/traintf.out"; return
     fi
+    if ! TF_CPP_MIN_LOG_LEVEL=3 "$tmp/tf/multistream_training" capi 40 64 1 - >"$tmp/capitf.out" 2>&1; then
+      bad "training: the C-API-built graph failed on TF:"; sed 's/^/  /' "$tmp/capitf.out"; return
+    fi
     tf=$tmp/traintf.out
   fi
   losses "$tmp/train1.out" >"$tmp/l1"; losses "$tmp/train4.out" >"$tmp/l4"; losses "$tmp/trainauto.out" >"$tmp/lauto"
   if [ "$tf" != none ]; then losses "$tf" >"$tmp/ltf"; else : >"$tmp/ltf"; fi
-  if ! msg=$(/usr/bin/python3 - "$tmp/l1" "$tmp/l4" "$tmp/ltf" "$tmp/lauto" "$tmp/train4.out" "$tmp/trainauto.out" 2>&1 <<'EOF'
+  losses "$tmp/capi1.out" >"$tmp/c1"; losses "$tmp/capi4.out" >"$tmp/c4"; losses "$tmp/capitf.out" >"$tmp/ctf"
+  if ! msg=$(/usr/bin/python3 - "$tmp/l1" "$tmp/l4" "$tmp/ltf" "$tmp/lauto" "$tmp/train4.out" "$tmp/trainauto.out" \
+      "$tmp/c1" "$tmp/c4" "$tmp/ctf" 2>&1 <<'EOF'
 import re, sys
 def curve(p):
     return [float(l.split()[3]) for l in open(p)]
 one, four, tf, auto = (curve(p) for p in sys.argv[1:5])
+c1, c4, ctf = (curve(p) for p in sys.argv[7:10])
 def worst(a, b):
     return max(abs(x - y) / max(abs(y), 1e-6) for x, y in zip(a, b))
+if len(c1) != 40 or len(c4) != 40 or worst(c4, c1) > 1e-5:
+    sys.exit("C-API-built graph: 4 groups differ from 1 group (tolerance 1e-5): %s vs %s" % (c4, c1))
+if ctf and (len(ctf) != 40 or worst(c1, ctf) > 1e-4):
+    sys.exit("C-API-built graph: mstream differs from TF by %.3g relative (tolerance 1e-4)" % worst(c1, ctf))
 # Every group ran every step and waited on another's events.
 for how, out in (("a tower per group", sys.argv[5]), ("automatic", sys.argv[6])):
     groups = re.findall(r"group\d+ runs=(\d+) waits=(\d+)", open(out).read())
@@ -341,7 +362,7 @@ out = "40 losses, 4 groups vs 1: %.2g (automatic: %.2g); loss %.4f -> %.4f" % (w
 if tf:
     if len(tf) != 40 or worst(one, tf) > 1e-4:
         sys.exit("mstream differs from TF by %.3g relative (tolerance 1e-4)" % worst(one, tf))
-    out += "; vs TF: %.2g" % worst(one, tf)
+    out += "; vs TF: %.2g; built via TF_AddGradients: 4 groups vs 1 %.2g, vs TF %.2g" % (worst(one, tf), worst(c4, c1), worst(c1, ctf))
 print(out)
 EOF
   ); then

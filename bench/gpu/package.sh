@@ -19,6 +19,6 @@ cp bench/gpu/peers_torch.py "$DIR/"
 # kit's library, its model, and the PyTorch peer of it.
 gcc -O2 -Wall -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude \
   examples/multistream_training/multistream_training.c -L"$DIR" -lmstream \
-  -Wl,-rpath,'$ORIGIN' -o "$DIR/multistream_training"
+  -Wl,-rpath,'$ORIGIN' -lm -o "$DIR/multistream_training"
 cp bench/gpu/training.sh bench/gpu/peer_training_torch.py examples/data/training.pbtxt "$DIR/"
 echo "packaged into $DIR"
