@@ -205,6 +205,3 @@ func (g *Graph) NumFunctionsLocked() int { return len(g.lib.funcs) }
 
 // LookupLocked is Lookup for a caller that holds g's read lock.
 func (g *Graph) LookupLocked(name string) *Node { return g.byName[name] }
-
-// LibraryLocked is Library for a caller that holds g's lock.
-func (g *Graph) LibraryLocked() *tfpb.FunctionDefLibrary { return g.lib.toProto() }
