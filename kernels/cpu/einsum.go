@@ -7,6 +7,7 @@ import (
 
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/kernels/cpu/blas"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -510,15 +511,15 @@ func (cpuEinsum) Gemm(ctx *kernels.Context, dst, a, b *tensor.Tensor, nb, m, n, 
 	B, M, N, K := int(nb), int(m), int(n), int(k)
 	switch dst.DType {
 	case tensor.Float:
-		batchGemm(B, M, N, K, a.F32(), b.F32(), dst.F32(), sgemmNN)
+		einsumGemm(ctx, blas.Sgemm, B, M, N, K, a.F32(), b.F32(), dst.F32())
 	case tensor.Double:
-		batchGemm(B, M, N, K, a.F64(), b.F64(), dst.F64(), dgemmNN)
+		einsumGemm(ctx, blas.Dgemm, B, M, N, K, a.F64(), b.F64(), dst.F64())
 	case tensor.Half, tensor.Bfloat16:
 		o, err := kernels.Scratch[float32](ctx, dst.NumElements())
 		if err != nil {
 			return err
 		}
-		batchGemm(B, M, N, K, toF32(a), toF32(b), o, sgemmNN)
+		einsumGemm(ctx, blas.Sgemm, B, M, N, K, toF32(a), toF32(b), o)
 		storeF32(dst, o)
 	case tensor.Int32:
 		batchGemm(B, M, N, K, a.I32(), b.I32(), dst.I32(), intGemmNN[int32])
@@ -575,6 +576,16 @@ func sumRowsI[T int32 | int64](x, o []T, rows, inner int64) {
 		}
 		o[r] = s
 	}
+}
+
+// einsumGemm is the batched row-major product [nb,m,k] x [nb,k,n] on the
+// intra-op pool (k > 0).
+func einsumGemm[T float32 | float64](ctx *kernels.Context, gemm gemmFn[T], nb, m, n, k int, a, b, c []T) {
+	pairs := make([][2]int, nb)
+	for i := range pairs {
+		pairs[i] = [2]int{i, i}
+	}
+	matmulBatches(ctx, gemm, pairs, false, false, m, n, k, a, k, m*k, b, n, k*n, c, m*n)
 }
 
 func batchGemm[T any](nb, m, n, k int, a, b, c []T, gemm gemmNN[T]) {

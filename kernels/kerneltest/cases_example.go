@@ -28,7 +28,7 @@ func init() {
 	})
 	Add("MatMul", func(r *rand.Rand) []Case {
 		var cs []Case
-		dims := [][3]int64{{1, 1, 1}, {3, 5, 7}, {0, 4, 3}, {4, 0, 3}, {17, 33, 9}, {64, 65, 63}}
+		dims := [][3]int64{{1, 1, 1}, {3, 5, 7}, {0, 4, 3}, {4, 0, 3}, {17, 33, 9}, {64, 65, 63}, {5, 33, 70}}
 		for _, dt := range []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Int32} {
 			for _, d := range dims {
 				for _, ta := range []bool{false, true} {

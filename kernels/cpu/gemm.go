@@ -1,0 +1,55 @@
+package cpu
+
+import (
+	"mstream/kernels"
+	"mstream/kernels/cpu/blas"
+)
+
+// Batched GEMMs on the intra-op pool. A single product splits itself in
+// blas.SgemmOn (blocks fixed by the shape, so the bits do not depend on the
+// pool); a batch of products runs its matrices as the pool's chunks, each
+// one whole single-threaded GEMM, which is as deterministic: Einsum's
+// attention products (64 of 64x64x32 at B=16) are each too small to split.
+
+// gemmNsPerFlop is the rough cost the pool's splitter weighs a batch by:
+// one AVX2 core does 20-60 GFLOP/s of sgemm on these shapes.
+const gemmNsPerFlop = 0.03
+
+// gemmFn is blas.Sgemm or blas.Dgemm (or a split one, for a single
+// product).
+type gemmFn[T float32 | float64] func(transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
+
+// singleGemm is the GEMM a lone product runs: split over ctx's pool for
+// float32 (blas.SgemmOn), one call for float64.
+func singleGemm[T float32 | float64](ctx *kernels.Context, gemm gemmFn[T]) gemmFn[T] {
+	if _, ok := any(gemm).(gemmFn[float32]); ok {
+		return any(gemmFn[float32](func(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			blas.SgemmOn(ctx, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		})).(gemmFn[T])
+	}
+	return gemm
+}
+
+// batchedGemm runs nb products (the i-th through one(i), a single-threaded
+// GEMM of flops floating-point operations) as chunks of the intra-op pool.
+func batchedGemm(ctx *kernels.Context, nb int, flops float64, one func(i int)) {
+	ctx.For(nb, flops*gemmNsPerFlop, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			one(i)
+		}
+	})
+}
+
+// matmulBatches runs a batch of products: the i-th multiplies A's matrix
+// pairs[i][0] (sa elements apart) by B's pairs[i][1] into O's i-th.
+func matmulBatches[T float32 | float64](ctx *kernels.Context, gemm gemmFn[T], pairs [][2]int, ta, tb bool, m, n, k int, a []T, lda, sa int, b []T, ldb, sb int, o []T, so int) {
+	if len(pairs) == 1 {
+		p := pairs[0]
+		singleGemm(ctx, gemm)(ta, tb, m, n, k, 1, a[p[0]*sa:p[0]*sa+sa], lda, b[p[1]*sb:p[1]*sb+sb], ldb, 0, o[:so], n)
+		return
+	}
+	batchedGemm(ctx, len(pairs), 2*float64(m)*float64(n)*float64(k), func(i int) {
+		p := pairs[i]
+		gemm(ta, tb, m, n, k, 1, a[p[0]*sa:p[0]*sa+sa], lda, b[p[1]*sb:p[1]*sb+sb], ldb, 0, o[i*so:i*so+so], n)
+	})
+}
