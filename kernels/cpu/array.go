@@ -337,25 +337,7 @@ func transpose(ctx *kernels.Context) error {
 	for i, p := range perm {
 		pst[i] = ist[p]
 	}
-	idx := make([]int64, r)
-	src := int64(0)
-	es := in.DType.Size()
-	for k := int64(0); k < n; k++ {
-		if in.DType == tensor.String {
-			o.Strs[k] = in.Strs[src]
-		} else {
-			copy(o.Buf[int(k)*es:int(k+1)*es], in.Buf[int(src)*es:int(src+1)*es])
-		}
-		for d := r - 1; d >= 0; d-- {
-			idx[d]++
-			src += pst[d]
-			if idx[d] < out[d] {
-				break
-			}
-			src -= pst[d] * idx[d]
-			idx[d] = 0
-		}
-	}
+	copyStrided(ctx, o, in, pst)
 	return nil
 }
 

@@ -454,8 +454,8 @@ func (cpuEinsum) Alloc(ctx *kernels.Context, dt tensor.DType, s tensor.Shape) (*
 	return kernels.NewTensor(ctx, dt, s)
 }
 
-func (cpuEinsum) Gather(_ *kernels.Context, dst, src *tensor.Tensor, stride []int64) error {
-	gatherStrided(dst, src, stride)
+func (cpuEinsum) Gather(ctx *kernels.Context, dst, src *tensor.Tensor, stride []int64) error {
+	copyStrided(ctx, dst, src, stride)
 	return nil
 }
 
@@ -480,7 +480,7 @@ func (cpuEinsum) Sum(ctx *kernels.Context, dst, src *tensor.Tensor, reduced []bo
 	if err != nil {
 		return err
 	}
-	gatherStrided(p, src, from)
+	copyStrided(ctx, p, src, from)
 	rows := dst.NumElements()
 	inner := int64(1)
 	for _, d := range shape[len(keep):] {
@@ -529,10 +529,9 @@ func (cpuEinsum) Gemm(ctx *kernels.Context, dst, a, b *tensor.Tensor, nb, m, n, 
 	return nil
 }
 
-// gatherStrided fills dst (row-major over its shape) from src where the
-// element at index (i0, ..., ir) is read at sum(ik * srcStride[k]): a
-// transpose, a diagonal or a broadcast depending on the strides.
-func gatherStrided(dst, src *tensor.Tensor, srcStride []int64) {
+// gatherStridedElems is copyStrided one element at a time, for strings,
+// variants and odd element sizes.
+func gatherStridedElems(dst, src *tensor.Tensor, srcStride []int64) {
 	n := dst.NumElements()
 	if n == 0 {
 		return
