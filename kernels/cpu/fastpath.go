@@ -27,11 +27,12 @@ var vecUnaryOps = map[string]vec.Unary{
 	"Reciprocal": vec.Reciprocal, "Inv": vec.Reciprocal, "Exp": vec.Exp, "Expm1": vec.Expm1, "Log": vec.Log,
 	"Sigmoid": vec.Sigmoid, "Tanh": vec.Tanh, "Relu": vec.Relu, "Relu6": vec.Relu6, "Floor": vec.Floor,
 	"Ceil": vec.Ceil, "Round": vec.Round, "Elu": vec.Elu, "Selu": vec.Selu, "Softsign": vec.Softsign,
+	"Erf": vec.Erf,
 }
 
 // vecUnaryCost is the rough ns per element of the transcendental ops, so
 // that the pool splits them earlier than the cheap ones.
-var vecUnaryCost = map[vec.Unary]float64{vec.Exp: 3, vec.Expm1: 4, vec.Log: 3, vec.Sigmoid: 4, vec.Tanh: 5, vec.Elu: 4, vec.Selu: 4}
+var vecUnaryCost = map[vec.Unary]float64{vec.Exp: 3, vec.Expm1: 4, vec.Log: 3, vec.Sigmoid: 4, vec.Tanh: 5, vec.Elu: 4, vec.Selu: 4, vec.Erf: 6}
 
 // vecUnary maps x into o (which may be x) with op name.
 func vecUnary(ctx *kernels.Context, name string, x, o []float32) bool {

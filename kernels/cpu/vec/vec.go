@@ -36,6 +36,7 @@ const (
 	Softsign
 	GeluErf  // 0.5 x (1 + erf(x / sqrt 2))
 	GeluTanh // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+	Erf
 	numUnary
 )
 

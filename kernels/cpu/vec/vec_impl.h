@@ -265,6 +265,9 @@ static void SFX(unary)(int op, const float *restrict x, float *restrict y, long 
 			y[i] = 0.5f * v * (1.0f + SFX(erf_f)(v * 0.70710678118654752f));
 		}
 		break;
+	case MS_ERF:
+		for (i = 0; i < n; i++) y[i] = SFX(erf_f)(x[i]);
+		break;
 	case MS_GELU_TANH:
 		for (i = 0; i < n; i++) {
 			float v = x[i];

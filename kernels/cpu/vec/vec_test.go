@@ -96,6 +96,7 @@ func TestUnary(t *testing.T) {
 		}, 4, 3e-45},
 		{Softsign, func(x float64) float64 { return x / (1 + math.Abs(x)) }, 1.5, 0},
 		{GeluErf, func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }, 8, 3e-7},
+		{Erf, math.Erf, 8, 3e-7},
 		{GeluTanh, func(x float64) float64 {
 			return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
 		}, 8, 3e-7},
