@@ -5,6 +5,7 @@ import (
 
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/proto/tfpb"
 	"mstream/tensor"
 )
 
@@ -40,4 +41,15 @@ func BenchmarkBiasAddF32(b *testing.B) {
 	x, _ := randTensor(r, f32, tensor.Shape{1024, 1024})
 	y, _ := randTensor(r, f32, tensor.Shape{1024})
 	benchKernel(b, node("BiasAdd", nil, []tensor.DType{f32, f32}, f32), 8<<20, x, y)
+}
+
+// BenchmarkEinsumAttention measures Keras MultiHeadAttention's score
+// einsum at B=16, 4 heads of 32, 64 tokens: operands read in place through
+// strides, the output written transposed.
+func BenchmarkEinsumAttention(b *testing.B) {
+	r := newRand(b)
+	q, _ := randTensor(r, f32, tensor.Shape{16, 64, 4, 32})
+	k, _ := randTensor(r, f32, tensor.Shape{16, 64, 4, 32})
+	n := node("Einsum", map[string]*tfpb.AttrValue{"equation": {Value: &tfpb.AttrValue_S{S: []byte("aecd,abcd->acbe")}}, "N": aInt(2)}, []tensor.DType{f32, f32}, f32)
+	benchKernel(b, n, 0, k, q)
 }

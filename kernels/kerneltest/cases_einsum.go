@@ -17,6 +17,9 @@ var einsumEqs = []string{
 	"ij,jk->ik", "bij,bjk->bik", "bhqd,bhkd->bhqk", "bhqk,bhkd->bhqd", "BTNH,BFNH->BNFT", "abc,cd->abd",
 	"abcd,cde->abe", "ij->ji", "i,j->ij", "ij->i", "ij->", "ii->i", "ii", "ij,ij->ij", "ij,ij->", "bi,bi->b",
 	"ijk", "ij,jk", "i,i", "ijk->kji", "...ij,...jk->...ik", "...ij,jk->...ik", "b...,b...->b...", "ij,kj->ik",
+	// Keras MultiHeadAttention's, which the strided GEMM runs in place, and a
+	// product the output holds transposed.
+	"abc,cde->abde", "aecd,abcd->acbe", "acbe,aecd->abcd", "ij,jk->ki", "bij,bkj->bki",
 }
 
 func init() {
