@@ -187,28 +187,32 @@ func fusedBatchNorm(ctx *kernels.Context, bn BatchNormAttrs) error {
 	m, v := mean, variance
 	if bn.Training {
 		cnt := float64(outer * inner)
-		sum, sq := make([]float64, c), make([]float64, c)
-		forChannels(xs, outer, c, inner, func(k int, row []float32) {
-			for _, e := range row {
-				sum[k] += float64(e)
+		bm, bv := make([]float32, c), make([]float32, c)
+		// Channels are independent: each chunk of the pool takes whole
+		// channels and makes both passes over them (Keras's LayerNorm is
+		// this op with one channel per token, B*T of them).
+		ctx.For(int(c), float64(outer*inner)*2, func(lo, hi int) {
+			for k := int64(lo); k < int64(hi); k++ {
+				var sum, sq float64
+				for p := int64(0); p < outer; p++ {
+					for _, e := range xs[(p*c+k)*inner : (p*c+k+1)*inner] {
+						sum += float64(e)
+					}
+				}
+				bm[k] = float32(sum / cnt)
+				mk := float64(bm[k])
+				for p := int64(0); p < outer; p++ {
+					for _, e := range xs[(p*c+k)*inner : (p*c+k+1)*inner] {
+						d := float64(e) - mk
+						sq += d * d
+					}
+				}
+				bv[k] = float32(sq / cnt)
 			}
 		})
-		bm := make([]float32, c)
-		for k := range bm {
-			bm[k] = float32(sum[k] / cnt)
-		}
-		forChannels(xs, outer, c, inner, func(k int, row []float32) {
-			mk := float64(bm[k])
-			for _, e := range row {
-				d := float64(e) - mk
-				sq[k] += d * d
-			}
-		})
-		bv := make([]float32, c)
 		adj := cnt / math.Max(cnt-1, 1)
 		rm, rv := stats[0].F32(), stats[1].F32()
 		for k := range bv {
-			bv[k] = float32(sq[k] / cnt)
 			if bn.Factor == 1 {
 				rm[k], rv[k] = bm[k], float32(float64(bv[k])*adj)
 			} else {
@@ -247,17 +251,6 @@ func fusedBatchNorm(ctx *kernels.Context, bn BatchNormAttrs) error {
 		storeF32(y, ys)
 	}
 	return nil
-}
-
-// forChannels calls f for every contiguous run of one channel in a tensor
-// viewed as [outer, c, inner].
-func forChannels(x []float32, outer, c, inner int64, f func(k int, row []float32)) {
-	for p := int64(0); p < outer; p++ {
-		for k := int64(0); k < c; k++ {
-			off := (p*c + k) * inner
-			f(int(k), x[off:off+inner])
-		}
-	}
 }
 
 // lrn is local response normalisation over the last (depth) dimension:
