@@ -71,13 +71,20 @@ for name in $tests; do
   # goroutine stacks as undefined when a thread's SP jumps from one stack to
   # the other (its "stack allocation" heuristic; origins point at unrelated
   # Go frames): about one run in four failed so at 6952cd1 and e11d36e with
-  # correct values. Uninitialised-value checks are off for it alone; its
-  # invalid accesses and leaks are still checked, and every other test keeps
-  # all checks.
+  # correct values. multistream_test, which reads MS_SessionStats' JSON
+  # (copied out of Go memory) with strstr, was flagged the same way at
+  # d11e0d2: 15 "Conditional jump" reports in strstr over the copied bytes,
+  # in one of three runs, with every check passing. Uninitialised-value
+  # checks are off for these two; their invalid accesses and leaks are still
+  # checked, and every other test keeps all checks. Each test's line gives
+  # its time (the suite took 889 s in one fresh-clone run at load 1 and
+  # about 2 min when run alone right after; the per-test times say where
+  # such time goes next time).
   extra=()
-  [ "$name" = session_test ] && extra=(--undef-value-errors=no)
+  case $name in session_test|multistream_test) extra=(--undef-value-errors=no) ;; esac
+  t0=$(date +%s)
   out=$(vg "$tmp/$name.log" "${extra[@]}" "$tmp/$name" 2>&1); rc=$?
-  summary=$(summarize "$tmp/$name.log")
+  summary="$(summarize "$tmp/$name.log"); $(( $(date +%s) - t0 )) s"
   if [ $rc -eq 0 ] && [[ $summary =~ \ 0\ errors\ reported\; ]] && [[ $(echo "$out" | tail -1) =~ \ 0\ failed$ ]]; then
     pass=$((pass+1)); echo "valgrind: $name clean ($summary)" >&2
   else
