@@ -563,7 +563,12 @@ func TestStatsJSON(t *testing.T) {
 // TestStreamAwareEventReuse: steady alloc/free traffic over several
 // streams, with splits, merges and cross-stream reuse, creates a bounded
 // number of events (they are pooled once no free chunk or waiter refers to
-// them), and the ordering guarantees still hold (mustCheck).
+// them), and the ordering guarantees still hold (mustCheck). At most 10
+// chunks of up to 4352 bytes are live in the 64 KiB limit: enough pressure
+// that other streams' chunks get reused, and room for the fragmentation
+// that pending chunks cause (with 13 live, 1 run in 100 under -race ran
+// out of memory with 13 KiB free in pieces, depending on which events had
+// completed).
 func TestStreamAwareEventReuse(t *testing.T) {
 	d, ss := streams(t, 3)
 	created := 0
@@ -574,7 +579,7 @@ func TestStreamAwareEventReuse(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	var live []uint64
 	for i := 0; i < 5000; i++ {
-		if len(live) > 0 && (len(live) > 12 || rng.Intn(2) == 0) {
+		if len(live) > 0 && (len(live) > 9 || rng.Intn(2) == 0) {
 			k := rng.Intn(len(live))
 			if err := a.Free(live[k]); err != nil {
 				t.Fatal(err)
