@@ -48,7 +48,7 @@ test:
 # run, the failures' output and the counts.
 test-go:
 	@mkdir -p build && $(GO) build -o build/gotestsum ./scripts/gotestsum
-	$(GO) test -race -json $$($(GO) list ./... | grep -v '/capi$$') | build/gotestsum
+	$(GO) test -race -timeout 30m -json $$($(GO) list ./... | grep -v '/capi$$') | build/gotestsum
 	# The stream sanitizer's meta-tests drop waits on purpose, which -race
 	# would report as races: they run without it.
 	$(GO) test -count=1 -json -run 'TestSanitizer' ./exec/ | build/gotestsum
