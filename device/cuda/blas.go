@@ -26,12 +26,14 @@ const (
 )
 
 // blasState is a stream's cuBLAS and cuBLASLt handles, workspace and
-// cuBLASLt plans; guarded by Stream.mu.
+// cuBLASLt plans; guarded by Stream.mu. The plans are the stream's, not a
+// package's: a plan's descriptor holds the bias pointer of its last run,
+// which two streams must not rewrite under each other.
 type blasState struct {
 	h     C.cublasHandle_t
 	lt    C.cublasLtHandle_t
 	ws    C.CUdeviceptr
-	plans map[ltKey]*ltPlan
+	plans *planCache[ltKey, *ltPlan]
 }
 
 type ltKey struct {
@@ -49,8 +51,8 @@ func (s *Stream) blasLocked() (*blasState, error) {
 	if s.blas != nil {
 		return s.blas, nil
 	}
-	b := &blasState{plans: map[ltKey]*ltPlan{}}
 	l := s.lib()
+	b := &blasState{plans: newPlanCache[ltKey](maxLtPlans, func(p *ltPlan) { p.free(l) })}
 	if err := s.check("cuMemAlloc_v2", C.ms_mem_alloc(l, s.ctx.c, &b.ws, WorkspaceBytes)); err != nil {
 		return nil, status.Wrap(err, "cuBLAS workspace for stream %d", s.id)
 	}
@@ -73,12 +75,7 @@ func (s *Stream) closeBlasLocked() {
 		return
 	}
 	l := s.lib()
-	for _, p := range b.plans {
-		if p.p != nil {
-			C.ms_lt_plan_free(l, p.p)
-			C.free(unsafe.Pointer(p.p))
-		}
-	}
+	b.plans.clear()
 	C.ms_lt_destroy(l, s.ctx.c, b.lt)
 	C.ms_blas_destroy(l, s.ctx.c, b.h)
 	C.ms_mem_free(l, s.ctx.c, b.ws)
@@ -138,6 +135,15 @@ func (s *Stream) Gemm(g GemmArgs) error {
 	if err != nil {
 		return err
 	}
+	if g.Batch == 1 && g.K > 0 {
+		// One product: the stream's cached cuBLASLt plan, so the call is
+		// the matmul alone, with the algorithm chosen once per shape
+		// (cublasSgemm picks one on every call). A shape cuBLASLt cannot
+		// plan runs through cuBLAS.
+		if p := s.ltPlanLocked(b, g, epilogueDefault); p.err == nil {
+			return s.ltRunLocked(b, p, g, 0)
+		}
+	}
 	call := "cublasSgemm_v2"
 	switch {
 	case g.Double && g.Batch > 1:
@@ -179,48 +185,75 @@ func (s *Stream) GemmBias(g GemmArgs, bias uint64, relu bool) error {
 	if relu {
 		ep = epilogueReluBias
 	}
-	key := ltKey{g.Double, g.TF32 && !g.Double, g.TransA, g.TransB, g.M, g.N, g.K, ep}
-	p := b.plans[key]
-	l := s.lib()
-	if p == nil {
-		p = &ltPlan{p: (*C.ms_lt_plan)(C.calloc(1, C.sizeof_ms_lt_plan))}
-		lda, ldb := g.K, g.N
-		if g.TransA {
-			lda = g.M
-		}
-		if g.TransB {
-			ldb = g.K
-		}
-		var stage C.int
-		// Column-major problem: D(n x m) = op(B)ᵀ op(A)ᵀ; bias runs along
-		// D's rows, i.e. C's columns.
-		r := C.ms_lt_plan_make(l, s.ctx.c, b.lt, p.p, cbool(g.Double), cbool(key.tf32), cbool(g.TransB), cbool(g.TransA),
-			C.int(g.N), C.int(g.M), C.int(g.K), C.int(ldb), C.int(lda), C.int(g.N), C.int(ep), WorkspaceBytes, &stage)
-		if r != 0 {
-			calls := [...]string{"cuCtxSetCurrent", "cublasLtMatmulDescCreate", "cublasLtMatmulDescSetAttribute",
-				"cublasLtMatrixLayoutCreate", "cublasLtMatmulPreferenceCreate", "cublasLtMatmulAlgoGetHeuristic",
-				"cublasLtMatmulAlgoGetHeuristic (no algorithm)"}
-			// Any failure to make a plan means "no cuBLASLt for this case":
-			// the caller falls back, so the code is UNIMPLEMENTED whatever
-			// cuBLASLt said (the message keeps its status).
-			err := s.ctx.dev.lib.blasErr(calls[stage], r, fmt.Sprintf("(m=%d n=%d k=%d epilogue %d)", g.M, g.N, g.K, ep))
-			p.err = &status.Error{Code: status.Unimplemented, Msg: err.Error(), Inner: err}
-			C.free(unsafe.Pointer(p.p))
-			p.p = nil
-		}
-		b.plans[key] = p
-	}
+	p := s.ltPlanLocked(b, g, ep)
 	if p.err != nil {
 		return p.err
 	}
+	return s.ltRunLocked(b, p, g, bias)
+}
+
+// ltPlanLocked returns the stream's cuBLASLt plan for g's shape and the
+// epilogue, making it on first use: descriptors, layouts and the
+// heuristic's algorithm. A shape cuBLASLt cannot plan gets a plan whose
+// err (code UNIMPLEMENTED) is remembered, so it is asked once.
+func (s *Stream) ltPlanLocked(b *blasState, g GemmArgs, ep int) *ltPlan {
+	key := ltKey{g.Double, g.TF32 && !g.Double, g.TransA, g.TransB, g.M, g.N, g.K, ep}
+	if p, ok := b.plans.get(key); ok {
+		return p
+	}
+	l := s.lib()
+	p := &ltPlan{p: (*C.ms_lt_plan)(C.calloc(1, C.sizeof_ms_lt_plan))}
+	lda, ldb := g.K, g.N
+	if g.TransA {
+		lda = g.M
+	}
+	if g.TransB {
+		ldb = g.K
+	}
 	var stage C.int
-	r := C.ms_lt_run(l, s.ctx.c, b.lt, p.p, C.CUdeviceptr(g.B), C.CUdeviceptr(g.A), C.CUdeviceptr(g.C),
+	// Column-major problem: D(n x m) = op(B)ᵀ op(A)ᵀ; bias runs along
+	// D's rows, i.e. C's columns.
+	r := C.ms_lt_plan_make(l, s.ctx.c, b.lt, p.p, cbool(g.Double), cbool(key.tf32), cbool(g.TransB), cbool(g.TransA),
+		C.int(g.N), C.int(g.M), C.int(g.K), C.int(ldb), C.int(lda), C.int(g.N), C.int(ep), WorkspaceBytes, &stage)
+	if r != 0 {
+		calls := [...]string{"cuCtxSetCurrent", "cublasLtMatmulDescCreate", "cublasLtMatmulDescSetAttribute",
+			"cublasLtMatrixLayoutCreate", "cublasLtMatmulPreferenceCreate", "cublasLtMatmulAlgoGetHeuristic",
+			"cublasLtMatmulAlgoGetHeuristic (no algorithm)"}
+		// Any failure to make a plan means "no cuBLASLt for this case":
+		// the caller falls back, so the code is UNIMPLEMENTED whatever
+		// cuBLASLt said (the message keeps its status).
+		err := s.ctx.dev.lib.blasErr(calls[stage], r, fmt.Sprintf("(m=%d n=%d k=%d epilogue %d)", g.M, g.N, g.K, ep))
+		p.err = &status.Error{Code: status.Unimplemented, Msg: err.Error(), Inner: err}
+		C.free(unsafe.Pointer(p.p))
+		p.p = nil
+	}
+	b.plans.put(key, p)
+	return p
+}
+
+// ltRunLocked enqueues plan p's matmul for g's operands (and bias, 0 for
+// none) on the stream.
+func (s *Stream) ltRunLocked(b *blasState, p *ltPlan, g GemmArgs, bias uint64) error {
+	var stage C.int
+	r := C.ms_lt_run(s.lib(), s.ctx.c, b.lt, p.p, C.CUdeviceptr(g.B), C.CUdeviceptr(g.A), C.CUdeviceptr(g.C),
 		C.CUdeviceptr(bias), hostPtr(uint64(b.ws)), WorkspaceBytes, s.s, &stage)
 	call := "cublasLtMatmul"
 	if stage == 7 {
 		call = "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"
 	}
 	return s.ctx.dev.lib.blasErr(call, r, fmt.Sprintf("(m=%d n=%d k=%d)", g.M, g.N, g.K))
+}
+
+// free releases the plan's descriptors (C memory); the caller holds the
+// stream's lock, and no enqueue of the plan is in progress. Work already
+// enqueued (or captured) keeps what it needs: cuBLASLt reads the
+// descriptors during the call.
+func (p *ltPlan) free(l *C.ms_lib) {
+	if p.p != nil {
+		C.ms_lt_plan_free(l, p.p)
+		C.free(unsafe.Pointer(p.p))
+		p.p = nil
+	}
 }
 
 // GemmType is the operand type of GemmEx.

@@ -74,8 +74,13 @@
 // cuBLAS lacks them) and cuBLASLt (GemmBias: bias and bias+ReLU
 // epilogues). Each stream has its own
 // cuBLAS and cuBLASLt handles, bound to it, and a 32 MiB workspace, so no
-// GEMM allocates; cuBLASLt plans (descriptors and the heuristic's
-// algorithm) are cached per stream and shape.
+// GEMM allocates. A GEMM of one product (Gemm with Batch 1, GemmBias)
+// runs through cuBLASLt with a plan (descriptors, layouts and the
+// heuristic's algorithm) made once per (shape, dtype, transposes, TF32,
+// epilogue) and kept by the stream in a bounded LRU cache (maxLtPlans), so
+// a GEMM node costs the cublasLtMatmul call alone; the plan remembers its
+// bias pointer, so an unchanged one costs no attribute call. A shape that
+// cuBLASLt cannot plan is remembered and runs through cuBLAS.
 //
 // # CUDA graphs
 //

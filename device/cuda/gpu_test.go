@@ -780,6 +780,72 @@ func TestGemmBias(t *testing.T) {
 	}
 }
 
+// TestGemmPlanEviction runs GEMMs of five shapes, with and without a
+// bias, twice round on a stream whose cuBLASLt plan cache holds two: every
+// run after the first round re-plans an evicted shape, and every result
+// must still match float64 math (so an evicted plan's freed descriptors
+// are never used, and a re-made plan takes the new bias pointer).
+func TestGemmPlanEviction(t *testing.T) {
+	_, c := gpu(t)
+	s, _ := c.NewStream()
+	defer s.Close()
+	s.mu.Lock()
+	b, err := s.blasLocked()
+	if err == nil {
+		b.plans.max = 2
+	}
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	shapes := [][3]int{{3, 5, 7}, {16, 8, 4}, {9, 33, 17}, {64, 32, 16}, {1, 70, 3}}
+	for round := 0; round < 2; round++ {
+		for i, sh := range shapes {
+			m, n, k := sh[0], sh[1], sh[2]
+			A, B, bias := randF(r, m*k), randF(r, k*n), randF(r, n)
+			dA, dB, dBias := upload(t, c, s, A, false), upload(t, c, s, B, false), upload(t, c, s, bias, false)
+			dC, _ := c.Memory().Alloc(uint64(4 * m * n))
+			g := GemmArgs{M: m, N: n, K: k, A: dA, B: dB, C: dC}
+			withBias := (i+round)%2 == 0
+			if withBias {
+				err = s.GemmBias(g, dBias, false)
+			} else {
+				err = s.Gemm(g)
+			}
+			if err != nil {
+				t.Fatalf("round %d shape %v: %v", round, sh, err)
+			}
+			got := download(t, s, dC, m*n, false)
+			want := make([]float64, m*n)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					var acc float64
+					if withBias {
+						acc = bias[j]
+					}
+					for p := 0; p < k; p++ {
+						acc += A[i*k+p] * B[p*n+j]
+					}
+					want[i*n+j] = acc
+				}
+			}
+			if e := relErr(got, want); e > 1e-5 || math.IsNaN(e) {
+				t.Errorf("round %d shape %v bias %v: relative error %g", round, sh, withBias, e)
+			}
+			for _, p := range []uint64{dA, dB, dBias, dC} {
+				c.Memory().Free(p)
+			}
+		}
+	}
+	s.mu.Lock()
+	n := s.blas.plans.len()
+	s.mu.Unlock()
+	if n > 2 {
+		t.Errorf("%d cuBLASLt plans held, bound 2", n)
+	}
+}
+
 func randF(r *rand.Rand, n int) []float64 {
 	v := make([]float64, n)
 	for i := range v {

@@ -564,10 +564,11 @@ int ms_lt_run(const ms_lib *L, CUcontext c, cublasLtHandle_t h, ms_lt_plan *p, C
 	CUresult r = L->cuCtxSetCurrent(c);
 	if (r) return -r;
 	int st;
-	if (bias) {
+	if (bias && bias != p->bias) {
 		*stage = 7;
 		void *bp = (void *)bias;
 		if ((st = L->cublasLtMatmulDescSetAttribute(p->desc, LT_DESC_BIAS_POINTER, &bp, sizeof bp))) return st;
+		p->bias = bias;
 	}
 	*stage = 8;
 	double one = 1, zero = 0;

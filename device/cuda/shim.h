@@ -241,6 +241,7 @@ typedef struct ms_lt_plan {
 	cublasLtMatmulAlgo_t algo;
 	size_t ws;
 	int dbl;
+	CUdeviceptr bias; /* the BIAS_POINTER the descriptor holds: set again only when it changes */
 } ms_lt_plan;
 int ms_lt_create(const ms_lib *L, CUcontext c, cublasLtHandle_t *h);
 int ms_lt_destroy(const ms_lib *L, CUcontext c, cublasLtHandle_t h);
