@@ -54,7 +54,7 @@ type Config struct {
 	HostMemoryMB        int64  // MSTREAM_HOST_MEMORY_MB: the host device's "device memory"; 0 when unset (physical memory, no cap)
 	HostStreams         bool   // MSTREAM_HOST_STREAMS: streams on the host device even with one group
 	Fusion              bool   // MSTREAM_FUSION: plan-time fusion of MatMul/Conv2D epilogues, BatchNorm and unary chains
-	CUDAGraph           bool   // MSTREAM_CUDA_GRAPH: replay eligible GPU steps as captured CUDA graphs
+	CUDAGraph           bool   // MSTREAM_CUDA_GRAPH: replay eligible GPU steps as captured CUDA graphs (on by default)
 	GPUPool             bool   // MSTREAM_GPU_POOL: every GPU serves graph-level Runs, as one pool of groups
 	BLAS                string // MSTREAM_BLAS: the cblas library for CPU GEMMs ("" system, "go" pure Go)
 	DNNL                string // MSTREAM_DNNL: oneDNN for the CPU's convolutions ("" system, "off" none)
@@ -186,7 +186,7 @@ var Knobs = []Knob{
 		set: func(c *Config, v string) (err error) { c.HostStreams, err = parseBool(v); return }},
 	{Name: "MSTREAM_FUSION", Type: "bool", Default: "true", Doc: "fuse at plan time where TF's grappler would (MatMul/Conv2D+BiasAdd(+Relu), inference BatchNorm folded into a constant Conv2D filter, chains of unary float32 ops); 0 turns the fusions off. The other rewrites TF makes by default (constant folding, arithmetic push-down, dependency pruning, common subexpressions) follow the ConfigProto as in TF: `rewrite_options`, `opt_level: L0`, `disable_meta_optimizer`",
 		set: func(c *Config, v string) (err error) { c.Fusion, err = parseBool(v); return }},
-	{Name: "MSTREAM_CUDA_GRAPH", Type: "bool", Default: "false", Doc: "capture a GPU step that runs wholly on the GPU as a CUDA graph (once per plan, group and feed shapes, after one normal run) and replay it: one graph launch instead of a launch per node; steps that cannot be captured run normally",
+	{Name: "MSTREAM_CUDA_GRAPH", Type: "bool", Default: "true", Doc: "capture a one-group GPU step that runs wholly on the GPU (no host-synchronising op, no v1 control flow, no stateful op, no host value that depends on the feeds) as a CUDA graph, once per plan, group and feed shapes after one normal run, and replay it: one graph launch instead of a launch per node. Graphs are kept per group and plan for the 4 most recently used feed shapes (their buffers count in the allocators' bytes_in_use and in MS_SessionStats' cuda_graph); other steps, traced ones and CPU sessions run node by node; 0 turns graphs off",
 		set: func(c *Config, v string) (err error) { c.CUDAGraph, err = parseBool(v); return }},
 	{Name: "MSTREAM_GPU_POOL", Type: "bool", Default: "false", Doc: "every visible GPU serves graph-level Runs as one pool: the graph's unpinned GPU nodes run on whichever GPU holds the least-loaded stream group of all GPUs (constants materialised once per GPU, shared by its groups with TF_SEGMENT_OWN_CONST), nodes pinned to a device stay there, variables stay one copy in host memory; off, as in TF, unpinned nodes run on GPU:0. Off by default, the defaults being TF's: it changes where nodes run and takes memory and constants on every visible GPU, which processes sharing a host's GPUs without CUDA_VISIBLE_DEVICES do not expect; node-level mode ignores it",
 		set: func(c *Config, v string) (err error) { c.GPUPool, err = parseBool(v); return }},

@@ -23,7 +23,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.GroupCount(0) != 1 || c.GroupCount(3) != 1 || c.ThreadMode != ThreadGlobal || c.ThreadCount != 2 ||
-		!c.ReduceStreamWait || c.StreamMerge || c.ContextCount != 1 || c.BFCExtendLimitMB != 0 || !c.Fusion || c.CUDAGraph {
+		!c.ReduceStreamWait || c.StreamMerge || c.ContextCount != 1 || c.BFCExtendLimitMB != 0 || !c.Fusion || !c.CUDAGraph {
 		t.Fatalf("defaults wrong: %+v", c)
 	}
 }
@@ -43,13 +43,13 @@ func TestGood(t *testing.T) {
 		"TF_STREAM_FROM_FILE", f,
 		"TF_CPP_MIN_LOG_LEVEL", "2",
 		"MSTREAM_FUSION", "0",
-		"MSTREAM_CUDA_GRAPH", "1",
+		"MSTREAM_CUDA_GRAPH", "0",
 	))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.GroupCount(0) != 2 || c.GroupCount(1) != 4 || c.GroupCount(5) != 4 || !c.StreamMerge || c.ReduceStreamWait ||
-		c.ThreadMode != ThreadGPUPrivate || c.ThreadCount != 3 || c.BFCExtendLimitMB != 64 || !c.ShareMemPool || c.MinLogLevel != 2 || c.Fusion || !c.CUDAGraph {
+		c.ThreadMode != ThreadGPUPrivate || c.ThreadCount != 3 || c.BFCExtendLimitMB != 64 || !c.ShareMemPool || c.MinLogLevel != 2 || c.Fusion || c.CUDAGraph {
 		t.Fatalf("parsed wrong: %+v", c)
 	}
 	if len(c.StreamRules) != 2 || c.StreamRules[0].Group != 1 || len(c.StreamRules[0].Patterns) != 2 ||

@@ -183,7 +183,7 @@
 //
 // # CUDA graphs
 //
-// With a GraphCache (Runtime.Graphs, MSTREAM_CUDA_GRAPH;
+// With a GraphCache (Runtime.Graphs, MSTREAM_CUDA_GRAPH, on by default;
 // gpu_graph.go) a one-group device step is replayed from a captured CUDA
 // graph when it can (a step over several groups runs node by node): one cuGraphLaunch, one
 // event wait, and the copies of feeds and fetches through pinned staging,

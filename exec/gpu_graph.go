@@ -79,6 +79,11 @@ type GraphStats struct {
 	// plans that cannot be captured.
 	Live       int `json:"live"`
 	Ineligible int `json:"ineligible_plans"`
+	// DeviceBytes and PinnedBytes are what the live instances hold of
+	// the groups' device and pinned host allocators (their chunks, which
+	// those allocators' bytes_in_use include).
+	DeviceBytes uint64 `json:"device_bytes"`
+	PinnedBytes uint64 `json:"pinned_bytes"`
 }
 
 type planGraphs struct {
@@ -123,6 +128,7 @@ type graphInst struct {
 type owned struct {
 	alloc *bfc.Allocator
 	addr  uint64
+	size  uint64 // the chunk's bytes
 }
 
 const (
@@ -173,10 +179,41 @@ func (gc *GraphCache) Stats() GraphStats {
 		}
 		for _, e := range pg.keys {
 			st.Live += len(e.insts)
+			for _, gi := range e.insts {
+				st.DeviceBytes += held(gi.dev, nil)
+				st.PinnedBytes += held(gi.host, nil)
+			}
 		}
 	}
 	gc.mu.Unlock()
 	return st
+}
+
+// Held returns the bytes of allocator a that live graph instances hold,
+// so a caller can tell them from a leak.
+func (gc *GraphCache) Held(a *bfc.Allocator) uint64 {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	var n uint64
+	for _, pg := range gc.plans {
+		for _, e := range pg.keys {
+			for _, gi := range e.insts {
+				n += held(gi.dev, a) + held(gi.host, a)
+			}
+		}
+	}
+	return n
+}
+
+// held sums the chunks of buffers in os, only a's when a is set.
+func held(os []owned, a *bfc.Allocator) uint64 {
+	var n uint64
+	for _, o := range os {
+		if a == nil || o.alloc == a {
+			n += o.size
+		}
+	}
+	return n
 }
 
 // Close destroys every graph, frees its buffers and closes the capture
@@ -575,7 +612,7 @@ func (s *gstep) captureWork() (err error) {
 
 // own makes a device buffer the instance's.
 func (gi *graphInst) own(a *bfc.Allocator, addr uint64) {
-	gi.dev = append(gi.dev, owned{a, addr})
+	gi.dev = append(gi.dev, owned{a, addr, a.ChunkSize(addr)})
 }
 
 // pinned allocates pinned staging the instance owns.
@@ -584,7 +621,7 @@ func (gi *graphInst) pinned(g *groups.Group, size uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	gi.host = append(gi.host, owned{g.HostAlloc, addr})
+	gi.host = append(gi.host, owned{g.HostAlloc, addr, g.HostAlloc.ChunkSize(addr)})
 	return g.Device.HostMemory().Bytes(addr, size), nil
 }
 

@@ -42,8 +42,8 @@
 // must not take the whole GPU up front. TF_GPU_CONTEXT_COUNT sets the
 // process's contexts on first use (a later session may use fewer).
 //
-// CUDA graphs (gpu_graph.go): MSTREAM_CUDA_GRAPH=1 on a session with GPUs
-// makes an exec.GraphCache handed to every one-group GPU step, which
+// CUDA graphs (gpu_graph.go): a session with GPUs (MSTREAM_CUDA_GRAPH,
+// on by default; 0 turns it off) makes an exec.GraphCache handed to every one-group GPU step, which
 // replays eligible steps from captured CUDA graphs; Close
 // releases the graphs (and the memory they own) before the groups close,
 // and MS_SessionStats counts them under cuda_graph.

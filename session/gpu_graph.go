@@ -3,7 +3,7 @@ package session
 import "mstream/exec"
 
 // openGraphs makes the session's CUDA graph cache when MSTREAM_CUDA_GRAPH
-// is on and the session has a GPU; gpuGroups hands it to one-group GPU
+// is on (the default) and the session has a GPU; gpuGroups hands it to one-group GPU
 // steps, which are replayed from captured graphs where they can be
 // (exec.GraphCache says which).
 func (st *state) openGraphs() {

@@ -290,7 +290,8 @@ func TestGPULaunchCost(t *testing.T) {
 		}
 	}
 	y := b.op("Sigmoid", "y", nil, h)
-	s := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "gpu"})
+	// Node by node: the replayed graph's cost is TestGPUGraphLaunchCost's.
+	s := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "gpu", "MSTREAM_CUDA_GRAPH": "0"})
 	feeds := []Feed{{x, tensor.FromF32(tensor.Shape{1, 512}, make([]float32, 512))}}
 	for i := 0; i < 200; i++ { // warm up: modules, plans, constants
 		if _, _, err := s.Run(nil, feeds, []graph.Output{y}, nil); err != nil {

@@ -6,7 +6,8 @@
 #                 cross-context probe, each in a process of its own
 #   kernels.log   kernels/cuda tests (-v): every GPU kernel against the CPU,
 #                 and the shared conformance suite on the GPU
-#   session.log   session GPU tests (-v), then the whole session suite
+#   session.log   session GPU tests (-v) with CUDA graphs on (the default),
+#                 again with MSTREAM_CUDA_GRAPH=0, then the whole session suite
 #   session2.log, example2.log, sanitizer2.log  with two GPUs or more
 #                 (two_gpus below; ONLY_2GPU=1 runs only those steps)
 #   models.log    test/models' field graphs on the GPU (TF32 off, then on)
@@ -86,11 +87,18 @@ MSTREAM_PROBE_CROSS_CONTEXT=1 step probe-cross-context 20 "$OUT/device.log" "$D/
 # TF32 mode is off (NVIDIA_TF32_OVERRIDE=0): with it, the ten MatMuls of
 # TestFunctionsGPU/dynamic_rnn's RNN drifted by up to 5e-4 on an H200
 # (2026-11-26), as TF's own GPU build would with TF32 on.
+# Test sessions that do not set MSTREAM_CUDA_GRAPH take the process's
+# (session/multistream_test.go's hostEnv), so the suite runs with graphs
+# on (the default) and off; NOGRAPH=0 skips the second pass.
 (cd "$R/session" && NVIDIA_TF32_OVERRIDE=0 step session-gpu 150 "$OUT/session.log" "$D/session.test" -test.v -test.count=1 -test.run 'GPU|NoGPU' -test.skip "$TWO")
+if [ "${NOGRAPH:-1}" = 1 ]; then
+  (cd "$R/session" && NVIDIA_TF32_OVERRIDE=0 MSTREAM_CUDA_GRAPH=0 step session-gpu-nographs 150 "$OUT/session.log" "$D/session.test" -test.v -test.count=1 -test.run 'GPU|NoGPU' -test.skip "$TWO")
+fi
 two_gpus
 (cd "$R/session" && MSTREAM_DEVICE= step session-all 120 "$OUT/session.log" "$D/session.test" -test.count=1 -test.skip 'GPU|NoGPU')
 # The bundled example on the GPU (4 groups, 4 threads), and on the CPU.
 (cd "$D/bench" && step example-gpu 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=4 ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
+(cd "$D/bench" && step example-gpu-nographs 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=4 MSTREAM_CUDA_GRAPH=0 ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
 (cd "$D/bench" && step example-gpu-merge 60 "$OUT/example.log" env TF_GPU_STREAM_GROUP_COUNT=4 TF_GPU_STREAM_MERGE=true TF_GPU_STREAM_AWARE_BFC=true ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
 (cd "$D/bench" && step example-cpu 60 "$OUT/example.log" env MSTREAM_DEVICE=cpu TF_GPU_STREAM_GROUP_COUNT=4 ./multistream_inference "${EX[@]}" 16 300 4 config_proto)
 
@@ -126,6 +134,7 @@ bench() {
 # A short multi-stream run of the example (4 groups, 4 threads) under both
 # tools: the runtime's copies, events and kernels together.
 (cd "$D/bench" && step memcheck-example 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 $CS --tool memcheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
+(cd "$D/bench" && step memcheck-example-nographs 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 MSTREAM_CUDA_GRAPH=0 $CS --tool memcheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
 (cd "$D/bench" && step racecheck-example 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 TF_GPU_STREAM_AWARE_BFC=true $CS --tool racecheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
 step memcheck-device 45 "$OUT/sanitizer.log" $CS --tool memcheck "$D/device_cuda.test" -test.run 'TestCopyRoundTrip|TestCrossStreamWait|TestEnqueueOrder|TestBFCOverDeviceMemory|TestGemm|TestLaunchArgs'
 step memcheck-kernels 180 "$OUT/sanitizer.log" $CS --tool memcheck "$D/kernels_cuda.test" -test.run 'TestBinary|TestUnary|TestBiasAdd|TestSoftmax|TestCast|TestFill|TestReduce|TestGather|TestConcat|TestTranspose|TestMatMul|TestFusedMatMul|TestWhere|TestUnique|TestEinsum|TestFakeQuant|TestBNGlobal'

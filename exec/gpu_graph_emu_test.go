@@ -1,0 +1,253 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"mstream/device"
+	"mstream/device/host"
+	"mstream/groups"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// CUDA graph capture and replay on the CPU: emuCapDevice's streams are
+// emulated device streams (emuStream) that can also capture, as a CUDA
+// stream does: between BeginCapture and EndCapture every item enqueued
+// (a kernel's work, a copy, an event record or wait) is recorded instead
+// of run, a synchronisation is refused, and a launch of the instantiated
+// graph enqueues the recorded items, in order, on the launch stream. The
+// items address the same memory on every launch, as a graph's nodes do,
+// so a replay that reads a buffer the cache did not keep, or a feed that
+// was not copied in, gives wrong sums.
+
+type emuCapDevice struct{ *host.Device }
+
+func (d emuCapDevice) NewStream(ctx int) (device.Stream, error) {
+	s, err := d.Device.NewStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &emuCapStream{emuStream: emuStream{s.(*host.Stream)}, dev: d}, nil
+}
+
+type emuCapStream struct {
+	emuStream
+	dev emuCapDevice
+
+	mu        sync.Mutex
+	capturing bool
+	items     []func(device.Stream) error
+}
+
+var _ device.Capturer = (*emuCapStream)(nil)
+
+// capture records item when the stream captures; false when it runs now.
+func (s *emuCapStream) capture(item func(device.Stream) error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.capturing {
+		s.items = append(s.items, item)
+	}
+	return s.capturing
+}
+
+func (s *emuCapStream) Enqueue(fn func()) error {
+	if s.capture(func(t device.Stream) error { return device.Enqueue(t, fn) }) {
+		return nil
+	}
+	return s.emuStream.Enqueue(fn)
+}
+
+func (s *emuCapStream) Record(e device.Event) error {
+	if s.capture(func(t device.Stream) error { return t.Record(e) }) {
+		return nil
+	}
+	return s.emuStream.Record(e)
+}
+
+func (s *emuCapStream) Wait(e device.Event) error {
+	if s.capture(func(t device.Stream) error { return t.Wait(e) }) {
+		return nil
+	}
+	return s.emuStream.Wait(e)
+}
+
+func (s *emuCapStream) CopyH2D(dst uint64, src []byte) error {
+	if s.capture(func(t device.Stream) error { return t.CopyH2D(dst, src) }) {
+		return nil
+	}
+	return s.emuStream.CopyH2D(dst, src)
+}
+
+func (s *emuCapStream) CopyD2H(dst []byte, src uint64) error {
+	if s.capture(func(t device.Stream) error { return t.CopyD2H(dst, src) }) {
+		return nil
+	}
+	return s.emuStream.CopyD2H(dst, src)
+}
+
+func (s *emuCapStream) CopyD2D(dst, src, size uint64) error {
+	if s.capture(func(t device.Stream) error { return t.CopyD2D(dst, src, size) }) {
+		return nil
+	}
+	return s.emuStream.CopyD2D(dst, src, size)
+}
+
+func (s *emuCapStream) Synchronize() error {
+	s.mu.Lock()
+	c := s.capturing
+	s.mu.Unlock()
+	if c {
+		return fmt.Errorf("emulated stream %d: synchronise while capturing: %w", s.ID(), device.ErrNotCapturable)
+	}
+	return s.emuStream.Synchronize()
+}
+
+// Delay holds the stream up outside a capture; a capture records none
+// (the step adds no jitter while it captures).
+func (s *emuCapStream) Delay(d time.Duration) error {
+	if s.capture(func(device.Stream) error { return nil }) {
+		return nil
+	}
+	return s.emuStream.Delay(d)
+}
+
+func (s *emuCapStream) NewCaptureStream() (device.Stream, error) { return s.dev.NewStream(s.Context()) }
+
+func (s *emuCapStream) BeginCapture() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.capturing {
+		return status.Errorf(status.Internal, "emulated stream %d is already capturing", s.ID())
+	}
+	s.capturing, s.items = true, nil
+	return nil
+}
+
+func (s *emuCapStream) EndCapture() (device.Graph, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := &emuGraph{items: s.items}
+	s.capturing, s.items = false, nil
+	return g, nil
+}
+
+type emuGraph struct{ items []func(device.Stream) error }
+
+func (g *emuGraph) Instantiate() (device.GraphExec, error) { return g, nil }
+func (g *emuGraph) Destroy() error                         { return nil }
+
+// Launch enqueues the recorded items on s; the emulated streams are
+// wrappers, so the items go to the host stream underneath.
+func (g *emuGraph) Launch(s device.Stream) error {
+	if c, ok := s.(*emuCapStream); ok {
+		s = c.emuStream
+	}
+	for _, it := range g.items {
+		if err := it(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func emuCapSet(t testing.TB, jitter time.Duration) *groups.Set {
+	d := host.New()
+	d.MemBytes = 64 << 20
+	d.Jitter = jitter
+	p := NewPool(2)
+	t.Cleanup(p.Close)
+	cfg := groups.Config{Counts: []int{1}, AllowGrowth: true,
+		GlobalPool: p, GlobalIntra: kernels.Serial{},
+		NewPool:  func(n int) groups.Pool { return NewPool(n) },
+		NewIntra: func(n int) kernels.Parallelizer { return NewIntra(n) }}
+	cfg.Devices = append(cfg.Devices, emuCapDevice{d})
+	set, err := groups.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(set.Close)
+	return set
+}
+
+// TestGraphReplayEmulated runs a random device plan through a GraphCache
+// on the emulated capturing device: three clients at once, feeds of
+// graphKeysPerGroup+2 shapes in turn (so keys are captured, replayed and
+// evicted), under jitter. Every fetched value must equal the plan's
+// arithmetic, graphs must have been captured and replayed, what they hold
+// must be what the allocators count beyond the idle state, and after the
+// cache closes every buffer must come back.
+func TestGraphReplayEmulated(t *testing.T) {
+	r := rand.New(rand.NewSource(rand.Int63()))
+	rp := emuPlan(t, r, 3, 40)
+	set := emuCapSet(t, 50*time.Microsecond)
+	gc := NewGraphCache(t.Logf)
+	sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}, Graphs: gc}
+	if sr.graphs() == nil {
+		t.Fatal("the emulated group cannot replay graphs")
+	}
+	shapes := []tensor.Shape{nil, {1}, {1, 1}, {1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1, 1}}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			rr := rand.New(rand.NewSource(seed))
+			for it := 0; it < 60; it++ {
+				sh := shapes[(it/6)%len(shapes)]
+				vals := []float32{float32(rr.Intn(100)), float32(rr.Intn(100)), float32(rr.Intn(100))}
+				feeds := make([]*tensor.Tensor, len(vals))
+				for k, v := range vals {
+					feeds[k] = tensor.FromF32(sh.Clone(), []float32{v})
+				}
+				got, _, err := rp.plan.Run(context.Background(), sr, feeds, Options{})
+				if err == nil {
+					err = check(got, rp.want(vals))
+				}
+				if err != nil {
+					errs <- fmt.Errorf("step %d (feed shape %v): %w", it, sh, err)
+					return
+				}
+			}
+		}(r.Int63())
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st := gc.Stats()
+	if st.Captures == 0 || st.Replays == 0 || st.Failures != 0 || st.Ineligible != 0 {
+		t.Errorf("graph stats %+v: want captures and replays, no failure", st)
+	}
+	g := set.Groups()[0]
+	set.Holder.Drain()
+	for _, s := range g.Streams() {
+		s.Synchronize()
+	}
+	if st.Live == 0 || st.DeviceBytes == 0 || st.PinnedBytes == 0 {
+		t.Errorf("graph stats %+v: want live instances holding device and pinned memory", st)
+	}
+	if held, inUse := gc.Held(g.Alloc), g.Alloc.Stats().BytesInUse; held != st.DeviceBytes || inUse != held {
+		t.Errorf("device: graphs hold %d (stats say %d), allocator has %d in use", held, st.DeviceBytes, inUse)
+	}
+	if held, inUse := gc.Held(g.HostAlloc), g.HostAlloc.Stats().BytesInUse; held != st.PinnedBytes || inUse != held {
+		t.Errorf("pinned: graphs hold %d (stats say %d), allocator has %d in use", held, st.PinnedBytes, inUse)
+	}
+	if err := gc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.Alloc.Stats().BytesInUse; n != 0 {
+		t.Errorf("%d device bytes in use after the cache closed", n)
+	}
+	if n := g.HostAlloc.Stats().BytesInUse; n != 0 {
+		t.Errorf("%d pinned bytes in use after the cache closed", n)
+	}
+}
