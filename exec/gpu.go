@@ -192,8 +192,11 @@ func (s *gstep) launchFeeds() error {
 		hbuf []byte
 	}
 	var ups []up
+	if addr, hbuf, ok := s.packFeeds(); ok {
+		ups = append(ups, up{-1, addr, hbuf}) // feed_pack.go
+	}
 	for k, f := range p.feedDev {
-		if !f {
+		if !f || ups != nil {
 			continue
 		}
 		t := s.feeds[k].host
@@ -243,6 +246,9 @@ func (s *gstep) launchFeeds() error {
 	for _, u := range ups {
 		if err := s.h.CopyH2D(u.addr, u.hbuf); err != nil {
 			unlock()
+			if u.k < 0 {
+				return status.Wrap(err, "feeds: one copy of %d bytes to %s", len(u.hbuf), s.g.Device.Name())
+			}
 			return status.Wrap(err, "feed '%s': copy to %s", s.plan.feeds[u.k], s.g.Device.Name())
 		}
 	}

@@ -120,9 +120,14 @@ type graphInst struct {
 	busy bool // guarded by GraphCache.mu
 
 	feedIn []([]byte) // per feed: its pinned staging, nil if no GPU kernel reads it
-	outs   []graphOut
-	dev    []owned // device buffers of the group's allocator
-	host   []owned // pinned buffers of the group's host allocator
+	// feedAll is the pinned staging of every feed when they share one
+	// block (feed_pack.go), copied to feedAddr in one copy; feedIn are
+	// its parts.
+	feedAll  []byte
+	feedAddr uint64
+	outs     []graphOut
+	dev      []owned // device buffers of the group's allocator
+	host     []owned // pinned buffers of the group's host allocator
 }
 
 type owned struct {
@@ -517,9 +522,14 @@ func (gc *GraphCache) capture(p *Plan, rt *Runtime, feeds []*tensor.Tensor) (gi 
 		s.feeds[k].host = f
 	}
 	// Buffers the capture reads: the feeds' device copies and their
-	// pinned staging, allocated before the capture begins.
+	// pinned staging, allocated before the capture begins; one block
+	// each (one copy in the graph) when several feeds go to the device.
+	if err := gi.packFeeds(s); err != nil {
+		gi.destroy()
+		return nil, err
+	}
 	for k, f := range p.feedDev {
-		if !f {
+		if !f || gi.feedAll != nil {
 			continue
 		}
 		t := feeds[k]
@@ -574,8 +584,13 @@ func (s *gstep) captureWork() (err error) {
 		}
 	}()
 	p, gi := s.plan, s.capt
+	if gi.feedAll != nil {
+		if err := s.c.CopyH2D(gi.feedAddr, gi.feedAll); err != nil {
+			return status.Wrap(err, "feeds: one copy of %d bytes", len(gi.feedAll))
+		}
+	}
 	for k, b := range gi.feedIn {
-		if b != nil {
+		if b != nil && gi.feedAll == nil {
 			if err := s.c.CopyH2D(hostmem.DeviceAddr(s.feeds[k].dev.Buf), b); err != nil {
 				return status.Wrap(err, "feed '%s'", p.feeds[k])
 			}

@@ -12,10 +12,12 @@ import (
 )
 
 // buffer is one allocation a step owns: a kernel output or a feed's device
-// copy. refs counts the data edges and fetches still to read it; users are
-// the step streams (indices) that touched it.
+// copy (or the one block all the step's feeds share). refs counts the data
+// edges and fetches still to read it; users are the step streams (indices)
+// that touched it.
 type buffer struct {
-	k     uintptr // its key in the tracker
+	k     uintptr   // its key in the tracker
+	also  []uintptr // further keys: the views of a shared block
 	addr  uint64
 	alloc *bfc.Allocator
 	refs  int32
@@ -67,6 +69,23 @@ func key(t *tensor.Tensor) uintptr {
 		return 0
 	}
 	return hostmem.Addr(t.Buf)
+}
+
+// addShared registers one buffer viewed by several tensors (disjoint
+// parts of it): each one's reads count against b.refs, and b is freed
+// when the last is done.
+func (tr *tracker) addShared(ts []*tensor.Tensor, b *buffer) {
+	b.k = key(ts[0])
+	b.also = b.also[:0]
+	for _, t := range ts[1:] {
+		b.also = append(b.also, key(t))
+	}
+	tr.mu.Lock()
+	tr.bufs[b.k] = b
+	for _, k := range b.also {
+		tr.bufs[k] = b
+	}
+	tr.mu.Unlock()
 }
 
 // add registers a new buffer viewed by t.
@@ -172,6 +191,9 @@ func (tr *tracker) unrefOn(t *tensor.Tensor, user, cur int) {
 
 func (tr *tracker) dropLocked(b *buffer) *buffer {
 	delete(tr.bufs, b.k)
+	for _, k := range b.also {
+		delete(tr.bufs, k)
+	}
 	return b
 }
 
