@@ -49,6 +49,14 @@ static double now_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Wall-clock time, so report.py can match a point's window with the
+ * nvidia-smi samples taken beside it (their timestamps are wall clock). */
+static double epoch_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* The process's CPU time, every thread (the library's pools, spinning
  * BLAS threads, GC), user and system: on a loaded machine wall time mostly
  * measures the run queue, the CPU a request took says what it cost. */
@@ -313,6 +321,7 @@ int main(int argc, char** argv) {
       /* Everyone has warmed up when the barrier opens; the window starts then. */
       pthread_barrier_wait(&bar);
       double t0 = now_s();
+      double e0 = epoch_s();
       double cpu0 = cpu_s();
       double end = t0 + dur;
       for (int i = 0; i < T; i++) __atomic_store(&cl[i].stop, &end, __ATOMIC_RELEASE);
@@ -333,9 +342,10 @@ int main(int argc, char** argv) {
       }
       qsort(all, (size_t)total, sizeof(double), cmp_d);
       printf("{\"batch\": %d, \"threads\": %d, \"qps\": %.1f, \"samples_per_s\": %.1f, \"p50_ms\": %.4f, "
-             "\"p99_ms\": %.4f, \"requests\": %ld, \"cpu_us_per_request\": %.1f}\n",
+             "\"p99_ms\": %.4f, \"requests\": %ld, \"cpu_us_per_request\": %.1f, \"t0\": %.3f, \"t1\": %.3f}\n",
              B, T, total / wall, total * (double)B / wall, total ? all[total / 2] * 1e3 : 0,
-             total ? all[(long)(0.99 * (double)(total - 1))] * 1e3 : 0, total, total ? cpu * 1e6 / (double)total : 0);
+             total ? all[(long)(0.99 * (double)(total - 1))] * 1e3 : 0, total, total ? cpu * 1e6 / (double)total : 0,
+             e0, e0 + wall);
       fflush(stdout);
       free(all);
     }
