@@ -242,8 +242,10 @@ func (tr *tracker) free(b *buffer) {
 func (tr *tracker) drain() {
 	tr.mu.Lock()
 	bufs := make([]*buffer, 0, len(tr.bufs))
-	for _, b := range tr.bufs {
-		bufs = append(bufs, b)
+	for k, b := range tr.bufs {
+		if k == b.k { // a shared block once, under its first view's key
+			bufs = append(bufs, b)
+		}
 	}
 	clear(tr.bufs)
 	tr.mu.Unlock()
@@ -257,5 +259,11 @@ func (tr *tracker) drain() {
 func (tr *tracker) live() int {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return len(tr.bufs)
+	n := 0
+	for k, b := range tr.bufs {
+		if k == b.k {
+			n++
+		}
+	}
+	return n
 }
