@@ -496,59 +496,121 @@ func (a *Allocator) extendLocked(size uint64) bool {
 // recorded on the stream that allocated it, so a later user on another
 // stream can wait for this stream's work on the memory to finish.
 func (a *Allocator) Free(addr uint64) error {
+	one := [1]uint64{addr}
+	return a.FreeAll(one[:])
+}
+
+// FreeAll returns several allocations at once: the mutex is taken twice
+// for the whole batch and, in stream-aware mode, one event is recorded
+// per stream the chunks belong to (a step's buffers, freed together, all
+// belong to its compute stream: one event instead of one per buffer).
+// Every live address is freed; the first that is not live is the error.
+func (a *Allocator) FreeAll(addrs []uint64) error {
+	var first error
+	var buf [16]*chunk
+	cs := buf[:0]
 	a.mu.Lock()
-	c := a.chunks[addr]
-	if c == nil || !c.inUse || c.freeing {
-		a.mu.Unlock()
-		return status.InvalidArg("bfc %q: free of %#x, which is not a live allocation", a.opts.Name, addr)
-	}
-	var seq uint64
-	if a.opts.StreamAware {
-		// The event is made (or taken from the pool) and recorded without
-		// the mutex; the chunk stays in use meanwhile.
-		var ev device.Event
-		if n := len(a.evPool); n > 0 {
-			ev, a.evPool = a.evPool[n-1], a.evPool[:n-1]
+	for _, addr := range addrs {
+		c := a.chunks[addr]
+		if c == nil || !c.inUse || c.freeing {
+			if first == nil {
+				first = status.InvalidArg("bfc %q: free of %#x, which is not a live allocation", a.opts.Name, addr)
+			}
+			continue
 		}
+		// The chunk stays in use while its event is recorded outside
+		// the mutex; a second Free of it fails meanwhile.
 		c.freeing = true
-		a.mu.Unlock()
-		if ev == nil {
-			var err error
-			if ev, err = a.opts.NewEvent(); err != nil {
-				a.mu.Lock()
-				c.freeing = false
-				a.mu.Unlock()
-				return status.Wrap(err, "bfc %q: event for free of %#x", a.opts.Name, addr)
-			}
-		}
-		mu, ok := a.recMus.Load(c.stream)
-		if !ok {
-			mu, _ = a.recMus.LoadOrStore(c.stream, new(sync.Mutex))
-		}
-		rec := mu.(*sync.Mutex)
-		rec.Lock()
-		seq = a.recSeq.Add(1)
-		rerr := c.stream.Record(ev)
-		rec.Unlock()
-		if rerr != nil {
-			// The chunk is not known to be free in any stream's order
-			// until the stream is done with it.
-			if serr := c.stream.Synchronize(); serr != nil {
-				a.mu.Lock()
-				c.freeing = false
-				a.mu.Unlock()
-				return status.Wrap(rerr, "bfc %q: event for free of %#x", a.opts.Name, addr)
-			}
-		}
-		a.mu.Lock()
-		c.freeing = false
-		c.ev = ev
-		a.evRefs[ev]++
-	} else {
-		a.freeSeq++
-		seq = a.freeSeq
+		cs = append(cs, c)
 	}
+	if !a.opts.StreamAware {
+		for _, c := range cs {
+			a.freeSeq++
+			a.releaseLocked(c, nil, a.freeSeq)
+		}
+		a.mu.Unlock()
+		return first
+	}
+	// One event per stream, from the pool where it has one.
+	type rec struct {
+		s   device.Stream
+		ev  device.Event
+		seq uint64
+		err error
+	}
+	var rbuf [2]rec
+	recs := rbuf[:0]
+	var wbuf [16]int
+	which := wbuf[:0]
+	for _, c := range cs {
+		k := 0
+		for k < len(recs) && recs[k].s != c.stream {
+			k++
+		}
+		if k == len(recs) {
+			r := rec{s: c.stream}
+			if n := len(a.evPool); n > 0 {
+				r.ev, a.evPool = a.evPool[n-1], a.evPool[:n-1]
+			}
+			recs = append(recs, r)
+		}
+		which = append(which, k)
+	}
+	a.mu.Unlock()
+	for k := range recs {
+		r := &recs[k]
+		if r.ev == nil {
+			var err error
+			if r.ev, err = a.opts.NewEvent(); err != nil {
+				r.err = status.Wrap(err, "bfc %q: event for a free", a.opts.Name)
+				continue
+			}
+		}
+		mu, ok := a.recMus.Load(r.s)
+		if !ok {
+			mu, _ = a.recMus.LoadOrStore(r.s, new(sync.Mutex))
+		}
+		m := mu.(*sync.Mutex)
+		m.Lock()
+		r.seq = a.recSeq.Add(1)
+		rerr := r.s.Record(r.ev)
+		m.Unlock()
+		if rerr != nil {
+			// The chunks are not known to be free in any stream's order
+			// until the stream is done with them.
+			if serr := r.s.Synchronize(); serr != nil {
+				r.err = status.Wrap(rerr, "bfc %q: event for a free", a.opts.Name)
+			}
+		}
+	}
+	a.mu.Lock()
 	defer a.mu.Unlock()
+	for i, c := range cs {
+		r := &recs[which[i]]
+		if r.err != nil {
+			c.freeing = false // still in use: the caller may free it again
+			if first == nil {
+				first = status.Wrap(r.err, "free of %#x", c.addr)
+			}
+			continue
+		}
+		a.evRefs[r.ev]++
+		a.releaseLocked(c, r.ev, r.seq)
+	}
+	for k := range recs {
+		if r := &recs[k]; r.err != nil && r.ev != nil {
+			a.evPool = append(a.evPool, r.ev) // never recorded: reusable
+		}
+	}
+	return first
+}
+
+// releaseLocked makes in-use chunk c free, with its free event ev (nil
+// without stream awareness) and sequence number, and merges it with its
+// free neighbours.
+func (a *Allocator) releaseLocked(c *chunk, ev device.Event, seq uint64) {
+	c.freeing = false
+	c.ev = ev
 	c.seq = seq
 	c.inUse = false
 	c.requested = 0
@@ -567,7 +629,6 @@ func (a *Allocator) Free(addr uint64) error {
 		c = p
 	}
 	a.insertFreeLocked(c)
-	return nil
 }
 
 // mergeable says whether two free neighbours may become one chunk: space

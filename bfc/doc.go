@@ -84,6 +84,11 @@
 // benchmark's stream-aware allocator held 16-32 GiB of regions for 2.7 GiB
 // in use).
 //
+// FreeAll frees a batch (a step's buffers) with one event per stream the
+// chunks belong to and two acquisitions of the mutex for the whole batch,
+// instead of an event and two acquisitions per buffer; its chunks of one
+// stream share the event (evRefs counts each) and the sequence number.
+//
 // Without stream awareness, free chunks carry no stream and merge freely;
 // the caller (tensorholder) is then responsible for freeing memory only
 // when no stream can still touch it, as in stock TF.

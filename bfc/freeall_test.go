@@ -1,0 +1,137 @@
+package bfc
+
+import (
+	"math/rand"
+	"sync/atomic"
+	"testing"
+
+	"mstream/device"
+	"mstream/device/host"
+)
+
+// countingStream counts the events recorded on a host stream.
+type countingStream struct {
+	device.Stream
+	records *atomic.Int64
+}
+
+func (s countingStream) Record(e device.Event) error {
+	s.records.Add(1)
+	return s.Stream.Record(e)
+}
+
+// TestFreeAllBatches frees random batches (chunks of several streams, a
+// dead address among them) from a stream-aware allocator: each batch
+// records exactly one event per stream it touches, the dead address is
+// the error while every live one is freed, the invariants hold after
+// each batch, and reuse across streams still waits (the ordering test of
+// single frees, TestStreamAwareOrdering, covers what the events guard).
+func TestFreeAllBatches(t *testing.T) {
+	d, raw := streams(t, 3)
+	var records atomic.Int64
+	ss := make([]device.Stream, len(raw))
+	for i, s := range raw {
+		ss[i] = countingStream{s, &records}
+	}
+	a, _ := newAlloc(t, Options{Limit: 1 << 20, StreamAware: true, NewEvent: d.NewEvent})
+	rng := rand.New(rand.NewSource(rand.Int63()))
+	type live struct {
+		addr uint64
+		s    int
+	}
+	var lives []live
+	for round := 0; round < 300; round++ {
+		for k := rng.Intn(12); k > 0; k-- {
+			si := rng.Intn(len(ss))
+			p, err := a.Allocate(uint64(1+rng.Intn(8<<10)), ss[si])
+			if err != nil {
+				t.Fatal(err)
+			}
+			lives = append(lives, live{p, si})
+		}
+		if len(lives) == 0 {
+			continue
+		}
+		rng.Shuffle(len(lives), func(i, j int) { lives[i], lives[j] = lives[j], lives[i] })
+		n := 1 + rng.Intn(len(lives))
+		batch := make([]uint64, 0, n+1)
+		touched := map[int]bool{}
+		for _, l := range lives[:n] {
+			batch = append(batch, l.addr)
+			touched[l.s] = true
+		}
+		dead := rng.Intn(3) == 0
+		if dead {
+			batch = append(batch, batch[0]+1) // inside a live chunk: not an allocation
+		}
+		before, inUse := records.Load(), a.Stats().LiveAllocations
+		err := a.FreeAll(batch)
+		if dead != (err != nil) {
+			t.Fatalf("round %d: dead address %v, error %v", round, dead, err)
+		}
+		if got := records.Load() - before; got != int64(len(touched)) {
+			t.Fatalf("round %d: %d events recorded for a batch over %d streams", round, got, len(touched))
+		}
+		if got := a.Stats().LiveAllocations; got != inUse-n {
+			t.Fatalf("round %d: %d live allocations after freeing %d of %d", round, got, n, inUse)
+		}
+		lives = lives[n:]
+		mustCheck(t, a, "after a batch")
+	}
+	for _, l := range lives {
+		if err := a.Free(l.addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.FreeAll([]uint64{lives[0].addr}); err == nil && len(lives) > 0 {
+		t.Fatal("a second free of a freed address succeeded")
+	}
+	mustCheck(t, a, "end")
+	if a.Stats().BytesInUse != 0 {
+		t.Fatalf("%d bytes in use at the end", a.Stats().BytesInUse)
+	}
+	for _, s := range raw {
+		s.Synchronize()
+	}
+}
+
+// BenchmarkStreamAwareFree frees a step's 32 buffers one by one and as
+// one batch, on host streams (the event record there is a queue push; on
+// a GPU it is a cuEventRecord, so a batch saves more).
+func BenchmarkStreamAwareFree(b *testing.B) {
+	for _, batched := range []bool{false, true} {
+		name := "one_by_one"
+		if batched {
+			name = "batch"
+		}
+		b.Run(name, func(b *testing.B) {
+			d := host.New()
+			s, _ := d.NewStream(0)
+			defer s.Close()
+			a, err := New(&nullBackend{}, Options{Limit: 1 << 30, StreamAware: true, NewEvent: d.NewEvent, AllowGrowth: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			addrs := make([]uint64, 32)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for k := range addrs {
+					if addrs[k], err = a.Allocate(uint64(4096+k*256), s); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if batched {
+					a.FreeAll(addrs)
+				} else {
+					for _, p := range addrs {
+						a.Free(p)
+					}
+				}
+				if i%64 == 0 {
+					s.Synchronize()
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/32, "ns/buffer")
+		})
+	}
+}
