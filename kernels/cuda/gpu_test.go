@@ -676,7 +676,7 @@ func TestKernelCPUCost(t *testing.T) {
 		{"AddV2 [64,512]+[512]", node("AddV2", nil, x, y), []*tensor.Tensor{x, y}, nil},
 		{"Sum [64,512] axis 1", node("Sum", nil, x, ax1), []*tensor.Tensor{x, ax1}, nil},
 		{"GatherV2 [100000,64] by [64]", node("GatherV2", nil, table, idx, ax0), []*tensor.Tensor{table, idx, ax0}, nil},
-		{"MatMul 64x512x1024 (cuBLAS)", mm, []*tensor.Tensor{x, w}, nil},
+		{"MatMul 64x512x1024 (cuBLASLt plan)", mm, []*tensor.Tensor{x, w}, nil},
 		{"MatMul+BiasAdd+Relu 64x512x1024 (cuBLASLt)", mm, []*tensor.Tensor{x, w, bias}, FusedMatMul(false, false, true)},
 	}
 	var lines []string
