@@ -56,6 +56,12 @@ type Options struct {
 	StreamAware bool
 	// NewEvent makes the events recorded at free time (stream-aware mode).
 	NewEvent func() (device.Event, error)
+	// BatchFrees, in stream-aware mode, lets up to this many freed
+	// chunks of one stream wait in that stream's list, so a step's frees
+	// cost one event per batch instead of one each, and the stream reuses
+	// its own recent frees first, without an event (see the package
+	// documentation, "Batched frees"). 0 frees one by one.
+	BatchFrees int
 	// MaxInternalFrag is the largest slack an allocation may keep unsplit
 	// when its chunk is less than twice the request (TF's
 	// fragmentation_fraction times the limit); 0 means TF's default of
@@ -113,6 +119,10 @@ type chunk struct {
 	// the mutex; the chunk stays in use until it finishes, and a second
 	// Free of it fails.
 	freeing bool
+	// pending: freed, waiting in its stream's list (Options.BatchFrees).
+	// It stays inUse for the chunk structure (not in a bin, never merged)
+	// but no longer counts in BytesInUse or LiveAllocations.
+	pending bool
 }
 
 type region struct {
@@ -151,6 +161,10 @@ type Allocator struct {
 	// stream-aware groups wait for each other's records).
 	recMus sync.Map
 	recSeq atomic.Uint64
+	// pend holds, per stream, its freed chunks waiting for their batch's
+	// event (Options.BatchFrees); pendN counts them all.
+	pend  map[device.Stream][]*chunk
+	pendN int
 }
 
 // New returns an allocator over backend. It obtains no memory until the
@@ -163,7 +177,8 @@ func New(backend Backend, opts Options) (*Allocator, error) {
 	if opts.MaxInternalFrag == 0 {
 		opts.MaxInternalFrag = maxInternalFrag
 	}
-	a := &Allocator{opts: opts, backend: backend, chunks: map[uint64]*chunk{}, evRefs: map[device.Event]int{}}
+	a := &Allocator{opts: opts, backend: backend, chunks: map[uint64]*chunk{}, evRefs: map[device.Event]int{},
+		pend: map[device.Stream][]*chunk{}}
 	if opts.AllowGrowth {
 		a.nextRegion = growthStart
 	} else {
@@ -310,10 +325,23 @@ func (a *Allocator) allocateLocked(size uint64, s device.Stream, final bool) (ui
 	if a.opts.StreamAware && s == nil {
 		return 0, nil, status.InvalidArg("bfc %q: stream-aware allocation without a stream", a.opts.Name)
 	}
+	// 0. the stream's own recent frees, still in its list: no event.
+	if c := a.takePendingLocked(rounded, s); c != nil {
+		c.pending, c.requested = false, size
+		a.countLocked(c)
+		return c.addr, nil, nil
+	}
 	// 1. a chunk of this stream, or space never used.
 	c := a.findLocked(rounded, func(c *chunk) bool {
 		return !a.opts.StreamAware || c.stream == nil || c.stream == s
 	})
+	if c == nil && a.pendN > 0 {
+		// 1a. other streams' (and this one's unfitting) listed frees
+		// become free chunks with their batch's event before anything
+		// grows or waits.
+		a.flushPendingLocked()
+		c = a.findLocked(rounded, func(c *chunk) bool { return c.stream == nil || c.stream == s })
+	}
 	if c == nil && a.opts.StreamAware && a.retireLocked() > 0 {
 		// 1b. other streams' chunks whose last use has completed are
 		// everybody's again: no wait, and no growth needed for them.
@@ -353,13 +381,84 @@ func (a *Allocator) allocateLocked(size uint64, s device.Stream, final bool) (ui
 		a.unrefLocked(c.ev)
 	}
 	c.ev = nil
+	a.countLocked(c)
+	return c.addr, wait, nil
+}
+
+// countLocked counts c as a new live allocation.
+func (a *Allocator) countLocked(c *chunk) {
 	a.st.BytesInUse += c.size
 	if a.st.BytesInUse > a.st.PeakBytesInUse {
 		a.st.PeakBytesInUse = a.st.BytesInUse
 	}
 	a.st.Allocations++
 	a.st.LiveAllocations++
-	return c.addr, wait, nil
+}
+
+// takePendingLocked removes and returns the best fit for rounded bytes
+// among s's listed frees: the smallest of at least rounded bytes and less
+// than twice that (a listed chunk is not split), or nil.
+func (a *Allocator) takePendingLocked(rounded uint64, s device.Stream) *chunk {
+	l := a.pend[s]
+	best := -1
+	for i, c := range l {
+		if c.size >= rounded && c.size < 2*rounded && c.size-rounded < a.opts.MaxInternalFrag &&
+			(best < 0 || c.size < l[best].size) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	c := l[best]
+	l[best] = l[len(l)-1]
+	l = l[:len(l)-1]
+	if len(l) == 0 {
+		delete(a.pend, s)
+	} else {
+		a.pend[s] = l
+	}
+	a.pendN--
+	return c
+}
+
+// flushPendingLocked frees every stream's listed chunks under one event
+// per stream. It runs only when an allocation found nothing of its own
+// (before the allocator grows or makes a stream wait), so recording under
+// the mutex is rare; Stream.Record only enqueues. A stream whose record
+// fails keeps its list (its chunks are not known to be free in its
+// order).
+func (a *Allocator) flushPendingLocked() {
+	for s, l := range a.pend {
+		var ev device.Event
+		if n := len(a.evPool); n > 0 {
+			ev, a.evPool = a.evPool[n-1], a.evPool[:n-1]
+		} else {
+			var err error
+			if ev, err = a.opts.NewEvent(); err != nil {
+				continue
+			}
+		}
+		mu, ok := a.recMus.Load(s)
+		if !ok {
+			mu, _ = a.recMus.LoadOrStore(s, new(sync.Mutex))
+		}
+		m := mu.(*sync.Mutex)
+		m.Lock()
+		seq := a.recSeq.Add(1)
+		err := s.Record(ev)
+		m.Unlock()
+		if err != nil {
+			a.evPool = append(a.evPool, ev)
+			continue
+		}
+		delete(a.pend, s)
+		a.pendN -= len(l)
+		for _, c := range l {
+			a.evRefs[ev]++
+			a.releaseLocked(c, ev, seq)
+		}
+	}
 }
 
 // retireLocked turns every free chunk whose free event has completed into
@@ -510,12 +609,32 @@ func (a *Allocator) FreeAll(addrs []uint64) error {
 	var buf [16]*chunk
 	cs := buf[:0]
 	a.mu.Lock()
+	batch := a.opts.StreamAware && a.opts.BatchFrees > 0
 	for _, addr := range addrs {
 		c := a.chunks[addr]
-		if c == nil || !c.inUse || c.freeing {
+		if c == nil || !c.inUse || c.freeing || c.pending {
 			if first == nil {
 				first = status.InvalidArg("bfc %q: free of %#x, which is not a live allocation", a.opts.Name, addr)
 			}
+			continue
+		}
+		if batch {
+			// Into the stream's list; a full list goes on as one batch.
+			c.pending, c.requested = true, 0
+			a.st.BytesInUse -= c.size
+			a.st.LiveAllocations--
+			a.pendN++
+			l := append(a.pend[c.stream], c)
+			if len(l) < a.opts.BatchFrees {
+				a.pend[c.stream] = l
+				continue
+			}
+			delete(a.pend, c.stream)
+			a.pendN -= len(l)
+			for _, x := range l {
+				x.freeing = true
+			}
+			cs = append(cs, l...)
 			continue
 		}
 		// The chunk stays in use while its event is recorded outside
@@ -589,6 +708,11 @@ func (a *Allocator) FreeAll(addrs []uint64) error {
 		r := &recs[which[i]]
 		if r.err != nil {
 			c.freeing = false // still in use: the caller may free it again
+			if c.pending {
+				c.pending = false
+				a.st.BytesInUse += c.size
+				a.st.LiveAllocations++
+			}
 			if first == nil {
 				first = status.Wrap(r.err, "free of %#x", c.addr)
 			}
@@ -614,8 +738,12 @@ func (a *Allocator) releaseLocked(c *chunk, ev device.Event, seq uint64) {
 	c.seq = seq
 	c.inUse = false
 	c.requested = 0
-	a.st.BytesInUse -= c.size
-	a.st.LiveAllocations--
+	if c.pending {
+		c.pending = false // counted out when it joined its list
+	} else {
+		a.st.BytesInUse -= c.size
+		a.st.LiveAllocations--
+	}
 	if !a.opts.StreamAware {
 		c.stream = nil
 	}
@@ -671,7 +799,7 @@ func (a *Allocator) Limit() uint64 { return a.opts.Limit }
 func (a *Allocator) RequestedSize(addr uint64) uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if c := a.chunks[addr]; c != nil && c.inUse {
+	if c := a.chunks[addr]; c != nil && c.inUse && !c.pending {
 		return c.requested
 	}
 	return 0
@@ -682,7 +810,7 @@ func (a *Allocator) RequestedSize(addr uint64) uint64 {
 func (a *Allocator) ChunkSize(addr uint64) uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if c := a.chunks[addr]; c != nil && c.inUse {
+	if c := a.chunks[addr]; c != nil && c.inUse && !c.pending {
 		return c.size
 	}
 	return 0

@@ -3,6 +3,7 @@ package bfc
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"strings"
 	"sync"
@@ -340,8 +341,14 @@ func TestStreamAwarePreference(t *testing.T) {
 // it, and reuses it on B: B's reads must see A's last write and A's late
 // reads must not see B's writes.
 func TestStreamAwareOrdering(t *testing.T) {
+	for _, batch := range []int{0, 4} { // Options.BatchFrees: one by one, and in batches
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testStreamAwareOrdering(t, batch) })
+	}
+}
+
+func testStreamAwareOrdering(t *testing.T, batch int) {
 	d, ss := streams(t, 3)
-	a, be := newAlloc(t, Options{Limit: 64 << 10, StreamAware: true, NewEvent: d.NewEvent})
+	a, be := newAlloc(t, Options{Limit: 64 << 10, StreamAware: true, NewEvent: d.NewEvent, BatchFrees: batch})
 	const n = 4096
 	var mu sync.Mutex
 	var errs []string
@@ -405,11 +412,17 @@ func TestStreamAwareOrdering(t *testing.T) {
 }
 
 func TestStreamAwareRandom(t *testing.T) {
+	for _, batch := range []int{0, 4} { // Options.BatchFrees: one by one, and in batches
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testStreamAwareRandom(t, batch) })
+	}
+}
+
+func testStreamAwareRandom(t *testing.T, batch int) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
 	d, ss := streams(t, 3)
-	a, be := newAlloc(t, Options{Limit: 256 << 10, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent})
+	a, be := newAlloc(t, Options{Limit: 256 << 10, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent, BatchFrees: batch})
 	type live struct {
 		addr, size uint64
 		s          device.Stream
@@ -464,8 +477,14 @@ func TestStreamAwareRandom(t *testing.T) {
 // often), stamp their memory on their stream, verify the stamp on their
 // stream before freeing.
 func TestHammerStreamAware(t *testing.T) {
+	for _, batch := range []int{0, 4} { // Options.BatchFrees: one by one, and in batches
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testHammerStreamAware(t, batch) })
+	}
+}
+
+func testHammerStreamAware(t *testing.T, batch int) {
 	d, ss := streams(t, 8)
-	a, be := newAlloc(t, Options{Limit: 512 << 10, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent})
+	a, be := newAlloc(t, Options{Limit: 512 << 10, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent, BatchFrees: batch})
 	var bad atomicCount
 	var wg sync.WaitGroup
 	for g, s := range ss {

@@ -23,6 +23,20 @@ func (a *Allocator) Check() error {
 			inBin[c]++
 		}
 	}
+	listed := map[*chunk]int{}
+	nListed := 0
+	for s, l := range a.pend {
+		for _, c := range l {
+			if c.stream != s || !c.pending || !c.inUse {
+				return fmt.Errorf("chunk %#x in a stream's list: its stream differs, pending %v, in use %v", c.addr, c.pending, c.inUse)
+			}
+			listed[c]++
+			nListed++
+		}
+	}
+	if nListed != a.pendN {
+		return fmt.Errorf("%d chunks in the streams' lists, pendN %d", nListed, a.pendN)
+	}
 	var inUse, regionBytes uint64
 	live, n := 0, 0
 	for _, r := range a.regions {
@@ -44,6 +58,12 @@ func (a *Allocator) Check() error {
 				return fmt.Errorf("chunk %#x: broken back link", c.addr)
 			}
 			end += c.size
+			if c.pending != (listed[c] == 1) || listed[c] > 1 {
+				return fmt.Errorf("chunk %#x: pending %v, in %d lists", c.addr, c.pending, listed[c])
+			}
+			if c.inUse && c.pending {
+				continue // freed, waiting in its stream's list
+			}
 			if c.inUse {
 				inUse += c.size
 				live++

@@ -1,6 +1,7 @@
 package bfc
 
 import (
+	"fmt"
 	"math/rand"
 	"sync/atomic"
 	"testing"
@@ -95,20 +96,22 @@ func TestFreeAllBatches(t *testing.T) {
 	}
 }
 
-// BenchmarkStreamAwareFree frees a step's 32 buffers one by one and as
-// one batch, on host streams (the event record there is a queue push; on
-// a GPU it is a cuEventRecord, so a batch saves more).
+// BenchmarkStreamAwareFree allocates and frees a step's 32 buffers on a
+// host stream: one by one, as one FreeAll batch, and one by one with
+// Options.BatchFrees = 8 (the stream groups' setting), in which the
+// stream's next step takes its own listed frees back. On a host stream an
+// event record is a queue push; on a GPU it is a cuEventRecord, so the
+// batched forms save more there.
 func BenchmarkStreamAwareFree(b *testing.B) {
-	for _, batched := range []bool{false, true} {
-		name := "one_by_one"
-		if batched {
-			name = "batch"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, tc := range []struct {
+		name       string
+		all, batch int
+	}{{"one_by_one", 0, 0}, {"free_all", 1, 0}, {"listed_8", 0, 8}} {
+		b.Run(tc.name, func(b *testing.B) {
 			d := host.New()
 			s, _ := d.NewStream(0)
 			defer s.Close()
-			a, err := New(&nullBackend{}, Options{Limit: 1 << 30, StreamAware: true, NewEvent: d.NewEvent, AllowGrowth: true})
+			a, err := New(&nullBackend{}, Options{Limit: 1 << 30, StreamAware: true, NewEvent: d.NewEvent, AllowGrowth: true, BatchFrees: tc.batch})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -120,7 +123,7 @@ func BenchmarkStreamAwareFree(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				if batched {
+				if tc.all == 1 {
 					a.FreeAll(addrs)
 				} else {
 					for _, p := range addrs {
@@ -133,5 +136,45 @@ func BenchmarkStreamAwareFree(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/32, "ns/buffer")
 		})
+	}
+}
+
+// TestBatchFreesEvents: a stream's steps of 32 buffers record one event
+// per 8 frees with Options.BatchFrees = 8 (and one per free without), take
+// their own listed frees back first, and leave the invariants whole.
+func TestBatchFreesEvents(t *testing.T) {
+	for _, batch := range []int{0, 8} {
+		d, raw := streams(t, 1)
+		var records atomic.Int64
+		s := countingStream{raw[0], &records}
+		a, _ := newAlloc(t, Options{Limit: 8 << 20, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent, BatchFrees: batch})
+		addrs := make([]uint64, 32)
+		rng := rand.New(rand.NewSource(rand.Int63()))
+		for step := 0; step < 20; step++ {
+			for k := range addrs {
+				var err error
+				if addrs[k], err = a.Allocate(uint64(256+rng.Intn(8<<10)), s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, p := range addrs {
+				if err := a.Free(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mustCheck(t, a, fmt.Sprintf("batch %d step %d", batch, step))
+			if st := a.Stats(); st.BytesInUse != 0 || st.LiveAllocations != 0 {
+				t.Fatalf("batch %d step %d: %d bytes in %d allocations after freeing all", batch, step, st.BytesInUse, st.LiveAllocations)
+			}
+		}
+		want := int64(20 * 32)
+		if batch > 0 {
+			want = 20 * 32 / int64(batch)
+		}
+		if got := records.Load(); got > want {
+			t.Errorf("BatchFrees %d: %d events recorded for 20 steps of 32 frees, want at most %d", batch, got, want)
+		}
+		t.Logf("BatchFrees %d: %d events for 640 frees", batch, records.Load())
+		raw[0].Synchronize()
 	}
 }
