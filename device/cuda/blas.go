@@ -122,6 +122,12 @@ func (g *GemmArgs) prepare() (lda, ldb int, skip bool, err error) {
 	return lda, ldb, false, nil
 }
 
+// ltAligned says whether A, B and C meet the alignment cuBLASLt's
+// heuristic assumes unless told otherwise (256 bytes: the
+// MIN_ALIGNMENT preferences' default), as every bfc chunk and packed
+// feed does; a view at another offset runs through cuBLAS instead.
+func (g *GemmArgs) ltAligned() bool { return (g.A|g.B|g.C)%256 == 0 }
+
 // Gemm runs the product through cuBLAS on the stream. cuBLAS is column
 // major, so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ, which has C's row-major layout.
 func (s *Stream) Gemm(g GemmArgs) error {
@@ -135,7 +141,7 @@ func (s *Stream) Gemm(g GemmArgs) error {
 	if err != nil {
 		return err
 	}
-	if g.Batch == 1 && g.K > 0 {
+	if g.Batch == 1 && g.K > 0 && g.ltAligned() {
 		// One product: the stream's cached cuBLASLt plan, so the call is
 		// the matmul alone, with the algorithm chosen once per shape
 		// (cublasSgemm picks one on every call). A shape cuBLASLt cannot
@@ -174,6 +180,9 @@ func (s *Stream) GemmBias(g GemmArgs, bias uint64, relu bool) error {
 	}
 	if g.K == 0 {
 		return status.Errorf(status.Unimplemented, "cuda: GemmBias with k=0")
+	}
+	if !g.ltAligned() {
+		return status.Errorf(status.Unimplemented, "cuda: GemmBias with operands off cuBLASLt's 256-byte alignment")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

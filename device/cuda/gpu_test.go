@@ -846,6 +846,43 @@ func TestGemmPlanEviction(t *testing.T) {
 	}
 }
 
+// TestGemmUnaligned: operands off cuBLASLt's 256-byte alignment (a view
+// 4 bytes into a buffer) run through cuBLAS and are right; GemmBias says
+// UNIMPLEMENTED for them (its caller then runs Gemm and a bias kernel).
+func TestGemmUnaligned(t *testing.T) {
+	_, c := gpu(t)
+	s, _ := c.NewStream()
+	defer s.Close()
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	m, n, k := 7, 9, 5
+	A, B := randF(r, m*k), randF(r, k*n)
+	dA := upload(t, c, s, append([]float64{0}, A...), false) // A starts 4 bytes in
+	dB := upload(t, c, s, B, false)
+	dC, _ := c.Memory().Alloc(uint64(4 * m * n))
+	g := GemmArgs{M: m, N: n, K: k, A: dA + 4, B: dB, C: dC}
+	if err := s.Gemm(g); err != nil {
+		t.Fatal(err)
+	}
+	got := download(t, s, dC, m*n, false)
+	want := make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			for p := 0; p < k; p++ {
+				want[i*n+j] += A[i*k+p] * B[p*n+j]
+			}
+		}
+	}
+	if e := relErr(got, want); e > 1e-5 || math.IsNaN(e) {
+		t.Errorf("unaligned A: relative error %g", e)
+	}
+	if err := s.GemmBias(g, dB, false); status.CodeOf(err) != status.Unimplemented {
+		t.Errorf("GemmBias with unaligned A: %v; want UNIMPLEMENTED", err)
+	}
+	for _, p := range []uint64{dA, dB, dC} {
+		c.Memory().Free(p)
+	}
+}
+
 func randF(r *rand.Rand, n int) []float64 {
 	v := make([]float64, n)
 	for i := range v {
