@@ -79,12 +79,17 @@ func TestFreeAllBatches(t *testing.T) {
 		lives = lives[n:]
 		mustCheck(t, a, "after a batch")
 	}
+	last, err := a.Allocate(1000, ss[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lives = append(lives, live{last, 0})
 	for _, l := range lives {
 		if err := a.Free(l.addr); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := a.FreeAll([]uint64{lives[0].addr}); err == nil && len(lives) > 0 {
+	if err := a.FreeAll([]uint64{last}); err == nil {
 		t.Fatal("a second free of a freed address succeeded")
 	}
 	mustCheck(t, a, "end")
