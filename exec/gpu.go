@@ -443,7 +443,7 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 	}
 	a := &gpuAlloc{s: s}
 	kc := &kernels.Context{Node: n, Inputs: ins, Outputs: make([]*tensor.Tensor, len(n.OutTypes)),
-		Pool: kernels.Serial{}, Alloc: a.allocate, Stream: s.c}
+		Pool: kernels.Serial{}, Alloc: a.allocate, Stream: s.c, Persist: a}
 	unlock := s.lockTrace(s.c)
 	before := s.mark(s.c)
 	err := s.compute(pn, kc)
@@ -607,6 +607,23 @@ func (a *gpuAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor
 	a.fresh = append(a.fresh, b)
 	a.bytes += int64(size)
 	return t, nil
+}
+
+// Owner implements kernels.Persist: the group's device, shared by every
+// group and context of it.
+func (a *gpuAlloc) Owner() any { return a.s.g.Device }
+
+// Keep implements kernels.Persist: a chunk of the group's allocator that
+// the step does not track (a variable's value, freed by its owner).
+func (a *gpuAlloc) Keep(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, func(), error) {
+	g := a.s.g
+	size := uint64(shape.NumElements()) * uint64(dt.Size())
+	addr, err := g.Alloc.Allocate(size, a.s.allocStream())
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
+	return t, func() { g.Alloc.Free(addr) }, nil
 }
 
 // constHost is a Const's host value, computed once per plan.

@@ -29,6 +29,10 @@ type Placement struct {
 	// Resources is the session's resource manager, handed to every
 	// kernels.Stateful kernel of the plan (nil: a fresh one per plan).
 	Resources *resource.Manager
+	// HostState keeps variables in host memory: kernels that would keep
+	// a variable's value in a GPU's memory (kernels.Def.DeviceState) run
+	// on the host, as the GPU pool does, whose Runs move between GPUs.
+	HostState bool
 	// Log, when set, is told once per op type that a node fell back to
 	// the host, and why.
 	Log func(format string, args ...any)
@@ -227,6 +231,9 @@ func (p *Plan) bind(i int, pl Placement) error {
 		}
 	}
 	def, err := kernels.Lookup(n, kernels.GPU)
+	if err == nil && def.DeviceState && pl.HostState {
+		return p.bindOn(i, kernels.CPU)
+	}
 	if err == nil {
 		k, ferr := def.Factory(n)
 		if ferr == nil {

@@ -77,6 +77,11 @@ type Def struct {
 	// GPU: their output shapes depend on the data). Such a kernel cannot
 	// be captured into a CUDA graph.
 	SyncsHost bool
+	// DeviceState marks a device kernel that keeps a variable's value in
+	// its device's memory (kernels.VarsOnDevice); a session that keeps
+	// variables on the host (exec.Placement.HostState) runs the host
+	// kernel instead.
+	DeviceState bool
 }
 
 var (
@@ -191,6 +196,10 @@ type Context struct {
 	// args its Def lists in HostMemory, and Alloc must give device memory.
 	// Host kernels compute synchronously and ignore it.
 	Stream device.Stream
+	// Persist, set for a device kernel by the executor, gives device
+	// memory that outlives the step: a variable's value (see
+	// devstate.go).
+	Persist Persist
 	// Step holds what lives for this step only (TemporaryVariable's
 	// variables); nil where no step runs the kernel (constant folding).
 	Step *Step

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -29,6 +30,10 @@ type Var struct {
 	seq uint64
 	mu  sync.Mutex
 	val atomic.Pointer[tensor.Tensor]
+	// dev is the value when it lives in a device's memory (val is nil
+	// then); onDev says so without the mutex. Both change under mu.
+	dev   *DeviceValue
+	onDev atomic.Bool
 }
 
 // NewVar returns an uninitialised variable.
@@ -53,18 +58,64 @@ func (v *Var) Kind() string {
 	return VarKind
 }
 
-// Value is the current value, nil while the variable is uninitialised.
-// The caller must not modify it.
-func (v *Var) Value() *tensor.Tensor { return v.val.Load() }
+// Value is the current value in host memory, nil while the variable is
+// uninitialised (or when copying a device value out failed: Read says
+// why). The caller must not modify it.
+func (v *Var) Value() *tensor.Tensor {
+	t, _ := v.Read()
+	return t
+}
 
-// Update runs f on the current value (nil when uninitialised) with every
-// other writer excluded and publishes what it returns. f must return a new
-// tensor that nobody else writes (the value it was given is still being
-// read); returning nil, nil leaves the value unchanged.
+// Read is the current value in host memory, nil while the variable is
+// uninitialised. A value in device memory is copied out after its last
+// write, with the writers excluded meanwhile.
+func (v *Var) Read() (*tensor.Tensor, error) {
+	if t := v.val.Load(); t != nil || !v.onDev.Load() {
+		return t, nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.hostLocked()
+}
+
+// Initialized reports whether the variable holds a value, wherever it is.
+func (v *Var) Initialized() bool { return v.val.Load() != nil || v.onDev.Load() }
+
+// hostLocked is the value in host memory (a copy of a device value).
+func (v *Var) hostLocked() (*tensor.Tensor, error) {
+	if v.dev == nil {
+		return v.val.Load(), nil
+	}
+	t, err := v.dev.copyOut()
+	if err != nil {
+		return nil, status.Wrap(err, "variable %s", v.Name)
+	}
+	return t, nil
+}
+
+// publishLocked makes nv (host memory) the value, releasing a device
+// value once its uses have completed.
+func (v *Var) publishLocked(nv *tensor.Tensor) {
+	if v.dev != nil {
+		v.dev.release()
+		v.dev = nil
+		v.onDev.Store(false)
+	}
+	v.val.Store(nv)
+}
+
+// Update runs f on the current value (nil when uninitialised; a device
+// value copied to the host) with every other writer excluded and
+// publishes what it returns. f must return a new tensor that nobody else
+// writes (the value it was given is still being read); returning nil, nil
+// leaves the value unchanged.
 func (v *Var) Update(f func(old *tensor.Tensor) (*tensor.Tensor, error)) (*tensor.Tensor, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	old := v.val.Load()
+	old, err := v.hostLocked()
+	if err != nil {
+		return nil, err
+	}
 	nv, err := f(old)
 	if err != nil {
 		return nil, err
@@ -72,15 +123,77 @@ func (v *Var) Update(f func(old *tensor.Tensor) (*tensor.Tensor, error)) (*tenso
 	if nv == nil {
 		return old, nil
 	}
-	v.val.Store(nv)
+	v.publishLocked(nv)
 	return nv, nil
 }
 
 // Reset makes the variable uninitialised again.
 func (v *Var) Reset() {
 	v.mu.Lock()
-	v.val.Store(nil)
+	v.publishLocked(nil)
 	v.mu.Unlock()
+}
+
+// OnDevice runs f with every other reader and writer excluded on the
+// variable's value: cur when it lives in a device's memory, else host
+// (nil when uninitialised). f enqueues its work, ordered by cur's
+// Before/After methods, and returns the device value to keep: cur itself,
+// a new one (cur, if any, is released once its uses have completed), or
+// nil to leave the value as it was.
+func (v *Var) OnDevice(f func(cur *DeviceValue, host *tensor.Tensor) (*DeviceValue, error)) error {
+	return OnDeviceAll([]*Var{v}, func(cur []*DeviceValue, host []*tensor.Tensor) ([]*DeviceValue, error) {
+		d, err := f(cur[0], host[0])
+		return []*DeviceValue{d}, err
+	})
+}
+
+// OnDeviceAll is OnDevice over several variables at once (an optimizer's
+// variable and accumulators), locked as UpdateAll locks them. A variable
+// named twice gets the last of its results. The values f returns are kept
+// even when it fails (a value it moved to the device before the failure).
+func OnDeviceAll(vs []*Var, f func(cur []*DeviceValue, host []*tensor.Tensor) ([]*DeviceValue, error)) error {
+	defer lockAll(vs)()
+	cur := make([]*DeviceValue, len(vs))
+	host := make([]*tensor.Tensor, len(vs))
+	for i, v := range vs {
+		cur[i], host[i] = v.dev, v.val.Load()
+	}
+	nd, err := f(cur, host)
+	for i, v := range vs {
+		if i >= len(nd) {
+			break
+		}
+		d := nd[i]
+		if d == nil || d == v.dev {
+			continue
+		}
+		if v.dev != nil {
+			v.dev.release()
+		}
+		v.dev = d
+		v.val.Store(nil)
+		v.onDev.Store(true)
+	}
+	return err
+}
+
+// lockAll locks vs in creation order, each once, and returns the unlock.
+func lockAll(vs []*Var) func() {
+	order := append([]*Var(nil), vs...)
+	sort.Slice(order, func(i, j int) bool { return order[i].seq < order[j].seq })
+	locked := order[:0]
+	for i, v := range order {
+		if i > 0 && order[i-1] == v {
+			continue
+		}
+		v.mu.Lock()
+		locked = append(locked, v)
+	}
+	return func() {
+		for _, v := range locked {
+			v.mu.Unlock()
+		}
+	}
 }
 
 // UpdateAll is Update over several variables at once, as an optimizer
@@ -90,18 +203,14 @@ func (v *Var) Reset() {
 // before any lock is released. A variable named twice is locked once and
 // gets the last of its results; a nil result leaves that value unchanged.
 func UpdateAll(vs []*Var, f func(old []*tensor.Tensor) ([]*tensor.Tensor, error)) ([]*tensor.Tensor, error) {
-	order := append([]*Var(nil), vs...)
-	sort.Slice(order, func(i, j int) bool { return order[i].seq < order[j].seq })
-	for i, v := range order {
-		if i > 0 && order[i-1] == v {
-			continue
-		}
-		v.mu.Lock()
-		defer v.mu.Unlock()
-	}
+	defer lockAll(vs)()
 	old := make([]*tensor.Tensor, len(vs))
 	for i, v := range vs {
-		old[i] = v.val.Load()
+		t, err := v.hostLocked()
+		if err != nil {
+			return nil, err
+		}
+		old[i] = t
 	}
 	nv, err := f(old)
 	if err != nil {
@@ -109,7 +218,7 @@ func UpdateAll(vs []*Var, f func(old []*tensor.Tensor) ([]*tensor.Tensor, error)
 	}
 	for i, v := range vs {
 		if nv[i] != nil {
-			v.val.Store(nv[i])
+			v.publishLocked(nv[i])
 		} else {
 			nv[i] = old[i]
 		}

@@ -165,7 +165,7 @@ func (st *state) placement() exec.Placement {
 		return exec.Placement{AllowSoft: st.softPlacement, Strict: true, Resources: st.resources}
 	}
 	return exec.Placement{GPUs: len(st.devices) - 1, AllowSoft: st.softPlacement, Strict: true, Resources: st.resources,
-		Log: func(format string, args ...any) { st.logf(0, format, args...) }}
+		HostState: st.gpuPool != nil, Log: func(format string, args ...any) { st.logf(0, format, args...) }}
 }
 
 // gpuSummary is the log line's list of GPUs and their stream groups.

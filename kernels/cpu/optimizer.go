@@ -308,39 +308,10 @@ func (o optimizer) checkScalars(ctx *kernels.Context, late bool) error {
 func (o optimizer) apply(ctx *kernels.Context, vs []*resource.Var, ref bool) (*tensor.Tensor, error) {
 	dt := attrType(ctx.Node, "T")
 	nv, err := resource.UpdateAll(vs, func(old []*tensor.Tensor) ([]*tensor.Tensor, error) {
-		for i, t := range old {
-			if t == nil && ref {
-				return nil, ctx.Errorf(status.FailedPrecondition, "Attempting to use uninitialized value %s", requestedInput(ctx.Node, i))
-			}
-			if t == nil {
-				return nil, ctx.Errorf(status.FailedPrecondition, "Attempting to use uninitialized variables: %s", requestedInput(ctx.Node, i))
-			}
-			if t.DType != dt {
-				return nil, ctx.Errorf(status.InvalidArgument, "Trying to read variable with wrong dtype. Expected %v got %v", dt, t.DType)
-			}
-		}
-		if err := o.checkScalars(ctx, false); err != nil {
+		if err := o.check(ctx, old, ref); err != nil {
 			return nil, err
-		}
-		for i := 1; i < o.slots; i++ {
-			if !old[0].Shape.Equal(old[i].Shape) {
-				shown := i
-				if o.shown != nil {
-					shown = o.shown[i]
-				}
-				return nil, ctx.Errorf(status.InvalidArgument, "var and %s do not have the same shape%v %v", o.names[i], old[0].Shape, old[shown].Shape)
-			}
 		}
 		g := ctx.Input(o.grad)
-		if !old[0].Shape.Equal(g.Shape) {
-			return nil, ctx.Errorf(status.InvalidArgument, "var and %s do not have the same shape%v %v", o.gradName, old[0].Shape, g.Shape)
-		}
-		if err := o.checkScalars(ctx, true); err != nil {
-			return nil, err
-		}
-		if g.DType != dt {
-			return nil, ctx.Errorf(status.InvalidArgument, "%s has dtype %v, T is %v", o.gradName, g.DType, dt)
-		}
 		nv := make([]*tensor.Tensor, len(old))
 		for i, t := range old {
 			c, err := ownCopy(ctx, t)
@@ -379,4 +350,65 @@ func (o optimizer) apply(ctx *kernels.Context, vs []*resource.Var, ref bool) (*t
 		return nil, err
 	}
 	return nv[0], nil
+}
+
+// check is TF's checks of a dense optimizer's inputs, in TF's order with
+// its texts, given the slots' current values (nil: uninitialised; only
+// their dtypes and shapes are read). ref says the variables are ref
+// variables, which TF reports uninitialised differently.
+func (o optimizer) check(ctx *kernels.Context, old []*tensor.Tensor, ref bool) error {
+	dt := attrType(ctx.Node, "T")
+	for i, t := range old {
+		if t == nil && ref {
+			return ctx.Errorf(status.FailedPrecondition, "Attempting to use uninitialized value %s", requestedInput(ctx.Node, i))
+		}
+		if t == nil {
+			return ctx.Errorf(status.FailedPrecondition, "Attempting to use uninitialized variables: %s", requestedInput(ctx.Node, i))
+		}
+		if t.DType != dt {
+			return ctx.Errorf(status.InvalidArgument, "Trying to read variable with wrong dtype. Expected %v got %v", dt, t.DType)
+		}
+	}
+	if err := o.checkScalars(ctx, false); err != nil {
+		return err
+	}
+	for i := 1; i < o.slots; i++ {
+		if !old[0].Shape.Equal(old[i].Shape) {
+			shown := i
+			if o.shown != nil {
+				shown = o.shown[i]
+			}
+			return ctx.Errorf(status.InvalidArgument, "var and %s do not have the same shape%v %v", o.names[i], old[0].Shape, old[shown].Shape)
+		}
+	}
+	g := ctx.Input(o.grad)
+	if !old[0].Shape.Equal(g.Shape) {
+		return ctx.Errorf(status.InvalidArgument, "var and %s do not have the same shape%v %v", o.gradName, old[0].Shape, g.Shape)
+	}
+	if err := o.checkScalars(ctx, true); err != nil {
+		return err
+	}
+	if g.DType != dt {
+		return ctx.Errorf(status.InvalidArgument, "%s has dtype %v, T is %v", o.gradName, g.DType, dt)
+	}
+	return nil
+}
+
+// OptimizerArgs checks the inputs of a dense optimizer node (Apply* or
+// ResourceApply*: op names the rule, "Adagrad") as the CPU kernel does,
+// given its slots' values (device tensors serve: only dtypes and shapes
+// are read), and returns the inputs of the rule's scalars in its order
+// and the gradient's input: a device kernel's half of the same op.
+func OptimizerArgs(ctx *kernels.Context, op string, old []*tensor.Tensor, ref bool) (scalars []int, grad int, err error) {
+	o, ok := optimizers[op]
+	if !ok {
+		return nil, 0, ctx.Errorf(status.Unimplemented, "no optimizer rule %s", op)
+	}
+	if err := o.check(ctx, old, ref); err != nil {
+		return nil, 0, err
+	}
+	for _, sc := range o.scalars {
+		scalars = append(scalars, sc.index)
+	}
+	return scalars, o.grad, nil
 }

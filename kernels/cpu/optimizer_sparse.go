@@ -127,59 +127,12 @@ func init() {
 // there is no row to update).
 func (o sparseOptimizer) apply(ctx *kernels.Context, old []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	dt := attrType(ctx.Node, "T")
-	for i, t := range old {
-		if t == nil {
-			return nil, ctx.Errorf(status.FailedPrecondition, "Attempting to use uninitialized variables: %s", requestedInput(ctx.Node, i))
-		}
-		if t.DType != dt {
-			return nil, ctx.Errorf(status.InvalidArgument, "Trying to read variable with wrong dtype. Expected %v got %v", dt, t.DType)
-		}
+	inner, err := o.check(ctx, old)
+	if err != nil {
+		return nil, err
 	}
 	v := old[0]
 	grad, indices := ctx.Input(o.grad), ctx.Input(o.index)
-	inner := int64(1)
-	for _, st := range o.steps {
-		switch st.kind {
-		case "shapes":
-			for i := 1; i < o.slots; i++ {
-				if !v.Shape.Equal(old[i].Shape) {
-					return nil, ctx.Errorf(status.InvalidArgument, "var and %s do not have the same shape%v %v", o.names[i], v.Shape, old[i].Shape)
-				}
-			}
-		case "rank":
-			if len(v.Shape) < 1 {
-				return nil, ctx.Errorf(status.InvalidArgument, "var must be at least 1 dimensional")
-			}
-		case "indices":
-			if len(indices.Shape) != 1 {
-				return nil, ctx.Errorf(status.InvalidArgument, "indices must be one-dimensional")
-			}
-		case "scalar":
-			t := ctx.Input(st.in)
-			ok := len(t.Shape) == 0
-			if ok && st.value != nil {
-				ok = st.value(ctx.Node, scalarF64(t))
-			}
-			if !ok {
-				return nil, ctx.Errorf(status.InvalidArgument, "%s%v", st.msg, t.Shape)
-			}
-		case "dims":
-			for d := 1; d < len(v.Shape); d++ {
-				if d >= len(grad.Shape) || v.Shape[d] != grad.Shape[d] {
-					return nil, ctx.Errorf(status.InvalidArgument, "var and grad must match in dimension %d", d)
-				}
-				inner *= grad.Shape[d]
-			}
-		case "count":
-			if len(grad.Shape) == 0 || grad.Shape[0] != indices.Shape[0] {
-				return nil, ctx.Errorf(status.InvalidArgument, "grad must be the same size as indices in the first dimension.")
-			}
-		case "inner":
-			if inner <= 0 {
-				return nil, ctx.Errorf(status.InvalidArgument, "Inner dimension should be greater than zero.")
-			}
-		}
-	}
 	n := indices.Shape[0]
 	idx := func(i int64) int64 {
 		if indices.DType == tensor.Int32 {
@@ -214,6 +167,83 @@ func (o sparseOptimizer) apply(ctx *kernels.Context, old []*tensor.Tensor) ([]*t
 		return nil, ctx.Errorf(status.Unimplemented, "%s is implemented for float and double, not %v", ctx.Node.Op, dt)
 	}
 	return nv, nil
+}
+
+// SparseOptimizerArgs checks the inputs of a ResourceSparseApply* node
+// (op names the rule, "Adagrad") as the CPU kernel does, given its slots'
+// values (only dtypes and shapes are read), except the indices' values
+// (a device kernel's indices are in device memory), and returns the
+// inputs of the rule's scalars in its order, of the gradient and of the
+// indices, and the elements per row.
+func SparseOptimizerArgs(ctx *kernels.Context, op string, old []*tensor.Tensor) (scalars []int, grad, index int, inner int64, err error) {
+	o, ok := sparseOptimizers[op]
+	if !ok {
+		return nil, 0, 0, 0, ctx.Errorf(status.Unimplemented, "no sparse optimizer rule %s", op)
+	}
+	if inner, err = o.check(ctx, old); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	return o.scalars, o.grad, o.index, inner, nil
+}
+
+// check is TF's checks of the op's inputs but the indices' values, in
+// its order; it returns the elements per row.
+func (o sparseOptimizer) check(ctx *kernels.Context, old []*tensor.Tensor) (int64, error) {
+	dt := attrType(ctx.Node, "T")
+	for i, t := range old {
+		if t == nil {
+			return 0, ctx.Errorf(status.FailedPrecondition, "Attempting to use uninitialized variables: %s", requestedInput(ctx.Node, i))
+		}
+		if t.DType != dt {
+			return 0, ctx.Errorf(status.InvalidArgument, "Trying to read variable with wrong dtype. Expected %v got %v", dt, t.DType)
+		}
+	}
+	v := old[0]
+	grad, indices := ctx.Input(o.grad), ctx.Input(o.index)
+	inner := int64(1)
+	for _, st := range o.steps {
+		switch st.kind {
+		case "shapes":
+			for i := 1; i < o.slots; i++ {
+				if !v.Shape.Equal(old[i].Shape) {
+					return 0, ctx.Errorf(status.InvalidArgument, "var and %s do not have the same shape%v %v", o.names[i], v.Shape, old[i].Shape)
+				}
+			}
+		case "rank":
+			if len(v.Shape) < 1 {
+				return 0, ctx.Errorf(status.InvalidArgument, "var must be at least 1 dimensional")
+			}
+		case "indices":
+			if len(indices.Shape) != 1 {
+				return 0, ctx.Errorf(status.InvalidArgument, "indices must be one-dimensional")
+			}
+		case "scalar":
+			t := ctx.Input(st.in)
+			ok := len(t.Shape) == 0
+			if ok && st.value != nil {
+				ok = st.value(ctx.Node, scalarF64(t))
+			}
+			if !ok {
+				return 0, ctx.Errorf(status.InvalidArgument, "%s%v", st.msg, t.Shape)
+			}
+		case "dims":
+			for d := 1; d < len(v.Shape); d++ {
+				if d >= len(grad.Shape) || v.Shape[d] != grad.Shape[d] {
+					return 0, ctx.Errorf(status.InvalidArgument, "var and grad must match in dimension %d", d)
+				}
+				inner *= grad.Shape[d]
+			}
+		case "count":
+			if len(grad.Shape) == 0 || grad.Shape[0] != indices.Shape[0] {
+				return 0, ctx.Errorf(status.InvalidArgument, "grad must be the same size as indices in the first dimension.")
+			}
+		case "inner":
+			if inner <= 0 {
+				return 0, ctx.Errorf(status.InvalidArgument, "Inner dimension should be greater than zero.")
+			}
+		}
+	}
+	return inner, nil
 }
 
 func (o sparseOptimizer) scalarVals32(ctx *kernels.Context) []float32 {

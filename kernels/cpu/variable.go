@@ -10,8 +10,9 @@ import (
 )
 
 // Variables, resource and ref, over package resource (its doc states the
-// consistency model). They exist only on the host: a variable's value is
-// host memory, and a GPU session's placer runs these on the CPU.
+// consistency model). A value a GPU kernel keeps in device memory
+// (kernels/cuda/state.go) is copied out when a host kernel reads it, and
+// a host kernel's write brings the value back to host memory.
 
 func init() {
 	for _, op := range []string{"VarHandleOp"} {
@@ -68,7 +69,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			ctx.SetOutput(0, boolScalar(v.Value() != nil))
+			ctx.SetOutput(0, boolScalar(v.Initialized()))
 			return nil
 		}), nil
 	}))
@@ -83,7 +84,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				if v.Value() == nil {
+				if !v.Initialized() {
 					return ctx.Errorf(status.FailedPrecondition, "Null ref for params")
 				}
 				nv, err := scatterVar(ctx, v, mode, ctx.Input(1), ctx.Input(2), v.Name)
@@ -184,24 +185,45 @@ func lookupVar(ctx *kernels.Context, rm *resource.Manager, i int) (*resource.Var
 	return r.(*resource.Var), nil
 }
 
-// readVar is the initialised value of the variable input 0 names, or TF's
-// FAILED_PRECONDITION naming it.
-func readVar(ctx *kernels.Context, rm *resource.Manager) (*tensor.Tensor, error) {
+// ReadableVar is the variable input 0 names when it is initialised, or
+// TF's FAILED_PRECONDITION naming it (ReadVariableOp's and
+// ResourceGather's check, on every device).
+func ReadableVar(ctx *kernels.Context, rm *resource.Manager) (*resource.Var, error) {
 	h, err := handleOf(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
 	r, err := rm.Lookup(h.Container, h.Name, resource.VarKind)
-	var val *tensor.Tensor
-	if err == nil {
-		if val = r.(*resource.Var).Value(); val == nil {
-			err = status.Errorf(status.NotFound, "Resource %s/%s/%s is not initialized.", h.Container, h.Name, resource.VarKind)
-		}
+	if err == nil && !r.(*resource.Var).Initialized() {
+		err = status.Errorf(status.NotFound, "Resource %s/%s/%s is not initialized.", h.Container, h.Name, resource.VarKind)
 	}
 	if err != nil {
 		return nil, ctx.Errorf(status.FailedPrecondition,
 			"Could not find variable %s. This could mean that the variable has been deleted. In TF1, it can also mean the variable is uninitialized. Debug info: container=%s, status error message=%s",
 			h.Name, h.Container, err)
+	}
+	return r.(*resource.Var), nil
+}
+
+// LookupVar is the variable input i names; NOT_FOUND as TF's
+// LookupResource.
+func LookupVar(ctx *kernels.Context, rm *resource.Manager, i int) (*resource.Var, error) {
+	return lookupVar(ctx, rm, i)
+}
+
+// readVar is the initialised value of the variable input 0 names, or
+// TF's FAILED_PRECONDITION naming it.
+func readVar(ctx *kernels.Context, rm *resource.Manager) (*tensor.Tensor, error) {
+	v, err := ReadableVar(ctx, rm)
+	if err != nil {
+		return nil, err
+	}
+	val, err := v.Read()
+	if err == nil && val == nil {
+		err = status.Errorf(status.FailedPrecondition, "variable %s was reset while read", v.Name)
+	}
+	if err != nil {
+		return nil, ctx.Errorf(status.CodeOf(err), "%v", err)
 	}
 	return val, nil
 }
@@ -233,16 +255,43 @@ func assignVariableOp(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) 
 			return resource.NewVar(dt, h.Name)
 		}).(*resource.Var)
 		_, err = v.Update(func(old *tensor.Tensor) (*tensor.Tensor, error) {
-			if v.DType != dt {
-				return nil, ctx.Errorf(status.InvalidArgument, "Trying to assign variable with wrong dtype. Expected %v got %v", v.DType, dt)
-			}
-			if validate && old != nil && !old.Shape.Equal(value.Shape) {
-				return nil, ctx.Errorf(status.InvalidArgument, "Trying to assign to variable with tensor with wrong shape. Expected %v got %v", old.Shape, value.Shape)
+			if err := CheckAssign(ctx, v, dt, validate, old, value); err != nil {
+				return nil, err
 			}
 			return ownCopy(ctx, value)
 		})
 		return err
 	}), nil
+}
+
+// CheckAssign is AssignVariableOp's check of value against the
+// variable's dtype and current value old (nil when uninitialised; only
+// its shape is read).
+func CheckAssign(ctx *kernels.Context, v *resource.Var, dt tensor.DType, validate bool, old, value *tensor.Tensor) error {
+	if v.DType != dt {
+		return ctx.Errorf(status.InvalidArgument, "Trying to assign variable with wrong dtype. Expected %v got %v", v.DType, dt)
+	}
+	if validate && old != nil && !old.Shape.Equal(value.Shape) {
+		return ctx.Errorf(status.InvalidArgument, "Trying to assign to variable with tensor with wrong shape. Expected %v got %v", old.Shape, value.Shape)
+	}
+	return nil
+}
+
+// CheckAssignUpdate is AssignAddVariableOp's and AssignSubVariableOp's
+// check of delta against the variable's value old (nil when
+// uninitialised; only its dtype and shape are read).
+func CheckAssignUpdate(ctx *kernels.Context, dt tensor.DType, old, delta *tensor.Tensor) error {
+	if old == nil || old.DType != dt {
+		got := tensor.Invalid
+		if old != nil {
+			got = old.DType
+		}
+		return ctx.Errorf(status.InvalidArgument, "Trying to read variable with wrong dtype. Expected %v got %v", dt, got)
+	}
+	if !old.Shape.Equal(delta.Shape) {
+		return ctx.Errorf(status.InvalidArgument, "Cannot update variable with shape %v using a Tensor with shape %v, shapes must be equal.", old.Shape, delta.Shape)
+	}
+	return nil
 }
 
 func assignUpdateVariableOp(n *graph.Node, b kernels.Binding, sub bool) (kernels.Kernel, error) {
@@ -253,12 +302,8 @@ func assignUpdateVariableOp(n *graph.Node, b kernels.Binding, sub bool) (kernels
 			return err
 		}
 		_, err = v.Update(func(old *tensor.Tensor) (*tensor.Tensor, error) {
-			if old == nil || old.DType != dt {
-				got := tensor.Invalid
-				if old != nil {
-					got = old.DType
-				}
-				return nil, ctx.Errorf(status.InvalidArgument, "Trying to read variable with wrong dtype. Expected %v got %v", dt, got)
+			if err := CheckAssignUpdate(ctx, dt, old, ctx.Input(1)); err != nil {
+				return nil, err
 			}
 			return addSub(ctx, old, ctx.Input(1), sub, "Cannot update variable with shape %v using a Tensor with shape %v, shapes must be equal.")
 		})
@@ -297,7 +342,7 @@ func varIsInitializedOp(n *graph.Node, b kernels.Binding) (kernels.Kernel, error
 			return err
 		}
 		r, err := b.Resources.Lookup(h.Container, h.Name, resource.VarKind)
-		ctx.SetOutput(0, boolScalar(err == nil && r.(*resource.Var).Value() != nil))
+		ctx.SetOutput(0, boolScalar(err == nil && r.(*resource.Var).Initialized()))
 		return nil
 	}), nil
 }
@@ -373,20 +418,10 @@ func scatterVar(ctx *kernels.Context, v *resource.Var, mode scatterMode, it, upd
 		return nil, err
 	}
 	return v.Update(func(old *tensor.Tensor) (*tensor.Tensor, error) {
-		if old == nil {
-			return nil, ctx.Errorf(status.FailedPrecondition, "Attempting to use uninitialized value %s", name)
+		if err := CheckScatter(ctx, old, it, upd, name); err != nil {
+			return nil, err
 		}
-		if upd.DType != old.DType {
-			return nil, ctx.Errorf(status.InvalidArgument, "Trying to update variable %s of dtype %v with %v", name, old.DType, upd.DType)
-		}
-		if len(old.Shape) < 1 {
-			return nil, ctx.Errorf(status.InvalidArgument, "params must be at least 1-D, got shape %v", old.Shape)
-		}
-		want := append(append(tensor.Shape{}, it.Shape...), old.Shape[1:]...)
 		scalar := len(upd.Shape) == 0
-		if !scalar && !upd.Shape.Equal(want) {
-			return nil, ctx.Errorf(status.InvalidArgument, "Must have updates.shape = indices.shape + params.shape[1:] or updates.shape = [], got updates.shape %v, indices.shape %v, params.shape %v", upd.Shape, it.Shape, old.Shape)
-		}
 		rows := old.Shape[0]
 		slice := tensor.Shape(old.Shape[1:]).NumElements()
 		offs := make([]int64, len(idx))
@@ -405,6 +440,27 @@ func scatterVar(ctx *kernels.Context, v *resource.Var, mode scatterMode, it, upd
 		}
 		return nv, nil
 	})
+}
+
+// CheckScatter is the Scatter* and ResourceScatter* checks of indices it
+// and updates upd against the variable's value old (nil when
+// uninitialised; only its dtype and shape are read) but the indices'
+// values; name is the variable's.
+func CheckScatter(ctx *kernels.Context, old, it, upd *tensor.Tensor, name string) error {
+	if old == nil {
+		return ctx.Errorf(status.FailedPrecondition, "Attempting to use uninitialized value %s", name)
+	}
+	if upd.DType != old.DType {
+		return ctx.Errorf(status.InvalidArgument, "Trying to update variable %s of dtype %v with %v", name, old.DType, upd.DType)
+	}
+	if len(old.Shape) < 1 {
+		return ctx.Errorf(status.InvalidArgument, "params must be at least 1-D, got shape %v", old.Shape)
+	}
+	want := append(append(tensor.Shape{}, it.Shape...), old.Shape[1:]...)
+	if len(upd.Shape) != 0 && !upd.Shape.Equal(want) {
+		return ctx.Errorf(status.InvalidArgument, "Must have updates.shape = indices.shape + params.shape[1:] or updates.shape = [], got updates.shape %v, indices.shape %v, params.shape %v", upd.Shape, it.Shape, old.Shape)
+	}
+	return nil
 }
 
 // applyAt sets, adds or subtracts slice s of u (u's only element when

@@ -20,6 +20,7 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/kerneltest"
+	"mstream/resource"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -601,6 +602,33 @@ var errDirect = fmt.Errorf("kernel calls the CUDA stream directly")
 // emuRun runs n's GPU kernel on the emulator: host tensors stand in for
 // device memory. It returns the kernel's outputs (or its error).
 func emuRun(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	return emuRunState(n, in, nil)
+}
+
+// emuState is the resources one stateful case's calls share: variables'
+// device values are host tensors the emulator keeps registered.
+type emuState struct {
+	rm   *resource.Manager
+	kept map[*tensor.Tensor]bool
+}
+
+// Owner implements kernels.Persist.
+func (s *emuState) Owner() any { return s }
+
+// Keep implements kernels.Persist.
+func (s *emuState) Keep(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, func(), error) {
+	t := tensor.New(dt, shape)
+	for i := range t.Buf {
+		t.Buf[i] = 0xff
+	}
+	s.kept[t] = true
+	emuV.register(t)
+	return t, func() { delete(s.kept, t) }, nil
+}
+
+// emuRunState is emuRun with a stateful kernel bound to st's resources
+// (nil: none).
+func emuRunState(n *graph.Node, in []*tensor.Tensor, st *emuState) ([]*tensor.Tensor, error) {
 	e, err := getEmu()
 	if err != nil {
 		return nil, err
@@ -618,7 +646,21 @@ func emuRun(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sk, ok := k.(kernels.Stateful); ok && st != nil {
+		byValue := make([]bool, len(n.OutTypes))
+		for i := range byValue {
+			byValue[i] = true
+		}
+		if k, err = sk.Bind(kernels.Binding{Resources: st.rm, ReadByValue: byValue}); err != nil {
+			return nil, err
+		}
+	}
 	e.bufs, e.err = nil, nil
+	if st != nil {
+		for t := range st.kept {
+			e.register(t)
+		}
+	}
 	ins := make([]*tensor.Tensor, len(in))
 	for i, t := range in {
 		c := t.Clone() // kernels must not write their inputs; the emulator would
@@ -647,6 +689,9 @@ func emuRun(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			e.register(t)
 			return t, nil
 		}}
+	if st != nil {
+		ctx.Persist = st
+	}
 	direct := false
 	cerr := func() (err error) {
 		defer func() {
@@ -709,21 +754,57 @@ func emuCheck(t *testing.T, n *graph.Node, in []*tensor.Tensor, tol float64) {
 	compare(t, desc, got, want, tol)
 }
 
-type emuRunner struct{ fallback map[string]int }
+type emuRunner struct {
+	fallback map[string]int
+	st       *emuState // a stateful case's resources (Fresh)
+}
 
 func (emuRunner) Device() string { return kernels.GPU }
+
+// Fresh gives a runner whose calls share new resources, as the nodes of
+// one session do: GPU kernels keep variables in emulated device memory,
+// host kernels (the fallback) read and write the same variables.
+func (r emuRunner) Fresh() kerneltest.Runner {
+	return emuRunner{fallback: r.fallback, st: &emuState{rm: resource.NewManager(), kept: map[*tensor.Tensor]bool{}}}
+}
 
 func (r emuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if _, err := kernels.Lookup(n, kernels.GPU); err != nil || needsDevice[n.Op] {
 		r.fallback[n.Op]++
-		return cpuRun(n, in, nil)
+		return r.cpuRun(n, in)
 	}
-	out, err := emuRun(n, in)
+	out, err := emuRunState(n, in, r.st)
 	if err == errDirect {
 		r.fallback[n.Op]++
-		return cpuRun(n, in, nil)
+		return r.cpuRun(n, in)
 	}
 	return out, err
+}
+
+// cpuRun is the CPU kernel, bound to the runner's resources when it has
+// some.
+func (r emuRunner) cpuRun(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if r.st == nil {
+		return cpuRun(n, in, nil)
+	}
+	def, err := kernels.Lookup(n, kernels.CPU)
+	if err != nil {
+		return nil, err
+	}
+	k, err := def.Factory(n)
+	if err != nil {
+		return nil, err
+	}
+	if sk, ok := k.(kernels.Stateful); ok {
+		byValue := make([]bool, len(n.OutTypes))
+		for i := range byValue {
+			byValue[i] = true
+		}
+		if k, err = sk.Bind(kernels.Binding{Resources: r.st.rm, ReadByValue: byValue}); err != nil {
+			return nil, err
+		}
+	}
+	return cpuRun(n, in, k)
 }
 
 // TestEmuConformance runs the shared conformance suite on the emulated

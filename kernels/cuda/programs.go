@@ -40,6 +40,8 @@ var (
 	selectSrc string
 	//go:embed src/bcast.cuh
 	bcastSrc string
+	//go:embed src/state.cu
+	stateSrc string
 
 	elementwise = &cu.Program{Name: "elementwise.cu", Source: commonSrc + typesSrc + elementwiseSrc}
 	reductions  = &cu.Program{Name: "reduce.cu", Source: commonSrc + reduceSrc}
@@ -54,10 +56,11 @@ var (
 	intdivs     = &cu.Program{Name: "intdiv.cu", Source: commonSrc + typesSrc + bcastSrc + intdivSrc}
 	scatters    = &cu.Program{Name: "scatter.cu", Source: commonSrc + typesSrc + scatterSrc}
 	selects     = &cu.Program{Name: "select.cu", Source: commonSrc + typesSrc + selectSrc}
+	states      = &cu.Program{Name: "state.cu", Source: commonSrc + stateSrc}
 )
 
 // Programs lists every program, so a tool or test can compile them all
 // ahead of use.
 func Programs() []*cu.Program {
-	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs, randoms, intdivs, scatters, selects}
+	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs, randoms, intdivs, scatters, selects, states}
 }

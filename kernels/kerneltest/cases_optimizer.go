@@ -435,21 +435,24 @@ func init() {
 				state bool
 				code  status.Code
 				msg   string
+				// hostErr: a GPU kernel, whose indices are in device
+				// memory, skips the row instead (TF's GPU kernels).
+				hostErr bool
 			}{
-				{inputs(hs, args, two), false, status.Internal, "Invalid variable reference."},
-				{inputs(hs, args, tensor.FromI64(tensor.Shape{2}, []int64{1, 4})), true, status.InvalidArgument, "Index 4 at offset 1 in indices is out of range"},
-				{inputs(hs, args, tensor.FromI32(tensor.Shape{2}, []int32{-1, 0})), true, status.InvalidArgument, "Index -1 at offset 0 in indices is out of range"},
-				{inputs(hs, args, tensor.FromI64(tensor.Shape{3}, []int64{1, 2, 3})), true, status.InvalidArgument, "grad must be the same size as indices in the first dimension."},
-				{inputs(hs, args, tensor.FromI64(tensor.Shape{2, 1}, []int64{1, 2})), true, status.InvalidArgument, "indices must be one-dimensional"},
-				{inputs(hs, badLR, two), true, status.InvalidArgument, lrMsg},
-				{inputs(hs, badG, two), true, status.InvalidArgument, "var and grad must match in dimension 1"},
+				{inputs(hs, args, two), false, status.Internal, "Invalid variable reference.", false},
+				{inputs(hs, args, tensor.FromI64(tensor.Shape{2}, []int64{1, 4})), true, status.InvalidArgument, "Index 4 at offset 1 in indices is out of range", true},
+				{inputs(hs, args, tensor.FromI32(tensor.Shape{2}, []int32{-1, 0})), true, status.InvalidArgument, "Index -1 at offset 0 in indices is out of range", true},
+				{inputs(hs, args, tensor.FromI64(tensor.Shape{3}, []int64{1, 2, 3})), true, status.InvalidArgument, "grad must be the same size as indices in the first dimension.", false},
+				{inputs(hs, args, tensor.FromI64(tensor.Shape{2, 1}, []int64{1, 2})), true, status.InvalidArgument, "indices must be one-dimensional", false},
+				{inputs(hs, badLR, two), true, status.InvalidArgument, lrMsg, false},
+				{inputs(hs, badG, two), true, status.InvalidArgument, "var and grad must match in dimension 1", false},
 			} {
 				n := NodeForUnknown(op, withT(nil, dt), c.ins, nil)
 				var before []Call
 				if c.state {
 					before = setup
 				}
-				cs = append(cs, Case{Node: n, Inputs: c.ins, State: true, Before: before, Err: c.code, ErrMsg: c.msg})
+				cs = append(cs, Case{Node: n, Inputs: c.ins, State: true, Before: before, Err: c.code, ErrMsg: c.msg, HostErr: c.hostErr})
 			}
 			return cs
 		})

@@ -235,7 +235,7 @@ func init() {
 			want := scatterRef(tensor.New(dt, tensor.Shape{4, 3}), []int64{0, 1, 2, 3}, gatherRows(x, idx), 0)
 			cs = append(cs, Case{Node: n, Inputs: []*tensor.Tensor{h, it}, State: true, Before: []Call{assignCall(h, x)}, Want: []*tensor.Tensor{want}})
 			bad := i32(1, 5)
-			cs = append(cs, Case{Node: n, Inputs: []*tensor.Tensor{h, bad}, State: true, Before: []Call{assignCall(h, x)}, Err: status.InvalidArgument, ErrMsg: "indices[1] = 5 is not in [0, 5)"})
+			cs = append(cs, Case{Node: n, Inputs: []*tensor.Tensor{h, bad}, State: true, Before: []Call{assignCall(h, x)}, Err: status.InvalidArgument, ErrMsg: "indices[1] = 5 is not in [0, 5)", HostErr: true})
 		}
 		return cs
 	})
@@ -270,7 +270,7 @@ func init() {
 				cs = append(cs, Case{Node: readNode(h, dt), Inputs: []*tensor.Tensor{h}, State: true,
 					Before: []Call{assignCall(h, x), {n, []*tensor.Tensor{h, it, u}}}, Want: []*tensor.Tensor{scatterRef(x, idx, u, mode)}})
 				bad := i32(0, 6, 1, 1)
-				cs = append(cs, Case{Node: n, Inputs: []*tensor.Tensor{h, bad, u}, State: true, Before: []Call{assignCall(h, x)}, Err: status.InvalidArgument, ErrMsg: "indices[1] = 6 is not in [0, 6)"})
+				cs = append(cs, Case{Node: n, Inputs: []*tensor.Tensor{h, bad, u}, State: true, Before: []Call{assignCall(h, x)}, Err: status.InvalidArgument, ErrMsg: "indices[1] = 6 is not in [0, 6)", HostErr: true})
 			}
 			return cs
 		})
