@@ -7,6 +7,7 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/kerneltest"
+	"mstream/resource"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -17,27 +18,42 @@ import (
 type gpuRunner struct {
 	e        *gpuEnv
 	fallback map[string]int
+	st       *gpuState // a stateful case's resources (Fresh)
 }
 
 func (g *gpuRunner) Device() string { return kernels.GPU }
 
+// Fresh gives a runner whose calls share new resources: GPU kernels keep
+// variables in device memory, host kernels read and write the same ones.
+func (g *gpuRunner) Fresh() kerneltest.Runner {
+	return &gpuRunner{e: g.e, fallback: g.fallback, st: &gpuState{rm: resource.NewManager(), e: g.e}}
+}
+
 func (g *gpuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	var rm *resource.Manager
+	var persist kernels.Persist
+	if g.st != nil {
+		rm, persist = g.st.rm, g.st
+	}
 	def, err := kernels.Lookup(n, kernels.GPU)
 	if err != nil {
 		g.fallback[n.Op]++
-		return cpuRun(n, in, nil)
+		return cpuRunBound(n, in, rm)
 	}
 	k, err := def.Factory(n)
 	if status.CodeOf(err) == status.Unimplemented {
 		// The GPU kernel refuses these attrs (a fused epilogue it lacks):
 		// placement runs such a node on the host.
 		g.fallback[n.Op]++
-		return cpuRun(n, in, nil)
+		return cpuRunBound(n, in, rm)
 	}
 	if err != nil {
 		return nil, err
 	}
-	out, err := g.e.run(n, in, k, def)
+	if k, err = bound(n, k, rm); err != nil {
+		return nil, err
+	}
+	out, err := g.e.runWith(n, in, k, def, persist)
 	if err == nil {
 		// The suite compares this with its reference: it counts for
 		// TestZZCoverage as a check does.

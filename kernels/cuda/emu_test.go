@@ -646,12 +646,8 @@ func emuRunState(n *graph.Node, in []*tensor.Tensor, st *emuState) ([]*tensor.Te
 	if err != nil {
 		return nil, err
 	}
-	if sk, ok := k.(kernels.Stateful); ok && st != nil {
-		byValue := make([]bool, len(n.OutTypes))
-		for i := range byValue {
-			byValue[i] = true
-		}
-		if k, err = sk.Bind(kernels.Binding{Resources: st.rm, ReadByValue: byValue}); err != nil {
+	if st != nil {
+		if k, err = bound(n, k, st.rm); err != nil {
 			return nil, err
 		}
 	}
@@ -787,24 +783,7 @@ func (r emuRunner) cpuRun(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor,
 	if r.st == nil {
 		return cpuRun(n, in, nil)
 	}
-	def, err := kernels.Lookup(n, kernels.CPU)
-	if err != nil {
-		return nil, err
-	}
-	k, err := def.Factory(n)
-	if err != nil {
-		return nil, err
-	}
-	if sk, ok := k.(kernels.Stateful); ok {
-		byValue := make([]bool, len(n.OutTypes))
-		for i := range byValue {
-			byValue[i] = true
-		}
-		if k, err = sk.Bind(kernels.Binding{Resources: r.st.rm, ReadByValue: byValue}); err != nil {
-			return nil, err
-		}
-	}
-	return cpuRun(n, in, k)
+	return cpuRunBound(n, in, r.st.rm)
 }
 
 // TestEmuConformance runs the shared conformance suite on the emulated

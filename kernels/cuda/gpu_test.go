@@ -19,6 +19,7 @@ import (
 	"mstream/kernels"
 	_ "mstream/kernels/cpu" // the references, and the metadata kernels the GPU reuses
 	"mstream/kernels/kerneltest"
+	"mstream/resource"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -92,6 +93,12 @@ func hostArgs(n *graph.Node, def *kernels.Def) map[int]bool {
 // outputs are poisoned with 0xff bytes when allocated, so an element a
 // kernel forgets to write shows up, and downloaded after the stream syncs.
 func (e *gpuEnv) run(n *graph.Node, in []*tensor.Tensor, k kernels.Kernel, def *kernels.Def) ([]*tensor.Tensor, error) {
+	return e.runWith(n, in, k, def, nil)
+}
+
+// runWith is run with device memory that outlives the call (a stateful
+// case's variables; nil: none).
+func (e *gpuEnv) runWith(n *graph.Node, in []*tensor.Tensor, k kernels.Kernel, def *kernels.Def, persist kernels.Persist) ([]*tensor.Tensor, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var live []uint64
@@ -141,7 +148,7 @@ func (e *gpuEnv) run(n *graph.Node, in []*tensor.Tensor, k kernels.Kernel, def *
 		dins[i] = d
 	}
 	ctx := &kernels.Context{Node: n, Inputs: dins, Outputs: make([]*tensor.Tensor, len(n.OutTypes)),
-		Stream: e.s, Alloc: devAlloc}
+		Stream: e.s, Alloc: devAlloc, Persist: persist}
 	if err := k.Compute(ctx); err != nil {
 		return nil, err
 	}
@@ -160,6 +167,56 @@ func (e *gpuEnv) run(n *graph.Node, in []*tensor.Tensor, k kernels.Kernel, def *
 		return nil, err
 	}
 	return outs, nil
+}
+
+// gpuState is the resources one stateful conformance case's calls share
+// (the runners' Fresh): variables' device values in the test's allocator.
+type gpuState struct {
+	rm *resource.Manager
+	e  *gpuEnv
+}
+
+// Owner implements kernels.Persist.
+func (s *gpuState) Owner() any { return s.e.ctx }
+
+// Keep implements kernels.Persist.
+func (s *gpuState) Keep(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, func(), error) {
+	nb := int(shape.NumElements()) * dt.Size()
+	addr, err := s.e.alloc.Allocate(uint64(max(nb, 1)), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: cu.DeviceBytes(addr, nb)}, func() { s.e.alloc.Free(addr) }, nil
+}
+
+// bound is k bound to rm when it is a stateful kernel (every output read
+// by value, as a plan binds them).
+func bound(n *graph.Node, k kernels.Kernel, rm *resource.Manager) (kernels.Kernel, error) {
+	sk, ok := k.(kernels.Stateful)
+	if !ok || rm == nil {
+		return k, nil
+	}
+	byValue := make([]bool, len(n.OutTypes))
+	for i := range byValue {
+		byValue[i] = true
+	}
+	return sk.Bind(kernels.Binding{Resources: rm, ReadByValue: byValue})
+}
+
+// cpuRunBound is the CPU kernel of n bound to rm (nil: unbound).
+func cpuRunBound(n *graph.Node, in []*tensor.Tensor, rm *resource.Manager) ([]*tensor.Tensor, error) {
+	def, err := kernels.Lookup(n, kernels.CPU)
+	if err != nil {
+		return nil, err
+	}
+	k, err := def.Factory(n)
+	if err != nil {
+		return nil, err
+	}
+	if k, err = bound(n, k, rm); err != nil {
+		return nil, err
+	}
+	return cpuRun(n, in, k)
 }
 
 func cpuRun(n *graph.Node, in []*tensor.Tensor, k kernels.Kernel) ([]*tensor.Tensor, error) {
