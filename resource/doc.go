@@ -34,11 +34,50 @@
 // that starts after a write returned sees that write (or a later one).
 // The value's buffer is owned by the Var (host memory outside any step's
 // allocator), so no step frees it; a kernel that outputs it hands out the
-// immutable snapshot.
+// immutable snapshot. A value in device memory is not copy-on-write (see
+// below).
 //
 // Multi-stream: a session has one Manager, so every stream group reads
-// and writes the same copy of each variable. Values live in host memory;
-// a GPU kernel reads them through the host-memory rule of its inputs.
+// and writes the same copy of each variable.
+//
+// # Values in device memory
+//
+// A GPU kernel of a resource op (kernels/cuda/state.go, through
+// kernels.VarsOnDevice) keeps the variable's value in its GPU's memory
+// instead (a DeviceValue, device.go): one buffer, allocated from the
+// group's allocator (in its stats) by the first GPU kernel that uses the
+// variable (a copy of the host value, or the assigned tensor) and updated
+// in place by later ones. There the model is TF's for GPU variables,
+// ordered by events instead of locks held across the device work:
+//
+//   - A kernel reads or writes the value with the Var's mutex held while
+//     it enqueues its work (OnDevice, OnDeviceAll), never while the
+//     device runs it.
+//   - A read's work waits for the event of the last write (on another
+//     stream; the same stream's order suffices) and records an event
+//     after itself. A write's work waits for the last write and for every
+//     read since, and records the new last write.
+//   - So every group of a GPU uses the one copy, each read sees the whole
+//     of some written value (never a mix: TestVariableNeverTornOnFakeGPU
+//     reads while another group adds in place), a Run that starts after
+//     a write's Run returned sees it (the write's event was recorded
+//     first), and the host never blocks for the device on the way.
+//   - A host user (a host kernel, SaveV2 through it, a Value call) takes
+//     the mutex, waits for the last write on the host and copies the
+//     value out (Read); a host write (Update, UpdateAll, Reset) moves the
+//     value back to host memory, freeing the device buffer once its
+//     uses have completed. An assign of another shape, or a kernel of
+//     another GPU, likewise gets a new buffer and frees the old one after
+//     its uses (through the host for another GPU: a pinned variable's
+//     ops run on its GPU, so this is rare).
+//   - With MSTREAM_GPU_POOL the session keeps variables in host memory
+//     (exec.Placement.HostState: the state ops run on the host, as
+//     before): the pool moves Runs between GPUs, and a value that
+//     followed them would cross GPUs on most Runs, where a host copy is
+//     read by every GPU alike.
+//
+// A device value's memory goes back to its allocator when the value moves
+// or is replaced; at the session's end the allocators close with it.
 //
 // Ref variables differ from TF in one way: TF's ref edge is a pointer that
 // a consumer dereferences when it runs, while here the variable node
@@ -56,7 +95,9 @@
 // # Locking
 //
 // Manager.mu guards the map only and is never held while a Var's mutex is
-// taken. Var.mu is held by one writer for its whole read-modify-write. A
+// taken. Var.mu is held by one writer for its whole read-modify-write
+// (on the host), by a device kernel while it enqueues its work, and by a
+// host reader of a device value while it copies it out. A
 // writer of several variables at once (an optimizer: the variable and its
 // accumulators) takes them through UpdateAll, in the order the variables
 // were made, and publishes every new value before it releases any.

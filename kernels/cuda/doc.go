@@ -103,6 +103,21 @@
 //   - scatter.cu: ScatterNd (every numeric dtype but int32) with atomic
 //     adds; an out-of-range index skips its slice, as in TF's GPU kernel,
 //     where the CPU kernel fails.
+//   - state.cu (state.go): the resource variables' ops with the value in
+//     device memory (see package resource's consistency model):
+//     ReadVariableOp and AssignVariableOp (device copies, every
+//     fixed-size dtype), AssignAdd/SubVariableOp, ResourceScatterUpdate,
+//     ResourceScatterAdd and ResourceScatterSub (float, double, int32,
+//     int64; atomic adds), ResourceGather (GatherV2's kernel on the
+//     value), and the optimizers ResourceApply{GradientDescent,
+//     Momentum, Adam, Adagrad, RMSProp, CenteredRMSProp, Ftrl, FtrlV2}
+//     and ResourceSparseApply{Adagrad, Momentum, RMSProp,
+//     CenteredRMSProp, Ftrl, FtrlV2} (float, double: one rule function
+//     per optimizer for both, the CPU kernel's arithmetic; a sparse
+//     kernel's block finds a row's first index and applies its repeats
+//     in order, as the CPU does). Indices stay on the device, so an
+//     out-of-range one skips its row (TF's GPU kernels), where the CPU
+//     kernels fail; the conformance cases mark those HostErr.
 //   - select.cu: Where (int8, uint8, int64, float, double, complex,
 //     bool) and Unique (floats and every integer dtype; int32 or int64
 //     indices), TF's GPU dtypes. Each numbers the elements it keeps with a

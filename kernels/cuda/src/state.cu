@@ -130,13 +130,13 @@ __device__ __forceinline__ void rule(int op, int flags, T *w, T *a, T *b, T *c, 
 		const T *g, const I *idx, i64 nidx, i64 slice, i64 rows, double s0, double s1, double s2,    \
 		double s3, double s4, double s5) {                                                           \
 		T s[6] = {(T)s0, (T)s1, (T)s2, (T)s3, (T)s4, (T)s5};                                         \
-		__shared__ int dup;                                                                          \
+		__shared__ u32 dup;                                                                          \
 		for (i64 i = blockIdx.x; i < nidx; i += gridDim.x) {                                         \
 			i64 r = (i64)idx[i];                                                                 \
 			if (threadIdx.x == 0) dup = 0;                                                       \
 			__syncthreads();                                                                     \
 			for (i64 j = threadIdx.x; j < i; j += blockDim.x)                                    \
-				if ((i64)idx[j] == r) dup = 1;                                               \
+				if ((i64)idx[j] == r) atomicAdd(&dup, 1u); /* racecheck-clean */             \
 			__syncthreads();                                                                     \
 			if (!dup && r >= 0 && r < rows) {                                                    \
 				for (i64 e = threadIdx.x; e < slice; e += blockDim.x)                        \
