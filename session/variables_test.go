@@ -98,9 +98,10 @@ func TestVariablesAgainstTF(t *testing.T) {
 }
 
 // TestVariablesOnGPU is the same on a GPU session, one and two stream
-// groups: the variable and table kernels run on the host, their values
-// cross to the GPU kernels that read them. Floats agree with TF's CPU
-// results to the GPU's TF32 tolerance.
+// groups: resource variables live in GPU memory (ref variables and tables
+// on the host, their values crossing to the GPU kernels that read them).
+// Floats agree with TF's CPU results to the GPU's TF32 tolerance; an
+// index out of range is no error on the GPU, as in TF's GPU kernels.
 func TestVariablesOnGPU(t *testing.T) {
 	wantGPU(t)
 	runVarCases(t, []map[string]string{{"MSTREAM_DEVICE": "gpu"}, {"MSTREAM_DEVICE": "gpu", "TF_GPU_STREAM_GROUP_COUNT": "2"}}, 2e-3)
@@ -140,6 +141,13 @@ func runVarCases(t *testing.T, envs []map[string]string, tol float64) {
 					}
 					got, _, err := s.Run(nil, feeds, fetches, targets)
 					if r.Error != nil {
+						if err == nil && env["MSTREAM_DEVICE"] == "gpu" && strings.Contains(r.Error.Message, " is not in [0, ") {
+							// An index out of range: TF's GPU kernels of
+							// ResourceGather and ResourceScatter* skip it (the
+							// indices are in device memory), as ours do; TF's
+							// answer here is its CPU kernels'.
+							continue
+						}
 						if err == nil || int(status.CodeOf(err)) != r.Error.Code || !strings.Contains(err.Error(), r.Error.Message) {
 							t.Errorf("run %d: %v; TF fails with code %d: %s", k, err, r.Error.Code, r.Error.Message)
 						}
