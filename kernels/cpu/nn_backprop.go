@@ -274,20 +274,35 @@ func avgPoolGrad(ctx *kernels.Context, pa PoolAttrs) error {
 // unsortedSegmentSum sums data's slices into num_segments rows by
 // segment_ids; a negative id drops its slice, one >= num_segments is an
 // error, as in TF.
-func unsortedSegmentSum(ctx *kernels.Context) error {
+// UnsortedSegmentSumArgs checks UnsortedSegmentSum's shapes and its
+// num_segments (a host input) as TF does, but not the ids' values, and
+// returns num_segments, the elements per segment and the output's shape.
+func UnsortedSegmentSumArgs(ctx *kernels.Context) (num, inner int64, out tensor.Shape, err error) {
 	data, ids, ns := ctx.Input(0), ctx.Input(1), ctx.Input(2)
 	if ns.NumElements() != 1 || len(ns.Shape) != 0 {
-		return ctx.Errorf(status.InvalidArgument, "num_segments should be a scalar, not shape %v", ns.Shape)
+		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "num_segments should be a scalar, not shape %v", ns.Shape)
 	}
 	nsv, _ := ns.Int64s()
-	num := nsv[0]
+	num = nsv[0]
 	if num < 0 {
-		return ctx.Errorf(status.InvalidArgument, "Input num_segments == %d must not be negative.", num)
+		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "Input num_segments == %d must not be negative.", num)
 	}
 	if len(ids.Shape) > len(data.Shape) || !data.Shape[:len(ids.Shape)].Equal(ids.Shape) {
-		return ctx.Errorf(status.InvalidArgument, "data.shape = %v does not start with segment_ids.shape = %v", data.Shape, ids.Shape)
+		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "data.shape = %v does not start with segment_ids.shape = %v", data.Shape, ids.Shape)
 	}
-	outShape := append(tensor.Shape{num}, data.Shape[len(ids.Shape):]...)
+	inner = 1
+	for _, d := range data.Shape[len(ids.Shape):] {
+		inner *= d
+	}
+	return num, inner, append(tensor.Shape{num}, data.Shape[len(ids.Shape):]...), nil
+}
+
+func unsortedSegmentSum(ctx *kernels.Context) error {
+	data, ids := ctx.Input(0), ctx.Input(1)
+	num, inner, outShape, err := UnsortedSegmentSumArgs(ctx)
+	if err != nil {
+		return err
+	}
 	o, err := ctx.Allocate(0, outShape)
 	if err != nil {
 		return err
@@ -300,10 +315,6 @@ func unsortedSegmentSum(ctx *kernels.Context) error {
 		if v >= num {
 			return ctx.Errorf(status.InvalidArgument, "segment_ids[%d] = %d is out of range [0, %d)", i, v, num)
 		}
-	}
-	inner := int64(1)
-	for _, d := range data.Shape[len(ids.Shape):] {
-		inner *= d
 	}
 	dv, err := loadF64(ctx, data)
 	if err != nil {

@@ -102,7 +102,10 @@
 //     exponent gives 0 (1 and -1 excepted).
 //   - scatter.cu: ScatterNd (every numeric dtype but int32) with atomic
 //     adds; an out-of-range index skips its slice, as in TF's GPU kernel,
-//     where the CPU kernel fails.
+//     where the CPU kernel fails. UnsortedSegmentSum (float, double,
+//     half, bfloat16, int32, int64): atomic adds into a double (u64)
+//     accumulator, stored once in the dtype; an id >= num_segments drops
+//     its row (TF's GPU kernel), where the CPU kernel fails.
 //   - state.cu (state.go): the resource variables' ops with the value in
 //     device memory (see package resource's consistency model):
 //     ReadVariableOp and AssignVariableOp (device copies, every

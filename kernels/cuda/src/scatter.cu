@@ -66,3 +66,44 @@ STORE(i8, i8, u32)
 STORE(u8, u8, u32)
 STORE(i16, i16, u32)
 STORE(u16, u16, u32)
+
+// UnsortedSegmentSum: a zeroed accumulator (double for the floats, u64
+// for the integers, so the sum rounds once, as the CPU kernel's float64
+// sum does), every element added at its segment's row with an atomic
+// add, then stored in the dtype. A segment id outside [0, num) drops its
+// row, as in TF's GPU kernel (the CPU kernel fails for one >= num).
+//
+// Names: segment_sum_<dtype>_<index dtype>(acc, ids, data, n, inner, num)
+// over the n data elements, inner per id; segment_store_<dtype>(o, acc, n).
+#define SEGSUM(TS, T, A, IS, I)                                                                             \
+	extern "C" __global__ void segment_sum_##TS##_##IS(A *__restrict__ acc, const I *__restrict__ ids, \
+		const T *__restrict__ data, i64 n, i64 inner, i64 num) {                                  \
+		GRID_LOOP(i, n) {                                                                         \
+			i64 s = (i64)ids[i / inner];                                                      \
+			if (s >= 0 && s < num) acc_add(acc + s * inner + i % inner, seg_in<A>(data[i]));  \
+		}                                                                                         \
+	}
+#define SEGSUM2(TS, T, A) SEGSUM(TS, T, A, i32, int) SEGSUM(TS, T, A, i64, i64)
+
+template <typename A, typename T> __device__ __forceinline__ A seg_in(T v) { return (A)ld(v); }
+template <> __device__ __forceinline__ u64 seg_in<u64, int>(int v) { return (u64)(i64)v; }
+template <> __device__ __forceinline__ u64 seg_in<u64, i64>(i64 v) { return (u64)v; }
+
+SEGSUM2(f32, float, double)
+SEGSUM2(f64, double, double)
+SEGSUM2(f16, f16, double)
+SEGSUM2(bf16, bf16, double)
+SEGSUM2(i32, int, u64)
+SEGSUM2(i64, i64, u64)
+
+#define SEGSTORE(TS, T, A, CONV)                                                                            \
+	extern "C" __global__ void segment_store_##TS(T *__restrict__ o, const A *__restrict__ acc, i64 n) { \
+		GRID_LOOP(i, n) o[i] = CONV;                                                               \
+	}
+
+SEGSTORE(f32, float, double, (float)acc[i])
+SEGSTORE(f64, double, double, acc[i])
+SEGSTORE(f16, f16, double, st<f16>((float)acc[i]))
+SEGSTORE(bf16, bf16, double, st<bf16>((float)acc[i]))
+SEGSTORE(i32, int, u64, (int)(i64)acc[i])
+SEGSTORE(i64, i64, u64, (i64)acc[i])
