@@ -16,9 +16,11 @@
 // the pool launcher (step.go's runPool), its fast path. A pool step's
 // state (pending counts, every node's input and output slots, the
 // caller's kernel context and output allocator, the tracker) is laid
-// out once and kept in the plan's pool between steps, so a warm step
-// allocates nothing per node but the kernels' outputs
-// (TestPoolStepAllocs). A node that becomes ready runs on the goroutine
+// out once and kept in the plan's pool between steps, and a small output
+// (at most bfc.MinAlloc bytes) reuses a small buffer an earlier node of
+// the step gave back, its tracker record and tensor included (memory.go),
+// so a warm step of small tensors allocates nothing per node, Go memory
+// or the allocator's (TestPoolStepAllocs). A node that becomes ready runs on the goroutine
 // that made it ready, the caller's first, unless it is expensive and
 // that goroutine has other work, when it goes to the inter-op Pool: as
 // in TF's executor, a node is expensive until measured and then while a

@@ -284,11 +284,13 @@ func BenchmarkChain1000(b *testing.B) { benchGraph(b, false) }
 func BenchmarkWide1000(b *testing.B)  { benchGraph(b, true) }
 
 // TestPoolStepAllocs: a warm plan's step on one host group allocates
-// nothing per node but the kernel's output (its tensor, and now and then
-// an allocator chunk; the tracker recycles its buffer records): the
-// step's state comes from the plan's pool, kernel contexts are reused,
-// and scalar ops run on the caller's goroutine without a task per node.
-// (Before the pool step kept its state, a node cost 12 allocations.)
+// nothing per node: the step's state comes from the plan's pool, kernel
+// contexts are reused, scalar ops run on the caller's goroutine without a
+// task per node, and a small output reuses a small buffer an earlier node
+// gave back, with its tracker record and tensor (memory.go). What is left
+// is per step (the fetches' copies, the result slice). (Before the pool
+// step kept its state, a node cost 12 allocations; before small buffers
+// were kept, 1.5.)
 func TestPoolStepAllocs(t *testing.T) {
 	const n = 200
 	nodes := []*graph.Node{node("root", "ExecTestAdd", 1)}
@@ -314,8 +316,15 @@ func TestPoolStepAllocs(t *testing.T) {
 		step() // the cost estimates settle: every node runs inline
 	}
 	allocs := testing.AllocsPerRun(20, step)
-	if per := allocs / n; per > 2 {
-		t.Errorf("%.0f allocations per step of %d nodes (%.2f per node), want at most 2 per node", allocs, n, per)
+	// Under the race detector the plan's pool drops step states at
+	// random (a new one costs a few allocations per node): only a bound
+	// per node holds there.
+	if want := 10.0; allocs > want && !raceEnabled || allocs > n {
+		t.Errorf("%.0f allocations per step of %d nodes, want at most %v (none per node)", allocs, n, want)
 	}
 	t.Logf("%.0f allocations per step of %d nodes", allocs, n)
+	// The kept small buffers go back when the step ends.
+	if st := g.Alloc.Stats(); st.BytesInUse != 0 {
+		t.Errorf("%d bytes still in use after the steps", st.BytesInUse)
+	}
 }

@@ -22,6 +22,13 @@ type buffer struct {
 	alloc *bfc.Allocator
 	refs  int32
 	users []int
+	// small marks a buffer of at most bfc.MinAlloc bytes that a
+	// recycling tracker keeps for the next small output instead of
+	// freeing it; chunk views its whole chunk and t is the tensor the
+	// allocation handed out, reused with the record.
+	small bool
+	chunk []byte
+	t     tensor.Tensor
 }
 
 func (b *buffer) use(s int) {
@@ -56,7 +63,19 @@ type tracker struct {
 	// buffer is freed).
 	recycle bool
 	spare   []*buffer
+	// small holds, in recycle mode, freed buffers of at most
+	// bfc.MinAlloc bytes (the least a chunk holds) with their records
+	// and tensors: the next small output takes one without asking the
+	// allocator (takeSmall), so a step of scalar ops calls the
+	// allocator a few times rather than twice per node. drain gives
+	// them back, so nothing is held between steps.
+	small []*buffer
 }
+
+// maxSmall bounds the small buffers a tracker keeps: a chain needs two
+// and a wide graph one; more would only hold memory the allocator could
+// hand elsewhere.
+const maxSmall = 64
 
 func newTracker(h *tensorholder.Holder, streams []device.Stream) *tracker {
 	return &tracker{bufs: map[uintptr]*buffer{}, holder: h, streams: streams}
@@ -96,10 +115,10 @@ func (tr *tracker) add(t *tensor.Tensor, b *buffer) {
 	tr.mu.Unlock()
 }
 
-// newBuffer registers a new buffer viewed by t, at addr of alloc, its
-// record a spare one where the tracker recycles them.
-func (tr *tracker) newBuffer(t *tensor.Tensor, addr uint64, alloc *bfc.Allocator) *buffer {
-	k := key(t)
+// newBuffer registers a new buffer, the chunk at addr of alloc (viewed by
+// chunk), its record a spare one where the tracker recycles them.
+func (tr *tracker) newBuffer(addr uint64, alloc *bfc.Allocator, chunk []byte, small bool) *buffer {
+	k := hostmem.Addr(chunk)
 	tr.mu.Lock()
 	var b *buffer
 	if n := len(tr.spare); n > 0 {
@@ -108,10 +127,41 @@ func (tr *tracker) newBuffer(t *tensor.Tensor, addr uint64, alloc *bfc.Allocator
 	} else {
 		b = new(buffer)
 	}
-	*b = buffer{k: k, addr: addr, alloc: alloc}
+	*b = buffer{k: k, addr: addr, alloc: alloc, chunk: chunk, small: small}
 	tr.bufs[k] = b
 	tr.mu.Unlock()
 	return b
+}
+
+// takeSmall returns a kept small buffer of alloc, registered for its new
+// tensor, or nil when there is none (or the tracker keeps none).
+func (tr *tracker) takeSmall(alloc *bfc.Allocator) *buffer {
+	if !tr.recycle {
+		return nil
+	}
+	tr.mu.Lock()
+	n := len(tr.small)
+	if n == 0 || tr.small[n-1].alloc != alloc {
+		tr.mu.Unlock()
+		return nil
+	}
+	b := tr.small[n-1]
+	tr.small[n-1] = nil
+	tr.small = tr.small[:n-1]
+	tr.bufs[b.k] = b
+	tr.mu.Unlock()
+	return b
+}
+
+// keepSmallLocked keeps b, just dropped, for the next small output when
+// it is small and there is room.
+func (tr *tracker) keepSmallLocked(b *buffer) bool {
+	if !b.small || !tr.recycle || len(tr.small) >= maxSmall {
+		return false
+	}
+	b.refs, b.users = 0, b.users[:0]
+	tr.small = append(tr.small, b)
+	return true
 }
 
 // retire is the bookkeeping after a node ran on step stream cur (-1: no
@@ -136,14 +186,14 @@ func (tr *tracker) retire(outs []*tensor.Tensor, uses []int32, ins []*tensor.Ten
 		}
 		if b := tr.bufs[key(t)]; b != nil {
 			b.use(cur)
-			if b.refs--; b.refs == 0 {
-				free = append(free, tr.dropLocked(b))
+			if b.refs--; b.refs == 0 && !tr.keepSmallLocked(tr.dropLocked(b)) {
+				free = append(free, b)
 			}
 		}
 	}
 	for _, b := range fresh {
-		if b.refs == 0 && tr.bufs[b.k] == b {
-			free = append(free, tr.dropLocked(b))
+		if b.refs == 0 && tr.bufs[b.k] == b && !tr.keepSmallLocked(tr.dropLocked(b)) {
+			free = append(free, b)
 		}
 	}
 	tr.mu.Unlock()
@@ -248,6 +298,9 @@ func (tr *tracker) drain() {
 		}
 	}
 	clear(tr.bufs)
+	bufs = append(bufs, tr.small...)
+	clear(tr.small)
+	tr.small = tr.small[:0]
 	tr.mu.Unlock()
 	for _, b := range bufs {
 		b.users = nil

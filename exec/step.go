@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"mstream/bfc"
 	"mstream/device"
 	"mstream/groups"
 	"mstream/hostmem"
@@ -618,19 +619,35 @@ func newOutAlloc(g *groups.Group, s device.Stream, mem *tracker) *outAlloc {
 
 func (a *outAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error) {
 	size := uint64(shape.NumElements()) * uint64(dt.Size())
-	addr, err := a.g.Alloc.Allocate(size, a.s)
-	if err != nil {
-		return nil, err
+	// A small output of a recycling tracker (the pool step) reuses a
+	// small buffer an earlier node of the step gave back, record and
+	// tensor included: no allocator call, no Go allocation.
+	small := size <= bfc.MinAlloc && a.mem.recycle
+	var b *buffer
+	if small {
+		b = a.mem.takeSmall(a.g.Alloc)
 	}
-	// A zero-size tensor still views one byte of its chunk, so that its
-	// buffer has an address the tracker can key on.
-	buf := a.view.Bytes(addr, max(size, 1))[:size]
+	if b == nil {
+		addr, err := a.g.Alloc.Allocate(size, a.s)
+		if err != nil {
+			return nil, err
+		}
+		// A zero-size tensor still views one byte of its chunk, so that
+		// its buffer has an address the tracker can key on; a small one
+		// views the whole chunk (bfc.MinAlloc bytes at least), which
+		// the next small output may reuse.
+		n := max(size, 1)
+		if small {
+			n = bfc.MinAlloc
+		}
+		b = a.mem.newBuffer(addr, a.g.Alloc, a.view.Bytes(addr, n), small)
+	}
+	buf := b.chunk[:size]
 	clear(buf)
-	t := &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: buf}
-	b := a.mem.newBuffer(t, addr, a.g.Alloc)
+	b.t = tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: buf}
 	a.fresh = append(a.fresh, b)
 	a.bytes += int64(size)
-	return t, nil
+	return &b.t, nil
 }
 
 // constant returns node pn's value in g's constant store, materialising it
