@@ -53,7 +53,10 @@
 // executor, nested frames and is_constant Enters included. Its nodes run
 // one at a time on the caller's goroutine in the order they become ready,
 // at most parallel_iterations iterations of a frame in flight as in TF;
-// kernels still use the intra-op pool, and outputs are Go memory rather than the group's allocator. The
+// kernels still use the intra-op pool, and outputs come from the group's
+// allocator, the driver counting its references to them (frameRefs), so a
+// loop of small values reuses a few buffers and a finished iteration's
+// slots (TestFramesGroupMemory). The
 // back edges (out of NextIteration) are kept out of every order the plan
 // builds (succ, preds, topo), so a cycle through any other node still
 // fails the build, naming its nodes.

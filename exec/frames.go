@@ -42,10 +42,13 @@ import (
 // its value until the oldest iteration is done (deferred, advance).
 // Results equal TF's because a loop's values do not depend on the
 // schedule. Kernels
-// still split their own work over the intra-op pool. Outputs are Go
-// memory, not the group's allocator: a loop's values live for a number of
-// iterations the plan cannot know, which the tracker's static use counts
-// do not model.
+// still split their own work over the intra-op pool. On a group (the pool
+// step's frames) outputs come from the group's allocator, as in the pool
+// step: a loop's values live for a number of iterations the plan cannot
+// know, which the plan's static use counts do not model, so the driver
+// counts its references as it hands values on (frameRefs) and a value goes
+// back once nothing can read it. A finished iteration's slots are reused by
+// a later one (recycle).
 
 // frameEdge is one out-edge of a node: to input slot of dst, or a control
 // edge (slot < 0). Back edges are included.
@@ -237,6 +240,10 @@ type frameInst[V comparable] struct {
 	doneIters int
 	maxPar    int
 	deferred  []deferredNext[V]
+	// recycled counts the iterations, from the first, whose slots went
+	// to spare for later iterations to reuse (recycle).
+	recycled int
+	spare    [][]nodeSlot[V]
 }
 
 // deferredNext is a NextIteration's value waiting for its iteration to
@@ -277,6 +284,55 @@ type frameRun[V comparable] struct {
 	rootOut [][]V
 	consts  [][]V // Const outputs, computed once per step
 	slab    valSlab[V]
+	// refs, when set, counts the driver's references to the values it
+	// keeps (frameRefs); nil keeps every value until the step ends.
+	refs frameRefs[V]
+}
+
+// frameRefs counts the references the driver holds on values: one per
+// input slot a value is put in, per loop constant of a frame, per
+// deferred NextIteration value, per fetch of a root output and per
+// cached Const output. A value in the group's memory so goes back as soon
+// as nothing can read it, and a loop's small values reuse the same few
+// buffers (the pool step's frames, runFrames) instead of a Go allocation
+// per output. How many times a loop reads a value is known only as it
+// runs, which the plan's static use counts (the pool step's) cannot say.
+// The stream and device steps set none: their values live until the step
+// ends.
+type frameRefs[V comparable] interface {
+	hold(V)
+	drop(V)
+	// settle frees what the node just run allocated and nothing holds,
+	// after the node's outputs were handed on and its inputs dropped.
+	settle()
+}
+
+func (r *frameRun[V]) hold(v V) {
+	var zero V
+	if r.refs != nil && v != zero {
+		r.refs.hold(v)
+	}
+}
+
+func (r *frameRun[V]) drop(v V) {
+	var zero V
+	if r.refs != nil && v != zero {
+		r.refs.drop(v)
+	}
+}
+
+// keepRoot keeps the outputs of node, run in the root frame (or an Exit
+// to it), for the fetches, holding those fetched.
+func (r *frameRun[V]) keepRoot(node int32, outs []V) {
+	r.rootOut[node] = outs
+	if r.refs == nil {
+		return
+	}
+	for _, f := range r.p.fetches {
+		if int32(f.Node) == node {
+			r.hold(outs[f.Index])
+		}
+	}
 }
 
 // frameExec runs live node i (pn) with inputs ins and returns its outputs
@@ -291,31 +347,66 @@ func newFrameRun[V comparable](p *Plan, feeds []V, exec frameExec[V]) *frameRun[
 }
 
 // runFrames is Run for a plan with frames: the driver runs each node on
-// the calling goroutine.
+// the calling goroutine. With a group, outputs come from its allocator as
+// in the pool step (whose state, from the plan's pool, the step takes),
+// the driver counting its references to them (frameRefs), so a loop's
+// small values reuse a few buffers rather than a Go allocation each.
 func (p *Plan) runFrames(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
-	s := &step{plan: p, rt: rt, group: group, trace: opts.Trace}
-	// The driver runs one node at a time: one kernel context serves
-	// them all (the outputs are the node's own, kept as values).
-	kctx := new(kernels.Context)
+	s, _ := p.steps.Get().(*step)
+	if s == nil {
+		s = p.newPoolStep()
+	}
+	s.rt, s.group, s.feeds, s.ctx, s.trace = rt, group, feeds, ctx, opts.Trace
+	if err := s.bind(group); err != nil {
+		p.steps.Put(s.reset())
+		return nil, nil, err
+	}
+	defer func() {
+		if s.mem != nil {
+			s.mem.drain()
+		}
+		s.tr = traceBuf{}
+		p.steps.Put(s.reset())
+	}()
+	// The driver runs one node at a time: one worker (kernel context and
+	// output allocator) serves them all (the outputs are the node's own,
+	// kept as values).
+	w := s.main
 	var slab valSlab[*tensor.Tensor]
 	r := newFrameRun(p, feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		var start = s.now()
+		kctx := &w.ctx
 		*kctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: slab.take(len(pn.node.OutTypes)), Pool: rt.Intra, Step: &s.kstep}
+		var alloc *outAlloc
+		if g := s.group; g != nil {
+			alloc = &w.alloc
+			alloc.g, alloc.s, alloc.mem, alloc.view, alloc.bytes = g, s.stream, s.mem, s.view, 0
+			kctx.Alloc = w.allocFn
+			kctx.Limit = s.limit
+		}
 		outs, err := callKernel(pn, kctx)
 		if err != nil {
 			return nil, err
 		}
 		var bytes int64
+		var allocName string
 		if s.trace {
-			for _, o := range outs {
-				if o != nil {
-					bytes += o.ByteSize()
+			if alloc != nil {
+				bytes, allocName = alloc.bytes, alloc.g.Alloc.Name()
+			} else {
+				for _, o := range outs {
+					if o != nil {
+						bytes += o.ByteSize()
+					}
 				}
 			}
 		}
-		s.record(pn, start, bytes, "")
+		s.record(pn, start, bytes, allocName)
 		return outs, nil
 	})
+	if s.mem != nil {
+		r.refs = &stepRefs{mem: s.mem, fresh: &w.alloc.fresh}
+	}
 	if err := r.drive(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -331,8 +422,29 @@ func (p *Plan) runFrames(ctx context.Context, rt *Runtime, group *groups.Group, 
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.mem != nil {
+		// Values in the group's memory go back when the step ends; the
+		// caller gets its own copy (strings are never in it).
+		for i, t := range out {
+			if t.DType != tensor.String && s.mem.has(t) {
+				out[i] = t.Clone()
+				s.mem.unref(t, -1)
+			}
+		}
+	}
 	return out, st, nil
 }
+
+// stepRefs is frameRefs over a pool step's tracker, fresh the buffers
+// the node just run allocated.
+type stepRefs struct {
+	mem   *tracker
+	fresh *[]*buffer
+}
+
+func (h *stepRefs) hold(t *tensor.Tensor) { h.mem.ref(t) }
+func (h *stepRefs) drop(t *tensor.Tensor) { h.mem.unref(t, -1) }
+func (h *stepRefs) settle()               { h.mem.settle(h.fresh) }
 
 // drive runs the step to its end: the roots first, then every node as it
 // becomes ready in its frame and iteration, in that order.
@@ -402,11 +514,13 @@ func (r *frameRun[V]) fetches() ([]V, error) {
 // iter returns iteration i of f, making the iterations up to it; a new
 // iteration receives the frame's loop constants.
 func (r *frameRun[V]) iter(f *frameInst[V], i int) []nodeSlot[V] {
+	if i < len(f.iters) && f.iters[i] == nil {
+		// A recycled iteration is never reached again (recycle); were
+		// it, its nodes would wait on fresh slots rather than crash.
+		f.iters[i] = r.newSlots(f)
+	}
 	for len(f.iters) <= i {
-		slots := make([]nodeSlot[V], len(f.pending))
-		for k := range slots {
-			slots[k].pending = f.pending[k]
-		}
+		slots := r.newSlots(f)
 		f.iters = append(f.iters, slots)
 		f.queued = append(f.queued, 0)
 		for _, c := range f.consts {
@@ -414,6 +528,50 @@ func (r *frameRun[V]) iter(f *frameInst[V], i int) []nodeSlot[V] {
 		}
 	}
 	return f.iters[i]
+}
+
+// newSlots returns the slots of a new iteration of f, reusing a recycled
+// iteration's where there is one.
+func (r *frameRun[V]) newSlots(f *frameInst[V]) []nodeSlot[V] {
+	var slots []nodeSlot[V]
+	if n := len(f.spare); n > 0 {
+		slots = f.spare[n-1]
+		f.spare[n-1] = nil
+		f.spare = f.spare[:n-1]
+	} else {
+		slots = make([]nodeSlot[V], len(f.pending))
+	}
+	for k := range slots {
+		slots[k] = nodeSlot[V]{pending: f.pending[k]}
+	}
+	return slots
+}
+
+// recycle lets go of the slots of f's finished iterations, for later
+// iterations to reuse. An iteration's inputs come from itself, from the
+// iteration before (NextIteration), from its own child frames (counted
+// in its queue) or from the frame's Enters; so once every Enter of f has
+// delivered, an iteration with nothing queued whose predecessor is
+// recycled is never reached again. (doneIters alone does not say so: it
+// may count iteration 0 done before a late Enter reaches it.) A long
+// loop so keeps about parallel_iterations iterations' slots rather than
+// one set per iteration. Values that nodes which never ran were holding
+// are dropped.
+func (r *frameRun[V]) recycle(f *frameInst[V]) {
+	if f == r.root || f.enters != 0 {
+		return
+	}
+	for ; f.recycled < f.doneIters && f.queued[f.recycled] == 0; f.recycled++ {
+		slots := f.iters[f.recycled]
+		for k := range slots {
+			for _, v := range slots[k].ins {
+				r.drop(v)
+			}
+			slots[k].ins = nil
+		}
+		f.iters[f.recycled] = nil
+		f.spare = append(f.spare, slots)
+	}
 }
 
 func (r *frameRun[V]) enqueue(f *frameInst[V], iter int, node int32) {
@@ -429,15 +587,22 @@ func (r *frameRun[V]) advance(f *frameInst[V]) {
 	for f.doneIters < len(f.iters) && f.queued[f.doneIters] == 0 {
 		f.doneIters++
 	}
+	r.recycle(f)
 	if len(f.deferred) == 0 || len(f.iters)-f.doneIters >= f.maxPar {
 		return
 	}
 	d, next := f.deferred, len(f.iters)
-	f.deferred = nil
 	for _, e := range d {
 		f.outstanding--
 		r.propagate(f, next, e.node, e.outs, false, false)
+		for _, v := range e.outs {
+			r.drop(v)
+		}
 	}
+	// Nothing defers while the values are handed on (only a running
+	// NextIteration does): the slice is kept for the next ones.
+	clear(d)
+	f.deferred = d[:0]
 }
 
 // child returns the instance of frame name that iteration iter of f
@@ -458,7 +623,21 @@ func (r *frameRun[V]) child(f *frameInst[V], iter int, name string) *frameInst[V
 	return c
 }
 
+// run runs task t and lets go of its inputs.
 func (r *frameRun[V]) run(t frameTask[V]) error {
+	ins, err := r.runNode(t)
+	if r.refs != nil {
+		for _, v := range ins {
+			r.drop(v)
+		}
+		r.refs.settle()
+	}
+	return err
+}
+
+// runNode runs task t (or finds it dead) and hands its outputs on; it
+// returns the inputs the node held.
+func (r *frameRun[V]) runNode(t frameTask[V]) ([]V, error) {
 	var zero V
 	p := r.p
 	pn := &p.nodes[t.node]
@@ -497,10 +676,13 @@ func (r *frameRun[V]) run(t frameTask[V]) error {
 		var err error
 		r.cur = t
 		if outs, err = r.exec(t.node, pn, ins); err != nil {
-			return err
+			return ins, err
 		}
 		if pn.isConst {
 			r.consts[t.node] = outs
+			for _, v := range outs {
+				r.hold(v)
+			}
 		}
 	}
 	sl.ins = nil
@@ -511,6 +693,7 @@ func (r *frameRun[V]) run(t frameTask[V]) error {
 		c.enters--
 		if p.fs.isConst[t.node] && !dead {
 			c.consts = append(c.consts, constIn[V]{t.node, outs[0]})
+			r.hold(outs[0])
 			for i := range c.iters {
 				r.propagate(c, i, t.node, outs, false, false)
 			}
@@ -518,26 +701,26 @@ func (r *frameRun[V]) run(t frameTask[V]) error {
 			r.propagate(c, 0, t.node, outs, dead, true)
 		}
 		r.maybeDone(c)
-		return nil
+		return ins, nil
 	case flowExit:
 		if f.parent == nil {
-			return status.InvalidArg("node '%s' (op %s) is not inside a while loop frame", pn.node.Name, pn.node.Op)
+			return ins, status.InvalidArg("node '%s' (op %s) is not inside a while loop frame", pn.node.Name, pn.node.Op)
 		}
 		if dead {
 			if _, seen := f.exits[t.node]; !seen {
 				f.exits[t.node] = false
 			}
-			return nil
+			return ins, nil
 		}
 		f.exits[t.node] = true
 		if f.parent == r.root {
-			r.rootOut[t.node] = outs // fetchable
+			r.keepRoot(t.node, outs) // fetchable
 		}
 		r.propagate(f.parent, f.parentIter, t.node, outs, false, false)
-		return nil
+		return ins, nil
 	case flowNext:
 		if dead {
-			return nil // the loop has ended: nothing enters the next iteration
+			return ins, nil // the loop has ended: nothing enters the next iteration
 		}
 		if iter+1 == len(f.iters) && f.maxPar > 0 {
 			r.advance(f)
@@ -546,17 +729,20 @@ func (r *frameRun[V]) run(t frameTask[V]) error {
 				// (counted outstanding, so the frame stays alive).
 				f.deferred = append(f.deferred, deferredNext[V]{t.node, outs})
 				f.outstanding++
-				return nil
+				for _, v := range outs {
+					r.hold(v)
+				}
+				return ins, nil
 			}
 		}
 		r.propagate(f, iter+1, t.node, outs, false, false)
-		return nil
+		return ins, nil
 	}
 	if f == r.root {
-		r.rootOut[t.node] = outs
+		r.keepRoot(t.node, outs)
 	}
 	r.propagate(f, iter, t.node, outs, dead, false)
-	return nil
+	return ins, nil
 }
 
 // propagate delivers the outputs of node src (all nil when it is dead)
@@ -606,6 +792,7 @@ func (r *frameRun[V]) setIn(sl *nodeSlot[V], pn *planNode, slot int32, v V) {
 		sl.ins = r.slab.take(len(pn.inputs))
 	}
 	sl.ins[slot] = v
+	r.hold(v)
 }
 
 // valSlab hands out short slices of values carved from larger blocks:
@@ -639,6 +826,9 @@ func (r *frameRun[V]) maybeDone(f *frameInst[V]) {
 			}
 		}
 		delete(par.children, childKey{f.parentIter, f.name})
+		for _, c := range f.consts {
+			r.drop(c.v)
+		}
 		f.iters, f.consts = nil, nil
 		par.outstanding--
 		par.queued[f.parentIter]--

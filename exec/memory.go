@@ -209,14 +209,41 @@ func (tr *tracker) unref(t *tensor.Tensor, cur int) {
 	var free *buffer
 	if b != nil {
 		b.use(cur)
-		if b.refs--; b.refs == 0 {
-			free = tr.dropLocked(b)
+		if b.refs--; b.refs == 0 && !tr.keepSmallLocked(tr.dropLocked(b)) {
+			free = b
 		}
 	}
 	tr.mu.Unlock()
 	if free != nil {
 		tr.release(free, cur)
 	}
+}
+
+// ref takes one more reference to t's buffer, if the tracker has it (a
+// feed, a constant or a string has none): the frame driver counts its
+// references as it hands values on, since how often a value in a loop is
+// read is known only as the loop runs.
+func (tr *tracker) ref(t *tensor.Tensor) {
+	tr.mu.Lock()
+	if b := tr.bufs[key(t)]; b != nil {
+		b.refs++
+	}
+	tr.mu.Unlock()
+}
+
+// has says whether t's buffer is one the tracker holds.
+func (tr *tracker) has(t *tensor.Tensor) bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.bufs[key(t)] != nil
+}
+
+// settle frees what a node allocated (fresh) that no reference holds,
+// once its outputs have been handed on, and empties fresh.
+func (tr *tracker) settle(fresh *[]*buffer) {
+	tr.retire(nil, nil, nil, *fresh, -1)
+	clear(*fresh)
+	*fresh = (*fresh)[:0]
 }
 
 // unrefOn gives back one reference to t's buffer, read on stream user,

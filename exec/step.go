@@ -232,27 +232,9 @@ func (p *Plan) runPool(ctx context.Context, rt *Runtime, group *groups.Group, fe
 	}
 	s.rt, s.group, s.feeds, s.ctx, s.trace = rt, group, feeds, ctx, opts.Trace
 	s.measure = p.costs.measure()
-	if group != nil {
-		view, ok := group.Device.Memory().(device.HostAddressable)
-		if !ok {
-			p.steps.Put(s.reset())
-			return nil, nil, status.Errorf(status.Unimplemented, "device %s: the pool executor needs host-addressable memory", group.Device.Name())
-		}
-		s.view = view
-		a := group.Alloc
-		s.limit = hostmem.Limit{Allocator: a.Name(), Bytes: int64(min(a.Limit(), 1<<62))}
-		s.stream = nil
-		if group.StreamAware {
-			s.stream = group.Compute
-		}
-		if s.mem == nil {
-			s.mem = newTracker(nil, nil)
-			s.mem.recycle = true
-		}
-		if s.constOf != group {
-			clear(s.constVal)
-			s.constOf = group
-		}
+	if err := s.bind(group); err != nil {
+		p.steps.Put(s.reset())
+		return nil, nil, err
 	}
 	for i := range p.nodes {
 		s.pending[i] = p.nodes[i].npred
@@ -334,6 +316,34 @@ func (p *Plan) runPool(ctx context.Context, rt *Runtime, group *groups.Group, fe
 		out[i] = t
 	}
 	return out, st, nil
+}
+
+// bind readies a step state from the plan's pool for group (nil: none):
+// its memory view, limit and stream, and its tracker.
+func (s *step) bind(group *groups.Group) error {
+	if group == nil {
+		return nil
+	}
+	view, ok := group.Device.Memory().(device.HostAddressable)
+	if !ok {
+		return status.Errorf(status.Unimplemented, "device %s: the pool executor needs host-addressable memory", group.Device.Name())
+	}
+	s.view = view
+	a := group.Alloc
+	s.limit = hostmem.Limit{Allocator: a.Name(), Bytes: int64(min(a.Limit(), 1<<62))}
+	s.stream = nil
+	if group.StreamAware {
+		s.stream = group.Compute
+	}
+	if s.mem == nil {
+		s.mem = newTracker(nil, nil)
+		s.mem.recycle = true
+	}
+	if s.constOf != group {
+		clear(s.constVal)
+		s.constOf = group
+	}
+	return nil
 }
 
 // reset drops what a finished step referenced, so that the pooled state

@@ -33,9 +33,11 @@ func init() {
 				continue
 			}
 			ctx.SetOutput(0, t)
-			idx := tensor.New(tensor.Int32, tensor.Shape{})
+			idx, err := ctx.Allocate(1, nil)
+			if err != nil {
+				return err
+			}
 			idx.I32()[0] = int32(i)
-			ctx.SetOutput(1, idx)
 			return nil
 		}
 		return ctx.Errorf(status.Internal, "Merge ran with every input dead")
