@@ -29,6 +29,9 @@ type buffer struct {
 	small bool
 	chunk []byte
 	t     tensor.Tensor
+	// live says the tracker holds it (in bufs): a node's fresh buffers
+	// are checked without a lookup.
+	live bool
 }
 
 func (b *buffer) use(s int) {
@@ -100,6 +103,7 @@ func (tr *tracker) addShared(ts []*tensor.Tensor, b *buffer) {
 		b.also = append(b.also, key(t))
 	}
 	tr.mu.Lock()
+	b.live = true
 	tr.bufs[b.k] = b
 	for _, k := range b.also {
 		tr.bufs[k] = b
@@ -111,6 +115,7 @@ func (tr *tracker) addShared(ts []*tensor.Tensor, b *buffer) {
 func (tr *tracker) add(t *tensor.Tensor, b *buffer) {
 	b.k = key(t)
 	tr.mu.Lock()
+	b.live = true
 	tr.bufs[b.k] = b
 	tr.mu.Unlock()
 }
@@ -127,7 +132,7 @@ func (tr *tracker) newBuffer(addr uint64, alloc *bfc.Allocator, chunk []byte, sm
 	} else {
 		b = new(buffer)
 	}
-	*b = buffer{k: k, addr: addr, alloc: alloc, chunk: chunk, small: small}
+	*b = buffer{k: k, addr: addr, alloc: alloc, chunk: chunk, small: small, live: true}
 	tr.bufs[k] = b
 	tr.mu.Unlock()
 	return b
@@ -149,6 +154,7 @@ func (tr *tracker) takeSmall(alloc *bfc.Allocator) *buffer {
 	tr.small[n-1] = nil
 	tr.small = tr.small[:n-1]
 	tr.bufs[b.k] = b
+	b.live = true
 	tr.mu.Unlock()
 	return b
 }
@@ -192,7 +198,7 @@ func (tr *tracker) retire(outs []*tensor.Tensor, uses []int32, ins []*tensor.Ten
 		}
 	}
 	for _, b := range fresh {
-		if b.refs == 0 && tr.bufs[b.k] == b && !tr.keepSmallLocked(tr.dropLocked(b)) {
+		if b.refs == 0 && b.live && !tr.keepSmallLocked(tr.dropLocked(b)) {
 			free = append(free, b)
 		}
 	}
@@ -241,6 +247,9 @@ func (tr *tracker) has(t *tensor.Tensor) bool {
 // settle frees what a node allocated (fresh) that no reference holds,
 // once its outputs have been handed on, and empties fresh.
 func (tr *tracker) settle(fresh *[]*buffer) {
+	if len(*fresh) == 0 {
+		return // most loop nodes only pass values on
+	}
 	tr.retire(nil, nil, nil, *fresh, -1)
 	clear(*fresh)
 	*fresh = (*fresh)[:0]
@@ -271,6 +280,7 @@ func (tr *tracker) dropLocked(b *buffer) *buffer {
 	for _, k := range b.also {
 		delete(tr.bufs, k)
 	}
+	b.live = false
 	return b
 }
 
@@ -321,6 +331,7 @@ func (tr *tracker) drain() {
 	bufs := make([]*buffer, 0, len(tr.bufs))
 	for k, b := range tr.bufs {
 		if k == b.k { // a shared block once, under its first view's key
+			b.live = false
 			bufs = append(bufs, b)
 		}
 	}
