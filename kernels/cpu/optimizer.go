@@ -260,25 +260,35 @@ func init() {
 		}))
 		reg("ResourceApply"+name, nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
 			return kernels.KernelFunc(func(ctx *kernels.Context) error {
-				vs := make([]*resource.Var, o.slots)
-				for i := range vs {
-					h, err := handleOf(ctx, i)
-					if err != nil {
-						return err
-					}
-					r, err := b.Resources.Lookup(h.Container, h.Name, resource.VarKind)
-					if err != nil {
-						// TF fails taking the variable's lock, before it
-						// would report the lookup's NOT_FOUND.
-						return ctx.Errorf(status.Internal, "Invalid variable reference.")
-					}
-					vs[i] = r.(*resource.Var)
+				vs, err := lookupVars(ctx, b.Resources, o.slots)
+				if err != nil {
+					return err
 				}
-				_, err := o.apply(ctx, vs, false)
+				_, err = o.apply(ctx, vs, false)
 				return err
 			}), nil
 		}))
 	}
+}
+
+// lookupVars finds the variables the handles of inputs 0..n-1 name, as a
+// resource optimizer's kernel takes them: a handle that names no variable
+// fails as TF does, taking the variable's lock (INTERNAL "Invalid variable
+// reference."), before it would report the lookup's NOT_FOUND.
+func lookupVars(ctx *kernels.Context, rm *resource.Manager, n int) ([]*resource.Var, error) {
+	vs := make([]*resource.Var, n)
+	for i := range vs {
+		h, err := handleOf(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		r, err := rm.Lookup(h.Container, h.Name, resource.VarKind)
+		if err != nil {
+			return nil, ctx.Errorf(status.Internal, "Invalid variable reference.")
+		}
+		vs[i] = r.(*resource.Var)
+	}
+	return vs, nil
 }
 
 // requestedInput is TF's requested_input(i): the name of the node's input

@@ -102,19 +102,11 @@ func init() {
 		o := o
 		reg("ResourceSparseApply"+name, nil, nil, stateful(func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
 			return kernels.KernelFunc(func(ctx *kernels.Context) error {
-				vs := make([]*resource.Var, o.slots)
-				for i := range vs {
-					h, err := handleOf(ctx, i)
-					if err != nil {
-						return err
-					}
-					r, err := b.Resources.Lookup(h.Container, h.Name, resource.VarKind)
-					if err != nil {
-						return ctx.Errorf(status.Internal, "Invalid variable reference.")
-					}
-					vs[i] = r.(*resource.Var)
+				vs, err := lookupVars(ctx, b.Resources, o.slots)
+				if err != nil {
+					return err
 				}
-				_, err := resource.UpdateAll(vs, func(old []*tensor.Tensor) ([]*tensor.Tensor, error) {
+				_, err = resource.UpdateAll(vs, func(old []*tensor.Tensor) ([]*tensor.Tensor, error) {
 					return o.apply(ctx, old)
 				})
 				return err
