@@ -383,17 +383,46 @@ func tensorArrayGather(ctx *kernels.Context) error {
 	return nil
 }
 
+// taElemsArgs are the inputs of a write of many elements at once, by
+// index: Scatter's indices and value, Split's value and lengths. Both
+// check the same things before they take the array, in TF's own words
+// and order for each op (both check their input 2 first).
+type taElemsArgs struct {
+	vec, value       int // the indices' or lengths' input, the value's
+	vecMsg, valueMsg string
+}
+
+var (
+	scatterArgs = taElemsArgs{vec: 1, value: 2,
+		vecMsg:   "Expected indices to be a vector, but received shape: %v",
+		valueMsg: "Input value for unpack must be at least a vector but received shape: %v"}
+	splitArgs = taElemsArgs{vec: 2, value: 1,
+		vecMsg:   "Expected lengths to be a vector, received shape: %v",
+		valueMsg: "Expected value to be at least a vector, but received shape: %v"}
+)
+
+// inputs returns the array, the indices or lengths (a vector) and the
+// value (at least a vector), or TF's error.
+func (a taElemsArgs) inputs(ctx *kernels.Context) (ta *tensor.Array, vec, value *tensor.Tensor, err error) {
+	if ta, err = taInput(ctx, 0); err != nil {
+		return nil, nil, nil, err
+	}
+	vec, value = ctx.Input(a.vec), ctx.Input(a.value)
+	for _, in := range []int{2, 1} {
+		switch {
+		case in == a.vec && len(vec.Shape) != 1:
+			return nil, nil, nil, ctx.Errorf(status.InvalidArgument, a.vecMsg, vec.Shape)
+		case in == a.value && len(value.Shape) == 0:
+			return nil, nil, nil, ctx.Errorf(status.InvalidArgument, a.valueMsg, value.Shape)
+		}
+	}
+	return ta, vec, value, nil
+}
+
 func tensorArrayScatter(ctx *kernels.Context) error {
-	ta, err := taInput(ctx, 0)
+	ta, it, v, err := scatterArgs.inputs(ctx)
 	if err != nil {
 		return err
-	}
-	it, v := ctx.Input(1), ctx.Input(2)
-	if len(it.Shape) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "Expected indices to be a vector, but received shape: %v", it.Shape)
-	}
-	if len(v.Shape) == 0 {
-		return ctx.Errorf(status.InvalidArgument, "Input value for unpack must be at least a vector but received shape: %v", v.Shape)
 	}
 	indices := it.I32()
 	if int64(len(indices)) != v.Shape[0] {
@@ -495,16 +524,9 @@ func tensorArrayConcat(ctx *kernels.Context) error {
 }
 
 func tensorArraySplit(ctx *kernels.Context) error {
-	ta, err := taInput(ctx, 0)
+	ta, lt, v, err := splitArgs.inputs(ctx)
 	if err != nil {
 		return err
-	}
-	v, lt := ctx.Input(1), ctx.Input(2)
-	if len(lt.Shape) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "Expected lengths to be a vector, received shape: %v", lt.Shape)
-	}
-	if len(v.Shape) == 0 {
-		return ctx.Errorf(status.InvalidArgument, "Expected value to be at least a vector, but received shape: %v", v.Shape)
 	}
 	lengths := lt.I64()
 	sum := int64(0)

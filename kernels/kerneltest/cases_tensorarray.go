@@ -116,6 +116,15 @@ func init() {
 		in := ins(h, tensor.FromI32(tensor.Shape{1}, []int32{2}), tensor.FromF32(tensor.Shape{1, 1}, []float32{1}), tensor.ScalarF32(0))
 		cs = append(cs, Case{Node: NodeFor("TensorArrayScatterV3", Attrs{"T": AType(tensor.Float)}, in, nil), Inputs: in,
 			Err: status.InvalidArgument, ErrMsg: "Max scatter index must be < array size (2 vs. 2)"})
+		// TF checks the value before the indices.
+		h, _ = newArray(tensor.Float, 2, false, nil)
+		in = ins(h, tensor.FromI32(tensor.Shape{1, 1}, []int32{0}), tensor.ScalarF32(1), tensor.ScalarF32(0))
+		cs = append(cs, Case{Node: NodeFor("TensorArrayScatterV3", Attrs{"T": AType(tensor.Float)}, in, nil), Inputs: in,
+			Err: status.InvalidArgument, ErrMsg: "Input value for unpack must be at least a vector but received shape: []"})
+		h, _ = newArray(tensor.Float, 2, false, nil)
+		in = ins(h, tensor.FromI32(tensor.Shape{1, 1}, []int32{0}), tensor.FromF32(tensor.Shape{1}, []float32{1}), tensor.ScalarF32(0))
+		cs = append(cs, Case{Node: NodeFor("TensorArrayScatterV3", Attrs{"T": AType(tensor.Float)}, in, nil), Inputs: in,
+			Err: status.InvalidArgument, ErrMsg: "Expected indices to be a vector, but received shape: [1,1]"})
 		return cs
 	})
 	Add("TensorArrayConcatV3", func(r *rand.Rand) []Case {
@@ -155,6 +164,15 @@ func init() {
 		in := ins(h, tensor.FromF32(tensor.Shape{3}, []float32{1, 2, 3}), tensor.FromI64(tensor.Shape{2}, []int64{1, 1}), tensor.ScalarF32(0))
 		cs = append(cs, Case{Node: NodeFor("TensorArraySplitV3", Attrs{"T": AType(tensor.Float)}, in, nil), Inputs: in,
 			Err: status.InvalidArgument, ErrMsg: "Expected sum of lengths to be equal to values.shape[0], but sum of lengths is 2"})
+		// TF checks the lengths before the value.
+		h, _ = newArray(tensor.Float, 2, false, nil)
+		in = ins(h, tensor.ScalarF32(1), tensor.FromI64(tensor.Shape{1, 1}, []int64{1}), tensor.ScalarF32(0))
+		cs = append(cs, Case{Node: NodeFor("TensorArraySplitV3", Attrs{"T": AType(tensor.Float)}, in, nil), Inputs: in,
+			Err: status.InvalidArgument, ErrMsg: "Expected lengths to be a vector, received shape: [1,1]"})
+		h, _ = newArray(tensor.Float, 2, false, nil)
+		in = ins(h, tensor.ScalarF32(1), tensor.FromI64(tensor.Shape{1}, []int64{1}), tensor.ScalarF32(0))
+		cs = append(cs, Case{Node: NodeFor("TensorArraySplitV3", Attrs{"T": AType(tensor.Float)}, in, nil), Inputs: in,
+			Err: status.InvalidArgument, ErrMsg: "Expected value to be at least a vector, but received shape: []"})
 		return cs
 	})
 	Add("TensorArraySizeV3", func(r *rand.Rand) []Case {
