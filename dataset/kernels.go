@@ -190,24 +190,9 @@ func init() {
 	})
 	for _, op := range []string{"BatchDataset", "BatchDatasetV2"} {
 		source(op, func(ctx *kernels.Context) (Dataset, error) {
-			in, err := inputDataset(ctx, 0)
+			d, err := batchArgs(ctx)
 			if err != nil {
 				return nil, err
-			}
-			size, err := scalar(ctx, 1, "batch_size")
-			if err != nil {
-				return nil, err
-			}
-			if size <= 0 {
-				return nil, status.InvalidArg("Batch size must be greater than zero.")
-			}
-			d := &batchDS{in: in, size: size, lim: ctx.Limit}
-			if ctx.Node.Op == "BatchDatasetV2" {
-				drop, err := scalar(ctx, 2, "drop_remainder")
-				if err != nil {
-					return nil, err
-				}
-				d.drop = drop != 0
 			}
 			return d, nil
 		})
@@ -360,8 +345,10 @@ func init() {
 	registerIterators()
 }
 
-// paddedBatch is PaddedBatchDatasetV2's kernel.
-func paddedBatch(ctx *kernels.Context) (Dataset, error) {
+// batchArgs checks and reads what every batching op takes, as TF's
+// kernels do in this order: the input dataset, batch_size (positive) and,
+// where the op has it, drop_remainder.
+func batchArgs(ctx *kernels.Context) (*batchDS, error) {
 	in, err := inputDataset(ctx, 0)
 	if err != nil {
 		return nil, err
@@ -373,11 +360,28 @@ func paddedBatch(ctx *kernels.Context) (Dataset, error) {
 	if size <= 0 {
 		return nil, status.InvalidArg("Batch size must be greater than zero.")
 	}
+	d := &batchDS{in: in, size: size, lim: ctx.Limit}
+	if r, ok := ctx.Node.InArgs["drop_remainder"]; ok {
+		drop, err := scalar(ctx, r[0], "drop_remainder")
+		if err != nil {
+			return nil, err
+		}
+		d.drop = drop != 0
+	}
+	return d, nil
+}
+
+// paddedBatch is PaddedBatchDatasetV2's kernel.
+func paddedBatch(ctx *kernels.Context) (Dataset, error) {
+	d, err := batchArgs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.padded = true
 	shapes, values := argRange(ctx, "padded_shapes"), argRange(ctx, "padding_values")
 	if len(shapes) != len(values) {
 		return nil, status.InvalidArg("Number of padded shapes (%d) must match the number of padding values (%d).", len(shapes), len(values))
 	}
-	d := &batchDS{in: in, size: size, padded: true, lim: ctx.Limit}
 	for i, s := range shapes {
 		if len(s.Shape) != 1 || s.DType != tensor.Int64 {
 			return nil, status.InvalidArg("All padded shapes must be vectors, but padded_shapes[%d] has shape %v.", i, s.Shape)
@@ -393,9 +397,7 @@ func paddedBatch(ctx *kernels.Context) (Dataset, error) {
 		}
 		d.padValues = append(d.padValues, c)
 	}
-	drop, err := scalar(ctx, ctx.Node.InArgs["drop_remainder"][0], "drop_remainder")
-	d.drop = drop != 0
-	return d, err
+	return d, nil
 }
 
 // iteratorName is the resource name of a named iterator op: its
