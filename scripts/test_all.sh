@@ -10,6 +10,10 @@
 # one that exits non-zero with no failure counted adds one. Expected failures
 # are the known gaps that suites document (XFAIL), counted neither as passed
 # nor as failed.
+# After the step lines and before the total, each failed step's log is
+# searched for the lines that name a failed test, as each runner prints
+# them (failures below; at most 8 a step and 20 in all), so that the end of
+# CI's output, often all one sees of it, says what failed.
 # Logs are kept in $TEST_ALL_LOGS (default build/test-logs/STEP.log); make
 # reads $TEST_ALL_MAKEFILE when set (scripts/testall's test uses both).
 # Exits 1 when anything failed.
@@ -21,6 +25,17 @@ logs=${TEST_ALL_LOGS:-build/test-logs}
 mkdir -p "$logs"
 P=0; F=0; S=0; X=0
 summary=()
+failed_steps=()
+
+# failures LOG prints the lines of LOG that name a failed test: go test's
+# "--- FAIL: TestX" and "FAIL pkg" (scripts/gotestsum), the C tests' and
+# suites' "FAIL what", unittest's "FAIL: test" and "ERROR: test", TAP's
+# "not ok", test/valgrind's "NAME exit N"; each may follow the "suite: "
+# prefixes test/run.sh adds, never indentation (a failed test's own output
+# is indented), so "XFAIL" and quoted output do not count.
+failures() { # log
+  grep -E '^([A-Za-z0-9_.+/-]+: ){0,2}(--- FAIL|FAIL[: ]|ERROR: |not ok |valgrind: [^ ]+ exit )' "$1" | cut -c1-200
+}
 for step in "$@"; do
   log=$logs/$step.log
   echo "=== $step"
@@ -39,6 +54,7 @@ for step in "$@"; do
     f=1
   fi
   P=$((P + p)); F=$((F + f)); S=$((S + s)); X=$((X + x))
+  [ $f -eq 0 ] || failed_steps+=("$step")
   summary+=("$(printf '%-14s %5d passed, %d failed, %d skipped, %d expected failures  (%d s)' "$step" $p $f $s $x $(( $(date +%s) - t0 )))")
   if [ "$rc" -ne 0 ] && { [ "$step" = setup ] || [ "$step" = lib ]; }; then
     summary+=("(stopped: the steps after $step need it)")
@@ -48,5 +64,20 @@ done
 echo
 echo "=== summary (logs in $logs/)"
 printf '%s\n' "${summary[@]}"
+budget=20
+for step in "${failed_steps[@]}"; do
+  log=$logs/$step.log
+  echo "failed in $step ($log):"
+  mapfile -t names < <(failures "$log")
+  if [ ${#names[@]} -eq 0 ]; then
+    # A build error, a crash or a runner that names nothing: its last words.
+    echo "  (no line names a failed test; the log ends:)"
+    mapfile -t names < <(grep -v '^[[:space:]]*$' "$log" | tail -3 | cut -c1-200)
+  fi
+  n=${#names[@]}; show=$(( n < 8 ? n : 8 )); show=$(( show < budget ? show : budget ))
+  [ $show -gt 0 ] && printf '  %s\n' "${names[@]:0:show}"
+  [ $show -lt $n ] && echo "  ... $((n - show)) more in the log"
+  budget=$((budget - show))
+done
 echo "$P passed, $F failed, $S skipped, $X expected failures"
 [ $F -eq 0 ]

@@ -25,9 +25,20 @@ mixed:
 	@echo "2 passed, 1 failed, 3 skipped"; echo "4 passed, 0 failed"; exit 1
 silentfail:
 	@echo "1 passed, 0 failed"; exit 2
+named:
+	@echo "--- FAIL: mstream/exec TestRun"; echo "    --- FAIL: TestRun/sub (indented: the test's own output)"
+	@echo "FAIL mstream/exec	1.0s (3 tests)"; echo "XFAIL a: known gap"; echo "PASS b"
+	@echo "c: bad_input_test: FAIL test/c/bad_input_test.c:55: p != NULL: a message"
+	@echo "valgrind: valgrind: session_test exit 99: 3 passed, 0 failed"
+	@echo "FAIL: test_feed (test_session.SessionTest)"; echo "ERROR: test_fetch (test_session.SessionTest)"
+	@echo "not ok 4 - a TAP test"; echo "6 passed, 7 failed"; exit 1
+many:
+	@for i in $$(seq 30); do echo "FAIL case$$i"; done; echo "0 passed, 30 failed"; exit 1
 `
 
-func run(t *testing.T, steps ...string) (last string, summary []string, code int) {
+// testAll runs scripts/test_all.sh over steps of makefile and returns its
+// output and exit status.
+func testAll(t *testing.T, steps ...string) (out string, code int) {
 	t.Helper()
 	dir := t.TempDir()
 	mk := filepath.Join(dir, "Makefile")
@@ -36,19 +47,83 @@ func run(t *testing.T, steps ...string) (last string, summary []string, code int
 	}
 	cmd := exec.Command("bash", append([]string{"../test_all.sh"}, steps...)...)
 	cmd.Env = append(os.Environ(), "TEST_ALL_MAKEFILE="+mk, "TEST_ALL_LOGS="+filepath.Join(dir, "logs"))
-	out, err := cmd.Output()
+	b, err := cmd.Output()
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	return string(b), code
+}
+
+func run(t *testing.T, steps ...string) (last string, summary []string, code int) {
+	t.Helper()
+	out, code := testAll(t, steps...)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	for i, l := range lines {
 		if strings.HasPrefix(l, "=== summary") {
 			summary = lines[i+1 : len(lines)-1]
 		}
 	}
+	for i, l := range summary {
+		if strings.HasPrefix(l, "failed in ") {
+			summary = summary[:i]
+			break
+		}
+	}
 	return lines[len(lines)-1], summary, code
+}
+
+// failedNames returns the lines between the step lines and the total: the
+// failed steps and the failed tests named in their logs.
+func failedNames(t *testing.T, steps ...string) string {
+	t.Helper()
+	s, _ := testAll(t, steps...)
+	i := strings.Index(s, "\nfailed in ")
+	if i < 0 {
+		return ""
+	}
+	s = s[i+1:]
+	return s[:strings.LastIndex(strings.TrimRight(s, "\n"), "\n")+1]
+}
+
+// TestFailedNames checks that the summary names the failed tests of each
+// failed step, in every runner's words, and nothing else of the log.
+func TestFailedNames(t *testing.T) {
+	got := failedNames(t, "ok", "named", "bad")
+	for _, want := range []string{
+		"failed in named (",
+		"\n  --- FAIL: mstream/exec TestRun\n",
+		"\n  FAIL mstream/exec\t1.0s (3 tests)\n",
+		"\n  c: bad_input_test: FAIL test/c/bad_input_test.c:55: p != NULL: a message\n",
+		"\n  valgrind: valgrind: session_test exit 99: 3 passed, 0 failed\n",
+		"\n  FAIL: test_feed (test_session.SessionTest)\n",
+		"\n  ERROR: test_fetch (test_session.SessionTest)\n",
+		"\n  not ok 4 - a TAP test\n",
+		"failed in bad (",
+		"\n  (no line names a failed test; the log ends:)\n  no result line\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the failures lack %q:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"indented", "XFAIL", "PASS", "failed in ok"} {
+		if strings.Contains(got, not) {
+			t.Errorf("the failures show %q:\n%s", not, got)
+		}
+	}
+	if n := strings.Count(got, "\n  "); n != 10 {
+		t.Errorf("%d failure lines, want 10:\n%s", n, got)
+	}
+	// At most 8 lines a step and 20 in all, with the rest counted.
+	got = failedNames(t, "many", "many", "many")
+	if n := strings.Count(got, "\n  FAIL case"); n != 20 || !strings.Contains(got, "  ... 22 more in the log\n") ||
+		!strings.Contains(got, "  ... 26 more in the log\n") {
+		t.Errorf("%d failure lines shown, want 20 (8, 8, 4) with the rest counted:\n%s", n, got)
+	}
+	if got := failedNames(t, "ok", "mixed"); !strings.Contains(got, "failed in mixed") || strings.Contains(got, "failed in ok") {
+		t.Errorf("only the failed step is listed:\n%s", got)
+	}
 }
 
 func TestSummary(t *testing.T) {
