@@ -22,19 +22,12 @@
  * the group report is skipped), so the same source builds against
  * TensorFlow when the helpers are replaced by binary files. */
 
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
-#include "mstream/mstream.h"
-#include "tensorflow/c/c_api.h"
-
-#pragma weak MS_SessionStats
+#define EXAMPLE "multistream_inference"
+#include "../common.h"
 
 #define DEFAULT_BATCH 16
 #define DEFAULT_ITERS 1000
@@ -42,7 +35,6 @@
 #define WARMUP_RUNS 10
 #define DEFAULT_ID_RANGE 100
 #define PRINT_VALUES 32
-#define MAX_GROUPS 256
 
 typedef struct {
   TF_Session* session;
@@ -55,16 +47,6 @@ typedef struct {
   double* latencies_ms; /* iters entries, filled by the worker */
   int failed;
 } Worker;
-
-/* code_name is TF's name of a status code, as TF_Status prints it. */
-static const char* code_name(TF_Code c) {
-  static const char* names[] = {
-      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-      "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-      "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-  return (unsigned)c < sizeof names / sizeof names[0] ? names[c] : "code?";
-}
 
 /* dtype_name is the C API's name of the dtypes this example prints. */
 static const char* dtype_name(TF_DataType t) {
@@ -82,23 +64,6 @@ static const char* dtype_name(TF_DataType t) {
   }
 }
 
-static void die_status(const char* what, const TF_Status* s) {
-  fprintf(stderr, "multistream_inference: %s: %s: %s\n", what,
-          code_name(TF_GetCode(s)), TF_Message(s));
-  exit(1);
-}
-
-static void check(const char* what, const TF_Status* s) {
-  if (TF_GetCode(s) != TF_OK) die_status(what, s);
-}
-
-static void die(const char* fmt, const char* arg) {
-  fprintf(stderr, "multistream_inference: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n");
-  exit(1);
-}
-
 static void usage(void) {
   fprintf(stderr,
           "usage: multistream_inference MODEL N_IN IN_NAME... N_OUT "
@@ -112,91 +77,6 @@ static void usage(void) {
           "  CONFIG  ConfigProto, binary or text\n",
           DEFAULT_BATCH, DEFAULT_ITERS, DEFAULT_THREADS);
   exit(2);
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void free_data(void* data, size_t len) {
-  (void)len;
-  free(data);
-}
-
-/* read_file returns the whole file as a TF_Buffer that owns its bytes. */
-static TF_Buffer* read_file(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "multistream_inference: %s: %s\n", path, strerror(errno));
-    exit(1);
-  }
-  size_t cap = 1 << 16, len = 0;
-  char* data = malloc(cap);
-  if (data == NULL) die("out of memory reading %s", path);
-  for (;;) {
-    size_t n = fread(data + len, 1, cap - len, f);
-    len += n;
-    if (len < cap) break;
-    cap *= 2;
-    char* grown = realloc(data, cap);
-    if (grown == NULL) die("out of memory reading %s", path);
-    data = grown;
-  }
-  if (ferror(f)) die("read error on %s", path);
-  fclose(f);
-  TF_Buffer* buf = TF_NewBuffer();
-  buf->data = data;
-  buf->length = len;
-  buf->data_deallocator = free_data;
-  return buf;
-}
-
-static int has_suffix(const char* s, const char* suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-/* looks_like_text says whether a file is plausibly protobuf text format:
- * serialized protos nearly always contain control bytes in the first KiB. */
-static int looks_like_text(const TF_Buffer* buf) {
-  const unsigned char* p = buf->data;
-  size_t n = buf->length < 1024 ? buf->length : 1024;
-  for (size_t i = 0; i < n; i++) {
-    if (p[i] < 0x20 && p[i] != '\n' && p[i] != '\r' && p[i] != '\t') return 0;
-  }
-  return 1;
-}
-
-/* load_graph_def returns a binary GraphDef for MODEL, converting text. */
-static TF_Buffer* load_graph_def(const char* path, TF_Status* s) {
-  TF_Buffer* raw = read_file(path);
-  int text = has_suffix(path, ".pbtxt") || has_suffix(path, ".txt") ||
-             (!has_suffix(path, ".pb") && looks_like_text(raw));
-  if (!text) return raw;
-  TF_Buffer* bin = TF_NewBuffer();
-  MS_GraphDefTextToBinary(raw->data, raw->length, bin, s);
-  TF_DeleteBuffer(raw);
-  if (TF_GetCode(s) != TF_OK) {
-    TF_DeleteBuffer(bin);
-    die_status(path, s);
-  }
-  return bin;
-}
-
-/* load_config returns a binary ConfigProto for CONFIG, converting text. */
-static TF_Buffer* load_config(const char* path, TF_Status* s) {
-  TF_Buffer* raw = read_file(path);
-  if (has_suffix(path, ".pb") || !looks_like_text(raw)) return raw;
-  TF_Buffer* bin = TF_NewBuffer();
-  MS_ConfigProtoTextToBinary(raw->data, raw->length, bin, s);
-  TF_DeleteBuffer(raw);
-  if (TF_GetCode(s) != TF_OK) {
-    TF_DeleteBuffer(bin);
-    die_status(path, s);
-  }
-  return bin;
 }
 
 /* parse_output turns "name" or "name:index" into a TF_Output. */
@@ -334,14 +214,14 @@ static void* worker_main(void* arg) {
   Worker* w = arg;
   TF_Status* s = TF_NewStatus();
   for (int i = 0; i < w->iters; i++) {
-    double t0 = now_ms();
+    double t0 = 1e3 * now_s();
     if (!run_once(w, NULL, s)) {
       fprintf(stderr, "multistream_inference: TF_SessionRun: %s: %s\n",
               code_name(TF_GetCode(s)), TF_Message(s));
       w->failed = 1;
       break;
     }
-    w->latencies_ms[i] = now_ms() - t0;
+    w->latencies_ms[i] = 1e3 * now_s() - t0;
   }
   TF_DeleteStatus(s);
   return NULL;
@@ -373,76 +253,38 @@ static void report(const char* phase, int threads, double* lat, int n,
          percentile(lat, n, 0.99), percentile(lat, n, 0.95), sum / n);
 }
 
-/* group_runs reads the runs each stream group has completed so far, and
- * the device it belongs to, from MS_SessionStats' JSON ("groups": [{"id": N,
- * "device": "GPU:0", ..., "runs_completed": M, ...}, ...]); it returns the
- * number of groups, or -1 without the call. */
-static int group_runs(TF_Session* session, long long* runs, char (*dev)[64]) {
-  if (!MS_SessionStats) return -1;
-  TF_Status* s = TF_NewStatus();
-  TF_Buffer* b = TF_NewBuffer();
-  MS_SessionStats(session, b, s);
-  int n = -1;
-  if (TF_GetCode(s) == TF_OK) {
-    char* js = malloc(b->length + 1);
-    memcpy(js, b->data, b->length);
-    js[b->length] = '\0';
-    const char* p = strstr(js, "\"groups\":[");
-    n = 0;
-    while (p && n < MAX_GROUPS && (p = strstr(p, "{\"id\":")) != NULL) {
-      const char* r = strstr(p, "\"runs_completed\":");
-      if (r == NULL) break;
-      const char* d = strstr(p, "\"device\":\"");
-      dev[n][0] = '\0';
-      if (d != NULL && d < r) {
-        d += strlen("\"device\":\"");
-        size_t k = 0;
-        while (d[k] && d[k] != '"' && k < sizeof dev[n] - 1) k++;
-        memcpy(dev[n], d, k);
-        dev[n][k] = '\0';
-      }
-      runs[n++] = strtoll(r + strlen("\"runs_completed\":"), NULL, 10);
-      p = r;
-    }
-    free(js);
-  }
-  TF_DeleteBuffer(b);
-  TF_DeleteStatus(s);
-  return n;
-}
-
 /* report_groups prints, per device whose groups served runs since
  * `before`, how many runs each of its groups served (a session on a GPU
  * also has the host's group, which serves no runs then); when several
  * devices served (MSTREAM_GPU_POOL on a host with two GPUs), a last line
  * gives the runs per device. */
-static void report_groups(TF_Session* session, const long long* before, int nb) {
-  long long now[MAX_GROUPS];
-  char dev[MAX_GROUPS][64];
-  int n = group_runs(session, now, dev);
+static void report_groups(TF_Session* session, const GroupStats* before, int nb) {
+  GroupStats now[MAX_GROUPS];
+  int n = group_stats(session, now, MAX_GROUPS);
   if (n < 0) return;
   int serving = 0, firsts[MAX_GROUPS];
   long long totals[MAX_GROUPS];
   for (int g = 0; g < n; g++) {
     int first = 1;
-    for (int h = 0; h < g; h++) first &= strcmp(dev[h], dev[g]) != 0;
+    for (int h = 0; h < g; h++) first &= strcmp(now[h].device, now[g].device) != 0;
     if (!first) continue;
     int used = 0, total = 0;
     long long runs = 0;
     for (int h = g; h < n; h++) {
-      if (strcmp(dev[h], dev[g]) != 0) continue;
-      long long r = now[h] - (h < nb ? before[h] : 0);
+      if (strcmp(now[h].device, now[g].device) != 0) continue;
+      long long r = now[h].runs - (h < nb ? before[h].runs : 0);
       total++;
       used += r > 0;
       runs += r;
     }
     if (runs == 0) continue;
-    const char* shortname = strstr(dev[g], "device:");
+    const char* dev = now[g].device;
+    const char* shortname = strstr(dev, "device:");
     printf("  stream groups: %d of %d on %s served runs:", used, total,
-           shortname ? shortname + strlen("device:") : dev[g][0] ? dev[g] : "?");
+           shortname ? shortname + strlen("device:") : dev[0] ? dev : "?");
     for (int h = g, i = 0; h < n; h++) {
-      if (strcmp(dev[h], dev[g]) != 0) continue;
-      printf(" group%d=%lld", i++, now[h] - (h < nb ? before[h] : 0));
+      if (strcmp(now[h].device, dev) != 0) continue;
+      printf(" group%d=%lld", i++, now[h].runs - (h < nb ? before[h].runs : 0));
     }
     printf("\n");
     firsts[serving] = g;
@@ -451,7 +293,7 @@ static void report_groups(TF_Session* session, const long long* before, int nb) 
   if (serving < 2) return;
   printf("  runs per device:");
   for (int i = 0; i < serving; i++) {
-    const char* name = dev[firsts[i]];
+    const char* name = now[firsts[i]].device;
     const char* shortname = strstr(name, "device:");
     printf(" %s=%lld", shortname ? shortname + strlen("device:") : name, totals[i]);
   }
@@ -460,9 +302,8 @@ static void report_groups(TF_Session* session, const long long* before, int nb) 
 
 /* phase runs ITERS runs on each of THREADS threads and reports. */
 static void phase(const char* name, Worker* proto, int threads, int batch) {
-  long long before[MAX_GROUPS];
-  char bdev[MAX_GROUPS][64];
-  int nb = group_runs(proto->session, before, bdev);
+  GroupStats before[MAX_GROUPS];
+  int nb = group_stats(proto->session, before, MAX_GROUPS);
   Worker* ws = calloc((size_t)threads, sizeof *ws);
   pthread_t* tids = calloc((size_t)threads, sizeof *tids);
   double* lat = calloc((size_t)threads * (size_t)proto->iters, sizeof *lat);
@@ -470,7 +311,7 @@ static void phase(const char* name, Worker* proto, int threads, int batch) {
     ws[t] = *proto;
     ws[t].latencies_ms = lat + (size_t)t * (size_t)proto->iters;
   }
-  double t0 = now_ms();
+  double t0 = 1e3 * now_s();
   for (int t = 0; t < threads; t++) {
     int rc = pthread_create(&tids[t], NULL, worker_main, &ws[t]);
     if (rc != 0) die("pthread_create: %s", strerror(rc));
@@ -480,7 +321,7 @@ static void phase(const char* name, Worker* proto, int threads, int batch) {
     pthread_join(tids[t], NULL);
     failed |= ws[t].failed;
   }
-  double wall = now_ms() - t0;
+  double wall = 1e3 * now_s() - t0;
   if (failed) exit(1);
   report(name, threads, lat, threads * proto->iters, wall, batch);
   report_groups(proto->session, before, nb);
@@ -543,7 +384,7 @@ int main(int argc, char** argv) {
 
   TF_SessionOptions* opts = TF_NewSessionOptions();
   if (config != NULL) {
-    TF_Buffer* cfg = load_config(config, s);
+    TF_Buffer* cfg = load_proto(config, 0, s);
     TF_SetConfig(opts, cfg->data, cfg->length, s);
     TF_DeleteBuffer(cfg);
     check(config, s);
@@ -557,7 +398,7 @@ int main(int argc, char** argv) {
     session = TF_LoadSessionFromSavedModel(opts, NULL, model, tags, 1, graph, NULL, s);
     check(model, s);
   } else {
-    TF_Buffer* graph_def = load_graph_def(model, s);
+    TF_Buffer* graph_def = load_proto(model, 1, s);
     TF_ImportGraphDefOptions* import_opts = TF_NewImportGraphDefOptions();
     TF_GraphImportGraphDef(graph, graph_def, import_opts, s);
     TF_DeleteImportGraphDefOptions(import_opts);

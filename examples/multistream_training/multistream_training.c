@@ -35,48 +35,18 @@
  * without it), so the same source runs against TensorFlow's own
  * libtensorflow and the losses can be compared. */
 
-#include <errno.h>
-#include <math.h>
 #include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#include <math.h>
 
-#include "mstream/mstream.h"
-#include "tensorflow/c/c_api.h"
-
-#pragma weak MS_SessionStats
+#define EXAMPLE "multistream_training"
+#include "../common.h"
 
 #define DEFAULT_STEPS 200
 #define DEFAULT_BATCH 256
 #define DEFAULT_EVERY 10
 #define DEFAULT_CHECKPOINT "/tmp/multistream_training/model.ckpt"
 #define MAX_TOWERS 64
-#define MAX_GROUPS 256
 #define SEED 20240501u
-
-static const char* code_name(TF_Code c) {
-  static const char* names[] = {
-      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-      "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-      "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-  return (unsigned)c < sizeof names / sizeof names[0] ? names[c] : "code?";
-}
-
-static void check(const char* what, const TF_Status* s) {
-  if (TF_GetCode(s) == TF_OK) return;
-  fprintf(stderr, "multistream_training: %s: %s: %s\n", what, code_name(TF_GetCode(s)), TF_Message(s));
-  exit(1);
-}
-
-static void die(const char* fmt, const char* arg) {
-  fprintf(stderr, "multistream_training: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n");
-  exit(1);
-}
 
 static void usage(void) {
   fprintf(stderr,
@@ -90,70 +60,6 @@ static void usage(void) {
           "  CONFIG      ConfigProto, binary or text\n",
           DEFAULT_STEPS, DEFAULT_BATCH, DEFAULT_EVERY, DEFAULT_CHECKPOINT);
   exit(2);
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void free_data(void* data, size_t len) {
-  (void)len;
-  free(data);
-}
-
-static TF_Buffer* read_file(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "multistream_training: %s: %s\n", path, strerror(errno));
-    exit(1);
-  }
-  size_t cap = 1 << 16, len = 0;
-  char* data = malloc(cap);
-  if (data == NULL) die("out of memory reading %s", path);
-  for (;;) {
-    len += fread(data + len, 1, cap - len, f);
-    if (len < cap) break;
-    cap *= 2;
-    char* grown = realloc(data, cap);
-    if (grown == NULL) die("out of memory reading %s", path);
-    data = grown;
-  }
-  if (ferror(f)) die("read error on %s", path);
-  fclose(f);
-  TF_Buffer* buf = TF_NewBuffer();
-  buf->data = data;
-  buf->length = len;
-  buf->data_deallocator = free_data;
-  return buf;
-}
-
-/* looks_like_text: serialized protos nearly always hold control bytes early. */
-static int looks_like_text(const TF_Buffer* buf) {
-  const unsigned char* p = buf->data;
-  size_t n = buf->length < 1024 ? buf->length : 1024;
-  for (size_t i = 0; i < n; i++) {
-    if (p[i] < 0x20 && p[i] != '\n' && p[i] != '\r' && p[i] != '\t') return 0;
-  }
-  return 1;
-}
-
-/* load_proto returns the binary form of a GraphDef (graph != 0) or
- * ConfigProto file, converting text. */
-static TF_Buffer* load_proto(const char* path, int graph, TF_Status* s) {
-  TF_Buffer* raw = read_file(path);
-  size_t n = strlen(path);
-  if ((n > 3 && strcmp(path + n - 3, ".pb") == 0) || !looks_like_text(raw)) return raw;
-  TF_Buffer* bin = TF_NewBuffer();
-  if (graph) {
-    MS_GraphDefTextToBinary(raw->data, raw->length, bin, s);
-  } else {
-    MS_ConfigProtoTextToBinary(raw->data, raw->length, bin, s);
-  }
-  TF_DeleteBuffer(raw);
-  check(path, s);
-  return bin;
 }
 
 static TF_Operation* op(TF_Graph* g, const char* name) {
@@ -242,41 +148,16 @@ static void run_init(TF_Graph* g, TF_Session* sess, const TF_Operation* init, TF
   free(values);
 }
 
-/* json_int reads the integer after "key": at or after p, before end. */
-static long long json_int(const char* p, const char* end, const char* key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  const char* k = strstr(p, pat);
-  if (k == NULL || (end != NULL && k > end)) return -1;
-  return strtoll(k + strlen(pat), NULL, 10);
-}
-
 /* report_groups prints each stream group's runs and cross-stream waits
  * from MS_SessionStats' JSON ("groups": [{"id": N, ..., "runs_completed":
  * M, ..., "stream_waits": W, ...}, ...]). */
 static void report_groups(TF_Session* sess) {
-  if (!MS_SessionStats) return;
-  TF_Status* s = TF_NewStatus();
-  TF_Buffer* b = TF_NewBuffer();
-  MS_SessionStats(sess, b, s);
-  if (TF_GetCode(s) == TF_OK) {
-    char* js = malloc(b->length + 1);
-    memcpy(js, b->data, b->length);
-    js[b->length] = '\0';
-    const char* p = strstr(js, "\"groups\":[");
-    int n = 0;
-    printf("stream groups:");
-    while (p != NULL && n < MAX_GROUPS && (p = strstr(p + 1, "{\"id\":")) != NULL) {
-      const char* next = strstr(p + 1, "{\"id\":");
-      printf(" group%d runs=%lld waits=%lld", n, json_int(p, next, "runs_completed"),
-             json_int(p, next, "stream_waits"));
-      n++;
-    }
-    printf("\n");
-    free(js);
-  }
-  TF_DeleteBuffer(b);
-  TF_DeleteStatus(s);
+  GroupStats g[MAX_GROUPS];
+  int n = group_stats(sess, g, MAX_GROUPS);
+  if (n < 0) return;
+  printf("stream groups:");
+  for (int i = 0; i < n; i++) printf(" group%d runs=%lld waits=%lld", i, g[i].runs, g[i].waits);
+  printf("\n");
 }
 
 /* ---- MODEL "capi": the same recommender built through the C API ---------
