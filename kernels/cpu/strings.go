@@ -48,6 +48,13 @@ func init() {
 		k0, k1 := uint64(key[0]), uint64(key[1])
 		return func(s []byte) uint64 { return sipHash24(k0, k1, s) }, nil
 	})
+	reg("StringLength", nil, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		utf8, err := utf8Unit(n)
+		if err != nil {
+			return nil, err
+		}
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return stringLength(ctx, utf8) }), nil
+	})
 	reg("StringJoin", nil, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		sep := []byte(attrString(n, "separator", ""))
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return stringJoin(ctx, sep) }), nil
@@ -88,6 +95,30 @@ func stringJoin(ctx *kernels.Context, sep []byte) error {
 			return err
 		}
 		out.Strs[i] = bytes.Join(parts, sep)
+	}
+	return nil
+}
+
+// stringLength is each element's length in bytes or, with utf8, in
+// characters: as TF's UTF8StrLen, the bytes that are not continuation
+// bytes. TF's output is int32 and so is the count, as TF truncates it.
+func stringLength(ctx *kernels.Context, utf8 bool) error {
+	in := ctx.Input(0)
+	out, err := ctx.Allocate(0, in.Shape)
+	if err != nil {
+		return err
+	}
+	o := out.I32()
+	for i, s := range in.Strs {
+		n := len(s)
+		if utf8 {
+			for _, c := range s {
+				if trailByte(c) {
+					n--
+				}
+			}
+		}
+		o[i] = int32(n)
 	}
 	return nil
 }

@@ -9,14 +9,28 @@ import (
 
 func init() {
 	reg("Substr", nil, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		unit := attrString(n, "unit", "BYTE")
-		if unit != "BYTE" && unit != "UTF8_CHAR" {
-			return nil, status.Errorf(status.InvalidArgument, "%s: unit %q is not BYTE or UTF8_CHAR", n.Name, unit)
+		utf8, err := utf8Unit(n)
+		if err != nil {
+			return nil, err
 		}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return substr(ctx, unit == "UTF8_CHAR") }), nil
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return substr(ctx, utf8) }), nil
 	})
 }
 
+// utf8Unit reads the unit attr of a string op that counts bytes or
+// characters (TF's ParseCharUnit): true for UTF8_CHAR, false for BYTE,
+// the default.
+func utf8Unit(n *graph.Node) (bool, error) {
+	unit := attrString(n, "unit", "BYTE")
+	if unit != "BYTE" && unit != "UTF8_CHAR" {
+		return false, status.Errorf(status.InvalidArgument, "%s: unit %q is not BYTE or UTF8_CHAR", n.Name, unit)
+	}
+	return unit == "UTF8_CHAR", nil
+}
+
+// trailByte is TF's IsTrailByte: a UTF-8 continuation byte (10xxxxxx),
+// which does not start a character. Invalid UTF-8 is counted as TF counts
+// it, byte by byte, never rejected.
 func trailByte(c byte) bool { return int8(c) < -0x40 }
 
 // forwardUTF8 and backUTF8 are TF's Forward/BackNUTF8CharPositions: move

@@ -116,6 +116,48 @@ func randWords(r *rand.Rand, shape tensor.Shape) *tensor.Tensor {
 	return t
 }
 
+// StringLength in bytes and in UTF-8 characters, over words of ASCII,
+// two-, three- and four-byte characters and stray bytes (a lone
+// continuation byte, a truncated sequence: TF counts invalid UTF-8 byte by
+// byte rather than failing). The reference counts the bytes that are not
+// continuation bytes (10xxxxxx), as TF's UTF8StrLen.
+func init() {
+	Add("StringLength", func(r *rand.Rand) []Case {
+		pieces := []string{"a", "Z", " ", "é", "ß", "€", "中", "😀", "\x80", "\xbf", "\xe2\x82", "\xff", "\x00"}
+		var cs []Case
+		for _, unit := range []string{"", "BYTE", "UTF8_CHAR"} {
+			for _, s := range EdgeShapes {
+				in := tensor.New(tensor.String, s)
+				want := tensor.New(tensor.Int32, s)
+				for i := range in.Strs {
+					var b []byte
+					for range r.Intn(7) {
+						b = append(b, pieces[r.Intn(len(pieces))]...)
+					}
+					in.Strs[i] = b
+					n := len(b)
+					if unit == "UTF8_CHAR" {
+						n = 0
+						for _, c := range b {
+							if c&0xc0 != 0x80 {
+								n++
+							}
+						}
+					}
+					want.I32()[i] = int32(n)
+				}
+				attrs := Attrs{}
+				if unit != "" {
+					attrs["unit"] = AStr(unit)
+				}
+				args := ins(in)
+				cs = append(cs, Case{Node: NodeFor("StringLength", attrs, args, nil), Inputs: args, Want: []*tensor.Tensor{want}})
+			}
+		}
+		return cs
+	})
+}
+
 // The regex families take their reference from the standard library's
 // strings functions on patterns whose meaning they spell out; real RE2's
 // behaviour is TestStringOpsLikeTF's to check.
