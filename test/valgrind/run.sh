@@ -42,9 +42,21 @@ strings "$memcheck_bin" | grep -E "^($go_syscalls)\([a-z_0-9]+\)\$" | sort -u | 
   done
 done > "$goparams"
 [ -s "$goparams" ] || die "no Go syscall suppressions generated from $memcheck_bin"
+# Valgrind (3.17 and later) asks the debuginfod servers DEBUGINFOD_URLS
+# names for the debug info of every object that has none on the machine,
+# through debuginfod-find: 9 objects for each C test here (the test itself,
+# valgrind's two preloads, libgcc_s, OpenBLAS, libgfortran, libquadmath).
+# Debian's login shells set DEBUGINFOD_URLS (libdebuginfod-common), and
+# where the server is slow or unreachable each lookup waits up to
+# DEBUGINFOD_TIMEOUT (90 s) and is then cached as a miss for 10 minutes:
+# bad_input_test, the first test, took 461 s in a fresh CI run (14 s of
+# work and 5 such waits) and 14 s run again right after. Nothing here
+# needs that debug info (suppressions match function names, from symbol
+# tables), so valgrind never asks.
+[ -z "${DEBUGINFOD_URLS:-}" ] || echo "valgrind: DEBUGINFOD_URLS=$DEBUGINFOD_URLS is set: not passed to valgrind" >&2
 vg() { # log program
   : > "$1"
-  GODEBUG=cpu.rdtscp=off valgrind --leak-check=full --errors-for-leak-kinds=definite --error-limit=no \
+  env -u DEBUGINFOD_URLS GODEBUG=cpu.rdtscp=off valgrind --leak-check=full --errors-for-leak-kinds=definite --error-limit=no \
     --trace-children=yes --suppressions="$here/go.supp" --suppressions="$goparams" --error-exitcode=99 \
     --log-fd=9 "${@:2}" 9>>"$1"
 }
@@ -61,6 +73,13 @@ summarize() { # log
 build() { # out src
   gcc -I "$repo/include" -I "$repo/test/c" -o "$1" "$2" -L "$repo/build" -ltensorflow \
     -Wl,-rpath,"$repo/build" -lpthread -lm
+}
+# cpu_now sets cpu to the CPU seconds (user + system) of this shell's
+# finished children: a test's CPU time beside its wall time says whether a
+# slow run did more work or waited (for the CPU or on something else).
+cpu_now() {
+  times >"$tmp/times"
+  cpu=$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } } END { printf "%.0f", t }' "$tmp/times")
 }
 pass=0; fail=0
 tests=${VALGRIND_TESTS:-$(cd "$repo/test/c" && ls *_test.c | sed 's/\.c$//')}
@@ -82,9 +101,10 @@ for name in $tests; do
   # such time goes next time).
   extra=()
   case $name in session_test|multistream_test) extra=(--undef-value-errors=no) ;; esac
-  t0=$(date +%s)
+  t0=$(date +%s); cpu_now; c0=$cpu
   out=$(vg "$tmp/$name.log" "${extra[@]}" "$tmp/$name" 2>&1); rc=$?
-  summary="$(summarize "$tmp/$name.log"); $(( $(date +%s) - t0 )) s"
+  cpu_now
+  summary="$(summarize "$tmp/$name.log"); $(( $(date +%s) - t0 )) s, $((cpu - c0)) s CPU"
   if [ $rc -eq 0 ] && [[ $summary =~ \ 0\ errors\ reported\; ]] && [[ $(echo "$out" | tail -1) =~ \ 0\ failed$ ]]; then
     pass=$((pass+1)); echo "valgrind: $name clean ($summary)" >&2
   else
