@@ -22,3 +22,13 @@ ms_result_line() {
   if [ "${4:-0}" -ne 0 ]; then ms_l="$ms_l, $4 expected failures"; fi
   echo "$ms_l"
 }
+
+# ms_cpu SCRATCH: sets ms_cpu_s to the CPU seconds (user + system) of the
+# calling shell's finished children, writing `times` into the file SCRATCH
+# (times must run in the calling shell itself, not in a $(...) subshell).
+# A suite's or test's CPU time beside its wall time says whether a slow run
+# did more work or waited (for a CPU, the network, a lock).
+ms_cpu() {
+  times >"$1"
+  ms_cpu_s=$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } } END { printf "%.0f", t }' "$1")
+}

@@ -57,7 +57,7 @@ suite_script() { # name command...
 
 suites=${*:-c symbols headers numeric tfheaders gobind models valgrind fuzz tforacle capidiff}
 for s in $suites; do
-  t0=$(date +%s)
+  t0=$(date +%s); ms_cpu "$tmp/times"; c0=$ms_cpu_s
   case $s in
     c) suite_c ;;
     symbols) suite_symbols ;;
@@ -72,7 +72,8 @@ for s in $suites; do
     capidiff) suite_script capidiff "$repo/test/capidiff/run.sh" ;;
     *) echo "unknown suite $s"; fail=$((fail+1)) ;;
   esac
-  echo "-- $s: $(( $(date +%s) - t0 )) s"
+  ms_cpu "$tmp/times"
+  echo "-- $s: $(( $(date +%s) - t0 )) s, $((ms_cpu_s - c0)) s CPU, load $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)"
 done
 ms_result_line $pass $fail $skip $xfail
 [ $fail -eq 0 ]

@@ -22,6 +22,7 @@ die() { echo "valgrind: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 command -v valgrind >/dev/null || die "valgrind not found (scripts/setup.sh installs it)"
 [ -e "$repo/build/libtensorflow.so" ] || make -C "$repo" >&2 || die "build failed"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+. "$repo/scripts/result.sh"
 # A syscall the Go runtime makes from its own assembly (runtime.write1,
 # runtime.futex, internal/runtime/syscall/linux.Syscall6, ...) passes values
 # from Go stacks and registers, which memcheck sometimes holds undefined
@@ -74,13 +75,6 @@ build() { # out src
   gcc -I "$repo/include" -I "$repo/test/c" -o "$1" "$2" -L "$repo/build" -ltensorflow \
     -Wl,-rpath,"$repo/build" -lpthread -lm
 }
-# cpu_now sets cpu to the CPU seconds (user + system) of this shell's
-# finished children: a test's CPU time beside its wall time says whether a
-# slow run did more work or waited (for the CPU or on something else).
-cpu_now() {
-  times >"$tmp/times"
-  cpu=$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } } END { printf "%.0f", t }' "$tmp/times")
-}
 pass=0; fail=0
 tests=${VALGRIND_TESTS:-$(cd "$repo/test/c" && ls *_test.c | sed 's/\.c$//')}
 for name in $tests; do
@@ -101,10 +95,10 @@ for name in $tests; do
   # such time goes next time).
   extra=()
   case $name in session_test|multistream_test) extra=(--undef-value-errors=no) ;; esac
-  t0=$(date +%s); cpu_now; c0=$cpu
+  t0=$(date +%s); ms_cpu "$tmp/times"; c0=$ms_cpu_s
   out=$(vg "$tmp/$name.log" "${extra[@]}" "$tmp/$name" 2>&1); rc=$?
-  cpu_now
-  summary="$(summarize "$tmp/$name.log"); $(( $(date +%s) - t0 )) s, $((cpu - c0)) s CPU"
+  ms_cpu "$tmp/times"
+  summary="$(summarize "$tmp/$name.log"); $(( $(date +%s) - t0 )) s, $((ms_cpu_s - c0)) s CPU"
   if [ $rc -eq 0 ] && [[ $summary =~ \ 0\ errors\ reported\; ]] && [[ $(echo "$out" | tail -1) =~ \ 0\ failed$ ]]; then
     pass=$((pass+1)); echo "valgrind: $name clean ($summary)" >&2
   else
