@@ -1,14 +1,21 @@
 #!/bin/sh
-# mstream next to real TensorFlow 2.15.1 on the CPU: the same GraphDefs, the
-# same closed-loop C client (bench/gpu/loadgen.c, built twice: once linked to
-# build/libmstream.so, once to TF's own C API from the pip wheel), the same
-# ConfigProto (intra_op = inter_op = 2), the two libraries alternating model by
-# model, ROUNDS times; the report takes each side's median per point.
+# mstream next to real TensorFlow 2.15.1, ONNX Runtime and OpenVINO on the
+# CPU: the same GraphDefs, the same thread settings (the ConfigProto's
+# intra_op = inter_op = 2), the sides alternating model by model, ROUNDS
+# times; the report takes each side's median per point.
+#
+# mstream and TF run through the same closed-loop C client
+# (bench/gpu/loadgen.c, built twice: once linked to build/libmstream.so, once
+# to TF's own C API from the pip wheel). ONNX Runtime (the GraphDefs converted
+# by tf2onnx) and OpenVINO (its TensorFlow frontend, f32) run through their
+# Python APIs beside TF's own Python client (bench/cpu/peers.py), when
+# bench/cpu/peers_setup.sh has made build/peers-venv (PEERS=0 skips them).
 #
 #   bench/cpu/vs_tf.sh                 # every model, B 1,16,256, T 1,2, DUR=1 s
 #   MODELS="mlp chain" DUR=2 ROUNDS=3 bench/cpu/vs_tf.sh
+#   bench/cpu/vs_tf.sh --readme        # and write the tables into README.md
 #
-# Writes build/vs_tf/points.jsonl and prints the Markdown table
+# Writes build/vs_tf/points.jsonl and run.json and prints the Markdown tables
 # (bench/cpu/report.py). Needs scripts/setup.sh's build/venv with TF.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -16,6 +23,8 @@ cd "$root"
 ms_root=$root
 . scripts/venv.sh
 ms_have_tf || exit 0
+readme=
+[ "${1:-}" = --readme ] && readme="--readme README.md"
 DUR=${DUR:-1}
 ROUNDS=${ROUNDS:-2}
 BATCHES=${BATCHES:-1,16,256}
@@ -49,10 +58,24 @@ if [ "$(cat "$m/.done" 2>/dev/null)" != "$gens" ]; then
   echo "$gens" >"$m/.done"
 fi
 
+# The peers' converted models (build/vs_tf/peers), converted again when a
+# GraphDef changes.
+sides="ms tf"
+pv=build/peers-venv/bin/python
+if [ "${PEERS:-1}" != 0 ] && [ -e build/peers-venv/.ok ]; then
+  sides="ms tf tfpy ort ov"
+  "$pv" bench/cpu/peers.py convert "$m" "$out/peers" $MODELS 2>"$out/err_convert" ||
+    { echo "vs_tf: converting for the peers failed: $(tail -3 "$out/err_convert")" >&2; exit 1; }
+else
+  echo "vs_tf: no ONNX Runtime / OpenVINO side (bench/cpu/peers_setup.sh makes build/peers-venv)" >&2
+fi
+
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
 pts=$out/points.jsonl
 : >"$pts"
-echo "vs_tf: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), DUR=$DUR ROUNDS=$ROUNDS" >&2
+rm -f "$out"/out_*
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "vs_tf: $(nproc) cores, load $load0, DUR=$DUR ROUNDS=$ROUNDS, sides $sides" >&2
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
   for model in $MODELS; do
@@ -63,13 +86,32 @@ while [ "$r" -le "$ROUNDS" ]; do
     case $file in chain | wide | while1000) b=1 ;; esac
     ids=100000 # below every table's rows: the bundled model's smallest has 200
     [ "$file" = model_test ] && ids=200
-    for side in ms tf; do
+    for side in $sides; do
       echo "vs_tf: round $r $model $side" >&2
-      IDS_MAX=$ids OUTPUT_DUMP="$out/out_${model}_$side" "$out/loadgen_$side" "$m/$file.pb" "$b" "$THREADS" "$DUR" "$m/$cfg" 2>"$out/err_${model}_$side" |
+      case $side in
+        ms | tf) run="$out/loadgen_$side $m/$file.pb $b $THREADS $DUR $m/$cfg" ;;
+        *) run="$pv bench/cpu/peers.py run $side $out/peers $model $b $THREADS $DUR" ;;
+      esac
+      IDS_MAX=$ids OUTPUT_DUMP="$out/out_${model}_$side" $run 2>"$out/err_${model}_$side" |
         grep -v '"stats"' | sed "s/^{/{\"model\": \"$model\", \"side\": \"$side\", \"round\": $r, /" >>"$pts" ||
         { echo "vs_tf: $model on $side failed: $(tail -1 "$out/err_${model}_$side")" >&2; }
     done
   done
   r=$((r + 1))
 done
-"$MS_PY" bench/cpu/report.py "$pts" "$out"
+
+# What the report prints above its tables.
+versions=$("$MS_PY" -c 'import tensorflow as tf; print("TF", tf.__version__)' 2>/dev/null)
+case $sides in *ort*)
+  versions=$("$pv" -c 'import onnxruntime, openvino, tf2onnx, onnx, tensorflow
+print("TF", tensorflow.__version__, "- ONNX Runtime", onnxruntime.__version__, "- OpenVINO",
+      openvino.__version__.split("-")[0], "- tf2onnx", tf2onnx.__version__, "(onnx", onnx.__version__ + ", opset 17)")' 2>/dev/null)
+  ;;
+esac
+cat >"$out/run.json" <<EOF
+{"date": "$(date -u '+%Y-%m-%d %H:%M UTC')", "commit": "$(git rev-parse --short HEAD 2>/dev/null)", "cores": $(nproc),
+ "cpu": "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')", "load_before": "$load0",
+ "load_after": "$(cut -d' ' -f1-3 /proc/loadavg)", "rounds": $ROUNDS, "dur": "$DUR", "versions": "$versions",
+ "command": "MODELS=\"$MODELS\" BATCHES=$BATCHES THREADS=$THREADS ROUNDS=$ROUNDS DUR=$DUR bench/cpu/vs_tf.sh"}
+EOF
+"$MS_PY" bench/cpu/report.py $readme "$out"
