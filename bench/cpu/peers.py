@@ -99,13 +99,6 @@ def convert(modeldir, peerdir, models):
         for f in os.listdir(peerdir):
             if f.startswith(model + "."):
                 os.remove(os.path.join(peerdir, f))
-        if len(data) > MAX_MB << 20:
-            # dlrm_small (667 MB of 100k-row tables): tf2onnx took all 23 GB
-            # of this machine's memory on it and was killed.
-            for side in ("ort", "ov"):
-                write(f"{stem}.{side}.err", f"not converted: the GraphDef is {len(data) / 1e6:.0f} MB, above PEERS_MAX_MB={MAX_MB}")
-            write(stem + ".done", digest)
-            continue
         gd = tf.compat.v1.GraphDef.FromString(data)
         g = tf.Graph()
         with g.as_default():
@@ -125,6 +118,13 @@ def convert(modeldir, peerdir, models):
         }
         with open(stem + ".spec.json", "w") as f:
             json.dump(spec, f)
+        if len(data) > MAX_MB << 20:
+            # dlrm_small (667 MB of 100k-row tables): tf2onnx took all 23 GB
+            # of this machine's memory on it and was killed.
+            for side in ("ort", "ov"):
+                write(f"{stem}.{side}.err", f"not converted: the GraphDef is {len(data) / 1e6:.0f} MB, above PEERS_MAX_MB={MAX_MB}")
+            write(stem + ".done", digest)
+            continue
         t0 = time.time()
         try:
             import tf2onnx
