@@ -34,6 +34,11 @@ D = tf.data.Dataset
 
 
 def enc(v):
+    # Bytes go through an object array: numpy's fixed-width "S" dtype
+    # drops trailing NUL bytes, so a TFRecord ending in 0x00 would be
+    # recorded without it (1 CI run in a few failed on that).
+    if isinstance(v, bytes):
+        v = np.array([v], dtype=object).reshape(())
     v = np.asarray(v)
     if v.dtype.kind in "SO":
         return {"dtype": "string", "shape": list(v.shape),
