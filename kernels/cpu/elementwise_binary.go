@@ -38,6 +38,7 @@ const (
 	dTruncDiv // TruncateDiv
 	dTruncMod // TruncateMod, Mod
 	dDivNoNan // DivNoNan
+	dAtan2    // Atan2 (floats only)
 )
 
 var divOps = []struct {
@@ -54,6 +55,7 @@ var divOps = []struct {
 	{"TruncateMod", dTruncMod, []tensor.DType{tensor.Float, tensor.Double, tensor.Int32, tensor.Int64}},
 	{"Mod", dTruncMod, []tensor.DType{tensor.Float, tensor.Double, tensor.Int32, tensor.Int64}},
 	{"DivNoNan", dDivNoNan, floatTypes},
+	{"Atan2", dAtan2, floatTypes},
 }
 
 func init() {
@@ -186,6 +188,8 @@ func floatDivFn[T float32 | float64](kind divKind) func(x, y T) T {
 			}
 			return x / y
 		}
+	case dAtan2:
+		return func(x, y T) T { return T(math.Atan2(float64(x), float64(y))) }
 	}
 	return func(x, y T) T { return x / y }
 }

@@ -57,6 +57,7 @@ var gradSpecs = map[string]gradSpec{
 		return g * seluScale
 	}, sameShape: true},
 	"SoftplusGrad": {f: func(g, x float64) float64 { return g / (math.Exp(-x) + 1) }, sameShape: true},
+	"SoftsignGrad": {f: func(g, x float64) float64 { d := 1 + math.Abs(x); return g / (d * d) }, sameShape: true},
 	"SigmoidGrad":  {f: sigmoidGrad[float64], f32: sigmoidGrad[float32]},
 	"TanhGrad":     {f: tanhGrad[float64], f32: tanhGrad[float32]},
 	// A zero dy gives zero whatever y is (TF's cwise_ops_gradients.h).

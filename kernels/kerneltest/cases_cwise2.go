@@ -28,6 +28,15 @@ func init() {
 		{Op: "Log1p", Types: FloatTypes, NumPy: "np.log1p(a0)", Lo: -1.5, Hi: 3},
 		{Op: "Sin", Types: FloatTypes, NumPy: "np.sin(a0)", Lo: -10, Hi: 10},
 		{Op: "Cos", Types: FloatTypes, NumPy: "np.cos(a0)", Lo: -10, Hi: 10},
+		{Op: "Tan", Types: FloatTypes, NumPy: "np.tan(a0)", Lo: -1.5, Hi: 1.5},
+		{Op: "Asin", Types: FloatTypes, NumPy: "np.arcsin(a0)", Lo: -1.2, Hi: 1.2},
+		{Op: "Acos", Types: FloatTypes, NumPy: "np.arccos(a0)", Lo: -1.2, Hi: 1.2},
+		{Op: "Atan", Types: FloatTypes, NumPy: "np.arctan(a0)", Lo: -10, Hi: 10},
+		{Op: "Sinh", Types: FloatTypes, NumPy: "np.sinh(a0)", Lo: -5, Hi: 5},
+		{Op: "Cosh", Types: FloatTypes, NumPy: "np.cosh(a0)", Lo: -5, Hi: 5},
+		{Op: "Asinh", Types: FloatTypes, NumPy: "np.arcsinh(a0)", Lo: -10, Hi: 10},
+		{Op: "Acosh", Types: FloatTypes, NumPy: "np.arccosh(a0)", Lo: 0.5, Hi: 10},
+		{Op: "Atanh", Types: FloatTypes, NumPy: "np.arctanh(a0)", Lo: -1.2, Hi: 1.2},
 		{Op: "Erf", Types: FloatTypes, Ref: math.Erf, Lo: -4, Hi: 4},
 		{Op: "Floor", Types: FloatTypes, NumPy: "np.floor(a0)", Lo: -50, Hi: 50},
 		{Op: "Ceil", Types: FloatTypes, NumPy: "np.ceil(a0)", Lo: -50, Hi: 50},
@@ -95,6 +104,7 @@ func init() {
 			Add(op, BinaryFamily(BinarySpec{Op: op, Types: []tensor.DType{tensor.Bfloat16}, NumPy: e}))
 		}
 	}
+	Add("Atan2", BinaryFamily(BinarySpec{Op: "Atan2", Types: FloatTypes, NumPy: "np.arctan2(a0, a1)"}))
 	Add("DivNoNan", BinaryFamily(BinarySpec{Op: "DivNoNan", Types: FloatTypes, NumPy: "np.where(a1 == 0, np.zeros_like(a0), a0 / a1)"}))
 	Add("SquaredDifference", BinaryFamily(BinarySpec{Op: "SquaredDifference", Types: dtypes(FloatTypes, []tensor.DType{tensor.Int32, tensor.Int64}), NumPy: "np.square(a0 - a1)"}))
 	// Go's and libm's pow differ by a few ulp at extreme magnitudes.

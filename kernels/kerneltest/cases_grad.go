@@ -22,6 +22,7 @@ var gradNumPy = map[string]string{
 	"EluGrad":        "np.where(a1 < 0, a0 * (a1 + 1), a0)",
 	"SeluGrad":       "np.where(a1 < 0, a0.astype(np.float64) * (a1.astype(np.float64) + 1.0507009873554804934193349852946 * 1.6732632423543772848170429916717), a0.astype(np.float64) * 1.0507009873554804934193349852946)",
 	"SoftplusGrad":   "a0.astype(np.float64) / (np.exp(-a1.astype(np.float64)) + 1)",
+	"SoftsignGrad":   "a0.astype(np.float64) / np.square(1 + np.abs(a1.astype(np.float64)))",
 	"LeakyReluGrad":  "np.where(a1 > 0, a0, a0.astype(np.float64) * %g)",
 	"SigmoidGrad":    "a1.astype(np.float64) * a0 * (1 - a0.astype(np.float64))",
 	"TanhGrad":       "a1.astype(np.float64) * (1 - a0.astype(np.float64) * a0)",
