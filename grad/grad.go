@@ -22,6 +22,9 @@ var registry = map[string]Func{}
 
 func register(f Func, ops ...string) {
 	for _, op := range ops {
+		if _, dup := registry[op]; dup {
+			panic("grad: two gradient functions for " + op)
+		}
 		registry[op] = f
 	}
 }

@@ -255,6 +255,70 @@ var cases = []gcase{
 		c.ys = []graph.Output{c.op("Mul", nil, n.Output(0), w)}
 	}, true},
 	{"l2loss", func(c *cb) { c.ys = []graph.Output{c.op("L2Loss", nil, c.op("Mul", nil, c.x(3, 4), c.w(3, 4)))} }, false},
+	{"trigonometric", func(c *cb) {
+		x, y := c.xr(-0.9, 0.9, 2, 3), c.xr(-3, 3, 2, 3)
+		var sum graph.Output
+		for _, op := range []string{"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Atanh", "Erf", "Expm1", "Log1p", "Softsign", "Sign"} {
+			t := c.op("Mul", nil, c.op(op, nil, x), c.w(2, 3))
+			if sum.Node == nil {
+				sum = t
+			} else {
+				sum = c.op("AddV2", nil, sum, t)
+			}
+		}
+		for _, op := range []string{"Sinh", "Cosh", "Asinh"} {
+			sum = c.op("AddV2", nil, sum, c.op("Mul", nil, c.op(op, nil, y), c.w(2, 3)))
+		}
+		sum = c.op("AddV2", nil, sum, c.op("Mul", nil, c.op("Acosh", nil, c.xr(1.5, 4, 2, 3)), c.w(2, 3)))
+		c.ys = []graph.Output{sum}
+	}, false},
+	{"atan2 divnonan", func(c *cb) {
+		a, b := c.x(3, 4), c.xr(0.5, 2, 3, 4)
+		c.ys = []graph.Output{c.op("Mul", nil, c.op("Atan2", nil, a, c.x(3, 4)), c.w(3, 4)), c.op("Square", nil, c.op("DivNoNan", nil, a, b))}
+	}, false},
+	{"prod max min", func(c *cb) {
+		x := c.xr(0.5, 1.5, 2, 3, 4)
+		p := c.op("Prod", nil, x, c.i32(2, 0))
+		m := c.op("Max", grad.A{"keep_dims": graph.AttrBool(true)}, c.x(3, 5), c.i32(1))
+		n := c.op("Min", nil, c.x(4, 2), c.i32(0))
+		c.ys = []graph.Output{c.op("Mul", nil, p, c.w(3)), c.op("Mul", nil, m, c.w(3, 1)), c.op("Mul", nil, n, c.w(2))}
+	}, false},
+	{"cumsum", func(c *cb) {
+		y := c.op("Cumsum", grad.A{"exclusive": graph.AttrBool(true)}, c.x(3, 4), c.konst(tensor.ScalarI32(1)))
+		z := c.op("Cumsum", grad.A{"reverse": graph.AttrBool(true)}, c.x(5), c.konst(tensor.ScalarI32(0)))
+		c.ys = []graph.Output{c.op("Mul", nil, y, c.w(3, 4)), c.op("Mul", nil, z, c.w(5))}
+	}, false},
+	{"select clip", func(c *cb) {
+		cond := c.konst(tensor.FromBool(tensor.Shape{2, 3}, []bool{true, false, true, false, false, true}))
+		s := c.op("Select", nil, cond, c.x(2, 3), c.x(2, 3))
+		v2 := c.op("SelectV2", nil, c.konst(tensor.FromBool(tensor.Shape{3}, []bool{false, true, true})), c.x(2, 3), c.x(2, 1))
+		clip := c.op("ClipByValue", nil, c.xr(-2, 2, 3, 4), c.xr(-1, -0.5, 3, 4), c.xr(0.5, 1))
+		c.ys = []graph.Output{c.op("Mul", nil, s, c.w(2, 3)), c.op("Mul", nil, v2, c.w(2, 3)), c.op("Mul", nil, clip, c.w(3, 4))}
+	}, false},
+	{"segments stitch", func(c *cb) {
+		seg := c.op("UnsortedSegmentSum", nil, c.x(5, 2), c.i32(2, -1, 0, 2, 3), c.konst(tensor.ScalarI32(4)))
+		st := c.op("DynamicStitch", nil, []graph.Output{c.i32(0, 3), c.i32(1, 2)}, []graph.Output{c.x(2, 3), c.x(2, 3)})
+		c.ys = []graph.Output{c.op("Mul", nil, seg, c.w(4, 2)), c.op("Mul", nil, st, c.w(4, 3))}
+	}, false},
+	{"gathernd scatternd", func(c *cb) {
+		idx := c.konst(tensor.FromI32(tensor.Shape{3, 2}, []int32{0, 1, 2, 0, 0, 1}))
+		g := c.op("GatherNd", nil, c.x(3, 2, 4), idx)
+		s := c.op("ScatterNd", nil, idx, c.x(3, 4), c.i32(3, 2, 4))
+		c.ys = []graph.Output{c.op("Mul", nil, g, c.w(3, 4)), c.op("Mul", nil, s, c.w(3, 2, 4))}
+	}, false},
+	{"broadcastto reverse fill band", func(c *cb) {
+		bt := c.op("BroadcastTo", nil, c.x(3, 1), c.i32(2, 3, 4))
+		rv := c.op("ReverseV2", nil, c.x(3, 4), c.i32(1))
+		fl := c.op("Fill", nil, c.i32(2, 3), c.x())
+		bd := c.op("MatrixBandPart", nil, c.x(4, 4), c.konst(tensor.ScalarI32(1)), c.konst(tensor.ScalarI32(0)))
+		c.ys = []graph.Output{c.op("Mul", nil, bt, c.w(2, 3, 4)), c.op("Mul", nil, rv, c.w(3, 4)), c.op("Mul", nil, fl, c.w(2, 3)), c.op("Mul", nil, bd, c.w(4, 4))}
+	}, false},
+	{"conv2d backprop input, leaky relu grad", func(c *cb) {
+		a := grad.A{"strides": graph.AttrIntList([]int64{1, 2, 2, 1}), "padding": graph.AttrString("SAME")}
+		y := c.op("Conv2DBackpropInput", a, c.i32(2, 5, 6, 3), c.x(3, 2, 3, 4), c.x(2, 3, 3, 4))
+		l := c.op("LeakyReluGrad", grad.A{"alpha": graph.AttrFloat(0.25)}, c.x(3, 4), c.x(3, 4))
+		c.ys = []graph.Output{c.op("Mul", nil, y, c.w(2, 5, 6, 3)), c.op("Mul", nil, l, c.w(3, 4))}
+	}, false},
 }
 
 // run evaluates outs of c's graph with c's feeds, each x replaced by

@@ -37,9 +37,9 @@ func reduceBoth(b *Builder, n *graph.Node, gx, gy graph.Output) []graph.Output {
 
 func init() {
 	noGradient("Const", "Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike", "StopGradient",
-		"Floor", "Ceil", "Round", "Rint", "Sign", "ArgMax", "ArgMin", "Equal", "NotEqual", "Less",
+		"Floor", "Ceil", "Round", "Rint", "ArgMax", "ArgMin", "Equal", "NotEqual", "Less",
 		"LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr", "LogicalNot",
-		"BroadcastGradientArgs", "OneHot", "Fill", "RandomUniform", "RandomStandardNormal",
+		"BroadcastGradientArgs", "OneHot", "RandomUniform", "RandomStandardNormal",
 		"TruncatedNormal", "RandomUniformInt", "Range", "Where", "IsNan", "IsInf", "IsFinite",
 		"FloorDiv", "FloorMod", "TruncateDiv", "Placeholder", "InvertPermutation", "ConcatOffset")
 

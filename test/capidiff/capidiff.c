@@ -1033,6 +1033,93 @@ static void c_add_gradients(void) {
   TF_DeleteStatus(s);
 }
 
+/* TF_AddGradients over each op of TF's C++ gradient registry that grad added
+   after the MLP's: one y per op over a double x, its gradient taken alone and
+   run; and a v1 cond (Switch/Merge), whose Merge TF's C++ has no gradient for. */
+static TF_Operation* nary(TF_Graph* g, const char* type, const char* name, TF_Output* in, int n, TF_Status* s) {
+  TF_OperationDescription* d = TF_NewOperation(g, type, name);
+  for (int i = 0; i < n; i++) TF_AddInput(d, in[i]);
+  return TF_FinishOperation(d, s);
+}
+
+static void c_add_gradients_ops(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* g = TF_NewGraph();
+  const int64_t d23[2] = {2, 3}, d2[1] = {2}, d3[1] = {3};
+  TF_Output x = {placeholder(g, "x", TF_DOUBLE, d23, 2, s), 0};
+  double c15 = 1.5, lo = -0.5, hi = 0.5;
+  TF_Output k15 = {const_op(g, "c15", TF_DOUBLE, NULL, 0, &c15, s), 0};
+  TF_Output xa = {binary(g, "AddV2", "xa", (TF_Output){unary(g, "Square", "x2", x, s), 0}, k15, s), 0};
+  int32_t one = 1, zero = 0, three = 3, ids[2] = {1, 0}, shp[3] = {2, 2, 3}, nd[4] = {1, 2, 0, 0};
+  TF_Output a1 = {const_op(g, "a1", TF_INT32, NULL, 0, &one, s), 0};
+  TF_Output a0 = {const_op(g, "a0", TF_INT32, NULL, 0, &zero, s), 0};
+  TF_Output av1 = {const_op(g, "av1", TF_INT32, &(int64_t){1}, 1, &one, s), 0};
+  ST("build", s);
+  struct { const char* op; int n; TF_Output in[3]; } cs[] = {
+      {"Sin", 1, {x}}, {"Cos", 1, {x}}, {"Tan", 1, {x}}, {"Asin", 1, {x}}, {"Acos", 1, {x}}, {"Atan", 1, {x}},
+      {"Sinh", 1, {x}}, {"Cosh", 1, {x}}, {"Asinh", 1, {x}}, {"Acosh", 1, {xa}}, {"Atanh", 1, {x}}, {"Erf", 1, {x}},
+      {"Expm1", 1, {x}}, {"Log1p", 1, {x}}, {"Sign", 1, {x}}, {"Softsign", 1, {x}}, {"Atan2", 2, {x, xa}},
+      {"DivNoNan", 2, {x, xa}}, {"Prod", 2, {x, av1}}, {"Max", 2, {x, a0}}, {"Min", 2, {x, a1}}, {"Cumsum", 2, {x, a1}},
+      {"Select", 3, {{NULL, 0}, x, xa}}, {"SelectV2", 3, {{NULL, 0}, x, xa}}, {"ClipByValue", 3, {x, {NULL, 0}, {NULL, 0}}},
+      {"UnsortedSegmentSum", 3, {x, {NULL, 0}, {NULL, 0}}}, {"BroadcastTo", 2, {x, {NULL, 0}}},
+      {"ReverseV2", 2, {x, av1}}, {"MatrixBandPart", 3, {x, a1, a0}}, {"GatherNd", 2, {x, {NULL, 0}}},
+      {"LeakyReluGrad", 2, {xa, x}}};
+  const int n = sizeof cs / sizeof cs[0];
+  uint8_t cond[6] = {1, 0, 0, 1, 1, 0}, c3[3] = {0, 1, 1};
+  for (int i = 0; i < n; i++) {
+    const char* op = cs[i].op;
+    if (!strcmp(op, "Select")) cs[i].in[0] = (TF_Output){const_op(g, "cond", TF_BOOL, d23, 2, cond, s), 0};
+    if (!strcmp(op, "SelectV2")) cs[i].in[0] = (TF_Output){const_op(g, "cond3", TF_BOOL, d3, 1, c3, s), 0};
+    if (!strcmp(op, "ClipByValue")) {
+      cs[i].in[1] = (TF_Output){const_op(g, "lo", TF_DOUBLE, NULL, 0, &lo, s), 0};
+      cs[i].in[2] = (TF_Output){const_op(g, "hi", TF_DOUBLE, NULL, 0, &hi, s), 0};
+    }
+    if (!strcmp(op, "UnsortedSegmentSum")) {
+      cs[i].in[1] = (TF_Output){const_op(g, "ids", TF_INT32, d2, 1, ids, s), 0};
+      cs[i].in[2] = (TF_Output){const_op(g, "nseg", TF_INT32, NULL, 0, &three, s), 0};
+    }
+    if (!strcmp(op, "BroadcastTo")) cs[i].in[1] = (TF_Output){const_op(g, "shp", TF_INT32, d3, 1, shp, s), 0};
+    if (!strcmp(op, "GatherNd")) cs[i].in[1] = (TF_Output){const_op(g, "nd", TF_INT32, (int64_t[]){2, 2}, 2, nd, s), 0};
+  }
+  ST("consts", s);
+  TF_Output dys[64];
+  int ndy = 0;
+  for (int i = 0; i < n; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "y_%s", cs[i].op);
+    TF_Output y = {nary(g, cs[i].op, name, cs[i].in, cs[i].n, s), 0};
+    ST(name, s);
+    if (TF_GetCode(s) != TF_OK) continue;
+    TF_Output dy = {NULL, -1};
+    TF_AddGradients(g, &y, 1, &x, 1, NULL, s, &dy);
+    out("gradient of %s:", cs[i].op);
+    show_grads(g, "  add gradients", s, &dy, 0);
+    if (TF_GetCode(s) == TF_OK && dy.oper != NULL) dys[ndy++] = dy;
+    TF_SetStatus(s, TF_OK, "");
+  }
+  TF_Session* sess = session(g, s);
+  ST("session", s);
+  const double xv[6] = {0.25, -0.5, 0.75, -0.8, 0.1, 0.5};
+  TF_Tensor* in = make_tensor(TF_DOUBLE, d23, 2, xv);
+  for (int i = 0; i < ndy; i++) run_show(sess, &x, &in, 1, &dys[i], 1, NULL, 0, NULL);
+  TF_DeleteTensor(in);
+  end_session(sess);
+
+  /* A v1 cond: y = Merge(Switch(x, p)). */
+  TF_Output p = {placeholder(g, "p", TF_BOOL, NULL, 0, s), 0};
+  TF_Operation* sw = binary(g, "Switch", "sw", x, p, s);
+  TF_Output br[2] = {{unary(g, "Neg", "f_branch", (TF_Output){sw, 0}, s), 0}, {unary(g, "Square", "t_branch", (TF_Output){sw, 1}, s), 0}};
+  TF_OperationDescription* md = TF_NewOperation(g, "Merge", "merge");
+  TF_AddInputList(md, br, 2);
+  TF_Output m = {TF_FinishOperation(md, s), 0};
+  ST("cond", s);
+  TF_Output dy;
+  TF_AddGradients(g, &m, 1, &x, 1, NULL, s, &dy);
+  ST("gradient through Merge", s, "No gradient defined for op: Merge");
+  TF_DeleteGraph(g);
+  TF_DeleteStatus(s);
+}
+
 /* A tensor attr as TF_SetAttrTensor stores it (TF's SetAttrValue): the dtype's
  * typed field for zero or one element, tensor_content (strings included, as a
  * varint-length list) for more; the AttrValue's bytes are printed. A GraphDef
@@ -1834,6 +1921,7 @@ static const test_case cases[] = {
     {"status_buffer", c_status_buffer},
     {"attr_setters", c_attr_setters},
     {"add_gradients", c_add_gradients},
+    {"add_gradients_ops", c_add_gradients_ops},
     {"while_basic", c_while_basic},
     {"while_nested", c_while_nested},
     {"while_errors", c_while_errors},
