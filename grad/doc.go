@@ -14,7 +14,10 @@
 //     NoGradient, passes NoGradient to its inputs; an op with some
 //     NoGradient outputs gets ZerosLike for them;
 //   - an op with no registered function fails with NOT_FOUND naming the op
-//     in TF's words.
+//     in TF's words;
+//   - an Exit waits for the gradients of all its loop's Exits, then the
+//     loop's gradient is built as TF's while_gradients.cc does (while.go)
+//     and passed to the loop's inputs.
 //
 // New nodes are named as TF's C++ Scope names them: under a prefix that is
 // "gradients" made unique in the graph (gradients, gradients_1, ...) or the

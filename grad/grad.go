@@ -51,6 +51,16 @@ type Builder struct {
 	g      *graph.Graph
 	prefix string
 	names  map[string]int // TF Scope's name map, within prefix
+	// ctrl, when set, is a control input of every node built that reads
+	// no other (TF's WithControlDependencies in a loop body: the node
+	// runs in the loop's frame, once per iteration).
+	ctrl *graph.Node
+}
+
+// sub is the builder of a sub-scope: TF's Scope::NewSubScope, its name
+// made unique in b's name map.
+func (b *Builder) sub(name string, ctrl *graph.Node) *Builder {
+	return &Builder{g: b.g, prefix: b.name(name), names: map[string]int{}, ctrl: ctrl}
 }
 
 // name is TF's Scope::GetUniqueName within the prefix.
@@ -90,6 +100,9 @@ func (b *Builder) node(op string, attrs A, ins ...any) *graph.Node {
 	}
 	for k, v := range attrs {
 		nb.SetAttr(k, v)
+	}
+	if b.ctrl != nil && len(ins) == 0 {
+		nb.AddControlInput(b.ctrl)
 	}
 	n, err := nb.Finish()
 	if err != nil {
@@ -148,14 +161,25 @@ func AddGradients(g *graph.Graph, prefix string, ys, xs, dxs []graph.Output) (ou
 			out, err = nil, be.err
 		}
 	}()
-	w, err := newWalk(g, ys, xs)
-	if err != nil {
-		return nil, err
-	}
 	if dxs == nil {
+		w, err := newWalk(g, ys, xs)
+		if err != nil {
+			return nil, err
+		}
 		for _, y := range ys {
 			dxs = append(dxs, b.Op("OnesLike", nil, y))
 		}
+		return w.run(b, dxs)
+	}
+	return b.gradients(ys, xs, dxs)
+}
+
+// gradients is TF's AddSymbolicGradients in b's scope: the gradients of
+// ys with respect to xs, with dxs the gradients of ys.
+func (b *Builder) gradients(ys, xs, dxs []graph.Output) ([]graph.Output, error) {
+	w, err := newWalk(b.g, ys, xs)
+	if err != nil {
+		return nil, err
 	}
 	return w.run(b, dxs)
 }
@@ -192,6 +216,7 @@ func scopeName(g *graph.Graph, prefix string) (string, error) {
 // walk is one backward pass: TF's SymbolicGradientBuilder.
 type walk struct {
 	g         *graph.Graph
+	loops     map[*graph.WhileContext]map[*graph.Node]graph.Output // the gradients into each loop's Exits
 	ys, xs    []graph.Output
 	backprops map[graph.Output][]graph.Output
 	pending   map[*graph.Node]int
@@ -381,6 +406,12 @@ func (w *walk) run(b *Builder, dxs []graph.Output) ([]graph.Output, error) {
 			}
 		}
 		if stopNode {
+			continue
+		}
+		if n.Op == "Exit" || n.Op == "RefExit" {
+			if err := w.exit(b, n, dy[0]); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		f, known := registry[n.Op]

@@ -533,9 +533,9 @@ func TestAgainstTF(t *testing.T) {
 func TestErrors(t *testing.T) {
 	c := &cb{t: t, g: graph.New(), r: rand.New(rand.NewSource(1))}
 	x := c.x(3)
-	y := c.op("Cumsum", nil, x, c.konst(tensor.ScalarI32(0)))
+	y := c.op("Cumprod", nil, x, c.konst(tensor.ScalarI32(0)))
 	_, err := grad.AddGradients(c.g, "", []graph.Output{y}, []graph.Output{x}, nil)
-	if status.CodeOf(err) != status.NotFound || !strings.Contains(err.Error(), "No gradient defined for op: Cumsum") {
+	if status.CodeOf(err) != status.NotFound || !strings.Contains(err.Error(), "No gradient defined for op: Cumprod") {
 		t.Errorf("no gradient function: %v", err)
 	}
 	other := c.x(2)

@@ -3,7 +3,9 @@
 // registry in graph/opdefs, generated from TF's ops.pbtxt), GraphDef import
 // and export in binary and text form, attr validation and defaults, static
 // shape inference, and v1 while loops built from a cond and a body graph
-// (AddWhileLoop, behind TF_FinishWhile).
+// (AddWhileLoop, behind TF_FinishWhile, which keeps the loop's
+// WhileContext) or in place from cond and body callbacks (BuildLoop, for
+// the gradient loops).
 //
 // A graph also holds a function library (library.go), TF's
 // FunctionLibraryDefinition: FunctionDefs by signature name and the

@@ -23,9 +23,14 @@ type Graph struct {
 	producer    int32 // GraphDef versions.producer
 	minConsumer int32
 	lib         library // FunctionDefs and gradients (GraphDef.library)
-	// whileFrames holds the frame names of the loops AddWhileLoop built, as
-	// TF's Graph keeps its WhileContexts: one loop per frame name.
-	whileFrames map[string]bool
+	// whileFrames holds the loops AddWhileLoop built by frame name, as TF's
+	// Graph keeps its WhileContexts: one loop per frame name; whileExits
+	// finds a loop by one of its Exit nodes (TF's Node::while_ctx).
+	whileFrames map[string]*WhileContext
+	whileExits  map[*Node]*WhileContext
+	// backEdges are the NextIteration nodes BuildLoop has reserved and not
+	// added yet: a Merge may read them before they exist.
+	backEdges map[*Node]bool
 	// badName is the first node whose name breaks TF's node-name rule
 	// (TF_NewOperation takes any name; a session refuses to run such a
 	// graph, as TF's does when it converts the graph).

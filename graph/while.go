@@ -123,7 +123,7 @@ func (g *Graph) AddWhileLoop(w *WhileLoop) ([]Output, error) {
 	for i := range n {
 		node(opName("NextIteration", i), "NextIteration", []string{bodyOut[i].ref}, bodyOut[i].dtype, nil)
 	}
-	if g.whileFrames[w.Name] {
+	if g.whileFrames[w.Name] != nil {
 		return nil, status.InvalidArg("WhileContext with frame name '%s' already exists", w.Name)
 	}
 	exits := make([]TensorID, n)
@@ -131,15 +131,218 @@ func (g *Graph) AddWhileLoop(w *WhileLoop) ([]Output, error) {
 		node(opName("Exit", i), "Exit", []string{opName("Switch", i)}, dtypes[i], nil)
 		exits[i] = TensorID{opName("Exit", i), 0}
 	}
-	res, err := g.importGraphDefLocked(gd, &ImportOptions{InputMap: inputMap, ReturnOutputs: exits})
+	ret := []TensorID{{scope + "/LoopCond", 0}}
+	for i := range n {
+		ret = append(ret, TensorID{opName("Switch", i), 1})
+	}
+	for _, o := range bodyOut {
+		id, err := ParseTensorID(o.ref)
+		if err != nil {
+			return nil, err
+		}
+		ret = append(ret, id)
+	}
+	var enters []string
+	for i := range n {
+		enters = append(enters, opName("Enter", i))
+	}
+	res, err := g.importGraphDefLocked(gd, &ImportOptions{InputMap: inputMap, ReturnOutputs: append(exits, ret...), ReturnOperations: enters})
 	if err != nil {
 		return nil, err
 	}
-	if g.whileFrames == nil {
-		g.whileFrames = map[string]bool{}
+	r := res.ReturnOutputs
+	wc := &WhileContext{Frame: w.Name, Enters: res.ReturnOperations, CondOutput: r[n],
+		BodyInputs: r[n+1 : 2*n+1], BodyOutputs: r[2*n+1:]}
+	for _, e := range r[:n] {
+		wc.Exits = append(wc.Exits, e.Node)
 	}
-	g.whileFrames[w.Name] = true
-	return res.ReturnOutputs, nil
+	if g.whileFrames == nil {
+		g.whileFrames, g.whileExits = map[string]*WhileContext{}, map[*Node]*WhileContext{}
+	}
+	g.whileFrames[w.Name] = wc
+	for _, e := range wc.Exits {
+		g.whileExits[e] = wc
+	}
+	return r[:n], nil
+}
+
+// WhileContext is what a graph keeps of a loop AddWhileLoop built (TF's
+// WhileContext): what the loop's gradient needs.
+type WhileContext struct {
+	Frame       string
+	Enters      []*Node // one per loop variable
+	Exits       []*Node
+	CondOutput  Output   // the LoopCond
+	BodyInputs  []Output // the Switch outputs the body reads (Switch:1)
+	BodyOutputs []Output // the next values
+}
+
+// WhileContextOf is the loop whose Exit n is, or nil: n is no Exit, or its
+// loop was imported (TF keeps no WhileContext for those either).
+func (g *Graph) WhileContextOf(n *Node) *WhileContext {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.whileExits[n]
+}
+
+// Loop is a while loop that BuildLoop builds in place, TF's BuildWhileLoop
+// with its cond and body callbacks: the callbacks add the cond's and the
+// body's nodes to the graph themselves (a node that reads no other must
+// take a control input from the first Merge or Switch, to run in the
+// loop's frame). Unlike AddWhileLoop's, such a loop is not recorded as a
+// WhileContext (TF builds gradient loops so).
+type Loop struct {
+	Scope  string // name scope of the control-flow nodes, unique already
+	Frame  string
+	Inputs []Output
+	// Cond returns the predicate from the Merge outputs; Body the next
+	// values from the Switch:1 outputs, one per loop variable.
+	Cond func(merges []Output) (Output, error)
+	Body func(ins []Output) ([]Output, error)
+}
+
+// BuildLoop adds l to g with TF's names (scope/Enter, scope/Merge_1, ...,
+// scope/LoopCond) and returns the Exit outputs and the LoopCond output.
+// Each Merge reads its NextIteration before the body exists: the node is
+// reserved and added once the body is built. When the cond or body fails,
+// the loop closes over its Merge outputs, so that the nodes already added
+// still form a valid graph, and the error is returned.
+func (g *Graph) BuildLoop(l *Loop) (exits []Output, pred Output, err error) {
+	n := len(l.Inputs)
+	name := func(op string, i int) string {
+		if i == 0 {
+			return l.Scope + "/" + op
+		}
+		return fmt.Sprintf("%s/%s_%d", l.Scope, op, i)
+	}
+	build := func(op, nm string, attrs map[string]*tfpb.AttrValue, ins ...Output) (*Node, error) {
+		b := g.NewBuilder(op, nm)
+		for _, in := range ins {
+			b.AddInput(in)
+		}
+		for k, v := range attrs {
+			b.SetAttr(k, v)
+		}
+		return b.Finish()
+	}
+	merges := make([]Output, n)
+	nexts := make([]*Node, n)
+	for i, in := range l.Inputs {
+		e, err := build("Enter", name("Enter", i), map[string]*tfpb.AttrValue{"frame_name": AttrString(l.Frame)}, in)
+		if err != nil {
+			return nil, Output{}, err
+		}
+		merges[i] = e.Output(0) // replaced below
+	}
+	nextDef := g.OpDef("NextIteration")
+	g.mu.Lock()
+	if g.backEdges == nil {
+		g.backEdges = map[*Node]bool{}
+	}
+	for i := range n {
+		t := merges[i].DType()
+		nexts[i] = &Node{ID: -1, Name: name("NextIteration", i), Op: "NextIteration", Def: nextDef,
+			Attrs: map[string]*tfpb.AttrValue{}, OutTypes: []tensor.DType{t}}
+		g.backEdges[nexts[i]] = true
+	}
+	g.mu.Unlock()
+	for i := range n {
+		b := g.NewBuilder("Merge", name("Merge", i))
+		b.AddInputList([]Output{merges[i], nexts[i].Output(0)})
+		m, err := b.Finish()
+		if err != nil {
+			g.dropBackEdges(nexts)
+			return nil, Output{}, err
+		}
+		merges[i] = m.Output(0)
+	}
+	// From here on every reserved NextIteration is added, over the body's
+	// output or, when building failed, over its Merge.
+	next := append([]Output(nil), merges...)
+	defer func() {
+		if cerr := g.closeLoop(nexts, next, merges); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	c, err := l.Cond(merges)
+	if err != nil {
+		return nil, Output{}, err
+	}
+	lc, err := build("LoopCond", name("LoopCond", 0), nil, c)
+	if err != nil {
+		return nil, Output{}, err
+	}
+	trues, falses := make([]Output, n), make([]Output, n)
+	for i := range n {
+		sw, err := build("Switch", name("Switch", i), nil, merges[i], lc.Output(0))
+		if err != nil {
+			return nil, Output{}, err
+		}
+		falses[i], trues[i] = sw.Output(0), sw.Output(1)
+	}
+	outs, err := l.Body(trues)
+	if err != nil {
+		return nil, Output{}, err
+	}
+	if len(outs) != n {
+		return nil, Output{}, status.InvalidArg("BuildWhileLoop: 'body' argument expected to return %d output(s), got %d", n, len(outs))
+	}
+	copy(next, outs)
+	for i := range n {
+		x, err := build("Exit", name("Exit", i), nil, falses[i])
+		if err != nil {
+			return nil, Output{}, err
+		}
+		exits = append(exits, x.Output(0))
+	}
+	return exits, lc.Output(0), nil
+}
+
+func (g *Graph) dropBackEdges(nexts []*Node) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, nx := range nexts {
+		delete(g.backEdges, nx)
+	}
+}
+
+// closeLoop adds each reserved NextIteration over its value, or over its
+// Merge when the value will not do.
+func (g *Graph) closeLoop(nexts []*Node, vals, merges []Output) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var first error
+	for i, nx := range nexts {
+		delete(g.backEdges, nx)
+		v := vals[i]
+		err := g.checkOwnLocked(v.Node, nx.Name)
+		if err == nil && g.byName[nx.Name] != nil {
+			err = status.InvalidArg("Duplicate node name in graph: '%s' (op NextIteration)", nx.Name)
+		}
+		if err == nil && v.DType() != nx.OutTypes[0] {
+			err = status.InvalidArg("Node '%s': the loop's body returns %s for a loop variable of %s", nx.Name, v.DType(), nx.OutTypes[0])
+		}
+		if err == nil {
+			nx.Attrs = map[string]*tfpb.AttrValue{}
+			err = resolveNode(nx, [][]Output{{v}})
+		}
+		if err == nil {
+			err = inferNode(nx, nil)
+		}
+		if err != nil {
+			// Keep the graph valid: the Merge's own output comes back.
+			if first == nil {
+				first = err
+			}
+			nx.Attrs = map[string]*tfpb.AttrValue{}
+			if rerr := resolveNode(nx, [][]Output{{merges[i]}}); rerr != nil {
+				return rerr
+			}
+			_ = inferNode(nx, nil)
+		}
+		g.addLocked(nx)
+	}
+	return first
 }
 
 // uniqueScopeLocked is TF's Scope::NewSubScope under NewInternalScope: name,

@@ -1562,6 +1562,110 @@ static void c_while_nested(void) {
   TF_DeleteStatus(s);
 }
 
+/* TF_AddGradients over TF_NewWhile loops (TF's while_gradients_test): the
+   gradients' names and types, their values, a body whose gradient reads its own
+   values (x * 1.5: INVALID_ARGUMENT when run, on both) and an Exit without
+   gradient. Not here: a loop over a loop's Square (x -> 2x until 3, then +7 until
+   100), whose gradient TF runs into a dead tensor and mstream computes (24 at
+   x = 0.75; grad/while_test.go checks it by finite differences). */
+static TF_Output addn2(TF_Graph* g, const char* name, TF_Output a, TF_Output b, TF_Status* s) {
+  TF_Output in[2] = {a, b};
+  TF_OperationDescription* d = TF_NewOperation(g, "AddN", name);
+  TF_AddInputList(d, in, 2);
+  return (TF_Output){TF_FinishOperation(d, s), 0};
+}
+
+static TF_Output dconst(TF_Graph* g, const char* name, double v, TF_Status* s) {
+  return (TF_Output){const_op(g, name, TF_DOUBLE, NULL, 0, &v, s), 0};
+}
+
+static void c_while_gradients(void) {
+  TF_Status* s = TF_NewStatus();
+  for (int k = 0; k < 4; k++) {
+    static const char* what[] = {"i += j; j += 1; k = k", "chaining", "x * 1.5", "exit without gradient"};
+    out("-- %s", what[k]);
+    TF_Graph* g = TF_NewGraph();
+    int n = k == 0 ? 3 : k == 2 ? 1 : 2;
+    TF_Output x[3], in[3];
+    for (int i = 0; i < n; i++) {
+      char name[8];
+      snprintf(name, sizeof name, "x%d", i);
+      x[i] = (TF_Output){placeholder(g, name, TF_DOUBLE, NULL, 0, s), 0};
+      in[i] = x[i];
+    }
+    if (k == 1) {
+      TF_Output two = dconst(g, "two", 2, s);
+      for (int i = 0; i < 2; i++) in[i] = (TF_Output){binary(g, "Mul", i ? "m1" : "m0", x[i], two, s), 0};
+    }
+    TF_WhileParams p = TF_NewWhile(g, in, n, s);
+    ST("new while", s);
+    if (k == 1) {
+      TF_Output z = dconst(p.cond_graph, "zero", 0, s);
+      TF_Output a = {binary(p.cond_graph, "Greater", "gi", p.cond_inputs[0], z, s), 0};
+      TF_Output b = {binary(p.cond_graph, "Greater", "gj", p.cond_inputs[1], z, s), 0};
+      p.cond_output = (TF_Output){binary(p.cond_graph, "LogicalAnd", "and", a, b, s), 0};
+      p.body_outputs[0] = addn2(p.body_graph, "dec", p.body_inputs[0], dconst(p.body_graph, "m1", -1, s), s);
+      p.body_outputs[1] = p.body_inputs[1];
+    } else {
+      TF_Output lim = dconst(p.cond_graph, "limit", 10, s);
+      p.cond_output = (TF_Output){binary(p.cond_graph, "Less", "lt", p.cond_inputs[0], lim, s), 0};
+      if (k == 2) {
+        p.body_outputs[0] = (TF_Output){binary(p.body_graph, "Mul", "scale", p.body_inputs[0], dconst(p.body_graph, "c", 1.5, s), s), 0};
+      } else {
+        p.body_outputs[0] = addn2(p.body_graph, "i_plus_j", p.body_inputs[0], p.body_inputs[1], s);
+        p.body_outputs[1] = k == 3 ? p.body_inputs[1] : addn2(p.body_graph, "j_plus_1", p.body_inputs[1], dconst(p.body_graph, "one", 1, s), s);
+        if (n == 3) p.body_outputs[2] = p.body_inputs[2];
+      }
+    }
+    ST("body", s);
+    TF_Output outs[3];
+    finish_show(&p, "test_loop", outs);
+    TF_Output ys[3];
+    int ny = n;
+    for (int i = 0; i < n; i++) ys[i] = outs[i];
+    if (k == 1) ys[0] = (TF_Output){unary(g, "Neg", "neg", outs[0], s), 0};
+    if (k == 3) {
+      /* The second Exit feeds only a Shape: NoGradient into the loop. */
+      TF_Operation* sh = unary(g, "Shape", "sh", outs[1], s);
+      TF_OperationDescription* d = TF_NewOperation(g, "Cast", "shd");
+      TF_AddInput(d, (TF_Output){sh, 0});
+      TF_SetAttrType(d, "DstT", TF_DOUBLE);
+      ys[1] = (TF_Output){TF_FinishOperation(d, s), 0};
+      ny = 2;
+    }
+    TF_Output dy[3] = {{NULL, -1}, {NULL, -1}, {NULL, -1}};
+    TF_SetStatus(s, TF_OK, "");
+    TF_AddGradients(g, ys, ny, x, n, NULL, s, dy);
+    ST("add gradients", s, "Missing gradient into while loop");
+    if (TF_GetCode(s) == TF_OK) {
+      for (int i = 0; i < n; i++) {
+        if (dy[i].oper == NULL) out("  dy %d: none", i);
+        else out("  dy %d: %s:%d type %s", i, TF_OperationName(dy[i].oper), dy[i].index, TF_OperationOpType(dy[i].oper));
+      }
+      TF_Session* sess = session(g, s);
+      ST("session", s);
+      static const double feeds[4][3] = {{0, 1, 2}, {1, 1}, {1.25}, {0, 1}};
+      TF_Tensor* vals[3];
+      for (int i = 0; i < n; i++) vals[i] = make_tensor(TF_DOUBLE, NULL, 0, &feeds[k][i]);
+      TF_Output fetch[3];
+      int nf = 0;
+      for (int i = 0; i < n; i++)
+        if (dy[i].oper) fetch[nf++] = dy[i];
+      TF_Tensor* res[3] = {0};
+      TF_SessionRun(sess, NULL, x, vals, n, fetch, res, nf, NULL, 0, NULL, s);
+      ST("run", s);
+      for (int i = 0; i < nf; i++) {
+        if (TF_GetCode(s) == TF_OK) show_tensor("  grad", res[i]);
+        if (res[i]) TF_DeleteTensor(res[i]);
+      }
+      for (int i = 0; i < n; i++) TF_DeleteTensor(vals[i]);
+      end_session(sess);
+    }
+    TF_DeleteGraph(g);
+  }
+  TF_DeleteStatus(s);
+}
+
 /* The params' errors, a name scope already taken and a frame name used
    twice; a cond Const and a loop-invariant body op (control inputs). */
 static void c_while_errors(void) {
@@ -1925,6 +2029,7 @@ static const test_case cases[] = {
     {"while_basic", c_while_basic},
     {"while_nested", c_while_nested},
     {"while_errors", c_while_errors},
+    {"while_gradients", c_while_gradients},
     {"functions", c_functions},
     {"graph_to_function", c_graph_to_function},
     {"node_names", c_node_names},
