@@ -797,6 +797,13 @@ func TestEmuConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
+	// KERNELTEST_ONLY (a comma list) narrows the run while working on some ops.
+	narrow := map[string]bool{}
+	if s := os.Getenv("KERNELTEST_ONLY"); s != "" {
+		for _, op := range strings.Split(s, ",") {
+			narrow[op] = true
+		}
+	}
 	var only []string
 	for _, key := range kernels.Registered() {
 		op, dev, _ := strings.Cut(key, "/")
@@ -805,7 +812,7 @@ func TestEmuConformance(t *testing.T) {
 		}
 		seen[op] = true
 		for _, o := range kerneltest.Ops() {
-			if o == op {
+			if o == op && (len(narrow) == 0 || narrow[op]) {
 				only = append(only, op)
 			}
 		}

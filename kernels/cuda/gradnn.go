@@ -1,0 +1,196 @@
+package cuda
+
+import (
+	_ "embed"
+
+	cu "mstream/device/cuda"
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/kernels/cpu"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// The backward kernels of the NN ops on the GPU (src/gradnn.cu), float and
+// double: SoftsignGrad, BiasAddGrad, L2Loss, MaxPoolGrad, AvgPoolGrad and
+// Conv2DBackpropFilter, each checking its arguments through the CPU
+// kernel's exported checks (kernels/cpu), so that errors match, and
+// summing in double in the CPU kernel's order.
+
+//go:embed src/gradnn.cu
+var gradnnSrc string
+
+var gradnn = &cu.Program{Name: "gradnn.cu", Source: commonSrc + typesSrc + gradnnSrc}
+
+var gradnnTypes = []tensor.DType{tensor.Float, tensor.Double}
+
+func init() {
+	reg("SoftsignGrad", "T", gradnnTypes, nil, fn(softsignGradGPU))
+	reg("BiasAddGrad", "T", gradnnTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		nchw := string(n.Attrs["data_format"].GetS()) == "NCHW"
+		return fn(func(k kctx) error { return biasAddGradGPU(k, nchw) })(n)
+	})
+	reg("L2Loss", "T", gradnnTypes, nil, fn(l2LossGPU))
+	reg("MaxPoolGrad", "T", gradnnTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		pa, err := cpu.ParsePoolAttrs(n, "MaxPoolingOp", true)
+		if err != nil {
+			return nil, err
+		}
+		return fn(func(k kctx) error { return maxPoolGradGPU(k, pa) })(n)
+	})
+	reg("AvgPoolGrad", "T", gradnnTypes, []string{"orig_input_shape"}, func(n *graph.Node) (kernels.Kernel, error) {
+		pa, err := cpu.ParsePoolAttrs(n, "AvgPoolingOp", false)
+		if err != nil {
+			return nil, err
+		}
+		return fn(func(k kctx) error { return avgPoolGradGPU(k, pa) })(n)
+	})
+	reg("Conv2DBackpropFilter", "T", gradnnTypes, []string{"filter_sizes"}, func(n *graph.Node) (kernels.Kernel, error) {
+		a, err := cpu.ParseConv2DAttrs(n)
+		if err != nil {
+			return nil, err
+		}
+		// The CPU kernel's limits, so that both devices refuse alike.
+		if a.NCHW {
+			return nil, status.Errorf(status.InvalidArgument, "Conv2DBackpropFilterOp only supports NHWC data format on the CPU. (node '%s')", n.Name)
+		}
+		if a.Dilations[1] != 1 || a.Dilations[2] != 1 {
+			return nil, status.Errorf(status.InvalidArgument, "Current CPU implementations do not yet support dilation rates larger than 1. (node '%s')", n.Name)
+		}
+		return fn(func(k kctx) error { return convBackFilterGPU(k, a) })(n)
+	})
+}
+
+func softsignGradGPU(k kctx) error {
+	dy, x := k.Input(0), k.Input(1)
+	if !dy.Shape.Equal(x.Shape) {
+		return k.Errorf(status.InvalidArgument, "g and x must be the same shape, got %v and %v", dy.Shape, x.Shape)
+	}
+	o, err := k.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(dy)).Ptr(ptr(x)).I64(o.NumElements())
+	return k.launchN(gradnn, "softsign_grad_"+suffix(x.DType), o.NumElements(), &args)
+}
+
+func biasAddGradGPU(k kctx, nchw bool) error {
+	g := k.Input(0)
+	if len(g.Shape) < 2 {
+		return k.Errorf(status.InvalidArgument, "Input tensor must be at least 2D: %v", g.Shape)
+	}
+	cdim := len(g.Shape) - 1
+	if nchw {
+		cdim = 1
+	}
+	c := g.Shape[cdim]
+	o, err := k.Allocate(0, tensor.Shape{c})
+	if err != nil {
+		return err
+	}
+	if c == 0 {
+		return nil
+	}
+	outer, inner := int64(1), int64(1)
+	for _, d := range g.Shape[:cdim] {
+		outer *= d
+	}
+	for _, d := range g.Shape[cdim+1:] {
+		inner *= d
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(g)).I64(outer).I64(c).I64(inner)
+	return k.launchN(gradnn, "bias_add_grad_"+suffix(g.DType), c, &args)
+}
+
+func l2LossGPU(k kctx) error {
+	x := k.Input(0)
+	o, err := k.Allocate(0, tensor.Shape{})
+	if err != nil {
+		return err
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(x)).I64(x.NumElements())
+	return k.launch(gradnn, "l2_loss_"+suffix(x.DType), 1, threads, 0, &args)
+}
+
+func poolMeta(g cpu.PoolGeom) []int64 {
+	return []int64{int64(g.N), int64(g.H), int64(g.W), int64(g.C), int64(g.KH), int64(g.KW), int64(g.SH), int64(g.SW),
+		int64(g.PT), int64(g.PL), int64(g.OH), int64(g.OW)}
+}
+
+func maxPoolGradGPU(k kctx, pa cpu.PoolAttrs) error {
+	x, y, dy := k.Input(0), k.Input(1), k.Input(2)
+	g, err := cpu.PoolParams(k.Context, pa, x.Shape, true)
+	if err != nil {
+		return err
+	}
+	if g.KD != 1 {
+		return k.Errorf(status.Unimplemented, "MaxPoolGrad across depth is not supported on the CPU")
+	}
+	want := tensor.Shape{int64(g.N), int64(g.OH), int64(g.OW), int64(g.C)}
+	if !y.Shape.Equal(want) || !dy.Shape.Equal(want) {
+		return k.Errorf(status.InvalidArgument, "Expected orig_output and grad shapes %v, got %v and %v", want, y.Shape, dy.Shape)
+	}
+	o, err := k.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(x)).Ptr(ptr(dy)).I64(n).I64s(poolMeta(g)...)
+	return k.launchN(gradnn, "max_pool_grad_"+suffix(x.DType), n, &args)
+}
+
+func avgPoolGradGPU(k kctx, pa cpu.PoolAttrs) error {
+	st, dy := k.Input(0), k.Input(1)
+	if len(st.Shape) != 1 || st.NumElements() != 4 {
+		return k.Errorf(status.InvalidArgument, "orig_input_shape must be 1-dimensional and 4 elements")
+	}
+	if len(dy.Shape) != 4 {
+		return k.Errorf(status.InvalidArgument, "out_backprop must be 4-dimensional")
+	}
+	dims, err := st.Int64s()
+	if err != nil {
+		return k.Errorf(status.InvalidArgument, "orig_input_shape: %v", err)
+	}
+	in := tensor.Shape(dims)
+	if err := in.Validate(); err != nil {
+		return k.Errorf(status.InvalidArgument, "orig_input_shape: %v", err)
+	}
+	g, err := cpu.PoolParams(k.Context, pa, in, false)
+	if err != nil {
+		return err
+	}
+	want := tensor.Shape{int64(g.N), int64(g.OH), int64(g.OW), int64(g.C)}
+	if !dy.Shape.Equal(want) {
+		return k.Errorf(status.InvalidArgument, "out_backprop has shape %v, expected %v", dy.Shape, want)
+	}
+	o, err := k.Allocate(0, in)
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(dy)).I64(n).I64s(poolMeta(g)...)
+	return k.launchN(gradnn, "avg_pool_grad_"+suffix(dy.DType), n, &args)
+}
+
+func convBackFilterGPU(k kctx, a cpu.Conv2DAttrs) error {
+	fShape, p, err := cpu.Conv2DBackpropFilterArgs(k.Context, a)
+	if err != nil {
+		return err
+	}
+	o, err := k.Allocate(0, fShape)
+	if err != nil {
+		return err
+	}
+	n := o.NumElements()
+	meta := []int64{int64(p.N), int64(p.H), int64(p.W), int64(p.C), int64(p.KH), int64(p.KW), int64(p.O),
+		int64(p.StrideH), int64(p.StrideW), int64(p.DilH), int64(p.DilW), int64(p.PadTop), int64(p.PadLeft),
+		int64(p.OutH), int64(p.OutW)}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(k.Input(0))).Ptr(ptr(k.Input(2))).I64(n).I64s(meta...)
+	return k.launchN(gradnn, "conv_backprop_filter_"+suffix(o.DType), n, &args)
+}
