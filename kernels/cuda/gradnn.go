@@ -12,8 +12,8 @@ import (
 )
 
 // The backward kernels of the NN ops on the GPU (src/gradnn.cu), float and
-// double: SoftsignGrad, BiasAddGrad, L2Loss, MaxPoolGrad, AvgPoolGrad and
-// Conv2DBackpropFilter, each checking its arguments through the CPU
+// double: SoftsignGrad, BiasAddGrad, L2Loss, SoftmaxCrossEntropyWithLogits,
+// MaxPoolGrad, AvgPoolGrad and Conv2DBackpropFilter, each checking its arguments through the CPU
 // kernel's exported checks (kernels/cpu), so that errors match, and
 // summing in double in the CPU kernel's order.
 
@@ -31,6 +31,7 @@ func init() {
 		return fn(func(k kctx) error { return biasAddGradGPU(k, nchw) })(n)
 	})
 	reg("L2Loss", "T", gradnnTypes, nil, fn(l2LossGPU))
+	reg("SoftmaxCrossEntropyWithLogits", "T", gradnnTypes, nil, fn(softmaxXentGPU))
 	reg("MaxPoolGrad", "T", gradnnTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		pa, err := cpu.ParsePoolAttrs(n, "MaxPoolingOp", true)
 		if err != nil {
@@ -193,4 +194,65 @@ func convBackFilterGPU(k kctx, a cpu.Conv2DAttrs) error {
 	var args cu.Args
 	args.Ptr(ptr(o)).Ptr(ptr(k.Input(0))).Ptr(ptr(k.Input(2))).I64(n).I64s(meta...)
 	return k.launchN(gradnn, "conv_backprop_filter_"+suffix(o.DType), n, &args)
+}
+
+// bcast2 broadcasts a and b as the CPU's SoftmaxCrossEntropyWithLogits
+// does: numpy rules, to a rank-2 result; it returns the result and each
+// side's element strides (0 along a dim it repeats).
+func bcast2(a, b tensor.Shape) (out [2]int64, sa, sb [2]int64, compatible, rank2 bool) {
+	r := max(len(a), len(b))
+	dim := func(s tensor.Shape, i int) int64 { // i counts from the end
+		if i < len(s) {
+			return s[len(s)-1-i]
+		}
+		return 1
+	}
+	for i := 0; i < r; i++ {
+		da, db := dim(a, i), dim(b, i)
+		if da != db && da != 1 && db != 1 {
+			return out, sa, sb, false, false
+		}
+	}
+	if r != 2 {
+		return out, sa, sb, true, false
+	}
+	pa, pb := int64(1), int64(1)
+	for i := 0; i < 2; i++ {
+		da, db := dim(a, i), dim(b, i)
+		out[1-i] = max(da, db)
+		if da != 1 || out[1-i] == 1 {
+			sa[1-i] = pa
+		}
+		if db != 1 || out[1-i] == 1 {
+			sb[1-i] = pb
+		}
+		pa *= da
+		pb *= db
+	}
+	return out, sa, sb, true, true
+}
+
+func softmaxXentGPU(k kctx) error {
+	x, l := k.Input(0), k.Input(1)
+	out, sx, sl, compatible, rank2 := bcast2(x.Shape, l.Shape)
+	if !compatible {
+		return k.Errorf(status.InvalidArgument, "logits and labels must be broadcastable: logits_size=%v labels_size=%v", x.Shape, l.Shape)
+	}
+	if !rank2 {
+		return k.Errorf(status.InvalidArgument, "logits and labels must be either 2-dimensional, or broadcasted to be 2-dimensional")
+	}
+	loss, err := k.Allocate(0, tensor.Shape{out[0]})
+	if err != nil {
+		return err
+	}
+	back, err := k.Allocate(1, tensor.Shape{out[0], out[1]})
+	if err != nil {
+		return err
+	}
+	if out[0] == 0 {
+		return nil
+	}
+	var args cu.Args
+	args.Ptr(ptr(loss)).Ptr(ptr(back)).Ptr(ptr(x)).Ptr(ptr(l)).I64(out[0]).I64(out[1]).I64(sx[0]).I64(sx[1]).I64(sl[0]).I64(sl[1])
+	return k.launchN(gradnn, "softmax_xent_"+suffix(x.DType), out[0], &args)
 }

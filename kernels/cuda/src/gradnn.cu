@@ -134,5 +134,32 @@ __device__ __forceinline__ void pool_range(i64 y, i64 k, i64 s, i64 p, i64 out, 
 		}                                                                                                  \
 	}
 
+// SoftmaxCrossEntropyWithLogits over [rows, cols] broadcast from x and l
+// (element strides sx0, sx1, sl0, sl1; 0 along a broadcast dim), one row
+// per thread, in double as the CPU's xentRow.
+#define XENT(T, SUF)                                                                                       \
+	extern "C" __global__ void softmax_xent_##SUF(T *__restrict__ loss, T *__restrict__ back,             \
+			const T *__restrict__ x, const T *__restrict__ l, i64 rows, i64 cols, i64 sx0, i64 sx1,    \
+			i64 sl0, i64 sl1) {                                                                        \
+		GRID_LOOP(i, rows) {                                                                               \
+			double mx = -1.0 / 0.0;                                                                    \
+			for (i64 j = 0; j < cols; j++) {                                                           \
+				double v = (double)x[i * sx0 + j * sx1];                                           \
+				mx = v > mx || v != v ? v : mx;                                                    \
+			}                                                                                          \
+			double sum = 0;                                                                            \
+			for (i64 j = 0; j < cols; j++) sum += exp((double)x[i * sx0 + j * sx1] - mx);              \
+			double lse = log(sum), ls = 0;                                                             \
+			for (i64 j = 0; j < cols; j++) {                                                           \
+				double v = (double)x[i * sx0 + j * sx1] - mx, lv = (double)l[i * sl0 + j * sl1];  \
+				ls += lv * (lse - v);                                                              \
+				back[i * cols + j] = (T)(exp(v) / sum - lv);                                       \
+			}                                                                                          \
+			loss[i] = (T)ls;                                                                           \
+		}                                                                                                  \
+	}
+
 GRADNN(float, f32)
 GRADNN(double, f64)
+XENT(float, f32)
+XENT(double, f64)
