@@ -13,7 +13,8 @@ import (
 
 // The backward kernels of the NN ops on the GPU (src/gradnn.cu), float and
 // double: SoftsignGrad, BiasAddGrad, L2Loss, SoftmaxCrossEntropyWithLogits,
-// MaxPoolGrad, AvgPoolGrad and Conv2DBackpropFilter, each checking its arguments through the CPU
+// MaxPoolGrad, AvgPoolGrad and Conv2DBackpropFilter, and FusedBatchNormGrad
+// (V2, V3) in float, each checking its arguments through the CPU
 // kernel's exported checks (kernels/cpu), so that errors match, and
 // summing in double in the CPU kernel's order.
 
@@ -46,6 +47,27 @@ func init() {
 		}
 		return fn(func(k kctx) error { return avgPoolGradGPU(k, pa) })(n)
 	})
+	for _, op := range []string{"FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"} {
+		reg(op, "T", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+			eps := 1e-4
+			if a := n.Attrs["epsilon"]; a != nil {
+				eps = float64(a.GetF())
+			}
+			training := n.Attrs["is_training"] == nil || n.Attrs["is_training"].GetB()
+			var nchw bool
+			switch df := string(n.Attrs["data_format"].GetS()); df {
+			case "", "NHWC":
+			case "NCHW":
+				nchw = true
+			default:
+				return nil, status.Errorf(status.InvalidArgument, "Invalid data format %q (node '%s')", df, n.Name)
+			}
+			if nchw && !training {
+				return nil, status.Errorf(status.InvalidArgument, "The implementation of FusedBatchNormGrad with is_training=False only support NHWC tensor format for now. (node '%s')", n.Name)
+			}
+			return fn(func(k kctx) error { return batchNormGradGPU(k, eps, training, nchw) })(n)
+		})
+	}
 	reg("Conv2DBackpropFilter", "T", gradnnTypes, []string{"filter_sizes"}, func(n *graph.Node) (kernels.Kernel, error) {
 		a, err := cpu.ParseConv2DAttrs(n)
 		if err != nil {
@@ -255,4 +277,76 @@ func softmaxXentGPU(k kctx) error {
 	var args cu.Args
 	args.Ptr(ptr(loss)).Ptr(ptr(back)).Ptr(ptr(x)).Ptr(ptr(l)).I64(out[0]).I64(out[1]).I64(sx[0]).I64(sx[1]).I64(sl[0]).I64(sl[1])
 	return k.launchN(gradnn, "softmax_xent_"+suffix(x.DType), out[0], &args)
+}
+
+// batchNormGradGPU is the CPU's batchNormGrad (its checks and formulas) in
+// two kernels: the per-channel sums, then x's gradient.
+func batchNormGradGPU(k kctx, eps float64, training, nchw bool) error {
+	dy, x := k.Input(0), k.Input(1)
+	if len(dy.Shape) != 4 || len(x.Shape) != 4 {
+		return k.Errorf(status.InvalidArgument, "input must be 4-dimensional, got y_backprop %v and x %v", dy.Shape, x.Shape)
+	}
+	if !dy.Shape.Equal(x.Shape) {
+		return k.Errorf(status.InvalidArgument, "x and y_backprop must have same shape, but x has shape %v and y_backprop has shape %v", x.Shape, dy.Shape)
+	}
+	ax := 3
+	if nchw {
+		ax = 1
+	}
+	c := x.Shape[ax]
+	for i, what := range []string{"scale", "reserve_space_1", "reserve_space_2"} {
+		if t := k.Input(2 + i); len(t.Shape) != 1 || t.Shape[0] != c {
+			return k.Errorf(status.InvalidArgument, "%s must be 1-dimensional with %d elements, got %v", what, c, t.Shape)
+		}
+	}
+	outer, inner := int64(1), int64(1)
+	for _, d := range x.Shape[:ax] {
+		outer *= d
+	}
+	for _, d := range x.Shape[ax+1:] {
+		inner *= d
+	}
+	dx, err := k.Allocate(0, x.Shape)
+	if err != nil {
+		return err
+	}
+	var outs [4]*tensor.Tensor
+	for i := 1; i < len(k.Outputs) && i <= 4; i++ {
+		shape := tensor.Shape{c}
+		if i >= 3 {
+			shape = tensor.Shape{0} // reserve_space_4 and _5: unused, as on the CPU
+		}
+		if outs[i-1], err = k.Allocate(i, shape); err != nil {
+			return err
+		}
+	}
+	if c == 0 {
+		return nil
+	}
+	sums, err := k.Alloc(tensor.Double, tensor.Shape{2 * c})
+	if err != nil {
+		return err
+	}
+	opt := func(t *tensor.Tensor) uint64 {
+		if t == nil {
+			return 0
+		}
+		return ptr(t)
+	}
+	scale, mean, variance := k.Input(2), k.Input(3), k.Input(4)
+	var a1 cu.Args
+	a1.Ptr(ptr(sums)).Ptr(opt(outs[0])).Ptr(opt(outs[1])).Ptr(ptr(dy)).Ptr(ptr(x)).Ptr(ptr(mean)).Ptr(ptr(variance)).
+		I64(outer).I64(c).I64(inner).F64(eps)
+	if err := k.launchN(gradnn, "bn_grad_sums_f32", c, &a1); err != nil {
+		return err
+	}
+	n := x.NumElements()
+	tr := int32(0)
+	if training {
+		tr = 1
+	}
+	var a2 cu.Args
+	a2.Ptr(ptr(dx)).Ptr(ptr(sums)).Ptr(ptr(dy)).Ptr(ptr(x)).Ptr(ptr(scale)).Ptr(ptr(mean)).Ptr(ptr(variance)).
+		I64(n).I64(c).I64(inner).F64(eps).I32(tr)
+	return k.launchN(gradnn, "bn_grad_dx_f32", n, &a2)
 }

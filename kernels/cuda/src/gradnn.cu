@@ -159,6 +159,46 @@ __device__ __forceinline__ void pool_range(i64 y, i64 k, i64 s, i64 p, i64 out, 
 		}                                                                                                  \
 	}
 
+// FusedBatchNormGrad over x and dy as [outer, c, inner] (NHWC: inner 1),
+// float: bn_grad_sums, one channel per thread, sums dy and dy * (x -
+// mean) in the CPU's order into sums[2c] and writes the scale and offset
+// gradients; bn_grad_dx then makes x's gradient, one element per thread.
+extern "C" __global__ void bn_grad_sums_f32(double *__restrict__ sums, float *__restrict__ dscale,
+		float *__restrict__ doffset, const float *__restrict__ dy, const float *__restrict__ x,
+		const float *__restrict__ mean, const float *__restrict__ var, i64 outer, i64 c, i64 inner, double eps) {
+	GRID_LOOP(k, c) {
+		double sd = 0, sdx = 0, m = (double)mean[k];
+		for (i64 a = 0; a < outer; a++)
+			for (i64 b = 0; b < inner; b++) {
+				i64 i = (a * c + k) * inner + b;
+				double v = (double)dy[i];
+				sd += v;
+				sdx += v * ((double)x[i] - m);
+			}
+		sums[k] = sd;
+		sums[c + k] = sdx;
+		if (dscale) dscale[k] = (float)(sdx / sqrt((double)var[k] + eps));
+		if (doffset) doffset[k] = (float)sd;
+	}
+}
+
+extern "C" __global__ void bn_grad_dx_f32(float *__restrict__ dx, const double *__restrict__ sums,
+		const float *__restrict__ dy, const float *__restrict__ x, const float *__restrict__ scale,
+		const float *__restrict__ mean, const float *__restrict__ var, i64 n, i64 c, i64 inner, double eps,
+		int training) {
+	double cnt = c > 0 ? (double)(n / c) : 0;
+	GRID_LOOP(i, n) {
+		i64 k = (i / inner) % c;
+		double inv = 1 / sqrt((double)var[k] + eps), v = (double)dy[i];
+		if (training) {
+			double xc = (double)x[i] - (double)mean[k];
+			dx[i] = (float)((double)scale[k] * inv * (v - sums[k] / cnt - xc * (sums[c + k] / cnt) * inv * inv));
+		} else {
+			dx[i] = (float)(v * (double)scale[k] * inv);
+		}
+	}
+}
+
 GRADNN(float, f32)
 GRADNN(double, f64)
 XENT(float, f32)
