@@ -255,31 +255,43 @@ func forSlice(shape tensor.Shape, spec *StridedSliceSpec, n int64, f func(k, src
 
 // stridedSliceGrad scatters dy into zeros of the sliced input's shape
 // (input 0): each element goes back where StridedSlice took it from.
-func stridedSliceGrad(ctx *kernels.Context, m StridedSliceMasks) error {
+// StridedSliceGradArgs checks StridedSliceGrad's inputs as TF does and
+// returns the gradient's shape and the slice dy came from; the CPU and
+// GPU kernels both validate through it.
+func StridedSliceGradArgs(ctx *kernels.Context, m StridedSliceMasks) (tensor.Shape, *StridedSliceSpec, error) {
 	dy := ctx.Input(4)
 	if len(ctx.Input(0).Shape) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "shape must be 1-D, got %v", ctx.Input(0).Shape)
+		return nil, nil, ctx.Errorf(status.InvalidArgument, "shape must be 1-D, got %v", ctx.Input(0).Shape)
 	}
 	var v [4][]int64
 	for i, what := range []string{"shape", "begin", "end", "strides"} {
 		if len(ctx.Input(i).Shape) != 1 {
-			return ctx.Errorf(status.InvalidArgument, "Expected begin, end, and strides to be 1D equal size tensors, but got shape %v for %s", ctx.Input(i).Shape, what)
+			return nil, nil, ctx.Errorf(status.InvalidArgument, "Expected begin, end, and strides to be 1D equal size tensors, but got shape %v for %s", ctx.Input(i).Shape, what)
 		}
 		var err error
 		if v[i], err = hostInts(ctx, i, what); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	shape := tensor.Shape(v[0])
 	if err := shape.Validate(); err != nil {
-		return ctx.Errorf(status.InvalidArgument, "shape: %v", err)
+		return nil, nil, ctx.Errorf(status.InvalidArgument, "shape: %v", err)
 	}
 	spec, err := validateSlice(ctx, shape, v[1], v[2], v[3], m)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if !spec.Out.Equal(dy.Shape) {
-		return ctx.Errorf(status.InvalidArgument, "shape of dy was %v instead of %v", dy.Shape, spec.Out)
+		return nil, nil, ctx.Errorf(status.InvalidArgument, "shape of dy was %v instead of %v", dy.Shape, spec.Out)
+	}
+	return shape, spec, nil
+}
+
+func stridedSliceGrad(ctx *kernels.Context, m StridedSliceMasks) error {
+	dy := ctx.Input(4)
+	shape, spec, err := StridedSliceGradArgs(ctx, m)
+	if err != nil {
+		return err
 	}
 	o, err := ctx.Allocate(0, shape)
 	if err != nil {

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	_ "embed"
+	"fmt"
 
 	cu "mstream/device/cuda"
 	"mstream/graph"
@@ -14,7 +15,7 @@ import (
 // The backward kernels of the NN ops on the GPU (src/gradnn.cu), float and
 // double: SoftsignGrad, BiasAddGrad, L2Loss, SoftmaxCrossEntropyWithLogits,
 // MaxPoolGrad, AvgPoolGrad and Conv2DBackpropFilter, and FusedBatchNormGrad
-// (V2, V3) in float, each checking its arguments through the CPU
+// (V2, V3) in float, and StridedSliceGrad (any dtype of 1, 2, 4 or 8 bytes), each checking its arguments through the CPU
 // kernel's exported checks (kernels/cpu), so that errors match, and
 // summing in double in the CPU kernel's order.
 
@@ -68,6 +69,16 @@ func init() {
 			return fn(func(k kctx) error { return batchNormGradGPU(k, eps, training, nchw) })(n)
 		})
 	}
+	var sliceTypes []tensor.DType
+	for _, dt := range fixedTypes {
+		if sz := dt.Size(); sz == 1 || sz == 2 || sz == 4 || sz == 8 {
+			sliceTypes = append(sliceTypes, dt)
+		}
+	}
+	reg("StridedSliceGrad", "T", sliceTypes, []string{"shape", "begin", "end", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
+		m := cpu.ParseStridedSliceMasks(n)
+		return fn(func(k kctx) error { return stridedSliceGradGPU(k, m) })(n)
+	})
 	reg("Conv2DBackpropFilter", "T", gradnnTypes, []string{"filter_sizes"}, func(n *graph.Node) (kernels.Kernel, error) {
 		a, err := cpu.ParseConv2DAttrs(n)
 		if err != nil {
@@ -349,4 +360,40 @@ func batchNormGradGPU(k kctx, eps float64, training, nchw bool) error {
 	a2.Ptr(ptr(dx)).Ptr(ptr(sums)).Ptr(ptr(dy)).Ptr(ptr(x)).Ptr(ptr(scale)).Ptr(ptr(mean)).Ptr(ptr(variance)).
 		I64(n).I64(c).I64(inner).F64(eps).I32(tr)
 	return k.launchN(gradnn, "bn_grad_dx_f32", n, &a2)
+}
+
+// stridedSliceGradGPU zeroes dx and scatters dy into the slice.
+func stridedSliceGradGPU(k kctx, m cpu.StridedSliceMasks) error {
+	shape, spec, err := cpu.StridedSliceGradArgs(k.Context, m)
+	if err != nil {
+		return err
+	}
+	dy := k.Input(4)
+	o, err := k.Allocate(0, shape)
+	if err != nil {
+		return err
+	}
+	if o.NumElements() == 0 {
+		return nil
+	}
+	if err := k.memset(ptr(o), 0, int(o.NumElements())*o.DType.Size()); err != nil {
+		return err
+	}
+	n := dy.NumElements()
+	if n == 0 {
+		return nil
+	}
+	r := len(spec.Size)
+	if r > 8 {
+		return k.Errorf(status.Unimplemented, "StridedSliceGrad over %d dims (at most 8 on the GPU)", r)
+	}
+	meta := make([]int64, 1+4*8)
+	meta[0] = int64(r)
+	st := rowStrides(shape)
+	for d := 0; d < r; d++ {
+		meta[1+d], meta[9+d], meta[17+d], meta[25+d] = spec.Size[d], spec.Begin[d], spec.Stride[d], st[d]
+	}
+	var args cu.Args
+	args.Ptr(ptr(o)).Ptr(ptr(dy)).I64(n).I64s(meta...)
+	return k.launchN(gradnn, fmt.Sprintf("slice_grad_%d", o.DType.Size()), n, &args)
 }

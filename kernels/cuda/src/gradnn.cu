@@ -203,3 +203,23 @@ GRADNN(float, f32)
 GRADNN(double, f64)
 XENT(float, f32)
 XENT(double, f64)
+
+// StridedSliceGrad's scatter: dy's element i, at index (i_0..i_r-1) of
+// the slice sizes, goes to dx at sum (start_d + i_d * step_d) * stride_d
+// (dx zeroed first). Distinct indices never meet, so no atomics.
+struct SliceG { i64 v[1 + 4 * 8]; }; // rank; size, start, step, stride (8 each)
+#define SLICE_GRAD(T, SUF)                                                                                 \
+	extern "C" __global__ void slice_grad_##SUF(T *__restrict__ dx, const T *__restrict__ dy, i64 n,       \
+			SliceG s) {                                                                                \
+		i64 r = s.v[0];                                                                                    \
+		GRID_LOOP(i, n) {                                                                                  \
+			i64 rem = i, off = 0;                                                                      \
+			for (i64 d = r - 1; d >= 0; d--) {                                                         \
+				i64 size = s.v[1 + d], idx = rem % size;                                           \
+				rem /= size;                                                                       \
+				off += (s.v[9 + d] + idx * s.v[17 + d]) * s.v[25 + d];                             \
+			}                                                                                          \
+			dx[off] = dy[i];                                                                           \
+		}                                                                                                  \
+	}
+SLICE_GRAD(u8, 1) SLICE_GRAD(u16, 2) SLICE_GRAD(u32, 4) SLICE_GRAD(u64, 8)
