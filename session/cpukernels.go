@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -68,7 +69,15 @@ func (st *state) loadCPUKernels() error {
 	case err != nil:
 		return status.Errorf(status.FailedPrecondition, "MSTREAM_BLAS=%s: %v", st.env.BLAS, err)
 	}
-	dn, err := dnnl.Load(dnnl.Options{Path: st.env.DNNL})
+	// The warning function outlives this session (the first Load's is
+	// kept): it holds the log level, not the session.
+	lvl := st.env.MinLogLevel
+	warn := func(msg string) {
+		if lvl <= 1 {
+			fmt.Fprintf(os.Stderr, "mstream W %s\n", msg)
+		}
+	}
+	dn, err := dnnl.Load(dnnl.Options{Path: st.env.DNNL, Warn: warn})
 	switch {
 	case errors.Is(err, dnnl.ErrLoaded):
 		st.logf(1, "MSTREAM_DNNL=%s: %v", st.env.DNNL, err)
@@ -107,4 +116,11 @@ func (st *state) logCPUKernels(withNotice func(summary string) string) (logged b
 		}
 	})
 	return logged
+}
+
+// now is c with the counters that change after loading (oneDNN's
+// fallbacks) read now, for MS_SessionStats.
+func (c CPUKernels) now() CPUKernels {
+	c.DNNL.Fallbacks = dnnl.Fallbacks()
+	return c
 }

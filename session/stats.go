@@ -90,7 +90,7 @@ func (s *Session) stats() Stats {
 		RunsCompleted: st.done.Load(), RunsFailed: st.failed.Load(), RunsInFlight: st.inflight.Load(),
 		Knobs: st.env.Values(), ConstBytes: st.set.DeviceConstBytes(), Groups: st.set.Stats(),
 		Holder:    HolderStats{Live: st.set.Holder.Live(), Freed: st.set.Holder.Freed()},
-		CUDAGraph: st.graphStats(), CPUKernels: st.cpuKernels,
+		CUDAGraph: st.graphStats(), CPUKernels: st.cpuKernels.now(),
 	}
 	out.DeviceGroups = map[string]int{}
 	for _, g := range st.set.Groups() {

@@ -1,10 +1,12 @@
 package cpu
 
 import (
+	"fmt"
 	"testing"
 
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/kernels/cpu/dnnl"
 	"mstream/proto/tfpb"
 	"mstream/tensor"
 )
@@ -52,4 +54,91 @@ func BenchmarkEinsumAttention(b *testing.B) {
 	k, _ := randTensor(r, f32, tensor.Shape{16, 64, 4, 32})
 	n := node("Einsum", map[string]*tfpb.AttrValue{"equation": {Value: &tfpb.AttrValue_S{S: []byte("aecd,abcd->acbe")}}, "N": aInt(2)}, []tensor.DType{f32, f32}, f32)
 	benchKernel(b, n, 0, k, q)
+}
+
+// BenchmarkDNNL compares each kernel oneDNN serves with mstream's own code
+// for it, on the bench models' shapes, with a pool that splits the work:
+// go test ./kernels/cpu -run '^$' -bench DNNL. The choices in
+// nn_conv_dnnl.go cite its numbers.
+func BenchmarkDNNL(b *testing.B) {
+	r := newRand(b)
+	run := func(b *testing.B, n *graph.Node, f func(ctx *kernels.Context) error, in ...*tensor.Tensor) {
+		ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes)), Pool: pool{}}
+		for i := 0; i < b.N; i++ {
+			if err := f(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, s := range []tensor.Shape{{4096, 64}, {16, 1000}, {256, 512}} {
+		x, _ := randTensor(r, f32, s)
+		n := node("Softmax", nil, []tensor.DType{f32}, f32)
+		prims := &dnnl.Cache[dnnl.SoftmaxDesc]{Node: "bench"}
+		b.Run(fmt.Sprintf("Softmax/%v/onednn", s), func(b *testing.B) {
+			run(b, n, func(ctx *kernels.Context) error { return softmax(ctx, false, prims) }, x)
+		})
+		b.Run(fmt.Sprintf("Softmax/%v/own", s), func(b *testing.B) {
+			run(b, n, func(ctx *kernels.Context) error { return softmax(ctx, false, nil) }, x)
+		})
+	}
+	for _, c := range []struct {
+		shape    tensor.Shape
+		format   string
+		training bool
+	}{{tensor.Shape{1, 1024, 128, 1}, "NCHW", true}, {tensor.Shape{1, 64, 128, 1}, "NCHW", true}, {tensor.Shape{16, 32, 32, 32}, "NHWC", false}, {tensor.Shape{16, 32, 32, 32}, "NHWC", true}} {
+		x, _ := randTensor(r, f32, c.shape)
+		ch := c.shape[1]
+		if c.format == "NHWC" {
+			ch = c.shape[3]
+		}
+		var st []*tensor.Tensor
+		for range 4 {
+			t, _ := randTensor(r, f32, tensor.Shape{ch})
+			for i, v := range t.F32() {
+				t.F32()[i] = v*v + 0.5
+			}
+			st = append(st, t)
+		}
+		n := node("FusedBatchNormV3", map[string]*tfpb.AttrValue{"data_format": aStr(c.format), "is_training": aBool(c.training)},
+			[]tensor.DType{f32, f32, f32, f32, f32}, f32, f32, f32, f32, f32, f32)
+		bn, err := ParseBatchNormAttrs(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prims := &bnPrims{ln: &dnnl.Cache[dnnl.LayerNormDesc]{Node: "bench"}, bn: &dnnl.Cache[dnnl.BatchNormDesc]{Node: "bench"}}
+		name := fmt.Sprintf("FusedBatchNorm/%v/%s/training=%v", c.shape, c.format, c.training)
+		in := append([]*tensor.Tensor{x}, st...)
+		b.Run(name+"/onednn", func(b *testing.B) {
+			run(b, n, func(ctx *kernels.Context) error { return fusedBatchNorm(ctx, bn, prims) }, in...)
+		})
+		b.Run(name+"/own", func(b *testing.B) {
+			run(b, n, func(ctx *kernels.Context) error { return fusedBatchNorm(ctx, bn, nil) }, in...)
+		})
+	}
+	for _, c := range [][3]int64{{1, 512, 1024}, {16, 512, 1024}, {256, 512, 1024}, {16, 1024, 1024}, {16, 256, 1}, {1024, 128, 512}, {1024, 512, 128}} {
+		m, k, nn := c[0], c[1], c[2]
+		a, _ := randTensor(r, f32, tensor.Shape{m, k})
+		w, _ := randTensor(r, f32, tensor.Shape{k, nn})
+		bias, _ := randTensor(r, f32, tensor.Shape{nn})
+		n := node("_FusedMatMul", map[string]*tfpb.AttrValue{"fused_ops": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{S: [][]byte{[]byte("BiasAdd"), []byte("Relu")}}}}, "num_args": aInt(1)}, []tensor.DType{f32, f32, f32}, f32)
+		ep, err := parseEpilogue(n, "MatMul", false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := fmt.Sprintf("FusedMatMul/%dx%dx%d", m, k, nn)
+		prims := &dnnl.Cache[dnnl.MatMulDesc]{Node: "bench"}
+		b.Run(name+"/onednn", func(b *testing.B) {
+			run(b, n, func(ctx *kernels.Context) error {
+				o, err := ctx.Allocate(0, tensor.Shape{m, nn})
+				if err != nil {
+					return err
+				}
+				_, err = runPrim(ctx, prims, dnnl.MatMulDesc{M: int(m), K: int(k), N: int(nn), Bias: true, Act: dnnl.ActRelu}, a.F32(), w.F32(), o.F32(), bias.F32())
+				return err
+			}, a, w, bias)
+		})
+		b.Run(name+"/openblas", func(b *testing.B) {
+			run(b, n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, false, false, ep, nil, nil) }, a, w, bias)
+		})
+	}
 }

@@ -90,17 +90,28 @@
 // the one piece of state a kernel changes in Compute, which makes a fresh
 // kernel replay the same sequence, as TF's GuardedPhiloxRandom does.
 //
-// oneDNN (package dnnl, loaded at run time) computes float32 Conv2D and
-// _FusedConv2D with one group (BiasAdd and Relu inside the primitive), and
-// float32 MaxPool and AvgPool with a spatial window, when it is loaded;
-// every other case, and every case without oneDNN, runs the code above.
-// Each such kernel's factory makes the primitive cache its Compute uses
-// (nn_conv_dnnl.go), so primitives are built once per node and shape.
+// oneDNN (package dnnl, loaded at run time) computes, in float32, Conv2D
+// and _FusedConv2D with one group (BiasAdd and Relu inside the primitive),
+// MaxPool and AvgPool with a spatial window, Softmax and LogSoftmax with
+// rows of at least softmaxDNNLCols, FusedBatchNorm in NHWC (inference and
+// training) and in the one-row-per-channel form Keras's LayerNormalization
+// exports (NCHW [1, rows, cols, 1], training, layer normalisation), and
+// _FusedMatMul for the shapes matmulOnDNNL picks (bias and activation as
+// post-ops; GELU after it, from package vec). Where the measured mstream
+// loop was as fast (short softmax rows, small LayerNorm forms, large-batch
+// GEMMs) the kernel keeps its own code; the thresholds cite
+// BenchmarkDNNL's numbers. Every other case, and every case without
+// oneDNN, runs the code above. Each such kernel's factory makes the
+// primitive cache (dnnl.Cache, dnnl.ConvCache) its Compute uses, named
+// after its node, so primitives are built once per node and shape; a
+// shape oneDNN cannot make is a warning naming the node (once) and runs
+// the kernel's own code (nn_conv_dnnl.go's runPrim).
 //
 // GEMM (MatMul, BatchMatMulV2/V3) goes through package blas: OpenBLAS when it
-// can be loaded, a blocked pure-Go GEMM otherwise. A GEMM is never split over
-// the intra-op pool: OpenBLAS parallelises large products with its own
-// threads, so the two pools do not nest.
+// can be loaded, a blocked pure-Go GEMM otherwise, on one thread per call: a
+// single product splits itself over the intra-op pool (blas.SgemmOn), a
+// batch (BatchMatMul, Einsum) runs its products as the pool's chunks
+// (gemm.go).
 //
 // Not yet honoured: Cast's Truncate attr (conversions round to nearest, as
 // TF does with Truncate=false); BatchMatMulV3 with mixed input dtypes

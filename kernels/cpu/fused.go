@@ -30,7 +30,8 @@ func init() {
 			return nil, err
 		}
 		ta, tb := attrBool(n, "transpose_a"), attrBool(n, "transpose_b")
-		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep) }), nil
+		prims := &dnnl.Cache[dnnl.MatMulDesc]{Node: n.Name}
+		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep, prims, matmulOnDNNL) }), nil
 	})
 	reg("_FusedConv2D", []tensor.DType{tensor.Float, tensor.Half, tensor.Double}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		ep, err := parseEpilogue(n, "Conv2D", true)
@@ -49,7 +50,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		prims := new(dnnl.ConvCache)
+		prims := &dnnl.ConvCache{Node: n.Name}
 		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep, prims) }), nil
 	})
 	reg("_MstreamUnaryChain", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
@@ -207,7 +208,9 @@ func f32s(v []float64) []float32 {
 	return out
 }
 
-func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue) error {
+// fusedMatMul is _FusedMatMul: on oneDNN when prims is set, it is loaded
+// and onDNNL picks it for the shape; else OpenBLAS and the epilogue.
+func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, prims *dnnl.Cache[dnnl.MatMulDesc], onDNNL func(m, n, k int) bool) error {
 	a, b := ctx.Input(0), ctx.Input(1)
 	if len(a.Shape) != 2 || len(b.Shape) != 2 {
 		return ctx.Errorf(status.InvalidArgument, "In[0] and In[1] must be 2-dimensional, got %v and %v", a.Shape, b.Shape)
@@ -234,6 +237,17 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue) error {
 	if o.NumElements() == 0 {
 		return nil
 	}
+	M, N, K := int(m), int(n), int(k)
+	if o.DType == tensor.Float && prims != nil && onDNNL(M, N, K) && dnnl.Available() {
+		act, inPrim := dnnlActs[ep.act]
+		d := dnnl.MatMulDesc{M: M, K: K, N: N, TA: ta, TB: tb, Bias: true, Act: act, Alpha: float32(ep.alpha)}
+		if ok, err := runPrim(ctx, prims, d, a.F32(), b.F32(), o.F32(), ctx.Input(2).F32()); ok {
+			if err == nil && !inPrim {
+				activateF32(ctx, ep, o.F32())
+			}
+			return err
+		}
+	}
 	A, B := toF32(a), toF32(b)
 	O := o.F32()
 	if o.DType != tensor.Float {
@@ -245,7 +259,6 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue) error {
 	// The bias goes into C first and the GEMM accumulates onto it, so the
 	// bias costs no pass of its own.
 	bs := f32s(bias)
-	M, N, K := int(m), int(n), int(k)
 	for r := 0; r < M; r++ {
 		copy(O[r*N:(r+1)*N], bs)
 	}
@@ -346,6 +359,25 @@ func channelEpilogueF32(ctx *kernels.Context, ep epilogue, o, scale, offset []fl
 			activateRowF32(ep, x)
 		}
 	})
+}
+
+// dnnlActs are the activations a oneDNN matmul applies as its post-op.
+// Not GELU: oneDNN 3.2's gelu_erf and gelu_tanh are off by up to 2e-4
+// relative (in the negative tail; Tanh 7e-8, Sigmoid 2e-7, Elu 3e-6), so
+// package vec's run after the matmul.
+var dnnlActs = map[string]int{"": dnnl.ActNone, "Relu": dnnl.ActRelu, "Relu6": dnnl.ActRelu6, "Elu": dnnl.ActElu,
+	"LeakyRelu": dnnl.ActLeakyRelu, "Tanh": dnnl.ActTanh, "Sigmoid": dnnl.ActSigmoid}
+
+// matmulOnDNNL says whether a float32 _FusedMatMul of this shape runs on
+// oneDNN's matmul (bias and activation as its post-ops) rather than on
+// OpenBLAS plus mstream's epilogue: small batches (m <= 16) of a product
+// big enough to pay oneDNN's per-call cost (about 25 us). Measured with
+// BenchmarkDNNL (dnnl.go's doc has the numbers): oneDNN was ahead at m 1
+// and 16 (16x512x1024: 0.47 ms against 0.83; 16x1024x1024: 1.3 against
+// 1.7), OpenBLAS at 256x512x1024 (4.8 ms against 12.2) and 16x256x1 (7 us
+// against 31); 1024x128x512 and 1024x512x128 were within the noise.
+func matmulOnDNNL(m, n, k int) bool {
+	return m <= 16 && m*n*k >= 1<<17
 }
 
 // activateF32 applies the activation to all of o, split over the pool.

@@ -28,7 +28,6 @@ func init() {
 		op := op
 		reg(name, types, nil, fn(func(ctx *kernels.Context) error { return unary(ctx, op) }))
 	}
-	reg("Softmax", floatTypes, nil, fn(func(ctx *kernels.Context) error { return softmax(ctx, false) }))
 	reg("BiasAdd", numericTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		nchw := attrString(n, "data_format", "NHWC") == "NCHW"
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return biasAdd(ctx, nchw) }), nil
@@ -288,35 +287,31 @@ func matmul(ctx *kernels.Context, ta, tb, batched bool) error {
 	}
 	lda, ldb = max(lda, 1), max(ldb, 1) // BLAS wants >= 1 even when k == 0
 	M, N, K := int(m), int(n), int(k)
+	// The batch's products run as the pool's chunks (one alone splits
+	// itself over the pool), as Einsum's do.
 	switch a.DType {
 	case tensor.Float:
-		A, B, O := a.F32(), b.F32(), o.F32()
-		for i, p := range pairs {
-			blas.SgemmOn(ctx, ta, tb, M, N, K, 1, A[p[0]*sa:p[0]*sa+sa], lda, B[p[1]*sb:p[1]*sb+sb], ldb, 0, O[i*so:i*so+so], N)
-		}
+		matmulBatches(ctx, blas.Sgemm, pairs, ta, tb, M, N, K, a.F32(), lda, sa, b.F32(), ldb, sb, o.F32(), so)
 	case tensor.Double:
-		A, B, O := a.F64(), b.F64(), o.F64()
-		for i, p := range pairs {
-			blas.Dgemm(ta, tb, M, N, K, 1, A[p[0]*sa:p[0]*sa+sa], lda, B[p[1]*sb:p[1]*sb+sb], ldb, 0, O[i*so:i*so+so], N)
-		}
+		matmulBatches(ctx, blas.Dgemm, pairs, ta, tb, M, N, K, a.F64(), lda, sa, b.F64(), ldb, sb, o.F64(), so)
 	case tensor.Half, tensor.Bfloat16:
 		A, B := toF32(a), toF32(b)
 		O, err := kernels.Scratch[float32](ctx, o.NumElements())
 		if err != nil {
 			return err
 		}
-		for i, p := range pairs {
-			blas.SgemmOn(ctx, ta, tb, M, N, K, 1, A[p[0]*sa:p[0]*sa+sa], lda, B[p[1]*sb:p[1]*sb+sb], ldb, 0, O[i*so:i*so+so], N)
-		}
+		matmulBatches(ctx, blas.Sgemm, pairs, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, O, so)
 		storeF32(o, O)
 	case tensor.Int32:
-		for i, p := range pairs {
+		batchedGemm(ctx, len(pairs), 2*float64(M)*float64(N)*float64(K), func(i int) {
+			p := pairs[i]
 			intGemm(ta, tb, M, N, K, a.I32()[p[0]*sa:], lda, b.I32()[p[1]*sb:], ldb, o.I32()[i*so:])
-		}
+		})
 	case tensor.Int64:
-		for i, p := range pairs {
+		batchedGemm(ctx, len(pairs), 2*float64(M)*float64(N)*float64(K), func(i int) {
+			p := pairs[i]
 			intGemm(ta, tb, M, N, K, a.I64()[p[0]*sa:], lda, b.I64()[p[1]*sb:], ldb, o.I64()[i*so:])
-		}
+		})
 	}
 	return nil
 }

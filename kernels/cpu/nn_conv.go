@@ -21,7 +21,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		prims := new(dnnl.ConvCache)
+		prims := &dnnl.ConvCache{Node: n.Name}
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return conv2D(ctx, a, prims) }), nil
 	})
 	reg("DepthwiseConv2dNative", floatTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {

@@ -26,7 +26,7 @@ func convDNNL(ctx *kernels.Context, cache *dnnl.ConvCache, p ConvParams, in, fil
 	d.PR = max(0, (p.OutW-1)*p.StrideW+(p.KW-1)*p.DilW+1-p.W-p.PadLeft)
 	c, err := cache.Get(d)
 	if err != nil {
-		return false, nil // a shape oneDNN has no implementation for
+		return false, nil // a shape oneDNN has no implementation for: Get warned
 	}
 	work, err := kernels.Scratch[byte](ctx, c.WorkBytes())
 	if err != nil {
@@ -40,7 +40,7 @@ func convDNNL(ctx *kernels.Context, cache *dnnl.ConvCache, p ConvParams, in, fil
 
 // poolDNNL is convDNNL for MaxPool and AvgPool (float32, a spatial window):
 // it reports whether oneDNN computed out.
-func poolDNNL(ctx *kernels.Context, cache *dnnl.PoolCache, g PoolGeom, isMax bool, in, out []float32) (bool, error) {
+func poolDNNL(ctx *kernels.Context, cache *dnnl.Cache[dnnl.PoolDesc], g PoolGeom, isMax bool, in, out []float32) (bool, error) {
 	if cache == nil || g.KD != 1 || g.C == 0 || len(in) == 0 || !dnnl.Available() {
 		return false, nil
 	}
@@ -48,6 +48,14 @@ func poolDNNL(ctx *kernels.Context, cache *dnnl.PoolCache, g PoolGeom, isMax boo
 		SH: g.SH, SW: g.SW, PT: g.PT, PL: g.PL, Max: isMax}
 	d.PB = max(0, (g.OH-1)*g.SH+g.KH-g.H-g.PT)
 	d.PR = max(0, (g.OW-1)*g.SW+g.KW-g.W-g.PL)
+	return runPrim(ctx, cache, d, in, out)
+}
+
+// runPrim runs the primitive cache holds for d on args (in the order the
+// desc's doc gives), its work buffer from the context's checked memory. It
+// reports whether oneDNN ran: false when it has no primitive for d (Get
+// warned, once) and the caller's own kernel must.
+func runPrim[D comparable](ctx *kernels.Context, cache *dnnl.Cache[D], d D, args ...[]float32) (bool, error) {
 	p, err := cache.Get(d)
 	if err != nil {
 		return false, nil
@@ -56,7 +64,7 @@ func poolDNNL(ctx *kernels.Context, cache *dnnl.PoolCache, g PoolGeom, isMax boo
 	if err != nil {
 		return true, err
 	}
-	if err := p.Run(in, out, work); err != nil {
+	if err := p.Run(work, args...); err != nil {
 		return true, ctx.Errorf(status.Internal, "%v", err)
 	}
 	return true, nil

@@ -23,7 +23,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		prims := new(dnnl.PoolCache)
+		prims := &dnnl.Cache[dnnl.PoolDesc]{Node: n.Name}
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return poolOp(ctx, pa, true, prims) }), nil
 	})
 	reg("MaxPoolV2", maxTypes, []string{"ksize", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
@@ -31,7 +31,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		prims := new(dnnl.PoolCache)
+		prims := &dnnl.Cache[dnnl.PoolDesc]{Node: n.Name}
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
 			pa, err := MaxPoolV2Args(ctx, padding)
 			if err != nil {
@@ -45,7 +45,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		prims := new(dnnl.PoolCache)
+		prims := &dnnl.Cache[dnnl.PoolDesc]{Node: n.Name}
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return poolOp(ctx, pa, false, prims) }), nil
 	})
 }
@@ -195,7 +195,7 @@ func PoolParams(ctx *kernels.Context, pa PoolAttrs, in tensor.Shape, isMax bool)
 	return g, nil
 }
 
-func poolOp(ctx *kernels.Context, pa PoolAttrs, isMax bool, prims *dnnl.PoolCache) error {
+func poolOp(ctx *kernels.Context, pa PoolAttrs, isMax bool, prims *dnnl.Cache[dnnl.PoolDesc]) error {
 	in := ctx.Input(0)
 	g, err := PoolParams(ctx, pa, in.Shape, isMax)
 	if err != nil {

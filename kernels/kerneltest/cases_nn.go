@@ -509,6 +509,27 @@ func batchNormCases(r *rand.Rand, op string) []Case {
 			}
 		}
 	}
+	// Keras's LayerNormalization: NCHW [1, rows, cols, 1] in training, scale
+	// 1 and offset 0 (its gamma and beta come after), one row per token.
+	for _, shape := range []tensor.Shape{{1, 12, 32, 1}, {1, 3, 257, 1}, {1, 256, 130, 1}} {
+		x := RandRange(r, tensor.Float, shape, -3, 5)
+		c := shape[1]
+		ones, zeros := FromF64(tensor.Float, tensor.Shape{c}, fill(int(c), 1)), FromF64(tensor.Float, tensor.Shape{c}, fill(int(c), 0))
+		attrs := Attrs{"epsilon": AFloat(0.001), "data_format": AStr("NCHW"), "is_training": ABool(true)}
+		if op != "FusedBatchNorm" {
+			attrs["U"] = AType(tensor.Float)
+		}
+		in := ins(x, ones, zeros, zeros, zeros)
+		want := refBatchNorm(F64s(x), shape, 1, fill(int(c), 1), fill(int(c), 0), fill(int(c), 0), fill(int(c), 0), 0.001, 1, true)
+		ws := []*tensor.Tensor{FromF64(tensor.Float, shape, want[0])}
+		for _, w := range want[1:] {
+			ws = append(ws, FromF64(tensor.Float, tensor.Shape{c}, w))
+		}
+		if nOut == 6 {
+			ws = append(ws, nil)
+		}
+		cs = append(cs, Case{Name: fmt.Sprintf("%s LayerNorm form %v", op, shape), Node: NodeFor(op, attrs, in, nil), Inputs: in, Want: ws, Tol: Tol(tensor.Float) * 4})
+	}
 	// An empty input gives NaN statistics.
 	x := Rand(r, tensor.Float, tensor.Shape{0, 2, 2, 3})
 	v3 := func() *tensor.Tensor { return Rand(r, tensor.Float, tensor.Shape{3}) }
@@ -597,4 +618,13 @@ func lrnCases(r *rand.Rand) []Case {
 	}
 	bad(&cs, "LRN", nil, ins(Rand(r, tensor.Float, tensor.Shape{2, 3})), nil, status.InvalidArgument)
 	return cs
+}
+
+// fill is n copies of v.
+func fill(n int, v float64) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
 }

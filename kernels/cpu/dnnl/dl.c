@@ -10,12 +10,15 @@
 typedef int64_t dims_t[12];
 typedef void *md_t;
 enum {
-	f32 = 3, tag_any = 1, tag_nhwc = 22, tag_hwio = 28,
-	fwd_inference = 96, conv_direct = 1, eltwise_relu = 32,
+	f32 = 3, tag_any = 1, tag_a = 2, tag_ab = 3, tag_ba = 14, tag_nhwc = 22, tag_hwio = 28,
+	fwd_training = 64, fwd_inference = 96, conv_direct = 1, eltwise_relu = 32,
 	pool_max = 0x1ff, pool_avg_exclude_padding = 0x3ff,
-	q_weights_md = 131, q_scratchpad_md = 136,
+	softmax_accurate = 0x30000, softmax_log = 0x30001,
+	use_global_stats = 1, use_scale = 2, use_shift = 4,
+	q_impl_info_str = 8, q_weights_md = 131, q_scratchpad_md = 136,
 	scratchpad_user = 1, engine_cpu = 1, stream_default = 1,
-	ARG_SRC = 1, ARG_DST = 17, ARG_WEIGHTS = 33, ARG_BIAS = 41, ARG_SCRATCHPAD = 80,
+	ARG_SRC = 1, ARG_DST = 17, ARG_WEIGHTS = 33, ARG_BIAS = 41, ARG_MEAN = 49, ARG_VARIANCE = 50,
+	ARG_SCALE = 51, ARG_SHIFT = 52, ARG_SCRATCHPAD = 80,
 };
 typedef struct { int arg; void *memory; } exec_arg;
 typedef struct { int major, minor, patch; const char *hash; unsigned cpu_runtime, gpu_runtime; } version_t;
@@ -41,6 +44,11 @@ static struct {
 	int (*pool_pd_create)(void **, void *, int, int, const md_t, const md_t,
 		const dims_t, const dims_t, const dims_t, const dims_t, const dims_t, const void *);
 	int (*reorder_pd_create)(void **, const md_t, void *, const md_t, void *, const void *);
+	int (*softmax_pd_create)(void **, void *, int, int, const md_t, const md_t, int, const void *);
+	int (*lnorm_pd_create)(void **, void *, int, const md_t, const md_t, const md_t, float, unsigned, const void *);
+	int (*bnorm_pd_create)(void **, void *, int, const md_t, const md_t, float, unsigned, const void *);
+	int (*matmul_pd_create)(void **, void *, const md_t, const md_t, const md_t, const md_t, const void *);
+	int (*pd_query)(const void *, int, int, void *);
 	md_t (*pd_query_md)(const void *, int, int);
 	int (*pd_destroy)(void *);
 	int (*primitive_create)(void **, const void *);
@@ -85,6 +93,11 @@ int ms_dnnl_open(const char *path, char *err, int errlen) {
 	SYM(conv_pd_create, "dnnl_convolution_forward_primitive_desc_create");
 	SYM(pool_pd_create, "dnnl_pooling_forward_primitive_desc_create");
 	SYM(reorder_pd_create, "dnnl_reorder_primitive_desc_create");
+	SYM(softmax_pd_create, "dnnl_softmax_forward_primitive_desc_create");
+	SYM(lnorm_pd_create, "dnnl_layer_normalization_forward_primitive_desc_create");
+	SYM(bnorm_pd_create, "dnnl_batch_normalization_forward_primitive_desc_create");
+	SYM(matmul_pd_create, "dnnl_matmul_primitive_desc_create");
+	SYM(pd_query, "dnnl_primitive_desc_query");
 	SYM(pd_query_md, "dnnl_primitive_desc_query_md");
 	SYM(pd_destroy, "dnnl_primitive_desc_destroy");
 	SYM(primitive_create, "dnnl_primitive_create");
@@ -231,73 +244,187 @@ fail:;
 	return ok;
 }
 
-/* A pooling primitive for one (node, shape): NHWC in and out. */
-struct ms_pool {
+static const char *impl_of(void *pd) {
+	const char *s = NULL;
+	if (d.pd_query(pd, q_impl_info_str, 0, &s) || !s) return "?";
+	return s;
+}
+
+const char *ms_conv_impl(ms_conv *c) { return impl_of(c->pd); }
+
+/* A primitive whose arguments are plain buffers in the layouts given at
+   creation (every op here but the convolution, whose weights are
+   reordered): run binds one pointer per argument and the scratchpad. */
+#define MAX_ARGS 8
+struct ms_prim {
 	void *pd, *prim;
-	md_t src_md, dst_md;
-	md_t scratch_md; /* owned by pd */
+	int n;
+	int args[MAX_ARGS];
+	md_t mds[MAX_ARGS]; /* owned */
+	md_t scratch_md;    /* owned by pd */
 	size_t scratch_size;
 };
 
-void ms_pool_free(ms_pool *c) {
+void ms_prim_free(ms_prim *c) {
 	if (!c) return;
 	if (c->prim) d.primitive_destroy(c->prim);
 	if (c->pd) d.pd_destroy(c->pd);
-	if (c->src_md) d.md_destroy(c->src_md);
-	if (c->dst_md) d.md_destroy(c->dst_md);
+	for (int i = 0; i < c->n; i++)
+		if (c->mds[i]) d.md_destroy(c->mds[i]);
 	free(c);
 }
 
-int ms_pool_create(const int64_t *p, int is_max, ms_pool **out, char *err, int errlen) {
-	int64_t N = p[0], C = p[1], H = p[2], W = p[3], OH = p[4], OW = p[5];
-	void *attr = NULL;
-	ms_pool *c = calloc(1, sizeof *c);
-	if (!c) {
-		snprintf(err, errlen, "out of memory");
-		return 0;
+/* add makes a plain descriptor for argument arg; it returns it (owned by
+   c), or NULL with err set. */
+static md_t add(ms_prim *c, int arg, int ndims, const int64_t *dims, int tag, char *err, int errlen) {
+	dims_t dd = {0};
+	for (int i = 0; i < ndims; i++) dd[i] = dims[i];
+	md_t md = NULL;
+	int st = d.md_create_with_tag(&md, ndims, dd, f32, tag);
+	if (st) {
+		snprintf(err, errlen, "dnnl_memory_desc_create_with_tag: %s", status_name(st));
+		return NULL;
 	}
-	dims_t src = {N, C, H, W}, dst = {N, C, OH, OW};
-	dims_t kernel = {p[6], p[7]}, strides = {p[8], p[9]}, dil = {0, 0}, pl = {p[10], p[11]}, pr = {p[12], p[13]};
-	CHECK(d.md_create_with_tag(&c->src_md, 4, src, f32, tag_nhwc));
-	CHECK(d.md_create_with_tag(&c->dst_md, 4, dst, f32, tag_nhwc));
-	CHECK(d.attr_create(&attr));
-	CHECK(d.attr_set_scratchpad_mode(attr, scratchpad_user));
-	CHECK(d.pool_pd_create(&c->pd, engine, fwd_inference, is_max ? pool_max : pool_avg_exclude_padding,
-		c->src_md, c->dst_md, strides, kernel, dil, pl, pr, attr));
-	CHECK(d.primitive_create(&c->prim, c->pd));
-	c->scratch_md = d.pd_query_md(c->pd, q_scratchpad_md, 0);
-	c->scratch_size = c->scratch_md ? d.md_get_size(c->scratch_md) : 0;
-	d.attr_destroy(attr);
-	*out = c;
-	return 1;
-fail:
-	if (attr) d.attr_destroy(attr);
-	ms_pool_free(c);
-	return 0;
+	c->args[c->n] = arg;
+	c->mds[c->n++] = md;
+	return md;
 }
 
-size_t ms_pool_work_size(ms_pool *c) { return c->scratch_size + 64; }
+static ms_prim *prim_new(char *err, int errlen) {
+	ms_prim *c = calloc(1, sizeof *c);
+	if (!c) snprintf(err, errlen, "out of memory");
+	return c;
+}
 
-int ms_pool_run(ms_pool *c, const float *src, float *dst, void *work, char *err, int errlen) {
-	void *stream = NULL, *m_src = NULL, *m_dst = NULL, *m_scr = NULL;
-	char *sbuf = align64(work);
-	int ok = 0;
+/* prim_finish makes the primitive from c->pd and frees attr; on failure
+   it frees c. */
+static int prim_finish(ms_prim *c, int st, const char *what, void *attr, ms_prim **out, char *err, int errlen) {
+	if (attr) d.attr_destroy(attr);
+	if (st) {
+		snprintf(err, errlen, "%s: %s", what, status_name(st));
+		ms_prim_free(c);
+		return 0;
+	}
+	if ((st = d.primitive_create(&c->prim, c->pd))) {
+		snprintf(err, errlen, "dnnl_primitive_create: %s", status_name(st));
+		ms_prim_free(c);
+		return 0;
+	}
+	c->scratch_md = d.pd_query_md(c->pd, q_scratchpad_md, 0);
+	c->scratch_size = c->scratch_md ? d.md_get_size(c->scratch_md) : 0;
+	*out = c;
+	return 1;
+}
+
+static void *user_scratchpad_attr(void) {
+	void *attr = NULL;
+	if (d.attr_create(&attr)) return NULL;
+	d.attr_set_scratchpad_mode(attr, scratchpad_user);
+	return attr;
+}
+
+const char *ms_prim_impl(ms_prim *c) { return impl_of(c->pd); }
+
+size_t ms_prim_work_size(ms_prim *c) { return c->scratch_size + 64; }
+
+int ms_prim_run(ms_prim *c, void *const *ptrs, void *work, char *err, int errlen) {
+	void *stream = NULL, *mem[MAX_ARGS + 1] = {0};
+	exec_arg a[MAX_ARGS + 1];
+	int na = 0, ok = 0;
 	CHECK(d.stream_create(&stream, engine, stream_default));
-	CHECK(d.memory_create(&m_src, c->src_md, engine, (void *)src));
-	CHECK(d.memory_create(&m_dst, c->dst_md, engine, dst));
-	exec_arg a[3] = {{ARG_SRC, m_src}, {ARG_DST, m_dst}};
-	int na = 2;
+	for (; na < c->n; na++) {
+		CHECK(d.memory_create(&mem[na], c->mds[na], engine, ptrs[na]));
+		a[na] = (exec_arg){c->args[na], mem[na]};
+	}
 	if (c->scratch_size) {
-		CHECK(d.memory_create(&m_scr, c->scratch_md, engine, sbuf));
-		a[na++] = (exec_arg){ARG_SCRATCHPAD, m_scr};
+		CHECK(d.memory_create(&mem[na], c->scratch_md, engine, align64(work)));
+		a[na] = (exec_arg){ARG_SCRATCHPAD, mem[na]};
+		na++;
 	}
 	CHECK(d.primitive_execute(c->prim, stream, na, a));
 	CHECK(d.stream_wait(stream));
 	ok = 1;
 fail:
-	if (m_src) d.memory_destroy(m_src);
-	if (m_dst) d.memory_destroy(m_dst);
-	if (m_scr) d.memory_destroy(m_scr);
+	for (int i = 0; i <= MAX_ARGS; i++)
+		if (mem[i]) d.memory_destroy(mem[i]);
 	if (stream) d.stream_destroy(stream);
 	return ok;
+}
+
+#define ADD(arg, nd, dims, tag) if (!add(c, arg, nd, dims, tag, err, errlen)) { ms_prim_free(c); return 0; }
+
+int ms_pool_create(const int64_t *p, int is_max, ms_prim **out, char *err, int errlen) {
+	int64_t src[] = {p[0], p[1], p[2], p[3]}, dst[] = {p[0], p[1], p[4], p[5]};
+	dims_t kernel = {p[6], p[7]}, strides = {p[8], p[9]}, dil = {0, 0}, pl = {p[10], p[11]}, pr = {p[12], p[13]};
+	ms_prim *c = prim_new(err, errlen);
+	if (!c) return 0;
+	ADD(ARG_SRC, 4, src, tag_nhwc);
+	ADD(ARG_DST, 4, dst, tag_nhwc);
+	void *attr = user_scratchpad_attr();
+	int st = d.pool_pd_create(&c->pd, engine, fwd_inference, is_max ? pool_max : pool_avg_exclude_padding,
+		c->mds[0], c->mds[1], strides, kernel, dil, pl, pr, attr);
+	return prim_finish(c, st, "dnnl_pooling_forward_primitive_desc_create", attr, out, err, errlen);
+}
+
+int ms_softmax_create(int64_t rows, int64_t cols, int log, ms_prim **out, char *err, int errlen) {
+	int64_t dims[] = {rows, cols};
+	ms_prim *c = prim_new(err, errlen);
+	if (!c) return 0;
+	ADD(ARG_SRC, 2, dims, tag_ab);
+	ADD(ARG_DST, 2, dims, tag_ab);
+	void *attr = user_scratchpad_attr();
+	int st = d.softmax_pd_create(&c->pd, engine, fwd_inference, log ? softmax_log : softmax_accurate,
+		c->mds[0], c->mds[1], 1, attr);
+	return prim_finish(c, st, "dnnl_softmax_forward_primitive_desc_create", attr, out, err, errlen);
+}
+
+int ms_lnorm_create(int64_t rows, int64_t cols, float eps, ms_prim **out, char *err, int errlen) {
+	int64_t dims[] = {rows, cols};
+	ms_prim *c = prim_new(err, errlen);
+	if (!c) return 0;
+	ADD(ARG_SRC, 2, dims, tag_ab);
+	ADD(ARG_DST, 2, dims, tag_ab);
+	ADD(ARG_MEAN, 1, dims, tag_a);
+	ADD(ARG_VARIANCE, 1, dims, tag_a);
+	void *attr = user_scratchpad_attr();
+	int st = d.lnorm_pd_create(&c->pd, engine, fwd_training, c->mds[0], c->mds[1], c->mds[2], eps, 0, attr);
+	return prim_finish(c, st, "dnnl_layer_normalization_forward_primitive_desc_create", attr, out, err, errlen);
+}
+
+int ms_bnorm_create(int64_t n, int64_t ch, int64_t spatial, float eps, int training, ms_prim **out, char *err, int errlen) {
+	/* NHWC as [n, ch, spatial, 1] in nhwc order: channels innermost. */
+	int64_t dims[] = {n, ch, spatial, 1}, cd[] = {ch};
+	ms_prim *c = prim_new(err, errlen);
+	if (!c) return 0;
+	ADD(ARG_SRC, 4, dims, tag_nhwc);
+	ADD(ARG_DST, 4, dims, tag_nhwc);
+	ADD(ARG_SCALE, 1, cd, tag_a);
+	ADD(ARG_SHIFT, 1, cd, tag_a);
+	ADD(ARG_MEAN, 1, cd, tag_a);
+	ADD(ARG_VARIANCE, 1, cd, tag_a);
+	void *attr = user_scratchpad_attr();
+	unsigned flags = use_scale | use_shift | (training ? 0 : use_global_stats);
+	int st = d.bnorm_pd_create(&c->pd, engine, training ? fwd_training : fwd_inference, c->mds[0], c->mds[1], eps, flags, attr);
+	return prim_finish(c, st, "dnnl_batch_normalization_forward_primitive_desc_create", attr, out, err, errlen);
+}
+
+int ms_matmul_create(int64_t m, int64_t k, int64_t n, int ta, int tb, int bias, int act, float alpha, float beta,
+	ms_prim **out, char *err, int errlen) {
+	int64_t a[] = {m, k}, b[] = {k, n}, bd[] = {1, n}, dst[] = {m, n};
+	void *po = NULL;
+	ms_prim *c = prim_new(err, errlen);
+	if (!c) return 0;
+	ADD(ARG_SRC, 2, a, ta ? tag_ba : tag_ab);
+	ADD(ARG_WEIGHTS, 2, b, tb ? tag_ba : tag_ab);
+	ADD(ARG_DST, 2, dst, tag_ab);
+	if (bias) ADD(ARG_BIAS, 2, bd, tag_ab);
+	void *attr = user_scratchpad_attr();
+	if (act) {
+		d.post_ops_create(&po);
+		d.post_ops_append_eltwise(po, act, alpha, beta);
+		d.attr_set_post_ops(attr, po);
+		d.post_ops_destroy(po);
+	}
+	int st = d.matmul_pd_create(&c->pd, engine, c->mds[0], c->mds[1], bias ? c->mds[3] : NULL, c->mds[2], attr);
+	return prim_finish(c, st, "dnnl_matmul_primitive_desc_create", attr, out, err, errlen);
 }

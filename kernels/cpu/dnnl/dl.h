@@ -2,7 +2,6 @@
 #include <stdint.h>
 
 typedef struct ms_conv ms_conv;
-typedef struct ms_pool ms_pool;
 
 int ms_dnnl_open(const char *path, char *err, int errlen);
 void ms_dnnl_version(int *major, int *minor, int *patch);
@@ -15,9 +14,30 @@ size_t ms_conv_work_size(ms_conv *c);
 int ms_conv_run(ms_conv *c, const float *src, const float *wei, const float *bias, float *dst, void *work, char *err, int errlen);
 void ms_conv_free(ms_conv *c);
 
+const char *ms_conv_impl(ms_conv *c);
+
+/* ms_prim: a primitive whose arguments are plain buffers in the layouts
+   its create function fixed (see dl.c); run takes one pointer per argument,
+   in the order the create function lists them. */
+typedef struct ms_prim ms_prim;
+const char *ms_prim_impl(ms_prim *c);
+size_t ms_prim_work_size(ms_prim *c);
+int ms_prim_run(ms_prim *c, void *const *ptrs, void *work, char *err, int errlen);
+void ms_prim_free(ms_prim *c);
+
 /* p: N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR (NHWC in and out);
-   average pooling excludes the padding, as TF's. */
-int ms_pool_create(const int64_t *p, int is_max, ms_pool **out, char *err, int errlen);
-size_t ms_pool_work_size(ms_pool *c);
-int ms_pool_run(ms_pool *c, const float *src, float *dst, void *work, char *err, int errlen);
-void ms_pool_free(ms_pool *c);
+   average pooling excludes the padding, as TF's. Args: src, dst. */
+int ms_pool_create(const int64_t *p, int is_max, ms_prim **out, char *err, int errlen);
+/* Softmax or LogSoftmax along the rows of [rows, cols]. Args: src, dst. */
+int ms_softmax_create(int64_t rows, int64_t cols, int log, ms_prim **out, char *err, int errlen);
+/* Each row of [rows, cols] normalised, no scale or shift. Args: src, dst,
+   mean [rows], variance [rows] (both written). */
+int ms_lnorm_create(int64_t rows, int64_t cols, float eps, ms_prim **out, char *err, int errlen);
+/* Batch norm of [n, spatial, ch] (NHWC flattened) per channel. Args: src,
+   dst, scale, shift, mean, variance (read when !training, written when
+   training). */
+int ms_bnorm_create(int64_t n, int64_t ch, int64_t spatial, float eps, int training, ms_prim **out, char *err, int errlen);
+/* dst[m,n] = op(a)[m,k] op(b)[k,n] (+ bias[n]) then the eltwise act (0 =
+   none; oneDNN's alg kind, alpha, beta). Args: a, b, dst, bias. */
+int ms_matmul_create(int64_t m, int64_t k, int64_t n, int ta, int tb, int bias, int act, float alpha, float beta,
+	ms_prim **out, char *err, int errlen);

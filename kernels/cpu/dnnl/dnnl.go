@@ -27,6 +27,10 @@ type Options struct {
 	// onednn-cpu-gomp wheel's in build/venv/lib); "" tries SystemNames;
 	// "off" runs mstream's own kernels.
 	Path string
+	// Warn prints a warning (the session's logger); nil writes to
+	// stderr. The first Load's is kept, as its library is: a shape
+	// oneDNN cannot make is warned about through it.
+	Warn func(msg string)
 }
 
 // Info says whether oneDNN runs the heavy CPU kernels, which version and
@@ -46,6 +50,8 @@ type Info struct {
 	OMPWaitPolicySet bool   `json:"omp_wait_policy_set,omitempty"`
 	// Warning says why oneDNN is not used when it was not turned off.
 	Warning string `json:"warning,omitempty"`
+	// Fallbacks is Fallbacks() when the stats were taken.
+	Fallbacks int64 `json:"fallbacks"`
 }
 
 // String is the one log line.
@@ -57,8 +63,11 @@ func (in Info) String() string {
 	if in.OMPWaitPolicySet {
 		set = " set by mstream"
 	}
-	return fmt.Sprintf("oneDNN %s (%s), ISA %s, OMP_WAIT_POLICY=%s%s: float32 NHWC Conv2D, _FusedConv2D, MaxPool, AvgPool", in.Version, in.Path, in.ISA, in.OMPWaitPolicy, set)
+	return fmt.Sprintf("oneDNN %s (%s), ISA %s, OMP_WAIT_POLICY=%s%s: float32 %s", in.Version, in.Path, in.ISA, in.OMPWaitPolicy, set, Ops)
 }
+
+// Ops are the kernels oneDNN runs when it is loaded, for the log line.
+const Ops = "NHWC Conv2D, _FusedConv2D, MaxPool, AvgPool; Softmax, LogSoftmax; FusedBatchNorm (NHWC, and the row-wise LayerNorm form Keras exports); _FusedMatMul at batch <= 16"
 
 var isaNames = map[int]string{0: "default", 1: "SSE4.1", 3: "AVX", 7: "AVX2", 15: "AVX2-VNNI", 31: "AVX2-VNNI-2",
 	39: "AVX-512", 103: "AVX-512-VNNI", 231: "AVX-512-BF16", 495: "AVX-512-FP16", 4079: "AMX"}
@@ -72,7 +81,29 @@ var (
 	info   Info
 	have   bool
 	wanted Options
+
+	fallbacks atomic.Int64
 )
+
+// Fallbacks is how many (node, shape) pairs oneDNN could not make a
+// primitive for in this process, each warned about once; mstream's own
+// kernels ran them. MS_SessionStats shows it (cpu_kernels.onednn.fallbacks).
+func Fallbacks() int64 { return fallbacks.Load() }
+
+// fallback warns that oneDNN could not make a primitive for a shape of
+// node, whose kernel then runs its own code.
+func fallback(node string, err error) {
+	fallbacks.Add(1)
+	msg := fmt.Sprintf("oneDNN: node '%s': %v: mstream's own kernel runs this shape instead, slower", node, err)
+	loadMu.Lock()
+	w := wanted.Warn
+	loadMu.Unlock()
+	if w != nil {
+		w(msg)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "mstream W", msg)
+}
 
 // Load opens oneDNN once per process, as package blas opens its library:
 // the first successful Load decides; a named Path that does not load is an
@@ -108,7 +139,7 @@ func Load(o Options) (Info, error) {
 					why = strings.Join(errs, "; ")
 				}
 			}
-			in.Warning = fmt.Sprintf("no oneDNN (%s): convolutions and pooling run mstream's own kernels, several times slower; scripts/setup.sh installs it, MSTREAM_DNNL names it", why)
+			in.Warning = fmt.Sprintf("no oneDNN (%s): convolutions, pooling, softmax and the normalisations run mstream's own kernels, several times slower; scripts/setup.sh installs it, MSTREAM_DNNL names it", why)
 		}
 	default:
 		if err := open(o.Path, &in); err != nil {
@@ -151,12 +182,14 @@ func open(path string, in *Info) error {
 }
 
 // Loaded returns the Info of the library in use, loading the default when
-// nobody has.
+// nobody has, with Fallbacks read now.
 func Loaded() Info {
 	if !loaded.Load() {
 		Load(Options{})
 	}
-	return info
+	in := info
+	in.Fallbacks = Fallbacks()
+	return in
 }
 
 // Available reports whether oneDNN runs the kernels it serves.
@@ -184,6 +217,8 @@ type ConvDesc struct {
 // reordered weights).
 type Conv struct {
 	c *C.ms_conv
+	// Impl is oneDNN's name of the implementation it chose.
+	Impl string
 }
 
 // NewConv creates the primitive (oneDNN JIT-compiles it: do it once per
@@ -200,7 +235,7 @@ func NewConv(d ConvDesc) (*Conv, error) {
 	if C.ms_conv_create(&p[0], b2i(d.Bias), b2i(d.Relu), &c, &buf[0], C.int(len(buf))) == 0 {
 		return nil, fmt.Errorf("oneDNN convolution %+v: %s", d, C.GoString(&buf[0]))
 	}
-	return &Conv{c: c}, nil
+	return &Conv{c: c, Impl: C.GoString(C.ms_conv_impl(c))}, nil
 }
 
 // WorkBytes is the size of the work buffer Run needs: the weights in the
@@ -232,8 +267,11 @@ func (c *Conv) Run(src, wei, bias, dst []float32, work []byte) error {
 // not freed: they live as long as the process (a plan does not say when it
 // is dropped; a few per node and shape).
 type ConvCache struct {
-	mu sync.Mutex
-	m  map[ConvDesc]convEntry
+	// Node names the kernel's node in the warning a desc oneDNN cannot
+	// make prints.
+	Node string
+	mu   sync.Mutex
+	m    map[ConvDesc]convEntry
 }
 
 type convEntry struct {
@@ -254,6 +292,9 @@ func (cc *ConvCache) Get(d ConvDesc) (*Conv, error) {
 		cc.m = map[ConvDesc]convEntry{}
 	}
 	cc.m[d] = convEntry{c, err}
+	if err != nil {
+		fallback(cc.Node, err)
+	}
 	return c, err
 }
 
@@ -264,9 +305,114 @@ func b2i(b bool) C.int {
 	return 0
 }
 
+// Prim is a oneDNN primitive whose arguments are plain row-major buffers
+// in the layouts its constructor fixed: pooling, softmax, layer and batch
+// normalisation, matmul. It is safe for concurrent Runs (each brings its
+// own work buffer).
+type Prim struct {
+	c    *C.ms_prim
+	nArg int
+	// Impl is oneDNN's name of the implementation it chose ("brg:avx2",
+	// "jit:uni", "ref:any"): a "ref" one is oneDNN's slow reference code.
+	Impl string
+}
+
+func newPrim(what string, desc any, nArg int, create func(out **C.ms_prim, buf *C.char, n C.int) C.int) (*Prim, error) {
+	if !Available() {
+		return nil, errors.New("oneDNN is not loaded")
+	}
+	var c *C.ms_prim
+	var buf [512]C.char
+	if create(&c, &buf[0], C.int(len(buf))) == 0 {
+		return nil, fmt.Errorf("oneDNN %s %+v: %s", what, desc, C.GoString(&buf[0]))
+	}
+	return &Prim{c: c, nArg: nArg, Impl: C.GoString(C.ms_prim_impl(c))}, nil
+}
+
+// WorkBytes is the size of the work buffer (the scratchpad) Run needs.
+func (p *Prim) WorkBytes() int64 { return int64(C.ms_prim_work_size(p.c)) }
+
+// Run executes the primitive on args, one slice per argument in the order
+// its desc's doc lists (nil for an argument a desc leaves out), using work
+// (WorkBytes long). The slices must hold the desc's shapes.
+func (p *Prim) Run(work []byte, args ...[]float32) error {
+	if int64(len(work)) < p.WorkBytes() {
+		return fmt.Errorf("oneDNN %s: work buffer of %d bytes, %d needed", p.Impl, len(work), p.WorkBytes())
+	}
+	if len(args) < p.nArg {
+		return fmt.Errorf("oneDNN %s: %d arguments, %d needed", p.Impl, len(args), p.nArg)
+	}
+	// The pointers go to C in C memory: cgo forbids passing Go memory that
+	// holds Go pointers.
+	ptrs := (*[8]unsafe.Pointer)(C.calloc(8, C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))))
+	defer C.free(unsafe.Pointer(ptrs))
+	for i, a := range args[:p.nArg] {
+		if len(a) > 0 {
+			ptrs[i] = unsafe.Pointer(&a[0])
+		}
+	}
+	var buf [256]C.char
+	if C.ms_prim_run(p.c, &ptrs[0], unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
+		return errors.New(C.GoString(&buf[0]))
+	}
+	return nil
+}
+
+// Cache holds a kernel's primitives by desc: a kernel makes one and keeps
+// it for the plan's life, so a primitive is built once per (node, shape)
+// and reused by every Run. Node names the kernel's node in the warning a
+// desc oneDNN cannot make prints. The zero value is ready. Primitives are
+// not freed, as ConvCache's.
+type Cache[D comparable] struct {
+	Node string
+	mu   sync.Mutex
+	m    map[D]primEntry
+}
+
+type primEntry struct {
+	p   *Prim
+	err error
+}
+
+// Get returns the primitive for d, creating it on first use. A desc oneDNN
+// cannot make is remembered and warned about once (the caller's own kernel
+// runs it, slower), so the fallback runs without retrying.
+func (pc *Cache[D]) Get(d D) (*Prim, error) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if e, ok := pc.m[d]; ok {
+		return e.p, e.err
+	}
+	p, err := newPrimFor(d)
+	if pc.m == nil {
+		pc.m = map[D]primEntry{}
+	}
+	pc.m[d] = primEntry{p, err}
+	if err != nil {
+		fallback(pc.Node, err)
+	}
+	return p, err
+}
+
+func newPrimFor(d any) (*Prim, error) {
+	switch d := d.(type) {
+	case PoolDesc:
+		return NewPool(d)
+	case SoftmaxDesc:
+		return NewSoftmax(d)
+	case LayerNormDesc:
+		return NewLayerNorm(d)
+	case BatchNormDesc:
+		return NewBatchNorm(d)
+	case MatMulDesc:
+		return NewMatMul(d)
+	}
+	return nil, fmt.Errorf("oneDNN: no primitive for %T", d)
+}
+
 // PoolDesc is one float32 2-D pooling, NHWC in and out: max, or average
 // over the window's elements inside the input (TF's SAME excludes the
-// padding).
+// padding). Run's arguments: src, dst.
 type PoolDesc struct {
 	N, H, W, C, OH, OW int
 	KH, KW, SH, SW     int
@@ -274,67 +420,111 @@ type PoolDesc struct {
 	Max                bool
 }
 
-// Pool is a oneDNN pooling primitive for one PoolDesc, safe for concurrent
-// Runs.
-type Pool struct {
-	c *C.ms_pool
-}
-
 // NewPool creates the primitive; do it once per node and shape, through a
-// PoolCache.
-func NewPool(d PoolDesc) (*Pool, error) {
-	if !Available() {
-		return nil, errors.New("oneDNN is not loaded")
-	}
+// Cache.
+func NewPool(d PoolDesc) (*Prim, error) {
 	p := [14]C.int64_t{C.int64_t(d.N), C.int64_t(d.C), C.int64_t(d.H), C.int64_t(d.W), C.int64_t(d.OH), C.int64_t(d.OW),
 		C.int64_t(d.KH), C.int64_t(d.KW), C.int64_t(d.SH), C.int64_t(d.SW), C.int64_t(d.PT), C.int64_t(d.PL), C.int64_t(d.PB), C.int64_t(d.PR)}
-	var c *C.ms_pool
-	var buf [512]C.char
-	if C.ms_pool_create(&p[0], b2i(d.Max), &c, &buf[0], C.int(len(buf))) == 0 {
-		return nil, fmt.Errorf("oneDNN pooling %+v: %s", d, C.GoString(&buf[0]))
-	}
-	return &Pool{c: c}, nil
+	return newPrim("pooling", d, 2, func(out **C.ms_prim, buf *C.char, n C.int) C.int {
+		return C.ms_pool_create(&p[0], b2i(d.Max), out, buf, n)
+	})
 }
 
-// WorkBytes is the size of the work buffer (the scratchpad) Run needs.
-func (p *Pool) WorkBytes() int64 { return int64(C.ms_pool_work_size(p.c)) }
-
-// Run pools src into dst using work (WorkBytes long); the slices hold the
-// desc's shapes.
-func (p *Pool) Run(src, dst []float32, work []byte) error {
-	if int64(len(work)) < p.WorkBytes() {
-		return fmt.Errorf("oneDNN pooling: work buffer of %d bytes, %d needed", len(work), p.WorkBytes())
-	}
-	var buf [256]C.char
-	if C.ms_pool_run(p.c, (*C.float)(&src[0]), (*C.float)(&dst[0]), unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
-		return errors.New(C.GoString(&buf[0]))
-	}
-	return nil
+// SoftmaxDesc is Softmax (or, with Log, LogSoftmax) along each row of a
+// [Rows, Cols] float32 matrix. Run's arguments: src, dst.
+type SoftmaxDesc struct {
+	Rows, Cols int
+	Log        bool
 }
 
-// PoolCache is ConvCache for pooling.
-type PoolCache struct {
-	mu sync.Mutex
-	m  map[PoolDesc]poolEntry
+// NewSoftmax creates the primitive; do it once per node and shape.
+func NewSoftmax(d SoftmaxDesc) (*Prim, error) {
+	return newPrim("softmax", d, 2, func(out **C.ms_prim, buf *C.char, n C.int) C.int {
+		return C.ms_softmax_create(C.int64_t(d.Rows), C.int64_t(d.Cols), b2i(d.Log), out, buf, n)
+	})
 }
 
-type poolEntry struct {
-	p   *Pool
-	err error
+// LayerNormDesc normalises each row of a [Rows, Cols] float32 matrix to
+// zero mean and unit variance (biased variance, Eps added), with no scale
+// or shift. Run's arguments: src, dst, mean [Rows], variance [Rows] (both
+// written).
+type LayerNormDesc struct {
+	Rows, Cols int
+	Eps        float32
 }
 
-// Get returns the primitive for d, creating it on first use; a desc oneDNN
-// cannot make is remembered.
-func (pc *PoolCache) Get(d PoolDesc) (*Pool, error) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if e, ok := pc.m[d]; ok {
-		return e.p, e.err
+// NewLayerNorm creates the primitive; do it once per node and shape.
+func NewLayerNorm(d LayerNormDesc) (*Prim, error) {
+	return newPrim("layer normalization", d, 4, func(out **C.ms_prim, buf *C.char, n C.int) C.int {
+		return C.ms_lnorm_create(C.int64_t(d.Rows), C.int64_t(d.Cols), C.float(d.Eps), out, buf, n)
+	})
+}
+
+// BatchNormDesc is a float32 batch normalisation of NHWC data viewed as
+// [N, Spatial, C], per channel, with scale and shift: in inference
+// (Training false) with the given mean and variance, in training with the
+// batch's, which it writes. Run's arguments: src, dst, scale, shift, mean,
+// variance.
+type BatchNormDesc struct {
+	N, Spatial, C int
+	Eps           float32
+	Training      bool
+}
+
+// NewBatchNorm creates the primitive; do it once per node and shape.
+func NewBatchNorm(d BatchNormDesc) (*Prim, error) {
+	return newPrim("batch normalization", d, 6, func(out **C.ms_prim, buf *C.char, n C.int) C.int {
+		return C.ms_bnorm_create(C.int64_t(d.N), C.int64_t(d.C), C.int64_t(d.Spatial), C.float(d.Eps), b2i(d.Training), out, buf, n)
+	})
+}
+
+// Activations a MatMul applies after its bias, inside the primitive.
+const (
+	ActNone = iota
+	ActRelu
+	ActRelu6
+	ActElu
+	ActTanh
+	ActSigmoid
+	ActGeluErf
+	ActGeluTanh
+	ActLeakyRelu
+)
+
+// eltwise maps an activation to oneDNN's algorithm kind and its alpha and
+// beta (dnnl_types.h's dnnl_eltwise_*).
+var eltwise = [...]struct {
+	alg         C.int
+	alpha, beta C.float
+}{ActNone: {}, ActRelu: {0x20, 0, 0}, ActRelu6: {0x2f, 0, 6}, ActElu: {0x22, 1, 0}, ActTanh: {0x21, 0, 0},
+	ActSigmoid: {0x29, 0, 0}, ActGeluErf: {0x31, 0, 0}, ActGeluTanh: {0x2b, 0, 0}, ActLeakyRelu: {0x20, 0, 0}}
+
+// MatMulDesc is dst[M,N] = op(a)[M,K] op(b)[K,N] (+ bias[N]) then Act, all
+// float32 and row-major; TA and TB say a and b are stored transposed;
+// Alpha is ActLeakyRelu's slope. Run's arguments: a, b, dst, bias.
+type MatMulDesc struct {
+	M, K, N int
+	TA, TB  bool
+	Bias    bool
+	Act     int
+	Alpha   float32
+}
+
+// NewMatMul creates the primitive; do it once per node and shape.
+func NewMatMul(d MatMulDesc) (*Prim, error) {
+	if d.Act < 0 || d.Act >= len(eltwise) {
+		return nil, fmt.Errorf("oneDNN matmul: activation %d", d.Act)
 	}
-	p, err := NewPool(d)
-	if pc.m == nil {
-		pc.m = map[PoolDesc]poolEntry{}
+	e := eltwise[d.Act]
+	if d.Act == ActLeakyRelu {
+		e.alpha = C.float(d.Alpha)
 	}
-	pc.m[d] = poolEntry{p, err}
-	return p, err
+	nArg := 3
+	if d.Bias {
+		nArg = 4
+	}
+	return newPrim("matmul", d, nArg, func(out **C.ms_prim, buf *C.char, n C.int) C.int {
+		return C.ms_matmul_create(C.int64_t(d.M), C.int64_t(d.K), C.int64_t(d.N), b2i(d.TA), b2i(d.TB), b2i(d.Bias),
+			e.alg, e.alpha, e.beta, out, buf, n)
+	})
 }

@@ -165,7 +165,7 @@ func TestPool(t *testing.T) {
 	}
 	seed := time.Now().UnixNano()
 	r := rand.New(rand.NewSource(seed))
-	var cache PoolCache
+	var cache Cache[PoolDesc]
 	for _, d := range []PoolDesc{
 		{N: 2, H: 8, W: 8, C: 16, KH: 2, KW: 2, SH: 2, SW: 2},
 		{N: 1, H: 7, W: 9, C: 3, KH: 3, KW: 3, SH: 2, SW: 2, PT: 1, PL: 1, PB: 1, PR: 1},
@@ -186,7 +186,7 @@ func TestPool(t *testing.T) {
 				t.Fatal(err)
 			}
 			dst := make([]float32, len(want))
-			if err := p.Run(src, dst, make([]byte, p.WorkBytes())); err != nil {
+			if err := p.Run(make([]byte, p.WorkBytes()), src, dst); err != nil {
 				t.Fatalf("%+v: %v", d, err)
 			}
 			for i := range want {
