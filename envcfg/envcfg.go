@@ -57,7 +57,7 @@ type Config struct {
 	CUDAGraph           bool   // MSTREAM_CUDA_GRAPH: replay eligible GPU steps as captured CUDA graphs (on by default)
 	GPUPool             bool   // MSTREAM_GPU_POOL: every GPU serves graph-level Runs, as one pool of groups
 	BLAS                string // MSTREAM_BLAS: the cblas library for CPU GEMMs ("" system, "go" pure Go)
-	DNNL                string // MSTREAM_DNNL: oneDNN for the CPU's convolutions ("" system, "off" none)
+	DNNL                string // MSTREAM_DNNL: oneDNN for the CPU's NN kernels ("" system, "off" none)
 	// Set holds the raw value of every variable that was set (non-empty),
 	// keyed by name.
 	Set map[string]string
@@ -192,7 +192,7 @@ var Knobs = []Knob{
 		set: func(c *Config, v string) (err error) { c.GPUPool, err = parseBool(v); return }},
 	{Name: "MSTREAM_BLAS", Type: "path", Default: "", Doc: "the cblas library the CPU's GEMMs load (once per process, by the first session): a path such as the scipy-openblas32 wheel's libscipy_openblas.so (scripts/venv.sh sets it); unset tries libopenblas.so.0, libopenblas.so, libblas.so.3; go takes the pure-Go GEMM",
 		set: func(c *Config, v string) error { c.BLAS = strings.TrimSpace(v); return nil }},
-	{Name: "MSTREAM_DNNL", Type: "path", Default: "", Doc: "oneDNN 3.x (libdnnl.so.3) for the CPU's float32 convolutions, loaded once per process by the first session: a path such as the onednn-cpu-gomp wheel's build/venv/lib/libdnnl.so.3 (scripts/venv.sh sets it); unset tries libdnnl.so.3; off runs mstream's own kernels",
+	{Name: "MSTREAM_DNNL", Type: "path", Default: "", Doc: "oneDNN 3.x (libdnnl.so.3) for the CPU's float32 convolutions, pooling, softmax, normalisations and small-batch fused matmuls, loaded once per process by the first session: a path such as the onednn-cpu-gomp wheel's build/venv/lib/libdnnl.so.3 (scripts/venv.sh sets it); unset tries libdnnl.so.3; off runs mstream's own kernels",
 		set: func(c *Config, v string) error { c.DNNL = strings.TrimSpace(v); return nil }},
 }
 

@@ -118,9 +118,9 @@ func (st *state) logCPUKernels(withNotice func(summary string) string) (logged b
 	return logged
 }
 
-// now is c with the counters that change after loading (oneDNN's
-// fallbacks) read now, for MS_SessionStats.
+// now is c with what changes after loading (oneDNN's fallbacks and the
+// implementations its primitives took) read now, for MS_SessionStats.
 func (c CPUKernels) now() CPUKernels {
-	c.DNNL.Fallbacks = dnnl.Fallbacks()
+	c.DNNL.Fallbacks, c.DNNL.Primitives = dnnl.Fallbacks(), dnnl.Primitives()
 	return c
 }

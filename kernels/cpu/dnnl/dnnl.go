@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,8 @@ type Info struct {
 	Warning string `json:"warning,omitempty"`
 	// Fallbacks is Fallbacks() when the stats were taken.
 	Fallbacks int64 `json:"fallbacks"`
+	// Primitives is Primitives() when the stats were taken.
+	Primitives string `json:"primitives,omitempty"`
 }
 
 // String is the one log line.
@@ -89,6 +92,34 @@ var (
 // primitive for in this process, each warned about once; mstream's own
 // kernels ran them. MS_SessionStats shows it (cpu_kernels.onednn.fallbacks).
 func Fallbacks() int64 { return fallbacks.Load() }
+
+var (
+	builtMu sync.Mutex
+	built   = map[string]int{} // "kind impl" -> primitives made
+)
+
+// record counts a primitive made, by kind and oneDNN's implementation
+// name: once per (node, shape), never on a Run.
+func record(kind, impl string) {
+	builtMu.Lock()
+	built[kind+" "+impl]++
+	builtMu.Unlock()
+}
+
+// Primitives says which implementations oneDNN chose for the primitives
+// made in this process, with their counts ("conv brg:avx2 x3, softmax
+// jit:avx2 x1"), sorted: MS_SessionStats shows it
+// (cpu_kernels.onednn.primitives).
+func Primitives() string {
+	builtMu.Lock()
+	defer builtMu.Unlock()
+	var parts []string
+	for k, n := range built {
+		parts = append(parts, fmt.Sprintf("%s x%d", k, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
 
 // fallback warns that oneDNN could not make a primitive for a shape of
 // node, whose kernel then runs its own code.
@@ -188,7 +219,7 @@ func Loaded() Info {
 		Load(Options{})
 	}
 	in := info
-	in.Fallbacks = Fallbacks()
+	in.Fallbacks, in.Primitives = Fallbacks(), Primitives()
 	return in
 }
 
@@ -294,6 +325,8 @@ func (cc *ConvCache) Get(d ConvDesc) (*Conv, error) {
 	cc.m[d] = convEntry{c, err}
 	if err != nil {
 		fallback(cc.Node, err)
+	} else {
+		record("conv", c.Impl)
 	}
 	return c, err
 }
@@ -312,6 +345,7 @@ func b2i(b bool) C.int {
 type Prim struct {
 	c    *C.ms_prim
 	nArg int
+	kind string
 	// Impl is oneDNN's name of the implementation it chose ("brg:avx2",
 	// "jit:uni", "ref:any"): a "ref" one is oneDNN's slow reference code.
 	Impl string
@@ -326,7 +360,7 @@ func newPrim(what string, desc any, nArg int, create func(out **C.ms_prim, buf *
 	if create(&c, &buf[0], C.int(len(buf))) == 0 {
 		return nil, fmt.Errorf("oneDNN %s %+v: %s", what, desc, C.GoString(&buf[0]))
 	}
-	return &Prim{c: c, nArg: nArg, Impl: C.GoString(C.ms_prim_impl(c))}, nil
+	return &Prim{c: c, nArg: nArg, kind: strings.ReplaceAll(what, " ", "_"), Impl: C.GoString(C.ms_prim_impl(c))}, nil
 }
 
 // WorkBytes is the size of the work buffer (the scratchpad) Run needs.
@@ -390,6 +424,8 @@ func (pc *Cache[D]) Get(d D) (*Prim, error) {
 	pc.m[d] = primEntry{p, err}
 	if err != nil {
 		fallback(pc.Node, err)
+	} else {
+		record(p.kind, p.Impl)
 	}
 	return p, err
 }

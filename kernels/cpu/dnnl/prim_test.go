@@ -268,3 +268,20 @@ func TestFallbackWarns(t *testing.T) {
 		t.Fatalf("warnings %q: want the convolution's, naming its node", got)
 	}
 }
+
+// TestPrimitivesReported checks that each primitive made is counted under
+// its kind and oneDNN's implementation name, as the stats show them.
+func TestPrimitivesReported(t *testing.T) {
+	if !Available() {
+		t.Skipf("no oneDNN: %s", Loaded().Warning)
+	}
+	var c Cache[SoftmaxDesc]
+	p, err := c.Get(SoftmaxDesc{Rows: 3, Cols: 1001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Impl == "" || !strings.Contains(Loaded().Primitives, "softmax "+p.Impl+" x") {
+		t.Fatalf("primitives %q: want softmax %s counted", Loaded().Primitives, p.Impl)
+	}
+	t.Logf("%s", Loaded().Primitives)
+}
