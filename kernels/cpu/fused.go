@@ -375,7 +375,12 @@ var dnnlActs = map[string]int{"": dnnl.ActNone, "Relu": dnnl.ActRelu, "Relu6": d
 // BenchmarkDNNL (dnnl.go's doc has the numbers): oneDNN was ahead at m 1
 // and 16 (16x512x1024: 0.47 ms against 0.83; 16x1024x1024: 1.3 against
 // 1.7), OpenBLAS at 256x512x1024 (4.8 ms against 12.2) and 16x256x1 (7 us
-// against 31); 1024x128x512 and 1024x512x128 were within the noise.
+// against 31); 1024x128x512 and 1024x512x128 were within the noise. A
+// second run at load 5 (-count 4) agreed at m 16 (0.66 ms against 2.5;
+// 1.7 against 3.5) and 256x512x1024 (9.7 against 5.8) but put oneDNN ahead
+// at 1024x128x512 (3.7 against 6.2) and 1024x512x128 (2.3 against 6.3):
+// large-m shapes with a small k or n may belong to oneDNN too, once
+// measured in a session on a quiet machine.
 func matmulOnDNNL(m, n, k int) bool {
 	return m <= 16 && m*n*k >= 1<<17
 }
