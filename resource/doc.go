@@ -84,7 +84,10 @@
 // outputs the value it holds when it runs (at the start of a step, as it
 // has no inputs). A consumer that must observe an Assign of the same step
 // orders itself after the Assign and reads the Assign's output, which is
-// the new value, as TF programs usually do.
+// the new value, as TF programs usually do. In a GPU session a ref
+// variable's value is a device value like a resource variable's: a ref
+// output is a copy taken as a read (an updating op's, just after its
+// write); each ref kernel finds its variable from the graph.
 //
 // A TemporaryVariable's variable is not here: it lives in the step that
 // made it (kernels.Step, TF's step container), under its var_name, until

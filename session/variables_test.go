@@ -98,8 +98,8 @@ func TestVariablesAgainstTF(t *testing.T) {
 }
 
 // TestVariablesOnGPU is the same on a GPU session, one and two stream
-// groups: resource variables live in GPU memory (ref variables and tables
-// on the host, their values crossing to the GPU kernels that read them).
+// groups: resource and ref variables live in GPU memory (tables on the
+// host, their values crossing to the GPU kernels that read them).
 // Floats agree with TF's CPU results to the GPU's TF32 tolerance; an
 // index out of range is no error on the GPU, as in TF's GPU kernels.
 func TestVariablesOnGPU(t *testing.T) {

@@ -537,7 +537,6 @@ func applyNum[T num](o, u []T, offs []int64, n int64, neg, scalar bool) {
 	}
 }
 
-// refVar finds the ref variable behind input 0 of n.
 // refSource is the variable behind a ref input: a VariableV2's, one for
 // the session, found when the plan binds the kernel; or a
 // TemporaryVariable's, one per step, found in the step (Context.Step) by
@@ -580,10 +579,22 @@ func refVarAt(n *graph.Node, b kernels.Binding, i int) (*resource.Var, error) {
 	return src.v, nil
 }
 
-// refSourceAt finds the ref variable behind input i of n: the VariableV2
-// (or Variable, or TemporaryVariable) its ref edge comes from, through the
-// ops that forward a ref (each forwards its input 0).
+// refSourceAt finds the ref variable behind input i of n (RefSource).
 func refSourceAt(n *graph.Node, b kernels.Binding, i int) (refSource, error) {
+	in, err := RefSource(n, i)
+	if err != nil {
+		return refSource{}, err
+	}
+	if in.Op == "TemporaryVariable" {
+		return refSource{tmpName: tempVarName(in)}, nil
+	}
+	return refSource{v: RefVariable(in, b)}, nil
+}
+
+// RefSource is the node whose variable is behind ref input i of n: the
+// VariableV2 (or Variable, or TemporaryVariable) its ref edge comes from,
+// through the ops that forward a ref (each forwards its input 0).
+func RefSource(n *graph.Node, i int) (*graph.Node, error) {
 	src := n
 	for hops := 0; ; hops++ {
 		if len(src.Inputs) <= i || hops > 1000 {
@@ -592,10 +603,8 @@ func refSourceAt(n *graph.Node, b kernels.Binding, i int) (refSource, error) {
 		in := src.Inputs[i].Node
 		i = 0
 		switch in.Op {
-		case "VariableV2", "Variable":
-			return refSource{v: refVariable(in, b)}, nil
-		case "TemporaryVariable":
-			return refSource{tmpName: tempVarName(in)}, nil
+		case "VariableV2", "Variable", "TemporaryVariable":
+			return in, nil
 		case "RefIdentity", "Identity", "RefSwitch", "RefEnter", "RefExit", "RefMerge", "RefNextIteration",
 			"Assign", "AssignAdd", "AssignSub", "ScatterUpdate", "ScatterAdd", "ScatterSub":
 			src = in
@@ -605,14 +614,14 @@ func refSourceAt(n *graph.Node, b kernels.Binding, i int) (refSource, error) {
 			src = in // the dense optimizers forward their variable
 			continue
 		}
-		return refSource{}, status.Errorf(status.Unimplemented, "the ref input of node '%s' comes from node '%s' (op %s), not from a variable", n.Name, in.Name, in.Op)
+		return nil, status.Errorf(status.Unimplemented, "the ref input of node '%s' comes from node '%s' (op %s), not from a variable", n.Name, in.Name, in.Op)
 	}
-	return refSource{}, status.Errorf(status.InvalidArgument, "node '%s' has no ref input %d", n.Name, i)
+	return nil, status.Errorf(status.InvalidArgument, "node '%s' has no ref input %d", n.Name, i)
 }
 
-// refVariable is the variable of a VariableV2 node: (container,
+// RefVariable is the variable of a VariableV2 node: (container,
 // shared_name), the node's name when shared_name is empty.
-func refVariable(n *graph.Node, b kernels.Binding) *resource.Var {
+func RefVariable(n *graph.Node, b kernels.Binding) *resource.Var {
 	name := attrString(n, "shared_name", "")
 	if name == "" {
 		name = n.Name
@@ -624,7 +633,7 @@ func refVariable(n *graph.Node, b kernels.Binding) *resource.Var {
 }
 
 func variableV2(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {
-	v := refVariable(n, b)
+	v := RefVariable(n, b)
 	read := len(b.ReadByValue) > 0 && b.ReadByValue[0]
 	empty := tensor.New(attrType(n, "dtype"), tensor.Shape{0})
 	return kernels.KernelFunc(func(ctx *kernels.Context) error {

@@ -120,7 +120,10 @@
 //     kernel's block finds a row's first index and applies its repeats
 //     in order, as the CPU does). Indices stay on the device, so an
 //     out-of-range one skips its row (TF's GPU kernels), where the CPU
-//     kernels fail; the conformance cases mark those HostErr.
+//     kernels fail; the conformance cases mark those HostErr. The TF1
+//     ref variables' VariableV2, Assign, AssignAdd/Sub and
+//     ScatterUpdate/Add/Sub (refstate.go) use the same device values and
+//     programs, their variable found from the graph at bind time.
 //   - select.cu: Where (int8, uint8, int64, float, double, complex,
 //     bool) and Unique (floats and every integer dtype; int32 or int64
 //     indices), TF's GPU dtypes. Each numbers the elements it keeps with a

@@ -184,25 +184,33 @@ func assignVariable(n *graph.Node, b kernels.Binding) (func(k kctx) error, error
 
 func assignUpdate(n *graph.Node, b kernels.Binding, sub bool) (func(k kctx) error, error) {
 	dt := tensor.DType(n.Attrs["dtype"].GetType())
-	flag := int32(0)
-	if sub {
-		flag = 1
-	}
 	return func(k kctx) error {
 		v, err := cpu.LookupVar(k.Context, b.Resources, 0)
 		if err != nil {
 			return err
 		}
 		delta := k.Input(1)
-		return kernels.VarsOnDevice(k.Context, k, []*resource.Var{v}, true, func(vals []*tensor.Tensor) error {
-			if err := cpu.CheckAssignUpdate(k.Context, dt, vals[0], delta); err != nil {
-				return err
-			}
-			var a cu.Args
-			a.Ptr(ptr(vals[0])).Ptr(ptr(delta)).I64(delta.NumElements()).I32(flag)
-			return k.launchN(states, "state_addsub_"+suffix(dt), delta.NumElements(), &a)
+		return addSubOnDevice(k, v, delta, sub, func(old *tensor.Tensor) error {
+			return cpu.CheckAssignUpdate(k.Context, dt, old, delta)
 		})
 	}, nil
+}
+
+// addSubOnDevice adds delta to (or subtracts it from) v's value in place
+// on the device, after check accepts the value.
+func addSubOnDevice(k kctx, v *resource.Var, delta *tensor.Tensor, sub bool, check func(old *tensor.Tensor) error) error {
+	flag := int32(0)
+	if sub {
+		flag = 1
+	}
+	return kernels.VarsOnDevice(k.Context, k, []*resource.Var{v}, true, func(vals []*tensor.Tensor) error {
+		if err := check(vals[0]); err != nil {
+			return err
+		}
+		var a cu.Args
+		a.Ptr(ptr(vals[0])).Ptr(ptr(delta)).I64(delta.NumElements()).I32(flag)
+		return k.launchN(states, "state_addsub_"+suffix(delta.DType), delta.NumElements(), &a)
+	})
 }
 
 func resourceGather(n *graph.Node, b kernels.Binding) (func(k kctx) error, error) {
@@ -248,27 +256,34 @@ func resourceScatter(b kernels.Binding, mode string) func(k kctx) error {
 		if err != nil {
 			return err
 		}
-		it, upd := k.Input(1), k.Input(2)
-		is, err := indexSuffix(k, it)
-		if err != nil {
+		return scatterOnDevice(k, v, mode, k.Node.Inputs[0].Node.Name)
+	}
+}
+
+// scatterOnDevice applies inputs 1 (indices) and 2 (updates) to v's
+// value in place on the device; name is the variable in the checks'
+// messages.
+func scatterOnDevice(k kctx, v *resource.Var, mode, name string) error {
+	it, upd := k.Input(1), k.Input(2)
+	is, err := indexSuffix(k, it)
+	if err != nil {
+		return err
+	}
+	return kernels.VarsOnDevice(k.Context, k, []*resource.Var{v}, true, func(vals []*tensor.Tensor) error {
+		old := vals[0]
+		if err := cpu.CheckScatter(k.Context, old, it, upd, name); err != nil {
 			return err
 		}
-		return kernels.VarsOnDevice(k.Context, k, []*resource.Var{v}, true, func(vals []*tensor.Tensor) error {
-			old := vals[0]
-			if err := cpu.CheckScatter(k.Context, old, it, upd, k.Node.Inputs[0].Node.Name); err != nil {
-				return err
-			}
-			slice := tensor.Shape(old.Shape[1:]).NumElements()
-			n := it.NumElements() * slice
-			scalar := int32(0)
-			if len(upd.Shape) == 0 {
-				scalar = 1
-			}
-			var a cu.Args
-			a.Ptr(ptr(old)).Ptr(ptr(it)).Ptr(ptr(upd)).I64(n).I64(slice).I64(old.Shape[0]).I32(scalar)
-			return k.launchN(states, "state_scatter_"+mode+"_"+suffix(old.DType)+"_"+is, n, &a)
-		})
-	}
+		slice := tensor.Shape(old.Shape[1:]).NumElements()
+		n := it.NumElements() * slice
+		scalar := int32(0)
+		if len(upd.Shape) == 0 {
+			scalar = 1
+		}
+		var a cu.Args
+		a.Ptr(ptr(old)).Ptr(ptr(it)).Ptr(ptr(upd)).I64(n).I64(slice).I64(old.Shape[0]).I32(scalar)
+		return k.launchN(states, "state_scatter_"+mode+"_"+suffix(old.DType)+"_"+is, n, &a)
+	})
 }
 
 // optVars are the variables of an optimizer node's first slots inputs;

@@ -354,7 +354,7 @@ func init() {
 				n := refNode(op, dt, s, nil, it, u)
 				cs = append(cs,
 					Case{Node: n, Inputs: []*tensor.Tensor{refIn(dt), it, u}, State: true, Before: []Call{{assign, []*tensor.Tensor{refIn(dt), x}}}, Want: []*tensor.Tensor{scatterRef(x, idx, u, mode)}},
-					Case{Node: n, Inputs: []*tensor.Tensor{refIn(dt), i32(0, 9, 1), u}, State: true, Before: []Call{{assign, []*tensor.Tensor{refIn(dt), x}}}, Err: status.InvalidArgument, ErrMsg: "indices[1] = 9 is not in [0, 5)"},
+					Case{Node: n, Inputs: []*tensor.Tensor{refIn(dt), i32(0, 9, 1), u}, State: true, Before: []Call{{assign, []*tensor.Tensor{refIn(dt), x}}}, Err: status.InvalidArgument, ErrMsg: "indices[1] = 9 is not in [0, 5)", HostErr: true},
 				)
 			}
 			return cs

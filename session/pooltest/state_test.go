@@ -337,8 +337,8 @@ func closeTo(got, want []*tensor.Tensor) error {
 
 // TestVariablesOnFakeGPU replays test/variables' TF-made programs
 // (assigns, reads, gathers, scatters, every optimizer, dense and sparse,
-// checkpoints) on one fake GPU whose state ops keep the variables in its
-// memory, with 1 group and with 4 groups under the stream sanitizer
+// checkpoints; resource and TF1 ref variables) on one fake GPU whose
+// state ops keep the variables in its memory, with 1 group and with 4 groups under the stream sanitizer
 // (consecutive Runs take different groups, so each reads what another
 // group's streams wrote), and compares every fetch and every error code
 // with a CPU session's (which TestVariablesAgainstTF compares with TF).
@@ -352,11 +352,15 @@ func TestVariablesOnFakeGPU(t *testing.T) {
 	if err := json.Unmarshal(raw, &cs); err != nil {
 		t.Fatal(err)
 	}
-	before := stateRuns.Load()
+	before, refBefore := stateRuns.Load(), refRuns.Load()
 	defer func() {
 		if stateRuns.Load() == before {
 			t.Error("no variable op ran on the fake GPU")
 		}
+		if refRuns.Load() == refBefore {
+			t.Error("no ref variable's value was in the fake GPU's memory")
+		}
+		t.Logf("%d ref kernel calls used a value in the fake GPU's memory", refRuns.Load()-refBefore)
 	}()
 	for _, c := range cs.Cases {
 		for _, groups := range []string{"1", "4"} {

@@ -1,0 +1,149 @@
+package pooltest
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"mstream/device"
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/kernels/cpu"
+	"mstream/resource"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// TF1 ref variables in (fake) GPU memory: fake GPU kernels for the ref
+// ops that kernels/cuda/refstate.go runs on the GPU, with its rules (the
+// variable found from the graph, its value copied into the step's device
+// memory as the output; a TemporaryVariable's or a
+// CPU-pinned variable's ops left on the host), through the same device
+// values as the resource variables' fakes. The updates compute with the
+// CPU kernel on a host copy taken in stream order.
+
+var refOps = []string{"VariableV2", "Variable", "Assign", "AssignAdd", "AssignSub", "ScatterUpdate", "ScatterAdd", "ScatterSub"}
+
+// refRuns counts the fake ref kernels' calls that found or left the
+// variable's value in the fake GPU's memory.
+var refRuns atomic.Int64
+
+func init() {
+	for _, op := range refOps {
+		attr := "T"
+		if strings.HasPrefix(op, "Variable") {
+			attr = "dtype"
+		}
+		kernels.Register(kernels.Def{Op: op, Device: kernels.GPU, TypeAttr: attr, DeviceState: true,
+			Types: []tensor.DType{tensor.Float, tensor.Double, tensor.Int32, tensor.Int64},
+			Factory: func(n *graph.Node) (kernels.Kernel, error) {
+				src := n
+				if !strings.HasPrefix(n.Op, "Variable") {
+					var err error
+					if src, err = cpu.RefSource(n, 0); err != nil {
+						return nil, err
+					}
+				}
+				if src.Op == "TemporaryVariable" || strings.Contains(strings.ToUpper(src.Device), "CPU") {
+					return nil, status.Errorf(status.Unimplemented, "variable '%s' stays on the host", src.Name)
+				}
+				return fakeRef{n: n, src: src}, nil
+			}})
+	}
+}
+
+// fakeRef is a ref op's fake GPU kernel.
+type fakeRef struct {
+	n, src  *graph.Node
+	v       *resource.Var
+	byValue bool
+}
+
+func (k fakeRef) Bind(b kernels.Binding) (kernels.Kernel, error) {
+	k.v = cpu.RefVariable(k.src, b)
+	k.byValue = len(b.ReadByValue) > 0 && b.ReadByValue[0]
+	return k, nil
+}
+
+func (k fakeRef) Compute(ctx *kernels.Context) error {
+	if k.v == nil {
+		return ctx.Errorf(status.FailedPrecondition, "unbound")
+	}
+	if _, ok := ctx.Stream.(fakeStream); !ok {
+		return status.Errorf(status.Internal, "node '%s': fake GPU kernel on %T", k.n.Name, ctx.Stream)
+	}
+	cp := fakeCopier{ctx.Stream}
+	switch k.n.Op {
+	case "VariableV2", "Variable":
+	case "Assign":
+		value := ctx.Input(1)
+		err := kernels.AssignOnDevice(ctx, cp, k.v, value, func(old *tensor.Tensor) error {
+			if k.n.Attrs["validate_shape"].GetB() && old != nil && !old.Shape.Equal(value.Shape) {
+				return ctx.Errorf(status.InvalidArgument, "Assign requires shapes of both tensors to match. lhs shape= %v rhs shape= %v", old.Shape, value.Shape)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	default:
+		err := kernels.VarsOnDevice(ctx, cp, []*resource.Var{k.v}, true, func(vals []*tensor.Tensor) error {
+			if err := ctx.Stream.Synchronize(); err != nil {
+				return err
+			}
+			return k.onHost(ctx, vals[0])
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return kernels.VarsOnDevice(ctx, cp, []*resource.Var{k.v}, false, func(vals []*tensor.Tensor) error {
+		if vals[0] == nil {
+			if !k.byValue {
+				_, err := ctx.Allocate(0, tensor.Shape{0})
+				return err
+			}
+			return ctx.Errorf(status.FailedPrecondition, "Attempting to use uninitialized value %s", k.v.Name)
+		}
+		refRuns.Add(1)
+		o, err := ctx.Allocate(0, vals[0].Shape)
+		if err != nil {
+			return err
+		}
+		return cp.Copy(o, vals[0])
+	})
+}
+
+// onHost runs the CPU kernel on a host copy of the variable's device
+// value val (nil when uninitialised: the CPU kernel reports it) and
+// writes the new value back in stream order.
+func (k fakeRef) onHost(ctx *kernels.Context, val *tensor.Tensor) error {
+	rm := resource.NewManager()
+	sv := cpu.RefVariable(k.src, kernels.Binding{Resources: rm})
+	if val != nil {
+		c := val.Clone()
+		sv.Update(func(*tensor.Tensor) (*tensor.Tensor, error) { return c, nil })
+	}
+	host := *ctx
+	host.Alloc, host.Stream, host.Persist = nil, nil, nil
+	host.Outputs = make([]*tensor.Tensor, len(ctx.Outputs))
+	def, err := kernels.Lookup(k.n, kernels.CPU)
+	if err != nil {
+		return err
+	}
+	kk, err := def.Factory(k.n)
+	if err != nil {
+		return err
+	}
+	if kk, err = kk.(kernels.Stateful).Bind(kernels.Binding{Resources: rm, ReadByValue: []bool{true}}); err != nil {
+		return err
+	}
+	if err := kk.Compute(&host); err != nil {
+		return err
+	}
+	nv := sv.Value()
+	if nv == nil || val == nil || len(nv.Buf) != len(val.Buf) {
+		return ctx.Errorf(status.Internal, "the CPU kernel left variable %s as %v", k.v.Name, nv)
+	}
+	refRuns.Add(1)
+	return device.Enqueue(ctx.Stream, func() { copy(val.Buf, nv.Buf) })
+}
