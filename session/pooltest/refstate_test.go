@@ -3,12 +3,16 @@ package pooltest
 import (
 	"strings"
 	"sync/atomic"
+	"testing"
 
 	"mstream/device"
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/cpu"
+	"mstream/kernels/kerneltest"
+	"mstream/proto/tfpb"
 	"mstream/resource"
+	"mstream/session"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -146,4 +150,58 @@ func (k fakeRef) onHost(ctx *kernels.Context, val *tensor.Tensor) error {
 	}
 	refRuns.Add(1)
 	return device.Enqueue(ctx.Stream, func() { copy(val.Buf, nv.Buf) })
+}
+
+// TestRefThroughSwitchOnFakeGPU reads a ref variable by value through a
+// RefSwitch (so the VariableV2's own consumers are all ref inputs) after
+// an Assign on the fake GPU, on 1 and 4 groups, against a CPU session.
+func TestRefThroughSwitchOnFakeGPU(t *testing.T) {
+	fakeGPUs(t, 1)
+	g := graph.New()
+	node := func(op, name string, attrs map[string]*tfpb.AttrValue, ins ...graph.Output) *graph.Node {
+		b := g.NewBuilder(op, name)
+		for k, v := range attrs {
+			b.SetAttr(k, v)
+		}
+		for _, in := range ins {
+			b.AddInput(in)
+		}
+		n, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	s := tensor.Shape{3}
+	v := node("VariableV2", "v", map[string]*tfpb.AttrValue{"dtype": kerneltest.AType(tensor.Float), "shape": kerneltest.AShape(s)})
+	c := node("Const", "c", map[string]*tfpb.AttrValue{"dtype": kerneltest.AType(tensor.Float), "value": kerneltest.ATensor(tensor.FromF32(s, []float32{1, 2, 3}))})
+	d := node("Const", "d", map[string]*tfpb.AttrValue{"dtype": kerneltest.AType(tensor.Float), "value": kerneltest.ATensor(tensor.FromF32(s, []float32{0.5, 0.5, 0.5}))})
+	assign := node("Assign", "assign", map[string]*tfpb.AttrValue{"T": kerneltest.AType(tensor.Float)}, v.Output(0), c.Output(0))
+	add := node("AssignAdd", "add", map[string]*tfpb.AttrValue{"T": kerneltest.AType(tensor.Float)}, v.Output(0), d.Output(0))
+	pred := node("Placeholder", "pred", map[string]*tfpb.AttrValue{"dtype": kerneltest.AType(tensor.Bool)})
+	sw := node("RefSwitch", "sw", map[string]*tfpb.AttrValue{"T": kerneltest.AType(tensor.Float)}, v.Output(0), pred.Output(0))
+	read := node("Identity", "read", map[string]*tfpb.AttrValue{"T": kerneltest.AType(tensor.Float)}, sw.Output(1))
+	before := refRuns.Load()
+	for _, groups := range []string{"1", "4"} {
+		env := map[string]string{"MSTREAM_DEVICE": "gpu", "TF_GPU_STREAM_GROUP_COUNT": groups}
+		ref, gpu := open(t, g, map[string]string{"MSTREAM_DEVICE": "cpu"}), open(t, g, env)
+		feeds := []session.Feed{{Output: pred.Output(0), Tensor: tensor.FromBool(tensor.Shape{}, []bool{true})}}
+		for i, targets := range [][]*graph.Node{{assign}, nil, {add}, nil, {add}, nil} {
+			var fetches []graph.Output
+			if targets == nil {
+				fetches = []graph.Output{read.Output(0)}
+			}
+			want, _, werr := ref.Run(nil, feeds, fetches, targets)
+			got, _, gerr := gpu.Run(nil, feeds, fetches, targets)
+			if werr != nil || gerr != nil {
+				t.Fatalf("groups=%s run %d: %v, the CPU session's %v", groups, i, gerr, werr)
+			}
+			if err := closeTo(got, want); err != nil {
+				t.Fatalf("groups=%s run %d: %v", groups, i, err)
+			}
+		}
+	}
+	if refRuns.Load() == before {
+		t.Error("no ref variable's value was in the fake GPU's memory")
+	}
 }
