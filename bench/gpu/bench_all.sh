@@ -11,7 +11,8 @@
 # report.py adds their rows next to the same configs on one GPU;
 # POOL_ONLY=1 runs only those (g4 g4p g4ng g4ngp on the bundled model and
 # DLRM-small, T up to 32, no peer: about 3 minutes).
-#   OUT=/tmp/o bash bench_all.sh      (from the folder package.sh fills)
+#   OUT=/tmp/o bash bench_all.sh      (from the folder package.sh fills;
+#   the nvidia-smi samples also land in $OUT/smi.tar.gz)
 set -u
 cd "$(dirname "$0")"
 export OUT=${OUT:-/tmp/o}
@@ -36,3 +37,7 @@ CONFIGS=${CONFIGS:-$configs} DUR=0.2 REPEATS=${REPEATS:-2} timeout ${OURS_T:-270
 echo "ours rc=$? $(( $(date +%s) - t0 ))s" >> "$OUT/times.txt"
 python3 report.py "$OUT" > "$OUT/table.md" 2>"$OUT/report.err"
 echo "report rc=$?" >> "$OUT/times.txt"
+# The nvidia-smi samples (one file per point) also go into one archive: the
+# device tool brings back only a few files per call, and report.sh unpacks
+# smi.tar.gz where the CSVs themselves did not come back.
+ls "$OUT"/smi_*.csv >/dev/null 2>&1 && tar czf "$OUT/smi.tar.gz" -C "$OUT" $(cd "$OUT" && ls smi_*.csv)

@@ -23,6 +23,11 @@ if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --disable-pip-version-check --progress-bar off -q matplotlib
 fi
+# bench_all.sh packs the nvidia-smi samples into smi.tar.gz too, for when
+# the CSVs do not come back from the device.
+if [ -f "$dir/smi.tar.gz" ] && ! ls "$dir"/smi_*.csv >/dev/null 2>&1; then
+  tar xzf "$dir/smi.tar.gz" -C "$dir"
+fi
 "$venv/bin/python" "$here/report.py" "$dir" --plot "$dir/dlrm_small_b16.png" >"$dir/table.md.new"
 mv "$dir/table.md.new" "$dir/table.md"
 "$venv/bin/python" "$here/report.py" "$dir" --plot "$dir/dlrm_small_b16.png" --readme "$readme" >/dev/null
