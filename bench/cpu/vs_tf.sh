@@ -92,9 +92,11 @@ while [ "$r" -le "$ROUNDS" ]; do
         ms | tf) run="$out/loadgen_$side $m/$file.pb $b $THREADS $DUR $m/$cfg" ;;
         *) run="$pv bench/cpu/peers.py run $side $out/peers $model $b $THREADS $DUR" ;;
       esac
-      IDS_MAX=$ids OUTPUT_DUMP="$out/out_${model}_$side" $run 2>"$out/err_${model}_$side" |
-        grep -v '"stats"' | sed "s/^{/{\"model\": \"$model\", \"side\": \"$side\", \"round\": $r, /" >>"$pts" ||
-        { echo "vs_tf: $model on $side failed: $(tail -1 "$out/err_${model}_$side")" >&2; }
+      # The client's own status decides (a pipeline's is sed's).
+      { IDS_MAX=$ids OUTPUT_DUMP="$out/out_${model}_$side" $run 2>"$out/err_${model}_$side"; echo $? >"$out/rc"; } |
+        grep -v '"stats"' | sed "s/^{/{\"model\": \"$model\", \"side\": \"$side\", \"round\": $r, /" >>"$pts"
+      [ "$(cat "$out/rc")" = 0 ] ||
+        echo "vs_tf: $model on $side failed: $(tail -1 "$out/err_${model}_$side")" >&2
     done
   done
   r=$((r + 1))
