@@ -149,7 +149,7 @@ func (s *devStep) flowOp(pn *planNode, ins []*gval) ([]*gval, error) {
 				}
 			}
 		}
-		pred, err := s.hostOf(pv, "node '"+n.Name+"' input 1 (the predicate)")
+		pred, err := s.hostOf(pv, inName{n, 1, " (the predicate)"})
 		if err != nil {
 			return nil, err
 		}

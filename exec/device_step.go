@@ -143,6 +143,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	if sr.Jitter > 0 {
 		s.jit = rand.New(rand.NewSource(time.Now().UnixNano() + opts.Run))
 	}
+	s.ar.sized(len(p.nodes))
 	s.mem = newTracker(sr.Holder, streams)
 	s.mem.hold = s.holdOn
 	for _, t := range s.tabs {

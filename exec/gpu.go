@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"mstream/device"
+	"mstream/graph"
 	"mstream/groups"
 	"mstream/hostmem"
 	"mstream/kernels"
@@ -66,6 +67,12 @@ type gstep struct {
 
 	// jit picks the sanitizer's delays (Runtime.Jitter); nil: off.
 	jit *rand.Rand
+
+	// ar holds the per-node records; ga is the allocator of the kernel
+	// being launched and alloc its allocate, bound once per step.
+	ar    arena
+	ga    gpuAlloc
+	alloc func(tensor.DType, tensor.Shape) (*tensor.Tensor, error)
 
 	// keep holds every device buffer until the step ends (a step with
 	// frames: a loop's values are read a number of times the plan's
@@ -295,7 +302,7 @@ func (s *gstep) value(r ref) *gval {
 
 // hostOf returns v's host tensor, copying it back from the device (and
 // waiting for the copy) the first time a host kernel needs it.
-func (s *gstep) hostOf(v *gval, what string) (*tensor.Tensor, error) {
+func (s *gstep) hostOf(v *gval, what inName) (*tensor.Tensor, error) {
 	if v.host != nil {
 		return v.host, nil
 	}
@@ -325,7 +332,7 @@ func (s *gstep) hostOf(v *gval, what string) (*tensor.Tensor, error) {
 // stream the first time a GPU kernel needs it (a constant comes from the
 // group's constant store). The copy stages the source inside the call, so
 // the host tensor is free on return.
-func (s *gstep) devOf(v *gval, r ref, what string) (*tensor.Tensor, error) {
+func (s *gstep) devOf(v *gval, r ref, what inName) (*tensor.Tensor, error) {
 	if v.dev != nil {
 		return v.dev, nil
 	}
@@ -395,8 +402,8 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 	if s.trace {
 		start = time.Now()
 	}
-	ins := make([]*tensor.Tensor, len(pn.inputs))
-	devIns := make([]*tensor.Tensor, 0, len(pn.inputs))
+	ins := s.ar.tensors(len(pn.inputs))
+	devIns := s.ar.tensors(len(pn.inputs))[:0]
 	for j, r := range pn.inputs {
 		var v *gval
 		if fins != nil {
@@ -404,7 +411,7 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 		} else {
 			v = s.value(r)
 		}
-		what := "node '" + n.Name + "' input " + itoa(j)
+		what := inName{n, j, ""}
 		var err error
 		wants, may := pn.wantsDevice(j)
 		switch {
@@ -428,7 +435,7 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 		if err != nil {
 			return nil, err
 		}
-		vs := make([]gval, len(outs))
+		vs := s.ar.values(len(outs))
 		for j, t := range outs {
 			vs[j].host = t
 		}
@@ -441,9 +448,14 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 	if err := s.delay(s.c); err != nil {
 		return nil, err
 	}
-	a := &gpuAlloc{s: s}
-	kc := &kernels.Context{Node: n, Inputs: ins, Outputs: make([]*tensor.Tensor, len(n.OutTypes)),
-		Pool: kernels.Serial{}, Alloc: a.allocate, Stream: s.c, Persist: a}
+	a := &s.ga
+	a.reset(s)
+	if s.alloc == nil {
+		s.alloc = a.allocate
+	}
+	kc := s.ar.context()
+	*kc = kernels.Context{Node: n, Inputs: ins, Outputs: s.ar.tensors(len(n.OutTypes)),
+		Pool: kernels.Serial{}, Alloc: s.alloc, Stream: s.c, Persist: a}
 	unlock := s.lockTrace(s.c)
 	before := s.mark(s.c)
 	err := s.compute(pn, kc)
@@ -453,7 +465,7 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 		s.mem.retire(nil, nil, nil, a.fresh, s.cix)
 		return nil, err
 	}
-	vs := make([]gval, len(kc.Outputs))
+	vs := s.ar.values(len(kc.Outputs))
 	for j, t := range kc.Outputs {
 		vs[j].dev = t
 	}
@@ -585,11 +597,18 @@ func (s *gstep) slice(name, op, kind, role string, start time.Time, bytes int64)
 	s.tr.mu.Unlock()
 }
 
-// gpuAlloc gives a GPU kernel its outputs from the group's allocator.
+// gpuAlloc gives a GPU kernel its outputs from the group's allocator. A
+// step has one, reset for each node it launches (kernels are called one
+// at a time and allocate only inside Compute).
 type gpuAlloc struct {
 	s     *gstep
 	fresh []*buffer
 	bytes int64
+}
+
+func (a *gpuAlloc) reset(s *gstep) {
+	clear(a.fresh)
+	a.s, a.fresh, a.bytes = s, a.fresh[:0], 0
 }
 
 func (a *gpuAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error) {
@@ -599,10 +618,13 @@ func (a *gpuAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor
 	if err != nil {
 		return nil, err
 	}
-	// A zero-size tensor keeps its chunk's address (capacity 1), so the
+	// The tensor is the record's own (one arena slot for both). A
+	// zero-size tensor keeps its chunk's address (capacity 1), so the
 	// tracker can key on it; kernels see length 0.
-	t := &tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
-	b := &buffer{addr: addr, alloc: g.Alloc}
+	b := a.s.ar.buffer()
+	*b = buffer{addr: addr, alloc: g.Alloc}
+	b.t = tensor.Tensor{DType: dt, Shape: a.s.ar.shape(shape), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
+	t := &b.t
 	a.s.track(t, b)
 	a.fresh = append(a.fresh, b)
 	a.bytes += int64(size)
@@ -704,6 +726,16 @@ func (s *gstep) delay(st device.Stream) error {
 	}
 	return nil
 }
+
+// inName names input j of node n (and what more, note) in an error;
+// the string is formed only when an error needs it.
+type inName struct {
+	n    *graph.Node
+	j    int
+	note string
+}
+
+func (w inName) String() string { return "node '" + w.n.Name + "' input " + itoa(w.j) + w.note }
 
 // keepUses is a use count per output that never runs out: the buffers of
 // a step with frames are freed when it ends.

@@ -22,6 +22,7 @@ type buffer struct {
 	alloc *bfc.Allocator
 	refs  int32
 	users []int
+	u0    [2]int // users' first storage: most buffers have one or two
 	// small marks a buffer of at most bfc.MinAlloc bytes that a
 	// recycling tracker keeps for the next small output instead of
 	// freeing it; chunk views its whole chunk and t is the tensor the
@@ -42,6 +43,9 @@ func (b *buffer) use(s int) {
 		if u == s {
 			return
 		}
+	}
+	if b.users == nil {
+		b.users = b.u0[:0]
 	}
 	b.users = append(b.users, s)
 }

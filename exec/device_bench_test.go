@@ -1,0 +1,200 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"mstream/device"
+	"mstream/device/host"
+	"mstream/graph"
+	"mstream/groups"
+	"mstream/kernels"
+	"mstream/tensor"
+)
+
+// The device launcher's own host cost per node, without a device: the
+// streams of syncDevice run each item as it is enqueued and their events
+// are complete when recorded, so a step costs what runDevice, the tracker,
+// the allocator and a kernel's Go side cost, minus the driver's launch
+// (TestGPULaunchCost measures both on a GPU). ExecTestGWide is a GPU
+// kernel as the CUDA ones are on the host: it allocates an output the
+// shape of its first input and enqueues one item.
+//
+//	go test ./exec -run '^$' -bench BenchmarkDeviceStep -benchmem
+//
+// reports ns/node and allocs/node per plan: a chain, a random DAG of
+// DLRM's width, and the DAG over four groups (waits across streams).
+
+func init() {
+	kernels.Register(kernels.Def{Op: "ExecTestGWide", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		c := float32(n.Attrs["c"].GetF())
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			t, err := ctx.Allocate(0, ctx.Inputs[0].Shape)
+			if err != nil {
+				return err
+			}
+			ins := ctx.Inputs
+			return device.Enqueue(ctx.Stream, func() {
+				sum := c
+				for _, in := range ins {
+					sum += in.F32()[0]
+				}
+				t.F32()[0] = sum
+			})
+		}), nil
+	}})
+}
+
+type syncDevice struct{ *host.Device }
+
+func (d syncDevice) NewStream(ctx int) (device.Stream, error) {
+	s, err := d.Device.NewStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hs := s.(*host.Stream)
+	return syncStream{hs, hs.Inline()}, nil
+}
+
+// syncStream runs its work as it is enqueued: a device with no latency.
+type syncStream struct {
+	*host.Stream
+	v device.Stream // the inline view: copies at once
+}
+
+type syncEvent struct{}
+
+func (syncEvent) Query() bool        { return true }
+func (syncEvent) Synchronize() error { return nil }
+func (syncEvent) Release()           {}
+
+func (s syncStream) Enqueue(fn func()) error                  { fn(); return nil }
+func (s syncStream) PooledEvent() (device.PooledEvent, error) { return syncEvent{}, nil }
+func (s syncStream) Record(device.Event) error                { return nil }
+func (s syncStream) Wait(device.Event) error                  { return nil }
+func (s syncStream) Synchronize() error                       { return nil }
+func (s syncStream) CopyH2D(dst uint64, src []byte) error     { return s.v.CopyH2D(dst, src) }
+func (s syncStream) CopyD2H(dst []byte, src uint64) error     { return s.v.CopyD2H(dst, src) }
+func (s syncStream) CopyD2D(dst, src, n uint64) error         { return s.v.CopyD2D(dst, src, n) }
+
+func syncSet(t testing.TB, n int) *groups.Set {
+	d := host.New()
+	d.MemBytes = 256 << 20
+	p := NewPool(1)
+	t.Cleanup(p.Close)
+	cfg := groups.Config{Counts: []int{n}, AllowGrowth: true,
+		GlobalPool: p, GlobalIntra: kernels.Serial{},
+		NewPool:  func(n int) groups.Pool { return NewPool(n) },
+		NewIntra: func(n int) kernels.Parallelizer { return NewIntra(n) }}
+	cfg.Devices = append(cfg.Devices, syncDevice{d})
+	set, err := groups.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(set.Close)
+	return set
+}
+
+// benchPlan is a plan of ExecTestGWide nodes on one GPU: a chain of nn
+// nodes after one feed, or makeRandomPlan's DAG over nf feeds.
+func benchPlan(t testing.TB, chain bool, nf, nn int) (*Plan, int) {
+	var feeds, nodes []*graph.Node
+	for i := 0; i < nf; i++ {
+		feeds = append(feeds, node(fmt.Sprint("feed", i), "ExecTestGWide", 0))
+	}
+	r := rand.New(rand.NewSource(7))
+	all := append([]*graph.Node(nil), feeds...)
+	for i := 0; i < nn; i++ {
+		var ins []*graph.Node
+		if chain {
+			ins = append(ins, all[len(all)-1])
+		} else {
+			for k := 0; k < 1+r.Intn(3); k++ {
+				ins = append(ins, all[r.Intn(len(all))])
+			}
+		}
+		n := node(fmt.Sprint("n", i), "ExecTestGWide", float32(r.Intn(7)), ins...)
+		nodes = append(nodes, n)
+		all = append(all, n)
+	}
+	var fo []graph.Output
+	for _, f := range feeds {
+		fo = append(fo, graph.Output{Node: f})
+	}
+	// Every node no other reads is fetched, so none is pruned.
+	read := map[*graph.Node]bool{}
+	for _, n := range nodes {
+		for _, in := range n.Inputs {
+			read[in.Node] = true
+		}
+	}
+	var fetches []graph.Output
+	for _, n := range nodes {
+		if !read[n] {
+			fetches = append(fetches, graph.Output{Node: n})
+		}
+	}
+	p, err := build(nil, fo, fetches, nil, Placement{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := 0
+	for i := range p.nodes {
+		if p.nodes[i].where == onGPU {
+			gpu++
+		}
+	}
+	return p, gpu
+}
+
+func BenchmarkDeviceStep(b *testing.B) {
+	for _, bc := range []struct {
+		name         string
+		chain        bool
+		feeds, nodes int
+		groups       int
+	}{
+		{"chain100", true, 1, 100, 1},
+		{"dag60x27feeds", false, 27, 60, 1},
+		{"dag60x27feeds/groups=4", false, 27, 60, 4},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p, gpu := benchPlan(b, bc.chain, bc.feeds, bc.nodes)
+			set := syncSet(b, bc.groups)
+			sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+			if bc.groups > 1 {
+				sr.Assign = make([]int, len(p.nodes))
+				for i := range sr.Assign {
+					sr.Assign[i] = i % bc.groups
+				}
+			}
+			var feeds []*tensor.Tensor
+			for i := 0; i < bc.feeds; i++ {
+				feeds = append(feeds, tensor.FromF32(tensor.Shape{16, 64}, make([]float32, 16*64)))
+			}
+			run := func() {
+				if _, _, err := p.Run(context.Background(), sr, feeds, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := 0; i < 20; i++ {
+				run()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				run()
+			}
+			el := time.Since(start)
+			b.StopTimer()
+			nodes := float64(b.N) * float64(gpu)
+			b.ReportMetric(float64(el.Nanoseconds())/nodes, "ns/node")
+			b.ReportMetric(float64(testing.AllocsPerRun(20, run))/float64(gpu), "allocs/node")
+			set.Holder.Drain()
+		})
+	}
+}
