@@ -165,7 +165,15 @@ type Allocator struct {
 	// event (Options.BatchFrees); pendN counts them all.
 	pend  map[device.Stream][]*chunk
 	pendN int
+	// spare keeps the records of chunks merged away for the next split,
+	// so a step's allocate/free cycle allocates no chunk records once
+	// warm (a split per allocation and a merge per free was half of a
+	// GPU node's heap allocations).
+	spare []*chunk
 }
+
+// maxSpare bounds the chunk records an allocator keeps.
+const maxSpare = 256
 
 // New returns an allocator over backend. It obtains no memory until the
 // first allocation.
@@ -534,7 +542,13 @@ func (a *Allocator) splitLocked(c *chunk, size uint64) {
 	if c.size < 2*size && c.size-size < a.opts.MaxInternalFrag {
 		return
 	}
-	r := &chunk{addr: c.addr + size, size: c.size - size, region: c.region,
+	var r *chunk
+	if n := len(a.spare); n > 0 {
+		r, a.spare[n-1], a.spare = a.spare[n-1], nil, a.spare[:n-1]
+	} else {
+		r = new(chunk)
+	}
+	*r = chunk{addr: c.addr + size, size: c.size - size, region: c.region,
 		prev: c, next: c.next, stream: c.stream, ev: c.ev, seq: c.seq}
 	if c.ev != nil {
 		a.evRefs[c.ev]++
@@ -784,6 +798,10 @@ func (a *Allocator) mergeLocked(x, y *chunk) {
 		a.unrefLocked(y.ev)
 	}
 	delete(a.chunks, y.addr)
+	if len(a.spare) < maxSpare {
+		*y = chunk{}
+		a.spare = append(a.spare, y)
+	}
 }
 
 // Name is the allocator's name from its Options.
