@@ -558,7 +558,10 @@ func (s *gstep) launchFetches() error {
 			return status.Wrap(err, "fetch '%s': copy from %s", fetchName(p, k), g.Device.Name())
 		}
 		s.staged[k] = staged{buf: buf, dt: t.DType, shape: t.Shape.Clone()}
-		s.mem.unrefOn(t, s.dix, s.cix)
+		// The buffer stays held to the step's end (the tracker's drain,
+		// after the final event, which follows this copy on the D2H
+		// stream): freeing it after the copy would cost an event on the
+		// D2H stream and a waiter per fetch, to free it a moment sooner.
 	}
 	if s.trace && ordered {
 		s.slice("fetches", "MEMCPYDtoH", trace.D2H, "d2h", start, 0)

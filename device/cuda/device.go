@@ -205,6 +205,10 @@ type Context struct {
 
 	modMu   sync.Mutex
 	modules map[*Program]*Module
+	// funcs maps (program, kernel name) to its function for launches: a
+	// map that is replaced, never changed, so a launch reads it without a
+	// lock or an allocation (Function).
+	funcs atomic.Pointer[map[funcKey]*Function]
 
 	// Events recycled for the executor (Stream.PooledEvent), and the
 	// timing anchor of traced steps (Stream.Anchor).

@@ -15,6 +15,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -129,6 +130,50 @@ func (c *Context) Module(p *Program) (*Module, error) {
 	countStat(func() { CompileStats.Loads++ })
 	c.modules[p] = m
 	return m, nil
+}
+
+// funcKey names a kernel of a program.
+type funcKey struct {
+	p    *Program
+	name string
+}
+
+// Function returns kernel name of program p in this context, loading the
+// module the first time. After the first call for a kernel it costs one
+// map read: no lock, and no allocation (name does not escape, so a
+// caller's name built by concatenation can stay on its stack).
+func (c *Context) Function(p *Program, name string) (*Function, error) {
+	if m := c.funcs.Load(); m != nil {
+		if f := (*m)[funcKey{p, name}]; f != nil {
+			return f, nil
+		}
+	}
+	return c.addFunction(p, strings.Clone(name))
+}
+
+// addFunction looks a kernel up and publishes a new map holding it.
+func (c *Context) addFunction(p *Program, name string) (*Function, error) {
+	mod, err := c.Module(p)
+	if err != nil {
+		return nil, err
+	}
+	f, err := mod.Function(name)
+	if err != nil {
+		return nil, err
+	}
+	c.modMu.Lock()
+	defer c.modMu.Unlock()
+	var old map[funcKey]*Function
+	if m := c.funcs.Load(); m != nil {
+		old = *m
+	}
+	m := make(map[funcKey]*Function, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[funcKey{p, name}] = f
+	c.funcs.Store(&m)
+	return f, nil
 }
 
 // Function looks a kernel up by name, once.

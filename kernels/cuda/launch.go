@@ -1,7 +1,7 @@
 package cuda
 
 import (
-	"sync"
+	"strings"
 
 	cu "mstream/device/cuda"
 	"mstream/graph"
@@ -34,31 +34,13 @@ func begin(ctx *kernels.Context) (kctx, error) {
 // wrap names the node in a device error, in TF's form, keeping its code and cause.
 func (k kctx) wrap(err error) error { return kernels.WrapNode(err, k.Node) }
 
-// fnKey names a kernel in one context.
-type fnKey struct {
-	ctx  *cu.Context
-	prog *cu.Program
-	name string
-}
-
-// fns caches kernel lookups, so a launch costs one map read instead of the
-// module's and function's locked lookups.
-var fns sync.Map // fnKey -> *cu.Function
-
+// function returns kernel name of p in the stream's context (a map read
+// once it has been looked up: cu.Context.Function).
 func (k kctx) function(p *cu.Program, name string) (*cu.Function, error) {
-	key := fnKey{k.s.Context(), p, name}
-	if f, ok := fns.Load(key); ok {
-		return f.(*cu.Function), nil
-	}
-	m, err := key.ctx.Module(p)
+	f, err := k.s.Context().Function(p, name)
 	if err != nil {
 		return nil, k.wrap(err)
 	}
-	f, err := m.Function(name)
-	if err != nil {
-		return nil, k.wrap(err)
-	}
-	fns.Store(key, f)
 	return f, nil
 }
 
@@ -91,7 +73,10 @@ func (k kctx) launch3(p *cu.Program, name string, grid, block cu.Dim3, shmem int
 		if dryRun.launch == nil {
 			return nil
 		}
-		return dryRun.launch(p, name, grid, block, shmem, a)
+		// Copies: the hook is a func value, which would make name and a
+		// escape (a heap allocation per launch) on the real path too.
+		nm, ac := strings.Clone(name), *a
+		return dryRun.launch(p, nm, grid, block, shmem, &ac)
 	}
 	f, err := k.function(p, name)
 	if err != nil {
