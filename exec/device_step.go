@@ -50,6 +50,9 @@ type devStep struct {
 	// sliceOf is, in a traced step over several groups, the launch
 	// window (trace slice ID) of the node whose work ends at a point.
 	sliceOf map[point]int
+	// held says a buffer went to the holder (holdOn), which may free it
+	// after the step has returned.
+	held bool
 }
 
 // launched notes, in a traced step, that the launch window just recorded
@@ -143,7 +146,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	if sr.Jitter > 0 {
 		s.jit = rand.New(rand.NewSource(time.Now().UnixNano() + opts.Run))
 	}
-	s.ar.sized(len(p.nodes))
+	s.ar = p.arena()
 	s.mem = newTracker(sr.Holder, streams)
 	s.mem.hold = s.holdOn
 	for _, t := range s.tabs {
@@ -191,6 +194,8 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		s.deviceSlices(err == nil)
 		st = s.tr.step(opts.Run, int(home.g.ID))
 	}
+	s.ar.release(s.held)
+	p.arenas.Put(s.ar)
 	if err == nil && s.mem.err != nil {
 		err = s.mem.err
 	}
@@ -402,6 +407,7 @@ func (s *devStep) bring(r ref, what string) error {
 // is safe only on the stream that allocated it, and a last read may have
 // been on another group's stream.
 func (s *devStep) holdOn(free func(), others []device.Stream) {
+	s.held = true
 	if s.multi {
 		mine := false
 		for _, o := range others {

@@ -70,7 +70,7 @@ type gstep struct {
 
 	// ar holds the per-node records; ga is the allocator of the kernel
 	// being launched and alloc its allocate, bound once per step.
-	ar    arena
+	ar    *arena
 	ga    gpuAlloc
 	alloc func(tensor.DType, tensor.Shape) (*tensor.Tensor, error)
 

@@ -11,80 +11,103 @@ import (
 // allocation of its own: the launcher's host time per GPU node is what
 // the device step is judged by when it runs node by node
 // (BenchmarkDeviceStep, TestGPULaunchCost). Nothing handed out is reused
-// within the step (a kernel's enqueued work may still read its inputs
-// when the next node launches; a buffer record is freed by a holder
-// goroutine after its events), and a block goes with the step that took
-// it. The zero value is ready; chunk sizes the blocks.
+// within the step: a kernel's enqueued work may still read its inputs
+// when the next node launches.
+//
+// A finished step's blocks go back to its plan (Plan.arenas, release)
+// for the next step, cleared; the buffer records only when the step
+// freed every buffer itself (held false): a holder goroutine may free a
+// buffer, reading its record, after the step has returned. Everything
+// else is
+// read only while the step runs: the final event follows every kernel's
+// enqueued work, and device tensors never outlive their step (a fetch is
+// copied out; a variable's memory is its own, Persist.Keep).
 type arena struct {
 	chunk int
-	ts    []*tensor.Tensor
-	vs    []gval
-	kcs   []kernels.Context
-	bufs  []buffer
-	dims  []int64
+	ts    slab[*tensor.Tensor]
+	vs    slab[gval]
+	kcs   slab[kernels.Context]
+	dims  slab[int64]
+	bufs  slab[buffer]
 }
 
-// sized makes blocks fit a plan of n nodes: a block serves a step of it
-// whole for the common shapes of nodes (a few inputs and outputs).
-func (a *arena) sized(n int) {
-	a.chunk = min(max(n, 8), 512)
+// slab is one kind of record: the block in use and how much of it is
+// handed out. A block that runs out is replaced by one twice its size
+// (the old one stays with what it handed out), so a reused arena comes
+// to serve a whole step from one block.
+type slab[T any] struct {
+	blk []T
+	n   int
 }
 
-func (a *arena) block(n, per int) int {
-	c := a.chunk
-	if c == 0 {
-		c = 8
+func (s *slab[T]) take(k, chunk int) []T {
+	if s.n+k > len(s.blk) {
+		s.blk, s.n = make([]T, max(k, chunk, 2*len(s.blk))), 0
 	}
-	return max(n, c*per)
-}
-
-// tensors returns n nil tensor pointers.
-func (a *arena) tensors(n int) []*tensor.Tensor {
-	if len(a.ts) < n {
-		a.ts = make([]*tensor.Tensor, a.block(n, 4))
-	}
-	t := a.ts[:n:n]
-	a.ts = a.ts[n:]
+	t := s.blk[s.n : s.n+k : s.n+k]
+	s.n += k
 	return t
 }
 
-// values returns n empty values.
-func (a *arena) values(n int) []gval {
-	if len(a.vs) < n {
-		a.vs = make([]gval, a.block(n, 2))
-	}
-	v := a.vs[:n:n]
-	a.vs = a.vs[n:]
-	return v
+// reset clears what was handed out, for the block's next step.
+func (s *slab[T]) reset() {
+	clear(s.blk[:s.n])
+	s.n = 0
 }
+
+// newArena returns an arena for a plan of n nodes: its first blocks
+// serve a step whose nodes have a few inputs and outputs each.
+func newArena(n int) *arena {
+	return &arena{chunk: min(max(n, 8), 512)}
+}
+
+// arena returns a cleared arena for a device step of p.
+func (p *Plan) arena() *arena {
+	if a, ok := p.arenas.Get().(*arena); ok {
+		return a
+	}
+	return newArena(len(p.nodes))
+}
+
+// release clears a finished step's arena for the next step of its plan;
+// held says a holder may still read its buffer records (see arena).
+func (a *arena) release(held bool) {
+	a.ts.reset()
+	a.vs.reset()
+	a.kcs.reset()
+	a.dims.reset()
+	if held {
+		a.bufs = slab[buffer]{}
+	} else {
+		a.bufs.reset()
+	}
+}
+
+func (a *arena) size() int {
+	if a.chunk == 0 {
+		return 8
+	}
+	return a.chunk
+}
+
+// tensors returns n nil tensor pointers.
+func (a *arena) tensors(n int) []*tensor.Tensor { return a.ts.take(n, 4*a.size()) }
+
+// values returns n empty values.
+func (a *arena) values(n int) []gval { return a.vs.take(n, 2*a.size()) }
 
 // context returns a zero kernel context.
-func (a *arena) context() *kernels.Context {
-	if len(a.kcs) == 0 {
-		a.kcs = make([]kernels.Context, a.block(1, 1))
-	}
-	kc := &a.kcs[0]
-	a.kcs = a.kcs[1:]
-	return kc
-}
+func (a *arena) context() *kernels.Context { return &a.kcs.take(1, a.size())[0] }
 
 // buffer returns a zero buffer record.
-func (a *arena) buffer() *buffer {
-	if len(a.bufs) == 0 {
-		a.bufs = make([]buffer, a.block(1, 1))
-	}
-	b := &a.bufs[0]
-	a.bufs = a.bufs[1:]
-	return b
-}
+func (a *arena) buffer() *buffer { return &a.bufs.take(1, a.size())[0] }
 
 // shape returns a copy of s (never nil, as Shape.Clone).
 func (a *arena) shape(s tensor.Shape) tensor.Shape {
-	if len(a.dims) < len(s) || a.dims == nil {
-		a.dims = make([]int64, a.block(len(s), 4))
+	d := a.dims.take(len(s), 4*a.size())
+	if d == nil {
+		d = tensor.Shape{}
 	}
-	d := a.dims[:len(s):len(s)]
 	copy(d, s)
-	a.dims = a.dims[len(s):]
 	return d
 }

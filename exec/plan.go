@@ -82,6 +82,8 @@ type Plan struct {
 	// the pool executor's per-step state between steps (runPool).
 	costs *costs
 	steps sync.Pool
+	// arenas keeps device steps' per-node records (gpu_arena.go).
+	arenas sync.Pool
 }
 
 // NumNodes is the number of nodes a step runs.
