@@ -163,6 +163,9 @@ func (s *Stream) Gemm(g GemmArgs) error {
 		C.int(g.N), C.int(g.M), C.int(g.K), 1, C.CUdeviceptr(g.B), C.int(ldb), C.longlong(g.StrideB),
 		C.CUdeviceptr(g.A), C.int(lda), C.longlong(g.StrideA), 0, C.CUdeviceptr(g.C), C.int(g.N),
 		C.longlong(g.StrideC), C.int(g.Batch))
+	if r == 0 {
+		return nil // the detail below is formatted only for an error
+	}
 	return s.ctx.dev.lib.blasErr(call, r, fmt.Sprintf("(m=%d n=%d k=%d batch=%d)", g.M, g.N, g.K, g.Batch))
 }
 
@@ -250,6 +253,9 @@ func (s *Stream) ltRunLocked(b *blasState, p *ltPlan, g GemmArgs, bias uint64) e
 	if stage == 7 {
 		call = "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"
 	}
+	if r == 0 {
+		return nil // the detail below is formatted only for an error
+	}
 	return s.ctx.dev.lib.blasErr(call, r, fmt.Sprintf("(m=%d n=%d k=%d)", g.M, g.N, g.K))
 }
 
@@ -302,5 +308,8 @@ func (s *Stream) GemmEx(g GemmArgs, dt GemmType) error {
 		C.int(g.N), C.int(g.M), C.int(g.K), C.CUdeviceptr(g.B), C.int(ldb), C.longlong(g.StrideB),
 		C.CUdeviceptr(g.A), C.int(lda), C.longlong(g.StrideA), C.CUdeviceptr(g.C), C.int(g.N),
 		C.longlong(g.StrideC), C.int(g.Batch))
+	if r == 0 {
+		return nil // the detail below is formatted only for an error
+	}
 	return s.ctx.dev.lib.blasErr(call, r, fmt.Sprintf("(m=%d n=%d k=%d batch=%d)", g.M, g.N, g.K, g.Batch))
 }
