@@ -30,6 +30,12 @@ import (
 // DLRM's width, and the DAG over four groups (waits across streams).
 
 func init() {
+	kernels.Register(kernels.Def{Op: "ExecTestGNop", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			_, err := ctx.Allocate(0, ctx.Inputs[0].Shape)
+			return err
+		}), nil
+	}})
 	kernels.Register(kernels.Def{Op: "ExecTestGWide", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		c := float32(n.Attrs["c"].GetF())
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
@@ -47,6 +53,43 @@ func init() {
 			})
 		}), nil
 	}})
+}
+
+// TestDeviceStepAllocs: a warm one-group device step allocates nothing
+// per launched node (its records come from the plan's arena, the
+// allocator keeps its chunk records, the kernel lookup and an input's
+// error name cost nothing); what is left is per step (feeds, fetches,
+// the step's state). ExecTestGNop's kernel allocates its output and
+// enqueues nothing, so its own cost is not counted. (Before the arena a
+// node cost 15 allocations.)
+func TestDeviceStepAllocs(t *testing.T) {
+	const n = 200
+	nodes := []*graph.Node{node("x", "ExecTestGNop", 0)}
+	for i := 1; i <= n; i++ {
+		nodes = append(nodes, node(fmt.Sprint("n", i), "ExecTestGNop", 0, nodes[i-1]))
+	}
+	p, err := build(nil, []graph.Output{{Node: nodes[0]}}, []graph.Output{{Node: nodes[n]}}, nil, Placement{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := syncSet(t, 1)
+	sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+	feeds := []*tensor.Tensor{tensor.FromF32(tensor.Shape{16, 64}, make([]float32, 16*64))}
+	run := func() {
+		if _, _, err := p.Run(context.Background(), sr, feeds, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		run()
+	}
+	if per := testing.AllocsPerRun(20, run) / n; per > 0.25 {
+		t.Errorf("a warm device step allocates %.2f objects per node, want at most 0.25 (per-step costs only)", per)
+	}
+	set.Holder.Drain()
+	if b := set.Groups()[0].Alloc.Stats().BytesInUse; b != 0 {
+		t.Errorf("%d bytes still allocated after the steps", b)
+	}
 }
 
 type syncDevice struct{ *host.Device }

@@ -143,14 +143,24 @@
 // per-context anchor event, with flow arrows for the H2D->compute and
 // compute->D2H waits.
 //
+// A launched node costs the launcher no heap allocation of its own: its
+// input and output slices, values, kernel context and buffer records
+// (the tensor a kernel allocates is its record's own) come from the
+// step's arena (gpu_arena.go), a few blocks sized to the plan that go
+// back to the plan for its next step; an input's name for an error is
+// formed only on an error. BenchmarkDeviceStep (device_bench_test.go)
+// measures the launcher's host cost per node without a device.
+//
 // GPU memory: every device buffer of a step is allocated in the compute
 // stream's order (stream-aware allocators are told the compute stream). A
 // buffer whose last reader has been launched on compute goes back at once;
-// one a fetch reads on D2H is held (tensorholder.Hold) until an event
-// recorded after that read has completed, then freed from the holder's
-// goroutine (a stream-aware free records an event, a CUDA call a host
-// callback may not make). Copies of host values into device memory are
-// held until the step ends. Errors name the node, feed or fetch and the
+// one a fetch reads on D2H, and copies of host values into device memory,
+// are held until the step ends (the final event follows the fetch
+// copies, so an event and a waiter per fetch would free it only a moment
+// sooner). Over several groups, a buffer read on another stream is held
+// (tensorholder.Hold) until an event recorded after that read has
+// completed, then freed from the holder's goroutine (a stream-aware free
+// records an event, a CUDA call a host callback may not make). Errors name the node, feed or fetch and the
 // device call; every stream and event call returns its own error, so no
 // error outlives the step that made it (a sticky device error fails every
 // later call, and so every later step).
