@@ -149,7 +149,7 @@ func (s *devStep) flowOp(pn *planNode, ins []*gval) ([]*gval, error) {
 				}
 			}
 		}
-		pred, err := s.hostOf(pv, inName{n, 1, " (the predicate)"})
+		pred, err := s.hostOf(pv, inName{n: n, j: 1, note: " (the predicate)"})
 		if err != nil {
 			return nil, err
 		}

@@ -302,7 +302,7 @@ func (s *devStep) launchNodes() error {
 		}
 		var before []bool
 		if pn.where != onConst {
-			before = make([]bool, len(pn.inputs))
+			before = s.ar.bools(len(pn.inputs))
 			for j, r := range pn.inputs {
 				before[j] = s.value(r).dev != nil
 			}
@@ -336,7 +336,7 @@ func (s *devStep) launchNodes() error {
 	}
 	s.joined = true
 	for k, r := range p.fetches {
-		if err := s.bring(r, "fetch '"+fetchName(p, k)+"'"); err != nil {
+		if err := s.bring(r, inName{p: p, j: k}); err != nil {
 			return err
 		}
 	}
@@ -349,7 +349,7 @@ func (s *devStep) launchNodes() error {
 // producer), held until the step ends. The source stays held too: its
 // readers here read the copy, so its references never all come back
 // before the step's end.
-func (s *devStep) bring(r ref, what string) error {
+func (s *devStep) bring(r ref, what inName) error {
 	if r.Node < 0 {
 		return nil // a feed's host tensor is in every table
 	}
@@ -417,8 +417,10 @@ func (s *devStep) holdOn(free func(), others []device.Stream) {
 			others = append(others, s.c)
 		}
 	}
-	var evs []device.Event
-	var own []device.PooledEvent
+	var eb [4]device.Event // most buffers are held on one or two streams
+	evs := eb[:0]
+	h := &heldFree{free: free}
+	h.own = h.ob[:0]
 	for _, st := range others {
 		e, err := pooledEvent(st)
 		if err == nil {
@@ -431,14 +433,24 @@ func (s *devStep) holdOn(free func(), others []device.Stream) {
 			continue
 		}
 		evs = append(evs, e)
-		own = append(own, e)
+		h.own = append(h.own, e)
 	}
-	s.rt.Holder.Hold(func() {
-		free()
-		for _, e := range own {
-			e.Release()
-		}
-	}, evs)
+	s.rt.Holder.Hold(h.run, evs)
+}
+
+// heldFree is a free that waits for events, which go back to their pool
+// after it: one record for what holdOn's closure and slices were.
+type heldFree struct {
+	free func()
+	own  []device.PooledEvent
+	ob   [4]device.PooledEvent
+}
+
+func (h *heldFree) run() {
+	h.free()
+	for _, e := range h.own {
+		e.Release()
+	}
 }
 
 // waitInputs orders the current group after what node i reads from other
@@ -453,7 +465,7 @@ func (s *devStep) waitInputs(i int) error {
 		}
 	}
 	for j, r := range pn.inputs {
-		if err := s.bring(r, "node '"+pn.node.Name+"' input "+itoa(j)); err != nil {
+		if err := s.bring(r, inName{n: pn.node, j: j}); err != nil {
 			return err
 		}
 		v := s.value(r)

@@ -411,7 +411,7 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 		} else {
 			v = s.value(r)
 		}
-		what := inName{n, j, ""}
+		what := inName{n: n, j: j}
 		var err error
 		wants, may := pn.wantsDevice(j)
 		switch {
@@ -730,15 +730,22 @@ func (s *gstep) delay(st device.Stream) error {
 	return nil
 }
 
-// inName names input j of node n (and what more, note) in an error;
-// the string is formed only when an error needs it.
+// inName names input j of node n (and what more, note) in an error, or,
+// with n nil, fetch j of plan p; the string is formed only when an error
+// needs it.
 type inName struct {
 	n    *graph.Node
 	j    int
 	note string
+	p    *Plan
 }
 
-func (w inName) String() string { return "node '" + w.n.Name + "' input " + itoa(w.j) + w.note }
+func (w inName) String() string {
+	if w.n == nil {
+		return "fetch '" + fetchName(w.p, w.j) + "'"
+	}
+	return "node '" + w.n.Name + "' input " + itoa(w.j) + w.note
+}
 
 // keepUses is a use count per output that never runs out: the buffers of
 // a step with frames are freed when it ends.

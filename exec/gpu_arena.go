@@ -28,6 +28,7 @@ type arena struct {
 	vs    slab[gval]
 	kcs   slab[kernels.Context]
 	dims  slab[int64]
+	bs    slab[bool]
 	bufs  slab[buffer]
 }
 
@@ -76,6 +77,7 @@ func (a *arena) release(held bool) {
 	a.vs.reset()
 	a.kcs.reset()
 	a.dims.reset()
+	a.bs.reset()
 	if held {
 		a.bufs = slab[buffer]{}
 	} else {
@@ -95,6 +97,9 @@ func (a *arena) tensors(n int) []*tensor.Tensor { return a.ts.take(n, 4*a.size()
 
 // values returns n empty values.
 func (a *arena) values(n int) []gval { return a.vs.take(n, 2*a.size()) }
+
+// bools returns n false flags.
+func (a *arena) bools(n int) []bool { return a.bs.take(n, 4*a.size()) }
 
 // context returns a zero kernel context.
 func (a *arena) context() *kernels.Context { return &a.kcs.take(1, a.size())[0] }

@@ -36,7 +36,7 @@ func (h *Holder) done(free func()) {
 // already be recorded after the last use on their streams. With no events
 // (or all complete) free runs before Hold returns.
 func (h *Holder) Hold(free func(), events []device.Event) {
-	pending := events[:0:0]
+	var pending []device.Event // a copy: the caller's slice may be its stack's
 	for _, e := range events {
 		if e != nil && !e.Query() {
 			pending = append(pending, e)
