@@ -57,7 +57,7 @@ func (s *gstep) packFeeds() (addr uint64, hbuf []byte, ok bool) {
 	}
 	s.pinned = append(s.pinned, haddr)
 	hbuf = g.Device.HostMemory().Bytes(haddr, total)
-	views := make([]*tensor.Tensor, 0, n)
+	views := s.ar.tensors(n)[:0]
 	var refs int32
 	for k, off := range offs {
 		if !p.feedDev[k] {
@@ -66,7 +66,8 @@ func (s *gstep) packFeeds() (addr uint64, hbuf []byte, ok bool) {
 		t := s.feeds[k].host
 		size := len(t.Buf)
 		copy(hbuf[off:], t.Buf)
-		dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: hostmem.DeviceBytes(addr+off, max(size, 1))[:size]}
+		dt := s.ar.tensor()
+		*dt = tensor.Tensor{DType: t.DType, Shape: s.ar.shape(t.Shape), Buf: hostmem.DeviceBytes(addr+off, max(size, 1))[:size]}
 		s.feeds[k].dev = dt
 		views = append(views, dt)
 		refs += p.feedUses[k]

@@ -29,6 +29,7 @@ type arena struct {
 	kcs   slab[kernels.Context]
 	dims  slab[int64]
 	bs    slab[bool]
+	tens  slab[tensor.Tensor]
 	bufs  slab[buffer]
 }
 
@@ -78,6 +79,7 @@ func (a *arena) release(held bool) {
 	a.kcs.reset()
 	a.dims.reset()
 	a.bs.reset()
+	a.tens.reset()
 	if held {
 		a.bufs = slab[buffer]{}
 	} else {
@@ -97,6 +99,9 @@ func (a *arena) tensors(n int) []*tensor.Tensor { return a.ts.take(n, 4*a.size()
 
 // values returns n empty values.
 func (a *arena) values(n int) []gval { return a.vs.take(n, 2*a.size()) }
+
+// tensor returns a zero tensor header (a feed's device view).
+func (a *arena) tensor() *tensor.Tensor { return &a.tens.take(1, a.size())[0] }
 
 // bools returns n false flags.
 func (a *arena) bools(n int) []bool { return a.bs.take(n, 4*a.size()) }
