@@ -18,19 +18,22 @@ import (
 // for the next step, cleared; the buffer records only when the step
 // freed every buffer itself (held false): a holder goroutine may free a
 // buffer, reading its record, after the step has returned. Everything
-// else is
-// read only while the step runs: the final event follows every kernel's
-// enqueued work, and device tensors never outlive their step (a fetch is
-// copied out; a variable's memory is its own, Persist.Keep).
+// else is read only while the step runs: the final event follows every
+// kernel's enqueued work, and device tensors never outlive their step (a
+// fetch is copied out; a variable's memory is its own, Persist.Keep).
 type arena struct {
 	chunk int
-	ts    slab[*tensor.Tensor]
-	vs    slab[gval]
-	kcs   slab[kernels.Context]
-	dims  slab[int64]
-	bs    slab[bool]
-	tens  slab[tensor.Tensor]
-	bufs  slab[buffer]
+	// heap hands out each record on its own (a step with frames: a
+	// loop's records would pile up in blocks until the step ends,
+	// however many iterations had long let go of theirs).
+	heap bool
+	ts   slab[*tensor.Tensor]
+	vs   slab[gval]
+	kcs  slab[kernels.Context]
+	dims slab[int64]
+	bs   slab[bool]
+	tens slab[tensor.Tensor]
+	bufs slab[buffer]
 }
 
 // slab is one kind of record: the block in use and how much of it is
@@ -43,6 +46,9 @@ type slab[T any] struct {
 }
 
 func (s *slab[T]) take(k, chunk int) []T {
+	if chunk == 0 {
+		return make([]T, k)
+	}
 	if s.n+k > len(s.blk) {
 		s.blk, s.n = make([]T, max(k, chunk, 2*len(s.blk))), 0
 	}
@@ -57,10 +63,10 @@ func (s *slab[T]) reset() {
 	s.n = 0
 }
 
-// newArena returns an arena for a plan of n nodes: its first blocks
-// serve a step whose nodes have a few inputs and outputs each.
-func newArena(n int) *arena {
-	return &arena{chunk: min(max(n, 8), 512)}
+// newArena returns an arena for plan p: its first blocks serve a step
+// whose nodes have a few inputs and outputs each.
+func newArena(p *Plan) *arena {
+	return &arena{chunk: min(max(len(p.nodes), 8), 512), heap: p.deadness}
 }
 
 // arena returns a cleared arena for a device step of p.
@@ -68,7 +74,7 @@ func (p *Plan) arena() *arena {
 	if a, ok := p.arenas.Get().(*arena); ok {
 		return a
 	}
-	return newArena(len(p.nodes))
+	return newArena(p)
 }
 
 // release clears a finished step's arena for the next step of its plan;
@@ -87,9 +93,11 @@ func (a *arena) release(held bool) {
 	}
 }
 
+// size is the records a block holds; 0 with heap, which makes every
+// take a block of its own.
 func (a *arena) size() int {
-	if a.chunk == 0 {
-		return 8
+	if a.heap {
+		return 0
 	}
 	return a.chunk
 }

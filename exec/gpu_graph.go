@@ -517,7 +517,7 @@ func (gc *GraphCache) capture(p *Plan, rt *Runtime, feeds []*tensor.Tensor) (gi 
 	s := &gstep{plan: p, rt: rt, g: g, c: cst, h: cst, d: cst,
 		vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds)),
 		staged: make([]staged, len(p.fetches)), out: make([]*tensor.Tensor, len(p.fetches)), capt: gi,
-		ar: newArena(len(p.nodes))}
+		ar: newArena(p)}
 	s.mem = newTracker(nil, []device.Stream{cst})
 	for k, f := range feeds {
 		s.feeds[k].host = f
