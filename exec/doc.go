@@ -109,7 +109,13 @@
 // comes from the group's constant store on first GPU use. Inputs a GPU
 // kernel lists in HostMemory stay on the host. Shape, ShapeN, Size and Rank
 // run on the host but take a device value as it is (they read its shape
-// only). Transfers lists the copies at host<->GPU edges.
+// only). A node whose outputs are all int32 and whose data inputs the host
+// already holds (host nodes' outputs, constants; not feeds) runs on the
+// host, as TF's int32 HostMemory kernels do, so shape arithmetic
+// (StridedSlice, ConcatV2, ExpandDims of shapes) never makes a step copy
+// back and wait (place_shape.go; plans are bound in topological order for
+// it). Transfers lists the copies at host<->GPU edges; HostSyncs the
+// points where a device step blocks mid-way.
 //
 // # Stream steps
 //

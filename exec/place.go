@@ -221,7 +221,7 @@ func (p *Plan) bind(i int, pl Placement) error {
 		pn.where, pn.cval = onConst, &constCache{}
 		return p.bindOn(i, kernels.CPU)
 	}
-	if typ == "CPU" || metaOnly[n.Op] && typ == "" {
+	if typ == "CPU" || metaOnly[n.Op] && typ == "" || p.hostShape(i) {
 		return p.bindOn(i, kernels.CPU)
 	}
 	why := ""

@@ -224,11 +224,15 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 	}
 	p.topo = p.topoOrder()
 
-	for i := range p.nodes {
-		pn := &p.nodes[i]
+	// In topological order: a node's placement may follow its
+	// producers' (place_shape.go).
+	for _, i := range p.topo {
 		if err := p.bind(i, pl); err != nil {
 			return nil, err
 		}
+	}
+	for i := range p.nodes {
+		pn := &p.nodes[i]
 		p.gpu = p.gpu || pn.where == onGPU
 		if pn.npred == 0 {
 			pn.isInput = true

@@ -1,0 +1,60 @@
+package exec
+
+import (
+	"mstream/kernels"
+	"mstream/tensor"
+)
+
+// Shape arithmetic on the host.
+//
+// TF registers the GPU kernels of int32 shape arithmetic (ConcatV2,
+// StridedSlice, ExpandDims, Pack, GatherV2, the int32 binaries and
+// reductions, ...) as the CPU's kernels with every argument in host
+// memory: an int32 value on a GPU device lives in host memory, so a
+// chain Shape -> StridedSlice -> ConcatV2 -> Reshape's shape input never
+// touches the device and the step never waits for it. mstream's GPU
+// kernels serve int32 on the device, which is what an int32 tensor the
+// device computed wants (no copy back), but a shape chain placed there
+// is copied up from the host and its result copied back and waited for
+// when a HostMemory input (Reshape's shape, UnsortedSegmentSum's
+// num_segments) or a host kernel reads it: the device step blocks, its
+// streams drain, and over several stream groups the one launching
+// goroutine stalls with them.
+//
+// So a node whose outputs are all int32 and whose data inputs are all
+// values the host already holds (host nodes' outputs and constants, never
+// feeds) runs on the host, as TF's HostMemory kernels do. Feeds are left
+// out: a host node reading a feed's contents would keep the plan off CUDA
+// graphs (graphIneligible), which a GPU kernel reading it does not.
+// Stateful ops keep their placement, and so do plans with v1 control
+// flow (their frame driver sees the placement the kernels ask for).
+// Plans are bound in topological order, so a producer's placement is
+// known when its consumers are bound and a whole chain moves together.
+
+// hostShape says whether plan node i, not yet bound, is int32 shape
+// arithmetic over host values that should run on the host.
+func (p *Plan) hostShape(i int) bool {
+	pn := &p.nodes[i]
+	n := pn.node
+	if p.deadness || len(pn.inputs) == 0 || len(n.OutTypes) == 0 || n.Def.GetIsStateful() {
+		return false
+	}
+	for _, t := range n.OutTypes {
+		if t != tensor.Int32 {
+			return false
+		}
+	}
+	for _, r := range pn.inputs {
+		if r.Node < 0 {
+			return false // a feed
+		}
+		if w := p.nodes[r.Node].where; w != onHost && w != onConst {
+			return false
+		}
+		if p.nodes[r.Node].kernel == nil {
+			return false // not bound yet (no topological order)
+		}
+	}
+	_, err := kernels.Lookup(n, kernels.CPU)
+	return err == nil
+}
