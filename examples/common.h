@@ -134,6 +134,10 @@ static inline TF_Buffer* load_proto(const char* path, int graph, TF_Status* s) {
 typedef struct {
   long long runs;  /* runs_completed */
   long long waits; /* stream_waits: cross-stream waits the executor inserted */
+  /* launch_ns, launched_nodes, launch_steps: the host time device steps
+   * on this group took to enqueue their work (not their final wait), the
+   * device nodes they launched and the steps (0 on the CPU) */
+  long long launch_ns, launched_nodes, launch_steps;
   char device[64]; /* the device the group belongs to, e.g. /device:GPU:0 */
 } GroupStats;
 
@@ -169,6 +173,9 @@ static inline int group_stats(TF_Session* session, GroupStats* g, int max) {
       const char* next = strstr(p + 1, "{\"id\":");
       g[n].runs = json_int(p, next, "runs_completed");
       g[n].waits = json_int(p, next, "stream_waits");
+      g[n].launch_ns = json_int(p, next, "launch_ns");
+      g[n].launched_nodes = json_int(p, next, "launched_nodes");
+      g[n].launch_steps = json_int(p, next, "launch_steps");
       g[n].device[0] = '\0';
       const char* d = strstr(p, "\"device\":\"");
       if (d != NULL && (next == NULL || d < next)) {

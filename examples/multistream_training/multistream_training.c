@@ -150,14 +150,28 @@ static void run_init(TF_Graph* g, TF_Session* sess, const TF_Operation* init, TF
 
 /* report_groups prints each stream group's runs and cross-stream waits
  * from MS_SessionStats' JSON ("groups": [{"id": N, ..., "runs_completed":
- * M, ..., "stream_waits": W, ...}, ...]). */
+ * M, ..., "stream_waits": W, ...}, ...]) and, on a GPU, the host time a
+ * step took to enqueue its device work and the device nodes it launched,
+ * over every step (init and the first step included): a launch time close
+ * to the time per step says the host, not the GPU, sets the pace. */
 static void report_groups(TF_Session* sess) {
   GroupStats g[MAX_GROUPS];
   int n = group_stats(sess, g, MAX_GROUPS);
   if (n < 0) return;
   printf("stream groups:");
-  for (int i = 0; i < n; i++) printf(" group%d runs=%lld waits=%lld", i, g[i].runs, g[i].waits);
+  long long ns = 0, nodes = 0, steps = 0;
+  for (int i = 0; i < n; i++) {
+    printf(" group%d runs=%lld waits=%lld", i, g[i].runs, g[i].waits);
+    if (g[i].launch_steps > 0) {
+      ns += g[i].launch_ns;
+      nodes += g[i].launched_nodes;
+      steps += g[i].launch_steps;
+    }
+  }
   printf("\n");
+  if (steps > 0)
+    printf("device launch: %.1f us of host time and %.0f device nodes per step (%lld steps)\n",
+           (double)ns / (double)steps / 1e3, (double)nodes / (double)steps, steps);
 }
 
 /* ---- MODEL "capi": the same recommender built through the C API ---------
