@@ -114,8 +114,12 @@
 // host, as TF's int32 HostMemory kernels do, so shape arithmetic
 // (StridedSlice, ConcatV2, ExpandDims of shapes) never makes a step copy
 // back and wait (place_shape.go; plans are bound in topological order for
-// it). Transfers lists the copies at host<->GPU edges; HostSyncs the
-// points where a device step blocks mid-way.
+// it). Likewise a GPU kernel that reads its device values back as it runs
+// (Unique, Where) runs on the host when every input is held there: a
+// feed, a host or constant value, or a metadata-only GPU kernel's output
+// (Reshape, Identity: kernels.Def.Forwards), which keeps its input's host
+// copy in the step. Transfers lists the copies at host<->GPU edges;
+// HostSyncs the points where a device step blocks mid-way.
 //
 // # Stream steps
 //

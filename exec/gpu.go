@@ -404,12 +404,16 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 	}
 	ins := s.ar.tensors(len(pn.inputs))
 	devIns := s.ar.tensors(len(pn.inputs))[:0]
+	var host0 *tensor.Tensor // input 0's host copy, for a forwarding kernel
 	for j, r := range pn.inputs {
 		var v *gval
 		if fins != nil {
 			v = fins[j]
 		} else {
 			v = s.value(r)
+		}
+		if j == 0 {
+			host0 = v.host
 		}
 		what := inName{n: n, j: j}
 		var err error
@@ -468,6 +472,9 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 	vs := s.ar.values(len(kc.Outputs))
 	for j, t := range kc.Outputs {
 		vs[j].dev = t
+	}
+	if pn.fwd {
+		vs[0].host = forwardHost(host0, vs[0].dev)
 	}
 	uses := pn.uses
 	if s.keep {

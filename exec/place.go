@@ -221,7 +221,7 @@ func (p *Plan) bind(i int, pl Placement) error {
 		pn.where, pn.cval = onConst, &constCache{}
 		return p.bindOn(i, kernels.CPU)
 	}
-	if typ == "CPU" || metaOnly[n.Op] && typ == "" || p.hostShape(i) {
+	if typ == "CPU" || metaOnly[n.Op] && typ == "" || p.hostShape(i) || p.hostSync(i) {
 		return p.bindOn(i, kernels.CPU)
 	}
 	why := ""
@@ -237,7 +237,7 @@ func (p *Plan) bind(i int, pl Placement) error {
 	if err == nil {
 		k, ferr := def.Factory(n)
 		if ferr == nil {
-			pn.kernel, pn.where = k, onGPU
+			pn.kernel, pn.where, pn.fwd = k, onGPU, def.Forwards && len(n.Inputs) > 0 && len(n.OutTypes) == 1
 			pn.hostIn = make([]bool, len(n.Inputs))
 			for _, name := range def.HostMemory {
 				if r, ok := n.InArgs[name]; ok {

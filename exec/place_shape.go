@@ -58,3 +58,69 @@ func (p *Plan) hostShape(i int) bool {
 	_, err := kernels.Lookup(n, kernels.CPU)
 	return err == nil
 }
+
+// Kernels that read their device values back.
+//
+// A GPU kernel whose output shape depends on its data (Unique, Where:
+// kernels.Def.SyncsHost) copies its input back and waits for it as it
+// runs. Where the host already holds that input (a feed, a host node's
+// output, a constant, or such a value reshaped on the GPU: a Forwards
+// kernel's output keeps its input's host copy, gstep.nodeOn), the host
+// kernel reads it there and the step does not wait: the training
+// example's sparse updates run Unique over the fed ids. Feeds are allowed
+// here, unlike for hostShape: a plan with such a kernel is never captured
+// into a CUDA graph anyway.
+
+// hostSync says whether plan node i, not yet bound, has a GPU kernel that
+// reads its device values back while every data input is held on the host,
+// so it should run on the host.
+func (p *Plan) hostSync(i int) bool {
+	pn := &p.nodes[i]
+	n := pn.node
+	if p.deadness || len(pn.inputs) == 0 {
+		return false
+	}
+	def, err := kernels.Lookup(n, kernels.GPU)
+	if err != nil || !def.SyncsHost {
+		return false
+	}
+	for _, r := range pn.inputs {
+		if !p.hostHeld(r) {
+			return false
+		}
+	}
+	_, err = kernels.Lookup(n, kernels.CPU)
+	return err == nil
+}
+
+// hostHeld says whether a device step holds value r on the host without
+// copying it back: a feed, a constant, a bound host node's output, or the
+// output of a GPU node that forwards a host-held input (pn.fwd).
+func (p *Plan) hostHeld(r ref) bool {
+	for {
+		if r.Node < 0 {
+			return true
+		}
+		src := &p.nodes[r.Node]
+		switch {
+		case src.kernel == nil:
+			return false // not bound yet
+		case src.where == onHost || src.where == onConst:
+			return true
+		case src.fwd && r.Index == 0:
+			r = src.inputs[0]
+		default:
+			return false
+		}
+	}
+}
+
+// forwardHost is the host copy of a forwarding GPU kernel's output: its
+// input's host bytes under the output's shape (nil when the input has no
+// host copy, or the sizes differ).
+func forwardHost(in, out *tensor.Tensor) *tensor.Tensor {
+	if in == nil || out == nil || in.DType != out.DType || len(in.Buf) != len(out.Buf) || in.Vars != nil || in.Strs != nil {
+		return nil
+	}
+	return &tensor.Tensor{DType: out.DType, Shape: out.Shape.Clone(), Buf: in.Buf}
+}

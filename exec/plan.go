@@ -39,6 +39,9 @@ type planNode struct {
 	// plan; hostIn marks a GPU node's inputs that stay in host memory.
 	where  uint8
 	hostIn []bool
+	// fwd: a GPU node whose output 0 is input 0's buffer
+	// (kernels.Def.Forwards), so a host copy of the input is one of it.
+	fwd    bool
 	gpu    int         // a GPU node's GPU, among the session's
 	pinned bool        // gpu is the one the node's device annotation names
 	cval   *constCache // a placed Const's host value

@@ -12,8 +12,9 @@ import (
 // reads (gstep.hostOf copies it back once per step and waits for the
 // copy), and each GPU kernel that reads its device values back while it
 // runs (kernels.Def.SyncsHost: Where, Unique). A step with none launches
-// everything and waits once, at its end. Constants, feeds and values only
-// a shape is read from (metaOnly) are not listed: they never wait.
+// everything and waits once, at its end. Values the host holds (hostHeld:
+// feeds, constants, host outputs, their forwards on the GPU) and values
+// only a shape is read from (metaOnly) are not listed: they never wait.
 func (p *Plan) HostSyncs() []string {
 	var out []string
 	read := map[ref]bool{}
@@ -24,7 +25,7 @@ func (p *Plan) HostSyncs() []string {
 			continue
 		}
 		for j, r := range pn.inputs {
-			if r.Node < 0 || p.nodes[r.Node].where != onGPU || read[r] {
+			if p.hostHeld(r) || read[r] {
 				continue
 			}
 			if wants, may := pn.wantsDevice(j); !wants && !may {

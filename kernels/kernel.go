@@ -82,6 +82,11 @@ type Def struct {
 	// variables on the host (exec.Placement.HostState) runs the host
 	// kernel instead.
 	DeviceState bool
+	// Forwards marks a device kernel whose output 0 is its input 0's
+	// buffer under another shape (Reshape, Identity on the GPU): where the
+	// executor holds a host copy of that input, the same bytes are a host
+	// copy of the output, and a host reader needs no copy back.
+	Forwards bool
 }
 
 var (

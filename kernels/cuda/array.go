@@ -33,13 +33,14 @@ func init() {
 		{"ExpandDims", []string{"dim"}}, {"Squeeze", nil},
 	} {
 		op := m.op
-		reg(op, "T", fixedTypes, m.host, func(n *graph.Node) (kernels.Kernel, error) {
-			def, err := kernels.Lookup(n, kernels.CPU)
-			if err != nil {
-				return nil, fmt.Errorf("GPU %s reuses the CPU kernel, which is missing: %w", op, err)
-			}
-			return def.Factory(n)
-		})
+		kernels.Register(kernels.Def{Op: op, Device: kernels.GPU, TypeAttr: "T", Types: fixedTypes, HostMemory: m.host,
+			Forwards: op != "IdentityN", Factory: func(n *graph.Node) (kernels.Kernel, error) {
+				def, err := kernels.Lookup(n, kernels.CPU)
+				if err != nil {
+					return nil, fmt.Errorf("GPU %s reuses the CPU kernel, which is missing: %w", op, err)
+				}
+				return def.Factory(n)
+			}})
 	}
 }
 

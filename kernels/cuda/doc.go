@@ -164,7 +164,11 @@
 // BroadcastArgs, Range, InvertPermutation); Where of int32 and the
 // remaining dtypes, and Unique of bool and strings (TF's are host
 // kernels); integer Einsum (no TF GPU kernel); NCHW
-// convolutions (as on the CPU).
+// convolutions (as on the CPU). The placer also keeps on the host, with no
+// copy, what TF's HostMemory kernels compute there: int32 nodes over
+// values the host already holds (shape arithmetic), and Unique or Where
+// over such values (exec/place_shape.go); a metadata-only kernel's output
+// (kernels.Def.Forwards) keeps its input's host copy for them.
 //
 // Where TF's GPU kernel cannot report an error without a synchronisation
 // it computes a value, and so do these: an integer division by zero, a
