@@ -488,21 +488,22 @@ func init() {
 	}
 }
 
-// depthwiseBackprop is DepthwiseConv2dNativeBackpropInput (filter false:
-// inputs input_sizes, filter, out_backprop) or ...BackpropFilter (input,
-// filter_sizes, out_backprop): output channel c*M+m of the forward op read
-// input channel c through filter[..., c, m].
-func depthwiseBackprop(ctx *kernels.Context, a Conv2DAttrs, filter bool) error {
+// DepthwiseBackpropArgs checks DepthwiseConv2dNativeBackpropInput's
+// (filter false: inputs input_sizes, filter, out_backprop) or
+// ...BackpropFilter's (input, filter_sizes, out_backprop) arguments as TF
+// does and returns the forward convolution (p.C input channels), the depth
+// multiplier and the gradient's shape; the GPU kernels share it.
+func DepthwiseBackpropArgs(ctx *kernels.Context, a Conv2DAttrs, filter bool) (p ConvParams, mult int, outShape tensor.Shape, err error) {
 	sizesAt := 0
 	if filter {
 		sizesAt = 1
 	}
 	sizes, err := hostInts(ctx, sizesAt, "sizes")
 	if err != nil {
-		return err
+		return p, 0, nil, err
 	}
 	if len(sizes) != 4 {
-		return ctx.Errorf(status.InvalidArgument, "%s must have 4 values, got %d", []string{"input_sizes", "filter_sizes"}[sizesAt], len(sizes))
+		return p, 0, nil, ctx.Errorf(status.InvalidArgument, "%s must have 4 values, got %d", []string{"input_sizes", "filter_sizes"}[sizesAt], len(sizes))
 	}
 	var xShape, fShape tensor.Shape
 	if filter {
@@ -512,28 +513,42 @@ func depthwiseBackprop(ctx *kernels.Context, a Conv2DAttrs, filter bool) error {
 	}
 	dyT := ctx.Input(2)
 	if len(xShape) != 4 || len(fShape) != 4 || len(dyT.Shape) != 4 {
-		return ctx.Errorf(status.InvalidArgument, "input, filter and out_backprop must be 4-dimensional, got %v, %v and %v", xShape, fShape, dyT.Shape)
+		return p, 0, nil, ctx.Errorf(status.InvalidArgument, "input, filter and out_backprop must be 4-dimensional, got %v, %v and %v", xShape, fShape, dyT.Shape)
 	}
 	if err := xShape.Validate(); err != nil {
-		return ctx.Errorf(status.InvalidArgument, "input_sizes: %v", err)
+		return p, 0, nil, ctx.Errorf(status.InvalidArgument, "input_sizes: %v", err)
 	}
 	if err := fShape.Validate(); err != nil {
-		return ctx.Errorf(status.InvalidArgument, "filter_sizes: %v", err)
+		return p, 0, nil, ctx.Errorf(status.InvalidArgument, "filter_sizes: %v", err)
 	}
-	c, mult := xShape[3], fShape[3]
+	c, m := xShape[3], fShape[3]
 	if fShape[2] != c {
-		return ctx.Errorf(status.InvalidArgument, "input and filter must have the same depth: %d vs %d", c, fShape[2])
+		return p, 0, nil, ctx.Errorf(status.InvalidArgument, "input and filter must have the same depth: %d vs %d", c, fShape[2])
 	}
-	p, err := a.Params(xShape, tensor.Shape{fShape[0], fShape[1], 1, c * mult})
+	p, err = a.Params(xShape, tensor.Shape{fShape[0], fShape[1], 1, c * m})
 	if err != nil {
-		return ctx.Errorf(status.CodeOf(err), "%v", err)
+		return p, 0, nil, ctx.Errorf(status.CodeOf(err), "%v", err)
 	}
-	if want := (tensor.Shape{xShape[0], int64(p.OutH), int64(p.OutW), c * mult}); !dyT.Shape.Equal(want) {
-		return ctx.Errorf(status.InvalidArgument, "out_backprop has shape %v, expected %v", dyT.Shape, want)
+	if want := (tensor.Shape{xShape[0], int64(p.OutH), int64(p.OutW), c * m}); !dyT.Shape.Equal(want) {
+		return p, 0, nil, ctx.Errorf(status.InvalidArgument, "out_backprop has shape %v, expected %v", dyT.Shape, want)
 	}
-	outShape, other := xShape, ctx.Input(1)
 	if filter {
-		outShape, other = fShape, ctx.Input(0)
+		return p, int(m), fShape, nil
+	}
+	return p, int(m), xShape, nil
+}
+
+// depthwiseBackprop is DepthwiseConv2dNativeBackpropInput or
+// ...BackpropFilter (DepthwiseBackpropArgs): output channel c*M+m of the
+// forward op read input channel c through filter[..., c, m].
+func depthwiseBackprop(ctx *kernels.Context, a Conv2DAttrs, filter bool) error {
+	p, mult, outShape, err := DepthwiseBackpropArgs(ctx, a, filter)
+	if err != nil {
+		return err
+	}
+	dyT, other := ctx.Input(2), ctx.Input(1)
+	if filter {
+		other = ctx.Input(0)
 	}
 	o, err := ctx.Allocate(0, outShape)
 	if err != nil {
@@ -551,7 +566,7 @@ func depthwiseBackprop(ctx *kernels.Context, a Conv2DAttrs, filter bool) error {
 	if err != nil {
 		return err
 	}
-	C, M := int(c), int(mult)
+	C, M := p.C, mult
 	for n := 0; n < p.N; n++ {
 		for i := 0; i < p.OutH; i++ {
 			for j := 0; j < p.OutW; j++ {
