@@ -19,6 +19,7 @@ import (
 	"mstream/grad"
 	"mstream/graph"
 	_ "mstream/kernels/cpu"
+	"mstream/proto/pbparse"
 	"mstream/proto/tfpb"
 	"mstream/session"
 	"mstream/status"
@@ -97,6 +98,29 @@ func (c *cb) node(op string, attrs grad.A, ins ...any) *graph.Node {
 	return n
 }
 
+// tanhMul is a library function of two doubles: tanh(x) * y.
+const tanhMul = `signature { name: "GradTestTanhMul" input_arg { name: "x" type: DT_DOUBLE } input_arg { name: "y" type: DT_DOUBLE }
+  output_arg { name: "z" type: DT_DOUBLE } }
+node_def { name: "t" op: "Tanh" input: "x" attr { key: "T" value { type: DT_DOUBLE } } }
+node_def { name: "m" op: "Mul" input: "t:y:0" input: "y" attr { key: "T" value { type: DT_DOUBLE } } }
+ret { key: "z" value: "m:z:0" }`
+
+// call is a call of op (PartitionedCall or StatefulPartitionedCall) to
+// tanhMul, added to the graph's library, over x and y.
+func (c *cb) call(op string, x, y graph.Output) graph.Output {
+	c.t.Helper()
+	fd := &tfpb.FunctionDef{}
+	if err := pbparse.Text("FunctionDef", "tanhMul", []byte(tanhMul), fd); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.g.AddFunction(fd); err != nil {
+		c.t.Fatal(err)
+	}
+	f := &tfpb.AttrValue{Value: &tfpb.AttrValue_Func{Func: &tfpb.NameAttrList{Name: "GradTestTanhMul"}}}
+	return c.op(op, grad.A{"Tin": graph.AttrTypeList([]tensor.DType{tensor.Double, tensor.Double}),
+		"Tout": graph.AttrTypeList([]tensor.DType{tensor.Double}), "f": f}, []graph.Output{x, y})
+}
+
 func (c *cb) konst(t *tensor.Tensor) graph.Output {
 	return c.op("Const", grad.A{"dtype": graph.AttrType(t.DType), "value": graph.AttrTensor(t)})
 }
@@ -136,6 +160,11 @@ var cases = []gcase{
 	{"minimum", func(c *cb) { c.ys = []graph.Output{c.op("Minimum", nil, c.x(4, 3), c.x(4, 1))} }, false},
 	{"squared difference", func(c *cb) { c.ys = []graph.Output{c.op("SquaredDifference", nil, c.x(2, 3), c.x(3))} }, false},
 	{"pow", func(c *cb) { c.ys = []graph.Output{c.op("Pow", nil, c.xr(0.5, 2, 2, 3), c.x(3))} }, false},
+	{"partitioned call", func(c *cb) { c.ys = []graph.Output{c.call("PartitionedCall", c.x(2, 3), c.x(3))} }, false},
+	{"stateful partitioned call", func(c *cb) {
+		x := c.x(4)
+		c.ys = []graph.Output{c.op("Square", nil, c.call("StatefulPartitionedCall", x, c.op("Exp", nil, x)))}
+	}, false},
 	{"unary chain", func(c *cb) {
 		x := c.xr(0.5, 2, 5)
 		y := c.op("Sqrt", nil, x)

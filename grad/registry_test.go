@@ -25,7 +25,6 @@ var notYet = map[string]string{
 	"ScatterNdNonAliasingAdd": "no kernel", "Erfinv": "no kernel", "Ndtri": "no kernel", "Lgamma": "no kernel",
 	"QuantizeAndDequantize": "no kernel", "QuantizeAndDequantizeV3": "no kernel", "QuantizeAndDequantizeV4": "no kernel",
 	"DynamicPartition": "not yet", "Einsum": "not yet",
-	"PartitionedCall": "not yet (SymbolicGradient over the call)", "StatefulPartitionedCall": "not yet (SymbolicGradient over the call)",
 }
 
 // TestRegistryCoversTF checks the registry against TF 2.15's C++ one
