@@ -6,7 +6,10 @@
 # node. Each configuration runs ROUNDS times (default 3) for STEPS steps
 # (default 100) of BATCH examples (default 256); the table gives the median
 # steps/s (the example's own count: every step but the first) and the last
-# loss, which must agree across configurations.
+# loss, which must agree across configurations. On a GPU, "launch us/step" is
+# the host time a step took to enqueue its device work (the example's
+# "device launch:" line, last round): near 1e6 / steps/s, the launching
+# goroutine sets the pace, not the GPU.
 #
 #   sh bench/gpu/training.sh                 # here (CPU), after make
 #   bash DIR/training.sh                     # in the GPU kit (bench/gpu/package.sh DIR)
@@ -34,8 +37,8 @@ trap 'rm -rf "$tmp"' EXIT
 printf '0:.*tower[02]/.*\n1:.*tower[13]/.*\n' >"$tmp/two.txt"
 printf '0:.*tower0/.*\n1:.*tower1/.*\n2:.*tower2/.*\n3:.*tower3/.*\n' >"$tmp/four.txt"
 echo "# $BIN $MODEL: $STEPS steps of batch $BATCH, median of $ROUNDS"
-echo "| config | groups | assignment | steps/s | examples/s | last loss |"
-echo "| --- | ---: | --- | ---: | ---: | ---: |"
+echo "| config | groups | assignment | steps/s | examples/s | last loss | launch us/step |"
+echo "| --- | ---: | --- | ---: | ---: | ---: | ---: |"
 for cfg in g1 g2 g2auto g4 g4auto; do
   case $cfg in
     g1) env="TF_NODE_LEVEL_MULTISTREAM=false"; groups=1; how="-" ;;
@@ -46,6 +49,7 @@ for cfg in g1 g2 g2auto g4 g4auto; do
   esac
   : >"$tmp/rates"
   loss=?
+  launch=-
   r=0
   while [ $r -lt "$ROUNDS" ]; do
     # shellcheck disable=SC2086
@@ -54,8 +58,9 @@ for cfg in g1 g2 g2auto g4 g4auto; do
     fi
     awk '/steps\/s/ { for (i = 1; i < NF; i++) if ($(i+1) == "steps/s") print $i }' "$tmp/out" >>"$tmp/rates"
     loss=$(awk '/^step [0-9]+ loss/ { l = $4 } END { print l }' "$tmp/out")
+    launch=$(awk '/^device launch:/ { l = $3 } END { print (l == "" ? "-" : l) }' "$tmp/out")
     r=$((r + 1))
   done
   med=$(sort -g "$tmp/rates" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-  echo "| $cfg | $groups | $how | $med | $(awk -v s="$med" -v b="$BATCH" 'BEGIN { printf "%.0f", s * b }') | $loss |"
+  echo "| $cfg | $groups | $how | $med | $(awk -v s="$med" -v b="$BATCH" 'BEGIN { printf "%.0f", s * b }') | $loss | $launch |"
 done
