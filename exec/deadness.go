@@ -19,7 +19,7 @@ import (
 // live input, as a cond has, that is the same). Fetching a dead tensor
 // fails as TF fails, INVALID_ARGUMENT "Retval[i] does not have value",
 // here also naming the tensor. Every step carries deadness through the
-// one frame driver (frames.go): the pool executor, host streams and the
+// one frame driver (frames.go): the host scheduler, host streams and the
 // device step.
 
 type flowKind uint8

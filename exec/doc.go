@@ -11,16 +11,21 @@
 // picked, the node-to-group assignment, wait reduction, the tensor
 // holder, the CUDA-graph cache, the sanitizer's delay) and Run takes the
 // launcher the groups call for: the device launcher for a GPU's streams
-// (device_step.go), host streams (streams.go) for host groups with
-// streams, and, for one host group without streams (the CPU's default),
-// the pool launcher (step.go's runPool), its fast path. A pool step's
-// state (pending counts, every node's input and output slots, the
-// caller's kernel context and output allocator, the tracker) is laid
-// out once and kept in the plan's pool between steps, and a small output
-// (at most bfc.MinAlloc bytes) reuses a small buffer an earlier node of
-// the step gave back, its tracker record and tensor included (memory.go),
-// so a warm step of small tensors allocates nothing per node, Go memory
-// or the allocator's (TestPoolStepAllocs). A node that becomes ready runs on the goroutine
+// (device_step.go), host streams (streams.go) for a plan without dead
+// tensors on host groups with streams, and the host scheduler (step.go's
+// runHost) for every other host step. The host scheduler has two forms
+// of ready-tracking: a plan without frames keeps a pending count per
+// node (drive, its fast path); a plan with frames, or with dead tensors
+// on host streams, goes through the frame driver (driveFrames, below).
+// The step's state, its memory, the kernel call, the trace and the
+// fetches are the same for both. The state (pending counts, every
+// node's input and output slots, the caller's kernel context and output
+// allocator, the tracker) is laid out once and kept in the plan's pool
+// between steps, and a small output (at most bfc.MinAlloc bytes) reuses
+// a small buffer an earlier node of the step gave back, its tracker
+// record and tensor included (memory.go), so a warm step of small
+// tensors allocates nothing per node, Go memory or the allocator's
+// (TestPoolStepAllocs). A node that becomes ready runs on the goroutine
 // that made it ready, the caller's first, unless it is expensive and
 // that goroutine has other work, when it goes to the inter-op Pool: as
 // in TF's executor, a node is expensive until measured and then while a
@@ -30,7 +35,8 @@
 // concurrent Runs each keep to their own goroutine until a node is worth
 // a second thread. The three launchers share the frame driver, the
 // tracker, the wait reduction and the kernel call, but are still three
-// loops over the plan.
+// loops over the plan: host streams' static launch (streams.go) is the
+// one host path outside the host scheduler.
 // The first kernel error cancels the step: nodes not yet started are
 // skipped and the error, naming the node, is returned.
 //
@@ -48,7 +54,8 @@
 // # Frames
 //
 // A plan with Enter, Exit, NextIteration or LoopCond (TF's v1 while loops)
-// runs on the frame executor (frames.go), which Run hands the step to:
+// runs on the frame driver (frames.go), which the host scheduler hands
+// the step to:
 // every value is tagged with a frame instance and an iteration as in TF's
 // executor, nested frames and is_constant Enters included. Its nodes run
 // one at a time on the caller's goroutine in the order they become ready,
@@ -62,11 +69,11 @@
 // fails the build, naming its nodes.
 //
 // The frame driver (frameRun, generic over the value a step moves) is
-// shared by every step. The pool's runs each node on the driving
-// goroutine. Host streams (streams_frames.go) run every plan with a
-// Switch or a frame op through it, each live node as an item on its
-// group's compute stream (Assign holds in every frame and iteration), the
-// driver waiting for the item before it hands the outputs on. The device
+// shared by every step. The host scheduler's launch runs each node on the
+// driving goroutine; on host streams (driveFrames) each live node is an
+// item on its group's compute stream (Assign holds in every frame and
+// iteration), the driver waiting for the item before it hands the
+// outputs on. The device
 // step (device_frames.go) drives values that stay on the device: GPU
 // kernels launch asynchronously with the ordinary step's cross-group
 // waits, the control-flow ops run no kernel (they pass values on), and a

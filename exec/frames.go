@@ -4,15 +4,15 @@ import (
 	"context"
 	"time"
 
+	"mstream/device"
 	"mstream/graph"
 	"mstream/groups"
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
-	"mstream/trace"
 )
 
-// Frames: TF's v1 while loops on the pool executor.
+// Frames: TF's v1 while loops on the host scheduler and every other step.
 //
 // A plan with Enter, Exit, NextIteration or LoopCond runs here, in the
 // manner of TF's executor (common_runtime/propagator_state.cc): every
@@ -271,9 +271,10 @@ type frameTask[V comparable] struct {
 
 // frameRun[V] drives a step with frames and dead tensors: it decides which
 // node runs next, in which frame and iteration, and whether it is dead;
-// exec runs each live node and returns its outputs. The pool executor's
-// exec calls the kernel on the driving goroutine; the stream scheduler's
-// runs it as an item on the node's stream (streams_frames.go).
+// exec runs each live node and returns its outputs. The host scheduler's
+// exec calls the kernel on the driving goroutine, or runs it as an item
+// on the node's stream (driveFrames); the device step's launches it
+// (device_frames.go).
 type frameRun[V comparable] struct {
 	p       *Plan
 	exec    frameExec[V]
@@ -294,11 +295,11 @@ type frameRun[V comparable] struct {
 // deferred NextIteration value, per fetch of a root output and per
 // cached Const output. A value in the group's memory so goes back as soon
 // as nothing can read it, and a loop's small values reuse the same few
-// buffers (the pool step's frames, runFrames) instead of a Go allocation
+// buffers (the host scheduler without streams, driveFrames) instead of a Go allocation
 // per output. How many times a loop reads a value is known only as it
 // runs, which the plan's static use counts (the pool step's) cannot say.
-// The stream and device steps set none: their values live until the step
-// ends.
+// Host streams and the device step set none: their values live until
+// the step ends.
 type frameRefs[V comparable] interface {
 	hold(V)
 	drop(V)
@@ -346,43 +347,47 @@ func newFrameRun[V comparable](p *Plan, feeds []V, exec frameExec[V]) *frameRun[
 		rootOut: make([][]V, len(p.nodes)), consts: make([][]V, len(p.nodes))}
 }
 
-// runFrames is Run for a plan with frames: the driver runs each node on
-// the calling goroutine. With a group, outputs come from its allocator as
-// in the pool step (whose state, from the plan's pool, the step takes),
-// the driver counting its references to them (frameRefs), so a loop's
-// small values reuse a few buffers rather than a Go allocation each.
-func (p *Plan) runFrames(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
-	s, _ := p.steps.Get().(*step)
-	if s == nil {
-		s = p.newPoolStep()
+// driveFrames runs a plan with dead tensors or frames on the host
+// scheduler: the frame driver decides which node runs next, in which
+// frame and iteration, and whether it is dead; how a live node runs is
+// the launch below. On one host group without streams the driver calls
+// each kernel on the calling goroutine, outputs from the group's
+// allocator as in drive, the driver counting its references to them
+// (frameRefs), so a loop's small values reuse a few buffers rather than a
+// Go allocation each. On host streams each live node is an item of its
+// group's compute stream (Assign holds in every frame and iteration),
+// the driver waiting for the item before it hands the outputs on: a
+// Switch's predicate and a loop's condition are read after the item that
+// made them, and no value crosses streams without the host having waited
+// for it, so the step needs no events and the jitter's delays cannot
+// reorder it. With one group the whole drive is one item of its compute
+// stream, every kernel inline (a round trip to the stream per node costs
+// more than the node). There, outputs are Go memory: a value a loop
+// keeps may be freed from another group's stream than the one that
+// allocated it. Nodes run one at a time, in the order they become ready
+// (parallel_iterations bounding a frame's iterations in flight), on one
+// worker (kernel context and output allocator) that serves them all.
+func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
+	p, rt := s.plan, s.rt
+	if rt.Assign != nil && len(rt.Assign) != len(p.nodes) {
+		return nil, status.Errorf(status.Internal, "stream step: %d group assignments for %d nodes", len(rt.Assign), len(p.nodes))
 	}
-	s.rt, s.group, s.feeds, s.ctx, s.trace = rt, group, feeds, ctx, opts.Trace
-	if err := s.bind(group); err != nil {
-		p.steps.Put(s.reset())
-		return nil, nil, err
-	}
-	defer func() {
-		if s.mem != nil {
-			s.mem.drain()
-		}
-		s.tr = traceBuf{}
-		p.steps.Put(s.reset())
-	}()
-	// The driver runs one node at a time: one worker (kernel context and
-	// output allocator) serves them all (the outputs are the node's own,
-	// kept as values).
 	w := s.main
 	var slab valSlab[*tensor.Tensor]
-	r := newFrameRun(p, feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
-		var start = s.now()
+	// kernel runs pn on g, from the group's allocator when mem (else Go
+	// memory); st is the stream it runs on, for the trace (nil: none).
+	kernel := func(g *groups.Group, st device.Stream, mem bool, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		start := s.now()
 		kctx := &w.ctx
 		*kctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: slab.take(len(pn.node.OutTypes)), Pool: rt.Intra, Step: &s.kstep}
 		var alloc *outAlloc
-		if g := s.group; g != nil {
+		if mem {
 			alloc = &w.alloc
 			alloc.g, alloc.s, alloc.mem, alloc.view, alloc.bytes = g, s.stream, s.mem, s.view, 0
 			kctx.Alloc = w.allocFn
 			kctx.Limit = s.limit
+		} else if g != nil {
+			kctx.Pool = g.Intra
 		}
 		outs, err := callKernel(pn, kctx)
 		if err != nil {
@@ -401,38 +406,85 @@ func (p *Plan) runFrames(ctx context.Context, rt *Runtime, group *groups.Group, 
 				}
 			}
 		}
-		s.record(pn, start, bytes, allocName)
+		s.record(pn, g, st, start, bytes, allocName)
 		return outs, nil
-	})
-	if s.mem != nil {
+	}
+	var launch frameExec[*tensor.Tensor]
+	var home device.Stream // the stream the whole drive runs on, if one
+	switch {
+	case !rt.onStreams():
+		launch = func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			return kernel(s.group, nil, s.group != nil, pn, ins)
+		}
+	case !assigned(rt.Assign):
+		g := s.group
+		home = g.Compute
+		launch = func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			if pn.isConst {
+				// Once per step on the driving goroutine (the driver
+				// keeps the value for every iteration).
+				var k kernelCall
+				return k.run(pn, nil, kernels.Serial{})
+			}
+			return kernel(g, g.Compute, false, pn, ins)
+		}
+	default:
+		// The driver runs here and hands each node to its group's
+		// stream; it must not run on a stream itself, since waiting
+		// there for another stream could wait on a stream that waits on
+		// it.
+		launch = func(i int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			if pn.isConst {
+				// Once per step on the driving goroutine (the driver
+				// keeps the value for every iteration).
+				var k kernelCall
+				return k.run(pn, nil, kernels.Serial{})
+			}
+			g := rt.Groups[rt.Assign[i]]
+			var outs []*tensor.Tensor
+			var err error
+			done := make(chan struct{})
+			if eerr := device.Enqueue(g.Compute, func() {
+				defer close(done)
+				outs, err = kernel(g, g.Compute, false, pn, ins)
+			}); eerr != nil {
+				return nil, status.Wrap(eerr, "node '%s': stream %d of %s", pn.node.Name, g.Compute.ID(), g.Device.Name())
+			}
+			<-done
+			return outs, err
+		}
+	}
+	r := newFrameRun(p, s.feeds, launch)
+	if home == nil && s.group != nil {
 		r.refs = &stepRefs{mem: s.mem, fresh: &w.alloc.fresh}
 	}
-	if err := r.drive(ctx); err != nil {
-		return nil, nil, err
-	}
-	var st *trace.Step
-	if opts.Trace {
-		g := -1
-		if group != nil {
-			g = int(group.ID)
+	var err error
+	if home != nil {
+		done := make(chan struct{})
+		if eerr := device.Enqueue(home, func() {
+			defer close(done)
+			err = r.drive(ctx)
+		}); eerr != nil {
+			return nil, status.Wrap(eerr, "stream %d of %s", home.ID(), s.group.Device.Name())
 		}
-		st = s.tr.step(opts.Run, g)
+		<-done
+	} else {
+		err = r.drive(ctx)
 	}
-	out, err := r.fetches()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if s.mem != nil {
-		// Values in the group's memory go back when the step ends; the
-		// caller gets its own copy (strings are never in it).
-		for i, t := range out {
-			if t.DType != tensor.String && s.mem.has(t) {
-				out[i] = t.Clone()
-				s.mem.unref(t, -1)
-			}
+	return r.fetches()
+}
+
+// assigned says an assignment puts some node off the home group.
+func assigned(assign []int) bool {
+	for _, a := range assign {
+		if a != 0 {
+			return true
 		}
 	}
-	return out, st, nil
+	return false
 }
 
 // stepRefs is frameRefs over a pool step's tracker, fresh the buffers

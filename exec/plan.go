@@ -73,7 +73,8 @@ type Plan struct {
 	floating, pinned bool
 	placed           []placedOn
 	// deadness says a step can make dead tensors (the plan has a Switch):
-	// only the pool executor (Run) propagates them.
+	// every step carries them through the frame driver, or, on the host
+	// scheduler without streams or frames, through drive's deadNode.
 	deadness bool
 	// frames says the plan has TF's v1 loop ops (Enter, Exit,
 	// NextIteration, LoopCond): Run hands the step to the frame executor
@@ -82,7 +83,7 @@ type Plan struct {
 	fs     *frameStatic
 
 	// costs estimates each node's kernel time (costs.go); steps keeps
-	// the pool executor's per-step state between steps (runPool).
+	// the host scheduler's per-step state between steps (runHost).
 	costs *costs
 	steps sync.Pool
 	// arenas keeps device steps' per-node records (gpu_arena.go).
@@ -189,8 +190,8 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 		return nil, err
 	}
 	if p.deadness {
-		// The frame driver also runs plans with Switch alone on the
-		// stream scheduler (streams_frames.go).
+		// The frame driver also runs plans with Switch alone on host
+		// streams and the device step.
 		if err := p.buildFrames(); err != nil {
 			return nil, err
 		}

@@ -150,12 +150,11 @@ func (b *traceBuf) step(run int64, group int) *trace.Step {
 // The trace step is nil unless opts.Trace.
 //
 // Groups whose streams are an asynchronous device's (device.EventPool: a
-// GPU) run on the device launcher (runDevice, device_step.go); host
-// groups with streams run each kernel as an item of its stream
-// (runStreams, streams.go); one host group without streams, or none, runs
-// on the caller's goroutine and, for nodes that cost enough, the inter-op
-// pool (runPool; the fast path of the CPU's default). A plan with dead
-// tensors or frames goes through the one frame driver (frames.go) on each.
+// GPU) run on the device launcher (runDevice, device_step.go); a plan
+// without dead tensors on host streams (several groups, an assignment or
+// MSTREAM_HOST_STREAMS) launches each kernel as an item of its stream
+// (runStreams, streams.go); every other host step runs on the host
+// scheduler (runHost).
 func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
@@ -166,20 +165,20 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 		if _, async := group.Compute.(device.EventPool); async {
 			return p.runDevice(ctx, rt, feeds, opts)
 		}
-		if rt.Streams || len(rt.Groups) > 1 || rt.Assign != nil {
-			if p.deadness {
-				return p.runStreamFrames(ctx, rt, feeds, opts)
-			}
+		if rt.onStreams() && !p.deadness {
 			return p.runStreams(ctx, rt, feeds, opts)
 		}
 	}
-	if p.frames {
-		return p.runFrames(ctx, rt, group, feeds, opts)
-	}
-	return p.runPool(ctx, rt, group, feeds, opts)
+	return p.runHost(ctx, rt, group, feeds, opts)
 }
 
-// newPoolStep lays out the per-node state of a pool step; the plan's pool
+// onStreams says a host step runs on its groups' streams: several
+// groups, a node-level assignment or MSTREAM_HOST_STREAMS.
+func (rt *Runtime) onStreams() bool {
+	return len(rt.Groups) > 0 && (rt.Streams || len(rt.Groups) > 1 || rt.Assign != nil)
+}
+
+// newPoolStep lays out the per-node state of a host step; the plan's pool
 // keeps it between steps.
 func (p *Plan) newPoolStep() *step {
 	s := &step{plan: p, signal: make(chan struct{}, 1)}
@@ -215,17 +214,14 @@ func (p *Plan) newPoolStep() *step {
 	return s
 }
 
-// runPool runs a step of one host group without streams (or of none).
-// Every node that costs little (costs.go: a cost measured under TF's
-// threshold, or an op that never computes much) runs on the goroutine
-// that made it ready, the caller's first, from a stack of ready nodes; a
-// node that costs more, made ready beside other work, goes to the
-// inter-op pool. A chain, or a graph of scalar ops, so runs on the
-// caller's goroutine without a hop, and concurrent Runs each keep to
-// their own goroutine until a node is worth a second thread. The step's
-// state comes from the plan's pool: no allocation per node but the
-// kernel's own outputs.
-func (p *Plan) runPool(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+// runHost is the host scheduler: one step of the plan on one host group
+// (or none), its state from the plan's pool. Ready-tracking takes one of
+// two forms: a plan without dead tensors keeps a pending count per node
+// (drive), every other plan goes through the frame driver (driveFrames,
+// frames.go), which tags values with frames and iterations and carries
+// deadness. Memory, the kernel call, tracing and the fetches are the
+// same for both.
+func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	s, _ := p.steps.Get().(*step)
 	if s == nil {
 		s = p.newPoolStep()
@@ -236,35 +232,13 @@ func (p *Plan) runPool(ctx context.Context, rt *Runtime, group *groups.Group, fe
 		p.steps.Put(s.reset())
 		return nil, nil, err
 	}
-	for i := range p.nodes {
-		s.pending[i] = p.nodes[i].npred
-	}
-	s.left.Store(int32(len(p.nodes)))
+	var out []*tensor.Tensor
+	var err error
 	reuse := true
-	if len(p.nodes) > 0 {
-		w := s.main
-		w.stack = w.stack[:0]
-		expensive := int32(-1)
-		for _, r := range p.roots {
-			var inline bool
-			if inline, expensive = s.ready(int32(r), expensive); inline {
-				w.stack = append(w.stack, int32(r))
-			}
-		}
-		if expensive >= 0 {
-			w.stack = append(w.stack, expensive)
-		}
-		s.runLoop(w)
-		select {
-		case <-s.signal:
-		case <-ctx.Done():
-			s.fail(status.Errorf(status.Cancelled, "step cancelled: %v", ctx.Err()))
-			<-s.signal
-			// Kernels still running keep the step's state: only a step
-			// whose buffers must go back waits for them, and a state
-			// a cancelled step left is not reused.
-			reuse = false
-		}
+	if p.deadness && (p.frames || rt.onStreams()) {
+		out, err = s.driveFrames(ctx)
+	} else {
+		reuse = s.drive(ctx)
 	}
 	var st *trace.Step
 	if s.trace {
@@ -289,33 +263,96 @@ func (p *Plan) runPool(ctx context.Context, rt *Runtime, group *groups.Group, fe
 			p.steps.Put(s.reset())
 		}()
 	}
-	if s.failed.Load() {
-		return nil, nil, s.err
+	if out == nil && err == nil {
+		out, err = s.fetched()
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.mem != nil {
+		for i, f := range p.fetches {
+			if t := out[i]; f.Node >= 0 && t.DType != tensor.String {
+				// Device memory goes back to the allocator; the caller
+				// gets its own copy. Strings live outside device memory
+				// and are never written after they are made, so they are
+				// handed over as they are: a deep copy of elements that
+				// share one string (Fill, Tile) could be far larger than
+				// the tensor.
+				out[i] = t.Clone()
+				s.mem.unref(t, -1)
+			}
+		}
+	}
+	return out, st, nil
+}
+
+// drive runs a plan without frames: the roots, then each node once its
+// pending count (data and control predecessors) reaches zero. Every node
+// that costs little (costs.go: a cost measured under TF's threshold, or
+// an op that never computes much) runs on the goroutine that made it
+// ready, the caller's first, from a stack of ready nodes; a node that
+// costs more, made ready beside other work, goes to the inter-op pool. A
+// chain, or a graph of scalar ops, so runs on the caller's goroutine
+// without a hop, and concurrent Runs each keep to their own goroutine
+// until a node is worth a second thread. No allocation per node but the
+// kernel's own outputs. It reports whether the step's state may be
+// reused (not after a cancellation, when kernels may still run).
+func (s *step) drive(ctx context.Context) bool {
+	p := s.plan
+	for i := range p.nodes {
+		s.pending[i] = p.nodes[i].npred
+	}
+	s.left.Store(int32(len(p.nodes)))
+	if len(p.nodes) == 0 {
+		return true
+	}
+	w := s.main
+	w.stack = w.stack[:0]
+	expensive := int32(-1)
+	for _, r := range p.roots {
+		var inline bool
+		if inline, expensive = s.ready(int32(r), expensive); inline {
+			w.stack = append(w.stack, int32(r))
+		}
+	}
+	if expensive >= 0 {
+		w.stack = append(w.stack, expensive)
+	}
+	s.runLoop(w)
+	select {
+	case <-s.signal:
+		return true
+	case <-ctx.Done():
+		s.fail(status.Errorf(status.Cancelled, "step cancelled: %v", ctx.Err()))
+		<-s.signal
+		// Kernels still running keep the step's state: only a step
+		// whose buffers must go back waits for them, and a state a
+		// cancelled step left is not reused.
+		return false
+	}
+}
+
+// fetched returns the fetches of a step drive ran, or its error, or TF's
+// error for the first fetch that is dead.
+func (s *step) fetched() ([]*tensor.Tensor, error) {
+	if s.failed.Load() {
+		return nil, s.err
+	}
+	p := s.plan
 	out := make([]*tensor.Tensor, len(p.fetches))
 	for i, f := range p.fetches {
 		var t *tensor.Tensor
 		if f.Node < 0 {
-			t = feeds[f.Index]
+			t = s.feeds[f.Index]
 		} else {
 			t = s.outputs[f.Node][f.Index]
 		}
 		if t == nil {
-			return nil, nil, deadFetch(p, i)
-		}
-		if s.mem != nil && f.Node >= 0 && t.DType != tensor.String {
-			// Device memory goes back to the allocator; the caller gets
-			// its own copy. Strings live outside device memory and are
-			// never written after they are made, so they are handed over
-			// as they are: a deep copy of elements that share one string
-			// (Fill, Tile) could be far larger than the tensor.
-			c := t.Clone()
-			s.mem.unref(t, -1)
-			t = c
+			return nil, deadFetch(p, i)
 		}
 		out[i] = t
 	}
-	return out, st, nil
+	return out, nil
 }
 
 // bind readies a step state from the plan's pool for group (nil: none):
@@ -326,7 +363,7 @@ func (s *step) bind(group *groups.Group) error {
 	}
 	view, ok := group.Device.Memory().(device.HostAddressable)
 	if !ok {
-		return status.Errorf(status.Unimplemented, "device %s: the pool executor needs host-addressable memory", group.Device.Name())
+		return status.Errorf(status.Unimplemented, "device %s: the host scheduler needs host-addressable memory", group.Device.Name())
 	}
 	s.view = view
 	a := group.Alloc
@@ -496,7 +533,7 @@ func (s *step) compute(w *worker, i int32) error {
 				s.constVal[i] = v
 			}
 			s.outputs[i][0] = v
-			s.record(pn, start, 0, "")
+			s.record(pn, s.group, nil, start, 0, "")
 			return nil
 		}
 		alloc = &w.alloc
@@ -533,19 +570,24 @@ func (s *step) compute(w *worker, i int32) error {
 			}
 		}
 	}
-	s.record(pn, start, bytes, allocName)
+	s.record(pn, s.group, nil, start, bytes, allocName)
 	return nil
 }
 
-func (s *step) record(pn *planNode, start time.Time, bytes int64, alloc string) {
+// record adds node pn's trace slice, when the step is traced: run on
+// group g (nil: none), on stream st, or on a worker (nil).
+func (s *step) record(pn *planNode, g *groups.Group, st device.Stream, start time.Time, bytes int64, alloc string) {
 	if !s.trace {
 		return
 	}
 	sl := trace.Slice{Name: pn.node.Name, Op: pn.node.Op, Kind: trace.Kernel,
-		Device: deviceName(s.group), Group: -1, Stream: -1, Role: "inter_op",
+		Device: deviceName(g), Group: -1, Stream: -1, Role: "inter_op",
 		Start: start, End: time.Now(), Bytes: bytes, Allocator: alloc}
-	if g := s.group; g != nil {
+	if g != nil {
 		sl.Group = int(g.ID)
+	}
+	if st != nil {
+		sl.Stream, sl.Role = int(st.ID()), role(g, st, "compute")
 	}
 	s.tr.mu.Lock()
 	sl.ID = len(s.tr.slices)
