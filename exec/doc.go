@@ -11,14 +11,15 @@
 // picked, the node-to-group assignment, wait reduction, the tensor
 // holder, the CUDA-graph cache, the sanitizer's delay) and Run takes the
 // launcher the groups call for: the device launcher for a GPU's streams
-// (device_step.go), host streams (streams.go) for a plan without dead
-// tensors on host groups with streams, and the host scheduler (step.go's
-// runHost) for every other host step. The host scheduler has two forms
-// of ready-tracking: a plan without frames keeps a pending count per
-// node (drive, its fast path); a plan with frames, or with dead tensors
-// on host streams, goes through the frame driver (driveFrames, below).
-// The step's state, its memory, the kernel call, the trace and the
-// fetches are the same for both. The state (pending counts, every
+// (device_step.go), and the host scheduler (step.go's runHost) for every
+// host step. The host scheduler has three forms of ready-tracking: a
+// plan without frames on one group without streams keeps a pending count
+// per node (drive, its fast path); a plan with frames, or with dead
+// tensors on host streams, goes through the frame driver (driveFrames,
+// below); a plan without dead tensors on host streams (several groups, an
+// assignment or MSTREAM_HOST_STREAMS) tracks the stream ops streams.go
+// lays out (driveStreams, below). The kernel call, the tracker and the
+// trace are the same for all three. The pool state (pending counts, every
 // node's input and output slots, the caller's kernel context and output
 // allocator, the tracker) is laid out once and kept in the plan's pool
 // between steps, and a small output (at most bfc.MinAlloc bytes) reuses
@@ -33,10 +34,9 @@
 // constants, identities and control flow never are). A chain or a graph
 // of scalar ops so runs on the caller's goroutine without a hop, and
 // concurrent Runs each keep to their own goroutine until a node is worth
-// a second thread. The three launchers share the frame driver, the
-// tracker, the wait reduction and the kernel call, but are still three
-// loops over the plan: host streams' static launch (streams.go) is the
-// one host path outside the host scheduler.
+// a second thread. The host scheduler and the device launcher share the
+// frame driver, the tracker, the wait reduction and the kernel call, but
+// are two loops over the plan.
 // The first kernel error cancels the step: nodes not yet started are
 // skipped and the error, naming the node, is returned.
 //
@@ -130,7 +130,23 @@
 //
 // # Stream steps
 //
-// Host streams (streams.go) run each kernel as an item of its stream.
+// On host streams (streams.go, driveStreams) a step is a list of ops laid
+// out in launch order: the feeds copied in on the home group's H2D stream,
+// the nodes in topological order on their groups' compute streams
+// (constants settled at the start from the group's store), the fetches
+// copied out on its D2H stream. They are the host scheduler's items: an
+// op is ready once the op before it on its stream has run and each op on
+// another stream it waits for (its producers, less the waits the wait
+// reduction finds implied by earlier ones, in launch order as a device
+// would see them); a ready op is handed to its stream, which runs it
+// after the jitter's delay (the sanitizer, MSTREAM_STREAM_JITTER), and
+// its completion makes its successors ready. The step ends once every
+// stream's last op has run (the join, whose waits are reduced in the same
+// way, from the D2H stream), with no event and no host wait but a
+// constant's first upload. A trace shows each copy and kernel on its
+// stream and a flow for each wait kept; Stats count waits kept and left
+// out, per group.
+//
 // Streams of an asynchronous device (device.EventPool, a GPU) run on the
 // device launcher (device_step.go, gpu.go): kernels are called on the
 // launching goroutine and enqueue their own work; one group is the case

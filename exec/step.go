@@ -150,11 +150,8 @@ func (b *traceBuf) step(run int64, group int) *trace.Step {
 // The trace step is nil unless opts.Trace.
 //
 // Groups whose streams are an asynchronous device's (device.EventPool: a
-// GPU) run on the device launcher (runDevice, device_step.go); a plan
-// without dead tensors on host streams (several groups, an assignment or
-// MSTREAM_HOST_STREAMS) launches each kernel as an item of its stream
-// (runStreams, streams.go); every other host step runs on the host
-// scheduler (runHost).
+// GPU) run on the device launcher (runDevice, device_step.go); every host
+// step runs on the host scheduler (runHost).
 func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
@@ -164,9 +161,6 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 		group = rt.Groups[0]
 		if _, async := group.Compute.(device.EventPool); async {
 			return p.runDevice(ctx, rt, feeds, opts)
-		}
-		if rt.onStreams() && !p.deadness {
-			return p.runStreams(ctx, rt, feeds, opts)
 		}
 	}
 	return p.runHost(ctx, rt, group, feeds, opts)
@@ -214,14 +208,19 @@ func (p *Plan) newPoolStep() *step {
 	return s
 }
 
-// runHost is the host scheduler: one step of the plan on one host group
-// (or none), its state from the plan's pool. Ready-tracking takes one of
-// two forms: a plan without dead tensors keeps a pending count per node
-// (drive), every other plan goes through the frame driver (driveFrames,
-// frames.go), which tags values with frames and iterations and carries
-// deadness. Memory, the kernel call, tracing and the fetches are the
-// same for both.
+// runHost is the host scheduler: one step of the plan on host groups (or
+// none). Ready-tracking takes one of three forms: a plan without dead
+// tensors on host streams tracks the stream ops it lays out
+// (driveStreams, streams.go); otherwise, with the step's state from the
+// plan's pool, a plan without dead tensors keeps a pending count per
+// node (drive), and every other plan goes through the frame driver
+// (driveFrames, frames.go), which tags values with frames and iterations
+// and carries deadness. The kernel call, the tracker and tracing are the
+// same for all three.
 func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	if group != nil && rt.onStreams() && !p.deadness {
+		return p.driveStreams(ctx, rt, feeds, opts)
+	}
 	s, _ := p.steps.Get().(*step)
 	if s == nil {
 		s = p.newPoolStep()

@@ -24,14 +24,25 @@ const (
 	opFetch               // copy fetch idx out (D2H)
 )
 
-// sop is one op of a stream step, in launch order.
+// sop is one op of a stream step, in launch order: an item of the host
+// scheduler, ready once the ops it waits for have run.
 type sop struct {
 	kind   opKind
 	idx    int
 	stream int   // step stream index; -1 when resolved at launch (consts, string feeds)
 	group  int   // index in Runtime.Groups
 	prods  []int // ops that must have run first
-	record bool  // an op on another stream waits for this one
+	// next is the op after this one on its stream (-1: none), waiters
+	// the ops on other streams with a wait on this one (one entry per
+	// wait), and wait how many ops this one waits for: its stream
+	// predecessor and its waits the reduction kept. join says the end of
+	// the step waits for it; record that an op on another stream has it
+	// among its producers.
+	next    int
+	waiters []int
+	wait    int32
+	join    bool
+	record  bool
 }
 
 // sstream is one stream a step uses.
@@ -40,12 +51,13 @@ type sstream struct {
 	inline device.Stream // for code running inside the stream's items
 	group  *groups.Group
 	role   string
+	last   int // the last op laid out on it (-1: none)
 }
 
 // sstep is the state of one stream step. Slots (outputs, feedDev, staged)
-// are written by the item that produces them and read by items ordered
-// after it by stream order or events, never by locks: a missing wait is a
-// race the race detector reports and a wrong value the jitter exposes.
+// are written by the item that produces them and read by items that wait
+// for it, by stream order or by a wait, never by locks: a missing wait is
+// a race the race detector reports and a wrong value the jitter exposes.
 type sstep struct {
 	kstep   kernels.Step // the step's temporary variables
 	plan    *Plan
@@ -54,6 +66,12 @@ type sstep struct {
 	ops     []sop
 	streams []sstream
 	mem     *tracker
+
+	// pending counts, per op, the ops it still waits for; joinLeft the
+	// ops the step's end still waits for, done closed when none is left.
+	pending  []atomic.Int32
+	joinLeft atomic.Int32
+	done     chan struct{}
 
 	outputs [][]*tensor.Tensor
 	feedDev []*tensor.Tensor
@@ -86,18 +104,29 @@ func (s *sstep) fail(err error) {
 	s.failed.Store(true)
 }
 
-// runStreams is Run on host streams: the feeds are copied in on the home
-// group's H2D stream, kernels run as items on compute streams in
-// topological order, the fetches are copied out on the D2H stream, and a
-// consumer on another stream than its producer waits on an event recorded
-// after the producer. The host launches everything without waiting (the
-// launch runs on the home group's launch pool) and then waits once, on
-// the final event. See the package documentation.
-func (p *Plan) runStreams(ctx context.Context, sr *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+// driveStreams is the host scheduler on streams (several groups, a
+// node-level assignment or MSTREAM_HOST_STREAMS) for a plan without dead
+// tensors. Its items are the ops schedule lays out: the feeds copied in
+// on the home group's H2D stream, the nodes on their groups' compute
+// streams, the fetches copied out on the D2H stream. An op is ready once
+// the op before it on its stream has run and every op on another stream
+// it waits for (a producer, unless the wait reduction found the wait
+// implied by earlier ones); a ready op is handed to its stream, which runs
+// it (after the jitter's delay, when the sanitizer is on) and makes its
+// successors ready. The step ends when the join, the ops that every
+// stream's last one follows, has run. No event and no host wait is
+// involved but the first upload of a constant.
+func (p *Plan) driveStreams(ctx context.Context, sr *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	for _, g := range sr.Groups {
 		if _, ok := g.Device.Memory().(device.HostAddressable); !ok {
 			return nil, nil, status.Errorf(status.Unimplemented, "device %s: the host stream executor needs host-addressable memory", g.Device.Name())
 		}
+	}
+	if sr.Holder == nil {
+		return nil, nil, status.Errorf(status.Internal, "stream step without a tensor holder")
+	}
+	if sr.Assign != nil && len(sr.Assign) != len(p.nodes) {
+		return nil, nil, status.Errorf(status.Internal, "stream step: %d group assignments for %d nodes", len(sr.Assign), len(p.nodes))
 	}
 	s := &sstep{
 		plan: p, sr: sr, feeds: feeds,
@@ -105,40 +134,32 @@ func (p *Plan) runStreams(ctx context.Context, sr *Runtime, feeds []*tensor.Tens
 		feedDev: make([]*tensor.Tensor, len(feeds)),
 		staged:  make([]staged, len(p.fetches)),
 		trace:   opts.Trace,
+		done:    make(chan struct{}),
 	}
 	s.schedule()
-	var streams []device.Stream
-	for _, st := range s.streams {
-		streams = append(streams, st.dev)
+	s.order()
+	streams := make([]device.Stream, len(s.streams))
+	for i, st := range s.streams {
+		streams[i] = st.dev
 	}
 	s.mem = newTracker(sr.Holder, streams)
-
-	if sr.Holder == nil {
-		return nil, nil, status.Errorf(status.Internal, "stream step without a tensor holder")
-	}
-	home := sr.Groups[0]
-	launched := make(chan device.Event, 1)
-	home.Launch.Submit(func() { launched <- s.launch() })
-	final := <-launched
+	s.start()
 	if ctx.Done() == nil {
-		final.Synchronize()
+		<-s.done
 	} else {
-		waited := make(chan struct{})
-		go func() { final.Synchronize(); close(waited) }()
 		select {
-		case <-waited:
+		case <-s.done:
 		case <-ctx.Done():
 			// Items check the flag and skip their work; the buffers go
-			// back only after the final event, when no stream can touch
-			// them.
+			// back only after the join, when no item can touch them.
 			s.fail(status.Errorf(status.Cancelled, "step cancelled: %v", ctx.Err()))
-			<-waited
+			<-s.done
 		}
 	}
 	defer s.mem.drain()
 	var st *trace.Step
 	if s.trace {
-		st = s.tr.step(opts.Run, int(home.ID))
+		st = s.tr.step(opts.Run, int(sr.Groups[0].ID))
 	}
 	if s.failed.Load() {
 		s.freeStaged()
@@ -182,7 +203,7 @@ func (s *sstep) streamIndex(d device.Stream, g *groups.Group, role string) int {
 	if v, ok := d.(interface{ Inline() device.Stream }); ok {
 		inline = v.Inline()
 	}
-	s.streams = append(s.streams, sstream{dev: d, inline: inline, group: g, role: role})
+	s.streams = append(s.streams, sstream{dev: d, inline: inline, group: g, role: role, last: -1})
 	return len(s.streams) - 1
 }
 
@@ -253,139 +274,141 @@ func role(g *groups.Group, d device.Stream, r string) string {
 	return r
 }
 
-// launch enqueues every op and returns the final event. It never waits on
-// a device, except to upload a constant the first time a group uses it.
-func (s *sstep) launch() device.Event {
-	home := s.sr.Groups[0]
+// order turns the layout into the scheduler's edges, going through the
+// ops in launch order as a device launcher would: each op follows the one
+// before it on its stream, and waits for each producer on another stream
+// unless the wait reduction finds that its stream already follows a
+// later point of the producer's stream (clocks: the wait is implied). The
+// join waits in the same way for every stream's last op, from the home
+// D2H stream. It counts the waits kept and left out per group.
+func (s *sstep) order() {
 	m := len(s.streams)
 	clk := newClocks(m)
 	opAt := make([]point, len(s.ops))
-	evAt := make([]device.Event, len(s.ops))
-	vcAt := make([][]int, len(s.ops)) // the producer stream's clock at its event
+	vcAt := make([][]int, len(s.ops)) // the producer stream's clock after it
 	inserted := make([]int, m)
 	skipped := make([]int, m)
-
-	waitFor := func(a, pr, consumer int) {
-		q := &s.ops[pr]
-		b := q.stream
-		if b < 0 || b == a || (s.sr.DropWait != nil && s.sr.DropWait(pr, consumer)) {
-			return
-		}
-		if s.sr.ReduceWaits && clk.covers(a, opAt[pr]) {
-			skipped[a]++
-			return
-		}
-		if err := s.streams[a].dev.Wait(evAt[pr]); err != nil {
-			s.fail(status.Wrap(err, "stream %d waiting for stream %d", s.streams[a].dev.ID(), s.streams[b].dev.ID()))
-			return
-		}
-		clk.learn(a, vcAt[pr])
-		inserted[a]++
-		if s.trace && consumer >= 0 {
-			s.tr.mu.Lock()
-			s.tr.flows = append(s.tr.flows, trace.Flow{From: pr, To: consumer})
-			s.tr.mu.Unlock()
-		}
-	}
-	newEvent := func(d device.Device) device.Event {
-		ev, err := d.NewEvent()
-		if err != nil {
-			s.fail(status.Wrap(err, "new event"))
-			return nil
-		}
-		return ev
-	}
-
 	for i := range s.ops {
-		if s.failed.Load() {
-			break
-		}
 		op := &s.ops[i]
-		if op.stream < 0 {
-			s.resolve(op)
+		op.next = -1
+		a := op.stream
+		if a < 0 {
 			continue
 		}
-		a := op.stream
-		for _, pr := range op.prods {
-			waitFor(a, pr, i)
-		}
 		st := &s.streams[a]
-		switch op.kind {
-		case opFeed:
-			if !s.launchFeed(i, op, st) {
+		if st.last >= 0 {
+			s.ops[st.last].next = i
+			op.wait++
+		}
+		st.last = i
+		for _, pr := range op.prods {
+			q := &s.ops[pr]
+			b := q.stream
+			if b < 0 || b == a || (s.sr.DropWait != nil && s.sr.DropWait(pr, i)) {
 				continue
 			}
-		case opNode:
-			i, op := i, op
-			if !s.enqueue(st, func() { s.runNode(i, op) }) {
+			if s.sr.ReduceWaits && clk.covers(a, opAt[pr]) {
+				skipped[a]++
 				continue
 			}
-		case opFetch:
-			i, op := i, op
-			if !s.enqueue(st, func() { s.runFetch(i, op) }) {
-				continue
+			q.waiters = append(q.waiters, i)
+			op.wait++
+			clk.learn(a, vcAt[pr])
+			inserted[a]++
+			if s.trace {
+				s.tr.flows = append(s.tr.flows, trace.Flow{From: pr, To: i})
 			}
 		}
 		opAt[i] = clk.tick(a)
 		if op.record {
-			if evAt[i] = newEvent(st.group.Device); evAt[i] == nil {
-				break
-			}
-			if err := st.dev.Record(evAt[i]); err != nil {
-				s.fail(status.Wrap(err, "recording an event on stream %d", st.dev.ID()))
-				break
-			}
 			vcAt[i] = clk.snapshot(a)
 		}
 	}
-
-	// The final event, on the home D2H stream, follows every stream's
-	// last op of this step.
+	home := s.sr.Groups[0]
 	f := s.streamIndex(home.D2H, home, role(home, home.D2H, "d2h"))
 	for b := range s.streams {
-		if b == f || clk.seq[b] == 0 {
+		last := s.streams[b].last
+		if last < 0 {
 			continue
 		}
-		if s.sr.ReduceWaits && clk.covers(f, point{b, clk.seq[b]}) {
-			skipped[f]++
-			continue
+		if b != f {
+			if s.sr.ReduceWaits && clk.covers(f, point{b, clk.seq[b]}) {
+				skipped[f]++
+				continue
+			}
+			inserted[f]++
 		}
-		ev := newEvent(s.streams[b].group.Device)
-		if ev == nil {
-			// No event: fall back to the host waiting for the stream.
-			s.streams[b].dev.Synchronize()
-			continue
-		}
-		if s.streams[b].dev.Record(ev) != nil || s.streams[f].dev.Wait(ev) != nil {
-			s.streams[b].dev.Synchronize()
-			continue
-		}
-		inserted[f]++
-	}
-	final := newEvent(home.Device)
-	if final == nil || s.streams[f].dev.Record(final) != nil {
-		s.streams[f].dev.Synchronize()
-		final = doneEvent{}
+		s.ops[last].join = true
+		s.joinLeft.Add(1)
 	}
 	for a, st := range s.streams {
 		st.group.CountWaits(inserted[a], skipped[a])
 	}
-	return final
 }
 
-// doneEvent is an event that has completed.
-type doneEvent struct{}
-
-func (doneEvent) Query() bool        { return true }
-func (doneEvent) Synchronize() error { return nil }
-
-// enqueue puts fn on st's queue, failing the step if st cannot take it.
-func (s *sstep) enqueue(st *sstream, fn func()) bool {
-	if err := device.Enqueue(st.dev, fn); err != nil {
-		s.fail(status.Wrap(err, "stream %d of %s", st.dev.ID(), st.group.Device.Name()))
-		return false
+// start settles the ops that need no stream, in launch order, and hands
+// every op that waits for nothing to its stream.
+func (s *sstep) start() {
+	s.pending = make([]atomic.Int32, len(s.ops))
+	for i := range s.ops {
+		s.pending[i].Store(s.ops[i].wait)
 	}
-	return true
+	for i := range s.ops {
+		if op := &s.ops[i]; op.stream < 0 && !s.failed.Load() {
+			s.resolve(op)
+		}
+	}
+	if s.joinLeft.Load() == 0 {
+		close(s.done)
+		return
+	}
+	for i := range s.ops {
+		if op := &s.ops[i]; op.stream >= 0 && op.wait == 0 {
+			s.dispatch(i)
+		}
+	}
+}
+
+// dispatch hands ready op i to its stream. A stream that cannot take it
+// fails the step, and the op is done at once (without its work), so that
+// the ops after it still come to the join.
+func (s *sstep) dispatch(i int) {
+	st := &s.streams[s.ops[i].stream]
+	if err := device.Enqueue(st.dev, func() { s.runOp(i) }); err != nil {
+		s.fail(status.Wrap(err, "stream %d of %s", st.dev.ID(), st.group.Device.Name()))
+		s.finish(i)
+	}
+}
+
+// runOp is the item of op i on its stream.
+func (s *sstep) runOp(i int) {
+	if op := &s.ops[i]; !s.failed.Load() {
+		switch op.kind {
+		case opFeed:
+			s.runFeed(i, op)
+		case opNode:
+			s.runNode(i, op)
+		case opFetch:
+			s.runFetch(i, op)
+		}
+	}
+	s.finish(i)
+}
+
+// finish makes the ops that waited for op i ready, or ends the step.
+func (s *sstep) finish(i int) {
+	op := &s.ops[i]
+	if n := op.next; n >= 0 && s.pending[n].Add(-1) == 0 {
+		s.dispatch(n)
+	}
+	for _, w := range op.waiters {
+		if s.pending[w].Add(-1) == 0 {
+			s.dispatch(w)
+		}
+	}
+	if op.join && s.joinLeft.Add(-1) == 0 {
+		close(s.done)
+	}
 }
 
 // resolve settles an op that needs no stream: a constant (from the group's
@@ -405,83 +428,72 @@ func (s *sstep) resolve(op *sop) {
 	}
 }
 
-// launchFeed stages feed op.idx in host memory and enqueues its copy into
-// device memory on the H2D stream. It reports whether an item was enqueued.
-func (s *sstep) launchFeed(i int, op *sop, st *sstream) bool {
+// runFeed is the item that copies feed op.idx into device memory on the
+// H2D stream, through host staging memory.
+func (s *sstep) runFeed(i int, op *sop) {
 	f := s.feeds[op.idx]
+	st := &s.streams[op.stream]
 	g := st.group
+	start := s.now()
 	name := s.plan.feeds[op.idx].String()
 	size := uint64(len(f.Buf))
 	hostMem := g.Device.HostMemory()
 	haddr, err := g.HostAlloc.Allocate(size, nil)
 	if err != nil {
 		s.fail(status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): staging: %v", name, f.DType, f.Shape, err))
-		return false
+		return
 	}
+	defer g.HostAlloc.Free(haddr)
 	hbuf := hostMem.Bytes(haddr, max(size, 1))[:size]
 	copy(hbuf, f.Buf)
-	// The chunk is keyed to the stream's inline view, as kernels' are: its
-	// free (by the tracker, once every use is done) then completes the
-	// event at once. Keyed to the queue, the free's event would land at
-	// the queue's end, behind later steps' items, and a stream reusing
-	// the chunk inline could wait on a stream that waits on it (a
-	// deadlock across groups sharing a stream-aware allocator).
+	// The chunk is keyed to the stream's inline view, as kernels' are:
+	// its free (by the tracker, once every use is done) then completes
+	// the event at once.
 	var as device.Stream
 	if g.StreamAware {
 		as = st.inline
 	}
 	daddr, err := g.Alloc.Allocate(size, as)
 	if err != nil {
-		g.HostAlloc.Free(haddr)
 		s.fail(status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): %v", name, f.DType, f.Shape, err))
-		return false
+		return
 	}
 	mem := g.Device.Memory().(device.HostAddressable)
 	dt := &tensor.Tensor{DType: f.DType, Shape: f.Shape.Clone(), Buf: mem.Bytes(daddr, max(size, 1))[:size]}
-	if s.trace {
-		// One item times the copy: items of concurrent steps' launches
-		// may interleave on the queue, so a start item and an end item
-		// could bracket another step's copy.
-		s.enqueue(st, func() {
-			start := time.Now()
-			if size > 0 {
-				if err := st.inline.CopyH2D(daddr, hbuf); err != nil {
-					s.fail(status.Wrap(err, "feed '%s'", name))
-				}
-			}
-			s.tr.add(trace.Slice{ID: i, Name: name, Op: "MEMCPYHtoD", Kind: trace.H2D, Device: g.Device.Name(),
-				Group: int(g.ID), Stream: int(st.dev.ID()), Role: st.role, Start: start, End: time.Now(), Bytes: int64(size)})
-		})
-	} else if size > 0 {
-		if err := st.dev.CopyH2D(daddr, hbuf); err != nil {
+	if size > 0 {
+		if err := st.inline.CopyH2D(daddr, hbuf); err != nil {
+			g.Alloc.Free(daddr)
 			s.fail(status.Wrap(err, "feed '%s'", name))
+			return
 		}
 	}
 	s.feedDev[op.idx] = dt
 	b := &buffer{addr: daddr, alloc: g.Alloc, refs: s.plan.feedUses[op.idx], users: []int{op.stream}}
 	if b.refs == 0 {
-		// Nothing reads it: back once the copy has run.
-		s.mem.release(b, -1)
+		s.mem.release(b, op.stream) // nothing reads it
 	} else {
 		s.mem.add(dt, b)
 	}
-	// The staging buffer goes back once the H2D stream has copied it.
-	s.mem.holder.HoldOn(func() { g.HostAlloc.Free(haddr) }, []device.Stream{st.dev})
-	return true
+	if s.trace {
+		s.tr.add(trace.Slice{ID: i, Name: name, Op: "MEMCPYHtoD", Kind: trace.H2D, Device: g.Device.Name(),
+			Group: int(g.ID), Stream: int(st.dev.ID()), Role: st.role, Start: start, End: time.Now(), Bytes: int64(size)})
+	}
+}
+
+// now is the start of a traced slice (zero when not tracing).
+func (s *sstep) now() time.Time {
+	if !s.trace {
+		return time.Time{}
+	}
+	return time.Now()
 }
 
 // runNode is the item of a node on its compute stream.
 func (s *sstep) runNode(i int, op *sop) {
-	if s.failed.Load() {
-		return
-	}
 	pn := &s.plan.nodes[op.idx]
 	st := &s.streams[op.stream]
 	g := st.group
-	var start time.Time
-	if s.trace {
-		start = time.Now()
-	}
+	start := s.now()
 	ins := make([]*tensor.Tensor, len(pn.inputs))
 	for j, r := range pn.inputs {
 		if r.Node < 0 {
@@ -517,15 +529,9 @@ func (s *sstep) runNode(i int, op *sop) {
 // runFetch is the item that copies fetch op.idx into host staging memory
 // on the D2H stream.
 func (s *sstep) runFetch(i int, op *sop) {
-	if s.failed.Load() {
-		return
-	}
 	st := &s.streams[op.stream]
 	g := st.group
-	var start time.Time
-	if s.trace {
-		start = time.Now()
-	}
+	start := s.now()
 	r := s.plan.fetches[op.idx]
 	var t *tensor.Tensor
 	if r.Node < 0 {
