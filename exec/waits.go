@@ -1,15 +1,17 @@
 package exec
 
 // Wait reduction (TF_REDUCE_STREAM_WAIT), one implementation for every
-// scheduler that orders streams by events.
+// scheduler that orders streams: by events on a device, by pending edges
+// between stream ops on host streams (streams.go).
 //
 // Each stream a step uses has a vector clock: seq[a] counts the points of
 // stream a that a consumer may wait for (one per op or batch of work
 // launched on it), known[a][b] is how far stream a is known to follow
 // stream b, directly or through others. A wait of a for point pt of b is
 // left out when known[a][b] >= pt.seq already: an earlier wait covered it.
-// A scheduler that records an event right after a producer keeps the
-// producer stream's clock at that moment (snapshot) and merges it into the
+// A scheduler whose wait is for the point right after a producer (an
+// event recorded then, or an edge from the producer op) keeps the producer
+// stream's clock at that moment (snapshot) and merges it into the
 // waiter's (learn); one that records at the time of the wait merges the
 // producer stream's current clock (waited).
 
