@@ -25,24 +25,32 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 . "$repo/scripts/result.sh"
 # A syscall the Go runtime makes from its own assembly (runtime.write1,
 # runtime.futex, internal/runtime/syscall/linux.Syscall6, ...) passes values
-# from Go stacks and registers, which memcheck sometimes holds undefined
-# after a goroutine stack switch: "Syscall param write(count) contains
-# uninitialised byte(s)" at Syscall6 failed one CI-like run of
-# multistream_test at c2b3b21 under load 16, with every result correct.
-# Memcheck matches a Param suppression's syscall argument exactly (no
-# wildcards), so one suppression per argument of the syscalls Go makes is
-# generated from the names memcheck itself carries; only frames in Go's
-# runtime and syscall packages are covered, never C code's syscalls.
+# from Go stacks and registers, and buffers in Go memory, which memcheck
+# sometimes holds undefined or unaddressable after a goroutine stack switch
+# (its SP heuristic takes a jump from one goroutine stack to another in the
+# Go heap for a push or a pop and marks the memory between): "Syscall param
+# write(count) contains uninitialised byte(s)" at Syscall6 failed one
+# CI-like run of multistream_test at c2b3b21 under load 16, and "Syscall
+# param fstatat(buf) points to unaddressable byte(s)" at Syscall6 (os.Stat
+# reading a SavedModel's files; "Address ... is in a rw- anonymous
+# segment", the Go heap, right after "client switching stacks?" warnings)
+# failed savedmodel_test at 5a6f4b9 in CI and one run in two under load 12,
+# every check passing both times. Memcheck matches a Param suppression's
+# syscall argument exactly (no wildcards) and names it its own way (the
+# newfstatat syscall's buffer is "fstatat(buf)"), so a list of the syscalls
+# Go makes misses some: one suppression per argument name that memcheck's
+# own binary carries is generated instead, for any syscall. Only frames in
+# Go's runtime and syscall packages are covered, never C code's syscalls
+# (the test programs', libc's, OpenBLAS's), which stay fully checked.
 goparams=$tmp/goparams.supp
-go_syscalls='read|write|writev|pread64|pwrite64|openat|close|fstat|newfstatat|lseek|mmap|munmap|madvise|mincore|futex|clone|clone3|sigaltstack|rt_sigaction|rt_sigprocmask|tgkill|tkill|sched_getaffinity|nanosleep|setitimer|timer_create|timer_settime|timer_delete|exit|exit_group|pipe2|fcntl|epoll_create1|epoll_ctl|epoll_pwait|epoll_wait|eventfd2|prctl|prlimit64|getrandom|ioctl'
 memcheck_bin=$(ls /usr/libexec/valgrind/memcheck-*-linux /usr/lib/*/valgrind/memcheck-*-linux 2>/dev/null | head -1)
 [ -n "$memcheck_bin" ] || die "memcheck's binary not found (needed for the Go syscall suppressions)"
-strings "$memcheck_bin" | grep -E "^($go_syscalls)\([a-z_0-9]+\)\$" | sort -u | while read -r param; do
+strings "$memcheck_bin" | grep -E '^[a-z_0-9]+\([a-z_0-9]+\)$' | sort -u | while read -r param; do
   for frame in 'runtime.*' 'internal/runtime/syscall/*' 'syscall.*'; do
     printf '{\n   go-syscall-%s\n   Memcheck:Param\n   %s\n   fun:%s\n}\n' "$param" "$param" "$frame"
   done
 done > "$goparams"
-[ -s "$goparams" ] || die "no Go syscall suppressions generated from $memcheck_bin"
+grep -qx '   fstatat(buf)' "$goparams" || die "no Go syscall suppressions generated from $memcheck_bin"
 # Valgrind (3.17 and later) asks the debuginfod servers DEBUGINFOD_URLS
 # names for the debug info of every object that has none on the machine,
 # through debuginfod-find: 9 objects for each C test here (the test itself,
