@@ -30,11 +30,13 @@ failed_steps=()
 # failures LOG prints the lines of LOG that name a failed test: go test's
 # "--- FAIL: TestX" and "FAIL pkg" (scripts/gotestsum), the C tests' and
 # suites' "FAIL what", unittest's "FAIL: test" and "ERROR: test", TAP's
-# "not ok", test/valgrind's "NAME exit N"; each may follow the "suite: "
+# "not ok", test/valgrind's "NAME exit N" and the two lines after it that
+# give the first memcheck error ("NAME first error: KIND", "NAME first
+# error at: FRAMES"); each may follow the "suite: "
 # prefixes test/run.sh adds, never indentation (a failed test's own output
 # is indented), so "XFAIL" and quoted output do not count.
 failures() { # log
-  grep -E '^([A-Za-z0-9_.+/-]+: ){0,2}(--- FAIL|FAIL[: ]|ERROR: |not ok |valgrind: [^ ]+ exit )' "$1" | cut -c1-200
+  grep -E '^([A-Za-z0-9_.+/-]+: ){0,2}(--- FAIL|FAIL[: ]|ERROR: |not ok |valgrind: [^ ]+ (exit |first error))' "$1" | cut -c1-200
 }
 for step in "$@"; do
   log=$logs/$step.log

@@ -32,6 +32,12 @@ named:
 	@echo "valgrind: valgrind: session_test exit 99: 3 passed, 0 failed"
 	@echo "FAIL: test_feed (test_session.SessionTest)"; echo "ERROR: test_fetch (test_session.SessionTest)"
 	@echo "not ok 4 - a TAP test"; echo "6 passed, 7 failed"; exit 1
+vgfail:
+	@echo "valgrind: valgrind: session_test exit 99: 3 passed, 0 failed"; echo "valgrind:   1 processes, 1 errors reported"
+	@echo "valgrind: valgrind: session_test first error: Syscall param fstatat(buf) points to unaddressable byte(s)"
+	@echo "valgrind: valgrind: session_test first error at: internal/runtime/syscall/linux.Syscall6 (asm_linux_amd64.s:36)"
+	@echo "valgrind:     at 0x497D18E: internal/runtime/syscall/linux.Syscall6 (asm_linux_amd64.s:36)"
+	@echo "valgrind: 3 passed, 1 failed"; exit 1
 many:
 	@for i in $$(seq 30); do echo "FAIL case$$i"; done; echo "0 passed, 30 failed"; exit 1
 `
@@ -114,6 +120,15 @@ func TestFailedNames(t *testing.T) {
 	}
 	if n := strings.Count(got, "\n  "); n != 10 {
 		t.Errorf("%d failure lines, want 10:\n%s", n, got)
+	}
+	// A failed valgrind test shows its first error's kind and innermost
+	// frames, not the rest of its report.
+	got = failedNames(t, "vgfail")
+	want := "  valgrind: valgrind: session_test exit 99: 3 passed, 0 failed\n" +
+		"  valgrind: valgrind: session_test first error: Syscall param fstatat(buf) points to unaddressable byte(s)\n" +
+		"  valgrind: valgrind: session_test first error at: internal/runtime/syscall/linux.Syscall6 (asm_linux_amd64.s:36)\n"
+	if !strings.HasPrefix(got, "failed in vgfail (") || got[strings.Index(got, "\n")+1:] != want {
+		t.Errorf("valgrind's failure lines:\n%s\nwant after the step's line:\n%s", got, want)
 	}
 	// At most 8 lines a step and 20 in all, with the rest counted.
 	got = failedNames(t, "many", "many", "many")

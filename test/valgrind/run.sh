@@ -69,15 +69,35 @@ vg() { # log program
     --trace-children=yes --suppressions="$here/go.supp" --suppressions="$goparams" --error-exitcode=99 \
     --log-fd=9 "${@:2}" 9>>"$1"
 }
+# An error report in a log starts with one of these kinds (after "==PID== ");
+# leaks say "N bytes in M blocks are definitely lost in loss record ...".
+kinds='Invalid |Conditional jump|Use of uninitialised|Syscall param|Mismatched free|Source and destination overlap|Jump to the invalid|Argument .* has a fishy value|Illegal memory pool|.*definitely lost in'
 # summarize prints "P processes, E errors reported, last: ERROR SUMMARY ..."
 # for a log; no ERROR SUMMARY at all (the last process died) is an error.
 summarize() { # log
-  awk '/^==[0-9]+== Command:/ { n++ }
-       /^==[0-9]+== (Invalid |Conditional jump|Use of uninitialised|Syscall param|Mismatched free|Source and destination overlap)/ { e++ }
-       /^==[0-9]+== .*definitely lost in/ { e++ }
+  awk -v kinds="^==[0-9]+== ($kinds)" '/^==[0-9]+== Command:/ { n++ }
+       $0 ~ kinds { e++ }
        /ERROR SUMMARY:/ { last = $0; sub(/^==[0-9]+== /, "", last) }
        END { if (last == "") { e++; last = "no ERROR SUMMARY" }
              printf "%d processes, %d errors reported; last process: %s", n, e, last }' "$1"
+}
+# reports NAME LOG prints a failed test's errors: first two lines that
+# scripts/test_all.sh's failure summary shows (CI's tail is often all one
+# sees), "valgrind: NAME first error: KIND" and "valgrind: NAME first error
+# at: FRAME < FRAME < ..." (its stack's innermost four), then every error report of
+# the log, indented, up to 80 lines.
+reports() { # name log
+  awk -v name="$1" -v kinds="^($kinds)" '
+    { sub(/^==[0-9]+== /, "") }
+    $0 ~ kinds { inrep = 1; nrep++; if (nrep == 1) { kind = $0 } }
+    inrep && /^ *$/ { inrep = 0 }
+    inrep && nrep == 1 && !/^ +(at|by) / && nframes { top = 1 }
+    inrep && nrep == 1 && /^ +(at|by) / && !top && nframes < 4 {
+      f = $0; sub(/^ +(at|by) (0x[0-9A-Fa-f]+: )?/, "", f); frames = frames (nframes++ ? " < " : "") f
+    }
+    inrep && shown < 80 { body = body "  " $0 "\n"; shown++ }
+    END { if (nrep) { printf "valgrind: %s first error: %s\n", name, kind
+                      printf "valgrind: %s first error at: %s\n", name, frames; printf "%s", body } }' "$2"
 }
 build() { # out src
   gcc -I "$repo/include" -I "$repo/test/c" -o "$1" "$2" -L "$repo/build" -ltensorflow \
@@ -112,7 +132,7 @@ for name in $tests; do
   else
     fail=$((fail+1)); echo "valgrind: $name exit $rc: $(echo "$out" | tail -1)" >&2
     echo "  $summary" >&2
-    grep -v '^==[0-9]*== *$' "$tmp/$name.log" | grep -A20 'Invalid\|uninitialised\|definitely lost in' | head -80 >&2
+    reports "$name" "$tmp/$name.log" >&2
   fi
 done
 build "$tmp/canary" "$here/canary.c" || die "canary does not build"
