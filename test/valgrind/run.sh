@@ -115,14 +115,20 @@ for name in $tests; do
   # correct values. multistream_test, which reads MS_SessionStats' JSON
   # (copied out of Go memory) with strstr, was flagged the same way at
   # d11e0d2: 15 "Conditional jump" reports in strstr over the copied bytes,
-  # in one of three runs, with every check passing. Uninitialised-value
-  # checks are off for these two; their invalid accesses and leaks are still
-  # checked, and every other test keeps all checks. Each test's line gives
+  # in one of three runs, with every check passing. savedmodel_test was
+  # flagged so at 5a6f4b9 (one run in 50 under load): "Conditional jump"
+  # in test_model over the meta_graph_def buffer's length and in memmem
+  # over its bytes, which ms_buffer_set copied out of the Go slice that
+  # proto.Marshal had just filled. Uninitialised-value checks are off for
+  # these three; their invalid accesses and leaks are still checked, and
+  # every other test keeps all checks (a Go build with -tags valgrind, whose
+  # runtime registers its goroutine stacks with memcheck, is the way to
+  # turn them back on). Each test's line gives
   # its time (the suite took 889 s in one fresh-clone run at load 1 and
   # about 2 min when run alone right after; the per-test times say where
   # such time goes next time).
   extra=()
-  case $name in session_test|multistream_test) extra=(--undef-value-errors=no) ;; esac
+  case $name in session_test|multistream_test|savedmodel_test) extra=(--undef-value-errors=no) ;; esac
   t0=$(date +%s); ms_cpu "$tmp/times"; c0=$ms_cpu_s
   out=$(vg "$tmp/$name.log" "${extra[@]}" "$tmp/$name" 2>&1); rc=$?
   ms_cpu "$tmp/times"
