@@ -63,9 +63,26 @@ grep -qx '   fstatat(buf)' "$goparams" || die "no Go syscall suppressions genera
 # needs that debug info (suppressions match function names, from symbol
 # tables), so valgrind never asks.
 [ -z "${DEBUGINFOD_URLS:-}" ] || echo "valgrind: DEBUGINFOD_URLS=$DEBUGINFOD_URLS is set: not passed to valgrind" >&2
+# Valgrind runs one thread at a time under a lock; its default lock (a
+# pipe) is unfair, "a thread that has just released the lock reacquires it
+# immediately, even though other threads are ready to run" (its manual),
+# so a Go thread that spins waiting for another (the runtime's suspendG,
+# lock and stop-the-world loops yield and retry) can keep the one it waits
+# for from running. That is the likely cause of what the three fresh-
+# clone runs of this suite on an idle 2-core machine before 5a6f4b9
+# showed: each time one or two tests, different ones, burnt 80 to 455 s of
+# CPU where they take 4 to 30 s (session_test 455 s, dataset_test 139 s,
+# string_test 129 s, multistream_test 138 s, 947 s in all; while_test
+# 206 s, then 115 s with multistream_test 274 s), while none did in two
+# runs on the same machine under load 14, where the OS preempts a
+# spinning thread more often (not yet confirmed on an idle machine). The
+# fair (futex ticket) lock hands the lock round-robin; under load 14-20
+# the suite took 86 s of CPU with it and 81 s without, every test within
+# 2 s of its time without.
 vg() { # log program
   : > "$1"
   env -u DEBUGINFOD_URLS GODEBUG=cpu.rdtscp=off valgrind --leak-check=full --errors-for-leak-kinds=definite --error-limit=no \
+    --fair-sched=yes \
     --trace-children=yes --suppressions="$here/go.supp" --suppressions="$goparams" --error-exitcode=99 \
     --log-fd=9 "${@:2}" 9>>"$1"
 }
