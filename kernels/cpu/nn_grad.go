@@ -255,25 +255,39 @@ func elementGrad(ctx *kernels.Context, s gradSpec) error {
 	return nil
 }
 
-// biasAddGrad sums the gradient over every dim but the channel one (the
-// last for NHWC, dim 1 for NCHW), accumulating in float64.
-func biasAddGrad(ctx *kernels.Context, nchw bool) error {
-	g := ctx.Input(0)
+// BiasAddGradArgs checks BiasAddGrad's gradient g (at least 2-D) and
+// splits its shape around the channel dim (the last for NHWC, dim 1 for
+// NCHW): g is outer x c x inner, summed over outer and inner for each of
+// the c channels. Every device's kernel uses it.
+func BiasAddGradArgs(ctx *kernels.Context, g *tensor.Tensor, nchw bool) (outer, c, inner int64, err error) {
 	if len(g.Shape) < 2 {
-		return ctx.Errorf(status.InvalidArgument, "Input tensor must be at least 2D: %v", g.Shape)
+		return 0, 0, 0, ctx.Errorf(status.InvalidArgument, "Input tensor must be at least 2D: %v", g.Shape)
 	}
 	cdim := len(g.Shape) - 1
 	if nchw {
 		cdim = 1
 	}
-	c := g.Shape[cdim]
-	o, err := ctx.Allocate(0, tensor.Shape{c})
+	outer, inner = 1, 1
+	for _, d := range g.Shape[:cdim] {
+		outer *= d
+	}
+	for _, d := range g.Shape[cdim+1:] {
+		inner *= d
+	}
+	return outer, g.Shape[cdim], inner, nil
+}
+
+// biasAddGrad sums the gradient over every dim but the channel one,
+// accumulating in float64.
+func biasAddGrad(ctx *kernels.Context, nchw bool) error {
+	g := ctx.Input(0)
+	_, c, inner, err := BiasAddGradArgs(ctx, g, nchw)
 	if err != nil {
 		return err
 	}
-	inner := int64(1)
-	for _, d := range g.Shape[cdim+1:] {
-		inner *= d
+	o, err := ctx.Allocate(0, tensor.Shape{c})
+	if err != nil {
+		return err
 	}
 	v, err := loadF64(ctx, g)
 	if err != nil {

@@ -111,27 +111,16 @@ func softsignGradGPU(k kctx) error {
 
 func biasAddGradGPU(k kctx, nchw bool) error {
 	g := k.Input(0)
-	if len(g.Shape) < 2 {
-		return k.Errorf(status.InvalidArgument, "Input tensor must be at least 2D: %v", g.Shape)
+	outer, c, inner, err := cpu.BiasAddGradArgs(k.Context, g, nchw)
+	if err != nil {
+		return err
 	}
-	cdim := len(g.Shape) - 1
-	if nchw {
-		cdim = 1
-	}
-	c := g.Shape[cdim]
 	o, err := k.Allocate(0, tensor.Shape{c})
 	if err != nil {
 		return err
 	}
 	if c == 0 {
 		return nil
-	}
-	outer, inner := int64(1), int64(1)
-	for _, d := range g.Shape[:cdim] {
-		outer *= d
-	}
-	for _, d := range g.Shape[cdim+1:] {
-		inner *= d
 	}
 	var args cu.Args
 	args.Ptr(ptr(o)).Ptr(ptr(g)).I64(outer).I64(c).I64(inner)
