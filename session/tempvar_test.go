@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"mstream/graph"
+	"mstream/session/varcases"
 	"mstream/tensor"
 )
 
@@ -19,10 +20,10 @@ import (
 func TestTemporaryVariablesConcurrentRuns(t *testing.T) {
 	for _, groups := range []string{"1", "2"} {
 		t.Run("groups="+groups, func(t *testing.T) {
-			g := loadGraph(t, "../test/variables/temporary_vars.pbtxt")
+			g := varcases.Graph(t, "../test/variables/temporary_vars.pbtxt")
 			s := openSession(t, g, map[string]string{"TF_GPU_STREAM_GROUP_COUNT": groups})
-			in := []graph.Output{outputOf(t, g, "x:0"), outputOf(t, g, "y:0"), outputOf(t, g, "z:0")}
-			sum := outputOf(t, g, "sum:0")
+			in := []graph.Output{varcases.Output(t, g, "x:0"), varcases.Output(t, g, "y:0"), varcases.Output(t, g, "z:0")}
+			sum := varcases.Output(t, g, "sum:0")
 			var wg sync.WaitGroup
 			errs := make(chan error, 16)
 			for w := range 16 {

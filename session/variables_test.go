@@ -1,93 +1,17 @@
 package session
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"mstream/graph"
+	"mstream/session/varcases"
 	"mstream/status"
 	"mstream/tensor"
 )
-
-// varCases is test/variables/cases.json: TF1 graphs with ref and resource
-// variables, a Saver and an MLP, written by TF 2.15
-// (test/variables/gen.py), with a sequence of steps on one session and
-// TF's result for each.
-type varCases struct {
-	Cases []struct {
-		Name  string `json:"name"`
-		Graph string `json:"graph"`
-		Runs  []struct {
-			Feeds   map[string]varValue `json:"feeds"`
-			Fetches []string            `json:"fetches"`
-			Targets []string            `json:"targets"`
-			Want    []varValue          `json:"want"`
-			Error   *struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		} `json:"runs"`
-	} `json:"cases"`
-}
-
-type varValue struct {
-	DType   string    `json:"dtype"`
-	Shape   []int64   `json:"shape"`
-	Values  []float64 `json:"values"`
-	Strings []string  `json:"strings"`
-}
-
-func (v varValue) tensor(t *testing.T, tmp string) *tensor.Tensor {
-	if v.DType == "string" {
-		s := make([]string, len(v.Strings))
-		for i, x := range v.Strings {
-			s[i] = strings.ReplaceAll(strings.ReplaceAll(x, "__TMP__", tmp), "__DIR__", "../test/variables")
-		}
-		return tensor.FromStrings(tensor.Shape(v.Shape), s)
-	}
-	if v.DType == "int64" {
-		n := make([]int64, len(v.Values))
-		for i, x := range v.Values {
-			n[i] = int64(x)
-		}
-		return tensor.FromI64(tensor.Shape(v.Shape), n)
-	}
-	return cfValue{DType: v.DType, Shape: v.Shape, Values: v.Values}.tensor(t)
-}
-
-func loadGraph(t *testing.T, path string) *graph.Graph {
-	t.Helper()
-	text, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gd, err := graph.ParseTextGraphDef(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := graph.New()
-	if _, err := g.Import(gd, &graph.ImportOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
-func outputOf(t *testing.T, g *graph.Graph, name string) graph.Output {
-	t.Helper()
-	n, idx, _ := strings.Cut(name, ":")
-	i, _ := strconv.Atoi(idx)
-	node := g.Lookup(n)
-	if node == nil {
-		t.Fatalf("no node %q", n)
-	}
-	return graph.Output{Node: node, Index: i}
-}
 
 // TestVariablesAgainstTF replays each case's steps (lookup tables included)
 // on one session, on the pool executor and on two stream groups, and
@@ -109,31 +33,20 @@ func TestVariablesOnGPU(t *testing.T) {
 
 func runVarCases(t *testing.T, envs []map[string]string, tol float64) {
 	dir := "../test/variables"
-	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cs varCases
-	if err := json.Unmarshal(raw, &cs); err != nil {
-		t.Fatal(err)
-	}
-	if len(cs.Cases) == 0 {
-		t.Fatal("no cases")
-	}
-	for _, c := range cs.Cases {
+	for _, c := range varcases.Read(t, dir) {
 		for _, env := range envs {
 			t.Run(c.Name+"/"+env["MSTREAM_DEVICE"]+"/groups="+env["TF_GPU_STREAM_GROUP_COUNT"], func(t *testing.T) {
-				g := loadGraph(t, filepath.Join(dir, c.Graph))
+				g := varcases.Graph(t, filepath.Join(dir, c.Graph))
 				s := openSession(t, g, env)
 				tmp := t.TempDir()
 				for k, r := range c.Runs {
 					var feeds []Feed
 					for name, v := range r.Feeds {
-						feeds = append(feeds, Feed{outputOf(t, g, name+":0"), v.tensor(t, tmp)})
+						feeds = append(feeds, Feed{varcases.Output(t, g, name+":0"), v.Tensor(t, dir, tmp)})
 					}
 					var fetches []graph.Output
 					for _, f := range r.Fetches {
-						fetches = append(fetches, outputOf(t, g, f))
+						fetches = append(fetches, varcases.Output(t, g, f))
 					}
 					var targets []*graph.Node
 					for _, n := range r.Targets {
@@ -165,7 +78,7 @@ func runVarCases(t *testing.T, envs []map[string]string, tol float64) {
 	}
 }
 
-func checkVar(t *testing.T, run int, name string, got *tensor.Tensor, want varValue, tol float64) {
+func checkVar(t *testing.T, run int, name string, got *tensor.Tensor, want varcases.Value, tol float64) {
 	t.Helper()
 	if want.DType == "string" {
 		if got.DType != tensor.String || len(got.Strs) != len(want.Strings) {
@@ -213,11 +126,11 @@ func checkVar(t *testing.T, run int, name string, got *tensor.Tensor, want varVa
 // every value read must have all elements equal and be one that was
 // assigned (a torn read would mix two). Run it with -race.
 func TestVariableReadsNeverTorn(t *testing.T) {
-	g := loadGraph(t, "../test/variables/resource_vars.pbtxt")
+	g := varcases.Graph(t, "../test/variables/resource_vars.pbtxt")
 	s := openSession(t, g, nil)
-	x := outputOf(t, g, "x:0")
+	x := varcases.Output(t, g, "x:0")
 	assign := g.Lookup("assign")
-	read := outputOf(t, g, "value:0")
+	read := varcases.Output(t, g, "value:0")
 	set := func(v float32) {
 		f := make([]float32, 10)
 		for i := range f {

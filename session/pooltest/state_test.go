@@ -1,11 +1,9 @@
 package pooltest
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -19,6 +17,7 @@ import (
 	"mstream/proto/tfpb"
 	"mstream/resource"
 	"mstream/session"
+	"mstream/session/varcases"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -220,87 +219,6 @@ func (k fakeState) onHost(ctx *kernels.Context, vs []*resource.Var, vals []*tens
 	return nil
 }
 
-// stateCases is test/variables/cases.json as far as this test reads it.
-type stateCases struct {
-	Cases []struct {
-		Name  string `json:"name"`
-		Graph string `json:"graph"`
-		Runs  []struct {
-			Feeds   map[string]stateValue `json:"feeds"`
-			Fetches []string              `json:"fetches"`
-			Targets []string              `json:"targets"`
-		} `json:"runs"`
-	} `json:"cases"`
-}
-
-type stateValue struct {
-	DType   string    `json:"dtype"`
-	Shape   []int64   `json:"shape"`
-	Values  []float64 `json:"values"`
-	Strings []string  `json:"strings"`
-}
-
-func (v stateValue) tensor(t *testing.T, tmp string) *tensor.Tensor {
-	s := tensor.Shape(v.Shape)
-	switch v.DType {
-	case "string":
-		out := make([]string, len(v.Strings))
-		for i, x := range v.Strings {
-			out[i] = strings.ReplaceAll(strings.ReplaceAll(x, "__TMP__", tmp), "__DIR__", "../../test/variables")
-		}
-		return tensor.FromStrings(s, out)
-	case "float32":
-		f := make([]float32, len(v.Values))
-		for i, x := range v.Values {
-			f[i] = float32(x)
-		}
-		return tensor.FromF32(s, f)
-	case "int32":
-		n := make([]int32, len(v.Values))
-		for i, x := range v.Values {
-			n[i] = int32(x)
-		}
-		return tensor.FromI32(s, n)
-	case "int64":
-		n := make([]int64, len(v.Values))
-		for i, x := range v.Values {
-			n[i] = int64(x)
-		}
-		return tensor.FromI64(s, n)
-	}
-	t.Fatalf("dtype %s not handled", v.DType)
-	return nil
-}
-
-func loadText(t *testing.T, path string) *graph.Graph {
-	t.Helper()
-	text, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gd, err := graph.ParseTextGraphDef(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := graph.New()
-	if _, err := g.Import(gd, &graph.ImportOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
-func output(t *testing.T, g *graph.Graph, name string) graph.Output {
-	t.Helper()
-	n, idx, _ := strings.Cut(name, ":")
-	i := 0
-	fmt.Sscan(idx, &i)
-	node := g.Lookup(n)
-	if node == nil {
-		t.Fatalf("no node %q", n)
-	}
-	return graph.Output{Node: node, Index: i}
-}
-
 // closeTo compares two runs' outputs (float to 1e-5 relative, the rest
 // exactly).
 func closeTo(got, want []*tensor.Tensor) error {
@@ -344,14 +262,8 @@ func closeTo(got, want []*tensor.Tensor) error {
 // with a CPU session's (which TestVariablesAgainstTF compares with TF).
 func TestVariablesOnFakeGPU(t *testing.T) {
 	fakeGPUs(t, 1)
-	raw, err := os.ReadFile("../../test/variables/cases.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cs stateCases
-	if err := json.Unmarshal(raw, &cs); err != nil {
-		t.Fatal(err)
-	}
+	dir := "../../test/variables"
+	cases := varcases.Read(t, dir)
 	before, refBefore := stateRuns.Load(), refRuns.Load()
 	defer func() {
 		if stateRuns.Load() == before {
@@ -362,10 +274,10 @@ func TestVariablesOnFakeGPU(t *testing.T) {
 		}
 		t.Logf("%d ref kernel calls used a value in the fake GPU's memory", refRuns.Load()-refBefore)
 	}()
-	for _, c := range cs.Cases {
+	for _, c := range cases {
 		for _, groups := range []string{"1", "4"} {
 			t.Run(c.Name+"/groups="+groups, func(t *testing.T) {
-				g := loadText(t, filepath.Join("../../test/variables", c.Graph))
+				g := varcases.Graph(t, filepath.Join(dir, c.Graph))
 				env := map[string]string{"MSTREAM_DEVICE": "gpu", "TF_GPU_STREAM_GROUP_COUNT": groups}
 				if groups != "1" {
 					env["MSTREAM_STREAM_JITTER"] = "true"
@@ -376,11 +288,11 @@ func TestVariablesOnFakeGPU(t *testing.T) {
 					run := func(s *session.Session, tmp string) ([]*tensor.Tensor, error) {
 						var feeds []session.Feed
 						for name, v := range r.Feeds {
-							feeds = append(feeds, session.Feed{Output: output(t, g, name+":0"), Tensor: v.tensor(t, tmp)})
+							feeds = append(feeds, session.Feed{Output: varcases.Output(t, g, name+":0"), Tensor: v.Tensor(t, dir, tmp)})
 						}
 						var fetches []graph.Output
 						for _, f := range r.Fetches {
-							fetches = append(fetches, output(t, g, f))
+							fetches = append(fetches, varcases.Output(t, g, f))
 						}
 						var targets []*graph.Node
 						for _, n := range r.Targets {
@@ -419,7 +331,7 @@ func TestVariablesOnFakeGPU(t *testing.T) {
 // stream file), and compares every step's loss with a CPU session's.
 func TestTrainingOnFakeGPU(t *testing.T) {
 	fakeGPUs(t, 1)
-	g := loadText(t, "../../examples/data/training.pbtxt")
+	g := varcases.Graph(t, "../../examples/data/training.pbtxt")
 	r := rand.New(rand.NewSource(7))
 	// The init feeds: every "<variable>_init_value" placeholder.
 	var initFeeds []func() session.Feed
@@ -442,13 +354,13 @@ func TestTrainingOnFakeGPU(t *testing.T) {
 			for i := range ids {
 				ids[i] = r.Int63n(v)
 			}
-			fs = append(fs, session.Feed{Output: output(t, g, fmt.Sprintf("tower%d/ids", tw)), Tensor: tensor.FromI64(tensor.Shape{batch}, ids)})
+			fs = append(fs, session.Feed{Output: varcases.Output(t, g, fmt.Sprintf("tower%d/ids", tw)), Tensor: tensor.FromI64(tensor.Shape{batch}, ids)})
 		}
 		lab := make([]float32, batch)
 		for i := range lab {
 			lab[i] = float32(r.Intn(2))
 		}
-		fs = append(fs, session.Feed{Output: output(t, g, "head/label"), Tensor: tensor.FromF32(tensor.Shape{batch, 1}, lab)})
+		fs = append(fs, session.Feed{Output: varcases.Output(t, g, "head/label"), Tensor: tensor.FromF32(tensor.Shape{batch, 1}, lab)})
 		stepFeeds = append(stepFeeds, fs)
 	}
 	losses := func(s *session.Session) []float32 {
@@ -461,7 +373,7 @@ func TestTrainingOnFakeGPU(t *testing.T) {
 		}
 		var out []float32
 		for k, fs := range stepFeeds {
-			got, _, err := s.Run(nil, fs, []graph.Output{output(t, g, "loss:0")}, []*graph.Node{g.Lookup("train")})
+			got, _, err := s.Run(nil, fs, []graph.Output{varcases.Output(t, g, "loss:0")}, []*graph.Node{g.Lookup("train")})
 			if err != nil {
 				t.Fatalf("step %d: %v", k, err)
 			}
