@@ -89,16 +89,29 @@ func (s emuStream) Delay(d time.Duration) error {
 func (s emuStream) Wait(e device.Event) error { return s.Stream.Wait(unwrap(e)) }
 
 func emuSet(t testing.TB, n int, merge bool, jitter time.Duration) *groups.Set {
+	return emuGroups(t, emuDevice{emuHost(jitter)}, groups.Config{Counts: []int{n}, Merge: merge})
+}
+
+// emuHost is the host device that the emulated devices wrap: 64 MiB,
+// its streams jittered by up to jitter.
+func emuHost(jitter time.Duration) *host.Device {
 	d := host.New()
 	d.MemBytes = 64 << 20
 	d.Jitter = jitter
+	return d
+}
+
+// emuGroups is the group set of cfg (its Counts, Merge, StreamAware) on
+// the one device dev, with growth allowed and exec's pools; every
+// emulated-device test builds its set here.
+func emuGroups(t testing.TB, dev device.Device, cfg groups.Config) *groups.Set {
 	p := NewPool(2)
 	t.Cleanup(p.Close)
-	cfg := groups.Config{Counts: []int{n}, Merge: merge, AllowGrowth: true,
-		GlobalPool: p, GlobalIntra: kernels.Serial{},
-		NewPool:  func(n int) groups.Pool { return NewPool(n) },
-		NewIntra: func(n int) kernels.Parallelizer { return NewIntra(n) }}
-	cfg.Devices = append(cfg.Devices, emuDevice{d})
+	cfg.AllowGrowth = true
+	cfg.GlobalPool, cfg.GlobalIntra = p, kernels.Serial{}
+	cfg.NewPool = func(n int) groups.Pool { return NewPool(n) }
+	cfg.NewIntra = func(n int) kernels.Parallelizer { return NewIntra(n) }
+	cfg.Devices = []device.Device{dev}
 	set, err := groups.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -158,28 +158,13 @@ func (g *emuGraph) Launch(s device.Stream) error {
 }
 
 func emuCapSet(t testing.TB, jitter time.Duration) *groups.Set {
-	d := host.New()
-	d.MemBytes = 64 << 20
-	d.Jitter = jitter
-	return emuSetOn(t, emuCapDevice{d}, 1)
+	return emuSetOn(t, emuCapDevice{emuHost(jitter)}, 1)
 }
 
 // emuSetOn is emuSet's one-device set of n groups over any wrapper of
 // the host device.
 func emuSetOn(t testing.TB, dev device.Device, n int) *groups.Set {
-	p := NewPool(2)
-	t.Cleanup(p.Close)
-	cfg := groups.Config{Counts: []int{n}, AllowGrowth: true,
-		GlobalPool: p, GlobalIntra: kernels.Serial{},
-		NewPool:  func(n int) groups.Pool { return NewPool(n) },
-		NewIntra: func(n int) kernels.Parallelizer { return NewIntra(n) }}
-	cfg.Devices = append(cfg.Devices, dev)
-	set, err := groups.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(set.Close)
-	return set
+	return emuGroups(t, dev, groups.Config{Counts: []int{n}})
 }
 
 // TestGraphReplayEmulated runs a random device plan through a GraphCache

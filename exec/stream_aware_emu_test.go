@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"mstream/device"
-	"mstream/device/host"
 	"mstream/groups"
 	"mstream/kernels"
 )
@@ -26,19 +24,7 @@ func TestStreamAwareDeviceSteps(t *testing.T) {
 	rp := emuPlan(t, r, 3, 60)
 	for _, groupsN := range []int{1, 3} {
 		t.Run(fmt.Sprint("groups=", groupsN), func(t *testing.T) {
-			d := host.New()
-			d.MemBytes = 64 << 20
-			d.Jitter = 100 * time.Microsecond
-			p := NewPool(2)
-			t.Cleanup(p.Close)
-			set, err := groups.New(groups.Config{Counts: []int{groupsN}, AllowGrowth: true, StreamAware: true,
-				GlobalPool: p, GlobalIntra: kernels.Serial{}, Devices: []device.Device{emuDevice{d}},
-				NewPool:  func(n int) groups.Pool { return NewPool(n) },
-				NewIntra: func(n int) kernels.Parallelizer { return NewIntra(n) }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(set.Close)
+			set := emuGroups(t, emuDevice{emuHost(100 * time.Microsecond)}, groups.Config{Counts: []int{groupsN}, StreamAware: true})
 			g := set.Groups()[0]
 			sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
 			if groupsN > 1 {
