@@ -33,6 +33,28 @@ __device__ __forceinline__ void pool_range(i64 y, i64 k, i64 s, i64 p, i64 out, 
 	*hi = h < out - 1 ? h : out - 1;
 }
 
+// Input element i (NHWC) of a pooling gradient: its batch, row, column and
+// channel, and the windows [oh0, oh1] x [ow0, ow1] that contain it.
+__device__ __forceinline__ void pool_grad_elem(const PoolG &g, i64 i, i64 *n, i64 *y, i64 *x, i64 *ch, i64 *oh0,
+		i64 *oh1, i64 *ow0, i64 *ow1) {
+	*ch = i % PG_C;
+	i64 r = i / PG_C;
+	*x = r % PG_W;
+	*y = (r / PG_W) % PG_H;
+	*n = r / (PG_W * PG_H);
+	pool_range(*y, PG_KH, PG_SH, PG_PT, PG_OH, oh0, oh1);
+	pool_range(*x, PG_KW, PG_SW, PG_PL, PG_OW, ow0, ow1);
+}
+
+// Window (oh, ow)'s rows [hs, he) and columns [ws, we) inside the input.
+__device__ __forceinline__ void pool_window(const PoolG &g, i64 oh, i64 ow, i64 *hs, i64 *he, i64 *ws, i64 *we) {
+	i64 h0 = oh * PG_SH - PG_PT, w0 = ow * PG_SW - PG_PL;
+	*hs = h0 > 0 ? h0 : 0;
+	*he = h0 + PG_KH < PG_H ? h0 + PG_KH : PG_H;
+	*ws = w0 > 0 ? w0 : 0;
+	*we = w0 + PG_KW < PG_W ? w0 + PG_KW : PG_W;
+}
+
 #define GRADNN(T, SUF)                                                                                     \
 	extern "C" __global__ void softsign_grad_##SUF(T *__restrict__ o, const T *__restrict__ dy,           \
 			const T *__restrict__ x, i64 n) {                                                          \
@@ -67,16 +89,13 @@ __device__ __forceinline__ void pool_range(i64 y, i64 k, i64 s, i64 p, i64 out, 
 	extern "C" __global__ void max_pool_grad_##SUF(T *__restrict__ dx, const T *__restrict__ x,            \
 			const T *__restrict__ dy, i64 total, PoolG g) {                          \
 		GRID_LOOP(i, total) {                                                                              \
-			i64 ch = i % PG_C, r = i / PG_C, xx = r % PG_W, y = (r / PG_W) % PG_H, n = r / (PG_W * PG_H); \
-			i64 oh0, oh1, ow0, ow1;                                                                    \
-			pool_range(y, PG_KH, PG_SH, PG_PT, PG_OH, &oh0, &oh1);                                     \
-			pool_range(xx, PG_KW, PG_SW, PG_PL, PG_OW, &ow0, &ow1);                                    \
+			i64 n, y, xx, ch, oh0, oh1, ow0, ow1;                                                      \
+			pool_grad_elem(g, i, &n, &y, &xx, &ch, &oh0, &oh1, &ow0, &ow1);                            \
 			double s = 0;                                                                              \
 			for (i64 oh = oh0; oh <= oh1; oh++)                                                        \
 				for (i64 ow = ow0; ow <= ow1; ow++) {                                                  \
-					i64 h0 = oh * PG_SH - PG_PT, w0 = ow * PG_SW - PG_PL;                          \
-					i64 hs = h0 > 0 ? h0 : 0, he = h0 + PG_KH < PG_H ? h0 + PG_KH : PG_H;          \
-					i64 ws = w0 > 0 ? w0 : 0, we = w0 + PG_KW < PG_W ? w0 + PG_KW : PG_W;          \
+					i64 hs, he, ws, we;                                                            \
+					pool_window(g, oh, ow, &hs, &he, &ws, &we);                                    \
 					i64 best = -1;                                                                 \
 					for (i64 a = hs; a < he; a++)                                                  \
 						for (i64 b = ws; b < we; b++) {                                        \
@@ -93,16 +112,13 @@ __device__ __forceinline__ void pool_range(i64 y, i64 k, i64 s, i64 p, i64 out, 
 	extern "C" __global__ void avg_pool_grad_##SUF(T *__restrict__ dx, const T *__restrict__ dy, i64 total, \
 			PoolG g) {                                                               \
 		GRID_LOOP(i, total) {                                                                              \
-			i64 ch = i % PG_C, r = i / PG_C, xx = r % PG_W, y = (r / PG_W) % PG_H, n = r / (PG_W * PG_H); \
-			i64 oh0, oh1, ow0, ow1;                                                                    \
-			pool_range(y, PG_KH, PG_SH, PG_PT, PG_OH, &oh0, &oh1);                                     \
-			pool_range(xx, PG_KW, PG_SW, PG_PL, PG_OW, &ow0, &ow1);                                    \
+			i64 n, y, xx, ch, oh0, oh1, ow0, ow1;                                                      \
+			pool_grad_elem(g, i, &n, &y, &xx, &ch, &oh0, &oh1, &ow0, &ow1);                            \
 			double s = 0;                                                                              \
 			for (i64 oh = oh0; oh <= oh1; oh++)                                                        \
 				for (i64 ow = ow0; ow <= ow1; ow++) {                                                  \
-					i64 h0 = oh * PG_SH - PG_PT, w0 = ow * PG_SW - PG_PL;                          \
-					i64 hs = h0 > 0 ? h0 : 0, he = h0 + PG_KH < PG_H ? h0 + PG_KH : PG_H;          \
-					i64 ws = w0 > 0 ? w0 : 0, we = w0 + PG_KW < PG_W ? w0 + PG_KW : PG_W;          \
+					i64 hs, he, ws, we;                                                            \
+					pool_window(g, oh, ow, &hs, &he, &ws, &we);                                    \
 					double cnt = (double)((he - hs) * (we - ws));                                  \
 					if (cnt > 0) s += (double)dy[((n * PG_OH + oh) * PG_OW + ow) * PG_C + ch] / cnt; \
 				}                                                                                      \
