@@ -120,43 +120,60 @@ build() { # out src
   gcc -I "$repo/include" -I "$repo/test/c" -o "$1" "$2" -L "$repo/build" -ltensorflow \
     -Wl,-rpath,"$repo/build" -lpthread -lm
 }
-pass=0; fail=0
-tests=${VALGRIND_TESTS:-$(cd "$repo/test/c" && ls *_test.c | sed 's/\.c$//')}
-for name in $tests; do
-  build "$tmp/$name" "$repo/test/c/$name.c" || { echo "valgrind: $name does not build" >&2; fail=$((fail+1)); continue; }
-  # session_test's 32 threads read outputs and stats the library copied out
-  # of Go memory, and memcheck now and then marks live Go heap between two
-  # goroutine stacks as undefined when a thread's SP jumps from one stack to
-  # the other (its "stack allocation" heuristic; origins point at unrelated
-  # Go frames): about one run in four failed so at 6952cd1 and e11d36e with
-  # correct values. multistream_test, which reads MS_SessionStats' JSON
-  # (copied out of Go memory) with strstr, was flagged the same way at
-  # d11e0d2: 15 "Conditional jump" reports in strstr over the copied bytes,
-  # in one of three runs, with every check passing. savedmodel_test was
-  # flagged so at 5a6f4b9 (one run in 50 under load): "Conditional jump"
-  # in test_model over the meta_graph_def buffer's length and in memmem
-  # over its bytes, which ms_buffer_set copied out of the Go slice that
-  # proto.Marshal had just filled. Uninitialised-value checks are off for
-  # these three; their invalid accesses and leaks are still checked, and
-  # every other test keeps all checks (a Go build with -tags valgrind, whose
-  # runtime registers its goroutine stacks with memcheck, is the way to
-  # turn them back on). Each test's line gives
-  # its time (the suite took 889 s in one fresh-clone run at load 1 and
-  # about 2 min when run alone right after; the per-test times say where
-  # such time goes next time).
-  extra=()
+# session_test's 32 threads read outputs and stats the library copied out
+# of Go memory, and memcheck now and then marks live Go heap between two
+# goroutine stacks as undefined when a thread's SP jumps from one stack to
+# the other (its "stack allocation" heuristic; origins point at unrelated
+# Go frames): about one run in four failed so at 6952cd1 and e11d36e with
+# correct values. multistream_test, which reads MS_SessionStats' JSON
+# (copied out of Go memory) with strstr, was flagged the same way at
+# d11e0d2: 15 "Conditional jump" reports in strstr over the copied bytes,
+# in one of three runs, with every check passing. savedmodel_test was
+# flagged so at 5a6f4b9 (one run in 50 under load): "Conditional jump"
+# in test_model over the meta_graph_def buffer's length and in memmem
+# over its bytes, which ms_buffer_set copied out of the Go slice that
+# proto.Marshal had just filled. Uninitialised-value checks are off for
+# these three; their invalid accesses and leaks are still checked, and
+# every other test keeps all checks (a Go build with -tags valgrind, whose
+# runtime registers its goroutine stacks with memcheck, is the way to
+# turn them back on). Each test's line gives its time (the suite took
+# 889 s in one fresh-clone run at load 1 and about 2 min when run alone
+# right after; the per-test times say where such time goes next time).
+#
+# run_one NAME runs one test under memcheck and prints its lines to
+# stderr in one write when it ends; $tmp/NAME.ok marks a clean run.
+run_one() { # name
+  local name=$1 extra=() out rc t0 c0 summary
+  if ! build "$tmp/$name" "$repo/test/c/$name.c"; then
+    echo "valgrind: $name does not build" >&2; return
+  fi
   case $name in session_test|multistream_test|savedmodel_test) extra=(--undef-value-errors=no) ;; esac
-  t0=$(date +%s); ms_cpu "$tmp/times"; c0=$ms_cpu_s
+  t0=$(date +%s); ms_cpu "$tmp/$name.times"; c0=$ms_cpu_s
   out=$(vg "$tmp/$name.log" "${extra[@]}" "$tmp/$name" 2>&1); rc=$?
-  ms_cpu "$tmp/times"
+  ms_cpu "$tmp/$name.times"
   summary="$(summarize "$tmp/$name.log"); $(( $(date +%s) - t0 )) s, $((ms_cpu_s - c0)) s CPU"
   if [ $rc -eq 0 ] && [[ $summary =~ \ 0\ errors\ reported\; ]] && [[ $(echo "$out" | tail -1) =~ \ 0\ failed$ ]]; then
-    pass=$((pass+1)); echo "valgrind: $name clean ($summary)" >&2
+    : > "$tmp/$name.ok"; echo "valgrind: $name clean ($summary)" >&2
   else
-    fail=$((fail+1)); echo "valgrind: $name exit $rc: $(echo "$out" | tail -1)" >&2
-    echo "  $summary" >&2
-    reports "$name" "$tmp/$name.log" >&2
+    { echo "valgrind: $name exit $rc: $(echo "$out" | tail -1)"
+      echo "  $summary"
+      reports "$name" "$tmp/$name.log"; } > "$tmp/$name.fail"
+    cat "$tmp/$name.fail" >&2
   fi
+}
+# Memcheck runs a program one thread at a time, so a test keeps one core
+# busy: with 4 cores or more, two tests run at once ($VALGRIND_JOBS sets
+# how many), each reporting when it ends.
+jobs=${VALGRIND_JOBS:-$(( $(nproc) >= 4 ? 2 : 1 ))}
+tests=${VALGRIND_TESTS:-$(cd "$repo/test/c" && ls *_test.c | sed 's/\.c$//')}
+for name in $tests; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  run_one "$name" &
+done
+wait
+pass=0; fail=0
+for name in $tests; do
+  if [ -e "$tmp/$name.ok" ]; then pass=$((pass+1)); else fail=$((fail+1)); fi
 done
 build "$tmp/canary" "$here/canary.c" || die "canary does not build"
 vg "$tmp/canary.log" "$tmp/canary" >/dev/null 2>&1; rc=$?
