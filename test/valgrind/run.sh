@@ -4,7 +4,8 @@
 # block, with the Go runtime's noise suppressed by go.supp. A canary program
 # with a known leak and a known overflow must be caught, or the run fails (so
 # the suppressions cannot silently hide everything). The last line is
-# "N passed, M failed"; $VALGRIND_TESTS picks the tests (default: all).
+# "N passed, M failed"; $VALGRIND_TESTS picks the tests (default: all) and
+# $VALGRIND_JOBS how many run at once (default: 2 with 4 cores or more, else 1).
 # Valgrind follows exec (--trace-children=yes): multistream_test re-executes
 # itself once per phase, and every phase runs under memcheck. Each phase's
 # valgrind appends to one log through an inherited descriptor (a log file
