@@ -7,9 +7,9 @@
 # (default 100) of BATCH examples (default 256); the table gives the median
 # steps/s (the example's own count: every step but the first) and the last
 # loss, which must agree across configurations. On a GPU, "launch us/step" is
-# the host time a step took to enqueue its device work (the example's
-# "device launch:" line, last round): near 1e6 / steps/s, the launching
-# goroutine sets the pace, not the GPU.
+# the host time a timed step took to enqueue its device work (the example's
+# "device launch:" line, last round; the first step, which compiles, not
+# counted): near 1e6 / steps/s, the launching goroutine sets the pace.
 #
 #   sh bench/gpu/training.sh                 # here (CPU), after make
 #   bash DIR/training.sh                     # in the GPU kit (bench/gpu/package.sh DIR)
