@@ -2,10 +2,13 @@ package cpu
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
 
 	"mstream/graph"
 	"mstream/kernels"
+	"mstream/kernels/cpu/blas"
 	"mstream/kernels/cpu/dnnl"
 	"mstream/proto/tfpb"
 	"mstream/tensor"
@@ -62,13 +65,21 @@ func BenchmarkEinsumAttention(b *testing.B) {
 // nn_conv_dnnl.go cite its numbers.
 func BenchmarkDNNL(b *testing.B) {
 	r := newRand(b)
+	// As a session runs it (session/cpukernels.go): OpenBLAS on one
+	// thread, its GEMMs split over the pool; its own threads would spin.
+	blas.SetThreads(1)
 	run := func(b *testing.B, n *graph.Node, f func(ctx *kernels.Context) error, in ...*tensor.Tensor) {
 		ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes)), Pool: pool{}}
+		cpu0 := cpuTime()
 		for i := 0; i < b.N; i++ {
 			if err := f(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
+		// On a loaded machine wall time mostly measures waiting for a
+		// core; the process's CPU time (oneDNN's OpenMP threads and
+		// the pool's goroutines together) says what a call cost.
+		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
 	}
 	for _, s := range []tensor.Shape{{4096, 64}, {16, 1000}, {256, 512}} {
 		x, _ := randTensor(r, f32, s)
@@ -115,7 +126,8 @@ func BenchmarkDNNL(b *testing.B) {
 			run(b, n, func(ctx *kernels.Context) error { return fusedBatchNorm(ctx, bn, nil) }, in...)
 		})
 	}
-	for _, c := range [][3]int64{{1, 512, 1024}, {16, 512, 1024}, {256, 512, 1024}, {16, 1024, 1024}, {16, 256, 1}, {1024, 128, 512}, {1024, 512, 128}} {
+	for _, c := range [][3]int64{{1, 512, 1024}, {16, 512, 1024}, {256, 512, 1024}, {16, 1024, 1024}, {256, 1024, 1024}, {256, 1024, 512}, {256, 512, 256}, {16, 256, 1},
+		{64, 128, 128}, {64, 128, 512}, {64, 512, 128}, {1024, 128, 128}, {1024, 128, 512}, {1024, 512, 128}, {16384, 128, 128}, {16384, 128, 512}, {16384, 512, 128}} {
 		m, k, nn := c[0], c[1], c[2]
 		a, _ := randTensor(r, f32, tensor.Shape{m, k})
 		w, _ := randTensor(r, f32, tensor.Shape{k, nn})
@@ -141,4 +153,61 @@ func BenchmarkDNNL(b *testing.B) {
 			run(b, n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, false, false, ep, nil, nil) }, a, w, bias)
 		})
 	}
+}
+
+// cpuTime is the process's CPU time so far, every thread's.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkDLRMSparse measures dlrm_small's sparse path at B=256
+// (bench/gpu/gen): the Unpack of the [B,26] ids, one embedding GatherV2 of
+// B rows of 64 from a 100k-row table, the Pack of the 27 vectors and the
+// interaction's GatherV2 of 351 of 729 columns.
+func BenchmarkDLRMSparse(b *testing.B) {
+	r := newRand(b)
+	const batch, tables, dim, rows = 256, 26, 64, 100000
+	i32 := tensor.Int32
+	ids := tensor.New(i32, tensor.Shape{batch, tables})
+	for i := range ids.I32() {
+		ids.I32()[i] = int32(r.Intn(rows))
+	}
+	run := func(name string, n *graph.Node, in ...*tensor.Tensor) {
+		b.Run(name, func(b *testing.B) {
+			cpu0 := cpuTime()
+			benchKernel(b, n, 0, in...)
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/1000/float64(b.N), "cpu-us/op")
+		})
+	}
+	outs := make([]tensor.DType, tables)
+	for i := range outs {
+		outs[i] = i32
+	}
+	run("Unpack", node("Unpack", map[string]*tfpb.AttrValue{"num": aInt(tables), "axis": aInt(1)}, []tensor.DType{i32}, outs...), ids)
+	table, _ := randTensor(r, f32, tensor.Shape{rows, dim})
+	col := tensor.New(i32, tensor.Shape{batch})
+	for i := range col.I32() {
+		col.I32()[i] = ids.I32()[i*tables]
+	}
+	gather := node("GatherV2", map[string]*tfpb.AttrValue{"batch_dims": aInt(0)}, []tensor.DType{f32, i32, i32}, f32)
+	run("GatherV2/embedding", gather, table, col, tensor.ScalarI32(0))
+	vecs := make([]*tensor.Tensor, tables+1)
+	ins := make([]tensor.DType, tables+1)
+	for i := range vecs {
+		vecs[i], _ = randTensor(r, f32, tensor.Shape{batch, dim})
+		ins[i] = f32
+	}
+	run("Pack", node("Pack", map[string]*tfpb.AttrValue{"N": aInt(tables + 1), "axis": aInt(1)}, ins, f32), vecs...)
+	flat, _ := randTensor(r, f32, tensor.Shape{batch, (tables + 1) * (tables + 1)})
+	var tri []int32
+	for i := 0; i <= tables; i++ {
+		for j := 0; j < i; j++ {
+			tri = append(tri, int32(i*(tables+1)+j))
+		}
+	}
+	lower := tensor.New(i32, tensor.Shape{int64(len(tri))})
+	copy(lower.I32(), tri)
+	run("GatherV2/interaction", gather, flat, lower, tensor.ScalarI32(1))
 }
