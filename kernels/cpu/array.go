@@ -285,6 +285,9 @@ func gather(ctx *kernels.Context, batchDims int64) error {
 	if o.NumElements() == 0 {
 		return nil
 	}
+	if inner < gatherRowMin && gatherSmall(o, params, idx, batch*outer, outer, limit, inner, nIdx) {
+		return nil
+	}
 	for b := int64(0); b < batch; b++ {
 		for p := int64(0); p < outer; p++ {
 			src := (b*outer + p) * limit * inner
@@ -295,6 +298,52 @@ func gather(ctx *kernels.Context, batchDims int64) error {
 		}
 	}
 	return nil
+}
+
+// gatherRowMin is the row length (elements) from which GatherV2 copies
+// row by row (copyElems); shorter rows, such as DLRM's interaction
+// gather of single elements (351 of 729 columns of each of B rows), take
+// gatherSmall's typed loop: BenchmarkDLRMSparse/GatherV2/interaction at
+// B=256 cost 1.2 ms of CPU one element at a time.
+const gatherRowMin = 16
+
+// gatherSmall is gather's copy for rows of fixed-size elements: blocks
+// (batch x outer of them) of nIdx rows of inner elements each, the
+// indices of block b/outer. It reports false for strings and variants.
+func gatherSmall(o, params *tensor.Tensor, idx []int64, blocks, outer, limit, inner, nIdx int64) bool {
+	if params.DType.InStrs() || params.DType == tensor.Variant {
+		return false
+	}
+	switch params.DType.Size() {
+	case 1:
+		gatherBlocks(hostmem.View[uint8](o.Buf), hostmem.View[uint8](params.Buf), idx, blocks, outer, limit, inner, nIdx)
+	case 2:
+		gatherBlocks(hostmem.View[uint16](o.Buf), hostmem.View[uint16](params.Buf), idx, blocks, outer, limit, inner, nIdx)
+	case 4:
+		gatherBlocks(hostmem.View[uint32](o.Buf), hostmem.View[uint32](params.Buf), idx, blocks, outer, limit, inner, nIdx)
+	case 8:
+		gatherBlocks(hostmem.View[uint64](o.Buf), hostmem.View[uint64](params.Buf), idx, blocks, outer, limit, inner, nIdx)
+	default:
+		return false
+	}
+	return true
+}
+
+func gatherBlocks[T uint8 | uint16 | uint32 | uint64](o, params []T, idx []int64, blocks, outer, limit, inner, nIdx int64) {
+	for blk := int64(0); blk < blocks; blk++ {
+		src := params[blk*limit*inner : (blk+1)*limit*inner]
+		dst := o[blk*nIdx*inner : (blk+1)*nIdx*inner]
+		ix := idx[blk/outer*nIdx : (blk/outer+1)*nIdx]
+		if inner == 1 {
+			for j, v := range ix {
+				dst[j] = src[v]
+			}
+			continue
+		}
+		for j, v := range ix {
+			copy(dst[int64(j)*inner:int64(j+1)*inner], src[v*inner:(v+1)*inner])
+		}
+	}
 }
 
 // idxPos formats a flat index as TF does: "[i,j]".
