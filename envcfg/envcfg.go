@@ -192,7 +192,7 @@ var Knobs = []Knob{
 		set: func(c *Config, v string) (err error) { c.GPUPool, err = parseBool(v); return }},
 	{Name: "MSTREAM_BLAS", Type: "path", Default: "", Doc: "the cblas library the CPU's GEMMs load (once per process, by the first session): a path such as the scipy-openblas32 wheel's libscipy_openblas.so (scripts/venv.sh sets it); unset tries libopenblas.so.0, libopenblas.so, libblas.so.3; go takes the pure-Go GEMM",
 		set: func(c *Config, v string) error { c.BLAS = strings.TrimSpace(v); return nil }},
-	{Name: "MSTREAM_DNNL", Type: "path", Default: "", Doc: "oneDNN 3.x (libdnnl.so.3) for the CPU's float32 convolutions, pooling, softmax, normalisations and small-batch fused matmuls, loaded once per process by the first session: a path such as the onednn-cpu-gomp wheel's build/venv/lib/libdnnl.so.3 (scripts/venv.sh sets it); unset tries libdnnl.so.3; off runs mstream's own kernels",
+	{Name: "MSTREAM_DNNL", Type: "path", Default: "", Doc: "oneDNN 3.x (libdnnl.so.3) for the CPU's float32 convolutions, pooling, softmax and normalisations, loaded once per process by the first session: a path such as the onednn-cpu-gomp wheel's build/venv/lib/libdnnl.so.3 (scripts/venv.sh sets it); unset tries libdnnl.so.3; off runs mstream's own kernels",
 		set: func(c *Config, v string) error { c.DNNL = strings.TrimSpace(v); return nil }},
 }
 

@@ -95,11 +95,10 @@
 // MaxPool and AvgPool with a spatial window, Softmax and LogSoftmax with
 // rows of at least softmaxDNNLCols, FusedBatchNorm in NHWC (inference and
 // training) and in the one-row-per-channel form Keras's LayerNormalization
-// exports (NCHW [1, rows, cols, 1], training, layer normalisation), and
-// _FusedMatMul for the shapes matmulOnDNNL picks (bias and activation as
-// post-ops; GELU after it, from package vec). Where the measured mstream
-// loop was as fast (short softmax rows, small LayerNorm forms, large-batch
-// GEMMs) the kernel keeps its own code; the thresholds cite
+// exports (NCHW [1, rows, cols, 1], training, layer normalisation).
+// Where the measured mstream loop was as fast (short softmax rows, small
+// LayerNorm forms) or faster (every GEMM: _FusedMatMul's factory has the
+// numbers) the kernel keeps its own code; the thresholds cite
 // BenchmarkDNNL's numbers. Every other case, and every case without
 // oneDNN, runs the code above. Each such kernel's factory makes the
 // primitive cache (dnnl.Cache, dnnl.ConvCache) its Compute uses, named

@@ -30,8 +30,23 @@ func init() {
 			return nil, err
 		}
 		ta, tb := attrBool(n, "transpose_a"), attrBool(n, "transpose_b")
-		prims := &dnnl.Cache[dnnl.MatMulDesc]{Node: n.Name}
-		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep, prims, matmulOnDNNL) }), nil
+		// On OpenBLAS at every shape, not oneDNN's matmul: with
+		// OpenBLAS on one thread and the GEMM split over the intra-op
+		// pool, as a session runs it, BenchmarkDNNL found no shape of
+		// the bench models where oneDNN cost clearly less CPU. CPU us
+		// per call, oneDNN / OpenBLAS, 2026-11-26 at load 13-22, mean
+		// of 4 runs (1 for m 256 and 16384): 1x512x1024 141 / 124,
+		// 16x512x1024 803 / 632, 16x1024x1024 1188 / 1080, 16x256x1
+		// 46 / 14, 64x128x128 203 / 104, 64x512x128 374 / 252,
+		// 256x512x1024 7530 / 5091, 256x1024x1024 14539 / 8438; level
+		// within the noise at m >= 1024 with k = 128 (1024x128x512
+		// 4077 / 4218, 16384x128x512 41511 / 49163, which a quiet
+		// machine should settle). Before, oneDNN took m <= 16, chosen
+		// by a benchmark whose OpenBLAS ran on its own spinning
+		// threads; oneDNN's OpenMP threads also sit outside the pool.
+		// fusedMatMul keeps the oneDNN path for that benchmark and for
+		// TestFusedMatMulDNNL, which holds the two equal.
+		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep, nil, nil) }), nil
 	})
 	reg("_FusedConv2D", []tensor.DType{tensor.Float, tensor.Half, tensor.Double}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		ep, err := parseEpilogue(n, "Conv2D", true)
@@ -367,23 +382,6 @@ func channelEpilogueF32(ctx *kernels.Context, ep epilogue, o, scale, offset []fl
 // package vec's run after the matmul.
 var dnnlActs = map[string]int{"": dnnl.ActNone, "Relu": dnnl.ActRelu, "Relu6": dnnl.ActRelu6, "Elu": dnnl.ActElu,
 	"LeakyRelu": dnnl.ActLeakyRelu, "Tanh": dnnl.ActTanh, "Sigmoid": dnnl.ActSigmoid}
-
-// matmulOnDNNL says whether a float32 _FusedMatMul of this shape runs on
-// oneDNN's matmul (bias and activation as its post-ops) rather than on
-// OpenBLAS plus mstream's epilogue: small batches (m <= 16) of a product
-// big enough to pay oneDNN's per-call cost (about 25 us). Measured with
-// BenchmarkDNNL (dnnl.go's doc has the numbers): oneDNN was ahead at m 1
-// and 16 (16x512x1024: 0.47 ms against 0.83; 16x1024x1024: 1.3 against
-// 1.7), OpenBLAS at 256x512x1024 (4.8 ms against 12.2) and 16x256x1 (7 us
-// against 31); 1024x128x512 and 1024x512x128 were within the noise. A
-// second run at load 5 (-count 4) agreed at m 16 (0.66 ms against 2.5;
-// 1.7 against 3.5) and 256x512x1024 (9.7 against 5.8) but put oneDNN ahead
-// at 1024x128x512 (3.7 against 6.2) and 1024x512x128 (2.3 against 6.3):
-// large-m shapes with a small k or n may belong to oneDNN too, once
-// measured in a session on a quiet machine.
-func matmulOnDNNL(m, n, k int) bool {
-	return m <= 16 && m*n*k >= 1<<17
-}
 
 // activateF32 applies the activation to all of o, split over the pool.
 func activateF32(ctx *kernels.Context, ep epilogue, o []float32) {

@@ -70,7 +70,7 @@ func (in Info) String() string {
 }
 
 // Ops are the kernels oneDNN runs when it is loaded, for the log line.
-const Ops = "NHWC Conv2D, _FusedConv2D, MaxPool, AvgPool; Softmax, LogSoftmax; FusedBatchNorm (NHWC, and the row-wise LayerNorm form Keras exports); _FusedMatMul at batch <= 16"
+const Ops = "NHWC Conv2D, _FusedConv2D, MaxPool, AvgPool; Softmax, LogSoftmax; FusedBatchNorm (NHWC, and the row-wise LayerNorm form Keras exports)"
 
 var isaNames = map[int]string{0: "default", 1: "SSE4.1", 3: "AVX", 7: "AVX2", 15: "AVX2-VNNI", 31: "AVX2-VNNI-2",
 	39: "AVX-512", 103: "AVX-512-VNNI", 231: "AVX-512-BF16", 495: "AVX-512-FP16", 4079: "AMX"}
