@@ -30,22 +30,27 @@ func init() {
 			return nil, err
 		}
 		ta, tb := attrBool(n, "transpose_a"), attrBool(n, "transpose_b")
-		// On OpenBLAS at every shape, not oneDNN's matmul: with
+		// On OpenBLAS at every shape, not oneDNN's matmul. With
 		// OpenBLAS on one thread and the GEMM split over the intra-op
-		// pool, as a session runs it, BenchmarkDNNL found no shape of
-		// the bench models where oneDNN cost clearly less CPU. CPU us
-		// per call, oneDNN / OpenBLAS, 2026-11-26 at load 13-22, mean
-		// of 4 runs (1 for m 256 and 16384): 1x512x1024 141 / 124,
-		// 16x512x1024 803 / 632, 16x1024x1024 1188 / 1080, 16x256x1
-		// 46 / 14, 64x128x128 203 / 104, 64x512x128 374 / 252,
-		// 256x512x1024 7530 / 5091, 256x1024x1024 14539 / 8438; level
-		// within the noise at m >= 1024 with k = 128 (1024x128x512
-		// 4077 / 4218, 16384x128x512 41511 / 49163, which a quiet
-		// machine should settle). Before, oneDNN took m <= 16, chosen
-		// by a benchmark whose OpenBLAS ran on its own spinning
-		// threads; oneDNN's OpenMP threads also sit outside the pool.
-		// fusedMatMul keeps the oneDNN path for that benchmark and for
-		// TestFusedMatMulDNNL, which holds the two equal.
+		// pool, as a session runs it, BenchmarkDNNL put OpenBLAS ahead
+		// in CPU us per call (oneDNN / OpenBLAS, 2026-11-26, two runs at
+		// load 2): 16x512x1024 755 / 590-672, 16x1024x1024 1098-1165 /
+		// 913-1028, 16x256x1 30 / 16-19, 64x128x128 183-194 / 137-161,
+		// 256x512x1024 8715-8736 / 5089-5225, 256x1024x1024
+		// 15978-16652 / 10072-10655 (at load 13-22, mean of 4 runs,
+		// 16x512x1024 803 / 632); level at 1x512x1024, 256x512x256,
+		// 1024x128x512 and 16384x{128x512,512x128}. oneDNN was ahead
+		// only with m >= 1024 and n = 128 (1024x128x128 896-1027 /
+		// 1140-1409, 1024x512x128 2536-2577 / 2895-3077, 16384x128x128
+		// 13422-13644 / 18132-18725), the transformer's projections at
+		// B >= 16, but sending those to oneDNN gained the transformer
+		// nothing measurable (BASE=... MODELS=transformer ROUNDS=3
+		// bench/cpu/vs_base.sh at load 2-4: B=16 48-52 QPS both ways,
+		// CPU per request 28-33 ms both ways), and oneDNN's OpenMP
+		// threads sit outside the pool. Before, oneDNN took m <= 16,
+		// chosen by a benchmark whose OpenBLAS ran on its own spinning
+		// threads. fusedMatMul keeps the oneDNN path for that benchmark
+		// and for TestFusedMatMulDNNL, which holds the two equal.
 		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep, nil, nil) }), nil
 	})
 	reg("_FusedConv2D", []tensor.DType{tensor.Float, tensor.Half, tensor.Double}, nil, func(n *graph.Node) (kernels.Kernel, error) {
