@@ -221,7 +221,7 @@ func (p *Plan) bind(i int, pl Placement) error {
 		pn.where, pn.cval = onConst, &constCache{}
 		return p.bindOn(i, kernels.CPU)
 	}
-	if typ == "CPU" || metaOnly[n.Op] && typ == "" || p.hostShape(i) || p.hostSync(i) {
+	if typ == "CPU" || metaOnly[n.Op] && typ == "" {
 		return p.bindOn(i, kernels.CPU)
 	}
 	why := ""
@@ -231,6 +231,13 @@ func (p *Plan) bind(i int, pl Placement) error {
 		}
 	}
 	def, err := kernels.Lookup(n, kernels.GPU)
+	// Host shape arithmetic and host-synchronising kernels over host values
+	// move to the host as TF's HostMemory kernels do, but only where the
+	// node could have run on the GPU: one pinned there without a GPU
+	// kernel, and without soft placement, fails below as in TF.
+	if (p.hostShape(i) || p.hostSync(i)) && (err == nil || typ != "GPU" || pl.AllowSoft) {
+		return p.bindOn(i, kernels.CPU)
+	}
 	if err == nil && def.DeviceState && pl.HostState {
 		return p.bindOn(i, kernels.CPU)
 	}

@@ -163,8 +163,22 @@ func TestPlacementExplicitGPU(t *testing.T) {
 		{"ExecTestG", "/device:GPU:0", false, "GPU"},
 		{"ExecTestG", "/device:CPU:0", false, "CPU"},
 		{"ExecTestAdd", "/device:CPU:0", false, "CPU"},
+		// int32 arithmetic over host values goes to the host (place_shape.go)
+		// only where the node could have run on the GPU.
+		{"ExecTestI32", "/device:GPU:0", false, "CPU"},
+		{"ExecTestI32", "/device:GPU:3", false, "no devices matching that specification"},
+		{"ExecTestI32", "/device:GPU:3", true, "CPU"},
+		{"ExecTestAddI32", "/device:GPU:0", false, "no supported kernel for GPU devices"},
+		{"ExecTestAddI32", "/device:GPU:0", true, "CPU"},
 	} {
-		n := gnode("n", c.op, c.dev, x)
+		op := strings.TrimSuffix(c.op, "I32")
+		if c.op == "ExecTestI32" {
+			op = c.op
+		}
+		n := gnode("n", op, c.dev, x)
+		if strings.HasSuffix(c.op, "I32") {
+			n.OutTypes = []tensor.DType{tensor.Int32}
+		}
 		p, err := build(nil, nil, []graph.Output{{Node: n}}, nil, Placement{GPUs: 1, AllowSoft: c.soft})
 		name := fmt.Sprintf("%s on %q soft=%v", c.op, c.dev, c.soft)
 		if err != nil {
