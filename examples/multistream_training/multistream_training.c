@@ -179,8 +179,9 @@ static Launches launches_now(TF_Session* sess) {
  * M, ..., "stream_waits": W, ...}, ...]) and, on a GPU, the host time a
  * step took to enqueue its device work and the device nodes it launched,
  * over the steps since `since` was read (the timed steps: the first one
- * compiles kernels and plans GEMMs): a launch time close to the time per
- * step says the host, not the GPU, sets the pace. */
+ * compiles kernels and plans GEMMs; no line when only one step ran): a
+ * launch time close to the time per step says the host, not the GPU,
+ * sets the pace. */
 static void report_groups(TF_Session* sess, Launches since) {
   GroupStats g[MAX_GROUPS];
   int n = group_stats(sess, g, MAX_GROUPS);
@@ -190,7 +191,7 @@ static void report_groups(TF_Session* sess, Launches since) {
   printf("\n");
   Launches l = launch_totals(g, n);
   long long steps = l.steps - since.steps;
-  if (steps > 0)
+  if (steps > 0 && since.steps > 0)
     printf("device launch: %.1f us of host time and %.0f device nodes per step (%lld steps, first step not counted)\n",
            (double)(l.ns - since.ns) / (double)steps / 1e3, (double)(l.nodes - since.nodes) / (double)steps, steps);
 }
