@@ -1,9 +1,14 @@
-/* Deliberately wrong: leaks a TF_Status and fetched tensors, and reads past a
- * tensor's data. test/valgrind/run.sh requires Valgrind to report all three,
- * proving that the Go suppressions leave our C allocations visible.
+/* Deliberately wrong: leaks a TF_Status and fetched tensors, reads past a
+ * tensor's data, branches on an uninitialised value and passes uninitialised
+ * bytes to write(2). test/valgrind/run.sh requires Valgrind to report all
+ * five, proving that the Go suppressions (go.supp and the generated syscall
+ * ones, which match frames of Go's runtime only) leave C code's errors
+ * visible.
  * "canary exec" reads past the end and then re-executes itself as "canary
  * clean", which exits cleanly, as multistream_test's phases do: the error of
  * the process that exec'd must still be counted. */
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -42,6 +47,16 @@ int main(int argc, char** argv) {
   TF_DeleteTensor(t);
   leak(sess, g);
   clobber();
+  int* never_set = malloc(sizeof *never_set);
+  if (*never_set == 42) printf("canary: 42\n"); /* a jump on an uninitialised value */
+  char* unwritten = malloc(16);
+  int fd = open("/dev/null", O_WRONLY);
+  if (fd >= 0) { /* uninitialised bytes to a syscall */
+    if (write(fd, unwritten, 16) < 0) printf("canary: write failed\n");
+    close(fd);
+  }
+  free(unwritten);
+  free(never_set);
   TF_DeleteSession(sess, s);
   TF_DeleteGraph(g);
   TF_DeleteStatus(s);

@@ -2,7 +2,8 @@
 # Runs the C tests of test/c under Valgrind's memcheck against build/libmstream.so:
 # no invalid access or uninitialised use in C code and no "definitely lost"
 # block, with the Go runtime's noise suppressed by go.supp. A canary program
-# with a known leak and a known overflow must be caught, or the run fails (so
+# with a known leak, a known overflow, a jump on an uninitialised value and
+# uninitialised bytes passed to write(2) must be caught, or the run fails (so
 # the suppressions cannot silently hide everything). The last line is
 # "N passed, M failed"; $VALGRIND_TESTS picks the tests (default: all) and
 # $VALGRIND_JOBS how many run at once (default: 2 with 4 cores or more, else 1).
@@ -180,10 +181,12 @@ build "$tmp/canary" "$here/canary.c" || die "canary does not build"
 vg "$tmp/canary.log" "$tmp/canary" >/dev/null 2>&1; rc=$?
 if [ $rc -eq 99 ] && grep -q 'Invalid read of size 4' "$tmp/canary.log" &&
     grep -A3 'definitely lost in' "$tmp/canary.log" | grep -q 'TF_NewStatus' &&
-    grep -A4 'definitely lost in' "$tmp/canary.log" | grep -q 'ms_new_tensor'; then
-  pass=$((pass+1)); echo "valgrind: canary's leaks and overflow reported" >&2
+    grep -A4 'definitely lost in' "$tmp/canary.log" | grep -q 'ms_new_tensor' &&
+    grep -A1 'Conditional jump or move depends on uninitialised' "$tmp/canary.log" | grep -q 'main' &&
+    grep -A3 'Syscall param write(buf) points to uninitialised' "$tmp/canary.log" | grep -q 'main'; then
+  pass=$((pass+1)); echo "valgrind: canary's leaks, overflow, uninitialised jump and syscall argument reported" >&2
 else
-  fail=$((fail+1)); echo "valgrind: the canary's leaks or overflow went unreported (exit $rc)" >&2
+  fail=$((fail+1)); echo "valgrind: some of the canary's leaks, overflow, uninitialised jump or syscall argument went unreported (exit $rc)" >&2
   sed 's/^/  /' "$tmp/canary.log" | tail -40 >&2
 fi
 vg "$tmp/canary_exec.log" "$tmp/canary" exec >/dev/null 2>&1
