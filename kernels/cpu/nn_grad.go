@@ -455,21 +455,30 @@ func softmaxXent(ctx *kernels.Context) error {
 	return nil
 }
 
-func sparseSoftmaxXent(ctx *kernels.Context) error {
-	x, lab := ctx.Input(0), ctx.Input(1)
+// SparseXentArgs checks SparseSoftmaxCrossEntropyWithLogits' logits x and
+// labels lab as TF does, on every device, and returns the rows and classes.
+func SparseXentArgs(ctx *kernels.Context, x, lab *tensor.Tensor) (rows, cols int64, err error) {
 	if len(x.Shape) != 2 {
-		return ctx.Errorf(status.InvalidArgument, "logits must be 2-D, but got shape %v", x.Shape)
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "logits must be 2-D, but got shape %v", x.Shape)
 	}
 	if len(lab.Shape) != 1 {
-		return ctx.Errorf(status.InvalidArgument, "labels must be 1-D, but got shape %v", lab.Shape)
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "labels must be 1-D, but got shape %v", lab.Shape)
 	}
 	if x.Shape[0] != lab.Shape[0] {
-		return ctx.Errorf(status.InvalidArgument, "logits and labels must have the same first dimension, got logits shape %v and labels shape %v", x.Shape, lab.Shape)
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "logits and labels must have the same first dimension, got logits shape %v and labels shape %v", x.Shape, lab.Shape)
 	}
 	if x.Shape[1] == 0 {
-		return ctx.Errorf(status.InvalidArgument, "Must have at least one class, but got logits shape %v", x.Shape)
+		return 0, 0, ctx.Errorf(status.InvalidArgument, "Must have at least one class, but got logits shape %v", x.Shape)
 	}
-	rows, cols := x.Shape[0], x.Shape[1]
+	return x.Shape[0], x.Shape[1], nil
+}
+
+func sparseSoftmaxXent(ctx *kernels.Context) error {
+	x, lab := ctx.Input(0), ctx.Input(1)
+	rows, cols, err := SparseXentArgs(ctx, x, lab)
+	if err != nil {
+		return err
+	}
 	labels, err := lab.Int64s()
 	if err != nil {
 		return ctx.Errorf(status.InvalidArgument, "labels: %v", err)

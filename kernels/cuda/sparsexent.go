@@ -4,6 +4,7 @@ import (
 	_ "embed"
 
 	cu "mstream/device/cuda"
+	"mstream/kernels/cpu"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -25,22 +26,13 @@ func init() {
 
 func sparseXentGPU(k kctx) error {
 	x, lab := k.Input(0), k.Input(1)
-	if len(x.Shape) != 2 {
-		return k.Errorf(status.InvalidArgument, "logits must be 2-D, but got shape %v", x.Shape)
-	}
-	if len(lab.Shape) != 1 {
-		return k.Errorf(status.InvalidArgument, "labels must be 1-D, but got shape %v", lab.Shape)
-	}
-	if x.Shape[0] != lab.Shape[0] {
-		return k.Errorf(status.InvalidArgument, "logits and labels must have the same first dimension, got logits shape %v and labels shape %v", x.Shape, lab.Shape)
-	}
-	if x.Shape[1] == 0 {
-		return k.Errorf(status.InvalidArgument, "Must have at least one class, but got logits shape %v", x.Shape)
+	rows, cols, err := cpu.SparseXentArgs(k.Context, x, lab)
+	if err != nil {
+		return err
 	}
 	if lab.DType != tensor.Int32 && lab.DType != tensor.Int64 {
 		return k.Errorf(status.InvalidArgument, "labels must be int32 or int64, got %v", lab.DType)
 	}
-	rows, cols := x.Shape[0], x.Shape[1]
 	loss, err := k.Allocate(0, tensor.Shape{rows})
 	if err != nil {
 		return err
