@@ -8,7 +8,9 @@
 // pure nodes nobody reads dropped, so they are not run), CSE (equal pure
 // nodes merged), then Remap, the fusions of TF's grappler remapper: MatMul+BiasAdd(+activation)
 // becomes _FusedMatMul (the activation may be the exact GELU subgraph Keras
-// exports, fused as GeluExact), Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
+// exports, fused as GeluExact; a Reshape between the MatMul and the BiasAdd
+// that keeps the MatMul's rows, as in Keras' Dense over a rank-3 input
+// exported as Tensordot, moves after the fused node), Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
 // an inference FusedBatchNorm(V2/V3) after a Conv2D with a constant filter
 // is folded into that filter and a bias (then fused as Conv2D+BiasAdd), and
 // a chain of unary float32 ops becomes one _MstreamUnaryChain that makes a
@@ -28,8 +30,9 @@
 //     target, no control edge out of it, no other consumer among the nodes
 //     the Run needs. So nothing a Run can observe disappears.
 //   - The fused node keeps the name and output index of the last node of
-//     its pattern (the one consumers and fetches name), inherits the control
-//     inputs of every node it replaces, and runs on their common requested
+//     its pattern (the one consumers and fetches name; where a Reshape moves
+//     after a _FusedMatMul, the Reshape keeps them and the fused node takes
+//     the MatMul's), inherits the control inputs of every node it replaces, and runs on their common requested
 //     device (a pattern whose nodes ask for different devices is not fused).
 //   - A fusion is made only when the fused op has a kernel for its dtype on
 //     every device the session may place it on, and each such kernel's

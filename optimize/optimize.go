@@ -105,6 +105,10 @@ type fusion struct {
 	nodes []*graph.Node
 	build func(r *rewriter, f *fusion) (*graph.Node, error)
 	act   string // the fused activation of an epilogue ("" for none)
+	// core is how many of nodes an epilogue fusion keeps when it falls
+	// back to no activation: the GEMM or convolution, a Reshape between
+	// it and the BiasAdd, and the BiasAdd or BatchNorm.
+	core int
 	// plain marks a rewrite that is not a fusion (Fold, Arith, Deps): its
 	// node keeps its op's kernel, so it is neither checked nor marked.
 	plain bool
@@ -282,14 +286,27 @@ func (r *rewriter) add(f *fusion) {
 
 // matchEpilogue matches op -> BiasAdd (or, for a Conv2D with a constant
 // filter, an inference FusedBatchNorm with constant parameters) -> an
-// optional activation.
+// optional activation. For a MatMul, a Reshape that keeps its rows may
+// stand between it and the BiasAdd (Keras' Dense over a rank-3 input
+// exports as Tensordot: Reshape, MatMul, Reshape, BiasAdd); the fusion
+// then becomes _FusedMatMul followed by that Reshape.
 func (r *rewriter) matchEpilogue(n *graph.Node, fused string) {
 	x := r.next(n)
 	if x == nil {
 		return
 	}
+	head := []*graph.Node{n}
+	if fused == "_FusedMatMul" && x.Op == "Reshape" && r.keepsRows(n, x) {
+		if head, x = append(head, x), r.next(x); x == nil {
+			return
+		}
+	}
 	var build func(*rewriter, *fusion) (*graph.Node, error)
 	switch {
+	case x.Op == "BiasAdd" && nhwc(x) && len(head) == 2:
+		build = buildReshapedBiasAdd
+	case len(head) == 2:
+		return
 	case x.Op == "BiasAdd" && nhwc(x):
 		build = buildBiasAdd(fused)
 	case fused == "_FusedConv2D" && r.foldable(n, x):
@@ -297,13 +314,79 @@ func (r *rewriter) matchEpilogue(n *graph.Node, fused string) {
 	default:
 		return
 	}
-	f := &fusion{nodes: []*graph.Node{n, x}, build: build}
+	f := &fusion{nodes: append(head, x), build: build, core: len(head) + 1}
 	if g := r.matchGeluExact(x); fused == "_FusedMatMul" && g != nil {
 		f.nodes, f.act = append(f.nodes, g...), "GeluExact"
 	} else if a := r.next(x); a != nil && activations[a.Op] && len(a.Inputs) == 1 {
 		f.nodes, f.act = append(f.nodes, a), a.Op
 	}
 	r.add(f)
+}
+
+// keepsRows says whether reshape, reading mm's [m, n] output, gives a
+// tensor whose last dimension is n, both known from constants: n from
+// mm's constant b, the last dimension from the last element of the shape
+// operand. Then every row of the reshaped tensor is a row of mm's output,
+// and a bias added after the Reshape may be added before it (a feed of
+// any shape runs, so static shapes inferred from placeholders are not
+// trusted here).
+func (r *rewriter) keepsRows(mm, reshape *graph.Node) bool {
+	b := r.constThrough(mm.Inputs[1])
+	if b == nil || len(b.Shape) != 2 {
+		return false
+	}
+	n := b.Shape[1]
+	if mm.Attrs["transpose_b"].GetB() {
+		n = b.Shape[0]
+	}
+	d, ok := r.lastShapeElem(reshape.Inputs[1])
+	return ok && d == n
+}
+
+// constThrough returns the value of o when o is an unfed Const output or
+// Identity of one.
+func (r *rewriter) constThrough(o graph.Output) *tensor.Tensor {
+	for o.Node.Op == "Identity" && len(o.Node.Inputs) == 1 && !r.fed[o] {
+		o = o.Node.Inputs[0]
+	}
+	return r.constValue(o)
+}
+
+// lastShapeElem returns the last element of the shape vector o when a
+// constant fixes it: a Const vector, a ConcatV2 along axis 0 whose last
+// operand is one, or a Pack whose last operand is a scalar Const.
+func (r *rewriter) lastShapeElem(o graph.Output) (int64, bool) {
+	for o.Node.Op == "Identity" && len(o.Node.Inputs) == 1 && !r.fed[o] {
+		o = o.Node.Inputs[0]
+	}
+	elem := func(v *tensor.Tensor, vector bool) (int64, bool) {
+		if v == nil || v.NumElements() == 0 || (len(v.Shape) == 1) != vector {
+			return 0, false
+		}
+		switch v.DType {
+		case tensor.Int32:
+			return int64(v.I32()[len(v.I32())-1]), true
+		case tensor.Int64:
+			return v.I64()[len(v.I64())-1], true
+		}
+		return 0, false
+	}
+	n := o.Node
+	switch {
+	case r.fed[o]:
+		return 0, false
+	case n.Op == "Const":
+		return elem(r.constValue(o), true)
+	case n.Op == "ConcatV2" && len(n.Inputs) >= 2:
+		axis, ok := elem(r.constThrough(n.Inputs[len(n.Inputs)-1]), false)
+		if !ok || (axis != 0 && axis != -1) {
+			return 0, false
+		}
+		return r.lastShapeElem(n.Inputs[len(n.Inputs)-2])
+	case n.Op == "Pack" && len(n.Inputs) >= 1:
+		return elem(r.constThrough(n.Inputs[len(n.Inputs)-1]), false)
+	}
+	return 0, false
 }
 
 // hidden says whether nothing of n but uses data edges from its output 0
@@ -480,7 +563,7 @@ func (r *rewriter) copyNodes() {
 		if f.act != "" {
 			// f.nodes is in ID order: the GEMM or convolution, then its
 			// BiasAdd or BatchNorm, then the activation's nodes.
-			g := &fusion{nodes: f.nodes[:2], build: f.build}
+			g := &fusion{nodes: f.nodes[:f.core], build: f.build, core: f.core}
 			if gn, err := r.fuse(g); err == nil {
 				r.newNode[g.result()] = gn
 				for _, m := range f.nodes[2:] {
@@ -603,6 +686,31 @@ func buildBiasAdd(fused string) func(*rewriter, *fusion) (*graph.Node, error) {
 		args := argsFor(fused, r.remap(head.Inputs[0]), r.remap(head.Inputs[1]), r.remap(bias.Inputs[1]))
 		return graph.NewDetached(res.ID, fused, res.Name, res.Device, args, r.remapControls(f.nodes...), epilogueAttrs(f, fused, "BiasAdd"))
 	}
+}
+
+// buildReshapedBiasAdd builds MatMul -> Reshape -> BiasAdd(+activation)
+// as _FusedMatMul -> Reshape: the fused node takes the MatMul's ID and name
+// (nothing can observe the MatMul) and every control input, the Reshape
+// the result's ID and name. The _FusedMatMul's kernel is checked here;
+// fuse checks the Reshape's.
+func buildReshapedBiasAdd(r *rewriter, f *fusion) (*graph.Node, error) {
+	mm, reshape, bias, res := f.nodes[0], f.nodes[1], f.nodes[2], f.result()
+	args := argsFor("_FusedMatMul", r.remap(mm.Inputs[0]), r.remap(mm.Inputs[1]), r.remap(bias.Inputs[1]))
+	attrs := epilogueAttrs(f, "_FusedMatMul", "BiasAdd")
+	names := make([]string, len(f.nodes))
+	for i, m := range f.nodes {
+		names[i] = m.Name
+	}
+	attrs[FusedFromAttr] = strsAttr(names...)
+	fm, err := graph.NewDetached(mm.ID, "_FusedMatMul", mm.Name, mm.Device, args, r.remapControls(f.nodes...), attrs)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkKernel(fm); err != nil {
+		return nil, err
+	}
+	return graph.NewDetached(res.ID, "Reshape", res.Name, res.Device,
+		[][]graph.Output{{fm.Output(0)}, {r.remap(reshape.Inputs[1])}}, nil, reshape.Attrs)
 }
 
 // buildFoldedBatchNorm folds y = (conv(x, w) - mean) * s + offset, with
