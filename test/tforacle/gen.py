@@ -247,8 +247,7 @@ def keras_case(plans, name, model, inputs, rng, ints=None):
 # Ops that mstream has no kernel or import support for yet; a graph that
 # holds one is an xfail naming them (runner.c accepts a failure that names
 # one, and reports XPASS once it runs).
-MISSING = ["TensorListReserve", "TensorListFromTensor", "TensorListStack", "TensorListGetItem",
-           "TensorListSetItem"]
+MISSING = []  # the TensorList ops Keras' LSTM uses were here until kernels/cpu/tensorlist.go
 
 
 def keras_xfail(gd):
