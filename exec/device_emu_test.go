@@ -33,13 +33,21 @@ func init() {
 			if err != nil {
 				return err
 			}
-			ins := ctx.Inputs
+			// The work takes its inputs' and output's data at launch, as a
+			// CUDA kernel takes its arguments: a step's tensor headers go
+			// back with its arena when the step ends, and the sanitizer
+			// tests drop waits, so work may run after that.
+			ins := make([][]float32, len(ctx.Inputs))
+			for j, in := range ctx.Inputs {
+				ins[j] = in.F32()
+			}
+			out := t.F32()
 			work := func() {
 				sum := c
 				for _, in := range ins {
-					sum += in.F32()[0]
+					sum += in[0]
 				}
-				t.F32()[0] = sum
+				out[0] = sum
 			}
 			if !async {
 				work()
@@ -216,10 +224,11 @@ func init() {
 					}
 					return nil
 				}
+				out, x, y := t.Buf, a.F32(), b.F32() // at launch, as ExecTestGAdd
 				return device.Enqueue(ctx.Stream, func() {
-					t.Buf[0] = 0
-					if a.F32()[0] < b.F32()[0] {
-						t.Buf[0] = 1
+					out[0] = 0
+					if x[0] < y[0] {
+						out[0] = 1
 					}
 				})
 			}), nil

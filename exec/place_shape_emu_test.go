@@ -56,7 +56,8 @@ func init() {
 			t, err := ctx.Allocate(0, nil)
 			if err == nil {
 				v := sum(ctx)
-				err = device.Enqueue(ctx.Stream, func() { t.F32()[0] = v })
+				out := t.F32() // at launch, as ExecTestGAdd
+				err = device.Enqueue(ctx.Stream, func() { out[0] = v })
 			}
 			return err
 		}), nil
@@ -68,13 +69,17 @@ func init() {
 				if err != nil {
 					return err
 				}
-				ins := ctx.Inputs
+				ins := make([][]float32, len(ctx.Inputs)) // at launch, as ExecTestGAdd
+				for j, in := range ctx.Inputs {
+					ins[j] = in.F32()
+				}
+				out := t.I32()
 				work := func() {
 					var s int32
 					for _, in := range ins {
-						s += int32(in.F32()[0])
+						s += int32(in[0])
 					}
-					t.I32()[0] = s
+					out[0] = s
 				}
 				if !async {
 					work()
