@@ -346,19 +346,22 @@ func (r *rewriter) keepsRows(mm, reshape *graph.Node) bool {
 // constThrough returns the value of o when o is an unfed Const output or
 // Identity of one.
 func (r *rewriter) constThrough(o graph.Output) *tensor.Tensor {
+	return r.constValue(r.throughIdentity(o))
+}
+
+// throughIdentity follows o up a chain of unfed Identity nodes.
+func (r *rewriter) throughIdentity(o graph.Output) graph.Output {
 	for o.Node.Op == "Identity" && len(o.Node.Inputs) == 1 && !r.fed[o] {
 		o = o.Node.Inputs[0]
 	}
-	return r.constValue(o)
+	return o
 }
 
 // lastShapeElem returns the last element of the shape vector o when a
 // constant fixes it: a Const vector, a ConcatV2 along axis 0 whose last
 // operand is one, or a Pack whose last operand is a scalar Const.
 func (r *rewriter) lastShapeElem(o graph.Output) (int64, bool) {
-	for o.Node.Op == "Identity" && len(o.Node.Inputs) == 1 && !r.fed[o] {
-		o = o.Node.Inputs[0]
-	}
+	o = r.throughIdentity(o)
 	elem := func(v *tensor.Tensor, vector bool) (int64, bool) {
 		if v == nil || v.NumElements() == 0 || (len(v.Shape) == 1) != vector {
 			return 0, false
@@ -561,12 +564,13 @@ func (r *rewriter) copyNodes() {
 			continue
 		}
 		if f.act != "" {
-			// f.nodes is in ID order: the GEMM or convolution, then its
-			// BiasAdd or BatchNorm, then the activation's nodes.
+			// f.nodes is in ID order: the core (the GEMM or convolution,
+			// a Reshape, its BiasAdd or BatchNorm), then the activation's
+			// nodes.
 			g := &fusion{nodes: f.nodes[:f.core], build: f.build, core: f.core}
 			if gn, err := r.fuse(g); err == nil {
 				r.newNode[g.result()] = gn
-				for _, m := range f.nodes[2:] {
+				for _, m := range f.nodes[f.core:] {
 					r.copyIfChanged(m)
 				}
 				continue
