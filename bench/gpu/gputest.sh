@@ -129,13 +129,18 @@ bench() {
   step benchmark 600 "$OUT/bench.log" env OUT="$OUT/bench" bash "$D/bench/bench_all.sh"
 }
 
-# Sanitizer passes (about 5 min at most; SANITIZE=0 skips them).
+# Sanitizer passes (about 6 min at most; SANITIZE=0 skips them).
 [ "${SANITIZE:-1}" = 1 ] || { bench; cat "$S"; exit 0; }
 # A short multi-stream run of the example (4 groups, 4 threads) under both
 # tools: the runtime's copies, events and kernels together.
 (cd "$D/bench" && step memcheck-example 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 $CS --tool memcheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
 (cd "$D/bench" && step memcheck-example-nographs 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 MSTREAM_CUDA_GRAPH=0 $CS --tool memcheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
 (cd "$D/bench" && step racecheck-example 90 "$OUT/sanitizer.log" env TF_GPU_STREAM_GROUP_COUNT=4 TF_GPU_STREAM_AWARE_BFC=true $CS --tool racecheck ./multistream_inference "${EX[@]}" 8 10 4 config_proto)
+# v1 control flow on the GPU (TF's cond and while_loop cases: frames on the
+# device, predicates read back) on 1 group, 2 merged groups, 3 node-level
+# groups under the jitter sanitizer, and with CUDA graphs asked for.
+(cd "$R/session" && step memcheck-loops 150 "$OUT/sanitizer.log" $CS --tool memcheck "$D/session.test" -test.count=1 -test.run '^TestGPUControlFlowV1$')
+(cd "$R/session" && step racecheck-loops 150 "$OUT/sanitizer.log" $CS --tool racecheck "$D/session.test" -test.count=1 -test.run '^TestGPUControlFlowV1$')
 step memcheck-device 45 "$OUT/sanitizer.log" $CS --tool memcheck "$D/device_cuda.test" -test.run 'TestCopyRoundTrip|TestCrossStreamWait|TestEnqueueOrder|TestBFCOverDeviceMemory|TestGemm|TestLaunchArgs'
 step memcheck-kernels 180 "$OUT/sanitizer.log" $CS --tool memcheck "$D/kernels_cuda.test" -test.run 'TestBinary|TestUnary|TestBiasAdd|TestSoftmax|TestCast|TestFill|TestReduce|TestGather|TestConcat|TestTranspose|TestMatMul|TestFusedMatMul|TestWhere|TestUnique|TestEinsum|TestFakeQuant|TestBNGlobal'
 step racecheck-kernels 90 "$OUT/sanitizer.log" $CS --tool racecheck "$D/kernels_cuda.test" -test.run 'TestReduce|TestSoftmax|TestWhere|TestUnique'
