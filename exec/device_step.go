@@ -3,11 +3,12 @@ package exec
 import (
 	"context"
 	"math/rand"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"mstream/device"
 	"mstream/groups"
-	"mstream/hostmem"
 	"mstream/status"
 	"mstream/tensor"
 	"mstream/trace"
@@ -52,7 +53,12 @@ type devStep struct {
 	sliceOf map[point]int
 	// held says a buffer went to the holder (holdOn), which may free it
 	// after the step has returned.
-	held bool
+	held atomic.Bool
+	// lanes launch the groups' nodes of a step over several groups
+	// without frames, each on its own goroutine (device_lanes.go); ls is
+	// their schedule. The home lane's gstep is the step's.
+	lanes []lane
+	ls    *laneSched
 }
 
 // launched notes, in a traced step, that the launch window just recorded
@@ -106,7 +112,8 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		}
 	}
 	s := &devStep{gs: make([]devGroup, len(sr.Groups)), multi: len(sr.Groups) > 1}
-	if s.multi {
+	lanes := s.multi && !p.deadness
+	if s.multi && !lanes {
 		s.clk, s.at, s.made = newClocks(len(sr.Groups)), make([]point, len(p.nodes)), map[*tensor.Tensor]point{}
 	}
 	streams := make([]device.Stream, 0, len(sr.Groups)+1)
@@ -126,7 +133,11 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 			}
 		}
 		if tab == len(s.tabs) {
-			s.tabs = append(s.tabs, &devTab{vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds))})
+			t := &devTab{} // on lanes, a GPU's identity only: each lane has its own values
+			if !lanes {
+				t = &devTab{vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds))}
+			}
+			s.tabs = append(s.tabs, t)
 		}
 		s.gs[k] = devGroup{g: g, c: c, h: h, d: d, tab: tab}
 		streams = append(streams, c)
@@ -140,21 +151,34 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		dix = len(streams)
 		streams = append(streams, home.d)
 	}
-	s.gstep = &gstep{plan: p, dix: dix, rt: sr, keep: p.deadness,
+	g0 := &gstep{}
+	if lanes {
+		s.ls = p.laneSched(sr)
+		s.lanes = make([]lane, len(s.gs))
+		g0 = &s.lanes[0].gstep
+	}
+	*g0 = gstep{plan: p, dix: dix, rt: sr, keep: p.deadness,
 		staged: make([]staged, len(p.fetches)), out: make([]*tensor.Tensor, len(p.fetches)),
 		trace: opts.Trace, run: opts.Run}
+	s.gstep = g0
 	if sr.Jitter > 0 {
 		s.jit = rand.New(rand.NewSource(time.Now().UnixNano() + opts.Run))
 	}
 	s.ar = p.arena()
 	s.mem = newTracker(sr.Holder, streams)
 	s.mem.hold = s.holdOn
-	for _, t := range s.tabs {
-		for k, f := range feeds {
-			t.feeds[k].host = f
+	if s.lanes != nil {
+		s.newLanes(feeds)
+	} else {
+		for _, t := range s.tabs {
+			for k, f := range feeds {
+				t.feeds[k].host = f
+			}
 		}
 	}
-	s.switchTo(0)
+	if !lanes {
+		s.switchTo(0)
+	}
 	if s.trace && !s.multi {
 		// Device times need one context's anchor; without it (or with
 		// several groups) the step keeps only its launch windows.
@@ -162,13 +186,20 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	}
 
 	launch := s.launchNodes
-	if p.deadness {
+	switch {
+	case p.deadness:
 		launch = func() error { return s.launchFrames(ctx) }
+	case s.lanes != nil:
+		launch = s.launchLanes
 	}
 	err := launchAndWait(ctx, home.g.Launch, "device step", home.g.Device.Name(), launch, s.finishAll)
-	for k := range s.gs {
-		ng := &s.gs[k]
-		ng.g.CountWaits(ng.waits, ng.skips)
+	if s.lanes != nil {
+		s.endLanes()
+	} else {
+		for k := range s.gs {
+			ng := &s.gs[k]
+			ng.g.CountWaits(ng.waits, ng.skips)
+		}
 	}
 	if err == nil {
 		for k := range s.staged {
@@ -190,11 +221,15 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	}
 	var st *trace.Step
 	if s.trace {
-		s.switchTo(0)
+		if !lanes {
+			s.switchTo(0)
+		}
 		s.deviceSlices(err == nil)
 		st = s.tr.step(opts.Run, int(home.g.ID))
 	}
-	s.ar.release(s.held)
+	held := s.held.Load()
+	s.releaseLanes(held)
+	s.ar.release(held)
 	p.arenas.Put(s.ar)
 	if err == nil && s.mem.err != nil {
 		err = s.mem.err
@@ -260,9 +295,10 @@ func (s *devStep) waitFor(pt point) error {
 	return nil
 }
 
-// launchNodes enqueues the step: feeds on the home group, each node on its
-// group after waiting for its producers, then the fetches on the home
-// group after it has joined every other group.
+// launchNodes enqueues a one-group step: the feeds, each node in
+// topological order on the one compute stream, which orders them all (no
+// waits to work out), then the fetches. A step over several groups runs
+// on lanes instead (launchLanes).
 func (s *devStep) launchNodes() error {
 	start := time.Now()
 	nodes := 0
@@ -272,156 +308,35 @@ func (s *devStep) launchNodes() error {
 	if err := s.launchFeeds(); err != nil {
 		return err
 	}
-	if !s.multi {
-		// One compute stream orders every node: no waits to work out.
-		for _, i := range p.topo {
-			if err := s.node(i); err != nil {
-				return err
-			}
-			if p.nodes[i].where == onGPU {
-				nodes++
-			}
-		}
-		s.joined = true
-		return s.launchFetches()
-	}
-	fed := s.clk.tick(0) // the feeds' copies: home compute waited for them
-	s.launched(fed)
-	for k := range s.feeds {
-		if dt := s.feeds[k].dev; dt != nil {
-			s.made[dt] = fed
-		}
-	}
 	for _, i := range p.topo {
-		pn := &p.nodes[i]
-		s.switchTo(s.groupOf(i))
-		if pn.where != onConst {
-			if err := s.waitInputs(i); err != nil {
-				return err
-			}
-		}
-		var before []bool
-		if pn.where != onConst {
-			before = s.ar.bools(len(pn.inputs))
-			for j, r := range pn.inputs {
-				before[j] = s.value(r).dev != nil
-			}
-		}
 		if err := s.node(i); err != nil {
 			return err
 		}
-		if pn.where == onConst {
-			continue
-		}
-		var copied point
-		for j, r := range pn.inputs {
-			v := s.value(r)
-			if !before[j] && v.dev != nil && (r.Node < 0 || p.nodes[r.Node].where != onConst) {
-				// Copied in on this compute stream for this node.
-				if copied.seq == 0 {
-					copied = s.clk.tick(s.cur)
-				}
-				s.made[v.dev] = copied
-			}
-		}
-		if pn.where == onGPU {
-			s.at[i] = s.clk.tick(s.cur)
-			s.launched(s.at[i])
+		if p.nodes[i].where == onGPU {
 			nodes++
 		}
 	}
-	s.switchTo(0)
-	if err := s.join(); err != nil {
-		return err
-	}
 	s.joined = true
-	for k, r := range p.fetches {
-		if err := s.bring(r, inName{p: p, j: k}); err != nil {
-			return err
-		}
-	}
 	return s.launchFetches()
 }
 
-// bring makes value r readable on the current group's GPU: a value made on
-// another GPU is shared when it has a host tensor, else copied into this
-// GPU's memory on the current compute stream (which already follows its
-// producer), held until the step ends. The source stays held too: its
-// readers here read the copy, so its references never all come back
-// before the step's end.
-func (s *devStep) bring(r ref, what inName) error {
-	if r.Node < 0 {
-		return nil // a feed's host tensor is in every table
-	}
-	from := s.tabs[s.gs[s.groupOf(r.Node)].tab]
-	to := s.tabs[s.gs[s.cur].tab]
-	if from == to {
-		return nil
-	}
-	src := from.vals[r.Node]
-	if to.vals[r.Node] == nil {
-		to.vals[r.Node] = make([]gval, len(src))
-	}
-	v, u := &to.vals[r.Node][r.Index], src[r.Index]
-	switch {
-	case v.host != nil || v.dev != nil:
-		return nil
-	case u.host != nil:
-		v.host = u.host
-		return nil
-	case u.dev == nil:
-		return status.Errorf(status.Internal, "%s: no value on %s", what, s.gs[s.groupOf(r.Node)].g.Device.Name())
-	}
-	t := u.dev
-	size := uint64(len(t.Buf))
-	addr, err := s.g.Alloc.Allocate(size, s.allocStream())
-	if err != nil {
-		return status.Errorf(status.CodeOf(err), "%s (%v%v): copy to %s: %v", what, t.DType, t.Shape, s.g.Device.Name(), err)
-	}
-	dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
-	s.mem.add(dt, &buffer{addr: addr, alloc: s.g.Alloc, refs: 1 << 30, users: []int{s.cix}})
-	if size > 0 {
-		s.dirty = true
-		pc, ok := s.c.(device.PeerCopier)
-		if !ok {
-			return status.Errorf(status.Unimplemented, "%s: %s cannot copy from another device's memory", what, s.g.Device.Name())
-		}
-		if err := s.delay(s.c); err != nil {
-			return err
-		}
-		if err := pc.CopyPeer(addr, hostmem.DeviceAddr(t.Buf), s.gs[s.groupOf(r.Node)].c, size); err != nil {
-			return status.Wrap(err, "%s: copy from %s to %s", what, s.gs[s.groupOf(r.Node)].g.Device.Name(), s.g.Device.Name())
-		}
-	}
-	v.dev = dt
-	s.made[dt] = s.clk.tick(s.cur)
-	return nil
-}
-
-// holdOn frees a buffer once an event recorded now on each of others has
-// completed, each event from its stream's own context (the tracker's hold
-// for a device step: a goroutine waits, so neither a host callback, which
-// must not call CUDA as a stream-aware free does, nor the launching
-// goroutine blocks). Over several groups the releasing compute stream is
-// held on too: the tracker frees at once a buffer only it touched, which
-// is safe only on the stream that allocated it, and a last read may have
-// been on another group's stream.
-func (s *devStep) holdOn(free func(), others []device.Stream) {
-	s.held = true
-	if s.multi {
-		mine := false
-		for _, o := range others {
-			mine = mine || o == s.c
-		}
-		if !mine {
-			others = append(others, s.c)
-		}
-	}
-	var eb [4]device.Event // most buffers are held on one or two streams
-	evs := eb[:0]
-	h := &heldFree{free: free}
+// holdOn frees b once an event recorded now on each other stream that
+// touched it has completed, each event from its stream's own context
+// (the tracker's hold for a device step: a goroutine waits, so neither a
+// host callback, which must not call CUDA as a stream-aware free does,
+// nor the launching goroutine blocks). Over several groups the releasing
+// compute stream (cur) is held on too: the tracker frees at once a
+// buffer only it touched, which is safe only on the stream that
+// allocated it, and a last read may have been on another group's
+// stream. The record of the hold comes from a pool and goes back once
+// it has run, so a held buffer costs no allocation of the step's.
+func (s *devStep) holdOn(b *buffer, cur int) {
+	s.held.Store(true)
+	h := heldFrees.Get().(*heldFree)
+	h.tr, h.b = s.mem, b
 	h.own = h.ob[:0]
-	for _, st := range others {
+	evs := h.eb[:0]
+	hold := func(st device.Stream) {
 		e, err := pooledEvent(st)
 		if err == nil {
 			if err = st.Record(e); err != nil {
@@ -430,59 +345,56 @@ func (s *devStep) holdOn(free func(), others []device.Stream) {
 		}
 		if err != nil {
 			st.Synchronize() // no event: the stream's own sync is the fallback
-			continue
+			return
 		}
 		evs = append(evs, e)
 		h.own = append(h.own, e)
 	}
-	s.rt.Holder.Hold(h.run, evs)
+	streams := s.mem.streams
+	mine := cur < 0 || !s.multi // cur's own stream needs no event
+	for _, u := range b.users {
+		if u != cur && streams[u] != nil {
+			hold(streams[u])
+			mine = mine || streams[u] == streams[cur]
+		}
+	}
+	if !mine {
+		hold(streams[cur])
+	}
+	s.rt.Holder.Hold(h.fn, evs)
 }
 
 // heldFree is a free that waits for events, which go back to their pool
-// after it: one record for what holdOn's closure and slices were.
+// after it: one record, pooled, for what holdOn's closures and slices
+// were.
 type heldFree struct {
-	free func()
-	own  []device.PooledEvent
-	ob   [4]device.PooledEvent
+	tr  *tracker
+	b   *buffer
+	fn  func() // run, bound once
+	own []device.PooledEvent
+	ob  [4]device.PooledEvent
+	eb  [4]device.Event
+}
+
+var heldFrees sync.Pool
+
+func init() {
+	heldFrees.New = func() any {
+		h := &heldFree{}
+		h.fn = h.run
+		return h
+	}
 }
 
 func (h *heldFree) run() {
-	h.free()
+	h.tr.free(h.b)
 	for _, e := range h.own {
 		e.Release()
 	}
-}
-
-// waitInputs orders the current group after what node i reads from other
-// groups' streams: its GPU predecessors (data and control edges) and the
-// device copies of feeds and host values it reads; then it brings the
-// inputs made on another GPU here.
-func (s *devStep) waitInputs(i int) error {
-	pn := &s.plan.nodes[i]
-	for _, pr := range pn.preds {
-		if err := s.waitFor(s.at[pr]); err != nil {
-			return status.Wrap(err, "node '%s': ordering group %d after its inputs", pn.node.Name, s.g.Index)
-		}
-	}
-	for j, r := range pn.inputs {
-		if err := s.bring(r, inName{n: pn.node, j: j}); err != nil {
-			return err
-		}
-		v := s.value(r)
-		if v.dev == nil {
-			continue
-		}
-		wants, may := pn.wantsDevice(j)
-		if !wants && (may || v.host != nil) {
-			continue // the host copy (or only the shape) is read
-		}
-		if pt, ok := s.made[v.dev]; ok {
-			if err := s.waitFor(pt); err != nil {
-				return status.Wrap(err, "node '%s': ordering group %d after its inputs", pn.node.Name, s.g.Index)
-			}
-		}
-	}
-	return nil
+	clear(h.ob[:])
+	clear(h.eb[:])
+	h.tr, h.b, h.own = nil, nil, nil
+	heldFrees.Put(h)
 }
 
 // join makes the home group's compute stream follow every other group's,
@@ -499,6 +411,9 @@ func (s *devStep) join() error {
 // finishAll records the final event after everything the step launched on
 // any group, whatever the launch got to.
 func (s *devStep) finishAll() (device.Event, error) {
+	if s.lanes != nil {
+		return s.finishLanes()
+	}
 	s.switchTo(0)
 	if s.joined {
 		return s.finish()
@@ -512,6 +427,31 @@ func (s *devStep) finishAll() (device.Event, error) {
 		}
 	}
 	fin, err := s.finish()
+	if err == nil {
+		err = jerr
+	}
+	return fin, err
+}
+
+// finishLanes is finishAll on lanes, which have all returned: unless the
+// launch joined them, the home compute stream waits for every other
+// group's.
+func (s *devStep) finishLanes() (device.Event, error) {
+	home := &s.lanes[0]
+	if s.joined {
+		return home.finish()
+	}
+	home.dirty = true
+	var jerr error
+	for k := 1; k < len(s.lanes); k++ {
+		if err := home.order(home.c, s.lanes[k].c); err != nil {
+			s.lanes[k].c.Synchronize() // no event: the host waits instead
+			if jerr == nil {
+				jerr = status.Wrap(err, "joining group %d of %s into the home group", s.gs[k].g.Index, s.gs[k].g.Device.Name())
+			}
+		}
+	}
+	fin, err := home.finish()
 	if err == nil {
 		err = jerr
 	}

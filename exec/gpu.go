@@ -43,7 +43,8 @@ type gstep struct {
 	c, h, d  device.Stream
 	cix, dix int // the compute and D2H streams' indices in mem.streams
 	mem      *tracker
-	kstep    kernels.Step // the step's temporary variables
+	kstep    kernels.Step  // the step's temporary variables
+	kst      *kernels.Step // a lane's: the home lane's kstep (nil: kstep)
 	vals     [][]gval
 	feeds    []gval
 	events   []device.PooledEvent // released after the final event
@@ -57,6 +58,9 @@ type gstep struct {
 
 	trace bool
 	tr    traceBuf
+	// sid, when positive, is one more than the trace ID of the next
+	// launch window (a lane's, numbered as the one-launcher order would).
+	sid int
 	// Traced steps: the context's timing anchor and the device work
 	// measured against it (gpu_trace.go).
 	anchor     device.Event
@@ -434,7 +438,11 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 		}
 	}
 	if pn.where != onGPU {
-		k := kernelCall{step: &s.kstep}
+		ks := s.kst
+		if ks == nil {
+			ks = &s.kstep
+		}
+		k := kernelCall{step: ks}
 		outs, err := k.run(pn, ins, s.rt.Intra)
 		if err != nil {
 			return nil, err
@@ -601,7 +609,11 @@ func (s *gstep) finish() (device.Event, error) {
 // are slices on the streams' own tracks (gpu_trace.go).
 func (s *gstep) slice(name, op, kind, role string, start time.Time, bytes int64) {
 	s.tr.mu.Lock()
-	s.tr.slices = append(s.tr.slices, trace.Slice{ID: len(s.tr.slices), Name: name, Op: op, Kind: kind,
+	id := len(s.tr.slices)
+	if s.sid > 0 {
+		id = s.sid - 1
+	}
+	s.tr.slices = append(s.tr.slices, trace.Slice{ID: id, Name: name, Op: op, Kind: kind,
 		Device: s.g.Device.Name(), Group: int(s.g.ID), Stream: -1, Role: "launch:" + role,
 		Start: start, End: time.Now(), Bytes: bytes, Allocator: s.g.Alloc.Name()})
 	s.tr.mu.Unlock()

@@ -34,6 +34,10 @@ type arena struct {
 	bs   slab[bool]
 	tens slab[tensor.Tensor]
 	bufs slab[buffer]
+	vt   slab[[]gval]
+	// lanes is what the lanes of a step over several groups share, kept
+	// in the home lane's arena (device_lanes.go).
+	lanes laneSync
 }
 
 // slab is one kind of record: the block in use and how much of it is
@@ -86,6 +90,7 @@ func (a *arena) release(held bool) {
 	a.dims.reset()
 	a.bs.reset()
 	a.tens.reset()
+	a.vt.reset()
 	if held {
 		a.bufs = slab[buffer]{}
 	} else {
@@ -107,6 +112,9 @@ func (a *arena) tensors(n int) []*tensor.Tensor { return a.ts.take(n, 4*a.size()
 
 // values returns n empty values.
 func (a *arena) values(n int) []gval { return a.vs.take(n, 2*a.size()) }
+
+// valueTable returns a lane's empty table of values, n nodes long.
+func (a *arena) valueTable(n int) [][]gval { return a.vt.take(n, max(n, a.size())) }
 
 // tensor returns a zero tensor header (a feed's device view).
 func (a *arena) tensor() *tensor.Tensor { return &a.tens.take(1, a.size())[0] }

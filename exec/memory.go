@@ -61,9 +61,11 @@ type tracker struct {
 	holder  *tensorholder.Holder
 	streams []device.Stream // step streams by index
 	err     error           // the first failed free, an internal error
-	// hold, when set, replaces holder.HoldOn for buffers other streams
-	// still use (the GPU step holds on events instead of host callbacks).
-	hold func(free func(), others []device.Stream)
+	// hold, when set, replaces holder.HoldOn for a buffer other streams
+	// than cur still use (the GPU step holds on events instead of host
+	// callbacks); it works out those streams from b.users itself, so a
+	// release allocates neither a closure nor a list of streams.
+	hold func(b *buffer, cur int)
 	// recycle keeps the records of freed buffers in spare for the next
 	// ones (the pool step, whose tracker lives from step to step and
 	// whose frees are immediate: nothing refers to a record once its
@@ -291,24 +293,35 @@ func (tr *tracker) dropLocked(b *buffer) *buffer {
 // release frees b once every stream other than cur that touched it has
 // passed its work so far.
 func (tr *tracker) release(b *buffer, cur int) {
-	var others []device.Stream
-	if tr.holder != nil {
-		for _, u := range b.users {
-			if u != cur && tr.streams[u] != nil {
-				others = append(others, tr.streams[u])
-			}
-		}
-	}
-	if len(others) == 0 {
+	if !tr.shared(b, cur) {
 		tr.free(b)
 		return
 	}
-	free := func() { tr.free(b) }
 	if tr.hold != nil {
-		tr.hold(free, others)
+		tr.hold(b, cur)
 		return
 	}
-	tr.holder.HoldOn(free, others)
+	var others []device.Stream
+	for _, u := range b.users {
+		if u != cur && tr.streams[u] != nil {
+			others = append(others, tr.streams[u])
+		}
+	}
+	tr.holder.HoldOn(func() { tr.free(b) }, others)
+}
+
+// shared says whether a stream other than cur touched b (and the tracker
+// holds such buffers).
+func (tr *tracker) shared(b *buffer, cur int) bool {
+	if tr.holder == nil {
+		return false
+	}
+	for _, u := range b.users {
+		if u != cur && tr.streams[u] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (tr *tracker) free(b *buffer) {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"mstream/graph"
 	"mstream/kernels"
@@ -88,6 +89,9 @@ type Plan struct {
 	steps sync.Pool
 	// arenas keeps device steps' per-node records (gpu_arena.go).
 	arenas sync.Pool
+	// lanes is the launch schedule of the last multi-group device step
+	// (device_lanes.go), kept while its assignment stays.
+	lanes atomic.Pointer[laneSched]
 }
 
 // NumNodes is the number of nodes a step runs.

@@ -1,0 +1,574 @@
+package exec
+
+import (
+	"errors"
+	"math/rand"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"mstream/device"
+	"mstream/hostmem"
+	"mstream/status"
+	"mstream/tensor"
+	"mstream/trace"
+)
+
+// Launch lanes: a device step over several groups (without frames)
+// launches each group's nodes from a goroutine of its own, a lane, in
+// topological order, so the host's enqueueing, which sets the pace of a
+// step of many small kernels, is spread over the groups as the device
+// work is.
+//
+// The home lane (group 0) runs on the home group's launch pool, as a
+// one-group step does; every other lane is a goroutine started for the
+// step. Not the groups' own launch pools: those may be shared by
+// several groups and smaller than the group count (the inter-op pool, a
+// session pool), and a lane blocks until another has launched what it
+// waits for, so a lane queued behind a blocked one could deadlock the
+// step. A goroutine costs about a microsecond; a step of n groups starts
+// n-1.
+//
+// What a lane waits for is worked out once per plan and assignment
+// (laneSched): the producers, on other groups, of each node's inputs
+// and control edges, and the feeds' copies for a node of another group
+// that reads them in device memory, less the waits implied by earlier
+// ones (ReduceWaits: the vector clocks of waits.go, over events recorded
+// right after each producer). A producer that another group waits for
+// records an event on its compute stream right after its launch; a
+// producer whose values another group reads publishes a copy of them
+// (its gvals). A consumer's lane waits on the host only for that
+// publication, never for the device, then makes its compute stream wait
+// for the event (cuStreamWaitEvent). Each lane has its own table of
+// values: a value another lane made is copied in on first use (a device
+// value of another GPU with cuMemcpyPeerAsync on the reader's compute
+// stream, after its wait), and a host value's device copy, or a device
+// value's host copy, is the lane's own, so no lane writes a value
+// another reads. The feeds are copied in by the home lane before the
+// others start; the fetches go out on the home group's D2H stream after
+// every lane has finished and the home compute stream has waited for
+// each other group's last launch.
+//
+// The first error of any lane fails the step (launchSync.fail): every
+// lane stops before its next node, and one waiting for a publication
+// that will never come wakes up; the step then waits for every lane to
+// return before it records its final event after everything launched
+// on any group, so no buffer or event goes back while a stream may use
+// it. A traced step numbers its launch windows as the one-launcher order
+// would (laneSched.slice), so the same wait has the same trace IDs in
+// every step (the sanitizer's meta-test drops waits by them).
+
+// laneSched is how a step of a plan over n groups with an assignment
+// launches on lanes: worked out once and kept by the plan while the
+// assignment stays the same.
+type laneSched struct {
+	assign []int
+	n      int
+	reduce bool
+	// nodes lists each group's non-constant nodes in topological order.
+	nodes [][]int32
+	// waits lists, per plan node, the producers whose events its group's
+	// compute stream waits for before its launch (-1: the feeds' copies).
+	waits [][]int32
+	// skips counts, per group, the waits left out as implied.
+	skips []int
+	// pub says another group reads the node's values or runs after it;
+	// rec that another group waits for an event recorded after it.
+	pub, rec []bool
+	// fed says some node waits for the feeds' copies.
+	fed bool
+	// slice is each node's launch window's place among the step's (-1:
+	// none, a constant); nslices counts them.
+	slice   []int32
+	nslices int
+	// join lists the groups whose last launch the home group's compute
+	// stream waits for before the fetches (the others are implied).
+	join []int
+}
+
+// laneSched returns the plan's lane schedule for sr's groups and
+// assignment.
+func (p *Plan) laneSched(sr *Runtime) *laneSched {
+	n := len(sr.Groups)
+	if ls := p.lanes.Load(); ls != nil && ls.n == n && ls.reduce == sr.ReduceWaits && slices.Equal(ls.assign, sr.Assign) {
+		return ls
+	}
+	ls := &laneSched{assign: slices.Clone(sr.Assign), n: n, reduce: sr.ReduceWaits,
+		nodes: make([][]int32, n), waits: make([][]int32, len(p.nodes)), skips: make([]int, n),
+		pub: make([]bool, len(p.nodes)), rec: make([]bool, len(p.nodes)), slice: make([]int32, len(p.nodes))}
+	group := func(i int) int {
+		if sr.Assign == nil {
+			return 0
+		}
+		return sr.Assign[i]
+	}
+	clk := newClocks(n)
+	at := make([]point, len(p.nodes))
+	snap := make([][]int, len(p.nodes))
+	fedAt := clk.tick(0) // the feeds' copies: home compute waits for them first
+	fedSnap := clk.snapshot(0)
+	for i := range ls.slice {
+		ls.slice[i] = -1
+	}
+	for _, i := range p.topo {
+		pn := &p.nodes[i]
+		if pn.where == onConst {
+			continue
+		}
+		k := group(i)
+		ls.slice[i] = int32(ls.nslices)
+		ls.nslices++
+		ls.nodes[k] = append(ls.nodes[k], int32(i))
+		wait := func(pt point, sn []int, id int32) {
+			if pt.seq == 0 || pt.stream == k {
+				return
+			}
+			if ls.reduce && clk.covers(k, pt) {
+				ls.skips[k]++
+				return
+			}
+			ls.waits[i] = append(ls.waits[i], id)
+			clk.learn(k, sn)
+			if id < 0 {
+				ls.fed = true
+			} else {
+				ls.rec[id] = true
+			}
+		}
+		for _, pr := range pn.preds {
+			if group(pr) != k && p.nodes[pr].where != onConst {
+				ls.pub[pr] = true
+			}
+			wait(at[pr], snap[pr], int32(pr))
+		}
+		for j, r := range pn.inputs {
+			if r.Node < 0 && p.feedDev[r.Index] {
+				if wants, _ := pn.wantsDevice(j); wants {
+					wait(fedAt, fedSnap, -1)
+				}
+			}
+		}
+		if pn.where == onGPU {
+			at[i] = clk.tick(k)
+			snap[i] = clk.snapshot(k)
+		}
+	}
+	for _, r := range p.fetches {
+		if r.Node >= 0 && group(r.Node) != 0 && p.nodes[r.Node].where != onConst {
+			ls.pub[r.Node] = true
+		}
+	}
+	for k := 1; k < n; k++ {
+		pt := point{k, clk.seq[k]}
+		if pt.seq == 0 {
+			continue
+		}
+		if ls.reduce && clk.covers(0, pt) {
+			ls.skips[0]++
+			continue
+		}
+		ls.join = append(ls.join, k)
+		clk.waited(0, k)
+	}
+	p.lanes.Store(ls)
+	return ls
+}
+
+// laneSync is what a step's lanes share: per plan node, whether its
+// publication is out, its published values and the event recorded after
+// it; and the step's first error. Kept in the home lane's arena between
+// steps.
+type laneSync struct {
+	mu     sync.Mutex
+	cond   sync.Cond
+	done   []bool
+	vals   [][]gval
+	ev     []device.Event
+	err    error
+	failed atomic.Bool
+}
+
+// errStopped is what a lane returns when another lane failed the step:
+// never the step's error.
+var errStopped = errors.New("another lane failed the step")
+
+func (ls *laneSync) reset(n int) {
+	if ls.cond.L == nil {
+		ls.cond.L = &ls.mu
+	}
+	if cap(ls.done) < n {
+		ls.done, ls.vals, ls.ev = make([]bool, n), make([][]gval, n), make([]device.Event, n)
+	}
+	ls.done, ls.vals, ls.ev = ls.done[:n], ls.vals[:n], ls.ev[:n]
+	clear(ls.done)
+	clear(ls.vals)
+	clear(ls.ev)
+	ls.err = nil
+	ls.failed.Store(false)
+}
+
+// publish makes node i's values (a copy no lane writes) and event
+// visible to the other lanes.
+func (ls *laneSync) publish(i int, vs []gval, ev device.Event) {
+	ls.mu.Lock()
+	ls.done[i], ls.vals[i], ls.ev[i] = true, vs, ev
+	ls.mu.Unlock()
+	ls.cond.Broadcast()
+}
+
+// await blocks until node i is published or the step has failed.
+func (ls *laneSync) await(i int) ([]gval, device.Event, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for !ls.done[i] && ls.err == nil {
+		ls.cond.Wait()
+	}
+	if ls.err != nil {
+		return nil, nil, errStopped
+	}
+	return ls.vals[i], ls.ev[i], nil
+}
+
+// fail records the step's first error and stops every lane.
+func (ls *laneSync) fail(err error) {
+	if err == nil || errors.Is(err, errStopped) {
+		return
+	}
+	ls.mu.Lock()
+	if ls.err == nil {
+		ls.err = err
+	}
+	ls.mu.Unlock()
+	ls.failed.Store(true)
+	ls.cond.Broadcast()
+}
+
+func (ls *laneSync) firstErr() error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.err
+}
+
+// lane launches one group's nodes of a step.
+type lane struct {
+	gstep
+	s     *devStep
+	k     int
+	waits int
+	nodes int
+	// end is an event after the lane's last launch, for the join.
+	end device.Event
+}
+
+// newLanes makes the lanes of step s over its groups: the home lane's
+// gstep is s's own.
+func (s *devStep) newLanes(feeds []*tensor.Tensor) {
+	p := s.plan
+	for k := range s.lanes {
+		l := &s.lanes[k]
+		ng := &s.gs[k]
+		l.s, l.k = s, k
+		if k > 0 {
+			l.gstep = gstep{plan: p, rt: s.rt, mem: s.mem, trace: s.trace, run: s.run, dix: s.dix, kst: &s.gstep.kstep}
+			l.ar = p.arena()
+			if s.jit != nil {
+				l.jit = rand.New(rand.NewSource(s.jit.Int63()))
+			}
+		}
+		l.g, l.c, l.h, l.d, l.cix = ng.g, ng.c, ng.h, ng.d, k
+		l.vals = l.ar.valueTable(len(p.nodes))
+		l.feeds = l.ar.values(len(feeds))
+		for j, f := range feeds {
+			l.feeds[j].host = f
+		}
+	}
+}
+
+// launchLanes is the launch of a step over several groups without
+// frames: the feeds on the home lane, then every group's nodes on its
+// own lane, then the fetches on the home group.
+func (s *devStep) launchLanes() error {
+	start := time.Now()
+	p, ls := s.plan, s.ls
+	ps := &s.ar.lanes
+	ps.reset(len(p.nodes))
+	home := &s.lanes[0]
+	var nodes int
+	defer func() {
+		for k := range s.lanes {
+			nodes += s.lanes[k].nodes
+		}
+		s.gs[0].g.CountLaunch(time.Since(start), nodes)
+	}()
+	if err := home.launchFeeds(); err != nil {
+		return err
+	}
+	var fed device.Event
+	if ls.fed {
+		e, err := home.event(home.c)
+		if err != nil {
+			return status.Wrap(err, "feeds: an event after their copies on %s", home.g.Device.Name())
+		}
+		fed = e
+	}
+	base := 0 // the trace ID of the first node's launch window
+	if s.trace {
+		base = len(home.tr.slices)
+	}
+	var wg sync.WaitGroup
+	for k := 1; k < len(s.lanes); k++ {
+		l := &s.lanes[k]
+		copy(l.feeds, home.feeds)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ps.fail(l.run(ls, fed, base))
+		}()
+	}
+	ps.fail(home.run(ls, fed, base))
+	wg.Wait()
+	if err := ps.firstErr(); err != nil {
+		return err
+	}
+	for _, k := range ls.join {
+		if err := home.c.Wait(s.lanes[k].end); err != nil {
+			return status.Wrap(err, "joining group %d of %s into the home group", s.gs[k].g.Index, s.gs[k].g.Device.Name())
+		}
+		home.waits++
+	}
+	s.joined = true
+	for k, r := range p.fetches {
+		if r.Node < 0 || home.vals[r.Node] != nil {
+			continue
+		}
+		if err := home.take(r.Node, ps.vals[r.Node], inName{p: p, j: k}); err != nil {
+			return err
+		}
+	}
+	if s.trace {
+		home.sid = base + ls.nslices + 1
+	}
+	return home.launchFetches()
+}
+
+// run launches the lane's nodes; fed is the event after the feeds'
+// copies and base the trace ID of the step's first node.
+func (l *lane) run(ls *laneSched, fed device.Event, base int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = status.Errorf(status.Internal, "device step: the launch of group %d panicked: %v\n%s", l.g.Index, r, debug.Stack())
+		}
+	}()
+	p, ps := l.plan, &l.s.ar.lanes
+	for _, i32 := range ls.nodes[l.k] {
+		i := int(i32)
+		if ps.failed.Load() {
+			return errStopped
+		}
+		pn := &p.nodes[i]
+		if l.trace {
+			l.sid = base + int(ls.slice[i]) + 1
+		}
+		// The waits first: a peer copy of an input (bringIn) follows them.
+		for _, pr := range ls.waits[i] {
+			if err := l.waitOn(int(pr), fed, base); err != nil {
+				if errors.Is(err, errStopped) {
+					return err
+				}
+				return status.Wrap(err, "node '%s': ordering group %d after its inputs", pn.node.Name, l.g.Index)
+			}
+		}
+		if err := l.bringIn(i); err != nil {
+			return err
+		}
+		if err := l.node(i); err != nil {
+			return err
+		}
+		var ev device.Event
+		if pn.where == onGPU {
+			l.nodes++
+			if ls.rec[i] {
+				if ev, err = l.event(l.c); err != nil {
+					return status.Wrap(err, "node '%s': an event after it on %s", pn.node.Name, l.g.Device.Name())
+				}
+			}
+		}
+		if ls.pub[i] || ls.rec[i] {
+			vs := l.vals[i]
+			pub := l.ar.values(len(vs))
+			copy(pub, vs)
+			ps.publish(i, pub, ev)
+		}
+	}
+	if l.k != 0 && slices.Contains(ls.join, l.k) {
+		e, err := l.event(l.c)
+		if err != nil {
+			return status.Wrap(err, "group %d of %s: an event after its last launch", l.g.Index, l.g.Device.Name())
+		}
+		l.end = e
+	}
+	return nil
+}
+
+// bringIn makes node i's inputs and control predecessors from other
+// groups available to the lane: it waits (on the host) until each is
+// published and copies its values into the lane's table; a constant's
+// host value is the lane's own.
+func (l *lane) bringIn(i int) error {
+	p := l.plan
+	pn := &p.nodes[i]
+	for j, r := range pn.inputs {
+		if r.Node < 0 || l.vals[r.Node] != nil {
+			continue
+		}
+		if p.nodes[r.Node].where == onConst {
+			if err := l.node(r.Node); err != nil {
+				return err
+			}
+			continue
+		}
+		vs, _, err := l.s.ar.lanes.await(r.Node)
+		if err != nil {
+			return err
+		}
+		if err := l.take(r.Node, vs, inName{n: pn.node, j: j}); err != nil {
+			return err
+		}
+	}
+	for _, pr := range pn.preds {
+		if l.vals[pr] != nil || p.nodes[pr].where == onConst || l.s.groupOf(pr) == l.k {
+			continue
+		}
+		if _, _, err := l.s.ar.lanes.await(pr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// take copies node i's published values into the lane's table. A device
+// value of another GPU without a host copy is copied into this GPU's
+// memory on the lane's compute stream (which already follows its
+// producer), held until the step ends, as is the source: its readers
+// here read the copy, so its references never all come back before the
+// step's end.
+func (l *lane) take(i int, src []gval, what inName) error {
+	vs := l.ar.values(len(src))
+	copy(vs, src)
+	l.vals[i] = vs
+	from := l.s.groupOf(i)
+	if l.s.gs[from].tab == l.s.gs[l.k].tab {
+		return nil
+	}
+	for j := range vs {
+		v := &vs[j]
+		if v.host != nil || v.dev == nil {
+			v.dev = nil // the host tensor is shared; a device copy is made here if read
+			continue
+		}
+		dt, err := l.peerCopy(v.dev, l.s.gs[from].c, what)
+		if err != nil {
+			return err
+		}
+		v.dev = dt
+	}
+	return nil
+}
+
+// peerCopy copies t, in another GPU's memory, into the lane's on its
+// compute stream, after src's work so far.
+func (l *lane) peerCopy(t *tensor.Tensor, src device.Stream, what inName) (*tensor.Tensor, error) {
+	size := uint64(len(t.Buf))
+	addr, err := l.g.Alloc.Allocate(size, l.allocStream())
+	if err != nil {
+		return nil, status.Errorf(status.CodeOf(err), "%s (%v%v): copy to %s: %v", what, t.DType, t.Shape, l.g.Device.Name(), err)
+	}
+	dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
+	l.mem.add(dt, &buffer{addr: addr, alloc: l.g.Alloc, refs: 1 << 30, users: []int{l.cix}})
+	if size > 0 {
+		l.dirty = true
+		pc, ok := l.c.(device.PeerCopier)
+		if !ok {
+			return nil, status.Errorf(status.Unimplemented, "%s: %s cannot copy from another device's memory", what, l.g.Device.Name())
+		}
+		if err := l.delay(l.c); err != nil {
+			return nil, err
+		}
+		if err := pc.CopyPeer(addr, hostmem.DeviceAddr(t.Buf), src, size); err != nil {
+			return nil, status.Wrap(err, "%s: copy to %s", what, l.g.Device.Name())
+		}
+	}
+	return dt, nil
+}
+
+// waitOn makes the lane's compute stream wait for the event after
+// producer pr (-1: the feeds' copies), once it is recorded. In a traced
+// step the wait is a flow between the two launch windows, and DropWait
+// is asked with their IDs (-1 where untraced).
+func (l *lane) waitOn(pr int, fed device.Event, base int) error {
+	ev := fed
+	prod, cons := -1, -1
+	if pr >= 0 {
+		var err error
+		if _, ev, err = l.s.ar.lanes.await(pr); err != nil {
+			return err
+		}
+	}
+	if l.trace {
+		cons = l.sid - 1
+		prod = 0 // the feeds' window
+		if pr >= 0 {
+			prod = base + int(l.s.ls.slice[pr])
+		}
+	}
+	if l.rt.DropWait != nil && l.rt.DropWait(prod, cons) {
+		return nil
+	}
+	if ev == nil {
+		return status.Errorf(status.Internal, "no event after node %d to wait for", pr)
+	}
+	if err := l.c.Wait(ev); err != nil {
+		return err
+	}
+	l.waits++
+	if l.trace {
+		l.tr.flows = append(l.tr.flows, trace.Flow{From: prod, To: cons})
+	}
+	return nil
+}
+
+// endLanes gathers the lanes after the step: their counts, events,
+// staging, traces and arenas.
+func (s *devStep) endLanes() {
+	home := &s.lanes[0]
+	for k := range s.lanes {
+		l := &s.lanes[k]
+		s.gs[k].g.CountWaits(l.waits, s.ls.skips[k])
+		if k == 0 {
+			continue
+		}
+		home.events = append(home.events, l.events...)
+		for _, a := range l.pinned {
+			l.g.HostAlloc.Free(a)
+		}
+		if s.trace {
+			home.tr.slices = append(home.tr.slices, l.tr.slices...)
+			home.tr.flows = append(home.tr.flows, l.tr.flows...)
+		}
+	}
+	if s.trace {
+		sort.Slice(home.tr.slices, func(a, b int) bool { return home.tr.slices[a].ID < home.tr.slices[b].ID })
+	}
+}
+
+// releaseLanes gives the other lanes' arenas back to the plan.
+func (s *devStep) releaseLanes(held bool) {
+	for k := 1; k < len(s.lanes); k++ {
+		a := s.lanes[k].ar
+		a.release(held)
+		s.plan.arenas.Put(a)
+	}
+}

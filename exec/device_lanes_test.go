@@ -1,0 +1,189 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"mstream/device"
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// rendezvous is what ExecTestGMeet's launches meet at: each launch of it
+// counts itself in and blocks until want launches have, or fails after
+// wait. Only TestLanesOverlap's plans use it.
+var rendezvous struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	n    int
+	want int
+	wait time.Duration
+}
+
+func init() {
+	rendezvous.cond = sync.NewCond(&rendezvous.mu)
+	kernels.Register(kernels.Def{Op: "ExecTestGMeet", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			r := &rendezvous
+			r.mu.Lock()
+			r.n++
+			r.cond.Broadcast()
+			deadline := time.Now().Add(r.wait)
+			timer := time.AfterFunc(r.wait, func() {
+				r.mu.Lock()
+				r.cond.Broadcast()
+				r.mu.Unlock()
+			})
+			defer timer.Stop()
+			for r.n < r.want && time.Now().Before(deadline) {
+				r.cond.Wait()
+			}
+			met := r.n >= r.want
+			r.mu.Unlock()
+			if !met {
+				return status.Errorf(status.DeadlineExceeded, "node '%s': no other group launched within %v", n.Name, r.wait)
+			}
+			t, err := ctx.Allocate(0, nil)
+			if err != nil {
+				return err
+			}
+			in, out := ctx.Inputs[0].F32(), t.F32()
+			return device.Enqueue(ctx.Stream, func() { out[0] = in[0] + 1 })
+		}), nil
+	}})
+	kernels.Register(kernels.Def{Op: "ExecTestGFail", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			if _, err := ctx.Allocate(0, nil); err != nil {
+				return err
+			}
+			return status.InvalidArg("ExecTestGFail fails as asked")
+		}), nil
+	}})
+}
+
+// TestLanesOverlap proves that a step over several groups launches each
+// group's nodes on a goroutine of its own: a node of each of the groups
+// launches only once the other groups' have launched too, which one
+// launching goroutine could never do (it would fail after the
+// rendezvous' timeout, not hang); lanes meet, every step.
+func TestLanesOverlap(t *testing.T) {
+	for _, groups := range []int{2, 4} {
+		t.Run(fmt.Sprint("groups=", groups), func(t *testing.T) {
+			x := node("x", "ExecTestGAdd", 0)
+			var meets []*graph.Node
+			for k := 0; k < groups; k++ {
+				meets = append(meets, node(fmt.Sprint("meet", k), "ExecTestGMeet", 0, x))
+			}
+			sum := node("sum", "ExecTestGAdd", 0, meets...)
+			p, err := build(nil, []graph.Output{{Node: x}}, []graph.Output{{Node: sum}}, nil, Placement{GPUs: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			set := emuSet(t, groups, false, 0)
+			sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+			sr.Assign = make([]int, len(p.nodes))
+			for i := range p.nodes {
+				if name := p.nodes[i].node.Name; strings.HasPrefix(name, "meet") {
+					fmt.Sscan(strings.TrimPrefix(name, "meet"), &sr.Assign[i])
+				}
+			}
+			rendezvous.mu.Lock()
+			rendezvous.wait = 10 * time.Second
+			rendezvous.mu.Unlock()
+			for step := 0; step < 5; step++ {
+				rendezvous.mu.Lock()
+				rendezvous.n, rendezvous.want = 0, groups
+				rendezvous.mu.Unlock()
+				v := float32(step + 3)
+				got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(v)}, Options{})
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				if want := float32(groups) * (v + 1); got[0].F32()[0] != want {
+					t.Fatalf("step %d: sum = %v, want %v", step, got[0].F32()[0], want)
+				}
+			}
+			set.Holder.Drain()
+			if b := set.Groups()[0].Alloc.Stats().BytesInUse; b != 0 {
+				t.Errorf("%d bytes still allocated after the steps", b)
+			}
+		})
+	}
+}
+
+// TestLanesFailure: a lane that fails early fails the step once, naming
+// its node, while the other lanes are waiting for its values (they stop,
+// no hang); every buffer comes back, and the next steps, with the node
+// fixed, run right.
+func TestLanesFailure(t *testing.T) {
+	x := node("x", "ExecTestGAdd", 0)
+	a := node("a", "ExecTestGAdd", 1, x)
+	for i := 0; i < 20; i++ {
+		a = node(fmt.Sprint("a", i), "ExecTestGAdd", 1, a)
+	}
+	bad := node("bad", "ExecTestGFail", 0, x)
+	after := node("after", "ExecTestGAdd", 0, bad, a)
+	for i := 0; i < 10; i++ {
+		after = node(fmt.Sprint("after", i), "ExecTestGAdd", 1, after)
+	}
+	p, err := build(nil, []graph.Output{{Node: x}}, []graph.Output{{Node: after}}, nil, Placement{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, groups := range []int{2, 3} {
+		set := emuSet(t, groups, false, 50*time.Microsecond)
+		sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+		sr.Assign = make([]int, len(p.nodes))
+		for i := range p.nodes {
+			switch name := p.nodes[i].node.Name; {
+			case name == "bad":
+				sr.Assign[i] = 1
+			case strings.HasPrefix(name, "after"):
+				sr.Assign[i] = groups - 1
+			}
+		}
+		for step := 0; step < 5; step++ {
+			done := make(chan error, 1)
+			go func() {
+				_, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(1)}, Options{})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || status.CodeOf(err) != status.InvalidArgument || !strings.Contains(err.Error(), "ExecTestGFail fails as asked") || strings.Count(err.Error(), "fails as asked") != 1 {
+					t.Fatalf("groups=%d step %d: got %v, want one INVALID_ARGUMENT from the failing node", groups, step, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("groups=%d step %d: a failing lane hung the step", groups, step)
+			}
+		}
+		// The groups work on: a plan of the same nodes without the
+		// failing one.
+		good := node("good", "ExecTestGAdd", 0, x, a)
+		p2, err := build(nil, []graph.Output{{Node: x}}, []graph.Output{{Node: good}}, nil, Placement{GPUs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr2 := *sr
+		sr2.Assign = make([]int, len(p2.nodes))
+		for i := range p2.nodes {
+			sr2.Assign[i] = i % groups
+		}
+		got, _, err := p2.Run(context.Background(), &sr2, []*tensor.Tensor{tensor.ScalarF32(1)}, Options{})
+		if err != nil || got[0].F32()[0] != 1+22 {
+			t.Errorf("groups=%d: a step after the failed ones: %v %v, want 23", groups, got, err)
+		}
+		set.Holder.Drain()
+		for _, g := range set.Groups() {
+			if b := g.Alloc.Stats().BytesInUse; b != 0 {
+				t.Errorf("groups=%d: %d bytes still allocated by group %d after failed steps", groups, b, g.Index)
+			}
+		}
+	}
+}
