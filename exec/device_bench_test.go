@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -29,7 +30,11 @@ import (
 // reports ns/node (wall), cpu-ns/node (the process's CPU time, which a
 // loaded machine inflates less) and allocs/node per plan: a chain, a
 // random DAG of DLRM's shape (27 feeds, 60 nodes, one fetch), and the DAG
-// over four groups (waits across streams).
+// over four groups (waits across streams); and four towers of 16 nodes
+// joined at the top, each launch spinning ~5 us of host CPU as the
+// driver's does, on one group and on four (a tower per group): the
+// wall time per node shows what the lanes' overlap gains, the CPU time
+// what they cost.
 
 func init() {
 	kernels.Register(kernels.Def{Op: "ExecTestGNop", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
@@ -55,6 +60,58 @@ func init() {
 			})
 		}), nil
 	}})
+	// ExecTestGSpin is ExecTestGWide whose launch costs the host about
+	// 5 us of CPU, as cuLaunchKernel does: with one launching goroutine a
+	// step's launches add up, with a lane per group they overlap.
+	kernels.Register(kernels.Def{Op: "ExecTestGSpin", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			t, err := ctx.Allocate(0, ctx.Inputs[0].Shape)
+			if err != nil {
+				return err
+			}
+			for start := time.Now(); time.Since(start) < 5*time.Microsecond; {
+			}
+			ins := ctx.Inputs
+			return device.Enqueue(ctx.Stream, func() {
+				sum := float32(0)
+				for _, in := range ins {
+					sum += in.F32()[0]
+				}
+				t.F32()[0] = sum
+			})
+		}), nil
+	}})
+}
+
+// towersPlan is a plan of ExecTestGSpin nodes on one GPU: towers chains
+// of depth nodes, each after a feed of its own, joined by one node, the
+// fetch (the shape of the training example's towers); tower[i] is plan
+// node i's tower (-1: the join).
+func towersPlan(t testing.TB, towers, depth int) (p *Plan, tower []int, gpu int) {
+	var feeds []graph.Output
+	var tops []*graph.Node
+	for k := 0; k < towers; k++ {
+		n := node(fmt.Sprint("t", k, "feed"), "ExecTestGSpin", 0)
+		feeds = append(feeds, graph.Output{Node: n})
+		for d := 0; d < depth; d++ {
+			n = node(fmt.Sprint("t", k, "n", d), "ExecTestGSpin", 0, n)
+		}
+		tops = append(tops, n)
+	}
+	join := node("join", "ExecTestGSpin", 0, tops...)
+	p, err := build(nil, feeds, []graph.Output{{Node: join}}, nil, Placement{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tower = make([]int, len(p.nodes))
+	for i := range p.nodes {
+		tower[i] = -1
+		fmt.Sscanf(p.nodes[i].node.Name, "t%d", &tower[i])
+		if p.nodes[i].where == onGPU {
+			gpu++
+		}
+	}
+	return p, tower, gpu
 }
 
 // TestDeviceStepAllocs: a warm one-group device step allocates nothing
@@ -223,15 +280,27 @@ func BenchmarkDeviceStep(b *testing.B) {
 		{"chain100", true, 1, 100, 1},
 		{"dag60x27feeds", false, 27, 60, 1},
 		{"dag60x27feeds/groups=4", false, 27, 60, 4},
+		{"towers4x16spin/groups=1", false, 4, 16, 1},
+		{"towers4x16spin/groups=4", false, 4, 16, 4},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			p, gpu := benchPlan(b, bc.chain, bc.feeds, bc.nodes)
+			var p *Plan
+			var gpu int
+			var tower []int
+			if strings.HasPrefix(bc.name, "towers") {
+				p, tower, gpu = towersPlan(b, bc.feeds, bc.nodes)
+			} else {
+				p, gpu = benchPlan(b, bc.chain, bc.feeds, bc.nodes)
+			}
 			set := syncSet(b, bc.groups)
 			sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
 			if bc.groups > 1 {
 				sr.Assign = make([]int, len(p.nodes))
 				for i := range sr.Assign {
 					sr.Assign[i] = i % bc.groups
+					if tower != nil {
+						sr.Assign[i] = max(tower[i], 0) % bc.groups
+					}
 				}
 			}
 			var feeds []*tensor.Tensor

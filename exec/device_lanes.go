@@ -565,10 +565,10 @@ func (s *devStep) endLanes() {
 }
 
 // releaseLanes gives the other lanes' arenas back to the plan.
-func (s *devStep) releaseLanes(held bool) {
+func (s *devStep) releaseLanes() {
 	for k := 1; k < len(s.lanes); k++ {
 		a := s.lanes[k].ar
-		a.release(held)
+		a.release()
 		s.plan.arenas.Put(a)
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"math/rand"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"mstream/bfc"
 	"mstream/device"
 	"mstream/groups"
 	"mstream/status"
@@ -51,9 +51,6 @@ type devStep struct {
 	// sliceOf is, in a traced step over several groups, the launch
 	// window (trace slice ID) of the node whose work ends at a point.
 	sliceOf map[point]int
-	// held says a buffer went to the holder (holdOn), which may free it
-	// after the step has returned.
-	held atomic.Bool
 	// lanes launch the groups' nodes of a step over several groups
 	// without frames, each on its own goroutine (device_lanes.go); ls is
 	// their schedule. The home lane's gstep is the step's.
@@ -227,9 +224,8 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		s.deviceSlices(err == nil)
 		st = s.tr.step(opts.Run, int(home.g.ID))
 	}
-	held := s.held.Load()
-	s.releaseLanes(held)
-	s.ar.release(held)
+	s.releaseLanes()
+	s.ar.release()
 	p.arenas.Put(s.ar)
 	if err == nil && s.mem.err != nil {
 		err = s.mem.err
@@ -329,11 +325,12 @@ func (s *devStep) launchNodes() error {
 // buffer only it touched, which is safe only on the stream that
 // allocated it, and a last read may have been on another group's
 // stream. The record of the hold comes from a pool and goes back once
-// it has run, so a held buffer costs no allocation of the step's.
+// it has run, so a held buffer costs no allocation of the step's, and it
+// keeps the chunk, not b: b is the step's arena's, reused by the plan's
+// next step while the holder may still wait.
 func (s *devStep) holdOn(b *buffer, cur int) {
-	s.held.Store(true)
 	h := heldFrees.Get().(*heldFree)
-	h.tr, h.b = s.mem, b
+	h.tr, h.alloc, h.addr = s.mem, b.alloc, b.addr
 	h.own = h.ob[:0]
 	evs := h.eb[:0]
 	hold := func(st device.Stream) {
@@ -368,12 +365,13 @@ func (s *devStep) holdOn(b *buffer, cur int) {
 // after it: one record, pooled, for what holdOn's closures and slices
 // were.
 type heldFree struct {
-	tr  *tracker
-	b   *buffer
-	fn  func() // run, bound once
-	own []device.PooledEvent
-	ob  [4]device.PooledEvent
-	eb  [4]device.Event
+	tr    *tracker
+	alloc *bfc.Allocator
+	addr  uint64
+	fn    func() // run, bound once
+	own   []device.PooledEvent
+	ob    [4]device.PooledEvent
+	eb    [4]device.Event
 }
 
 var heldFrees sync.Pool
@@ -387,13 +385,13 @@ func init() {
 }
 
 func (h *heldFree) run() {
-	h.tr.free(h.b)
+	h.tr.freeChunk(h.alloc, h.addr)
 	for _, e := range h.own {
 		e.Release()
 	}
 	clear(h.ob[:])
 	clear(h.eb[:])
-	h.tr, h.b, h.own = nil, nil, nil
+	h.tr, h.alloc, h.own = nil, nil, nil
 	heldFrees.Put(h)
 }
 

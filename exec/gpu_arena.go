@@ -15,10 +15,9 @@ import (
 // when the next node launches.
 //
 // A finished step's blocks go back to its plan (Plan.arenas, release)
-// for the next step, cleared; the buffer records only when the step
-// freed every buffer itself (held false): a holder goroutine may free a
-// buffer, reading its record, after the step has returned. Everything
-// else is read only while the step runs: the final event follows every
+// for the next step, cleared, buffer records included: a buffer the
+// holder frees after the step has returned is known to it by its chunk
+// (holdOn), not its record. Everything is read only while the step runs: the final event follows every
 // kernel's enqueued work, and device tensors never outlive their step (a
 // fetch is copied out; a variable's memory is its own, Persist.Keep).
 type arena struct {
@@ -82,8 +81,7 @@ func (p *Plan) arena() *arena {
 }
 
 // release clears a finished step's arena for the next step of its plan;
-// held says a holder may still read its buffer records (see arena).
-func (a *arena) release(held bool) {
+func (a *arena) release() {
 	a.ts.reset()
 	a.vs.reset()
 	a.kcs.reset()
@@ -91,11 +89,7 @@ func (a *arena) release(held bool) {
 	a.bs.reset()
 	a.tens.reset()
 	a.vt.reset()
-	if held {
-		a.bufs = slab[buffer]{}
-	} else {
-		a.bufs.reset()
-	}
+	a.bufs.reset()
 }
 
 // size is the records a block holds; 0 with heap, which makes every

@@ -324,6 +324,18 @@ func (tr *tracker) shared(b *buffer, cur int) bool {
 	return false
 }
 
+// freeChunk frees a chunk a hold kept (the device step's: its record
+// may be gone by then).
+func (tr *tracker) freeChunk(alloc *bfc.Allocator, addr uint64) {
+	if err := alloc.Free(addr); err != nil {
+		tr.mu.Lock()
+		if tr.err == nil {
+			tr.err = status.Errorf(status.Internal, "step buffer: %v", err)
+		}
+		tr.mu.Unlock()
+	}
+}
+
 func (tr *tracker) free(b *buffer) {
 	err := b.alloc.Free(b.addr)
 	if err == nil && !tr.recycle {
