@@ -162,7 +162,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		s.jit = rand.New(rand.NewSource(time.Now().UnixNano() + opts.Run))
 	}
 	s.ar = p.arena()
-	s.mem = newTracker(sr.Holder, streams)
+	s.mem = s.ar.tracker(sr.Holder, streams)
 	s.mem.hold = s.holdOn
 	if s.lanes != nil {
 		s.newLanes(feeds)
@@ -224,12 +224,15 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		s.deviceSlices(err == nil)
 		st = s.tr.step(opts.Run, int(home.g.ID))
 	}
+	if err == nil {
+		// Before the arena, and the tracker in it, goes to the next step.
+		s.mem.mu.Lock()
+		err = s.mem.err
+		s.mem.mu.Unlock()
+	}
 	s.releaseLanes()
 	s.ar.release()
 	p.arenas.Put(s.ar)
-	if err == nil && s.mem.err != nil {
-		err = s.mem.err
-	}
 	if err != nil {
 		return nil, st, err
 	}

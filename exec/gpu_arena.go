@@ -1,8 +1,10 @@
 package exec
 
 import (
+	"mstream/device"
 	"mstream/kernels"
 	"mstream/tensor"
+	"mstream/tensorholder"
 )
 
 // arena hands out a device step's per-node records (a node's input and
@@ -37,6 +39,10 @@ type arena struct {
 	// lanes is what the lanes of a step over several groups share, kept
 	// in the home lane's arena (device_lanes.go).
 	lanes laneSync
+	// mem is the step's tracker (the home lane's arena's), kept with its
+	// map, which a drained tracker leaves empty but grown: a new map per
+	// step grew, and rehashed, as the step's buffers came.
+	mem *tracker
 }
 
 // slab is one kind of record: the block in use and how much of it is
@@ -99,6 +105,22 @@ func (a *arena) size() int {
 		return 0
 	}
 	return a.chunk
+}
+
+// tracker returns the arena's tracker, empty, for a step over streams.
+func (a *arena) tracker(h *tensorholder.Holder, streams []device.Stream) *tracker {
+	if a.mem == nil {
+		a.mem = newTracker(h, streams)
+		return a.mem
+	}
+	// Field by field, under its lock: a hold of an earlier step may
+	// still report a failed free to it (freeChunk).
+	m := a.mem
+	m.mu.Lock()
+	m.holder, m.streams, m.err, m.hold = h, streams, nil, nil
+	m.recycle, m.spare, m.small = false, nil, m.small[:0]
+	m.mu.Unlock()
+	return m
 }
 
 // tensors returns n nil tensor pointers.

@@ -230,12 +230,12 @@ func (p *Plan) bind(i int, pl Placement) error {
 			return status.InvalidArg("Cannot assign a device for operation '%s': Could not satisfy explicit device specification '%s' because no devices matching that specification are registered in this process; available devices: %d GPU(s) and the CPU", n.Name, n.Device, pl.GPUs)
 		}
 	}
-	def, err := kernels.Lookup(n, kernels.GPU)
+	def, err := kernels.Lookup(n, kernels.GPU) // def is nil on an error
 	// Host shape arithmetic and host-synchronising kernels over host values
 	// move to the host as TF's HostMemory kernels do, but only where the
 	// node could have run on the GPU: one pinned there without a GPU
 	// kernel, and without soft placement, fails below as in TF.
-	if (p.hostShape(i) || p.hostSync(i)) && (err == nil || typ != "GPU" || pl.AllowSoft) {
+	if (p.hostShape(i) || p.hostSync(i, def)) && (err == nil || typ != "GPU" || pl.AllowSoft) {
 		return p.bindOn(i, kernels.CPU)
 	}
 	if err == nil && def.DeviceState && pl.HostState {

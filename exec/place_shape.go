@@ -71,17 +71,14 @@ func (p *Plan) hostShape(i int) bool {
 // here, unlike for hostShape: a plan with such a kernel is never captured
 // into a CUDA graph anyway.
 
-// hostSync says whether plan node i, not yet bound, has a GPU kernel that
-// reads its device values back while every data input is held on the host,
-// so it should run on the host.
-func (p *Plan) hostSync(i int) bool {
+// hostSync says whether plan node i, not yet bound, has a GPU kernel (def,
+// bind's lookup of it, nil when it has none) that reads its device values
+// back while every data input is held on the host, so it should run on
+// the host.
+func (p *Plan) hostSync(i int, def *kernels.Def) bool {
 	pn := &p.nodes[i]
 	n := pn.node
-	if p.deadness || len(pn.inputs) == 0 {
-		return false
-	}
-	def, err := kernels.Lookup(n, kernels.GPU)
-	if err != nil || !def.SyncsHost {
+	if p.deadness || len(pn.inputs) == 0 || def == nil || !def.SyncsHost {
 		return false
 	}
 	for _, r := range pn.inputs {
@@ -89,7 +86,7 @@ func (p *Plan) hostSync(i int) bool {
 			return false
 		}
 	}
-	_, err = kernels.Lookup(n, kernels.CPU)
+	_, err := kernels.Lookup(n, kernels.CPU)
 	return err == nil
 }
 

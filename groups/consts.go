@@ -19,13 +19,17 @@ type Const struct {
 }
 
 // ConstStore holds the constants of one group, or of one device when
-// Shared (TF_SEGMENT_OWN_CONST).
+// Shared (TF_SEGMENT_OWN_CONST). A constant is looked up on every step
+// that reads it, from every launching goroutine: a constant already
+// there is read without a lock (sync.Map's read path), the lock orders
+// only the first loads.
 type ConstStore struct {
 	Name   string
 	Shared bool
 
+	m     sync.Map // key -> *Const
 	mu    sync.Mutex
-	m     map[any]*Const
+	n     int
 	bytes int64
 }
 
@@ -34,19 +38,20 @@ type ConstStore struct {
 // materialised once however many runs ask at once; a failed make is not
 // remembered.
 func (c *ConstStore) Get(key any, make func() (*Const, error)) (*Const, error) {
+	if k, ok := c.m.Load(key); ok {
+		return k.(*Const), nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if k := c.m[key]; k != nil {
-		return k, nil
+	if k, ok := c.m.Load(key); ok {
+		return k.(*Const), nil
 	}
 	k, err := make()
 	if err != nil {
 		return nil, err
 	}
-	if c.m == nil {
-		c.m = map[any]*Const{}
-	}
-	c.m[key] = k
+	c.m.Store(key, k)
+	c.n++
 	c.bytes += k.Bytes
 	return k, nil
 }
@@ -55,5 +60,5 @@ func (c *ConstStore) Get(key any, make func() (*Const, error)) (*Const, error) {
 func (c *ConstStore) Stats() (count int, bytes int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.m), c.bytes
+	return c.n, c.bytes
 }
