@@ -150,7 +150,8 @@
 // Streams of an asynchronous device (device.EventPool, a GPU) run on the
 // device launcher (device_step.go, gpu.go): kernels are called on the
 // launching goroutine and enqueue their own work; one group is the case
-// where no node waits, several groups add the cross-stream waits below.
+// where no node waits, several groups add the cross-stream waits below,
+// each group launched from a lane of its own (device_lanes.go).
 //
 // On one GPU group the device step runs from one goroutine of the group's
 // launch pool, in topological order: the feeds GPU
@@ -208,32 +209,51 @@
 // The device step (device_step.go) over several GPU groups:
 // in node-level mode the groups of the plan's GPUs, each node on the one
 // the TF_STREAM_FROM_FILE assignment names among its GPU's, or, in
-// graph-level mode, a group of each GPU of a plan placed on several. It is
-// the one-group launcher whose current group (allocator, constant
-// store, streams) switches to each node's group before the node is
-// launched on that group's compute stream. A node waits (an event on the
-// producer's compute stream, cuStreamWaitEvent on its own) for each GPU
-// predecessor, data or control, and each device copy of a feed or host
-// value, made on another group; with ReduceWaits a vector clock per
-// compute stream drops waits implied by earlier ones, directly or through
-// other streams. Feeds come in on the home group's (Groups[0]) H2D
-// stream; before the fetches its compute stream waits for every other
-// group's, and the fetches and the final event go on its D2H stream. Each
-// GPU has its own table of values: host tensors are shared, and a device
-// value read on another GPU is copied there (cuMemcpyPeerAsync on the
-// reader's compute stream, after its wait), once per GPU, both copies held
-// until the step ends; host kernels run on the home GPU. A buffer released
-// on a stream other than the one it was allocated on is held until an
-// event on every stream that touched it, the releasing one included, has
-// completed (each event from its stream's context), since its allocator
-// reuses memory in the allocating stream's order. Groups of one GPU must
+// graph-level mode, a group of each GPU of a plan placed on several.
+// Each group's nodes are launched, in topological order, by a lane of
+// their own (device_lanes.go): a gstep on that group (allocator,
+// constant store, streams, arena, its own table of values), the home
+// group's (Groups[0]) on its launch pool, every other on a goroutine
+// started for the step (launch pools may be shared and smaller than the
+// group count, and a lane blocks on another). A node waits (cuStreamWaitEvent
+// on its compute stream) for an event recorded on the producer's compute
+// stream right after the producer's launch, for each GPU predecessor,
+// data or control, on another group, and, for a device feed, for the
+// feeds' copies; with ReduceWaits the vector clocks of waits.go drop
+// waits implied by earlier ones, directly or through other streams. What
+// each node waits for, and which nodes record an event or publish their
+// values to other lanes, is worked out once per plan and assignment
+// (laneSched); a lane waits on the host only until the producer's event
+// is recorded and its values published (laneSync), never for the
+// device. A value made on another lane is copied into the reader's table
+// on first use: host tensors and same-GPU device tensors are shared, a
+// device value of another GPU is copied there (cuMemcpyPeerAsync on the
+// reader's compute stream, after its wait), both copies held until the
+// step ends; a host value's device copy, or a device value's host copy,
+// is the reading lane's own, so no lane writes a value another reads.
+// Feeds come in on the home group's H2D stream before the other lanes
+// start; once every lane has returned, the home compute stream waits for
+// each other group's last launch (less those implied), and the fetches
+// and the final event go on its D2H stream. The first error of any lane
+// stops every lane (one waiting for a publication wakes up) and fails the
+// step once; the final event is recorded only after every lane has
+// returned, on the home D2H stream after every group's compute stream.
+// A step with frames over several groups is launched from one goroutine
+// whose current group switches to each node's (launchFrames), its waits
+// worked out as it goes (an event recorded when a consumer needs it). A
+// buffer released on a stream other than the one it was allocated on is
+// held until an event on every stream that touched it, the releasing one
+// included, has completed (each event from its stream's context), since
+// its allocator reuses memory in the allocating stream's order; the hold
+// keeps the chunk, not the step's record of it. Groups of one GPU must
 // share a CUDA context.
 //
 // # CUDA graphs
 //
 // With a GraphCache (Runtime.Graphs, MSTREAM_CUDA_GRAPH, on by default;
 // gpu_graph.go) a one-group device step is replayed from a captured CUDA
-// graph when it can (a step over several groups runs node by node): one cuGraphLaunch, one
+// graph when it can (a step over several groups runs node by node, on
+// lanes): one cuGraphLaunch, one
 // event wait, and the copies of feeds and fetches through pinned staging,
 // instead of a launch per node. graphIneligible decides per plan: every
 // value the host reads must be fixed by the key (plan, group, feed dtypes
@@ -241,8 +261,8 @@
 // feed or device value, or a stateful op (variables, random numbers),
 // keeps the plan on the ordinary path (logged once). A key is captured
 // after one ordinary run, on the group's private capture stream, by an
-// ordinary gstep with capt set: its device buffers and pinned staging
-// belong to the graph instance (never freed per step, since replays reuse
+// ordinary gstep with capt set, launched from one goroutine: its device
+// buffers and pinned staging belong to the graph instance (never freed per step, since replays reuse
 // the addresses) until the cache closes or evicts the key; allocations
 // name the group's compute stream, where replays run, so memory freed in
 // compute order before the capture is reused safely. A failed capture

@@ -32,10 +32,12 @@ type constCache struct {
 	err  error
 }
 
-// gstep is the launcher of a device step on its current group (devStep
-// switches it between groups; a capture runs it alone). Everything is
-// launched from one goroutine, in topological order, so the state needs
-// no lock; the streams order the device work.
+// gstep is the launcher of a device step on its current group (a step
+// with frames switches it between groups; a capture runs it alone; over
+// several groups each lane is one). A gstep launches from one goroutine,
+// in topological order, so its state needs no lock; the streams order
+// the device work. What lanes share (the tracker, the trace's merge,
+// laneSync) has its own lock.
 type gstep struct {
 	plan     *Plan
 	rt       *Runtime
