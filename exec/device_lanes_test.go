@@ -3,6 +3,8 @@ package exec
 import (
 	"context"
 	"fmt"
+	"math/rand"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,8 @@ import (
 
 	"mstream/device"
 	"mstream/graph"
+	"mstream/groups"
+	"mstream/hostmem"
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
@@ -184,6 +188,85 @@ func TestLanesFailure(t *testing.T) {
 			if b := g.Alloc.Stats().BytesInUse; b != 0 {
 				t.Errorf("groups=%d: %d bytes still allocated by group %d after failed steps", groups, b, g.Index)
 			}
+		}
+	}
+}
+
+// peerStream is an emulated stream that copies from another emulated
+// device's memory (device.PeerCopier), in its own order: host memory is
+// addressed alike by every host device.
+type peerStream struct{ emuStream }
+
+func (s peerStream) CopyPeer(dst, src uint64, _ device.Stream, size uint64) error {
+	return device.Enqueue(s, func() {
+		copy(hostmem.DeviceBytes(dst, int(size)), hostmem.DeviceBytes(src, int(size)))
+	})
+}
+
+type peerDevice struct{ emuDevice }
+
+func (d peerDevice) NewStream(ctx int) (device.Stream, error) {
+	s, err := d.emuDevice.NewStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return peerStream{s.(emuStream)}, nil
+}
+
+// TestLanesTwoGPUs runs random plans placed over two emulated GPUs (a
+// group each, graph-level mode): each GPU's lane copies the values it
+// reads from the other's memory after its wait; every value must be
+// right under jitter, and every buffer must come back.
+func TestLanesTwoGPUs(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	rp := makeRandomPlan(t, r, 3, 40)
+	for i, n := range rp.nodes {
+		n.Op = "ExecTestGAdd"
+		n.Device = fmt.Sprintf("/device:GPU:%d", i%2)
+	}
+	var fo []graph.Output
+	for _, f := range rp.feeds {
+		fo = append(fo, graph.Output{Node: f})
+	}
+	p, err := build(nil, fo, rp.fetches, nil, Placement{GPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := NewPool(2)
+	t.Cleanup(pool.Close)
+	set, err := groups.New(groups.Config{Counts: []int{1, 1}, AllowGrowth: true,
+		Devices:    []device.Device{peerDevice{emuDevice{emuHost(50 * time.Microsecond)}}, peerDevice{emuDevice{emuHost(50 * time.Microsecond)}}},
+		GlobalPool: pool, GlobalIntra: kernels.Serial{},
+		NewPool:  func(n int) groups.Pool { return NewPool(n) },
+		NewIntra: func(n int) kernels.Parallelizer { return NewIntra(n) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(set.Close)
+	gpus, nodeGPU := p.PlaceOn(0)
+	if len(gpus) != 2 {
+		t.Fatalf("the plan runs on GPUs %v, want two", gpus)
+	}
+	sr := &Runtime{Streams: true, Groups: []*groups.Group{set.Groups()[gpus[0]], set.Groups()[gpus[1]]},
+		ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+	sr.Assign = make([]int, len(p.nodes))
+	for i, g := range nodeGPU {
+		sr.Assign[i] = slices.Index(gpus, g)
+	}
+	for step := 0; step < 20; step++ {
+		vals := []float32{float32(r.Intn(100)), float32(r.Intn(100)), float32(r.Intn(100))}
+		got, _, err := p.Run(context.Background(), sr, scalars(vals), Options{Trace: step == 0})
+		if err == nil {
+			err = check(got, rp.want(vals))
+		}
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	set.Holder.Drain()
+	for _, g := range set.Groups() {
+		if b := g.Alloc.Stats().BytesInUse; b != 0 {
+			t.Errorf("%d bytes still allocated by %s after the steps", b, g.Device.Name())
 		}
 	}
 }
