@@ -182,9 +182,11 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 // it; and the step's first error. Kept in the home lane's arena between
 // steps.
 type laneSync struct {
-	mu     sync.Mutex
-	cond   sync.Cond
-	done   []bool
+	mu   sync.Mutex
+	cond sync.Cond
+	// done is set, after vals and ev, once node i is published: a lane
+	// whose producer is already out reads it without the lock.
+	done   []atomic.Bool
 	vals   [][]gval
 	ev     []device.Event
 	err    error
@@ -199,11 +201,13 @@ func (ls *laneSync) reset(n int) {
 	if ls.cond.L == nil {
 		ls.cond.L = &ls.mu
 	}
-	if cap(ls.done) < n {
-		ls.done, ls.vals, ls.ev = make([]bool, n), make([][]gval, n), make([]device.Event, n)
+	if cap(ls.vals) < n {
+		ls.done, ls.vals, ls.ev = make([]atomic.Bool, n), make([][]gval, n), make([]device.Event, n)
 	}
 	ls.done, ls.vals, ls.ev = ls.done[:n], ls.vals[:n], ls.ev[:n]
-	clear(ls.done)
+	for i := range ls.done {
+		ls.done[i].Store(false)
+	}
 	clear(ls.vals)
 	clear(ls.ev)
 	ls.err = nil
@@ -214,16 +218,20 @@ func (ls *laneSync) reset(n int) {
 // visible to the other lanes.
 func (ls *laneSync) publish(i int, vs []gval, ev device.Event) {
 	ls.mu.Lock()
-	ls.done[i], ls.vals[i], ls.ev[i] = true, vs, ev
+	ls.vals[i], ls.ev[i] = vs, ev
+	ls.done[i].Store(true)
 	ls.mu.Unlock()
 	ls.cond.Broadcast()
 }
 
 // await blocks until node i is published or the step has failed.
 func (ls *laneSync) await(i int) ([]gval, device.Event, error) {
+	if ls.done[i].Load() {
+		return ls.vals[i], ls.ev[i], nil
+	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	for !ls.done[i] && ls.err == nil {
+	for !ls.done[i].Load() && ls.err == nil {
 		ls.cond.Wait()
 	}
 	if ls.err != nil {
@@ -321,6 +329,9 @@ func (s *devStep) launchLanes() error {
 	var wg sync.WaitGroup
 	for k := 1; k < len(s.lanes); k++ {
 		l := &s.lanes[k]
+		if len(ls.nodes[k]) == 0 {
+			continue // a group the assignment leaves empty
+		}
 		copy(l.feeds, home.feeds)
 		wg.Add(1)
 		go func() {
