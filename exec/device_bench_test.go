@@ -121,6 +121,11 @@ func towersPlan(t testing.TB, towers, depth int) (p *Plan, tower []int, gpu int)
 // the step's state). ExecTestGNop's kernel allocates its output and
 // enqueues nothing, so its own cost is not counted. (Before the arena a
 // node cost 15 allocations.)
+//
+// Over four groups (lanes, a node in four on each, every edge across
+// groups: an event and a wait per node) a node costs little more: its
+// publication and wait are records of the arena too; per step, the
+// lanes, their goroutines and their tables.
 func TestDeviceStepAllocs(t *testing.T) {
 	const n = 200
 	nodes := []*graph.Node{node("x", "ExecTestGNop", 0)}
@@ -131,23 +136,43 @@ func TestDeviceStepAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := syncSet(t, 1)
-	sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
-	feeds := []*tensor.Tensor{tensor.FromF32(tensor.Shape{16, 64}, make([]float32, 16*64))}
-	run := func() {
-		if _, _, err := p.Run(context.Background(), sr, feeds, Options{}); err != nil {
-			t.Fatal(err)
+	for _, tc := range []struct {
+		groups int
+		per    float64
+	}{{1, 0.25}, {4, 0.35}} {
+		set := syncSet(t, tc.groups)
+		sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+		if tc.groups > 1 {
+			sr.Assign = make([]int, len(p.nodes))
+			for i := range sr.Assign {
+				sr.Assign[i] = i % tc.groups
+			}
 		}
-	}
-	for i := 0; i < 5; i++ {
-		run()
-	}
-	if per := testing.AllocsPerRun(20, run) / n; per > 0.25 {
-		t.Errorf("a warm device step allocates %.2f objects per node, want at most 0.25 (per-step costs only)", per)
-	}
-	set.Holder.Drain()
-	if b := set.Groups()[0].Alloc.Stats().BytesInUse; b != 0 {
-		t.Errorf("%d bytes still allocated after the steps", b)
+		feeds := []*tensor.Tensor{tensor.FromF32(tensor.Shape{16, 64}, make([]float32, 16*64))}
+		run := func() {
+			if _, _, err := p.Run(context.Background(), sr, feeds, Options{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 0; i < 5; i++ {
+			run()
+		}
+		per := testing.AllocsPerRun(20, run) / n
+		if raceEnabled && tc.groups > 1 {
+			// The race detector's sync.Pool drops a quarter of what is
+			// put back (holdOn's records, one per node here).
+			tc.per += 0.5
+		}
+		if per > tc.per {
+			t.Errorf("groups=%d: a warm device step allocates %.2f objects per node, want at most %.2f (per-step costs only)", tc.groups, per, tc.per)
+		}
+		t.Logf("groups=%d: %.3f allocations per node", tc.groups, per)
+		set.Holder.Drain()
+		for _, g := range set.Groups() {
+			if b := g.Alloc.Stats().BytesInUse; b != 0 {
+				t.Errorf("groups=%d: %d bytes still allocated after the steps", tc.groups, b)
+			}
+		}
 	}
 }
 

@@ -282,6 +282,7 @@ func (s *devStep) newLanes(feeds []*tensor.Tensor) {
 		if k > 0 {
 			l.gstep = gstep{plan: p, rt: s.rt, mem: s.mem, trace: s.trace, run: s.run, dix: s.dix, kst: &s.gstep.kstep}
 			l.ar = p.arena()
+			l.events = l.ar.events()
 			if s.jit != nil {
 				l.jit = rand.New(rand.NewSource(s.jit.Int63()))
 			}
@@ -561,7 +562,12 @@ func (s *devStep) endLanes() {
 		if k == 0 {
 			continue
 		}
-		home.events = append(home.events, l.events...)
+		// Every event of the step has completed (the final event
+		// follows them all, or the streams were synchronised).
+		for _, e := range l.events {
+			e.Release()
+		}
+		l.ar.keepEvents(l.events)
 		for _, a := range l.pinned {
 			l.g.HostAlloc.Free(a)
 		}

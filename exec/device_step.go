@@ -162,6 +162,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		s.jit = rand.New(rand.NewSource(time.Now().UnixNano() + opts.Run))
 	}
 	s.ar = p.arena()
+	s.events = s.ar.events()
 	s.mem = s.ar.tracker(sr.Holder, streams)
 	s.mem.hold = s.holdOn
 	if s.lanes != nil {
@@ -216,6 +217,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	for _, e := range s.events {
 		e.Release()
 	}
+	s.ar.keepEvents(s.events)
 	var st *trace.Step
 	if s.trace {
 		if !lanes {

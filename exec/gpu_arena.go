@@ -43,6 +43,9 @@ type arena struct {
 	// map, which a drained tracker leaves empty but grown: a new map per
 	// step grew, and rehashed, as the step's buffers came.
 	mem *tracker
+	// evs is a launcher's list of events, kept empty between steps with
+	// its room (gstep.events).
+	evs []device.PooledEvent
 }
 
 // slab is one kind of record: the block in use and how much of it is
@@ -121,6 +124,16 @@ func (a *arena) tracker(h *tensorholder.Holder, streams []device.Stream) *tracke
 	m.recycle, m.spare, m.small = false, nil, m.small[:0]
 	m.mu.Unlock()
 	return m
+}
+
+// events returns the arena's empty list of events, for a step's gstep.
+func (a *arena) events() []device.PooledEvent { return a.evs[:0] }
+
+// keepEvents keeps a finished step's list of events (released) for the
+// arena's next step.
+func (a *arena) keepEvents(evs []device.PooledEvent) {
+	clear(evs)
+	a.evs = evs[:0]
 }
 
 // tensors returns n nil tensor pointers.
