@@ -333,7 +333,9 @@ func (s *devStep) launchLanes() error {
 		if len(ls.nodes[k]) == 0 {
 			continue // a group the assignment leaves empty
 		}
-		copy(l.feeds, home.feeds)
+		if s.gs[k].tab == s.gs[0].tab {
+			copy(l.feeds, home.feeds) // the home GPU's copies serve its groups
+		} // else another GPU copies in the feeds its kernels read itself (devOf)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
