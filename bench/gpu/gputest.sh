@@ -141,6 +141,14 @@ bench() {
 # groups under the jitter sanitizer, and with CUDA graphs asked for.
 (cd "$R/session" && step memcheck-loops 150 "$OUT/sanitizer.log" $CS --tool memcheck "$D/session.test" -test.count=1 -test.run '^TestGPUControlFlowV1$')
 (cd "$R/session" && step racecheck-loops 150 "$OUT/sanitizer.log" $CS --tool racecheck "$D/session.test" -test.count=1 -test.run '^TestGPUControlFlowV1$')
+# The training example in node-level mode on 4 groups (a tower per group,
+# and partition's assignment): each group's nodes launch from a lane of
+# their own (exec/device_lanes.go), waiting for each other's events.
+printf '0:.*tower0/.*\n1:.*tower1/.*\n2:.*tower2/.*\n3:.*tower3/.*\n' >"$OUT/four.txt"
+TR=(./multistream_training training.pbtxt 5 256 5 -)
+(cd "$D/bench" && step memcheck-training-g4 120 "$OUT/sanitizer.log" env TF_NODE_LEVEL_MULTISTREAM=true TF_GPU_STREAM_GROUP_COUNT=4 TF_STREAM_FROM_FILE="$OUT/four.txt" $CS --tool memcheck "${TR[@]}")
+(cd "$D/bench" && step racecheck-training-g4 120 "$OUT/sanitizer.log" env TF_NODE_LEVEL_MULTISTREAM=true TF_GPU_STREAM_GROUP_COUNT=4 TF_STREAM_FROM_FILE="$OUT/four.txt" $CS --tool racecheck "${TR[@]}")
+(cd "$D/bench" && step racecheck-training-g4auto 120 "$OUT/sanitizer.log" env TF_NODE_LEVEL_MULTISTREAM=true TF_GPU_STREAM_GROUP_COUNT=4 MSTREAM_STREAM_ASSIGN=auto $CS --tool racecheck "${TR[@]}")
 step memcheck-device 45 "$OUT/sanitizer.log" $CS --tool memcheck "$D/device_cuda.test" -test.run 'TestCopyRoundTrip|TestCrossStreamWait|TestEnqueueOrder|TestBFCOverDeviceMemory|TestGemm|TestLaunchArgs'
 step memcheck-kernels 180 "$OUT/sanitizer.log" $CS --tool memcheck "$D/kernels_cuda.test" -test.run 'TestBinary|TestUnary|TestBiasAdd|TestSoftmax|TestCast|TestFill|TestReduce|TestGather|TestConcat|TestTranspose|TestMatMul|TestFusedMatMul|TestWhere|TestUnique|TestEinsum|TestFakeQuant|TestBNGlobal'
 step racecheck-kernels 90 "$OUT/sanitizer.log" $CS --tool racecheck "$D/kernels_cuda.test" -test.run 'TestReduce|TestSoftmax|TestWhere|TestUnique'
