@@ -77,11 +77,12 @@ func (s *devStep) launched(pt point) {
 // group's H2D stream and the fetches go out on its D2H stream after its
 // compute stream has waited for every other group's. A device value read
 // on another GPU is copied there first (cuMemcpyPeerAsync on the reader's
-// compute stream, after the wait), once per GPU; host values are shared.
-// The host launches everything in topological order from the home
-// group's launch pool and waits once, for the final event; host kernels
-// run on the launching goroutine, on the home GPU, their device inputs
-// copied back first (the one place a step blocks mid-way). A buffer goes
+// compute stream, after the wait); host values are shared. The host
+// launches in topological order: one group's step from the home group's
+// launch pool, several groups' each from a lane of its own
+// (device_lanes.go; with frames, from one goroutine), and waits once, for
+// the final event; host kernels run on the launching goroutine, their
+// device inputs copied back first (the one place a step blocks mid-way). A buffer goes
 // back to its group's allocator once every stream that touched it has
 // passed its use. A one-group step may instead replay a captured CUDA
 // graph (sr.Graphs; gpu_graph.go).
