@@ -1,0 +1,224 @@
+package bfc
+
+import (
+	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"mstream/device"
+)
+
+// fakeGPU models what the allocator sees of a GPU's streams without one:
+// a stream is busy until some time (each launched node adds its device
+// time), an event recorded on it completes when the stream gets there,
+// and the driver calls cost host time as on the H100 (cuEventRecord
+// ~2 us, cuStreamWaitEvent ~1 us, cuEventQuery ~0.5 us, measured by
+// TestGPULaunchCost's neighbours in bench/gpu).
+type fakeGPU struct {
+	record, wait, query time.Duration
+	records, waits      atomic.Int64
+	queries             atomic.Int64
+}
+
+func spin(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+type fakeStream struct {
+	g         *fakeGPU
+	id        device.StreamID
+	busyUntil atomic.Int64 // unix ns at which the stream's queued work ends
+}
+
+type fakeEvent struct {
+	g      *fakeGPU
+	doneAt atomic.Int64
+}
+
+func (g *fakeGPU) NewEvent() (device.Event, error) { return &fakeEvent{g: g}, nil }
+
+func (e *fakeEvent) Query() bool {
+	e.g.queries.Add(1)
+	spin(e.g.query)
+	return time.Now().UnixNano() >= e.doneAt.Load()
+}
+
+func (e *fakeEvent) Synchronize() error {
+	if d := time.Duration(e.doneAt.Load() - time.Now().UnixNano()); d > 0 {
+		time.Sleep(d)
+	}
+	return nil
+}
+
+// launch queues d of device work on s.
+func (s *fakeStream) launch(d time.Duration) {
+	now := time.Now().UnixNano()
+	for {
+		old := s.busyUntil.Load()
+		if s.busyUntil.CompareAndSwap(old, max(old, now)+int64(d)) {
+			return
+		}
+	}
+}
+
+func (s *fakeStream) ID() device.StreamID { return s.id }
+func (s *fakeStream) Record(e device.Event) error {
+	s.g.records.Add(1)
+	spin(s.g.record)
+	e.(*fakeEvent).doneAt.Store(s.busyUntil.Load())
+	return nil
+}
+func (s *fakeStream) Wait(e device.Event) error {
+	s.g.waits.Add(1)
+	spin(s.g.wait)
+	at := e.(*fakeEvent).doneAt.Load()
+	for {
+		old := s.busyUntil.Load()
+		if old >= at || s.busyUntil.CompareAndSwap(old, at) {
+			return nil
+		}
+	}
+}
+func (s *fakeStream) CopyH2D(uint64, []byte) error         { return nil }
+func (s *fakeStream) CopyD2H([]byte, uint64) error         { return nil }
+func (s *fakeStream) CopyD2D(uint64, uint64, uint64) error { return nil }
+func (s *fakeStream) Synchronize() error {
+	if d := time.Duration(s.busyUntil.Load() - time.Now().UnixNano()); d > 0 {
+		time.Sleep(d)
+	}
+	return nil
+}
+func (s *fakeStream) Close() error { return nil }
+
+// dlrmStep is the allocation pattern of one DLRM-small step on a group:
+// 40 nodes, each allocating its output (sizes from 256 B to 512 KiB, the
+// same sequence every step, as a fixed batch gives), inputs freed two
+// nodes later, every sixth output kept to the end of the step (fetches,
+// the interaction's operands).
+type dlrmStep struct{ sizes []uint64 }
+
+func newDLRMStep(seed int64) dlrmStep {
+	rng := rand.New(rand.NewSource(seed))
+	s := dlrmStep{sizes: make([]uint64, 40)}
+	for i := range s.sizes {
+		s.sizes[i] = 256 << rng.Intn(12) // 256 B .. 512 KiB
+		s.sizes[i] += uint64(rng.Intn(int(s.sizes[i])))
+	}
+	return s
+}
+
+// run runs one step on s: allocate, launch node work, free.
+func (st dlrmStep) run(a *Allocator, s *fakeStream, node time.Duration, addrs []uint64) error {
+	var keep []uint64
+	for i, size := range st.sizes {
+		p, err := a.Allocate(size, s)
+		if err != nil {
+			return err
+		}
+		addrs[i] = p
+		s.launch(node)
+		if i >= 2 {
+			if (i-2)%6 == 0 {
+				keep = append(keep, addrs[i-2])
+			} else if err := a.Free(addrs[i-2]); err != nil {
+				return err
+			}
+		}
+	}
+	n := len(st.sizes)
+	for _, p := range append(keep, addrs[n-2], addrs[n-1]) {
+		if err := a.Free(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BenchmarkDLRMStep runs DLRM-like steps on 4 groups at once (4
+// goroutines, one compute stream each) against per-group allocators and
+// against one stream-aware allocator shared by the four, as the stream
+// groups configure them (g4 and g4a of bench/gpu). ns/op is one step of
+// each of the 4 groups; records/step, waits/step and queries/step count
+// driver calls of the fake GPU per group step. Reproduce with
+//
+//	go test ./bfc -run '^$' -bench DLRMStep -benchtime 2000x -mutexprofile mu.out -cpuprofile cpu.out
+func BenchmarkDLRMStep(b *testing.B) {
+	const groups = 4
+	for _, shared := range []bool{false, true} {
+		name := "per_group"
+		if shared {
+			name = "shared_aware"
+		}
+		b.Run(name, func(b *testing.B) {
+			g := &fakeGPU{record: 2 * time.Microsecond, wait: time.Microsecond, query: 500 * time.Nanosecond}
+			allocs := make([]*Allocator, groups)
+			for i := range allocs {
+				if shared && i > 0 {
+					allocs[i] = allocs[0]
+					continue
+				}
+				opts := Options{Name: fmt.Sprint("g", i), Limit: 4 << 30, AllowGrowth: true}
+				if shared {
+					opts.StreamAware, opts.NewEvent, opts.BatchFrees = true, g.NewEvent, 8
+				}
+				a, err := New(&lockedNullBackend{}, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				allocs[i] = a
+			}
+			var wg sync.WaitGroup
+			var failed atomic.Value
+			b.ResetTimer()
+			for i := 0; i < groups; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					s := &fakeStream{g: g, id: device.StreamID(i)}
+					step := newDLRMStep(1)
+					addrs := make([]uint64, len(step.sizes))
+					for n := 0; n < b.N; n++ {
+						if err := step.run(allocs[i], s, 5*time.Microsecond, addrs); err != nil {
+							failed.Store(err)
+							return
+						}
+					}
+				}(i)
+			}
+			wg.Wait()
+			b.StopTimer()
+			if err, _ := failed.Load().(error); err != nil {
+				b.Fatal(err)
+			}
+			steps := float64(b.N * groups)
+			b.ReportMetric(float64(g.records.Load())/steps, "records/step")
+			b.ReportMetric(float64(g.waits.Load())/steps, "waits/step")
+			b.ReportMetric(float64(g.queries.Load())/steps, "queries/step")
+			var region uint64
+			for i, a := range allocs {
+				if shared && i > 0 {
+					break
+				}
+				region += a.Stats().RegionBytes
+			}
+			b.ReportMetric(float64(region)/(1<<20), "region-MiB")
+		})
+	}
+}
+
+// lockedNullBackend is nullBackend for allocators used from several
+// goroutines.
+type lockedNullBackend struct {
+	mu sync.Mutex
+	nullBackend
+}
+
+func (n *lockedNullBackend) Alloc(size uint64) (uint64, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.nullBackend.Alloc(size)
+}
