@@ -56,12 +56,13 @@ type Options struct {
 	StreamAware bool
 	// NewEvent makes the events recorded at free time (stream-aware mode).
 	NewEvent func() (device.Event, error)
-	// BatchFrees, in stream-aware mode, lets up to this many freed
-	// chunks of one stream wait in that stream's list, so a step's frees
-	// cost one event per batch instead of one each, and the stream reuses
-	// its own recent frees first, without an event (see the package
-	// documentation, "Batched frees"). 0 frees one by one.
-	BatchFrees int
+	// StreamCache, in stream-aware mode, keeps each stream's freed chunks
+	// in a cache of that stream, in front of the shared mutex: the stream
+	// takes them back without the mutex and without an event (its own
+	// order covers its earlier work), and they reach the bins, under one
+	// event per stream, only when an allocation finds nothing of its own
+	// (see the package documentation, "Stream caches").
+	StreamCache bool
 	// MaxInternalFrag is the largest slack an allocation may keep unsplit
 	// when its chunk is less than twice the request (TF's
 	// fragmentation_fraction times the limit); 0 means TF's default of
@@ -93,10 +94,13 @@ type Stats struct {
 	// when an allocation looked, and which became free for every stream
 	// without a wait.
 	Retired int64 `json:"retired"`
-	// LargestFreeChunk and FreeBytes are over all regions; Fragmentation
-	// is 1 - LargestFreeChunk/FreeBytes (0 with nothing free).
+	// LargestFreeChunk and FreeBytes are over all regions, the streams'
+	// caches included (CachedBytes, Options.StreamCache: freed, and
+	// reusable at once by their stream); Fragmentation is
+	// 1 - LargestFreeChunk/FreeBytes (0 with nothing free).
 	LargestFreeChunk  uint64  `json:"largest_free_chunk"`
 	FreeBytes         uint64  `json:"free_bytes"`
+	CachedBytes       uint64  `json:"cached_bytes"`
 	Fragmentation     float64 `json:"fragmentation"`
 	FailedAllocations int64   `json:"failed_allocations"`
 }
@@ -115,13 +119,15 @@ type chunk struct {
 	stream device.Stream
 	ev     device.Event
 	seq    uint64
-	// freeing: a stream-aware Free is recording the chunk's event outside
-	// the mutex; the chunk stays in use until it finishes, and a second
-	// Free of it fails.
+	// freeing: a Free has taken the chunk out of the live index and is
+	// on its way to the bins (a stream-aware one records its event
+	// outside the mutex); it stays inUse for the chunk structure until
+	// then. Set under the live index's shard lock, cleared under mu.
 	freeing bool
-	// pending: freed, waiting in its stream's list (Options.BatchFrees).
+	// pending: freed, waiting in its stream's cache (Options.StreamCache).
 	// It stays inUse for the chunk structure (not in a bin, never merged)
-	// but no longer counts in BytesInUse or LiveAllocations.
+	// but no longer counts in BytesInUse or LiveAllocations. Guarded by
+	// the cache's mutex while the chunk is in the cache.
 	pending bool
 }
 
@@ -161,10 +167,22 @@ type Allocator struct {
 	// stream-aware groups wait for each other's records).
 	recMus sync.Map
 	recSeq atomic.Uint64
-	// pend holds, per stream, its freed chunks waiting for their batch's
-	// event (Options.BatchFrees); pendN counts them all.
-	pend  map[device.Stream][]*chunk
-	pendN int
+	// caches holds, per stream (device.Stream -> *streamCache), its
+	// freed chunks waiting to be reused by it or flushed to the bins
+	// (Options.StreamCache); cached counts their chunks, so that an
+	// allocation knows without a lock whether a flush can help.
+	caches sync.Map
+	cached atomic.Int64
+	// live indexes every live allocation by address, sharded so that a
+	// Free finds its chunk without mu (a stream-cache Free never takes
+	// it); each shard counts its own allocations. inUse and peak change
+	// with it, outside mu, each on a cache line of its own (peak is
+	// mostly read).
+	live  [liveShards]liveShard
+	inUse atomic.Uint64
+	_     [56]byte
+	peak  atomic.Uint64
+	_     [56]byte
 	// spare keeps the records of chunks merged away for the next split,
 	// so a step's allocate/free cycle allocates no chunk records once
 	// warm (a split per allocation and a merge per free was half of a
@@ -175,6 +193,234 @@ type Allocator struct {
 // maxSpare bounds the chunk records an allocator keeps.
 const maxSpare = 256
 
+// liveShards is the number of shards of the live index: enough that the
+// groups of a device rarely meet on one.
+const (
+	liveShardBits = 5
+	liveShards    = 1 << liveShardBits
+)
+
+// liveShard is one shard of the live index, on its own cache line.
+type liveShard struct {
+	mu sync.Mutex
+	m  map[uint64]*chunk
+	// allocs counts the allocations ever entered, live those now in m.
+	allocs, live int64
+	_            [32]byte
+}
+
+// shard is addr's shard: a Fibonacci hash, since addresses share their
+// low bits (chunk sizes are often powers of two).
+func (a *Allocator) shard(addr uint64) *liveShard {
+	return &a.live[(addr/MinAlloc*0x9e3779b97f4a7c15)>>(64-liveShardBits)]
+}
+
+// streamCache is one stream's freed chunks (Options.StreamCache), ordered
+// by (size, address). Lock order: Allocator.mu, then a cache's mu, then
+// a live shard's.
+type streamCache struct {
+	mu     sync.Mutex
+	chunks []*chunk
+	_      [32]byte // a cache line of its own: streams run on different threads
+}
+
+// cacheOf returns s's cache, made on first use.
+func (a *Allocator) cacheOf(s device.Stream) *streamCache {
+	if v, ok := a.caches.Load(s); ok {
+		return v.(*streamCache)
+	}
+	v, _ := a.caches.LoadOrStore(s, &streamCache{})
+	return v.(*streamCache)
+}
+
+// takeLocked removes and returns the best fit for rounded bytes: the
+// smallest cached chunk of at least rounded bytes and less than twice that
+// (a cached chunk is not split), with slack under maxFrag; or nil.
+func (sc *streamCache) takeLocked(rounded, maxFrag uint64) *chunk {
+	l := sc.chunks
+	i := sort.Search(len(l), func(i int) bool { return l[i].size >= rounded })
+	if i == len(l) || l[i].size >= 2*rounded || l[i].size-rounded >= maxFrag {
+		return nil
+	}
+	c := l[i]
+	copy(l[i:], l[i+1:])
+	l[len(l)-1] = nil
+	sc.chunks = l[:len(l)-1]
+	return c
+}
+
+func (sc *streamCache) putLocked(c *chunk) {
+	l := sc.chunks
+	i := sort.Search(len(l), func(i int) bool { return !less(l[i], c) })
+	l = append(l, nil)
+	copy(l[i+1:], l[i:])
+	l[i] = c
+	sc.chunks = l
+}
+
+// insertLive enters c, just allocated, in the live index and counts it.
+func (a *Allocator) insertLive(c *chunk) {
+	sh := a.shard(c.addr)
+	sh.mu.Lock()
+	sh.m[c.addr] = c
+	sh.allocs++
+	sh.live++
+	n := a.inUse.Add(c.size)
+	for p := a.peak.Load(); n > p && !a.peak.CompareAndSwap(p, n); p = a.peak.Load() {
+	}
+	sh.mu.Unlock()
+}
+
+// claimLocked takes the live allocation at addr out of the live index
+// and the counts (sh, addr's shard, is held); nil if addr is not live.
+func (a *Allocator) claimLocked(sh *liveShard, addr uint64) *chunk {
+	c := sh.m[addr]
+	if c == nil {
+		return nil
+	}
+	delete(sh.m, addr)
+	sh.live--
+	a.inUse.Add(-c.size)
+	c.requested = 0
+	return c
+}
+
+// unallocate takes back the allocation count of insertLive for addr.
+func (a *Allocator) unallocate(addr uint64) {
+	sh := a.shard(addr)
+	sh.mu.Lock()
+	sh.allocs--
+	sh.mu.Unlock()
+}
+
+// fromCache is the stream cache's side of Allocate: s's own best fit,
+// taken without mu and without an event.
+func (a *Allocator) fromCache(size uint64, s device.Stream) (uint64, bool) {
+	v, ok := a.caches.Load(s)
+	if !ok {
+		return 0, false
+	}
+	sc := v.(*streamCache)
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	c := sc.takeLocked(roundUp(size), a.opts.MaxInternalFrag)
+	if c == nil {
+		return 0, false
+	}
+	a.cached.Add(-1)
+	c.pending, c.requested = false, size
+	a.insertLive(c)
+	return c.addr, true
+}
+
+// toCache is the stream cache's side of Free: the chunk at addr joins
+// its stream's cache, without mu and without an event.
+func (a *Allocator) toCache(addr uint64) error {
+	sh := a.shard(addr)
+	sh.mu.Lock()
+	c := sh.m[addr]
+	var s device.Stream
+	if c != nil {
+		s = c.stream
+	}
+	sh.mu.Unlock()
+	if c == nil {
+		return status.InvalidArg("bfc %q: free of %#x, which is not a live allocation", a.opts.Name, addr)
+	}
+	sc := a.cacheOf(s)
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	// Claim under the cache's lock, so that a chunk is always either live
+	// or cached for Check; a concurrent Free of the same address fails.
+	sh.mu.Lock()
+	if sh.m[addr] != c || c.stream != s {
+		sh.mu.Unlock()
+		return status.InvalidArg("bfc %q: free of %#x, which is not a live allocation", a.opts.Name, addr)
+	}
+	a.claimLocked(sh, addr)
+	sh.mu.Unlock()
+	c.pending = true
+	sc.putLocked(c)
+	a.cached.Add(1)
+	return nil
+}
+
+// flushLocked moves the chunks of the stream caches (only's, or every
+// stream's when only is nil) to the bins, under one event per stream
+// recorded now: that event is after every use of a cached chunk, since
+// each was freed after its stream's last use was enqueued. A stream whose
+// record fails keeps its cache (its chunks are not known to be free in
+// its order). It reports whether any chunk moved.
+func (a *Allocator) flushLocked(only device.Stream) bool {
+	moved := false
+	a.caches.Range(func(k, v any) bool {
+		s, sc := k.(device.Stream), v.(*streamCache)
+		if only != nil && s != only {
+			return true
+		}
+		sc.mu.Lock()
+		l := sc.chunks
+		sc.chunks = nil
+		sc.mu.Unlock()
+		if len(l) == 0 {
+			return true
+		}
+		ev, seq, err := a.recordLocked(s)
+		if err != nil {
+			sc.mu.Lock()
+			for _, c := range l {
+				sc.putLocked(c)
+			}
+			sc.mu.Unlock()
+			return true
+		}
+		a.cached.Add(-int64(len(l)))
+		for _, c := range l {
+			a.evRefs[ev]++
+			a.releaseLocked(c, ev, seq)
+		}
+		moved = true
+		return true
+	})
+	return moved
+}
+
+// recordLocked records a free event on s, from the pool when it has one,
+// with the sequence number that orders it among s's frees. Stream.Record
+// only enqueues, so it is made under mu only where an allocation found
+// nothing of its own (a flush), never per free.
+func (a *Allocator) recordLocked(s device.Stream) (device.Event, uint64, error) {
+	var ev device.Event
+	if n := len(a.evPool); n > 0 {
+		ev, a.evPool = a.evPool[n-1], a.evPool[:n-1]
+	} else {
+		var err error
+		if ev, err = a.opts.NewEvent(); err != nil {
+			return nil, 0, err
+		}
+	}
+	seq, err := a.record(s, ev)
+	if err != nil {
+		a.evPool = append(a.evPool, ev)
+		return nil, 0, err
+	}
+	return ev, seq, nil
+}
+
+// record records ev on s under s's record mutex and returns its sequence
+// number.
+func (a *Allocator) record(s device.Stream, ev device.Event) (uint64, error) {
+	mu, ok := a.recMus.Load(s)
+	if !ok {
+		mu, _ = a.recMus.LoadOrStore(s, new(sync.Mutex))
+	}
+	m := mu.(*sync.Mutex)
+	m.Lock()
+	defer m.Unlock()
+	seq := a.recSeq.Add(1)
+	return seq, s.Record(ev)
+}
+
 // New returns an allocator over backend. It obtains no memory until the
 // first allocation.
 func New(backend Backend, opts Options) (*Allocator, error) {
@@ -182,11 +428,14 @@ func New(backend Backend, opts Options) (*Allocator, error) {
 		return nil, status.InvalidArg("bfc %q: stream-aware mode needs NewEvent", opts.Name)
 	}
 	opts.Limit = opts.Limit / MinAlloc * MinAlloc
+	opts.StreamCache = opts.StreamCache && opts.StreamAware
 	if opts.MaxInternalFrag == 0 {
 		opts.MaxInternalFrag = maxInternalFrag
 	}
-	a := &Allocator{opts: opts, backend: backend, chunks: map[uint64]*chunk{}, evRefs: map[device.Event]int{},
-		pend: map[device.Stream][]*chunk{}}
+	a := &Allocator{opts: opts, backend: backend, chunks: map[uint64]*chunk{}, evRefs: map[device.Event]int{}}
+	for i := range a.live {
+		a.live[i].m = map[uint64]*chunk{}
+	}
 	if opts.AllowGrowth {
 		a.nextRegion = growthStart
 	} else {
@@ -242,6 +491,11 @@ func (a *Allocator) removeFreeLocked(c *chunk) {
 // In stream-aware mode s is the stream that will use the memory and must
 // not be nil; otherwise s is recorded for stats only and may be nil.
 func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {
+	if a.opts.StreamCache && s != nil {
+		if addr, ok := a.fromCache(size, s); ok {
+			return addr, nil
+		}
+	}
 	a.mu.Lock()
 	addr, ev, err := a.allocateLocked(size, s, !a.opts.StreamAware)
 	if err == errNoFit {
@@ -333,32 +587,34 @@ func (a *Allocator) allocateLocked(size uint64, s device.Stream, final bool) (ui
 	if a.opts.StreamAware && s == nil {
 		return 0, nil, status.InvalidArg("bfc %q: stream-aware allocation without a stream", a.opts.Name)
 	}
-	// 0. the stream's own recent frees, still in its list: no event.
-	if c := a.takePendingLocked(rounded, s); c != nil {
-		c.pending, c.requested = false, size
-		a.countLocked(c)
-		return c.addr, nil, nil
-	}
+	mine := func(c *chunk) bool { return c.stream == nil || c.stream == s }
 	// 1. a chunk of this stream, or space never used.
 	c := a.findLocked(rounded, func(c *chunk) bool {
-		return !a.opts.StreamAware || c.stream == nil || c.stream == s
+		return !a.opts.StreamAware || mine(c)
 	})
-	if c == nil && a.pendN > 0 {
-		// 1a. other streams' (and this one's unfitting) listed frees
-		// become free chunks with their batch's event before anything
-		// grows or waits.
-		a.flushPendingLocked()
-		c = a.findLocked(rounded, func(c *chunk) bool { return c.stream == nil || c.stream == s })
+	if c == nil && a.cached.Load() > 0 {
+		// 1a. this stream's cache, then every stream's, goes to the bins
+		// under one event per stream before anything grows or waits:
+		// the stream's own cached chunks may coalesce into a fit, and
+		// memory cached by other streams is retired or waited for
+		// rather than grown around (so peak memory and OOM are those of
+		// the bins alone).
+		if a.flushLocked(s) {
+			c = a.findLocked(rounded, mine)
+		}
+		if c == nil && a.flushLocked(nil) {
+			c = a.findLocked(rounded, mine)
+		}
 	}
 	if c == nil && a.opts.StreamAware && a.retireLocked() > 0 {
 		// 1b. other streams' chunks whose last use has completed are
 		// everybody's again: no wait, and no growth needed for them.
-		c = a.findLocked(rounded, func(c *chunk) bool { return c.stream == nil || c.stream == s })
+		c = a.findLocked(rounded, mine)
 	}
 	if c == nil {
 		// 2. new space.
 		if a.extendLocked(rounded) {
-			c = a.findLocked(rounded, func(c *chunk) bool { return c.stream == nil || c.stream == s })
+			c = a.findLocked(rounded, mine)
 		}
 	}
 	if c == nil && a.opts.StreamAware {
@@ -389,84 +645,8 @@ func (a *Allocator) allocateLocked(size uint64, s device.Stream, final bool) (ui
 		a.unrefLocked(c.ev)
 	}
 	c.ev = nil
-	a.countLocked(c)
+	a.insertLive(c)
 	return c.addr, wait, nil
-}
-
-// countLocked counts c as a new live allocation.
-func (a *Allocator) countLocked(c *chunk) {
-	a.st.BytesInUse += c.size
-	if a.st.BytesInUse > a.st.PeakBytesInUse {
-		a.st.PeakBytesInUse = a.st.BytesInUse
-	}
-	a.st.Allocations++
-	a.st.LiveAllocations++
-}
-
-// takePendingLocked removes and returns the best fit for rounded bytes
-// among s's listed frees: the smallest of at least rounded bytes and less
-// than twice that (a listed chunk is not split), or nil.
-func (a *Allocator) takePendingLocked(rounded uint64, s device.Stream) *chunk {
-	l := a.pend[s]
-	best := -1
-	for i, c := range l {
-		if c.size >= rounded && c.size < 2*rounded && c.size-rounded < a.opts.MaxInternalFrag &&
-			(best < 0 || c.size < l[best].size) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return nil
-	}
-	c := l[best]
-	l[best] = l[len(l)-1]
-	l = l[:len(l)-1]
-	if len(l) == 0 {
-		delete(a.pend, s)
-	} else {
-		a.pend[s] = l
-	}
-	a.pendN--
-	return c
-}
-
-// flushPendingLocked frees every stream's listed chunks under one event
-// per stream. It runs only when an allocation found nothing of its own
-// (before the allocator grows or makes a stream wait), so recording under
-// the mutex is rare; Stream.Record only enqueues. A stream whose record
-// fails keeps its list (its chunks are not known to be free in its
-// order).
-func (a *Allocator) flushPendingLocked() {
-	for s, l := range a.pend {
-		var ev device.Event
-		if n := len(a.evPool); n > 0 {
-			ev, a.evPool = a.evPool[n-1], a.evPool[:n-1]
-		} else {
-			var err error
-			if ev, err = a.opts.NewEvent(); err != nil {
-				continue
-			}
-		}
-		mu, ok := a.recMus.Load(s)
-		if !ok {
-			mu, _ = a.recMus.LoadOrStore(s, new(sync.Mutex))
-		}
-		m := mu.(*sync.Mutex)
-		m.Lock()
-		seq := a.recSeq.Add(1)
-		err := s.Record(ev)
-		m.Unlock()
-		if err != nil {
-			a.evPool = append(a.evPool, ev)
-			continue
-		}
-		delete(a.pend, s)
-		a.pendN -= len(l)
-		for _, c := range l {
-			a.evRefs[ev]++
-			a.releaseLocked(c, ev, seq)
-		}
-	}
 }
 
 // retireLocked turns every free chunk whose free event has completed into
@@ -613,49 +793,50 @@ func (a *Allocator) Free(addr uint64) error {
 	return a.FreeAll(one[:])
 }
 
-// FreeAll returns several allocations at once: the mutex is taken twice
-// for the whole batch and, in stream-aware mode, one event is recorded
-// per stream the chunks belong to (a step's buffers, freed together, all
-// belong to its compute stream: one event instead of one per buffer).
-// Every live address is freed; the first that is not live is the error.
+// FreeAll returns several allocations at once. With stream caches each
+// chunk joins its stream's cache, without the mutex and without an event.
+// Otherwise the mutex is taken once for the whole batch and, in
+// stream-aware mode, one event is recorded per stream the chunks belong
+// to (outside the mutex). Every live address is freed; the first that is
+// not live is the error.
 func (a *Allocator) FreeAll(addrs []uint64) error {
 	var first error
+	notLive := func(addr uint64) {
+		if first == nil {
+			first = status.InvalidArg("bfc %q: free of %#x, which is not a live allocation", a.opts.Name, addr)
+		}
+	}
+	if a.opts.StreamCache {
+		for _, addr := range addrs {
+			if err := a.toCache(addr); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
 	var buf [16]*chunk
 	cs := buf[:0]
-	a.mu.Lock()
-	batch := a.opts.StreamAware && a.opts.BatchFrees > 0
 	for _, addr := range addrs {
-		c := a.chunks[addr]
-		if c == nil || !c.inUse || c.freeing || c.pending {
-			if first == nil {
-				first = status.InvalidArg("bfc %q: free of %#x, which is not a live allocation", a.opts.Name, addr)
-			}
+		sh := a.shard(addr)
+		sh.mu.Lock()
+		c := a.claimLocked(sh, addr)
+		if c != nil {
+			// The chunk stays in use (for the chunk structure) while its
+			// event is recorded outside the mutex; a second Free of it
+			// fails meanwhile.
+			c.freeing = true
+		}
+		sh.mu.Unlock()
+		if c == nil {
+			notLive(addr)
 			continue
 		}
-		if batch {
-			// Into the stream's list; a full list goes on as one batch.
-			c.pending, c.requested = true, 0
-			a.st.BytesInUse -= c.size
-			a.st.LiveAllocations--
-			a.pendN++
-			l := append(a.pend[c.stream], c)
-			if len(l) < a.opts.BatchFrees {
-				a.pend[c.stream] = l
-				continue
-			}
-			delete(a.pend, c.stream)
-			a.pendN -= len(l)
-			for _, x := range l {
-				x.freeing = true
-			}
-			cs = append(cs, l...)
-			continue
-		}
-		// The chunk stays in use while its event is recorded outside
-		// the mutex; a second Free of it fails meanwhile.
-		c.freeing = true
 		cs = append(cs, c)
 	}
+	if len(cs) == 0 {
+		return first
+	}
+	a.mu.Lock()
 	if !a.opts.StreamAware {
 		for _, c := range cs {
 			a.freeSeq++
@@ -699,16 +880,8 @@ func (a *Allocator) FreeAll(addrs []uint64) error {
 				continue
 			}
 		}
-		mu, ok := a.recMus.Load(r.s)
-		if !ok {
-			mu, _ = a.recMus.LoadOrStore(r.s, new(sync.Mutex))
-		}
-		m := mu.(*sync.Mutex)
-		m.Lock()
-		r.seq = a.recSeq.Add(1)
-		rerr := r.s.Record(r.ev)
-		m.Unlock()
-		if rerr != nil {
+		var rerr error
+		if r.seq, rerr = a.record(r.s, r.ev); rerr != nil {
 			// The chunks are not known to be free in any stream's order
 			// until the stream is done with them.
 			if serr := r.s.Synchronize(); serr != nil {
@@ -721,12 +894,10 @@ func (a *Allocator) FreeAll(addrs []uint64) error {
 	for i, c := range cs {
 		r := &recs[which[i]]
 		if r.err != nil {
-			c.freeing = false // still in use: the caller may free it again
-			if c.pending {
-				c.pending = false
-				a.st.BytesInUse += c.size
-				a.st.LiveAllocations++
-			}
+			// Still in use: the caller may free it again.
+			c.freeing = false
+			a.insertLive(c)
+			a.unallocate(c.addr) // not a new allocation
 			if first == nil {
 				first = status.Wrap(r.err, "free of %#x", c.addr)
 			}
@@ -752,12 +923,7 @@ func (a *Allocator) releaseLocked(c *chunk, ev device.Event, seq uint64) {
 	c.seq = seq
 	c.inUse = false
 	c.requested = 0
-	if c.pending {
-		c.pending = false // counted out when it joined its list
-	} else {
-		a.st.BytesInUse -= c.size
-		a.st.LiveAllocations--
-	}
+	c.pending = false // counted out when it left the live index
 	if !a.opts.StreamAware {
 		c.stream = nil
 	}
@@ -815,9 +981,10 @@ func (a *Allocator) Limit() uint64 { return a.opts.Limit }
 // RequestedSize returns the size asked for the allocation at addr, and
 // ChunkSize what it occupies; both 0 when addr is not live.
 func (a *Allocator) RequestedSize(addr uint64) uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if c := a.chunks[addr]; c != nil && c.inUse && !c.pending {
+	sh := a.shard(addr)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if c := sh.m[addr]; c != nil {
 		return c.requested
 	}
 	return 0
@@ -826,9 +993,10 @@ func (a *Allocator) RequestedSize(addr uint64) uint64 {
 // ChunkSize returns the bytes the allocation at addr occupies (a multiple
 // of MinAlloc), 0 when addr is not live.
 func (a *Allocator) ChunkSize(addr uint64) uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if c := a.chunks[addr]; c != nil && c.inUse && !c.pending {
+	sh := a.shard(addr)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if c := sh.m[addr]; c != nil {
 		return c.size
 	}
 	return 0
@@ -843,12 +1011,31 @@ func (a *Allocator) Stats() Stats {
 
 func (a *Allocator) statsLocked() Stats {
 	st := a.st
+	st.BytesInUse, st.PeakBytesInUse = a.inUse.Load(), a.peak.Load()
+	for i := range a.live {
+		sh := &a.live[i]
+		sh.mu.Lock()
+		st.Allocations += sh.allocs
+		st.LiveAllocations += int(sh.live)
+		sh.mu.Unlock()
+	}
 	for b := range a.bins {
 		for _, c := range a.bins[b] {
 			st.FreeBytes += c.size
 			st.LargestFreeChunk = max(st.LargestFreeChunk, c.size)
 		}
 	}
+	a.caches.Range(func(_, v any) bool {
+		sc := v.(*streamCache)
+		sc.mu.Lock()
+		for _, c := range sc.chunks {
+			st.CachedBytes += c.size
+			st.LargestFreeChunk = max(st.LargestFreeChunk, c.size)
+		}
+		sc.mu.Unlock()
+		return true
+	})
+	st.FreeBytes += st.CachedBytes
 	if st.FreeBytes > 0 {
 		st.Fragmentation = 1 - float64(st.LargestFreeChunk)/float64(st.FreeBytes)
 	}
@@ -872,4 +1059,12 @@ func (a *Allocator) Close() {
 	a.regions = nil
 	a.chunks = map[uint64]*chunk{}
 	a.bins = [numBins][]*chunk{}
+	a.caches.Range(func(k, _ any) bool { a.caches.Delete(k); return true })
+	a.cached.Store(0)
+	for i := range a.live {
+		sh := &a.live[i]
+		sh.mu.Lock()
+		sh.m = map[uint64]*chunk{}
+		sh.mu.Unlock()
+	}
 }

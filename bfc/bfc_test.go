@@ -341,14 +341,14 @@ func TestStreamAwarePreference(t *testing.T) {
 // it, and reuses it on B: B's reads must see A's last write and A's late
 // reads must not see B's writes.
 func TestStreamAwareOrdering(t *testing.T) {
-	for _, batch := range []int{0, 4} { // Options.BatchFrees: one by one, and in batches
-		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testStreamAwareOrdering(t, batch) })
+	for _, cache := range []bool{false, true} { // Options.StreamCache
+		t.Run(fmt.Sprint("cache=", cache), func(t *testing.T) { testStreamAwareOrdering(t, cache) })
 	}
 }
 
-func testStreamAwareOrdering(t *testing.T, batch int) {
+func testStreamAwareOrdering(t *testing.T, cache bool) {
 	d, ss := streams(t, 3)
-	a, be := newAlloc(t, Options{Limit: 64 << 10, StreamAware: true, NewEvent: d.NewEvent, BatchFrees: batch})
+	a, be := newAlloc(t, Options{Limit: 64 << 10, StreamAware: true, NewEvent: d.NewEvent, StreamCache: cache})
 	const n = 4096
 	var mu sync.Mutex
 	var errs []string
@@ -412,17 +412,17 @@ func testStreamAwareOrdering(t *testing.T, batch int) {
 }
 
 func TestStreamAwareRandom(t *testing.T) {
-	for _, batch := range []int{0, 4} { // Options.BatchFrees: one by one, and in batches
-		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testStreamAwareRandom(t, batch) })
+	for _, cache := range []bool{false, true} { // Options.StreamCache
+		t.Run(fmt.Sprint("cache=", cache), func(t *testing.T) { testStreamAwareRandom(t, cache) })
 	}
 }
 
-func testStreamAwareRandom(t *testing.T, batch int) {
+func testStreamAwareRandom(t *testing.T, cache bool) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
 	d, ss := streams(t, 3)
-	a, be := newAlloc(t, Options{Limit: 256 << 10, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent, BatchFrees: batch})
+	a, be := newAlloc(t, Options{Limit: 256 << 10, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent, StreamCache: cache})
 	type live struct {
 		addr, size uint64
 		s          device.Stream
@@ -477,14 +477,14 @@ func testStreamAwareRandom(t *testing.T, batch int) {
 // often), stamp their memory on their stream, verify the stamp on their
 // stream before freeing.
 func TestHammerStreamAware(t *testing.T) {
-	for _, batch := range []int{0, 4} { // Options.BatchFrees: one by one, and in batches
-		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testHammerStreamAware(t, batch) })
+	for _, cache := range []bool{false, true} { // Options.StreamCache
+		t.Run(fmt.Sprint("cache=", cache), func(t *testing.T) { testHammerStreamAware(t, cache) })
 	}
 }
 
-func testHammerStreamAware(t *testing.T, batch int) {
+func testHammerStreamAware(t *testing.T, cache bool) {
 	d, ss := streams(t, 8)
-	a, be := newAlloc(t, Options{Limit: 512 << 10, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent, BatchFrees: batch})
+	a, be := newAlloc(t, Options{Limit: 512 << 10, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent, StreamCache: cache})
 	var bad atomicCount
 	var wg sync.WaitGroup
 	for g, s := range ss {

@@ -8,6 +8,21 @@ import "fmt"
 func (a *Allocator) Check() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var caches []*streamCache
+	var streams []any
+	a.caches.Range(func(k, v any) bool {
+		streams = append(streams, k)
+		caches = append(caches, v.(*streamCache))
+		return true
+	})
+	for _, sc := range caches {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+	}
+	for i := range a.live {
+		a.live[i].mu.Lock()
+		defer a.live[i].mu.Unlock()
+	}
 	inBin := map[*chunk]int{}
 	for b := range a.bins {
 		for i, c := range a.bins[b] {
@@ -25,17 +40,29 @@ func (a *Allocator) Check() error {
 	}
 	listed := map[*chunk]int{}
 	nListed := 0
-	for s, l := range a.pend {
-		for _, c := range l {
-			if c.stream != s || !c.pending || !c.inUse {
-				return fmt.Errorf("chunk %#x in a stream's list: its stream differs, pending %v, in use %v", c.addr, c.pending, c.inUse)
+	for k, sc := range caches {
+		for i, c := range sc.chunks {
+			if c.stream != streams[k] || !c.pending || !c.inUse {
+				return fmt.Errorf("chunk %#x in a stream's cache: its stream differs, pending %v, in use %v", c.addr, c.pending, c.inUse)
+			}
+			if i > 0 && !less(sc.chunks[i-1], c) {
+				return fmt.Errorf("stream cache out of order at %d", i)
 			}
 			listed[c]++
 			nListed++
 		}
 	}
-	if nListed != a.pendN {
-		return fmt.Errorf("%d chunks in the streams' lists, pendN %d", nListed, a.pendN)
+	if int64(nListed) != a.cached.Load() {
+		return fmt.Errorf("%d chunks in the streams' caches, counted %d", nListed, a.cached.Load())
+	}
+	nLive := 0
+	for i := range a.live {
+		for addr, c := range a.live[i].m {
+			if c.addr != addr || !c.inUse || c.pending || c.freeing || a.chunks[addr] != c || a.shard(addr) != &a.live[i] {
+				return fmt.Errorf("live index: %#x is chunk %#x, in use %v, pending %v, freeing %v", addr, c.addr, c.inUse, c.pending, c.freeing)
+			}
+			nLive++
+		}
 	}
 	var inUse, regionBytes uint64
 	live, n := 0, 0
@@ -61,8 +88,8 @@ func (a *Allocator) Check() error {
 			if c.pending != (listed[c] == 1) || listed[c] > 1 {
 				return fmt.Errorf("chunk %#x: pending %v, in %d lists", c.addr, c.pending, listed[c])
 			}
-			if c.inUse && c.pending {
-				continue // freed, waiting in its stream's list
+			if c.inUse && (c.pending || c.freeing) {
+				continue // freed, waiting in its stream's cache or for its event
 			}
 			if c.inUse {
 				inUse += c.size
@@ -86,12 +113,17 @@ func (a *Allocator) Check() error {
 	if n != len(a.chunks) {
 		return fmt.Errorf("%d chunks in regions, %d in the address map", n, len(a.chunks))
 	}
-	if inUse != a.st.BytesInUse || live != a.st.LiveAllocations || regionBytes != a.st.RegionBytes || len(a.regions) != a.st.Regions {
-		return fmt.Errorf("stats %+v disagree with recount: in use %d, live %d, regions %d of %d bytes",
-			a.st, inUse, live, len(a.regions), regionBytes)
+	st := a.st // statsLocked would lock the caches, held here
+	st.BytesInUse, st.PeakBytesInUse = a.inUse.Load(), a.peak.Load()
+	for i := range a.live {
+		st.LiveAllocations += int(a.live[i].live)
 	}
-	if regionBytes > a.opts.Limit || a.st.PeakBytesInUse < inUse {
-		return fmt.Errorf("regions %d over limit %d or peak %d under in use %d", regionBytes, a.opts.Limit, a.st.PeakBytesInUse, inUse)
+	if inUse != st.BytesInUse || live != st.LiveAllocations || live != nLive || regionBytes != st.RegionBytes || len(a.regions) != st.Regions {
+		return fmt.Errorf("stats %+v disagree with recount: in use %d, live %d (%d indexed), regions %d of %d bytes",
+			st, inUse, live, nLive, len(a.regions), regionBytes)
+	}
+	if regionBytes > a.opts.Limit || st.PeakBytesInUse < inUse {
+		return fmt.Errorf("regions %d over limit %d or peak %d under in use %d", regionBytes, a.opts.Limit, st.PeakBytesInUse, inUse)
 	}
 	return nil
 }

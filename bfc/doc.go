@@ -86,24 +86,56 @@
 // benchmark's stream-aware allocator held 16-32 GiB of regions for 2.7 GiB
 // in use).
 //
-// # Batched frees
+// # Stream caches
 //
-// With Options.BatchFrees = N (stream-aware mode; the stream groups use
-// 8), a freed chunk first joins its stream's list (it leaves
-// BytesInUse at once but stays out of the bins). Allocate on stream S
-// looks there first (step 0): the best fit under twice the request is
-// S's again with no event, since S's own order covers its earlier work.
-// When a list reaches N, its chunks become free under one event recorded
-// for them all; and an allocation that finds nothing of its own (step 1)
-// first frees every stream's list so (one event each) before it retires,
-// grows or waits, so listed memory never causes growth or an OOM. A step
-// of 40 frees on one stream thus records 5 events instead of 40 and takes
-// the mutex once per free instead of twice.
+// With Options.StreamCache (stream-aware mode; the stream groups set it),
+// the stream-aware allocator is as fast as one allocator per stream for a
+// stream that reuses its own memory, which a step's buffers do step after
+// step. Free puts the chunk in its stream's cache: a list of that
+// stream's freed chunks, ordered by (size, address), with its own small
+// mutex and no event; the chunk leaves BytesInUse and LiveAllocations at
+// once (Stats.CachedBytes counts it, within FreeBytes) but stays out of
+// the bins. Allocate on stream S first takes the best fit from S's cache
+// (the smallest chunk of at least the request and under twice it; a
+// cached chunk is not split), again without the shared mutex and without
+// an event, since S's own order covers its earlier work. Neither takes
+// Allocator.mu, so four groups stepping at once meet only on their own
+// streams' caches and on a shard of the live index (below).
 //
-// FreeAll frees a batch (a step's buffers) with one event per stream the
-// chunks belong to and two acquisitions of the mutex for the whole batch,
-// instead of an event and two acquisitions per buffer; its chunks of one
-// stream share the event (evRefs counts each) and the sequence number.
+// Only when S's cache has no fit does the allocation take the mutex and
+// search as above; when step 1 finds nothing, S's own cache, then every
+// stream's, goes to the bins under one event per stream, recorded at
+// that moment, and step 1 runs again before steps 2-5.
+// The event is correct for every chunk of the cache however long ago it
+// was freed: each was freed after its stream's last use of it was
+// enqueued, so the stream's current end is after all of them. A step's
+// frees thus cost at most one event per stream per step, and none in
+// the steady state; and since the caches are drained before the
+// allocator retires, grows, waits or fails, cached memory never causes
+// growth or an OOM that the bins alone would not (the last resort waits
+// for the events of the drained chunks too). Cross-stream reuse goes
+// through the bins only, so a chunk freed on A reaches B either after
+// A's event completed (retired, step 2) or with B waiting on it (step 4).
+// A cache has no bound of its own: what it holds is what its stream freed
+// and has not taken back, at most the stream's working set, which
+// per-group allocators would hold as well.
+//
+// Without stream caches, FreeAll frees a batch (a step's buffers) with one
+// event per stream the chunks belong to and one acquisition of the mutex
+// for the whole batch, instead of an event and an acquisition per buffer;
+// its chunks of one stream share the event (evRefs counts each) and the
+// sequence number.
+//
+// # The live index
+//
+// Every live allocation is in the live index: 32 shards by address, each
+// a map under its own mutex, through which Free finds its chunk (and a
+// second Free of it fails) without Allocator.mu. The counters that change
+// with it (BytesInUse, PeakBytesInUse, Allocations, LiveAllocations) are
+// atomics. A chunk is at every moment exactly one of: live (in the
+// index), cached (in its stream's cache, pending), on its way to the bins
+// (freeing: out of the index, its event being recorded), or free (in a
+// bin); Check recounts all four.
 //
 // Without stream awareness, free chunks carry no stream and merge freely;
 // the caller (tensorholder) is then responsible for freeing memory only
@@ -111,8 +143,9 @@
 //
 // # Invariants
 //
-// These hold whenever the mutex is free, and Check verifies all of them by
-// recount (the property tests call it after every operation):
+// These hold whenever no lock is held (Check takes Allocator.mu, every
+// cache's and every shard's, and verifies all of them by recount; the
+// property tests call it after every operation):
 //
 //   - chunks tile each region exactly, in address order, with consistent
 //     links; so no two live chunks overlap and all lie within regions;
@@ -120,6 +153,10 @@
 //     live chunk is in a bin; bins are ordered by (size, address);
 //   - no two adjacent free chunks are mergeable (same stream, or both never
 //     used): coalescing is complete;
+//   - every chunk in a stream's cache is in use for the chunk structure,
+//     pending, of that stream, and in no other cache or bin; caches are
+//     ordered by (size, address); the live index holds exactly the live
+//     chunks, each under its own address;
 //   - BytesInUse, LiveAllocations, Regions and RegionBytes equal a recount;
 //     RegionBytes never exceeds Limit.
 //
@@ -132,19 +169,26 @@
 //
 // # Locking
 //
-// One mutex, Allocator.mu, guards everything; functions named fooLocked
-// expect it held. While holding it the allocator calls Backend.Alloc and
-// Backend.Free, and Event.Query (retiring), which never blocks. A
-// stream-aware Free makes and records its event outside mu (the chunk
-// stays marked in use meanwhile), under a mutex of the chunk's stream
-// (recMus) that gives the stream's frees sequence numbers in the order of
-// their records (only one stream's chunks ever merge, so only their
-// order matters, and streams record in parallel); Stream.Record only
-// enqueues (or, on a host device's inline stream view, completes the
-// event at once). Stream.Wait for a reused chunk is called after the mutex is
-// released and before Allocate returns: on an inline view it blocks the
-// running stream item until the other stream gets there, and that stream
-// may need the mutex (a free) to do so. So the lock order is Allocator.mu,
-// then the backend's and streams' own locks; none of those may call back
-// into the allocator. Nothing under the mutex blocks on a device.
+// Allocator.mu guards the chunk structure, the bins, the regions, the
+// event pool and the rest of the stats; functions named fooLocked expect
+// it held (streamCache.takeLocked and putLocked expect the cache's mutex,
+// claimLocked the shard's). The lock order is Allocator.mu, then a
+// stream cache's mutex, then a live shard's mutex, then the backend's and
+// streams' own locks; none of those may call back into the allocator.
+// The stream-cache paths of Allocate and Free take only a cache's and a
+// shard's mutex. While holding Allocator.mu the allocator calls
+// Backend.Alloc and Backend.Free, Event.Query (retiring), which never
+// blocks, and Stream.Record when it drains the caches (an allocation
+// that missed its cache: rare in the steady state), which only enqueues.
+// A stream-aware Free without caches makes and records its event outside
+// mu (the chunk is freeing meanwhile), under a mutex of the chunk's
+// stream (recMus) that gives the stream's frees sequence numbers in the
+// order of their records (only one stream's chunks ever merge, so only
+// their order matters, and streams record in parallel); Stream.Record
+// only enqueues (or, on a host device's inline stream view, completes
+// the event at once). Stream.Wait for a reused chunk is called after the
+// mutex is released and before Allocate returns: on an inline view it
+// blocks the running stream item until the other stream gets there, and
+// that stream may need the mutex (a free) to do so. Nothing under the
+// mutex blocks on a device.
 package bfc

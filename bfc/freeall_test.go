@@ -103,20 +103,21 @@ func TestFreeAllBatches(t *testing.T) {
 
 // BenchmarkStreamAwareFree allocates and frees a step's 32 buffers on a
 // host stream: one by one, as one FreeAll batch, and one by one with
-// Options.BatchFrees = 8 (the stream groups' setting), in which the
-// stream's next step takes its own listed frees back. On a host stream an
-// event record is a queue push; on a GPU it is a cuEventRecord, so the
-// batched forms save more there.
+// Options.StreamCache (the stream groups' setting), in which the stream's
+// next step takes its own cached frees back without the mutex or an
+// event. On a host stream an event record is a queue push; on a GPU it is
+// a cuEventRecord, so the batched and cached forms save more there.
 func BenchmarkStreamAwareFree(b *testing.B) {
 	for _, tc := range []struct {
-		name       string
-		all, batch int
-	}{{"one_by_one", 0, 0}, {"free_all", 1, 0}, {"listed_8", 0, 8}} {
+		name  string
+		all   int
+		cache bool
+	}{{"one_by_one", 0, false}, {"free_all", 1, false}, {"stream_cache", 0, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			d := host.New()
 			s, _ := d.NewStream(0)
 			defer s.Close()
-			a, err := New(&nullBackend{}, Options{Limit: 1 << 30, StreamAware: true, NewEvent: d.NewEvent, AllowGrowth: true, BatchFrees: tc.batch})
+			a, err := New(&nullBackend{}, Options{Limit: 1 << 30, StreamAware: true, NewEvent: d.NewEvent, AllowGrowth: true, StreamCache: tc.cache})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -144,15 +145,17 @@ func BenchmarkStreamAwareFree(b *testing.B) {
 	}
 }
 
-// TestBatchFreesEvents: a stream's steps of 32 buffers record one event
-// per 8 frees with Options.BatchFrees = 8 (and one per free without), take
-// their own listed frees back first, and leave the invariants whole.
-func TestBatchFreesEvents(t *testing.T) {
-	for _, batch := range []int{0, 8} {
+// TestStreamCacheEvents: a stream's steps of 32 buffers of random sizes
+// record one event per free without stream caches, and with them at most
+// one per step (a step's first miss of its cache flushes the previous
+// step's frees under one event); the stream takes its own cached frees
+// back first, and the invariants hold.
+func TestStreamCacheEvents(t *testing.T) {
+	for _, cache := range []bool{false, true} {
 		d, raw := streams(t, 1)
 		var records atomic.Int64
 		s := countingStream{raw[0], &records}
-		a, _ := newAlloc(t, Options{Limit: 8 << 20, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent, BatchFrees: batch})
+		a, _ := newAlloc(t, Options{Limit: 8 << 20, AllowGrowth: true, StreamAware: true, NewEvent: d.NewEvent, StreamCache: cache})
 		addrs := make([]uint64, 32)
 		rng := rand.New(rand.NewSource(rand.Int63()))
 		for step := 0; step < 20; step++ {
@@ -167,19 +170,22 @@ func TestBatchFreesEvents(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			mustCheck(t, a, fmt.Sprintf("batch %d step %d", batch, step))
+			mustCheck(t, a, fmt.Sprintf("cache %v step %d", cache, step))
 			if st := a.Stats(); st.BytesInUse != 0 || st.LiveAllocations != 0 {
-				t.Fatalf("batch %d step %d: %d bytes in %d allocations after freeing all", batch, step, st.BytesInUse, st.LiveAllocations)
+				t.Fatalf("cache %v step %d: %d bytes in %d allocations after freeing all", cache, step, st.BytesInUse, st.LiveAllocations)
 			}
 		}
 		want := int64(20 * 32)
-		if batch > 0 {
-			want = 20 * 32 / int64(batch)
+		if cache {
+			want = 20
 		}
 		if got := records.Load(); got > want {
-			t.Errorf("BatchFrees %d: %d events recorded for 20 steps of 32 frees, want at most %d", batch, got, want)
+			t.Errorf("StreamCache %v: %d events recorded for 20 steps of 32 frees, want at most %d", cache, got, want)
 		}
-		t.Logf("BatchFrees %d: %d events for 640 frees", batch, records.Load())
+		if st := a.Stats(); st.CrossStreamWaits != 0 {
+			t.Errorf("one stream waited %d times on itself", st.CrossStreamWaits)
+		}
+		t.Logf("StreamCache %v: %d events for 640 frees", cache, records.Load())
 		raw[0].Synchronize()
 	}
 }

@@ -163,7 +163,7 @@ func BenchmarkDLRMStep(b *testing.B) {
 				}
 				opts := Options{Name: fmt.Sprint("g", i), Limit: 4 << 30, AllowGrowth: true}
 				if shared {
-					opts.StreamAware, opts.NewEvent, opts.BatchFrees = true, g.NewEvent, 8
+					opts.StreamAware, opts.NewEvent, opts.StreamCache = true, g.NewEvent, true
 				}
 				a, err := New(&lockedNullBackend{}, opts)
 				if err != nil {

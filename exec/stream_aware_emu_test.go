@@ -14,7 +14,7 @@ import (
 
 // TestStreamAwareDeviceSteps runs a random device plan on the emulated
 // device with one stream-aware allocator for every group (the g4a
-// configuration, whose frees go back in batches: bfc.Options.BatchFrees),
+// configuration, whose frees wait in per-stream caches: bfc.Options.StreamCache),
 // one group and three (node-level assignment at random), three clients at
 // once, under jitter. Every value must be right (a buffer handed to
 // another stream before its last reader ran would be overwritten), the

@@ -152,13 +152,6 @@ type Group struct {
 // TraceLock is stream st's trace lock: a traced device step holds it
 // while it brackets its own work on st with timing events, so that the
 // brackets of concurrent steps on one stream do not interleave.
-// streamAwareBatch is how many frees of one stream a stream-aware
-// allocator gathers under one event (bfc.Options.BatchFrees): one
-// allocator serves every group of the device, and an event record and two
-// acquisitions of its mutex per free made g4a ~0.55x of per-group
-// allocators on DLRM-small (issue 18).
-const streamAwareBatch = 8
-
 func (g *Group) TraceLock(st device.Stream) *sync.Mutex {
 	v, _ := g.traceLocks.LoadOrStore(st, &sync.Mutex{})
 	return v.(*sync.Mutex)
@@ -330,7 +323,12 @@ func (s *Set) deviceAllocators(dev device.Device, d, n, ctxs int, limit uint64) 
 			a, err := bfc.New(memoryOf(dev, c), bfc.Options{
 				Name: name, Limit: per, AllowGrowth: cfg.AllowGrowth,
 				ExtendLimit: cfg.ExtendLimit, StreamAware: true, NewEvent: newEvent, MaxInternalFrag: frag(per),
-				BatchFrees: streamAwareBatch,
+				// One allocator serves every group of the device: a
+				// stream reuses its own frees from its cache, without
+				// the shared mutex or an event (a mutex and an event per
+				// free made g4a ~0.55x of per-group allocators on
+				// DLRM-small, issue 18).
+				StreamCache: true,
 			})
 			if err != nil {
 				return nil, false, err
