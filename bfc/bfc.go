@@ -59,8 +59,9 @@ type Options struct {
 	// StreamCache, in stream-aware mode, keeps each stream's freed chunks
 	// in a cache of that stream, in front of the shared mutex: the stream
 	// takes them back without the mutex and without an event (its own
-	// order covers its earlier work), and they reach the bins, under one
-	// event per stream, only when an allocation finds nothing of its own
+	// order covers its earlier work), and they reach the bins, under the
+	// cache's mark (an event recorded every 32 frees) or one event
+	// recorded then, only when an allocation finds nothing of its own
 	// (see the package documentation, "Stream caches").
 	StreamCache bool
 	// MaxInternalFrag is the largest slack an allocation may keep unsplit
@@ -124,6 +125,9 @@ type chunk struct {
 	// outside the mutex); it stays inUse for the chunk structure until
 	// then. Set under the live index's shard lock, cleared under mu.
 	freeing bool
+	// freeNo numbers the chunk's free among its stream cache's (which
+	// mark covers it).
+	freeNo uint64
 	// pending: freed, waiting in its stream's cache (Options.StreamCache).
 	// It stays inUse for the chunk structure (not in a bin, never merged)
 	// but no longer counts in BytesInUse or LiveAllocations. Guarded by
@@ -221,8 +225,21 @@ func (a *Allocator) shard(addr uint64) *liveShard {
 type streamCache struct {
 	mu     sync.Mutex
 	chunks []*chunk
-	_      [32]byte // a cache line of its own: streams run on different threads
+	// frees numbers the chunks put in the cache (chunk.freeNo). mark, when
+	// not nil, was last recorded on the stream (sequence number markSeq)
+	// after the frees numbered up to markAt: the cache's own event, which
+	// a drain hands to the chunks it covers. spare is an event for the
+	// next mark, given by a drain from the allocator's pool.
+	frees, markAt, markSeq uint64
+	mark, spare            device.Event
 }
+
+// markEvery is how many frees a stream cache gathers before it records
+// its mark again: about one record per step of a DLRM-like model, so
+// that memory a drain hands to other streams carries an event that has
+// often completed already (and is retired, step 2) rather than one
+// recorded at the drain, at the end of the stream's queued work.
+const markEvery = 32
 
 // cacheOf returns s's cache, made on first use.
 func (a *Allocator) cacheOf(s device.Stream) *streamCache {
@@ -340,17 +357,47 @@ func (a *Allocator) toCache(addr uint64) error {
 	a.claimLocked(sh, addr)
 	sh.mu.Unlock()
 	c.pending = true
+	sc.frees++
+	c.freeNo = sc.frees
 	sc.putLocked(c)
 	a.cached.Add(1)
+	if sc.frees-sc.markAt >= markEvery {
+		a.markLocked(sc, s)
+	}
 	return nil
 }
 
+// markLocked records sc's mark on s, after every free so far (sc.mu is
+// held). Without an event, or when the record fails, the cache has no
+// mark and a drain records one for all its chunks.
+func (a *Allocator) markLocked(sc *streamCache, s device.Stream) {
+	sc.markAt = sc.frees
+	if sc.mark == nil {
+		sc.mark, sc.spare = sc.spare, nil
+		if sc.mark == nil {
+			ev, err := a.opts.NewEvent()
+			if err != nil {
+				return
+			}
+			sc.mark = ev
+		}
+	}
+	seq, err := a.record(s, sc.mark)
+	if err != nil {
+		sc.mark = nil // its position is unknown now: never hand it out
+		return
+	}
+	sc.markSeq = seq
+}
+
 // flushLocked moves the chunks of the stream caches (only's, or every
-// stream's when only is nil) to the bins, under one event per stream
-// recorded now: that event is after every use of a cached chunk, since
-// each was freed after its stream's last use was enqueued. A stream whose
-// record fails keeps its cache (its chunks are not known to be free in
-// its order). It reports whether any chunk moved.
+// stream's when only is nil) to the bins. Chunks freed before the cache's
+// mark was last recorded take the mark (the cache then makes a new one);
+// the others take one event recorded now: either is after every use of
+// the chunks it covers, since each was freed after its stream's last use
+// of it was enqueued. A stream whose record fails keeps those chunks in
+// its cache (they are not known to be free in its order). It reports
+// whether any chunk moved.
 func (a *Allocator) flushLocked(only device.Stream) bool {
 	moved := false
 	a.caches.Range(func(k, v any) bool {
@@ -361,28 +408,87 @@ func (a *Allocator) flushLocked(only device.Stream) bool {
 		sc.mu.Lock()
 		l := sc.chunks
 		sc.chunks = nil
+		mark, markSeq, markAt := sc.mark, sc.markSeq, sc.markAt
+		covered := 0
+		if mark != nil {
+			for _, c := range l {
+				if c.freeNo <= markAt {
+					covered++
+				}
+			}
+		}
+		if covered > 0 {
+			// The mark goes with its chunks; the next one is another
+			// event, from the pool where it has one.
+			sc.mark = nil
+			if sc.spare == nil {
+				if n := len(a.evPool); n > 0 {
+					sc.spare, a.evPool = a.evPool[n-1], a.evPool[:n-1]
+				}
+			}
+		}
 		sc.mu.Unlock()
 		if len(l) == 0 {
 			return true
 		}
-		ev, seq, err := a.recordLocked(s)
-		if err != nil {
-			sc.mu.Lock()
-			for _, c := range l {
-				sc.putLocked(c)
+		var ev device.Event
+		var seq uint64
+		if covered < len(l) {
+			var err error
+			if ev, seq, err = a.recordLocked(s); err != nil {
+				sc.mu.Lock()
+				kept := 0
+				for _, c := range l {
+					if covered == 0 || c.freeNo > markAt {
+						sc.putLocked(c)
+						kept++
+					}
+				}
+				sc.mu.Unlock()
+				if covered == 0 {
+					return true
+				}
+				a.cached.Add(-int64(len(l) - kept))
+				moved = true
+				a.releaseMarkedLocked(l, mark, markSeq, markAt, true, nil, 0)
+				return true
 			}
-			sc.mu.Unlock()
-			return true
 		}
 		a.cached.Add(-int64(len(l)))
-		for _, c := range l {
-			a.evRefs[ev]++
-			a.releaseLocked(c, ev, seq)
-		}
+		a.releaseMarkedLocked(l, mark, markSeq, markAt, covered > 0, ev, seq)
 		moved = true
 		return true
 	})
 	return moved
+}
+
+// releaseLocked frees the chunks of l, drained from a stream cache:
+// those its mark covers (when useMark) with the mark, the others with ev
+// (all of them when ev is nil, in which case only covered chunks are
+// freed). Both events hold a reference meanwhile: a chunk that merges
+// with a neighbour freed under the other, later event drops its own, and
+// the mark must not reach the pool while more chunks are to take it.
+func (a *Allocator) releaseMarkedLocked(l []*chunk, mark device.Event, markSeq, markAt uint64, useMark bool, ev device.Event, seq uint64) {
+	if useMark {
+		a.evRefs[mark]++
+	}
+	if ev != nil {
+		a.evRefs[ev]++
+	}
+	for _, c := range l {
+		switch {
+		case useMark && c.freeNo <= markAt:
+			a.evRefs[mark]++
+			a.releaseLocked(c, mark, markSeq)
+		case ev != nil:
+			a.evRefs[ev]++
+			a.releaseLocked(c, ev, seq)
+		}
+	}
+	if useMark {
+		a.unrefLocked(mark)
+	}
+	a.unrefLocked(ev)
 }
 
 // recordLocked records a free event on s, from the pool when it has one,
@@ -891,6 +997,15 @@ func (a *Allocator) FreeAll(addrs []uint64) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// Each recorded event holds a reference through the loop: a chunk
+	// that merges with a neighbour freed meanwhile under a later event of
+	// its stream drops its own, which must not reach the pool while more
+	// chunks are to take it.
+	for k := range recs {
+		if r := &recs[k]; r.err == nil {
+			a.evRefs[r.ev]++
+		}
+	}
 	for i, c := range cs {
 		r := &recs[which[i]]
 		if r.err != nil {
@@ -907,7 +1022,10 @@ func (a *Allocator) FreeAll(addrs []uint64) error {
 		a.releaseLocked(c, r.ev, r.seq)
 	}
 	for k := range recs {
-		if r := &recs[k]; r.err != nil && r.ev != nil {
+		r := &recs[k]
+		if r.err == nil {
+			a.unrefLocked(r.ev)
+		} else if r.ev != nil {
 			a.evPool = append(a.evPool, r.ev) // never recorded: reusable
 		}
 	}

@@ -93,7 +93,7 @@
 // stream that reuses its own memory, which a step's buffers do step after
 // step. Free puts the chunk in its stream's cache: a list of that
 // stream's freed chunks, ordered by (size, address), with its own small
-// mutex and no event; the chunk leaves BytesInUse and LiveAllocations at
+// mutex and no event per free; the chunk leaves BytesInUse and LiveAllocations at
 // once (Stats.CachedBytes counts it, within FreeBytes) but stays out of
 // the bins. Allocate on stream S first takes the best fit from S's cache
 // (the smallest chunk of at least the request and under twice it; a
@@ -104,18 +104,27 @@
 //
 // Only when S's cache has no fit does the allocation take the mutex and
 // search as above; when step 1 finds nothing, S's own cache, then every
-// stream's, goes to the bins under one event per stream, recorded at
-// that moment, and step 1 runs again before steps 2-5.
-// The event is correct for every chunk of the cache however long ago it
-// was freed: each was freed after its stream's last use of it was
-// enqueued, so the stream's current end is after all of them. A step's
-// frees thus cost at most one event per stream per step, and none in
+// stream's, is drained to the bins, and step 1 runs again before steps
+// 2-5. A drained chunk needs an event after its stream's last use of it:
+// every markEvery (32) frees, a cache records its mark, one event of its
+// own, on its stream (under the cache's mutex, outside Allocator.mu), and
+// a drain gives the mark to the chunks freed before it was last recorded
+// (the cache takes another event for its next mark) and one event
+// recorded at the drain to the rest. Either is correct however long ago
+// a chunk was freed, since each was freed after its stream's last use of
+// it was enqueued; the mark, recorded earlier, has more often completed
+// when another stream looks, so that memory is retired (step 2) rather
+// than grown around or waited for. A step of 40 frees thus costs about
+// one record per stream, outside the shared mutex, and none under it in
 // the steady state; and since the caches are drained before the
 // allocator retires, grows, waits or fails, cached memory never causes
 // growth or an OOM that the bins alone would not (the last resort waits
-// for the events of the drained chunks too). Cross-stream reuse goes
-// through the bins only, so a chunk freed on A reaches B either after
-// A's event completed (retired, step 2) or with B waiting on it (step 4).
+// for the drained chunks' events too). Cross-stream reuse goes through
+// the bins only, so a chunk freed on A reaches B either after A's event
+// completed (retired, step 2) or with B waiting on it (step 4). While a
+// drain frees chunks under two events, each holds a reference, so that
+// merges with a neighbour under the later event never return the other
+// to the pool while more chunks are to take it.
 // A cache has no bound of its own: what it holds is what its stream freed
 // and has not taken back, at most the stream's working set, which
 // per-group allocators would hold as well.
@@ -176,10 +185,12 @@
 // stream cache's mutex, then a live shard's mutex, then the backend's and
 // streams' own locks; none of those may call back into the allocator.
 // The stream-cache paths of Allocate and Free take only a cache's and a
-// shard's mutex. While holding Allocator.mu the allocator calls
-// Backend.Alloc and Backend.Free, Event.Query (retiring), which never
-// blocks, and Stream.Record when it drains the caches (an allocation
-// that missed its cache: rare in the steady state), which only enqueues.
+// shard's mutex, and every markEvery frees a Free records the cache's
+// mark under the cache's mutex (then the stream's record mutex). While
+// holding Allocator.mu the allocator calls Backend.Alloc and
+// Backend.Free, Event.Query (retiring), which never blocks, and
+// Stream.Record when it drains the caches (an allocation that missed its
+// cache: rare in the steady state), which only enqueues.
 // A stream-aware Free without caches makes and records its event outside
 // mu (the chunk is freeing meanwhile), under a mutex of the chunk's
 // stream (recMus) that gives the stream's frees sequence numbers in the
