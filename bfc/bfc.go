@@ -232,6 +232,7 @@ type streamCache struct {
 	// next mark, given by a drain from the allocator's pool.
 	frees, markAt, markSeq uint64
 	mark, spare            device.Event
+	_                      [40]byte // two cache lines of its own: streams run on different threads
 }
 
 // markEvery is how many frees a stream cache gathers before it records
