@@ -3,6 +3,7 @@ package bfc
 import (
 	"fmt"
 	"math/rand"
+	"sync"
 	"testing"
 
 	"mstream/device"
@@ -222,4 +223,90 @@ func TestStreamCacheDrainedUnderPressure(t *testing.T) {
 	}
 	a.Free(q)
 	mustCheck(t, a, "end")
+}
+
+// TestStreamCacheConcurrentCheck: four streams allocate and free on
+// their own goroutines, a fifth goroutine frees some of their chunks (as
+// tensorholder does for buffers read on a second stream), and Check runs
+// meanwhile: it takes every lock in the documented order, so a lock-order
+// inversion deadlocks here, and it recounts the live index, the caches
+// and the bins, so a chunk that is for a moment neither live nor cached
+// nor free fails it. Under -race it also checks the caches' and shards'
+// locking.
+func TestStreamCacheConcurrentCheck(t *testing.T) {
+	d, ss := streams(t, 4)
+	a, _ := newAlloc(t, Options{Limit: 4 << 20, AllowGrowth: true, StreamAware: true, StreamCache: true, NewEvent: d.NewEvent})
+	held := make(chan uint64, 64)
+	done := make(chan struct{})
+	var frees, checks sync.WaitGroup
+	frees.Add(1)
+	go func() { // the holder
+		defer frees.Done()
+		for p := range held {
+			if err := a.Free(p); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	checks.Add(1)
+	nChecks := 0
+	go func() {
+		defer checks.Done()
+		for ; ; nChecks++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err := a.Check(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g, s := range ss {
+		wg.Add(1)
+		go func(g int, s device.Stream) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(g)))
+			var mine []uint64
+			for i := 0; i < 2000; i++ {
+				if len(mine) > 0 && (len(mine) > 16 || rng.Intn(2) == 0) {
+					k := rng.Intn(len(mine))
+					p := mine[k]
+					mine = append(mine[:k], mine[k+1:]...)
+					if rng.Intn(4) == 0 {
+						held <- p
+					} else if err := a.Free(p); err != nil {
+						t.Error(err)
+						return
+					}
+					continue
+				}
+				p, err := a.Allocate(uint64(256<<rng.Intn(8)), s)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mine = append(mine, p)
+			}
+			for _, p := range mine {
+				a.Free(p)
+			}
+		}(g, s)
+	}
+	wg.Wait()
+	close(held)
+	frees.Wait()
+	close(done)
+	checks.Wait()
+	t.Logf("%d checks ran alongside", nChecks)
+	mustCheck(t, a, "end")
+	if st := a.Stats(); st.BytesInUse != 0 || st.LiveAllocations != 0 || st.FreeBytes != st.RegionBytes {
+		t.Fatalf("everything freed: %+v", st)
+	}
+	for _, s := range ss {
+		s.Synchronize()
+	}
 }
