@@ -145,7 +145,11 @@
 // way, from the D2H stream), with no event and no host wait but a
 // constant's first upload. A trace shows each copy and kernel on its
 // stream and a flow for each wait kept; Stats count waits kept and left
-// out, per group.
+// out, per group. The layout (the ops, their streams, the edges and
+// the waits kept) depends only on the plan and the runtime (groups,
+// assignment, wait reduction, which feeds are strings), so a plan keeps
+// it for later steps on the same runtime (streamLayout, a few runtimes'
+// worth); only the sanitizer's DropWait lays out every step.
 //
 // Streams of an asynchronous device (device.EventPool, a GPU) run on the
 // device launcher (device_step.go, gpu.go): kernels are called on the

@@ -92,6 +92,8 @@ type Plan struct {
 	// lanes is the launch schedule of the last multi-group device step
 	// (device_lanes.go), kept while its assignment stays.
 	lanes atomic.Pointer[laneSched]
+	// layouts keeps stream steps' layouts per runtime (streams.go).
+	layouts layouts
 }
 
 // NumNodes is the number of nodes a step runs.

@@ -59,10 +59,11 @@ type sstream struct {
 // for it, by stream order or by a wait, never by locks: a missing wait is
 // a race the race detector reports and a wrong value the jitter exposes.
 type sstep struct {
-	kstep   kernels.Step // the step's temporary variables
-	plan    *Plan
-	sr      *Runtime
-	feeds   []*tensor.Tensor
+	kstep kernels.Step // the step's temporary variables
+	plan  *Plan
+	sr    *Runtime
+	feeds []*tensor.Tensor
+	// ops and streams are the layout's (read-only here).
 	ops     []sop
 	streams []sstream
 	mem     *tracker
@@ -128,21 +129,23 @@ func (p *Plan) driveStreams(ctx context.Context, sr *Runtime, feeds []*tensor.Te
 	if sr.Assign != nil && len(sr.Assign) != len(p.nodes) {
 		return nil, nil, status.Errorf(status.Internal, "stream step: %d group assignments for %d nodes", len(sr.Assign), len(p.nodes))
 	}
+	lay := p.streamLayout(sr, feeds)
 	s := &sstep{
-		plan: p, sr: sr, feeds: feeds,
+		plan: p, sr: sr, feeds: feeds, ops: lay.ops, streams: lay.streams,
 		outputs: make([][]*tensor.Tensor, len(p.nodes)),
 		feedDev: make([]*tensor.Tensor, len(feeds)),
 		staged:  make([]staged, len(p.fetches)),
 		trace:   opts.Trace,
 		done:    make(chan struct{}),
 	}
-	s.schedule()
-	s.order()
-	streams := make([]device.Stream, len(s.streams))
-	for i, st := range s.streams {
-		streams[i] = st.dev
+	for a, st := range lay.streams {
+		st.group.CountWaits(lay.inserted[a], lay.skipped[a])
 	}
-	s.mem = newTracker(sr.Holder, streams)
+	if s.trace {
+		s.tr.flows = append([]trace.Flow(nil), lay.flows...)
+	}
+	s.joinLeft.Store(lay.joins)
+	s.mem = newTracker(sr.Holder, lay.devs)
 	s.start()
 	if ctx.Done() == nil {
 		<-s.done
@@ -192,8 +195,117 @@ func (s *sstep) freeStaged() {
 	}
 }
 
+// streamLayout is what a stream step's ops are and how they wait for
+// each other: schedule's ops and streams, order's edges, the join's size,
+// the waits kept and left out per stream and a trace flow per wait kept.
+// It depends on the plan, the runtime's groups, assignment and wait
+// reduction, and which feeds are strings (copied by no stream), so the
+// plan keeps it for the next step with the same (layouts); a step only
+// reads it. A runtime whose DropWait is set (the sanitizer's meta-tests,
+// dropping a different wait each step) lays its ops out every step.
+type streamLayout struct {
+	groups   []*groups.Group
+	assign   []int
+	reduce   bool
+	strFeeds []bool
+
+	ops      []sop
+	streams  []sstream
+	devs     []device.Stream // streams[i].dev
+	joins    int32
+	inserted []int
+	skipped  []int
+	flows    []trace.Flow
+}
+
+// layouts keeps a plan's stream layouts, a few runtimes' worth: a
+// graph-level session rotates its steps over its groups, each of which
+// has its own streams and so its own layout.
+type layouts struct {
+	mu   sync.Mutex
+	list []*streamLayout
+}
+
+// maxLayouts bounds the layouts a plan keeps (the least recently laid
+// out goes first): more than the groups a device usually has.
+const maxLayouts = 8
+
+// streamLayout returns the layout of a stream step of p on sr with these
+// feeds, from the plan's cache when a step with the same runtime laid it
+// out before.
+func (p *Plan) streamLayout(sr *Runtime, feeds []*tensor.Tensor) *streamLayout {
+	if sr.DropWait != nil {
+		return p.layOut(sr, feeds)
+	}
+	c := &p.layouts
+	c.mu.Lock()
+	for i, l := range c.list {
+		if l.fits(sr, feeds) {
+			if i > 0 {
+				copy(c.list[1:i+1], c.list[:i])
+				c.list[0] = l
+			}
+			c.mu.Unlock()
+			return l
+		}
+	}
+	c.mu.Unlock()
+	l := p.layOut(sr, feeds)
+	c.mu.Lock()
+	if len(c.list) < maxLayouts {
+		c.list = append(c.list, nil)
+	}
+	copy(c.list[1:], c.list)
+	c.list[0] = l
+	c.mu.Unlock()
+	return l
+}
+
+// fits says l is the layout of a step on sr with these feeds.
+func (l *streamLayout) fits(sr *Runtime, feeds []*tensor.Tensor) bool {
+	if l.reduce != sr.ReduceWaits || len(l.groups) != len(sr.Groups) || len(l.assign) != len(sr.Assign) ||
+		(l.assign == nil) != (sr.Assign == nil) || len(l.strFeeds) != len(feeds) {
+		return false
+	}
+	for i, g := range sr.Groups {
+		if l.groups[i] != g {
+			return false
+		}
+	}
+	for i, a := range sr.Assign {
+		if l.assign[i] != a {
+			return false
+		}
+	}
+	for i, f := range feeds {
+		if l.strFeeds[i] != (f.DType == tensor.String) {
+			return false
+		}
+	}
+	return true
+}
+
+// layOut makes the layout of a stream step of p on sr with these feeds.
+func (p *Plan) layOut(sr *Runtime, feeds []*tensor.Tensor) *streamLayout {
+	l := &streamLayout{groups: append([]*groups.Group(nil), sr.Groups...), reduce: sr.ReduceWaits,
+		strFeeds: make([]bool, len(feeds))}
+	if sr.Assign != nil {
+		l.assign = append([]int{}, sr.Assign...)
+	}
+	for i, f := range feeds {
+		l.strFeeds[i] = f.DType == tensor.String
+	}
+	l.schedule(p, sr)
+	l.order(sr)
+	l.devs = make([]device.Stream, len(l.streams))
+	for i, st := range l.streams {
+		l.devs[i] = st.dev
+	}
+	return l
+}
+
 // streamIndex returns the step index of stream d, adding it.
-func (s *sstep) streamIndex(d device.Stream, g *groups.Group, role string) int {
+func (s *streamLayout) streamIndex(d device.Stream, g *groups.Group, role string) int {
 	for i, st := range s.streams {
 		if st.dev == d {
 			return i
@@ -209,15 +321,14 @@ func (s *sstep) streamIndex(d device.Stream, g *groups.Group, role string) int {
 
 // schedule lays out the ops: feeds, then nodes in topological order, then
 // fetches, each on its stream, with the ops each must wait for.
-func (s *sstep) schedule() {
-	p, sr := s.plan, s.sr
+func (s *streamLayout) schedule(p *Plan, sr *Runtime) {
 	home := sr.Groups[0]
 	h2d := s.streamIndex(home.H2D, home, role(home, home.H2D, "h2d"))
 	nodeOp := make([]int, len(p.nodes))
 	feedOp := make([]int, len(p.feeds))
-	for k, f := range s.feeds {
+	for k, str := range s.strFeeds {
 		st := h2d
-		if f.DType == tensor.String {
+		if str {
 			st = -1
 		}
 		feedOp[k] = len(s.ops)
@@ -281,7 +392,7 @@ func role(g *groups.Group, d device.Stream, r string) string {
 // later point of the producer's stream (clocks: the wait is implied). The
 // join waits in the same way for every stream's last op, from the home
 // D2H stream. It counts the waits kept and left out per group.
-func (s *sstep) order() {
+func (s *streamLayout) order(sr *Runtime) {
 	m := len(s.streams)
 	clk := newClocks(m)
 	opAt := make([]point, len(s.ops))
@@ -304,10 +415,10 @@ func (s *sstep) order() {
 		for _, pr := range op.prods {
 			q := &s.ops[pr]
 			b := q.stream
-			if b < 0 || b == a || (s.sr.DropWait != nil && s.sr.DropWait(pr, i)) {
+			if b < 0 || b == a || (sr.DropWait != nil && sr.DropWait(pr, i)) {
 				continue
 			}
-			if s.sr.ReduceWaits && clk.covers(a, opAt[pr]) {
+			if sr.ReduceWaits && clk.covers(a, opAt[pr]) {
 				skipped[a]++
 				continue
 			}
@@ -315,16 +426,14 @@ func (s *sstep) order() {
 			op.wait++
 			clk.learn(a, vcAt[pr])
 			inserted[a]++
-			if s.trace {
-				s.tr.flows = append(s.tr.flows, trace.Flow{From: pr, To: i})
-			}
+			s.flows = append(s.flows, trace.Flow{From: pr, To: i})
 		}
 		opAt[i] = clk.tick(a)
 		if op.record {
 			vcAt[i] = clk.snapshot(a)
 		}
 	}
-	home := s.sr.Groups[0]
+	home := sr.Groups[0]
 	f := s.streamIndex(home.D2H, home, role(home, home.D2H, "d2h"))
 	for b := range s.streams {
 		last := s.streams[b].last
@@ -332,18 +441,16 @@ func (s *sstep) order() {
 			continue
 		}
 		if b != f {
-			if s.sr.ReduceWaits && clk.covers(f, point{b, clk.seq[b]}) {
+			if sr.ReduceWaits && clk.covers(f, point{b, clk.seq[b]}) {
 				skipped[f]++
 				continue
 			}
 			inserted[f]++
 		}
 		s.ops[last].join = true
-		s.joinLeft.Add(1)
+		s.joins++
 	}
-	for a, st := range s.streams {
-		st.group.CountWaits(inserted[a], skipped[a])
-	}
+	s.inserted, s.skipped = inserted, skipped
 }
 
 // start settles the ops that need no stream, in launch order, and hands

@@ -207,6 +207,63 @@ func TestReduceWaitCounts(t *testing.T) {
 	}
 }
 
+// TestStreamLayoutKept: a plan lays out its stream ops once per runtime
+// (groups, assignment, wait reduction, string feeds) and reuses the
+// layout, wait counts included, in later steps; a runtime that drops
+// waits (the sanitizer's) lays them out every step.
+func TestStreamLayoutKept(t *testing.T) {
+	rp := makeRandomPlan(t, rand.New(rand.NewSource(3)), 3, 30)
+	set := testSet(t, 2, false, 0, false)
+	gs := set.Groups()
+	vals := []float32{1, 2, 3}
+	feeds := scalars(vals)
+	run := func(sr *Runtime) *streamLayout {
+		t.Helper()
+		got, _, err := rp.plan.Run(context.Background(), sr, feeds, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check(got, rp.want(vals)); err != nil {
+			t.Fatal(err)
+		}
+		return rp.plan.streamLayout(sr, feeds)
+	}
+	one := &Runtime{Streams: true, Groups: gs[:1], ReduceWaits: true, Holder: &set.Holder}
+	l1 := run(one)
+	w1 := gs[0].Stats()
+	if run(one) != l1 {
+		t.Error("a second step on the same runtime laid its ops out again")
+	}
+	if w2 := gs[0].Stats(); w2.StreamWaits != 2*w1.StreamWaits || w2.StreamWaitsSkipped != 2*w1.StreamWaitsSkipped {
+		t.Errorf("wait counts after 1 and 2 steps: %d/%d, %d/%d", w1.StreamWaits, w1.StreamWaitsSkipped, w2.StreamWaits, w2.StreamWaitsSkipped)
+	}
+	assign := make([]int, rp.plan.NumNodes())
+	for i := range assign {
+		assign[i] = i % 2
+	}
+	other := []*Runtime{
+		{Streams: true, Groups: gs[1:], ReduceWaits: true, Holder: &set.Holder},
+		{Streams: true, Groups: gs[:1], ReduceWaits: false, Holder: &set.Holder},
+		{Groups: gs, Assign: assign, ReduceWaits: true, Holder: &set.Holder},
+	}
+	seen := map[*streamLayout]bool{l1: true}
+	for i, sr := range other {
+		l := run(sr)
+		if seen[l] {
+			t.Errorf("runtime %d shares a layout with an earlier one", i)
+		}
+		seen[l] = true
+	}
+	if run(one) != l1 {
+		t.Error("the first runtime's layout was not kept")
+	}
+	drop := &Runtime{Streams: true, Groups: gs[:1], ReduceWaits: true, Holder: &set.Holder,
+		DropWait: func(int, int) bool { return false }}
+	if run(drop) == run(drop) {
+		t.Error("a runtime with DropWait reused a layout")
+	}
+}
+
 // BenchmarkStreamStep times one step of a random 200-node plan of scalar
 // adds on host streams: one group (MSTREAM_HOST_STREAMS) and two groups
 // with a random node assignment, wait reduction on, no jitter. What it
