@@ -140,7 +140,11 @@
 // reduction finds implied by earlier ones, in launch order as a device
 // would see them); a ready op is handed to its stream, which runs it
 // after the jitter's delay (the sanitizer, MSTREAM_STREAM_JITTER), and
-// its completion makes its successors ready. The step ends once every
+// its completion makes its successors ready. The step starts (constants
+// settled, the first ops handed to their streams) on the home group's
+// launch pool, as a device step launches there, so TF_GPU_THREAD_MODE
+// picks those threads: the inter-op pool, the group's own or the
+// device's shared ones. The step ends once every
 // stream's last op has run (the join, whose waits are reduced in the same
 // way, from the D2H stream), with no event and no host wait but a
 // constant's first upload. A trace shows each copy and kernel on its

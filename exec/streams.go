@@ -146,7 +146,15 @@ func (p *Plan) driveStreams(ctx context.Context, sr *Runtime, feeds []*tensor.Te
 	}
 	s.joinLeft.Store(lay.joins)
 	s.mem = newTracker(sr.Holder, lay.devs)
-	s.start()
+	// The step starts on its home group's launch pool, as a device step
+	// launches there: TF_GPU_THREAD_MODE says whose threads those are
+	// (the inter-op pool, the group's own or the device's shared ones).
+	// From then on each stream makes the ops after its items ready.
+	if pool := sr.Groups[0].Launch; pool != nil {
+		pool.Submit(s.start)
+	} else {
+		s.start()
+	}
 	if ctx.Done() == nil {
 		<-s.done
 	} else {

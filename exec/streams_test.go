@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,6 +262,58 @@ func TestStreamLayoutKept(t *testing.T) {
 		DropWait: func(int, int) bool { return false }}
 	if run(drop) == run(drop) {
 		t.Error("a runtime with DropWait reused a layout")
+	}
+}
+
+// countPool is a launch pool that counts the tasks submitted to it.
+type countPool struct {
+	*Pool
+	n atomic.Int32
+}
+
+func (c *countPool) Submit(f func()) {
+	c.n.Add(1)
+	c.Pool.Submit(f)
+}
+
+// TestStreamStepLaunchPool: a host-streams step starts on its home
+// group's launch pool, so TF_GPU_THREAD_MODE picks its threads: with
+// gpu_private, the group's own pool and no other group's.
+func TestStreamStepLaunchPool(t *testing.T) {
+	var pools []*countPool
+	cfg := groups.Config{Counts: []int{2}, AllowGrowth: true, ThreadMode: groups.ThreadGPUPrivate, ThreadCount: 1,
+		GlobalPool: NewPool(1), GlobalIntra: kernels.Serial{},
+		NewPool: func(n int) groups.Pool {
+			c := &countPool{Pool: NewPool(n)}
+			pools = append(pools, c)
+			return c
+		},
+		NewIntra: func(n int) kernels.Parallelizer { return NewIntra(n) }}
+	t.Cleanup(cfg.GlobalPool.Close)
+	cfg.Devices = append(cfg.Devices, host.New())
+	set, err := groups.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(set.Close)
+	rp := makeRandomPlan(t, rand.New(rand.NewSource(5)), 3, 20)
+	vals := []float32{4, 5, 6}
+	for run := 0; run < 2; run++ {
+		sr := &Runtime{Streams: true, Groups: set.Groups()[1:], Holder: &set.Holder}
+		got, _, err := rp.plan.Run(context.Background(), sr, scalars(vals), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check(got, rp.want(vals)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(pools) != 2 || pools[0].n.Load() != 0 || pools[1].n.Load() != 2 {
+		var ns []int32
+		for _, p := range pools {
+			ns = append(ns, p.n.Load())
+		}
+		t.Errorf("tasks per group launch pool after 2 steps on group 1: %v, want [0 2]", ns)
 	}
 }
 
