@@ -57,9 +57,9 @@
 // runs on the frame driver (frames.go), which the host scheduler hands
 // the step to:
 // every value is tagged with a frame instance and an iteration as in TF's
-// executor, nested frames and is_constant Enters included. Its nodes run
-// one at a time on the caller's goroutine in the order they become ready,
-// at most parallel_iterations iterations of a frame in flight as in TF;
+// executor, nested frames and is_constant Enters included. The driver
+// takes nodes in the order they become ready, at most
+// parallel_iterations iterations of a frame in flight as in TF;
 // kernels still use the intra-op pool, and outputs come from the group's
 // allocator, the driver counting its references to them (frameRefs), so a
 // loop of small values reuses a few buffers and a finished iteration's
@@ -69,11 +69,14 @@
 // fails the build, naming its nodes.
 //
 // The frame driver (frameRun, generic over the value a step moves) is
-// shared by every step. The host scheduler's launch runs each node on the
-// driving goroutine; on host streams (driveFrames) each live node is an
-// item on its group's compute stream (Assign holds in every frame and
-// iteration), the driver waiting for the item before it hands the
-// outputs on. The device
+// shared by every step. Without streams the host scheduler's launch runs
+// each node on the driving goroutine; on host streams (driveFrames) each
+// live node is an item on its group's compute stream (Assign holds in
+// every frame and iteration), launched as soon as it is ready
+// (frameRun.launch): the driver goes on with other ready nodes, so
+// independent nodes run at once on different streams, and hands an
+// item's outputs on once it has reported back (TestFramesOnStreamsConcurrent).
+// The device
 // step (device_frames.go) drives values that stay on the device: GPU
 // kernels launch asynchronously with the ordinary step's cross-group
 // waits, the control-flow ops run no kernel (they pass values on), and a
@@ -82,9 +85,10 @@
 // step is held until it ends, and it is never captured as a CUDA graph
 // (graphIneligible says why, GraphStats counts it). A plan with control
 // flow placed on several GPUs is refused there with UNIMPLEMENTED (a GPU
-// session places it on the host instead). In every step the driver picks
-// nodes one at a time in the order they become ready, a frame's
-// iterations in flight bounded by its parallel_iterations.
+// session places it on the host instead). In every step the driver takes
+// nodes in the order they become ready, a frame's iterations in flight
+// bounded by its parallel_iterations; only host streams run several at
+// once.
 //
 // TF2's functional control flow never reaches a plan as such: the session
 // hands Build a signature that package lower has rewritten, with every

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"mstream/device"
@@ -288,6 +289,61 @@ type frameRun[V comparable] struct {
 	// refs, when set, counts the driver's references to the values it
 	// keeps (frameRefs); nil keeps every value until the step ends.
 	refs frameRefs[V]
+	// launch, when set, starts each live node but Consts as an item that
+	// completes later (host streams): the driver goes on with other ready
+	// nodes and hands an item's outputs on once it reports back (inbox).
+	// exec then runs the Consts only. Not with refs.
+	launch   frameLaunch[V]
+	inflight int
+	inbox    frameInbox[V]
+}
+
+// frameLaunch starts live node i (pn) on ins and returns at once; done
+// is called once, from any goroutine, with the node's outputs or error.
+type frameLaunch[V comparable] func(i int32, pn *planNode, ins []V, done func([]V, error))
+
+// frameDone is a launched node's report.
+type frameDone[V comparable] struct {
+	t    frameTask[V]
+	outs []V
+	err  error
+}
+
+// frameInbox collects the reports of launched nodes for the driver. It
+// never blocks the reporter (a stream's goroutine), which the driver may
+// be waiting to hand its next item to.
+type frameInbox[V comparable] struct {
+	mu     sync.Mutex
+	list   []frameDone[V]
+	spare  []frameDone[V]
+	signal chan struct{}
+}
+
+func (b *frameInbox[V]) post(d frameDone[V]) {
+	b.mu.Lock()
+	b.list = append(b.list, d)
+	b.mu.Unlock()
+	select {
+	case b.signal <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for reports and returns those that came; the slice is the
+// inbox's until the next take.
+func (b *frameInbox[V]) take() []frameDone[V] {
+	for {
+		b.mu.Lock()
+		if len(b.list) > 0 {
+			got := b.list
+			clear(b.spare)
+			b.list, b.spare = b.spare[:0], got
+			b.mu.Unlock()
+			return got
+		}
+		b.mu.Unlock()
+		<-b.signal
+	}
 }
 
 // frameRefs counts the references the driver holds on values: one per
@@ -354,19 +410,19 @@ func newFrameRun[V comparable](p *Plan, feeds []V, exec frameExec[V]) *frameRun[
 // each kernel on the calling goroutine, outputs from the group's
 // allocator as in drive, the driver counting its references to them
 // (frameRefs), so a loop's small values reuse a few buffers rather than a
-// Go allocation each. On host streams each live node is an item of its
-// group's compute stream (Assign holds in every frame and iteration),
-// the driver waiting for the item before it hands the outputs on: a
+// Go allocation each. On host streams each live node but a Const is an
+// item of its group's compute stream (Assign holds in every frame and
+// iteration), launched as soon as it is ready, so independent nodes run
+// at once on different streams; the driver, on the home group's launch
+// pool, hands an item's outputs on once the item has reported back: a
 // Switch's predicate and a loop's condition are read after the item that
-// made them, and no value crosses streams without the host having waited
-// for it, so the step needs no events and the jitter's delays cannot
-// reorder it. With one group the whole drive is one item of its compute
-// stream, every kernel inline (a round trip to the stream per node costs
-// more than the node). There, outputs are Go memory: a value a loop
-// keeps may be freed from another group's stream than the one that
-// allocated it. Nodes run one at a time, in the order they become ready
-// (parallel_iterations bounding a frame's iterations in flight), on one
-// worker (kernel context and output allocator) that serves them all.
+// made them, and no value crosses streams before it exists, so the step
+// needs no events and the jitter's delays cannot reorder it. With one
+// group the whole drive is one item of its compute stream, every kernel
+// inline (a round trip to the stream per node costs more than the node,
+// and one stream runs its items in order anyway). On streams, outputs
+// are Go memory: a value a loop keeps may be freed from another group's
+// stream than the one that allocated it.
 func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 	p, rt := s.plan, s.rt
 	if rt.Assign != nil && len(rt.Assign) != len(p.nodes) {
@@ -410,6 +466,7 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 		return outs, nil
 	}
 	var launch frameExec[*tensor.Tensor]
+	var async frameLaunch[*tensor.Tensor]
 	var home device.Stream // the stream the whole drive runs on, if one
 	switch {
 	case !rt.onStreams():
@@ -429,37 +486,34 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 			return kernel(g, g.Compute, false, pn, ins)
 		}
 	default:
-		// The driver runs here and hands each node to its group's
-		// stream; it must not run on a stream itself, since waiting
-		// there for another stream could wait on a stream that waits on
-		// it.
-		launch = func(i int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			if pn.isConst {
-				// Once per step on the driving goroutine (the driver
-				// keeps the value for every iteration).
-				var k kernelCall
-				return k.run(pn, nil, kernels.Serial{})
-			}
+		// Each live node but a Const is an item on its group's compute
+		// stream, started as soon as it is ready: independent nodes run
+		// at once on different streams. The driver hands a node's
+		// outputs on only once its item has reported back, so a value
+		// never crosses streams before it exists and the step needs no
+		// events. It must not run on a stream itself (its wait for a
+		// report could wait on a stream that waits on it).
+		launch = func(_ int32, pn *planNode, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			// Consts, once per step on the driving goroutine (the
+			// driver keeps the value for every iteration).
+			var k kernelCall
+			return k.run(pn, nil, kernels.Serial{})
+		}
+		async = func(i int32, pn *planNode, ins []*tensor.Tensor, done func([]*tensor.Tensor, error)) {
 			g := rt.Groups[rt.Assign[i]]
-			var outs []*tensor.Tensor
-			var err error
-			done := make(chan struct{})
-			if eerr := device.Enqueue(g.Compute, func() {
-				defer close(done)
-				outs, err = kernel(g, g.Compute, false, pn, ins)
-			}); eerr != nil {
-				return nil, status.Wrap(eerr, "node '%s': stream %d of %s", pn.node.Name, g.Compute.ID(), g.Device.Name())
+			if err := device.Enqueue(g.Compute, func() { done(s.streamKernel(g, pn, ins)) }); err != nil {
+				done(nil, status.Wrap(err, "node '%s': stream %d of %s", pn.node.Name, g.Compute.ID(), g.Device.Name()))
 			}
-			<-done
-			return outs, err
 		}
 	}
 	r := newFrameRun(p, s.feeds, launch)
-	if home == nil && s.group != nil {
+	r.launch = async
+	if home == nil && async == nil && s.group != nil {
 		r.refs = &stepRefs{mem: s.mem, fresh: &w.alloc.fresh}
 	}
 	var err error
-	if home != nil {
+	switch {
+	case home != nil:
 		done := make(chan struct{})
 		if eerr := device.Enqueue(home, func() {
 			defer close(done)
@@ -468,13 +522,45 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 			return nil, status.Wrap(eerr, "stream %d of %s", home.ID(), s.group.Device.Name())
 		}
 		<-done
-	} else {
+	case async != nil && s.group.Launch != nil:
+		// The driver launches from the home group's launch pool, as a
+		// stream step starts there (TF_GPU_THREAD_MODE).
+		done := make(chan struct{})
+		s.group.Launch.Submit(func() {
+			defer close(done)
+			err = r.drive(ctx)
+		})
+		<-done
+	default:
 		err = r.drive(ctx)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return r.fetches()
+}
+
+// streamKernel runs pn on ins as an item of g's compute stream (frames
+// on host streams): its own kernel context, outputs in Go memory (a
+// value a loop keeps may be freed from another group's stream than the
+// one that allocated it), g's intra-op pool.
+func (s *step) streamKernel(g *groups.Group, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	start := s.now()
+	k := kernelCall{step: &s.kstep}
+	outs, err := k.run(pn, ins, g.Intra)
+	if err != nil {
+		return nil, err
+	}
+	var bytes int64
+	if s.trace {
+		for _, o := range outs {
+			if o != nil {
+				bytes += o.ByteSize()
+			}
+		}
+	}
+	s.record(pn, g, g.Compute, start, bytes, "")
+	return outs, nil
 }
 
 // assigned says an assignment puts some node off the home group.
@@ -499,7 +585,10 @@ func (h *stepRefs) drop(t *tensor.Tensor) { h.mem.unref(t, -1) }
 func (h *stepRefs) settle()               { h.mem.settle(h.fresh) }
 
 // drive runs the step to its end: the roots first, then every node as it
-// becomes ready in its frame and iteration, in that order.
+// becomes ready in its frame and iteration, in that order. With launch,
+// a live node is started and the driver goes on; once the ready queue is
+// empty it waits for the next reports and hands their outputs on. After
+// an error it waits for every node in flight before it returns.
 func (r *frameRun[V]) drive(ctx context.Context) error {
 	p := r.p
 	r.iter(r.root, 0)
@@ -516,30 +605,69 @@ func (r *frameRun[V]) drive(ctx context.Context) error {
 		}
 		r.enqueue(r.root, 0, int32(i))
 	}
-	for head := 0; head < len(r.queue); head++ {
-		if head&63 == 0 {
-			if err := ctx.Err(); err != nil {
-				return status.Errorf(status.Cancelled, "step cancelled: %v", err)
+	if r.launch != nil && r.inbox.signal == nil {
+		r.inbox.signal = make(chan struct{}, 1)
+	}
+	var failed error
+	head := 0
+	for {
+		for ; head < len(r.queue) && failed == nil; head++ {
+			if head&63 == 0 {
+				if err := ctx.Err(); err != nil {
+					failed = status.Errorf(status.Cancelled, "step cancelled: %v", err)
+					break
+				}
+			}
+			t := r.queue[head]
+			r.queue[head] = frameTask[V]{}
+			if r.launch != nil {
+				launched, err := r.start(t)
+				if err != nil {
+					failed = err
+					break
+				}
+				if launched {
+					continue
+				}
+			} else if err := r.run(t); err != nil {
+				failed = err
+				break
+			}
+			r.taskDone(t)
+			if head > 4096 && head*2 > len(r.queue) {
+				// Drop the finished half of the queue so a long loop
+				// does not keep it.
+				n := copy(r.queue, r.queue[head+1:])
+				r.queue = r.queue[:n]
+				head = -1
 			}
 		}
-		t := r.queue[head]
-		r.queue[head] = frameTask[V]{}
-		if err := r.run(t); err != nil {
-			return err
+		if r.inflight == 0 {
+			return failed
 		}
-		t.f.outstanding--
-		t.f.queued[t.iter]--
-		r.advance(t.f)
-		r.maybeDone(t.f)
-		if head > 4096 && head*2 > len(r.queue) {
-			// Drop the finished half of the queue so a long loop
-			// does not keep it.
-			n := copy(r.queue, r.queue[head+1:])
-			r.queue = r.queue[:n]
-			head = -1
+		for _, d := range r.inbox.take() {
+			r.inflight--
+			switch {
+			case failed != nil:
+			case d.err != nil:
+				failed = d.err
+			default:
+				if err := r.handOn(d.t, d.outs, false, true); err != nil {
+					failed = err
+				} else {
+					r.taskDone(d.t)
+				}
+			}
 		}
 	}
-	return nil
+}
+
+// taskDone counts task t run and lets its frame and iterations move on.
+func (r *frameRun[V]) taskDone(t frameTask[V]) {
+	t.f.outstanding--
+	t.f.queued[t.iter]--
+	r.advance(t.f)
+	r.maybeDone(t.f)
 }
 
 // fetches returns the fetched values of a finished step, or TF's error for
@@ -690,13 +818,50 @@ func (r *frameRun[V]) run(t frameTask[V]) error {
 // runNode runs task t (or finds it dead) and hands its outputs on; it
 // returns the inputs the node held.
 func (r *frameRun[V]) runNode(t frameTask[V]) ([]V, error) {
+	ins, outs, dead, call := r.prepare(t)
+	if call {
+		var err error
+		r.cur = t
+		if outs, err = r.exec(t.node, &r.p.nodes[t.node], ins); err != nil {
+			return ins, err
+		}
+	}
+	return ins, r.handOn(t, outs, dead, call)
+}
+
+// start readies task t and launches it when it is a live node to run but
+// a Const (launched: its outputs come back in a report); any other node
+// runs or is found dead here and is handed on.
+func (r *frameRun[V]) start(t frameTask[V]) (launched bool, err error) {
+	ins, outs, dead, call := r.prepare(t)
+	pn := &r.p.nodes[t.node]
+	if call && !pn.isConst {
+		r.inflight++
+		r.launch(t.node, pn, ins, func(outs []V, err error) {
+			r.inbox.post(frameDone[V]{t, outs, err})
+		})
+		return true, nil
+	}
+	if call {
+		r.cur = t
+		if outs, err = r.exec(t.node, pn, ins); err != nil {
+			return false, err
+		}
+	}
+	return false, r.handOn(t, outs, dead, call)
+}
+
+// prepare gathers task t's inputs and says whether it is dead. call says
+// its kernel must run; otherwise outs are its outputs (dead ones, or a
+// Const's computed earlier in the step).
+func (r *frameRun[V]) prepare(t frameTask[V]) (ins, outs []V, dead, call bool) {
 	var zero V
 	p := r.p
 	pn := &p.nodes[t.node]
 	sl := &t.f.iters[t.iter][p.fs.local[t.node]]
-	// The slot's inputs become the node's (the slot lets go of them
-	// below); only a node whose data inputs are all feeds has none.
-	ins := sl.ins
+	// The slot's inputs become the node's (handOn lets go of them); only
+	// a node whose data inputs are all feeds has none.
+	ins = sl.ins
 	if ins == nil {
 		ins = r.slab.take(len(pn.inputs))
 	}
@@ -705,7 +870,6 @@ func (r *frameRun[V]) runNode(t frameTask[V]) ([]V, error) {
 			ins[j] = r.feeds[in.Index]
 		}
 	}
-	dead := false
 	switch pn.flow {
 	case flowMerge:
 		dead = !sl.live
@@ -716,7 +880,6 @@ func (r *frameRun[V]) runNode(t frameTask[V]) ([]V, error) {
 			dead = dead || v == zero
 		}
 	}
-	var outs []V
 	switch {
 	case dead:
 		outs = r.slab.take(len(pn.node.OutTypes))
@@ -725,18 +888,23 @@ func (r *frameRun[V]) runNode(t frameTask[V]) ([]V, error) {
 		// never changes (TF's Const kernel also keeps one tensor).
 		outs = r.consts[t.node]
 	default:
-		var err error
-		r.cur = t
-		if outs, err = r.exec(t.node, pn, ins); err != nil {
-			return ins, err
-		}
-		if pn.isConst {
-			r.consts[t.node] = outs
-			for _, v := range outs {
-				r.hold(v)
-			}
+		call = true
+	}
+	return ins, outs, dead, call
+}
+
+// handOn hands the outputs of task t on (ran: its kernel just made
+// them), by its node's control flow, and lets its slot go.
+func (r *frameRun[V]) handOn(t frameTask[V], outs []V, dead, ran bool) error {
+	p := r.p
+	pn := &p.nodes[t.node]
+	if ran && pn.isConst {
+		r.consts[t.node] = outs
+		for _, v := range outs {
+			r.hold(v)
 		}
 	}
+	sl := &t.f.iters[t.iter][p.fs.local[t.node]]
 	sl.ins = nil
 	f, iter := t.f, t.iter
 	switch pn.flow {
@@ -753,26 +921,26 @@ func (r *frameRun[V]) runNode(t frameTask[V]) ([]V, error) {
 			r.propagate(c, 0, t.node, outs, dead, true)
 		}
 		r.maybeDone(c)
-		return ins, nil
+		return nil
 	case flowExit:
 		if f.parent == nil {
-			return ins, status.InvalidArg("node '%s' (op %s) is not inside a while loop frame", pn.node.Name, pn.node.Op)
+			return status.InvalidArg("node '%s' (op %s) is not inside a while loop frame", pn.node.Name, pn.node.Op)
 		}
 		if dead {
 			if _, seen := f.exits[t.node]; !seen {
 				f.exits[t.node] = false
 			}
-			return ins, nil
+			return nil
 		}
 		f.exits[t.node] = true
 		if f.parent == r.root {
 			r.keepRoot(t.node, outs) // fetchable
 		}
 		r.propagate(f.parent, f.parentIter, t.node, outs, false, false)
-		return ins, nil
+		return nil
 	case flowNext:
 		if dead {
-			return ins, nil // the loop has ended: nothing enters the next iteration
+			return nil // the loop has ended: nothing enters the next iteration
 		}
 		if iter+1 == len(f.iters) && f.maxPar > 0 {
 			r.advance(f)
@@ -784,17 +952,17 @@ func (r *frameRun[V]) runNode(t frameTask[V]) ([]V, error) {
 				for _, v := range outs {
 					r.hold(v)
 				}
-				return ins, nil
+				return nil
 			}
 		}
 		r.propagate(f, iter+1, t.node, outs, false, false)
-		return ins, nil
+		return nil
 	}
 	if f == r.root {
 		r.keepRoot(t.node, outs)
 	}
 	r.propagate(f, iter, t.node, outs, dead, false)
-	return ins, nil
+	return nil
 }
 
 // propagate delivers the outputs of node src (all nil when it is dead)

@@ -1,0 +1,165 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/proto/tfpb"
+	"mstream/tensor"
+)
+
+// meeting pairs ExecTestMeet kernels: each waits for a second one to be
+// running at the same time before it computes.
+var meeting struct {
+	mu      sync.Mutex
+	waiting chan struct{}
+}
+
+func init() {
+	// ExecTestMeet: ExecTestAdd once another ExecTestMeet kernel is
+	// running at the same time; an error, naming the node, when none
+	// comes (the nodes ran one at a time).
+	kernels.Register(kernels.Def{Op: "ExecTestMeet", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		c := float32(n.Attrs["c"].GetF())
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			meeting.mu.Lock()
+			ch := meeting.waiting
+			if ch == nil {
+				ch = make(chan struct{})
+				meeting.waiting = ch
+				meeting.mu.Unlock()
+				select {
+				case <-ch:
+				case <-time.After(20 * time.Second):
+					meeting.mu.Lock()
+					if meeting.waiting == ch {
+						meeting.waiting = nil
+					}
+					meeting.mu.Unlock()
+					return fmt.Errorf("node %s: no other ExecTestMeet kernel ran at the same time", ctx.Node.Name)
+				}
+			} else {
+				meeting.waiting = nil
+				meeting.mu.Unlock()
+				close(ch)
+			}
+			sum := c
+			for _, in := range ctx.Inputs {
+				sum += in.F32()[0]
+			}
+			t, err := ctx.Allocate(0, nil)
+			if err != nil {
+				return err
+			}
+			t.F32()[0] = sum
+			return nil
+		}), nil
+	}})
+}
+
+// loopPlan is a v1 while loop fed x and n: n iterations of a counter
+// (i+1) and of an accumulator (acc+1) independent of it within an
+// iteration, body is the op of both (ExecTestAdd or ExecTestMeet), at
+// most par iterations in flight; it fetches acc (x + n). It returns the
+// plan and the plan indices of the counter and accumulator nodes.
+func loopPlan(t testing.TB, body string, par int64) (*Plan, int, int) {
+	t.Helper()
+	x, n := node("x", "ExecTestAdd", 0), node("n", "ExecTestAdd", 0)
+	zero := node("zero", "ExecTestAdd", 0)
+	ent := func(name string, in *graph.Node, constant bool) *graph.Node {
+		e := enter(name, in, constant)
+		e.Attrs["parallel_iterations"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: par}}
+		return e
+	}
+	ei, ea, en := ent("enter_i", zero, false), ent("enter_acc", x, false), ent("enter_n", n, true)
+	mi := flowNode("merge_i", "Merge", 2, graph.Output{Node: ei})
+	ma := flowNode("merge_acc", "Merge", 2, graph.Output{Node: ea})
+	mi.OutTypes[1], ma.OutTypes[1] = tensor.Int32, tensor.Int32
+	lt := node("less", "ExecTestGLess", 0, mi, en)
+	lt.OutTypes = []tensor.DType{tensor.Bool}
+	lc := flowNode("loop_cond", "LoopCond", 1, graph.Output{Node: lt})
+	lc.OutTypes = []tensor.DType{tensor.Bool}
+	si := flowNode("switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
+	sa := flowNode("switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
+	xa := flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa})
+	i1 := node("i_plus_1", body, 1)
+	i1.Inputs, i1.InTypes = []graph.Output{{Node: si, Index: 1}}, []tensor.DType{tensor.Float}
+	a1 := node("acc_plus_1", body, 1)
+	a1.Inputs, a1.InTypes = []graph.Output{{Node: sa, Index: 1}}, []tensor.DType{tensor.Float}
+	ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: i1})
+	na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: a1})
+	mi.Inputs, mi.InTypes = append(mi.Inputs, graph.Output{Node: ni}), append(mi.InTypes, tensor.Float)
+	ma.Inputs, ma.InTypes = append(ma.Inputs, graph.Output{Node: na}), append(ma.InTypes, tensor.Float)
+	p, err := Build(nil, []graph.Output{{Node: x}, {Node: n}}, []graph.Output{{Node: xa}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, ai := -1, -1
+	for k := range p.nodes {
+		switch p.nodes[k].node {
+		case i1:
+			ci = k
+		case a1:
+			ai = k
+		}
+	}
+	return p, ci, ai
+}
+
+// TestFramesOnStreamsConcurrent: the counter and the accumulator of one
+// iteration of a loop, independent and assigned to two groups' host
+// streams, run at the same time: each kernel waits for the other to be
+// running (ExecTestMeet), so a driver that ran one node at a time would
+// fail. parallel_iterations 1 keeps both of one iteration.
+func TestFramesOnStreamsConcurrent(t *testing.T) {
+	p, ci, ai := loopPlan(t, "ExecTestMeet", 1)
+	set := testSet(t, 2, false, 50*time.Microsecond, false)
+	sr := &Runtime{Groups: set.Groups(), Assign: make([]int, p.NumNodes()), Holder: &set.Holder, Intra: kernels.Serial{}}
+	sr.Assign[ci], sr.Assign[ai] = 0, 1
+	for _, iters := range []int{0, 1, 5} {
+		x := float32(rand.Intn(100))
+		out, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(float32(iters))}, Options{Trace: iters == 1})
+		if err != nil {
+			t.Fatalf("%d iterations: %v", iters, err)
+		}
+		if got, want := out[0].F32()[0], x+float32(iters); got != want {
+			t.Errorf("%d iterations: got %v, want %v", iters, got, want)
+		}
+	}
+}
+
+// BenchmarkFrameStreamStep times one step of a while loop of 100
+// iterations (11 nodes each, two of them kernels) on host streams: one
+// group (MSTREAM_HOST_STREAMS) and two groups with the loop's counter and
+// accumulator on different groups.
+func BenchmarkFrameStreamStep(b *testing.B) {
+	for _, n := range []int{1, 2} {
+		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) {
+			p, ci, ai := loopPlan(b, "ExecTestAdd", 10)
+			set := testSet(b, n, false, 0, false)
+			sr := &Runtime{Streams: true, Groups: set.Groups(), Holder: &set.Holder, Intra: kernels.Serial{}}
+			if n > 1 {
+				sr.Assign = make([]int, p.NumNodes())
+				sr.Assign[ci], sr.Assign[ai] = 0, 1
+			}
+			feeds := []*tensor.Tensor{tensor.ScalarF32(3), tensor.ScalarF32(100)}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for it := 0; it < b.N; it++ {
+				out, _, err := p.Run(context.Background(), sr, feeds, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := out[0].F32()[0]; got != 103 {
+					b.Fatalf("got %v, want 103", got)
+				}
+			}
+		})
+	}
+}
