@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/proto/tfpb"
+	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -65,10 +67,10 @@ func init() {
 
 // loopPlan is a v1 while loop fed x and n: n iterations of a counter
 // (i+1) and of an accumulator (acc+1) independent of it within an
-// iteration, body is the op of both (ExecTestAdd or ExecTestMeet), at
+// iteration, counter and acc their ops (ExecTestAdd, ExecTestMeet), at
 // most par iterations in flight; it fetches acc (x + n). It returns the
 // plan and the plan indices of the counter and accumulator nodes.
-func loopPlan(t testing.TB, body string, par int64) (*Plan, int, int) {
+func loopPlan(t testing.TB, counter, acc string, par int64) (*Plan, int, int) {
 	t.Helper()
 	x, n := node("x", "ExecTestAdd", 0), node("n", "ExecTestAdd", 0)
 	zero := node("zero", "ExecTestAdd", 0)
@@ -88,9 +90,9 @@ func loopPlan(t testing.TB, body string, par int64) (*Plan, int, int) {
 	si := flowNode("switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
 	sa := flowNode("switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
 	xa := flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa})
-	i1 := node("i_plus_1", body, 1)
+	i1 := node("i_plus_1", counter, 1)
 	i1.Inputs, i1.InTypes = []graph.Output{{Node: si, Index: 1}}, []tensor.DType{tensor.Float}
-	a1 := node("acc_plus_1", body, 1)
+	a1 := node("acc_plus_1", acc, 1)
 	a1.Inputs, a1.InTypes = []graph.Output{{Node: sa, Index: 1}}, []tensor.DType{tensor.Float}
 	ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: i1})
 	na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: a1})
@@ -118,7 +120,7 @@ func loopPlan(t testing.TB, body string, par int64) (*Plan, int, int) {
 // running (ExecTestMeet), so a driver that ran one node at a time would
 // fail. parallel_iterations 1 keeps both of one iteration.
 func TestFramesOnStreamsConcurrent(t *testing.T) {
-	p, ci, ai := loopPlan(t, "ExecTestMeet", 1)
+	p, ci, ai := loopPlan(t, "ExecTestMeet", "ExecTestMeet", 1)
 	set := testSet(t, 2, false, 50*time.Microsecond, false)
 	sr := &Runtime{Groups: set.Groups(), Assign: make([]int, p.NumNodes()), Holder: &set.Holder, Intra: kernels.Serial{}}
 	sr.Assign[ci], sr.Assign[ai] = 0, 1
@@ -134,6 +136,27 @@ func TestFramesOnStreamsConcurrent(t *testing.T) {
 	}
 }
 
+// TestFramesOnStreamsError: a kernel that fails on another group's
+// stream while other nodes are in flight fails the step with its error,
+// naming the node, after every item has reported; the next step runs.
+func TestFramesOnStreamsError(t *testing.T) {
+	p, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestFail", 10)
+	set := testSet(t, 2, false, 50*time.Microsecond, false)
+	sr := &Runtime{Groups: set.Groups(), Assign: make([]int, p.NumNodes()), Holder: &set.Holder, Intra: kernels.Serial{}}
+	sr.Assign[ci], sr.Assign[ai] = 0, 1
+	for _, iters := range []int{4, 0} {
+		out, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(2), tensor.ScalarF32(float32(iters))}, Options{})
+		switch {
+		case iters > 0 && (err == nil || status.CodeOf(err) != status.InvalidArgument || !strings.Contains(err.Error(), "acc_plus_1")):
+			t.Errorf("%d iterations: error %v, want INVALID_ARGUMENT naming acc_plus_1", iters, err)
+		case iters == 0 && err != nil:
+			t.Errorf("0 iterations after a failed step: %v", err)
+		case iters == 0 && out[0].F32()[0] != 2:
+			t.Errorf("0 iterations: got %v, want 2", out[0].F32()[0])
+		}
+	}
+}
+
 // BenchmarkFrameStreamStep times one step of a while loop of 100
 // iterations (11 nodes each, two of them kernels) on host streams: one
 // group (MSTREAM_HOST_STREAMS) and two groups with the loop's counter and
@@ -141,7 +164,7 @@ func TestFramesOnStreamsConcurrent(t *testing.T) {
 func BenchmarkFrameStreamStep(b *testing.B) {
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) {
-			p, ci, ai := loopPlan(b, "ExecTestAdd", 10)
+			p, ci, ai := loopPlan(b, "ExecTestAdd", "ExecTestAdd", 10)
 			set := testSet(b, n, false, 0, false)
 			sr := &Runtime{Streams: true, Groups: set.Groups(), Holder: &set.Holder, Intra: kernels.Serial{}}
 			if n > 1 {
