@@ -16,10 +16,14 @@
 // plan without frames on one group without streams keeps a pending count
 // per node (drive, its fast path); a plan with frames, or with dead
 // tensors on host streams, goes through the frame driver (driveFrames,
-// below); a plan without dead tensors on host streams (several groups, an
+// below; on host streams its items run on the nodes' streams, several at
+// once); a plan without dead tensors on host streams (several groups, an
 // assignment or MSTREAM_HOST_STREAMS) tracks the stream ops streams.go
-// lays out (driveStreams, below). The kernel call, the tracker and the
-// trace are the same for all three. The pool state (pending counts, every
+// lays out once per plan and runtime (driveStreams, below). The kernel
+// call, the tracker and the trace are the same for all three. On host
+// streams the last two are still two structures over the same streams:
+// DESIGN.md ("One entry, two launch loops") says how they would become
+// one. The pool state (pending counts, every
 // node's input and output slots, the caller's kernel context and output
 // allocator, the tracker) is laid out once and kept in the plan's pool
 // between steps, and a small output (at most bfc.MinAlloc bytes) reuses
