@@ -14,16 +14,16 @@
 // (device_step.go), and the host scheduler (step.go's runHost) for every
 // host step. The host scheduler has three forms of ready-tracking: a
 // plan without frames on one group without streams keeps a pending count
-// per node (drive, its fast path); a plan with frames, or with dead
-// tensors on host streams, goes through the frame driver (driveFrames,
-// below; on host streams its items run on the nodes' streams, several at
-// once); a plan without dead tensors on host streams (several groups, an
-// assignment or MSTREAM_HOST_STREAMS) tracks the stream ops streams.go
-// lays out once per plan and runtime (driveStreams, below). The kernel
-// call, the tracker and the trace are the same for all three. On host
-// streams the last two are still two structures over the same streams:
-// DESIGN.md ("One entry, two launch loops") says how they would become
-// one. The pool state (pending counts, every
+// per node (drive, its fast path); a plan with frames there goes through
+// the frame driver on the caller's goroutine (driveFrames, below); and
+// every step on host streams (several groups, an assignment or
+// MSTREAM_HOST_STREAMS) tracks the stream ops streams.go lays out once
+// per plan and runtime (driveStreams, below), a plan with frames or dead
+// tensors as one op among them whose items are the frame driver's, run
+// on the nodes' streams, several at once. The kernel call, the tracker
+// and the trace are the same for all three; DESIGN.md ("One entry, two
+// launch loops") says what is left to make them one. The pool state
+// (pending counts, every
 // node's input and output slots, the caller's kernel context and output
 // allocator, the tracker) is laid out once and kept in the plan's pool
 // between steps, and a small output (at most bfc.MinAlloc bytes) reuses
@@ -74,13 +74,17 @@
 //
 // The frame driver (frameRun, generic over the value a step moves) is
 // shared by every step. Without streams the host scheduler's launch runs
-// each node on the driving goroutine; on host streams (driveFrames) each
-// live node is an item on its group's compute stream (Assign holds in
-// every frame and iteration), launched as soon as it is ready
-// (frameRun.launch): the driver goes on with other ready nodes, so
-// independent nodes run at once on different streams, and hands an
-// item's outputs on once it has reported back (TestFramesOnStreamsConcurrent).
-// The device
+// each node on the driving goroutine (driveFrames). On host streams the
+// stream step lays out the feed copies, one opFrames op and the fetch
+// copies (runFrames): with one group the op is an item of its compute
+// stream that runs every node inline; with an assignment it runs on no
+// stream (on the home group's launch pool) and each live node is an item
+// on its group's compute stream (Assign holds in every frame and
+// iteration), launched as soon as it is ready (frameRun.launch): the
+// driver goes on with other ready nodes, so independent nodes run at
+// once on different streams, and hands an item's outputs on once it has
+// reported back (TestFramesOnStreamsConcurrent). The fetch copies wait
+// for the op, and a dead fetch fails as TF fails it. The device
 // step (device_frames.go) drives values that stay on the device: GPU
 // kernels launch asynchronously with the ordinary step's cross-group
 // waits, the control-flow ops run no kernel (they pass values on), and a
@@ -141,8 +145,9 @@
 // On host streams (streams.go, driveStreams) a step is a list of ops laid
 // out in launch order: the feeds copied in on the home group's H2D stream,
 // the nodes in topological order on their groups' compute streams
-// (constants settled at the start from the group's store), the fetches
-// copied out on its D2H stream. They are the host scheduler's items: an
+// (constants settled at the start from the group's store), or, for a
+// plan with frames or dead tensors, one opFrames op (# Frames), the
+// fetches copied out on its D2H stream. They are the host scheduler's items: an
 // op is ready once the op before it on its stream has run and each op on
 // another stream it waits for (its producers, less the waits the wait
 // reduction finds implied by earlier ones, in launch order as a device

@@ -7,10 +7,10 @@ import (
 
 	"mstream/device"
 	"mstream/graph"
-	"mstream/groups"
 	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
+	"mstream/trace"
 )
 
 // Frames: TF's v1 while loops on the host scheduler and every other step.
@@ -403,47 +403,31 @@ func newFrameRun[V comparable](p *Plan, feeds []V, exec frameExec[V]) *frameRun[
 		rootOut: make([][]V, len(p.nodes)), consts: make([][]V, len(p.nodes))}
 }
 
-// driveFrames runs a plan with dead tensors or frames on the host
-// scheduler: the frame driver decides which node runs next, in which
-// frame and iteration, and whether it is dead; how a live node runs is
-// the launch below. On one host group without streams the driver calls
-// each kernel on the calling goroutine, outputs from the group's
+// driveFrames runs a plan with frames on one host group without streams
+// (or none): the frame driver decides which node runs next, in which
+// frame and iteration, and whether it is dead, and calls each live
+// node's kernel on the calling goroutine, outputs from the group's
 // allocator as in drive, the driver counting its references to them
-// (frameRefs), so a loop's small values reuse a few buffers rather than a
-// Go allocation each. On host streams each live node but a Const is an
-// item of its group's compute stream (Assign holds in every frame and
-// iteration), launched as soon as it is ready, so independent nodes run
-// at once on different streams; the driver, on the home group's launch
-// pool, hands an item's outputs on once the item has reported back: a
-// Switch's predicate and a loop's condition are read after the item that
-// made them, and no value crosses streams before it exists, so the step
-// needs no events and the jitter's delays cannot reorder it. With one
-// group the whole drive is one item of its compute stream, every kernel
-// inline (a round trip to the stream per node costs more than the node,
-// and one stream runs its items in order anyway). On streams, outputs
-// are Go memory: a value a loop keeps may be freed from another group's
-// stream than the one that allocated it.
+// (frameRefs), so a loop's small values reuse a few buffers rather than
+// a Go allocation each. Nodes run one at a time, in the order they
+// become ready (parallel_iterations bounding a frame's iterations in
+// flight), on one worker (kernel context and output allocator) that
+// serves them all. On host streams the stream step runs the driver
+// (runFrames).
 func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
-	p, rt := s.plan, s.rt
-	if rt.Assign != nil && len(rt.Assign) != len(p.nodes) {
-		return nil, status.Errorf(status.Internal, "stream step: %d group assignments for %d nodes", len(rt.Assign), len(p.nodes))
-	}
 	w := s.main
 	var slab valSlab[*tensor.Tensor]
-	// kernel runs pn on g, from the group's allocator when mem (else Go
-	// memory); st is the stream it runs on, for the trace (nil: none).
-	kernel := func(g *groups.Group, st device.Stream, mem bool, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	g := s.group
+	r := newFrameRun(s.plan, s.feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		start := s.now()
 		kctx := &w.ctx
-		*kctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: slab.take(len(pn.node.OutTypes)), Pool: rt.Intra, Step: &s.kstep}
+		*kctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: slab.take(len(pn.node.OutTypes)), Pool: s.rt.Intra, Step: &s.kstep}
 		var alloc *outAlloc
-		if mem {
+		if g != nil {
 			alloc = &w.alloc
 			alloc.g, alloc.s, alloc.mem, alloc.view, alloc.bytes = g, s.stream, s.mem, s.view, 0
 			kctx.Alloc = w.allocFn
 			kctx.Limit = s.limit
-		} else if g != nil {
-			kctx.Pool = g.Intra
 		}
 		outs, err := callKernel(pn, kctx)
 		if err != nil {
@@ -462,104 +446,109 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 				}
 			}
 		}
-		s.record(pn, g, st, start, bytes, allocName)
+		s.record(pn, g, nil, start, bytes, allocName)
 		return outs, nil
-	}
-	var launch frameExec[*tensor.Tensor]
-	var async frameLaunch[*tensor.Tensor]
-	var home device.Stream // the stream the whole drive runs on, if one
-	switch {
-	case !rt.onStreams():
-		launch = func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			return kernel(s.group, nil, s.group != nil, pn, ins)
-		}
-	case !assigned(rt.Assign):
-		g := s.group
-		home = g.Compute
-		launch = func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			if pn.isConst {
-				// Once per step on the driving goroutine (the driver
-				// keeps the value for every iteration).
-				var k kernelCall
-				return k.run(pn, nil, kernels.Serial{})
-			}
-			return kernel(g, g.Compute, false, pn, ins)
-		}
-	default:
-		// Each live node but a Const is an item on its group's compute
-		// stream, started as soon as it is ready: independent nodes run
-		// at once on different streams. The driver hands a node's
-		// outputs on only once its item has reported back, so a value
-		// never crosses streams before it exists and the step needs no
-		// events. It must not run on a stream itself (its wait for a
-		// report could wait on a stream that waits on it).
-		launch = func(_ int32, pn *planNode, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			// Consts, once per step on the driving goroutine (the
-			// driver keeps the value for every iteration).
-			var k kernelCall
-			return k.run(pn, nil, kernels.Serial{})
-		}
-		async = func(i int32, pn *planNode, ins []*tensor.Tensor, done func([]*tensor.Tensor, error)) {
-			g := rt.Groups[rt.Assign[i]]
-			if err := device.Enqueue(g.Compute, func() { done(s.streamKernel(g, pn, ins)) }); err != nil {
-				done(nil, status.Wrap(err, "node '%s': stream %d of %s", pn.node.Name, g.Compute.ID(), g.Device.Name()))
-			}
-		}
-	}
-	r := newFrameRun(p, s.feeds, launch)
-	r.launch = async
-	if home == nil && async == nil && s.group != nil {
+	})
+	if g != nil {
 		r.refs = &stepRefs{mem: s.mem, fresh: &w.alloc.fresh}
 	}
-	var err error
-	switch {
-	case home != nil:
-		done := make(chan struct{})
-		if eerr := device.Enqueue(home, func() {
-			defer close(done)
-			err = r.drive(ctx)
-		}); eerr != nil {
-			return nil, status.Wrap(eerr, "stream %d of %s", home.ID(), s.group.Device.Name())
-		}
-		<-done
-	case async != nil && s.group.Launch != nil:
-		// The driver launches from the home group's launch pool, as a
-		// stream step starts there (TF_GPU_THREAD_MODE).
-		done := make(chan struct{})
-		s.group.Launch.Submit(func() {
-			defer close(done)
-			err = r.drive(ctx)
-		})
-		<-done
-	default:
-		err = r.drive(ctx)
-	}
-	if err != nil {
+	if err := r.drive(ctx); err != nil {
 		return nil, err
 	}
 	return r.fetches()
 }
 
-// streamKernel runs pn on ins as an item of g's compute stream (frames
-// on host streams): its own kernel context, outputs in Go memory (a
-// value a loop keeps may be freed from another group's stream than the
-// one that allocated it), g's intra-op pool.
-func (s *step) streamKernel(g *groups.Group, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+// runFrames is the opFrames item of a stream step: the frame driver over
+// the plan's nodes, the feeds' device copies its feeds. On the home
+// compute stream (one group) it calls every kernel inline, a round trip
+// to the stream per node costing more than the node; on no stream (an
+// assignment over groups) it launches each live node but a Const as an
+// item of its group's compute stream as soon as it is ready
+// (frameRun.launch), so independent nodes run at once, and hands an
+// item's outputs on once it has reported back: a Switch's predicate and
+// a loop's condition are read after the item that made them, no value
+// crosses streams before it exists, and the jitter's delays cannot
+// reorder the step. Outputs are Go memory (a value a loop keeps may be
+// freed from another group's stream than the one that allocated it).
+// The fetched nodes' outputs are left for the fetch copies; a dead fetch
+// fails the step as TF fails it.
+func (s *sstep) runFrames(op *sop) {
+	p, sr := s.plan, s.sr
+	konst := func(pn *planNode) ([]*tensor.Tensor, error) {
+		// Once per step (the driver keeps the value for every
+		// iteration).
+		var k kernelCall
+		return k.run(pn, nil, kernels.Serial{})
+	}
+	var r *frameRun[*tensor.Tensor]
+	if op.stream >= 0 {
+		// One node at a time: one kernel context, outputs slices from
+		// a slab.
+		st := &s.streams[op.stream]
+		var kctx kernels.Context
+		var slab valSlab[*tensor.Tensor]
+		r = newFrameRun(p, s.feedDev, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			if pn.isConst {
+				return konst(pn)
+			}
+			return s.frameKernel(st, &kctx, pn, ins, slab.take(len(pn.node.OutTypes)))
+		})
+	} else {
+		r = newFrameRun(p, s.feedDev, func(_ int32, pn *planNode, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			return konst(pn)
+		})
+		r.launch = func(i int32, pn *planNode, ins []*tensor.Tensor, done func([]*tensor.Tensor, error)) {
+			st := &s.streams[s.lay.compute[sr.Assign[i]]]
+			if err := device.Enqueue(st.dev, func() {
+				done(s.frameKernel(st, new(kernels.Context), pn, ins, make([]*tensor.Tensor, len(pn.node.OutTypes))))
+			}); err != nil {
+				done(nil, status.Wrap(err, "node '%s': stream %d of %s", pn.node.Name, st.dev.ID(), st.group.Device.Name()))
+			}
+		}
+	}
+	if err := r.drive(s.ctx); err != nil {
+		s.fail(err)
+	} else {
+		for k, f := range p.fetches {
+			if f.Node < 0 {
+				continue
+			}
+			o := r.rootOut[f.Node]
+			if o == nil || o[f.Index] == nil {
+				s.fail(deadFetch(p, k))
+				break
+			}
+			s.outputs[f.Node] = o
+		}
+	}
+	for _, t := range s.feedDev {
+		if t != nil {
+			s.mem.unref(t, op.stream)
+		}
+	}
+}
+
+// frameKernel runs pn on ins as an item of stream st (a stream step's
+// frames), in kernel context kctx, its outputs into outs, Go memory, the
+// group's intra-op pool.
+func (s *sstep) frameKernel(st *sstream, kctx *kernels.Context, pn *planNode, ins, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	start := s.now()
-	k := kernelCall{step: &s.kstep}
-	outs, err := k.run(pn, ins, g.Intra)
+	*kctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: outs, Pool: st.group.Intra, Step: &s.kstep}
+	outs, err := callKernel(pn, kctx)
 	if err != nil {
 		return nil, err
 	}
-	var bytes int64
 	if s.trace {
+		var bytes int64
 		for _, o := range outs {
 			if o != nil {
 				bytes += o.ByteSize()
 			}
 		}
+		g := st.group
+		s.tr.add(trace.Slice{ID: int(s.traceID.Add(1)) + len(s.ops) - 1, Name: pn.node.Name, Op: pn.node.Op, Kind: trace.Kernel,
+			Device: g.Device.Name(), Group: int(g.ID), Stream: int(st.dev.ID()), Role: st.role, Start: start, End: time.Now(), Bytes: bytes})
 	}
-	s.record(pn, g, g.Compute, start, bytes, "")
 	return outs, nil
 }
 

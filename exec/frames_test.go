@@ -68,9 +68,10 @@ func init() {
 // loopPlan is a v1 while loop fed x and n: n iterations of a counter
 // (i+1) and of an accumulator (acc+1) independent of it within an
 // iteration, counter and acc their ops (ExecTestAdd, ExecTestMeet), at
-// most par iterations in flight; it fetches acc (x + n). It returns the
-// plan and the plan indices of the counter and accumulator nodes.
-func loopPlan(t testing.TB, counter, acc string, par int64) (*Plan, int, int) {
+// most par iterations in flight; it fetches acc (x + n), or, unless
+// fetch, has the loop's exit as its target. It returns the plan and the
+// plan indices of the counter and accumulator nodes.
+func loopPlan(t testing.TB, counter, acc string, par int64, fetch bool) (*Plan, int, int) {
 	t.Helper()
 	x, n := node("x", "ExecTestAdd", 0), node("n", "ExecTestAdd", 0)
 	zero := node("zero", "ExecTestAdd", 0)
@@ -98,7 +99,11 @@ func loopPlan(t testing.TB, counter, acc string, par int64) (*Plan, int, int) {
 	na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: a1})
 	mi.Inputs, mi.InTypes = append(mi.Inputs, graph.Output{Node: ni}), append(mi.InTypes, tensor.Float)
 	ma.Inputs, ma.InTypes = append(ma.Inputs, graph.Output{Node: na}), append(ma.InTypes, tensor.Float)
-	p, err := Build(nil, []graph.Output{{Node: x}, {Node: n}}, []graph.Output{{Node: xa}}, nil)
+	fetches, targets := []graph.Output{{Node: xa}}, []*graph.Node(nil)
+	if !fetch {
+		fetches, targets = nil, []*graph.Node{xa}
+	}
+	p, err := Build(nil, []graph.Output{{Node: x}, {Node: n}}, fetches, targets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +125,7 @@ func loopPlan(t testing.TB, counter, acc string, par int64) (*Plan, int, int) {
 // running (ExecTestMeet), so a driver that ran one node at a time would
 // fail. parallel_iterations 1 keeps both of one iteration.
 func TestFramesOnStreamsConcurrent(t *testing.T) {
-	p, ci, ai := loopPlan(t, "ExecTestMeet", "ExecTestMeet", 1)
+	p, ci, ai := loopPlan(t, "ExecTestMeet", "ExecTestMeet", 1, true)
 	set := testSet(t, 2, false, 50*time.Microsecond, false)
 	sr := &Runtime{Groups: set.Groups(), Assign: make([]int, p.NumNodes()), Holder: &set.Holder, Intra: kernels.Serial{}}
 	sr.Assign[ci], sr.Assign[ai] = 0, 1
@@ -140,7 +145,7 @@ func TestFramesOnStreamsConcurrent(t *testing.T) {
 // stream while other nodes are in flight fails the step with its error,
 // naming the node, after every item has reported; the next step runs.
 func TestFramesOnStreamsError(t *testing.T) {
-	p, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestFail", 10)
+	p, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestFail", 10, true)
 	set := testSet(t, 2, false, 50*time.Microsecond, false)
 	sr := &Runtime{Groups: set.Groups(), Assign: make([]int, p.NumNodes()), Holder: &set.Holder, Intra: kernels.Serial{}}
 	sr.Assign[ci], sr.Assign[ai] = 0, 1
@@ -157,6 +162,35 @@ func TestFramesOnStreamsError(t *testing.T) {
 	}
 }
 
+// TestFramesOnStreamsTargets: a step that fetches nothing (its loop a
+// target) ends only once every node has run, on one group's stream and
+// on two: its trace holds every kernel of every iteration.
+func TestFramesOnStreamsTargets(t *testing.T) {
+	p, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestAdd", 10, false)
+	set := testSet(t, 2, false, 200*time.Microsecond, false)
+	for _, n := range []int{1, 2} {
+		sr := &Runtime{Streams: true, Groups: set.Groups()[:n], Holder: &set.Holder, Intra: kernels.Serial{}}
+		if n > 1 {
+			sr.Assign = make([]int, p.NumNodes())
+			sr.Assign[ci], sr.Assign[ai] = 0, 1
+		}
+		const iters = 6
+		out, st, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(1), tensor.ScalarF32(iters)}, Options{Trace: true})
+		if err != nil || len(out) != 0 {
+			t.Fatalf("%d groups: %v, %d outputs", n, err, len(out))
+		}
+		got := 0
+		for _, sl := range st.Slices {
+			if sl.Name == "i_plus_1" || sl.Name == "acc_plus_1" {
+				got++
+			}
+		}
+		if got != 2*iters {
+			t.Errorf("%d groups: %d body kernels in the trace, want %d", n, got, 2*iters)
+		}
+	}
+}
+
 // BenchmarkFrameStreamStep times one step of a while loop of 100
 // iterations (11 nodes each, two of them kernels) on host streams: one
 // group (MSTREAM_HOST_STREAMS) and two groups with the loop's counter and
@@ -164,7 +198,7 @@ func TestFramesOnStreamsError(t *testing.T) {
 func BenchmarkFrameStreamStep(b *testing.B) {
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) {
-			p, ci, ai := loopPlan(b, "ExecTestAdd", "ExecTestAdd", 10)
+			p, ci, ai := loopPlan(b, "ExecTestAdd", "ExecTestAdd", 10, true)
 			set := testSet(b, n, false, 0, false)
 			sr := &Runtime{Streams: true, Groups: set.Groups(), Holder: &set.Holder, Intra: kernels.Serial{}}
 			if n > 1 {

@@ -209,16 +209,16 @@ func (p *Plan) newPoolStep() *step {
 }
 
 // runHost is the host scheduler: one step of the plan on host groups (or
-// none). Ready-tracking takes one of three forms: a plan without dead
-// tensors on host streams tracks the stream ops it lays out
-// (driveStreams, streams.go); otherwise, with the step's state from the
-// plan's pool, a plan without dead tensors keeps a pending count per
-// node (drive), and every other plan goes through the frame driver
-// (driveFrames, frames.go), which tags values with frames and iterations
-// and carries deadness. The kernel call, the tracker and tracing are the
-// same for all three.
+// none). A step on host streams tracks the stream ops it lays out
+// (driveStreams, streams.go), a plan with frames or dead tensors through
+// the frame driver inside it (one opFrames op whose items are the
+// driver's). Otherwise, with the step's state from the plan's pool, a
+// plan without frames keeps a pending count per node (drive, the fast
+// path; dead tensors in deadNode), and a plan with frames goes through
+// the frame driver on the caller's goroutine (driveFrames, frames.go).
+// The kernel call, the tracker and tracing are the same for all.
 func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
-	if group != nil && rt.onStreams() && !p.deadness {
+	if group != nil && rt.onStreams() {
 		return p.driveStreams(ctx, rt, feeds, opts)
 	}
 	s, _ := p.steps.Get().(*step)
@@ -234,7 +234,7 @@ func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, fe
 	var out []*tensor.Tensor
 	var err error
 	reuse := true
-	if p.deadness && (p.frames || rt.onStreams()) {
+	if p.frames {
 		out, err = s.driveFrames(ctx)
 	} else {
 		reuse = s.drive(ctx)

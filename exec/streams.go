@@ -22,6 +22,12 @@ const (
 	opFeed  opKind = iota // copy feed idx in (H2D)
 	opNode                // run plan node idx (compute)
 	opFetch               // copy fetch idx out (D2H)
+	// opFrames runs the plan's nodes through the frame driver (a plan
+	// with frames or dead tensors): one item of the home compute stream
+	// that drives every node inline, or, when the assignment spreads the
+	// nodes over groups, on no stream, its items the live nodes, each on
+	// its group's compute stream (runFrames).
+	opFrames
 )
 
 // sop is one op of a stream step, in launch order: an item of the host
@@ -64,9 +70,11 @@ type sstep struct {
 	sr    *Runtime
 	feeds []*tensor.Tensor
 	// ops and streams are the layout's (read-only here).
+	lay     *streamLayout
 	ops     []sop
 	streams []sstream
 	mem     *tracker
+	ctx     context.Context
 
 	// pending counts, per op, the ops it still waits for; joinLeft the
 	// ops the step's end still waits for, done closed when none is left.
@@ -84,6 +92,9 @@ type sstep struct {
 
 	trace bool
 	tr    traceBuf
+	// traceID numbers the trace slices of the frame driver's items,
+	// after the ops' (whose IDs are their indices).
+	traceID atomic.Int32
 }
 
 // staged is a fetch copied into host staging memory by its D2H op.
@@ -106,10 +117,11 @@ func (s *sstep) fail(err error) {
 }
 
 // driveStreams is the host scheduler on streams (several groups, a
-// node-level assignment or MSTREAM_HOST_STREAMS) for a plan without dead
-// tensors. Its items are the ops schedule lays out: the feeds copied in
-// on the home group's H2D stream, the nodes on their groups' compute
-// streams, the fetches copied out on the D2H stream. An op is ready once
+// node-level assignment or MSTREAM_HOST_STREAMS). Its items are the ops
+// schedule lays out: the feeds copied in on the home group's H2D stream,
+// the nodes on their groups' compute streams (a plan with frames or dead
+// tensors: one opFrames op, the frame driver, runFrames), the fetches
+// copied out on the D2H stream. An op is ready once
 // the op before it on its stream has run and every op on another stream
 // it waits for (a producer, unless the wait reduction found the wait
 // implied by earlier ones); a ready op is handed to its stream, which runs
@@ -131,12 +143,13 @@ func (p *Plan) driveStreams(ctx context.Context, sr *Runtime, feeds []*tensor.Te
 	}
 	lay := p.streamLayout(sr, feeds)
 	s := &sstep{
-		plan: p, sr: sr, feeds: feeds, ops: lay.ops, streams: lay.streams,
+		plan: p, sr: sr, feeds: feeds, lay: lay, ops: lay.ops, streams: lay.streams,
 		outputs: make([][]*tensor.Tensor, len(p.nodes)),
 		feedDev: make([]*tensor.Tensor, len(feeds)),
 		staged:  make([]staged, len(p.fetches)),
 		trace:   opts.Trace,
 		done:    make(chan struct{}),
+		ctx:     ctx,
 	}
 	for a, st := range lay.streams {
 		st.group.CountWaits(lay.inserted[a], lay.skipped[a])
@@ -217,9 +230,16 @@ type streamLayout struct {
 	reduce   bool
 	strFeeds []bool
 
-	ops      []sop
-	streams  []sstream
-	devs     []device.Stream // streams[i].dev
+	ops     []sop
+	streams []sstream
+	devs    []device.Stream // streams[i].dev
+	// feedRefs counts, per feed, the reads of its device copy: the
+	// plan's uses, or, with opFrames, its fetches and one for the
+	// frame driver, whose reads only the step's end bounds.
+	feedRefs []int32
+	// compute is, with an opFrames on no stream, the index of each
+	// group's compute stream, where the frame driver's items run.
+	compute  []int
 	joins    int32
 	inserted []int
 	skipped  []int
@@ -342,6 +362,11 @@ func (s *streamLayout) schedule(p *Plan, sr *Runtime) {
 		feedOp[k] = len(s.ops)
 		s.ops = append(s.ops, sop{kind: opFeed, idx: k, stream: st})
 	}
+	s.feedRefs = p.feedUses
+	if p.deadness {
+		s.scheduleFrames(p, sr, feedOp)
+		return
+	}
 	for _, i := range p.topo {
 		pn := &p.nodes[i]
 		gi := 0
@@ -384,6 +409,49 @@ func (s *streamLayout) schedule(p *Plan, sr *Runtime) {
 	}
 }
 
+// scheduleFrames lays out a plan with frames or dead tensors: the feed
+// copies, then one opFrames op that waits for all of them, then the
+// fetch copies, which wait for it. The op is an item of the home compute
+// stream unless the assignment puts a node on another group, when the
+// frame driver runs on no stream and launches each live node on its
+// group's stream.
+func (s *streamLayout) scheduleFrames(p *Plan, sr *Runtime, feedOp []int) {
+	home := sr.Groups[0]
+	op := sop{kind: opFrames, stream: -1}
+	if !assigned(sr.Assign) {
+		op.stream = s.streamIndex(home.Compute, home, role(home, home.Compute, "compute"))
+	} else {
+		s.compute = make([]int, len(sr.Groups))
+		for gi, g := range sr.Groups {
+			s.compute[gi] = s.streamIndex(g.Compute, g, role(g, g.Compute, "compute"))
+		}
+	}
+	op.prods = append(op.prods, feedOp...)
+	frames := len(s.ops)
+	s.ops = append(s.ops, op)
+	d2h := s.streamIndex(home.D2H, home, role(home, home.D2H, "d2h"))
+	s.feedRefs = make([]int32, len(p.feeds))
+	for k := range s.feedRefs {
+		s.feedRefs[k] = 1
+	}
+	for k, f := range p.fetches {
+		op := sop{kind: opFetch, idx: k, stream: d2h, prods: []int{frames}}
+		if f.Node < 0 {
+			op.prods = []int{feedOp[f.Index]}
+			s.feedRefs[f.Index]++
+		}
+		s.ops = append(s.ops, op)
+	}
+	for i := range s.ops {
+		op := &s.ops[i]
+		for _, pr := range op.prods {
+			if q := &s.ops[pr]; q.stream >= 0 && q.stream != op.stream {
+				q.record = true
+			}
+		}
+	}
+}
+
 // role names a stream of g for traces: "compute" or the copy role, or
 // "merged" when one stream serves all.
 func role(g *groups.Group, d device.Stream, r string) string {
@@ -412,6 +480,19 @@ func (s *streamLayout) order(sr *Runtime) {
 		op.next = -1
 		a := op.stream
 		if a < 0 {
+			if op.kind == opFrames {
+				// On no stream: it waits for every feed copy, the
+				// fetches wait for it, no clock involved, and the
+				// step's end waits for it (a step may fetch nothing).
+				for _, pr := range op.prods {
+					if s.ops[pr].stream >= 0 {
+						s.ops[pr].waiters = append(s.ops[pr].waiters, i)
+						op.wait++
+					}
+				}
+				op.join = true
+				s.joins++
+			}
 			continue
 		}
 		st := &s.streams[a]
@@ -423,6 +504,11 @@ func (s *streamLayout) order(sr *Runtime) {
 		for _, pr := range op.prods {
 			q := &s.ops[pr]
 			b := q.stream
+			if b < 0 && q.kind == opFrames {
+				q.waiters = append(q.waiters, i)
+				op.wait++
+				continue
+			}
 			if b < 0 || b == a || (sr.DropWait != nil && sr.DropWait(pr, i)) {
 				continue
 			}
@@ -469,7 +555,7 @@ func (s *sstep) start() {
 		s.pending[i].Store(s.ops[i].wait)
 	}
 	for i := range s.ops {
-		if op := &s.ops[i]; op.stream < 0 && !s.failed.Load() {
+		if op := &s.ops[i]; op.stream < 0 && op.kind != opFrames && !s.failed.Load() {
 			s.resolve(op)
 		}
 	}
@@ -478,7 +564,7 @@ func (s *sstep) start() {
 		return
 	}
 	for i := range s.ops {
-		if op := &s.ops[i]; op.stream >= 0 && op.wait == 0 {
+		if op := &s.ops[i]; (op.stream >= 0 || op.kind == opFrames) && op.wait == 0 {
 			s.dispatch(i)
 		}
 	}
@@ -488,6 +574,19 @@ func (s *sstep) start() {
 // fails the step, and the op is done at once (without its work), so that
 // the ops after it still come to the join.
 func (s *sstep) dispatch(i int) {
+	if op := &s.ops[i]; op.stream < 0 {
+		// The frame driver on no stream: it waits for its items'
+		// reports, so it runs on the home group's launch pool (or a
+		// goroutine of its own), never on a stream or the goroutine of
+		// one that finished an op.
+		run := func() { s.runOp(i) }
+		if pool := s.sr.Groups[0].Launch; pool != nil {
+			pool.Submit(run)
+		} else {
+			go run()
+		}
+		return
+	}
 	st := &s.streams[s.ops[i].stream]
 	if err := device.Enqueue(st.dev, func() { s.runOp(i) }); err != nil {
 		s.fail(status.Wrap(err, "stream %d of %s", st.dev.ID(), st.group.Device.Name()))
@@ -505,6 +604,8 @@ func (s *sstep) runOp(i int) {
 			s.runNode(i, op)
 		case opFetch:
 			s.runFetch(i, op)
+		case opFrames:
+			s.runFrames(op)
 		}
 	}
 	s.finish(i)
@@ -583,7 +684,7 @@ func (s *sstep) runFeed(i int, op *sop) {
 		}
 	}
 	s.feedDev[op.idx] = dt
-	b := &buffer{addr: daddr, alloc: g.Alloc, refs: s.plan.feedUses[op.idx], users: []int{op.stream}}
+	b := &buffer{addr: daddr, alloc: g.Alloc, refs: s.lay.feedRefs[op.idx], users: []int{op.stream}}
 	if b.refs == 0 {
 		s.mem.release(b, op.stream) // nothing reads it
 	} else {
