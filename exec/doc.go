@@ -78,13 +78,15 @@
 // stream step lays out the feed copies, one opFrames op and the fetch
 // copies (runFrames): with one group the op is an item of its compute
 // stream that runs every node inline; with an assignment it runs on no
-// stream (on the home group's launch pool) and each live node is an item
-// on its group's compute stream (Assign holds in every frame and
-// iteration), launched as soon as it is ready (frameRun.launch): the
-// driver goes on with other ready nodes, so independent nodes run at
-// once on different streams, and hands an item's outputs on once it has
-// reported back (TestFramesOnStreamsConcurrent). The fetch copies wait
-// for the op, and a dead fetch fails as TF fails it. The device
+// stream and each live node is an item on its group's compute stream
+// (Assign holds in every frame and iteration), launched as soon as it is
+// ready (frameRun.launch), so independent nodes run at once on
+// different streams (TestFramesOnStreamsConcurrent). As a stream op's
+// completion makes its successors ready, an item's completion, on its
+// stream, hands its outputs on under the driver's lock and launches the
+// nodes that became ready (finishTask); the last one finishes the op.
+// No goroutine waits for the driver's items. The fetch copies wait for
+// the op, and a dead fetch fails as TF fails it. The device
 // step (device_frames.go) drives values that stay on the device: GPU
 // kernels launch asynchronously with the ordinary step's cross-group
 // waits, the control-flow ops run no kernel (they pass values on), and a

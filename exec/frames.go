@@ -273,9 +273,10 @@ type frameTask[V comparable] struct {
 // frameRun[V] drives a step with frames and dead tensors: it decides which
 // node runs next, in which frame and iteration, and whether it is dead;
 // exec runs each live node and returns its outputs. The host scheduler's
-// exec calls the kernel on the driving goroutine, or runs it as an item
-// on the node's stream (driveFrames); the device step's launches it
-// (device_frames.go).
+// exec calls the kernel on the driving goroutine (driveFrames, and one
+// group's stream step, runFrames); on several groups' streams launch
+// starts each node as an item of its stream instead (runFrames); the
+// device step's exec launches it (device_frames.go).
 type frameRun[V comparable] struct {
 	p       *Plan
 	exec    frameExec[V]
@@ -290,61 +291,26 @@ type frameRun[V comparable] struct {
 	// keeps (frameRefs); nil keeps every value until the step ends.
 	refs frameRefs[V]
 	// launch, when set, starts each live node but Consts as an item that
-	// completes later (host streams): the driver goes on with other ready
-	// nodes and hands an item's outputs on once it reports back (inbox).
-	// exec then runs the Consts only. Not with refs.
+	// completes later (host streams, start): the driver goes on with
+	// other ready nodes, and the item's report (finishTask), on whatever
+	// goroutine it completes, hands its outputs on and takes the nodes
+	// that became ready, under mu, as the stream step's finish makes an
+	// op's successors ready. exec then runs the Consts only. Not with
+	// refs.
 	launch   frameLaunch[V]
+	mu       sync.Mutex
+	head     int // the next task of queue to take
 	inflight int
-	inbox    frameInbox[V]
+	failed   error
+	ended    bool
+	ctx      context.Context
+	end      func(error)
 }
 
 // frameLaunch starts live node i (pn) on ins and returns at once; done
-// is called once, from any goroutine, with the node's outputs or error.
-type frameLaunch[V comparable] func(i int32, pn *planNode, ins []V, done func([]V, error))
-
-// frameDone is a launched node's report.
-type frameDone[V comparable] struct {
-	t    frameTask[V]
-	outs []V
-	err  error
-}
-
-// frameInbox collects the reports of launched nodes for the driver. It
-// never blocks the reporter (a stream's goroutine), which the driver may
-// be waiting to hand its next item to.
-type frameInbox[V comparable] struct {
-	mu     sync.Mutex
-	list   []frameDone[V]
-	spare  []frameDone[V]
-	signal chan struct{}
-}
-
-func (b *frameInbox[V]) post(d frameDone[V]) {
-	b.mu.Lock()
-	b.list = append(b.list, d)
-	b.mu.Unlock()
-	select {
-	case b.signal <- struct{}{}:
-	default:
-	}
-}
-
-// take waits for reports and returns those that came; the slice is the
-// inbox's until the next take.
-func (b *frameInbox[V]) take() []frameDone[V] {
-	for {
-		b.mu.Lock()
-		if len(b.list) > 0 {
-			got := b.list
-			clear(b.spare)
-			b.list, b.spare = b.spare[:0], got
-			b.mu.Unlock()
-			return got
-		}
-		b.mu.Unlock()
-		<-b.signal
-	}
-}
+// is called once, from any goroutine but this call's, with the node's
+// outputs or error, unless the launch fails (its error).
+type frameLaunch[V comparable] func(i int32, pn *planNode, ins []V, done func([]V, error)) error
 
 // frameRefs counts the references the driver holds on values: one per
 // input slot a value is put in, per loop constant of a frame, per
@@ -472,41 +438,54 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 // freed from another group's stream than the one that allocated it).
 // The fetched nodes' outputs are left for the fetch copies; a dead fetch
 // fails the step as TF fails it.
-func (s *sstep) runFrames(op *sop) {
-	p, sr := s.plan, s.sr
+func (s *sstep) runFrames(i int, op *sop) {
 	konst := func(pn *planNode) ([]*tensor.Tensor, error) {
 		// Once per step (the driver keeps the value for every
 		// iteration).
 		var k kernelCall
 		return k.run(pn, nil, kernels.Serial{})
 	}
-	var r *frameRun[*tensor.Tensor]
 	if op.stream >= 0 {
-		// One node at a time: one kernel context, outputs slices from
-		// a slab.
+		// An item of the compute stream, one node at a time: one
+		// kernel context, outputs slices from a slab.
 		st := &s.streams[op.stream]
 		var kctx kernels.Context
 		var slab valSlab[*tensor.Tensor]
-		r = newFrameRun(p, s.feedDev, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		r := newFrameRun(s.plan, s.feedDev, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			if pn.isConst {
 				return konst(pn)
 			}
 			return s.frameKernel(st, &kctx, pn, ins, slab.take(len(pn.node.OutTypes)))
 		})
-	} else {
-		r = newFrameRun(p, s.feedDev, func(_ int32, pn *planNode, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			return konst(pn)
-		})
-		r.launch = func(i int32, pn *planNode, ins []*tensor.Tensor, done func([]*tensor.Tensor, error)) {
-			st := &s.streams[s.lay.compute[sr.Assign[i]]]
-			if err := device.Enqueue(st.dev, func() {
-				done(s.frameKernel(st, new(kernels.Context), pn, ins, make([]*tensor.Tensor, len(pn.node.OutTypes))))
-			}); err != nil {
-				done(nil, status.Wrap(err, "node '%s': stream %d of %s", pn.node.Name, st.dev.ID(), st.group.Device.Name()))
-			}
-		}
+		s.framesEnded(r, op, r.drive(s.ctx))
+		return
 	}
-	if err := r.drive(s.ctx); err != nil {
+	r := newFrameRun(s.plan, s.feedDev, func(_ int32, pn *planNode, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		return konst(pn)
+	})
+	r.launch = func(n int32, pn *planNode, ins []*tensor.Tensor, done func([]*tensor.Tensor, error)) error {
+		st := &s.streams[s.lay.compute[s.sr.Assign[n]]]
+		if err := device.Enqueue(st.dev, func() {
+			done(s.frameKernel(st, new(kernels.Context), pn, ins, make([]*tensor.Tensor, len(pn.node.OutTypes))))
+		}); err != nil {
+			return status.Wrap(err, "node '%s': stream %d of %s", pn.node.Name, st.dev.ID(), st.group.Device.Name())
+		}
+		return nil
+	}
+	// The op is done when the driver ends, on the goroutine of the
+	// last report.
+	r.start(s.ctx, func(err error) {
+		s.framesEnded(r, op, err)
+		s.finish(i)
+	})
+}
+
+// framesEnded leaves the fetched nodes' outputs for the fetch copies once
+// the frame driver has ended (err: how), or fails the step, and gives
+// back the driver's reference to each feed's device copy.
+func (s *sstep) framesEnded(r *frameRun[*tensor.Tensor], op *sop, err error) {
+	p := s.plan
+	if err != nil {
 		s.fail(err)
 	} else {
 		for k, f := range p.fetches {
@@ -573,12 +552,30 @@ func (h *stepRefs) hold(t *tensor.Tensor) { h.mem.ref(t) }
 func (h *stepRefs) drop(t *tensor.Tensor) { h.mem.unref(t, -1) }
 func (h *stepRefs) settle()               { h.mem.settle(h.fresh) }
 
-// drive runs the step to its end: the roots first, then every node as it
-// becomes ready in its frame and iteration, in that order. With launch,
-// a live node is started and the driver goes on; once the ready queue is
-// empty it waits for the next reports and hands their outputs on. After
-// an error it waits for every node in flight before it returns.
+// drive runs the step to its end on this goroutine: the roots first,
+// then every node as it becomes ready in its frame and iteration, in that
+// order.
 func (r *frameRun[V]) drive(ctx context.Context) error {
+	r.ctx = ctx
+	r.roots()
+	r.pump()
+	return r.failed
+}
+
+// start runs the step with launch: the roots and what they make ready
+// now, the rest as launched nodes report (finishTask); end is called
+// once, after the last node has reported, with the step's error. After
+// an error no more nodes start, and end waits for those in flight.
+func (r *frameRun[V]) start(ctx context.Context, end func(error)) {
+	r.mu.Lock()
+	r.ctx, r.end = ctx, end
+	r.roots()
+	r.pump()
+	r.settleLocked()
+}
+
+// roots queues the nodes that wait for nothing, in the root frame.
+func (r *frameRun[V]) roots() {
 	p := r.p
 	r.iter(r.root, 0)
 	for i := range p.nodes {
@@ -594,60 +591,74 @@ func (r *frameRun[V]) drive(ctx context.Context) error {
 		}
 		r.enqueue(r.root, 0, int32(i))
 	}
-	if r.launch != nil && r.inbox.signal == nil {
-		r.inbox.signal = make(chan struct{}, 1)
+}
+
+// pump takes the queued tasks in order: each runs here, or, with
+// launch, is launched when it is a live node to run but a Const, until
+// the queue is empty or the step has failed.
+func (r *frameRun[V]) pump() {
+	for ; r.head < len(r.queue) && r.failed == nil; r.head++ {
+		if r.head&63 == 0 {
+			if err := r.ctx.Err(); err != nil {
+				r.failed = status.Errorf(status.Cancelled, "step cancelled: %v", err)
+				return
+			}
+		}
+		t := r.queue[r.head]
+		r.queue[r.head] = frameTask[V]{}
+		if r.launch != nil {
+			launched, err := r.startTask(t)
+			if err != nil {
+				r.failed = err
+				return
+			}
+			if launched {
+				continue
+			}
+		} else if err := r.run(t); err != nil {
+			r.failed = err
+			return
+		}
+		r.taskDone(t)
+		if r.head > 4096 && r.head*2 > len(r.queue) {
+			// Drop the finished half of the queue so a long loop
+			// does not keep it.
+			n := copy(r.queue, r.queue[r.head+1:])
+			r.queue = r.queue[:n]
+			r.head = -1
+		}
 	}
-	var failed error
-	head := 0
-	for {
-		for ; head < len(r.queue) && failed == nil; head++ {
-			if head&63 == 0 {
-				if err := ctx.Err(); err != nil {
-					failed = status.Errorf(status.Cancelled, "step cancelled: %v", err)
-					break
-				}
-			}
-			t := r.queue[head]
-			r.queue[head] = frameTask[V]{}
-			if r.launch != nil {
-				launched, err := r.start(t)
-				if err != nil {
-					failed = err
-					break
-				}
-				if launched {
-					continue
-				}
-			} else if err := r.run(t); err != nil {
-				failed = err
-				break
-			}
+}
+
+// finishTask is launched task t's report: its outputs are handed on and
+// the nodes that became ready are taken.
+func (r *frameRun[V]) finishTask(t frameTask[V], outs []V, err error) {
+	r.mu.Lock()
+	r.inflight--
+	switch {
+	case r.failed != nil:
+	case err != nil:
+		r.failed = err
+	default:
+		if err := r.handOn(t, outs, false, true); err != nil {
+			r.failed = err
+		} else {
 			r.taskDone(t)
-			if head > 4096 && head*2 > len(r.queue) {
-				// Drop the finished half of the queue so a long loop
-				// does not keep it.
-				n := copy(r.queue, r.queue[head+1:])
-				r.queue = r.queue[:n]
-				head = -1
-			}
+			r.pump()
 		}
-		if r.inflight == 0 {
-			return failed
-		}
-		for _, d := range r.inbox.take() {
-			r.inflight--
-			switch {
-			case failed != nil:
-			case d.err != nil:
-				failed = d.err
-			default:
-				if err := r.handOn(d.t, d.outs, false, true); err != nil {
-					failed = err
-				} else {
-					r.taskDone(d.t)
-				}
-			}
-		}
+	}
+	r.settleLocked()
+}
+
+// settleLocked ends the step once nothing is in flight and nothing more
+// can start, and unlocks mu.
+func (r *frameRun[V]) settleLocked() {
+	end := !r.ended && r.inflight == 0 && (r.failed != nil || r.head >= len(r.queue))
+	r.ended = r.ended || end
+	err := r.failed
+	r.mu.Unlock()
+	if end {
+		r.end(err)
 	}
 }
 
@@ -818,17 +829,17 @@ func (r *frameRun[V]) runNode(t frameTask[V]) ([]V, error) {
 	return ins, r.handOn(t, outs, dead, call)
 }
 
-// start readies task t and launches it when it is a live node to run but
-// a Const (launched: its outputs come back in a report); any other node
-// runs or is found dead here and is handed on.
-func (r *frameRun[V]) start(t frameTask[V]) (launched bool, err error) {
+// startTask readies task t and launches it when it is a live node to run
+// but a Const (launched: its outputs come back in a report); any other
+// node runs or is found dead here and is handed on.
+func (r *frameRun[V]) startTask(t frameTask[V]) (launched bool, err error) {
 	ins, outs, dead, call := r.prepare(t)
 	pn := &r.p.nodes[t.node]
 	if call && !pn.isConst {
+		if err := r.launch(t.node, pn, ins, func(outs []V, err error) { r.finishTask(t, outs, err) }); err != nil {
+			return false, err
+		}
 		r.inflight++
-		r.launch(t.node, pn, ins, func(outs []V, err error) {
-			r.inbox.post(frameDone[V]{t, outs, err})
-		})
 		return true, nil
 	}
 	if call {

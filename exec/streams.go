@@ -575,15 +575,12 @@ func (s *sstep) start() {
 // the ops after it still come to the join.
 func (s *sstep) dispatch(i int) {
 	if op := &s.ops[i]; op.stream < 0 {
-		// The frame driver on no stream: it waits for its items'
-		// reports, so it runs on the home group's launch pool (or a
-		// goroutine of its own), never on a stream or the goroutine of
-		// one that finished an op.
-		run := func() { s.runOp(i) }
-		if pool := s.sr.Groups[0].Launch; pool != nil {
-			pool.Submit(run)
+		// The frame driver on no stream: it starts its items here and
+		// finishes the op once the last has reported.
+		if s.failed.Load() {
+			s.finish(i)
 		} else {
-			go run()
+			s.runFrames(i, op)
 		}
 		return
 	}
@@ -605,7 +602,7 @@ func (s *sstep) runOp(i int) {
 		case opFetch:
 			s.runFetch(i, op)
 		case opFrames:
-			s.runFrames(op)
+			s.runFrames(i, op)
 		}
 	}
 	s.finish(i)
