@@ -162,6 +162,37 @@ func TestFramesOnStreamsError(t *testing.T) {
 	}
 }
 
+// TestFramesOnStreamsCancelled: a step with frames on streams whose
+// context is already cancelled fails with CANCELLED, on one group's
+// stream and on two, and the next step runs.
+func TestFramesOnStreamsCancelled(t *testing.T) {
+	p, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestAdd", 10, true)
+	set := testSet(t, 2, false, 0, false)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, n := range []int{1, 2} {
+		sr := &Runtime{Streams: true, Groups: set.Groups()[:n], Holder: &set.Holder, Intra: kernels.Serial{}}
+		if n > 1 {
+			sr.Assign = make([]int, p.NumNodes())
+			sr.Assign[ci], sr.Assign[ai] = 0, 1
+		}
+		feeds := []*tensor.Tensor{tensor.ScalarF32(1), tensor.ScalarF32(50)}
+		if _, _, err := p.Run(cancelled, sr, feeds, Options{}); status.CodeOf(err) != status.Cancelled {
+			t.Errorf("%d groups, cancelled: %v, want CANCELLED", n, err)
+		}
+		out, _, err := p.Run(context.Background(), sr, feeds, Options{})
+		if err != nil || out[0].F32()[0] != 51 {
+			t.Errorf("%d groups, the step after: %v, %v", n, out, err)
+		}
+	}
+	set.Holder.Drain()
+	for _, g := range set.Groups() {
+		if b := g.Alloc.Stats().BytesInUse; b != 0 {
+			t.Errorf("group %d: %d bytes still allocated", g.ID, b)
+		}
+	}
+}
+
 // TestFramesOnStreamsTargets: a step that fetches nothing (its loop a
 // target) ends only once every node has run, on one group's stream and
 // on two: its trace holds every kernel of every iteration.
