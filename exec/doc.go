@@ -81,7 +81,8 @@
 // stream and each live node is an item on its group's compute stream
 // (Assign holds in every frame and iteration), launched as soon as it is
 // ready (frameRun.launch), so independent nodes run at once on
-// different streams (TestFramesOnStreamsConcurrent). As a stream op's
+// different streams (TestFramesOnStreamsConcurrent); Consts and the
+// control-flow ops, which only pass values on, the driver runs itself. As a stream op's
 // completion makes its successors ready, an item's completion, on its
 // stream, hands its outputs on under the driver's lock and launches the
 // nodes that became ready (finishTask); the last one finishes the op.

@@ -290,13 +290,13 @@ type frameRun[V comparable] struct {
 	// refs, when set, counts the driver's references to the values it
 	// keeps (frameRefs); nil keeps every value until the step ends.
 	refs frameRefs[V]
-	// launch, when set, starts each live node but Consts as an item that
-	// completes later (host streams, start): the driver goes on with
-	// other ready nodes, and the item's report (finishTask), on whatever
-	// goroutine it completes, hands its outputs on and takes the nodes
-	// that became ready, under mu, as the stream step's finish makes an
-	// op's successors ready. exec then runs the Consts only. Not with
-	// refs.
+	// launch, when set, starts each live node but Consts and control-flow
+	// ops as an item that completes later (host streams, start): the
+	// driver goes on with other ready nodes, and the item's report
+	// (finishTask), on whatever goroutine it completes, hands its
+	// outputs on and takes the nodes that became ready, under mu, as the
+	// stream step's finish makes an op's successors ready. exec then
+	// runs the Consts and control-flow ops. Not with refs.
 	launch   frameLaunch[V]
 	mu       sync.Mutex
 	head     int // the next task of queue to take
@@ -460,8 +460,18 @@ func (s *sstep) runFrames(i int, op *sop) {
 		s.framesEnded(r, op, r.drive(s.ctx))
 		return
 	}
-	r := newFrameRun(s.plan, s.feedDev, func(_ int32, pn *planNode, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
-		return konst(pn)
+	// What the driver runs itself, under its lock: Consts, and the
+	// control-flow ops, which only pass values on (a round trip to a
+	// stream would cost more than they do), traced on their group's
+	// stream.
+	var kctx kernels.Context
+	var slab valSlab[*tensor.Tensor]
+	r := newFrameRun(s.plan, s.feedDev, func(n int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		if pn.isConst {
+			return konst(pn)
+		}
+		st := &s.streams[s.lay.compute[s.sr.Assign[n]]]
+		return s.frameKernel(st, &kctx, pn, ins, slab.take(len(pn.node.OutTypes)))
 	})
 	r.launch = func(n int32, pn *planNode, ins []*tensor.Tensor, done func([]*tensor.Tensor, error)) error {
 		st := &s.streams[s.lay.compute[s.sr.Assign[n]]]
@@ -830,12 +840,13 @@ func (r *frameRun[V]) runNode(t frameTask[V]) ([]V, error) {
 }
 
 // startTask readies task t and launches it when it is a live node to run
-// but a Const (launched: its outputs come back in a report); any other
-// node runs or is found dead here and is handed on.
+// but a Const or a control-flow op (launched: its outputs come back in a
+// report); any other node runs (exec) or is found dead here and is
+// handed on.
 func (r *frameRun[V]) startTask(t frameTask[V]) (launched bool, err error) {
 	ins, outs, dead, call := r.prepare(t)
 	pn := &r.p.nodes[t.node]
-	if call && !pn.isConst {
+	if call && !pn.isConst && pn.flow == flowNone {
 		if err := r.launch(t.node, pn, ins, func(outs []V, err error) { r.finishTask(t, outs, err) }); err != nil {
 			return false, err
 		}
