@@ -520,7 +520,11 @@ func (s *streamLayout) order(sr *Runtime) {
 			op.wait++
 			clk.learn(a, vcAt[pr])
 			inserted[a]++
-			s.flows = append(s.flows, trace.Flow{From: pr, To: i})
+			if op.kind != opFrames && q.kind != opFrames {
+				// (The frame driver's op has no slice of its own: its
+				// items have theirs.)
+				s.flows = append(s.flows, trace.Flow{From: pr, To: i})
+			}
 		}
 		opAt[i] = clk.tick(a)
 		if op.record {
