@@ -428,10 +428,11 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 // the plan's nodes, the feeds' device copies its feeds. On the home
 // compute stream (one group) it calls every kernel inline, a round trip
 // to the stream per node costing more than the node; on no stream (an
-// assignment over groups) it launches each live node but a Const as an
-// item of its group's compute stream as soon as it is ready
-// (frameRun.launch), so independent nodes run at once, and hands an
-// item's outputs on once it has reported back: a Switch's predicate and
+// assignment over groups) it launches each live node but Consts and
+// control-flow ops as an item of its group's compute stream as soon as
+// it is ready (frameRun.launch), so independent nodes run at once, and
+// hands an item's outputs on once it has reported back (finishTask, on
+// the item's stream; the last report finishes op i): a Switch's predicate and
 // a loop's condition are read after the item that made them, no value
 // crosses streams before it exists, and the jitter's delays cannot
 // reorder the step. Outputs are Go memory (a value a loop keeps may be
