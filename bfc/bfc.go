@@ -247,6 +247,10 @@ func (a *Allocator) cacheOf(s device.Stream) *streamCache {
 	if v, ok := a.caches.Load(s); ok {
 		return v.(*streamCache)
 	}
+	// A stream's first free makes its cache under mu (once per stream),
+	// so that Check, which holds mu, sees every cache it must lock.
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	v, _ := a.caches.LoadOrStore(s, &streamCache{})
 	return v.(*streamCache)
 }
