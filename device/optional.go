@@ -136,6 +136,13 @@ func Enqueue(s Stream, fn func()) error {
 	return h.Enqueue(fn)
 }
 
+// SmallGEMMSetter is a GPU whose GEMM kernels choose between a kernel of
+// their own and a BLAS library by MSTREAM_GPU_SMALL_GEMM's value (auto,
+// 0, 1); the session sets it when it opens the GPU.
+type SmallGEMMSetter interface {
+	SetSmallGEMM(mode string) error
+}
+
 // GPU is what a session needs of a GPU beyond Device.
 type GPU interface {
 	Device

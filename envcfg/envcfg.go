@@ -56,6 +56,7 @@ type Config struct {
 	Fusion              bool   // MSTREAM_FUSION: plan-time fusion of MatMul/Conv2D epilogues, BatchNorm and unary chains
 	CUDAGraph           bool   // MSTREAM_CUDA_GRAPH: replay eligible GPU steps as captured CUDA graphs (on by default)
 	GPUPool             bool   // MSTREAM_GPU_POOL: every GPU serves graph-level Runs, as one pool of groups
+	SmallGEMM           string // MSTREAM_GPU_SMALL_GEMM: "auto", "0" (cuBLAS always) or "1" (the small-batch kernel wherever it can)
 	BLAS                string // MSTREAM_BLAS: the cblas library for CPU GEMMs ("" system, "go" pure Go)
 	DNNL                string // MSTREAM_DNNL: oneDNN for the CPU's NN kernels ("" system, "off" none)
 	// Set holds the raw value of every variable that was set (non-empty),
@@ -190,6 +191,15 @@ var Knobs = []Knob{
 		set: func(c *Config, v string) (err error) { c.CUDAGraph, err = parseBool(v); return }},
 	{Name: "MSTREAM_GPU_POOL", Type: "bool", Default: "false", Doc: "every visible GPU serves graph-level Runs as one pool: the graph's unpinned GPU nodes run on whichever GPU holds the least-loaded stream group of all GPUs (constants materialised once per GPU, shared by its groups with TF_SEGMENT_OWN_CONST), nodes pinned to a device stay there, variables stay one copy in host memory; off, as in TF, unpinned nodes run on GPU:0. Off by default, the defaults being TF's: it changes where nodes run and takes memory and constants on every visible GPU, which processes sharing a host's GPUs without CUDA_VISIBLE_DEVICES do not expect; node-level mode ignores it",
 		set: func(c *Config, v string) (err error) { c.GPUPool, err = parseBool(v); return }},
+	{Name: "MSTREAM_GPU_SMALL_GEMM", Type: "enum", Default: "auto", Doc: "GPU GEMMs (MatMul, BatchMatMul, _FusedMatMul) of float, half or bfloat16 whose left operand has at most 32 rows run mstream's own small-batch kernel (one launch, the epilogue fused) instead of a cuBLAS/cuBLASLt call (auto); 0 always takes cuBLAS/cuBLASLt; 1 takes the small-batch kernel at every size its dtypes allow. Process-wide: the most recent session's value holds",
+		set: func(c *Config, v string) error {
+			switch m := strings.ToLower(strings.TrimSpace(v)); m {
+			case "auto", "0", "1":
+				c.SmallGEMM = m
+				return nil
+			}
+			return fmt.Errorf("accepted values are auto, 0, 1")
+		}},
 	{Name: "MSTREAM_BLAS", Type: "path", Default: "", Doc: "the cblas library the CPU's GEMMs load (once per process, by the first session): a path such as the scipy-openblas32 wheel's libscipy_openblas.so (scripts/venv.sh sets it); unset tries libopenblas.so.0, libopenblas.so, libblas.so.3; go takes the pure-Go GEMM",
 		set: func(c *Config, v string) error { c.BLAS = strings.TrimSpace(v); return nil }},
 	{Name: "MSTREAM_DNNL", Type: "path", Default: "", Doc: "oneDNN 3.x (libdnnl.so.3) for the CPU's float32 convolutions, pooling, softmax and normalisations, loaded once per process by the first session: a path such as the onednn-cpu-gomp wheel's build/venv/lib/libdnnl.so.3 (scripts/venv.sh sets it); unset tries libdnnl.so.3; off runs mstream's own kernels",
@@ -261,6 +271,8 @@ func (c *Config) value(name string) string {
 		return b(c.CUDAGraph)
 	case "MSTREAM_GPU_POOL":
 		return b(c.GPUPool)
+	case "MSTREAM_GPU_SMALL_GEMM":
+		return c.SmallGEMM
 	case "MSTREAM_BLAS":
 		return c.BLAS
 	case "MSTREAM_DNNL":

@@ -44,12 +44,13 @@ func TestGood(t *testing.T) {
 		"TF_CPP_MIN_LOG_LEVEL", "2",
 		"MSTREAM_FUSION", "0",
 		"MSTREAM_CUDA_GRAPH", "0",
+		"MSTREAM_GPU_SMALL_GEMM", "0",
 	))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.GroupCount(0) != 2 || c.GroupCount(1) != 4 || c.GroupCount(5) != 4 || !c.StreamMerge || c.ReduceStreamWait ||
-		c.ThreadMode != ThreadGPUPrivate || c.ThreadCount != 3 || c.BFCExtendLimitMB != 64 || !c.ShareMemPool || c.MinLogLevel != 2 || c.Fusion || c.CUDAGraph {
+		c.ThreadMode != ThreadGPUPrivate || c.ThreadCount != 3 || c.BFCExtendLimitMB != 64 || !c.ShareMemPool || c.MinLogLevel != 2 || c.Fusion || c.CUDAGraph || c.SmallGEMM != "0" {
 		t.Fatalf("parsed wrong: %+v", c)
 	}
 	if len(c.StreamRules) != 2 || c.StreamRules[0].Group != 1 || len(c.StreamRules[0].Patterns) != 2 ||
@@ -84,6 +85,7 @@ func TestBad(t *testing.T) {
 		{"TF_STREAM_FROM_FILE", badGroup, "group"},
 		{"MSTREAM_DEVICE", "tpu", "cpu, gpu"},
 		{"MSTREAM_CUDA_GRAPH", "on", "true, false, 1, 0"},
+		{"MSTREAM_GPU_SMALL_GEMM", "always", "auto, 0, 1"},
 	} {
 		_, err := Load(env(tc.name, tc.value))
 		if status.CodeOf(err) != status.InvalidArgument {

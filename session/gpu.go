@@ -90,6 +90,11 @@ func (st *state) openGPUs() ([]device.GPU, error) {
 				return nil, status.Wrap(err, "TF_GPU_CONTEXT_COUNT=%d (the process's GPU contexts are fixed by its first session)", n)
 			}
 		}
+		if g, ok := d.(device.SmallGEMMSetter); ok {
+			if err := g.SetSmallGEMM(st.env.SmallGEMM); err != nil {
+				return nil, status.Wrap(err, "MSTREAM_GPU_SMALL_GEMM=%s", st.env.SmallGEMM)
+			}
+		}
 		if st.env.Device == "gpu" {
 			// Surface a broken device now rather than at the first Run.
 			if _, _, err := d.MemInfo(); err != nil {

@@ -109,6 +109,14 @@ two_gpus
 (cd "$R" && NVIDIA_TF32_OVERRIDE=0 step models-gpu 120 "$OUT/models.log" "$D/models/runner" "$D/models/plans")
 (cd "$R" && step models-gpu-tf32-info 120 "$OUT/models.log" "$D/models/runner" "$D/models/plans")
 MSTREAM_GPU_COVERAGE=1 step kernels 240 "$OUT/kernels.log" "$D/kernels_cuda.test" -test.v -test.count=1
+# The GEMM ops' conformance cases with MSTREAM_GPU_SMALL_GEMM forced each
+# way (the step above ran auto), and the device time of the small-batch
+# kernel against cuBLASLt at the benchmark's layer shapes (summary.txt).
+GEMMS=MatMul,_FusedMatMul,BatchMatMulV2,BatchMatMulV3
+for m in 0 1; do
+  MSTREAM_GPU_SMALL_GEMM=$m KERNELTEST_ONLY=$GEMMS step kernels-small-gemm-$m 120 "$OUT/kernels.log" "$D/kernels_cuda.test" -test.v -test.count=1 -test.run '^(TestConformance|TestMatMul|TestMatMulHalf|TestFusedMatMul)$'
+done
+step small-gemm-time 120 "$OUT/kernels.log" "$D/kernels_cuda.test" -test.v -test.count=1 -test.run '^TestSmallGEMMDeviceTime$'
 # CPU profiles of the launch paths (go tool pprof reads them with the binaries).
 step profile-launch 60 "$OUT/device.log" "$D/device_cuda.test" -test.v -test.run '^TestLaunchOverhead$' -test.cpuprofile "$OUT/launch.prof"
 step profile-kernels 60 "$OUT/kernels.log" "$D/kernels_cuda.test" -test.v -test.run '^TestKernelCPUCost$' -test.cpuprofile "$OUT/kernels.prof"

@@ -44,7 +44,50 @@ type Device struct {
 	staging     *HostAllocator // shared staging for copies, made on first use
 
 	streamIDs atomic.Int64
+	// smallGEMM is MSTREAM_GPU_SMALL_GEMM as the last session set it
+	// (a SmallGEMM); the GEMM kernels read it per call.
+	smallGEMM atomic.Int32
 }
+
+// SmallGEMM says how the GEMM kernels (kernels/cuda) choose between their
+// own small-batch kernel and cuBLAS/cuBLASLt (MSTREAM_GPU_SMALL_GEMM).
+type SmallGEMM int32
+
+// The SmallGEMM modes.
+const (
+	SmallGEMMAuto  SmallGEMM = iota // the small kernel where the left operand has few rows
+	SmallGEMMOff                    // always cuBLAS/cuBLASLt
+	SmallGEMMForce                  // the small kernel wherever it supports the dtype
+)
+
+// ParseSmallGEMM reads MSTREAM_GPU_SMALL_GEMM's value: auto, 0 or 1.
+func ParseSmallGEMM(v string) (SmallGEMM, bool) {
+	switch v {
+	case "auto":
+		return SmallGEMMAuto, true
+	case "0":
+		return SmallGEMMOff, true
+	case "1":
+		return SmallGEMMForce, true
+	}
+	return 0, false
+}
+
+// SetSmallGEMM sets how the device's GEMM kernels choose their
+// implementation (auto, 0 or 1, as ParseSmallGEMM reads it). The setting
+// is the device's, so the process's: a session sets it when it opens the
+// GPU, and the most recent session's value holds for all.
+func (d *Device) SetSmallGEMM(v string) error {
+	m, ok := ParseSmallGEMM(v)
+	if !ok {
+		return status.InvalidArg("cuda: small-GEMM mode %q: accepted values are auto, 0, 1", v)
+	}
+	d.smallGEMM.Store(int32(m))
+	return nil
+}
+
+// SmallGEMM is the device's small-GEMM mode (SetSmallGEMM).
+func (d *Device) SmallGEMM() SmallGEMM { return SmallGEMM(d.smallGEMM.Load()) }
 
 // Devices lists the GPUs the driver shows, in ordinal order. The list is
 // read once per Lib.

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -75,10 +76,19 @@ func TestConformance(t *testing.T) {
 	SetTF32(false)
 	defer SetTF32(true)
 	seen := map[string]bool{}
+	// KERNELTEST_ONLY (a comma list) narrows the run, as in
+	// TestEmuConformance: gputest.sh reruns the GEMM ops with
+	// MSTREAM_GPU_SMALL_GEMM forced each way.
+	narrow := map[string]bool{}
+	if s := os.Getenv("KERNELTEST_ONLY"); s != "" {
+		for _, op := range strings.Split(s, ",") {
+			narrow[op] = true
+		}
+	}
 	var only []string
 	for _, key := range kernels.Registered() {
 		op, dev, _ := strings.Cut(key, "/")
-		if dev != kernels.GPU || op == "GatherV2" || op == "GatherNd" || seen[op] {
+		if dev != kernels.GPU || op == "GatherV2" || op == "GatherNd" || seen[op] || (len(narrow) > 0 && !narrow[op]) {
 			continue
 		}
 		seen[op] = true

@@ -28,15 +28,36 @@
 //
 // # Kernels
 //
-// GEMMs go through cuBLAS: MatMul (sgemm/dgemm, TF32 tensor cores allowed
-// for float32 unless SetTF32(false), as TF allows by default; half and
-// bfloat16 through cublasGemmEx with float accumulation, see gemmex.go),
-// BatchMatMulV2 and V3 (strided batched when each side's batch is full or
-// broadcast as a whole, one GEMM per batch otherwise), for the dtypes TF
-// 2.15 registers on the GPU (half, bfloat16, float, double). FusedMatMul is MatMul+BiasAdd
-// (+Relu) in one cuBLASLt call with a bias or bias+ReLU epilogue, falling
-// back to GEMM plus one bias kernel where cuBLASLt has no algorithm; the
-// executor builds it when it fuses such chains. Einsum runs the CPU
+// GEMMs (MatMul, BatchMatMulV2 and V3, _FusedMatMul) take one of two
+// paths, chosen per call in gemm.go by MSTREAM_GPU_SMALL_GEMM (the
+// device's cu.SmallGEMM, which the session sets):
+//
+//   - auto (the default): a float, half or bfloat16 product whose left
+//     operand has at most 32 rows (m <= smallGEMMRows; a batched product
+//     of up to 65535 such matrices too) runs gemm.cu's small-batch
+//     kernel, every other product cuBLAS; 0: always cuBLAS; 1: the
+//     small-batch kernel for every float, half and bfloat16 product.
+//   - The small-batch kernel is one launch (a few us of host CPU, where a
+//     cuBLASLt call costs 2-3 times that, see TestKernelCPUCost) built for
+//     products bound by reading the weights: a block owns a tile of output
+//     columns for up to 16 rows, stages those rows of the left operand in
+//     shared memory, reads the right operand once per row chunk,
+//     coalesced, splits k over its threads and sums the slices in shared
+//     memory in a fixed order, in float, then applies the bias and the
+//     activation before the one store.
+//   - cuBLAS: sgemm/dgemm, TF32 tensor cores allowed for float32 unless
+//     SetTF32(false), as TF allows by default; half and bfloat16 through
+//     cublasGemmEx with float accumulation (gemmex.go); strided batched
+//     when each side's batch is full or broadcast as a whole, one GEMM per
+//     batch otherwise. A bias with no activation or ReLU (float, double)
+//     is one cuBLASLt call with that epilogue; other activations, or
+//     where cuBLASLt has no algorithm, one bias_act kernel follows.
+//
+// The dtypes are those TF 2.15 registers on the GPU (half, bfloat16,
+// float, double). _FusedMatMul fuses BiasAdd and every activation the CPU
+// kernel fuses (Relu, Relu6, Elu, LeakyRelu, Tanh, Sigmoid, GeluExact,
+// GeluApproximate); package optimize builds it when it fuses such
+// chains. Einsum runs the CPU
 // kernel's algorithm (cpu.RunEinsum) with device primitives for every
 // equation and TF's GPU dtypes (half, bfloat16, float, double): move.cu's
 // strided map for diagonals, transposes and broadcasts, the Sum kernels
@@ -49,6 +70,7 @@
 // for the programs that serve every dtype; half and bfloat16 are stored
 // as bits and computed in float):
 //
+//   - gemm.cu: the small-batch GEMM and bias_act (see above).
 //   - elementwise.cu: binary ops with numpy broadcasting (Add, AddV2, Sub,
 //     Mul, RealDiv, Maximum, Minimum) for float, double, int32, int64;
 //     Relu, Sigmoid, Tanh; BiasAdd (NHWC and NCHW); Cast; Fill.
@@ -200,13 +222,16 @@
 // dryrun_test.go runs the conformance cases through the kernels' Go side
 // with a launch hook that checks each kernel exists in its program, the
 // packed arguments match its parameter list, and outputs have the CPU's
-// dtypes and shapes; MSTREAM_GPU_DRYRUN=1 sends the GPU tests' own cases
+// dtypes and shapes (GEMMs included: kctx.gemm stands in for cuBLAS,
+// cuBLASLt is absent, so the bias_act fallback runs); MSTREAM_GPU_DRYRUN=1 sends the GPU tests' own cases
 // through the same dry run. MSTREAM_GPU_EMU=1 goes further: emu_test.go
 // compiles each program as host C++ with clang++ (a shim for CUDA's
 // builtins; barriers and warp shuffles run the block's threads as
 // coroutines) and runs the kernels on the CPU, so TestEmuConformance and
 // the GPU tests' own cases compare real numbers with the CPU kernels
-// without a GPU. The emulator checks what a kernel computes, not races or
+// without a GPU (the emulator computes cuBLAS's GEMMs in float64;
+// TestEmuSmallGEMM reruns the GEMM ops with MSTREAM_GPU_SMALL_GEMM forced
+// each way). The emulator checks what a kernel computes, not races or
 // speed (compute-sanitizer on a GPU checks those), and its math library
 // is the host's, not CUDA's. bench/gpu/build.sh builds the test binaries
 // for a GPU machine and bench/gpu/README.md records what ran there.

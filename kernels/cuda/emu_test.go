@@ -626,6 +626,10 @@ func (s *emuState) Keep(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, fu
 	return t, func() { delete(s.kept, t) }, nil
 }
 
+// emuGEMMMode is the emulated device's MSTREAM_GPU_SMALL_GEMM (auto
+// unless TestEmuSmallGEMM forces it), read under the emulator's lock.
+var emuGEMMMode cu.SmallGEMM
+
 // emuRunState is emuRun with a stateful kernel bound to st's resources
 // (nil: none).
 func emuRunState(n *graph.Node, in []*tensor.Tensor, st *emuState) ([]*tensor.Tensor, error) {
@@ -673,6 +677,7 @@ func emuRunState(n *graph.Node, in []*tensor.Tensor, st *emuState) ([]*tensor.Te
 			return nil
 		},
 		copy: e.copy, fill: e.fill, gemm: e.gemm, gemmEx: e.gemmEx, readback: e.readback, copyIn: e.copyIn,
+		smallGEMM: emuGEMMMode,
 	}
 	defer func() { dryRun = nil }()
 	var stream *cu.Stream
@@ -820,4 +825,33 @@ func TestEmuConformance(t *testing.T) {
 	r := emuRunner{fallback: map[string]int{}}
 	kerneltest.Run(t, r, kerneltest.Options{Only: only})
 	t.Logf("ops run: %d; cases on the CPU for want of a GPU dtype: %v", len(only), r.fallback)
+}
+
+// TestEmuSmallGEMM runs the GEMM ops' conformance cases on the emulator
+// with MSTREAM_GPU_SMALL_GEMM forced each way: 1 sends every float, half
+// and bfloat16 product through gemm.cu's small-batch kernel, 0 none (the
+// GEMM is then the emulator's, the epilogue gemm.cu's bias_act).
+// TestEmuConformance covers auto.
+func TestEmuSmallGEMM(t *testing.T) {
+	if os.Getenv("MSTREAM_GPU_EMU") != "1" {
+		t.Skip("set MSTREAM_GPU_EMU=1 to run the GPU kernels on the CPU emulator")
+	}
+	e, err := getEmu()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := []string{"MatMul", "_FusedMatMul", "BatchMatMulV2", "BatchMatMulV3"}
+	for _, mode := range []cu.SmallGEMM{cu.SmallGEMMForce, cu.SmallGEMMOff} {
+		t.Run(fmt.Sprintf("mode%d", mode), func(t *testing.T) {
+			e.mu.Lock()
+			emuGEMMMode = mode
+			e.mu.Unlock()
+			defer func() {
+				e.mu.Lock()
+				emuGEMMMode = cu.SmallGEMMAuto
+				e.mu.Unlock()
+			}()
+			kerneltest.Run(t, emuRunner{fallback: map[string]int{}}, kerneltest.Options{Only: ops})
+		})
+	}
 }

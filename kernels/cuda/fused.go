@@ -1,39 +1,41 @@
 package cuda
 
 import (
-	"strings"
-
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/status"
 )
 
 // _FusedMatMul, what package optimize (or TF's grappler) puts in place of
-// MatMul+BiasAdd(+Relu), runs as FusedMatMul: one cuBLASLt call with a bias
-// or bias+ReLU epilogue. Other epilogues (Relu6, Elu, LeakyRelu, ...) have
-// no GPU kernel here: the factory refuses them, so placement runs such a
-// node on the host and says so once.
+// MatMul+BiasAdd(+activation), runs as FusedMatMul with every activation
+// the CPU kernel fuses (actCodes). Other fused_ops (FusedBatchNorm, no
+// BiasAdd) have no GPU kernel here: the factory refuses them, so
+// placement runs such a node on the host, where the CPU kernel gives
+// TF's error.
 func init() {
-	reg("_FusedMatMul", "T", floatTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
+	reg("_FusedMatMul", "T", gpuFloats, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		var ops []string
 		if a := n.Attrs["fused_ops"]; a != nil {
 			for _, s := range a.GetList().GetS() {
 				ops = append(ops, string(s))
 			}
 		}
-		relu := false
-		switch strings.Join(ops, ",") {
-		case "BiasAdd":
-		case "BiasAdd,Relu":
-			relu = true
-		default:
-			return nil, status.Errorf(status.Unimplemented, "node '%s': _FusedMatMul with fused_ops %q has no GPU kernel (BiasAdd and BiasAdd,Relu have)", n.Name, ops)
+		act := ""
+		if len(ops) == 2 {
+			act = ops[1]
+		}
+		if _, ok := actCodes[act]; !ok || len(ops) < 1 || len(ops) > 2 || ops[0] != "BiasAdd" {
+			return nil, status.Errorf(status.Unimplemented, "node '%s': _FusedMatMul with fused_ops %q has no GPU kernel (BiasAdd and BiasAdd with an activation have)", n.Name, ops)
+		}
+		alpha := float32(0)
+		if a := n.Attrs["leakyrelu_alpha"]; a != nil {
+			alpha = a.GetF()
 		}
 		if a := n.Attrs["num_args"]; a != nil && a.GetI() != 1 {
 			return nil, status.Errorf(status.Unimplemented, "node '%s': _FusedMatMul with num_args %d has no GPU kernel", n.Name, a.GetI())
 		}
 		ta, tb := boolAttr(n, "transpose_a"), boolAttr(n, "transpose_b")
-		k := FusedMatMul(ta, tb, relu)
+		k := FusedMatMul(ta, tb, act, alpha)
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
 			// The CPU kernel's checks and messages, on shapes only.
 			if len(ctx.Inputs) != 3 {

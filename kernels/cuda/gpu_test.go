@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -64,6 +65,13 @@ func env(t testing.TB) *gpuEnv {
 		if err != nil {
 			envErr = err
 			return
+		}
+		// MSTREAM_GPU_SMALL_GEMM as a session reads it, so the GPU run
+		// can force the GEMMs' choice each way (gputest.sh).
+		if v := os.Getenv("MSTREAM_GPU_SMALL_GEMM"); v != "" {
+			if envErr = devs[0].SetSmallGEMM(v); envErr != nil {
+				return
+			}
 		}
 		envVal = &gpuEnv{ctx: c, s: s, alloc: a}
 	})
@@ -653,14 +661,18 @@ func TestMatMul(t *testing.T) {
 	SetTF32(true)
 }
 
-// TestFusedMatMul checks MatMul+BiasAdd(+Relu) through cuBLASLt (float32)
-// and the GEMM+bias fallback (float64) against the CPU chain.
+// TestFusedMatMul checks MatMul+BiasAdd(+Relu) through cuBLASLt (float32,
+// MSTREAM_GPU_SMALL_GEMM=0), the small-batch kernel (=1) and the
+// GEMM+bias fallback (float64) against the CPU chain.
 func TestFusedMatMul(t *testing.T) {
 	e := env(t)
 	r := newRand(t)
 	defer SetTF32(true)
+	dev := e.s.Context().Device()
+	defer dev.SetSmallGEMM("auto")
 	for _, tf32 := range []bool{false, true} {
 		SetTF32(tf32)
+		dev.SetSmallGEMM(map[bool]string{false: "0", true: "1"}[tf32])
 		for _, dt := range floatTypes {
 			for _, tc := range []struct {
 				m, k, n int64
@@ -678,7 +690,7 @@ func TestFusedMatMul(t *testing.T) {
 				a, b := kerneltest.RandRange(r, dt, as, -1, 1), kerneltest.RandRange(r, dt, bs, -1, 1)
 				bias := kerneltest.RandRange(r, dt, tensor.Shape{tc.n}, -1, 1)
 				mm := node("MatMul", kerneltest.Attrs{"transpose_a": kerneltest.ABool(tc.ta), "transpose_b": kerneltest.ABool(tc.tb)}, a, b)
-				got, err := e.run(mm, []*tensor.Tensor{a, b, bias}, FusedMatMul(tc.ta, tc.tb, tc.relu), nil)
+				got, err := e.run(mm, []*tensor.Tensor{a, b, bias}, FusedMatMul(tc.ta, tc.tb, map[bool]string{true: "Relu"}[tc.relu], 0), nil)
 				if err != nil {
 					t.Fatalf("%+v: %v", tc, err)
 				}
@@ -720,24 +732,36 @@ func TestKernelCPUCost(t *testing.T) {
 		n    *graph.Node
 		in   []*tensor.Tensor
 		k    kernels.Kernel
+		mode string // MSTREAM_GPU_SMALL_GEMM for the GEMMs ("": auto)
 	}
 	f32 := func(s ...int64) *tensor.Tensor { return kerneltest.RandRange(r, tensor.Float, s, -1, 1) }
 	x, w, bias := f32(64, 512), f32(512, 1024), f32(1024)
 	mm := node("MatMul", nil, x, w)
+	x16 := f32(16, 512)
+	mm16 := node("MatMul", nil, x16, w)
 	idx := kerneltest.RandIndex(r, tensor.Int32, tensor.Shape{64}, 100000)
 	table := f32(100000, 64)
 	ax0, ax1 := kerneltest.IntScalar(tensor.Int32, 0), kerneltest.IntVec(tensor.Int32, 1)
 	y := f32(512)
 	jobs := []job{
-		{"Relu [256]", node("Relu", nil, f32(256)), []*tensor.Tensor{f32(256)}, nil},
-		{"AddV2 [64,512]+[512]", node("AddV2", nil, x, y), []*tensor.Tensor{x, y}, nil},
-		{"Sum [64,512] axis 1", node("Sum", nil, x, ax1), []*tensor.Tensor{x, ax1}, nil},
-		{"GatherV2 [100000,64] by [64]", node("GatherV2", nil, table, idx, ax0), []*tensor.Tensor{table, idx, ax0}, nil},
-		{"MatMul 64x512x1024 (cuBLASLt plan)", mm, []*tensor.Tensor{x, w}, nil},
-		{"MatMul+BiasAdd+Relu 64x512x1024 (cuBLASLt)", mm, []*tensor.Tensor{x, w, bias}, FusedMatMul(false, false, true)},
+		{"Relu [256]", node("Relu", nil, f32(256)), []*tensor.Tensor{f32(256)}, nil, ""},
+		{"AddV2 [64,512]+[512]", node("AddV2", nil, x, y), []*tensor.Tensor{x, y}, nil, ""},
+		{"Sum [64,512] axis 1", node("Sum", nil, x, ax1), []*tensor.Tensor{x, ax1}, nil, ""},
+		{"GatherV2 [100000,64] by [64]", node("GatherV2", nil, table, idx, ax0), []*tensor.Tensor{table, idx, ax0}, nil, ""},
+		{"MatMul 64x512x1024 (cuBLASLt plan)", mm, []*tensor.Tensor{x, w}, nil, "0"},
+		{"MatMul+BiasAdd+Relu 64x512x1024 (cuBLASLt)", mm, []*tensor.Tensor{x, w, bias}, FusedMatMul(false, false, "Relu", 0), "0"},
+		{"MatMul 16x512x1024 (cuBLASLt plan)", mm16, []*tensor.Tensor{x16, w}, nil, "0"},
+		{"MatMul 16x512x1024 (small-batch kernel)", mm16, []*tensor.Tensor{x16, w}, nil, "1"},
+		{"MatMul+BiasAdd+Relu 16x512x1024 (cuBLASLt)", mm16, []*tensor.Tensor{x16, w, bias}, FusedMatMul(false, false, "Relu", 0), "0"},
+		{"MatMul+BiasAdd+Relu 16x512x1024 (small-batch kernel)", mm16, []*tensor.Tensor{x16, w, bias}, FusedMatMul(false, false, "Relu", 0), "1"},
 	}
+	dev := e.s.Context().Device()
+	defer dev.SetSmallGEMM("auto")
 	var lines []string
 	for _, j := range jobs {
+		if err := dev.SetSmallGEMM(cmp.Or(j.mode, "auto")); err != nil {
+			t.Fatal(err)
+		}
 		run := prep(t, e, j.n, j.in, j.k)
 		const batch, reps = 256, 30
 		var per []float64
@@ -886,7 +910,7 @@ func TestThroughput(t *testing.T) {
 			[]*tensor.Tensor{e3}, nil, 64 * 4096 * 64 * 4, 0, false},
 		{"MatMul 4096^3 f32 TF32", mm, []*tensor.Tensor{big, big2}, nil, 0, 2 * m * m * m, true},
 		{"MatMul 4096^3 f32 no TF32", mm, []*tensor.Tensor{big, big2}, nil, 0, 2 * m * m * m, false},
-		{"MatMul+BiasAdd+Relu 4096^3 TF32 (cuBLASLt)", mm, []*tensor.Tensor{big, big2, row}, FusedMatMul(false, false, true), 0, 2 * m * m * m, true},
+		{"MatMul+BiasAdd+Relu 4096^3 TF32 (cuBLASLt)", mm, []*tensor.Tensor{big, big2, row}, FusedMatMul(false, false, "Relu", 0), 0, 2 * m * m * m, true},
 	}
 	start, err := e.ctx.NewTimingEvent()
 	if err != nil {

@@ -66,6 +66,8 @@ type dryDevice struct {
 	// readback stands in for readback's copy and wait; nil leaves it to
 	// the (absent) stream, which the dry run takes as a direct device call.
 	readback func(dst []byte, src uint64)
+	// smallGEMM stands in for the device's MSTREAM_GPU_SMALL_GEMM.
+	smallGEMM cu.SmallGEMM
 }
 
 func (k kctx) launch3(p *cu.Program, name string, grid, block cu.Dim3, shmem int, a *cu.Args) error {

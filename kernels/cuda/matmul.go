@@ -79,19 +79,7 @@ func matmul(k kctx, ta, tb bool) error {
 // gemm runs o = op(a)·op(b) (batch matrices; strides in elements, 0
 // broadcasts), zeroing o when the inner dim is empty.
 func gemm(k kctx, o, a, b *tensor.Tensor, ta, tb bool, m, kk, n, batch, sa, sb int64) error {
-	if o.NumElements() == 0 {
-		return nil
-	}
-	if kk == 0 {
-		return k.wrap(k.s.Memset(ptr(o), 0, len(o.Buf)))
-	}
-	g := cu.GemmArgs{Double: a.DType == tensor.Double, TF32: allowTF32.Load(), TransA: ta, TransB: tb,
-		M: int(m), N: int(n), K: int(kk), A: ptr(a), B: ptr(b), C: ptr(o), Batch: int(batch),
-		StrideA: sa, StrideB: sb, StrideC: m * n}
-	if t, ok := gemmExTypes[a.DType]; ok {
-		return k.wrap(k.s.GemmEx(g, t)) // gemmex.go
-	}
-	return k.wrap(k.s.Gemm(g))
+	return gemmEpi(k, o, a, b, ta, tb, m, kk, n, batch, sa, sb, epi{}) // gemm.go
 }
 
 func batchMatmul(k kctx, adjX, adjY bool) error {
@@ -183,13 +171,12 @@ func sameLayout(s, b tensor.Shape) bool {
 	return true
 }
 
-// FusedMatMul is MatMul followed by BiasAdd (and Relu when relu is set) in
-// one kernel: a cuBLASLt GEMM with a bias (or bias+ReLU) epilogue, or, when
-// cuBLASLt has no algorithm for the case (float64, say), a cuBLAS GEMM
-// followed by one bias(+ReLU) kernel. Its inputs are a, b and the bias; the
-// node supplies the output dtype and the error names. The executor builds
-// it when it fuses MatMul -> BiasAdd [-> Relu] chains.
-func FusedMatMul(transA, transB, relu bool) kernels.Kernel {
+// FusedMatMul is MatMul followed by BiasAdd and the activation act (""
+// for none; alpha is LeakyRelu's) in one kernel where gemmEpi can (the
+// small-batch kernel, or cuBLASLt's bias and bias+ReLU epilogues), else
+// a GEMM and one bias+activation kernel. Its inputs are a, b and the
+// bias; the node supplies the output dtype and the error names.
+func FusedMatMul(transA, transB bool, act string, alpha float32) kernels.Kernel {
 	return kernels.KernelFunc(func(ctx *kernels.Context) error {
 		k, err := begin(ctx)
 		if err != nil {
@@ -207,23 +194,6 @@ func FusedMatMul(transA, transB, relu bool) kernels.Kernel {
 		if err != nil {
 			return err
 		}
-		if o.NumElements() == 0 {
-			return nil
-		}
-		if kk > 0 {
-			g := cu.GemmArgs{Double: a.DType == tensor.Double, TF32: allowTF32.Load(), TransA: transA, TransB: transB,
-				M: int(m), N: int(n), K: int(kk), A: ptr(a), B: ptr(b), C: ptr(o)}
-			err := k.s.GemmBias(g, ptr(bias), relu)
-			if err == nil {
-				return nil
-			}
-			if status.CodeOf(err) != status.Unimplemented {
-				return k.wrap(err)
-			}
-		}
-		if err := gemm(k, o, a, b, transA, transB, m, kk, n, 1, 0, 0); err != nil {
-			return err
-		}
-		return biasLaunch(k, o, o, bias, 1, relu)
+		return gemmEpi(k, o, a, b, transA, transB, m, kk, n, 1, 0, 0, epi{bias: bias, act: act, alpha: alpha})
 	})
 }

@@ -63,5 +63,5 @@ var (
 // ahead of use.
 func Programs() []*cu.Program {
 	return []*cu.Program{elementwise, reductions, arrays, maths, cwiseP, reductions2, moves, nns, miscs, randoms, intdivs, scatters, selects, states,
-		gradnn, sparseXent, depthwiseGrad}
+		gradnn, sparseXent, depthwiseGrad, gemms}
 }

@@ -1,0 +1,114 @@
+package kerneltest
+
+import (
+	"fmt"
+	"math/rand"
+
+	"mstream/tensor"
+)
+
+// GEMMs at the shapes of a GPU's small-batch GEMM kernel (kernels/cuda's
+// gemm.go takes it for up to 32 rows in the left operand, or at every
+// size with MSTREAM_GPU_SMALL_GEMM=1): m 1, 7, 16, 33 and 64 rows, so
+// both sides of the bound run; k and n odd, and k past the kernel's
+// shared-memory tile (1024 floats at 16 rows); every transpose and every
+// fused activation. References are float64 loops (refMatMul, refAct).
+
+func init() {
+	Add("MatMul", smallGEMMCases(false))
+	Add("_FusedMatMul", smallGEMMCases(true))
+	Add("BatchMatMulV2", smallBatchGEMMCases)
+}
+
+var smallGEMMRows = []int{1, 7, 16, 33, 64}
+
+// smallGEMMDims are (k, n) pairs: odd and small, odd with k past a tile,
+// DLRM's layer sizes.
+var smallGEMMDims = [][2]int{{67, 131}, {1031, 65}, {512, 256}}
+
+func smallGEMMCases(fused bool) Gen {
+	return func(r *rand.Rand) []Case {
+		var cs []Case
+		acts := []string{""}
+		if fused {
+			acts = append(fusedActList, "GeluExact", "GeluApproximate")
+		}
+		types := []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}
+		i, shape := 0, 0
+		for _, m := range smallGEMMRows {
+			for _, d := range smallGEMMDims {
+				shape++
+				// Two activations per shape in turn: each of the nine
+				// meets several shapes.
+				shapeActs := []string{""}
+				if fused {
+					shapeActs = []string{acts[(2*shape)%len(acts)], acts[(2*shape+1)%len(acts)]}
+				}
+				for _, act := range shapeActs {
+					k, n := d[0], d[1]
+					dt := pick(r, types)
+					ta, tb := i%2 == 1, (i/2)%2 == 1 // the four in turn
+					i++
+					as, bs := tensor.Shape{int64(m), int64(k)}, tensor.Shape{int64(k), int64(n)}
+					if ta {
+						as = tensor.Shape{int64(k), int64(m)}
+					}
+					if tb {
+						bs = tensor.Shape{int64(n), int64(k)}
+					}
+					a, b := RandRange(r, dt, as, -1, 1), RandRange(r, dt, bs, -1, 1)
+					want := refMatMul(ta, tb, m, n, k, F64s(a), F64s(b))
+					attrs := Attrs{"transpose_a": ABool(ta), "transpose_b": ABool(tb)}
+					in := ins(a, b)
+					op := "MatMul"
+					var extra map[int]int
+					if fused {
+						op, extra = "_FusedMatMul", map[int]int{2: 1}
+						bias := RandRange(r, dt, tensor.Shape{int64(n)}, -1, 1)
+						alpha := float32(0.1 + r.Float64())
+						bv := F64s(bias)
+						for j := range want {
+							want[j] = refAct(act, float64(alpha), want[j]+bv[j%n])
+						}
+						attrs["fused_ops"], attrs["leakyrelu_alpha"] = fusedOps("BiasAdd", act), AFloat(alpha)
+						in = ins(a, b, bias)
+					}
+					cs = append(cs, Case{Name: fmt.Sprintf("%s %v m%d k%d n%d ta=%v tb=%v %s (small-batch GEMM shapes)", op, dt, m, k, n, ta, tb, act),
+						Node: NodeFor(op, attrs, in, extra), Inputs: in,
+						Want: ins(FromF64(dt, tensor.Shape{int64(m), int64(n)}, want)), Tol: convTol(dt, k+1)})
+				}
+			}
+		}
+		return cs
+	}
+}
+
+// smallBatchGEMMCases are batched products of few rows: a full batch on
+// both sides, and the weights broadcast over the batch.
+func smallBatchGEMMCases(r *rand.Rand) []Case {
+	var cs []Case
+	for _, c := range []struct {
+		b, m, k, n int
+		bcast      bool
+		dt         tensor.DType
+	}{{3, 1, 67, 129, false, tensor.Float}, {4, 7, 300, 33, true, tensor.Float}, {2, 16, 64, 65, true, tensor.Half}, {2, 33, 40, 17, false, tensor.Float}} {
+		as, bs := tensor.Shape{int64(c.b), int64(c.m), int64(c.k)}, tensor.Shape{int64(c.b), int64(c.k), int64(c.n)}
+		if c.bcast {
+			bs = bs[1:]
+		}
+		a, b := RandRange(r, c.dt, as, -1, 1), RandRange(r, c.dt, bs, -1, 1)
+		av, bvs := F64s(a), F64s(b)
+		var want []float64
+		for i := 0; i < c.b; i++ {
+			bi := bvs
+			if !c.bcast {
+				bi = bvs[i*c.k*c.n : (i+1)*c.k*c.n]
+			}
+			want = append(want, refMatMul(false, false, c.m, c.n, c.k, av[i*c.m*c.k:(i+1)*c.m*c.k], bi)...)
+		}
+		cs = append(cs, Case{Name: fmt.Sprintf("BatchMatMulV2 %v %v x %v (small-batch GEMM shapes)", c.dt, as, bs),
+			Node: NodeFor("BatchMatMulV2", nil, ins(a, b), nil), Inputs: ins(a, b),
+			Want: ins(FromF64(c.dt, tensor.Shape{int64(c.b), int64(c.m), int64(c.n)}, want)), Tol: convTol(c.dt, c.k+1)})
+	}
+	return cs
+}
