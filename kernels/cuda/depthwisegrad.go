@@ -12,8 +12,10 @@ import (
 
 // DepthwiseConv2dNativeBackpropInput and ...BackpropFilter on the GPU
 // (src/depthwisegrad.cu), NHWC, float, double, half and bfloat16: the CPU
-// kernel's checks (cpu.DepthwiseBackpropArgs) and its sums, in double in
-// its order, one gradient element per thread.
+// kernel's checks (cpu.DepthwiseBackpropArgs) and its sums, in double:
+// the input's gradient one element per thread in the CPU's order, the
+// filter's a block per element reducing over the batch and the output
+// positions (rowBlocks, sparsexent.go).
 
 //go:embed src/depthwisegrad.cu
 var depthwiseGradSrc string
@@ -71,6 +73,10 @@ func depthwiseBackpropGPU(k kctx, a cpu.Conv2DAttrs, filter bool) error {
 	args.Ptr(ptr(dy)).I64(n)
 	for _, d := range append(dims, p.StrideH, p.StrideW, p.PadTop, p.PadLeft, p.OutH, p.OutW) {
 		args.I64(int64(d))
+	}
+	if filter {
+		block, grid := rowBlocks(k, n, int64(p.N)*int64(p.OutH)*int64(p.OutW))
+		return k.launch(depthwiseGrad, name+suffix(o.DType), grid, block, 0, &args)
 	}
 	return k.launchN(depthwiseGrad, name+suffix(o.DType), n, &args)
 }

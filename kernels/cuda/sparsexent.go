@@ -10,8 +10,9 @@ import (
 )
 
 // SparseSoftmaxCrossEntropyWithLogits on the GPU (src/sparsexent.cu),
-// float and double logits, int32 or int64 labels: the CPU kernel's shape
-// checks and numerics (double, one-hot rows in its order); an out-of-range
+// float and double logits, int32 or int64 labels, a block per row: the
+// CPU kernel's shape checks and numerics (double, one-hot rows; the
+// row's sums in the block's order); an out-of-range
 // label gives a NaN row instead of the CPU's error, as TF's GPU kernel
 // does.
 
@@ -43,5 +44,21 @@ func sparseXentGPU(k kctx) error {
 	}
 	var args cu.Args
 	args.Ptr(ptr(loss)).Ptr(ptr(back)).Ptr(ptr(x)).Ptr(ptr(lab)).I64(rows).I64(cols)
-	return k.launchN(sparseXent, "sparse_xent_"+suffix(x.DType)+"_"+suffix(lab.DType), rows, &args)
+	if rows == 0 {
+		return nil
+	}
+	block, grid := rowBlocks(k, rows, cols)
+	return k.launch(sparseXent, "sparse_xent_"+suffix(x.DType)+"_"+suffix(lab.DType), grid, block, 0, &args)
+}
+
+// rowBlocks sizes a launch of one block per reduction (rows of them, each
+// over n elements, blocks striding over the rows): the block is the
+// smallest power of two from 32 to 256 threads that covers n, the grid
+// at most 16 blocks per multiprocessor.
+func rowBlocks(k kctx, rows, n int64) (block, grid int) {
+	block = 32
+	for block < 256 && int64(block) < n {
+		block *= 2
+	}
+	return block, int(min(rows, int64(k.sms()*16)))
 }

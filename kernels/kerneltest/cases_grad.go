@@ -184,7 +184,8 @@ func sparseXentCases(r *rand.Rand) []Case {
 	var cs []Case
 	for _, dt := range FloatTypes {
 		for _, it := range indexTypes {
-			for _, sh := range []tensor.Shape{{3, 5}, {1, 1}, {0, 4}, {16, 100}, {5, 2}} {
+			// {4, 1000}: rows longer than a GPU block's 256 threads.
+			for _, sh := range []tensor.Shape{{3, 5}, {1, 1}, {0, 4}, {16, 100}, {5, 2}, {4, 1000}} {
 				x := RandRange(r, dt, sh, -4, 4)
 				lab := tensor.New(it, tensor.Shape{sh[0]})
 				for i := 0; i < int(sh[0]); i++ {
@@ -657,10 +658,15 @@ func depthwiseBackpropCases(r *rand.Rand, filter bool) []Case {
 	}
 	var cs []Case
 	for _, dt := range FloatTypes {
-		for i := 0; i < 12; i++ {
+		for i := 0; i < 13; i++ {
 			s := randConvSpec(r)
 			s.sw, s.dh, s.dw = s.sh, 1, 1
 			mult := 1 + r.Intn(3)
+			if i == 12 {
+				// A batch of positions several GPU blocks long: the
+				// filter's gradient sums over 4*14*14 of them.
+				s = convSpec{n: 4, h: 14, w: 14, c: 3, kh: 3, kw: 3, sh: 1, sw: 1, dh: 1, dw: 1, padding: "SAME"}
+			}
 			oh, _ := window(s.h, s.kh, 1, s.sh, s.padding, [2]int{s.pads[0], s.pads[1]})
 			ow, _ := window(s.w, s.kw, 1, s.sw, s.padding, [2]int{s.pads[2], s.pads[3]})
 			if oh <= 0 || ow <= 0 {

@@ -1,7 +1,8 @@
 // The gradients of DepthwiseConv2dNative (NHWC; output channel ch*m+k of
-// the forward op read input channel ch through filter[a, b, ch, k]), one
-// gradient element per thread, summed in double in the CPU kernel's order
-// (kernels/cpu's depthwiseBackprop) and rounded once.
+// the forward op read input channel ch through filter[a, b, ch, k]),
+// summed in double and rounded once: the input's gradient one element per
+// thread in the CPU kernel's order (kernels/cpu's depthwiseBackprop), the
+// filter's a block per element (its sum runs over the whole batch).
 //
 // depthwise_bi: the input's gradient at (n, y, x, ch) sums f * dy over
 // the output positions (i, j) whose window holds (y, x), at tap
@@ -33,29 +34,31 @@
 	}
 
 // depthwise_bf: the filter's gradient at (a, b, ch, k) sums x * dy over
-// the batch and the output positions whose tap (a, b) is in bounds.
+// the batch and the output positions whose tap (a, b) is in bounds: a
+// block per filter element (blocks stride over them), its threads taking
+// the (n, i, j) positions in turn, then a block_sum in double.
 #define DWBF(T, SUF)                                                                                      \
 	extern "C" __global__ void depthwise_bf_##SUF(T *__restrict__ df, const T *__restrict__ x,            \
 			const T *__restrict__ dy, i64 total, i64 nb, i64 h, i64 w, i64 c, i64 m, i64 kw, i64 sh,   \
 			i64 sw, i64 pt, i64 pl, i64 oh, i64 ow) {                                                  \
-		GRID_LOOP(t, total) {                                                                              \
+		__shared__ double scratch[32];                                                                     \
+		const i64 pos = nb * oh * ow;                                                                      \
+		for (i64 t = blockIdx.x; t < total; t += gridDim.x) {                                              \
 			i64 k = t % m, r = t / m;                                                                  \
 			i64 ch = r % c;                                                                            \
 			r /= c;                                                                                    \
 			i64 b = r % kw, a = r / kw;                                                                \
 			double acc = 0;                                                                            \
-			for (i64 n = 0; n < nb; n++)                                                               \
-				for (i64 i = 0; i < oh; i++) {                                                     \
-					i64 y = i * sh - pt + a;                                                   \
-					if (y < 0 || y >= h) continue;                                             \
-					for (i64 j = 0; j < ow; j++) {                                             \
-						i64 xx = j * sw - pl + b;                                          \
-						if (xx < 0 || xx >= w) continue;                                   \
-						acc += (double)ld(x[((n * h + y) * w + xx) * c + ch]) *            \
-						       (double)ld(dy[((n * oh + i) * ow + j) * c * m + ch * m + k]); \
-					}                                                                          \
-				}                                                                                  \
-			df[t] = st<T>((typename Cm<T>::t)acc);                                                     \
+			for (i64 q = threadIdx.x; q < pos; q += blockDim.x) {                                      \
+				i64 j = q % ow, ni = q / ow;                                                       \
+				i64 i = ni % oh, n = ni / oh;                                                      \
+				i64 y = i * sh - pt + a, xx = j * sw - pl + b;                                     \
+				if (y < 0 || y >= h || xx < 0 || xx >= w) continue;                                \
+				acc += (double)ld(x[((n * h + y) * w + xx) * c + ch]) *                            \
+				       (double)ld(dy[((n * oh + i) * ow + j) * c * m + ch * m + k]);               \
+			}                                                                                          \
+			acc = block_sum(acc, scratch);                                                             \
+			if (threadIdx.x == 0) df[t] = st<T>((typename Cm<T>::t)acc);                               \
 		}                                                                                                  \
 	}
 
