@@ -30,6 +30,7 @@ func TestBadKnobsFailNewSession(t *testing.T) {
 		{"TF_STREAM_FROM_FILE", badLine, "line 2"},
 		{"TF_STREAM_FROM_FILE", badRe, "bad regex"},
 		{"TF_GPU_STREAM_AWARE_BFC", "maybe", "true, false, 1, 0"},
+		{"MSTREAM_GPU_SMALL_GEMM", "always", "auto, 0, 1"},
 	} {
 		s, err := New(b.g, &Options{Env: map[string]string{tc.name: tc.value}})
 		if s != nil || status.CodeOf(err) != status.InvalidArgument {

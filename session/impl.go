@@ -244,7 +244,7 @@ func (st *state) makeGroups(cfg *tfpb.ConfigProto) error {
 		counts = deviceCounts(env, len(gpus))
 		limits = deviceLimitsMB(limits, gpu.GetPerProcessGpuMemoryFraction(), len(gpus), func(i int) float64 { return gpuLimitMB(gpus[i]) })
 		growth = true
-		st.logf(0, "running on %d GPU(s): %s", len(gpus), gpuSummary(gpus, counts[1:]))
+		st.logf(0, "running on %d GPU(s): %s; GEMMs: %s", len(gpus), gpuSummary(gpus, counts[1:]), smallGEMMSummary[env.SmallGEMM])
 	}
 	gc := groups.Config{
 		Devices: st.devices, Counts: counts, Merge: env.StreamMerge, Contexts: env.ContextCount,
