@@ -80,7 +80,10 @@
 // epilogue) and kept by the stream in a bounded LRU cache (maxLtPlans), so
 // a GEMM node costs the cublasLtMatmul call alone; the plan remembers its
 // bias pointer, so an unchanged one costs no attribute call. A shape that
-// cuBLASLt cannot plan is remembered and runs through cuBLAS.
+// cuBLASLt cannot plan is remembered and runs through cuBLAS. The GEMM
+// kernels choose between these calls and a small-batch kernel of their
+// own by the device's SmallGEMM mode (MSTREAM_GPU_SMALL_GEMM, set by the
+// session through SetSmallGEMM; see kernels/cuda).
 //
 // # CUDA graphs
 //
