@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	cu "mstream/device/cuda"
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/cpu"
@@ -15,8 +14,9 @@ import (
 // float, double). The algorithm is the CPU kernel's (cpu.RunEinsum):
 // diagonals, transposes and broadcasts are move.cu's strided map, labels
 // summed out of one operand are the Sum kernels (reduce.cu, reduce2.cu),
-// the contraction is one strided-batched cuBLAS GEMM (cublasGemmEx with
-// float accumulation for half and bfloat16), written straight into the
+// the contraction is one strided-batched GEMM (gemm.go's choice: the
+// small-batch kernel or cuBLAS, float accumulation for half and
+// bfloat16), written straight into the
 // output when its label order is the output's (Keras's dense and
 // attention forms).
 
@@ -64,20 +64,8 @@ func (e gpuEinsum) Sum(_ *kernels.Context, dst, src *tensor.Tensor, reduced []bo
 }
 
 func (e gpuEinsum) Gemm(_ *kernels.Context, dst, a, b *tensor.Tensor, nb, m, n, kk int64) error {
-	k := e.k
-	if dst.NumElements() == 0 {
-		return nil
-	}
-	if kk == 0 {
-		return k.memset(ptr(dst), 0, int(dst.NumElements())*dst.DType.Size())
-	}
 	if nb > 1<<31-1 || m > 1<<31-1 || n > 1<<31-1 || kk > 1<<31-1 {
-		return k.Errorf(status.Unimplemented, "Einsum GEMM of %d x %d x %d x %d on the GPU", nb, m, n, kk)
+		return e.k.Errorf(status.Unimplemented, "Einsum GEMM of %d x %d x %d x %d on the GPU", nb, m, n, kk)
 	}
-	g := cu.GemmArgs{Double: a.DType == tensor.Double, TF32: allowTF32.Load(), M: int(m), N: int(n), K: int(kk),
-		A: ptr(a), B: ptr(b), C: ptr(dst), Batch: int(nb), StrideA: m * kk, StrideB: kk * n, StrideC: m * n}
-	if t, ok := gemmExTypes[a.DType]; ok {
-		return k.gemmEx(g, t)
-	}
-	return k.gemm(g)
+	return gemm(e.k, dst, a, b, false, false, m, kk, n, nb, m*kk, kk*n) // matmul.go
 }

@@ -2,6 +2,8 @@ package cuda
 
 import (
 	_ "embed"
+	"fmt"
+	"math/bits"
 
 	cu "mstream/device/cuda"
 	"mstream/status"
@@ -127,13 +129,19 @@ func smallGEMM(k kctx, o, a, b *tensor.Tensor, ta, tb bool, m, kk, n, batch, sa,
 	for r < m && r < 16 {
 		r *= 2
 	}
-	chunks := (m + r - 1) / r
-	// The widest column tile (best reuse of a's rows) that still gives
-	// every multiprocessor a block.
-	cb := int64(32)
-	for cb > 8 && (n+cb-1)/cb*chunks*batch < int64(k.sms()) {
+	// The widest column tile and the most rows per block (best reuse of
+	// each value read) that still give every multiprocessor a block:
+	// narrower tiles down to 8 columns (32-byte reads of b), then row
+	// chunks down to 4 rows (b read again per chunk, from L2).
+	cb, sms := int64(32), int64(k.sms())
+	blocks := func() int64 { return (n + cb - 1) / cb * ((m + r - 1) / r) * batch }
+	for blocks() < sms && cb > 8 {
 		cb /= 2
 	}
+	for blocks() < sms && r > 4 {
+		r /= 2
+	}
+	chunks := (m + r - 1) / r
 	b2i := func(v bool) int32 {
 		if v {
 			return 1
@@ -147,12 +155,23 @@ func smallGEMM(k kctx, o, a, b *tensor.Tensor, ta, tb bool, m, kk, n, batch, sa,
 	var args cu.Args
 	args.Ptr(ptr(o)).Ptr(ptr(a)).Ptr(ptr(b)).Ptr(bp).I64(m).I64(n).I64(kk).I32(b2i(ta)).I32(b2i(tb)).I32(int32(cb)).
 		I64(sa).I64(sb).I64(m * n).I32(actCodes[e.act]).F32(e.alpha)
-	name := "small_gemm_" + smallRowNames[r] + "_" + smallGEMMTypes[a.DType]
-	return k.launch3(gemms, name, cu.Dim3{X: uint32((n + cb - 1) / cb), Y: uint32(chunks), Z: uint32(batch)},
+	return k.launch3(gemms, smallGEMMNames[a.DType][bits.TrailingZeros64(uint64(r))], cu.Dim3{X: uint32((n + cb - 1) / cb), Y: uint32(chunks), Z: uint32(batch)},
 		cu.D1(256), 0, &args)
 }
 
-var smallRowNames = map[int64]string{1: "1", 2: "2", 4: "4", 8: "8", 16: "16"}
+// smallGEMMNames[dt][log2 rows] names the kernels, made once so that a
+// launch builds no string.
+var smallGEMMNames = func() map[tensor.DType][5]string {
+	m := map[tensor.DType][5]string{}
+	for dt, suf := range smallGEMMTypes {
+		var names [5]string
+		for i := range names {
+			names[i] = fmt.Sprintf("small_gemm_%d_%s", 1<<i, suf)
+		}
+		m[dt] = names
+	}
+	return m
+}()
 
 // gemmBias is the stream's cuBLASLt GEMM with a bias (+ReLU) epilogue;
 // the dry run has none (UNIMPLEMENTED: the caller's fallback runs).
