@@ -690,7 +690,13 @@ func depthwiseBackpropCases(r *rand.Rand, filter bool) []Case {
 			mult := 1 + r.Intn(3)
 			if i == 12 {
 				// A batch of positions several GPU blocks long: the
-				// filter's gradient sums over 4*14*14 of them.
+				// filter's gradient sums over 4*14*14 of them. Not in
+				// half types, which TF sums in the dtype (the oracle
+				// strays from the float64 reference by more than
+				// gradConvTol over 784 terms).
+				if dt == tensor.Half || dt == tensor.Bfloat16 {
+					continue
+				}
 				s = convSpec{n: 4, h: 14, w: 14, c: 3, kh: 3, kw: 3, sh: 1, sw: 1, dh: 1, dw: 1, padding: "SAME"}
 			}
 			oh, _ := window(s.h, s.kh, 1, s.sh, s.padding, [2]int{s.pads[0], s.pads[1]})
