@@ -28,7 +28,7 @@
 //
 // # Kernels
 //
-// GEMMs (MatMul, BatchMatMulV2 and V3, _FusedMatMul) take one of two
+// GEMMs (MatMul, BatchMatMulV2 and V3, _FusedMatMul, Einsum) take one of two
 // paths, chosen per call in gemm.go by MSTREAM_GPU_SMALL_GEMM (the
 // device's cu.SmallGEMM, which the session sets):
 //

@@ -10,8 +10,8 @@ import (
 	"mstream/tensor"
 )
 
-// Every GEMM of MatMul, BatchMatMulV2/V3 and _FusedMatMul goes through
-// gemmEpi, which picks the implementation:
+// Every GEMM of MatMul, BatchMatMulV2/V3, _FusedMatMul and Einsum goes
+// through gemmEpi, which picks the implementation:
 //
 //   - the small-batch kernel (src/gemm.cu) for float, half and bfloat16
 //     when the device's mode (MSTREAM_GPU_SMALL_GEMM, cu.SmallGEMM) is
