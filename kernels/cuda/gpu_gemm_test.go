@@ -28,7 +28,7 @@ func TestSmallGEMMDeviceTime(t *testing.T) {
 	e := env(t)
 	r := newRand(t)
 	dev := e.s.Context().Device()
-	defer dev.SetSmallGEMM("auto")
+	defer dev.SetSmallGEMM(envSmallGEMM())
 	f32 := func(s ...int64) *tensor.Tensor { return kerneltest.RandRange(r, tensor.Float, s, -1, 1) }
 	big := f32(4096, 4096)
 	dam := prep(t, e, node("MatMul", nil, big, big), []*tensor.Tensor{big, big}, nil)

@@ -42,6 +42,11 @@ var (
 	envErr  error
 )
 
+// envSmallGEMM is the GEMM mode the test process was started with
+// (MSTREAM_GPU_SMALL_GEMM, auto when unset), which tests that force a mode
+// restore.
+func envSmallGEMM() string { return cmp.Or(os.Getenv("MSTREAM_GPU_SMALL_GEMM"), "auto") }
+
 func env(t testing.TB) *gpuEnv {
 	t.Helper()
 	envOnce.Do(func() {
@@ -68,10 +73,8 @@ func env(t testing.TB) *gpuEnv {
 		}
 		// MSTREAM_GPU_SMALL_GEMM as a session reads it, so the GPU run
 		// can force the GEMMs' choice each way (gputest.sh).
-		if v := os.Getenv("MSTREAM_GPU_SMALL_GEMM"); v != "" {
-			if envErr = devs[0].SetSmallGEMM(v); envErr != nil {
-				return
-			}
+		if envErr = devs[0].SetSmallGEMM(envSmallGEMM()); envErr != nil {
+			return
 		}
 		envVal = &gpuEnv{ctx: c, s: s, alloc: a}
 	})
@@ -669,10 +672,13 @@ func TestFusedMatMul(t *testing.T) {
 	r := newRand(t)
 	defer SetTF32(true)
 	dev := e.s.Context().Device()
-	defer dev.SetSmallGEMM("auto")
-	for _, tf32 := range []bool{false, true} {
+	defer dev.SetSmallGEMM(envSmallGEMM())
+	for i := 0; i < 4; i++ {
+		tf32, mode := i%2 == 1, []string{"0", "1"}[i/2]
 		SetTF32(tf32)
-		dev.SetSmallGEMM(map[bool]string{false: "0", true: "1"}[tf32])
+		if err := dev.SetSmallGEMM(mode); err != nil {
+			t.Fatal(err)
+		}
 		for _, dt := range floatTypes {
 			for _, tc := range []struct {
 				m, k, n int64
@@ -714,7 +720,7 @@ func TestFusedMatMul(t *testing.T) {
 						tol = 3e-3 * math.Max(1, math.Sqrt(float64(tc.k)))
 					}
 				}
-				compare(t, fmt.Sprintf("FusedMatMul %v %+v tf32=%v", dt, tc, tf32), got, want, tol)
+				compare(t, fmt.Sprintf("FusedMatMul %v %+v tf32=%v MSTREAM_GPU_SMALL_GEMM=%s", dt, tc, tf32, mode), got, want, tol)
 			}
 		}
 	}
@@ -756,7 +762,7 @@ func TestKernelCPUCost(t *testing.T) {
 		{"MatMul+BiasAdd+Relu 16x512x1024 (small-batch kernel)", mm16, []*tensor.Tensor{x16, w, bias}, FusedMatMul(false, false, "Relu", 0), "1"},
 	}
 	dev := e.s.Context().Device()
-	defer dev.SetSmallGEMM("auto")
+	defer dev.SetSmallGEMM(envSmallGEMM())
 	var lines []string
 	for _, j := range jobs {
 		if err := dev.SetSmallGEMM(cmp.Or(j.mode, "auto")); err != nil {
