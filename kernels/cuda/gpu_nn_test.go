@@ -88,6 +88,34 @@ func TestDepthwiseConv(t *testing.T) {
 	}
 }
 
+// TestDepthwiseBackpropFilter: the filter's gradient, a block reduction
+// per filter element over the batch and the output positions, against
+// the CPU kernel: few positions (one warp partly idle), and thousands
+// (8x28x28 = 6272, every thread of a 256-thread block striding).
+func TestDepthwiseBackpropFilter(t *testing.T) {
+	r := newRand(t)
+	for _, dt := range []tensor.DType{tensor.Float, tensor.Double} {
+		for _, c := range []convCase{
+			{tensor.Shape{1, 4, 4, 3}, tensor.Shape{3, 3, 3, 2}, []int64{1, 1, 1, 1}, nil, "SAME", nil},
+			{tensor.Shape{8, 28, 28, 16}, tensor.Shape{3, 3, 16, 1}, []int64{1, 1, 1, 1}, nil, "SAME", nil},
+			{tensor.Shape{2, 13, 11, 4}, tensor.Shape{5, 5, 4, 2}, []int64{1, 2, 2, 1}, nil, "VALID", nil},
+		} {
+			x := randT(r, dt, c.x, -1, 1, false)
+			oh, ow := c.x[1], c.x[2]
+			if c.padding == "VALID" {
+				oh, ow = (c.x[1]-c.f[0])/c.strides[1]+1, (c.x[2]-c.f[1])/c.strides[2]+1
+			}
+			dy := randT(r, dt, tensor.Shape{c.x[0], oh, ow, c.f[2] * c.f[3]}, -1, 1, false)
+			fs := kerneltest.IntVec(tensor.Int32, c.f...)
+			tol := 0.0
+			if dt == tensor.Float {
+				tol = 1e-5 * 5
+			}
+			check(t, node("DepthwiseConv2dNativeBackpropFilter", c.attrs(), x, fs, dy), []*tensor.Tensor{x, fs, dy}, tol)
+		}
+	}
+}
+
 func TestPool(t *testing.T) {
 	r := newRand(t)
 	maxTypes := []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16, tensor.Int32, tensor.Int64,

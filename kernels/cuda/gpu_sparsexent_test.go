@@ -18,7 +18,8 @@ func TestSparseXent(t *testing.T) {
 	r := newRand(t)
 	for _, dt := range []tensor.DType{tensor.Float, tensor.Double} {
 		for _, lt := range []tensor.DType{tensor.Int32, tensor.Int64} {
-			for _, sh := range []tensor.Shape{{3, 5}, {1, 1}, {0, 4}, {64, 100}, {5, 2}, {1000, 3}} {
+			// {4, 1000}: rows longer than the 256-thread block.
+			for _, sh := range []tensor.Shape{{3, 5}, {1, 1}, {0, 4}, {64, 100}, {5, 2}, {1000, 3}, {4, 1000}} {
 				x := randT(r, dt, sh, -8, 8, true)
 				lab := tensor.New(lt, tensor.Shape{sh[0]})
 				for i := 0; i < int(sh[0]); i++ {
