@@ -177,7 +177,7 @@ func (st *state) placement() exec.Placement {
 // smallGEMMSummary says in the GPU log line which GEMM implementation
 // MSTREAM_GPU_SMALL_GEMM picks (kernels/cuda's doc gives the rule).
 var smallGEMMSummary = map[string]string{
-	"auto": "small-batch kernel up to 32 rows, cuBLAS/cuBLASLt beyond (MSTREAM_GPU_SMALL_GEMM=auto)",
+	"auto": "small-batch kernel up to 16 rows (in CUDA graphs where it is faster), cuBLAS/cuBLASLt beyond (MSTREAM_GPU_SMALL_GEMM=auto)",
 	"0":    "cuBLAS/cuBLASLt (MSTREAM_GPU_SMALL_GEMM=0)",
 	"1":    "small-batch kernel for float, half and bfloat16 (MSTREAM_GPU_SMALL_GEMM=1)",
 }

@@ -270,6 +270,16 @@ func (s *Stream) EndCapture() (device.Graph, error) {
 	return gr, nil
 }
 
+// CaptureBegun says whether BeginCapture started a capture on s that
+// EndCapture has not ended: no driver call, for choices made per kernel
+// (a stream that joined another's capture through an event wait says
+// false).
+func (s *Stream) CaptureBegun() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.capturing
+}
+
 // Capturing asks the driver whether s is capturing (false when the driver
 // lacks cuStreamIsCapturing; then only BeginCapture's own flag is known).
 func (s *Stream) Capturing() (bool, error) {

@@ -33,9 +33,11 @@
 // device's cu.SmallGEMM, which the session sets):
 //
 //   - auto (the default): a float, half or bfloat16 product whose left
-//     operand has at most 32 rows (m <= smallGEMMRows; a batched product
+//     operand has at most 16 rows (m <= smallGEMMRows; a batched product
 //     of up to 65535 such matrices too) runs gemm.cu's small-batch
-//     kernel, every other product cuBLAS; 0: always cuBLAS; 1: the
+//     kernel when launched node by node; while its stream captures a CUDA
+//     graph, only where the kernel's device time measured ahead of
+//     cuBLASLt (gemm.go's smallWins); every other product cuBLAS; 0: always cuBLAS; 1: the
 //     small-batch kernel for every float, half and bfloat16 product.
 //   - The small-batch kernel is one launch (a few us of host CPU, where a
 //     cuBLASLt call costs 2-3 times that, see TestKernelCPUCost) built for

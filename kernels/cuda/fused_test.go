@@ -6,14 +6,11 @@ import (
 	"mstream/kernels"
 	"mstream/kernels/kerneltest"
 	"mstream/proto/tfpb"
-	"mstream/status"
 	"mstream/tensor"
 )
 
 // TestFusedMatMulNode runs _FusedMatMul nodes (what package optimize makes)
-// on the GPU against the CPU kernel, and checks that epilogues without a
-// GPU kernel are refused at build time (placement then runs them on the
-// host).
+// on the GPU against the CPU kernel, every epilogue included.
 func TestFusedMatMulNode(t *testing.T) {
 	env(t) // skips without a GPU
 	r := newRand(t)
@@ -38,16 +35,24 @@ func TestFusedMatMulNode(t *testing.T) {
 		check(t, n, in, 0)
 		SetTF32(true)
 	}
-	for _, ops := range [][]string{{"BiasAdd", "Relu6"}, {"BiasAdd", "Elu"}} {
-		a, b, bias := kerneltest.Rand(r, tensor.Float, tensor.Shape{2, 3}), kerneltest.Rand(r, tensor.Float, tensor.Shape{3, 4}), kerneltest.Rand(r, tensor.Float, tensor.Shape{4})
-		in := []*tensor.Tensor{a, b, bias}
-		n := kerneltest.NodeFor("_FusedMatMul", kerneltest.Attrs{"fused_ops": strList(ops...)}, in, map[int]int{2: 1})
-		def, err := kernels.Lookup(n, kernels.GPU)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := def.Factory(n); status.CodeOf(err) != status.Unimplemented {
-			t.Errorf("fused_ops %v: factory error %v, want UNIMPLEMENTED (the host runs it)", ops, err)
+	// Epilogues cuBLASLt has no form for run as a bias_act kernel after the
+	// GEMM (or inside the small-batch kernel): on the GPU, not refused.
+	for _, ops := range [][]string{{"BiasAdd", "Relu6"}, {"BiasAdd", "Elu"}, {"BiasAdd", "LeakyRelu"}, {"BiasAdd", "Tanh"}, {"BiasAdd", "Sigmoid"}} {
+		for _, m := range []int64{2, 48} { // both sides of MSTREAM_GPU_SMALL_GEMM=auto's bound
+			a, b, bias := kerneltest.RandRange(r, tensor.Float, tensor.Shape{m, 37}, -1, 1), kerneltest.RandRange(r, tensor.Float, tensor.Shape{37, 20}, -1, 1), kerneltest.RandRange(r, tensor.Float, tensor.Shape{20}, -1, 1)
+			in := []*tensor.Tensor{a, b, bias}
+			n := kerneltest.NodeFor("_FusedMatMul", kerneltest.Attrs{"fused_ops": strList(ops...)}, in, map[int]int{2: 1})
+			def, err := kernels.Lookup(n, kernels.GPU)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := def.Factory(n); err != nil {
+				t.Errorf("fused_ops %v: factory error %v, want a GPU kernel", ops, err)
+				continue
+			}
+			SetTF32(false)
+			check(t, n, in, 0)
+			SetTF32(true)
 		}
 	}
 }

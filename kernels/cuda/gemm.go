@@ -14,11 +14,10 @@ import (
 // through gemmEpi, which picks the implementation:
 //
 //   - the small-batch kernel (src/gemm.cu) for float, half and bfloat16
-//     when the device's mode (MSTREAM_GPU_SMALL_GEMM, cu.SmallGEMM) is
-//     auto and the left operand has at most smallGEMMRows rows, or the
-//     mode is 1: one launch with the bias and activation fused, and a
-//     host cost of a launch (a cuBLASLt call costs 2-3 times that in host
-//     CPU);
+//     when the mode (MSTREAM_GPU_SMALL_GEMM, cu.SmallGEMM) is 1, or when
+//     it is auto and smallWins says so: one launch with the bias and
+//     activation fused, and a host cost of a launch (a cuBLASLt call
+//     costs 2-3 times that in host CPU);
 //   - otherwise cuBLAS (Gemm, GemmEx) or, for a bias with no activation
 //     or ReLU in float and double, one cuBLASLt call with that epilogue;
 //     any other epilogue is one bias_act kernel after the GEMM.
@@ -28,9 +27,29 @@ var gemmSrc string
 
 var gemms = &cu.Program{Name: "gemm.cu", Source: commonSrc + typesSrc + gemmSrc}
 
-// smallGEMMRows is auto's bound on the rows of the left operand (m): up
-// to it, a GEMM takes the small-batch kernel.
-const smallGEMMRows = 32
+// smallGEMMRows is auto's bound on the rows of the left operand (m).
+const smallGEMMRows = 16
+
+// smallGEMMCapturedKN bounds k·n for auto's choice on a capturing stream.
+const smallGEMMCapturedKN = 1 << 18
+
+// smallWins is auto's rule. Launched node by node, a GEMM's host cost
+// sets the pace (on the H100, TestKernelCPUCost: a cuBLASLt call 13.3 us
+// of host CPU, the small-batch kernel 5.2 us), so every product of at
+// most smallGEMMRows rows takes the small-batch kernel. In a captured
+// CUDA graph only device time counts: there it takes the kernel only
+// where TestSmallGEMMDeviceTime measured it ahead of cuBLASLt (at 16
+// rows: 1.06-1.47x for DLRM's layers, k·n up to 415x512; behind for
+// 512x1024 and larger, for n = 1 and for batched products).
+func smallWins(capturing bool, m, kk, n, batch int64) bool {
+	if m > smallGEMMRows {
+		return false
+	}
+	if !capturing {
+		return true
+	}
+	return batch == 1 && n >= 64 && kk*n <= smallGEMMCapturedKN
+}
 
 // smallGEMMTypes are the dtypes the small-batch kernel computes (in
 // float).
@@ -56,8 +75,14 @@ func (k kctx) smallGEMMMode() cu.SmallGEMM {
 	return k.s.Context().Device().SmallGEMM()
 }
 
+// capturing says whether k's stream is capturing a CUDA graph (never in
+// the dry run).
+func (k kctx) capturing() bool {
+	return dryRun == nil && k.s.CaptureBegun()
+}
+
 // useSmallGEMM is the choice rule of the package doc.
-func useSmallGEMM(mode cu.SmallGEMM, dt tensor.DType, m, batch int64) bool {
+func useSmallGEMM(mode cu.SmallGEMM, capturing bool, dt tensor.DType, m, kk, n, batch int64) bool {
 	if _, ok := smallGEMMTypes[dt]; !ok || batch > 65535 || m > 16*65535 {
 		return false
 	}
@@ -67,7 +92,7 @@ func useSmallGEMM(mode cu.SmallGEMM, dt tensor.DType, m, batch int64) bool {
 	case cu.SmallGEMMForce:
 		return true
 	}
-	return m <= smallGEMMRows
+	return smallWins(capturing, m, kk, n, batch)
 }
 
 // gemmEpi computes o = act(op(a)·op(b) + bias) over batch matrices
@@ -77,7 +102,7 @@ func gemmEpi(k kctx, o, a, b *tensor.Tensor, ta, tb bool, m, kk, n, batch, sa, s
 	if o.NumElements() == 0 {
 		return nil
 	}
-	if useSmallGEMM(k.smallGEMMMode(), a.DType, m, batch) {
+	if useSmallGEMM(k.smallGEMMMode(), k.capturing(), a.DType, m, kk, n, batch) {
 		return smallGEMM(k, o, a, b, ta, tb, m, kk, n, batch, sa, sb, e)
 	}
 	if e.bias != nil && batch == 1 && kk > 0 && (e.act == "" || e.act == "Relu") &&

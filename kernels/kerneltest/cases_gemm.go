@@ -8,7 +8,7 @@ import (
 )
 
 // GEMMs at the shapes of a GPU's small-batch GEMM kernel (kernels/cuda's
-// gemm.go takes it for up to 32 rows in the left operand, or at every
+// gemm.go takes it for up to 16 rows in the left operand, or at every
 // size with MSTREAM_GPU_SMALL_GEMM=1): m 1, 7, 16, 33 and 64 rows, so
 // both sides of the bound run; k and n odd, and k past the kernel's
 // shared-memory tile (1024 floats at 16 rows); every transpose and every
