@@ -19,6 +19,7 @@ func init() {
 	RegisterShapeFn("_FusedMatMul", matMulShape)
 	RegisterShapeFn("_FusedConv2D", convShape)
 	RegisterShapeFn("_MstreamUnaryChain", unchangedShape)
+	RegisterShapeFn("_MstreamLayerNorm", unchangedShape)
 }
 
 // NewDetached builds a node of op named name with the inputs args (grouped

@@ -12,9 +12,13 @@
 // that keeps the MatMul's rows, as in Keras' Dense over a rank-3 input
 // exported as Tensordot, moves after the fused node), Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
 // an inference FusedBatchNorm(V2/V3) after a Conv2D with a constant filter
-// is folded into that filter and a bias (then fused as Conv2D+BiasAdd), and
-// a chain of unary float32 ops becomes one _MstreamUnaryChain that makes a
-// single pass over the buffer. The session calls Rewrite before exec.Build
+// is folded into that filter and a bias (then fused as Conv2D+BiasAdd),
+// Keras' LayerNormalization in either form TF 2.15 exports (Reshape ->
+// training FusedBatchNormV3 -> Reshape -> Mul -> AddV2, or the moments
+// chain Mean/SquaredDifference/Rsqrt/Mul/Sub/AddV2; layernorm.go) becomes
+// one _MstreamLayerNorm (a CPU kernel only, so a plan that may use the GPU
+// keeps the exported nodes), and a chain of unary float32 ops becomes one
+// _MstreamUnaryChain that makes a single pass over the buffer. The session calls Rewrite before exec.Build
 // with the passes its ConfigProto asks for; MSTREAM_FUSION=0 leaves out
 // Remap.
 //

@@ -247,7 +247,8 @@ func nhwc(n *graph.Node) bool {
 }
 
 // match finds the patterns, the GEMM and convolution epilogues first (they
-// may take an activation a chain would otherwise start with), then chains.
+// may take an activation a chain would otherwise start with), then
+// LayerNormalizations (layernorm.go), then chains.
 func (r *rewriter) match() {
 	for _, n := range r.order {
 		switch n.Op {
@@ -259,6 +260,7 @@ func (r *rewriter) match() {
 			}
 		}
 	}
+	r.matchLayerNorms()
 	for _, n := range r.order {
 		if r.taken[n] != nil || !chainable[n.Op] || dtypeOf(n, "T") != tensor.Float {
 			continue

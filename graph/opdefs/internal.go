@@ -12,7 +12,8 @@ import (
 // registers in C++ but leaves out of ops.pbtxt, and that mstream's plan-time
 // fusion produces or a GraphDef written by TF's grappler may contain. The
 // signatures of _FusedMatMul and _FusedConv2D are TF 2.15's
-// (core/ops/math_ops.cc, core/ops/nn_ops.cc); _MstreamUnaryChain is ours.
+// (core/ops/math_ops.cc, core/ops/nn_ops.cc); _MstreamUnaryChain and
+// _MstreamLayerNorm are ours.
 // _Arg, _Retval, _DeviceArg and _DeviceRetval are the system ops of
 // function bodies (core/ops/function_ops.cc): a graph given to
 // TF_GraphToFunction or imported from a function's body holds them.
@@ -89,6 +90,17 @@ op {
   output_arg { name: "y" type_attr: "T" }
   attr { name: "T" type: "type" allowed_values { list { type: [DT_FLOAT] } } }
   attr { name: "ops" type: "list(string)" has_minimum: true minimum: 1 }
+}
+op {
+  name: "_MstreamLayerNorm"
+  input_arg { name: "x" type_attr: "T" }
+  input_arg { name: "gamma" type_attr: "T" }
+  input_arg { name: "beta" type_attr: "T" }
+  output_arg { name: "y" type_attr: "T" }
+  attr { name: "T" type: "type" allowed_values { list { type: [DT_FLOAT] } } }
+  attr { name: "epsilon" type: "float" default_value { f: 0.001 } }
+  attr { name: "begin_norm_axis" type: "int" default_value { i: -1 } }
+  attr { name: "single_axis" type: "bool" default_value { b: false } }
 }
 `
 

@@ -74,7 +74,9 @@
 // then makes one pass of per-channel scale/offset (BiasAdd, or
 // FusedBatchNorm's inference arithmetic) and activation, row by row while
 // the row is in cache; _MstreamUnaryChain maps every op of a chain of
-// float32 unary ops over one L1-sized block before the next block. They
+// float32 unary ops over one L1-sized block before the next block;
+// _MstreamLayerNorm (nn_norm.go) normalises each row in one vectorised
+// pass (vec.LayerNorm) and applies gamma and beta in the same loop. They
 // validate fused_ops and num_args with TF's codes and messages, and reject
 // a bias whose length is not the channel count (TF's CPU kernel reads past
 // it).

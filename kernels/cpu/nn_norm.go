@@ -6,12 +6,14 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/cpu/dnnl"
+	"mstream/kernels/cpu/vec"
 	"mstream/status"
 	"mstream/tensor"
 )
 
 // Normalisation: FusedBatchNorm/V2/V3 (inference and training, NHWC/NCHW
-// and the 5-D formats of V3) and LRN. Statistics are float32 (U), as in
+// and the 5-D formats of V3), LRN, and _MstreamLayerNorm (package
+// optimize's fusion of Keras' LayerNormalization, either export of it). Statistics are float32 (U), as in
 // TF; x and y may be half or bfloat16, computed in float32.
 
 func init() {
@@ -29,6 +31,10 @@ func init() {
 			return kernels.KernelFunc(func(ctx *kernels.Context) error { return fusedBatchNorm(ctx, bn, prims) }), nil
 		})
 	}
+	reg("_MstreamLayerNorm", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		axis, eps, single := attrInt(n, "begin_norm_axis", -1), float64(n.Attr("epsilon").GetF()), attrBool(n, "single_axis")
+		return fusedKernel(n, func(ctx *kernels.Context) error { return layerNorm(ctx, axis, single, eps) }), nil
+	})
 	reg("LRN", []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		l, err := ParseLRNAttrs(n)
 		if err != nil {
@@ -412,4 +418,88 @@ func lrn(ctx *kernels.Context, l LRNAttrs) error {
 		storeF32(o, ys)
 	}
 	return nil
+}
+
+// layerNorm is _MstreamLayerNorm: x's elements from dimension axis on form
+// the rows normalised (mean and biased variance over each), then times
+// gamma plus beta, which broadcast along x's last dimension as the Mul and
+// AddV2 they replace did (1-D, of that dimension's size or 1). With
+// single, dimension axis alone is normalised (the moments form's Mean over
+// one axis): the same when it is the last, else strided, in a plain loop.
+// One pass per row reads x twice (statistics, then the output) and writes
+// once.
+func layerNorm(ctx *kernels.Context, axis int64, single bool, eps float64) error {
+	x := ctx.Input(0)
+	rank := int64(len(x.Shape))
+	a := axis
+	if a < 0 {
+		a += rank
+	}
+	if a < 0 || a >= rank {
+		return ctx.Errorf(status.InvalidArgument, "begin_norm_axis %d is out of range for an input of shape %v", axis, x.Shape)
+	}
+
+	d := x.Shape[rank-1]
+	params := [2][]float32{}
+	for i, name := range []string{"gamma", "beta"} {
+		p := ctx.Input(1 + i)
+		if len(p.Shape) != 1 || (p.Shape[0] != d && p.Shape[0] != 1) {
+			return ctx.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v (%s)", x.Shape, p.Shape, name)
+		}
+		params[i] = p.F32()
+	}
+	o, err := ctx.Allocate(0, x.Shape)
+	if err != nil || o.NumElements() == 0 {
+		return err
+	}
+	for i, p := range params {
+		if len(p) == 1 && d > 1 {
+			full, err := kernels.Scratch[float32](ctx, d)
+			if err != nil {
+				return err
+			}
+			for j := range full {
+				full[j] = p[0]
+			}
+			params[i] = full
+		}
+	}
+	X, Y := x.F32(), o.F32()
+	if single && a != rank-1 {
+		layerNormStrided(ctx, X, Y, int(x.Shape[a]), int(x.Shape[a+1:].NumElements()), params[0], params[1], eps)
+		return nil
+	}
+	n := int(x.Shape[a:].NumElements())
+	ctx.For(len(X)/n, float64(n)*2, func(lo, hi int) {
+		vec.LayerNorm(X[lo*n:hi*n], Y[lo*n:hi*n], n, params[0], params[1], eps)
+	})
+	return nil
+}
+
+// layerNormStrided normalises x, viewed as [outer, d, inner], over its
+// middle dimension; gamma and beta run along the last of x's dimensions,
+// of len(gamma) elements, which divides inner.
+func layerNormStrided(ctx *kernels.Context, x, y []float32, d, inner int, gamma, beta []float32, eps float64) {
+	c := len(gamma)
+	ctx.For(len(x)/(d*inner), float64(d*inner)*8, func(lo, hi int) {
+		for o := lo; o < hi; o++ {
+			base := o * d * inner
+			for i := 0; i < inner; i++ {
+				var m, v float64
+				for k := 0; k < d; k++ {
+					m += float64(x[base+k*inner+i])
+				}
+				m /= float64(d)
+				for k := 0; k < d; k++ {
+					e := float64(x[base+k*inner+i]) - m
+					v += e * e
+				}
+				inv := 1 / math.Sqrt(v/float64(d)+eps)
+				for k := 0; k < d; k++ {
+					j := base + k*inner + i
+					y[j] = float32((float64(x[j])-m)*inv)*gamma[i%c] + beta[i%c]
+				}
+			}
+		}
+	})
 }

@@ -13,7 +13,8 @@ import (
 
 // The fused ops that plan-time fusion (package optimize) and TF's grappler
 // produce: _FusedMatMul and _FusedConv2D with their BiasAdd/FusedBatchNorm
-// and activation epilogues, and mstream's _MstreamUnaryChain. References
+// and activation epilogues, and mstream's _MstreamUnaryChain and
+// _MstreamLayerNorm. References
 // are float64 loops: the GEMM or convolution (refConv), then the epilogue
 // exactly as the unfused nodes define it.
 
@@ -21,6 +22,7 @@ func init() {
 	Add("_FusedMatMul", fusedMatMulCases)
 	Add("_FusedConv2D", fusedConv2DCases)
 	Add("_MstreamUnaryChain", unaryChainCases)
+	Add("_MstreamLayerNorm", layerNormCases)
 }
 
 func aStrs(v ...string) *tfpb.AttrValue {
@@ -285,4 +287,119 @@ func unaryChainCases(r *rand.Rand) []Case {
 	x := Rand(r, tensor.Float, tensor.Shape{4})
 	cs = append(cs, Case{Node: NodeFor("_MstreamUnaryChain", Attrs{"ops": aStrs("Relu", "Softmax")}, ins(x), nil), Inputs: ins(x), Err: status.InvalidArgument, ErrMsg: "Softmax"})
 	return cs
+}
+
+// layerNormCases: _MstreamLayerNorm against a float64 layer normalisation
+// (the rows from begin_norm_axis on, gamma and beta along the last
+// dimension, broadcast from one element when they have one), including
+// rows longer than the last dimension, an offset the mean must remove,
+// empty inputs, and the errors of a bad axis or parameter shape.
+func layerNormCases(r *rand.Rand) []Case {
+	var cs []Case
+	for i := 0; i < 24; i++ {
+		shape := randShape(r, 1+r.Intn(3), 1, 9)
+		switch i {
+		case 0:
+			shape = tensor.Shape{3, 4, 300} // vectorised rows with a ragged tail
+		case 1:
+			shape = tensor.Shape{0, 5}
+		case 2:
+			shape = tensor.Shape{3, 5, 4}
+		}
+		rank := int64(len(shape))
+		axis := rank - 1
+		if i%3 == 1 && rank > 1 {
+			axis = r.Int63n(rank) // rows of several dimensions
+		}
+		single := i%4 == 3 // the moments form: dimension axis alone
+		if i == 2 {
+			axis, single = 1, true // a middle axis alone: strided
+		}
+		attrAxis := axis
+		if i%2 == 0 {
+			attrAxis = axis - rank // negative, counted from the end
+		}
+		d := shape[rank-1]
+		gl, bl := d, d
+		if i%5 == 2 {
+			gl = 1
+		}
+		if i%7 == 3 {
+			bl = 1
+		}
+		x := RandRange(r, tensor.Float, shape, -3, 5)
+		g, b := RandRange(r, tensor.Float, tensor.Shape{gl}, 0.5, 2), RandRange(r, tensor.Float, tensor.Shape{bl}, -1, 1)
+		eps := []float32{1e-3, 1e-5, 0.5}[i%3]
+		xv, gv, bv := F64s(x), F64s(g), F64s(b)
+		n := int(shape[axis:].NumElements())
+		want := make([]float64, len(xv))
+		if single && axis != rank-1 {
+			want = refLayerNormAxis(xv, shape, int(axis), gv, bv, float64(eps))
+			n = 0
+		}
+		for r0 := 0; r0+n <= len(xv) && n > 0; r0 += n {
+			var m, v float64
+			for _, e := range xv[r0 : r0+n] {
+				m += e
+			}
+			m /= float64(n)
+			for _, e := range xv[r0 : r0+n] {
+				v += (e - m) * (e - m)
+			}
+			v /= float64(n)
+			for j := 0; j < n; j++ {
+				k := j % int(d)
+				want[r0+j] = (xv[r0+j]-m)/math.Sqrt(v+float64(eps))*gv[k%len(gv)] + bv[k%len(bv)]
+			}
+		}
+		attrs := Attrs{"epsilon": AFloat(eps), "begin_norm_axis": AInt(attrAxis), "single_axis": ABool(single)}
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamLayerNorm %v axis %d single %v gamma %d beta %d", shape, attrAxis, single, gl, bl),
+			Node: NodeFor("_MstreamLayerNorm", attrs, ins(x, g, b), nil), Inputs: ins(x, g, b),
+			Want: ins(FromF64(tensor.Float, shape, want)), Tol: 2e-5})
+	}
+	x := Rand(r, tensor.Float, tensor.Shape{2, 4})
+	g4, g3 := Rand(r, tensor.Float, tensor.Shape{4}), Rand(r, tensor.Float, tensor.Shape{3})
+	for _, c := range []struct {
+		axis int64
+		g, b *tensor.Tensor
+		msg  string
+	}{
+		{2, g4, g4, "begin_norm_axis"},
+		{-3, g4, g4, "begin_norm_axis"},
+		{-1, g3, g4, "Incompatible shapes"},
+		{-1, g4, g3, "Incompatible shapes"},
+		{-1, Rand(r, tensor.Float, tensor.Shape{1, 4}), g4, "Incompatible shapes"},
+	} {
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamLayerNorm error %s axis %d", c.msg, c.axis),
+			Node:   NodeFor("_MstreamLayerNorm", Attrs{"begin_norm_axis": AInt(c.axis)}, ins(x, c.g, c.b), nil),
+			Inputs: ins(x, c.g, c.b), Err: status.InvalidArgument, ErrMsg: c.msg})
+	}
+	return cs
+}
+
+// refLayerNormAxis normalises x (of shape) over dimension axis alone, gamma
+// and beta along the last dimension.
+func refLayerNormAxis(x []float64, shape tensor.Shape, axis int, g, b []float64, eps float64) []float64 {
+	d, inner := int(shape[axis]), int(shape[axis+1:].NumElements())
+	last := int(shape[len(shape)-1])
+	out := make([]float64, len(x))
+	for o := 0; o*d*inner < len(x); o++ {
+		for i := 0; i < inner; i++ {
+			var m, v float64
+			for k := 0; k < d; k++ {
+				m += x[o*d*inner+k*inner+i]
+			}
+			m /= float64(d)
+			for k := 0; k < d; k++ {
+				e := x[o*d*inner+k*inner+i] - m
+				v += e * e
+			}
+			v /= float64(d)
+			for k := 0; k < d; k++ {
+				j := o*d*inner + k*inner + i
+				out[j] = (x[j]-m)/math.Sqrt(v+eps)*g[(j%last)%len(g)] + b[(j%last)%len(b)]
+			}
+		}
+	}
+	return out
 }

@@ -116,6 +116,14 @@ void ms_argreduce_f32(int op, const float *x, long rows, long n, long long *out)
 	argreduce_base(op, x, rows, n, out);
 }
 
+void ms_layernorm_f32(const float *x, float *y, long rows, long n, const float *gamma, const float *beta, long c, double eps) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2) { layernorm_avx512(x, y, rows, n, gamma, beta, c, eps); return; }
+	if (ms_vec_level() == 1) { layernorm_avx2(x, y, rows, n, gamma, beta, c, eps); return; }
+#endif
+	layernorm_base(x, y, rows, n, gamma, beta, c, eps);
+}
+
 /* Rows are done a block at a time: the affine part row by row (a loop the
  * compiler vectorises), then the activation over the whole block while it
  * is still in L1. */

@@ -204,6 +204,23 @@ func Softmax(x, y []float32, n int, log bool) {
 	C.ms_softmax_f32((*C.float)(&x[0]), (*C.float)(&y[0]), C.long(len(x)/n), C.long(n), C.int(l))
 }
 
+// LayerNorm writes the layer normalisation of each row of x, viewed as
+// [len(x)/n, n], into y: (x - mean) / sqrt(var + eps) * gamma + beta with
+// the row's mean and biased variance (summed in float64), gamma and beta
+// of one length c that divides n, repeated along the row. x and y must
+// not overlap.
+func LayerNorm(x, y []float32, n int, gamma, beta []float32, eps float64) {
+	c := len(gamma)
+	if n <= 0 || len(x)%n != 0 || len(y) < len(x) || c == 0 || len(beta) != c || n%c != 0 {
+		panic(fmt.Sprintf("vec: LayerNorm with len(x)=%d len(y)=%d n=%d len(gamma)=%d len(beta)=%d", len(x), len(y), n, c, len(beta)))
+	}
+	if len(x) == 0 {
+		return
+	}
+	C.ms_layernorm_f32((*C.float)(&x[0]), (*C.float)(&y[0]), C.long(len(x)/n), C.long(n), (*C.float)(&gamma[0]),
+		(*C.float)(&beta[0]), C.long(c), C.double(eps))
+}
+
 // ArgReduce sets out[r] to the index of the first max (RMax) or min (RMin)
 // of row r of x viewed as [len(out), n], n > 0, or to the index of the
 // row's first NaN.

@@ -34,6 +34,11 @@ void ms_colminmax_f32(int op, const float *x, long rows, long cols, long ld, flo
 void ms_argreduce_f32(int op, const float *x, long rows, long n, long long *out);
 /* Softmax (or log-softmax) of each row of [rows, n]. */
 void ms_softmax_f32(const float *x, float *y, long rows, long n, int log);
+/* Layer normalisation of each row of [rows, n]: y = (x - mean) / sqrt(var +
+ * eps) * gamma + beta, mean and (biased) variance over the row, summed in
+ * double; gamma and beta have c elements, c divides n, and repeat along
+ * the row (c = n for one normalised axis). */
+void ms_layernorm_f32(const float *x, float *y, long rows, long n, const float *gamma, const float *beta, long c, double eps);
 
 /* x[r*c + j] = act(x[r*c + j] * scale[j] + offset[j]) for r < rows, j < c,
  * in place (scale NULL: no multiply; act < 0: no activation): the epilogue

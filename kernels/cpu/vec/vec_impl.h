@@ -456,3 +456,35 @@ static void SFX(softmax)(const float *x, float *restrict y, long rows, long n, i
 		}
 	}
 }
+
+/* Sum of (x[i] - m)^2 in double, in sum_row's independent lanes. */
+static double SFX(sqdiff_row)(const float *restrict x, long n, double m) {
+	double acc[MS_LANES] = {0};
+	long i = 0;
+	for (; i + MS_LANES <= n; i += MS_LANES)
+		for (int j = 0; j < MS_LANES; j++) {
+			double d = (double)x[i + j] - m;
+			acc[j] += d * d;
+		}
+	double s = 0;
+	for (; i < n; i++) {
+		double d = (double)x[i] - m;
+		s += d * d;
+	}
+	for (int j = 0; j < MS_LANES; j++) s += acc[j];
+	return s;
+}
+
+static void SFX(layernorm)(const float *x, float *restrict y, long rows, long n, const float *restrict gamma,
+		const float *restrict beta, long c, double eps) {
+	for (long r = 0; r < rows; r++) {
+		const float *restrict xr = x + r * n;
+		float *restrict yr = y + r * n;
+		double mean = SFX(sum_row)(xr, n) / (double)n;
+		double var = SFX(sqdiff_row)(xr, n, mean) / (double)n;
+		float inv = (float)(1.0 / __builtin_sqrt(var + eps)), m = (float)mean;
+		for (long j0 = 0; j0 < n; j0 += c)
+			for (long j = 0; j < c; j++)
+				yr[j0 + j] = (xr[j0 + j] - m) * inv * gamma[j] + beta[j];
+	}
+}

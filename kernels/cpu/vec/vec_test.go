@@ -324,6 +324,43 @@ func TestSoftmax(t *testing.T) {
 	})
 }
 
+func TestLayerNorm(t *testing.T) {
+	levels(t, func(t *testing.T) {
+		r := newRand(t)
+		for _, sh := range []struct{ n, c int }{{1, 1}, {3, 3}, {17, 17}, {128, 128}, {1000, 1000}, {12, 4}} {
+			x := make([]float32, 3*sh.n)
+			for i := range x {
+				x[i] = float32(r.NormFloat64()*5 + 100) // an offset the mean must take out
+			}
+			g, b := make([]float32, sh.c), make([]float32, sh.c)
+			for j := range g {
+				g[j], b[j] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			}
+			y := make([]float32, len(x))
+			const eps = 1e-3
+			LayerNorm(x, y, sh.n, g, b, eps)
+			for row := 0; row < 3; row++ {
+				xr := x[row*sh.n : row*sh.n+sh.n]
+				var m, v float64
+				for _, e := range xr {
+					m += float64(e)
+				}
+				m /= float64(sh.n)
+				for _, e := range xr {
+					v += (float64(e) - m) * (float64(e) - m)
+				}
+				v /= float64(sh.n)
+				for i, e := range xr {
+					w := (float64(e)-m)/math.Sqrt(v+eps)*float64(g[i%sh.c]) + float64(b[i%sh.c])
+					if got := float64(y[row*sh.n+i]); math.Abs(got-w) > 2e-5*math.Max(1, math.Abs(w)) {
+						t.Fatalf("n=%d c=%d: row %d [%d] = %g, want %g", sh.n, sh.c, row, i, got, w)
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestBounds checks that bad lengths panic in Go, before C could read or
 // write out of range.
 func TestBounds(t *testing.T) {
@@ -334,6 +371,12 @@ func TestBounds(t *testing.T) {
 		func() { RowReduce(Sum, make([]float32, 5), 3, make([]float32, 2), 1) },
 		func() { ColSum(make([]float32, 5), 2, 3, make([]float64, 3)) },
 		func() { Softmax(make([]float32, 5), make([]float32, 5), 2, false) },
+		func() {
+			LayerNorm(make([]float32, 6), make([]float32, 6), 3, make([]float32, 2), make([]float32, 2), 1e-3)
+		},
+		func() {
+			LayerNorm(make([]float32, 6), make([]float32, 6), 3, make([]float32, 3), make([]float32, 1), 1e-3)
+		},
 	} {
 		func() {
 			defer func() {
