@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"mstream/kernels/cpu/vec"
 )
 
 // ISA is a CPU's vector instruction set, ranked: a higher one runs every
@@ -340,6 +342,10 @@ type Parallel interface {
 // GFLOP/s here, doc.go), for the pool to size its chunks.
 const gemmFlopsPerNs = 20
 
+// gemvFlopsPerNs is about what one core's GEMV of one row reaches: it
+// reads B once, 4 bytes per 2 flops, at 15-30 GB/s from L3.
+const gemvFlopsPerNs = 8
+
 // gemmBlock is the rows (or columns) of C in one block of a split GEMM.
 const gemmBlock = 64
 
@@ -358,8 +364,26 @@ const gemmBlock = 64
 func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	check(transA, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
 	switch {
+	case m == 1 && k > 0 && !transB && (!transA || lda == 1):
+		// One row (a batch of one) times a row-major B: package vec's
+		// GEMV, which streams B row by row into a strip of C that stays
+		// in L1. Each column sums in the same order whatever strip holds
+		// it, so the pool may split the columns as it likes. Before,
+		// each block of 64 columns was an OpenBLAS GEMV reading B's rows
+		// 256 bytes at a time, strided: the MLP at B=1 spent 58% of its
+		// CPU in it. BASE=<OpenBLAS GEMV build> MODELS=mlp BATCHES=1
+		// ROUNDS=3 DUR=1 bench/cpu/vs_base.sh, load 9-10: CPU us per
+		// request 479 -> 401 (one client), 394 -> 288 (two);
+		// BenchmarkGemvRow alone is within its noise of OpenBLAS.
+		if p == nil {
+			vec.Gemv(a, k, b, ldb, n, alpha, beta, c)
+			return
+		}
+		p.For(n, float64(2*k)/gemvFlopsPerNs, func(lo, hi int) {
+			vec.Gemv(a, k, b[lo:], ldb, hi-lo, alpha, beta, c[lo:hi])
+		})
 	case m == 1 && k > 0 && Available():
-		// One row (a batch of one): a GEMV per block of columns.
+		// One row times a transposed B: a GEMV per block of columns.
 		incx := 1
 		if transA {
 			incx = lda
@@ -369,8 +393,7 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 			if transB {
 				off = c0 * ldb
 			}
-			if C.mstream_sgemm_row(b2i(transB), C.int(c1-c0), C.int(k), C.float(alpha), (*C.float)(&a[0]), C.int(incx),
-				(*C.float)(&b[off]), C.int(ldb), C.float(beta), (*C.float)(&c[c0])) == 0 {
+			if !sgemv(transB, c1-c0, k, alpha, a, incx, b[off:], ldb, beta, c[c0:]) {
 				Sgemm(transA, transB, 1, c1-c0, k, alpha, a, lda, b[off:], ldb, beta, c[c0:], ldc)
 			}
 		}
@@ -412,6 +435,14 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 			}
 		})
 	}
+}
+
+// sgemv is OpenBLAS's GEMV for one row of C: c[0:n] = alpha x op(B) +
+// beta c, x the row of A (stride incx). It reports false when the library
+// has no cblas_sgemv.
+func sgemv(transB bool, n, k int, alpha float32, x []float32, incx int, b []float32, ldb int, beta float32, c []float32) bool {
+	return C.mstream_sgemm_row(b2i(transB), C.int(n), C.int(k), C.float(alpha), (*C.float)(&x[0]), C.int(incx),
+		(*C.float)(&b[0]), C.int(ldb), C.float(beta), (*C.float)(&c[0])) != 0
 }
 
 // Dgemm is Sgemm for float64.

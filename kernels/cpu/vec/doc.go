@@ -1,8 +1,8 @@
 // Package vec holds the vectorised float32 loops of the CPU kernels,
 // written in C (vec_impl.h) because Go does not vectorise: elementwise
 // unary and binary maps (the same-shape and scalar-broadcast cases), row
-// and column reductions, row softmax, row layer normalisation, and the
-// per-channel affine + activation epilogue of the
+// and column reductions, row softmax, row layer normalisation, the GEMV of
+// a one-row GEMM, and the per-channel affine + activation epilogue of the
 // fused kernels (ChannelAffine, in place, a block of rows per call).
 //
 // vec.c compiles the loops twice on x86-64: for the baseline the cgo flags

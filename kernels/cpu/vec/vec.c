@@ -124,6 +124,14 @@ void ms_layernorm_f32(const float *x, float *y, long rows, long n, const float *
 	layernorm_base(x, y, rows, n, gamma, beta, c, eps);
 }
 
+void ms_gemv_f32(const float *x, long k, const float *b, long ldb, long n, float alpha, float beta, float *y) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2) { gemv_avx512(x, k, b, ldb, n, alpha, beta, y); return; }
+	if (ms_vec_level() == 1) { gemv_avx2(x, k, b, ldb, n, alpha, beta, y); return; }
+#endif
+	gemv_base(x, k, b, ldb, n, alpha, beta, y);
+}
+
 /* Rows are done a block at a time: the affine part row by row (a loop the
  * compiler vectorises), then the activation over the whole block while it
  * is still in L1. */

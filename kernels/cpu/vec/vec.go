@@ -221,6 +221,24 @@ func LayerNorm(x, y []float32, n int, gamma, beta []float32, eps float64) {
 		(*C.float)(&beta[0]), C.long(c), C.double(eps))
 }
 
+// Gemv sets y[0:n] = beta*y + alpha*x*B for the row x (k elements) and B
+// of k rows of n (row stride ldb): a GEMM of one row, each column summed
+// in float32 in row order, so a column's result does not depend on which
+// block of columns a call covers.
+func Gemv(x []float32, k int, b []float32, ldb, n int, alpha, beta float32, y []float32) {
+	if k < 0 || n < 0 || len(x) < k || ldb < n || len(y) < n || (k > 0 && n > 0 && len(b) < (k-1)*ldb+n) {
+		panic(fmt.Sprintf("vec: Gemv with len(x)=%d k=%d len(b)=%d ldb=%d n=%d len(y)=%d", len(x), k, len(b), ldb, n, len(y)))
+	}
+	if n == 0 {
+		return
+	}
+	var xp, bp *C.float
+	if k > 0 {
+		xp, bp = (*C.float)(&x[0]), (*C.float)(&b[0])
+	}
+	C.ms_gemv_f32(xp, C.long(k), bp, C.long(ldb), C.long(n), C.float(alpha), C.float(beta), (*C.float)(&y[0]))
+}
+
 // ArgReduce sets out[r] to the index of the first max (RMax) or min (RMin)
 // of row r of x viewed as [len(out), n], n > 0, or to the index of the
 // row's first NaN.

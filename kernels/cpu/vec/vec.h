@@ -40,6 +40,10 @@ void ms_softmax_f32(const float *x, float *y, long rows, long n, int log);
  * the row (c = n for one normalised axis). */
 void ms_layernorm_f32(const float *x, float *y, long rows, long n, const float *gamma, const float *beta, long c, double eps);
 
+/* y[0:n] = beta y + alpha x B: the row x[0:k] times B, k rows of n
+ * (row stride ldb), summed in float down each column in row order. */
+void ms_gemv_f32(const float *x, long k, const float *b, long ldb, long n, float alpha, float beta, float *y);
+
 /* x[r*c + j] = act(x[r*c + j] * scale[j] + offset[j]) for r < rows, j < c,
  * in place (scale NULL: no multiply; act < 0: no activation): the epilogue
  * of the fused GEMM and convolution kernels. */

@@ -488,3 +488,31 @@ static void SFX(layernorm)(const float *x, float *restrict y, long rows, long n,
 				yr[j0 + j] = (xr[j0 + j] - m) * inv * gamma[j] + beta[j];
 	}
 }
+
+/* y[0:n] = beta y + alpha x B for the row x[0:k] and B of k rows (row
+ * stride ldb): B streams past once, four rows at a time, into a strip of y
+ * of up to MS_GEMV_COLS columns that stays in L1. Each column sums in row
+ * order, four products at a time, whatever strip it falls in. */
+#define MS_GEMV_COLS 1024
+static void SFX(gemv)(const float *x, long k, const float *b, long ldb, long n, float alpha, float beta, float *restrict y) {
+	for (long c0 = 0; c0 < n; c0 += MS_GEMV_COLS) {
+		long w = n - c0 < MS_GEMV_COLS ? n - c0 : MS_GEMV_COLS;
+		float *restrict yc = y + c0;
+		if (beta == 0) {
+			for (long j = 0; j < w; j++) yc[j] = 0;
+		} else if (beta != 1) {
+			for (long j = 0; j < w; j++) yc[j] *= beta;
+		}
+		long i = 0;
+		for (; i + 4 <= k; i += 4) {
+			const float *restrict b0 = b + i * ldb + c0, *restrict b1 = b0 + ldb, *restrict b2 = b1 + ldb, *restrict b3 = b2 + ldb;
+			float x0 = alpha * x[i], x1 = alpha * x[i + 1], x2 = alpha * x[i + 2], x3 = alpha * x[i + 3];
+			for (long j = 0; j < w; j++) yc[j] += (x0 * b0[j] + x1 * b1[j]) + (x2 * b2[j] + x3 * b3[j]);
+		}
+		for (; i < k; i++) {
+			const float *restrict b0 = b + i * ldb + c0;
+			float x0 = alpha * x[i];
+			for (long j = 0; j < w; j++) yc[j] += x0 * b0[j];
+		}
+	}
+}

@@ -361,6 +361,48 @@ func TestLayerNorm(t *testing.T) {
 	})
 }
 
+func TestGemv(t *testing.T) {
+	levels(t, func(t *testing.T) {
+		r := newRand(t)
+		for _, s := range [][3]int{{0, 5, 5}, {1, 1, 1}, {3, 7, 9}, {5, 1030, 1100}, {1024, 300, 300}} {
+			k, n, ldb := s[0], s[1], s[2]
+			for _, beta := range []float32{0, 1, -0.5} {
+				x, b, y := make([]float32, k), make([]float32, k*ldb), make([]float32, n)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				for i := range b {
+					b[i] = float32(r.NormFloat64())
+				}
+				y0 := make([]float32, n)
+				for j := range y {
+					y[j] = float32(r.NormFloat64())
+					if beta == 0 {
+						y[j] = float32(math.NaN()) // beta 0 ignores C, NaN included
+					}
+					y0[j] = y[j]
+				}
+				const alpha = 1.5
+				Gemv(x, k, b, ldb, n, alpha, beta, y)
+				for j := range y {
+					w, mag := 0.0, 0.0
+					for i := 0; i < k; i++ {
+						w += float64(x[i]) * float64(b[i*ldb+j])
+						mag += math.Abs(float64(x[i]) * float64(b[i*ldb+j]))
+					}
+					w *= alpha
+					if beta != 0 {
+						w += float64(beta) * float64(y0[j])
+					}
+					if math.Abs(float64(y[j])-w) > 1e-6*float64(k+1)*(mag+1) {
+						t.Fatalf("k=%d n=%d beta=%g: y[%d] = %g, want %g", k, n, beta, j, y[j], w)
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestBounds checks that bad lengths panic in Go, before C could read or
 // write out of range.
 func TestBounds(t *testing.T) {
