@@ -204,6 +204,17 @@ func (ep epilogue) channelParams(ctx *kernels.Context, c int64) (scale, offset [
 	return scale, offset, nil
 }
 
+// biasF32 is channelParams for a BiasAdd epilogue, as float32: a float
+// bias is used as it is, not copied to float64 and back on every Run (the
+// MLP at B=1 made three such slices per layer per Run).
+func (ep epilogue) biasF32(ctx *kernels.Context, c int64) ([]float32, error) {
+	if t := ctx.Input(2); !ep.batchNorm && t.DType == tensor.Float && len(t.Shape) == 1 && t.Shape[0] == c {
+		return t.F32(), nil
+	}
+	_, bias, err := ep.channelParams(ctx, c)
+	return f32s(bias), err
+}
+
 // floatsF64 returns a float, double, half or bfloat16 tensor as float64.
 func floatsF64(t *tensor.Tensor) []float64 {
 	if t.DType == tensor.Double {
@@ -246,7 +257,7 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, prims *dnnl.Cac
 	if k != k2 {
 		return ctx.Errorf(status.InvalidArgument, "Matrix size-incompatible: In[0]: %v, In[1]: %v", a.Shape, b.Shape)
 	}
-	_, bias, err := ep.channelParams(ctx, n)
+	bs, err := ep.biasF32(ctx, n)
 	if err != nil {
 		return err
 	}
@@ -278,7 +289,6 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, prims *dnnl.Cac
 	}
 	// The bias goes into C first and the GEMM accumulates onto it, so the
 	// bias costs no pass of its own.
-	bs := f32s(bias)
 	for r := 0; r < M; r++ {
 		copy(O[r*N:(r+1)*N], bs)
 	}
