@@ -2,6 +2,7 @@ package optimize
 
 import (
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"strings"
 
@@ -137,24 +138,41 @@ func (r *rewriter) observed(n *graph.Node) bool {
 // and fails or runs at Run time as before). Fetched nodes and targets stay
 // as they are (TF preserves them too); their constant inputs fold.
 func (r *rewriter) matchFold() {
+	// A Const is decoded only when a node to fold reads it, and not for
+	// an Identity whose output would be over the cap anyway: a frozen
+	// model reads every weight through one, and decoding them all cost
+	// dlrm_small's first Run a second.
 	vals := map[*graph.Node]*tensor.Tensor{}
+	consts := map[*graph.Node]bool{}
+	value := func(n *graph.Node) *tensor.Tensor {
+		if v, ok := vals[n]; ok || !consts[n] {
+			return v
+		}
+		v := r.constValue(n.Output(0))
+		vals[n] = v
+		return v
+	}
 	for _, n := range r.order {
 		if n.Op == "Const" {
-			if v := r.constValue(n.Output(0)); v != nil {
-				vals[n] = v
-			}
+			consts[n] = true
 			continue
 		}
 		if !pure(n) || len(n.OutTypes) != 1 || len(n.Inputs) == 0 || len(n.Controls) > 0 {
 			continue
 		}
+		ok := true
+		for _, in := range n.Inputs {
+			ok = ok && !r.fed[in] && (consts[in.Node] || vals[in.Node] != nil)
+		}
+		if !ok || (n.Op == "Identity" && consts[n.Inputs[0].Node] && constBytes(n.Inputs[0].Node) > MaxFoldedBytes) {
+			continue
+		}
 		ins := make([]*tensor.Tensor, len(n.Inputs))
 		for i, in := range n.Inputs {
-			if r.fed[in] || vals[in.Node] == nil {
+			if ins[i] = value(in.Node); ins[i] == nil {
 				ins = nil
 				break
 			}
-			ins[i] = vals[in.Node]
 		}
 		if ins == nil {
 			continue
@@ -164,7 +182,7 @@ func (r *rewriter) matchFold() {
 		}
 	}
 	for _, n := range r.order {
-		if n.Op == "Const" || vals[n] == nil || r.observed(n) {
+		if consts[n] || vals[n] == nil || r.observed(n) {
 			continue
 		}
 		read := false
@@ -177,6 +195,23 @@ func (r *rewriter) matchFold() {
 				build: func(r *rewriter, f *fusion) (*graph.Node, error) { return constNode(n.ID, n.Name, n.Device, v) }})
 		}
 	}
+}
+
+// constBytes is the size of a Const's value from its TensorProto, without
+// decoding it (-1 when the proto does not say).
+func constBytes(n *graph.Node) int64 {
+	t := n.Attrs["value"].GetTensor()
+	if t == nil {
+		return -1
+	}
+	if len(t.TensorContent) > 0 {
+		return int64(len(t.TensorContent))
+	}
+	elems := int64(1)
+	for _, d := range t.GetTensorShape().GetDim() {
+		elems *= max(d.Size, 0)
+	}
+	return elems * int64(tensor.DType(t.Dtype).Size())
 }
 
 // evalCPU runs n's CPU kernel on constant inputs; nil when there is none,
@@ -340,6 +375,7 @@ func (r *rewriter) matchDeps() {
 func (r *rewriter) matchCSE() {
 	canon := map[*graph.Node]*graph.Node{}
 	seen := map[string]*graph.Node{}
+	seed := maphash.MakeSeed()
 	var b strings.Builder
 	for _, n := range r.order {
 		if !(pure(n) || n.Op == "Const") || r.observed(n) {
@@ -372,23 +408,61 @@ func (r *rewriter) matchCSE() {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			v, err := proto.MarshalOptions{Deterministic: true}.Marshal(n.Attrs[k])
+			h, err := attrHash(seed, n.Attrs[k])
 			if err != nil {
 				b.Reset()
 				break
 			}
-			fmt.Fprintf(&b, "%s=%x;", k, v)
+			fmt.Fprintf(&b, "%s=%x;", k, h)
 		}
 		if b.Len() == 0 {
 			continue
 		}
 		key := b.String()
 		if first := seen[key]; first != nil {
-			canon[n] = first
-			r.alias[n] = first
-			r.counts[CSE]++
+			if sameAttrs(n, first) {
+				canon[n] = first
+				r.alias[n] = first
+				r.counts[CSE]++
+			}
 			continue
 		}
 		seen[key] = n
 	}
+}
+
+// attrHash hashes an attr for matchCSE's keys: a hash, not the bytes, as
+// a Const's value can be hundreds of MB (DLRM's tables), which written
+// out in hex took 13 s of dlrm_small's first Run; a tensor's content is
+// hashed where it lies, not copied by Marshal. Equal attrs hash alike,
+// and matchCSE compares the attrs of equal keys, so a collision merges
+// nothing.
+func attrHash(seed maphash.Seed, v *tfpb.AttrValue) (uint64, error) {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	m := proto.Message(v)
+	var content []byte
+	if t := v.GetTensor(); t != nil && len(t.TensorContent) > 0 {
+		m, content = &tfpb.TensorProto{Dtype: t.Dtype, TensorShape: t.TensorShape, VersionNumber: t.VersionNumber}, t.TensorContent
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return 0, err
+	}
+	h.Write(b)
+	h.Write(content)
+	return h.Sum64(), nil
+}
+
+// sameAttrs says whether a and b have equal attrs.
+func sameAttrs(a, b *graph.Node) bool {
+	if len(a.Attrs) != len(b.Attrs) {
+		return false
+	}
+	for k, v := range a.Attrs {
+		if w, ok := b.Attrs[k]; !ok || !proto.Equal(v, w) {
+			return false
+		}
+	}
+	return true
 }
