@@ -125,6 +125,19 @@ func BenchmarkDNNL(b *testing.B) {
 		b.Run(name+"/own", func(b *testing.B) {
 			run(b, n, func(ctx *kernels.Context) error { return fusedBatchNorm(ctx, bn, nil) }, in...)
 		})
+		if c.training && c.format == "NCHW" {
+			// What optimize fuses Keras' LayerNorm into: the
+			// normalisation and gamma/beta (which the FusedBatchNorm
+			// form leaves to a Mul and an AddV2) in one pass.
+			rows, cols := c.shape[1], c.shape[2]
+			x2 := &tensor.Tensor{DType: f32, Shape: tensor.Shape{rows, cols}, Buf: x.Buf}
+			g, _ := randTensor(r, f32, tensor.Shape{cols})
+			be, _ := randTensor(r, f32, tensor.Shape{cols})
+			ln := node("_MstreamLayerNorm", nil, []tensor.DType{f32, f32, f32}, f32)
+			b.Run(fmt.Sprintf("LayerNorm/%v/mstream_layernorm", tensor.Shape{rows, cols}), func(b *testing.B) {
+				run(b, ln, func(ctx *kernels.Context) error { return layerNorm(ctx, -1, false, 1e-3) }, x2, g, be)
+			})
+		}
 	}
 	for _, c := range [][3]int64{{1, 512, 1024}, {16, 512, 1024}, {256, 512, 1024}, {16, 1024, 1024}, {256, 1024, 1024}, {256, 1024, 512}, {256, 512, 256}, {16, 256, 1},
 		{64, 128, 128}, {64, 128, 512}, {64, 512, 128}, {1024, 128, 128}, {1024, 128, 512}, {1024, 512, 128}, {16384, 128, 128}, {16384, 128, 512}, {16384, 512, 128}} {
