@@ -346,6 +346,10 @@ const gemmFlopsPerNs = 20
 // reads B once, 4 bytes per 2 flops, at 15-30 GB/s from L3.
 const gemvFlopsPerNs = 8
 
+// wideBlock is the columns of C in one block of a split GEMM with more
+// columns than rows.
+const wideBlock = 256
+
 // gemmBlock is the rows (or columns) of C in one block of a split GEMM.
 const gemmBlock = 64
 
@@ -408,6 +412,27 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 		})
 	case p == nil || k == 0 || m < 2*gemmBlock && n < 2*gemmBlock:
 		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case m >= 2*gemmBlock && n > m && n >= 2*wideBlock:
+		// More columns than rows (a layer's weights larger than its
+		// activations): blocks of columns, so that each OpenBLAS call
+		// packs its own part of B once and A is packed n/wideBlock
+		// times, where row blocks would pack all of B m/gemmBlock times
+		// (perf on mlp B=256: sgemm_itcopy 13% of the CPU). BASE=<row
+		// blocks' build> MODELS="mlp keras_mlp" BATCHES=256 ROUNDS=3
+		// bench/cpu/vs_base.sh, load 6: CPU us per request 16244 ->
+		// 16089 and 17338 -> 16494 (mlp, 1 and 2 clients), 16855 ->
+		// 15104 and 17602 -> 16032 (keras_mlp); TF 15463-16214.
+		blocks := (n + wideBlock - 1) / wideBlock
+		p.For(blocks, float64(2*wideBlock*m*k)/gemmFlopsPerNs, func(lo, hi int) {
+			for blk := lo; blk < hi; blk++ {
+				c0, c1 := blk*wideBlock, min((blk+1)*wideBlock, n)
+				off := c0
+				if transB {
+					off = c0 * ldb
+				}
+				Sgemm(transA, transB, m, c1-c0, k, alpha, a, lda, b[off:], ldb, beta, c[c0:], ldc)
+			}
+		})
 	case m >= 2*gemmBlock:
 		blocks := (m + gemmBlock - 1) / gemmBlock
 		p.For(blocks, float64(2*gemmBlock*n*k)/gemmFlopsPerNs, func(lo, hi int) {
