@@ -413,47 +413,12 @@ func TestFrameParallelIterations(t *testing.T) {
 	}
 }
 
-// chainLoopPlan is a v1 while loop fed x and n: n iterations of a
-// counter and of an accumulator that adds 1 six times in a chain
-// (x + 6n), at most par iterations in flight.
+// chainLoopPlan is loopPlan's loop with an accumulator that adds 1 six
+// times in a chain (x + 6n), at most par iterations in flight.
 func chainLoopPlan(t *testing.T, par int64) *Plan {
 	t.Helper()
-	{
-		x, n := node("x", "ExecTestAdd", 0), node("n", "ExecTestAdd", 0)
-		zero := node("zero", "ExecTestAdd", 0)
-		ent := func(name string, in *graph.Node, constant bool) *graph.Node {
-			e := enter(name, in, constant)
-			e.Attrs["parallel_iterations"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: par}}
-			return e
-		}
-		ei, ea, en := ent("enter_i", zero, false), ent("enter_acc", x, false), ent("enter_n", n, true)
-		mi := flowNode("merge_i", "Merge", 2, graph.Output{Node: ei})
-		ma := flowNode("merge_acc", "Merge", 2, graph.Output{Node: ea})
-		mi.OutTypes[1], ma.OutTypes[1] = tensor.Int32, tensor.Int32
-		lt := node("less", "ExecTestGLess", 0, mi, en)
-		lt.OutTypes = []tensor.DType{tensor.Bool}
-		lc := flowNode("loop_cond", "LoopCond", 1, graph.Output{Node: lt})
-		lc.OutTypes = []tensor.DType{tensor.Bool}
-		si := flowNode("switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
-		sa := flowNode("switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
-		xa := flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa})
-		i1 := node("i_plus_1", "ExecTestAdd", 1)
-		i1.Inputs, i1.InTypes = []graph.Output{{Node: si, Index: 1}}, []tensor.DType{tensor.Float}
-		a := node("acc_0", "ExecTestAdd", 1)
-		a.Inputs, a.InTypes = []graph.Output{{Node: sa, Index: 1}}, []tensor.DType{tensor.Float}
-		for k := 1; k < 6; k++ {
-			a = node(fmt.Sprint("acc_", k), "ExecTestAdd", 1, a)
-		}
-		ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: i1})
-		na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: a})
-		mi.Inputs, mi.InTypes = append(mi.Inputs, graph.Output{Node: ni}), append(mi.InTypes, tensor.Float)
-		ma.Inputs, ma.InTypes = append(ma.Inputs, graph.Output{Node: na}), append(ma.InTypes, tensor.Float)
-		p, err := Build(nil, []graph.Output{{Node: x}, {Node: n}}, []graph.Output{{Node: xa}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	p, _, _ := loopPlan(t, "ExecTestAdd", "ExecTestAdd", 6, par, true)
+	return p
 }
 
 // TestFramesGroupMemory runs a loop on a host group, the pool step's

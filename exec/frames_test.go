@@ -66,12 +66,13 @@ func init() {
 }
 
 // loopPlan is a v1 while loop fed x and n: n iterations of a counter
-// (i+1) and of an accumulator (acc+1) independent of it within an
-// iteration, counter and acc their ops (ExecTestAdd, ExecTestMeet), at
-// most par iterations in flight; it fetches acc (x + n), or, unless
-// fetch, has the loop's exit as its target. It returns the plan and the
-// plan indices of the counter and accumulator nodes.
-func loopPlan(t testing.TB, counter, acc string, par int64, fetch bool) (*Plan, int, int) {
+// (i+1) and of an accumulator independent of it within an iteration that
+// adds 1 chain times in a row, counter and acc their ops (ExecTestAdd,
+// ExecTestMeet), at most par iterations in flight; it fetches acc
+// (x + chain*n), or, unless fetch, has the loop's exit as its target. It
+// returns the plan and the plan indices of the counter and the first
+// accumulator node.
+func loopPlan(t testing.TB, counter, acc string, chain int, par int64, fetch bool) (*Plan, int, int) {
 	t.Helper()
 	x, n := node("x", "ExecTestAdd", 0), node("n", "ExecTestAdd", 0)
 	zero := node("zero", "ExecTestAdd", 0)
@@ -95,8 +96,12 @@ func loopPlan(t testing.TB, counter, acc string, par int64, fetch bool) (*Plan, 
 	i1.Inputs, i1.InTypes = []graph.Output{{Node: si, Index: 1}}, []tensor.DType{tensor.Float}
 	a1 := node("acc_plus_1", acc, 1)
 	a1.Inputs, a1.InTypes = []graph.Output{{Node: sa, Index: 1}}, []tensor.DType{tensor.Float}
+	last := a1
+	for k := 1; k < chain; k++ {
+		last = node(fmt.Sprint("acc_plus_1_", k), acc, 1, last)
+	}
 	ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: i1})
-	na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: a1})
+	na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: last})
 	mi.Inputs, mi.InTypes = append(mi.Inputs, graph.Output{Node: ni}), append(mi.InTypes, tensor.Float)
 	ma.Inputs, ma.InTypes = append(ma.Inputs, graph.Output{Node: na}), append(ma.InTypes, tensor.Float)
 	fetches, targets := []graph.Output{{Node: xa}}, []*graph.Node(nil)
@@ -125,7 +130,7 @@ func loopPlan(t testing.TB, counter, acc string, par int64, fetch bool) (*Plan, 
 // running (ExecTestMeet), so a driver that ran one node at a time would
 // fail. parallel_iterations 1 keeps both of one iteration.
 func TestFramesOnStreamsConcurrent(t *testing.T) {
-	p, ci, ai := loopPlan(t, "ExecTestMeet", "ExecTestMeet", 1, true)
+	p, ci, ai := loopPlan(t, "ExecTestMeet", "ExecTestMeet", 1, 1, true)
 	set := testSet(t, 2, false, 50*time.Microsecond, false)
 	sr := &Runtime{Groups: set.Groups(), Assign: make([]int, p.NumNodes()), Holder: &set.Holder, Intra: kernels.Serial{}}
 	sr.Assign[ci], sr.Assign[ai] = 0, 1
@@ -145,7 +150,7 @@ func TestFramesOnStreamsConcurrent(t *testing.T) {
 // stream while other nodes are in flight fails the step with its error,
 // naming the node, after every item has reported; the next step runs.
 func TestFramesOnStreamsError(t *testing.T) {
-	p, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestFail", 10, true)
+	p, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestFail", 1, 10, true)
 	set := testSet(t, 2, false, 50*time.Microsecond, false)
 	sr := &Runtime{Groups: set.Groups(), Assign: make([]int, p.NumNodes()), Holder: &set.Holder, Intra: kernels.Serial{}}
 	sr.Assign[ci], sr.Assign[ai] = 0, 1
@@ -166,7 +171,7 @@ func TestFramesOnStreamsError(t *testing.T) {
 // context is already cancelled fails with CANCELLED, on one group's
 // stream and on two, and the next step runs.
 func TestFramesOnStreamsCancelled(t *testing.T) {
-	p, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestAdd", 10, true)
+	p, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestAdd", 1, 10, true)
 	set := testSet(t, 2, false, 0, false)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -197,7 +202,7 @@ func TestFramesOnStreamsCancelled(t *testing.T) {
 // target) ends only once every node has run, on one group's stream and
 // on two: its trace holds every kernel of every iteration.
 func TestFramesOnStreamsTargets(t *testing.T) {
-	p, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestAdd", 10, false)
+	p, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestAdd", 1, 10, false)
 	set := testSet(t, 2, false, 200*time.Microsecond, false)
 	for _, n := range []int{1, 2} {
 		sr := &Runtime{Streams: true, Groups: set.Groups()[:n], Holder: &set.Holder, Intra: kernels.Serial{}}
@@ -229,7 +234,7 @@ func TestFramesOnStreamsTargets(t *testing.T) {
 func BenchmarkFrameStreamStep(b *testing.B) {
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) {
-			p, ci, ai := loopPlan(b, "ExecTestAdd", "ExecTestAdd", 10, true)
+			p, ci, ai := loopPlan(b, "ExecTestAdd", "ExecTestAdd", 1, 10, true)
 			set := testSet(b, n, false, 0, false)
 			sr := &Runtime{Streams: true, Groups: set.Groups(), Holder: &set.Holder, Intra: kernels.Serial{}}
 			if n > 1 {

@@ -47,25 +47,7 @@ func TestSmallGEMMDeviceTime(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := e.s.RecordEvent(start); err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; i < calls; i++ {
-				if err := run(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := e.s.RecordEvent(end); err != nil {
-				t.Fatal(err)
-			}
-			if err := end.Sync(); err != nil {
-				t.Fatal(err)
-			}
-			ms, err := cu.ElapsedMs(start, end)
-			if err != nil {
-				t.Fatal(err)
-			}
-			per = append(per, float64(ms)*1000/calls)
+			per = append(per, float64(timeCalls(t, e, start, end, calls, run))*1000/calls)
 		}
 		sort.Float64s(per)
 		return per[len(per)/2]
@@ -112,4 +94,29 @@ func TestSmallGEMMDeviceTime(t *testing.T) {
 			f.Close()
 		}
 	}
+}
+
+// timeCalls is the device time, in ms, of n calls of run enqueued on e's
+// stream between two timing events.
+func timeCalls(t *testing.T, e *gpuEnv, start, end *cu.Event, n int, run func() error) float32 {
+	t.Helper()
+	if err := e.s.RecordEvent(start); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if err := run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.s.RecordEvent(end); err != nil {
+		t.Fatal(err)
+	}
+	if err := end.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := cu.ElapsedMs(start, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
 }

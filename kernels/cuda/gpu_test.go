@@ -929,25 +929,7 @@ func TestThroughput(t *testing.T) {
 		SetTF32(j.tf32)
 		run := prep(t, e, j.n, j.in, j.k)
 		const reps = 20
-		if err := e.s.RecordEvent(start); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < reps; i++ {
-			if err := run(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := e.s.RecordEvent(end); err != nil {
-			t.Fatal(err)
-		}
-		if err := end.Sync(); err != nil {
-			t.Fatal(err)
-		}
-		ms, err := cu.ElapsedMs(start, end)
-		if err != nil {
-			t.Fatal(err)
-		}
-		per := float64(ms) / reps
+		per := float64(timeCalls(t, e, start, end, reps, run)) / reps
 		if j.flops > 0 {
 			lines = append(lines, fmt.Sprintf("GPU time %s: %.3f ms, %.0f TFLOP/s", j.name, per, j.flops/per/1e9))
 		} else {
