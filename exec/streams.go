@@ -399,14 +399,7 @@ func (s *streamLayout) schedule(p *Plan, sr *Runtime) {
 		}
 		s.ops = append(s.ops, op)
 	}
-	for i := range s.ops {
-		op := &s.ops[i]
-		for _, pr := range op.prods {
-			if q := &s.ops[pr]; q.stream >= 0 && q.stream != op.stream {
-				q.record = true
-			}
-		}
-	}
+	s.markRecords()
 }
 
 // scheduleFrames lays out a plan with frames or dead tensors: the feed
@@ -442,6 +435,11 @@ func (s *streamLayout) scheduleFrames(p *Plan, sr *Runtime, feedOp []int) {
 		}
 		s.ops = append(s.ops, op)
 	}
+	s.markRecords()
+}
+
+// markRecords marks each op that an op on another stream waits for.
+func (s *streamLayout) markRecords() {
 	for i := range s.ops {
 		op := &s.ops[i]
 		for _, pr := range op.prods {
