@@ -353,6 +353,12 @@ func (s *devStep) launchLanes() error {
 		}
 		home.waits++
 	}
+	if len(ls.join) > 0 {
+		// The home compute stream now carries the other groups' work: the
+		// final event must follow it even when the home lane itself
+		// launched nothing.
+		home.dirty = true
+	}
 	s.joined = true
 	for k, r := range p.fetches {
 		if r.Node < 0 || home.vals[r.Node] != nil {

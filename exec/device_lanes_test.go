@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ var rendezvous struct {
 	want int
 	wait time.Duration
 }
+
+// slowRan is set by ExecTestGSlow's enqueued work when it has run.
+var slowRan atomic.Bool
 
 func init() {
 	rendezvous.cond = sync.NewCond(&rendezvous.mu)
@@ -59,6 +63,20 @@ func init() {
 			}
 			in, out := ctx.Inputs[0].F32(), t.F32()
 			return device.Enqueue(ctx.Stream, func() { out[0] = in[0] + 1 })
+		}), nil
+	}})
+	kernels.Register(kernels.Def{Op: "ExecTestGSlow", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			t, err := ctx.Allocate(0, nil)
+			if err != nil {
+				return err
+			}
+			out := t.F32()
+			return device.Enqueue(ctx.Stream, func() {
+				time.Sleep(50 * time.Millisecond)
+				out[0] = 1
+				slowRan.Store(true)
+			})
 		}), nil
 	}})
 	kernels.Register(kernels.Def{Op: "ExecTestGFail", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
@@ -267,6 +285,36 @@ func TestLanesTwoGPUs(t *testing.T) {
 	for _, g := range set.Groups() {
 		if b := g.Alloc.Stats().BytesInUse; b != 0 {
 			t.Errorf("%d bytes still allocated by %s after the steps", b, g.Device.Name())
+		}
+	}
+}
+
+// TestLanesFinalEventCoversOtherGroups: a step whose only GPU work is
+// on another group than the home one (a target, no feeds, no fetches)
+// returns only after that work has run: the final event follows the
+// join even when the home lane launched nothing (a reviewer's probe:
+// Run returned after 366 us, before the kernel ran).
+func TestLanesFinalEventCoversOtherGroups(t *testing.T) {
+	slow := node("slow", "ExecTestGSlow", 0)
+	p, err := build(nil, nil, nil, []*graph.Node{slow}, Placement{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := emuSet(t, 2, false, 0)
+	sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+	sr.Assign = make([]int, len(p.nodes))
+	for i := range p.nodes {
+		if p.nodes[i].node.Name == "slow" {
+			sr.Assign[i] = 1
+		}
+	}
+	for step := 0; step < 3; step++ {
+		slowRan.Store(false)
+		if _, _, err := p.Run(context.Background(), sr, nil, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if !slowRan.Load() {
+			t.Fatalf("step %d: Run returned before group 1's kernel ran", step)
 		}
 	}
 }
