@@ -89,10 +89,17 @@ func otherInput(n *graph.Node, o graph.Output) (graph.Output, bool) {
 	return graph.Output{}, false
 }
 
-// vector1D says whether o is a float32 Const (through Identity) of rank 1.
-func (r *rewriter) vector1D(o graph.Output) bool {
+// vectorFor says whether o is a float32 Const (through Identity) of rank
+// 1 as long as x's last dimension, known at plan time: a gamma or beta of
+// another length would broadcast x's rows in TF (x [N,1], gamma [c]),
+// which the fused kernel does not.
+func (r *rewriter) vectorFor(o, x graph.Output) bool {
 	v := r.constThrough(o)
-	return v != nil && v.DType == tensor.Float && len(v.Shape) == 1
+	if v == nil || v.DType != tensor.Float || len(v.Shape) != 1 || x.Index >= len(x.Node.OutShapes) {
+		return false
+	}
+	s := x.Node.OutShapes[x.Index]
+	return s.Known && len(s.Dims) > 0 && s.Dims[len(s.Dims)-1] == v.Shape[0]
 }
 
 // intConst returns the one integer of a Const (through Identity) of one
@@ -201,7 +208,7 @@ func (r *rewriter) matchLayerNormFused(bn *graph.Node) {
 		return
 	}
 	gamma, ok := otherInput(mul, rs1.Output(0))
-	if !ok || !r.vector1D(gamma) {
+	if !ok || !r.vectorFor(gamma, x) {
 		return
 	}
 	add := r.sole(mul)
@@ -209,7 +216,7 @@ func (r *rewriter) matchLayerNormFused(bn *graph.Node) {
 		return
 	}
 	beta, ok := otherInput(add, mul.Output(0))
-	if !ok || !r.vector1D(beta) {
+	if !ok || !r.vectorFor(beta, x) {
 		return
 	}
 	r.addLayerNorm([]*graph.Node{rs0, bn, rs1, mul, add},
@@ -279,7 +286,7 @@ func (r *rewriter) matchLayerNormMoments(mean *graph.Node) {
 		return
 	}
 	gamma, ok := otherInput(mulG, rsqrt.Output(0))
-	if !ok || !r.vector1D(gamma) {
+	if !ok || !r.vectorFor(gamma, x) {
 		return
 	}
 	// mulG's readers: x * m and mean * m.
@@ -293,7 +300,7 @@ func (r *rewriter) matchLayerNormMoments(mean *graph.Node) {
 		return
 	}
 	sub := r.sole(m2)
-	if sub == nil || sub.Op != "Sub" || sub.Inputs[1] != m2.Output(0) || !r.vector1D(sub.Inputs[0]) {
+	if sub == nil || sub.Op != "Sub" || sub.Inputs[1] != m2.Output(0) || !r.vectorFor(sub.Inputs[0], x) {
 		return
 	}
 	out := r.sole(sub)

@@ -55,6 +55,7 @@ func TestLayerNorm(t *testing.T) {
 		mutate     func(t *testing.T, gd *tfpb.GraphDef)
 		fetches    []string // besides output
 		fuse       bool
+		shape      tensor.Shape // x's, when not the file's
 	}{
 		{name: "fused rank 3", file: "layernorm_fused_rank3", fuse: true},
 		{name: "fused rank 2", file: "layernorm_fused_rank2", fuse: true},
@@ -89,6 +90,15 @@ func TestLayerNorm(t *testing.T) {
 			m.Input[0] = nodeDef(t, gd, "moments/mean").Name
 		}},
 		{name: "moments, mean fetched", file: "layernorm_moments_rank3", fetches: []string{"moments/mean"}},
+		// x [5,1] with gamma and beta of 3: TF broadcasts each row to 3
+		// columns, which the fused kernel would refuse.
+		{name: "moments, gamma and beta broadcast a row of one", file: "layernorm_moments_rank2", shape: tensor.Shape{5, 1}, mutate: func(t *testing.T, gd *tfpb.GraphDef) {
+			nodeDef(t, gd, "x").Attr["shape"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_Shape{Shape: &tfpb.TensorShapeProto{Dim: []*tfpb.TensorShapeProto_Dim{{Size: -1}, {Size: 1}}}}}
+			three := tensor.New(tensor.Float, tensor.Shape{3})
+			copy(three.F32(), []float32{0.5, 2, -1})
+			setValue(nodeDef(t, gd, "batchnorm/mul/ReadVariableOp/resource"), three)
+			setValue(nodeDef(t, gd, "batchnorm/ReadVariableOp/resource"), three)
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			gd := loadLayerNorm(t, c.file)
@@ -106,6 +116,9 @@ func TestLayerNorm(t *testing.T) {
 			shape := tensor.Shape{3, 4, 8}
 			if strings.HasSuffix(c.file, "rank2") {
 				shape = tensor.Shape{5, 8}
+			}
+			if c.shape != nil {
+				shape = c.shape
 			}
 			r := rand.New(rand.NewSource(5))
 			x := fusiontest.Random(r, tensor.Float, shape)
