@@ -367,6 +367,20 @@ const gemmBlock = 64
 // second client thread lowered QPS).
 func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	check(transA, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
+	// colBlocks splits C into blocks of w columns over the pool, each
+	// block's OpenBLAS call packing its own part of B.
+	colBlocks := func(w int) {
+		p.For((n+w-1)/w, float64(2*w*m*k)/gemmFlopsPerNs, func(lo, hi int) {
+			for blk := lo; blk < hi; blk++ {
+				c0, c1 := blk*w, min((blk+1)*w, n)
+				off := c0
+				if transB {
+					off = c0 * ldb
+				}
+				Sgemm(transA, transB, m, c1-c0, k, alpha, a, lda, b[off:], ldb, beta, c[c0:], ldc)
+			}
+		})
+	}
 	switch {
 	case m == 1 && k > 0 && !transB && (!transA || lda == 1):
 		// One row (a batch of one) times a row-major B: package vec's
@@ -422,17 +436,7 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 		// bench/cpu/vs_base.sh, load 6: CPU us per request 16244 ->
 		// 16089 and 17338 -> 16494 (mlp, 1 and 2 clients), 16855 ->
 		// 15104 and 17602 -> 16032 (keras_mlp); TF 15463-16214.
-		blocks := (n + wideBlock - 1) / wideBlock
-		p.For(blocks, float64(2*wideBlock*m*k)/gemmFlopsPerNs, func(lo, hi int) {
-			for blk := lo; blk < hi; blk++ {
-				c0, c1 := blk*wideBlock, min((blk+1)*wideBlock, n)
-				off := c0
-				if transB {
-					off = c0 * ldb
-				}
-				Sgemm(transA, transB, m, c1-c0, k, alpha, a, lda, b[off:], ldb, beta, c[c0:], ldc)
-			}
-		})
+		colBlocks(wideBlock)
 	case m >= 2*gemmBlock:
 		blocks := (m + gemmBlock - 1) / gemmBlock
 		p.For(blocks, float64(2*gemmBlock*n*k)/gemmFlopsPerNs, func(lo, hi int) {
@@ -447,18 +451,7 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 			}
 		})
 	default:
-		blocks := (n + gemmBlock - 1) / gemmBlock
-		p.For(blocks, float64(2*gemmBlock*m*k)/gemmFlopsPerNs, func(lo, hi int) {
-			for blk := lo; blk < hi; blk++ {
-				c0, c1 := blk*gemmBlock, min((blk+1)*gemmBlock, n)
-				off := c0
-				if transB {
-					off = c0 * ldb
-				}
-				bc := b[off:]
-				Sgemm(transA, transB, m, c1-c0, k, alpha, a, lda, bc, ldb, beta, c[c0:], ldc)
-			}
-		})
+		colBlocks(gemmBlock)
 	}
 }
 
