@@ -2,9 +2,7 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 	"sort"
-	"strings"
 	"testing"
 
 	cu "mstream/device/cuda"
@@ -85,15 +83,7 @@ func TestSmallGEMMDeviceTime(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("GPU time per call, BatchMatMulV2 [%d,27,64]x[%d,27,64]^T (DLRM interaction): cuBLAS %.2f us, small-batch kernel %.2f us (%.2fx)",
 			m, m, us[0], us[1], us[0]/us[1]))
 	}
-	for _, l := range lines {
-		t.Log(l)
-	}
-	if out := os.Getenv("MSTREAM_BENCH_OUT"); out != "" {
-		if f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			fmt.Fprintln(f, strings.Join(lines, "\n"))
-			f.Close()
-		}
-	}
+	benchReport(t, lines)
 }
 
 // timeCalls is the device time, in ms, of n calls of run enqueued on e's

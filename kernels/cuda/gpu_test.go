@@ -789,15 +789,7 @@ func TestKernelCPUCost(t *testing.T) {
 		sort.Float64s(per)
 		lines = append(lines, fmt.Sprintf("kernel CPU time per call, %s: %.0f ns (median of %d batches of %d)", j.name, per[len(per)/2], reps, batch))
 	}
-	for _, l := range lines {
-		t.Log(l)
-	}
-	if out := os.Getenv("MSTREAM_BENCH_OUT"); out != "" {
-		if f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			fmt.Fprintln(f, strings.Join(lines, "\n"))
-			f.Close()
-		}
-	}
+	benchReport(t, lines)
 }
 
 // prep uploads a kernel's inputs once and returns a call of its Compute
@@ -936,15 +928,7 @@ func TestThroughput(t *testing.T) {
 			lines = append(lines, fmt.Sprintf("GPU time %s: %.3f ms, %.0f GB/s", j.name, per, j.bytes/per/1e6))
 		}
 	}
-	for _, l := range lines {
-		t.Log(l)
-	}
-	if out := os.Getenv("MSTREAM_BENCH_OUT"); out != "" {
-		if f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			fmt.Fprintln(f, strings.Join(lines, "\n"))
-			f.Close()
-		}
-	}
+	benchReport(t, lines)
 }
 
 // TestNoStream: a GPU kernel run like a host kernel fails cleanly.
@@ -1016,6 +1000,20 @@ func TestZZCoverage(t *testing.T) {
 		op, dev, _ := strings.Cut(key, "/")
 		if dev == kernels.GPU && opsRun[op] == 0 && op != "StopGradient" && op != "BatchMatMulV3" {
 			t.Errorf("GPU op %s was never compared with the CPU", op)
+		}
+	}
+}
+
+// benchReport logs lines and appends them to $MSTREAM_BENCH_OUT (the GPU
+// run's summary) when it is set.
+func benchReport(t *testing.T, lines []string) {
+	for _, l := range lines {
+		t.Log(l)
+	}
+	if out := os.Getenv("MSTREAM_BENCH_OUT"); out != "" {
+		if f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(f, strings.Join(lines, "\n"))
+			f.Close()
 		}
 	}
 }
