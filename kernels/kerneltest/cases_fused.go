@@ -60,6 +60,21 @@ func refAct(act string, alpha, v float64) float64 {
 	return v
 }
 
+// randGEMM makes the operands of op(a)·op(b) with m rows, k inner and n
+// columns (transposed as ta and tb say), values in [-1, 1], and the
+// product in float64.
+func randGEMM(r *rand.Rand, dt tensor.DType, ta, tb bool, m, n, k int) (a, b *tensor.Tensor, want []float64) {
+	as, bs := tensor.Shape{int64(m), int64(k)}, tensor.Shape{int64(k), int64(n)}
+	if ta {
+		as = tensor.Shape{int64(k), int64(m)}
+	}
+	if tb {
+		bs = tensor.Shape{int64(n), int64(k)}
+	}
+	a, b = RandRange(r, dt, as, -1, 1), RandRange(r, dt, bs, -1, 1)
+	return a, b, refMatMul(ta, tb, m, n, k, F64s(a), F64s(b))
+}
+
 func refMatMul(ta, tb bool, m, n, k int, a, b []float64) []float64 {
 	out := make([]float64, m*n)
 	for i := 0; i < m; i++ {
@@ -100,17 +115,9 @@ func fusedMatMulCases(r *rand.Rand) []Case {
 			}
 			ta, tb := r.Intn(2) == 1, r.Intn(2) == 1
 			act := pick(r, append(fusedActList, "GeluExact", "GeluApproximate"))
-			as, bs := tensor.Shape{int64(m), int64(k)}, tensor.Shape{int64(k), int64(n)}
-			if ta {
-				as = tensor.Shape{int64(k), int64(m)}
-			}
-			if tb {
-				bs = tensor.Shape{int64(n), int64(k)}
-			}
-			a, b := RandRange(r, dt, as, -1, 1), RandRange(r, dt, bs, -1, 1)
+			a, b, want := randGEMM(r, dt, ta, tb, m, n, k)
 			bias := RandRange(r, dt, tensor.Shape{int64(n)}, -1, 1)
 			alpha := float32(0.1 + r.Float64())
-			want := refMatMul(ta, tb, m, n, k, F64s(a), F64s(b))
 			bv := F64s(bias)
 			for j := range want {
 				want[j] = refAct(act, float64(alpha), want[j]+bv[j%n])

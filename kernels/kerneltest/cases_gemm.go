@@ -50,15 +50,7 @@ func smallGEMMCases(fused bool) Gen {
 					dt := pick(r, types)
 					ta, tb := i%2 == 1, (i/2)%2 == 1 // the four in turn
 					i++
-					as, bs := tensor.Shape{int64(m), int64(k)}, tensor.Shape{int64(k), int64(n)}
-					if ta {
-						as = tensor.Shape{int64(k), int64(m)}
-					}
-					if tb {
-						bs = tensor.Shape{int64(n), int64(k)}
-					}
-					a, b := RandRange(r, dt, as, -1, 1), RandRange(r, dt, bs, -1, 1)
-					want := refMatMul(ta, tb, m, n, k, F64s(a), F64s(b))
+					a, b, want := randGEMM(r, dt, ta, tb, m, n, k)
 					attrs := Attrs{"transpose_a": ABool(ta), "transpose_b": ABool(tb)}
 					in := ins(a, b)
 					op := "MatMul"
