@@ -16,24 +16,28 @@ import (
 	"mstream/tensor"
 )
 
+// addScalars is ExecTestAdd's computation: its output, a float32 scalar,
+// is c plus every float32 scalar input.
+func addScalars(ctx *kernels.Context, c float32) error {
+	sum := c
+	for _, in := range ctx.Inputs {
+		sum += in.F32()[0]
+	}
+	t, err := ctx.Allocate(0, nil)
+	if err != nil {
+		return err
+	}
+	t.F32()[0] = sum
+	return nil
+}
+
 // Test ops, registered under names TF does not use, so the plan can be
 // tested without the graph builder or the real kernels.
 func init() {
 	// ExecTestAdd: sum of its float32 scalar inputs plus the "c" attr.
 	kernels.Register(kernels.Def{Op: "ExecTestAdd", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		c := float32(n.Attrs["c"].GetF())
-		return kernels.KernelFunc(func(ctx *kernels.Context) error {
-			sum := c
-			for _, in := range ctx.Inputs {
-				sum += in.F32()[0]
-			}
-			t, err := ctx.Allocate(0, nil)
-			if err != nil {
-				return err
-			}
-			t.F32()[0] = sum
-			return nil
-		}), nil
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return addScalars(ctx, c) }), nil
 	}})
 	kernels.Register(kernels.Def{Op: "ExecTestFail", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
