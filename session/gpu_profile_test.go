@@ -114,3 +114,67 @@ func TestLoadProfile(t *testing.T) {
 	wg.Wait()
 	t.Logf("%s: %d threads, batch %d: %.0f runs/s", path, threads, batch, float64(runs.Load())/float64(secs))
 }
+
+// TestTrainingProfile trains the training example's graph
+// (examples/data/training.pbtxt) for MSTREAM_PROFILE_SECONDS (default 3)
+// at batch MSTREAM_PROFILE_BATCH (default 256) under the session knobs of
+// the environment (TF_NODE_LEVEL_MULTISTREAM, TF_GPU_STREAM_GROUP_COUNT,
+// TF_STREAM_FROM_FILE, ...), as bench/gpu/training.sh does, and logs the
+// steps/s and the launch time per step. Set MSTREAM_PROFILE_TRAINING=1 to
+// run it; with -test.cpuprofile, -test.mutexprofile or -test.blockprofile
+// it shows where a step's host time goes with one group and with four.
+// It asserts nothing about time.
+func TestTrainingProfile(t *testing.T) {
+	if os.Getenv("MSTREAM_PROFILE_TRAINING") == "" {
+		t.Skip("set MSTREAM_PROFILE_TRAINING=1")
+	}
+	batch, secs := 256, 3
+	if v, err := strconv.Atoi(os.Getenv("MSTREAM_PROFILE_BATCH")); err == nil && v > 0 {
+		batch = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("MSTREAM_PROFILE_SECONDS")); err == nil && v > 0 {
+		secs = v
+	}
+	m := loadTrainingModel(t)
+	s, err := New(m.g, &Options{}) // knobs from the process environment
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewSource(7))
+	if _, _, err := s.Run(nil, m.initFeeds(r), nil, []*graph.Node{m.init}); err != nil {
+		t.Fatalf("init: %v", err)
+	}
+	feeds := m.batch(r, batch)
+	step := func() {
+		if _, _, err := s.Run(nil, feeds, nil, []*graph.Node{m.train}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 20; i++ { // warm up: modules, plans, constants
+		step()
+	}
+	launch := func() (ns, steps int64) {
+		for _, g := range s.impl.set.Stats() {
+			ns, steps = ns+g.LaunchNs, steps+g.LaunchSteps
+		}
+		return
+	}
+	ns0, st0 := launch()
+	n := 0
+	start := time.Now()
+	for deadline := start.Add(time.Duration(secs) * time.Second); time.Now().Before(deadline); n++ {
+		step()
+	}
+	wall := time.Since(start)
+	if _, _, err := s.Run(nil, feeds, []graph.Output{m.loss}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ns1, st1 := launch()
+	per := int64(0)
+	if st1 > st0 {
+		per = (ns1 - ns0) / int64(n)
+	}
+	t.Logf("training, batch %d: %.1f steps/s, %d us a step, runtime launch CPU %d us a step (%d launch steps)",
+		batch, float64(n)/wall.Seconds(), wall.Microseconds()/int64(n), per/1000, st1-st0)
+}
