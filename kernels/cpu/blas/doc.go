@@ -43,8 +43,10 @@
 // The AVX-512 host ran 0.3.21 at Prescott until OPENBLAS_CORETYPE
 // was set (MLP 0.48 -> 0.90 of TF), which Load now does itself.
 //
-// Threads: OpenBLAS keeps its own thread pool and uses it for large
-// products; callers call Sgemm from one goroutine per GEMM and do not split a
-// GEMM themselves, so OpenBLAS and the intra-op pool never oversubscribe by
-// nesting. SetThreads caps OpenBLAS's threads where it exports the setter.
+// Threads: the session runs OpenBLAS on one thread (SetThreads, where the
+// build exports the setter) and splits a GEMM itself over the intra-op pool
+// with SgemmOn: row blocks, column blocks for a small batch, a GEMV per
+// column strip for one row, the blocks fixed by the shape so the bits do not
+// depend on the pool. OpenBLAS's own pool and the intra-op pool so never
+// nest, and concurrent Runs share one pool's threads.
 package blas
