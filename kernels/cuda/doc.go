@@ -78,7 +78,10 @@
 //     Relu, Sigmoid, Tanh; BiasAdd (NHWC and NCHW); Cast; Fill.
 //   - reduce.cu: Sum and Mean over any axes (float, double, int32,
 //     int64), Softmax.
-//   - array.cu: GatherV2 (with batch_dims), ConcatV2, Transpose.
+//   - array.cu: GatherV2 (with batch_dims); concat and split of column
+//     blocks for Pack, Concat, ConcatV2, Split, SplitV and Unpack, up to
+//     28 inputs or outputs a launch (a node of many small ones, as DLRM's
+//     stack of its embeddings, is one launch, not one each); Transpose.
 //   - math.cu: unary math and activations for every dtype the CPU
 //     registers (Abs, Neg, Sign, Square, Reciprocal/Inv, Sqrt, Rsqrt, Exp,
 //     Expm1, Log, Log1p, Sin, Cos, Erf, Floor, Ceil, Round, Relu6, Elu,
@@ -97,8 +100,8 @@
 //   - reduce2.cu: Prod, Max, Min, All, Any and the remaining Sum/Mean
 //     dtypes; ArgMax/ArgMin; LogSoftmax; half/bfloat16 Softmax.
 //   - move.cu: one strided map per element size for Slice, StridedSlice,
-//     Tile, Pad, PadV2, MirrorPad, ReverseV2, BroadcastTo, Split, SplitV,
-//     Unpack (Pack and Concat use array.cu's concat); OneHot; GatherNd.
+//     Tile, Pad, PadV2, MirrorPad, ReverseV2, BroadcastTo; OneHot;
+//     GatherNd.
 //   - nn.cu: Conv2D (im2col plus a cuBLAS GEMM for float and double; a
 //     direct kernel for grouped convolutions, half, bfloat16 and int32),
 //     DepthwiseConv2dNative, Conv2DBackpropInput (a gather per input

@@ -11,9 +11,9 @@ import (
 
 // Array movement (src/move.cu): one strided-map kernel per element size
 // serves Slice, StridedSlice, Tile, Pad, PadV2, MirrorPad, ReverseV2,
-// BroadcastTo, Split, SplitV and Unpack; Pack, Concat and ConcatV2 share
-// concatRuns over array.cu's concat kernel; OneHot and GatherNd have their
-// own. Every op validates through kernels/cpu's exported argument checks
+// BroadcastTo; Pack, Concat and ConcatV2, and Split, SplitV and Unpack,
+// move column blocks (cols: array.cu's concat and split kernels, up to 28
+// blocks a launch); OneHot and GatherNd have their own. Every op validates through kernels/cpu's exported argument checks
 // (cpu.SliceArgs, cpu.ConcatArgs, cpu.StridedSliceArgs, ...), so codes and
 // messages are the CPU's by construction.
 
@@ -271,24 +271,33 @@ func broadcastToGPU(k kctx) error {
 	return moveLaunch(k, o, in, nil, md)
 }
 
-// splitOut writes outputs of the given sizes along axis.
+// splitOut writes outputs of the given sizes along axis: as column
+// blocks of the input seen as [outer, shape[axis]*inner], in one launch
+// per 16 outputs (cols).
 func splitOut(k kctx, v *tensor.Tensor, axis int, sizes []int64) error {
-	off := int64(0)
+	outer, inner := dimsAround(v.Shape, axis)
+	ws := make([]int64, len(sizes))
 	for i, sz := range sizes {
 		s := v.Shape.Clone()
 		s[axis] = sz
-		o, err := k.Allocate(i, s)
-		if err != nil {
+		if _, err := k.Allocate(i, s); err != nil {
 			return err
 		}
-		start := make([]int64, len(s))
-		start[axis] = off
-		if err := moveLaunch(k, o, v, nil, plainDims(v, s, start, nil)); err != nil {
-			return err
-		}
-		off += sz
+		ws[i] = sz * inner
 	}
-	return nil
+	return cols(k, true, v, k.Outputs, outer, ws)
+}
+
+// dimsAround is the element counts of s's dims before axis and after it.
+func dimsAround(s tensor.Shape, axis int) (outer, inner int64) {
+	outer, inner = 1, 1
+	for _, d := range s[:axis] {
+		outer *= d
+	}
+	for _, d := range s[axis+1:] {
+		inner *= d
+	}
+	return outer, inner
 }
 
 func splitGPU(k kctx) error {
@@ -307,62 +316,106 @@ func splitVGPU(k kctx) error {
 	return splitOut(k, k.Input(0), ax, sizes)
 }
 
+// unpackGPU is a split into len(OutTypes) outputs of one row each along
+// axis, which drops out of their shape.
 func unpackGPU(k kctx, axis64 int64) error {
 	v := k.Input(0)
 	axis, s, err := cpu.UnpackArgs(k.Context, axis64)
 	if err != nil {
 		return err
 	}
-	n := int64(len(k.Node.OutTypes))
-	st := rowStrides(v.Shape)
-	for i := int64(0); i < n; i++ {
-		o, err := k.Allocate(int(i), s)
-		if err != nil {
+	n := len(k.Node.OutTypes)
+	outer, inner := dimsAround(v.Shape, axis)
+	ws := make([]int64, n)
+	for i := range ws {
+		if _, err := k.Allocate(i, s); err != nil {
 			return err
 		}
-		// The output dims are the input's without axis; axis is fixed at i.
-		var dims []mdim
-		for d := range v.Shape {
-			if d == axis {
-				continue
-			}
-			dims = append(dims, mdim{out: v.Shape[d], istr: st[d], step: 1})
-		}
-		dims = append([]mdim{{out: 1, istr: st[axis], start: i, step: 1}}, dims...)
-		if err := moveLaunch(k, o, v, nil, dims); err != nil {
-			return err
-		}
+		ws[i] = inner
 	}
-	return nil
+	return cols(k, true, v, k.Outputs, outer, ws)
 }
 
-// concatRuns copies each input, a block of [outer, w] elements, into
-// columns [off, off+w) of the output's [outer, ow].
-func concatRuns(k kctx, o *tensor.Tensor, ins []*tensor.Tensor, outer int64, ws []int64) error {
+// colsPerLaunch is how many blocks array.cu's Cols28 carries: as many
+// as fit cu.Args with the kernel's other parameters.
+const colsPerLaunch = 28
+
+// copyCols is the least bytes of a one-row block that cols moves with a
+// device copy of its own rather than in a launch of the kernel, which
+// moves elements one by one (a byte at a time for 1-byte dtypes).
+const copyCols = 64 << 10
+
+// cols moves blocks of [outer, ws[i]] elements at ts[i] into columns
+// [off, off+ws[i]) of m seen as [outer, sum(ws)] (the blocks side by
+// side in order), or, with split, out of them: array.cu's concat_ or
+// split_, one launch for up to 28 blocks (a node's many small inputs
+// or outputs, as DLRM's Pack of its 26 embeddings, are one launch rather
+// than one each), each block a row of the grid. An empty block is
+// skipped; a one-row block of copyCols bytes or more is a device copy
+// (and a gap, a null row, among the kernel's blocks).
+func cols(k kctx, split bool, m *tensor.Tensor, ts []*tensor.Tensor, outer int64, ws []int64) error {
 	ow := int64(0)
 	for _, w := range ws {
 		ow += w
 	}
-	es := int64(o.DType.Size())
+	if outer == 0 || ow == 0 {
+		return nil
+	}
+	es := int64(m.DType.Size())
+	name := "concat_" + sizeName(m.DType)
+	if split {
+		name = "split_" + sizeName(m.DType)
+	}
+	// Cols28: p[28], then off[29], where row q's block is columns
+	// [off[q], off[q+1]).
+	var c [2*colsPerLaunch + 1]int64
+	q, end, most := 0, int64(0), int64(0)
+	flush := func() error {
+		if q == 0 {
+			return nil
+		}
+		blocks := (most + threads - 1) / threads
+		if lim := int64(max(k.sms()*16/q, 1)); blocks > lim {
+			blocks = lim
+		}
+		var args cu.Args
+		args.Ptr(ptr(m)).I64s(c[:]...).I64(outer).I64(ow)
+		err := k.launch3(arrays, name, cu.Dim3{X: uint32(blocks), Y: uint32(q), Z: 1}, cu.D1(threads), 0, &args)
+		c, q, most = [2*colsPerLaunch + 1]int64{}, 0, 0
+		return err
+	}
 	off := int64(0)
-	for i, in := range ins {
-		w := ws[i]
+	for i, w := range ws {
 		switch {
-		case w == 0 || outer == 0:
-		case outer == 1:
-			if err := k.d2d(ptr(o)+uint64(off*es), ptr(in), uint64(w*es)); err != nil {
+		case w == 0:
+		case outer == 1 && w*es >= copyCols:
+			at := ptr(m) + uint64(off*es)
+			dst, src := at, ptr(ts[i])
+			if split {
+				dst, src = src, at
+			}
+			if err := k.d2d(dst, src, uint64(w*es)); err != nil {
 				return err
 			}
 		default:
-			var args cu.Args
-			args.Ptr(ptr(o)).Ptr(ptr(in)).I64(outer * w).I64(w).I64(ow).I64(off)
-			if err := k.launchN(arrays, "concat_"+sizeName(o.DType), outer*w, &args); err != nil {
-				return err
+			if q+2 > colsPerLaunch {
+				if err := flush(); err != nil {
+					return err
+				}
 			}
+			if q > 0 && end != off {
+				c[q], c[colsPerLaunch+q] = 0, end // the gap: a null row
+				q++
+			}
+			c[q], c[colsPerLaunch+q] = int64(ptr(ts[i])), off
+			q++
+			end = off + w
+			c[colsPerLaunch+q] = end
+			most = max(most, outer*w)
 		}
 		off += w
 	}
-	return nil
+	return flush()
 }
 
 func packGPU(k kctx, axis64 int64) error {
@@ -387,7 +440,7 @@ func packGPU(k kctx, axis64 int64) error {
 	for i := range ws {
 		ws[i] = w
 	}
-	return concatRuns(k, o, k.Inputs, outer, ws)
+	return cols(k, false, o, k.Inputs, outer, ws)
 }
 
 // concatGPU is ConcatV2 and, with v1, Concat (the axis first).
@@ -403,18 +456,12 @@ func concatGPU(k kctx, v1 bool) error {
 	if o.NumElements() == 0 {
 		return nil
 	}
-	outer, inner := int64(1), int64(1)
-	for _, d := range out[:ax] {
-		outer *= d
-	}
-	for _, d := range out[ax+1:] {
-		inner *= d
-	}
+	outer, inner := dimsAround(out, ax)
 	ws := make([]int64, len(values))
 	for i, in := range values {
 		ws[i] = in.Shape[ax] * inner
 	}
-	return concatRuns(k, o, values, outer, ws)
+	return cols(k, false, o, values, outer, ws)
 }
 
 func oneHotGPU(k kctx, axis int64) error {

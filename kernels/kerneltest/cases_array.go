@@ -347,6 +347,28 @@ func concatCases(r *rand.Rand) []Case {
 			}
 		}
 	}
+	// Many inputs (a device moves up to 16 a launch), and one-row inputs
+	// big enough for a device copy of their own beside small ones.
+	for _, wide := range []struct {
+		dt     tensor.DType
+		shapes []tensor.Shape
+		axis   int
+	}{
+		{tensor.Float, repeatShape(tensor.Shape{3, 4}, 18), 1},
+		{tensor.Uint8, repeatShape(tensor.Shape{2, 5}, 35), 0},
+		{tensor.Float, []tensor.Shape{{20000}, {5}, {17000}, {3}}, 0},
+	} {
+		var in []*tensor.Tensor
+		var names []string
+		for i, sh := range wide.shapes {
+			in = append(in, Rand(r, wide.dt, sh))
+			names = append(names, fmt.Sprintf("a%d", i))
+		}
+		k := len(in)
+		in = append(in, IntScalar(tensor.Int32, int64(wide.axis)))
+		cs = append(cs, Case{Node: NodeFor("ConcatV2", nil, in, map[int]int{0: k}), Inputs: in,
+			NumPy: fmt.Sprintf("np.concatenate([%s], axis=int(a%d))", strings.Join(names, ","), k)})
+	}
 	// Strings: concatenation along axis 0 appends the elements.
 	x, y := RandStrings(r, tensor.Shape{2, 2}), RandStrings(r, tensor.Shape{1, 2})
 	w := &tensor.Tensor{DType: tensor.String, Shape: tensor.Shape{3, 2}, Strs: append(append([][]byte{}, x.Strs...), y.Strs...)}
@@ -447,12 +469,38 @@ func packCases(r *rand.Rand) []Case {
 			}
 		}
 	}
+	// DLRM's stack of its embeddings: more inputs than a device moves in
+	// one launch.
+	for _, wide := range []struct {
+		dt    tensor.DType
+		shape tensor.Shape
+		k     int
+		axis  int
+	}{{tensor.Float, tensor.Shape{16, 8}, 26, 1}, {tensor.Int8, tensor.Shape{3}, 40, 0}} {
+		var in []*tensor.Tensor
+		var names []string
+		for i := 0; i < wide.k; i++ {
+			in = append(in, Rand(r, wide.dt, wide.shape))
+			names = append(names, fmt.Sprintf("a%d", i))
+		}
+		cs = append(cs, Case{Node: NodeFor("Pack", Attrs{"axis": AInt(int64(wide.axis))}, in, map[int]int{0: wide.k}), Inputs: in,
+			NumPy: fmt.Sprintf("np.stack([%s], axis=%d)", strings.Join(names, ","), wide.axis)})
+	}
 	x, y := RandStrings(r, tensor.Shape{2}), RandStrings(r, tensor.Shape{2})
 	w := &tensor.Tensor{DType: tensor.String, Shape: tensor.Shape{2, 2}, Strs: [][]byte{x.Strs[0], y.Strs[0], x.Strs[1], y.Strs[1]}}
 	cs = append(cs, Case{Node: NodeFor("Pack", Attrs{"axis": AInt(1)}, ins(x, y), map[int]int{0: 2}), Inputs: ins(x, y), Want: ins(w)})
 	a, b := Rand(r, tensor.Float, tensor.Shape{2, 3}), Rand(r, tensor.Float, tensor.Shape{3, 2})
 	cs = append(cs, Case{Node: NodeForUnknown("Pack", nil, ins(a, b), map[int]int{0: 2}), Inputs: ins(a, b), Err: status.InvalidArgument})
 	return cs
+}
+
+// repeatShape is n copies of s.
+func repeatShape(s tensor.Shape, n int) []tensor.Shape {
+	out := make([]tensor.Shape, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
 }
 
 func transposeCases(r *rand.Rand) []Case {

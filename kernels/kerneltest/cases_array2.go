@@ -123,6 +123,19 @@ func init() {
 				}
 			}
 		}
+		// More outputs than a device moves in one launch; one-row outputs
+		// big enough for a device copy of their own.
+		for _, wide := range []struct {
+			dt    tensor.DType
+			shape tensor.Shape
+			k     int
+			axis  int
+		}{{tensor.Uint8, tensor.Shape{60, 3}, 30, 0}, {tensor.Float, tensor.Shape{2, 34}, 17, 1}, {tensor.Float, tensor.Shape{40000}, 2, 0}} {
+			a := Rand(r, wide.dt, wide.shape)
+			in := ins(IntScalar(tensor.Int32, int64(wide.axis)), a)
+			cs = append(cs, Case{Node: NodeFor("Split", Attrs{"num_split": AInt(int64(wide.k))}, in, nil), Inputs: in,
+				NumPy: fmt.Sprintf("tuple(np.split(a1, %d, axis=int(a0)))", wide.k)})
+		}
 		s := RandStrings(r, tensor.Shape{4})
 		in := ins(IntScalar(tensor.Int32, 0), s)
 		cs = append(cs, Case{Node: NodeFor("Split", Attrs{"num_split": AInt(2)}, in, nil), Inputs: in,
@@ -179,6 +192,15 @@ func init() {
 				cs = append(cs, Case{Node: NodeFor("Unpack", Attrs{"num": AInt(s[ax]), "axis": AInt(int64(axis))}, ins(a), nil), Inputs: ins(a),
 					NumPy: fmt.Sprintf("tuple(np.moveaxis(a0, %d, 0))", axis)})
 			}
+		}
+		// DLRM's unstack: more outputs than a device moves in one launch.
+		for _, wide := range []struct {
+			s    tensor.Shape
+			axis int
+		}{{tensor.Shape{4, 26, 3}, 1}, {tensor.Shape{20, 2}, 0}} {
+			a := Rand(r, tensor.Float, wide.s)
+			cs = append(cs, Case{Node: NodeFor("Unpack", Attrs{"num": AInt(wide.s[wide.axis]), "axis": AInt(int64(wide.axis))}, ins(a), nil), Inputs: ins(a),
+				NumPy: fmt.Sprintf("tuple(np.moveaxis(a0, %d, 0))", wide.axis)})
 		}
 		s := RandStrings(r, tensor.Shape{2, 1})
 		cs = append(cs, Case{Node: NodeFor("Unpack", Attrs{"num": AInt(2)}, ins(s), nil), Inputs: ins(s),

@@ -1,4 +1,4 @@
-// Data movement: GatherV2, ConcatV2 (one launch per input), Transpose.
+// Data movement: GatherV2, concat and split of column blocks, Transpose.
 // Kernels are per element size (1, 2, 4, 8, 16 bytes), not per dtype.
 
 // GatherV2 with batch_dims: out[b][p][j][k] = params[b][p][idx[b][j]][k];
@@ -26,21 +26,41 @@ GATHER_SZ(u32, 4)
 GATHER_SZ(u64, 8)
 GATHER_SZ(u128, 16)
 
-// Concat: input x of [outer, w] elements goes to columns [off, off+w) of
-// the output's [outer, ow].
-#define CONCAT(T, SZ)                                                                                   \
-	extern "C" __global__ void concat_##SZ(T *__restrict__ o, const T *__restrict__ x, i64 total,     \
-		i64 w, i64 ow, i64 off) {                                                                 \
-		GRID_LOOP(i, total) {                                                                     \
-			i64 p = i / w, j = i - p * w;                                                     \
-			o[p * ow + off + j] = x[i];                                                       \
+// Concat and split in one launch for up to 28 inputs (outputs): block
+// row blockIdx.y moves block q, [outer, off[q+1]-off[q]] elements at
+// p[q], from (concat_) or to (split_) columns [off[q], off[q+1]) of the
+// [outer, ow] matrix at m; a null p[q] is a gap the host filled itself.
+// A node of more blocks launches once per 28.
+struct Cols28 {
+	void *p[28];
+	i64 off[29];
+};
+#define COLS(T, SZ)                                                                                     \
+	extern "C" __global__ void concat_##SZ(T *__restrict__ m, Cols28 c, i64 outer, i64 ow) {          \
+		const int q = blockIdx.y;                                                                 \
+		const T *__restrict__ x = (const T *)c.p[q];                                              \
+		const i64 off = c.off[q], w = c.off[q + 1] - off;                                         \
+		if (x == nullptr) return;                                                                 \
+		GRID_LOOP(i, outer * w) {                                                                 \
+			i64 r = i / w, j = i - r * w;                                                     \
+			m[r * ow + off + j] = x[i];                                                       \
+		}                                                                                         \
+	}                                                                                                 \
+	extern "C" __global__ void split_##SZ(const T *__restrict__ m, Cols28 c, i64 outer, i64 ow) {     \
+		const int q = blockIdx.y;                                                                 \
+		T *__restrict__ y = (T *)c.p[q];                                                          \
+		const i64 off = c.off[q], w = c.off[q + 1] - off;                                         \
+		if (y == nullptr) return;                                                                 \
+		GRID_LOOP(i, outer * w) {                                                                 \
+			i64 r = i / w, j = i - r * w;                                                     \
+			y[i] = m[r * ow + off + j];                                                       \
 		}                                                                                         \
 	}
-CONCAT(u8, 1)
-CONCAT(u16, 2)
-CONCAT(u32, 4)
-CONCAT(u64, 8)
-CONCAT(u128, 16)
+COLS(u8, 1)
+COLS(u16, 2)
+COLS(u32, 4)
+COLS(u64, 8)
+COLS(u128, 16)
 
 // Transpose: output element i, with output dims out[], reads the input at
 // sum(idx[d] * str[d]) where str[d] is the input stride of the input dim
