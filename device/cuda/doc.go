@@ -63,8 +63,12 @@
 // cached in memory per (program, architecture), on disk in CacheDir keyed by
 // a hash of the source, target, NVRTC version and options, and loaded once
 // per context. Launch packs parameters on the caller's stack (Args), copies
-// them into the stream's C buffer and makes one cgo call that sets the
-// context and calls cuLaunchKernel. RawLaunchLoop measures the driver's own
+// them into one of the stream's argument slots in C memory (taken with
+// atomics, no lock: launches on one stream from several goroutines do not
+// queue behind each other's driver call; the stream's mutex guards a last
+// buffer for when all 8 are in use) and makes one cgo call that sets the
+// context and calls cuLaunchKernel. CaptureBegun, asked per GEMM, reads an
+// atomic flag, not the stream's mutex. RawLaunchLoop measures the driver's own
 // launch cost for comparison (bench/gpu/README.md has the numbers).
 //
 // GEMMs run through cuBLAS (Gemm: sgemm/dgemm, strided batched, TF32 tensor

@@ -545,6 +545,63 @@ func TestLaunchArgs(t *testing.T) {
 	}
 }
 
+// TestConcurrentLaunches: goroutines launching on one stream, more of
+// them than the stream has argument slots (the rest take its locked
+// buffer), each filling its own region, its last launch's values last:
+// every region holds its goroutine's last values, so no launch read
+// another's parameters.
+func TestConcurrentLaunches(t *testing.T) {
+	_, c := gpu(t)
+	s, _ := c.NewStream()
+	defer s.Close()
+	const workers, launches, n = 3 * argSlots, 200, 256
+	buf, err := c.Memory().Alloc(workers * n * 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Memory().Free(buf)
+	f := fn(t, c, "fill_u32")
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < launches; i++ {
+				var args Args
+				args.Ptr(buf + uint64(w*n*4)).I32(int32(w*100000 + i)).I64(n)
+				if err := s.Launch(f, D1(1), D1(n), 0, &args); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	host := make([]byte, workers*n*4)
+	if err := s.D2H(host, buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if s.free.Load() != 1<<argSlots-1 {
+		t.Errorf("argument slots left taken: free set %#b", s.free.Load())
+	}
+	v := u32s(host)
+	for w := 0; w < workers; w++ {
+		for i := 0; i < n; i++ {
+			if want := uint32(w*100000+launches-1) + uint32(i); v[w*n+i] != want {
+				t.Fatalf("worker %d element %d: %d, want %d", w, i, v[w*n+i], want)
+			}
+		}
+	}
+}
+
 func TestInvalidLaunch(t *testing.T) {
 	_, c := gpu(t)
 	s, _ := c.NewStream()

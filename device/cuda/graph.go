@@ -228,6 +228,7 @@ func (s *Stream) BeginCapture() error {
 		return err
 	}
 	s.capturing, s.captureErr = true, nil
+	s.begun.Store(true)
 	return nil
 }
 
@@ -248,6 +249,7 @@ func (s *Stream) EndCapture() (device.Graph, error) {
 	var g C.CUgraph
 	r := C.ms_graph_end(s.lib(), f, s.ctx.c, s.s, &g)
 	s.capturing = false
+	s.begun.Store(false)
 	kept := s.captureErr
 	s.captureErr = nil
 	if err := s.check("cuStreamEndCapture", r); err != nil {
@@ -274,11 +276,7 @@ func (s *Stream) EndCapture() (device.Graph, error) {
 // EndCapture has not ended: no driver call, for choices made per kernel
 // (a stream that joined another's capture through an event wait says
 // false).
-func (s *Stream) CaptureBegun() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.capturing
-}
+func (s *Stream) CaptureBegun() bool { return s.begun.Load() }
 
 // Capturing asks the driver whether s is capturing (false when the driver
 // lacks cuStreamIsCapturing; then only BeginCapture's own flag is known).

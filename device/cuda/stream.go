@@ -35,15 +35,20 @@ const (
 //
 // A Stream may be used from several goroutines; its own mutex orders the
 // calls that enqueue work, so work is enqueued in the order the calls
-// acquire it.
+// acquire it, except kernel launches: Launch packs its parameters into
+// one of the stream's argument slots, taken without a lock, so goroutines
+// launching on one stream (the Runs of several threads on one group) do
+// not wait for each other's driver call; the driver orders them.
 type Stream struct {
 	ctx *Context
 	s   C.CUstream
 	id  device.StreamID
 
 	mu      sync.Mutex
-	args    *C.char               // argBufBytes of C memory for kernel parameters
-	offs    *C.uint16_t           // maxArgs offsets into args
+	args    *C.char               // argBufBytes of C memory for kernel parameters, under mu
+	offs    *C.uint16_t           // maxArgs offsets into args, under mu
+	slots   *C.char               // argSlots parameter buffers of slotBytes each (Launch)
+	free    atomic.Uint32         // a set bit per slot not in use
 	hostErr atomic.Pointer[error] // a host function's panic, taken by the next Sync or Err
 
 	staging *HostAllocator
@@ -54,8 +59,10 @@ type Stream struct {
 	blas *blasState
 
 	// capturing is set between BeginCapture and EndCapture (graph.go):
-	// work a CUDA graph cannot hold is refused meanwhile.
+	// work a CUDA graph cannot hold is refused meanwhile. begun mirrors
+	// it for CaptureBegun, which kernels ask per launch, without mu.
 	capturing bool
+	begun     atomic.Bool
 	// captureErr is the first call refused or failed while capturing:
 	// the graph would lack its work, so EndCapture fails with it.
 	captureErr error
@@ -93,6 +100,8 @@ func (c *Context) NewStreamWith(opts StreamOptions) (*Stream, error) {
 	}
 	s.args = (*C.char)(C.malloc(argBufBytes))
 	s.offs = (*C.uint16_t)(C.malloc(2 * maxArgs))
+	s.slots = (*C.char)(C.malloc(C.size_t(argSlots * slotBytes)))
+	s.free.Store(1<<argSlots - 1)
 	return s, nil
 }
 
@@ -246,7 +255,8 @@ func (s *Stream) Close() error {
 	C.ms_stream_destroy(s.lib(), s.ctx.c, s.s)
 	C.free(unsafe.Pointer(s.args))
 	C.free(unsafe.Pointer(s.offs))
-	s.args, s.offs = nil, nil
+	C.free(unsafe.Pointer(s.slots))
+	s.args, s.offs, s.slots = nil, nil, nil
 	return err
 }
 
