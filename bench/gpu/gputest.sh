@@ -157,7 +157,7 @@ TR=(./multistream_training training.pbtxt 5 256 5 -)
 (cd "$D/bench" && step memcheck-training-g4 120 "$OUT/sanitizer.log" env TF_NODE_LEVEL_MULTISTREAM=true TF_GPU_STREAM_GROUP_COUNT=4 TF_STREAM_FROM_FILE="$OUT/four.txt" $CS --tool memcheck "${TR[@]}")
 (cd "$D/bench" && step racecheck-training-g4 120 "$OUT/sanitizer.log" env TF_NODE_LEVEL_MULTISTREAM=true TF_GPU_STREAM_GROUP_COUNT=4 TF_STREAM_FROM_FILE="$OUT/four.txt" $CS --tool racecheck "${TR[@]}")
 (cd "$D/bench" && step racecheck-training-g4auto 120 "$OUT/sanitizer.log" env TF_NODE_LEVEL_MULTISTREAM=true TF_GPU_STREAM_GROUP_COUNT=4 MSTREAM_STREAM_ASSIGN=auto $CS --tool racecheck "${TR[@]}")
-step memcheck-device 45 "$OUT/sanitizer.log" $CS --tool memcheck "$D/device_cuda.test" -test.run 'TestCopyRoundTrip|TestCrossStreamWait|TestEnqueueOrder|TestBFCOverDeviceMemory|TestGemm|TestLaunchArgs'
+step memcheck-device 45 "$OUT/sanitizer.log" $CS --tool memcheck "$D/device_cuda.test" -test.run 'TestCopyRoundTrip|TestCrossStreamWait|TestEnqueueOrder|TestBFCOverDeviceMemory|TestGemm|TestLaunchArgs|TestConcurrentLaunches'
 step memcheck-kernels 180 "$OUT/sanitizer.log" $CS --tool memcheck "$D/kernels_cuda.test" -test.run 'TestBinary|TestUnary|TestBiasAdd|TestSoftmax|TestCast|TestFill|TestReduce|TestGather|TestConcat|TestTranspose|TestMatMul|TestFusedMatMul|TestWhere|TestUnique|TestEinsum|TestFakeQuant|TestBNGlobal|TestSparseXent|TestDepthwiseBackpropFilter'
 step racecheck-kernels 150 "$OUT/sanitizer.log" $CS --tool racecheck "$D/kernels_cuda.test" -test.run 'TestReduce|TestSoftmax|TestWhere|TestUnique|TestFusedMatMul|TestSparseXent'
 step racecheck-device 25 "$OUT/sanitizer.log" $CS --tool racecheck "$D/device_cuda.test" -test.run 'TestCrossStreamWait|TestEnqueueOrder'
