@@ -32,9 +32,10 @@ import (
 // random DAG of DLRM's shape (27 feeds, 60 nodes, one fetch), and the DAG
 // over four groups (waits across streams); and four towers of 16 nodes
 // joined at the top, each launch spinning ~5 us of host CPU as the
-// driver's does, on one group and on four (a tower per group): the
+// driver's does, on one group, two and four (a tower per group): the
 // wall time per node shows what the lanes' overlap gains, the CPU time
-// what they cost.
+// what they cost; the same towers without the spin (towers4x16) show
+// the lanes' own cost per node alone.
 
 func init() {
 	kernels.Register(kernels.Def{Op: "ExecTestGNop", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
@@ -83,22 +84,23 @@ func init() {
 	}})
 }
 
-// towersPlan is a plan of ExecTestGSpin nodes on one GPU: towers chains
-// of depth nodes, each after a feed of its own, joined by one node, the
-// fetch (the shape of the training example's towers); tower[i] is plan
-// node i's tower (-1: the join).
-func towersPlan(t testing.TB, towers, depth int) (p *Plan, tower []int, gpu int) {
+// towersPlan is a plan of op's nodes (a GPU kernel: ExecTestGSpin,
+// ExecTestGWide) on one GPU: towers chains of depth nodes, each after a
+// feed of its own, joined by one node, the fetch (the shape of the
+// training example's towers); tower[i] is plan node i's tower (-1: the
+// join).
+func towersPlan(t testing.TB, op string, towers, depth int) (p *Plan, tower []int, gpu int) {
 	var feeds []graph.Output
 	var tops []*graph.Node
 	for k := 0; k < towers; k++ {
-		n := node(fmt.Sprint("t", k, "feed"), "ExecTestGSpin", 0)
+		n := node(fmt.Sprint("t", k, "feed"), op, 0)
 		feeds = append(feeds, graph.Output{Node: n})
 		for d := 0; d < depth; d++ {
-			n = node(fmt.Sprint("t", k, "n", d), "ExecTestGSpin", 0, n)
+			n = node(fmt.Sprint("t", k, "n", d), op, 0, n)
 		}
 		tops = append(tops, n)
 	}
-	join := node("join", "ExecTestGSpin", 0, tops...)
+	join := node("join", op, 0, tops...)
 	p, err := build(nil, feeds, []graph.Output{{Node: join}}, nil, Placement{GPUs: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +127,7 @@ func towersPlan(t testing.TB, towers, depth int) (p *Plan, tower []int, gpu int)
 // Over four groups (lanes, a node in four on each, every edge across
 // groups: an event and a wait per node) a node costs little more: its
 // publication and wait are records of the arena too; per step, the
-// lanes, their goroutines and their tables.
+// lanes and their tables (their goroutines are the plan's crew's).
 func TestDeviceStepAllocs(t *testing.T) {
 	const n = 200
 	nodes := []*graph.Node{node("x", "ExecTestGNop", 0)}
@@ -306,14 +308,19 @@ func BenchmarkDeviceStep(b *testing.B) {
 		{"dag60x27feeds", false, 27, 60, 1},
 		{"dag60x27feeds/groups=4", false, 27, 60, 4},
 		{"towers4x16spin/groups=1", false, 4, 16, 1},
+		{"towers4x16spin/groups=2", false, 4, 16, 2},
 		{"towers4x16spin/groups=4", false, 4, 16, 4},
+		{"towers4x16/groups=1", false, 4, 16, 1},
+		{"towers4x16/groups=2", false, 4, 16, 2},
+		{"towers4x16/groups=4", false, 4, 16, 4},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var p *Plan
 			var gpu int
 			var tower []int
-			if strings.HasPrefix(bc.name, "towers") {
-				p, tower, gpu = towersPlan(b, bc.feeds, bc.nodes)
+			if op, ok := strings.CutPrefix(bc.name, "towers4x16"); ok {
+				op = map[bool]string{true: "ExecTestGSpin", false: "ExecTestGWide"}[strings.HasPrefix(op, "spin")]
+				p, tower, gpu = towersPlan(b, op, bc.feeds, bc.nodes)
 			} else {
 				p, gpu = benchPlan(b, bc.chain, bc.feeds, bc.nodes)
 			}

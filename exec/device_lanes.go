@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"cmp"
 	"errors"
 	"math/rand"
 	"runtime/debug"
@@ -24,13 +25,16 @@ import (
 // work is.
 //
 // The home lane (group 0) runs on the home group's launch pool, as a
-// one-group step does; every other lane is a goroutine started for the
-// step. Not the groups' own launch pools: those may be shared by
-// several groups and smaller than the group count (the inter-op pool, a
-// session pool), and a lane blocks until another has launched what it
-// waits for, so a lane queued behind a blocked one could deadlock the
-// step. A goroutine costs about a microsecond; a step of n groups starts
-// n-1.
+// one-group step does; every other lane runs on a goroutine of the
+// plan's lane crew (laneCrew), which keeps them parked between steps
+// and starts one only when none is idle, so a step never queues a lane
+// behind another. Not the groups' own launch pools: those may be shared
+// by several groups and smaller than the group count (the inter-op
+// pool, a session pool), and a lane blocks until another has launched
+// what it waits for, so a lane queued behind a blocked one could
+// deadlock the step. A goroutine kept from step to step keeps the stack
+// it grew (a goroutine started per step grew it again each step) and
+// costs a channel send to wake; an idle one exits after laneIdle.
 //
 // What a lane waits for is worked out once per plan and assignment
 // (laneSched): the producers, on other groups, of each node's inputs
@@ -269,6 +273,101 @@ type lane struct {
 	nodes int
 	// end is an event after the lane's last launch, for the join.
 	end device.Event
+	// fed and base are run's arguments for a lane on the crew, which
+	// reports to wg once the lane has returned.
+	fed  device.Event
+	base int
+	wg   *sync.WaitGroup
+}
+
+// laneIdle is how long a crew's goroutine stays parked without a step
+// before it exits: long enough to outlast any pause between the steps
+// of a training loop, short enough that a dropped plan's goroutines go.
+const laneIdle = 2 * time.Second
+
+// laneCrew keeps the goroutines of a plan's lanes (other than the
+// home lane) between steps. Steps of the plan may run at once, so the
+// crew is a stack of idle workers rather than one per group: a step
+// takes one per lane, starting a new one when none is idle, and each
+// goes back once its lane has returned.
+type laneCrew struct {
+	mu   sync.Mutex
+	idle []*laneWorker
+	// live counts the crew's goroutines, idle or not.
+	live int
+	// idleFor, when set, replaces laneIdle (tests).
+	idleFor time.Duration
+}
+
+// laneWorker is one goroutine of a crew; work hands it its next lane.
+type laneWorker struct {
+	crew  *laneCrew
+	work  chan *lane
+	timer *time.Timer
+}
+
+// start runs lane l on an idle worker of the crew, or a new one, which
+// reports to l.wg once l has returned; its error, unless another
+// lane's came first, is the step's.
+func (c *laneCrew) start(l *lane) {
+	c.mu.Lock()
+	var w *laneWorker
+	if n := len(c.idle); n > 0 {
+		w = c.idle[n-1]
+		c.idle[n-1] = nil
+		c.idle = c.idle[:n-1]
+	}
+	if w != nil {
+		c.mu.Unlock()
+		w.work <- l // buffered: the worker may not have parked yet
+		return
+	}
+	c.live++
+	c.mu.Unlock()
+	w = &laneWorker{crew: c, work: make(chan *lane, 1)}
+	go w.loop(l)
+}
+
+func (w *laneWorker) loop(l *lane) {
+	c := w.crew
+	for l != nil {
+		l.s.ar.lanes.fail(l.run(l.s.ls, l.fed, l.base))
+		wg := l.wg
+		// Idle before the step hears of it: the plan's next step finds
+		// the worker free rather than starting another.
+		c.mu.Lock()
+		c.idle = append(c.idle, w)
+		idle := cmp.Or(c.idleFor, laneIdle)
+		c.mu.Unlock()
+		wg.Done()
+		l = w.next(idle)
+	}
+}
+
+// next waits for the worker's next lane; nil once it has been idle for
+// idle and has left the crew.
+func (w *laneWorker) next(idle time.Duration) *lane {
+	if w.timer == nil {
+		w.timer = time.NewTimer(idle)
+	} else {
+		w.timer.Reset(idle)
+	}
+	select {
+	case l := <-w.work:
+		w.timer.Stop()
+		return l
+	case <-w.timer.C:
+	}
+	c := w.crew
+	c.mu.Lock()
+	if i := slices.Index(c.idle, w); i >= 0 {
+		c.idle = slices.Delete(c.idle, i, i+1)
+		c.live--
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Unlock()
+	return <-w.work // a step took it as the timer fired
 }
 
 // newLanes makes the lanes of step s over its groups: the home lane's
@@ -336,11 +435,9 @@ func (s *devStep) launchLanes() error {
 		if s.gs[k].tab == s.gs[0].tab {
 			copy(l.feeds, home.feeds) // the home GPU's copies serve its groups
 		} // else another GPU copies in the feeds its kernels read itself (devOf)
+		l.fed, l.base, l.wg = fed, base, &wg
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ps.fail(l.run(ls, fed, base))
-		}()
+		p.crew.start(l)
 	}
 	ps.fail(home.run(ls, fed, base))
 	wg.Wait()

@@ -318,3 +318,85 @@ func TestLanesFinalEventCoversOtherGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestLanesCrew: a plan's lanes run on goroutines kept between steps,
+// one per lane of the steps in flight at once (never one per step), and
+// an idle one exits after the crew's idle time. The steps' results are
+// the one-group step's.
+func TestLanesCrew(t *testing.T) {
+	p, tower, _ := towersPlan(t, "ExecTestGWide", 4, 6)
+	p.crew.idleFor = 200 * time.Millisecond
+	feeds := make([]*tensor.Tensor, 4)
+	for k := range feeds {
+		feeds[k] = tensor.FromF32(tensor.Shape{1}, []float32{rand.Float32()})
+	}
+	one := syncSet(t, 1)
+	want, _, err := p.Run(context.Background(), &Runtime{Streams: true, Groups: one.Groups(), Holder: &one.Holder, Intra: kernels.Serial{}}, feeds, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := syncSet(t, 4)
+	sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}, Assign: make([]int, len(tower))}
+	for i, k := range tower {
+		sr.Assign[i] = max(k, 0)
+	}
+	crew := func() (idle, live int) {
+		p.crew.mu.Lock()
+		defer p.crew.mu.Unlock()
+		return len(p.crew.idle), p.crew.live
+	}
+	step := func() error {
+		got, _, err := p.Run(context.Background(), sr, feeds, Options{})
+		if err == nil && got[0].F32()[0] != want[0].F32()[0] {
+			err = fmt.Errorf("fetched %v, one group fetches %v", got[0].F32()[0], want[0].F32()[0])
+		}
+		return err
+	}
+	for i := 0; i < 20; i++ {
+		if err := step(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	if _, live := crew(); live != 3 {
+		t.Errorf("20 steps one after another over 4 groups: %d lane goroutines, want 3", live)
+	}
+	const runs = 3
+	var wg sync.WaitGroup
+	errs := make(chan error, runs)
+	for r := 0; r < runs; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				if err := step(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if _, live := crew(); live < 3 || live > 3*runs {
+		t.Errorf("%d steps at once over 4 groups: %d lane goroutines, want 3 to %d", runs, live, 3*runs)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		idle, live := crew()
+		if idle == 0 && live == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("idle lane goroutines do not exit: %d idle, %d live", idle, live)
+		}
+	}
+	if err := step(); err != nil {
+		t.Fatalf("a step after the crew went idle: %v", err)
+	}
+	set.Holder.Drain()
+	if b := set.Groups()[0].Alloc.Stats().BytesInUse; b != 0 {
+		t.Errorf("%d bytes still allocated after the steps", b)
+	}
+}

@@ -238,8 +238,9 @@
 // their own (device_lanes.go): a gstep on that group (allocator,
 // constant store, streams, arena, its own table of values), the home
 // group's (Groups[0]) on its launch pool, every other on a goroutine
-// started for the step (launch pools may be shared and smaller than the
-// group count, and a lane blocks on another). A node waits (cuStreamWaitEvent
+// of the plan's lane crew, kept parked between steps (launch pools may
+// be shared and smaller than the group count, and a lane blocks on
+// another). A node waits (cuStreamWaitEvent
 // on its compute stream) for an event recorded on the producer's compute
 // stream right after the producer's launch, for each GPU predecessor,
 // data or control, on another group, and, for a device feed, for the

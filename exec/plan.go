@@ -92,6 +92,8 @@ type Plan struct {
 	// lanes is the launch schedule of the last multi-group device step
 	// (device_lanes.go), kept while its assignment stays.
 	lanes atomic.Pointer[laneSched]
+	// crew keeps the goroutines of device steps' lanes between steps.
+	crew laneCrew
 	// layouts keeps stream steps' layouts per runtime (streams.go).
 	layouts layouts
 }
