@@ -53,6 +53,9 @@ func FromTensor(t *tensor.Tensor) (Handle, error) {
 	if t.DType != tensor.Resource || len(t.Strs) != 1 {
 		return Handle{}, status.InvalidArg("expected a scalar resource handle, got a %v tensor of shape %v", t.DType, t.Shape)
 	}
+	if h, ok := decodeHandle(t.Strs[0]); ok {
+		return h, nil
+	}
 	var p tfpb.ResourceHandleProto
 	if err := proto.Unmarshal(t.Strs[0], &p); err != nil {
 		return Handle{}, status.InvalidArg("resource handle is not a ResourceHandleProto: %v", err)
