@@ -400,3 +400,45 @@ func TestLanesCrew(t *testing.T) {
 		t.Errorf("%d bytes still allocated after the steps", b)
 	}
 }
+
+// TestDeviceHoldsGather: a step whose every buffer is read on another
+// group's stream hands the holder one hold per holdBatch releases of a
+// stream, not one per buffer (each hold records an event per stream its
+// buffers touched), and every buffer still comes back by the step's end.
+func TestDeviceHoldsGather(t *testing.T) {
+	const n, groups = 200, 4
+	nodes := []*graph.Node{node("x", "ExecTestGNop", 0)}
+	for i := 1; i <= n; i++ {
+		nodes = append(nodes, node(fmt.Sprint("n", i), "ExecTestGNop", 0, nodes[i-1]))
+	}
+	p, err := build(nil, []graph.Output{{Node: nodes[0]}}, []graph.Output{{Node: nodes[n]}}, nil, Placement{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := syncSet(t, groups)
+	sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}, Assign: make([]int, len(p.nodes))}
+	for i := range sr.Assign {
+		sr.Assign[i] = i % groups
+	}
+	feeds := []*tensor.Tensor{tensor.FromF32(tensor.Shape{16, 64}, make([]float32, 16*64))}
+	const steps = 5
+	before := set.Holder.Freed()
+	for i := 0; i < steps; i++ {
+		if _, _, err := p.Run(context.Background(), sr, feeds, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set.Holder.Drain()
+	holds := float64(set.Holder.Freed()-before) / steps
+	t.Logf("%.1f holds a step", holds)
+	// Each of the n buffers but the fetch is released on the stream of
+	// its reader, another group's: n/groups releases per stream.
+	if want := float64(n) / holdBatch; holds > want+groups || holds < want-groups {
+		t.Errorf("%.1f holds a step for %d buffers read across streams, want about %.0f (%d a hold)", holds, n, want, holdBatch)
+	}
+	for _, g := range set.Groups() {
+		if b := g.Alloc.Stats().BytesInUse; b != 0 {
+			t.Errorf("group %d: %d bytes still allocated after the steps", g.Index, b)
+		}
+	}
+}

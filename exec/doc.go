@@ -218,7 +218,10 @@
 // sooner). Over several groups, a buffer read on another stream is held
 // (tensorholder.Hold) until an event recorded after that read has
 // completed, then freed from the holder's goroutine (a stream-aware free
-// records an event, a CUDA call a host callback may not make). Errors name the node, feed or fetch and the
+// records an event, a CUDA call a host callback may not make); a
+// stream's releases are gathered eight at a time into one hold, with an
+// event per stream they touched, and what is still gathered at the
+// step's end is freed once its final event has completed (holdOn). Errors name the node, feed or fetch and the
 // device call; every stream and event call returns its own error, so no
 // error outlives the step that made it (a sticky device error fails every
 // later call, and so every later step).

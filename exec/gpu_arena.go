@@ -36,6 +36,8 @@ type arena struct {
 	tens slab[tensor.Tensor]
 	bufs slab[buffer]
 	vt   slab[[]gval]
+	// held is a device step's gathering holds, per stream (holdOn).
+	held []*heldFree
 	// lanes is what the lanes of a step over several groups share, kept
 	// in the home lane's arena (device_lanes.go).
 	lanes laneSync
@@ -124,6 +126,16 @@ func (a *arena) tracker(h *tensorholder.Holder, streams []device.Stream) *tracke
 	m.recycle, m.spare, m.small = false, nil, m.small[:0]
 	m.mu.Unlock()
 	return m
+}
+
+// heldList returns the arena's list of n empty holds (devStep.held).
+func (a *arena) heldList(n int) []*heldFree {
+	if cap(a.held) < n {
+		a.held = make([]*heldFree, n)
+	}
+	a.held = a.held[:n]
+	clear(a.held)
+	return a.held
 }
 
 // events returns the arena's empty list of events, for a step's gstep.
