@@ -476,7 +476,7 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 	after := s.mark(s.c)
 	unlock()
 	if err != nil {
-		s.mem.retire(nil, nil, nil, a.fresh, s.cix)
+		s.mem.retireAdopt(nil, nil, nil, a.fresh, s.cix, s.capt == nil)
 		return nil, err
 	}
 	vs := s.ar.values(len(kc.Outputs))
@@ -490,7 +490,7 @@ func (s *gstep) nodeOn(i int, fins []*gval) ([]gval, error) {
 	if s.keep {
 		uses = keepUses(len(uses))
 	}
-	s.mem.retire(kc.Outputs, uses, devIns, a.fresh, s.cix)
+	s.mem.retireAdopt(kc.Outputs, uses, devIns, a.fresh, s.cix, s.capt == nil)
 	if s.trace {
 		s.slice(n.Name, n.Op, trace.Kernel, "compute", start, a.bytes)
 		s.devSlice(n.Name, n.Op, trace.Kernel, "compute", s.c, before, after, a.bytes)
@@ -649,7 +649,11 @@ func (a *gpuAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor
 	*b = buffer{addr: addr, alloc: g.Alloc}
 	b.t = tensor.Tensor{DType: dt, Shape: a.s.ar.shape(shape), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
 	t := &b.t
-	a.s.track(t, b)
+	if a.s.capt != nil {
+		a.s.capt.own(b.alloc, b.addr)
+	} else {
+		b.k = key(t) // the tracker registers it as the node retires
+	}
 	a.fresh = append(a.fresh, b)
 	a.bytes += int64(size)
 	return t, nil

@@ -180,9 +180,25 @@ func (tr *tracker) keepSmallLocked(b *buffer) bool {
 // stream): its outputs take their readers' references, its inputs give one
 // back each, and what it allocated but did not output goes back.
 func (tr *tracker) retire(outs []*tensor.Tensor, uses []int32, ins []*tensor.Tensor, fresh []*buffer, cur int) {
+	tr.retireAdopt(outs, uses, ins, fresh, cur, false)
+}
+
+// retireAdopt is retire that, with adopt, first registers fresh, whose
+// keys are set but which the tracker does not hold yet: the device step
+// registers a node's new buffers here, under the lock retire takes
+// anyway, rather than each under a lock of its own as it is allocated
+// (lanes launching at once contend for the step's one tracker; nothing
+// looks a node's new buffers up before it retires).
+func (tr *tracker) retireAdopt(outs []*tensor.Tensor, uses []int32, ins []*tensor.Tensor, fresh []*buffer, cur int, adopt bool) {
 	var fb [8]*buffer
 	free := fb[:0]
 	tr.mu.Lock()
+	if adopt {
+		for _, b := range fresh {
+			b.live = true
+			tr.bufs[b.k] = b
+		}
+	}
 	for j, t := range outs {
 		if t == nil {
 			continue // dead
