@@ -27,7 +27,9 @@ type key struct{ container, name, kind string }
 
 // Manager holds one session's resources by (container, name, kind).
 type Manager struct {
-	mu sync.Mutex
+	// mu is read-locked by lookups: every variable read and update of
+	// every step looks its variable up, from several lanes at once.
+	mu sync.RWMutex
 	m  map[key]Resource
 	// containers lists every container a resource was ever made in: as
 	// in TF, a container outlives its last resource.
@@ -49,12 +51,18 @@ func container(c string) string {
 // with create when there is none.
 func (m *Manager) LookupOrCreate(c, name, kind string, create func() Resource) Resource {
 	k := key{container(c), name, kind}
+	m.mu.RLock()
+	r, ok := m.m[k]
+	m.mu.RUnlock()
+	if ok {
+		return r
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.m[k]; ok {
 		return r
 	}
-	r := create()
+	r = create()
 	m.m[k] = r
 	m.containers[k.container] = true
 	return r
@@ -87,8 +95,8 @@ func (m *Manager) AnonymousName(base string) string {
 // TF's ResourceMgr text when there is none.
 func (m *Manager) Lookup(c, name, kind string) (Resource, error) {
 	c = container(c)
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	if r, ok := m.m[key{c, name, kind}]; ok {
 		return r, nil
 	}
@@ -141,8 +149,8 @@ func (m *Manager) Close() {
 
 // Len is the number of resources held (tests).
 func (m *Manager) Len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	return len(m.m)
 }
 
