@@ -469,9 +469,22 @@ func (h *heldFree) add(b *buffer, cur int) {
 	}
 }
 
+// run frees h's chunks, those of one allocator together (one call
+// and, without stream caches, one lock).
 func (h *heldFree) run() {
-	for _, c := range h.chunks {
-		h.tr.freeChunk(c.alloc, c.addr)
+	var ab [holdBatch]uint64
+	for i, c := range h.chunks {
+		if c.alloc == nil {
+			continue // freed with an earlier chunk of its allocator
+		}
+		addrs := append(ab[:0], c.addr)
+		for j := i + 1; j < len(h.chunks); j++ {
+			if d := &h.chunks[j]; d.alloc == c.alloc {
+				addrs = append(addrs, d.addr)
+				d.alloc = nil
+			}
+		}
+		h.tr.freeChunks(c.alloc, addrs)
 	}
 	for _, e := range h.own {
 		e.Release()

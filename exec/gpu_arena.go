@@ -119,7 +119,7 @@ func (a *arena) tracker(h *tensorholder.Holder, streams []device.Stream) *tracke
 		return a.mem
 	}
 	// Field by field, under its lock: a hold of an earlier step may
-	// still report a failed free to it (freeChunk).
+	// still report a failed free to it (freeChunks).
 	m := a.mem
 	m.mu.Lock()
 	m.holder, m.streams, m.err, m.hold = h, streams, nil, nil

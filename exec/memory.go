@@ -340,10 +340,10 @@ func (tr *tracker) shared(b *buffer, cur int) bool {
 	return false
 }
 
-// freeChunk frees a chunk a hold kept (the device step's: its record
-// may be gone by then).
-func (tr *tracker) freeChunk(alloc *bfc.Allocator, addr uint64) {
-	if err := alloc.Free(addr); err != nil {
+// freeChunks frees chunks of alloc a hold kept (the device step's: their
+// records may be gone by then).
+func (tr *tracker) freeChunks(alloc *bfc.Allocator, addrs []uint64) {
+	if err := alloc.FreeAll(addrs); err != nil {
 		tr.mu.Lock()
 		if tr.err == nil {
 			tr.err = status.Errorf(status.Internal, "step buffer: %v", err)
