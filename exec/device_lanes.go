@@ -20,9 +20,10 @@ import (
 
 // Launch lanes: a device step over several groups (without frames)
 // launches each group's nodes from a goroutine of its own, a lane, in
-// topological order, so the host's enqueueing, which sets the pace of a
-// step of many small kernels, is spread over the groups as the device
-// work is.
+// a topological order that puts what waits for fewer other groups first
+// (laneOrder), so the host's enqueueing, which sets the pace of a step
+// of many small kernels, is spread over the groups as the device work
+// is.
 //
 // The home lane (group 0) runs on the home group's launch pool, as a
 // one-group step does; every other lane runs on a goroutine of the
@@ -61,9 +62,10 @@ import (
 // that will never come wakes up; the step then waits for every lane to
 // return before it records its final event after everything launched
 // on any group, so no buffer or event goes back while a stream may use
-// it. A traced step numbers its launch windows as the one-launcher order
-// would (laneSched.slice), so the same wait has the same trace IDs in
-// every step (the sanitizer's meta-test drops waits by them).
+// it. A traced step numbers its launch windows in that order
+// (laneSched.slice), so the same wait has the same trace IDs in every
+// step (the sanitizer's meta-test drops waits by them) and a group's
+// windows are numbered in its launch order.
 
 // laneSched is how a step of a plan over n groups with an assignment
 // launches on lanes: worked out once and kept by the plan while the
@@ -72,7 +74,7 @@ type laneSched struct {
 	assign []int
 	n      int
 	reduce bool
-	// nodes lists each group's non-constant nodes in topological order.
+	// nodes lists each group's non-constant nodes in launch order.
 	nodes [][]int32
 	// waits lists, per plan node, the producers whose events its group's
 	// compute stream waits for before its launch (-1: the feeds' copies).
@@ -117,7 +119,7 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 	for i := range ls.slice {
 		ls.slice[i] = -1
 	}
-	for _, i := range p.topo {
+	for _, i := range p.laneOrder(group) {
 		pn := &p.nodes[i]
 		if pn.where == onConst {
 			continue
@@ -179,6 +181,38 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 	}
 	p.lanes.Store(ls)
 	return ls
+}
+
+// laneOrder is the order lanes launch the plan's nodes in: the
+// topological order, stably sorted by how many hops between groups the
+// longest path to each node makes (its cross-group depth). A lane so
+// launches everything that waits for no other group before the first
+// node that does, rather than blocking at that node while work of its
+// own that could go now sits behind it: in the training example the
+// home lane would wait for the other towers' outputs with 33 of its 205
+// nodes (the head's variable reads, the loss gradient's shape
+// arithmetic) ready behind the wait. Depth never falls along an edge,
+// so the order stays topological, and ties keep the plan's order.
+func (p *Plan) laneOrder(group func(int) int) []int {
+	depth := make([]int32, len(p.nodes))
+	for _, i := range p.topo {
+		if p.nodes[i].where == onConst {
+			continue
+		}
+		for _, pr := range p.nodes[i].preds {
+			if p.nodes[pr].where == onConst {
+				continue
+			}
+			d := depth[pr]
+			if group(pr) != group(i) {
+				d++
+			}
+			depth[i] = max(depth[i], d)
+		}
+	}
+	order := slices.Clone(p.topo)
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(depth[a], depth[b]) })
+	return order
 }
 
 // laneSync is what a step's lanes share: per plan node, whether its

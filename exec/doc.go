@@ -237,7 +237,8 @@
 // in node-level mode the groups of the plan's GPUs, each node on the one
 // the TF_STREAM_FROM_FILE assignment names among its GPU's, or, in
 // graph-level mode, a group of each GPU of a plan placed on several.
-// Each group's nodes are launched, in topological order, by a lane of
+// Each group's nodes are launched, in a topological order that puts
+// those waiting for fewer other groups first (laneOrder), by a lane of
 // their own (device_lanes.go): a gstep on that group (allocator,
 // constant store, streams, arena, its own table of values), the home
 // group's (Groups[0]) on its launch pool, every other on a goroutine
