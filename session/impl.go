@@ -80,6 +80,9 @@ type state struct {
 	planMu  sync.Mutex
 	plans   map[string]*exec.Plan
 	assigns sync.Map // *exec.Plan -> []int (node-level group per plan node)
+	// nodeGroups keeps, per plan, gpuNodeGroups' assignment over the
+	// session's GPU groups and the groups it uses (nodeGroupsEntry).
+	nodeGroups sync.Map
 
 	inflight atomic.Int64
 	done     atomic.Int64
