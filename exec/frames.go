@@ -77,6 +77,7 @@ type frameStatic struct {
 	// the whole plan's (localFrames).
 	local        []int32
 	framePending map[string][]int32
+	maxOuts      int // the most outputs a node has
 }
 
 func (p *Plan) buildFrames() error {
@@ -91,6 +92,7 @@ func (p *Plan) buildFrames() error {
 	}
 	for i := range p.nodes {
 		pn := &p.nodes[i]
+		fs.maxOuts = max(fs.maxOuts, len(pn.node.OutTypes))
 		for j, r := range pn.inputs {
 			if r.Node < 0 {
 				if pn.flow == flowMerge {
@@ -222,8 +224,11 @@ type frameInst[V comparable] struct {
 	parentIter int
 	name       string
 	pending    []int32 // its nodes' start pending counts (frameStatic.framePending)
-	iters      [][]nodeSlot[V]
-	consts     []constIn[V]
+	// iters holds iterations base and later (those before were
+	// recycled and let go of: compact); started is one past the last.
+	iters  []iterState[V]
+	base   int
+	consts []constIn[V]
 	// enters counts the Enter nodes yet to deliver; outstanding the
 	// queued nodes of this frame plus its live child frames.
 	enters      int32
@@ -231,13 +236,12 @@ type frameInst[V comparable] struct {
 	exits       map[int32]bool // Exit node: true once live, false while only dead
 	children    map[childKey]*frameInst[V]
 	done        bool
-	// queued counts, per iteration, its queued nodes and live child
-	// frames; doneIters is how many iterations, from the first, have
-	// none left (an iteration is done once it and every earlier one
-	// are). maxPar bounds the iterations in flight (parallel_iterations;
-	// 0: no bound): a NextIteration that would start one more is
-	// deferred, its value kept until the oldest iteration is done.
-	queued    []int
+	// doneIters is how many iterations, from the first, have no queued
+	// node or live child frame left (an iteration is done once it and
+	// every earlier one are). maxPar bounds the iterations in flight
+	// (parallel_iterations; 0: no bound): a NextIteration that would
+	// start one more is deferred, its value kept until the oldest
+	// iteration is done.
 	doneIters int
 	maxPar    int
 	deferred  []deferredNext[V]
@@ -246,6 +250,19 @@ type frameInst[V comparable] struct {
 	recycled int
 	spare    [][]nodeSlot[V]
 }
+
+// iterState is one iteration of a frame instance: its nodes' slots and
+// how many of its nodes are queued and child frames alive (queued).
+type iterState[V comparable] struct {
+	slots  []nodeSlot[V]
+	queued int
+}
+
+// started is the number of iterations f has begun.
+func (f *frameInst[V]) started() int { return f.base + len(f.iters) }
+
+// at is iteration i of f, begun and not recycled.
+func (f *frameInst[V]) at(i int) *iterState[V] { return &f.iters[i-f.base] }
 
 // deferredNext is a NextIteration's value waiting for its iteration to
 // start.
@@ -282,11 +299,12 @@ type frameRun[V comparable] struct {
 	exec    frameExec[V]
 	cur     frameTask[V] // the task exec is running
 	feeds   []V
-	queue   []frameTask[V]
+	queue   taskRing[V]
 	root    *frameInst[V]
 	rootOut [][]V
 	consts  [][]V // Const outputs, computed once per step
 	slab    valSlab[V]
+	none    []V // the outputs of a dead node: zero values, never written
 	// refs, when set, counts the driver's references to the values it
 	// keeps (frameRefs); nil keeps every value until the step ends.
 	refs frameRefs[V]
@@ -299,7 +317,7 @@ type frameRun[V comparable] struct {
 	// runs the Consts and control-flow ops. Not with refs.
 	launch   frameLaunch[V]
 	mu       sync.Mutex
-	head     int // the next task of queue to take
+	taken    int // tasks taken from queue, for the cancellation check
 	inflight int
 	failed   error
 	ended    bool
@@ -345,8 +363,12 @@ func (r *frameRun[V]) drop(v V) {
 }
 
 // keepRoot keeps the outputs of node, run in the root frame (or an Exit
-// to it), for the fetches, holding those fetched.
+// to it), when it is fetched, holding those fetched.
 func (r *frameRun[V]) keepRoot(node int32, outs []V) {
+	if !r.p.nodes[node].fetched {
+		return
+	}
+	outs = r.keep(outs)
 	r.rootOut[node] = outs
 	if r.refs == nil {
 		return
@@ -358,15 +380,24 @@ func (r *frameRun[V]) keepRoot(node int32, outs []V) {
 	}
 }
 
+// keep copies outputs the driver keeps past handing them on: exec may
+// reuse its outputs slice for the next node (driveFrames does).
+func (r *frameRun[V]) keep(outs []V) []V {
+	k := r.slab.take(len(outs))
+	copy(k, outs)
+	return k
+}
+
 // frameExec runs live node i (pn) with inputs ins and returns its outputs
-// (a Switch's untaken one the zero V). V is the value a step moves
+// (a Switch's untaken one the zero V), in a slice the driver reads only
+// until the next call (keep). V is the value a step moves
 // between nodes, its zero value a dead one: a *tensor.Tensor on the host,
 // a *gval (host and device copies) on a device.
 type frameExec[V comparable] func(i int32, pn *planNode, ins []V) ([]V, error)
 
 func newFrameRun[V comparable](p *Plan, feeds []V, exec frameExec[V]) *frameRun[V] {
 	return &frameRun[V]{p: p, exec: exec, feeds: feeds, root: &frameInst[V]{parentIter: -1, pending: p.fs.framePending[""]},
-		rootOut: make([][]V, len(p.nodes)), consts: make([][]V, len(p.nodes))}
+		rootOut: make([][]V, len(p.nodes)), consts: make([][]V, len(p.nodes)), none: make([]V, p.fs.maxOuts)}
 }
 
 // driveFrames runs a plan with frames on one host group without streams
@@ -382,12 +413,16 @@ func newFrameRun[V comparable](p *Plan, feeds []V, exec frameExec[V]) *frameRun[
 // (runFrames).
 func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 	w := s.main
-	var slab valSlab[*tensor.Tensor]
 	g := s.group
+	// One outputs slice serves every node: the driver copies what it
+	// keeps (frameRun.keep).
+	outBuf := make([]*tensor.Tensor, s.plan.fs.maxOuts)
 	r := newFrameRun(s.plan, s.feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		start := s.now()
 		kctx := &w.ctx
-		*kctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: slab.take(len(pn.node.OutTypes)), Pool: s.rt.Intra, Step: &s.kstep}
+		outs := outBuf[:len(pn.node.OutTypes)]
+		clear(outs)
+		*kctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: outs, Pool: s.rt.Intra, Step: &s.kstep}
 		var alloc *outAlloc
 		if g != nil {
 			alloc = &w.alloc
@@ -597,7 +632,7 @@ func (r *frameRun[V]) roots() {
 			if !p.fs.fedMerge[i] {
 				continue
 			}
-			sl := &r.root.iters[0][p.fs.local[i]]
+			sl := &r.root.iters[0].slots[p.fs.local[i]]
 			sl.live, sl.fired = true, true
 		}
 		r.enqueue(r.root, 0, int32(i))
@@ -608,15 +643,17 @@ func (r *frameRun[V]) roots() {
 // launch, is launched when it is a live node to run but a Const, until
 // the queue is empty or the step has failed.
 func (r *frameRun[V]) pump() {
-	for ; r.head < len(r.queue) && r.failed == nil; r.head++ {
-		if r.head&63 == 0 {
+	for r.failed == nil {
+		t, ok := r.queue.pop()
+		if !ok {
+			return
+		}
+		if r.taken++; r.taken&63 == 0 {
 			if err := r.ctx.Err(); err != nil {
 				r.failed = status.Errorf(status.Cancelled, "step cancelled: %v", err)
 				return
 			}
 		}
-		t := r.queue[r.head]
-		r.queue[r.head] = frameTask[V]{}
 		if r.launch != nil {
 			launched, err := r.startTask(t)
 			if err != nil {
@@ -631,14 +668,39 @@ func (r *frameRun[V]) pump() {
 			return
 		}
 		r.taskDone(t)
-		if r.head > 4096 && r.head*2 > len(r.queue) {
-			// Drop the finished half of the queue so a long loop
-			// does not keep it.
-			n := copy(r.queue, r.queue[r.head+1:])
-			r.queue = r.queue[:n]
-			r.head = -1
-		}
 	}
+}
+
+// taskRing is the driver's queue of ready tasks, first in, first out: a
+// ring that grows to the most tasks ready at once (a few per frame in
+// flight), so a long loop moves through the same few slots rather than
+// appending a task per node it runs.
+type taskRing[V comparable] struct {
+	buf  []frameTask[V] // len a power of two
+	head int            // index of the first task
+	n    int
+}
+
+func (q *taskRing[V]) push(t frameTask[V]) {
+	if q.n == len(q.buf) {
+		buf := make([]frameTask[V], max(16, 2*len(q.buf)))
+		k := copy(buf, q.buf[q.head:])
+		copy(buf[k:], q.buf[:q.head])
+		q.buf, q.head = buf, 0
+	}
+	q.buf[(q.head+q.n)&(len(q.buf)-1)] = t
+	q.n++
+}
+
+func (q *taskRing[V]) pop() (frameTask[V], bool) {
+	if q.n == 0 {
+		return frameTask[V]{}, false
+	}
+	t := q.buf[q.head]
+	q.buf[q.head] = frameTask[V]{}
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.n--
+	return t, true
 }
 
 // finishTask is launched task t's report: its outputs are handed on and
@@ -651,7 +713,9 @@ func (r *frameRun[V]) finishTask(t frameTask[V], outs []V, err error) {
 	case err != nil:
 		r.failed = err
 	default:
-		if err := r.handOn(t, outs, false, true); err != nil {
+		err := r.handOn(t, outs, false, true)
+		r.letGo(r.slot(t).ins)
+		if err != nil {
 			r.failed = err
 		} else {
 			r.taskDone(t)
@@ -664,7 +728,7 @@ func (r *frameRun[V]) finishTask(t frameTask[V], outs []V, err error) {
 // settleLocked ends the step once nothing is in flight and nothing more
 // can start, and unlocks mu.
 func (r *frameRun[V]) settleLocked() {
-	end := !r.ended && r.inflight == 0 && (r.failed != nil || r.head >= len(r.queue))
+	end := !r.ended && r.inflight == 0 && (r.failed != nil || r.queue.n == 0)
 	r.ended = r.ended || end
 	err := r.failed
 	r.mu.Unlock()
@@ -676,7 +740,7 @@ func (r *frameRun[V]) settleLocked() {
 // taskDone counts task t run and lets its frame and iterations move on.
 func (r *frameRun[V]) taskDone(t frameTask[V]) {
 	t.f.outstanding--
-	t.f.queued[t.iter]--
+	t.f.at(t.iter).queued--
 	r.advance(t.f)
 	r.maybeDone(t.f)
 }
@@ -705,20 +769,13 @@ func (r *frameRun[V]) fetches() ([]V, error) {
 // iter returns iteration i of f, making the iterations up to it; a new
 // iteration receives the frame's loop constants.
 func (r *frameRun[V]) iter(f *frameInst[V], i int) []nodeSlot[V] {
-	if i < len(f.iters) && f.iters[i] == nil {
-		// A recycled iteration is never reached again (recycle); were
-		// it, its nodes would wait on fresh slots rather than crash.
-		f.iters[i] = r.newSlots(f)
-	}
-	for len(f.iters) <= i {
-		slots := r.newSlots(f)
-		f.iters = append(f.iters, slots)
-		f.queued = append(f.queued, 0)
+	for f.started() <= i {
+		f.iters = append(f.iters, iterState[V]{slots: r.newSlots(f)})
 		for _, c := range f.consts {
-			r.propagate(f, len(f.iters)-1, c.node, []V{c.v}, false, false)
+			r.propagate(f, f.started()-1, c.node, []V{c.v}, false, false)
 		}
 	}
-	return f.iters[i]
+	return f.at(i).slots
 }
 
 // newSlots returns the slots of a new iteration of f, reusing a recycled
@@ -733,7 +790,8 @@ func (r *frameRun[V]) newSlots(f *frameInst[V]) []nodeSlot[V] {
 		slots = make([]nodeSlot[V], len(f.pending))
 	}
 	for k := range slots {
-		slots[k] = nodeSlot[V]{pending: f.pending[k]}
+		// A reused slot keeps its inputs' storage, cleared (letGo).
+		slots[k] = nodeSlot[V]{ins: slots[k].ins, pending: f.pending[k]}
 	}
 	return slots
 }
@@ -752,37 +810,42 @@ func (r *frameRun[V]) recycle(f *frameInst[V]) {
 	if f == r.root || f.enters != 0 {
 		return
 	}
-	for ; f.recycled < f.doneIters && f.queued[f.recycled] == 0; f.recycled++ {
-		slots := f.iters[f.recycled]
-		for k := range slots {
-			for _, v := range slots[k].ins {
-				r.drop(v)
-			}
-			slots[k].ins = nil
+	for ; f.recycled < f.doneIters && f.at(f.recycled).queued == 0; f.recycled++ {
+		it := f.at(f.recycled)
+		for k := range it.slots {
+			r.letGo(it.slots[k].ins) // of nodes that never ran
 		}
-		f.iters[f.recycled] = nil
-		f.spare = append(f.spare, slots)
+		f.spare = append(f.spare, it.slots)
+		it.slots = nil
+	}
+	// Let go of the recycled iterations' states once they are most of
+	// iters, so a long loop keeps about parallel_iterations of them.
+	if k := f.recycled - f.base; k >= 32 && 2*k >= len(f.iters) {
+		n := copy(f.iters, f.iters[k:])
+		clear(f.iters[n:])
+		f.iters = f.iters[:n]
+		f.base = f.recycled
 	}
 }
 
 func (r *frameRun[V]) enqueue(f *frameInst[V], iter int, node int32) {
 	f.outstanding++
-	f.queued[iter]++
-	r.queue = append(r.queue, frameTask[V]{f, iter, node})
+	f.at(iter).queued++
+	r.queue.push(frameTask[V]{f, iter, node})
 }
 
 // advance counts the iterations of f that are done and, while fewer than
 // maxPar are in flight, starts the next one with the deferred
 // NextIteration values.
 func (r *frameRun[V]) advance(f *frameInst[V]) {
-	for f.doneIters < len(f.iters) && f.queued[f.doneIters] == 0 {
+	for f.doneIters < f.started() && f.at(f.doneIters).queued == 0 {
 		f.doneIters++
 	}
 	r.recycle(f)
-	if len(f.deferred) == 0 || len(f.iters)-f.doneIters >= f.maxPar {
+	if len(f.deferred) == 0 || f.started()-f.doneIters >= f.maxPar {
 		return
 	}
-	d, next := f.deferred, len(f.iters)
+	d, next := f.deferred, f.started()
 	for _, e := range d {
 		f.outstanding--
 		r.propagate(f, next, e.node, e.outs, false, false)
@@ -810,20 +873,29 @@ func (r *frameRun[V]) child(f *frameInst[V], iter int, name string) *frameInst[V
 		maxPar: r.p.fs.parIters[name]}
 	f.children[k] = c
 	f.outstanding++
-	f.queued[iter]++
+	f.at(iter).queued++
 	return c
 }
 
 // run runs task t and lets go of its inputs.
 func (r *frameRun[V]) run(t frameTask[V]) error {
 	ins, err := r.runNode(t)
+	r.letGo(ins)
+	if r.refs != nil {
+		r.refs.settle()
+	}
+	return err
+}
+
+// letGo drops and clears the inputs a node held once it is done with
+// them: they are its slot's, which a later iteration reuses (recycle).
+func (r *frameRun[V]) letGo(ins []V) {
 	if r.refs != nil {
 		for _, v := range ins {
 			r.drop(v)
 		}
-		r.refs.settle()
 	}
-	return err
+	clear(ins)
 }
 
 // runNode runs task t (or finds it dead) and hands its outputs on; it
@@ -860,7 +932,14 @@ func (r *frameRun[V]) startTask(t frameTask[V]) (launched bool, err error) {
 			return false, err
 		}
 	}
-	return false, r.handOn(t, outs, dead, call)
+	err = r.handOn(t, outs, dead, call)
+	r.letGo(ins)
+	return false, err
+}
+
+// slot is task t's node's slot in its frame and iteration.
+func (r *frameRun[V]) slot(t frameTask[V]) *nodeSlot[V] {
+	return &t.f.at(t.iter).slots[r.p.fs.local[t.node]]
 }
 
 // prepare gathers task t's inputs and says whether it is dead. call says
@@ -870,13 +949,13 @@ func (r *frameRun[V]) prepare(t frameTask[V]) (ins, outs []V, dead, call bool) {
 	var zero V
 	p := r.p
 	pn := &p.nodes[t.node]
-	sl := &t.f.iters[t.iter][p.fs.local[t.node]]
-	// The slot's inputs become the node's (handOn lets go of them); only
-	// a node whose data inputs are all feeds has none.
-	ins = sl.ins
-	if ins == nil {
-		ins = r.slab.take(len(pn.inputs))
+	sl := r.slot(t)
+	// The slot's inputs are the node's (letGo clears them once it is
+	// done); only a node whose data inputs are all feeds has none yet.
+	if sl.ins == nil {
+		sl.ins = r.slab.take(len(pn.inputs))
 	}
+	ins = sl.ins
 	for j, in := range pn.inputs {
 		if in.Node < 0 {
 			ins[j] = r.feeds[in.Index]
@@ -894,7 +973,7 @@ func (r *frameRun[V]) prepare(t frameTask[V]) (ins, outs []V, dead, call bool) {
 	}
 	switch {
 	case dead:
-		outs = r.slab.take(len(pn.node.OutTypes))
+		outs = r.none[:len(pn.node.OutTypes)]
 	case pn.isConst && r.consts[t.node] != nil:
 		// A Const in a loop body runs every iteration; its value
 		// never changes (TF's Const kernel also keeps one tensor).
@@ -911,13 +990,11 @@ func (r *frameRun[V]) handOn(t frameTask[V], outs []V, dead, ran bool) error {
 	p := r.p
 	pn := &p.nodes[t.node]
 	if ran && pn.isConst {
-		r.consts[t.node] = outs
+		r.consts[t.node] = r.keep(outs)
 		for _, v := range outs {
 			r.hold(v)
 		}
 	}
-	sl := &t.f.iters[t.iter][p.fs.local[t.node]]
-	sl.ins = nil
 	f, iter := t.f, t.iter
 	switch pn.flow {
 	case flowEnter:
@@ -926,7 +1003,7 @@ func (r *frameRun[V]) handOn(t frameTask[V], outs []V, dead, ran bool) error {
 		if p.fs.isConst[t.node] && !dead {
 			c.consts = append(c.consts, constIn[V]{t.node, outs[0]})
 			r.hold(outs[0])
-			for i := range c.iters {
+			for i := c.base; i < c.started(); i++ {
 				r.propagate(c, i, t.node, outs, false, false)
 			}
 		} else {
@@ -954,12 +1031,12 @@ func (r *frameRun[V]) handOn(t frameTask[V], outs []V, dead, ran bool) error {
 		if dead {
 			return nil // the loop has ended: nothing enters the next iteration
 		}
-		if iter+1 == len(f.iters) && f.maxPar > 0 {
+		if iter+1 == f.started() && f.maxPar > 0 {
 			r.advance(f)
-			if len(f.iters)-f.doneIters >= f.maxPar {
+			if f.started()-f.doneIters >= f.maxPar {
 				// parallel_iterations are in flight: the value waits
 				// (counted outstanding, so the frame stays alive).
-				f.deferred = append(f.deferred, deferredNext[V]{t.node, outs})
+				f.deferred = append(f.deferred, deferredNext[V]{t.node, r.keep(outs)})
 				f.outstanding++
 				for _, v := range outs {
 					r.hold(v)
@@ -1063,7 +1140,7 @@ func (r *frameRun[V]) maybeDone(f *frameInst[V]) {
 		}
 		f.iters, f.consts = nil, nil
 		par.outstanding--
-		par.queued[f.parentIter]--
+		par.at(f.parentIter).queued--
 		r.advance(par)
 		f = par
 	}

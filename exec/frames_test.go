@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"mstream/graph"
+	"mstream/groups"
 	"mstream/kernels"
 	"mstream/proto/tfpb"
 	"mstream/status"
@@ -246,4 +247,28 @@ func BenchmarkFrameStreamStep(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkWhile1000 times one pool step (one host group, no streams, as
+// a session runs it) of loopPlan's while loop for 1000 iterations: a
+// counter and an accumulator add, 11 nodes per iteration, the frame
+// driver on the caller's goroutine (driveFrames).
+func BenchmarkWhile1000(b *testing.B) {
+	const iters = 1000
+	p, _, _ := loopPlan(b, "ExecTestAdd", "ExecTestAdd", 1, 10, true)
+	g := testSet(b, 1, false, 0, false).Pick(0)
+	r := &Runtime{Groups: []*groups.Group{g}, Inter: g.Launch, Intra: kernels.Serial{}}
+	feeds := []*tensor.Tensor{tensor.ScalarF32(3), tensor.ScalarF32(iters)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		out, _, err := p.Run(context.Background(), r, feeds, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := out[0].F32()[0]; got != 3+iters {
+			b.Fatalf("got %v, want %v", got, 3+iters)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/iters/1000, "us/iter")
 }

@@ -33,6 +33,7 @@ type planNode struct {
 	npred   int32 // pending count at the start of a step
 	isInput bool  // has no predecessors in the plan
 	isConst bool  // a Const: its value comes from the group's constant store
+	fetched bool  // some output of it is a fetch
 	// uses counts, per output, the data edges that read it plus the
 	// fetches of it: the references a step holds on its buffer.
 	uses []int32
@@ -272,6 +273,7 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 		} else {
 			p.fetches[i] = ref{index[f.Node], f.Index}
 			p.nodes[index[f.Node]].uses[f.Index]++
+			p.nodes[index[f.Node]].fetched = true
 		}
 	}
 	if err := p.bindState(g, pl.Resources); err != nil {
