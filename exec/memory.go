@@ -159,21 +159,32 @@ func (tr *tracker) takeSmall(alloc *bfc.Allocator) *buffer {
 	b := tr.small[n-1]
 	tr.small[n-1] = nil
 	tr.small = tr.small[:n-1]
-	tr.bufs[b.k] = b
-	b.live = true
+	b.live = true // still under its key (letGoLocked)
 	tr.mu.Unlock()
 	return b
 }
 
-// keepSmallLocked keeps b, just dropped, for the next small output when
-// it is small and there is room.
-func (tr *tracker) keepSmallLocked(b *buffer) bool {
-	if !b.small || !tr.recycle || len(tr.small) >= maxSmall {
+// letGoLocked takes b, its last reference given back, out of use: a
+// small one, where there is room, is kept for the next small output
+// (takeSmall), still under its key but not live, so that the next use
+// costs no map update; any other leaves the map, and the caller frees it
+// (true).
+func (tr *tracker) letGoLocked(b *buffer) bool {
+	if b.small && tr.recycle && len(tr.small) < maxSmall {
+		b.live, b.refs, b.users = false, 0, b.users[:0]
+		tr.small = append(tr.small, b)
 		return false
 	}
-	b.refs, b.users = 0, b.users[:0]
-	tr.small = append(tr.small, b)
+	tr.dropLocked(b)
 	return true
+}
+
+// lookupLocked is the live buffer behind t, or nil.
+func (tr *tracker) lookupLocked(t *tensor.Tensor) *buffer {
+	if b := tr.bufs[key(t)]; b != nil && b.live {
+		return b
+	}
+	return nil
 }
 
 // retire is the bookkeeping after a node ran on step stream cur (-1: no
@@ -203,7 +214,15 @@ func (tr *tracker) retireAdopt(outs []*tensor.Tensor, uses []int32, ins []*tenso
 		if t == nil {
 			continue // dead
 		}
-		if b := tr.bufs[key(t)]; b != nil {
+		var b *buffer
+		if j < len(fresh) && &fresh[j].t == t && fresh[j].live {
+			// Output j as the allocation handed it out: a kernel
+			// allocates its outputs in order.
+			b = fresh[j]
+		} else {
+			b = tr.lookupLocked(t)
+		}
+		if b != nil {
 			b.refs += uses[j]
 			b.use(cur)
 		}
@@ -212,15 +231,15 @@ func (tr *tracker) retireAdopt(outs []*tensor.Tensor, uses []int32, ins []*tenso
 		if t == nil {
 			continue // dead
 		}
-		if b := tr.bufs[key(t)]; b != nil {
+		if b := tr.lookupLocked(t); b != nil {
 			b.use(cur)
-			if b.refs--; b.refs == 0 && !tr.keepSmallLocked(tr.dropLocked(b)) {
+			if b.refs--; b.refs == 0 && tr.letGoLocked(b) {
 				free = append(free, b)
 			}
 		}
 	}
 	for _, b := range fresh {
-		if b.refs == 0 && b.live && !tr.keepSmallLocked(tr.dropLocked(b)) {
+		if b.refs == 0 && b.live && tr.letGoLocked(b) {
 			free = append(free, b)
 		}
 	}
@@ -233,11 +252,11 @@ func (tr *tracker) retireAdopt(outs []*tensor.Tensor, uses []int32, ins []*tenso
 // unref gives back one reference to t's buffer, read on stream cur.
 func (tr *tracker) unref(t *tensor.Tensor, cur int) {
 	tr.mu.Lock()
-	b := tr.bufs[key(t)]
+	b := tr.lookupLocked(t)
 	var free *buffer
 	if b != nil {
 		b.use(cur)
-		if b.refs--; b.refs == 0 && !tr.keepSmallLocked(tr.dropLocked(b)) {
+		if b.refs--; b.refs == 0 && tr.letGoLocked(b) {
 			free = b
 		}
 	}
@@ -253,7 +272,7 @@ func (tr *tracker) unref(t *tensor.Tensor, cur int) {
 // read is known only as the loop runs.
 func (tr *tracker) ref(t *tensor.Tensor) {
 	tr.mu.Lock()
-	if b := tr.bufs[key(t)]; b != nil {
+	if b := tr.lookupLocked(t); b != nil {
 		b.refs++
 	}
 	tr.mu.Unlock()
@@ -263,7 +282,7 @@ func (tr *tracker) ref(t *tensor.Tensor) {
 func (tr *tracker) has(t *tensor.Tensor) bool {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return tr.bufs[key(t)] != nil
+	return tr.lookupLocked(t) != nil
 }
 
 // settle frees what a node allocated (fresh) that no reference holds,
@@ -283,7 +302,7 @@ func (tr *tracker) settle(fresh *[]*buffer) {
 // reads on the D2H stream).
 func (tr *tracker) unrefOn(t *tensor.Tensor, user, cur int) {
 	tr.mu.Lock()
-	b := tr.bufs[key(t)]
+	b := tr.lookupLocked(t)
 	var free *buffer
 	if b != nil {
 		b.use(user)
@@ -375,7 +394,9 @@ func (tr *tracker) drain() {
 	tr.mu.Lock()
 	bufs := make([]*buffer, 0, len(tr.bufs))
 	for k, b := range tr.bufs {
-		if k == b.k { // a shared block once, under its first view's key
+		// A shared block once, under its first view's key; a kept
+		// small buffer (not live) with the small ones below.
+		if k == b.k && b.live {
 			b.live = false
 			bufs = append(bufs, b)
 		}
@@ -397,7 +418,7 @@ func (tr *tracker) live() int {
 	defer tr.mu.Unlock()
 	n := 0
 	for k, b := range tr.bufs {
-		if k == b.k {
+		if k == b.k && b.live {
 			n++
 		}
 	}
