@@ -449,11 +449,19 @@ func TestFramesGroupMemory(t *testing.T) {
 		}
 		short := testing.AllocsPerRun(5, func() { step(50) })
 		long := testing.AllocsPerRun(5, func() { step(800) })
-		// The driver's queue and value slabs grow by blocks: about one
-		// allocation per five iterations (it was 23 per iteration, 11
-		// nodes each, before values came from the group).
+		// The driver's queue is a ring and a recycled iteration's
+		// slots keep their inputs' storage: about one allocation per
+		// hundred iterations (the value slab's blocks). It was one per
+		// five before, and 23 per iteration, 11 nodes each, before
+		// values came from the group. Under the race detector the
+		// plan's pool drops step states at random, which costs a few
+		// allocations per node.
 		msg := fmt.Sprintf("parallel_iterations %d: %.0f allocations for 50 iterations, %.0f for 800", par, short, long)
-		if (long-short)/750 > 0.25 {
+		bound := 0.05
+		if raceEnabled {
+			bound = 0.25
+		}
+		if (long-short)/750 > bound {
 			t.Error(msg)
 		}
 		t.Log(msg)
