@@ -52,11 +52,16 @@ import (
 // a later one (recycle).
 
 // frameEdge is one out-edge of a node: to input slot of dst, or a control
-// edge (slot < 0). Back edges are included.
+// edge (slot < 0). Back edges are included. What propagate needs of dst
+// is kept with the edge: its index in its frame (frameStatic.local), its
+// number of data inputs, and whether it is a Merge.
 type frameEdge struct {
-	dst  int32
-	slot int32
-	out  int32
+	dst   int32
+	slot  int32
+	out   int32
+	local int32
+	nin   int32
+	merge bool
 }
 
 // frameStatic is what the frame executor needs of a plan, computed once
@@ -100,13 +105,13 @@ func (p *Plan) buildFrames() error {
 				}
 				continue
 			}
-			fs.out[r.Node] = append(fs.out[r.Node], frameEdge{int32(i), int32(j), int32(r.Index)})
+			fs.out[r.Node] = append(fs.out[r.Node], frameEdge{dst: int32(i), slot: int32(j), out: int32(r.Index)})
 			if pn.flow != flowMerge {
 				fs.pending[i]++
 			}
 		}
 		for _, c := range pn.ctrl {
-			fs.out[c] = append(fs.out[c], frameEdge{int32(i), -1, 0})
+			fs.out[c] = append(fs.out[c], frameEdge{dst: int32(i), slot: -1})
 			fs.pending[i]++
 		}
 		if pn.flow == flowEnter {
@@ -132,6 +137,13 @@ func (p *Plan) buildFrames() error {
 	}
 	p.fs = fs
 	p.localFrames()
+	for _, es := range fs.out {
+		for k := range es {
+			e := &es[k]
+			dpn := &p.nodes[e.dst]
+			e.local, e.nin, e.merge = fs.local[e.dst], int32(len(dpn.inputs)), dpn.flow == flowMerge
+		}
+	}
 	return nil
 }
 
@@ -419,18 +431,10 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 	outBuf := make([]*tensor.Tensor, s.plan.fs.maxOuts)
 	r := newFrameRun(s.plan, s.feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		start := s.now()
-		kctx := &w.ctx
 		outs := outBuf[:len(pn.node.OutTypes)]
 		clear(outs)
-		*kctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: outs, Pool: s.rt.Intra, Step: &s.kstep}
-		var alloc *outAlloc
-		if g != nil {
-			alloc = &w.alloc
-			alloc.g, alloc.s, alloc.mem, alloc.view, alloc.bytes = g, s.stream, s.mem, s.view, 0
-			kctx.Alloc = w.allocFn
-			kctx.Limit = s.limit
-		}
-		outs, err := callKernel(pn, kctx)
+		alloc := w.begin(s, pn, ins, outs)
+		outs, err := callKernel(pn, &w.ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -1061,9 +1065,8 @@ func (r *frameRun[V]) propagate(f *frameInst[V], iter int, src int32, outs []V, 
 	var zero V
 	slots := r.iter(f, iter)
 	for _, e := range r.p.fs.out[src] {
-		sl := &slots[r.p.fs.local[e.dst]]
-		dpn := &r.p.nodes[e.dst]
-		if dpn.flow == flowMerge {
+		sl := &slots[e.local]
+		if e.merge {
 			if sl.fired {
 				continue
 			}
@@ -1071,13 +1074,13 @@ func (r *frameRun[V]) propagate(f *frameInst[V], iter int, src int32, outs []V, 
 			case e.slot < 0:
 				sl.pending--
 			case !dead && outs[e.out] != zero:
-				r.setIn(sl, dpn, e.slot, outs[e.out])
+				r.setIn(sl, e.nin, e.slot, outs[e.out])
 				sl.live = true
 			default:
 				sl.deadCnt++
 				sl.forceDead = sl.forceDead || fromEnter
 			}
-			if sl.pending == 0 && (sl.live || sl.forceDead || int(sl.deadCnt) == len(dpn.inputs)) {
+			if sl.pending == 0 && (sl.live || sl.forceDead || sl.deadCnt == e.nin) {
 				sl.fired = true
 				r.enqueue(f, iter, e.dst)
 			}
@@ -1088,7 +1091,7 @@ func (r *frameRun[V]) propagate(f *frameInst[V], iter int, src int32, outs []V, 
 		} else if dead || outs[e.out] == zero {
 			sl.dead = true
 		} else {
-			r.setIn(sl, dpn, e.slot, outs[e.out])
+			r.setIn(sl, e.nin, e.slot, outs[e.out])
 		}
 		if sl.pending--; sl.pending == 0 {
 			r.enqueue(f, iter, e.dst)
@@ -1096,9 +1099,10 @@ func (r *frameRun[V]) propagate(f *frameInst[V], iter int, src int32, outs []V, 
 	}
 }
 
-func (r *frameRun[V]) setIn(sl *nodeSlot[V], pn *planNode, slot int32, v V) {
+// setIn puts v in input slot of sl, whose node has nin data inputs.
+func (r *frameRun[V]) setIn(sl *nodeSlot[V], nin, slot int32, v V) {
 	if sl.ins == nil {
-		sl.ins = r.slab.take(len(pn.inputs))
+		sl.ins = r.slab.take(int(nin))
 	}
 	sl.ins[slot] = v
 	r.hold(v)

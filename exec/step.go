@@ -451,6 +451,28 @@ func (w *worker) reset() {
 	w.alloc.g, w.alloc.s, w.alloc.mem, w.alloc.view = nil, nil, nil, nil
 }
 
+// begin readies w's kernel context and output allocator for node pn of
+// step s, with inputs ins and outputs outs, and returns the allocator
+// (nil without a group). What is the step's (intra-op pool, step
+// container, allocator, limit) is set at the worker's first node of the
+// step (reset clears it): a node sets only its own fields.
+func (w *worker) begin(s *step, pn *planNode, ins, outs []*tensor.Tensor) *outAlloc {
+	ctx := &w.ctx
+	if ctx.Step != &s.kstep {
+		*ctx = kernels.Context{Pool: s.rt.Intra, Step: &s.kstep}
+		if s.group != nil {
+			ctx.Alloc, ctx.Limit = w.allocFn, s.limit
+			w.alloc.g, w.alloc.s, w.alloc.mem, w.alloc.view = s.group, s.stream, s.mem, s.view
+		}
+	}
+	ctx.Node, ctx.Inputs, ctx.Outputs = pn.node, ins, outs
+	if s.group == nil {
+		return nil
+	}
+	w.alloc.bytes = 0
+	return &w.alloc
+}
+
 func (s *step) runTask(i int32) {
 	defer s.active.Done()
 	w := newWorker()
@@ -499,7 +521,6 @@ func (s *step) runLoop(w *worker) {
 
 func (s *step) compute(w *worker, i int32) error {
 	pn := &s.plan.nodes[i]
-	ctx := &w.ctx
 	ins := s.insOf[i]
 	for j, r := range pn.inputs {
 		if r.Node < 0 {
@@ -519,7 +540,6 @@ func (s *step) compute(w *worker, i int32) error {
 	if s.trace || s.measure {
 		start = time.Now()
 	}
-	var alloc *outAlloc
 	if g := s.group; g != nil {
 		if pn.isConst {
 			v := s.constVal[i]
@@ -535,17 +555,11 @@ func (s *step) compute(w *worker, i int32) error {
 			s.record(pn, s.group, nil, start, 0, "")
 			return nil
 		}
-		alloc = &w.alloc
-		alloc.g, alloc.s, alloc.mem, alloc.view, alloc.bytes = g, s.stream, s.mem, s.view, 0
-		clear(alloc.fresh)
-		alloc.fresh = alloc.fresh[:0]
+		clear(w.alloc.fresh)
+		w.alloc.fresh = w.alloc.fresh[:0]
 	}
-	*ctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: s.outputs[i], Pool: s.rt.Intra, Step: &s.kstep}
-	if alloc != nil {
-		ctx.Alloc = w.allocFn
-		ctx.Limit = s.limit
-	}
-	outs, err := callKernel(pn, ctx)
+	alloc := w.begin(s, pn, ins, s.outputs[i])
+	outs, err := callKernel(pn, &w.ctx)
 	if err != nil {
 		if alloc != nil {
 			s.mem.retire(nil, nil, nil, alloc.fresh, -1)
