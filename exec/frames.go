@@ -432,7 +432,11 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 	r := newFrameRun(s.plan, s.feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		start := s.now()
 		outs := outBuf[:len(pn.node.OutTypes)]
-		clear(outs)
+		for k := range outs {
+			if outs[k] != nil { // not clear: as in letGo
+				outs[k] = nil
+			}
+		}
 		alloc := w.begin(s, pn, ins, outs)
 		outs, err := callKernel(pn, &w.ctx)
 		if err != nil {
@@ -894,12 +898,15 @@ func (r *frameRun[V]) run(t frameTask[V]) error {
 // letGo drops and clears the inputs a node held once it is done with
 // them: they are its slot's, which a later iteration reuses (recycle).
 func (r *frameRun[V]) letGo(ins []V) {
-	if r.refs != nil {
-		for _, v := range ins {
+	var zero V
+	// A loop, not clear: the slices are short, and clear's call with
+	// its write-barrier check costs more than the stores.
+	for k, v := range ins {
+		if v != zero {
 			r.drop(v)
+			ins[k] = zero
 		}
 	}
-	clear(ins)
 }
 
 // runNode runs task t (or finds it dead) and hands its outputs on; it

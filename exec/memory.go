@@ -292,8 +292,20 @@ func (tr *tracker) settle(fresh *[]*buffer) {
 		return // most loop nodes only pass values on
 	}
 	tr.retire(nil, nil, nil, *fresh, -1)
-	clear(*fresh)
-	*fresh = (*fresh)[:0]
+	emptyFresh(fresh)
+}
+
+// emptyFresh empties a node's list of fresh buffers (one or two, as a
+// rule) with a loop rather than clear, whose call and write-barrier
+// check cost more than the stores.
+func emptyFresh(fresh *[]*buffer) {
+	f := *fresh
+	for k := range f {
+		if f[k] != nil {
+			f[k] = nil
+		}
+	}
+	*fresh = f[:0]
 }
 
 // unrefOn gives back one reference to t's buffer, read on stream user,

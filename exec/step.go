@@ -555,8 +555,7 @@ func (s *step) compute(w *worker, i int32) error {
 			s.record(pn, s.group, nil, start, 0, "")
 			return nil
 		}
-		clear(w.alloc.fresh)
-		w.alloc.fresh = w.alloc.fresh[:0]
+		emptyFresh(&w.alloc.fresh)
 	}
 	alloc := w.begin(s, pn, ins, s.outputs[i])
 	outs, err := callKernel(pn, &w.ctx)
