@@ -79,6 +79,19 @@ type tracker struct {
 	// allocator a few times rather than twice per node. drain gives
 	// them back, so nothing is held between steps.
 	small []*buffer
+	// seen caches, by key, buffers lookups found, so that a value read
+	// again (a loop's, handed from slot to slot) costs no map access: an
+	// entry counts only while its buffer is live under that key, which
+	// a dropped, freed or reused record is not (lookupLocked). Only in
+	// recycle mode, whose records change key and liveness under mu
+	// alone (the device step writes its arena's records before it
+	// tracks them).
+	seen [64]seenBuf
+}
+
+type seenBuf struct {
+	k uintptr
+	b *buffer
 }
 
 // maxSmall bounds the small buffers a tracker keeps: a chain needs two
@@ -181,7 +194,22 @@ func (tr *tracker) letGoLocked(b *buffer) bool {
 
 // lookupLocked is the live buffer behind t, or nil.
 func (tr *tracker) lookupLocked(t *tensor.Tensor) *buffer {
-	if b := tr.bufs[key(t)]; b != nil && b.live {
+	k := key(t)
+	if !tr.recycle {
+		if b := tr.bufs[k]; b != nil && b.live {
+			return b
+		}
+		return nil
+	}
+	// Chunks are bfc.MinAlloc-aligned: the bits above pick the entry.
+	c := &tr.seen[(k/bfc.MinAlloc)%uintptr(len(tr.seen))]
+	if c.k == k && c.b != nil && c.b.live && c.b.k == k {
+		return c.b
+	}
+	if b := tr.bufs[k]; b != nil && b.live {
+		if b.k == k {
+			c.k, c.b = k, b
+		}
 		return b
 	}
 	return nil
