@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -127,9 +128,25 @@ func BenchmarkStepWhile1000(b *testing.B) {
 // BenchmarkStepModel runs bench/cpu/vs_tf.sh's models (build/vs_tf/models,
 // written by its first run; skipped without them) at B 1 and 16 with
 // intra_op = inter_op = 2 and TF's default optimizations, as vs_tf does,
-// 1 and 2 concurrent callers.
+// 1 and 2 concurrent callers. MS_BENCH_MODELS names others (space
+// separated: "mlp dlrm_small cnn"); the process's MSTREAM_BLAS and
+// MSTREAM_DNNL (scripts/venv.sh's) reach the session, so the kernels are
+// those of vs_tf's runs:
+//
+//	. scripts/venv.sh; MS_BENCH_MODELS=cnn go test ./session -run '^$' \
+//	  -bench 'StepModel/cnn/B16/T1' -cpuprofile cpu.out
 func BenchmarkStepModel(b *testing.B) {
-	for _, name := range []string{"model_test", "mlp"} {
+	models := []string{"model_test", "mlp"}
+	if v := os.Getenv("MS_BENCH_MODELS"); v != "" {
+		models = strings.Fields(v)
+	}
+	env := map[string]string{}
+	for _, k := range []string{"MSTREAM_BLAS", "MSTREAM_DNNL"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	for _, name := range models {
 		raw, err := os.ReadFile("../build/vs_tf/models/" + name + ".pb")
 		if err != nil {
 			b.Skip("no vs_tf models: run bench/cpu/vs_tf.sh once")
@@ -174,7 +191,7 @@ func BenchmarkStepModel(b *testing.B) {
 			for _, callers := range []int{1, 2} {
 				b.Run(fmt.Sprintf("%s/B%d/T%d", name, batch, callers), func(b *testing.B) {
 					cfg := &tfpb.ConfigProto{IntraOpParallelismThreads: 2, InterOpParallelismThreads: 2}
-					s, err := New(g, &Options{Config: cfg, Env: hostEnv(nil)})
+					s, err := New(g, &Options{Config: cfg, Env: hostEnv(env)})
 					if err != nil {
 						b.Fatal(err)
 					}
