@@ -230,26 +230,6 @@ func TestConcurrentSteps(t *testing.T) {
 	wg.Wait()
 }
 
-func TestIntraFor(t *testing.T) {
-	p := NewIntra(4)
-	for _, n := range []int{0, 1, 7, 1000, 100000} {
-		hits := make([]int32, n)
-		var mu sync.Mutex
-		p.For(n, 100, func(lo, hi int) {
-			mu.Lock()
-			defer mu.Unlock()
-			for i := lo; i < hi; i++ {
-				hits[i]++
-			}
-		})
-		for i, h := range hits {
-			if h != 1 {
-				t.Fatalf("n=%d: index %d visited %d times", n, i, h)
-			}
-		}
-	}
-}
-
 func benchGraph(b *testing.B, wide bool) {
 	const n = 1000
 	var nodes []*graph.Node

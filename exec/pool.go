@@ -2,7 +2,10 @@ package exec
 
 import (
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Pool is a fixed set of worker goroutines serving a FIFO queue: the
@@ -66,21 +69,75 @@ func (p *Pool) worker() {
 	}
 }
 
-// Intra is the intra-op Parallelizer: it splits a loop into chunks worth at
-// least minChunkNs each and runs them on up to n goroutines, the caller
-// taking one chunk.
+// Intra is the intra-op Parallelizer: a session's (or a group's) fixed set
+// of n-1 worker goroutines, which with the caller make the n threads of
+// intra_op_parallelism_threads. For splits a loop into chunks worth at
+// least minChunkNs each, at most one per thread; the caller and the idle
+// workers claim chunks from a shared counter, so concurrent Runs share the
+// n-1 workers (never more threads than that beside the callers), and a
+// caller whose workers are all busy runs every chunk itself.
+//
+// A worker that finishes a job spins for intraSpin before it parks, and a
+// caller waiting for its last chunks spins as long before it blocks: as
+// TF's Eigen pool does, back-to-back parallel kernels (a model's layers)
+// then hand work over without the scheduler's park and wake-up.
+//
+// Lock order: Intra.mu is a leaf.
 type Intra struct {
-	sem chan struct{}
+	mu       sync.Mutex
+	cond     *sync.Cond
+	jobs     []*intraJob  // jobs with chunks perhaps not yet claimed, oldest first
+	queued   atomic.Int32 // len(jobs), read by spinning workers without mu
+	spinning atomic.Int32
+	parked   int // workers waiting on cond (under mu)
+	closed   bool
+	workers  int
+	done     sync.WaitGroup
 }
 
-const minChunkNs = 20000
+// intraJob is one For call: chunks of per elements over [0, n).
+type intraJob struct {
+	fn        func(lo, hi int)
+	n, per    int
+	chunks    int32
+	next      atomic.Int32  // the next chunk to claim
+	remaining atomic.Int32  // chunks not yet finished
+	finished  chan struct{} // receives once remaining reaches 0
+	pmu       sync.Mutex
+	panicked  any
+}
 
-// NewIntra returns an intra-op parallelizer with n threads (n <= 0: one per CPU).
+const (
+	minChunkNs = 20000
+	// intraSpin bounds a worker's spin for the next job and a caller's
+	// spin for its last chunks; longer than a small kernel between two
+	// parallel ones, short enough to cost little when nothing comes.
+	intraSpin = 20 * time.Microsecond
+)
+
+// NewIntra returns an intra-op parallelizer with n threads, the caller's
+// included (n <= 0: one per CPU). Close stops its workers.
 func NewIntra(n int) *Intra {
 	if n <= 0 {
 		n = runtime.NumCPU()
 	}
-	return &Intra{sem: make(chan struct{}, n-1)}
+	p := &Intra{workers: n - 1}
+	p.cond = sync.NewCond(&p.mu)
+	p.done.Add(p.workers)
+	for i := 0; i < p.workers; i++ {
+		go p.worker()
+	}
+	return p
+}
+
+// Close stops the workers once they finish the chunks they run and waits
+// for them; a For after Close runs on its caller alone.
+func (p *Intra) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cond.Broadcast()
+	p.done.Wait()
 }
 
 // For runs fn over [0, n).
@@ -89,46 +146,127 @@ func (p *Intra) For(n int, cost float64, fn func(lo, hi int)) {
 		return
 	}
 	chunks := int(float64(n) * cost / minChunkNs)
-	if lim := cap(p.sem) + 1; chunks > lim {
-		chunks = lim
-	}
-	if chunks > n {
-		chunks = n
-	}
+	chunks = min(chunks, p.workers+1, n)
 	if chunks <= 1 {
 		fn(0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	var panicked any
-	var pmu sync.Mutex
 	per := (n + chunks - 1) / chunks
-	for lo := per; lo < n; lo += per {
-		hi := min(lo+per, n)
-		select {
-		case p.sem <- struct{}{}:
-			wg.Add(1)
-			go func(lo, hi int) {
-				defer func() {
-					// A panic in a chunk is re-raised on the caller's
-					// goroutine, where the executor turns it into a status.
-					if r := recover(); r != nil {
-						pmu.Lock()
-						panicked = r
-						pmu.Unlock()
-					}
-					<-p.sem
-					wg.Done()
-				}()
-				fn(lo, hi)
-			}(lo, hi)
-		default:
-			fn(lo, hi)
+	chunks = (n + per - 1) / per
+	j := &intraJob{fn: fn, n: n, per: per, chunks: int32(chunks), finished: make(chan struct{}, 1)}
+	j.remaining.Store(int32(chunks))
+	p.publish(j)
+	j.work()
+	p.unlist(j)
+	if j.remaining.Load() != 0 {
+		for t0 := time.Now(); j.remaining.Load() != 0 && time.Since(t0) < intraSpin; {
+			runtime.Gosched()
 		}
 	}
-	fn(0, min(per, n))
-	wg.Wait()
-	if panicked != nil {
-		panic(panicked)
+	<-j.finished
+	// A panic in a chunk is re-raised on the caller's goroutine once every
+	// chunk has stopped, where the executor turns it into a status.
+	if j.panicked != nil {
+		panic(j.panicked)
+	}
+}
+
+// publish lists j for the workers and wakes as many parked ones as it has
+// chunks for beyond the caller's and the spinning workers'.
+func (p *Intra) publish(j *intraJob) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.jobs = append(p.jobs, j)
+	p.queued.Store(int32(len(p.jobs)))
+	wake := min(int(j.chunks)-1-int(p.spinning.Load()), p.parked)
+	p.mu.Unlock()
+	for ; wake > 0; wake-- {
+		p.cond.Signal()
+	}
+}
+
+// unlist removes j from the list once its caller has no chunk left to
+// claim, whether or not a worker took one.
+func (p *Intra) unlist(j *intraJob) {
+	p.mu.Lock()
+	for i, q := range p.jobs {
+		if q == j {
+			p.jobs = slices.Delete(p.jobs, i, i+1)
+			break
+		}
+	}
+	p.queued.Store(int32(len(p.jobs)))
+	p.mu.Unlock()
+}
+
+// work claims and runs chunks of j until none is left.
+func (j *intraJob) work() {
+	for {
+		c := j.next.Add(1) - 1
+		if c >= j.chunks {
+			return
+		}
+		j.run(int(c))
+	}
+}
+
+func (j *intraJob) run(c int) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.pmu.Lock()
+			if j.panicked == nil {
+				j.panicked = r
+			}
+			j.pmu.Unlock()
+		}
+		if j.remaining.Add(-1) == 0 {
+			j.finished <- struct{}{}
+		}
+	}()
+	lo := c * j.per
+	j.fn(lo, min(lo+j.per, j.n))
+}
+
+// take returns a listed job with chunks left to claim, spinning for
+// intraSpin and then parking until one is published; nil once closed.
+func (p *Intra) take() *intraJob {
+	p.spinning.Add(1)
+	for t0 := time.Now(); p.queued.Load() == 0 && time.Since(t0) < intraSpin; {
+		runtime.Gosched()
+	}
+	p.mu.Lock()
+	p.spinning.Add(-1)
+	for {
+		for len(p.jobs) > 0 && p.jobs[0].next.Load() >= p.jobs[0].chunks {
+			p.jobs[0] = nil
+			p.jobs = p.jobs[1:]
+		}
+		p.queued.Store(int32(len(p.jobs)))
+		if len(p.jobs) > 0 {
+			j := p.jobs[0]
+			p.mu.Unlock()
+			return j
+		}
+		if p.closed {
+			p.mu.Unlock()
+			return nil
+		}
+		p.parked++
+		p.cond.Wait()
+		p.parked--
+	}
+}
+
+func (p *Intra) worker() {
+	defer p.done.Done()
+	for {
+		j := p.take()
+		if j == nil {
+			return
+		}
+		j.work()
 	}
 }

@@ -79,7 +79,8 @@ type Config struct {
 	GlobalPool   Pool
 	GlobalIntra  kernels.Parallelizer
 	// NewPool and NewIntra make the threads of gpu_private and gpu_shared
-	// groups, which the Set owns.
+	// groups, which the Set owns (and closes, an intra-op pool that has a
+	// Close method included).
 	NewPool  func(n int) Pool
 	NewIntra func(n int) kernels.Parallelizer
 }
@@ -98,6 +99,7 @@ type Set struct {
 	cursor []int // per device: where the round-robin resumes
 
 	ownedPools []Pool
+	ownedIntra []kernels.Parallelizer
 	streams    []device.Stream
 	staging    []device.Staging
 }
@@ -196,6 +198,7 @@ func New(cfg Config) (set *Set, err error) {
 		sharedPool = cfg.NewPool(cfg.ThreadCount)
 		sharedIntra = cfg.NewIntra(cfg.ThreadCount)
 		s.ownedPools = append(s.ownedPools, sharedPool)
+		s.ownedIntra = append(s.ownedIntra, sharedIntra)
 	}
 	for d, dev := range cfg.Devices {
 		n := cfg.Counts[d]
@@ -237,6 +240,7 @@ func New(cfg Config) (set *Set, err error) {
 				g.Intra = cfg.NewIntra(cfg.ThreadCount)
 				g.PoolDesc = PoolDesc{Kind: "gpu_private", Index: int(g.ID), Threads: cfg.ThreadCount}
 				s.ownedPools = append(s.ownedPools, g.Launch)
+				s.ownedIntra = append(s.ownedIntra, g.Intra)
 			case ThreadGPUShared:
 				g.Launch, g.Intra = sharedPool, sharedIntra
 				g.PoolDesc = PoolDesc{Kind: "gpu_shared", Threads: cfg.ThreadCount}
@@ -543,6 +547,11 @@ func (s *Set) Close() {
 	}
 	for _, p := range s.ownedPools {
 		p.Close()
+	}
+	for _, p := range s.ownedIntra {
+		if c, ok := p.(interface{ Close() }); ok {
+			c.Close()
+		}
 	}
 	for _, h := range s.staging {
 		h.Close()

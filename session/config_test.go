@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"mstream/graph"
+	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -73,5 +77,53 @@ func TestConfigJSON(t *testing.T) {
 	}
 	if got["TF_GPU_STREAM_GROUP_COUNT"] != "3" || got["TF_GPU_STREAM_MERGE"] != "true" || got["TF_REDUCE_STREAM_WAIT"] != "true" {
 		t.Fatalf("effective values wrong: %v", got)
+	}
+}
+
+// TestCloseStopsIntraThreads: the session's intra-op pool, sized by
+// intra_op_parallelism_threads, runs a kernel's chunks on its workers
+// (outputs checked) and Close leaves none of its goroutines behind.
+func TestCloseStopsIntraThreads(t *testing.T) {
+	const n = 1 << 18 // AddV2's chunks: about 13 of 20000 elements
+	b := newGB(t)
+	x := b.placeholder("x", tensor.Unknown)
+	y := b.relu("y", b.add("sum", x, x))
+	xv := tensor.New(tensor.Float, tensor.Shape{n})
+	in := xv.F32()
+	for i := range in {
+		in[i] = float32(i%1001) - 500.25
+	}
+	before := runtime.NumGoroutine()
+	s, err := New(b.g, &Options{Env: hostEnv(nil),
+		Config: &tfpb.ConfigProto{IntraOpParallelismThreads: 4, InterOpParallelismThreads: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during := runtime.NumGoroutine(); during < before+3 {
+		t.Errorf("%d goroutines with the session open, %d before: not 3 intra-op workers", during, before)
+	}
+	for r := 0; r < 3; r++ {
+		outs, _, err := s.Run(nil, []Feed{{x, xv}}, []graph.Output{y}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range outs[0].F32() {
+			if want := max(in[i]+in[i], 0); v != want {
+				t.Fatalf("run %d: y[%d] = %v, want %v", r, i, v, want)
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The inter-op pool's workers leave on their own after Close; the
+	// intra-op workers are gone when Close returns.
+	left := runtime.NumGoroutine()
+	for i := 0; i < 500 && left > before; i++ {
+		time.Sleep(10 * time.Millisecond)
+		left = runtime.NumGoroutine()
+	}
+	if left > before {
+		t.Errorf("%d goroutines after Close, %d before New", left, before)
 	}
 }

@@ -304,6 +304,9 @@ func (st *state) closePools() {
 	if st.global != nil {
 		st.global.Close()
 	}
+	if st.intra != nil {
+		st.intra.Close()
+	}
 }
 
 func (s *Session) checkOpen() error {

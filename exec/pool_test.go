@@ -1,0 +1,187 @@
+package exec
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// checkCovered fails unless every index of hits was visited once.
+func checkCovered(t *testing.T, what string, hits []int32) {
+	t.Helper()
+	for i := range hits {
+		if h := atomic.LoadInt32(&hits[i]); h != 1 {
+			t.Fatalf("%s: index %d visited %d times", what, i, h)
+		}
+	}
+}
+
+func TestIntraFor(t *testing.T) {
+	p := NewIntra(4)
+	defer p.Close()
+	for _, n := range []int{0, 1, 7, 1000, 100000} {
+		for _, cost := range []float64{0.1, 100, 1e6} {
+			hits := make([]int32, n)
+			p.For(n, cost, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					atomic.AddInt32(&hits[i], 1)
+				}
+			})
+			checkCovered(t, fmt.Sprintf("n=%d cost=%v", n, cost), hits)
+		}
+	}
+}
+
+// TestIntraConcurrent runs many For calls at once, some nested inside a
+// chunk, on a pool of 3 threads: every index is visited once, and no more
+// than the pool's workers run chunks beside the callers.
+func TestIntraConcurrent(t *testing.T) {
+	const threads, callers = 3, 8
+	p := NewIntra(threads)
+	defer p.Close()
+	var inChunk, most atomic.Int32
+	var callersIn atomic.Int32
+	var wg sync.WaitGroup
+	for c := 0; c < callers; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			for it := 0; it < 50; it++ {
+				n := 1 + (c*131+it*17)%5000
+				hits := make([]int32, n)
+				callersIn.Add(1)
+				p.For(n, 1e5, func(lo, hi int) {
+					k := inChunk.Add(1)
+					for m := most.Load(); k > m && !most.CompareAndSwap(m, k); m = most.Load() {
+					}
+					if it%7 == 0 && hi-lo > 1 {
+						// A nested loop, as a kernel inside a chunk may make.
+						p.For(hi-lo, 1e5, func(a, b int) {
+							for i := a; i < b; i++ {
+								atomic.AddInt32(&hits[lo+i], 1)
+							}
+						})
+					} else {
+						for i := lo; i < hi; i++ {
+							atomic.AddInt32(&hits[i], 1)
+						}
+					}
+					inChunk.Add(-1)
+				})
+				callersIn.Add(-1)
+				checkCovered(t, fmt.Sprintf("caller %d iteration %d n=%d", c, it, n), hits)
+			}
+		}(c)
+	}
+	wg.Wait()
+	// Callers run chunks too; the pool adds at most threads-1 goroutines.
+	if m := most.Load(); m > callers+threads-1 {
+		t.Errorf("%d chunks ran at once: more than %d callers and %d workers", m, callers, threads-1)
+	}
+}
+
+// TestIntraPanic: a panic in any chunk reaches the caller, after every
+// other chunk has stopped, and the pool keeps working.
+func TestIntraPanic(t *testing.T) {
+	p := NewIntra(4)
+	defer p.Close()
+	for _, bad := range []int{0, 1, 3} {
+		var running atomic.Int32
+		func() {
+			defer func() {
+				r := recover()
+				if r != fmt.Sprint("chunk ", bad) {
+					t.Errorf("chunk %d panicked: recovered %v", bad, r)
+				}
+				if n := running.Load(); n != 0 {
+					t.Errorf("chunk %d panicked: %d chunks still running when For returned", bad, n)
+				}
+			}()
+			p.For(4, 1e6, func(lo, hi int) {
+				running.Add(1)
+				defer running.Add(-1)
+				if lo == bad {
+					panic(fmt.Sprint("chunk ", bad))
+				}
+				time.Sleep(time.Millisecond)
+			})
+		}()
+	}
+	hits := make([]int32, 100)
+	p.For(100, 1e6, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			atomic.AddInt32(&hits[i], 1)
+		}
+	})
+	checkCovered(t, "after the panics", hits)
+}
+
+// TestIntraClose: Close stops every worker (none left behind, parked or
+// spinning), and a For after Close still runs, on its caller.
+func TestIntraClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	p := NewIntra(6)
+	hits := make([]int32, 1000)
+	p.For(1000, 1e6, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			atomic.AddInt32(&hits[i], 1)
+		}
+	})
+	checkCovered(t, "before Close", hits)
+	p.Close()
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Close, %d before NewIntra", n, before)
+	}
+	hits = make([]int32, 1000)
+	p.For(1000, 1e6, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			atomic.AddInt32(&hits[i], 1)
+		}
+	})
+	checkCovered(t, "after Close", hits)
+}
+
+// BenchmarkIntraFor: a loop of two chunks of about 20 us each, the
+// smallest the pool splits, back to back as a model's layers run: what a
+// split costs beyond the work (ns/op against twice the work on one
+// thread, cpu-ns/op the process's CPU time over it, spinning included).
+//
+//	go test ./exec -run '^$' -bench IntraFor
+func BenchmarkIntraFor(b *testing.B) {
+	const n = 2 << 10
+	work := func(x []float64, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			v := x[i]
+			for r := 0; r < 15; r++ {
+				v = v*0.999 + 1
+			}
+			x[i] = v
+		}
+	}
+	x := make([]float64, n+200)
+	for _, gap := range []int{0, 200} {
+		b.Run(fmt.Sprint("serial/gap", gap), func(b *testing.B) {
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				work(x, 0, n+gap)
+			}
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+		b.Run(fmt.Sprint("pool/gap", gap), func(b *testing.B) {
+			p := NewIntra(2)
+			defer p.Close()
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p.For(n, minChunkNs/(n/2), func(lo, hi int) { work(x, lo, hi) })
+				// A serial kernel between two parallel ones.
+				work(x, 0, gap)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
