@@ -24,8 +24,9 @@ func init() {
 var smallGEMMRows = []int{1, 7, 16, 33, 64}
 
 // smallGEMMDims are (k, n) pairs: odd and small, odd with k past a tile,
-// DLRM's layer sizes.
-var smallGEMMDims = [][2]int{{67, 131}, {1031, 65}, {512, 256}}
+// DLRM's layer sizes, and columns enough for the CPU's split into blocks
+// of 256 (blas.SgemmOn at fewer than 128 rows), a partial block last.
+var smallGEMMDims = [][2]int{{67, 131}, {1031, 65}, {512, 256}, {257, 600}}
 
 func smallGEMMCases(fused bool) Gen {
 	return func(r *rand.Rand) []Case {

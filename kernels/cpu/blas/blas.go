@@ -450,6 +450,12 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 				Sgemm(transA, transB, r1-r0, n, k, alpha, ar, lda, b, ldb, beta, c[r0*ldc:], ldc)
 			}
 		})
+	case n >= 2*wideBlock:
+		// Few rows (a batch of 2-127) and many columns: blocks of
+		// wideBlock columns. Each block's OpenBLAS call packs A again and
+		// runs its own small-matrix setup, which at 64 columns cost a
+		// third of the product (BenchmarkSgemmSmallM).
+		colBlocks(wideBlock)
 	default:
 		colBlocks(gemmBlock)
 	}
