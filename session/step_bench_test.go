@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -129,7 +130,8 @@ func BenchmarkStepWhile1000(b *testing.B) {
 // written by its first run; skipped without them) at B 1 and 16 with
 // intra_op = inter_op = 2 and TF's default optimizations, as vs_tf does,
 // 1 and 2 concurrent callers. MS_BENCH_MODELS names others (space
-// separated: "mlp dlrm_small cnn"); the process's MSTREAM_BLAS and
+// separated: "mlp dlrm_small cnn"), MS_BENCH_BATCHES other batch sizes
+// ("256"); the process's MSTREAM_BLAS and
 // MSTREAM_DNNL (scripts/venv.sh's) reach the session, so the kernels are
 // those of vs_tf's runs:
 //
@@ -139,6 +141,17 @@ func BenchmarkStepModel(b *testing.B) {
 	models := []string{"model_test", "mlp"}
 	if v := os.Getenv("MS_BENCH_MODELS"); v != "" {
 		models = strings.Fields(v)
+	}
+	batches := []int64{1, 16}
+	if v := os.Getenv("MS_BENCH_BATCHES"); v != "" {
+		batches = nil
+		for _, f := range strings.Fields(v) {
+			n, err := strconv.ParseInt(f, 10, 64)
+			if err != nil || n < 1 {
+				b.Fatalf("MS_BENCH_BATCHES=%q: %q is not a batch size", v, f)
+			}
+			batches = append(batches, n)
+		}
 	}
 	env := map[string]string{}
 	for _, k := range []string{"MSTREAM_BLAS", "MSTREAM_DNNL"} {
@@ -159,7 +172,7 @@ func BenchmarkStepModel(b *testing.B) {
 		if _, err := g.Import(gd, &graph.ImportOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		for _, batch := range []int64{1, 16} {
+		for _, batch := range batches {
 			var feeds []Feed
 			for _, n := range g.Nodes() {
 				if n.Op != "Placeholder" {
