@@ -145,8 +145,8 @@ func (p *Intra) For(n int, cost float64, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
-	chunks := int(float64(n) * cost / minChunkNs)
-	chunks = min(chunks, p.workers+1, n)
+	// Bounded in float64 first: a huge cost must not wrap the int.
+	chunks := int(min(float64(n)*cost/minChunkNs, float64(min(p.workers+1, n))))
 	if chunks <= 1 {
 		fn(0, n)
 		return

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -23,14 +24,28 @@ func TestIntraFor(t *testing.T) {
 	p := NewIntra(4)
 	defer p.Close()
 	for _, n := range []int{0, 1, 7, 1000, 100000} {
-		for _, cost := range []float64{0.1, 100, 1e6} {
+		for _, cost := range []float64{0.1, 100, 1e6, 1e300} {
 			hits := make([]int32, n)
+			var calls atomic.Int32
 			p.For(n, cost, func(lo, hi int) {
+				calls.Add(1)
 				for i := lo; i < hi; i++ {
 					atomic.AddInt32(&hits[i], 1)
 				}
 			})
-			checkCovered(t, fmt.Sprintf("n=%d cost=%v", n, cost), hits)
+			what := fmt.Sprintf("n=%d cost=%v", n, cost)
+			checkCovered(t, what, hits)
+			// Chunks worth minChunkNs each, at most one per thread (a
+			// cost past any int's range included), equal but the last.
+			want := 0
+			if n > 0 {
+				c := max(1, int(math.Min(float64(n)*cost/minChunkNs, float64(min(4, n)))))
+				per := (n + c - 1) / c
+				want = (n + per - 1) / per
+			}
+			if got := int(calls.Load()); got != want {
+				t.Errorf("%s: %d chunks, want %d", what, got, want)
+			}
 		}
 	}
 }
