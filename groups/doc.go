@@ -24,7 +24,8 @@
 //     session_inter_op_thread_pool entry i % n when there are entries) and
 //     the session's intra-op threads; with gpu_private, TF_GPU_THREAD_COUNT
 //     threads of its own; with gpu_shared, TF_GPU_THREAD_COUNT threads
-//     shared by all groups;
+//     shared by all groups (Set.Close stops the pools it made, intra-op
+//     workers included);
 //   - a constant store: constants are materialised in device memory once
 //     per group, or once per device and shared with TF_SEGMENT_OWN_CONST.
 //
