@@ -246,12 +246,15 @@ type Context struct {
 
 	sticky atomic.Pointer[error]
 
+	// modMu guards the map of module slots only; a load holds its slot's
+	// lock (Module).
 	modMu   sync.Mutex
-	modules map[*Program]*Module
+	modules map[*Program]*moduleSlot
 	// funcs maps (program, kernel name) to its function for launches: a
 	// map that is replaced, never changed, so a launch reads it without a
-	// lock or an allocation (Function).
-	funcs atomic.Pointer[map[funcKey]*Function]
+	// lock or an allocation (Function). funcMu orders its replacements.
+	funcMu sync.Mutex
+	funcs  atomic.Pointer[map[funcKey]*Function]
 
 	// Events recycled for the executor (Stream.PooledEvent), and the
 	// timing anchor of traced steps (Stream.Anchor).
@@ -263,7 +266,7 @@ type Context struct {
 }
 
 func newContext(d *Device, c C.CUcontext, id int) *Context {
-	return &Context{dev: d, c: c, id: id, modules: map[*Program]*Module{}}
+	return &Context{dev: d, c: c, id: id, modules: map[*Program]*moduleSlot{}}
 }
 
 // Device is the context's device.
@@ -332,8 +335,10 @@ func (c *Context) Destroy() error {
 		return status.Errorf(status.FailedPrecondition, "cuda: the primary context of GPU:%d is not destroyed", c.dev.ordinal)
 	}
 	c.modMu.Lock()
-	for p, m := range c.modules {
-		C.ms_module_unload(c.dev.lib.l, c.c, m.m)
+	for p, e := range c.modules {
+		if m := e.mod.Load(); m != nil {
+			C.ms_module_unload(c.dev.lib.l, c.c, m.m)
+		}
 		delete(c.modules, p)
 	}
 	c.modMu.Unlock()

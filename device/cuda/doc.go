@@ -120,7 +120,11 @@
 // # Locking
 //
 // Device.mu guards the context list and the shared staging allocator;
-// Context.modMu the module map; Module.mu its function map; Stream.mu the
+// Context.modMu the map of module slots, held only to find or add a slot;
+// a slot's own mutex is held while its program compiles and loads, so a
+// load waits only the callers of that program; Context.funcMu orders the
+// replacements of the launch map (Context.Function reads it with no lock);
+// Module.mu its function map; Stream.mu the
 // stream's argument buffer, staging list and cuBLAS state, and is held
 // across the cgo call that uses them; HostAllocator.mu its free lists;
 // PinnedMemory.mu its region map. Order: Stream.mu, HostAllocator.mu,

@@ -602,6 +602,97 @@ func TestConcurrentLaunches(t *testing.T) {
 	}
 }
 
+// TestConcurrentFunctionLookup looks many kernels of several programs up
+// from many goroutines at once, first while the programs load and then
+// from the lock-free map: every caller gets the same function per kernel,
+// each program loads once, a kernel the program lacks fails with its name
+// every time, and a looked-up kernel launches and computes.
+func TestConcurrentFunctionLookup(t *testing.T) {
+	_, c := gpu(t)
+	const progs, kernels, workers, rounds = 4, 16, 16, 50
+	var ps [progs]*Program
+	for i := range ps {
+		var src strings.Builder
+		for k := 0; k < kernels; k++ {
+			fmt.Fprintf(&src, "extern \"C\" __global__ void k%d(unsigned *p) { p[threadIdx.x] = %du + threadIdx.x; }\n", k, 1000*i+k)
+		}
+		ps[i] = &Program{Name: fmt.Sprintf("lookup%d.cu", i), Source: src.String()}
+	}
+	CompileStats.mu.Lock()
+	loads0 := CompileStats.Loads
+	CompileStats.mu.Unlock()
+	got := make([][progs * kernels]*Function, workers)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				for j := 0; j < progs*kernels; j++ {
+					// Each worker walks the kernels from its own start.
+					x := (j + w*7) % (progs * kernels)
+					f, err := c.Function(ps[x/kernels], fmt.Sprintf("k%d", x%kernels))
+					if err != nil {
+						errs <- err
+						return
+					}
+					if got[w][x] != nil && got[w][x] != f {
+						errs <- fmt.Errorf("worker %d: kernel %d changed function", w, x)
+						return
+					}
+					got[w][x] = f
+				}
+				if _, err := c.Function(ps[w%progs], "absent"); err == nil || !strings.Contains(err.Error(), "absent") {
+					errs <- fmt.Errorf("missing kernel: %v, want an error naming it", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for w := 1; w < workers; w++ {
+		if got[w] != got[0] {
+			t.Fatalf("worker %d saw other functions than worker 0", w)
+		}
+	}
+	CompileStats.mu.Lock()
+	loads := CompileStats.Loads - loads0
+	CompileStats.mu.Unlock()
+	if loads != progs {
+		t.Errorf("%d module loads for %d programs", loads, progs)
+	}
+	s, _ := c.NewStream()
+	defer s.Close()
+	buf, err := c.Memory().Alloc(64 * 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Memory().Free(buf)
+	x := progs*kernels - 3
+	var args Args
+	args.Ptr(buf)
+	if err := s.Launch(got[0][x], D1(1), D1(64), 0, &args); err != nil {
+		t.Fatal(err)
+	}
+	host := make([]byte, 64*4)
+	if err := s.D2H(host, buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range u32s(host) {
+		if want := uint32(1000*(x/kernels) + x%kernels + i); v != want {
+			t.Fatalf("element %d: %d, want %d", i, v, want)
+		}
+	}
+}
+
 func TestInvalidLaunch(t *testing.T) {
 	_, c := gpu(t)
 	s, _ := c.NewStream()

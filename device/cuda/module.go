@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"mstream/status"
@@ -111,11 +112,31 @@ type Function struct {
 // Name is the kernel's name.
 func (f *Function) Name() string { return f.name }
 
-// Module compiles (or finds in the caches) and loads p in this context.
+// moduleSlot is where one program's module of a context is loaded: its
+// own lock, so loading one program (a compile or a disk read, then
+// cuModuleLoadData: milliseconds) keeps waiting only the callers that need
+// that program, not lookups of kernels of programs already loaded.
+type moduleSlot struct {
+	mu  sync.Mutex
+	mod atomic.Pointer[Module]
+}
+
+// Module compiles (or finds in the caches) and loads p in this context. A
+// failed load is not remembered: the next call tries again.
 func (c *Context) Module(p *Program) (*Module, error) {
 	c.modMu.Lock()
-	defer c.modMu.Unlock()
-	if m := c.modules[p]; m != nil {
+	e := c.modules[p]
+	if e == nil {
+		e = &moduleSlot{}
+		c.modules[p] = e
+	}
+	c.modMu.Unlock()
+	if m := e.mod.Load(); m != nil {
+		return m, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m := e.mod.Load(); m != nil {
 		return m, nil
 	}
 	img, err := c.dev.lib.image(p, c.dev.Arch())
@@ -129,7 +150,7 @@ func (c *Context) Module(p *Program) (*Module, error) {
 		return nil, status.Wrap(err, "loading %s for sm_%d", p.Name, c.dev.Arch())
 	}
 	countStat(func() { CompileStats.Loads++ })
-	c.modules[p] = m
+	e.mod.Store(m)
 	return m, nil
 }
 
@@ -162,8 +183,8 @@ func (c *Context) addFunction(p *Program, name string) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.modMu.Lock()
-	defer c.modMu.Unlock()
+	c.funcMu.Lock()
+	defer c.funcMu.Unlock()
 	var old map[funcKey]*Function
 	if m := c.funcs.Load(); m != nil {
 		old = *m
