@@ -987,7 +987,121 @@ func TestGemmPlanEviction(t *testing.T) {
 		}
 	}
 	s.mu.Lock()
-	n := s.blas.plans.len()
+	n := s.blas.Load().plans.len()
+	s.mu.Unlock()
+	if n > 2 {
+		t.Errorf("%d cuBLASLt plans held, bound 2", n)
+	}
+}
+
+// TestConcurrentGemm runs GEMMs of every path (cuBLASLt plans, cuBLAS
+// with and without TF32, float64, strided batched) on one stream from
+// many goroutines at once, with a plan cache of two so that plans are
+// evicted while others run them: every result must be bit-identical to
+// the same GEMM run alone, and the plans all freed but the two cached.
+func TestConcurrentGemm(t *testing.T) {
+	_, c := gpu(t)
+	s, _ := c.NewStream()
+	defer s.Close()
+	s.mu.Lock()
+	b, err := s.blasLocked()
+	if err == nil {
+		b.plans.max = 2
+	}
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	type gcase struct {
+		g   GemmArgs
+		out int // elements of C
+	}
+	var cases []gcase
+	var frees []uint64
+	defer func() {
+		for _, p := range frees {
+			c.Memory().Free(p)
+		}
+	}()
+	for i, sh := range [][4]int{{3, 5, 7, 1}, {16, 8, 4, 1}, {9, 33, 17, 1}, {64, 32, 16, 1}, {1, 70, 3, 1}, {5, 6, 7, 3}, {33, 17, 9, 2}} {
+		for _, mode := range []int{0, 1, 2} { // float32, float32 with TF32, float64
+			m, n, k, batch := sh[0], sh[1], sh[2], sh[3]
+			dbl := mode == 2
+			g := GemmArgs{Double: dbl, TF32: mode == 1, TransA: i%2 == 1, M: m, N: n, K: k, Batch: batch,
+				StrideA: int64(m * k), StrideB: int64(k * n), StrideC: int64(m * n)}
+			g.A = upload(t, c, s, randF(r, batch*m*k), dbl)
+			g.B = upload(t, c, s, randF(r, batch*k*n), dbl)
+			frees = append(frees, g.A, g.B)
+			cases = append(cases, gcase{g, batch * m * n})
+		}
+	}
+	es := func(g GemmArgs) uint64 {
+		if g.Double {
+			return 8
+		}
+		return 4
+	}
+	alloc := func(g GemmArgs, n int) uint64 {
+		p, err := c.Memory().Alloc(es(g) * uint64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		frees = append(frees, p)
+		return p
+	}
+	want := make([][]float64, len(cases))
+	for i, gc := range cases {
+		g := gc.g
+		g.C = alloc(g, gc.out)
+		if err := s.Gemm(g); err != nil {
+			t.Fatalf("case %d %+v: %v", i, g, err)
+		}
+		want[i] = download(t, s, g.C, gc.out, g.Double)
+	}
+	const workers, rounds = 8, 10
+	outs := make([][]uint64, workers)
+	for w := range outs {
+		for _, gc := range cases {
+			outs[w] = append(outs[w], alloc(gc.g, gc.out))
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := 0; round < rounds; round++ {
+				for j := range cases {
+					i := (j + w*3) % len(cases)
+					g := cases[i].g
+					g.C = outs[w][i]
+					if err := s.Gemm(g); err != nil {
+						errs <- fmt.Errorf("worker %d case %d: %v", w, i, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for w := range outs {
+		for i, gc := range cases {
+			got := download(t, s, outs[w][i], gc.out, gc.g.Double)
+			for e := range got {
+				if math.Float64bits(got[e]) != math.Float64bits(want[i][e]) {
+					t.Fatalf("worker %d case %d (%+v) element %d: %v, alone %v", w, i, gc.g, e, got[e], want[i][e])
+				}
+			}
+		}
+	}
+	s.mu.Lock()
+	n := s.blas.Load().plans.len()
 	s.mu.Unlock()
 	if n > 2 {
 		t.Errorf("%d cuBLASLt plans held, bound 2", n)

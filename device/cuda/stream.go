@@ -56,7 +56,8 @@ type Stream struct {
 	seq     uint64         // of the last pendingStage
 	evFree  []C.CUevent    // events for pending, reused
 
-	blas *blasState
+	// blas is made once under mu, then read without it (blasState).
+	blas atomic.Pointer[blasState]
 
 	// capturing is set between BeginCapture and EndCapture (graph.go):
 	// work a CUDA graph cannot hold is refused meanwhile. begun mirrors
