@@ -219,9 +219,14 @@ func (p *Plan) laneOrder(group func(int) int) []int {
 // publication is out, its published values and the event recorded after
 // it; and the step's first error. Kept in the home lane's arena between
 // steps.
+//
+// A lane that must wait registers the node it waits for with a channel
+// of its own (waiting), and a publication wakes only the lanes waiting
+// for that node: with one condition for all, every publication woke
+// every waiting lane, the home lane about 5.6 times a step on the GPU
+// training step, mostly to find its producer still out and sleep again.
 type laneSync struct {
-	mu   sync.Mutex
-	cond sync.Cond
+	mu sync.Mutex
 	// done is set, after vals and ev, once node i is published: a lane
 	// whose producer is already out reads it without the lock.
 	done   []atomic.Bool
@@ -229,6 +234,17 @@ type laneSync struct {
 	ev     []device.Event
 	err    error
 	failed atomic.Bool
+	// waiting is the lanes blocked in await, each woken exactly once (a
+	// token in its channel) by the publication of its node or by fail,
+	// which takes it off the list; chans is the channels not in use.
+	waiting []laneWaiter
+	chans   []chan struct{}
+}
+
+// laneWaiter is a lane blocked until node is published.
+type laneWaiter struct {
+	node int
+	wake chan struct{} // capacity 1
 }
 
 // errStopped is what a lane returns when another lane failed the step:
@@ -236,9 +252,6 @@ type laneSync struct {
 var errStopped = errors.New("another lane failed the step")
 
 func (ls *laneSync) reset(n int) {
-	if ls.cond.L == nil {
-		ls.cond.L = &ls.mu
-	}
 	if cap(ls.vals) < n {
 		ls.done, ls.vals, ls.ev = make([]atomic.Bool, n), make([][]gval, n), make([]device.Event, n)
 	}
@@ -250,16 +263,26 @@ func (ls *laneSync) reset(n int) {
 	clear(ls.ev)
 	ls.err = nil
 	ls.failed.Store(false)
+	ls.waiting = ls.waiting[:0] // empty: every await of the last step returned
 }
 
 // publish makes node i's values (a copy no lane writes) and event
-// visible to the other lanes.
+// visible to the other lanes, and wakes the lanes waiting for it.
 func (ls *laneSync) publish(i int, vs []gval, ev device.Event) {
 	ls.mu.Lock()
 	ls.vals[i], ls.ev[i] = vs, ev
 	ls.done[i].Store(true)
+	for k := 0; k < len(ls.waiting); {
+		if w := ls.waiting[k]; w.node == i {
+			w.wake <- struct{}{}
+			last := len(ls.waiting) - 1
+			ls.waiting[k] = ls.waiting[last]
+			ls.waiting = ls.waiting[:last]
+			continue
+		}
+		k++
+	}
 	ls.mu.Unlock()
-	ls.cond.Broadcast()
 }
 
 // await blocks until node i is published or the step has failed.
@@ -268,11 +291,29 @@ func (ls *laneSync) await(i int) ([]gval, device.Event, error) {
 		return ls.vals[i], ls.ev[i], nil
 	}
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	for !ls.done[i].Load() && ls.err == nil {
-		ls.cond.Wait()
-	}
 	if ls.err != nil {
+		ls.mu.Unlock()
+		return nil, nil, errStopped
+	}
+	if ls.done[i].Load() {
+		ls.mu.Unlock()
+		return ls.vals[i], ls.ev[i], nil
+	}
+	var wake chan struct{}
+	if n := len(ls.chans); n > 0 {
+		wake = ls.chans[n-1]
+		ls.chans = ls.chans[:n-1]
+	} else {
+		wake = make(chan struct{}, 1)
+	}
+	ls.waiting = append(ls.waiting, laneWaiter{i, wake})
+	ls.mu.Unlock()
+	<-wake
+	ls.mu.Lock()
+	ls.chans = append(ls.chans, wake) // its one token taken: reusable
+	err := ls.err
+	ls.mu.Unlock()
+	if err != nil {
 		return nil, nil, errStopped
 	}
 	return ls.vals[i], ls.ev[i], nil
@@ -287,9 +328,12 @@ func (ls *laneSync) fail(err error) {
 	if ls.err == nil {
 		ls.err = err
 	}
-	ls.mu.Unlock()
 	ls.failed.Store(true)
-	ls.cond.Broadcast()
+	for _, w := range ls.waiting {
+		w.wake <- struct{}{}
+	}
+	ls.waiting = ls.waiting[:0]
+	ls.mu.Unlock()
 }
 
 func (ls *laneSync) firstErr() error {

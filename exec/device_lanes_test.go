@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -439,6 +440,84 @@ func TestDeviceHoldsGather(t *testing.T) {
 	for _, g := range set.Groups() {
 		if b := g.Alloc.Stats().BytesInUse; b != 0 {
 			t.Errorf("group %d: %d bytes still allocated after the steps", g.Index, b)
+		}
+	}
+}
+
+// TestLaneSyncWakesOnlyWaiters: lanes blocked on several nodes; each
+// publication takes exactly the waiters of its node off the waiting list
+// (and wakes them with its values), leaving the others registered and
+// asleep; fail then wakes the rest with errStopped, and the laneSync is
+// reusable for the next step.
+func TestLaneSyncWakesOnlyWaiters(t *testing.T) {
+	var ls laneSync
+	const nodes, per = 6, 3
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for step := 0; step < 3; step++ {
+		ls.reset(nodes + 1)
+		type result struct {
+			node int
+			vs   []gval
+			err  error
+		}
+		out := make(chan result, nodes*per)
+		for i := 0; i < nodes*per; i++ {
+			go func() {
+				vs, _, err := ls.await(i % nodes)
+				out <- result{i % nodes, vs, err}
+			}()
+		}
+		waiters := func() map[int]int {
+			ls.mu.Lock()
+			defer ls.mu.Unlock()
+			m := map[int]int{}
+			for _, w := range ls.waiting {
+				m[w.node]++
+			}
+			return m
+		}
+		registered := func() int {
+			ls.mu.Lock()
+			defer ls.mu.Unlock()
+			return len(ls.waiting)
+		}
+		for deadline := time.Now().Add(10 * time.Second); registered() < nodes*per; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiters never all registered: %v", waiters())
+			}
+		}
+		for k := range waiters() {
+			if waiters()[k] != per {
+				t.Fatalf("waiters %v, want %d per node", waiters(), per)
+			}
+		}
+		order := r.Perm(nodes)
+		published := order[:nodes-2] // the last two stay out: fail wakes them
+		for j, n := range published {
+			vs := []gval{{host: tensor.ScalarF32(float32(n))}}
+			ls.publish(n, vs, nil)
+			w := waiters()
+			if w[n] != 0 || len(w) != nodes-1-j {
+				t.Fatalf("after publishing %d: waiting %v", n, w)
+			}
+			for range per {
+				res := <-out
+				if res.node != n || res.err != nil || len(res.vs) != 1 || res.vs[0].host != vs[0].host {
+					t.Fatalf("published %d, a waiter returned %+v", n, res)
+				}
+			}
+		}
+		ls.fail(errors.New("boom"))
+		for range 2 * per {
+			if res := <-out; !errors.Is(res.err, errStopped) {
+				t.Fatalf("after fail, a waiter for %d returned %+v", res.node, res)
+			}
+		}
+		if _, _, err := ls.await(nodes); !errors.Is(err, errStopped) {
+			t.Fatalf("await after fail: %v", err)
+		}
+		if len(waiters()) != 0 || len(ls.chans) != nodes*per {
+			t.Fatalf("after the step: waiting %v, %d free channels", waiters(), len(ls.chans))
 		}
 	}
 }
