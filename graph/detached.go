@@ -20,6 +20,7 @@ func init() {
 	RegisterShapeFn("_FusedConv2D", convShape)
 	RegisterShapeFn("_MstreamUnaryChain", unchangedShape)
 	RegisterShapeFn("_MstreamLayerNorm", unchangedShape)
+	RegisterShapeFn("_MstreamGatherN", gatherNShape)
 }
 
 // NewDetached builds a node of op named name with the inputs args (grouped

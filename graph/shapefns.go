@@ -567,6 +567,25 @@ func gatherV2Shape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	return []tensor.PartialShape{known(out...)}, nil
 }
 
+// gatherNShape is _MstreamGatherN's: output i is GatherV2(params i,
+// indices i, axis 0)'s, indices i's dims then params i's after the first.
+func gatherNShape(c *ShapeContext) ([]tensor.PartialShape, error) {
+	n := len(c.In) / 2
+	out := make([]tensor.PartialShape, n)
+	for i := range out {
+		p, idx := c.In[i], c.In[n+i]
+		if !p.Known || !idx.Known {
+			out[i] = tensor.Unknown
+			continue
+		}
+		if len(p.Dims) == 0 {
+			return nil, errorf("params %d must be at least 1-D, not a scalar", i)
+		}
+		out[i] = known(append(append([]int64{}, idx.Dims...), p.Dims[1:]...)...)
+	}
+	return out, nil
+}
+
 func packShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	s := tensor.Unknown
 	for _, in := range c.In {

@@ -13,7 +13,7 @@ import (
 // fusion produces or a GraphDef written by TF's grappler may contain. The
 // signatures of _FusedMatMul and _FusedConv2D are TF 2.15's
 // (core/ops/math_ops.cc, core/ops/nn_ops.cc); _MstreamUnaryChain and
-// _MstreamLayerNorm are ours.
+// _MstreamLayerNorm and _MstreamGatherN are ours.
 // _Arg, _Retval, _DeviceArg and _DeviceRetval are the system ops of
 // function bodies (core/ops/function_ops.cc): a graph given to
 // TF_GraphToFunction or imported from a function's body holds them.
@@ -101,6 +101,15 @@ op {
   attr { name: "epsilon" type: "float" default_value { f: 0.001 } }
   attr { name: "begin_norm_axis" type: "int" default_value { i: -1 } }
   attr { name: "single_axis" type: "bool" default_value { b: false } }
+}
+op {
+  name: "_MstreamGatherN"
+  input_arg { name: "params" type_attr: "Tparams" number_attr: "N" }
+  input_arg { name: "indices" type_attr: "Tindices" number_attr: "N" }
+  output_arg { name: "output" type_attr: "Tparams" number_attr: "N" }
+  attr { name: "N" type: "int" has_minimum: true minimum: 1 }
+  attr { name: "Tparams" type: "type" }
+  attr { name: "Tindices" type: "type" allowed_values { list { type: [DT_INT32, DT_INT64] } } }
 }
 `
 

@@ -79,7 +79,9 @@
 // pass (vec.LayerNorm) and applies gamma and beta in the same loop. They
 // validate fused_ops and num_args with TF's codes and messages, and reject
 // a bias whose length is not the channel count (TF's CPU kernel reads past
-// it).
+// it). _MstreamGatherN (gathern.go, sibling GatherV2s merged) runs
+// GatherV2's kernel per pair under a node named as the GatherV2 it
+// replaced, so its errors are that node's.
 //
 // Einsum (einsum.go) reduces every equation to diagonals, sums, one
 // strided gather per operand and one batched GEMM; RunEinsum is that

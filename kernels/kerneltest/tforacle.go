@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"mstream/graph"
 	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
@@ -92,9 +93,18 @@ func exportTF(c *Case) (tfCase, error) {
 			tc.Feeds = append(tc.Feeds, [2]string{src.Name, base64.StdEncoding.EncodeToString(b)})
 		}
 	}
-	gd.Node = append(gd.Node, c.Node.NodeDef())
-	for i := range c.Node.OutTypes {
-		tc.Fetches = append(tc.Fetches, fmt.Sprintf("%s:%d", c.Node.Name, i))
+	if c.Node.Op == "_MstreamGatherN" {
+		// TF has no such op: it runs the GatherV2s it stands for.
+		gd.Node = append(gd.Node, gatherNAsTF(c.Node)...)
+		tc.Node = fmt.Sprintf("%s/gather%d", c.Node.Name, len(c.Node.OutTypes)-1) // every gather is fetched
+		for i := range c.Node.OutTypes {
+			tc.Fetches = append(tc.Fetches, fmt.Sprintf("%s/gather%d:0", c.Node.Name, i))
+		}
+	} else {
+		gd.Node = append(gd.Node, c.Node.NodeDef())
+		for i := range c.Node.OutTypes {
+			tc.Fetches = append(tc.Fetches, fmt.Sprintf("%s:%d", c.Node.Name, i))
+		}
 	}
 	b, err := proto.Marshal(gd)
 	if err != nil {
@@ -104,10 +114,29 @@ func exportTF(c *Case) (tfCase, error) {
 	return tc, nil
 }
 
+// gatherNAsTF is _MstreamGatherN node n as the GatherV2 nodes it merges:
+// NAME/gather<i> of params i and indices i along NAME/axis, a Const 0.
+func gatherNAsTF(n *graph.Node) []*tfpb.NodeDef {
+	k := len(n.OutTypes)
+	typ := func(dt tfpb.DataType) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.AttrValue_Type{Type: dt}} }
+	axis := &tfpb.NodeDef{Name: n.Name + "/axis", Op: "Const", Attr: map[string]*tfpb.AttrValue{
+		"dtype": typ(tfpb.DataType_DT_INT32),
+		"value": {Value: &tfpb.AttrValue_Tensor{Tensor: tensor.ToProto(tensor.New(tensor.Int32, tensor.Shape{}))}}}}
+	nds := []*tfpb.NodeDef{axis}
+	for i := 0; i < k; i++ {
+		nds = append(nds, &tfpb.NodeDef{Name: fmt.Sprintf("%s/gather%d", n.Name, i), Op: "GatherV2",
+			Input: []string{n.Inputs[i].String(), n.Inputs[k+i].String(), axis.Name},
+			Attr: map[string]*tfpb.AttrValue{"Tparams": n.Attrs["Tparams"], "Tindices": n.Attrs["Tindices"],
+				"Taxis": typ(tfpb.DataType_DT_INT32), "batch_dims": {Value: &tfpb.AttrValue_I{I: 0}}}})
+	}
+	return nds
+}
+
 // evalTF has TensorFlow run every case and attaches its answer (c.tf).
 func evalTF(cases []*Case, logf func(string, ...any)) error {
 	// mstream's own ops (_Mstream*, made by its graph rewrites) have no TF
-	// counterpart: they keep their own reference.
+	// counterpart: they keep their own reference, but for _MstreamGatherN,
+	// which TF runs as the GatherV2s it merges (gatherNAsTF).
 	// Ops with effects on files (checkpoints) would see TF's run first and
 	// find its output in their way: session's TestSaveRestoreLikeTF
 	// compares them with TF on files of their own.
@@ -118,7 +147,7 @@ func evalTF(cases []*Case, logf func(string, ...any)) error {
 	// those against TF.
 	var ours []*Case
 	for _, c := range cases {
-		if !strings.HasPrefix(c.Node.Op, "_Mstream") && !fileEffects[c.Node.Op] && !c.State && !perStepHandle(c) &&
+		if (!strings.HasPrefix(c.Node.Op, "_Mstream") || c.Node.Op == "_MstreamGatherN") && !fileEffects[c.Node.Op] && !c.State && !perStepHandle(c) &&
 			!slices.Contains(c.Node.InTypes, tensor.Variant) && !slices.Contains(c.Node.OutTypes, tensor.Variant) {
 			ours = append(ours, c)
 		}
