@@ -17,8 +17,11 @@
 // training FusedBatchNormV3 -> Reshape -> Mul -> AddV2, or the moments
 // chain Mean/SquaredDifference/Rsqrt/Mul/Sub/AddV2; layernorm.go) becomes
 // one _MstreamLayerNorm (a CPU kernel only, so a plan that may use the GPU
-// keeps the exported nodes), and a chain of unary float32 ops becomes one
-// _MstreamUnaryChain that makes a single pass over the buffer. The session calls Rewrite before exec.Build
+// keeps the exported nodes), sibling GatherV2s along a Const axis 0 (DLRM's
+// embedding lookups; gathern.go) become one _MstreamGatherN with N
+// outputs, which a GPU runs as one launch, and a chain of unary float32
+// ops becomes one _MstreamUnaryChain that makes a single pass over the
+// buffer. The session calls Rewrite before exec.Build
 // with the passes its ConfigProto asks for; MSTREAM_FUSION=0 leaves out
 // Remap.
 //
@@ -33,6 +36,12 @@
 //     by exactly the next node of the pattern: not fetched, not fed, not a
 //     target, no control edge out of it, no other consumer among the nodes
 //     the Run needs. So nothing a Run can observe disappears.
+//   - A merge of sibling nodes (_MstreamGatherN) keeps the name and ID of
+//     the member with the largest ID; output i of the merged node replaces
+//     member i's output, and it is made only where every member's
+//     consumers come after that ID, no member depends on another, and the
+//     members agree on device and on the stream group the session's
+//     node-level rules give them (Options.Group).
 //   - The fused node keeps the name and output index of the last node of
 //     its pattern (the one consumers and fetches name; where a Reshape moves
 //     after a _FusedMatMul, the Reshape keeps them and the fused node takes

@@ -25,6 +25,11 @@ type Options struct {
 	// Passes are the rewrites to make (PassesFor reads them from a
 	// ConfigProto); none leaves the signature as it is.
 	Passes Pass
+	// Group, when set, is the stream group the session's node-level rules
+	// (TF_STREAM_FROM_FILE) give node n by its name, and whether a rule
+	// names it at all. Nodes merged into one (gathern.go) must agree on
+	// both, as the merged node runs in one group; nil: no rules.
+	Group func(n *graph.Node) (group int, ruled bool)
 }
 
 // Result is the rewritten signature: the same feeds, fetches and targets,
@@ -113,6 +118,9 @@ type fusion struct {
 	// node keeps its op's kernel, so it is neither checked nor marked.
 	plain bool
 	kind  Pass
+	// outs marks a merge of nodes side by side (gathern.go) rather than a
+	// chain: output i of the fused node is node i's output 0.
+	outs bool
 }
 
 func (f *fusion) result() *graph.Node { return f.nodes[len(f.nodes)-1] }
@@ -128,7 +136,8 @@ type rewriter struct {
 	taken   map[*graph.Node]*fusion // every node of every fusion
 	fusions map[*graph.Node]*fusion // by result node
 	newNode map[*graph.Node]*graph.Node
-	alias   map[*graph.Node]*graph.Node // CSE: a node and the earlier one it equals
+	alias   map[*graph.Node]*graph.Node   // CSE: a node and the earlier one it equals
+	outMap  map[graph.Output]graph.Output // a merged node's output and the fused output that replaces it
 	counts  map[Pass]int
 	nextID  int
 	fused   int
@@ -138,7 +147,7 @@ func newRewriter(feeds, fetches []graph.Output, targets []*graph.Node, opt Optio
 	r := &rewriter{opt: opt, fed: map[graph.Output]bool{}, fetched: map[graph.Output]bool{}, target: map[*graph.Node]bool{},
 		uses: map[graph.Output][]*graph.Node{}, ctrlOut: map[*graph.Node]int{}, taken: map[*graph.Node]*fusion{},
 		fusions: map[*graph.Node]*fusion{}, newNode: map[*graph.Node]*graph.Node{},
-		alias: map[*graph.Node]*graph.Node{}, counts: map[Pass]int{}}
+		alias: map[*graph.Node]*graph.Node{}, outMap: map[graph.Output]graph.Output{}, counts: map[Pass]int{}}
 	for _, f := range feeds {
 		r.fed[f] = true
 	}
@@ -261,6 +270,7 @@ func (r *rewriter) match() {
 		}
 	}
 	r.matchLayerNorms()
+	r.matchGathers()
 	for _, n := range r.order {
 		if r.taken[n] != nil || !chainable[n.Op] || dtypeOf(n, "T") != tensor.Float {
 			continue
@@ -524,6 +534,9 @@ func (r *rewriter) cur(n *graph.Node) *graph.Node {
 }
 
 func (r *rewriter) remap(o graph.Output) graph.Output {
+	if m, ok := r.outMap[o]; ok {
+		return m
+	}
 	return graph.Output{Node: r.cur(o.Node), Index: o.Index}
 }
 
@@ -563,6 +576,11 @@ func (r *rewriter) copyNodes() {
 		fn, err := r.fuse(f)
 		if err == nil {
 			r.newNode[n] = fn
+			if f.outs {
+				for i, m := range f.nodes {
+					r.outMap[m.Output(0)] = fn.Output(i)
+				}
+			}
 			continue
 		}
 		if f.act != "" {

@@ -182,7 +182,7 @@ const (
 var heavyPrefixes = []string{
 	"MatMul", "BatchMatMul", "_FusedMatMul", "Conv", "_FusedConv", "DepthwiseConv",
 	"Einsum", "FusedBatchNorm", "MaxPool", "AvgPool", "Apply", "ResourceApply",
-	"ResourceSparseApply", "SparseApply", "ResourceGather", "GatherV2",
+	"ResourceSparseApply", "SparseApply", "ResourceGather", "GatherV2", "_MstreamGatherN",
 	"UnsortedSegmentSum", "SparseSoftmaxCrossEntropyWithLogits",
 	"SoftmaxCrossEntropyWithLogits",
 }

@@ -2,9 +2,38 @@ package session
 
 import (
 	"mstream/exec"
+	"mstream/graph"
 	"mstream/lower"
 	"mstream/partition"
 )
+
+// ruleGroup is the stream group TF_STREAM_FROM_FILE's rules give n by
+// its name, and whether a rule names it. A node inlined from a function
+// or lowered from If/Case/While that no rule names takes the group of the
+// innermost call it came from that a rule names. Package optimize merges
+// only nodes that agree on both (optimize.Options.Group).
+func (st *state) ruleGroup(n *graph.Node) (int, bool) {
+	rule := func(name string) (int, bool) {
+		for _, r := range st.env.StreamRules {
+			for _, re := range r.Patterns {
+				if re.MatchString(name) {
+					return r.Group, true
+				}
+			}
+		}
+		return 0, false
+	}
+	if g, ok := rule(n.Name); ok {
+		return g, true
+	}
+	sites := n.Attrs[lower.InlinedFromAttr].GetList().GetS()
+	for j := len(sites) - 1; j >= 0; j-- {
+		if g, ok := rule(string(sites[j])); ok {
+			return g, true
+		}
+	}
+	return 0, false
+}
 
 // assignment returns, for node-level mode, the stream group of every node
 // of plan (by plan index) and the groups used, computing it once per plan.
@@ -29,27 +58,8 @@ func (st *state) assignment(plan *exec.Plan, n int) ([]int, []int) {
 	nodes := plan.Nodes()
 	assign := make([]int, len(nodes))
 	explicit := make([]bool, len(nodes))
-	rule := func(name string) (int, bool) {
-		for _, r := range st.env.StreamRules {
-			for _, re := range r.Patterns {
-				if re.MatchString(name) {
-					return r.Group, true
-				}
-			}
-		}
-		return 0, false
-	}
 	for i, n := range nodes {
-		if assign[i], explicit[i] = rule(n.Name); explicit[i] {
-			continue
-		}
-		// A node inlined from a function or lowered from If/Case/While
-		// that no rule names takes the group of the innermost call it
-		// came from that a rule names.
-		sites := n.Attrs[lower.InlinedFromAttr].GetList().GetS()
-		for j := len(sites) - 1; j >= 0 && !explicit[i]; j-- {
-			assign[i], explicit[i] = rule(string(sites[j]))
-		}
+		assign[i], explicit[i] = st.ruleGroup(n)
 	}
 	if st.env.StreamAssign == "auto" {
 		d := partition.DAG{Preds: make([][]int, len(nodes)), Topo: plan.Topo(),

@@ -125,6 +125,10 @@ func (s *Session) optimized(feeds, fetches []graph.Output, targets []*graph.Node
 	if len(st.devices) > 1 {
 		devs = append(devs, kernels.GPU) // nodes may be placed on a GPU too
 	}
-	r := optimize.Rewrite(feeds, fetches, targets, optimize.Options{Devices: devs, Passes: st.passes})
+	opt := optimize.Options{Devices: devs, Passes: st.passes}
+	if len(st.env.StreamRules) > 0 {
+		opt.Group = st.ruleGroup
+	}
+	r := optimize.Rewrite(feeds, fetches, targets, opt)
 	return r.Feeds, r.Fetches, r.Targets, nil
 }
