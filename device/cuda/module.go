@@ -357,9 +357,12 @@ func D1(x int) Dim3 { return Dim3{uint32(x), 1, 1} }
 
 // Args is a kernel's parameter list, packed as the kernel's C signature
 // lays them out: each parameter aligned to its size. It lives on the
-// caller's stack; Launch copies it into the stream's C buffer.
+// caller's stack; Launch copies the bytes used into the stream's C
+// buffer. Its 2 KiB (CUDA allows 4) hold the largest parameter block,
+// array.cu's GatherN32 (32 gathers of 48 bytes, one launch for DLRM's 26
+// embedding lookups).
 type Args struct {
-	buf  [512]byte
+	buf  [2048]byte
 	offs [maxArgs]uint16
 	n    int
 	used int

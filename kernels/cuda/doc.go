@@ -78,7 +78,10 @@
 //     Relu, Sigmoid, Tanh; BiasAdd (NHWC and NCHW); Cast; Fill.
 //   - reduce.cu: Sum and Mean over any axes (float, double, int32,
 //     int64), Softmax.
-//   - array.cu: GatherV2 (with batch_dims); concat and split of column
+//   - array.cu: GatherV2 (with batch_dims); _MstreamGatherN (sibling
+//     GatherV2s along axis 0 that package optimize merged; gathern.go),
+//     up to 32 pairs a launch, so DLRM's 26 lookups are one launch, not
+//     26; concat and split of column
 //     blocks for Pack, Concat, ConcatV2, Split, SplitV and Unpack, up to
 //     28 inputs or outputs a launch (a node of many small ones, as DLRM's
 //     stack of its embeddings, is one launch, not one each); Transpose.

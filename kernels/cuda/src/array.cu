@@ -1,4 +1,4 @@
-// Data movement: GatherV2, concat and split of column blocks, Transpose.
+// Data movement: GatherV2 (one or 32 a launch), concat and split of column blocks, Transpose.
 // Kernels are per element size (1, 2, 4, 8, 16 bytes), not per dtype.
 
 // GatherV2 with batch_dims: out[b][p][j][k] = params[b][p][idx[b][j]][k];
@@ -25,6 +25,37 @@ GATHER_SZ(u16, 2)
 GATHER_SZ(u32, 4)
 GATHER_SZ(u64, 8)
 GATHER_SZ(u128, 16)
+
+// _MstreamGatherN (sibling GatherV2s along axis 0, merged by package
+// optimize) in one launch for up to 32 pairs: block row blockIdx.y
+// gathers pair q, n[q] elements of rows of inner[q] from the table p[q]
+// (limit[q] rows) by idx[q] into o[q]; an index outside [0, limit[q])
+// gives zeros, as gather_. A node of more pairs launches once per 32.
+struct GatherN32 {
+	void *o[32];
+	const void *p[32];
+	const void *idx[32];
+	i64 limit[32], inner[32], n[32];
+};
+#define GATHERN(T, SZ, I, IS)                                                                           \
+	extern "C" __global__ void gathern_##SZ##_##IS(GatherN32 g) {                                     \
+		const int q = blockIdx.y;                                                                 \
+		T *__restrict__ o = (T *)g.o[q];                                                          \
+		const T *__restrict__ p = (const T *)g.p[q];                                              \
+		const I *__restrict__ idx = (const I *)g.idx[q];                                          \
+		const i64 inner = g.inner[q], limit = g.limit[q];                                         \
+		GRID_LOOP(i, g.n[q]) {                                                                    \
+			i64 j = i / inner, k = i - j * inner;                                             \
+			i64 ix = (i64)idx[j];                                                             \
+			o[i] = (ix >= 0 && ix < limit) ? p[ix * inner + k] : T();                         \
+		}                                                                                         \
+	}
+#define GATHERN_SZ(T, SZ) GATHERN(T, SZ, int, i32) GATHERN(T, SZ, i64, i64)
+GATHERN_SZ(u8, 1)
+GATHERN_SZ(u16, 2)
+GATHERN_SZ(u32, 4)
+GATHERN_SZ(u64, 8)
+GATHERN_SZ(u128, 16)
 
 // Concat and split in one launch for up to 28 inputs (outputs): block
 // row blockIdx.y moves block q, [outer, off[q+1]-off[q]] elements at
