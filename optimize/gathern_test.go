@@ -247,8 +247,12 @@ func TestGatherNError(t *testing.T) {
 			t.Errorf("MSTREAM_FUSION=%s: %v, want INVALID_ARGUMENT naming embedding/lookup_2 and indices[1] = 7", fusion, err)
 		}
 		msgs[fusion] = strings.SplitN(err.Error(), " (fused from", 2)[0]
-		if _, _, err := s.Run(nil, []session.Feed{{Output: feed, Tensor: good}}, outs, nil); err != nil {
+		// The trace names the ops the plan ran: the merged one, or not.
+		_, md, err := s.Run(&tfpb.RunOptions{TraceLevel: tfpb.RunOptions_FULL_TRACE}, []session.Feed{{Output: feed, Tensor: good}}, outs, nil)
+		if err != nil {
 			t.Errorf("MSTREAM_FUSION=%s: the Run after the failed one: %v", fusion, err)
+		} else if merged := strings.Contains(md.String(), "_MstreamGatherN"); merged != (fusion == "1") {
+			t.Errorf("MSTREAM_FUSION=%s: the plan ran _MstreamGatherN: %v", fusion, merged)
 		}
 	}
 	if msgs["1"] != msgs["0"] {

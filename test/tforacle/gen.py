@@ -396,6 +396,12 @@ def errors(plans, rng):
     ]
     for name, build, feeds in cases:
         graph_case(plans, "err_" + name, build, feeds)
+    # Sibling lookups, as DLRM's (mstream merges them into one node): the
+    # values, and an index out of range in the third lookup only.
+    lookups = lambda p, q, s: raw.Pack(values=[raw.GatherV2(params=(p, q)[k % 2], indices=i, axis=0)  # noqa: E731
+                                              for k, i in enumerate(raw.Unpack(value=s, num=4, axis=1))], axis=1)
+    graph_case(plans, "gather_siblings", lookups, [r(5, 3), r(4, 3), np.array([[0, 1, 2, 3], [4, 0, 1, 2]], I)])
+    graph_case(plans, "err_gather_siblings_index_high", lookups, [r(5, 3), r(4, 3), np.array([[0, 1, 2, 3], [4, 0, 5, 2]], I)])
     graph_case(plans, "err_assert_false", lambda a: _assert(a), [r(2)])
 
     # Bad attrs and wiring, which TF refuses at import.
