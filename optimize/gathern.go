@@ -23,7 +23,9 @@ import (
 // node takes the name and ID of the member with the largest ID, so it can
 // only stand where every member's consumers come after that ID, and no
 // member may depend on another (merging them would make a cycle): a
-// GatherV2 that breaks either starts a new group.
+// GatherV2 that breaks either starts a new group. A plan with v1 control
+// flow (a Switch: a tf.cond's branches, whose nodes are dead or alive
+// apart) is left as it is.
 
 // gatherable says whether n may join a merge of sibling GatherV2s.
 func (r *rewriter) gatherable(n *graph.Node) bool {
@@ -60,6 +62,14 @@ type gatherKey struct {
 // matchGathers groups the gatherable GatherV2s, in ID order, into merges
 // of two or more.
 func (r *rewriter) matchGathers() {
+	for _, n := range r.order {
+		switch n.Op {
+		case "Switch", "RefSwitch", "_SwitchN", "Enter", "RefEnter":
+			// Members in different branches of a cond (or frames) may
+			// differ in deadness, which one merged node cannot.
+			return
+		}
+	}
 	open := map[gatherKey][]*graph.Node{}
 	var keys []gatherKey // in the order first seen, so fusions are found deterministically
 	flush := func(k gatherKey) {

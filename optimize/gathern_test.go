@@ -259,3 +259,40 @@ func TestGatherNError(t *testing.T) {
 		t.Errorf("merged: %q\nunmerged: %q", msgs["1"], msgs["0"])
 	}
 }
+
+// TestGatherNCond: lookups in the two branches of a v1 cond are dead or
+// alive apart, so they are not merged (the merged node would be dead with
+// either branch), and the taken branch's value comes out either way.
+func TestGatherNCond(t *testing.T) {
+	b := &gb{t: t, g: graph.New(), r: rand.New(rand.NewSource(4))}
+	ids := b.op("Placeholder", "ids", map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Int32)})
+	pred := b.op("Placeholder", "pred", map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Bool)})
+	sw := b.op("Switch", "cond/switch", nil, ids, pred).Node
+	axis := b.op("Const", "axis", map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Int32), "value": graph.AttrTensor(tensor.ScalarI32(0))})
+	var branches []graph.Output
+	for i := 0; i < 2; i++ {
+		tab := b.weights(fmt.Sprintf("table_%d", i), -1, 1, 3, 4)
+		branches = append(branches, b.op("GatherV2", fmt.Sprintf("cond/lookup_%d", i), nil, tab, sw.Output(i), axis))
+	}
+	nb := b.g.NewBuilder("Merge", "cond/merge")
+	nb.AddInputList(branches)
+	if _, err := nb.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	var res optimize.Result
+	func() {
+		b.g.RLock()
+		defer b.g.RUnlock()
+		res = optimize.Rewrite(outputs(t, b.g, "ids", "pred"), outputs(t, b.g, "cond/merge"), nil, optimize.Options{Devices: []string{"CPU"}, Passes: optimize.Remap})
+	}()
+	if got := gatherNs(t, res); len(got) != 0 {
+		t.Fatalf("merges of %v lookups across a cond's branches", got)
+	}
+	for _, p := range []bool{false, true} {
+		pv := tensor.New(tensor.Bool, tensor.Shape{})
+		if p {
+			pv.Buf[0] = 1
+		}
+		fusiontest.Compare(t, b.g, map[string]*tensor.Tensor{"ids": int32s(2, 0, 1, 2), "pred": pv}, []string{"cond/merge"}, 0)
+	}
+}
