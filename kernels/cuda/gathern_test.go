@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	cu "mstream/device/cuda"
+	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/kerneltest"
 	"mstream/tensor"
@@ -76,13 +77,43 @@ func TestGatherNLaunches(t *testing.T) {
 	}
 }
 
-// TestGatherNOutOfRange: on the emulated GPU, an index out of range gives
-// zeros in its pair's output, exactly as GatherV2's GPU kernel and TF's
-// do (the host kernel reports an error instead), and the other pairs are
-// gathered.
+// TestGatherNDevice checks _MstreamGatherN on the GPU (or the emulator,
+// or the dry run: see check) against the CPU kernel: DLRM's 26 lookups,
+// pairs of mixed row shapes and index shapes, more pairs than a launch
+// carries, in every element size.
+func TestGatherNDevice(t *testing.T) {
+	r := newRand(t)
+	rows := []tensor.Shape{{100, 64}, {7}, {5, 3, 2}, {9, 1}}
+	ids := []tensor.Shape{{16}, {}, {2, 3}, {0}}
+	for _, dt := range []tensor.DType{tensor.Float, tensor.Half, tensor.Int8, tensor.Int64, tensor.Bool, tensor.Complex128} {
+		for _, it := range []tensor.DType{tensor.Int32, tensor.Int64} {
+			for _, k := range []int{26, 3, 40} {
+				var params, idx []*tensor.Tensor
+				for i := 0; i < k; i++ {
+					p := randAny(r, dt, rows[(i+k)%len(rows)], -50, 50)
+					params = append(params, p)
+					idx = append(idx, kerneltest.RandIndex(r, it, ids[(i/2+k)%len(ids)], p.Shape[0]))
+					if k == 26 {
+						params[i] = randAny(r, dt, rows[0], -50, 50)
+						idx[i] = kerneltest.RandIndex(r, it, ids[0], 100)
+					}
+				}
+				in := append(params, idx...)
+				check(t, kerneltest.NodeFor("_MstreamGatherN", nil, in, map[int]int{0: k, 1: k}), in, 0)
+			}
+		}
+	}
+}
+
+// TestGatherNOutOfRange: on the GPU (or the emulated GPU), an index out
+// of range gives zeros in its pair's output, exactly as GatherV2's GPU
+// kernel and TF's do (the host kernel reports an error instead), and the
+// other pairs are gathered.
 func TestGatherNOutOfRange(t *testing.T) {
+	run := emuRun
 	if os.Getenv("MSTREAM_GPU_EMU") != "1" {
-		t.Skip("set MSTREAM_GPU_EMU=1 to run the GPU kernels on the CPU emulator")
+		e := env(t) // skips without a GPU
+		run = func(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) { return e.run(n, in, nil, nil) }
 	}
 	r := rand.New(rand.NewSource(9))
 	p0, p1 := kerneltest.Rand(r, tensor.Float, tensor.Shape{5, 3}), kerneltest.Rand(r, tensor.Float, tensor.Shape{4, 3})
@@ -90,13 +121,13 @@ func TestGatherNOutOfRange(t *testing.T) {
 	i1 := kerneltest.IntVec(tensor.Int32, 1, 4, -1, 3) // 4 and -1 are out of [0, 4)
 	in := []*tensor.Tensor{p0, p1, i0, i1}
 	n := kerneltest.NodeFor("_MstreamGatherN", nil, in, map[int]int{0: 2, 1: 2})
-	got, err := emuRun(n, in)
+	got, err := run(n, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ax := kerneltest.IntScalar(tensor.Int32, 0)
 	for i, pair := range [][2]*tensor.Tensor{{p0, i0}, {p1, i1}} {
-		want, err := emuRun(kerneltest.NodeFor("GatherV2", nil, []*tensor.Tensor{pair[0], pair[1], ax}, nil), []*tensor.Tensor{pair[0], pair[1], ax})
+		want, err := run(kerneltest.NodeFor("GatherV2", nil, []*tensor.Tensor{pair[0], pair[1], ax}, nil), []*tensor.Tensor{pair[0], pair[1], ax})
 		if err != nil {
 			t.Fatal(err)
 		}
