@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"fmt"
-	"sync/atomic"
 	"unsafe"
 
 	"mstream/status"
@@ -27,22 +26,14 @@ const (
 )
 
 // blasState is a stream's cuBLAS and cuBLASLt handles, workspace and
-// cuBLASLt plans. It is made once under Stream.mu and then read without
-// it: the handles' state (stream, workspace, math mode) is set when they
-// are made and never changed, so GEMMs from several goroutines call them
-// at once, as cuBLAS allows (their work is ordered by the one stream, so
-// they share the workspace). There is a cuBLAS handle per math mode: h
-// (default math: float64, half, bfloat16, and float32 without TF32) and
-// h32 (TF32 tensor-op math), where a mode switched per call would make
-// the call and the switch one critical section. plans is guarded by
-// Stream.mu. The plans are the stream's, not a package's: a plan's
-// descriptor holds the bias pointer of its last run, which two streams
-// must not rewrite under each other.
+// cuBLASLt plans; guarded by Stream.mu. The plans are the stream's, not a
+// package's: a plan's descriptor holds the bias pointer of its last run,
+// which two streams must not rewrite under each other.
 type blasState struct {
-	h, h32 C.cublasHandle_t
-	lt     C.cublasLtHandle_t
-	ws     C.CUdeviceptr
-	plans  *planCache[ltKey, *ltPlan]
+	h     C.cublasHandle_t
+	lt    C.cublasLtHandle_t
+	ws    C.CUdeviceptr
+	plans *planCache[ltKey, *ltPlan]
 }
 
 type ltKey struct {
@@ -54,65 +45,41 @@ type ltKey struct {
 type ltPlan struct {
 	p   *C.ms_lt_plan // C memory
 	err error         // the heuristic found nothing: the caller falls back
-	// refs counts the plan cache's hold and each run in progress without
-	// Stream.mu; the last one frees the descriptors (release), so an
-	// eviction never frees a plan that a GEMM is still enqueueing.
-	refs atomic.Int32
-}
-
-// blasReady returns the stream's BLAS state, making it on first use.
-func (s *Stream) blasReady() (*blasState, error) {
-	if b := s.blas.Load(); b != nil {
-		return b, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.blasLocked()
 }
 
 func (s *Stream) blasLocked() (*blasState, error) {
-	if b := s.blas.Load(); b != nil {
-		return b, nil
+	if s.blas != nil {
+		return s.blas, nil
 	}
 	l := s.lib()
-	b := &blasState{plans: newPlanCache[ltKey](maxLtPlans, func(p *ltPlan) { p.release(l) })}
+	b := &blasState{plans: newPlanCache[ltKey](maxLtPlans, func(p *ltPlan) { p.free(l) })}
 	if err := s.check("cuMemAlloc_v2", C.ms_mem_alloc(l, s.ctx.c, &b.ws, WorkspaceBytes)); err != nil {
 		return nil, status.Wrap(err, "cuBLAS workspace for stream %d", s.id)
 	}
-	ws := hostPtr(uint64(b.ws))
-	if err := s.ctx.dev.lib.blasErr("cublasCreate_v2", C.ms_blas_create(l, s.ctx.c, &b.h, s.s, ws, WorkspaceBytes, 0), "on "+s.ctx.String()); err != nil {
-		C.ms_mem_free(l, s.ctx.c, b.ws)
-		return nil, err
-	}
-	if err := s.ctx.dev.lib.blasErr("cublasCreate_v2", C.ms_blas_create(l, s.ctx.c, &b.h32, s.s, ws, WorkspaceBytes, 1), "on "+s.ctx.String()); err != nil {
-		C.ms_blas_destroy(l, s.ctx.c, b.h)
+	if err := s.ctx.dev.lib.blasErr("cublasCreate_v2", C.ms_blas_create(l, s.ctx.c, &b.h, s.s, hostPtr(uint64(b.ws)), WorkspaceBytes), "on "+s.ctx.String()); err != nil {
 		C.ms_mem_free(l, s.ctx.c, b.ws)
 		return nil, err
 	}
 	if err := s.ctx.dev.lib.blasErr("cublasLtCreate", C.ms_lt_create(l, s.ctx.c, &b.lt), "on "+s.ctx.String()); err != nil {
-		C.ms_blas_destroy(l, s.ctx.c, b.h32)
 		C.ms_blas_destroy(l, s.ctx.c, b.h)
 		C.ms_mem_free(l, s.ctx.c, b.ws)
 		return nil, err
 	}
-	s.blas.Store(b)
+	s.blas = b
 	return b, nil
 }
 
-// closeBlasLocked frees the BLAS state of a stream that is closing: no
-// GEMM may be in progress on it.
 func (s *Stream) closeBlasLocked() {
-	b := s.blas.Load()
+	b := s.blas
 	if b == nil {
 		return
 	}
 	l := s.lib()
 	b.plans.clear()
 	C.ms_lt_destroy(l, s.ctx.c, b.lt)
-	C.ms_blas_destroy(l, s.ctx.c, b.h32)
 	C.ms_blas_destroy(l, s.ctx.c, b.h)
 	C.ms_mem_free(l, s.ctx.c, b.ws)
-	s.blas.Store(nil)
+	s.blas = nil
 }
 
 // GemmArgs describe a row-major product C[m,n] = op(A)[m,k] · op(B)[k,n],
@@ -163,15 +130,14 @@ func (g *GemmArgs) ltAligned() bool { return (g.A|g.B|g.C)%256 == 0 }
 
 // Gemm runs the product through cuBLAS on the stream. cuBLAS is column
 // major, so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ, which has C's row-major layout.
-// The stream's mutex is held only to find a cuBLASLt plan: the cuBLAS and
-// cuBLASLt calls themselves run without it (blasState), so GEMMs on one
-// stream from several goroutines overlap in the library.
 func (s *Stream) Gemm(g GemmArgs) error {
 	lda, ldb, skip, err := g.prepare()
 	if skip || err != nil {
 		return err
 	}
-	b, err := s.blasReady()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := s.blasLocked()
 	if err != nil {
 		return err
 	}
@@ -179,22 +145,10 @@ func (s *Stream) Gemm(g GemmArgs) error {
 		// One product: the stream's cached cuBLASLt plan, so the call is
 		// the matmul alone, with the algorithm chosen once per shape
 		// (cublasSgemm picks one on every call). A shape cuBLASLt cannot
-		// plan runs through cuBLAS. Without a bias the run changes nothing
-		// in the plan, so it needs only a reference, not the lock.
-		s.mu.Lock()
-		p := s.ltPlanLocked(b, g, epilogueDefault)
-		p.refs.Add(1)
-		s.mu.Unlock()
-		if p.err == nil {
-			err := s.ltRun(b, p, g, 0)
-			p.release(s.lib())
-			return err
+		// plan runs through cuBLAS.
+		if p := s.ltPlanLocked(b, g, epilogueDefault); p.err == nil {
+			return s.ltRunLocked(b, p, g, 0)
 		}
-		p.release(s.lib())
-	}
-	h := b.h
-	if g.TF32 && !g.Double {
-		h = b.h32
 	}
 	call := "cublasSgemm_v2"
 	switch {
@@ -205,7 +159,7 @@ func (s *Stream) Gemm(g GemmArgs) error {
 	case g.Batch > 1:
 		call = "cublasSgemmStridedBatched"
 	}
-	r := C.ms_blas_gemm(s.lib(), s.ctx.c, h, cbool(g.Double), cbool(g.TransB), cbool(g.TransA),
+	r := C.ms_blas_gemm(s.lib(), s.ctx.c, b.h, cbool(g.Double), cbool(g.TF32), cbool(g.TransB), cbool(g.TransA),
 		C.int(g.N), C.int(g.M), C.int(g.K), 1, C.CUdeviceptr(g.B), C.int(ldb), C.longlong(g.StrideB),
 		C.CUdeviceptr(g.A), C.int(lda), C.longlong(g.StrideA), 0, C.CUdeviceptr(g.C), C.int(g.N),
 		C.longlong(g.StrideC), C.int(g.Batch))
@@ -247,8 +201,7 @@ func (s *Stream) GemmBias(g GemmArgs, bias uint64, relu bool) error {
 	if p.err != nil {
 		return p.err
 	}
-	// Under the lock: the run may set the plan's bias pointer.
-	return s.ltRun(b, p, g, bias)
+	return s.ltRunLocked(b, p, g, bias)
 }
 
 // ltPlanLocked returns the stream's cuBLASLt plan for g's shape and the
@@ -262,7 +215,6 @@ func (s *Stream) ltPlanLocked(b *blasState, g GemmArgs, ep int) *ltPlan {
 	}
 	l := s.lib()
 	p := &ltPlan{p: (*C.ms_lt_plan)(C.calloc(1, C.sizeof_ms_lt_plan))}
-	p.refs.Store(1) // the cache's
 	lda, ldb := g.K, g.N
 	if g.TransA {
 		lda = g.M
@@ -291,10 +243,9 @@ func (s *Stream) ltPlanLocked(b *blasState, g GemmArgs, ep int) *ltPlan {
 	return p
 }
 
-// ltRun enqueues plan p's matmul for g's operands (and bias, 0 for none)
-// on the stream. The caller holds a reference to p; with a bias it holds
-// Stream.mu too, since the run may rewrite the plan's bias pointer.
-func (s *Stream) ltRun(b *blasState, p *ltPlan, g GemmArgs, bias uint64) error {
+// ltRunLocked enqueues plan p's matmul for g's operands (and bias, 0 for
+// none) on the stream.
+func (s *Stream) ltRunLocked(b *blasState, p *ltPlan, g GemmArgs, bias uint64) error {
 	var stage C.int
 	r := C.ms_lt_run(s.lib(), s.ctx.c, b.lt, p.p, C.CUdeviceptr(g.B), C.CUdeviceptr(g.A), C.CUdeviceptr(g.C),
 		C.CUdeviceptr(bias), hostPtr(uint64(b.ws)), WorkspaceBytes, s.s, &stage)
@@ -308,16 +259,10 @@ func (s *Stream) ltRun(b *blasState, p *ltPlan, g GemmArgs, bias uint64) error {
 	return s.ctx.dev.lib.blasErr(call, r, fmt.Sprintf("(m=%d n=%d k=%d)", g.M, g.N, g.K))
 }
 
-// release drops a reference to p, freeing it with the last.
-func (p *ltPlan) release(l *C.ms_lib) {
-	if p.refs.Add(-1) == 0 {
-		p.free(l)
-	}
-}
-
-// free releases the plan's descriptors (C memory) once no enqueue of the
-// plan is in progress (release). Work already enqueued (or captured)
-// keeps what it needs: cuBLASLt reads the descriptors during the call.
+// free releases the plan's descriptors (C memory); the caller holds the
+// stream's lock, and no enqueue of the plan is in progress. Work already
+// enqueued (or captured) keeps what it needs: cuBLASLt reads the
+// descriptors during the call.
 func (p *ltPlan) free(l *C.ms_lib) {
 	if p.p != nil {
 		C.ms_lt_plan_free(l, p.p)
@@ -348,7 +293,9 @@ func (s *Stream) GemmEx(g GemmArgs, dt GemmType) error {
 	if skip || err != nil {
 		return err
 	}
-	b, err := s.blasReady()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := s.blasLocked()
 	if err != nil {
 		return err
 	}

@@ -77,13 +77,8 @@
 // accumulating in float, optional symbols that give UNIMPLEMENTED when a
 // cuBLAS lacks them) and cuBLASLt (GemmBias: bias and bias+ReLU
 // epilogues). Each stream has its own
-// cuBLAS handles (one per math mode: default and TF32, each set once) and
-// cuBLASLt handle, bound to it, and a 32 MiB workspace, so no GEMM
-// allocates and none changes a handle's state: GEMMs on one stream from
-// several goroutines call the libraries at once (their work is ordered by
-// the stream), the stream's mutex held only to find a cuBLASLt plan (and
-// across a biased run, which rewrites the plan's bias pointer); a plan is
-// reference-counted, so an eviction never frees one being enqueued. A GEMM of one product (Gemm with Batch 1, GemmBias)
+// cuBLAS and cuBLASLt handles, bound to it, and a 32 MiB workspace, so no
+// GEMM allocates. A GEMM of one product (Gemm with Batch 1, GemmBias)
 // runs through cuBLASLt with a plan (descriptors, layouts and the
 // heuristic's algorithm) made once per (shape, dtype, transposes, TF32,
 // epilogue) and kept by the stream in a bounded LRU cache (maxLtPlans), so
@@ -130,10 +125,8 @@
 // load waits only the callers of that program; Context.funcMu orders the
 // replacements of the launch map (Context.Function reads it with no lock);
 // Module.mu its function map; Stream.mu the
-// stream's last argument buffer, staging list, the making of its BLAS
-// state and its cuBLASLt plan cache, and is held across the cgo call that
-// uses them (not across a launch with an argument slot, nor a cuBLAS call
-// or an unbiased cuBLASLt run); HostAllocator.mu its free lists;
+// stream's argument buffer, staging list and cuBLAS state, and is held
+// across the cgo call that uses them; HostAllocator.mu its free lists;
 // PinnedMemory.mu its region map. Order: Stream.mu, HostAllocator.mu,
 // Device.mu (a new pinned buffer asks for the primary context),
 // PinnedMemory.mu. A host function takes only HostAllocator.mu. No lock is

@@ -433,13 +433,12 @@ long long ms_bench_raw_launch(const ms_lib *L, CUcontext c, CUfunction f, CUstre
 
 enum { CUBLAS_DEFAULT_MATH = 0, CUBLAS_PEDANTIC_MATH = 2, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
 
-int ms_blas_create(const ms_lib *L, CUcontext c, cublasHandle_t *h, CUstream s, void *ws, size_t wsn, int tf32) {
+int ms_blas_create(const ms_lib *L, CUcontext c, cublasHandle_t *h, CUstream s, void *ws, size_t wsn) {
 	SETCTX();
 	int st = L->cublasCreate_v2(h);
 	if (st) return st;
 	st = L->cublasSetStream_v2(*h, s);
 	if (!st && ws && L->cublasSetWorkspace_v2) st = L->cublasSetWorkspace_v2(*h, ws, wsn);
-	if (!st) st = L->cublasSetMathMode(*h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
 	if (st) {
 		L->cublasDestroy_v2(*h);
 		*h = NULL;
@@ -449,10 +448,12 @@ int ms_blas_create(const ms_lib *L, CUcontext c, cublasHandle_t *h, CUstream s, 
 
 int ms_blas_destroy(const ms_lib *L, CUcontext c, cublasHandle_t h) { SETCTX(); return L->cublasDestroy_v2(h); }
 
-int ms_blas_gemm(const ms_lib *L, CUcontext c, cublasHandle_t h, int dbl, int ta, int tb, int m, int n, int k,
-		double alpha, CUdeviceptr A, int lda, long long sa, CUdeviceptr B, int ldb, long long sb, double beta,
+int ms_blas_gemm(const ms_lib *L, CUcontext c, cublasHandle_t h, int dbl, int tf32, int ta, int tb, int m, int n,
+		int k, double alpha, CUdeviceptr A, int lda, long long sa, CUdeviceptr B, int ldb, long long sb, double beta,
 		CUdeviceptr C, int ldc, long long sc, int batch) {
 	SETCTX();
+	int st = L->cublasSetMathMode(h, (!dbl && tf32) ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+	if (st) return st;
 	if (dbl) {
 		if (batch == 1)
 			return L->cublasDgemm_v2(h, ta, tb, m, n, k, &alpha, (const double *)A, lda, (const double *)B, ldb,
@@ -474,6 +475,8 @@ int ms_blas_gemm_ex(const ms_lib *L, CUcontext c, cublasHandle_t h, int dt, int 
 	enum { COMPUTE_32F = 68, GEMM_DEFAULT = -1 };
 	if (!L->cublasGemmEx || !L->cublasGemmStridedBatchedEx) return 15; /* CUBLAS_STATUS_NOT_SUPPORTED */
 	SETCTX();
+	int st = L->cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+	if (st) return st;
 	float alpha = 1, beta = 0;
 	if (batch == 1)
 		return L->cublasGemmEx(h, ta, tb, m, n, k, &alpha, (const void *)A, dt, lda, (const void *)B, dt, ldb,

@@ -223,13 +223,10 @@ int ms_ctx_destroy(const ms_lib *L, CUcontext c);
 long long ms_bench_raw_launch(const ms_lib *L, CUcontext c, CUfunction f, CUstream s, int iters, int *status);
 
 /* cuBLAS. */
-/* A cuBLAS handle bound to stream s and workspace ws, in TF32 tensor-op math
- * when tf32 is set, else the default math: set once, so GEMMs on the handle
- * change none of its state and may run from several threads at once. */
-int ms_blas_create(const ms_lib *L, CUcontext c, cublasHandle_t *h, CUstream s, void *ws, size_t wsn, int tf32);
+int ms_blas_create(const ms_lib *L, CUcontext c, cublasHandle_t *h, CUstream s, void *ws, size_t wsn);
 int ms_blas_destroy(const ms_lib *L, CUcontext c, cublasHandle_t h);
-int ms_blas_gemm(const ms_lib *L, CUcontext c, cublasHandle_t h, int dbl, int ta, int tb, int m, int n, int k,
-	double alpha, CUdeviceptr A, int lda, long long sa, CUdeviceptr B, int ldb, long long sb, double beta,
+int ms_blas_gemm(const ms_lib *L, CUcontext c, cublasHandle_t h, int dbl, int tf32, int ta, int tb, int m, int n,
+	int k, double alpha, CUdeviceptr A, int lda, long long sa, CUdeviceptr B, int ldb, long long sb, double beta,
 	CUdeviceptr C, int ldc, long long sc, int batch);
 /* C = A·B for operands of cudaDataType dt (half or bfloat16), computed in
  * float (CUBLAS_COMPUTE_32F); CUBLAS_STATUS_NOT_SUPPORTED when cuBLAS lacks GemmEx. */

@@ -56,8 +56,7 @@ type Stream struct {
 	seq     uint64         // of the last pendingStage
 	evFree  []C.CUevent    // events for pending, reused
 
-	// blas is made once under mu, then read without it (blasState).
-	blas atomic.Pointer[blasState]
+	blas *blasState
 
 	// capturing is set between BeginCapture and EndCapture (graph.go):
 	// work a CUDA graph cannot hold is refused meanwhile. begun mirrors
