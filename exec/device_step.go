@@ -363,7 +363,10 @@ func (s *devStep) holdOn(b *buffer, cur int) {
 		s.held[cur] = h
 	}
 	h.add(b, cur)
-	if len(h.chunks) == holdBatch {
+	if b.alloc != nil {
+		h.bytes += b.alloc.ChunkSize(b.addr)
+	}
+	if len(h.chunks) == holdBatch || h.bytes >= holdBytes {
 		s.held[cur] = nil
 		s.holdNow(h, cur)
 	}
@@ -371,13 +374,21 @@ func (s *devStep) holdOn(b *buffer, cur int) {
 
 // holdBatch is how many releases of a stream one hold gathers: enough
 // to make its events rare, few enough that the memory it keeps from
-// reuse for a while stays small next to the step's.
-const holdBatch = 8
+// reuse for a while stays small next to the step's. holdBytes bounds
+// the bytes a batch keeps the same way: a batch that reaches it is
+// held at once, so a stream's pending releases never keep more than
+// holdBytes plus one buffer from reuse (without it, a chain of 1 MiB
+// buffers crossing four groups peaked at 32 MiB where one hold per
+// buffer peaked at 5: TestHeldBatchPeak).
+const (
+	holdBatch = 8
+	holdBytes = 1 << 20
+)
 
 func (s *devStep) newHeld() *heldFree {
 	h := heldFrees.Get().(*heldFree)
 	h.tr = s.mem
-	h.chunks, h.users, h.own = h.cb[:0], h.ub[:0], h.ob[:0]
+	h.chunks, h.users, h.own, h.bytes = h.cb[:0], h.ub[:0], h.ob[:0], 0
 	return h
 }
 
@@ -431,6 +442,7 @@ func (s *devStep) freeHeld() {
 type heldFree struct {
 	tr     *tracker
 	chunks []heldChunk
+	bytes  uint64 // the chunks' sizes, for holdBytes
 	// users are the step streams, other than the releasing one, that
 	// touched a chunk: those the hold waits for.
 	users []int
