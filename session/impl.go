@@ -369,6 +369,7 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 	if len(st.plans) >= maxCachedPlans {
 		st.plans = map[string]*exec.Plan{}
 		st.assigns.Clear()
+		st.nodeGroups.Clear() // keyed by plan: it would keep every evicted plan alive
 	}
 	st.plans[k] = p
 	st.planMu.Unlock()
