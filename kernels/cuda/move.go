@@ -273,7 +273,7 @@ func broadcastToGPU(k kctx) error {
 
 // splitOut writes outputs of the given sizes along axis: as column
 // blocks of the input seen as [outer, shape[axis]*inner], in one launch
-// per 16 outputs (cols).
+// per colsPerLaunch outputs (cols).
 func splitOut(k kctx, v *tensor.Tensor, axis int, sizes []int64) error {
 	outer, inner := dimsAround(v.Shape, axis)
 	ws := make([]int64, len(sizes))
