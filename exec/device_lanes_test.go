@@ -402,12 +402,11 @@ func TestLanesCrew(t *testing.T) {
 	}
 }
 
-// TestDeviceHoldsGather: a step whose every buffer is read on another
-// group's stream hands the holder one hold per holdBatch releases of a
-// stream, not one per buffer (each hold records an event per stream its
-// buffers touched), and every buffer still comes back by the step's end.
-func TestDeviceHoldsGather(t *testing.T) {
-	const n, groups = 200, 4
+// crossingChain is a chain of n device nodes after a fed one, node i on
+// group i mod groups of a synchronous test set, so every edge crosses
+// groups and every buffer is released on another group's stream.
+func crossingChain(t *testing.T, n, groups int) (*Plan, *Runtime, *groups.Set) {
+	t.Helper()
 	nodes := []*graph.Node{node("x", "ExecTestGNop", 0)}
 	for i := 1; i <= n; i++ {
 		nodes = append(nodes, node(fmt.Sprint("n", i), "ExecTestGNop", 0, nodes[i-1]))
@@ -421,6 +420,16 @@ func TestDeviceHoldsGather(t *testing.T) {
 	for i := range sr.Assign {
 		sr.Assign[i] = i % groups
 	}
+	return p, sr, set
+}
+
+// TestDeviceHoldsGather: a step whose every buffer is read on another
+// group's stream hands the holder one hold per holdBatch releases of a
+// stream, not one per buffer (each hold records an event per stream its
+// buffers touched), and every buffer still comes back by the step's end.
+func TestDeviceHoldsGather(t *testing.T) {
+	const n, groups = 200, 4
+	p, sr, set := crossingChain(t, n, groups)
 	feeds := []*tensor.Tensor{tensor.FromF32(tensor.Shape{16, 64}, make([]float32, 16*64))}
 	const steps = 5
 	before := set.Holder.Freed()
@@ -529,19 +538,7 @@ func TestLaneSyncWakesOnlyWaiters(t *testing.T) {
 // and at 32 MiB with batches bounded by count alone.
 func TestHeldBatchPeak(t *testing.T) {
 	const n, groups = 64, 4
-	nodes := []*graph.Node{node("x", "ExecTestGNop", 0)}
-	for i := 1; i <= n; i++ {
-		nodes = append(nodes, node(fmt.Sprint("n", i), "ExecTestGNop", 0, nodes[i-1]))
-	}
-	p, err := build(nil, []graph.Output{{Node: nodes[0]}}, []graph.Output{{Node: nodes[n]}}, nil, Placement{GPUs: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := syncSet(t, groups)
-	sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}, Assign: make([]int, len(p.nodes))}
-	for i := range sr.Assign {
-		sr.Assign[i] = i % groups
-	}
+	p, sr, set := crossingChain(t, n, groups)
 	feeds := []*tensor.Tensor{tensor.FromF32(tensor.Shape{256, 1024}, make([]float32, 256*1024))} // 1 MiB
 	for i := 0; i < 3; i++ {
 		if _, _, err := p.Run(context.Background(), sr, feeds, Options{}); err != nil {
