@@ -130,14 +130,7 @@ func towersPlan(t testing.TB, op string, towers, depth int) (p *Plan, tower []in
 // lanes and their tables (their goroutines are the plan's crew's).
 func TestDeviceStepAllocs(t *testing.T) {
 	const n = 200
-	nodes := []*graph.Node{node("x", "ExecTestGNop", 0)}
-	for i := 1; i <= n; i++ {
-		nodes = append(nodes, node(fmt.Sprint("n", i), "ExecTestGNop", 0, nodes[i-1]))
-	}
-	p, err := build(nil, []graph.Output{{Node: nodes[0]}}, []graph.Output{{Node: nodes[n]}}, nil, Placement{GPUs: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := gnopChain(t, n)
 	for _, tc := range []struct {
 		groups int
 		per    float64

@@ -402,10 +402,9 @@ func TestLanesCrew(t *testing.T) {
 	}
 }
 
-// crossingChain is a chain of n device nodes after a fed one, node i on
-// group i mod groups of a synchronous test set, so every edge crosses
-// groups and every buffer is released on another group's stream.
-func crossingChain(t *testing.T, n, groups int) (*Plan, *Runtime, *groups.Set) {
+// gnopChain is a GPU plan of n ExecTestGNop nodes in a chain after a
+// fed one, fetching the last.
+func gnopChain(t testing.TB, n int) *Plan {
 	t.Helper()
 	nodes := []*graph.Node{node("x", "ExecTestGNop", 0)}
 	for i := 1; i <= n; i++ {
@@ -415,6 +414,15 @@ func crossingChain(t *testing.T, n, groups int) (*Plan, *Runtime, *groups.Set) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// crossingChain is a chain of n device nodes after a fed one, node i on
+// group i mod groups of a synchronous test set, so every edge crosses
+// groups and every buffer is released on another group's stream.
+func crossingChain(t *testing.T, n, groups int) (*Plan, *Runtime, *groups.Set) {
+	t.Helper()
+	p := gnopChain(t, n)
 	set := syncSet(t, groups)
 	sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}, Assign: make([]int, len(p.nodes))}
 	for i := range sr.Assign {
