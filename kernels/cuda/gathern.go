@@ -55,13 +55,9 @@ func gatherN(k kctx, members []*graph.Node, axis *tensor.Tensor) error {
 		if q == 0 {
 			return nil
 		}
-		blocks := (most + threads - 1) / threads
-		if lim := int64(max(k.sms()*16/q, 1)); blocks > lim {
-			blocks = lim
-		}
 		var args cu.Args
 		args.I64s(g[:]...)
-		err := k.launch3(arrays, name, cu.Dim3{X: uint32(blocks), Y: uint32(q), Z: 1}, cu.D1(threads), 0, &args)
+		err := k.launchRows(arrays, name, q, most, &args)
 		g, q, most = [6 * gathersPerLaunch]int64{}, 0, 0
 		return err
 	}

@@ -93,11 +93,18 @@ func (k kctx) launchN(p *cu.Program, name string, n int64, a *cu.Args) error {
 	if n <= 0 {
 		return nil
 	}
+	return k.launchRows(p, name, 1, n, a)
+}
+
+// launchRows runs a kernel over rows grid rows (blockIdx.y), each a
+// grid-stride loop over at most n items: enough blocks a row for the
+// longest, never more than 16 per multiprocessor over all rows.
+func (k kctx) launchRows(p *cu.Program, name string, rows int, n int64, a *cu.Args) error {
 	blocks := (n + threads - 1) / threads
-	if lim := int64(k.sms() * 16); blocks > lim {
+	if lim := int64(max(k.sms()*16/rows, 1)); blocks > lim {
 		blocks = lim
 	}
-	return k.launch(p, name, int(blocks), threads, 0, a)
+	return k.launch3(p, name, cu.Dim3{X: uint32(blocks), Y: uint32(rows), Z: 1}, cu.D1(threads), 0, a)
 }
 
 // sms is the device's multiprocessor count (an H100's in a dry run).

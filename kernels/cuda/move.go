@@ -374,13 +374,9 @@ func cols(k kctx, split bool, m *tensor.Tensor, ts []*tensor.Tensor, outer int64
 		if q == 0 {
 			return nil
 		}
-		blocks := (most + threads - 1) / threads
-		if lim := int64(max(k.sms()*16/q, 1)); blocks > lim {
-			blocks = lim
-		}
 		var args cu.Args
 		args.Ptr(ptr(m)).I64s(c[:]...).I64(outer).I64(ow)
-		err := k.launch3(arrays, name, cu.Dim3{X: uint32(blocks), Y: uint32(q), Z: 1}, cu.D1(threads), 0, &args)
+		err := k.launchRows(arrays, name, q, most, &args)
 		c, q, most = [2*colsPerLaunch + 1]int64{}, 0, 0
 		return err
 	}
