@@ -9,12 +9,7 @@ func (a *Allocator) Check() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var caches []*streamCache
-	var streams []any
-	a.caches.Range(func(k, v any) bool {
-		streams = append(streams, k)
-		caches = append(caches, v.(*streamCache))
-		return true
-	})
+	a.eachCache(func(sc *streamCache) { caches = append(caches, sc) })
 	for _, sc := range caches {
 		sc.mu.Lock()
 		defer sc.mu.Unlock()
@@ -40,9 +35,9 @@ func (a *Allocator) Check() error {
 	}
 	listed := map[*chunk]int{}
 	nListed := 0
-	for k, sc := range caches {
+	for _, sc := range caches {
 		for i, c := range sc.chunks {
-			if c.stream != streams[k] || !c.pending || !c.inUse {
+			if c.stream != sc.s || !c.pending || !c.inUse || c.sc != sc {
 				return fmt.Errorf("chunk %#x in a stream's cache: its stream differs, pending %v, in use %v", c.addr, c.pending, c.inUse)
 			}
 			if i > 0 && !less(sc.chunks[i-1], c) {
@@ -58,7 +53,8 @@ func (a *Allocator) Check() error {
 	nLive := 0
 	for i := range a.live {
 		for addr, c := range a.live[i].m {
-			if c.addr != addr || !c.inUse || c.pending || c.freeing || a.chunks[addr] != c || a.shard(addr) != &a.live[i] {
+			if c.addr != addr || !c.inUse || c.pending || c.freeing || a.chunks[addr] != c || a.shard(addr) != &a.live[i] ||
+				a.opts.StreamCache && (c.sc == nil || c.sc.s != c.stream) {
 				return fmt.Errorf("live index: %#x is chunk %#x, in use %v, pending %v, freeing %v", addr, c.addr, c.inUse, c.pending, c.freeing)
 			}
 			nLive++

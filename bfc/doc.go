@@ -100,7 +100,13 @@
 // cached chunk is not split), again without the shared mutex and without
 // an event, since S's own order covers its earlier work. Neither takes
 // Allocator.mu, so four groups stepping at once meet only on their own
-// streams' caches and on a shard of the live index (below).
+// streams' caches and on a shard of the live index (below). Each takes
+// one cache lock and one shard lock: the allocator's per-stream records
+// (cache and record mutex) are a short copy-on-write list scanned without
+// a lock, and a live chunk points at its stream's cache, so a Free looks
+// its address up once, in the live index, and learns there where the
+// chunk goes; FreeAll puts a run of one stream's chunks in its cache
+// under one lock.
 //
 // Only when S's cache has no fit does the allocation take the mutex and
 // search as above; when step 1 finds nothing, S's own cache, then every
@@ -142,9 +148,12 @@
 // second Free of it fails) without Allocator.mu. The counters that change
 // with it (BytesInUse, PeakBytesInUse, Allocations, LiveAllocations) are
 // atomics. A chunk is at every moment exactly one of: live (in the
-// index), cached (in its stream's cache, pending), on its way to the bins
-// (freeing: out of the index, its event being recorded), or free (in a
-// bin); Check recounts all four.
+// index), cached (in its stream's cache, pending), in transit (freeing:
+// out of the index on its way to a cache or to the bins, its event being
+// recorded, or just taken from its cache and about to be indexed), or
+// free (in a bin); Check recounts all four. The stream-cache paths hold
+// the cache's and the shard's mutex one after the other, never both, so
+// a chunk passes through "in transit" between them.
 //
 // Without stream awareness, free chunks carry no stream and merge freely;
 // the caller (tensorholder) is then responsible for freeing memory only
@@ -193,8 +202,8 @@
 // cache: rare in the steady state), which only enqueues.
 // A stream-aware Free without caches makes and records its event outside
 // mu (the chunk is freeing meanwhile), under a mutex of the chunk's
-// stream (recMus) that gives the stream's frees sequence numbers in the
-// order of their records (only one stream's chunks ever merge, so only
+// stream (its record's recMu) that gives the stream's frees sequence
+// numbers in the order of their records (only one stream's chunks ever merge, so only
 // their order matters, and streams record in parallel); Stream.Record
 // only enqueues (or, on a host device's inline stream view, completes
 // the event at once). Stream.Wait for a reused chunk is called after the

@@ -237,3 +237,79 @@ func (n *lockedNullBackend) Alloc(size uint64) (uint64, error) {
 	defer n.mu.Unlock()
 	return n.nullBackend.Alloc(size)
 }
+
+// BenchmarkDLRMParallel is the allocator's share of bench/gpu's
+// DLRM-small load without graphs (8 client threads on 4 stream groups):
+// 4 streams, each driven by 2 goroutines at once, every goroutine running
+// DLRM-like steps (dlrmStep) with no device time, so that only the
+// allocator's own cost and its contention are measured. per_group gives
+// each stream its own allocator (g4ng), shared_aware one stream-aware
+// allocator with stream caches for all four (g4ang). ns/op is one round:
+// a step of each of the 8 goroutines; cpu-ns/op the process's CPU time
+// per round. Reproduce with
+//
+//	go test ./bfc -run '^$' -bench DLRMParallel -benchtime 4000x -count 4
+func BenchmarkDLRMParallel(b *testing.B) {
+	const streams, threads = 4, 2
+	for _, shared := range []bool{false, true} {
+		name := "per_group"
+		if shared {
+			name = "shared_aware"
+		}
+		b.Run(name, func(b *testing.B) {
+			g := &fakeGPU{record: 2 * time.Microsecond, wait: time.Microsecond, query: 500 * time.Nanosecond}
+			allocs := make([]*Allocator, streams)
+			ss := make([]*fakeStream, streams)
+			for i := range allocs {
+				ss[i] = &fakeStream{g: g, id: device.StreamID(i)}
+				if shared && i > 0 {
+					allocs[i] = allocs[0]
+					continue
+				}
+				opts := Options{Name: fmt.Sprint("g", i), Limit: 4 << 30, AllowGrowth: true}
+				if shared {
+					opts.StreamAware, opts.NewEvent, opts.StreamCache = true, g.NewEvent, true
+				}
+				a, err := New(&lockedNullBackend{}, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				allocs[i] = a
+			}
+			var wg sync.WaitGroup
+			var failed atomic.Value
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < streams*threads; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					step := newDLRMStep(int64(1 + i%threads))
+					addrs := make([]uint64, len(step.sizes))
+					for n := 0; n < b.N; n++ {
+						if err := step.run(allocs[i%streams], ss[i%streams], 0, addrs); err != nil {
+							failed.Store(err)
+							return
+						}
+					}
+				}(i)
+			}
+			wg.Wait()
+			cpu := cpuTime() - cpu0
+			b.StopTimer()
+			if err, _ := failed.Load().(error); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(g.records.Load())/float64(b.N*streams*threads), "records/step")
+			var region uint64
+			for i, a := range allocs {
+				if shared && i > 0 {
+					break
+				}
+				region += a.Stats().RegionBytes
+			}
+			b.ReportMetric(float64(region)/(1<<20), "region-MiB")
+		})
+	}
+}
