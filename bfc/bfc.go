@@ -237,6 +237,9 @@ type streamCache struct {
 	// next mark, given by a drain from the allocator's pool.
 	frees, markAt, markSeq uint64
 	mark, spare            device.Event
+	// marking: a Free is recording the next mark outside the mutex
+	// (startMarkLocked, mark); nobody else starts one meanwhile.
+	marking bool
 	// recMu orders the stream's event records with their sequence
 	// numbers (record), outside Allocator.mu: cuEventRecord is a driver
 	// call, and under mu it held up every group's allocations. Two
@@ -386,6 +389,8 @@ func (a *Allocator) fromCache(size uint64, s device.Stream) (uint64, bool) {
 func (a *Allocator) toCache(addrs []uint64) error {
 	var first error
 	var held *streamCache
+	var mbuf [1]markJob
+	marks := mbuf[:0]
 	for _, addr := range addrs {
 		sh := a.shard(addr)
 		sh.mu.Lock()
@@ -413,37 +418,63 @@ func (a *Allocator) toCache(addrs []uint64) error {
 		c.freeNo = sc.frees
 		sc.putLocked(c)
 		a.cached.Add(1)
-		if sc.frees-sc.markAt >= markEvery {
-			a.markLocked(sc)
+		if sc.frees-sc.markAt >= markEvery && !sc.marking {
+			marks = append(marks, sc.startMarkLocked())
 		}
 	}
 	if held != nil {
 		held.mu.Unlock()
 	}
+	for _, j := range marks {
+		a.mark(j)
+	}
 	return first
 }
 
-// markLocked records sc's mark on s, after every free so far (sc.mu is
-// held). Without an event, or when the record fails, the cache has no
-// mark and a drain records one for all its chunks.
-func (a *Allocator) markLocked(sc *streamCache) {
-	sc.markAt = sc.frees
-	if sc.mark == nil {
-		sc.mark, sc.spare = sc.spare, nil
-		if sc.mark == nil {
-			ev, err := a.opts.NewEvent()
-			if err != nil {
-				return
-			}
-			sc.mark = ev
-		}
+// markJob is a mark a Free records after releasing the cache's mutex:
+// ev, which nobody else refers to, recorded after the frees up to at.
+type markJob struct {
+	sc *streamCache
+	ev device.Event
+	at uint64
+}
+
+// startMarkLocked begins recording sc's next mark, after every free so far
+// (sc.mu is held); the caller passes the job to mark once it has released
+// the mutex. The cache's other thread keeps freeing into and allocating
+// from the cache meanwhile (cuEventRecord under the cache's mutex held it
+// up for microseconds every markEvery frees).
+func (sc *streamCache) startMarkLocked() markJob {
+	sc.marking = true
+	j := markJob{sc: sc, ev: sc.spare, at: sc.frees}
+	sc.spare = nil
+	return j
+}
+
+// mark records j's event on its stream and makes it the cache's mark; the
+// old mark, which the cache alone refers to while it is the mark, becomes
+// the spare for the next one. Without an event, or when the record fails,
+// the cache keeps its old mark (a drain records an event for the chunks
+// no mark covers).
+func (a *Allocator) mark(j markJob) {
+	sc := j.sc
+	ev, err := j.ev, error(nil)
+	if ev == nil {
+		ev, err = a.opts.NewEvent()
 	}
-	seq, err := a.record(sc, sc.mark)
+	var seq uint64
+	if err == nil {
+		seq, err = a.record(sc, ev)
+		// On failure ev's position is unknown: it is never handed out.
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.marking = false
 	if err != nil {
-		sc.mark = nil // its position is unknown now: never hand it out
 		return
 	}
-	sc.markSeq = seq
+	sc.spare, sc.mark = sc.mark, ev
+	sc.markAt, sc.markSeq = j.at, seq
 }
 
 // flushLocked moves the chunks of the stream caches (only's, or every
@@ -476,7 +507,9 @@ func (a *Allocator) flushLocked(only device.Stream) bool {
 			// The mark goes with its chunks; the next one is another
 			// event, from the pool where it has one.
 			sc.mark = nil
-			if sc.spare == nil {
+			if sc.spare == nil && !sc.marking {
+				// (A mark being recorded leaves the old one as
+				// the spare, or none: it is nil when that ends.)
 				if n := len(a.evPool); n > 0 {
 					sc.spare, a.evPool = a.evPool[n-1], a.evPool[:n-1]
 				}

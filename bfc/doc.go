@@ -113,10 +113,13 @@
 // stream's, is drained to the bins, and step 1 runs again before steps
 // 2-5. A drained chunk needs an event after its stream's last use of it:
 // every markEvery (32) frees, a cache records its mark, one event of its
-// own, on its stream (under the cache's mutex, outside Allocator.mu), and
-// a drain gives the mark to the chunks freed before it was last recorded
-// (the cache takes another event for its next mark) and one event
-// recorded at the drain to the rest. Either is correct however long ago
+// own, on its stream (outside Allocator.mu and outside the cache's mutex:
+// the Free that is due takes the cache's spare event under the mutex,
+// records it after releasing it, and then makes it the mark, the old mark
+// becoming the spare; the stream's other threads free and allocate
+// meanwhile), and a drain gives the mark to the chunks freed before it
+// was recorded (the cache takes another event for its next mark) and one
+// event recorded at the drain to the rest. Either is correct however long ago
 // a chunk was freed, since each was freed after its stream's last use of
 // it was enqueued; the mark, recorded earlier, has more often completed
 // when another stream looks, so that memory is retired (step 2) rather
@@ -195,7 +198,7 @@
 // streams' own locks; none of those may call back into the allocator.
 // The stream-cache paths of Allocate and Free take only a cache's and a
 // shard's mutex, and every markEvery frees a Free records the cache's
-// mark under the cache's mutex (then the stream's record mutex). While
+// next mark under the stream's record mutex alone. While
 // holding Allocator.mu the allocator calls Backend.Alloc and
 // Backend.Free, Event.Query (retiring), which never blocks, and
 // Stream.Record when it drains the caches (an allocation that missed its
