@@ -231,7 +231,7 @@ func TestStreamCacheDrainedUnderPressure(t *testing.T) {
 // meanwhile: it takes every lock in the documented order, so a lock-order
 // inversion deadlocks here, and it recounts the live index, the caches
 // and the bins, so a chunk that is for a moment neither live nor cached
-// nor free fails it. Under -race it also checks the caches' and shards'
+// nor free fails it. Under -race it also checks the caches' and the live index's
 // locking.
 func TestStreamCacheConcurrentCheck(t *testing.T) {
 	d, ss := streams(t, 4)

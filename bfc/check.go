@@ -14,10 +14,6 @@ func (a *Allocator) Check() error {
 		sc.mu.Lock()
 		defer sc.mu.Unlock()
 	}
-	for i := range a.live {
-		a.live[i].mu.Lock()
-		defer a.live[i].mu.Unlock()
-	}
 	inBin := map[*chunk]int{}
 	for b := range a.bins {
 		for i, c := range a.bins[b] {
@@ -37,7 +33,7 @@ func (a *Allocator) Check() error {
 	nListed := 0
 	for _, sc := range caches {
 		for i, c := range sc.chunks {
-			if c.stream != sc.s || !c.pending || !c.inUse || c.sc != sc {
+			if c.stream != sc.s || !c.pending || !c.inUse || c.sc != sc || c.slot == nil || c.slot.Load() != nil {
 				return fmt.Errorf("chunk %#x in a stream's cache: its stream differs, pending %v, in use %v", c.addr, c.pending, c.inUse)
 			}
 			if i > 0 && !less(sc.chunks[i-1], c) {
@@ -51,13 +47,30 @@ func (a *Allocator) Check() error {
 		return fmt.Errorf("%d chunks in the streams' caches, counted %d", nListed, a.cached.Load())
 	}
 	nLive := 0
-	for i := range a.live {
-		for addr, c := range a.live[i].m {
-			if c.addr != addr || !c.inUse || c.pending || c.freeing || a.chunks[addr] != c || a.shard(addr) != &a.live[i] ||
-				a.opts.StreamCache && (c.sc == nil || c.sc.s != c.stream) {
-				return fmt.Errorf("live index: %#x is chunk %#x, in use %v, pending %v, freeing %v", addr, c.addr, c.inUse, c.pending, c.freeing)
+	if l := a.live.Load(); l == nil && len(a.regions) > 0 || l != nil && len(*l) != len(a.regions) {
+		return fmt.Errorf("live index: regions differ")
+	}
+	for _, r := range a.regions {
+		if len(r.leaves) != int((r.size/MinAlloc+leafSlots-1)/leafSlots) {
+			return fmt.Errorf("region %#x+%d: %d leaves", r.base, r.size, len(r.leaves))
+		}
+		for j := range r.leaves {
+			lf := r.leaves[j].Load()
+			if lf == nil {
+				continue
 			}
-			nLive++
+			for k := range lf {
+				c := lf[k].Load()
+				if c == nil {
+					continue
+				}
+				addr := r.base + (uint64(j)*leafSlots+uint64(k))*MinAlloc
+				if c.addr != addr || !c.inUse || c.pending || c.freeing || a.chunks[addr] != c || c.slot != &lf[k] || a.liveSlot(addr) != &lf[k] ||
+					a.opts.StreamCache && (c.sc == nil || c.sc.s != c.stream) {
+					return fmt.Errorf("live index: %#x is chunk %#x, in use %v, pending %v, freeing %v", addr, c.addr, c.inUse, c.pending, c.freeing)
+				}
+				nLive++
+			}
 		}
 	}
 	var inUse, regionBytes uint64
@@ -111,8 +124,9 @@ func (a *Allocator) Check() error {
 	}
 	st := a.st // statsLocked would lock the caches, held here
 	st.BytesInUse, st.PeakBytesInUse = a.inUse.Load(), a.peak.Load()
-	for i := range a.live {
-		st.LiveAllocations += int(a.live[i].live)
+	st.LiveAllocations = int(a.nLive)
+	for _, sc := range caches {
+		st.LiveAllocations += int(sc.live)
 	}
 	if inUse != st.BytesInUse || live != st.LiveAllocations || live != nLive || regionBytes != st.RegionBytes || len(a.regions) != st.Regions {
 		return fmt.Errorf("stats %+v disagree with recount: in use %d, live %d (%d indexed), regions %d of %d bytes",

@@ -100,13 +100,14 @@
 // cached chunk is not split), again without the shared mutex and without
 // an event, since S's own order covers its earlier work. Neither takes
 // Allocator.mu, so four groups stepping at once meet only on their own
-// streams' caches and on a shard of the live index (below). Each takes
-// one cache lock and one shard lock: the allocator's per-stream records
-// (cache and record mutex) are a short copy-on-write list scanned without
-// a lock, and a live chunk points at its stream's cache, so a Free looks
-// its address up once, in the live index, and learns there where the
-// chunk goes; FreeAll puts a run of one stream's chunks in its cache
-// under one lock.
+// streams' caches. Each takes one lock, its stream cache's, and no hash
+// lookup: the allocator's per-stream records (cache and record mutex) are
+// a short copy-on-write list scanned without a lock, and a live chunk
+// points at its stream's cache, so a Free finds its chunk in the live
+// index (below) and learns there where it goes; FreeAll puts a run of one
+// stream's chunks in its cache under one lock. That is what a per-group
+// allocator costs (its mutex per Allocate and Free), minus the search of
+// the bins, splitting and merging.
 //
 // Only when S's cache has no fit does the allocation take the mutex and
 // search as above; when step 1 finds nothing, S's own cache, then every
@@ -146,17 +147,21 @@
 //
 // # The live index
 //
-// Every live allocation is in the live index: 32 shards by address, each
-// a map under its own mutex, through which Free finds its chunk (and a
-// second Free of it fails) without Allocator.mu. The counters that change
-// with it (BytesInUse, PeakBytesInUse, Allocations, LiveAllocations) are
+// Every live allocation is in the live index, through which Free finds
+// its chunk (and a second Free of it fails) without a lock: TF's region
+// handles, one slot per MinAlloc bytes of each region holding the live
+// chunk that starts there, made in leaves of 512 slots (128 KiB of
+// address space) only where a chunk was allocated, so at most 8 bytes per
+// 256 of regions and usually far less; leaves stay until Close. Regions
+// are found by a binary search of a copy-on-write list. A slot changes
+// (atomically) only under Allocator.mu or under the chunk's stream
+// cache's mutex, which also guard the allocation counts (the allocator's
+// and each cache's, summed by Stats); BytesInUse and PeakBytesInUse are
 // atomics. A chunk is at every moment exactly one of: live (in the
-// index), cached (in its stream's cache, pending), in transit (freeing:
-// out of the index on its way to a cache or to the bins, its event being
-// recorded, or just taken from its cache and about to be indexed), or
-// free (in a bin); Check recounts all four. The stream-cache paths hold
-// the cache's and the shard's mutex one after the other, never both, so
-// a chunk passes through "in transit" between them.
+// index), cached (in its stream's cache, pending), on its way to the bins
+// (freeing: out of the index, its event being recorded outside the mutex
+// by a stream-aware Free without caches), or free (in a bin); Check, which
+// takes every one of those locks, recounts all four.
 //
 // Without stream awareness, free chunks carry no stream and merge freely;
 // the caller (tensorholder) is then responsible for freeing memory only
@@ -164,8 +169,8 @@
 //
 // # Invariants
 //
-// These hold whenever no lock is held (Check takes Allocator.mu, every
-// cache's and every shard's, and verifies all of them by recount; the
+// These hold whenever no lock is held (Check takes Allocator.mu and every
+// cache's, and verifies all of them by recount; the
 // property tests call it after every operation):
 //
 //   - chunks tile each region exactly, in address order, with consistent
@@ -192,13 +197,13 @@
 //
 // Allocator.mu guards the chunk structure, the bins, the regions, the
 // event pool and the rest of the stats; functions named fooLocked expect
-// it held (streamCache.takeLocked and putLocked expect the cache's mutex,
-// claimLocked the shard's). The lock order is Allocator.mu, then a
-// stream cache's mutex, then a live shard's mutex, then the backend's and
-// streams' own locks; none of those may call back into the allocator.
-// The stream-cache paths of Allocate and Free take only a cache's and a
-// shard's mutex, and every markEvery frees a Free records the cache's
-// next mark under the stream's record mutex alone. While
+// it held (streamCache.takeLocked and putLocked expect the cache's mutex).
+// The lock order is Allocator.mu, then a stream cache's mutex, then a
+// stream's record mutex, then the backend's and streams' own locks; none
+// of those may call back into the allocator. The stream-cache paths of
+// Allocate and Free take only a cache's mutex, and every markEvery frees
+// a Free records the cache's next mark under the stream's record mutex
+// alone. While
 // holding Allocator.mu the allocator calls Backend.Alloc and
 // Backend.Free, Event.Query (retiring), which never blocks, and
 // Stream.Record when it drains the caches (an allocation that missed its

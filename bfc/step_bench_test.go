@@ -121,7 +121,9 @@ func (st dlrmStep) run(a *Allocator, s *fakeStream, node time.Duration, addrs []
 			return err
 		}
 		addrs[i] = p
-		s.launch(node)
+		if node > 0 {
+			s.launch(node)
+		}
 		if i >= 2 {
 			if (i-2)%6 == 0 {
 				keep = append(keep, addrs[i-2])
