@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"sync"
 	"testing"
+	"time"
 
 	"mstream/device"
 	"mstream/status"
@@ -309,4 +310,151 @@ func TestStreamCacheConcurrentCheck(t *testing.T) {
 	for _, s := range ss {
 		s.Synchronize()
 	}
+}
+
+// TestHammerSharedStreams is the load of bench/gpu's DLRM-small on four
+// stream-aware groups: 4 streams, each driven by 2 goroutines at once
+// (two client threads on one group), plus a holder goroutine that frees
+// chunks other goroutines hand it (buffers read on a second stream),
+// with stream caches, in a limit small enough that memory keeps moving
+// between streams (drains, retirements and cross-stream waits). Every
+// chunk gets a pattern written by its stream's work and checked by that
+// stream's work just before its free is issued, on host streams whose
+// work runs late (jitter): if a chunk were handed to another stream
+// before its last use there had run, the new owner's pattern would show
+// in the check. Records return late (slowRecord), as cuEventRecord does
+// with four groups launching, so that frees and allocations of a stream's
+// other goroutine overlap its cache's mark being recorded. Check runs
+// alongside.
+func TestHammerSharedStreams(t *testing.T) {
+	const nStreams, threads = 4, 2
+	d, hs := streams(t, nStreams)
+	ss := make([]device.Stream, nStreams)
+	for i, s := range hs {
+		ss[i] = &slowRecord{s, s.(device.HostFuncs)}
+	}
+	a, be := newAlloc(t, Options{Limit: 384 << 10, AllowGrowth: true, StreamAware: true, StreamCache: true, NewEvent: d.NewEvent})
+	var bad atomicCount
+	type live struct {
+		addr uint64
+		buf  []byte
+		pat  byte
+		s    device.Stream
+	}
+	// check enqueues, on l's stream, the check of its pattern: its last
+	// use, issued before its free.
+	check := func(l live) {
+		device.Enqueue(l.s, func() {
+			for _, b := range l.buf {
+				if b != l.pat {
+					bad.add()
+					return
+				}
+			}
+		})
+	}
+	held := make(chan live, 64)
+	var holder sync.WaitGroup
+	holder.Add(1)
+	go func() {
+		defer holder.Done()
+		for l := range held {
+			if err := a.Free(l.addr); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	stop := make(chan struct{})
+	var checker sync.WaitGroup
+	checker.Add(1)
+	go func() {
+		defer checker.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := a.Check(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := 0; g < nStreams*threads; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			s := ss[g%nStreams]
+			rng := rand.New(rand.NewSource(int64(g)))
+			var mine []live
+			free := func(l live) {
+				check(l)
+				if rng.Intn(4) == 0 {
+					held <- l
+				} else if err := a.Free(l.addr); err != nil {
+					t.Error(err)
+				}
+			}
+			for i := 0; i < 400; i++ {
+				if len(mine) > 0 && (rng.Intn(2) == 0 || len(mine) > 6) {
+					k := rng.Intn(len(mine))
+					l := mine[k]
+					mine = append(mine[:k], mine[k+1:]...)
+					free(l)
+					continue
+				}
+				size := uint64(1 + rng.Intn(24<<10))
+				addr, err := a.Allocate(size, s)
+				if err != nil {
+					continue // out of memory for now: others hold it
+				}
+				l := live{addr, be.Bytes(addr, size), byte(g*31 + i), s}
+				device.Enqueue(s, func() {
+					for j := range l.buf {
+						l.buf[j] = l.pat
+					}
+				})
+				mine = append(mine, l)
+			}
+			for _, l := range mine {
+				free(l)
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(held)
+	holder.Wait()
+	close(stop)
+	checker.Wait()
+	for _, s := range ss {
+		s.Synchronize()
+	}
+	mustCheck(t, a, "hammer")
+	st := a.Stats()
+	if bad.n.Load() != 0 {
+		t.Fatalf("%d chunks changed under their stream; %+v", bad.n.Load(), st)
+	}
+	if st.BytesInUse != 0 || st.LiveAllocations != 0 {
+		t.Fatalf("everything freed: %+v", st)
+	}
+	if st.CrossStreamWaits+st.Retired == 0 {
+		t.Fatalf("no memory moved between streams: the test does not exercise the ordering; %+v", st)
+	}
+	t.Logf("%d allocations, %d cross-stream waits, %d retired, %d failed", st.Allocations, st.CrossStreamWaits, st.Retired, st.FailedAllocations)
+}
+
+// slowRecord is a host stream whose Record returns some time after the
+// event's position was taken.
+type slowRecord struct {
+	device.Stream
+	h device.HostFuncs
+}
+
+func (s *slowRecord) Enqueue(fn func()) error { return s.h.Enqueue(fn) }
+func (s *slowRecord) Record(e device.Event) error {
+	err := s.Stream.Record(e)
+	time.Sleep(50 * time.Microsecond)
+	return err
 }
