@@ -379,6 +379,7 @@ func TestHammerSharedStreams(t *testing.T) {
 				t.Error(err)
 				return
 			}
+			time.Sleep(time.Millisecond) // Check stops everyone: let them run
 		}
 	}()
 	var wg sync.WaitGroup
