@@ -19,7 +19,8 @@ import (
 // MSTREAM_PROFILE_SECONDS (default 3), as bench/gpu/loadgen does (every
 // Placeholder fed, the first unknown dim the batch, integer ids below
 // 100000, fetch "output"), under the session knobs of the environment,
-// and logs the QPS. Run with -test.cpuprofile to see where the host's
+// and logs the QPS and the device allocators' regions and peak bytes in
+// use. Run with -test.cpuprofile to see where the host's
 // time goes under load (bench/gpu/README compares g4 with g4a this way).
 // It skips without MSTREAM_PROFILE_MODEL and asserts nothing about time.
 func TestLoadProfile(t *testing.T) {
@@ -112,7 +113,15 @@ func TestLoadProfile(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	t.Logf("%s: %d threads, batch %d: %.0f runs/s", path, threads, batch, float64(runs.Load())/float64(secs))
+	// The device allocators' regions and peak in use, for comparing
+	// per-group with stream-aware allocators (TF_GPU_STREAM_AWARE_BFC).
+	var regions, peak uint64
+	for _, a := range s.Stats().Allocators {
+		regions += a.RegionBytes
+		peak += a.PeakBytesInUse
+	}
+	t.Logf("%s: %d threads, batch %d: %.0f runs/s; device allocators: %.1f MiB of regions, peaks in use %.1f MiB",
+		path, threads, batch, float64(runs.Load())/float64(secs), float64(regions)/(1<<20), float64(peak)/(1<<20))
 }
 
 // TestTrainingProfile trains the training example's graph
