@@ -142,10 +142,10 @@ type chunk struct {
 
 type region struct {
 	base, size uint64
-	// leaves are the region's part of the live index, by
-	// (addr-base)/MinAlloc/leafSlots; nil until a chunk is allocated in
-	// their range.
-	leaves []atomic.Pointer[leaf]
+	// mids are the region's part of the live index, by
+	// (addr-base)/MinAlloc/leafSlots/midSlots; each, and each of its
+	// leaves, nil until a chunk is allocated in its range.
+	mids []atomic.Pointer[mid]
 }
 
 // Allocator is a best-fit-with-coalescing allocator. See the package
@@ -209,7 +209,9 @@ const maxSpare = 256
 // The live index is TF's region handles with lazily made pages: per
 // region, one slot per MinAlloc bytes of address space, holding the live
 // chunk that starts there (or nil), in leaves of leafSlots slots made
-// when a chunk is first allocated in their range. A Free finds its chunk
+// when a chunk is first allocated in their range, reached through mids
+// of midSlots leaves, also made on first use (so a region of the whole
+// device costs the collector 8 bytes per 8 MiB until it is used). A Free finds its chunk
 // with two loads and no lock or hash (a map of 32 address shards under
 // their own mutexes, which all the groups of a device wrote, was 3.6 of
 // 35 s of CPU in the H100 profile of DLRM-small on 4 stream-aware
@@ -220,9 +222,20 @@ const maxSpare = 256
 const (
 	leafBits  = 9
 	leafSlots = 1 << leafBits
+	midBits   = 6
+	midSlots  = 1 << midBits
 )
 
-type leaf [leafSlots]atomic.Pointer[chunk]
+type (
+	leaf [leafSlots]atomic.Pointer[chunk]
+	mid  [midSlots]atomic.Pointer[leaf]
+)
+
+// numMids is how many mids a region of size bytes has.
+func numMids(size uint64) int {
+	const span = MinAlloc * leafSlots * midSlots
+	return int((size + span - 1) / span)
+}
 
 // liveSlot is the live index's slot of addr, nil when no chunk was ever
 // allocated in its leaf (addr is then not live) or addr is in no region.
@@ -249,7 +262,11 @@ func (a *Allocator) liveSlot(addr uint64) *atomic.Pointer[chunk] {
 	if off >= r.size/MinAlloc {
 		return nil
 	}
-	lf := r.leaves[off>>leafBits].Load()
+	m := r.mids[off>>(leafBits+midBits)].Load()
+	if m == nil {
+		return nil
+	}
+	lf := m[(off>>leafBits)&(midSlots-1)].Load()
 	if lf == nil {
 		return nil
 	}
@@ -261,7 +278,13 @@ func (a *Allocator) liveSlot(addr uint64) *atomic.Pointer[chunk] {
 func (a *Allocator) liveSlotLocked(c *chunk) *atomic.Pointer[chunk] {
 	r := c.region
 	off := (c.addr - r.base) / MinAlloc
-	lp := &r.leaves[off>>leafBits]
+	mp := &r.mids[off>>(leafBits+midBits)]
+	m := mp.Load()
+	if m == nil {
+		m = new(mid)
+		mp.Store(m)
+	}
+	lp := &m[(off>>leafBits)&(midSlots-1)]
 	lf := lp.Load()
 	if lf == nil {
 		lf = new(leaf)
@@ -1019,7 +1042,7 @@ func (a *Allocator) extendLocked(size uint64) bool {
 		a.nextRegion *= 2
 	}
 	r := &region{base: base, size: bytes,
-		leaves: make([]atomic.Pointer[leaf], (bytes/MinAlloc+leafSlots-1)/leafSlots)}
+		mids: make([]atomic.Pointer[mid], numMids(bytes))}
 	i := sort.Search(len(a.regions), func(i int) bool { return a.regions[i].base > base })
 	a.regions = append(a.regions, nil)
 	copy(a.regions[i+1:], a.regions[i:])

@@ -58,6 +58,9 @@ func (a *Allocator) Check() error {
 		if c == nil || c.prev != nil {
 			return fmt.Errorf("region %#x has no first chunk", r.base)
 		}
+		if len(r.mids) != numMids(r.size) {
+			return fmt.Errorf("region %#x+%d: %d mids in the live index", r.base, r.size, len(r.mids))
+		}
 		end := r.base
 		for ; c != nil; c = c.next {
 			n++

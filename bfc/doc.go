@@ -151,8 +151,9 @@
 // its chunk (and a second Free of it fails) without a lock: TF's region
 // handles, one slot per MinAlloc bytes of each region holding the live
 // chunk that starts there, made in leaves of 512 slots (128 KiB of
-// address space) only where a chunk was allocated, so at most 8 bytes per
-// 256 of regions and usually far less; leaves stay until Close. Regions
+// address space), reached through mids of 64 leaves (8 MiB), both made
+// only where a chunk was allocated, so at most 8 bytes per 256 of regions
+// and usually far less; they stay until Close. Regions
 // are found by a binary search of a copy-on-write list. A slot changes
 // (atomically) only under Allocator.mu or under the chunk's stream
 // cache's mutex, which also guard the allocation counts (the allocator's

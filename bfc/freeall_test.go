@@ -8,6 +8,7 @@ import (
 
 	"mstream/device"
 	"mstream/device/host"
+	"mstream/status"
 )
 
 // countingStream counts the events recorded on a host stream.
@@ -188,5 +189,80 @@ func TestStreamCacheEvents(t *testing.T) {
 		}
 		t.Logf("StreamCache %v: %d events for 640 frees", cache, records.Load())
 		raw[0].Synchronize()
+	}
+}
+
+// TestLiveIndexLargeRegion: the live index over a region of a whole
+// 64 GiB device (no growth: TF's default), addresses only. Chunks at
+// both ends and in between are found (ChunkSize, RequestedSize), a Free
+// inside a chunk, past the region, before it, or a second Free fails
+// with INVALID_ARGUMENT and changes nothing, and the index made only the
+// parts where chunks start.
+func TestLiveIndexLargeRegion(t *testing.T) {
+	const limit = 64 << 30
+	be := &nullBackend{next: 1 << 40}
+	a, err := New(be, Options{Name: "big", Limit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := []uint64{1, 300, 4 << 20, 1 << 30, 7<<30 + 5, 256}
+	var addrs []uint64
+	for _, n := range sizes {
+		p, err := a.Allocate(n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, p)
+	}
+	// The rest of the device in one chunk: its end is the region's end.
+	st := a.Stats()
+	last, err := a.Allocate(limit-st.BytesInUse, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, sizes = append(addrs, last), append(sizes, limit-st.BytesInUse)
+	mustCheck(t, a, "allocated")
+	for i, p := range addrs {
+		if got := a.RequestedSize(p); got != sizes[i] {
+			t.Errorf("RequestedSize(%#x) = %d, want %d", p, got, sizes[i])
+		}
+		if got := a.ChunkSize(p); got != roundUp(sizes[i]) {
+			t.Errorf("ChunkSize(%#x) = %d, want %d", p, got, roundUp(sizes[i]))
+		}
+	}
+	base := a.regions[0].base
+	for _, bad := range []uint64{addrs[3] + MinAlloc, addrs[3] + 1, base - MinAlloc, base + limit, last + 1<<20, 0} {
+		if err := a.Free(bad); status.CodeOf(err) != status.InvalidArgument {
+			t.Errorf("Free(%#x) inside or outside the chunks: %v", bad, err)
+		}
+	}
+	mustCheck(t, a, "bad frees")
+	for _, k := range []int{3, 0, 6, 5, 1, 4, 2} {
+		if err := a.Free(addrs[k]); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Free(addrs[k]); status.CodeOf(err) != status.InvalidArgument {
+			t.Errorf("second Free(%#x): %v", addrs[k], err)
+		}
+		mustCheck(t, a, fmt.Sprint("free ", k))
+	}
+	if st := a.Stats(); st.BytesInUse != 0 || st.LiveAllocations != 0 || st.Allocations != int64(len(addrs)) {
+		t.Fatalf("%+v", st)
+	}
+	mids, leaves := 0, 0
+	for i := range a.regions[0].mids {
+		if m := a.regions[0].mids[i].Load(); m != nil {
+			mids++
+			for j := range m {
+				if m[j].Load() != nil {
+					leaves++
+				}
+			}
+		}
+	}
+	// Seven chunk starts: at most seven mids and leaves of the 8192 mids a
+	// 64 GiB region has room for.
+	if len(a.regions[0].mids) != 8192 || mids > len(addrs) || leaves > len(addrs) {
+		t.Fatalf("%d mids (%d made), %d leaves for %d chunks", len(a.regions[0].mids), mids, leaves, len(addrs))
 	}
 }
