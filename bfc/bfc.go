@@ -211,14 +211,15 @@ const maxSpare = 256
 // chunk that starts there (or nil), in leaves of leafSlots slots made
 // when a chunk is first allocated in their range, reached through mids
 // of midSlots leaves, also made on first use (so a region of the whole
-// device costs the collector 8 bytes per 8 MiB until it is used). A Free finds its chunk
-// with two loads and no lock or hash (a map of 32 address shards under
-// their own mutexes, which all the groups of a device wrote, was 3.6 of
-// 35 s of CPU in the H100 profile of DLRM-small on 4 stream-aware
-// groups); a slot's cache line is touched only by the users of the
-// chunks it indexes, rarely another group's. Leaves are kept until
-// Close: at most 8 bytes per MinAlloc bytes of regions, TF's cost for
-// its handles, made only where chunks start.
+// device costs the collector 8 bytes per 8 MiB until it is used). A Free
+// finds its chunk with a binary search of the regions and three loads,
+// no lock or hash (a map of 32 address shards under their own mutexes,
+// which all the groups of a device wrote, was 3.6 of 35 s of CPU in the
+// H100 profile of DLRM-small on 4 stream-aware groups); a slot's cache
+// line is touched only by the users of the chunks it indexes, rarely
+// another group's. Mids and leaves are kept until Close: at most 8 bytes
+// per MinAlloc bytes of regions, TF's cost for its handles, made only
+// where chunks start.
 const (
 	leafBits  = 9
 	leafSlots = 1 << leafBits
@@ -473,14 +474,16 @@ func (a *Allocator) toCache(addrs []uint64) error {
 			c = p.Load()
 		}
 		if c != nil {
-			if sc := c.sc; sc != held {
+			// c.sc is nil only if c was freed meanwhile (by a second
+			// Free of the same address) and drained to the bins.
+			if sc := c.sc; sc != nil && sc != held {
 				if held != nil {
 					held.mu.Unlock()
 				}
 				held = sc
 				sc.mu.Lock()
 			}
-			if c.sc != held || a.claimAt(p, c) == nil {
+			if c.sc == nil || c.sc != held || a.claimAt(p, c) == nil {
 				c = nil // freed meanwhile
 			}
 		}
