@@ -120,9 +120,9 @@
 // becoming the spare; the stream's other threads free and allocate
 // meanwhile), and a drain gives the mark to the chunks freed before it
 // was recorded (the cache takes another event for its next mark) and one
-// event recorded at the drain to the rest. Either is correct however long ago
-// a chunk was freed, since each was freed after its stream's last use of
-// it was enqueued; the mark, recorded earlier, has more often completed
+// event recorded at the drain to the rest. Either is correct however long
+// ago a chunk was freed, since each was freed after its stream's last use
+// of it was enqueued; the mark, recorded earlier, has more often completed
 // when another stream looks, so that memory is retired (step 2) rather
 // than grown around or waited for. A step of 40 frees thus costs about
 // one record per stream, outside the shared mutex, and none under it in
@@ -153,8 +153,8 @@
 // chunk that starts there, made in leaves of 512 slots (128 KiB of
 // address space), reached through mids of 64 leaves (8 MiB), both made
 // only where a chunk was allocated, so at most 8 bytes per 256 of regions
-// and usually far less; they stay until Close. Regions
-// are found by a binary search of a copy-on-write list. A slot changes
+// and usually far less; they stay until Close. Regions are found by a
+// binary search of a copy-on-write list. A slot changes
 // (atomically) only under Allocator.mu or under the chunk's stream
 // cache's mutex, which also guard the allocation counts (the allocator's
 // and each cache's, summed by Stats); BytesInUse and PeakBytesInUse are
@@ -171,8 +171,8 @@
 // # Invariants
 //
 // These hold whenever no lock is held (Check takes Allocator.mu and every
-// cache's, and verifies all of them by recount; the
-// property tests call it after every operation):
+// cache's, and verifies all of them by recount; the property tests call
+// it after every operation):
 //
 //   - chunks tile each region exactly, in address order, with consistent
 //     links; so no two live chunks overlap and all lie within regions;
@@ -204,16 +204,15 @@
 // of those may call back into the allocator. The stream-cache paths of
 // Allocate and Free take only a cache's mutex, and every markEvery frees
 // a Free records the cache's next mark under the stream's record mutex
-// alone. While
-// holding Allocator.mu the allocator calls Backend.Alloc and
+// alone. While holding Allocator.mu the allocator calls Backend.Alloc and
 // Backend.Free, Event.Query (retiring), which never blocks, and
 // Stream.Record when it drains the caches (an allocation that missed its
 // cache: rare in the steady state), which only enqueues.
 // A stream-aware Free without caches makes and records its event outside
 // mu (the chunk is freeing meanwhile), under a mutex of the chunk's
 // stream (its record's recMu) that gives the stream's frees sequence
-// numbers in the order of their records (only one stream's chunks ever merge, so only
-// their order matters, and streams record in parallel); Stream.Record
+// numbers in the order of their records (only one stream's chunks ever
+// merge, so only their order matters, and streams record in parallel); Stream.Record
 // only enqueues (or, on a host device's inline stream view, completes
 // the event at once). Stream.Wait for a reused chunk is called after the
 // mutex is released and before Allocate returns: on an inline view it
