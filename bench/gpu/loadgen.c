@@ -19,21 +19,21 @@
  * references, absent there, and text GraphDefs are then refused. An "output"
  * node without outputs (a NoOp grouping others) is run as a target.
  * OUTPUT_DUMP=path writes the first request's output bytes (batch, thread 0)
- * to path.B, so two libraries' answers can be compared. */
-#include <pthread.h>
+ * to path.B, so two libraries' answers can be compared. The load itself
+ * (threads, warm-up, feeds' values, the JSON lines) is closedloop.h's, which
+ * the ONNX Runtime and OpenVINO clients of bench/cpu share. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "closedloop.h"
 #include "mstream/mstream.h"
 #include "tensorflow/c/c_api.h"
 
 #pragma weak MS_SessionStats
 #pragma weak MS_GraphDefTextToBinary
 
-#define MAX_POINTS 16
 #define MAX_INPUTS 8
 
 static void check(const char* what, TF_Status* s) {
@@ -41,29 +41,6 @@ static void check(const char* what, TF_Status* s) {
     fprintf(stderr, "loadgen: %s: %s\n", what, TF_Message(s));
     exit(1);
   }
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Wall-clock time, so report.py can match a point's window with the
- * nvidia-smi samples taken beside it (their timestamps are wall clock). */
-static double epoch_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* The process's CPU time, every thread (the library's pools, spinning
- * BLAS threads, GC), user and system: on a loaded machine wall time mostly
- * measures the run queue, the CPU a request took says what it cost. */
-static double cpu_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static void free_buf(void* data, size_t len) { (void)len; free(data); }
@@ -90,41 +67,16 @@ static TF_Buffer* read_file(const char* path) {
   return b;
 }
 
-static int parse_list(const char* s, int* out) {
-  int n = 0;
-  while (*s && n < MAX_POINTS) {
-    out[n++] = atoi(s);
-    const char* c = strchr(s, ',');
-    if (!c) break;
-    s = c + 1;
-  }
-  return n;
-}
-
 typedef struct {
+  TF_Graph* g;
+  TF_Session* sess;
   TF_Output in[MAX_INPUTS];
   int n_in;
   TF_Output out;
   int target; /* "output" has no outputs: run it as a target */
+  TF_Tensor* (*feeds)[MAX_INPUTS]; /* per client */
+  TF_Status** status;              /* per client */
 } Model;
-
-typedef struct {
-  TF_Session* sess;
-  const Model* m;
-  TF_Tensor* feeds[MAX_INPUTS];
-  double stop;
-  pthread_barrier_t* start;
-  double* lat;
-  long n_lat, cap_lat;
-  int failed;
-  int warmup; /* requests before the window */
-  const char* dump; /* write the next output's bytes here (OUTPUT_DUMP) */
-} Client;
-
-static unsigned rng_next(unsigned* s) {
-  *s = *s * 1664525u + 1013904223u;
-  return *s >> 8;
-}
 
 static TF_Tensor* make_feed(TF_Graph* g, TF_Output o, int batch, unsigned* seed, TF_Status* s) {
   int nd = TF_GraphGetTensorNumDims(g, o, s);
@@ -139,67 +91,48 @@ static TF_Tensor* make_feed(TF_Graph* g, TF_Output o, int batch, unsigned* seed,
   }
   TF_DataType dt = TF_OperationOutputType(o);
   TF_Tensor* t = TF_AllocateTensor(dt, dims, nd, (size_t)n * TF_DataTypeSize(dt));
-  long ids_max = getenv("IDS_MAX") ? atol(getenv("IDS_MAX")) : 100000;
-  if (dt == TF_FLOAT) {
-    float* p = TF_TensorData(t);
-    for (int64_t i = 0; i < n; i++) p[i] = (float)(rng_next(seed) % 2000) / 1000.0f - 1.0f;
-  } else if (dt == TF_INT32) {
-    int32_t* p = TF_TensorData(t);
-    for (int64_t i = 0; i < n; i++) p[i] = (int32_t)(rng_next(seed) % ids_max);
-  } else if (dt == TF_INT64) {
-    int64_t* p = TF_TensorData(t);
-    for (int64_t i = 0; i < n; i++) p[i] = (int64_t)(rng_next(seed) % ids_max);
-  } else {
-    fprintf(stderr, "loadgen: input dtype %d not supported\n", dt);
-    exit(1);
+  switch (dt) {
+    case TF_FLOAT: cl_fill(CL_F32, TF_TensorData(t), n, seed); break;
+    case TF_INT32: cl_fill(CL_I32, TF_TensorData(t), n, seed); break;
+    case TF_INT64: cl_fill(CL_I64, TF_TensorData(t), n, seed); break;
+    default: fprintf(stderr, "loadgen: input dtype %d not supported\n", dt); exit(1);
   }
   return t;
 }
 
-static int request(Client* c, TF_Status* s) {
+static int prepare(void* ctx, int batch, int clients) {
+  Model* m = ctx;
+  TF_Status* s = TF_NewStatus();
+  for (int i = 0; i < clients; i++) {
+    unsigned seed = cl_seed(i, batch);
+    for (int k = 0; k < m->n_in; k++) m->feeds[i][k] = make_feed(m->g, m->in[k], batch, &seed, s);
+  }
+  TF_DeleteStatus(s);
+  return 0;
+}
+
+static void release(void* ctx, int batch, int clients) {
+  Model* m = ctx;
+  (void)batch;
+  for (int i = 0; i < clients; i++)
+    for (int k = 0; k < m->n_in; k++) TF_DeleteTensor(m->feeds[i][k]);
+}
+
+static int request(void* ctx, int client, const char* dump) {
+  Model* m = ctx;
+  TF_Status* s = m->status[client];
   TF_Tensor* out = NULL;
-  const Model* m = c->m;
   if (m->target)
-    TF_SessionRun(c->sess, NULL, m->in, c->feeds, m->n_in, NULL, NULL, 0, (const TF_Operation* const*)&m->out.oper, 1, NULL, s);
+    TF_SessionRun(m->sess, NULL, m->in, m->feeds[client], m->n_in, NULL, NULL, 0, (const TF_Operation* const*)&m->out.oper, 1, NULL, s);
   else
-    TF_SessionRun(c->sess, NULL, m->in, c->feeds, m->n_in, &m->out, &out, 1, NULL, 0, NULL, s);
+    TF_SessionRun(m->sess, NULL, m->in, m->feeds[client], m->n_in, &m->out, &out, 1, NULL, 0, NULL, s);
   if (TF_GetCode(s) != TF_OK) {
     fprintf(stderr, "loadgen: run: %s\n", TF_Message(s));
     return -1;
   }
-  if (out && c->dump) {
-    FILE* f = fopen(c->dump, "wb");
-    if (f) {
-      fwrite(TF_TensorData(out), 1, TF_TensorByteSize(out), f);
-      fclose(f);
-    }
-    c->dump = NULL;
-  }
+  if (out && dump) cl_dump(dump, TF_TensorData(out), TF_TensorByteSize(out));
   if (out) TF_DeleteTensor(out);
   return 0;
-}
-
-static void* client_main(void* arg) {
-  Client* c = arg;
-  TF_Status* s = TF_NewStatus();
-  for (int i = 0; i < c->warmup && !c->failed; i++) c->failed = request(c, s) != 0;
-  pthread_barrier_wait(c->start);
-  while (!c->failed) {
-    double t0 = now_s(), stop;
-    __atomic_load(&c->stop, &stop, __ATOMIC_ACQUIRE);
-    if (t0 >= stop) break;
-    if (request(c, s) != 0) {
-      c->failed = 1;
-      break;
-    }
-    if (c->n_lat == c->cap_lat) {
-      c->cap_lat = c->cap_lat ? 2 * c->cap_lat : 4096;
-      c->lat = realloc(c->lat, (size_t)c->cap_lat * sizeof(double));
-    }
-    c->lat[c->n_lat++] = now_s() - t0;
-  }
-  TF_DeleteStatus(s);
-  return NULL;
 }
 
 /* session_groups counts the session's stream groups in MS_SessionStats
@@ -222,18 +155,11 @@ static int session_groups(TF_Session* sess, TF_Status* s) {
   return n;
 }
 
-static int cmp_d(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-
 int main(int argc, char** argv) {
   if (argc < 5) {
     fprintf(stderr, "usage: loadgen MODEL.pb BATCHES THREADS DUR [CONFIG.pb]\n");
     return 2;
   }
-  int batches[MAX_POINTS], threads[MAX_POINTS];
-  int nb = parse_list(argv[2], batches), nt = parse_list(argv[3], threads);
   double dur = atof(argv[4]);
   TF_Status* s = TF_NewStatus();
   TF_Graph* g = TF_NewGraph();
@@ -264,7 +190,7 @@ int main(int argc, char** argv) {
   }
   TF_Session* sess = TF_NewSession(g, so, s);
   check("new session", s);
-  Model m = {.n_in = 0};
+  Model m = {.g = g, .sess = sess};
   size_t pos = 0;
   TF_Operation* op;
   while ((op = TF_GraphNextOperation(g, &pos)) != NULL) {
@@ -282,76 +208,14 @@ int main(int argc, char** argv) {
   }
   m.out = (TF_Output){outop, 0};
   m.target = TF_OperationNumOutputs(outop) == 0;
-  /* Warm-up: each group's first runs pay one-time costs (its copy of the
-   * constants, plan and kernel set-up), and sequential requests go round
-   * robin over idle groups, so each point starts after every group has
-   * served at least two runs. */
-  int ngroups = session_groups(sess, s);
-  int maxT = 0;
-  for (int i = 0; i < nt; i++) maxT = threads[i] > maxT ? threads[i] : maxT;
-  Client* cl = calloc((size_t)maxT, sizeof *cl);
-  int rc = 0;
-  for (int bi = 0; bi < nb && !rc; bi++) {
-    int B = batches[bi];
-    for (int i = 0; i < maxT; i++) {
-      unsigned seed = 12345u + (unsigned)i * 7919u + (unsigned)B;
-      for (int k = 0; k < m.n_in; k++) cl[i].feeds[k] = make_feed(g, m.in[k], B, &seed, s);
-    }
-    for (int ti = 0; ti < nt && !rc; ti++) {
-      int T = threads[ti];
-      pthread_barrier_t bar;
-      pthread_barrier_init(&bar, NULL, (unsigned)T + 1);
-      pthread_t th[256];
-      for (int i = 0; i < T; i++) {
-        cl[i].sess = sess;
-        cl[i].m = &m;
-        cl[i].start = &bar;
-        cl[i].n_lat = 0;
-        cl[i].failed = 0;
-        cl[i].stop = 1e300;
-        cl[i].warmup = 5 + (2 * ngroups + T - 1) / T;
-        cl[i].dump = NULL;
-        if (i == 0 && ti == 0 && getenv("OUTPUT_DUMP")) {
-          static char path[4096];
-          snprintf(path, sizeof path, "%s.%d", getenv("OUTPUT_DUMP"), B);
-          cl[i].dump = path;
-        }
-        pthread_create(&th[i], NULL, client_main, &cl[i]);
-      }
-      /* Everyone has warmed up when the barrier opens; the window starts then. */
-      pthread_barrier_wait(&bar);
-      double t0 = now_s();
-      double e0 = epoch_s();
-      double cpu0 = cpu_s();
-      double end = t0 + dur;
-      for (int i = 0; i < T; i++) __atomic_store(&cl[i].stop, &end, __ATOMIC_RELEASE);
-      long total = 0;
-      for (int i = 0; i < T; i++) {
-        pthread_join(th[i], NULL);
-        total += cl[i].n_lat;
-        if (cl[i].failed) rc = 1;
-      }
-      double wall = now_s() - t0;
-      double cpu = cpu_s() - cpu0;
-      pthread_barrier_destroy(&bar);
-      double* all = malloc((size_t)(total ? total : 1) * sizeof(double));
-      long k = 0;
-      for (int i = 0; i < T; i++) {
-        memcpy(all + k, cl[i].lat, (size_t)cl[i].n_lat * sizeof(double));
-        k += cl[i].n_lat;
-      }
-      qsort(all, (size_t)total, sizeof(double), cmp_d);
-      printf("{\"batch\": %d, \"threads\": %d, \"qps\": %.1f, \"samples_per_s\": %.1f, \"p50_ms\": %.4f, "
-             "\"p99_ms\": %.4f, \"requests\": %ld, \"cpu_us_per_request\": %.1f, \"t0\": %.3f, \"t1\": %.3f}\n",
-             B, T, total / wall, total * (double)B / wall, total ? all[total / 2] * 1e3 : 0,
-             total ? all[(long)(0.99 * (double)(total - 1))] * 1e3 : 0, total, total ? cpu * 1e6 / (double)total : 0,
-             e0, e0 + wall);
-      fflush(stdout);
-      free(all);
-    }
-    for (int i = 0; i < maxT; i++)
-      for (int k = 0; k < m.n_in; k++) TF_DeleteTensor(cl[i].feeds[k]);
-  }
+  m.feeds = calloc(CL_MAX_THREADS, sizeof *m.feeds);
+  m.status = calloc(CL_MAX_THREADS, sizeof *m.status);
+  for (int i = 0; i < CL_MAX_THREADS; i++) m.status[i] = TF_NewStatus();
+  /* Each group's first runs pay one-time costs (its copy of the constants,
+   * plan and kernel set-up), and sequential requests go round robin over
+   * idle groups: the warm-up goes round them all. */
+  ClBackend be = {prepare, request, release, session_groups(sess, s)};
+  int rc = cl_run(&be, &m, argv[2], argv[3], dur);
   if (MS_SessionStats) {
     TF_Buffer* st = TF_NewBuffer();
     MS_SessionStats(sess, st, s);
@@ -363,7 +227,8 @@ int main(int argc, char** argv) {
   TF_DeleteSessionOptions(so);
   TF_DeleteGraph(g);
   TF_DeleteStatus(s);
-  for (int i = 0; i < maxT; i++) free(cl[i].lat);
-  free(cl);
+  for (int i = 0; i < CL_MAX_THREADS; i++) TF_DeleteStatus(m.status[i]);
+  free(m.status);
+  free(m.feeds);
   return rc;
 }
