@@ -1,6 +1,7 @@
-"""The CPU benchmark's Python peers: ONNX Runtime, OpenVINO and TensorFlow's
-own Python client, on bench/cpu/vs_tf.sh's GraphDefs. Runs in
-build/peers-venv (bench/cpu/peers_setup.sh).
+"""The CPU benchmark's Python clients and conversions: the GraphDefs of
+bench/cpu/vs_tf.sh converted for ONNX Runtime and OpenVINO, and each library's
+Python client (mstream's own, TensorFlow's, ONNX Runtime's, OpenVINO's) on
+them. Runs in build/peers-venv (bench/cpu/peers_setup.sh).
 
     python bench/cpu/peers.py convert MODELDIR PEERDIR MODEL...
     python bench/cpu/peers.py run SIDE PEERDIR MODEL BATCHES THREADS DUR
@@ -10,26 +11,29 @@ TF_GraphNextOperation gives them, which is the order loadgen.c feeds them, and
 the fetches), MODEL.onnx (tf2onnx, opset 17) and MODEL.xml/.bin (OpenVINO's
 TensorFlow frontend, weights kept f32); a model is converted again only when
 its GraphDef changes. A model whose conversion fails gets MODEL.SIDE.err
-instead and the side reports it as failed; so does a GraphDef above
-PEERS_MAX_MB (100): tf2onnx needed more than this machine's 23 GB for the
-667 MB dlrm_small with its 100k-row tables.
+instead (SIDE ort or ov), and both that library's clients, C
+(bench/cpu/loadgen_ort.c, loadgen_ov.c) and Python, report it as failed; so
+does a GraphDef above PEERS_MAX_MB (100): tf2onnx needed more than this
+machine's 23 GB for the 667 MB dlrm_small with its 100k-row tables.
 
-run measures one side (tfpy, ort or ov) as bench/gpu/loadgen.c measures the C
-sides: T threads each send requests back to back for DUR seconds after a
-warm-up, on feeds drawn with loadgen's generator from the same seeds (so the
-outputs are comparable byte for byte with loadgen's OUTPUT_DUMP), and prints
-one JSON line per (batch, threads) point in loadgen's format. Thread settings
-are the ConfigProto's (intra_op = inter_op = 2): TF reads cfg.pb itself; ORT
-gets intra_op_num_threads = inter_op_num_threads = 2 (and, for a *_noopt
-model, graph_optimization_level = ORT_DISABLE_ALL, as the ConfigProto turns
-TF's optimizer off); OpenVINO gets INFERENCE_NUM_THREADS = 2, the LATENCY hint
-(one stream, which the requests of all client threads share, as TF's pools
-are shared) and INFERENCE_PRECISION_HINT = f32 (its default on an AVX-512 or
-AMX CPU is bf16, which moves outputs by up to 1%), compiled for each batch
-size with static shapes (OpenVINO's fast path; it has no switch for its graph
-optimizations, so *_noopt runs with them). Graphs whose "output" is a NoOp
-(wide) fetch its 1000 AddV2 outputs instead on ORT and OpenVINO, which have no
-targets.
+run measures one Python client (mspy, tfpy, ortpy or ovpy) as
+bench/gpu/closedloop.h measures the C ones: T threads each send requests back
+to back for DUR seconds after a warm-up, on feeds drawn with closedloop.h's
+generator from the same seeds (so the outputs are comparable byte for byte
+with the C clients' OUTPUT_DUMP), and prints one JSON line per (batch,
+threads) point in their format. Thread settings are the C clients': INTRA
+(vs_tf.sh passes the ConfigProto's intra_op_parallelism_threads, 2).
+mstream (python/mstream, ctypes over build/libmstream.so) and TF read cfg.pb
+themselves; ORT gets intra_op_num_threads = INTRA, inter_op_num_threads = 1
+and sequential execution (and, for a *_noopt model, graph_optimization_level
+= ORT_DISABLE_ALL, as the ConfigProto turns TF's optimizer off); OpenVINO
+gets INFERENCE_NUM_THREADS = INTRA, the LATENCY hint (one stream, which the
+requests of all client threads share, as TF's pools are shared) and
+INFERENCE_PRECISION_HINT = f32 (its default on an AVX-512 or AMX CPU is bf16,
+which moves outputs by up to 1%), compiled for each batch size with static
+shapes (OpenVINO's fast path; it has no switch for its graph optimizations,
+so *_noopt runs with them). Graphs whose "output" is a NoOp (wide) fetch its
+1000 AddV2 outputs instead on ORT and OpenVINO, which have no targets.
 """
 import hashlib
 import json
@@ -46,7 +50,7 @@ LCG_A, LCG_C = 1664525, 1013904223
 
 
 def lcg(seed, n):
-    """n draws of loadgen.c's rng_next from seed: (values, next seed).
+    """n draws of closedloop.h's cl_rng from seed: (values, next seed).
 
     s_k = A^k s_0 + C (1 + A + ... + A^(k-1)) mod 2^32, computed in uint64
     (wrapping mod 2^64 keeps every residue mod 2^32)."""
@@ -60,7 +64,7 @@ def lcg(seed, n):
 
 
 def feeds(spec, batch, client):
-    """The feeds loadgen.c's client `client` sends at this batch size."""
+    """The feeds closedloop.h's client `client` sends at this batch size."""
     seed = (12345 + client * 7919 + batch) & MASK
     ids_max = int(os.environ.get("IDS_MAX", "100000"))
     out = []
@@ -83,6 +87,7 @@ def base(model):
 
 
 MAX_MB = int(os.environ.get("PEERS_MAX_MB", "100"))  # MiB
+INTRA = int(os.environ.get("INTRA", "2"))
 
 
 def convert(modeldir, peerdir, models):
@@ -174,6 +179,32 @@ def write(path, text):
 # requests), shared otherwise (a TF session and an ORT session are thread-safe).
 
 
+class MSPy:
+    """mstream's own Python client (python/mstream: ctypes over
+    build/libmstream.so, the library the C client links)."""
+
+    def __init__(self, model, peerdir, modeldir):
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        sys.path.insert(0, os.path.join(root, "python"))
+        import mstream
+
+        cfgname = "cfg_noopt.pb" if model.endswith("_noopt") else "cfg.pb"
+        self.g = mstream.Graph.from_file(os.path.join(modeldir, base(model) + ".pb"))
+        self.sess = mstream.Session(self.g, config=open(os.path.join(modeldir, cfgname), "rb").read())
+        self.spec = json.load(open(os.path.join(peerdir, base(model) + ".spec.json")))
+        self.names = [i["name"] for i in self.spec["inputs"]]
+
+    def make(self, batch):
+        sess, names = self.sess, self.names
+        if self.spec["target"]:
+
+            def run(xs):
+                sess.run([], dict(zip(names, xs)), targets=["output"])
+
+            return run
+        return lambda xs: sess.run("output", dict(zip(names, xs)))
+
+
 class TFPy:
     def __init__(self, model, peerdir, modeldir):
         import tensorflow as tf
@@ -204,8 +235,9 @@ class ORT:
         if err:
             raise RuntimeError(err)
         o = ort.SessionOptions()
-        o.intra_op_num_threads = 2
-        o.inter_op_num_threads = 2
+        o.intra_op_num_threads = INTRA
+        o.inter_op_num_threads = 1
+        o.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         if model.endswith("_noopt"):
             o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         self.sess = ort.InferenceSession(stem + ".onnx", o, providers=["CPUExecutionProvider"])
@@ -250,7 +282,7 @@ class OV:
                     s = [batch if d < 0 else d for d in self.spec["inputs"][self._index(p)]["shape"]]
                     shapes[p] = ov.PartialShape(s)
                 m.reshape(shapes)
-                cfg = {"INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}
+                cfg = {"INFERENCE_NUM_THREADS": INTRA, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}
                 self.compiled[batch] = self.core.compile_model(m, "CPU", cfg)
             cm = self.compiled[batch]
         req = cm.create_infer_request()
@@ -271,7 +303,7 @@ class OV:
         raise RuntimeError(f"OpenVINO input {port.get_names()} is none of {names}")
 
 
-SIDES = {"tfpy": TFPy, "ort": ORT, "ov": OV}
+SIDES = {"mspy": MSPy, "tfpy": TFPy, "ortpy": ORT, "ovpy": OV}
 
 
 def measure(side, spec, batches, threads, dur, dump):

@@ -3,25 +3,22 @@
     python bench/cpu/report.py [--readme README.md] OUTDIR
 
 OUTDIR is vs_tf.sh's output directory (points.jsonl, run.json, the output
-dumps). Sides: ms (mstream) and tf (TF 2.15's C API) through the same C client;
-tfpy (TF's Python client), ort (ONNX Runtime) and ov (OpenVINO, f32) through
-bench/cpu/peers.py, present when vs_tf.sh found build/peers-venv.
+dumps). Sides, each library through the same closed-loop C client
+(bench/gpu/closedloop.h): ms (mstream), tf (TF 2.15's C API), ort (ONNX
+Runtime's C API), ov (OpenVINO's C API, f32); and, when vs_tf.sh ran them,
+each library's Python client (bench/cpu/peers.py): mspy, tfpy, ortpy, ovpy.
 
 Per (model, batch, threads): each side's median QPS over the rounds with the
-p50 / p99 of the round with that median; mstream / TF (both C); the fastest
-peer in C-client terms, estimated as TF's C QPS times the best of 1, ORT /
-TF-Python and OpenVINO / TF-Python at that point (ORT and OpenVINO are
-measured through Python, beside TF's Python client, so only their ratio to
-it is like for like), and mstream over it; and each side's largest absolute
-difference from TF's output on the same feeds (first request, float32; '!'
-marks one above 1e-4 x max(1, max |TF|); '-' where there is nothing to
-compare: a model run as a target, or a side that failed). Then geometric
-means per model, with "mstream / fastest, unbridged" beside the bridged one:
-mstream over the best of TF's C QPS and ORT's and OpenVINO's Python QPS as
-measured. The bridge overstates ORT and OpenVINO where TF's Python client
-costs much more per call than theirs (small graphs: chain, model_test);
-unbridged, their Python overhead counts against them. The two bracket the
-like-for-like ratio that C clients for ORT and OpenVINO would give.
+p50 / p99 of the round with that median; mstream / TF and mstream / fastest,
+C client against C client (the fastest of TF, ORT and OpenVINO); mstream's
+Python client over the fastest of the other Python clients (Python against
+Python: each pays its own client's cost per call); and each side's largest
+absolute difference from TF's output (C client) on the same feeds (first
+request, float32; '!' marks one above 1e-4 x max(1, max |TF|); '-' where
+there is nothing to compare: a model run as a target, or a side that
+failed). Then geometric means of those ratios per model, over every point
+and over the points with B <= 16 (the issue's goal: ahead of the fastest
+there, at least TF's at B = 256).
 
 --readme splices the tables, with the run's settings, between README.md's
 markers "<!-- vs_tf table -->" and "<!-- /vs_tf table -->".
@@ -35,7 +32,9 @@ import sys
 
 import numpy as np
 
-SIDES = [("ms", "mstream"), ("tf", "TF C"), ("tfpy", "TF Py"), ("ort", "ORT Py"), ("ov", "OpenVINO Py")]
+SIDES = [("ms", "mstream C"), ("tf", "TF C"), ("ort", "ORT C"), ("ov", "OpenVINO C"),
+         ("mspy", "mstream Py"), ("tfpy", "TF Py"), ("ortpy", "ORT Py"), ("ovpy", "OpenVINO Py")]
+C_PEERS, PY_PEERS = ("tf", "ort", "ov"), ("tfpy", "ortpy", "ovpy")
 BEGIN, END = "<!-- vs_tf table -->", "<!-- /vs_tf table -->"
 
 
@@ -72,43 +71,59 @@ def tables(outdir):
         return f"{d:.0e}" + ("!" if d > 1e-4 * max(1.0, ref) else "")
 
     lines = []
-    peers = [s for s in ("tfpy", "ort", "ov") if s in dict(present)]
-    head = "| model | B | T | " + " | ".join(f"{n} QPS (p50 / p99 ms)" for _, n in present) + " | mstream / TF |"
-    if peers:
-        head += " mstream / fastest |"
-    head += " max abs diff from TF: " + " / ".join(n for s, n in present if s != "tf") + " |"
+    have = dict(present)
+    c_peers = [s for s in ("ort", "ov") if s in have]
+    py = "mspy" in have and any(s in have for s in PY_PEERS)
+    ratio_cols = ["mstream / TF (C)"] + (["mstream / fastest (C)"] if c_peers else []) + (["mstream Py / fastest Py"] if py else [])
+    head = "| model | B | T | " + " | ".join(f"{n} QPS (p50 / p99 ms)" for _, n in present) + " | " + " | ".join(ratio_cols) + " |"
+    head += " max abs diff from TF C: " + " / ".join(n for s, n in present if s != "tf") + " |"
     lines.append(head)
-    lines.append("|---|---:|---:|" + "---:|" * (len(present) + 1 + (1 if peers else 0)) + "---|")
+    lines.append("|---|---:|---:|" + "---:|" * (len(present) + len(ratio_cols)) + "---|")
     ratios = collections.defaultdict(lambda: collections.defaultdict(list))
+
+    def add(model, batch, name, x):
+        ratios[model][name].append(x)
+        if batch <= 16:
+            ratios[model][name + " B<=16"].append(x)
+
     for key in order:
         model, batch, threads = key
         p = {s: med(key, s) for s, _ in present}
         q = {s: p[s]["qps"] for s in p if p[s] and p[s]["qps"] > 0}
         cells = [f"{p[s]['qps']:.0f} ({p[s]['p50_ms']:.2f} / {p[s]['p99_ms']:.2f})" if p[s] else "failed" for s, _ in present]
-        r = ""
+        r = []
         if "ms" in q and "tf" in q:
-            r = f"{q['ms'] / q['tf']:.2f}"
-            ratios[model]["ms/tf"].append(q["ms"] / q["tf"])
-        row = f"| {model} | {batch} | {threads} | " + " | ".join(cells) + f" | {r} |"
-        if peers:
-            f = ""
-            if "ms" in q and "tf" in q and "tfpy" in q:
-                best = max([1.0] + [q[s] / q["tfpy"] for s in ("ort", "ov") if s in q])
-                f = f"{q['ms'] / (q['tf'] * best):.2f}"
-                ratios[model]["ms/fastest"].append(q["ms"] / (q["tf"] * best))
-            if "ms" in q and "tf" in q:
-                ratios[model]["ms/fastest raw"].append(q["ms"] / max(q.get(s, 0) for s in ("tf", "ort", "ov")))
-            for s in ("ort", "ov"):
-                if s in q and "tfpy" in q:
-                    ratios[model][s + "/tfpy"].append(q[s] / q["tfpy"])
-            row += f" {f} |"
+            r.append(f"{q['ms'] / q['tf']:.2f}")
+            add(model, batch, "ms/tf", q["ms"] / q["tf"])
+        else:
+            r.append("")
+        for s in c_peers:
+            if s in q and "tf" in q:
+                add(model, batch, s + "/tf", q[s] / q["tf"])
+        if c_peers:
+            best = max((q[s] for s in C_PEERS if s in q), default=0)
+            if "ms" in q and best:
+                r.append(f"{q['ms'] / best:.2f}")
+                add(model, batch, "ms/fastest", q["ms"] / best)
+            else:
+                r.append("")
+        if py:
+            best = max((q[s] for s in PY_PEERS if s in q), default=0)
+            if "mspy" in q and best:
+                r.append(f"{q['mspy'] / best:.2f}")
+                add(model, batch, "mspy/fastest", q["mspy"] / best)
+            else:
+                r.append("")
+        row = f"| {model} | {batch} | {threads} | " + " | ".join(cells) + " | " + " | ".join(r) + " |"
         row += " " + " / ".join(diff(model, batch, s) for s, _ in present if s != "tf") + " |"
         lines.append(row)
     lines.append("")
     cols = [("ms/tf", "mstream / TF (C)")]
-    if peers:
-        cols += [("ort/tfpy", "ORT / TF (Python)"), ("ov/tfpy", "OpenVINO / TF (Python)"), ("ms/fastest", "mstream / fastest"),
-                 ("ms/fastest raw", "mstream / fastest, unbridged")]
+    cols += [(s + "/tf", f"{have[s].removesuffix(' C')} / TF (C)") for s in c_peers]
+    if c_peers:
+        cols += [("ms/fastest", "mstream / fastest (C)"), ("ms/fastest B<=16", "mstream / fastest (C), B <= 16")]
+    if py:
+        cols += [("mspy/fastest", "mstream Py / fastest Py")]
     lines.append("| model | " + " | ".join(n for _, n in cols) + " |")
     lines.append("|---|" + "---:|" * len(cols))
     for model in dict.fromkeys(k[0] for k in order):

@@ -4,12 +4,17 @@
 # intra_op = inter_op = 2), the sides alternating model by model, ROUNDS
 # times; the report takes each side's median per point.
 #
-# mstream and TF run through the same closed-loop C client
-# (bench/gpu/loadgen.c, built twice: once linked to build/libmstream.so, once
-# to TF's own C API from the pip wheel). ONNX Runtime (the GraphDefs converted
-# by tf2onnx) and OpenVINO (its TensorFlow frontend, f32) run through their
-# Python APIs beside TF's own Python client (bench/cpu/peers.py), when
-# bench/cpu/peers_setup.sh has made build/peers-venv (PEERS=0 skips them).
+# Every library runs through the same closed-loop C client
+# (bench/gpu/closedloop.h): bench/gpu/loadgen.c built twice, once linked to
+# build/libmstream.so and once to TF's own C API from the pip wheel;
+# bench/cpu/loadgen_ort.c on ONNX Runtime's C API (the GraphDefs converted by
+# tf2onnx) and bench/cpu/loadgen_ov.c on OpenVINO's (its TensorFlow
+# frontend's IR, f32), both from the wheels in build/peers-venv when
+# bench/cpu/peers_setup.sh has made it (PEERS=0 skips them). Each library's
+# Python client runs beside them (bench/cpu/peers.py: mstream's ctypes
+# package, TF's Session, ORT's and OpenVINO's pybind11 APIs; PY=0 skips
+# them), so that the Python clients' cost per call is measured, not mixed
+# into the comparison of the engines.
 #
 #   bench/cpu/vs_tf.sh                 # every model, B 1,16,256, T 1,2, DUR=1 s
 #   MODELS="mlp chain" DUR=2 ROUNDS=3 bench/cpu/vs_tf.sh
@@ -58,19 +63,47 @@ if [ "$(cat "$m/.done" 2>/dev/null)" != "$gens" ]; then
   echo "$gens" >"$m/.done"
 fi
 
-# The peers' converted models (build/vs_tf/peers), converted again when a
-# GraphDef changes.
+# The thread settings every side gets: cfg.pb's (TF and mstream read it).
+intra=$("$MS_PY" -c 'import sys, tensorflow as tf; print(tf.compat.v1.ConfigProto.FromString(open(sys.argv[1], "rb").read()).intra_op_parallelism_threads)' "$m/cfg.pb" 2>/dev/null)
+export INTRA=$intra
+
+# The peers: their C clients, built against the libraries of the wheels in
+# build/peers-venv (ONNX Runtime's C header, which its wheel lacks, from the
+# Go module proxy: github.com/yalue/onnxruntime_go carries the header of ORT
+# API version 24, which ORT 1.32's library serves; OpenVINO's wheel ships
+# its C headers); their converted models (build/vs_tf/peers), converted again
+# when a GraphDef changes.
 sides="ms tf"
 pv=build/peers-venv/bin/python
+p=$out/peers
 if [ "${PEERS:-1}" != 0 ] && [ -e build/peers-venv/.ok ]; then
-  sides="ms tf tfpy ort ov"
-  "$pv" bench/cpu/peers.py convert "$m" "$out/peers" $MODELS 2>"$out/err_convert" ||
+  sides="ms tf ort ov"
+  ortpkg=$("$pv" -c 'import os, onnxruntime; print(os.path.dirname(onnxruntime.__file__))')
+  ovpkg=$("$pv" -c 'import os, openvino; print(os.path.dirname(openvino.__file__))')
+  ortinc=$(go mod download -json github.com/yalue/onnxruntime_go@v1.27.0 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -e "$ortinc/onnxruntime_c_api.h" ] || { echo "vs_tf: no onnxruntime_c_api.h from the Go module proxy" >&2; exit 1; }
+  mkdir -p "$out/ortlib" "$out/ovlib"
+  ortso=$(ls "$ortpkg"/capi/libonnxruntime.so.1.* | head -1)
+  ln -sf "$ortso" "$out/ortlib/libonnxruntime.so.1"
+  ln -sf libonnxruntime.so.1 "$out/ortlib/libonnxruntime.so"
+  ln -sf "$(ls "$ovpkg"/libs/libopenvino_c.so.* | head -1)" "$out/ovlib/libopenvino_c.so"
+  $cc -O2 -Wall -I"$ortinc" bench/cpu/loadgen_ort.c -L"$out/ortlib" -lonnxruntime -lpthread \
+    -Wl,-rpath,"$root/$out/ortlib" -o "$out/loadgen_ort"
+  $cc -O2 -Wall -I"$ovpkg/include" bench/cpu/loadgen_ov.c -L"$out/ovlib" -lopenvino_c -lpthread \
+    -Wl,-rpath,"$ovpkg/libs" -o "$out/loadgen_ov"
+  "$pv" bench/cpu/peers.py convert "$m" "$p" $MODELS 2>"$out/err_convert" ||
     { echo "vs_tf: converting for the peers failed: $(tail -3 "$out/err_convert")" >&2; exit 1; }
+  [ "${PY:-1}" = 0 ] || sides="$sides mspy tfpy ortpy ovpy"
 else
   echo "vs_tf: no ONNX Runtime / OpenVINO side (bench/cpu/peers_setup.sh makes build/peers-venv)" >&2
 fi
 
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
+conversion_failed() {
+  cat "$1" >&2
+  echo >&2
+  return 1
+}
 pts=$out/points.jsonl
 : >"$pts"
 rm -f "$out"/out_*
@@ -86,11 +119,22 @@ while [ "$r" -le "$ROUNDS" ]; do
     case $file in chain | wide | while1000) b=1 ;; esac
     ids=100000 # below every table's rows: the bundled model's smallest has 200
     [ "$file" = model_test ] && ids=200
+    opt=all
+    [ "$cfg" = cfg_noopt.pb ] && opt=none
+    ins=
+    [ -e "$p/$file.spec.json" ] &&
+      ins=$("$MS_PY" -c 'import json, sys; print(",".join(i["name"] for i in json.load(open(sys.argv[1]))["inputs"]))' "$p/$file.spec.json")
     for side in $sides; do
       echo "vs_tf: round $r $model $side" >&2
       case $side in
         ms | tf) run="$out/loadgen_$side $m/$file.pb $b $THREADS $DUR $m/$cfg" ;;
-        *) run="$pv bench/cpu/peers.py run $side $out/peers $model $b $THREADS $DUR" ;;
+        ort) run="$out/loadgen_ort $p/$file.onnx $b $THREADS $DUR $intra $opt $ins" ;;
+        ov) run="$out/loadgen_ov $p/$file.xml $b $THREADS $DUR $intra $ins" ;;
+        *) run="$pv bench/cpu/peers.py run $side $p $model $b $THREADS $DUR" ;;
+      esac
+      # A model the converter failed on: that library's sides report why.
+      case $side in ort | ortpy | ov | ovpy)
+        [ -e "$p/$file.${side%py}.err" ] && run="conversion_failed $p/$file.${side%py}.err" ;;
       esac
       # The client's own status decides (a pipeline's is sed's).
       { IDS_MAX=$ids OUTPUT_DUMP="$out/out_${model}_$side" $run 2>"$out/err_${model}_$side"; echo $? >"$out/rc"; } |
