@@ -8,13 +8,12 @@ them. Runs in build/peers-venv (bench/cpu/peers_setup.sh).
 
 convert writes, per model, MODEL.spec.json (the Placeholders in the order
 TF_GraphNextOperation gives them, which is the order loadgen.c feeds them, and
-the fetches), MODEL.onnx (tf2onnx, opset 17) and MODEL.xml/.bin (OpenVINO's
-TensorFlow frontend, weights kept f32); a model is converted again only when
-its GraphDef changes. A model whose conversion fails gets MODEL.SIDE.err
-instead (SIDE ort or ov), and both that library's clients, C
-(bench/cpu/loadgen_ort.c, loadgen_ov.c) and Python, report it as failed; so
-does a GraphDef above PEERS_MAX_MB (100): tf2onnx needed more than this
-machine's 23 GB for the 667 MB dlrm_small with its 100k-row tables.
+the fetches), MODEL.onnx (tf2onnx, opset 17; see to_onnx for the large
+constants) and MODEL.xml/.bin (OpenVINO's TensorFlow frontend, weights kept
+f32); a model is converted again only when its GraphDef changes. A model
+whose conversion fails gets MODEL.SIDE.err instead (SIDE ort or ov), and both
+that library's clients, C (bench/cpu/loadgen_ort.c, loadgen_ov.c) and Python,
+report it as failed.
 
 run measures one Python client (mspy, tfpy, ortpy or ovpy) as
 bench/gpu/closedloop.h measures the C ones: T threads each send requests back
@@ -86,7 +85,7 @@ def base(model):
 # --- convert -----------------------------------------------------------------
 
 
-MAX_MB = int(os.environ.get("PEERS_MAX_MB", "100"))  # MiB
+BIG_CONST_MB = 1  # MiB; see to_onnx
 INTRA = int(os.environ.get("INTRA", "2"))
 
 
@@ -123,18 +122,9 @@ def convert(modeldir, peerdir, models):
         }
         with open(stem + ".spec.json", "w") as f:
             json.dump(spec, f)
-        if len(data) > MAX_MB << 20:
-            # dlrm_small (667 MB of 100k-row tables): tf2onnx took all 23 GB
-            # of this machine's memory on it and was killed.
-            for side in ("ort", "ov"):
-                write(f"{stem}.{side}.err", f"not converted: the GraphDef is {len(data) / 1e6:.0f} MB, above PEERS_MAX_MB={MAX_MB}")
-            write(stem + ".done", digest)
-            continue
         t0 = time.time()
         try:
-            import tf2onnx
-
-            tf2onnx.convert.from_graph_def(gd, input_names=[i["name"] + ":0" for i in spec["inputs"]], output_names=fetch, opset=17, output_path=stem + ".onnx")
+            to_onnx(gd, [i["name"] + ":0" for i in spec["inputs"]], fetch, stem + ".onnx")
             print(f"peers: {model}: ONNX in {time.time() - t0:.1f} s", file=sys.stderr)
         except Exception as e:  # noqa: BLE001 - any converter failure is reported, not fatal
             write(stem + ".ort.err", f"tf2onnx: {type(e).__name__}: {str(e)[:300]}")
@@ -158,6 +148,43 @@ def convert(modeldir, peerdir, models):
             write(stem + ".ov.err", f"openvino: {type(e).__name__}: {str(e)[:300]}")
             print(f"peers: {model}: OpenVINO failed: {e!s:.300}", file=sys.stderr)
         write(stem + ".done", digest)
+
+
+def to_onnx(gd, inputs, outputs, path):
+    """tf2onnx's conversion of gd, opset 17, written to path.
+
+    Constants above BIG_CONST_MB go round the converter: they become
+    Placeholders of their dtype and shape for tf2onnx, and the ONNX model
+    gets their values as initializers of those inputs afterwards. Given
+    dlrm_small's 26 tables of 100000 x 64 f32 (667 MB) as constants,
+    tf2onnx 1.17 grew past 8 GB in two minutes (stopped there; a run
+    before took all 23 GB of this machine and was killed); round it, the
+    conversion took 31 s. The model is the same: an initializer that is
+    not a graph input is a constant to ORT and its optimizer."""
+    import onnx
+    import tensorflow as tf
+    import tf2onnx
+    from onnx import numpy_helper
+
+    small = tf.compat.v1.GraphDef()
+    small.CopyFrom(gd)
+    big = {}
+    for n in small.node:
+        if n.op == "Const" and n.ByteSize() > BIG_CONST_MB << 20:
+            t = n.attr["value"].tensor
+            big[n.name + ":0"] = tf.make_ndarray(t)
+            dtype, shape = t.dtype, tf.TensorShape(t.tensor_shape).as_proto()
+            n.op = "Placeholder"
+            n.ClearField("attr")
+            n.attr["dtype"].type = dtype
+            n.attr["shape"].shape.CopyFrom(shape)
+    proto, _ = tf2onnx.convert.from_graph_def(small, input_names=inputs + list(big), output_names=outputs, opset=17)
+    if big:
+        kept = [i for i in proto.graph.input if i.name not in big]
+        del proto.graph.input[:]
+        proto.graph.input.extend(kept)
+        proto.graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in big.items())
+    onnx.save(proto, path)
 
 
 def open_text(path):
