@@ -63,10 +63,6 @@ if [ "$(cat "$m/.done" 2>/dev/null)" != "$gens" ]; then
   echo "$gens" >"$m/.done"
 fi
 
-# The thread settings every side gets: cfg.pb's (TF and mstream read it).
-intra=$("$MS_PY" -c 'import sys, tensorflow as tf; print(tf.compat.v1.ConfigProto.FromString(open(sys.argv[1], "rb").read()).intra_op_parallelism_threads)' "$m/cfg.pb" 2>/dev/null)
-export INTRA=$intra
-
 # The peers: their C clients, built against the libraries of the wheels in
 # build/peers-venv (ONNX Runtime's C header, which its wheel lacks, from the
 # Go module proxy: github.com/yalue/onnxruntime_go carries the header of ORT
@@ -78,6 +74,9 @@ pv=build/peers-venv/bin/python
 p=$out/peers
 if [ "${PEERS:-1}" != 0 ] && [ -e build/peers-venv/.ok ]; then
   sides="ms tf ort ov"
+  # The peers get cfg.pb's intra-op threads (TF and mstream read it).
+  intra=$("$MS_PY" -c 'import sys, tensorflow as tf; print(tf.compat.v1.ConfigProto.FromString(open(sys.argv[1], "rb").read()).intra_op_parallelism_threads)' "$m/cfg.pb" 2>/dev/null)
+  export INTRA=$intra
   ortpkg=$("$pv" -c 'import os, onnxruntime; print(os.path.dirname(onnxruntime.__file__))')
   ovpkg=$("$pv" -c 'import os, openvino; print(os.path.dirname(openvino.__file__))')
   ortinc=$(go mod download -json github.com/yalue/onnxruntime_go@v1.27.0 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
