@@ -49,13 +49,22 @@ func (r cpuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, er
 	return ctx.Outputs, nil
 }
 
-// poisoned allocates output buffers full of 0xA5 bytes, as a recycled
-// buffer from the session's allocator may be: a kernel that leaves an
-// element unwritten shows it as a wrong value.
+// poisoned allocates output buffers filled as a recycled buffer from the
+// session's allocator may be (the executor does not clear outputs): a
+// kernel that leaves an element unwritten, or accumulates into its output
+// without clearing it first, shows a wrong value. Floating-point outputs
+// are all 0xFF bytes, a NaN in every float and complex dtype, so an
+// accumulation turns NaN rather than off by the 1e-16 that 0xA5A5A5A5
+// means as a float32; integers and bools get 0xA5, far from any value a
+// case expects.
 func poisoned(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error) {
 	t := tensor.New(dt, shape)
+	b := byte(0xA5)
+	if dt.IsFloat() || dt.IsComplex() {
+		b = 0xFF
+	}
 	for i := range t.Buf {
-		t.Buf[i] = 0xA5
+		t.Buf[i] = b
 	}
 	return t, nil
 }
