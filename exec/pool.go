@@ -130,6 +130,10 @@ func NewIntra(n int) *Intra {
 	return p
 }
 
+// Threads is n, the threads a For runs on at most (kernels.Sized): the
+// bound kernels also give the libraries that start threads of their own.
+func (p *Intra) Threads() int { return p.workers + 1 }
+
 // Close stops the workers once they finish the chunks they run and waits
 // for them; a For after Close runs on its caller alone.
 func (p *Intra) Close() {

@@ -176,8 +176,19 @@ type Parallelizer interface {
 	For(n int, cost float64, fn func(lo, hi int))
 }
 
+// Sized is a Parallelizer that says how many threads it runs a For on at
+// most, the caller's included: the session's intra-op pool
+// (intra_op_parallelism_threads).
+type Sized interface {
+	Parallelizer
+	Threads() int
+}
+
 // Serial is a Parallelizer that runs everything on the caller's goroutine.
 type Serial struct{}
+
+// Threads is 1: the caller's.
+func (Serial) Threads() int { return 1 }
 
 func (Serial) For(n int, cost float64, fn func(lo, hi int)) {
 	if n > 0 {
@@ -333,6 +344,21 @@ func WrapNode(err error, n *graph.Node) error {
 		return nil
 	}
 	return &status.Error{Code: status.CodeOf(err), Msg: fmt.Sprintf("%v (op %s)\n\t [[{{node %s}}]]", err, n.Op, n.Name), Inner: err}
+}
+
+// Threads is how many threads the kernel may compute on at once, its
+// caller's included: the pool's size (Sized), 1 without a pool, 0 when the
+// pool does not say. A library that starts threads of its own (oneDNN's
+// OpenMP team) is held to it, so that intra_op_parallelism_threads bounds
+// every kernel's threads.
+func (c *Context) Threads() int {
+	switch p := c.Pool.(type) {
+	case nil:
+		return 1
+	case Sized:
+		return p.Threads()
+	}
+	return 0
 }
 
 // For runs fn over [0, n) on the pool (serially when there is none).

@@ -106,7 +106,9 @@
 // BenchmarkDNNL's numbers. Every other case, and every case without
 // oneDNN, runs the code above. Each such kernel's factory makes the
 // primitive cache (dnnl.Cache, dnnl.ConvCache) its Compute uses, named
-// after its node, so primitives are built once per node and shape; a
+// after its node, so primitives are built once per node, shape and thread
+// count (Context.Threads: the intra-op pool's size, which bounds the
+// primitive's OpenMP team); a
 // shape oneDNN cannot make is a warning naming the node (once) and runs
 // the kernel's own code (nn_conv_dnnl.go's runPrim).
 //

@@ -10,7 +10,9 @@ import (
 // loaded and takes the convolution (one group), with bias (len p.O, or nil)
 // and ReLU inside the primitive. It reports whether it did; false leaves
 // out to the caller's own kernel. The primitive comes from cache, which the
-// node's kernel owns: built on the first Run of a shape, reused after. The
+// node's kernel owns: built on the first Run of a shape and thread count
+// (the context's intra-op threads, which bound its OpenMP team), reused
+// after. The
 // primitive's work buffer (reordered weights, scratchpad) is kernel scratch,
 // checked against the device's memory limit like the im2col buffer.
 func convDNNL(ctx *kernels.Context, cache *dnnl.ConvCache, p ConvParams, in, filter, bias []float32, relu bool, out []float32) (bool, error) {
@@ -24,7 +26,7 @@ func convDNNL(ctx *kernels.Context, cache *dnnl.ConvCache, p ConvParams, in, fil
 	// (a negative need) are simply not read.
 	d.PB = max(0, (p.OutH-1)*p.StrideH+(p.KH-1)*p.DilH+1-p.H-p.PadTop)
 	d.PR = max(0, (p.OutW-1)*p.StrideW+(p.KW-1)*p.DilW+1-p.W-p.PadLeft)
-	c, err := cache.Get(d)
+	c, err := cache.Get(d, ctx.Threads())
 	if err != nil {
 		return false, nil // a shape oneDNN has no implementation for: Get warned
 	}
@@ -56,7 +58,7 @@ func poolDNNL(ctx *kernels.Context, cache *dnnl.Cache[dnnl.PoolDesc], g PoolGeom
 // reports whether oneDNN ran: false when it has no primitive for d (Get
 // warned, once) and the caller's own kernel must.
 func runPrim[D comparable](ctx *kernels.Context, cache *dnnl.Cache[D], d D, args ...[]float32) (bool, error) {
-	p, err := cache.Get(d)
+	p, err := cache.Get(d, ctx.Threads())
 	if err != nil {
 		return false, nil
 	}

@@ -1,10 +1,14 @@
 /* oneDNN 3.x through dlopen: the few entry points and constants mstream
    uses, declared here (values from oneDNN 3.2's dnnl_types.h) so that
    nothing of oneDNN is needed at build time. */
+#define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include "dl.h"
 
 typedef int64_t dims_t[12];
@@ -62,6 +66,22 @@ static struct {
 
 static void *engine;
 
+/* The OpenMP runtime oneDNN was built with (libgomp for the wheel), found
+   through its handle: a team's size is the calling thread's nthreads ICV,
+   which use_threads sets before every create and run, in the same cgo
+   call, so that the goroutine cannot move to another OS thread between.
+   Both matter: oneDNN fixes a primitive's thread count (its work split
+   and scratchpad) when it creates it, and parallel regions without one
+   read the ICV. Absent (a TBB or sequential build), nothing is set. */
+static void (*omp_set_num_threads_)(int);
+static int omp_default; /* omp_get_max_threads() at load: OMP_NUM_THREADS or the cores */
+
+static void use_threads(int n) {
+	if (omp_set_num_threads_) omp_set_num_threads_(n > 0 ? n : omp_default);
+}
+
+int ms_dnnl_omp_default(void) { return omp_set_num_threads_ ? omp_default : 0; }
+
 #define SYM(field, name) if (!(*(void **)&d.field = dlsym(h, name))) { snprintf(err, errlen, "%s: no %s", path, name); return 0; }
 
 int ms_dnnl_open(const char *path, char *err, int errlen) {
@@ -106,6 +126,11 @@ int ms_dnnl_open(const char *path, char *err, int errlen) {
 	SYM(memory_create, "dnnl_memory_create");
 	SYM(memory_destroy, "dnnl_memory_destroy");
 	SYM(get_effective_cpu_isa, "dnnl_get_effective_cpu_isa");
+	*(void **)&omp_set_num_threads_ = dlsym(h, "omp_set_num_threads");
+	int (*omp_get_max_threads_)(void);
+	*(void **)&omp_get_max_threads_ = dlsym(h, "omp_get_max_threads");
+	if (!omp_get_max_threads_) omp_set_num_threads_ = NULL;
+	else omp_default = omp_get_max_threads_();
 	int st = d.engine_create(&engine, engine_cpu, 0);
 	if (st) {
 		snprintf(err, errlen, "%s: dnnl_engine_create: status %d", path, st);
@@ -155,7 +180,7 @@ void ms_conv_free(ms_conv *c) {
 	free(c);
 }
 
-int ms_conv_create(const int64_t *p, int bias, int relu, ms_conv **out, char *err, int errlen) {
+int ms_conv_create(const int64_t *p, int bias, int relu, int threads, ms_conv **out, char *err, int errlen) {
 	int64_t N = p[0], C = p[1], H = p[2], W = p[3], O = p[4], KH = p[5], KW = p[6];
 	int64_t OH = p[15], OW = p[16];
 	void *attr = NULL, *po = NULL;
@@ -166,6 +191,7 @@ int ms_conv_create(const int64_t *p, int bias, int relu, ms_conv **out, char *er
 		return 0;
 	}
 	c->bias = bias;
+	use_threads(threads);
 	dims_t src = {N, C, H, W}, wei = {O, C, KH, KW}, dst = {N, O, OH, OW}, b = {O};
 	dims_t strides = {p[7], p[8]}, dil = {p[9] - 1, p[10] - 1}, pl = {p[11], p[12]}, pr = {p[13], p[14]};
 	CHECK(d.md_create_with_tag(&c->src_md, 4, src, f32, tag_nhwc));
@@ -210,7 +236,8 @@ size_t ms_conv_work_size(ms_conv *c) { return c->wei_size + c->scratch_size + 12
 
 /* work holds ms_conv_work_size bytes: the reordered weights and the
    scratchpad, each at a 64-byte boundary. */
-int ms_conv_run(ms_conv *c, const float *src, const float *wei, const float *bias, float *dst, void *work, char *err, int errlen) {
+int ms_conv_run(ms_conv *c, int threads, const float *src, const float *wei, const float *bias, float *dst, void *work, char *err, int errlen) {
+	use_threads(threads);
 	void *stream = NULL, *m_src = NULL, *m_wei_user = NULL, *m_wei = NULL, *m_bias = NULL, *m_dst = NULL, *m_scr = NULL;
 	char *wbuf = align64(work), *sbuf = align64(wbuf + c->wei_size);
 	int ok = 0;
@@ -290,7 +317,8 @@ static md_t add(ms_prim *c, int arg, int ndims, const int64_t *dims, int tag, ch
 	return md;
 }
 
-static ms_prim *prim_new(char *err, int errlen) {
+static ms_prim *prim_new(int threads, char *err, int errlen) {
+	use_threads(threads);
 	ms_prim *c = calloc(1, sizeof *c);
 	if (!c) snprintf(err, errlen, "out of memory");
 	return c;
@@ -327,7 +355,8 @@ const char *ms_prim_impl(ms_prim *c) { return impl_of(c->pd); }
 
 size_t ms_prim_work_size(ms_prim *c) { return c->scratch_size + 64; }
 
-int ms_prim_run(ms_prim *c, void *const *ptrs, void *work, char *err, int errlen) {
+int ms_prim_run(ms_prim *c, int threads, void *const *ptrs, void *work, char *err, int errlen) {
+	use_threads(threads);
 	void *stream = NULL, *mem[MAX_ARGS + 1] = {0};
 	exec_arg a[MAX_ARGS + 1];
 	int na = 0, ok = 0;
@@ -353,10 +382,10 @@ fail:
 
 #define ADD(arg, nd, dims, tag) if (!add(c, arg, nd, dims, tag, err, errlen)) { ms_prim_free(c); return 0; }
 
-int ms_pool_create(const int64_t *p, int is_max, ms_prim **out, char *err, int errlen) {
+int ms_pool_create(const int64_t *p, int is_max, int threads, ms_prim **out, char *err, int errlen) {
 	int64_t src[] = {p[0], p[1], p[2], p[3]}, dst[] = {p[0], p[1], p[4], p[5]};
 	dims_t kernel = {p[6], p[7]}, strides = {p[8], p[9]}, dil = {0, 0}, pl = {p[10], p[11]}, pr = {p[12], p[13]};
-	ms_prim *c = prim_new(err, errlen);
+	ms_prim *c = prim_new(threads, err, errlen);
 	if (!c) return 0;
 	ADD(ARG_SRC, 4, src, tag_nhwc);
 	ADD(ARG_DST, 4, dst, tag_nhwc);
@@ -366,9 +395,9 @@ int ms_pool_create(const int64_t *p, int is_max, ms_prim **out, char *err, int e
 	return prim_finish(c, st, "dnnl_pooling_forward_primitive_desc_create", attr, out, err, errlen);
 }
 
-int ms_softmax_create(int64_t rows, int64_t cols, int log, ms_prim **out, char *err, int errlen) {
+int ms_softmax_create(int64_t rows, int64_t cols, int log, int threads, ms_prim **out, char *err, int errlen) {
 	int64_t dims[] = {rows, cols};
-	ms_prim *c = prim_new(err, errlen);
+	ms_prim *c = prim_new(threads, err, errlen);
 	if (!c) return 0;
 	ADD(ARG_SRC, 2, dims, tag_ab);
 	ADD(ARG_DST, 2, dims, tag_ab);
@@ -378,9 +407,9 @@ int ms_softmax_create(int64_t rows, int64_t cols, int log, ms_prim **out, char *
 	return prim_finish(c, st, "dnnl_softmax_forward_primitive_desc_create", attr, out, err, errlen);
 }
 
-int ms_lnorm_create(int64_t rows, int64_t cols, float eps, ms_prim **out, char *err, int errlen) {
+int ms_lnorm_create(int64_t rows, int64_t cols, float eps, int threads, ms_prim **out, char *err, int errlen) {
 	int64_t dims[] = {rows, cols};
-	ms_prim *c = prim_new(err, errlen);
+	ms_prim *c = prim_new(threads, err, errlen);
 	if (!c) return 0;
 	ADD(ARG_SRC, 2, dims, tag_ab);
 	ADD(ARG_DST, 2, dims, tag_ab);
@@ -391,10 +420,10 @@ int ms_lnorm_create(int64_t rows, int64_t cols, float eps, ms_prim **out, char *
 	return prim_finish(c, st, "dnnl_layer_normalization_forward_primitive_desc_create", attr, out, err, errlen);
 }
 
-int ms_bnorm_create(int64_t n, int64_t ch, int64_t spatial, float eps, int training, ms_prim **out, char *err, int errlen) {
+int ms_bnorm_create(int64_t n, int64_t ch, int64_t spatial, float eps, int training, int threads, ms_prim **out, char *err, int errlen) {
 	/* NHWC as [n, ch, spatial, 1] in nhwc order: channels innermost. */
 	int64_t dims[] = {n, ch, spatial, 1}, cd[] = {ch};
-	ms_prim *c = prim_new(err, errlen);
+	ms_prim *c = prim_new(threads, err, errlen);
 	if (!c) return 0;
 	ADD(ARG_SRC, 4, dims, tag_nhwc);
 	ADD(ARG_DST, 4, dims, tag_nhwc);
@@ -409,10 +438,10 @@ int ms_bnorm_create(int64_t n, int64_t ch, int64_t spatial, float eps, int train
 }
 
 int ms_matmul_create(int64_t m, int64_t k, int64_t n, int ta, int tb, int bias, int act, float alpha, float beta,
-	ms_prim **out, char *err, int errlen) {
+	int threads, ms_prim **out, char *err, int errlen) {
 	int64_t a[] = {m, k}, b[] = {k, n}, bd[] = {1, n}, dst[] = {m, n};
 	void *po = NULL;
-	ms_prim *c = prim_new(err, errlen);
+	ms_prim *c = prim_new(threads, err, errlen);
 	if (!c) return 0;
 	ADD(ARG_SRC, 2, a, ta ? tag_ba : tag_ab);
 	ADD(ARG_WEIGHTS, 2, b, tb ? tag_ba : tag_ab);
@@ -427,4 +456,65 @@ int ms_matmul_create(int64_t m, int64_t k, int64_t n, int ta, int tb, int bias, 
 	}
 	int st = d.matmul_pd_create(&c->pd, engine, c->mds[0], c->mds[1], bias ? c->mds[3] : NULL, c->mds[2], attr);
 	return prim_finish(c, st, "dnnl_matmul_primitive_desc_create", attr, out, err, errlen);
+}
+
+/* The team-size probe (tests only): runs one primitive on a new thread
+   named "ms-omp-probe", whose OpenMP workers inherit the name, and counts
+   the process's threads of that name before the probe thread exits (and
+   its pool with it): the caller plus the workers its team started. */
+struct probe {
+	ms_conv *conv;
+	ms_prim *prim;
+	int threads;
+	const float *src, *wei, *bias;
+	float *dst;
+	void *const *ptrs;
+	void *work;
+	int ok, count;
+	char *err;
+	int errlen;
+};
+
+static int count_named(const char *name) {
+	DIR *dir = opendir("/proc/self/task");
+	if (!dir) return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		if (e->d_name[0] == '.') continue;
+		char path[300], comm[32] = {0};
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f) continue;
+		if (fgets(comm, sizeof comm, f)) {
+			comm[strcspn(comm, "\n")] = 0;
+			if (!strcmp(comm, name)) n++;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return n;
+}
+
+static void *probe_main(void *arg) {
+	struct probe *p = arg;
+	prctl(PR_SET_NAME, "ms-omp-probe", 0, 0, 0);
+	if (p->conv)
+		p->ok = ms_conv_run(p->conv, p->threads, p->src, p->wei, p->bias, p->dst, p->work, p->err, p->errlen);
+	else
+		p->ok = ms_prim_run(p->prim, p->threads, p->ptrs, p->work, p->err, p->errlen);
+	p->count = count_named("ms-omp-probe");
+	return NULL;
+}
+
+int ms_dnnl_team_probe(ms_conv *conv, ms_prim *prim, int threads, const float *src, const float *wei, const float *bias,
+	float *dst, void *const *ptrs, void *work, char *err, int errlen) {
+	struct probe p = {conv, prim, threads, src, wei, bias, dst, ptrs, work, 0, 0, err, errlen};
+	pthread_t t;
+	if (pthread_create(&t, NULL, probe_main, &p)) {
+		snprintf(err, errlen, "pthread_create failed");
+		return -1;
+	}
+	pthread_join(t, NULL);
+	return p.ok ? p.count : -1;
 }

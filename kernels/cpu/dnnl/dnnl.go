@@ -247,14 +247,16 @@ type ConvDesc struct {
 // concurrent Runs: each run brings its own work buffer (scratchpad and
 // reordered weights).
 type Conv struct {
-	c *C.ms_conv
+	c       *C.ms_conv
+	threads int
 	// Impl is oneDNN's name of the implementation it chose.
 	Impl string
 }
 
-// NewConv creates the primitive (oneDNN JIT-compiles it: do it once per
-// node and shape, through a ConvCache).
-func NewConv(d ConvDesc) (*Conv, error) {
+// NewConv creates the primitive for an OpenMP team of threads (0:
+// OpenMP's default; see Threads), which its Runs use: oneDNN JIT-compiles
+// it, so do it once per node, shape and thread count, through a ConvCache.
+func NewConv(d ConvDesc, threads int) (*Conv, error) {
 	if !Available() {
 		return nil, errors.New("oneDNN is not loaded")
 	}
@@ -263,10 +265,10 @@ func NewConv(d ConvDesc) (*Conv, error) {
 		C.int64_t(d.OH), C.int64_t(d.OW)}
 	var c *C.ms_conv
 	var buf [512]C.char
-	if C.ms_conv_create(&p[0], b2i(d.Bias), b2i(d.Relu), &c, &buf[0], C.int(len(buf))) == 0 {
+	if C.ms_conv_create(&p[0], b2i(d.Bias), b2i(d.Relu), C.int(threads), &c, &buf[0], C.int(len(buf))) == 0 {
 		return nil, fmt.Errorf("oneDNN convolution %+v: %s", d, C.GoString(&buf[0]))
 	}
-	return &Conv{c: c, Impl: C.GoString(C.ms_conv_impl(c))}, nil
+	return &Conv{c: c, threads: threads, Impl: C.GoString(C.ms_conv_impl(c))}, nil
 }
 
 // WorkBytes is the size of the work buffer Run needs: the weights in the
@@ -286,7 +288,7 @@ func (c *Conv) Run(src, wei, bias, dst []float32, work []byte) error {
 		b = (*C.float)(&bias[0])
 	}
 	var buf [256]C.char
-	if C.ms_conv_run(c.c, (*C.float)(&src[0]), (*C.float)(&wei[0]), b, (*C.float)(&dst[0]), unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
+	if C.ms_conv_run(c.c, C.int(c.threads), (*C.float)(&src[0]), (*C.float)(&wei[0]), b, (*C.float)(&dst[0]), unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
 		return errors.New(C.GoString(&buf[0]))
 	}
 	return nil
@@ -302,7 +304,14 @@ type ConvCache struct {
 	// make prints.
 	Node string
 	mu   sync.Mutex
-	m    map[ConvDesc]convEntry
+	m    map[threaded[ConvDesc]]convEntry
+}
+
+// threaded is a cache key: a desc and the team size its primitive was
+// made for.
+type threaded[D comparable] struct {
+	d       D
+	threads int
 }
 
 type convEntry struct {
@@ -310,19 +319,22 @@ type convEntry struct {
 	err error
 }
 
-// Get returns the primitive for d, creating it on first use. A desc oneDNN
-// cannot make is remembered, so the caller's fallback runs without retrying.
-func (cc *ConvCache) Get(d ConvDesc) (*Conv, error) {
+// Get returns the primitive for d and an OpenMP team of threads (the
+// kernel's intra-op thread count, kernels.Context.Threads), creating it on
+// first use. A desc oneDNN cannot make is remembered, so the caller's
+// fallback runs without retrying.
+func (cc *ConvCache) Get(d ConvDesc, threads int) (*Conv, error) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if e, ok := cc.m[d]; ok {
+	k := threaded[ConvDesc]{d, threads}
+	if e, ok := cc.m[k]; ok {
 		return e.c, e.err
 	}
-	c, err := NewConv(d)
+	c, err := NewConv(d, threads)
 	if cc.m == nil {
-		cc.m = map[ConvDesc]convEntry{}
+		cc.m = map[threaded[ConvDesc]]convEntry{}
 	}
-	cc.m[d] = convEntry{c, err}
+	cc.m[k] = convEntry{c, err}
 	if err != nil {
 		fallback(cc.Node, err)
 	} else {
@@ -343,24 +355,25 @@ func b2i(b bool) C.int {
 // normalisation, matmul. It is safe for concurrent Runs (each brings its
 // own work buffer).
 type Prim struct {
-	c    *C.ms_prim
-	nArg int
-	kind string
+	c       *C.ms_prim
+	nArg    int
+	threads int
+	kind    string
 	// Impl is oneDNN's name of the implementation it chose ("brg:avx2",
 	// "jit:uni", "ref:any"): a "ref" one is oneDNN's slow reference code.
 	Impl string
 }
 
-func newPrim(what string, desc any, nArg int, create func(out **C.ms_prim, buf *C.char, n C.int) C.int) (*Prim, error) {
+func newPrim(what string, desc any, nArg, threads int, create func(threads C.int, out **C.ms_prim, buf *C.char, n C.int) C.int) (*Prim, error) {
 	if !Available() {
 		return nil, errors.New("oneDNN is not loaded")
 	}
 	var c *C.ms_prim
 	var buf [512]C.char
-	if create(&c, &buf[0], C.int(len(buf))) == 0 {
+	if create(C.int(threads), &c, &buf[0], C.int(len(buf))) == 0 {
 		return nil, fmt.Errorf("oneDNN %s %+v: %s", what, desc, C.GoString(&buf[0]))
 	}
-	return &Prim{c: c, nArg: nArg, kind: strings.ReplaceAll(what, " ", "_"), Impl: C.GoString(C.ms_prim_impl(c))}, nil
+	return &Prim{c: c, nArg: nArg, threads: threads, kind: strings.ReplaceAll(what, " ", "_"), Impl: C.GoString(C.ms_prim_impl(c))}, nil
 }
 
 // WorkBytes is the size of the work buffer (the scratchpad) Run needs.
@@ -386,7 +399,7 @@ func (p *Prim) Run(work []byte, args ...[]float32) error {
 		}
 	}
 	var buf [256]C.char
-	if C.ms_prim_run(p.c, &ptrs[0], unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
+	if C.ms_prim_run(p.c, C.int(p.threads), &ptrs[0], unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
 		return errors.New(C.GoString(&buf[0]))
 	}
 	return nil
@@ -400,7 +413,7 @@ func (p *Prim) Run(work []byte, args ...[]float32) error {
 type Cache[D comparable] struct {
 	Node string
 	mu   sync.Mutex
-	m    map[D]primEntry
+	m    map[threaded[D]]primEntry
 }
 
 type primEntry struct {
@@ -408,20 +421,22 @@ type primEntry struct {
 	err error
 }
 
-// Get returns the primitive for d, creating it on first use. A desc oneDNN
-// cannot make is remembered and warned about once (the caller's own kernel
-// runs it, slower), so the fallback runs without retrying.
-func (pc *Cache[D]) Get(d D) (*Prim, error) {
+// Get returns the primitive for d and an OpenMP team of threads (as
+// ConvCache.Get), creating it on first use. A desc oneDNN cannot make is
+// remembered and warned about once (the caller's own kernel runs it,
+// slower), so the fallback runs without retrying.
+func (pc *Cache[D]) Get(d D, threads int) (*Prim, error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	if e, ok := pc.m[d]; ok {
+	k := threaded[D]{d, threads}
+	if e, ok := pc.m[k]; ok {
 		return e.p, e.err
 	}
-	p, err := newPrimFor(d)
+	p, err := newPrimFor(d, threads)
 	if pc.m == nil {
-		pc.m = map[D]primEntry{}
+		pc.m = map[threaded[D]]primEntry{}
 	}
-	pc.m[d] = primEntry{p, err}
+	pc.m[k] = primEntry{p, err}
 	if err != nil {
 		fallback(pc.Node, err)
 	} else {
@@ -430,18 +445,18 @@ func (pc *Cache[D]) Get(d D) (*Prim, error) {
 	return p, err
 }
 
-func newPrimFor(d any) (*Prim, error) {
+func newPrimFor(d any, threads int) (*Prim, error) {
 	switch d := d.(type) {
 	case PoolDesc:
-		return NewPool(d)
+		return NewPool(d, threads)
 	case SoftmaxDesc:
-		return NewSoftmax(d)
+		return NewSoftmax(d, threads)
 	case LayerNormDesc:
-		return NewLayerNorm(d)
+		return NewLayerNorm(d, threads)
 	case BatchNormDesc:
-		return NewBatchNorm(d)
+		return NewBatchNorm(d, threads)
 	case MatMulDesc:
-		return NewMatMul(d)
+		return NewMatMul(d, threads)
 	}
 	return nil, fmt.Errorf("oneDNN: no primitive for %T", d)
 }
@@ -456,13 +471,13 @@ type PoolDesc struct {
 	Max                bool
 }
 
-// NewPool creates the primitive; do it once per node and shape, through a
-// Cache.
-func NewPool(d PoolDesc) (*Prim, error) {
+// NewPool creates the primitive for an OpenMP team of threads (as
+// NewConv); do it once per node, shape and thread count, through a Cache.
+func NewPool(d PoolDesc, threads int) (*Prim, error) {
 	p := [14]C.int64_t{C.int64_t(d.N), C.int64_t(d.C), C.int64_t(d.H), C.int64_t(d.W), C.int64_t(d.OH), C.int64_t(d.OW),
 		C.int64_t(d.KH), C.int64_t(d.KW), C.int64_t(d.SH), C.int64_t(d.SW), C.int64_t(d.PT), C.int64_t(d.PL), C.int64_t(d.PB), C.int64_t(d.PR)}
-	return newPrim("pooling", d, 2, func(out **C.ms_prim, buf *C.char, n C.int) C.int {
-		return C.ms_pool_create(&p[0], b2i(d.Max), out, buf, n)
+	return newPrim("pooling", d, 2, threads, func(t C.int, out **C.ms_prim, buf *C.char, n C.int) C.int {
+		return C.ms_pool_create(&p[0], b2i(d.Max), t, out, buf, n)
 	})
 }
 
@@ -473,10 +488,11 @@ type SoftmaxDesc struct {
 	Log        bool
 }
 
-// NewSoftmax creates the primitive; do it once per node and shape.
-func NewSoftmax(d SoftmaxDesc) (*Prim, error) {
-	return newPrim("softmax", d, 2, func(out **C.ms_prim, buf *C.char, n C.int) C.int {
-		return C.ms_softmax_create(C.int64_t(d.Rows), C.int64_t(d.Cols), b2i(d.Log), out, buf, n)
+// NewSoftmax creates the primitive for an OpenMP team of threads (as NewConv);
+// do it once per node, shape and thread count.
+func NewSoftmax(d SoftmaxDesc, threads int) (*Prim, error) {
+	return newPrim("softmax", d, 2, threads, func(t C.int, out **C.ms_prim, buf *C.char, n C.int) C.int {
+		return C.ms_softmax_create(C.int64_t(d.Rows), C.int64_t(d.Cols), b2i(d.Log), t, out, buf, n)
 	})
 }
 
@@ -489,10 +505,11 @@ type LayerNormDesc struct {
 	Eps        float32
 }
 
-// NewLayerNorm creates the primitive; do it once per node and shape.
-func NewLayerNorm(d LayerNormDesc) (*Prim, error) {
-	return newPrim("layer normalization", d, 4, func(out **C.ms_prim, buf *C.char, n C.int) C.int {
-		return C.ms_lnorm_create(C.int64_t(d.Rows), C.int64_t(d.Cols), C.float(d.Eps), out, buf, n)
+// NewLayerNorm creates the primitive for an OpenMP team of threads (as NewConv);
+// do it once per node, shape and thread count.
+func NewLayerNorm(d LayerNormDesc, threads int) (*Prim, error) {
+	return newPrim("layer normalization", d, 4, threads, func(t C.int, out **C.ms_prim, buf *C.char, n C.int) C.int {
+		return C.ms_lnorm_create(C.int64_t(d.Rows), C.int64_t(d.Cols), C.float(d.Eps), t, out, buf, n)
 	})
 }
 
@@ -507,10 +524,11 @@ type BatchNormDesc struct {
 	Training      bool
 }
 
-// NewBatchNorm creates the primitive; do it once per node and shape.
-func NewBatchNorm(d BatchNormDesc) (*Prim, error) {
-	return newPrim("batch normalization", d, 6, func(out **C.ms_prim, buf *C.char, n C.int) C.int {
-		return C.ms_bnorm_create(C.int64_t(d.N), C.int64_t(d.C), C.int64_t(d.Spatial), C.float(d.Eps), b2i(d.Training), out, buf, n)
+// NewBatchNorm creates the primitive for an OpenMP team of threads (as NewConv);
+// do it once per node, shape and thread count.
+func NewBatchNorm(d BatchNormDesc, threads int) (*Prim, error) {
+	return newPrim("batch normalization", d, 6, threads, func(t C.int, out **C.ms_prim, buf *C.char, n C.int) C.int {
+		return C.ms_bnorm_create(C.int64_t(d.N), C.int64_t(d.C), C.int64_t(d.Spatial), C.float(d.Eps), b2i(d.Training), t, out, buf, n)
 	})
 }
 
@@ -546,8 +564,9 @@ type MatMulDesc struct {
 	Alpha   float32
 }
 
-// NewMatMul creates the primitive; do it once per node and shape.
-func NewMatMul(d MatMulDesc) (*Prim, error) {
+// NewMatMul creates the primitive for an OpenMP team of threads (as NewConv);
+// do it once per node, shape and thread count.
+func NewMatMul(d MatMulDesc, threads int) (*Prim, error) {
 	if d.Act < 0 || d.Act >= len(eltwise) {
 		return nil, fmt.Errorf("oneDNN matmul: activation %d", d.Act)
 	}
@@ -559,8 +578,41 @@ func NewMatMul(d MatMulDesc) (*Prim, error) {
 	if d.Bias {
 		nArg = 4
 	}
-	return newPrim("matmul", d, nArg, func(out **C.ms_prim, buf *C.char, n C.int) C.int {
+	return newPrim("matmul", d, nArg, threads, func(t C.int, out **C.ms_prim, buf *C.char, n C.int) C.int {
 		return C.ms_matmul_create(C.int64_t(d.M), C.int64_t(d.K), C.int64_t(d.N), b2i(d.TA), b2i(d.TB), b2i(d.Bias),
-			e.alg, e.alpha, e.beta, out, buf, n)
+			e.alg, e.alpha, e.beta, t, out, buf, n)
 	})
 }
+
+// teamProbe runs c (or, when c is nil, p on args) on a new OS thread and
+// returns how many threads its OpenMP team used, that thread included
+// (dl.c's ms_dnnl_team_probe): the test that a primitive's team follows
+// the thread count it was made for.
+func teamProbe(c *Conv, p *Prim, src, wei, bias, dst []float32, args [][]float32, work []byte) (int, error) {
+	var buf [256]C.char
+	ptrs := (*[8]unsafe.Pointer)(C.calloc(8, C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))))
+	defer C.free(unsafe.Pointer(ptrs))
+	var n C.int
+	if c != nil {
+		var b *C.float
+		if len(bias) > 0 {
+			b = (*C.float)(&bias[0])
+		}
+		n = C.ms_dnnl_team_probe(c.c, nil, C.int(c.threads), (*C.float)(&src[0]), (*C.float)(&wei[0]), b, (*C.float)(&dst[0]), nil, unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf)))
+	} else {
+		for i, a := range args {
+			if len(a) > 0 {
+				ptrs[i] = unsafe.Pointer(&a[0])
+			}
+		}
+		n = C.ms_dnnl_team_probe(nil, p.c, C.int(p.threads), nil, nil, nil, nil, &ptrs[0], unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf)))
+	}
+	if n < 0 {
+		return 0, errors.New(C.GoString(&buf[0]))
+	}
+	return int(n), nil
+}
+
+// ompDefault is the team size OpenMP gives a thread that sets none
+// (OMP_NUM_THREADS or the cores), 0 when oneDNN's runtime cannot be told.
+func ompDefault() int { return int(C.ms_dnnl_omp_default()) }

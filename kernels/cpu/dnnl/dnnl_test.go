@@ -106,7 +106,7 @@ func TestConv(t *testing.T) {
 		}
 		want := refConv(d, src, wei, bias)
 		for rep := 0; rep < 2; rep++ {
-			c, err := cache.Get(d)
+			c, err := cache.Get(d, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func TestPool(t *testing.T) {
 		for _, isMax := range []bool{true, false} {
 			d.Max = isMax
 			want := refPool(d, src)
-			p, err := cache.Get(d)
+			p, err := cache.Get(d, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +208,7 @@ func TestConvConcurrent(t *testing.T) {
 	r := rand.New(rand.NewSource(time.Now().UnixNano()))
 	d := ConvDesc{N: 2, H: 12, W: 12, C: 8, O: 16, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1, OH: 12, OW: 12, Bias: true, Relu: true}
 	var cache ConvCache
-	c, err := cache.Get(d)
+	c, err := cache.Get(d, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,5 +248,71 @@ func TestConvConcurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestTeamFollowsThreads checks that a primitive made for a thread count
+// runs on an OpenMP team of that size, whatever OpenMP's default: the
+// probe runs it on a new OS thread and counts the threads the team started
+// (they inherit the probe thread's name). Before, every call took
+// omp_get_max_threads() threads, so two client threads with intra_op=1
+// ran 2 x cores of them.
+func TestTeamFollowsThreads(t *testing.T) {
+	if !Available() {
+		t.Skipf("no oneDNN: %s", Loaded().Warning)
+	}
+	if ompDefault() == 0 {
+		t.Skip("oneDNN's threading runtime has no omp_set_num_threads")
+	}
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	fill := func(n int) []float32 {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(r.NormFloat64())
+		}
+		return s
+	}
+	// Big enough that oneDNN splits it over every thread it may use.
+	d := ConvDesc{N: 4, H: 32, W: 32, C: 16, O: 32, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1, OH: 32, OW: 32, Bias: true}
+	src, wei, bias := fill(d.N*d.H*d.W*d.C), fill(d.KH*d.KW*d.C*d.O), fill(d.O)
+	sm := SoftmaxDesc{Rows: 4096, Cols: 256}
+	x := fill(sm.Rows * sm.Cols)
+	var cc ConvCache
+	var pc Cache[SoftmaxDesc]
+	for _, threads := range []int{1, 2, 3} {
+		c, err := cc.Get(d, threads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := teamProbe(c, nil, src, wei, bias, make([]float32, d.N*d.OH*d.OW*d.O), nil, make([]byte, c.WorkBytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != threads {
+			t.Errorf("convolution made for %d threads ran on a team of %d (OpenMP's default %d)", threads, got, ompDefault())
+		}
+		p, err := pc.Get(sm, threads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = teamProbe(nil, p, nil, nil, nil, nil, [][]float32{x, make([]float32, len(x))}, make([]byte, p.WorkBytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != threads {
+			t.Errorf("softmax made for %d threads ran on a team of %d (OpenMP's default %d)", threads, got, ompDefault())
+		}
+	}
+	// The probe sees the default's team too: 0 is OpenMP's own count.
+	c, err := cc.Get(d, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := teamProbe(c, nil, src, wei, bias, make([]float32, d.N*d.OH*d.OW*d.O), nil, make([]byte, c.WorkBytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != ompDefault() {
+		t.Errorf("convolution made for OpenMP's default ran on a team of %d, want %d", got, ompDefault())
 	}
 }

@@ -52,8 +52,18 @@
 // output holds a NaN (TF's row is all NaN).
 //
 // Threads: oneDNN's GNU OpenMP runtime makes a team per calling OS thread,
-// sized by OMP_NUM_THREADS or the core count; it does not share the
-// session's intra-op pool. Its workers spin after each parallel region
+// sized by that thread's nthreads ICV (OMP_NUM_THREADS or the core count
+// unless set); it does not share the session's intra-op pool, but it is
+// bounded by its size: every create and run takes a thread count (the
+// kernel's Context.Threads) and sets the calling thread's ICV with
+// omp_set_num_threads inside the same cgo call, so the goroutine cannot
+// move to another OS thread in between. The count is fixed at creation too
+// (oneDNN sizes a primitive's work split and scratchpad by the threads it
+// sees then), so the caches key primitives by (desc, threads). Two client
+// threads with intra_op=1 then run two single-thread teams, not two teams
+// of the core count (TestTeamFollowsThreads counts a team's threads).
+// A build without omp_set_num_threads (TBB, sequential) is left as it is.
+// Its workers spin after each parallel region
 // unless OMP_WAIT_POLICY is PASSIVE, which Load sets across the dlopen when
 // the user has not (libgomp reads it once, when it loads): spinning workers
 // took the cores from the Go threads running the next nodes (keras_cnn,

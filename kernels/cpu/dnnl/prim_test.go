@@ -34,12 +34,12 @@ func run[D comparable](t *testing.T, d D, check func(), args ...[]float32) {
 	t.Helper()
 	var c Cache[D]
 	for rep := 0; rep < 2; rep++ {
-		p, err := c.Get(d)
+		p, err := c.Get(d, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rep == 1 {
-			if p2, _ := c.Get(d); p2 != p {
+			if p2, _ := c.Get(d, 0); p2 != p {
 				t.Fatal("Cache.Get made the primitive again")
 			}
 		}
@@ -253,7 +253,7 @@ func TestFallbackWarns(t *testing.T) {
 	c := Cache[SoftmaxDesc]{Node: "model/bad_softmax"}
 	bad := SoftmaxDesc{Rows: -1, Cols: 4} // an invalid shape oneDNN refuses
 	for range 3 {
-		if _, err := c.Get(bad); err == nil {
+		if _, err := c.Get(bad, 0); err == nil {
 			t.Fatal("oneDNN made a softmax of -1 rows")
 		}
 	}
@@ -261,7 +261,7 @@ func TestFallbackWarns(t *testing.T) {
 		t.Fatalf("warnings %q, fallbacks %d -> %d: want one naming the node, counted once", got, before, Fallbacks())
 	}
 	cc := ConvCache{Node: "model/bad_conv"}
-	if _, err := cc.Get(ConvDesc{N: 1, H: 4, W: 4, C: 2, O: 2, KH: 9, KW: 9, SH: 1, SW: 1, DH: 1, DW: 1, OH: -5, OW: -5}); err == nil {
+	if _, err := cc.Get(ConvDesc{N: 1, H: 4, W: 4, C: 2, O: 2, KH: 9, KW: 9, SH: 1, SW: 1, DH: 1, DW: 1, OH: -5, OW: -5}, 0); err == nil {
 		t.Fatal("oneDNN made a convolution of a negative output size")
 	}
 	if len(got) != 2 || !strings.Contains(got[1], "'model/bad_conv'") {
@@ -276,7 +276,7 @@ func TestPrimitivesReported(t *testing.T) {
 		t.Skipf("no oneDNN: %s", Loaded().Warning)
 	}
 	var c Cache[SoftmaxDesc]
-	p, err := c.Get(SoftmaxDesc{Rows: 3, Cols: 1001})
+	p, err := c.Get(SoftmaxDesc{Rows: 3, Cols: 1001}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
