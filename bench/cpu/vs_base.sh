@@ -10,6 +10,8 @@
 #   BASE=/path/to/main/build MODELS="chain_noopt mlp" bench/cpu/vs_base.sh
 #
 # Knobs as vs_tf.sh: MODELS, BATCHES (1,16), THREADS (1,2), DUR (2), ROUNDS (2).
+# INTRA=n runs the models with TF's optimizations on under a ConfigProto of
+# intra_op_parallelism_threads = n (inter_op 2) instead of cfg.pb's 2.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -24,13 +26,20 @@ BATCHES=${BATCHES:-1,16}
 THREADS=${THREADS:-1,2}
 MODELS=${MODELS:-chain_noopt wide_noopt while1000 model_test mlp dlrm_small}
 pts=$out/vs_base.jsonl
+cfgopt=cfg.pb
+if [ -n "${INTRA:-}" ]; then
+  cfgopt=cfg_intra$INTRA.pb
+  "$MS_PY" -c 'import sys, tensorflow as tf
+c = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=int(sys.argv[1]), inter_op_parallelism_threads=2)
+open(sys.argv[2], "wb").write(c.SerializeToString())' "$INTRA" "$m/$cfgopt"
+fi
 : >"$pts"
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
 echo "vs_base: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 r=1
 while [ "$r" -le "${ROUNDS:-2}" ]; do
   for model in $MODELS; do
-    file=$model cfg=cfg.pb b=$BATCHES
+    file=$model cfg=$cfgopt b=$BATCHES
     case $model in *_noopt) file=${model%_noopt} cfg=cfg_noopt.pb ;; esac
     case $file in chain | wide | while1000) b=1 ;; esac
     ids=100000
