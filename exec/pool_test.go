@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"mstream/kernels"
 )
 
 // checkCovered fails unless every index of hits was visited once.
@@ -23,6 +25,14 @@ func checkCovered(t *testing.T, what string, hits []int32) {
 func TestIntraFor(t *testing.T) {
 	p := NewIntra(4)
 	defer p.Close()
+	// The kernels' thread count (which bounds oneDNN's OpenMP team) is the
+	// pool's, 1 without one.
+	if got := (&kernels.Context{Pool: p}).Threads(); got != 4 {
+		t.Errorf("Context.Threads on a pool of 4: %d", got)
+	}
+	if got := (&kernels.Context{}).Threads(); got != 1 {
+		t.Errorf("Context.Threads without a pool: %d", got)
+	}
 	for _, n := range []int{0, 1, 7, 1000, 100000} {
 		for _, cost := range []float64{0.1, 100, 1e6, 1e300} {
 			hits := make([]int32, n)
