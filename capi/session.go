@@ -229,7 +229,10 @@ func runArgs(so *sessionObj, inputs *C.TF_Output, values **C.TF_Tensor, nin C.in
 	var vals []*C.TF_Tensor
 	if withValues {
 		vals = unsafe.Slice(values, max(int(nin), 0))
+		feeds = make([]session.Feed, 0, len(ins))
 	}
+	feedOuts = make([]graph.Output, 0, len(ins))
+	fetches = make([]graph.Output, 0, max(int(nout), 0))
 	for i := range ins {
 		out, err := outputIn(so.g, &ins[i])
 		if err != nil {

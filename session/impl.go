@@ -2,10 +2,9 @@ package session
 
 import (
 	"context"
-	"fmt"
+	"encoding/binary"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -322,27 +321,18 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 	// Nodes are only ever added and a node's inputs never change, so a plan
 	// stays right as the graph grows; the version in the key picks up
 	// refined static shapes (TF_GraphSetTensorShape) for the feed checks.
-	var key strings.Builder
-	fmt.Fprintf(&key, "%d|", s.g.Version())
-	for _, f := range feeds {
-		fmt.Fprintf(&key, "%d:%d,", f.Node.ID, f.Index)
-	}
-	key.WriteByte('|')
-	for _, f := range fetches {
-		fmt.Fprintf(&key, "%d:%d,", f.Node.ID, f.Index)
-	}
-	key.WriteByte('|')
-	for _, t := range targets {
-		fmt.Fprintf(&key, "%d,", t.ID)
-	}
-	k := key.String()
+	// The key is built in a stack buffer and looked up without a string:
+	// fmt and a new string per Run were a tenth of a small Run's cost.
+	var buf [256]byte
+	key := planKey(buf[:0], s.g.Version(), feeds, fetches, targets)
 	st := s.impl
 	st.planMu.Lock()
-	p := st.plans[k]
+	p := st.plans[string(key)] // no allocation for a lookup
 	st.planMu.Unlock()
 	if p != nil {
 		return p, nil
 	}
+	k := string(key)
 	s.g.RLock()
 	if err := s.g.CheckNamesLocked(); err != nil {
 		s.g.RUnlock()
@@ -383,7 +373,8 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 	if err := s.checkOpen(); err != nil {
 		return nil, nil, err
 	}
-	if err := s.checkNodes(feedOutputs(feeds), fetches, targets); err != nil {
+	feedOuts := feedOutputs(feeds)
+	if err := s.checkNodes(feedOuts, fetches, targets); err != nil {
 		return nil, nil, err
 	}
 	if err := checkFedFetched(feeds, fetches); err != nil {
@@ -403,7 +394,7 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(runOpts.TimeoutInMs)*time.Millisecond)
 		defer cancel()
 	}
-	plan, err := s.planFor(feedOutputs(feeds), fetches, targets)
+	plan, err := s.planFor(feedOuts, fetches, targets)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -479,6 +470,26 @@ func (s *Session) stepGroups(plan *exec.Plan) (rt *exec.Runtime, used []*groups.
 	g := st.set.Pick(0)
 	return &exec.Runtime{Groups: []*groups.Group{g}, Streams: st.streams, Inter: g.Launch,
 		ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder, Intra: g.Intra}, []*groups.Group{g}, nil
+}
+
+// planKey appends the plan cache's key of a signature to b: the graph's
+// version, then each feed's and fetch's node ID and index and each
+// target's ID, as varints, with a count before each list so that no two
+// signatures share a key.
+func planKey(b []byte, version uint64, feeds, fetches []graph.Output, targets []*graph.Node) []byte {
+	b = binary.AppendUvarint(b, version)
+	for _, l := range [2][]graph.Output{feeds, fetches} {
+		b = binary.AppendUvarint(b, uint64(len(l)))
+		for _, o := range l {
+			b = binary.AppendUvarint(b, uint64(o.Node.ID))
+			b = binary.AppendUvarint(b, uint64(o.Index))
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(targets)))
+	for _, t := range targets {
+		b = binary.AppendUvarint(b, uint64(t.ID))
+	}
+	return b
 }
 
 func feedOutputs(feeds []Feed) []graph.Output {
