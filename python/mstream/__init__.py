@@ -195,6 +195,35 @@ def library(path=None):
         return _lib
 
 
+class _ThreadStatus:
+    """A TF_Status that one thread reuses for every Session.run: every
+    library call sets it, so it needs no reset, and a new one per call cost
+    two calls into the library."""
+
+    def __init__(self, lib):
+        self.lib = lib
+        self.ptr = lib.TF_NewStatus()
+
+    def check(self):
+        _Status.check(self)
+
+    def __del__(self):
+        try:
+            self.lib.TF_DeleteStatus(self.ptr)
+        except Exception:
+            pass
+
+
+_tls = threading.local()
+
+
+def _thread_status(lib):
+    st = getattr(_tls, "status", None)
+    if st is None or st.lib is not lib:
+        st = _tls.status = _ThreadStatus(lib)
+    return st
+
+
 class _Status:
     """A TF_Status for the duration of one call."""
 
@@ -270,6 +299,10 @@ class Graph:
     def __init__(self):
         self._lib = library()
         self._ptr = self._lib.TF_NewGraph()
+        # name -> _Output of the outputs found so far: a graph only grows
+        # and keeps its operations, so an output found stays right (a name
+        # not found is looked up again, as the graph may gain it).
+        self._outputs = {}
 
     @classmethod
     def from_bytes(cls, graph_def, prefix=None):
@@ -325,11 +358,16 @@ class Graph:
 
     def output(self, name):
         """'op' or 'op:i' -> TF_Output, checking the index."""
+        out = self._outputs.get(name)
+        if out is not None and self._ptr is not None:
+            return out
         op_name, idx = _split_name(name)
         op = self.operation(op_name)
         if idx >= self._lib.TF_OperationNumOutputs(op):
             raise TFError(Code.OUT_OF_RANGE, "operation '%s' has no output %d" % (op_name, idx))
-        return _Output(op, idx)
+        out = _Output(op, idx)
+        self._outputs[name] = out
+        return out
 
     def operations(self):
         """[(name, op type)] of every operation, in TF_GraphNextOperation order."""
@@ -421,8 +459,11 @@ def _from_tensor(lib, t):
     if npdt is None:
         raise TFError(Code.UNIMPLEMENTED, "fetched tensor has dtype %d, which has no NumPy type" % dt)
     nbytes = lib.TF_TensorByteSize(t)
-    raw = ctypes.string_at(data, nbytes) if nbytes else b""
-    return np.frombuffer(raw, dtype=npdt).reshape(shape).copy()
+    if not nbytes:
+        return np.zeros(shape, dtype=npdt)
+    # One copy, out of the tensor's memory into the array's.
+    view = (ctypes.c_char * nbytes).from_address(data)
+    return np.frombuffer(view, dtype=npdt).reshape(shape).copy()
 
 
 class Session:
@@ -435,6 +476,7 @@ class Session:
         self._lib = library()
         self._graph = graph
         self._ptr = None
+        self._sigs = {}  # (feed names, fetch names, target names) -> arrays
         opts = self._lib.TF_NewSessionOptions()
         try:
             if config is not None:
@@ -458,31 +500,28 @@ class Session:
         if self._ptr is None:
             raise TFError(Code.FAILED_PRECONDITION, "session is closed")
         single = isinstance(fetches, str)
-        fetch_list = [fetches] if single else list(fetches)
+        fetch_list = (fetches,) if single else tuple(fetches)
         feeds = feeds or {}
-        targets = targets or []
+        targets = tuple(targets or ())
         lib = self._lib
-        g = self._graph
+        sig = (tuple(feeds), fetch_list, targets)
+        arrays = self._sigs.get(sig)
+        if arrays is None:
+            arrays = self._signature(*sig)
+        in_ops, out_ops, tgt_ops = arrays
         n_in, n_out, n_t = len(feeds), len(fetch_list), len(targets)
-        in_ops = (_Output * max(n_in, 1))()
         in_vals = (ctypes.c_void_p * max(n_in, 1))()
-        out_ops = (_Output * max(n_out, 1))()
         out_vals = (ctypes.c_void_p * max(n_out, 1))()
-        tgt_ops = (ctypes.c_void_p * max(n_t, 1))()
         made = []
         try:
-            for i, (name, value) in enumerate(feeds.items()):
-                in_ops[i] = g.output(name)
+            for i, value in enumerate(feeds.values()):
                 t = _to_tensor(lib, value)
                 made.append(t)
                 in_vals[i] = t
-            for i, name in enumerate(fetch_list):
-                out_ops[i] = g.output(name)
-            for i, name in enumerate(targets):
-                tgt_ops[i] = g.operation(name)
-            with _Status() as s:
-                lib.TF_SessionRun(self._ptr, None, in_ops, in_vals, n_in,
-                                  out_ops, out_vals, n_out, tgt_ops, n_t, None, s)
+            s = _thread_status(lib)
+            lib.TF_SessionRun(self._ptr, None, in_ops, in_vals, n_in,
+                              out_ops, out_vals, n_out, tgt_ops, n_t, None, s.ptr)
+            s.check()
             try:
                 results = [_from_tensor(lib, out_vals[i]) for i in range(n_out)]
             finally:
@@ -493,6 +532,25 @@ class Session:
             for t in made:
                 lib.TF_DeleteTensor(t)
         return results[0] if single else results
+
+    def _signature(self, feed_names, fetch_names, target_names):
+        """The TF_Output and TF_Operation* arrays of a run's signature, built
+        once and kept (read-only, so concurrent runs share them)."""
+        g = self._graph
+        in_ops = (_Output * max(len(feed_names), 1))()
+        out_ops = (_Output * max(len(fetch_names), 1))()
+        tgt_ops = (ctypes.c_void_p * max(len(target_names), 1))()
+        for i, name in enumerate(feed_names):
+            in_ops[i] = g.output(name)
+        for i, name in enumerate(fetch_names):
+            out_ops[i] = g.output(name)
+        for i, name in enumerate(target_names):
+            tgt_ops[i] = g.operation(name)
+        if len(self._sigs) >= 256:
+            self._sigs.clear()
+        arrays = in_ops, out_ops, tgt_ops
+        self._sigs[(feed_names, fetch_names, target_names)] = arrays
+        return arrays
 
     def train(self, train_op, batches, fetches=(), every=1, init=None, init_feeds=None):
         """Runs a training loop: one run of train_op (an op name, or a list
@@ -684,7 +742,7 @@ class SavedModel:
                 ptr = lib.TF_LoadSessionFromSavedModel(opts, None, os.fsencode(path), tag_arr, len(tags),
                                                        self.graph._handle(), mg, s)
             sess = Session.__new__(Session)
-            sess._lib, sess._graph, sess._ptr = lib, self.graph, ptr
+            sess._lib, sess._graph, sess._ptr, sess._sigs = lib, self.graph, ptr, {}
             self.session = sess
             raw = ctypes.string_at(mg.contents.data, mg.contents.length) if mg.contents.length else b""
         except Exception:
