@@ -52,6 +52,24 @@ class MLPTest(unittest.TestCase):
             np.testing.assert_allclose(mm, want, rtol=1e-4, atol=1e-4)
             np.testing.assert_allclose(relu, np.maximum(want + f["b"], 0), rtol=1e-4, atol=1e-4)
 
+    def test_signatures_reused_and_grown(self):
+        # Session.run keeps each (feeds, fetches, targets) signature's
+        # arrays and Graph the outputs it found: the same names in another
+        # order, a feed dict in another order and a name the graph gains
+        # later must all still be right.
+        f = self.feeds(3)
+        relu, mm = self.session.run(["relu", "mm"], f)
+        mm2, relu2 = self.session.run(["mm", "relu"], dict(reversed(list(f.items()))))
+        np.testing.assert_array_equal(relu, relu2)
+        np.testing.assert_array_equal(mm, mm2)
+        with mstream.Graph.from_text(mlp_graph()) as g, mstream.Session(g) as s:
+            with self.assertRaises(mstream.TFError) as e:
+                s.run("extra/relu", f)
+            self.assertEqual(e.exception.code, mstream.Code.NOT_FOUND)
+            g.import_graph_def(mstream.graph_def_text_to_binary(mlp_graph()), prefix="extra")
+            f2 = dict(f, **{"extra/" + k: v for k, v in f.items()})
+            np.testing.assert_array_equal(s.run("extra/relu", f2), relu)
+
     def test_softmax(self):
         f = self.feeds(16)
         got = self.session.run("softmax", f)
