@@ -135,8 +135,10 @@ type chunk struct {
 	pending bool
 	// sc is, while the chunk is live or cached (Options.StreamCache), its
 	// stream's cache, where its Free puts it. slot is, while it is live
-	// or cached, its live index slot.
-	sc   *streamCache
+	// or cached, its live index slot. sc is atomic because a second Free
+	// of the same address (a caller's bug, refused when it is seen) may
+	// read it without the lock under which the chunk's release clears it.
+	sc   atomic.Pointer[streamCache]
 	slot *atomic.Pointer[chunk]
 }
 
@@ -476,14 +478,14 @@ func (a *Allocator) toCache(addrs []uint64) error {
 		if c != nil {
 			// c.sc is nil only if c was freed meanwhile (by a second
 			// Free of the same address) and drained to the bins.
-			if sc := c.sc; sc != nil && sc != held {
+			if sc := c.sc.Load(); sc != nil && sc != held {
 				if held != nil {
 					held.mu.Unlock()
 				}
 				held = sc
 				sc.mu.Lock()
 			}
-			if c.sc == nil || c.sc != held || a.claimAt(p, c) == nil {
+			if sc := c.sc.Load(); sc == nil || sc != held || a.claimAt(p, c) == nil {
 				c = nil // freed meanwhile
 			}
 		}
@@ -909,7 +911,7 @@ func (a *Allocator) allocateLocked(size uint64, s device.Stream, final bool) (ui
 	c.requested = size
 	c.stream = s
 	if a.opts.StreamCache {
-		c.sc = a.cacheLocked(s)
+		c.sc.Store(a.cacheLocked(s))
 	}
 	if wait == nil {
 		// A waiter keeps the chunk's reference until its Wait is issued.
@@ -1206,7 +1208,8 @@ func (a *Allocator) releaseLocked(c *chunk, ev device.Event, seq uint64) {
 	c.inUse = false
 	c.requested = 0
 	c.pending = false // counted out when it left the live index
-	c.sc, c.slot = nil, nil
+	c.sc.Store(nil)
+	c.slot = nil
 	if !a.opts.StreamAware {
 		c.stream = nil
 	}

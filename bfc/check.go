@@ -33,7 +33,7 @@ func (a *Allocator) Check() error {
 	nListed := 0
 	for _, sc := range caches {
 		for i, c := range sc.chunks {
-			if c.stream != sc.s || !c.pending || !c.inUse || c.sc != sc || c.slot == nil || c.slot.Load() != nil {
+			if c.stream != sc.s || !c.pending || !c.inUse || c.sc.Load() != sc || c.slot == nil || c.slot.Load() != nil {
 				return fmt.Errorf("chunk %#x in a stream's cache: its stream differs, pending %v, in use %v", c.addr, c.pending, c.inUse)
 			}
 			if i > 0 && !less(sc.chunks[i-1], c) {
@@ -86,7 +86,7 @@ func (a *Allocator) Check() error {
 				indexed = p.Load()
 			}
 			if live := c.inUse && !c.pending && !c.freeing; live != (indexed == c) || !live && indexed != nil ||
-				live && (c.slot != a.liveSlot(c.addr) || a.opts.StreamCache && (c.sc == nil || c.sc.s != c.stream)) {
+				live && (c.slot != a.liveSlot(c.addr) || a.opts.StreamCache && (c.sc.Load() == nil || c.sc.Load().s != c.stream)) {
 				return fmt.Errorf("live index: chunk %#x (in use %v, pending %v, freeing %v) indexed as %p", c.addr, c.inUse, c.pending, c.freeing, indexed)
 			} else if live {
 				nLive++

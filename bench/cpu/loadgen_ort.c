@@ -109,7 +109,18 @@ static int request(void* ctx, int client, const char* dump) {
     check("output size", ort->GetTensorShapeElementCount(info, &n));
     check("output type", ort->GetTensorElementType(info, &t));
     ort->ReleaseTensorTypeAndShapeInfo(info);
-    size_t esize = t == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 || t == ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE ? 8 : 4;
+    size_t esize;
+    switch (t) {
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32:
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32: esize = 4; break;
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64: case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64:
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE: esize = 8; break;
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16:
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16: esize = 2; break;
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL: case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8:
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8: esize = 1; break;
+      default: fprintf(stderr, "loadgen_ort: output element type %d not supported\n", (int)t); return -1;
+    }
     cl_dump(dump, p, n * esize);
   }
   for (int i = 0; i < m->n_out; i++) ort->ReleaseValue(outs[i]);
