@@ -66,6 +66,13 @@ func init() {
 // accumulator node.
 func loopPlan(t testing.TB, counter, acc string, chain int, par int64, fetch bool) (*Plan, int, int) {
 	t.Helper()
+	return loopPlanOn(t, Placement{}, counter, acc, chain, par, fetch)
+}
+
+// loopPlanOn is loopPlan placed by pl (Placement{GPUs: 1}: as on one GPU,
+// the ops with a GPU kernel on the device).
+func loopPlanOn(t testing.TB, pl Placement, counter, acc string, chain int, par int64, fetch bool) (*Plan, int, int) {
+	t.Helper()
 	x, n := node("x", "ExecTestAdd", 0), node("n", "ExecTestAdd", 0)
 	zero := node("zero", "ExecTestAdd", 0)
 	ent := func(name string, in *graph.Node, constant bool) *graph.Node {
@@ -100,7 +107,7 @@ func loopPlan(t testing.TB, counter, acc string, chain int, par int64, fetch boo
 	if !fetch {
 		fetches, targets = nil, []*graph.Node{xa}
 	}
-	p, err := Build(nil, []graph.Output{{Node: x}, {Node: n}}, fetches, targets)
+	p, err := build(nil, []graph.Output{{Node: x}, {Node: n}}, fetches, targets, pl)
 	if err != nil {
 		t.Fatal(err)
 	}
