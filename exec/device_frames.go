@@ -2,164 +2,431 @@ package exec
 
 import (
 	"context"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"mstream/device"
+	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
+	"mstream/trace"
 )
 
-// launchFrames is the device step's launch for a plan with dead tensors or
-// frames (TF's v1 cond and while_loop). The frame driver of the other
-// steps (frameRun, frames.go) runs on the launching goroutine and decides
-// the frame, iteration and deadness of every node; its values are gvals,
-// so a loop-carried device value never leaves the device. Each live node
-// is launched as in an ordinary device step, on its group's compute
-// stream (Assign holds in every frame and iteration), with the same
-// cross-group waits; GPU launches stay asynchronous. The control-flow ops
-// run no kernel: Enter, Exit, NextIteration and LoopCond pass their value
-// on, Merge passes its live input on with its index (a host scalar), and
-// Switch reads its predicate on the host, as TF keeps it in host memory:
-// a device predicate is copied back on the compute stream after its
-// producer and waited for, the one point where a step with control flow
-// blocks. Every device buffer is held until the step ends (keep): a
-// loop's values are read a number of times the static use counts cannot
-// know.
+// Frames on the device step: a plan with dead tensors or frames (TF's
+// v1 cond and while_loop) launched by the lanes of device_lanes.go.
+//
+// The frame driver of every other step (frameRun, frames.go) is the
+// propagator: it decides the frame, iteration and deadness of every
+// node and which node is ready; its values are fvals, so a
+// loop-carried device value never leaves the device. The lanes launch:
+// a live node is an item of its group's lane (Assign holds in every
+// frame and iteration), which waits for what it reads from other
+// groups, launches the node on its compute stream as any lane does
+// (GPU launches stay asynchronous) and reports its outputs back at
+// once (finishTask, on the lane's goroutine, which hands them on and
+// queues what became ready on its lanes). A node is queued only once
+// its inputs were launched, so a lane never waits on the host for
+// another: each wait is a device wait for the event recorded right
+// after the producer's launch, left out when the lane's stream already
+// follows it (the vector clocks of waits.go, each lane ticking and
+// learning on its own row, each event's clock kept with it: the static
+// lanes' reduction, worked out as the step goes instead of once per
+// plan). Which launches record an event is worked out once per plan
+// and assignment (frameReaders: a node a node of another group reads,
+// through the control-flow ops that pass its value on, or runs after).
+//
+// The control-flow ops run no kernel, and the driver runs them itself:
+// Enter, Exit, NextIteration and LoopCond pass their value on, Merge
+// passes its live input on with its index (a host scalar), Switch
+// picks its output by its predicate, which TF keeps in host memory. A
+// predicate still on the device is read back by the Switch's lane,
+// after its event, on that lane's compute stream (the one point where
+// a lane blocks). Every device buffer is held until the step ends
+// (keep): a loop's values are read a number of times the static use
+// counts cannot know. Never a CUDA graph: the step's work depends on
+// its predicates.
+//
+// With one group the same item code runs on the driver's goroutine
+// (frameRun.drive): one stream orders everything, no waits, no queue.
+// Over several groups the first error of any lane fails the step once
+// (laneSync.fail): the lanes report their queued items unlaunched, and
+// the driver ends once every item has reported; a cancelled context
+// stops the driver as in every step.
+
+// fval is a value of a device step with frames: its host and device
+// copies, and, over several groups, the launch that made a device
+// value (nil: none to wait for). Never written once handed to the
+// driver: lanes read it at once, each into a copy of its own.
+type fval struct {
+	gval
+	from *flaunch
+}
+
+// flaunch is one launch of a GPU node over several groups: where its
+// work ends on its group's stream, the event recorded right after it
+// (when another group reads its values or runs after it) with the
+// group's clock at that point, and its launch window's trace ID.
+type flaunch struct {
+	at   point
+	snap []int
+	ev   device.Event
+	id   int
+}
+
+// devFrames is a device step's frames: the driver and what the lanes
+// share.
+type devFrames struct {
+	s     *devStep
+	r     *frameRun[*fval]
+	multi bool
+	// readers says, per plan node, that another group reads its values
+	// or runs after it: its launch records an event (frameReaders).
+	readers []bool
+	// last is, per plan node that has readers, its latest launch: a
+	// node that runs after it (a control edge) waits for that.
+	last []atomic.Pointer[flaunch]
+	clk  *clocks
+	// recs are the records of what the driver runs itself, under its
+	// lock.
+	recs fvals
+	// base is the trace ID before the first launch window; deep numbers
+	// the windows of nested frames (windowID).
+	base int
+	deep int
+	err  error // the driver's end, for the home lane
+}
+
+// laneFrames is a lane's part of a step with frames: its queue of
+// items and the records of what it launches.
+type laneFrames struct {
+	q     frameQueue
+	recs  fvals
+	runs  valSlab[flaunch]
+	ints  valSlab[int]
+	loc   []gval
+	locp  []*gval
+	skips int
+}
+
+// fvals hands out the records of a step's fvals and of their slices,
+// carved from blocks (valSlab): the driver's, and each lane's.
+type fvals struct {
+	vals valSlab[fval]
+	ptrs valSlab[*fval]
+}
+
+// host returns a new value of host tensor t.
+func (b *fvals) host(t *tensor.Tensor) *fval {
+	v := &b.vals.take(1)[0]
+	v.host = t
+	return v
+}
+
+// frameItem is a live node the driver gave a lane: done reports its
+// outputs; id is its launch window's trace ID.
+type frameItem struct {
+	node int32
+	ins  []*fval
+	done func([]*fval, error)
+	id   int
+}
+
+// frameQueue is a lane's items, in the order the driver made them
+// ready; the lane blocks in pop until one comes or the driver has
+// ended (close).
+type frameQueue struct {
+	mu      sync.Mutex
+	items   []frameItem
+	head    int
+	closed  bool
+	waiting bool
+	wake    chan struct{} // capacity 1: a token per wait
+}
+
+func (q *frameQueue) push(it frameItem) {
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	w := q.waiting
+	q.waiting = false
+	q.mu.Unlock()
+	if w {
+		q.wake <- struct{}{}
+	}
+}
+
+func (q *frameQueue) pop() (frameItem, bool) {
+	q.mu.Lock()
+	for {
+		if q.head < len(q.items) {
+			it := q.items[q.head]
+			q.items[q.head] = frameItem{}
+			if q.head++; q.head == len(q.items) {
+				q.items, q.head = q.items[:0], 0
+			}
+			q.mu.Unlock()
+			return it, true
+		}
+		if q.closed {
+			q.mu.Unlock()
+			return frameItem{}, false
+		}
+		q.waiting = true
+		q.mu.Unlock()
+		<-q.wake
+		q.mu.Lock()
+	}
+}
+
+func (q *frameQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	w := q.waiting
+	q.waiting = false
+	q.mu.Unlock()
+	if w {
+		q.wake <- struct{}{}
+	}
+}
+
+// launchFrames is the launch of a device step with frames: the feeds on
+// the home lane, then the frame driver, its live nodes launched by
+// their groups' lanes (with one group, on this goroutine), then the
+// home compute stream joined after every other group's and the fetches.
 func (s *devStep) launchFrames(ctx context.Context) error {
 	p := s.plan
-	s.switchTo(0)
-	if err := s.launchFeeds(); err != nil {
+	home := &s.lanes[0]
+	fr := &devFrames{s: s, multi: s.multi}
+	start := time.Now()
+	defer func() {
+		nodes := 0
+		for k := range s.lanes {
+			nodes += s.lanes[k].nodes
+		}
+		s.gs[0].g.CountLaunch(time.Since(start), nodes)
+	}()
+	if fr.multi {
+		s.ar.lanes.reset(0)
+		fr.readers = s.ls.readers
+		fr.last = make([]atomic.Pointer[flaunch], len(p.nodes))
+		fr.clk = newClocks(len(s.lanes))
+	}
+	if err := home.launchFeeds(); err != nil {
 		return err
 	}
-	feeds := make([]*gval, len(s.feeds))
-	for k := range s.feeds {
-		feeds[k] = &s.feeds[k]
+	feeds := fr.recs.vals.take(len(home.feeds))
+	fed := (*flaunch)(nil)
+	for k := range home.feeds {
+		feeds[k].gval = home.feeds[k]
+		if fr.multi && feeds[k].dev != nil && fed == nil {
+			// The feeds' copies: home compute waited for them.
+			e, err := home.event(home.c)
+			if err != nil {
+				return status.Wrap(err, "feeds: an event after their copies on %s", home.g.Device.Name())
+			}
+			at := fr.clk.tick(0)
+			fed = &flaunch{at: at, snap: fr.clk.snapshot(0), ev: e}
+		}
+		feeds[k].from = fed
 	}
-	if s.multi {
-		fed := s.clk.tick(0) // the feeds' copies: home compute waited for them
-		s.launched(fed)
-		for k := range s.feeds {
-			if dt := s.feeds[k].dev; dt != nil {
-				s.made[dt] = fed
+	if s.trace {
+		fr.base = len(home.tr.slices)
+	}
+	fptrs := fr.recs.ptrs.take(len(feeds))
+	for k := range feeds {
+		fptrs[k] = &feeds[k]
+	}
+	if !fr.multi {
+		fr.r = newFrameRun(p, fptrs, func(i int32, pn *planNode, ins []*fval) ([]*fval, error) {
+			return home.frameNode(fr, i, pn, ins, 0)
+		})
+		fr.err = fr.r.drive(ctx)
+	} else {
+		fr.r = newFrameRun(p, fptrs, fr.exec)
+		fr.r.launch, fr.r.launches = fr.launch, fr.launches
+		var wg sync.WaitGroup
+		for k := range s.lanes {
+			l := &s.lanes[k]
+			l.fr = fr
+			l.lf.q.wake = make(chan struct{}, 1)
+			if k > 0 {
+				l.wg = &wg
+				wg.Add(1)
+				p.crew.start(l)
 			}
+		}
+		fr.r.start(ctx, func(err error) {
+			fr.err = err
+			for k := range s.lanes {
+				s.lanes[k].lf.q.close()
+			}
+		})
+		s.ar.lanes.fail(home.runFrames())
+		wg.Wait()
+		// A lane's error is the step's (the driver may have heard of
+		// another's, or errStopped, first).
+		if err := s.ar.lanes.firstErr(); err != nil {
+			fr.err = err
 		}
 	}
-	start, nodes := time.Now(), 0
-	r := newFrameRun(p, feeds, func(i int32, pn *planNode, ins []*gval) ([]*gval, error) {
-		s.switchTo(s.groupOf(int(i)))
-		if pn.flow != flowNone {
-			return s.flowOp(pn, ins)
-		}
-		if s.multi && pn.where != onConst {
-			if err := s.waitFrameInputs(int(i), ins); err != nil {
-				return nil, err
-			}
-		}
-		var before []bool
-		if s.multi {
-			before = make([]bool, len(ins))
-			for j, v := range ins {
-				before[j] = v.dev != nil
-			}
-		}
-		vs, err := s.nodeOn(int(i), ins)
-		if err != nil {
-			return nil, err
-		}
-		if s.multi && pn.where != onConst {
-			var copied point
-			for j, v := range ins {
-				if !before[j] && v.dev != nil {
-					// Copied in on this compute stream for this node.
-					if copied.seq == 0 {
-						copied = s.clk.tick(s.cur)
-					}
-					s.made[v.dev] = copied
-				}
-			}
-			if pn.where == onGPU {
-				pt := s.clk.tick(s.cur)
-				s.at[i] = pt
-				s.launched(pt)
-				for j := range vs {
-					if vs[j].dev != nil {
-						s.made[vs[j].dev] = pt
-					}
-				}
-			}
-		}
-		if pn.where == onGPU {
-			nodes++
-		}
-		outs := make([]*gval, len(vs))
-		for j := range vs {
-			outs[j] = &vs[j]
-		}
-		return outs, nil
-	})
-	err := r.drive(ctx)
-	s.gs[0].g.CountLaunch(time.Since(start), nodes)
-	if err != nil {
-		return err
+	if fr.err != nil {
+		return fr.err
 	}
-	s.switchTo(0)
-	if s.multi {
-		if err := s.join(); err != nil {
+	if fr.multi {
+		if err := s.joinFrames(fr); err != nil {
 			return err
 		}
 	}
 	s.joined = true
-	// The fetched values go into the plan's table, where the fetch copies
-	// read them.
+	// The fetched values go into the home lane's table, where the fetch
+	// copies read them.
 	for k, f := range p.fetches {
 		if f.Node < 0 {
 			continue
 		}
-		o := r.rootOut[f.Node]
+		o := fr.r.rootOut[f.Node]
 		if o == nil || o[f.Index] == nil {
 			return deadFetch(p, k)
 		}
-		if s.vals[f.Node] == nil {
-			s.vals[f.Node] = make([]gval, len(o))
+		if home.vals[f.Node] == nil {
+			home.vals[f.Node] = home.ar.values(len(o))
 		}
-		s.vals[f.Node][f.Index] = *o[f.Index]
+		home.vals[f.Node][f.Index] = o[f.Index].gval
 	}
-	return s.launchFetches()
+	return home.launchFetches()
 }
 
-// flowOp runs a control-flow op of a device step: it passes values on and
-// reads a Switch's predicate on the host.
-func (s *devStep) flowOp(pn *planNode, ins []*gval) ([]*gval, error) {
+// joinFrames makes the home compute stream follow every other group's
+// last launch, unless it already does, before the fetches; a traced
+// step's fetches get the window after every launch's.
+func (s *devStep) joinFrames(fr *devFrames) error {
+	home := &s.lanes[0]
+	for k := 1; k < len(s.lanes); k++ {
+		l := &s.lanes[k]
+		if l.end == nil {
+			continue
+		}
+		if pt := (point{k, fr.clk.seq[k]}); s.rt.ReduceWaits && pt.seq > 0 && fr.clk.covers(0, pt) {
+			home.lf.skips++
+			continue
+		}
+		if err := home.c.Wait(l.end); err != nil {
+			return status.Wrap(err, "joining group %d of %s into the home group", s.gs[k].g.Index, s.gs[k].g.Device.Name())
+		}
+		home.waits++
+		// The home compute stream now carries the other groups' work:
+		// the final event must follow it.
+		home.dirty = true
+	}
+	if s.trace {
+		last := fr.base
+		for k := range s.lanes {
+			for _, sl := range s.lanes[k].tr.slices {
+				last = max(last, sl.ID)
+			}
+		}
+		home.sid = last + 2
+	}
+	return nil
+}
+
+// launches says whether the driver gives node pn to its lane rather
+// than running it itself: every live node but Consts and the
+// control-flow ops, and a Switch whose predicate is on the device.
+func (fr *devFrames) launches(pn *planNode, ins []*fval) bool {
+	if pn.isConst {
+		return false
+	}
+	return pn.flow == flowNone || pn.flow == flowSwitch && ins[1].host == nil
+}
+
+// launch queues live node i on its group's lane (the driver's lock is
+// held).
+func (fr *devFrames) launch(i int32, pn *planNode, ins []*fval, done func([]*fval, error)) error {
+	s := fr.s
+	id := 0
+	if s.trace {
+		id = fr.windowID(i)
+	}
+	s.lanes[s.groupOf(int(i))].lf.q.push(frameItem{node: i, ins: ins, done: done, id: id})
+	return nil
+}
+
+// windowID is the trace ID of the launch window of node i in the task
+// the driver is launching (its lock held): the same in every step for
+// a node of the root frame or of a loop in it (by iteration), so the
+// sanitizer's meta-test can drop one wait by its IDs; the windows of
+// nested loops are numbered in launch order after those.
+func (fr *devFrames) windowID(i int32) int {
+	r := fr.r
+	key := 0
+	if f := r.cur.f; f != r.root {
+		if f.parent == r.root {
+			key = r.cur.iter + 1
+		} else {
+			fr.deep++
+			key = 1<<31 + fr.deep
+		}
+	}
+	return fr.base + 1 + int(i) + len(r.p.nodes)*key
+}
+
+// exec runs what the driver runs itself over several groups (its lock
+// held): Consts and the control-flow ops.
+func (fr *devFrames) exec(i int32, pn *planNode, ins []*fval) ([]*fval, error) {
+	if pn.flow != flowNone {
+		return fr.recs.flowOp(pn, ins, nil)
+	}
+	var t *tensor.Tensor
+	var err error
+	if pn.where == onConst {
+		t, err = constHost(pn)
+	} else {
+		var k kernelCall // a Const placed on the host
+		var outs []*tensor.Tensor
+		if outs, err = k.run(pn, nil, kernels.Serial{}); err == nil {
+			t = outs[0]
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := fr.recs.ptrs.take(1)
+	out[0] = fr.recs.host(t)
+	return out, nil
+}
+
+// flowOp runs a control-flow op, its records from b: it passes values
+// on; a Switch picks its output by pred (nil: ins[1]'s host copy).
+func (b *fvals) flowOp(pn *planNode, ins []*fval, pred *tensor.Tensor) ([]*fval, error) {
 	n := pn.node
 	switch pn.flow {
 	case flowTrigger:
-		return make([]*gval, len(n.OutTypes)), nil
+		return b.ptrs.take(len(n.OutTypes)), nil
 	case flowMerge:
 		for j, v := range ins {
 			if v != nil {
-				return []*gval{v, {host: tensor.ScalarI32(int32(j))}}, nil
+				out := b.ptrs.take(2)
+				out[0], out[1] = v, b.host(tensor.ScalarI32(int32(j)))
+				return out, nil
 			}
 		}
 		return nil, status.Errorf(status.Internal, "node '%s' (op %s) ran with every input dead", n.Name, n.Op)
 	case flowSwitch:
-		pv := ins[1]
-		if s.multi && pv.host == nil {
-			if pt, ok := s.made[pv.dev]; ok {
-				if err := s.waitFor(pt); err != nil {
-					return nil, status.Wrap(err, "node '%s': ordering group %d after its predicate", n.Name, s.g.Index)
-				}
-			}
-		}
-		pred, err := s.hostOf(pv, inName{n: n, j: 1, note: " (the predicate)"})
-		if err != nil {
-			return nil, err
+		if pred == nil {
+			pred = ins[1].host
 		}
 		if len(pred.Shape) != 0 || pred.DType != tensor.Bool {
 			return nil, status.InvalidArg("node '%s' (op %s): The second input must be a scalar, but it has shape %v", n.Name, n.Op, pred.Shape)
 		}
+		out := b.ptrs.take(2)
 		if pred.Buf[0] != 0 {
-			return []*gval{nil, ins[0]}, nil
+			out[1] = ins[0]
+		} else {
+			out[0] = ins[0]
 		}
-		return []*gval{ins[0], nil}, nil
+		return out, nil
 	case flowLoopCond:
 		v := ins[0]
 		t := v.host
@@ -169,36 +436,220 @@ func (s *devStep) flowOp(pn *planNode, ins []*gval) ([]*gval, error) {
 		if len(t.Shape) != 0 {
 			return nil, status.InvalidArg("node '%s' (op %s): LoopCond: the predicate must be a scalar, but it has shape %v", n.Name, n.Op, t.Shape)
 		}
-		return []*gval{v}, nil
 	}
-	// Enter, Exit, NextIteration: the driver moves the value between
-	// frames and iterations.
-	return []*gval{ins[0]}, nil
+	// Enter, Exit, NextIteration, LoopCond: the driver moves the value
+	// between frames and iterations.
+	out := b.ptrs.take(1)
+	out[0] = ins[0]
+	return out, nil
 }
 
-// waitFrameInputs is waitInputs for a node of a step with frames: its
-// predecessors' latest launches (a later iteration's only orders more),
-// and the device values it reads, wherever they were made.
-func (s *devStep) waitFrameInputs(i int, ins []*gval) error {
-	pn := &s.plan.nodes[i]
-	for _, pr := range pn.preds {
-		if err := s.waitFor(s.at[pr]); err != nil {
-			return status.Wrap(err, "node '%s': ordering group %d after its inputs", pn.node.Name, s.g.Index)
+// runFrames is a lane's loop over a step with frames: it launches each
+// item the driver queues and reports it, until the driver has ended;
+// after another lane's error it reports its items unlaunched. Its last
+// launch gets an event for the join.
+func (l *lane) runFrames() error {
+	ps := &l.s.ar.lanes
+	for {
+		it, ok := l.lf.q.pop()
+		if !ok {
+			break
 		}
+		outs, err := []*fval(nil), errStopped
+		if !ps.failed.Load() {
+			outs, err = l.frameItem(it)
+			if err != nil {
+				ps.fail(err)
+			}
+		}
+		it.done(outs, err)
 	}
-	for j, v := range ins {
-		if v.dev == nil {
-			continue
+	if l.k != 0 && l.dirty {
+		e, err := l.event(l.c)
+		if err != nil {
+			return status.Wrap(err, "group %d of %s: an event after its last launch", l.g.Index, l.g.Device.Name())
 		}
-		wants, may := pn.wantsDevice(j)
-		if !wants && (may || v.host != nil) {
-			continue // the host copy (or only the shape) is read
+		l.end = e
+	}
+	return nil
+}
+
+// frameItem launches item it, a panic an error naming the node.
+func (l *lane) frameItem(it frameItem) (outs []*fval, err error) {
+	pn := &l.plan.nodes[it.node]
+	defer func() {
+		if r := recover(); r != nil {
+			err = status.Errorf(status.Internal, "node '%s' (op %s): its launch on group %d panicked: %v\n%s", pn.node.Name, pn.node.Op, l.g.Index, r, debug.Stack())
 		}
-		if pt, ok := s.made[v.dev]; ok {
-			if err := s.waitFor(pt); err != nil {
-				return status.Wrap(err, "node '%s': ordering group %d after its inputs", pn.node.Name, s.g.Index)
+	}()
+	return l.frameNode(l.fr, it.node, pn, it.ins, it.id)
+}
+
+// frameNode launches (GPU) or runs (host) live node i of a step with
+// frames, inputs ins, on the lane's group, id its launch window's trace
+// ID: the waits for what it reads from other groups first, then the
+// launch, then, when another group reads it, an event. With one group
+// it also runs the control-flow ops (fr.flowOp).
+func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id int) ([]*fval, error) {
+	n := pn.node
+	if fr.multi && l.trace {
+		l.sid = id + 1
+	}
+	lf := &l.lf
+	if pn.flow != flowNone {
+		if pn.flow != flowSwitch || ins[1].host != nil {
+			return lf.recs.flowOp(pn, ins, nil) // one group: the driver's goroutine
+		}
+		// The predicate, on the device: read back here after its
+		// producer.
+		if err := l.waitFrom(fr, ins[1].from, id); err != nil {
+			return nil, status.Wrap(err, "node '%s': ordering group %d after its predicate", n.Name, l.g.Index)
+		}
+		var start time.Time
+		if l.trace {
+			start = time.Now()
+		}
+		v := ins[1].gval
+		pred, err := l.hostOf(&v, inName{n: n, j: 1, note: " (the predicate)"})
+		if err != nil {
+			return nil, err
+		}
+		if l.trace {
+			l.slice(n.Name, n.Op, trace.D2H, "d2h", start, 0)
+		}
+		return lf.recs.flowOp(pn, ins, pred)
+	}
+	if fr.multi && pn.where != onConst {
+		for j, v := range ins {
+			if v.dev == nil {
+				continue
+			}
+			if wants, may := pn.wantsDevice(j); !wants && (may || v.host != nil) {
+				continue // the host copy (or only the shape) is read
+			}
+			if err := l.waitFrom(fr, v.from, id); err != nil {
+				return nil, status.Wrap(err, "node '%s': ordering group %d after its inputs", n.Name, l.g.Index)
+			}
+		}
+		for _, c := range pn.ctrl {
+			if err := l.waitFrom(fr, fr.last[c].Load(), id); err != nil {
+				return nil, status.Wrap(err, "node '%s': ordering group %d after its inputs", n.Name, l.g.Index)
 			}
 		}
 	}
+	// The inputs as the lane's own: the launch may copy a value across
+	// (hostOf, devOf), which another lane's reader must not see.
+	lf.loc, lf.locp = lf.loc[:0], lf.locp[:0]
+	for _, v := range ins {
+		lf.loc = append(lf.loc, v.gval)
+	}
+	for j := range lf.loc {
+		lf.locp = append(lf.locp, &lf.loc[j])
+	}
+	vs, err := l.nodeOn(int(i), lf.locp)
+	if err != nil {
+		return nil, err
+	}
+	var from *flaunch
+	if pn.where == onGPU {
+		l.nodes++
+		if fr.multi {
+			rec := &lf.runs.take(1)[0]
+			rec.at, rec.id = fr.clk.tick(l.k), id
+			if fr.readers[i] {
+				if rec.ev, err = l.event(l.c); err != nil {
+					return nil, status.Wrap(err, "node '%s': an event after it on %s", n.Name, l.g.Device.Name())
+				}
+				if l.rt.ReduceWaits {
+					rec.snap = fr.clk.snapshotTo(l.k, lf.ints.take(len(l.s.lanes)))
+				}
+				fr.last[i].Store(rec)
+			}
+			from = rec
+		}
+	}
+	fv := lf.recs.vals.take(len(vs))
+	out := lf.recs.ptrs.take(len(vs))
+	for j := range vs {
+		fv[j] = fval{gval: vs[j], from: from}
+		out[j] = &fv[j]
+	}
+	return out, nil
+}
+
+// waitFrom makes the lane's compute stream wait for the event after
+// launch f (nil, or of the lane's own group: nothing to wait for),
+// unless it already follows it (ReduceWaits). In a traced step the wait
+// is a flow between the two launch windows, and DropWait is asked with
+// their IDs.
+func (l *lane) waitFrom(fr *devFrames, f *flaunch, id int) error {
+	if f == nil || f.at.stream == l.k {
+		return nil
+	}
+	reduce := l.rt.ReduceWaits
+	if reduce && fr.clk.covers(l.k, f.at) {
+		l.lf.skips++
+		return nil
+	}
+	if l.rt.DropWait != nil && l.rt.DropWait(f.id, id) {
+		return nil
+	}
+	if f.ev == nil {
+		return status.Errorf(status.Internal, "no event after launch %d of group %d to wait for", f.at.seq, f.at.stream)
+	}
+	if err := l.c.Wait(f.ev); err != nil {
+		return err
+	}
+	l.waits++
+	if reduce {
+		fr.clk.learn(l.k, f.snap)
+	}
+	if l.trace {
+		l.tr.flows = append(l.tr.flows, trace.Flow{From: f.id, To: id})
+	}
 	return nil
+}
+
+// frameReaders says, per node of a plan with frames over groups, that a
+// node of another group reads its values or runs after it: its value
+// followed through the control-flow ops that pass it on (Enter, Exit,
+// NextIteration, LoopCond, Merge's output 0, Switch's data) to the
+// nodes that read it (a Switch reads its predicate), and its control
+// edges. Only GPU nodes' launches need it (a host value is complete
+// once reported).
+func (p *Plan) frameReaders(group func(int) int) []bool {
+	readers := make([]bool, len(p.nodes))
+	seen := make([]int32, len(p.nodes)) // stamp: the source walked from, plus one
+	var stack []int32
+	for i := range p.nodes {
+		pn := &p.nodes[i]
+		if pn.where != onGPU || pn.flow != flowNone {
+			continue
+		}
+		k := group(i)
+		stack = append(stack[:0], int32(i))
+		for len(stack) > 0 && !readers[i] {
+			src := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, e := range p.fs.out[src] {
+				if src != int32(i) && (p.nodes[src].flow == flowMerge && e.out != 0 || e.slot < 0) {
+					continue // Merge's index, a pass-through op's control edge
+				}
+				dpn := &p.nodes[e.dst]
+				pass := dpn.flow != flowNone && dpn.flow != flowTrigger && e.slot >= 0 &&
+					(dpn.flow != flowSwitch || e.slot == 0)
+				switch {
+				case pass:
+					if seen[e.dst] != int32(i)+1 {
+						seen[e.dst] = int32(i) + 1
+						stack = append(stack, e.dst)
+					}
+				case dpn.flow == flowTrigger || e.slot < 0 && dpn.flow != flowNone:
+				case group(int(e.dst)) != k:
+					readers[i] = true
+				}
+			}
+		}
+	}
+	return readers
 }

@@ -93,6 +93,10 @@ type laneSched struct {
 	// join lists the groups whose last launch the home group's compute
 	// stream waits for before the fetches (the others are implied).
 	join []int
+	// readers, for a plan with frames (whose launches the frame driver
+	// orders as the step goes: nodes, waits, pub and rec stay empty),
+	// says which nodes' launches record an event (frameReaders).
+	readers []bool
 }
 
 // laneSched returns the plan's lane schedule for sr's groups and
@@ -102,15 +106,21 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 	if ls := p.lanes.Load(); ls != nil && ls.n == n && ls.reduce == sr.ReduceWaits && slices.Equal(ls.assign, sr.Assign) {
 		return ls
 	}
-	ls := &laneSched{assign: slices.Clone(sr.Assign), n: n, reduce: sr.ReduceWaits,
-		nodes: make([][]int32, n), waits: make([][]int32, len(p.nodes)), skips: make([]int, n),
-		pub: make([]bool, len(p.nodes)), rec: make([]bool, len(p.nodes)), slice: make([]int32, len(p.nodes))}
 	group := func(i int) int {
 		if sr.Assign == nil {
 			return 0
 		}
 		return sr.Assign[i]
 	}
+	if p.deadness {
+		ls := &laneSched{assign: slices.Clone(sr.Assign), n: n, reduce: sr.ReduceWaits, skips: make([]int, n),
+			readers: p.frameReaders(group)}
+		p.lanes.Store(ls)
+		return ls
+	}
+	ls := &laneSched{assign: slices.Clone(sr.Assign), n: n, reduce: sr.ReduceWaits,
+		nodes: make([][]int32, n), waits: make([][]int32, len(p.nodes)), skips: make([]int, n),
+		pub: make([]bool, len(p.nodes)), rec: make([]bool, len(p.nodes)), slice: make([]int32, len(p.nodes))}
 	clk := newClocks(n)
 	at := make([]point, len(p.nodes))
 	snap := make([][]int, len(p.nodes))
@@ -356,6 +366,19 @@ type lane struct {
 	fed  device.Event
 	base int
 	wg   *sync.WaitGroup
+	// fr, in a step with frames, is the step's frames: the lane launches
+	// the items the frame driver queues for it (lf.q) instead of a list
+	// worked out per plan.
+	fr *devFrames
+	lf laneFrames
+}
+
+// launch runs the lane: its plan's nodes, or a step with frames' items.
+func (l *lane) launch() error {
+	if l.fr != nil {
+		return l.runFrames()
+	}
+	return l.run(l.s.ls, l.fed, l.base)
 }
 
 // laneIdle is how long a crew's goroutine stays parked without a step
@@ -409,7 +432,7 @@ func (c *laneCrew) start(l *lane) {
 func (w *laneWorker) loop(l *lane) {
 	c := w.crew
 	for l != nil {
-		l.s.ar.lanes.fail(l.run(l.s.ls, l.fed, l.base))
+		l.s.ar.lanes.fail(l.launch())
 		wg := l.wg
 		// Idle before the step hears of it: the plan's next step finds
 		// the worker free rather than starting another.
@@ -457,7 +480,7 @@ func (s *devStep) newLanes(feeds []*tensor.Tensor) {
 		ng := &s.gs[k]
 		l.s, l.k = s, k
 		if k > 0 {
-			l.gstep = gstep{plan: p, rt: s.rt, mem: s.mem, trace: s.trace, run: s.run, dix: s.dix, kst: &s.gstep.kstep}
+			l.gstep = gstep{plan: p, rt: s.rt, mem: s.mem, trace: s.trace, run: s.run, dix: s.dix, kst: &s.gstep.kstep, keep: s.keep}
 			l.ar = p.arena()
 			l.events = l.ar.events()
 			if s.jit != nil {
@@ -741,7 +764,11 @@ func (s *devStep) endLanes() {
 	home := &s.lanes[0]
 	for k := range s.lanes {
 		l := &s.lanes[k]
-		s.gs[k].g.CountWaits(l.waits, s.ls.skips[k])
+		skips := l.lf.skips
+		if s.ls != nil {
+			skips += s.ls.skips[k]
+		}
+		s.gs[k].g.CountWaits(l.waits, skips)
 		if k == 0 {
 			continue
 		}

@@ -20,8 +20,6 @@ type devGroup struct {
 	g       *groups.Group
 	c, h, d device.Stream
 	tab     int // its device's value table, an index in devStep.tabs
-	waits   int
-	skips   int
 }
 
 // devTab is the values of a step as one GPU sees them: host tensors are
@@ -31,46 +29,28 @@ type devTab struct {
 	feeds []gval
 }
 
-// devStep is a device step over one group or several: a gstep whose
-// current group (g, c, h, d, cix) switches to each node's group before
-// the node is launched. With one group nothing switches and no node waits
-// (one compute stream orders them all).
+// devStep is a device step over one group or several. With one group
+// and no frames its gstep launches every node (one compute stream
+// orders them all, no waits); otherwise each group has a lane
+// (device_lanes.go), the home lane's gstep the step's: over several
+// groups each lane launches its group's nodes from a goroutine of its
+// own, and a step with frames (device_frames.go) is launched by the
+// lanes as the frame driver makes its nodes ready.
 type devStep struct {
 	*gstep
 	gs    []devGroup
-	multi bool // more than one group: nodes wait across compute streams
-	clk   *clocks
-	cur   int       // the current group, an index in gs
+	multi bool      // more than one group: nodes wait across compute streams
 	tabs  []*devTab // per GPU of the step
-	at    []point   // per plan node: where a GPU node's work ends (seq 0: none)
-	// made holds the device copies of feeds and host values, made on a
-	// compute stream (the feeds' H2D copies count as the home group's).
-	made map[*tensor.Tensor]point
 	// joined says the home group's compute stream follows every other
 	// group's, and nothing was launched on them since.
 	joined bool
-	// sliceOf is, in a traced step over several groups, the launch
-	// window (trace slice ID) of the node whose work ends at a point.
-	sliceOf map[point]int
 	// held gathers, per step stream (an index of mem.streams), the
 	// releases not yet handed to the holder (holdOn).
 	held []*heldFree
-	// lanes launch the groups' nodes of a step over several groups
-	// without frames, each on its own goroutine (device_lanes.go); ls is
-	// their schedule. The home lane's gstep is the step's.
+	// lanes are the step's lanes, one per group; ls is their schedule
+	// over several groups.
 	lanes []lane
 	ls    *laneSched
-}
-
-// launched notes, in a traced step, that the launch window just recorded
-// ends at pt.
-func (s *devStep) launched(pt point) {
-	if s.trace && len(s.tr.slices) > 0 {
-		if s.sliceOf == nil {
-			s.sliceOf = map[point]int{}
-		}
-		s.sliceOf[pt] = len(s.tr.slices) - 1
-	}
 }
 
 // runDevice is Run on asynchronous devices (GPUs): each node is
@@ -84,9 +64,11 @@ func (s *devStep) launched(pt point) {
 // compute stream, after the wait); host values are shared. The host
 // launches in topological order: one group's step from the home group's
 // launch pool, several groups' each from a lane of its own
-// (device_lanes.go; with frames, from one goroutine), and waits once, for
+// (device_lanes.go; with frames, as the frame driver makes them ready:
+// device_frames.go), and waits once, for
 // the final event; host kernels run on the launching goroutine, their
-// device inputs copied back first (the one place a step blocks mid-way). A buffer goes
+// device inputs copied back first (the one place a step blocks mid-way,
+// with a Switch's predicate). A buffer goes
 // back to its group's allocator once every stream that touched it has
 // passed its use. A one-group step may instead replay a captured CUDA
 // graph (sr.Graphs; gpu_graph.go).
@@ -114,10 +96,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		}
 	}
 	s := &devStep{gs: make([]devGroup, len(sr.Groups)), multi: len(sr.Groups) > 1}
-	lanes := s.multi && !p.deadness
-	if s.multi && !lanes {
-		s.clk, s.at, s.made = newClocks(len(sr.Groups)), make([]point, len(p.nodes)), map[*tensor.Tensor]point{}
-	}
+	lanes := s.multi || p.deadness
 	streams := make([]device.Stream, 0, len(sr.Groups)+1)
 	for k, g := range sr.Groups {
 		c, h, d := g.Compute, g.H2D, g.D2H
@@ -155,7 +134,9 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	}
 	g0 := &gstep{}
 	if lanes {
-		s.ls = p.laneSched(sr)
+		if s.multi {
+			s.ls = p.laneSched(sr)
+		}
 		s.lanes = make([]lane, len(s.gs))
 		g0 = &s.lanes[0].gstep
 	}
@@ -181,7 +162,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		}
 	}
 	if !lanes {
-		s.switchTo(0)
+		s.setTables()
 	}
 	if s.trace && !s.multi {
 		// Device times need one context's anchor; without it (or with
@@ -193,18 +174,13 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	switch {
 	case p.deadness:
 		launch = func() error { return s.launchFrames(ctx) }
-	case s.lanes != nil:
+	case lanes:
 		launch = s.launchLanes
 	}
 	err := launchAndWait(ctx, home.g.Launch, "device step", home.g.Device.Name(), launch, s.finishAll)
 	s.freeHeld()
 	if s.lanes != nil {
 		s.endLanes()
-	} else {
-		for k := range s.gs {
-			ng := &s.gs[k]
-			ng.g.CountWaits(ng.waits, ng.skips)
-		}
 	}
 	if err == nil {
 		for k := range s.staged {
@@ -227,9 +203,6 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	s.ar.keepEvents(s.events)
 	var st *trace.Step
 	if s.trace {
-		if !lanes {
-			s.switchTo(0)
-		}
 		s.deviceSlices(err == nil)
 		st = s.tr.step(opts.Run, int(home.g.ID))
 	}
@@ -256,51 +229,11 @@ func (s *devStep) groupOf(i int) int {
 	return s.rt.Assign[i]
 }
 
-// switchTo makes group k the one the gstep launches on.
-func (s *devStep) switchTo(k int) {
-	ng := &s.gs[k]
-	s.cur, s.g, s.c, s.h, s.d = k, ng.g, ng.c, ng.h, ng.d
-	s.cix = k
+// setTables makes the one group's step launch on its group and tables.
+func (s *devStep) setTables() {
+	ng := &s.gs[0]
+	s.g, s.c, s.h, s.d, s.cix = ng.g, ng.c, ng.h, ng.d, 0
 	s.vals, s.feeds = s.tabs[ng.tab].vals, s.tabs[ng.tab].feeds
-}
-
-// waitFor makes the current group's compute stream follow pt, unless it
-// already does (and ReduceWaits).
-//
-// In a traced step the wait is a flow from the launch window of the
-// producer (sliceOf) to the next one, the consumer's; DropWait is asked
-// with those slice IDs (-1 where unknown), as the host streams' step asks
-// with its ops'.
-func (s *devStep) waitFor(pt point) error {
-	if pt.seq == 0 || pt.stream == s.cur {
-		return nil
-	}
-	prod, cons := -1, -1
-	if s.trace {
-		cons = len(s.tr.slices)
-		if id, ok := s.sliceOf[pt]; ok {
-			prod = id
-		}
-	}
-	if s.rt.DropWait != nil && s.rt.DropWait(prod, cons) {
-		return nil
-	}
-	me, from := &s.gs[s.cur], &s.gs[pt.stream]
-	if s.rt.ReduceWaits && s.clk.covers(s.cur, pt) {
-		me.skips++
-		return nil
-	}
-	if err := s.order(me.c, from.c); err != nil {
-		return err
-	}
-	me.waits++
-	s.clk.waited(s.cur, pt.stream)
-	if prod >= 0 {
-		s.tr.mu.Lock()
-		s.tr.flows = append(s.tr.flows, trace.Flow{From: prod, To: cons})
-		s.tr.mu.Unlock()
-	}
-	return nil
 }
 
 // launchNodes enqueues a one-group step: the feeds, each node in
@@ -312,7 +245,6 @@ func (s *devStep) launchNodes() error {
 	nodes := 0
 	defer func() { s.gs[0].g.CountLaunch(time.Since(start), nodes) }()
 	p := s.plan
-	s.switchTo(0)
 	if err := s.launchFeeds(); err != nil {
 		return err
 	}
@@ -508,40 +440,16 @@ func (h *heldFree) run() {
 	heldFrees.Put(h)
 }
 
-// join makes the home group's compute stream follow every other group's,
-// so the fetches and the final event on its D2H stream follow the step.
-func (s *devStep) join() error {
-	for k := 1; k < len(s.gs); k++ {
-		if err := s.waitFor(point{k, s.clk.seq[k]}); err != nil {
-			return status.Wrap(err, "joining group %d of %s into the home group", s.gs[k].g.Index, s.gs[k].g.Device.Name())
-		}
-	}
-	return nil
-}
-
 // finishAll records the final event after everything the step launched on
 // any group, whatever the launch got to.
 func (s *devStep) finishAll() (device.Event, error) {
 	if s.lanes != nil {
 		return s.finishLanes()
 	}
-	s.switchTo(0)
-	if s.joined {
-		return s.finish()
+	if !s.joined {
+		s.dirty = true // a failed launch: the final event follows whatever it got to
 	}
-	s.dirty = true
-	jerr := s.join()
-	if jerr != nil {
-		// No event: the host waits for the other groups instead.
-		for k := 1; k < len(s.gs); k++ {
-			s.gs[k].c.Synchronize()
-		}
-	}
-	fin, err := s.finish()
-	if err == nil {
-		err = jerr
-	}
-	return fin, err
+	return s.finish()
 }
 
 // finishLanes is finishAll on lanes, which have all returned: unless the

@@ -304,12 +304,13 @@ type frameTask[V comparable] struct {
 // exec runs each live node and returns its outputs. The host scheduler's
 // exec calls the kernel on the driving goroutine (driveFrames, and one
 // group's stream step, runFrames); on several groups' streams launch
-// starts each node as an item of its stream instead (runFrames); the
-// device step's exec launches it (device_frames.go).
+// starts each node as an item of its stream instead (runFrames); on a
+// device, exec launches it with one group, and over several launch
+// queues it on its group's lane (device_frames.go).
 type frameRun[V comparable] struct {
 	p       *Plan
 	exec    frameExec[V]
-	cur     frameTask[V] // the task exec is running
+	cur     frameTask[V] // the task exec or launch is running
 	feeds   []V
 	queue   taskRing[V]
 	root    *frameInst[V]
@@ -327,7 +328,13 @@ type frameRun[V comparable] struct {
 	// outputs on and takes the nodes that became ready, under mu, as the
 	// stream step's finish makes an op's successors ready. exec then
 	// runs the Consts and control-flow ops. Not with refs.
-	launch   frameLaunch[V]
+	launch frameLaunch[V]
+	// launches, when set with launch, says whether launch starts a node
+	// (live, to run, inputs ins) rather than exec running it: by default
+	// every such node but Consts and control-flow ops (the device step
+	// launches a Switch whose predicate is still on the device, to be
+	// read back on its group's lane).
+	launches func(pn *planNode, ins []V) bool
 	mu       sync.Mutex
 	taken    int // tasks taken from queue, for the cancellation check
 	inflight int
@@ -930,7 +937,8 @@ func (r *frameRun[V]) runNode(t frameTask[V]) ([]V, error) {
 func (r *frameRun[V]) startTask(t frameTask[V]) (launched bool, err error) {
 	ins, outs, dead, call := r.prepare(t)
 	pn := &r.p.nodes[t.node]
-	if call && !pn.isConst && pn.flow == flowNone {
+	if call && r.launched(pn, ins) {
+		r.cur = t
 		if err := r.launch(t.node, pn, ins, func(outs []V, err error) { r.finishTask(t, outs, err) }); err != nil {
 			return false, err
 		}
@@ -946,6 +954,14 @@ func (r *frameRun[V]) startTask(t frameTask[V]) (launched bool, err error) {
 	err = r.handOn(t, outs, dead, call)
 	r.letGo(ins)
 	return false, err
+}
+
+// launched says whether startTask launches node pn on inputs ins.
+func (r *frameRun[V]) launched(pn *planNode, ins []V) bool {
+	if r.launches != nil {
+		return r.launches(pn, ins)
+	}
+	return !pn.isConst && pn.flow == flowNone
 }
 
 // slot is task t's node's slot in its frame and iteration.

@@ -32,11 +32,11 @@ type constCache struct {
 	err  error
 }
 
-// gstep is the launcher of a device step on its current group (a step
-// with frames switches it between groups; a capture runs it alone; over
-// several groups each lane is one). A gstep launches from one goroutine,
-// in topological order, so its state needs no lock; the streams order
-// the device work. What lanes share (the tracker, the trace's merge,
+// gstep is the launcher of a device step on one group (one group's step
+// and a capture run one alone; over several groups, or with frames, each
+// lane is one). A gstep launches from one goroutine, in topological
+// order (with frames, in the order the frame driver makes nodes ready),
+// so its state needs no lock; the streams order the device work. What lanes share (the tracker, the trace's merge,
 // laneSync) has its own lock.
 type gstep struct {
 	plan     *Plan

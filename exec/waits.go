@@ -13,7 +13,10 @@ package exec
 // event recorded then, or an edge from the producer op) keeps the producer
 // stream's clock at that moment (snapshot) and merges it into the
 // waiter's (learn); one that records at the time of the wait merges the
-// producer stream's current clock (waited).
+// producer stream's current clock (waited). Stream a's row (seq[a],
+// known[a]) is written only by the launcher of stream a, so a device
+// step's lanes tick, learn and test their own rows at once without a
+// lock (device_frames.go).
 
 // clocks are the vector clocks of a step's streams.
 type clocks struct {
@@ -47,7 +50,13 @@ func (c *clocks) covers(a int, pt point) bool {
 // snapshot is stream a's clock now: what an event recorded on a now
 // stands for.
 func (c *clocks) snapshot(a int) []int {
-	s := append([]int(nil), c.known[a]...)
+	return c.snapshotTo(a, make([]int, len(c.seq)))
+}
+
+// snapshotTo is snapshot into s (len(seq) long), for a caller that
+// keeps many.
+func (c *clocks) snapshotTo(a int, s []int) []int {
+	copy(s, c.known[a])
 	s[a] = c.seq[a]
 	return s
 }
