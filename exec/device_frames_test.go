@@ -4,9 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"mstream/device"
+	"mstream/graph"
+	"mstream/groups"
 	"mstream/kernels"
+	"mstream/proto/tfpb"
+	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -76,4 +84,288 @@ func BenchmarkDeviceFrameStep(b *testing.B) {
 			set.Holder.Drain()
 		})
 	}
+}
+
+// barrier is what ExecTestGBarrier's launches meet at: a cyclic
+// barrier of parties launches, each blocking until the other launches
+// of its round have come, or failing after wait.
+var barrier struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	n, gen  int
+	parties int
+	wait    time.Duration
+}
+
+// failIn and cancelIn count down the launches of ExecTestGFailLater
+// and ExecTestGCancelLater: the launch that takes one to zero fails, or
+// calls cancelStep.
+var (
+	failIn, cancelIn atomic.Int32
+	cancelStep       atomic.Pointer[context.CancelFunc]
+)
+
+func init() {
+	barrier.cond = sync.NewCond(&barrier.mu)
+	// plusOne enqueues out = in + 1, its data taken at launch.
+	plusOne := func(ctx *kernels.Context) error {
+		t, err := ctx.Allocate(0, nil)
+		if err != nil {
+			return err
+		}
+		in, out := ctx.Inputs[0].F32(), t.F32()
+		return device.Enqueue(ctx.Stream, func() { out[0] = in[0] + 1 })
+	}
+	kernels.Register(kernels.Def{Op: "ExecTestGBarrier", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			b := &barrier
+			b.mu.Lock()
+			gen := b.gen
+			if b.n++; b.n == b.parties {
+				b.n, b.gen = 0, b.gen+1
+				b.cond.Broadcast()
+			} else {
+				deadline := time.Now().Add(b.wait)
+				timer := time.AfterFunc(b.wait, func() {
+					b.mu.Lock()
+					b.cond.Broadcast()
+					b.mu.Unlock()
+				})
+				for b.gen == gen && time.Now().Before(deadline) {
+					b.cond.Wait()
+				}
+				timer.Stop()
+			}
+			met := b.gen != gen
+			b.mu.Unlock()
+			if !met {
+				return status.Errorf(status.DeadlineExceeded, "node '%s': the other groups' launches did not come within %v", n.Name, b.wait)
+			}
+			return plusOne(ctx)
+		}), nil
+	}})
+	kernels.Register(kernels.Def{Op: "ExecTestGFailLater", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			if failIn.Add(-1) == 0 {
+				return status.InvalidArg("node '%s': ExecTestGFailLater fails as asked", n.Name)
+			}
+			return plusOne(ctx)
+		}), nil
+	}})
+	kernels.Register(kernels.Def{Op: "ExecTestGCancelLater", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			if cancelIn.Add(-1) == 0 {
+				(*cancelStep.Load())()
+			}
+			return plusOne(ctx)
+		}), nil
+	}})
+}
+
+// bodyLoop builds, as tf.compat.v1.while_loop writes it, the loop
+// "i, acc = i0, x; while i < n: i, acc = i+1, body(acc)" over feeds x,
+// n and i0 (i0 through a GPU node, zero), at most par iterations in
+// flight, placed as on one GPU; it fetches acc and i. body gets the loop's acc (its Switch's output 1)
+// and returns the node whose output is the next acc. assign gives each
+// node the group named by the first rule whose prefix its name has (0
+// when none).
+func bodyLoop(t testing.TB, par int64, body func(acc graph.Output) *graph.Node, groups map[string]int) (*Plan, []int) {
+	t.Helper()
+	x, n, i0 := node("x", "ExecTestGAdd", 0), node("n", "ExecTestGAdd", 0), node("i0", "ExecTestGAdd", 0)
+	zero := node("zero", "ExecTestGAdd", 0, i0)
+	ent := func(name string, in *graph.Node, constant bool) *graph.Node {
+		e := enter(name, in, constant)
+		e.Attrs["parallel_iterations"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: par}}
+		return e
+	}
+	ei, ea, en := ent("enter_i", zero, false), ent("enter_acc", x, false), ent("enter_n", n, true)
+	mi := flowNode("merge_i", "Merge", 2, graph.Output{Node: ei})
+	ma := flowNode("merge_acc", "Merge", 2, graph.Output{Node: ea})
+	mi.OutTypes[1], ma.OutTypes[1] = tensor.Int32, tensor.Int32
+	lt := node("less", "ExecTestGLess", 0, mi, en)
+	lt.OutTypes = []tensor.DType{tensor.Bool}
+	lc := flowNode("loop_cond", "LoopCond", 1, graph.Output{Node: lt})
+	lc.OutTypes = []tensor.DType{tensor.Bool}
+	si := flowNode("switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
+	sa := flowNode("switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
+	xi := flowNode("exit_i", "Exit", 1, graph.Output{Node: si})
+	xa := flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa})
+	i1 := node("i_plus_1", "ExecTestGAdd", 1)
+	i1.Inputs, i1.InTypes = []graph.Output{{Node: si, Index: 1}}, []tensor.DType{tensor.Float}
+	next := body(graph.Output{Node: sa, Index: 1})
+	ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: i1})
+	na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: next})
+	mi.Inputs, mi.InTypes = append(mi.Inputs, graph.Output{Node: ni}), append(mi.InTypes, tensor.Float)
+	ma.Inputs, ma.InTypes = append(ma.Inputs, graph.Output{Node: na}), append(ma.InTypes, tensor.Float)
+	p, err := build(nil, []graph.Output{{Node: x}, {Node: n}, {Node: i0}}, []graph.Output{{Node: xa}, {Node: xi}}, nil, Placement{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.OnGPU() || !p.Deadness() {
+		t.Fatalf("plan on the device %v, with control flow %v", p.OnGPU(), p.Deadness())
+	}
+	assign := make([]int, len(p.nodes))
+	for i := range p.nodes {
+		name := p.nodes[i].node.Name
+		best := ""
+		for prefix, g := range groups {
+			if strings.HasPrefix(name, prefix) && len(prefix) > len(best) {
+				best, assign[i] = prefix, g
+			}
+		}
+	}
+	return p, assign
+}
+
+// bodyNode is a body node of op on ins (a loop's acc or earlier body
+// nodes), adding c where its op does.
+func bodyNode(name, op string, c float32, ins ...graph.Output) *graph.Node {
+	n := node(name, op, c)
+	for _, in := range ins {
+		n.Inputs = append(n.Inputs, in)
+		n.InTypes = append(n.InTypes, tensor.Float)
+	}
+	return n
+}
+
+// TestFramesLanesOverlap proves that a step with frames over several
+// groups launches each group's nodes of a loop body on that group's
+// lane: in every iteration a node of each group launches only once the
+// other groups' have launched too (a barrier per iteration), which one
+// launching goroutine could never do (it fails after the barrier's
+// timeout, not hang); lanes meet, every iteration of every step.
+func TestFramesLanesOverlap(t *testing.T) {
+	for _, groups := range []int{2, 4} {
+		t.Run(fmt.Sprint("groups=", groups), func(t *testing.T) {
+			rules := map[string]int{}
+			p, assign := bodyLoop(t, 1, func(acc graph.Output) *graph.Node {
+				var meets []graph.Output
+				for k := 0; k < groups; k++ {
+					name := fmt.Sprint("meet", k)
+					rules[name] = k
+					meets = append(meets, graph.Output{Node: bodyNode(name, "ExecTestGBarrier", 0, acc)})
+				}
+				return bodyNode("sum", "ExecTestGAdd", 0, meets...)
+			}, rules)
+			set := emuSet(t, groups, false, 0)
+			sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+			barrier.mu.Lock()
+			barrier.n, barrier.parties, barrier.wait = 0, groups, 10*time.Second
+			barrier.mu.Unlock()
+			for step, iters := range []int{0, 1, 3, 6} {
+				x := float32(step + 1)
+				got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(float32(iters)), tensor.ScalarF32(0)}, Options{Trace: step == 2})
+				if err != nil {
+					t.Fatalf("%d iterations: %v", iters, err)
+				}
+				want := x
+				for k := 0; k < iters; k++ {
+					want = float32(groups) * (want + 1)
+				}
+				if got[0].F32()[0] != want || got[1].F32()[0] != float32(iters) {
+					t.Fatalf("%d iterations: acc %v, i %v; want %v, %d", iters, got[0].F32()[0], got[1].F32()[0], want, iters)
+				}
+			}
+			set.Holder.Drain()
+			for _, g := range set.Groups() {
+				if b := g.Alloc.Stats().BytesInUse; b != 0 {
+					t.Errorf("group %d: %d bytes still allocated after the steps", g.ID, b)
+				}
+			}
+		})
+	}
+}
+
+// failLoop is a loop over three groups whose body fails when failIn
+// counts down to zero (acc' = (acc+1) + (acc+1) otherwise), on group 1
+// while the other two groups have work in flight.
+func failLoop(t testing.TB, op string) (*Plan, []int) {
+	return bodyLoop(t, 10, func(acc graph.Output) *graph.Node {
+		a := bodyNode("a", "ExecTestGAdd", 1, acc)
+		b := bodyNode("b", op, 0, acc)
+		slow := bodyNode("slow", "ExecTestGAdd", 0, graph.Output{Node: a})
+		return bodyNode("c", "ExecTestGAdd", 0, graph.Output{Node: slow}, graph.Output{Node: b})
+	}, map[string]int{"a": 0, "b": 1, "slow": 2, "c": 2, "i_plus_1": 2})
+}
+
+// checkBytes fails t when a group of set still holds memory once the
+// holder has drained.
+func checkBytes(t *testing.T, set *groups.Set) {
+	t.Helper()
+	set.Holder.Drain()
+	for _, g := range set.Groups() {
+		if b := g.Alloc.Stats().BytesInUse; b != 0 {
+			t.Errorf("group %d: %d bytes still allocated after the steps", g.ID, b)
+		}
+	}
+}
+
+// loopWant is failLoop's acc after iters iterations from x.
+func loopWant(x float32, iters int) float32 {
+	for k := 0; k < iters; k++ {
+		x = 2 * (x + 1)
+	}
+	return x
+}
+
+// TestFramesLanesFailure: a node that fails in the fourth iteration of
+// a loop on one group, while the other groups' lanes have work queued,
+// fails the step once, naming it (no hang); every buffer comes back, and
+// the next steps run right.
+func TestFramesLanesFailure(t *testing.T) {
+	p, assign := failLoop(t, "ExecTestGFailLater")
+	set := emuSet(t, 3, false, 50*time.Microsecond)
+	sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+	feeds := []*tensor.Tensor{tensor.ScalarF32(1), tensor.ScalarF32(10), tensor.ScalarF32(0)}
+	for step := 0; step < 4; step++ {
+		failIn.Store(4)
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := p.Run(context.Background(), sr, feeds, Options{Trace: step == 1})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if status.CodeOf(err) != status.InvalidArgument || !strings.Contains(err.Error(), "node 'b'") || strings.Count(err.Error(), "fails as asked") != 1 {
+				t.Fatalf("step %d: got %v, want one INVALID_ARGUMENT from node 'b'", step, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("step %d: a failing lane hung the step", step)
+		}
+	}
+	failIn.Store(-1 << 30)
+	got, _, err := p.Run(context.Background(), sr, feeds, Options{})
+	if err != nil || got[0].F32()[0] != loopWant(1, 10) {
+		t.Errorf("the step after the failed ones: %v %v, want %v", got, err, loopWant(1, 10))
+	}
+	checkBytes(t, set)
+}
+
+// TestFramesLanesCancelled: a step of a long loop over three groups
+// whose context is cancelled mid-loop (by a kernel of group 1, in the
+// fifth iteration) fails with CANCELLED; every buffer comes back, and
+// the next step runs right.
+func TestFramesLanesCancelled(t *testing.T) {
+	p, assign := failLoop(t, "ExecTestGCancelLater")
+	set := emuSet(t, 3, false, 0)
+	sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+	// 1000 iterations: acc overflows float32 to +Inf, which is fine.
+	feeds := []*tensor.Tensor{tensor.ScalarF32(1), tensor.ScalarF32(1000), tensor.ScalarF32(0)}
+	for step := 0; step < 3; step++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancelStep.Store(&cancel)
+		cancelIn.Store(5)
+		_, _, err := p.Run(ctx, sr, feeds, Options{})
+		cancel()
+		if status.CodeOf(err) != status.Cancelled {
+			t.Fatalf("step %d: %v, want CANCELLED", step, err)
+		}
+	}
+	cancelIn.Store(-1 << 30)
+	short := []*tensor.Tensor{tensor.ScalarF32(2), tensor.ScalarF32(7), tensor.ScalarF32(0)}
+	got, _, err := p.Run(context.Background(), sr, short, Options{})
+	if err != nil || got[0].F32()[0] != loopWant(2, 7) || got[1].F32()[0] != 7 {
+		t.Errorf("the step after the cancelled ones: %v %v, want %v", got, err, loopWant(2, 7))
+	}
+	checkBytes(t, set)
 }

@@ -4,10 +4,12 @@ package exec
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"testing"
 	"time"
 
+	"mstream/graph"
 	"mstream/groups"
 	"mstream/tensor"
 	"mstream/trace"
@@ -219,5 +221,98 @@ func TestDeviceSanitizerCatchesEachMissingWait(t *testing.T) {
 	}
 	if bad == 0 {
 		t.Error("20 device steps without their waits all gave right answers")
+	}
+}
+
+// TestDeviceSanitizerCatchesEachMissingWaitInLoop is the device
+// meta-test over a step with frames on three groups' lanes: a while
+// loop whose counter, condition and accumulator chain cross groups
+// every iteration (kernel to kernel, and a loop condition read back by
+// Switches of other groups, each on the group of what it passes on, so
+// that no readback's host sync implies a wait of its lane's). Every
+// step feeds fresh values and its own number of iterations, so a value
+// read before it is written is an earlier step's, wrong. A traced step's
+// launch windows are
+// numbered by node and iteration, the same in every step; each
+// distinct wait (a producer and consumer node pair, in the first
+// iteration it appears) is dropped alone through DropWait, and the
+// step's own delays (Runtime.Jitter) must turn its absence into a
+// wrong value, an error or a runaway loop (the step's deadline); a
+// control run with every wait must be right.
+func TestDeviceSanitizerCatchesEachMissingWaitInLoop(t *testing.T) {
+	p, assign := bodyLoop(t, 10, func(acc graph.Output) *graph.Node {
+		a := bodyNode("a", "ExecTestGAdd", 1, acc)
+		b := bodyNode("b", "ExecTestGAdd", 2, graph.Output{Node: a})
+		return bodyNode("c", "ExecTestGAdd", 3, graph.Output{Node: b})
+	}, map[string]int{"a": 1, "b": 2, "c": 0, "less": 1, "i_plus_1": 2, "switch_acc": 1, "switch_i": 2})
+	set := emuSet(t, 3, false, 0)
+	sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder,
+		Jitter: time.Millisecond}
+	r := rand.New(rand.NewSource(4))
+	// From 0 to 4 iterations: a loop condition's first value is not
+	// always true, nor its fifth always false.
+	step := func() (*trace.Step, error) {
+		x, i0, iters := float32(1+r.Intn(100)), float32(r.Intn(100)), float32(r.Intn(5))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		got, st, err := p.Run(ctx, sr, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(i0 + iters), tensor.ScalarF32(i0)}, Options{Trace: true})
+		if err == nil && (got[0].F32()[0] != x+6*iters || got[1].F32()[0] != i0+iters) {
+			err = fmt.Errorf("acc %v, i %v; want %v, %v", got[0].F32()[0], got[1].F32()[0], x+6*iters, i0+iters)
+		}
+		return st, err
+	}
+	var st *trace.Step
+	for k := 0; k < 10; k++ {
+		s, err := step()
+		if err != nil {
+			t.Fatalf("control step %d with every wait: %v", k, err)
+		}
+		if st == nil || len(s.Flows) > len(st.Flows) {
+			st = s // the waits of the longest loop
+		}
+	}
+	name := map[int]string{}
+	for _, sl := range st.Slices {
+		name[sl.ID] = sl.Name
+	}
+	into := map[int]int{}
+	for _, f := range st.Flows {
+		into[f.To]++
+	}
+	seen := map[string]bool{}
+	tested := 0
+	for _, f := range st.Flows {
+		pair := name[f.From] + "->" + name[f.To]
+		// A consumer with one wait only: with two, one may follow the
+		// other's producer and imply it.
+		if f.From == 0 || into[f.To] > 1 || seen[pair] {
+			continue
+		}
+		seen[pair] = true
+		tested++
+		sr.DropWait = func(p, c int) bool { return p == f.From && c == f.To }
+		caught := false
+		for k := 0; k < 100 && !caught; k++ {
+			_, err := step()
+			caught = err != nil
+		}
+		sr.DropWait = nil
+		if !caught {
+			t.Errorf("wait of %s (launch %d) on %s (launch %d) dropped: 100 delayed steps all gave right answers", name[f.To], f.To, name[f.From], f.From)
+		}
+	}
+	if tested < 4 {
+		t.Errorf("only %d waits between groups to drop (%v)", tested, seen)
+	}
+	t.Logf("%d distinct waits of %d dropped one at a time, each caught: %v", tested, len(st.Flows), seen)
+	sr.DropWait = func(int, int) bool { return true }
+	bad := 0
+	for it := 0; it < 20 && bad == 0; it++ {
+		if _, err := step(); err != nil {
+			bad++
+		}
+	}
+	if bad == 0 {
+		t.Error("20 device steps of the loop without their waits all gave right answers")
 	}
 }
