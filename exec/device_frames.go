@@ -57,11 +57,49 @@ import (
 
 // fval is a value of a device step with frames: its host and device
 // copies, and, over several groups, the launch that made a device
-// value (nil: none to wait for). Never written once handed to the
-// driver: lanes read it at once, each into a copy of its own.
+// value (nil: none to wait for). gval and from are never written once
+// handed to the driver: lanes read them at once, each into a copy of
+// its own. A copy a reader makes is kept for the next readers: a
+// device value's host copy (hc: the value is complete there, every
+// lane may read it, as both Switches of a loop read its condition),
+// a host value's device copy (dc: on its lane's stream, for that
+// lane's readers only).
 type fval struct {
 	gval
 	from *flaunch
+	hc   atomic.Pointer[tensor.Tensor]
+	dc   atomic.Pointer[laneCopy]
+}
+
+// laneCopy is a host value's device copy, made on lane's stream.
+type laneCopy struct {
+	t    *tensor.Tensor
+	lane int
+}
+
+// local is v as lane k reads it: with the copies readers made that k
+// may use.
+func (v *fval) local(k int) gval {
+	g := v.gval
+	if g.host == nil {
+		g.host = v.hc.Load()
+	}
+	if g.dev == nil {
+		if c := v.dc.Load(); c != nil && c.lane == k {
+			g.dev = c.t
+		}
+	}
+	return g
+}
+
+// keep keeps the copies lane k made of v (as g) for v's next readers.
+func (v *fval) keep(k int, g *gval) {
+	if v.host == nil && g.host != nil && v.hc.Load() == nil {
+		v.hc.Store(g.host)
+	}
+	if v.dev == nil && g.dev != nil && v.dc.Load() == nil {
+		v.dc.Store(&laneCopy{g.dev, k})
+	}
 }
 
 // flaunch is one launch of a GPU node over several groups: where its
@@ -338,7 +376,7 @@ func (fr *devFrames) launches(pn *planNode, ins []*fval) bool {
 	if pn.isConst {
 		return false
 	}
-	return pn.flow == flowNone || pn.flow == flowSwitch && ins[1].host == nil
+	return pn.flow == flowNone || pn.flow == flowSwitch && ins[1].host == nil && ins[1].hc.Load() == nil
 }
 
 // launch queues live node i on its group's lane (the driver's lock is
@@ -415,7 +453,9 @@ func (b *fvals) flowOp(pn *planNode, ins []*fval, pred *tensor.Tensor) ([]*fval,
 		return nil, status.Errorf(status.Internal, "node '%s' (op %s) ran with every input dead", n.Name, n.Op)
 	case flowSwitch:
 		if pred == nil {
-			pred = ins[1].host
+			if pred = ins[1].host; pred == nil {
+				pred = ins[1].hc.Load()
+			}
 		}
 		if len(pred.Shape) != 0 || pred.DType != tensor.Bool {
 			return nil, status.InvalidArg("node '%s' (op %s): The second input must be a scalar, but it has shape %v", n.Name, n.Op, pred.Shape)
@@ -497,7 +537,7 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 	}
 	lf := &l.lf
 	if pn.flow != flowNone {
-		if pn.flow != flowSwitch || ins[1].host != nil {
+		if pn.flow != flowSwitch || ins[1].host != nil || ins[1].hc.Load() != nil {
 			return lf.recs.flowOp(pn, ins, nil) // one group: the driver's goroutine
 		}
 		// The predicate, on the device: read back here after its
@@ -514,17 +554,28 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 		if err != nil {
 			return nil, err
 		}
+		ins[1].keep(l.k, &v)
 		if l.trace {
 			l.slice(n.Name, n.Op, trace.D2H, "d2h", start, 0)
 		}
 		return lf.recs.flowOp(pn, ins, pred)
+	}
+	// The inputs as the lane's own: the launch may copy a value across
+	// (hostOf, devOf), which another lane's reader must not see until
+	// kept.
+	lf.loc, lf.locp = lf.loc[:0], lf.locp[:0]
+	for _, v := range ins {
+		lf.loc = append(lf.loc, v.local(l.k))
+	}
+	for j := range lf.loc {
+		lf.locp = append(lf.locp, &lf.loc[j])
 	}
 	if fr.multi && pn.where != onConst {
 		for j, v := range ins {
 			if v.dev == nil {
 				continue
 			}
-			if wants, may := pn.wantsDevice(j); !wants && (may || v.host != nil) {
+			if wants, may := pn.wantsDevice(j); !wants && (may || lf.loc[j].host != nil) {
 				continue // the host copy (or only the shape) is read
 			}
 			if err := l.waitFrom(fr, v.from, id); err != nil {
@@ -537,18 +588,12 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 			}
 		}
 	}
-	// The inputs as the lane's own: the launch may copy a value across
-	// (hostOf, devOf), which another lane's reader must not see.
-	lf.loc, lf.locp = lf.loc[:0], lf.locp[:0]
-	for _, v := range ins {
-		lf.loc = append(lf.loc, v.gval)
-	}
-	for j := range lf.loc {
-		lf.locp = append(lf.locp, &lf.loc[j])
-	}
 	vs, err := l.nodeOn(int(i), lf.locp)
 	if err != nil {
 		return nil, err
+	}
+	for j, v := range ins {
+		v.keep(l.k, &lf.loc[j])
 	}
 	var from *flaunch
 	if pn.where == onGPU {
@@ -571,7 +616,7 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 	fv := lf.recs.vals.take(len(vs))
 	out := lf.recs.ptrs.take(len(vs))
 	for j := range vs {
-		fv[j] = fval{gval: vs[j], from: from}
+		fv[j].gval, fv[j].from = vs[j], from
 		out[j] = &fv[j]
 	}
 	return out, nil

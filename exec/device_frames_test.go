@@ -52,37 +52,51 @@ func devLoop(t testing.TB, n, chain int, counter, acc string, par int64) (*Plan,
 // iteration, four of them kernels) on the emulated GPU: one group, and
 // two and four with the accumulator's adds on the other groups (each
 // iteration's values cross groups: an event and a wait per crossing).
+// The spin cases' accumulator kernels each spin ~5 us of host CPU at
+// launch (ExecTestGSpin), as cuLaunchKernel does: what lanes launching
+// at once gain shows there. It reports the wall and the process's CPU
+// time per iteration.
 //
 //	go test ./exec -run '^$' -bench DeviceFrameStep -benchmem
 func BenchmarkDeviceFrameStep(b *testing.B) {
 	const iters = 100
-	for _, n := range []int{1, 2, 4} {
-		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) {
-			p, assign := devLoop(b, n, 3, "ExecTestGAdd", "ExecTestGAdd", 10)
-			set := emuSet(b, n, false, 0)
-			sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
-			feeds := []*tensor.Tensor{tensor.ScalarF32(3), tensor.ScalarF32(iters)}
-			run := func() {
-				out, _, err := p.Run(context.Background(), sr, feeds, Options{})
-				if err != nil {
-					b.Fatal(err)
+	for _, spin := range []bool{false, true} {
+		for _, n := range []int{1, 2, 4} {
+			name := fmt.Sprintf("groups=%d", n)
+			acc, want := "ExecTestGAdd", float32(3+3*iters)
+			if spin {
+				name, acc, want = "spin/"+name, "ExecTestGSpin", 3 // GSpin adds nothing
+			}
+			b.Run(name, func(b *testing.B) {
+				p, assign := devLoop(b, n, 3, "ExecTestGAdd", acc, 10)
+				set := emuSet(b, n, false, 0)
+				sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}}
+				feeds := []*tensor.Tensor{tensor.ScalarF32(3), tensor.ScalarF32(iters)}
+				run := func() {
+					out, _, err := p.Run(context.Background(), sr, feeds, Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got := out[0].F32()[0]; got != want {
+						b.Fatalf("got %v, want %v", got, want)
+					}
 				}
-				if got := out[0].F32()[0]; got != 3+3*iters {
-					b.Fatalf("got %v, want %v", got, 3+3*iters)
+				for i := 0; i < 5; i++ {
+					run()
 				}
-			}
-			for i := 0; i < 5; i++ {
-				run()
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				run()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/iters/1000, "us/iter")
-			b.StopTimer()
-			set.Holder.Drain()
-		})
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					run()
+				}
+				cpu := cpuTime() - cpu0
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/iters/1000, "us/iter")
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/iters/1000, "cpu-us/iter")
+				b.StopTimer()
+				set.Holder.Drain()
+			})
+		}
 	}
 }
 
