@@ -18,12 +18,14 @@ import (
 	"mstream/trace"
 )
 
-// Launch lanes: a device step over several groups (without frames)
-// launches each group's nodes from a goroutine of its own, a lane, in
-// a topological order that puts what waits for fewer other groups first
-// (laneOrder), so the host's enqueueing, which sets the pace of a step
-// of many small kernels, is spread over the groups as the device work
-// is.
+// Launch lanes: a device step over several groups launches each
+// group's nodes from a goroutine of its own, a lane, in a topological
+// order that puts what waits for fewer other groups first (laneOrder),
+// so the host's enqueueing, which sets the pace of a step of many small
+// kernels, is spread over the groups as the device work is. A step
+// with frames runs on the same lanes, the items of each the nodes the
+// frame driver makes ready (device_frames.go); what follows is the
+// plan's list.
 //
 // The home lane (group 0) runs on the home group's launch pool, as a
 // one-group step does; every other lane runs on a goroutine of the

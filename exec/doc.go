@@ -88,18 +88,23 @@
 // nodes that became ready (finishTask); the last one finishes the op.
 // No goroutine waits for the driver's items. The fetch copies wait for
 // the op, and a dead fetch fails as TF fails it. The device
-// step (device_frames.go) drives values that stay on the device: GPU
-// kernels launch asynchronously with the ordinary step's cross-group
-// waits, the control-flow ops run no kernel (they pass values on), and a
-// Switch reads its predicate on the host, copied back after its producer
-// and waited for, the one blocking point; every device buffer of such a
-// step is held until it ends, and it is never captured as a CUDA graph
-// (graphIneligible says why, GraphStats counts it). A plan with control
-// flow placed on several GPUs is refused there with UNIMPLEMENTED (a GPU
-// session places it on the host instead). In every step the driver takes
-// nodes in the order they become ready, a frame's iterations in flight
-// bounded by its parallel_iterations; only host streams run several at
-// once.
+// step (device_frames.go) drives values that stay on the device, the
+// same way over its lanes (device_lanes.go): with one group the driver
+// launches each live node on its goroutine; over several, launch queues
+// it on its group's lane, which waits (on the device) for what it reads
+// from other groups, launches it asynchronously and reports back at
+// once, so the groups' launches overlap
+// (TestFramesLanesOverlap). The control-flow ops run no kernel (they
+// pass values on) and the driver runs them itself, but a Switch whose
+// predicate is on the device, which its lane copies back after its
+// producer and waits for, the one blocking point; every device buffer of
+// such a step is held until it ends, and it is never captured as a CUDA
+// graph (graphIneligible says why, GraphStats counts it). A plan with
+// control flow placed on several GPUs is refused there with
+// UNIMPLEMENTED (a GPU session places it on the host instead). In every
+// step the driver takes nodes in the order they become ready, a frame's
+// iterations in flight bounded by its parallel_iterations; host streams
+// and device lanes run several at once.
 //
 // TF2's functional control flow never reaches a plan as such: the session
 // hands Build a signature that package lower has rewritten, with every
@@ -175,7 +180,8 @@
 // device launcher (device_step.go, gpu.go): kernels are called on the
 // launching goroutine and enqueue their own work; one group is the case
 // where no node waits, several groups add the cross-stream waits below,
-// each group launched from a lane of its own (device_lanes.go).
+// each group launched from a lane of its own (device_lanes.go), with or
+// without frames.
 //
 // On one GPU group the device step runs from one goroutine of the group's
 // launch pool, in topological order: the feeds GPU
@@ -267,10 +273,17 @@
 // stops every lane (one waiting for a publication wakes up) and fails the
 // step once; the final event is recorded only after every lane has
 // returned, on the home D2H stream after every group's compute stream.
-// A step with frames over several groups is launched from one goroutine
-// whose current group switches to each node's (launchFrames), its waits
-// worked out as it goes (an event recorded when a consumer needs it). A
-// buffer released on a stream other than the one it was allocated on is
+// A step with frames over several groups runs on the same lanes, its
+// nodes made ready by the frame driver rather than listed per plan
+// (device_frames.go): a node is queued on its lane only once what it
+// reads was launched, so a lane never waits on the host for another;
+// the nodes whose launch records an event are worked out once per plan
+// and assignment (frameReaders, through the control-flow ops that pass
+// values on), and the waits as the step goes, with the same vector
+// clocks (each lane ticks and learns its own row; an event keeps its
+// producer's clock). One launch mechanism so serves every device step:
+// one group's launcher, or lanes, whose items are a plan's list or the
+// frame driver's. A buffer released on a stream other than the one it was allocated on is
 // held until an event on every stream that touched it, the releasing one
 // included, has completed (each event from its stream's context), since
 // its allocator reuses memory in the allocating stream's order; the hold
