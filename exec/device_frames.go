@@ -236,6 +236,9 @@ func (s *devStep) launchFrames(ctx context.Context) error {
 	p := s.plan
 	home := &s.lanes[0]
 	fr := &devFrames{s: s, multi: s.multi}
+	for k := range s.lanes {
+		s.lanes[k].lf = &laneFrames{q: frameQueue{wake: make(chan struct{}, 1)}}
+	}
 	start := time.Now()
 	defer func() {
 		nodes := 0
@@ -287,7 +290,6 @@ func (s *devStep) launchFrames(ctx context.Context) error {
 		for k := range s.lanes {
 			l := &s.lanes[k]
 			l.fr = fr
-			l.lf.q.wake = make(chan struct{}, 1)
 			if k > 0 {
 				l.wg = &wg
 				wg.Add(1)
@@ -535,7 +537,7 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 	if fr.multi && l.trace {
 		l.sid = id + 1
 	}
-	lf := &l.lf
+	lf := l.lf
 	if pn.flow != flowNone {
 		if pn.flow != flowSwitch || ins[1].host != nil || ins[1].hc.Load() != nil {
 			return lf.recs.flowOp(pn, ins, nil) // one group: the driver's goroutine

@@ -372,7 +372,7 @@ type lane struct {
 	// the items the frame driver queues for it (lf.q) instead of a list
 	// worked out per plan.
 	fr *devFrames
-	lf laneFrames
+	lf *laneFrames
 }
 
 // launch runs the lane: its plan's nodes, or a step with frames' items.
@@ -766,7 +766,10 @@ func (s *devStep) endLanes() {
 	home := &s.lanes[0]
 	for k := range s.lanes {
 		l := &s.lanes[k]
-		skips := l.lf.skips
+		skips := 0
+		if l.lf != nil {
+			skips += l.lf.skips
+		}
 		if s.ls != nil {
 			skips += s.ls.skips[k]
 		}
