@@ -744,12 +744,26 @@ func (l *lane) waitOn(pr int, fed device.Event, base int) error {
 			prod = base + int(l.s.ls.slice[pr])
 		}
 	}
-	if l.rt.DropWait != nil && l.rt.DropWait(prod, cons) {
+	if l.dropped(prod, cons) {
 		return nil
 	}
 	if ev == nil {
 		return status.Errorf(status.Internal, "no event after node %d to wait for", pr)
 	}
+	return l.waitEvent(ev, prod, cons)
+}
+
+// dropped says the sanitizer leaves out the wait of launch window cons
+// on prod (-1: untraced).
+func (l *lane) dropped(prod, cons int) bool {
+	return l.rt.DropWait != nil && l.rt.DropWait(prod, cons)
+}
+
+// waitEvent makes the lane's compute stream wait for ev, recorded
+// after launch window prod, before cons (-1: untraced): a wait the
+// reduction and the sanitizer kept. In a traced step it is a flow
+// between them.
+func (l *lane) waitEvent(ev device.Event, prod, cons int) error {
 	if err := l.c.Wait(ev); err != nil {
 		return err
 	}
