@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -382,4 +383,41 @@ func TestFramesLanesCancelled(t *testing.T) {
 		t.Errorf("the step after the cancelled ones: %v %v, want %v", got, err, loopWant(2, 7))
 	}
 	checkBytes(t, set)
+}
+
+// TestFramesLanesAssignments runs emuLoopPlan's loop and cond over 2
+// and 4 groups' lanes, every node on a random group (control-flow ops
+// included, so values and predicates cross groups through them), with
+// and without wait reduction, under the streams' jitter: every value
+// right against the closed form, every byte back.
+func TestFramesLanesAssignments(t *testing.T) {
+	plan := emuLoopPlan(t)
+	r := rand.New(rand.NewSource(8))
+	for _, n := range []int{2, 4} {
+		for _, reduce := range []bool{true, false} {
+			set := emuSet(t, n, false, 50*time.Microsecond)
+			for seed := 0; seed < 4; seed++ {
+				sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: reduce, Holder: &set.Holder, Intra: kernels.Serial{},
+					Assign: make([]int, len(plan.nodes))}
+				for i := range sr.Assign {
+					sr.Assign[i] = r.Intn(n)
+				}
+				for it := 0; it < 3; it++ {
+					x, iters, p := float32(r.Intn(100)), r.Intn(8), r.Intn(2)
+					pred := tensor.New(tensor.Bool, nil)
+					pred.Buf[0] = byte(p)
+					got, _, err := plan.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(float32(iters)), pred}, Options{Trace: it == 1})
+					if err != nil {
+						t.Fatalf("groups=%d reduce=%v assign %v: %v", n, reduce, sr.Assign, err)
+					}
+					want := x + float32(iters*(iters-1)/2) + float32(2-p)
+					if g, gi, gx := got[0].F32()[0], got[1].F32()[0], got[2].I32()[0]; g != want || gi != float32(iters) || gx != int32(p) {
+						t.Fatalf("groups=%d reduce=%v assign %v: x=%v n=%d p=%d: got %v, %v, %v; want %v, %d, %d",
+							n, reduce, sr.Assign, x, iters, p, g, gi, gx, want, iters, p)
+					}
+				}
+			}
+			checkBytes(t, set)
+		}
+	}
 }
