@@ -42,8 +42,9 @@ import (
 // passes its live input on with its index (a host scalar), Switch
 // picks its output by its predicate, which TF keeps in host memory. A
 // predicate still on the device is read back by the Switch's lane,
-// after its event, on that lane's compute stream (the one point where
-// a lane blocks). Every device buffer is held until the step ends
+// after its event, on that lane's compute stream (where a lane blocks,
+// as for a host kernel's device inputs; the host copy is kept for the
+// value's other readers). Every device buffer is held until the step ends
 // (keep): a loop's values are read a number of times the static use
 // counts cannot know. Never a CUDA graph: the step's work depends on
 // its predicates.
@@ -499,7 +500,7 @@ func (l *lane) runFrames() error {
 		}
 		outs, err := []*fval(nil), errStopped
 		if !ps.failed.Load() {
-			outs, err = l.frameItem(it)
+			outs, err = l.launchItem(it)
 			if err != nil {
 				ps.fail(err)
 			}
@@ -516,8 +517,8 @@ func (l *lane) runFrames() error {
 	return nil
 }
 
-// frameItem launches item it, a panic an error naming the node.
-func (l *lane) frameItem(it frameItem) (outs []*fval, err error) {
+// launchItem launches item it, a panic an error naming the node.
+func (l *lane) launchItem(it frameItem) (outs []*fval, err error) {
 	pn := &l.plan.nodes[it.node]
 	defer func() {
 		if r := recover(); r != nil {
