@@ -414,28 +414,33 @@ func (fr *devFrames) windowID(i int32) int {
 }
 
 // exec runs what the driver runs itself over several groups (its lock
-// held): Consts and the control-flow ops.
-func (fr *devFrames) exec(i int32, pn *planNode, ins []*fval) ([]*fval, error) {
+// held): Consts and the control-flow ops. A panic is the node's error:
+// on a lane's goroutine nothing else would catch it.
+func (fr *devFrames) exec(i int32, pn *planNode, ins []*fval) (outs []*fval, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			outs, err = nil, status.Errorf(status.Internal, "node '%s' (op %s) panicked: %v\n%s", pn.node.Name, pn.node.Op, r, debug.Stack())
+		}
+	}()
 	if pn.flow != flowNone {
 		return fr.recs.flowOp(pn, ins, nil)
 	}
 	var t *tensor.Tensor
-	var err error
 	if pn.where == onConst {
 		t, err = constHost(pn)
 	} else {
 		var k kernelCall // a Const placed on the host
-		var outs []*tensor.Tensor
-		if outs, err = k.run(pn, nil, kernels.Serial{}); err == nil {
-			t = outs[0]
+		var ts []*tensor.Tensor
+		if ts, err = k.run(pn, nil, kernels.Serial{}); err == nil {
+			t = ts[0]
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	out := fr.recs.ptrs.take(1)
-	out[0] = fr.recs.host(t)
-	return out, nil
+	outs = fr.recs.ptrs.take(1)
+	outs[0] = fr.recs.host(t)
+	return outs, nil
 }
 
 // flowOp runs a control-flow op, its records from b: it passes values
