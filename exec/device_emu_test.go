@@ -272,35 +272,14 @@ func emuLoopPlan(t testing.TB) *Plan {
 	n := node("n", "ExecTestGAdd", 0)
 	p := node("p", "ExecTestGLess", 0)
 	p.OutTypes = []tensor.DType{tensor.Bool}
-	zero := node("zero", "ExecTestGAdd", 0) // a root: 0
-	ei, ea, en := enter("enter_i", zero, false), enter("enter_acc", x, false), enter("enter_n", n, true)
-	mi := flowNode("merge_i", "Merge", 2, graph.Output{Node: ei})
-	ma := flowNode("merge_acc", "Merge", 2, graph.Output{Node: ea})
-	for _, m := range []*graph.Node{mi, ma} {
-		m.OutTypes[1] = tensor.Int32
-	}
-	lt := node("less", "ExecTestGLess", 0, mi, en)
-	lt.OutTypes = []tensor.DType{tensor.Bool}
-	lc := flowNode("loop_cond", "LoopCond", 1, graph.Output{Node: lt})
-	lc.OutTypes = []tensor.DType{tensor.Bool}
-	si := flowNode("switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
-	sa := flowNode("switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
-	xi := flowNode("exit_i", "Exit", 1, graph.Output{Node: si})
-	xa := flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa})
-	i1 := node("i_plus_1", "ExecTestGAdd", 1)
-	i1.Inputs, i1.InTypes = []graph.Output{{Node: si, Index: 1}}, []tensor.DType{tensor.Float}
-	a1 := node("acc_plus_i", "ExecTestGAdd", 0)
-	a1.Inputs, a1.InTypes = []graph.Output{{Node: sa, Index: 1}, {Node: si, Index: 1}}, []tensor.DType{tensor.Float, tensor.Float}
-	ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: i1})
-	na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: a1})
-	mi.Inputs, mi.InTypes = append(mi.Inputs, graph.Output{Node: ni}), append(mi.InTypes, tensor.Float)
-	ma.Inputs, ma.InTypes = append(ma.Inputs, graph.Output{Node: na}), append(ma.InTypes, tensor.Float)
+	w := newWhileLoop(node("zero", "ExecTestGAdd", 0), x, n, "ExecTestGAdd", 0, func(acc, i graph.Output) *graph.Node {
+		return bodyNode("acc_plus_i", "ExecTestGAdd", 0, acc, i)
+	})
+	xa, xi := w.exitAcc, w.exitI
 	// The cond after the loop.
 	cs := flowNode("cond_switch", "Switch", 2, graph.Output{Node: xa}, graph.Output{Node: p})
-	t1 := node("then", "ExecTestGAdd", 1)
-	t1.Inputs, t1.InTypes = []graph.Output{{Node: cs, Index: 1}}, []tensor.DType{tensor.Float}
-	f2 := node("else", "ExecTestGAdd", 2)
-	f2.Inputs, f2.InTypes = []graph.Output{{Node: cs, Index: 0}}, []tensor.DType{tensor.Float}
+	t1 := bodyNode("then", "ExecTestGAdd", 1, graph.Output{Node: cs, Index: 1})
+	f2 := bodyNode("else", "ExecTestGAdd", 2, graph.Output{Node: cs, Index: 0})
 	cm := flowNode("cond_merge", "Merge", 2, graph.Output{Node: f2}, graph.Output{Node: t1})
 	cm.OutTypes[1] = tensor.Int32
 	feeds := []graph.Output{{Node: x}, {Node: n}, {Node: p}}

@@ -177,20 +177,23 @@ func init() {
 	}})
 }
 
-// bodyLoop builds, as tf.compat.v1.while_loop writes it, the loop
-// "i, acc = i0, x; while i < n: i, acc = i+1, body(acc)" over feeds x,
-// n and i0 (i0 through a GPU node, zero), at most par iterations in
-// flight, placed as on one GPU; it fetches acc and i. body gets the loop's acc (its Switch's output 1)
-// and returns the node whose output is the next acc. assign gives each
-// node the group named by the first rule whose prefix its name has (0
-// when none).
-func bodyLoop(t testing.TB, par int64, body func(acc graph.Output) *graph.Node, groups map[string]int) (*Plan, []int) {
-	t.Helper()
-	x, n, i0 := node("x", "ExecTestGAdd", 0), node("n", "ExecTestGAdd", 0), node("i0", "ExecTestGAdd", 0)
-	zero := node("zero", "ExecTestGAdd", 0, i0)
+// whileLoop is a v1 while loop as tf.compat.v1.while_loop writes it:
+// "i, acc = zero, x; while i < n: i, acc = i+1, body(acc, i)" over the
+// nodes zero, x and n (n an is_constant Enter's), i+1 a counter node
+// of its own op, at most par iterations in flight (0: the attr left
+// to TF's default). body gets the loop's acc and i (their Switches'
+// output 1) and returns the node whose output is the next acc. What
+// callers build on: the exits of acc and i, the counter node.
+type whileLoop struct {
+	exitAcc, exitI, counter *graph.Node
+}
+
+func newWhileLoop(zero, x, n *graph.Node, counter string, par int64, body func(acc, i graph.Output) *graph.Node) whileLoop {
 	ent := func(name string, in *graph.Node, constant bool) *graph.Node {
 		e := enter(name, in, constant)
-		e.Attrs["parallel_iterations"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: par}}
+		if par > 0 {
+			e.Attrs["parallel_iterations"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: par}}
+		}
 		return e
 	}
 	ei, ea, en := ent("enter_i", zero, false), ent("enter_acc", x, false), ent("enter_n", n, true)
@@ -203,15 +206,26 @@ func bodyLoop(t testing.TB, par int64, body func(acc graph.Output) *graph.Node, 
 	lc.OutTypes = []tensor.DType{tensor.Bool}
 	si := flowNode("switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
 	sa := flowNode("switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
-	xi := flowNode("exit_i", "Exit", 1, graph.Output{Node: si})
-	xa := flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa})
-	i1 := node("i_plus_1", "ExecTestGAdd", 1)
-	i1.Inputs, i1.InTypes = []graph.Output{{Node: si, Index: 1}}, []tensor.DType{tensor.Float}
-	next := body(graph.Output{Node: sa, Index: 1})
-	ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: i1})
+	w := whileLoop{exitI: flowNode("exit_i", "Exit", 1, graph.Output{Node: si}), exitAcc: flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa})}
+	w.counter = bodyNode("i_plus_1", counter, 1, graph.Output{Node: si, Index: 1})
+	next := body(graph.Output{Node: sa, Index: 1}, graph.Output{Node: si, Index: 1})
+	ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: w.counter})
 	na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: next})
 	mi.Inputs, mi.InTypes = append(mi.Inputs, graph.Output{Node: ni}), append(mi.InTypes, tensor.Float)
 	ma.Inputs, ma.InTypes = append(ma.Inputs, graph.Output{Node: na}), append(ma.InTypes, tensor.Float)
+	return w
+}
+
+// bodyLoop is whileLoop's loop of body (which ignores i) over feeds x,
+// n and i0 (zero a GPU node reading i0, so that i starts where the feed
+// says), ExecTestGAdd the counter, placed as on one GPU; it fetches acc
+// and i. assign gives each node the group named by the longest prefix
+// of its name in groups (0 when none).
+func bodyLoop(t testing.TB, par int64, body func(acc graph.Output) *graph.Node, groups map[string]int) (*Plan, []int) {
+	t.Helper()
+	x, n, i0 := node("x", "ExecTestGAdd", 0), node("n", "ExecTestGAdd", 0), node("i0", "ExecTestGAdd", 0)
+	w := newWhileLoop(node("zero", "ExecTestGAdd", 0, i0), x, n, "ExecTestGAdd", par, func(acc, _ graph.Output) *graph.Node { return body(acc) })
+	xa, xi := w.exitAcc, w.exitI
 	p, err := build(nil, []graph.Output{{Node: x}, {Node: n}, {Node: i0}}, []graph.Output{{Node: xa}, {Node: xi}}, nil, Placement{GPUs: 1})
 	if err != nil {
 		t.Fatal(err)

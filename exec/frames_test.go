@@ -12,7 +12,6 @@ import (
 	"mstream/graph"
 	"mstream/groups"
 	"mstream/kernels"
-	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -74,35 +73,16 @@ func loopPlan(t testing.TB, counter, acc string, chain int, par int64, fetch boo
 func loopPlanOn(t testing.TB, pl Placement, counter, acc string, chain int, par int64, fetch bool) (*Plan, int, int) {
 	t.Helper()
 	x, n := node("x", "ExecTestAdd", 0), node("n", "ExecTestAdd", 0)
-	zero := node("zero", "ExecTestAdd", 0)
-	ent := func(name string, in *graph.Node, constant bool) *graph.Node {
-		e := enter(name, in, constant)
-		e.Attrs["parallel_iterations"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: par}}
-		return e
-	}
-	ei, ea, en := ent("enter_i", zero, false), ent("enter_acc", x, false), ent("enter_n", n, true)
-	mi := flowNode("merge_i", "Merge", 2, graph.Output{Node: ei})
-	ma := flowNode("merge_acc", "Merge", 2, graph.Output{Node: ea})
-	mi.OutTypes[1], ma.OutTypes[1] = tensor.Int32, tensor.Int32
-	lt := node("less", "ExecTestGLess", 0, mi, en)
-	lt.OutTypes = []tensor.DType{tensor.Bool}
-	lc := flowNode("loop_cond", "LoopCond", 1, graph.Output{Node: lt})
-	lc.OutTypes = []tensor.DType{tensor.Bool}
-	si := flowNode("switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
-	sa := flowNode("switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
-	xa := flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa})
-	i1 := node("i_plus_1", counter, 1)
-	i1.Inputs, i1.InTypes = []graph.Output{{Node: si, Index: 1}}, []tensor.DType{tensor.Float}
-	a1 := node("acc_plus_1", acc, 1)
-	a1.Inputs, a1.InTypes = []graph.Output{{Node: sa, Index: 1}}, []tensor.DType{tensor.Float}
-	last := a1
-	for k := 1; k < chain; k++ {
-		last = node(fmt.Sprint("acc_plus_1_", k), acc, 1, last)
-	}
-	ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: i1})
-	na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: last})
-	mi.Inputs, mi.InTypes = append(mi.Inputs, graph.Output{Node: ni}), append(mi.InTypes, tensor.Float)
-	ma.Inputs, ma.InTypes = append(ma.Inputs, graph.Output{Node: na}), append(ma.InTypes, tensor.Float)
+	var a1 *graph.Node
+	w := newWhileLoop(node("zero", "ExecTestAdd", 0), x, n, counter, par, func(v, _ graph.Output) *graph.Node {
+		a1 = bodyNode("acc_plus_1", acc, 1, v)
+		last := a1
+		for k := 1; k < chain; k++ {
+			last = node(fmt.Sprint("acc_plus_1_", k), acc, 1, last)
+		}
+		return last
+	})
+	xa, i1 := w.exitAcc, w.counter
 	fetches, targets := []graph.Output{{Node: xa}}, []*graph.Node(nil)
 	if !fetch {
 		fetches, targets = nil, []*graph.Node{xa}
