@@ -7,7 +7,6 @@ import (
 
 	"mstream/device"
 	"mstream/graph"
-	"mstream/kernels"
 	"mstream/status"
 	"mstream/tensor"
 	"mstream/trace"
@@ -419,39 +418,49 @@ func newFrameRun[V comparable](p *Plan, feeds []V, exec frameExec[V]) *frameRun[
 		rootOut: make([][]V, len(p.nodes)), consts: make([][]V, len(p.nodes)), none: make([]V, p.fs.maxOuts)}
 }
 
-// driveFrames runs a plan with frames on one host group without streams
-// (or none): the frame driver decides which node runs next, in which
-// frame and iteration, and whether it is dead, and calls each live
-// node's kernel on the calling goroutine, outputs from the group's
-// allocator as in drive, the driver counting its references to them
-// (frameRefs), so a loop's small values reuse a few buffers rather than
-// a Go allocation each. Nodes run one at a time, in the order they
-// become ready (parallel_iterations bounding a frame's iterations in
-// flight), on one worker (kernel context and output allocator) that
-// serves them all. On host streams the stream step runs the driver
-// (runFrames).
-func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
-	w := s.main
-	g := s.group
+// frameRecord adds the trace slice of a node the frame driver ran: from
+// start, bytes the size of its outputs, alloc the allocator they came
+// from ("" for Go memory).
+type frameRecord func(pn *planNode, start time.Time, bytes int64, alloc string)
+
+// runFramesInline is the frame driver's inline form, the one host frame
+// loop: the driver decides which node runs next, in which frame and
+// iteration, and whether it is dead, and calls each live node's kernel
+// on this goroutine through worker w in env, one node at a time, in the
+// order nodes become ready (parallel_iterations bounding a frame's
+// iterations in flight). On a group, outputs come from its allocator and
+// the driver counts its references to them (frameRefs; cur is the step
+// stream they are read on, -1 for none), so a value goes back as soon as
+// nothing can read it and a loop's small values reuse a few buffers
+// rather than a Go allocation each. The pool step runs a plan with
+// frames this way on the caller's goroutine (driveFrames), a one-group
+// stream step as its opFrames item on the compute stream (runFrames).
+// rec, when set, records each node's trace slice. It returns the driver,
+// whose rootOut holds the fetched outputs (one reference each), and the
+// step's error.
+func (p *Plan) runFramesInline(ctx context.Context, feeds []*tensor.Tensor, env *kenv, w *worker, cur int, rec frameRecord) (*frameRun[*tensor.Tensor], error) {
 	// One outputs slice serves every node: the driver copies what it
 	// keeps (frameRun.keep).
-	outBuf := make([]*tensor.Tensor, s.plan.fs.maxOuts)
-	r := newFrameRun(s.plan, s.feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
-		start := s.now()
+	outBuf := make([]*tensor.Tensor, p.fs.maxOuts)
+	emptyFresh(&w.alloc.fresh)
+	r := newFrameRun(p, feeds, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		var start time.Time
+		if rec != nil {
+			start = time.Now()
+		}
 		outs := outBuf[:len(pn.node.OutTypes)]
 		for k := range outs {
 			if outs[k] != nil { // not clear: as in letGo
 				outs[k] = nil
 			}
 		}
-		alloc := w.begin(s, pn, ins, outs)
-		outs, err := callKernel(pn, &w.ctx)
+		outs, alloc, err := w.call(env, pn, ins, outs)
 		if err != nil {
 			return nil, err
 		}
-		var bytes int64
-		var allocName string
-		if s.trace {
+		if rec != nil {
+			var bytes int64
+			var allocName string
 			if alloc != nil {
 				bytes, allocName = alloc.bytes, alloc.g.Alloc.Name()
 			} else {
@@ -461,14 +470,29 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 					}
 				}
 			}
+			rec(pn, start, bytes, allocName)
 		}
-		s.record(pn, g, nil, start, bytes, allocName)
 		return outs, nil
 	})
-	if g != nil {
-		r.refs = &stepRefs{mem: s.mem, fresh: &w.alloc.fresh}
+	if env.g != nil {
+		r.refs = &stepRefs{mem: env.mem, fresh: &w.alloc.fresh, cur: cur}
 	}
-	if err := r.drive(ctx); err != nil {
+	return r, r.drive(ctx)
+}
+
+// driveFrames runs a plan with frames on one host group without streams
+// (or none): the frame driver's inline form (runFramesInline) on the
+// caller's goroutine and worker, outputs from the group's allocator as
+// in drive.
+func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
+	var rec frameRecord
+	if s.trace {
+		rec = func(pn *planNode, start time.Time, bytes int64, alloc string) {
+			s.record(pn, s.group, nil, start, bytes, alloc)
+		}
+	}
+	r, err := s.plan.runFramesInline(ctx, s.feeds, &s.env, s.main, -1, rec)
+	if err != nil {
 		return nil, err
 	}
 	return r.fetches()
@@ -476,58 +500,59 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 
 // runFrames is the opFrames item of a stream step: the frame driver over
 // the plan's nodes, the feeds' device copies its feeds. On the home
-// compute stream (one group) it calls every kernel inline, a round trip
-// to the stream per node costing more than the node; on no stream (an
-// assignment over groups) it launches each live node but Consts and
+// compute stream (one group) it is the driver's inline form
+// (runFramesInline, as the pool step's frames), every kernel called in
+// the item, a round trip to the stream per node costing more than the
+// node; its outputs are Go memory, as the stream step's tracker, which
+// neither recycles records nor keeps small buffers (values read on
+// several streams go through the holder), would make a loop's every
+// value cost an allocator call and a record (twice the instructions per
+// step, measured). On no stream
+// (an assignment over groups) it launches each live node but Consts and
 // control-flow ops as an item of its group's compute stream as soon as
 // it is ready (frameRun.launch), so independent nodes run at once, and
 // hands an item's outputs on once it has reported back (finishTask, on
-// the item's stream; the last report finishes op i): a Switch's predicate and
-// a loop's condition are read after the item that made them, no value
-// crosses streams before it exists, and the jitter's delays cannot
-// reorder the step. Outputs are Go memory (a value a loop keeps may be
-// freed from another group's stream than the one that allocated it).
-// The fetched nodes' outputs are left for the fetch copies; a dead fetch
-// fails the step as TF fails it.
+// the item's stream; the last report finishes op i): a Switch's
+// predicate and a loop's condition are read after the item that made
+// them, no value crosses streams before it exists, and the jitter's
+// delays cannot reorder the step. Those outputs are Go memory too (and
+// could not be the groups': a value a loop keeps may be freed from
+// another group's stream than the one that allocated it). The fetched nodes' outputs are left for the fetch
+// copies; a dead fetch fails the step as TF fails it.
 func (s *sstep) runFrames(i int, op *sop) {
-	konst := func(pn *planNode) ([]*tensor.Tensor, error) {
-		// Once per step (the driver keeps the value for every
-		// iteration).
-		var k kernelCall
-		return k.run(pn, nil, kernels.Serial{})
-	}
 	if op.stream >= 0 {
-		// An item of the compute stream, one node at a time: one
-		// kernel context, outputs slices from a slab.
 		st := &s.streams[op.stream]
-		var kctx kernels.Context
-		var slab valSlab[*tensor.Tensor]
-		r := newFrameRun(s.plan, s.feedDev, func(_ int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			if pn.isConst {
-				return konst(pn)
+		var rec frameRecord
+		if s.trace {
+			rec = func(pn *planNode, start time.Time, bytes int64, alloc string) {
+				s.frameSlice(st, pn, start, bytes, alloc)
 			}
-			return s.frameKernel(st, &kctx, pn, ins, slab.take(len(pn.node.OutTypes)))
-		})
-		s.framesEnded(r, op, r.drive(s.ctx))
+		}
+		env := &kenv{pool: st.group.Intra, kstep: &s.kstep}
+		r, err := s.plan.runFramesInline(s.ctx, s.feedDev, env, s.worker(op.stream), op.stream, rec)
+		s.framesEnded(r, op, err)
 		return
+	}
+	// Go memory, each group's intra-op pool: an environment per compute
+	// stream.
+	envs := make([]kenv, len(s.streams))
+	for _, a := range s.lay.compute {
+		envs[a] = kenv{pool: s.streams[a].group.Intra, kstep: &s.kstep}
 	}
 	// What the driver runs itself, under its lock: Consts, and the
 	// control-flow ops, which only pass values on (a round trip to a
 	// stream would cost more than they do), traced on their group's
 	// stream.
-	var kctx kernels.Context
-	var slab valSlab[*tensor.Tensor]
+	w := newWorker()
 	r := newFrameRun(s.plan, s.feedDev, func(n int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
-		if pn.isConst {
-			return konst(pn)
-		}
-		st := &s.streams[s.lay.compute[s.sr.Assign[n]]]
-		return s.frameKernel(st, &kctx, pn, ins, slab.take(len(pn.node.OutTypes)))
+		a := s.lay.compute[s.sr.Assign[n]]
+		return s.frameKernel(a, &envs[a], w, pn, ins)
 	})
 	r.launch = func(n int32, pn *planNode, ins []*tensor.Tensor, done func([]*tensor.Tensor, error)) error {
-		st := &s.streams[s.lay.compute[s.sr.Assign[n]]]
+		a := s.lay.compute[s.sr.Assign[n]]
+		st := &s.streams[a]
 		if err := device.Enqueue(st.dev, func() {
-			done(s.frameKernel(st, new(kernels.Context), pn, ins, make([]*tensor.Tensor, len(pn.node.OutTypes))))
+			done(s.frameKernel(a, &envs[a], s.worker(a), pn, ins))
 		}); err != nil {
 			return status.Wrap(err, "node '%s': stream %d of %s", pn.node.Name, st.dev.ID(), st.group.Device.Name())
 		}
@@ -568,13 +593,12 @@ func (s *sstep) framesEnded(r *frameRun[*tensor.Tensor], op *sop, err error) {
 	}
 }
 
-// frameKernel runs pn on ins as an item of stream st (a stream step's
-// frames), in kernel context kctx, its outputs into outs, Go memory, the
-// group's intra-op pool.
-func (s *sstep) frameKernel(st *sstream, kctx *kernels.Context, pn *planNode, ins, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
+// frameKernel runs pn on ins for the launching frame driver, in env
+// (Go memory, the intra-op pool of step stream a's group) through worker
+// w, its outputs in a slice of their own: the driver keeps them.
+func (s *sstep) frameKernel(a int, env *kenv, w *worker, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	start := s.now()
-	*kctx = kernels.Context{Node: pn.node, Inputs: ins, Outputs: outs, Pool: st.group.Intra, Step: &s.kstep}
-	outs, err := callKernel(pn, kctx)
+	outs, _, err := w.call(env, pn, ins, make([]*tensor.Tensor, len(pn.node.OutTypes)))
 	if err != nil {
 		return nil, err
 	}
@@ -585,11 +609,18 @@ func (s *sstep) frameKernel(st *sstream, kctx *kernels.Context, pn *planNode, in
 				bytes += o.ByteSize()
 			}
 		}
-		g := st.group
-		s.tr.add(trace.Slice{ID: int(s.traceID.Add(1)) + len(s.ops) - 1, Name: pn.node.Name, Op: pn.node.Op, Kind: trace.Kernel,
-			Device: g.Device.Name(), Group: int(g.ID), Stream: int(st.dev.ID()), Role: st.role, Start: start, End: time.Now(), Bytes: bytes})
+		s.frameSlice(&s.streams[a], pn, start, bytes, "")
 	}
 	return outs, nil
+}
+
+// frameSlice adds the trace slice of a node the frame driver ran on
+// stream st, numbered after the ops' (whose IDs are their indices).
+func (s *sstep) frameSlice(st *sstream, pn *planNode, start time.Time, bytes int64, alloc string) {
+	g := st.group
+	s.tr.add(trace.Slice{ID: int(s.traceID.Add(1)) + len(s.ops) - 1, Name: pn.node.Name, Op: pn.node.Op, Kind: trace.Kernel,
+		Device: g.Device.Name(), Group: int(g.ID), Stream: int(st.dev.ID()), Role: st.role, Start: start, End: time.Now(),
+		Bytes: bytes, Allocator: alloc})
 }
 
 // assigned says an assignment puts some node off the home group.
@@ -602,15 +633,17 @@ func assigned(assign []int) bool {
 	return false
 }
 
-// stepRefs is frameRefs over a pool step's tracker, fresh the buffers
-// the node just run allocated.
+// stepRefs is frameRefs over a step's tracker, fresh the buffers the
+// node just run allocated, cur the step stream values are read on (-1:
+// none).
 type stepRefs struct {
 	mem   *tracker
 	fresh *[]*buffer
+	cur   int
 }
 
 func (h *stepRefs) hold(t *tensor.Tensor) { h.mem.ref(t) }
-func (h *stepRefs) drop(t *tensor.Tensor) { h.mem.unref(t, -1) }
+func (h *stepRefs) drop(t *tensor.Tensor) { h.mem.unref(t, h.cur) }
 func (h *stepRefs) settle()               { h.mem.settle(h.fresh) }
 
 // drive runs the step to its end on this goroutine: the roots first,
@@ -985,7 +1018,10 @@ func (r *frameRun[V]) prepare(t frameTask[V]) (ins, outs []V, dead, call bool) {
 	ins = sl.ins
 	for j, in := range pn.inputs {
 		if in.Node < 0 {
+			// Held as a value handed on is (letGo drops it): a
+			// feed's device copy is the step's buffer.
 			ins[j] = r.feeds[in.Index]
+			r.hold(ins[j])
 		}
 	}
 	switch pn.flow {

@@ -206,6 +206,76 @@ func TestFramesOnStreamsTargets(t *testing.T) {
 	}
 }
 
+// frameForms are the runtimes a plan with frames runs on in the host
+// scheduler: the pool step and a one-group stream step (the frame
+// driver's inline form, runFramesInline), and two groups' streams with
+// the loop's counter and accumulator on different groups (its launching
+// form). ci and ai are loopPlan's counter and accumulator.
+func frameForms(set *groups.Set, nodes, ci, ai int) []struct {
+	name string
+	rt   *Runtime
+} {
+	g := set.Groups()[0]
+	two := &Runtime{Groups: set.Groups()[:2], Assign: make([]int, nodes), Holder: &set.Holder, Intra: kernels.Serial{}}
+	two.Assign[ci], two.Assign[ai] = 0, 1
+	return []struct {
+		name string
+		rt   *Runtime
+	}{
+		{"pool", &Runtime{Groups: []*groups.Group{g}, Inter: g.Launch, Intra: kernels.Serial{}}},
+		{"streams", &Runtime{Streams: true, Groups: []*groups.Group{g}, Holder: &set.Holder, Intra: kernels.Serial{}}},
+		{"assigned", two},
+	}
+}
+
+// TestFramesEveryForm runs one loop in every form of the frame driver
+// the host scheduler has: values equal x + n for random x and n; a
+// kernel failing inside the loop fails the step with its error, naming
+// the node; an already cancelled step fails with CANCELLED; the step
+// after either runs; and every byte is back in the groups' allocators.
+// (Before the pool step's frames and a one-group stream step's became
+// one inline loop, only the stream forms had error and cancellation
+// tests.)
+func TestFramesEveryForm(t *testing.T) {
+	ok, ci, ai := loopPlan(t, "ExecTestAdd", "ExecTestAdd", 1, 10, true)
+	bad, _, _ := loopPlan(t, "ExecTestAdd", "ExecTestFail", 1, 10, true)
+	set := testSet(t, 2, false, 20*time.Microsecond, false)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, f := range frameForms(set, ok.NumNodes(), ci, ai) {
+		run := func(p *Plan, ctx context.Context, x float32, n int) (float32, error) {
+			out, _, err := p.Run(ctx, f.rt, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(float32(n))}, Options{})
+			if err != nil {
+				return 0, err
+			}
+			return out[0].F32()[0], nil
+		}
+		for _, n := range []int{0, 1, 2 + rand.Intn(30)} {
+			x := float32(rand.Intn(100))
+			if got, err := run(ok, context.Background(), x, n); err != nil || got != x+float32(n) {
+				t.Errorf("%s, %d iterations: got %v, %v, want %v", f.name, n, got, err, x+float32(n))
+			}
+		}
+		_, err := run(bad, context.Background(), 1, 3)
+		if status.CodeOf(err) != status.InvalidArgument || !strings.Contains(err.Error(), "acc_plus_1") {
+			t.Errorf("%s: a failing loop body gave %v, want INVALID_ARGUMENT naming acc_plus_1", f.name, err)
+		}
+		// More than 64 tasks, the driver's cancellation check.
+		if _, err := run(ok, cancelled, 1, 50); status.CodeOf(err) != status.Cancelled {
+			t.Errorf("%s, cancelled: %v, want CANCELLED", f.name, err)
+		}
+		if got, err := run(ok, context.Background(), 5, 9); err != nil || got != 14 {
+			t.Errorf("%s, the step after: got %v, %v, want 14", f.name, got, err)
+		}
+		set.Holder.Drain()
+		for _, g := range set.Groups() {
+			if b := g.Alloc.Stats().BytesInUse; b != 0 {
+				t.Errorf("%s: group %d: %d bytes still allocated", f.name, g.ID, b)
+			}
+		}
+	}
+}
+
 // BenchmarkFrameStreamStep times one step of a while loop of 100
 // iterations (11 nodes each, two of them kernels) on host streams: one
 // group (MSTREAM_HOST_STREAMS) and two groups with the loop's counter and

@@ -113,9 +113,9 @@ type step struct {
 	constOf  *groups.Group
 	// measure says this step times its kernels (costs.go).
 	measure bool
-	view    device.HostAddressable
-	limit   hostmem.Limit
-	stream  device.Stream // the stream outputs are allocated for, or nil
+	// env is what the step's kernels run with (bind): its pool, its
+	// temporary variables, and on a group its allocator and tracker.
+	env kenv
 
 	mem   *tracker     // nil without a group
 	kstep kernels.Step // the step's temporary variables
@@ -355,25 +355,23 @@ func (s *step) fetched() ([]*tensor.Tensor, error) {
 }
 
 // bind readies a step state from the plan's pool for group (nil: none):
-// its memory view, limit and stream, and its tracker.
+// its kernels' environment (the group's allocator as seen from its
+// compute stream) and its tracker.
 func (s *step) bind(group *groups.Group) error {
+	s.env = kenv{pool: s.rt.Intra, kstep: &s.kstep}
 	if group == nil {
 		return nil
-	}
-	view, ok := group.Device.Memory().(device.HostAddressable)
-	if !ok {
-		return status.Errorf(status.Unimplemented, "device %s: the host scheduler needs host-addressable memory", group.Device.Name())
-	}
-	s.view = view
-	a := group.Alloc
-	s.limit = hostmem.Limit{Allocator: a.Name(), Bytes: int64(min(a.Limit(), 1<<62))}
-	s.stream = nil
-	if group.StreamAware {
-		s.stream = group.Compute
 	}
 	if s.mem == nil {
 		s.mem = newTracker(nil, nil)
 		s.mem.recycle = true
+	}
+	var st device.Stream
+	if group.StreamAware {
+		st = group.Compute
+	}
+	if err := s.env.onGroup(group, st, s.mem); err != nil {
+		return status.Errorf(status.Unimplemented, "device %s: the host scheduler needs host-addressable memory", group.Device.Name())
 	}
 	if s.constOf != group {
 		clear(s.constVal)
@@ -389,7 +387,7 @@ func (s *step) reset() *step {
 	clear(s.outFlat)
 	s.main.reset()
 	clear(s.deadNode)
-	s.rt, s.group, s.feeds, s.ctx, s.view, s.stream = nil, nil, nil, nil, nil, nil
+	s.rt, s.group, s.feeds, s.ctx, s.env = nil, nil, nil, nil, kenv{}
 	s.kstep.Reset()
 	s.err = nil
 	s.failed.Store(false)
@@ -427,11 +425,43 @@ func (s *step) submit(i int32) {
 	s.rt.Inter.Submit(s.tasks[i])
 }
 
+// kenv is what the kernels of one step on one group (or none) run with:
+// the intra-op pool, the step's temporary variables and, on a group, its
+// allocator as seen from the stream the outputs are for, its memory view
+// and limit, and the step's tracker; without a group, outputs are Go
+// memory. Every host kernel call makes its context from one
+// (worker.begin): the pool step's nodes, the frame driver's, a stream
+// step's items, a constant's host value, a device step's host nodes.
+type kenv struct {
+	pool  kernels.Parallelizer
+	kstep *kernels.Step
+	g     *groups.Group // nil: Go memory
+	st    device.Stream // the stream outputs are allocated for, or nil
+	mem   *tracker
+	view  device.HostAddressable
+	limit hostmem.Limit
+}
+
+// onGroup puts e's outputs in g's memory, allocated for stream st (nil:
+// none) and tracked by mem; it fails when the host cannot address that
+// memory.
+func (e *kenv) onGroup(g *groups.Group, st device.Stream, mem *tracker) error {
+	view, ok := g.Device.Memory().(device.HostAddressable)
+	if !ok {
+		return status.Errorf(status.Unimplemented, "device %s: memory the host cannot address", g.Device.Name())
+	}
+	a := g.Alloc
+	e.g, e.st, e.mem, e.view = g, st, mem, view
+	e.limit = hostmem.Limit{Allocator: a.Name(), Bytes: int64(min(a.Limit(), 1<<62))}
+	return nil
+}
+
 // worker is what one goroutine running nodes of a step needs: a kernel
 // context and an output allocator it reuses node after node, and its
 // stack of ready nodes.
 type worker struct {
 	ctx     kernels.Context
+	env     *kenv // what ctx and alloc are set for (begin)
 	alloc   outAlloc
 	allocFn func(tensor.DType, tensor.Shape) (*tensor.Tensor, error)
 	stack   []int32
@@ -445,32 +475,42 @@ func newWorker() *worker {
 
 // reset drops the references the worker's last node left.
 func (w *worker) reset() {
-	w.ctx = kernels.Context{}
+	w.ctx, w.env = kernels.Context{}, nil
 	clear(w.alloc.fresh)
 	w.alloc.fresh = w.alloc.fresh[:0]
 	w.alloc.g, w.alloc.s, w.alloc.mem, w.alloc.view = nil, nil, nil, nil
 }
 
-// begin readies w's kernel context and output allocator for node pn of
-// step s, with inputs ins and outputs outs, and returns the allocator
-// (nil without a group). What is the step's (intra-op pool, step
-// container, allocator, limit) is set at the worker's first node of the
-// step (reset clears it): a node sets only its own fields.
-func (w *worker) begin(s *step, pn *planNode, ins, outs []*tensor.Tensor) *outAlloc {
+// begin readies w's kernel context and output allocator for node pn,
+// run in env with inputs ins and outputs outs, and returns the
+// allocator (nil without a group). What is env's (intra-op pool, step
+// container, allocator, limit) is set at the worker's first node in env
+// (reset clears it): a node sets only its own fields.
+func (w *worker) begin(env *kenv, pn *planNode, ins, outs []*tensor.Tensor) *outAlloc {
 	ctx := &w.ctx
-	if ctx.Step != &s.kstep {
-		*ctx = kernels.Context{Pool: s.rt.Intra, Step: &s.kstep}
-		if s.group != nil {
-			ctx.Alloc, ctx.Limit = w.allocFn, s.limit
-			w.alloc.g, w.alloc.s, w.alloc.mem, w.alloc.view = s.group, s.stream, s.mem, s.view
+	if w.env != env {
+		w.env = env
+		*ctx = kernels.Context{Pool: env.pool, Step: env.kstep}
+		w.alloc.g, w.alloc.s, w.alloc.mem, w.alloc.view = env.g, env.st, env.mem, env.view
+		if env.g != nil {
+			ctx.Alloc, ctx.Limit = w.allocFn, env.limit
 		}
 	}
 	ctx.Node, ctx.Inputs, ctx.Outputs = pn.node, ins, outs
-	if s.group == nil {
+	if env.g == nil {
 		return nil
 	}
 	w.alloc.bytes = 0
 	return &w.alloc
+}
+
+// call runs node pn on ins in env, its outputs into outs, and returns
+// them and the allocator (nil without a group), whose fresh buffers the
+// caller retires.
+func (w *worker) call(env *kenv, pn *planNode, ins, outs []*tensor.Tensor) ([]*tensor.Tensor, *outAlloc, error) {
+	a := w.begin(env, pn, ins, outs)
+	outs, err := callKernel(pn, &w.ctx)
+	return outs, a, err
 }
 
 func (s *step) runTask(i int32) {
@@ -557,7 +597,7 @@ func (s *step) compute(w *worker, i int32) error {
 		}
 		emptyFresh(&w.alloc.fresh)
 	}
-	alloc := w.begin(s, pn, ins, s.outputs[i])
+	alloc := w.begin(&s.env, pn, ins, s.outputs[i])
 	outs, err := callKernel(pn, &w.ctx)
 	if err != nil {
 		if alloc != nil {
@@ -614,27 +654,15 @@ func deviceName(g *groups.Group) string {
 	return g.Device.Name()
 }
 
-// kernelCall runs one kernel with its inputs, checks what it produced,
-// and turns a panic into an INTERNAL status naming the node.
+// kernelCall runs one kernel in Go memory, with a context of its own: a
+// constant's host value, a device step's host node.
 type kernelCall struct {
-	alloc *outAlloc
-	step  *kernels.Step
+	step *kernels.Step
 }
 
-func (k *kernelCall) run(pn *planNode, ins []*tensor.Tensor, pool kernels.Parallelizer) (outs []*tensor.Tensor, err error) {
-	ctx := &kernels.Context{
-		Node:    pn.node,
-		Inputs:  ins,
-		Outputs: make([]*tensor.Tensor, len(pn.node.OutTypes)),
-		Pool:    pool,
-		Step:    k.step,
-	}
-	if k.alloc != nil {
-		ctx.Alloc = k.alloc.allocate
-		a := k.alloc.g.Alloc
-		ctx.Limit = hostmem.Limit{Allocator: a.Name(), Bytes: int64(min(a.Limit(), 1<<62))}
-	}
-	return callKernel(pn, ctx)
+func (k *kernelCall) run(pn *planNode, ins []*tensor.Tensor, pool kernels.Parallelizer) ([]*tensor.Tensor, error) {
+	outs, _, err := newWorker().call(&kenv{pool: pool, kstep: k.step}, pn, ins, make([]*tensor.Tensor, len(pn.node.OutTypes)))
+	return outs, err
 }
 
 // callKernel runs pn's kernel on a prepared context and checks what it
@@ -675,10 +703,6 @@ type outAlloc struct {
 	view  device.HostAddressable
 	fresh []*buffer
 	bytes int64
-}
-
-func newOutAlloc(g *groups.Group, s device.Stream, mem *tracker) *outAlloc {
-	return &outAlloc{g: g, s: s, mem: mem, view: g.Device.Memory().(device.HostAddressable)}
 }
 
 func (a *outAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error) {

@@ -75,6 +75,12 @@ type sstep struct {
 	streams []sstream
 	mem     *tracker
 	ctx     context.Context
+	// envs is, per step stream, what kernels run with on it: its
+	// group's memory as seen from that stream, the group's intra-op
+	// pool. workers are the streams' kernel contexts, each made and
+	// used by its stream's items only (a stream runs one at a time).
+	envs    []kenv
+	workers []*worker
 
 	// pending counts, per op, the ops it still waits for; joinLeft the
 	// ops the step's end still waits for, done closed when none is left.
@@ -159,6 +165,20 @@ func (p *Plan) driveStreams(ctx context.Context, sr *Runtime, feeds []*tensor.Te
 	}
 	s.joinLeft.Store(lay.joins)
 	s.mem = newTracker(sr.Holder, lay.devs)
+	s.envs = make([]kenv, len(lay.streams))
+	s.workers = make([]*worker, len(lay.streams))
+	for a := range lay.streams {
+		st := &lay.streams[a]
+		var as device.Stream
+		if st.group.StreamAware {
+			as = st.inline
+		}
+		e := &s.envs[a]
+		e.pool, e.kstep = st.group.Intra, &s.kstep
+		if err := e.onGroup(st.group, as, s.mem); err != nil {
+			return nil, nil, err
+		}
+	}
 	// The step starts on its home group's launch pool, as a device step
 	// launches there: TF_GPU_THREAD_MODE says whose threads those are
 	// (the inter-op pool, the group's own or the device's shared ones).
@@ -721,24 +741,32 @@ func (s *sstep) runNode(i int, op *sop) {
 			return
 		}
 	}
-	var as device.Stream
-	if g.StreamAware {
-		as = st.inline
-	}
-	k := kernelCall{alloc: newOutAlloc(g, as, s.mem), step: &s.kstep}
-	outs, err := k.run(pn, ins, g.Intra)
+	w := s.worker(op.stream)
+	emptyFresh(&w.alloc.fresh)
+	outs, a, err := w.call(&s.envs[op.stream], pn, ins, make([]*tensor.Tensor, len(pn.node.OutTypes)))
 	if err != nil {
-		s.mem.retire(nil, nil, nil, k.alloc.fresh, op.stream)
+		s.mem.retire(nil, nil, nil, a.fresh, op.stream)
 		s.fail(err)
 		return
 	}
 	s.outputs[op.idx] = outs
-	s.mem.retire(outs, pn.uses, ins, k.alloc.fresh, op.stream)
+	s.mem.retire(outs, pn.uses, ins, a.fresh, op.stream)
 	if s.trace {
 		s.tr.add(trace.Slice{ID: i, Name: pn.node.Name, Op: pn.node.Op, Kind: trace.Kernel, Device: g.Device.Name(),
 			Group: int(g.ID), Stream: int(st.dev.ID()), Role: st.role, Start: start, End: time.Now(),
-			Bytes: k.alloc.bytes, Allocator: g.Alloc.Name()})
+			Bytes: a.bytes, Allocator: g.Alloc.Name()})
 	}
+}
+
+// worker is the kernel context of step stream a's items, made on first
+// use.
+func (s *sstep) worker(a int) *worker {
+	w := s.workers[a]
+	if w == nil {
+		w = newWorker()
+		s.workers[a] = w
+	}
+	return w
 }
 
 // runFetch is the item that copies fetch op.idx into host staging memory
