@@ -12,17 +12,21 @@
 // holder, the CUDA-graph cache, the sanitizer's delay) and Run takes the
 // launcher the groups call for: the device launcher for a GPU's streams
 // (device_step.go), and the host scheduler (step.go's runHost) for every
-// host step. The host scheduler has three forms of ready-tracking: a
-// plan without frames on one group without streams keeps a pending count
-// per node (drive, its fast path); a plan with frames there goes through
-// the frame driver on the caller's goroutine (driveFrames, below); and
-// every step on host streams (several groups, an assignment or
-// MSTREAM_HOST_STREAMS) tracks the stream ops streams.go lays out once
-// per plan and runtime (driveStreams, below), a plan with frames or dead
-// tensors as one op among them whose items are the frame driver's, run
-// on the nodes' streams, several at once. The kernel call, the tracker
-// and the trace are the same for all three; DESIGN.md ("One entry, two
-// launch loops") says what is left to make them one. The pool state
+// host step. The host scheduler has two forms of ready-tracking and one
+// frame loop: a plan without frames on one group without streams keeps
+// a pending count per node (drive, its fast path); every step on host
+// streams (several groups, an assignment or MSTREAM_HOST_STREAMS) tracks
+// the stream ops streams.go lays out once per plan and runtime
+// (driveStreams, below); and a plan with frames or dead tensors runs the
+// frame driver, whose inline form (runFramesInline, # Frames) serves
+// both the pool step (driveFrames, on the caller's goroutine) and a
+// one-group stream step (its one opFrames op), while over an assignment
+// the op launches the driver's nodes on their streams, several at once.
+// Every host kernel call makes its kernel context the same way, from the
+// step's kenv (intra-op pool, step container, and on a group its
+// allocator, limit and tracker) through a worker (worker.begin); the
+// tracker and the trace are shared too. DESIGN.md ("One entry, two
+// launch loops") says what is left to make the loops one. The pool state
 // (pending counts, every
 // node's input and output slots, the caller's kernel context and output
 // allocator, the tracker) is laid out once and kept in the plan's pool
@@ -73,11 +77,15 @@
 // fails the build, naming its nodes.
 //
 // The frame driver (frameRun, generic over the value a step moves) is
-// shared by every step. Without streams the host scheduler's launch runs
-// each node on the driving goroutine (driveFrames). On host streams the
-// stream step lays out the feed copies, one opFrames op and the fetch
-// copies (runFrames): with one group the op is an item of its compute
-// stream that runs every node inline; with an assignment it runs on no
+// shared by every step. On the host its inline form (runFramesInline)
+// is the one frame loop that runs each node on the driving goroutine:
+// the pool step calls it on the caller's goroutine (driveFrames), values
+// in the group's memory; a stream step lays out the feed copies, one
+// opFrames op and the fetch copies (runFrames), and with one group the
+// op is an item of its compute stream that calls the same inline form,
+// values in Go memory (the stream step's tracker recycles no records and
+// keeps no small buffers: group memory doubled its instructions per
+// step). With an assignment the op runs on no
 // stream and each live node is an item on its group's compute stream
 // (Assign holds in every frame and iteration), launched as soon as it is
 // ready (frameRun.launch), so independent nodes run at once on
@@ -105,6 +113,24 @@
 // step the driver takes nodes in the order they become ready, a frame's
 // iterations in flight bounded by its parallel_iterations; host streams
 // and device lanes run several at once.
+//
+// # Goroutine pools
+//
+// Three kinds, each for work the others cannot take. Pool is the inter-op
+// pool (and a group's launch pool): a FIFO of tasks that never blocks
+// the submitter, for a node worth a second thread and for starting a
+// step; a task runs to its end without waiting on another. Intra is the
+// intra-op parallel-for: a kernel's loop split into chunks that the
+// caller and idle workers claim, the caller waiting for the last, with
+// spinning between back-to-back jobs; a queue of independent tasks
+// would neither let the caller take part nor wait for the split. The
+// device step's lane crew (laneCrew, device_lanes.go) keeps a goroutine
+// per lane of a step over several GPU groups: a lane blocks for the
+// whole step on other lanes' events and publications, so lanes on a
+// fixed pool could wait for a lane queued behind them (and launch pools
+// may be shared and smaller than the group count); the crew grows to the
+// lanes of the steps running at once and its goroutines leave after
+// laneIdle without work.
 //
 // TF2's functional control flow never reaches a plan as such: the session
 // hands Build a signature that package lower has rewritten, with every

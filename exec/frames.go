@@ -301,11 +301,11 @@ type frameTask[V comparable] struct {
 // frameRun[V] drives a step with frames and dead tensors: it decides which
 // node runs next, in which frame and iteration, and whether it is dead;
 // exec runs each live node and returns its outputs. The host scheduler's
-// exec calls the kernel on the driving goroutine (driveFrames, and one
-// group's stream step, runFrames); on several groups' streams launch
-// starts each node as an item of its stream instead (runFrames); on a
-// device, exec launches it with one group, and over several launch
-// queues it on its group's lane (device_frames.go).
+// exec calls the kernel on the driving goroutine (runFramesInline: the
+// pool step's frames and a one-group stream step's); on several groups'
+// streams launch starts each node as an item of its stream instead
+// (runFrames); on a device, exec launches it with one group, and over
+// several launch queues it on its group's lane (device_frames.go).
 type frameRun[V comparable] struct {
 	p       *Plan
 	exec    frameExec[V]
@@ -353,8 +353,8 @@ type frameLaunch[V comparable] func(i int32, pn *planNode, ins []V, done func([]
 // deferred NextIteration value, per fetch of a root output and per
 // cached Const output. A value in the group's memory so goes back as soon
 // as nothing can read it, and a loop's small values reuse the same few
-// buffers (the host scheduler without streams, driveFrames) instead of a Go allocation
-// per output. How many times a loop reads a value is known only as it
+// buffers (the pool step's frames, driveFrames) instead of a Go
+// allocation per output. How many times a loop reads a value is known only as it
 // runs, which the plan's static use counts (the pool step's) cannot say.
 // Host streams and the device step set none: their values live until
 // the step ends.
@@ -399,7 +399,7 @@ func (r *frameRun[V]) keepRoot(node int32, outs []V) {
 }
 
 // keep copies outputs the driver keeps past handing them on: exec may
-// reuse its outputs slice for the next node (driveFrames does).
+// reuse its outputs slice for the next node (runFramesInline does).
 func (r *frameRun[V]) keep(outs []V) []V {
 	k := r.slab.take(len(outs))
 	copy(k, outs)

@@ -215,8 +215,10 @@ func (p *Plan) newPoolStep() *step {
 // driver's). Otherwise, with the step's state from the plan's pool, a
 // plan without frames keeps a pending count per node (drive, the fast
 // path; dead tensors in deadNode), and a plan with frames goes through
-// the frame driver on the caller's goroutine (driveFrames, frames.go).
-// The kernel call, the tracker and tracing are the same for all.
+// the frame driver's inline form on the caller's goroutine (driveFrames,
+// frames.go), the same loop a one-group stream step's opFrames item
+// runs. The kernel context (kenv, worker.begin), the tracker and tracing
+// are the same for all.
 func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if group != nil && rt.onStreams() {
 		return p.driveStreams(ctx, rt, feeds, opts)
