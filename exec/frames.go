@@ -428,17 +428,17 @@ type frameRecord func(pn *planNode, start time.Time, bytes int64, alloc string)
 // iteration, and whether it is dead, and calls each live node's kernel
 // on this goroutine through worker w in env, one node at a time, in the
 // order nodes become ready (parallel_iterations bounding a frame's
-// iterations in flight). On a group, outputs come from its allocator and
-// the driver counts its references to them (frameRefs; cur is the step
-// stream they are read on, -1 for none), so a value goes back as soon as
-// nothing can read it and a loop's small values reuse a few buffers
-// rather than a Go allocation each. The pool step runs a plan with
-// frames this way on the caller's goroutine (driveFrames), a one-group
-// stream step as its opFrames item on the compute stream (runFrames).
-// rec, when set, records each node's trace slice. It returns the driver,
-// whose rootOut holds the fetched outputs (one reference each), and the
-// step's error.
-func (p *Plan) runFramesInline(ctx context.Context, feeds []*tensor.Tensor, env *kenv, w *worker, cur int, rec frameRecord) (*frameRun[*tensor.Tensor], error) {
+// iterations in flight). When env is a group's (the pool step's),
+// outputs come from its allocator and the driver counts its references
+// to them (frameRefs), so a value goes back as soon as nothing can read
+// it and a loop's small values reuse a few buffers rather than a Go
+// allocation each; otherwise they are Go memory. The pool step runs a
+// plan with frames this way on the caller's goroutine (driveFrames), a
+// one-group stream step as its opFrames item on the compute stream
+// (runFrames). rec, when set, records each node's trace slice. It
+// returns the driver, whose rootOut holds the fetched outputs (one
+// reference each, on a group), and the step's error.
+func (p *Plan) runFramesInline(ctx context.Context, feeds []*tensor.Tensor, env *kenv, w *worker, rec frameRecord) (*frameRun[*tensor.Tensor], error) {
 	// One outputs slice serves every node: the driver copies what it
 	// keeps (frameRun.keep).
 	outBuf := make([]*tensor.Tensor, p.fs.maxOuts)
@@ -475,7 +475,7 @@ func (p *Plan) runFramesInline(ctx context.Context, feeds []*tensor.Tensor, env 
 		return outs, nil
 	})
 	if env.g != nil {
-		r.refs = &stepRefs{mem: env.mem, fresh: &w.alloc.fresh, cur: cur}
+		r.refs = &stepRefs{mem: env.mem, fresh: &w.alloc.fresh}
 	}
 	return r, r.drive(ctx)
 }
@@ -491,7 +491,7 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 			s.record(pn, s.group, nil, start, bytes, alloc)
 		}
 	}
-	r, err := s.plan.runFramesInline(ctx, s.feeds, &s.env, s.main, -1, rec)
+	r, err := s.plan.runFramesInline(ctx, s.feeds, &s.env, s.main, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -529,7 +529,7 @@ func (s *sstep) runFrames(i int, op *sop) {
 			}
 		}
 		env := &kenv{pool: st.group.Intra, kstep: &s.kstep}
-		r, err := s.plan.runFramesInline(s.ctx, s.feedDev, env, s.worker(op.stream), op.stream, rec)
+		r, err := s.plan.runFramesInline(s.ctx, s.feedDev, env, s.worker(op.stream), rec)
 		s.framesEnded(r, op, err)
 		return
 	}
@@ -633,17 +633,15 @@ func assigned(assign []int) bool {
 	return false
 }
 
-// stepRefs is frameRefs over a step's tracker, fresh the buffers the
-// node just run allocated, cur the step stream values are read on (-1:
-// none).
+// stepRefs is frameRefs over a pool step's tracker, fresh the buffers
+// the node just run allocated.
 type stepRefs struct {
 	mem   *tracker
 	fresh *[]*buffer
-	cur   int
 }
 
 func (h *stepRefs) hold(t *tensor.Tensor) { h.mem.ref(t) }
-func (h *stepRefs) drop(t *tensor.Tensor) { h.mem.unref(t, h.cur) }
+func (h *stepRefs) drop(t *tensor.Tensor) { h.mem.unref(t, -1) }
 func (h *stepRefs) settle()               { h.mem.settle(h.fresh) }
 
 // drive runs the step to its end on this goroutine: the roots first,
