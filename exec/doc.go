@@ -83,9 +83,10 @@
 // in the group's memory; a stream step lays out the feed copies, one
 // opFrames op and the fetch copies (runFrames), and with one group the
 // op is an item of its compute stream that calls the same inline form,
-// values in Go memory (the stream step's tracker recycles no records and
-// keeps no small buffers: group memory doubled its instructions per
-// step). With an assignment the op runs on no
+// values in the group's memory on a recycling tracker of the item's own
+// (the stream step's, whose buffers other streams may read, recycles no
+// records and keeps no small buffers), the fetched ones given back once
+// the step has joined. With an assignment the op runs on no
 // stream and each live node is an item on its group's compute stream
 // (Assign holds in every frame and iteration), launched as soon as it is
 // ready (frameRun.launch), so independent nodes run at once on

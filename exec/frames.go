@@ -353,11 +353,11 @@ type frameLaunch[V comparable] func(i int32, pn *planNode, ins []V, done func([]
 // deferred NextIteration value, per fetch of a root output and per
 // cached Const output. A value in the group's memory so goes back as soon
 // as nothing can read it, and a loop's small values reuse the same few
-// buffers (the pool step's frames, driveFrames) instead of a Go
+// buffers (the driver's inline form, runFramesInline) instead of a Go
 // allocation per output. How many times a loop reads a value is known only as it
 // runs, which the plan's static use counts (the pool step's) cannot say.
-// Host streams and the device step set none: their values live until
-// the step ends.
+// The launching form (an assignment over groups' streams) and the
+// device step set none: their values live until the step ends.
 type frameRefs[V comparable] interface {
 	hold(V)
 	drop(V)
@@ -435,7 +435,7 @@ type frameRecord func(pn *planNode, start time.Time, bytes int64, alloc string)
 // allocation each; otherwise they are Go memory. The pool step runs a
 // plan with frames this way on the caller's goroutine (driveFrames), a
 // one-group stream step as its opFrames item on the compute stream
-// (runFrames). rec, when set, records each node's trace slice. It
+// (runFrames), both with group memory. rec, when set, records each node's trace slice. It
 // returns the driver, whose rootOut holds the fetched outputs (one
 // reference each, on a group), and the step's error.
 func (p *Plan) runFramesInline(ctx context.Context, feeds []*tensor.Tensor, env *kenv, w *worker, rec frameRecord) (*frameRun[*tensor.Tensor], error) {
@@ -503,11 +503,12 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 // compute stream (one group) it is the driver's inline form
 // (runFramesInline, as the pool step's frames), every kernel called in
 // the item, a round trip to the stream per node costing more than the
-// node; its outputs are Go memory, as the stream step's tracker, which
-// neither recycles records nor keeps small buffers (values read on
-// several streams go through the holder), would make a loop's every
-// value cost an allocator call and a record (twice the instructions per
-// step, measured). On no stream
+// node. Its values come from the group's memory for that stream, on a
+// tracker of the item's own that recycles records and keeps small
+// buffers as the pool step's (the stream step's, whose buffers may be
+// read on several streams, does neither: on it a loop's every value
+// would cost an allocator call and a record); the fetched ones are
+// given back once the step has joined. On no stream
 // (an assignment over groups) it launches each live node but Consts and
 // control-flow ops as an item of its group's compute stream as soon as
 // it is ready (frameRun.launch), so independent nodes run at once, and
@@ -515,9 +516,9 @@ func (s *step) driveFrames(ctx context.Context) ([]*tensor.Tensor, error) {
 // the item's stream; the last report finishes op i): a Switch's
 // predicate and a loop's condition are read after the item that made
 // them, no value crosses streams before it exists, and the jitter's
-// delays cannot reorder the step. Those outputs are Go memory too (and
-// could not be the groups': a value a loop keeps may be freed from
-// another group's stream than the one that allocated it). The fetched nodes' outputs are left for the fetch
+// delays cannot reorder the step. Those outputs are Go memory (a value
+// a loop keeps may be freed from another group's stream than the one
+// that allocated it). The fetched nodes' outputs are left for the fetch
 // copies; a dead fetch fails the step as TF fails it.
 func (s *sstep) runFrames(i int, op *sop) {
 	if op.stream >= 0 {
@@ -528,7 +529,23 @@ func (s *sstep) runFrames(i int, op *sop) {
 				s.frameSlice(st, pn, start, bytes, alloc)
 			}
 		}
+		// The driver's values on a tracker of its own, which recycles
+		// records and keeps small buffers as the pool step's does:
+		// every one is made, read and freed by this item, on this
+		// stream, but the fetched ones, which the fetch copies read
+		// and the step's end gives back.
+		mem := newTracker(nil, nil)
+		mem.recycle = true
+		s.frameMem = mem
+		var as device.Stream
+		if st.group.StreamAware {
+			as = st.inline
+		}
 		env := &kenv{pool: st.group.Intra, kstep: &s.kstep}
+		if err := env.onGroup(st.group, as, mem); err != nil {
+			s.framesEnded(nil, op, err)
+			return
+		}
 		r, err := s.plan.runFramesInline(s.ctx, s.feedDev, env, s.worker(op.stream), rec)
 		s.framesEnded(r, op, err)
 		return

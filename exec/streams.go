@@ -81,6 +81,9 @@ type sstep struct {
 	// used by its stream's items only (a stream runs one at a time).
 	envs    []kenv
 	workers []*worker
+	// frameMem tracks the values of a one-group frame op (runFrames),
+	// made by its item and drained once the step has joined.
+	frameMem *tracker
 
 	// pending counts, per op, the ops it still waits for; joinLeft the
 	// ops the step's end still waits for, done closed when none is left.
@@ -201,6 +204,15 @@ func (p *Plan) driveStreams(ctx context.Context, sr *Runtime, feeds []*tensor.Te
 		}
 	}
 	defer s.mem.drain()
+	if s.frameMem != nil {
+		// Every item has run, the fetch copies included: what the
+		// frame driver still holds (the fetched values, or all of
+		// them after a failure) goes back.
+		s.frameMem.drain()
+		if s.frameMem.err != nil {
+			s.fail(s.frameMem.err)
+		}
+	}
 	var st *trace.Step
 	if s.trace {
 		st = s.tr.step(opts.Run, int(sr.Groups[0].ID))
