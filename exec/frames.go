@@ -561,15 +561,16 @@ func (s *sstep) runFrames(i int, op *sop) {
 	// stream would cost more than they do), traced on their group's
 	// stream.
 	w := newWorker()
+	var slab valSlab[*tensor.Tensor]
 	r := newFrameRun(s.plan, s.feedDev, func(n int32, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		a := s.lay.compute[s.sr.Assign[n]]
-		return s.frameKernel(a, &envs[a], w, pn, ins)
+		return s.frameKernel(a, &envs[a], w, pn, ins, slab.take(len(pn.node.OutTypes)))
 	})
 	r.launch = func(n int32, pn *planNode, ins []*tensor.Tensor, done func([]*tensor.Tensor, error)) error {
 		a := s.lay.compute[s.sr.Assign[n]]
 		st := &s.streams[a]
 		if err := device.Enqueue(st.dev, func() {
-			done(s.frameKernel(a, &envs[a], s.worker(a), pn, ins))
+			done(s.frameKernel(a, &envs[a], s.worker(a), pn, ins, make([]*tensor.Tensor, len(pn.node.OutTypes))))
 		}); err != nil {
 			return status.Wrap(err, "node '%s': stream %d of %s", pn.node.Name, st.dev.ID(), st.group.Device.Name())
 		}
@@ -612,10 +613,10 @@ func (s *sstep) framesEnded(r *frameRun[*tensor.Tensor], op *sop, err error) {
 
 // frameKernel runs pn on ins for the launching frame driver, in env
 // (Go memory, the intra-op pool of step stream a's group) through worker
-// w, its outputs in a slice of their own: the driver keeps them.
-func (s *sstep) frameKernel(a int, env *kenv, w *worker, pn *planNode, ins []*tensor.Tensor) ([]*tensor.Tensor, error) {
+// w, its outputs into outs, a slice of their own: the driver keeps them.
+func (s *sstep) frameKernel(a int, env *kenv, w *worker, pn *planNode, ins, outs []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	start := s.now()
-	outs, _, err := w.call(env, pn, ins, make([]*tensor.Tensor, len(pn.node.OutTypes)))
+	outs, _, err := w.call(env, pn, ins, outs)
 	if err != nil {
 		return nil, err
 	}
