@@ -29,6 +29,7 @@ type Device struct {
 	lib     *Lib
 	ordinal int
 	cu      C.CUdevice
+	path    string // Name, formed once (a device step names its device per Run)
 
 	name       string
 	pciBusID   string
@@ -103,7 +104,7 @@ func (lib *Lib) enumerate() ([]*Device, error) {
 	}
 	var devs []*Device
 	for i := 0; i < int(n); i++ {
-		d := &Device{lib: lib, ordinal: i, numContexts: 1}
+		d := &Device{lib: lib, ordinal: i, numContexts: 1, path: fmt.Sprintf("/job:localhost/replica:0/task:0/device:GPU:%d", i)}
 		d.pinned = &PinnedMemory{dev: d}
 		var name [256]C.char
 		var pci [64]C.char
@@ -127,9 +128,7 @@ func (lib *Lib) enumerate() ([]*Device, error) {
 func (d *Device) Ordinal() int { return d.ordinal }
 
 // Name is TF's full name, /job:localhost/replica:0/task:0/device:GPU:<ordinal>.
-func (d *Device) Name() string {
-	return fmt.Sprintf("/job:localhost/replica:0/task:0/device:GPU:%d", d.ordinal)
-}
+func (d *Device) Name() string { return d.path }
 
 // Type is "GPU".
 func (d *Device) Type() string { return "GPU" }
