@@ -2,7 +2,9 @@ package exec
 
 import (
 	"context"
+	"maps"
 	"math/rand"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,4 +151,130 @@ func TestFeedsOneCopyHeldToStepEnd(t *testing.T) {
 	if n := g.Alloc.Stats().BytesInUse; n != 0 {
 		t.Fatalf("%d device bytes in use after the steps", n)
 	}
+}
+
+// opsDevice is the emulated device whose streams count, per stream, the
+// events recorded, the waits and the copies each way.
+type opsDevice struct {
+	*host.Device
+	ops *streamOps
+}
+
+type streamOps struct {
+	mu sync.Mutex
+	n  map[streamOp]int
+}
+
+type streamOp struct {
+	op     string // "record", "wait", "h2d", "d2h"
+	stream device.StreamID
+}
+
+func (o *streamOps) add(op string, id device.StreamID) {
+	o.mu.Lock()
+	o.n[streamOp{op, id}]++
+	o.mu.Unlock()
+}
+
+// take returns the counts so far and starts again.
+func (o *streamOps) take() map[streamOp]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := o.n
+	o.n = map[streamOp]int{}
+	return n
+}
+
+func (d opsDevice) NewStream(ctx int) (device.Stream, error) {
+	s, err := d.Device.NewStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return opsStream{emuStream{s.(*host.Stream)}, d.ops}, nil
+}
+
+type opsStream struct {
+	emuStream
+	ops *streamOps
+}
+
+func (s opsStream) Record(e device.Event) error {
+	s.ops.add("record", s.ID())
+	return s.emuStream.Record(e)
+}
+
+func (s opsStream) Wait(e device.Event) error {
+	s.ops.add("wait", s.ID())
+	return s.emuStream.Wait(e)
+}
+
+func (s opsStream) CopyH2D(dst uint64, src []byte) error {
+	s.ops.add("h2d", s.ID())
+	return s.emuStream.CopyH2D(dst, src)
+}
+
+func (s opsStream) CopyD2H(dst []byte, src uint64) error {
+	s.ops.add("d2h", s.ID())
+	return s.emuStream.CopyD2H(dst, src)
+}
+
+// TestDeviceStepCopyStreams: a one-group device step copies its feeds in
+// on the compute stream (the H2D stream would wait for compute and
+// compute for it: the same order for two events and two waits), its
+// fetches out there too while they are small, and records one event, the
+// final one, with no stream wait at all; fetches of more than
+// fetchOnCompute bytes go out on the D2H stream after one wait for
+// compute, the final event there. Values are right either way.
+func TestDeviceStepCopyStreams(t *testing.T) {
+	ops := &streamOps{n: map[streamOp]int{}}
+	set := emuSetOn(t, opsDevice{emuHost(20 * time.Microsecond), ops}, 1)
+	g := set.Groups()[0]
+	c, d := g.Compute.ID(), g.D2H.ID()
+	if c == d || g.H2D.ID() == c {
+		t.Fatalf("streams compute %d, h2d %d, d2h %d: want separate ones", c, g.H2D.ID(), d)
+	}
+	sr := &Runtime{Groups: set.Groups(), Holder: &set.Holder}
+
+	r := rand.New(rand.NewSource(3))
+	rp := emuPlan(t, r, 3, 20)
+	vals := []float32{1, 2, 3}
+	ops.take() // constants and the like
+	for it := 0; it < 3; it++ {
+		got, _, err := rp.plan.Run(context.Background(), sr, scalars(vals), Options{})
+		if err == nil {
+			err = check(got, rp.want(vals))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[streamOp]int{{"h2d", c}: 1, {"d2h", c}: 3, {"record", c}: 1}
+		if got := ops.take(); !maps.Equal(got, want) {
+			t.Errorf("small fetches, step %d: stream operations %v, want %v (compute %d, D2H %d)", it, got, want, c, d)
+		}
+	}
+
+	// ExecTestGWide's output is its first input's shape: 20000 floats,
+	// more than fetchOnCompute.
+	x := node("x", "ExecTestGWide", 0)
+	y := node("y", "ExecTestGWide", 1, x)
+	p, err := build(nil, []graph.Output{{Node: x}}, []graph.Output{{Node: y}}, nil, Placement{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := tensor.New(tensor.Float, tensor.Shape{fetchOnCompute/4 + 1})
+	big.F32()[0] = 2
+	for it := 0; it < 2; it++ {
+		got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{big}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := got[0].F32()[0]; v != 3 {
+			t.Fatalf("big fetch: y[0] = %v, want 3", v)
+		}
+		want := map[streamOp]int{{"h2d", c}: 1, {"record", c}: 1, {"wait", d}: 1, {"d2h", d}: 1, {"record", d}: 1}
+		if got := ops.take(); !maps.Equal(got, want) {
+			t.Errorf("big fetch, step %d: stream operations %v, want %v (compute %d, D2H %d)", it, got, want, c, d)
+		}
+	}
+	set.Holder.Drain()
 }

@@ -55,8 +55,10 @@ type gstep struct {
 	out      []*tensor.Tensor
 
 	// dirty says compute has work the D2H stream has not been ordered
-	// after.
+	// after; outD that the fetches went out on the D2H stream (else the
+	// final event goes on compute, which then follows everything).
 	dirty bool
+	outD  bool
 
 	trace bool
 	tr    traceBuf
@@ -195,8 +197,14 @@ func (s *gstep) order(to, from device.Stream) error {
 	return to.Wait(e)
 }
 
-// launchFeeds copies the feeds GPU kernels read into device memory on the
-// H2D stream, through pinned staging from the group's host allocator.
+// launchFeeds copies the feeds GPU kernels read into device memory,
+// through pinned staging from the group's host allocator, on the compute
+// stream. Not on the H2D stream: the feeds' memory may have been freed in
+// compute's order a moment ago, so a copy there would first wait for
+// everything compute was given (TF's CopyCPUTensorToGPU waits the same
+// way) and compute would then wait for the copy: the same order as the
+// copy on compute itself, at the cost of two events and two stream waits
+// a step (about 3 us of the host's time on the H100: TestGPULaunchCost).
 func (s *gstep) launchFeeds() error {
 	p, g := s.plan, s.g
 	type up struct {
@@ -241,23 +249,17 @@ func (s *gstep) launchFeeds() error {
 	if len(ups) == 0 {
 		return nil
 	}
-	// Memory freed in the compute stream's order may be reused here: the
-	// H2D stream first waits for what compute has been given so far
-	// (after the allocations above, so it covers their previous users).
-	if err := s.order(s.h, s.c); err != nil {
-		return status.Wrap(err, "feeds: ordering the H2D stream after compute")
-	}
 	var start time.Time
 	if s.trace {
 		start = time.Now()
 	}
-	if err := s.delay(s.h); err != nil {
+	if err := s.delay(s.c); err != nil {
 		return err
 	}
-	unlock := s.lockTrace(s.h)
-	before := s.mark(s.h)
+	unlock := s.lockTrace(s.c)
+	before := s.mark(s.c)
 	for _, u := range ups {
-		if err := s.h.CopyH2D(u.addr, u.hbuf); err != nil {
+		if err := s.c.CopyH2D(u.addr, u.hbuf); err != nil {
 			unlock()
 			if u.k < 0 {
 				return status.Wrap(err, "feeds: one copy of %d bytes to %s", len(u.hbuf), s.g.Device.Name())
@@ -267,12 +269,9 @@ func (s *gstep) launchFeeds() error {
 	}
 	if s.trace {
 		s.slice("feeds", "MEMCPYHtoD", trace.H2D, "h2d", start, 0)
-		s.devSlice("feeds", "MEMCPYHtoD", trace.H2D, "h2d", s.h, before, s.mark(s.h), 0)
+		s.devSlice("feeds", "MEMCPYHtoD", trace.H2D, "h2d", s.c, before, s.mark(s.c), 0)
 	}
 	unlock()
-	if err := s.order(s.c, s.h); err != nil {
-		return status.Wrap(err, "feeds: ordering compute after the H2D stream")
-	}
 	s.dirty = true
 	return nil
 }
@@ -525,10 +524,26 @@ func (s *gstep) compute(pn *planNode, kc *kernels.Context) (err error) {
 	return nil
 }
 
-// launchFetches copies the fetched device values out on the D2H stream into
-// pinned staging; host values are cloned at once.
+// launchFetches copies the fetched device values out into pinned
+// staging; host values are cloned at once. Up to fetchOnCompute bytes in
+// all are copied on the compute stream, which already follows the step's
+// kernels; more go on the D2H stream after one wait for compute, so a
+// large copy does not hold up the next step's kernels on compute. The
+// small copy's few microseconds on compute cost less than the D2H
+// stream's event, wait and second final record, ~2 us of the host's time
+// a step on the H100 (TestGPULaunchCost: a B=1 MLP fetches 4 bytes).
 func (s *gstep) launchFetches() error {
 	p, g := s.plan, s.g
+	var total uint64
+	for _, r := range p.fetches {
+		if v := s.value(r); v.dev != nil && v.host == nil {
+			total += uint64(len(v.dev.Buf))
+		}
+	}
+	out := s.d
+	if total <= fetchOnCompute {
+		out = s.c
+	}
 	ordered := false
 	var before device.Event
 	unlock := func() {}
@@ -555,15 +570,16 @@ func (s *gstep) launchFetches() error {
 		}
 		if !ordered {
 			// One wait covers every fetch: all kernels are enqueued.
-			if err := s.order(s.d, s.c); err != nil {
+			if err := s.order(out, s.c); err != nil {
 				return status.Wrap(err, "fetches: ordering the D2H stream after compute")
 			}
 			ordered = true
-			if err := s.delay(s.d); err != nil {
+			s.outD = out == s.d && s.d != s.c
+			if err := s.delay(out); err != nil {
 				return err
 			}
-			unlock = s.lockTrace(s.d)
-			before = s.mark(s.d)
+			unlock = s.lockTrace(out)
+			before = s.mark(out)
 		}
 		haddr, err := g.HostAlloc.Allocate(size, nil)
 		if err != nil {
@@ -571,25 +587,39 @@ func (s *gstep) launchFetches() error {
 		}
 		s.pinned = append(s.pinned, haddr)
 		buf := g.Device.HostMemory().Bytes(haddr, size)
-		if err := s.d.CopyD2H(buf, hostmem.DeviceAddr(t.Buf)); err != nil {
+		if err := out.CopyD2H(buf, hostmem.DeviceAddr(t.Buf)); err != nil {
 			return status.Wrap(err, "fetch '%s': copy from %s", fetchName(p, k), g.Device.Name())
 		}
 		s.staged[k] = staged{buf: buf, dt: t.DType, shape: t.Shape.Clone()}
 		// The buffer stays held to the step's end (the tracker's drain,
-		// after the final event, which follows this copy on the D2H
-		// stream): freeing it after the copy would cost an event on the
-		// D2H stream and a waiter per fetch, to free it a moment sooner.
+		// after the final event, which follows this copy): freeing it
+		// after the copy would cost an event on the copy's stream and a
+		// waiter per fetch, to free it a moment sooner.
 	}
 	if s.trace && ordered {
 		s.slice("fetches", "MEMCPYDtoH", trace.D2H, "d2h", start, 0)
-		s.devSlice("fetches", "MEMCPYDtoH", trace.D2H, "d2h", s.d, before, s.mark(s.d), 0)
+		s.devSlice("fetches", "MEMCPYDtoH", trace.D2H, "d2h", out, before, s.mark(out), 0)
 	}
 	return nil
 }
 
-// finish records the final event on the D2H stream after everything the
-// step enqueued on compute.
+// fetchOnCompute is how many bytes of fetches in all a step copies out on
+// its compute stream rather than the D2H stream: 64 KiB take a few
+// microseconds of the copy engine.
+const fetchOnCompute = 64 << 10
+
+// finish records the final event after everything the step enqueued:
+// on the compute stream, or, when the fetches went out on the D2H
+// stream, there after everything compute was given.
 func (s *gstep) finish() (device.Event, error) {
+	if !s.outD {
+		e, err := s.event(s.c)
+		if err != nil {
+			s.c.Synchronize()
+			return nil, status.Wrap(err, "final event")
+		}
+		return e, nil
+	}
 	if !s.dirty {
 		// D2H already follows everything compute was given.
 	} else if err := s.order(s.d, s.c); err != nil {
