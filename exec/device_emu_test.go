@@ -458,3 +458,69 @@ func TestFramesGroupMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceStepLauncher: a device step that only enqueues work launches
+// from the Run's goroutine when its group lets the caller launch
+// (TF_GPU_THREAD_MODE global: the launch pool is the inter-op pool), and
+// from the group's own threads with gpu_private; a step with a host
+// kernel keeps to the launch pool in either mode.
+func TestDeviceStepLauncher(t *testing.T) {
+	for _, mode := range []groups.ThreadMode{groups.ThreadGlobal, groups.ThreadGPUPrivate} {
+		for _, hostNode := range []bool{false, true} {
+			r := rand.New(rand.NewSource(7))
+			rp := emuPlan(t, r, 3, 12)
+			if hostNode {
+				rp.fetches[0].Node.Op = "ExecTestAdd" // no GPU kernel: runs on the host
+				var fo []graph.Output
+				for _, f := range rp.feeds {
+					fo = append(fo, graph.Output{Node: f})
+				}
+				p, err := build(nil, fo, rp.fetches, nil, Placement{GPUs: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rp.plan = p
+			}
+			var pools []*countPool
+			newPool := func(n int) groups.Pool {
+				c := &countPool{Pool: NewPool(n)}
+				t.Cleanup(c.Close)
+				pools = append(pools, c)
+				return c
+			}
+			global := newPool(2)
+			cfg := groups.Config{Counts: []int{1}, ThreadMode: mode, ThreadCount: 1, AllowGrowth: true,
+				GlobalPool: global, GlobalIntra: kernels.Serial{}, NewPool: newPool,
+				NewIntra: func(n int) kernels.Parallelizer { return NewIntra(n) },
+				Devices:  []device.Device{emuDevice{emuHost(0)}}}
+			gs, err := groups.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(gs.Close)
+			vals := []float32{1, 2, 3}
+			const steps = 3
+			for i := 0; i < steps; i++ {
+				sr := &Runtime{Groups: gs.Groups(), Holder: &gs.Holder}
+				got, _, err := rp.plan.Run(context.Background(), sr, scalars(vals), Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := check(got, rp.want(vals)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var n int32
+			for _, p := range pools {
+				n += p.n.Load()
+			}
+			want := int32(steps)
+			if mode == groups.ThreadGlobal && !hostNode {
+				want = 0
+			}
+			if n != want {
+				t.Errorf("%s, host node %v: %d tasks on the launch pools for %d steps, want %d", mode, hostNode, n, steps, want)
+			}
+		}
+	}
+}

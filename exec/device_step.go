@@ -58,20 +58,20 @@ type devStep struct {
 // Groups[0]), a node whose producer (a data or control predecessor, or
 // the copy of a feed or host value) is on another group's stream waits
 // for it with an event (cuStreamWaitEvent), the feeds come in on the home
-// group's H2D stream and the fetches go out on its D2H stream after its
-// compute stream has waited for every other group's. A device value read
-// on another GPU is copied there first (cuMemcpyPeerAsync on the reader's
-// compute stream, after the wait); host values are shared. The host
-// launches in topological order: one group's step from the home group's
-// launch pool, several groups' each from a lane of its own
+// group's compute stream and the fetches go out after it has waited for
+// every other group's (on compute, or on the D2H stream when they are
+// large: launchFetches). A device value read on another GPU is copied
+// there first (cuMemcpyPeerAsync on the reader's compute stream, after
+// the wait); host values are shared. The host launches in topological
+// order: one group's step from the Run's goroutine or the home group's
+// launch pool (launcher), several groups' each from a lane of its own
 // (device_lanes.go; with frames, as the frame driver makes them ready:
-// device_frames.go), and waits once, for
-// the final event; host kernels run on the launching goroutine, their
-// device inputs copied back first (the one place a step blocks mid-way,
-// with a Switch's predicate). A buffer goes
-// back to its group's allocator once every stream that touched it has
-// passed its use. A one-group step may instead replay a captured CUDA
-// graph (sr.Graphs; gpu_graph.go).
+// device_frames.go), and waits once, for the final event; host kernels
+// run on the launching goroutine, their device inputs copied back first
+// (the one place a step blocks mid-way, with a Switch's predicate). A
+// buffer goes back to its group's allocator once every stream that
+// touched it has passed its use. A one-group step may instead replay a
+// captured CUDA graph (sr.Graphs; gpu_graph.go).
 func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if sr.Holder == nil {
 		return nil, nil, status.Errorf(status.Internal, "device step without a tensor holder")
@@ -177,7 +177,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	case lanes:
 		launch = s.launchLanes
 	}
-	err := launchAndWait(ctx, home.g.Launch, "device step", home.g.Device.Name(), launch, s.finishAll)
+	err := launchAndWait(ctx, s.launcher(), "device step", home.g.Device.Name(), launch, s.finishAll)
 	s.freeHeld()
 	if s.lanes != nil {
 		s.endLanes()
@@ -219,6 +219,19 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		return nil, st, err
 	}
 	return s.out, st, nil
+}
+
+// launcher is the pool a step launches from: the home group's launch
+// pool, or nil, the Run's own goroutine, for a step that only enqueues
+// work where the group lets the caller launch (groups.CallerLaunches:
+// TF_GPU_THREAD_MODE global). A step with host kernels keeps to the pool,
+// as the host executor hands its costly kernels to the inter-op pool.
+func (s *devStep) launcher() groups.Pool {
+	home := s.gs[0].g
+	if home.CallerLaunches && s.plan.enqueues {
+		return nil
+	}
+	return home.Launch
 }
 
 // groupOf is the index in gs of the group that runs plan node i.

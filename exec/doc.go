@@ -210,21 +210,28 @@
 // each group launched from a lane of its own (device_lanes.go), with or
 // without frames.
 //
-// On one GPU group the device step runs from one goroutine of the group's
-// launch pool, in topological order: the feeds GPU
-// kernels read are staged in pinned memory (the group's host allocator) and
-// copied on the H2D stream, which first waits for the compute stream (so
-// memory freed in compute order is not overwritten early); compute waits
-// for the copies once; GPU kernels are called on the launching goroutine
-// with Context.Stream set to the compute stream and enqueue their work;
-// host kernels run synchronously there, their device inputs copied back on
-// the compute stream and waited for (the one blocking point mid-step, as a
-// host op between GPU ops needs its input's values); host values a GPU
-// kernel reads are copied in on the compute stream (staged inside the call,
-// so the host tensor is free on return); fetches are copied on the D2H
-// stream into pinned staging after one wait for compute; the final event
-// on D2H follows compute; the host waits for it once and copies the
-// fetches out of staging. Nothing is ordered by blocking the host. Events
+// On one GPU group the device step runs from one goroutine, in
+// topological order: the Run's own when the plan has no host kernel and
+// the group lets the caller launch (TF_GPU_THREAD_MODE global, whose
+// launch pool is the inter-op pool: groups.Group.CallerLaunches), else
+// one of the group's launch pool. The feeds GPU kernels read are staged
+// in pinned memory (the group's host allocator) and copied in with one
+// copy on the compute stream (feed_pack.go; on the H2D stream the copy
+// would have to wait for compute, since memory freed in compute order
+// may be reused, and compute for the copy: the same order for two
+// events and two waits); GPU kernels are called on the launching
+// goroutine with Context.Stream set to the compute stream and enqueue
+// their work; host kernels run synchronously there, their device inputs
+// copied back on the compute stream and waited for (the one blocking
+// point mid-step, as a host op between GPU ops needs its input's
+// values); host values a GPU kernel reads are copied in on the compute
+// stream (staged inside the call, so the host tensor is free on
+// return); fetches are copied into pinned staging, on compute while
+// they are small (fetchOnCompute, 64 KiB in all), else on the D2H stream
+// after one wait for compute, so a large copy does not hold up the next
+// step's kernels; the final event follows the last copy (one event a
+// step with small fetches, and no stream wait); the host waits for it
+// once and copies the fetches out of staging. Nothing is ordered by blocking the host. Events
 // come from a per-context pool and go back once complete (creating and
 // destroying them costs microseconds). With FULL_TRACE or MSTREAM_TRACE a
 // GPU step records host launch windows (when each kernel or copy was
@@ -293,10 +300,10 @@
 // reader's compute stream, after its wait), both copies held until the
 // step ends; a host value's device copy, or a device value's host copy,
 // is the reading lane's own, so no lane writes a value another reads.
-// Feeds come in on the home group's H2D stream before the other lanes
-// start; once every lane has returned, the home compute stream waits for
+// Feeds come in on the home group's compute stream before the other
+// lanes start; once every lane has returned, the home compute stream waits for
 // each other group's last launch (less those implied), and the fetches
-// and the final event go on its D2H stream. The first error of any lane
+// and the final event follow it as in a one-group step. The first error of any lane
 // stops every lane (one waiting for a publication wakes up) and fails the
 // step once; the final event is recorded only after every lane has
 // returned, on the home D2H stream after every group's compute stream.

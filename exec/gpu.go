@@ -95,34 +95,22 @@ type gstep struct {
 }
 
 // launchAndWait runs launch on one goroutine of pool (the group's launch
-// pool), then finish, whatever launch did: the final event finish records
-// follows everything launched, so nothing goes back to an allocator while
-// a stream may still use it. A panic in launch becomes INTERNAL naming what.
-// The caller waits for the final event; if ctx is cancelled meanwhile, the
-// device work (which cannot be taken back) is still waited for, and the
-// step reports CANCELLED. The first error wins.
+// pool; nil: the caller's goroutine, devStep.launcher), then finish,
+// whatever launch did: the final event finish records follows everything
+// launched, so nothing goes back to an allocator while a stream may still
+// use it. A panic in launch becomes INTERNAL naming what. The caller
+// waits for the final event; if ctx is cancelled meanwhile, the device
+// work (which cannot be taken back) is still waited for, and the step
+// reports CANCELLED. The first error wins.
 func launchAndWait(ctx context.Context, pool groups.Pool, what, dev string, launch func() error, finish func() (device.Event, error)) error {
-	type launched struct {
-		final device.Event
-		err   error
+	var l launched
+	if pool == nil {
+		l = launchOnce(what, launch, finish)
+	} else {
+		ch := make(chan launched, 1)
+		pool.Submit(func() { ch <- launchOnce(what, launch, finish) })
+		l = <-ch
 	}
-	ch := make(chan launched, 1)
-	pool.Submit(func() {
-		var l launched
-		defer func() {
-			if r := recover(); r != nil {
-				l.err = status.Errorf(status.Internal, "%s panicked: %v\n%s", what, r, debug.Stack())
-			}
-			fin, err := finish()
-			if l.err == nil {
-				l.err = err
-			}
-			l.final = fin
-			ch <- l
-		}()
-		l.err = launch()
-	})
-	l := <-ch
 	err := l.err
 	if l.final == nil {
 		return err
@@ -148,6 +136,30 @@ func launchAndWait(ctx context.Context, pool groups.Pool, what, dev string, laun
 		}
 	}
 	return err
+}
+
+// launched is what a step's launch left: the final event (nil: none
+// recorded) and the first error.
+type launched struct {
+	final device.Event
+	err   error
+}
+
+// launchOnce runs launch, then finish whatever launch did, a panic in
+// launch becoming INTERNAL naming what.
+func launchOnce(what string, launch func() error, finish func() (device.Event, error)) (l launched) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.err = status.Errorf(status.Internal, "%s panicked: %v\n%s", what, r, debug.Stack())
+		}
+		fin, err := finish()
+		if l.err == nil {
+			l.err = err
+		}
+		l.final = fin
+	}()
+	l.err = launch()
+	return l
 }
 
 // asyncStreams checks that g's streams are those of an asynchronous

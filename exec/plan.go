@@ -67,6 +67,9 @@ type Plan struct {
 	// feeds a GPU kernel reads from device memory.
 	gpu     bool
 	feedDev []bool
+	// enqueues says every node is a GPU kernel or a constant: a device
+	// step of the plan only enqueues work (no host kernel runs in it).
+	enqueues bool
 	// gpus lists the GPUs (among the session's) the GPU nodes run on,
 	// the home GPU first (place.go's placeGPUs).
 	gpus []int
@@ -244,9 +247,11 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 			return nil, err
 		}
 	}
+	p.enqueues = true
 	for i := range p.nodes {
 		pn := &p.nodes[i]
 		p.gpu = p.gpu || pn.where == onGPU
+		p.enqueues = p.enqueues && (pn.where == onGPU || pn.where == onConst)
 		if pn.npred == 0 {
 			pn.isInput = true
 			p.roots = append(p.roots, i)

@@ -22,10 +22,13 @@
 //   - a launch pool and an intra-op parallelizer: with TF_GPU_THREAD_MODE
 //     global, the session's inter-op pool (group i takes the ConfigProto's
 //     session_inter_op_thread_pool entry i % n when there are entries) and
-//     the session's intra-op threads; with gpu_private, TF_GPU_THREAD_COUNT
-//     threads of its own; with gpu_shared, TF_GPU_THREAD_COUNT threads
-//     shared by all groups (Set.Close stops the pools it made, intra-op
-//     workers included);
+//     the session's intra-op threads, and a device step that only
+//     enqueues work launches from the Run's own goroutine, as TF's
+//     executor runs a cheap op on the thread that made it ready
+//     (CallerLaunches); with gpu_private, TF_GPU_THREAD_COUNT threads of
+//     its own; with gpu_shared, TF_GPU_THREAD_COUNT threads shared by all
+//     groups (Set.Close stops the pools it made, intra-op workers
+//     included), which launch every device step;
 //   - a constant store: constants are materialised in device memory once
 //     per group, or once per device and shared with TF_SEGMENT_OWN_CONST.
 //

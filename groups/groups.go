@@ -134,6 +134,15 @@ type Group struct {
 	Launch   Pool
 	PoolDesc PoolDesc
 	Intra    kernels.Parallelizer
+	// CallerLaunches says a device step that only enqueues work (no host
+	// kernel) may launch from the goroutine of the Run: with
+	// TF_GPU_THREAD_MODE global, Launch is the session's inter-op pool,
+	// whose threads a Run shares with its caller's as TF's executor runs a
+	// cheap op (a launch) on the thread that made it ready, and handing the
+	// step to a pool worker and back cost ~10 us of the host's time a step
+	// on the H100 (TestGPULaunchCost). gpu_private and gpu_shared name
+	// threads of their own, which launch every step.
+	CallerLaunches bool
 
 	// Consts is where this group's constants live: its own store, or the
 	// device's shared one.
@@ -254,6 +263,7 @@ func New(cfg Config) (set *Set, err error) {
 					g.Launch = cfg.GlobalPool
 					g.PoolDesc = PoolDesc{Kind: "inter_op", Threads: g.Launch.Size()}
 				}
+				g.CallerLaunches = true
 			}
 			if devConsts != nil {
 				g.Consts = devConsts
