@@ -261,6 +261,7 @@ func (s *devStep) launchNodes() error {
 	if err := s.launchFeeds(); err != nil {
 		return err
 	}
+	first := time.Now()
 	for _, i := range p.topo {
 		if err := s.node(i); err != nil {
 			return err
@@ -269,6 +270,7 @@ func (s *devStep) launchNodes() error {
 			nodes++
 		}
 	}
+	s.gs[0].g.CountNodeLaunch(time.Since(first))
 	s.joined = true
 	return s.launchFetches()
 }

@@ -156,6 +156,7 @@ type Group struct {
 	// Host time spent launching device steps (not their final wait), the
 	// device nodes they launched and the steps (CountLaunch).
 	launchNs, launchNodes, launchSteps atomic.Int64
+	launchNodeNs                       atomic.Int64
 	// traceLocks holds a mutex per stream of the group (TraceLock).
 	traceLocks sync.Map
 }
@@ -535,6 +536,11 @@ func (g *Group) CountLaunch(d time.Duration, nodes int) {
 	g.launchNodes.Add(int64(nodes))
 	g.launchSteps.Add(1)
 }
+
+// CountNodeLaunch adds, of a step's launch, the host time spent launching
+// its nodes (not the feeds, the fetches or the final event), so the
+// per-node cost and the per-step cost are told apart (Stats.LaunchNodeNs).
+func (g *Group) CountNodeLaunch(d time.Duration) { g.launchNodeNs.Add(int64(d)) }
 
 // Streams lists the group's distinct streams: compute, h2d, d2h, d2d, or
 // one when merged.

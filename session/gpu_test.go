@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -268,8 +270,17 @@ func TestGPUOutOfMemory(t *testing.T) {
 
 // TestGPULaunchCost reports (it asserts no time) the host time the runtime
 // spends per launched GPU node and per step, on a 5-layer MLP at batch 1
-// from one thread, next to the end-to-end time per Run; bench/gpu/README.md
-// records the numbers beside the driver's own launch cost.
+// from one thread, next to the driver's own launch in the same process
+// (bareLaunch: cuLaunchKernel of an empty kernel in a C loop, batches
+// interleaved with the Runs so drift in the machine's speed affects both
+// alike) and the end-to-end time per Run. Per node: the step's launch
+// window over its GPU nodes (the issue's measure, feeds and fetches
+// spread over the nodes) and the node launches alone, each less the
+// driver's launch; per step: the launch window, its part outside node
+// launches (the feeds' and fetches' copies and the step's events), and
+// what a Run costs outside the window (the session, the final wait).
+// MSTREAM_LAUNCH_COST_RUNS sets the number of Runs (default 2000), e.g.
+// for a profile.
 func TestGPULaunchCost(t *testing.T) {
 	wantGPU(t)
 	b := newGB(t)
@@ -298,27 +309,116 @@ func TestGPULaunchCost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	launchStats := func() (ns, nodes, steps int64) {
-		for _, g := range s.impl.set.Stats() {
-			ns, nodes, steps = ns+g.LaunchNs, nodes+g.LaunchedNodes, steps+g.LaunchSteps
+	bare := newBareLaunch(t, s)
+	runs := 2000
+	if v, err := strconv.Atoi(os.Getenv("MSTREAM_LAUNCH_COST_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	const chunks = 10
+	runs = (runs + chunks - 1) / chunks * chunks
+	before := launchStats(s)
+	var wall time.Duration
+	var driver []float64
+	for c := 0; c < chunks; c++ {
+		start := time.Now()
+		for i := 0; i < runs/chunks; i++ {
+			if _, _, err := s.Run(nil, feeds, []graph.Output{y}, nil); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return
+		wall += time.Since(start)
+		driver = append(driver, bare.perLaunch(t))
 	}
-	ns0, n0, st0 := launchStats()
-	const runs = 2000
-	start := time.Now()
-	for i := 0; i < runs; i++ {
-		if _, _, err := s.Run(nil, feeds, []graph.Output{y}, nil); err != nil {
-			t.Fatal(err)
+	d := launchStats(s).minus(before)
+	if d.steps != int64(runs) || d.nodes == 0 {
+		t.Fatalf("%d GPU steps launching %d GPU nodes, want %d steps", d.steps, d.nodes, runs)
+	}
+	sort.Float64s(driver)
+	drv := int64(driver[len(driver)/2])
+	perNode, nodeOnly := d.ns/d.nodes, d.nodeNs/d.nodes
+	perStep, e2e := d.ns/int64(runs), wall.Nanoseconds()/int64(runs)
+	line := fmt.Sprintf("GPU launch cost (MLP 512-1024-1024-512-256-1, batch 1, one thread, %d Runs, %d GPU nodes a step): "+
+		"driver's bare launch %d ns; per GPU node %d ns in the launch window (+%d on top of the driver's), "+
+		"%d ns in node launches alone (+%d); per step: launch window %d ns, of which %d outside node launches "+
+		"(feeds, fetches, events); Run end to end %d ns, %d outside the launch window (session, final wait)",
+		runs, d.nodes/int64(runs), drv, perNode, perNode-drv, nodeOnly, nodeOnly-drv,
+		perStep, (d.ns-d.nodeNs)/int64(runs), e2e, e2e-perStep)
+	t.Log(line)
+	benchOut(line)
+}
+
+// launchCounts are the groups' launch statistics summed (groups.Stats).
+type launchCounts struct{ ns, nodeNs, nodes, steps int64 }
+
+func launchStats(s *Session) (c launchCounts) {
+	for _, g := range s.impl.set.Stats() {
+		c.ns += g.LaunchNs
+		c.nodeNs += g.LaunchNodeNs
+		c.nodes += g.LaunchedNodes
+		c.steps += g.LaunchSteps
+	}
+	return c
+}
+
+func (c launchCounts) minus(o launchCounts) launchCounts {
+	return launchCounts{c.ns - o.ns, c.nodeNs - o.nodeNs, c.nodes - o.nodes, c.steps - o.steps}
+}
+
+// bareLaunch times the driver's own launch on the session's GPU: an
+// empty kernel launched from a C loop (cuda.Stream.RawLaunchLoop) on a
+// stream of its own in the session's first group's context.
+type bareLaunch struct {
+	st *cuda.Stream
+	f  *cuda.Function
+}
+
+func newBareLaunch(t *testing.T, s *Session) *bareLaunch {
+	cs, ok := s.impl.set.Groups()[0].Compute.(*cuda.Stream)
+	if !ok {
+		t.Fatalf("group 0's compute stream is %T, not a CUDA stream", s.impl.set.Groups()[0].Compute)
+	}
+	st, err := cs.Context().NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m, err := cs.Context().Module(&cuda.Program{Name: "bare_launch.cu", Source: `extern "C" __global__ void ms_bare() {}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := m.Function("ms_bare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bareLaunch{st, f}
+}
+
+// perLaunch is the driver's time per launch over a batch of 256 (well
+// inside the driver's queue, so no launch blocks).
+func (b *bareLaunch) perLaunch(t *testing.T) float64 {
+	const batch = 256
+	if err := b.st.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.st.RawLaunchLoop(b.f, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.st.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return float64(d.Nanoseconds()) / batch
+}
+
+// benchOut appends line to MSTREAM_BENCH_OUT when it is set (bench/gpu's
+// results).
+func benchOut(line string) {
+	if out := os.Getenv("MSTREAM_BENCH_OUT"); out != "" {
+		if f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(f, line)
+			f.Close()
 		}
 	}
-	wall := time.Since(start)
-	ns1, n1, st1 := launchStats()
-	if st1-st0 != runs || n1 == n0 {
-		t.Fatalf("%d GPU steps launching %d GPU nodes, want %d steps", st1-st0, n1-n0, runs)
-	}
-	t.Logf("runtime launch CPU time: %d ns per GPU node, %d ns per step (%d GPU nodes a step); Run end to end %d ns (MLP 512-1024-1024-512-256-1, batch 1, one thread)",
-		(ns1-ns0)/(n1-n0), (ns1-ns0)/runs, (n1-n0)/runs, wall.Nanoseconds()/runs)
 }
 
 // TestGPUIdentityN: IdentityN forwards device values on the GPU (its GPU
