@@ -347,6 +347,82 @@ func TestGPULaunchCost(t *testing.T) {
 	benchOut(line)
 }
 
+// TestGPUFetchCost reports (it asserts no time) what a Run's fetches cost
+// the host: 16 small GPU nodes (x + c_i) run every step, of which 1, 4
+// or 16 are fetched (the rest are targets, so the launches stay the
+// same), each of 16 floats (64 bytes) or 4096 (16 KiB: 16 of them are
+// more than the 64 KiB copied on the compute stream, so they go out on
+// the D2H stream); per configuration the Run's end-to-end time and its
+// launch window per step, and per extra fetch the difference to one
+// fetch over the extra fetches. The configurations alternate in rounds,
+// so drift affects them alike. The fetched values are checked.
+func TestGPUFetchCost(t *testing.T) {
+	wantGPU(t)
+	const nodes = 16
+	for _, elems := range []int64{16, 4096} {
+		b := newGB(t)
+		x := b.placeholder("x", tensor.Unknown)
+		var ys []graph.Output
+		for i := 0; i < nodes; i++ {
+			c := b.constant(fmt.Sprintf("c%d", i), tensor.FromF32(tensor.Shape{}, []float32{float32(i + 1)}))
+			ys = append(ys, b.add(fmt.Sprintf("y%d", i), x, c))
+		}
+		s := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "gpu", "MSTREAM_CUDA_GRAPH": "0"})
+		xv := make([]float32, elems)
+		for i := range xv {
+			xv[i] = float32(i % 7)
+		}
+		feeds := []Feed{{x, tensor.FromF32(tensor.Shape{1, elems}, xv)}}
+		counts := []int{1, 4, 16}
+		run := func(k int) {
+			var targets []*graph.Node
+			for _, y := range ys[k:] {
+				targets = append(targets, y.Node)
+			}
+			got, _, err := s.Run(nil, feeds, ys[:k], targets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, g := range got {
+				if v := g.F32(); len(v) != int(elems) || v[len(v)-1] != xv[len(v)-1]+float32(i+1) {
+					t.Fatalf("%d fetches of %d floats: fetch %d is wrong", k, elems, i)
+				}
+			}
+		}
+		for _, k := range counts { // warm up: plans, modules, constants
+			for i := 0; i < 100; i++ {
+				run(k)
+			}
+		}
+		const rounds, runs = 4, 500
+		wall := map[int]time.Duration{}
+		window := map[int]int64{}
+		for r := 0; r < rounds; r++ {
+			for _, k := range counts {
+				before := launchStats(s)
+				start := time.Now()
+				for i := 0; i < runs; i++ {
+					run(k)
+				}
+				wall[k] += time.Since(start)
+				window[k] += launchStats(s).minus(before).ns
+			}
+		}
+		n := int64(rounds * runs)
+		line := fmt.Sprintf("fetch cost (%d GPU nodes a step, fetches of %d bytes, %d Runs each):", nodes, elems*4, n)
+		for _, k := range counts {
+			e2e, win := wall[k].Nanoseconds()/n, window[k]/n
+			line += fmt.Sprintf(" %d fetches: Run %d ns, launch window %d ns", k, e2e, win)
+			if k > 1 {
+				line += fmt.Sprintf(" (+%d / +%d ns per extra fetch)", (e2e-wall[1].Nanoseconds()/n)/int64(k-1), (win-window[1]/n)/int64(k-1))
+			}
+			line += ";"
+		}
+		t.Log(line)
+		benchOut(line)
+	}
+}
+
 // launchCounts are the groups' launch statistics summed (groups.Stats).
 type launchCounts struct{ ns, nodeNs, nodes, steps int64 }
 

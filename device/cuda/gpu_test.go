@@ -82,6 +82,16 @@ extern "C" __global__ void six_args(unsigned *p, long long a, long long b, float
 }
 
 extern "C" __global__ void write_bad(unsigned *p) { p[threadIdx.x] = 1; }
+
+// ms_pack16 gathers n (up to 16) device blocks of len bytes each into
+// dst, one after the other: a step's fetches packed for one copy out
+// (TestFetchCopyCost). Block row y copies the sources y, y+gridDim.y, ...
+extern "C" __global__ void ms_pack16(char *dst, int n, long long len, const char *s0, const char *s1, const char *s2, const char *s3, const char *s4, const char *s5, const char *s6, const char *s7, const char *s8, const char *s9, const char *s10, const char *s11, const char *s12, const char *s13, const char *s14, const char *s15) {
+	const char *s[16] = {s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15};
+	for (int i = blockIdx.y; i < n; i += gridDim.y)
+		for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < len; b += (long long)gridDim.x * blockDim.x)
+			dst[i * len + b] = s[i][b];
+}
 `}
 
 func fn(t testing.TB, c *Context, name string) *Function {
@@ -1170,6 +1180,116 @@ func TestLaunchOverhead(t *testing.T) {
 	}
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFetchCopyCost reports (it asserts nothing about time) what copying
+// n small fetches (1, 4, 16 device blocks of 64 bytes or 16 KiB) out to
+// pinned memory costs, three ways: a copy per block (what a step does
+// now), a pack kernel gathering them into one block and one copy (what
+// packing the fetches on the device would do), and one copy of blocks
+// already contiguous (what placing the fetched outputs side by side would
+// do). Per way the host's time to enqueue (median of 200, interleaved)
+// and to enqueue and synchronise; the packed bytes are checked.
+func TestFetchCopyCost(t *testing.T) {
+	_, c := gpu(t)
+	s, err := c.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pack := fn(t, c, "ms_pack16")
+	mem := c.Memory()
+	const most, reps = 16, 200
+	for _, size := range []int{64, 16 << 10} {
+		srcs := make([]uint64, most)
+		for i := range srcs {
+			a, err := mem.Alloc(uint64(size))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mem.Free(a)
+			if err := s.Memset(a, byte(i+1), size); err != nil {
+				t.Fatal(err)
+			}
+			srcs[i] = a
+		}
+		dst, err := mem.Alloc(uint64(most * size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mem.Free(dst)
+		host, err := c.HostAlloc(most * size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.HostFree(host)
+		for _, n := range []int{1, 4, most} {
+			ways := []struct {
+				name string
+				do   func() error
+			}{
+				{"a copy each", func() error {
+					for i := 0; i < n; i++ {
+						if err := s.D2H(host[i*size:(i+1)*size], srcs[i]); err != nil {
+							return err
+						}
+					}
+					return nil
+				}},
+				{"pack kernel + one copy", func() error {
+					var a Args
+					a.Ptr(dst).I32(int32(n)).I64(int64(size))
+					for i := 0; i < most; i++ {
+						a.Ptr(srcs[min(i, n-1)])
+					}
+					grid := Dim3{uint32(min((size+255)/256, 64)), uint32(n), 1}
+					if err := s.Launch(pack, grid, D1(256), 0, &a); err != nil {
+						return err
+					}
+					return s.D2H(host[:n*size], dst)
+				}},
+				{"one copy (contiguous)", func() error { return s.D2H(host[:n*size], dst) }},
+			}
+			enq := make([][]float64, len(ways))
+			all := make([][]float64, len(ways))
+			for r := 0; r < reps; r++ {
+				for w, way := range ways {
+					if err := s.Sync(); err != nil {
+						t.Fatal(err)
+					}
+					t0 := time.Now()
+					if err := way.do(); err != nil {
+						t.Fatalf("%s: %v", way.name, err)
+					}
+					t1 := time.Now()
+					if err := s.Sync(); err != nil {
+						t.Fatal(err)
+					}
+					enq[w] = append(enq[w], float64(t1.Sub(t0).Nanoseconds()))
+					all[w] = append(all[w], float64(time.Since(t0).Nanoseconds()))
+					if w == 1 {
+						for i := 0; i < n; i++ {
+							if b := host[i*size+size-1]; b != byte(i+1) {
+								t.Fatalf("%d blocks of %d bytes packed: block %d ends in %d, want %d", n, size, i, b, i+1)
+							}
+						}
+					}
+				}
+			}
+			med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
+			line := fmt.Sprintf("fetch copies, %d blocks of %d bytes (median of %d):", n, size, reps)
+			for w, way := range ways {
+				line += fmt.Sprintf(" %s: enqueue %.0f ns, with sync %.0f ns;", way.name, med(enq[w]), med(all[w]))
+			}
+			t.Log(line)
+			if out := os.Getenv("MSTREAM_BENCH_OUT"); out != "" {
+				if f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+					fmt.Fprintln(f, line)
+					f.Close()
+				}
+			}
+		}
 	}
 }
 
