@@ -171,6 +171,38 @@ func TestDeviceStepAllocs(t *testing.T) {
 	}
 }
 
+// TestDeviceStepAllocsPerStep: a warm one-group step of a short chain
+// (the MLP of TestGPULaunchCost has six GPU nodes) allocates what it
+// returns (a fetch's tensor, its shape and data, and the list of
+// fetches) and a few records more: the step's own (devStep, its
+// gstep, tables, streams and value tables are one object or the
+// arena's), the tracker's hold and the kernels' allocator bound to it,
+// the launch-pool hand-off not at all (the caller launches). 27 a step
+// before the arena kept them.
+func TestDeviceStepAllocsPerStep(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops what is put back")
+	}
+	p := gnopChain(t, 6)
+	set := syncSet(t, 1)
+	sr := &Runtime{Groups: set.Groups(), Holder: &set.Holder, Intra: kernels.Serial{}}
+	feeds := []*tensor.Tensor{tensor.FromF32(tensor.Shape{1, 512}, make([]float32, 512))}
+	run := func() {
+		if _, _, err := p.Run(context.Background(), sr, feeds, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		run()
+	}
+	const most = 12
+	if n := testing.AllocsPerRun(100, run); n > most {
+		t.Errorf("a warm one-group step of 6 nodes allocates %.1f objects, want at most %d", n, most)
+	} else {
+		t.Logf("%.1f allocations per step", n)
+	}
+}
+
 type syncDevice struct{ *host.Device }
 
 func (d syncDevice) NewStream(ctx int) (device.Stream, error) {

@@ -51,6 +51,15 @@ type devStep struct {
 	// over several groups.
 	lanes []lane
 	ls    *laneSched
+	// ctx is the Run's, for the frame driver (launchStep).
+	ctx context.Context
+	// The storage of a step on one GPU (and of gs for up to two groups,
+	// streams for up to three), so a step costs few allocations.
+	g0 gstep
+	t0 devTab
+	gb [2]devGroup
+	tb [1]*devTab
+	sb [3]device.Stream
 }
 
 // runDevice is Run on asynchronous devices (GPUs): each node is
@@ -95,9 +104,16 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 			return out, nil, err
 		}
 	}
-	s := &devStep{gs: make([]devGroup, len(sr.Groups)), multi: len(sr.Groups) > 1}
+	s := &devStep{multi: len(sr.Groups) > 1}
+	s.gs = s.gb[:0]
+	if len(sr.Groups) > len(s.gb) {
+		s.gs = make([]devGroup, 0, len(sr.Groups))
+	}
+	s.gs = s.gs[:len(sr.Groups)]
+	s.tabs = s.tb[:0]
 	lanes := s.multi || p.deadness
-	streams := make([]device.Stream, 0, len(sr.Groups)+1)
+	ar := p.arena()
+	streams := s.sb[:0]
 	for k, g := range sr.Groups {
 		c, h, d := g.Compute, g.H2D, g.D2H
 		tab := len(s.tabs)
@@ -115,8 +131,11 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		}
 		if tab == len(s.tabs) {
 			t := &devTab{} // on lanes, a GPU's identity only: each lane has its own values
+			if tab == 0 {
+				t = &s.t0
+			}
 			if !lanes {
-				t = &devTab{vals: make([][]gval, len(p.nodes)), feeds: make([]gval, len(feeds))}
+				t.vals, t.feeds = ar.valueTable(len(p.nodes)), ar.values(len(feeds))
 			}
 			s.tabs = append(s.tabs, t)
 		}
@@ -132,7 +151,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		dix = len(streams)
 		streams = append(streams, home.d)
 	}
-	g0 := &gstep{}
+	g0 := &s.g0
 	if lanes {
 		if s.multi {
 			s.ls = p.laneSched(sr)
@@ -147,8 +166,9 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	if sr.Jitter > 0 {
 		s.jit = rand.New(rand.NewSource(time.Now().UnixNano() + opts.Run))
 	}
-	s.ar = p.arena()
+	s.ar = ar
 	s.events = s.ar.events()
+	s.pinned = s.ar.pins[:0]
 	s.mem = s.ar.tracker(sr.Holder, streams)
 	s.mem.hold = s.holdOn
 	s.held = s.ar.heldList(len(streams))
@@ -170,14 +190,8 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 		s.anchor, s.anchorHost, _ = traceAnchor(home.c)
 	}
 
-	launch := s.launchNodes
-	switch {
-	case p.deadness:
-		launch = func() error { return s.launchFrames(ctx) }
-	case lanes:
-		launch = s.launchLanes
-	}
-	err := launchAndWait(ctx, s.launcher(), "device step", home.g.Device.Name(), launch, s.finishAll)
+	s.ctx = ctx
+	err := launchAndWait(ctx, s.launcher(), "device step", home.g.Device.Name(), s)
 	s.freeHeld()
 	if s.lanes != nil {
 		s.endLanes()
@@ -194,6 +208,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	for _, a := range s.pinned {
 		home.g.HostAlloc.Free(a)
 	}
+	s.ar.pins = s.pinned[:0]
 	s.mem.drain()
 	// Every event of the step has completed (the final event follows
 	// them all, or the streams were synchronised).
@@ -220,6 +235,21 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	}
 	return s.out, st, nil
 }
+
+// launchStep launches the step (stepLauncher): node by node on one
+// group, through the frame driver, or on lanes.
+func (s *devStep) launchStep() error {
+	switch {
+	case s.plan.deadness:
+		return s.launchFrames(s.ctx)
+	case s.lanes != nil:
+		return s.launchLanes()
+	}
+	return s.launchNodes()
+}
+
+// finishStep is finishAll (stepLauncher).
+func (s *devStep) finishStep() (device.Event, error) { return s.finishAll() }
 
 // launcher is the pool a step launches from: the home group's launch
 // pool, or nil, the Run's own goroutine, for a step that only enqueues

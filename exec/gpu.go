@@ -102,13 +102,13 @@ type gstep struct {
 // waits for the final event; if ctx is cancelled meanwhile, the device
 // work (which cannot be taken back) is still waited for, and the step
 // reports CANCELLED. The first error wins.
-func launchAndWait(ctx context.Context, pool groups.Pool, what, dev string, launch func() error, finish func() (device.Event, error)) error {
+func launchAndWait(ctx context.Context, pool groups.Pool, what, dev string, st stepLauncher) error {
 	var l launched
 	if pool == nil {
-		l = launchOnce(what, launch, finish)
+		l = launchOnce(what, st)
 	} else {
 		ch := make(chan launched, 1)
-		pool.Submit(func() { ch <- launchOnce(what, launch, finish) })
+		pool.Submit(func() { ch <- launchOnce(what, st) })
 		l = <-ch
 	}
 	err := l.err
@@ -145,20 +145,29 @@ type launched struct {
 	err   error
 }
 
-// launchOnce runs launch, then finish whatever launch did, a panic in
-// launch becoming INTERNAL naming what.
-func launchOnce(what string, launch func() error, finish func() (device.Event, error)) (l launched) {
+// stepLauncher is a step launchAndWait runs: launchStep enqueues it,
+// finishStep records the final event after whatever launchStep
+// enqueued. (An interface rather than two method values, which would
+// cost two allocations a step.)
+type stepLauncher interface {
+	launchStep() error
+	finishStep() (device.Event, error)
+}
+
+// launchOnce runs st's launch, then its finish whatever launch did, a
+// panic in launch becoming INTERNAL naming what.
+func launchOnce(what string, st stepLauncher) (l launched) {
 	defer func() {
 		if r := recover(); r != nil {
 			l.err = status.Errorf(status.Internal, "%s panicked: %v\n%s", what, r, debug.Stack())
 		}
-		fin, err := finish()
+		fin, err := st.finishStep()
 		if l.err == nil {
 			l.err = err
 		}
 		l.final = fin
 	}()
-	l.err = launch()
+	l.err = st.launchStep()
 	return l
 }
 
@@ -224,34 +233,40 @@ func (s *gstep) launchFeeds() error {
 		addr uint64
 		hbuf []byte
 	}
-	var ups []up
+	var ub [4]up // on the stack: a step's feed copies cost no allocation
+	ups := ub[:0]
+	packed := false
 	if addr, hbuf, ok := s.packFeeds(); ok {
-		ups = append(ups, up{-1, addr, hbuf}) // feed_pack.go
+		ups, packed = append(ups, up{-1, addr, hbuf}), true // feed_pack.go
 	}
 	for k, f := range p.feedDev {
-		if !f || ups != nil {
+		if !f || packed {
 			continue
 		}
 		t := s.feeds[k].host
-		name := p.feeds[k].String()
 		size := uint64(len(t.Buf))
 		addr, err := g.Alloc.Allocate(size, s.allocStream())
 		if err != nil {
-			return status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): %v", name, t.DType, t.Shape, err)
+			return status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): %v", p.feeds[k], t.DType, t.Shape, err)
 		}
-		dt := &tensor.Tensor{DType: t.DType, Shape: t.Shape.Clone(), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
+		// The records are the arena's, as a kernel's outputs' are.
+		dt := s.ar.tensor()
+		*dt = tensor.Tensor{DType: t.DType, Shape: s.ar.shape(t.Shape), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
 		refs := p.feedUses[k]
 		if s.keep {
 			refs = 1 << 30
 		}
-		s.track(dt, &buffer{addr: addr, alloc: g.Alloc, refs: refs, users: []int{s.cix}})
+		b := s.ar.buffer()
+		*b = buffer{addr: addr, alloc: g.Alloc, refs: refs}
+		b.use(s.cix)
+		s.track(dt, b)
 		s.feeds[k].dev = dt
 		if size == 0 {
 			continue
 		}
 		haddr, err := g.HostAlloc.Allocate(size, nil)
 		if err != nil {
-			return status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): pinned staging: %v", name, t.DType, t.Shape, err)
+			return status.Errorf(status.CodeOf(err), "feed '%s' (%v%v): pinned staging: %v", p.feeds[k], t.DType, t.Shape, err)
 		}
 		s.pinned = append(s.pinned, haddr)
 		hbuf := g.Device.HostMemory().Bytes(haddr, size)

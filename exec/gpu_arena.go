@@ -48,6 +48,9 @@ type arena struct {
 	// evs is a launcher's list of events, kept empty between steps with
 	// its room (gstep.events).
 	evs []device.PooledEvent
+	// pins is the home launcher's list of pinned staging, kept empty
+	// between steps with its room (gstep.pinned).
+	pins []uint64
 }
 
 // slab is one kind of record: the block in use and how much of it is
