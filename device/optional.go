@@ -173,3 +173,19 @@ func OpenGPUs() ([]GPU, error) {
 	}
 	return gpuOpener()
 }
+
+// Packer is a stream that can gather device blocks into others with one
+// kernel launch (a GPU), so that a Run's fetches leave the device in one
+// copy instead of one each (exec's packFetches).
+type Packer interface {
+	// Pack enqueues, for each block, a copy of Size bytes from Src to Dst
+	// (device addresses of the stream's context); at most MaxPack blocks
+	// a call.
+	Pack(blocks []PackBlock) error
+}
+
+// PackBlock is one block of a Pack.
+type PackBlock struct{ Dst, Src, Size uint64 }
+
+// MaxPack is how many blocks one Pack takes.
+const MaxPack = 16

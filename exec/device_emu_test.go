@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"mstream/device/host"
 	"mstream/graph"
 	"mstream/groups"
+	"mstream/hostmem"
 	"mstream/kernels"
 	"mstream/proto/tfpb"
 	"mstream/tensor"
@@ -95,6 +97,17 @@ func (s emuStream) Delay(d time.Duration) error {
 	return s.Stream.Enqueue(func() { time.Sleep(d) })
 }
 func (s emuStream) Wait(e device.Event) error { return s.Stream.Wait(unwrap(e)) }
+
+// Pack is the emulated device's device.Packer: the copies as one item in
+// the stream's order (the device's addresses are the host's).
+func (s emuStream) Pack(blocks []device.PackBlock) error {
+	bs := slices.Clone(blocks)
+	return s.Stream.Enqueue(func() {
+		for _, b := range bs {
+			copy(hostmem.DeviceBytes(b.Dst, int(b.Size)), hostmem.DeviceBytes(b.Src, int(b.Size)))
+		}
+	})
+}
 
 func emuSet(t testing.TB, n int, merge bool, jitter time.Duration) *groups.Set {
 	return emuGroups(t, emuDevice{emuHost(jitter)}, groups.Config{Counts: []int{n}, Merge: merge})

@@ -229,7 +229,9 @@
 // return); fetches are copied into pinned staging, on compute while
 // they are small (fetchOnCompute, 64 KiB in all), else on the D2H stream
 // after one wait for compute, so a large copy does not hold up the next
-// step's kernels; the final event follows the last copy (one event a
+// step's kernels; three or more are first gathered on compute into one
+// block by a pack kernel (device.Packer) and leave in one copy
+// (fetch_pack.go); the final event follows the last copy (one event a
 // step with small fetches, and no stream wait); the host waits for it
 // once and copies the fetches out of staging. Nothing is ordered by blocking the host. Events
 // come from a per-context pool and go back once complete (creating and

@@ -213,6 +213,11 @@ func (s opsStream) CopyH2D(dst uint64, src []byte) error {
 	return s.emuStream.CopyH2D(dst, src)
 }
 
+func (s opsStream) Pack(blocks []device.PackBlock) error {
+	s.ops.add("pack", s.ID())
+	return s.emuStream.Pack(blocks)
+}
+
 func (s opsStream) CopyD2H(dst []byte, src uint64) error {
 	s.ops.add("d2h", s.ID())
 	return s.emuStream.CopyD2H(dst, src)
@@ -221,10 +226,11 @@ func (s opsStream) CopyD2H(dst []byte, src uint64) error {
 // TestDeviceStepCopyStreams: a one-group device step copies its feeds in
 // on the compute stream (the H2D stream would wait for compute and
 // compute for it: the same order for two events and two waits), its
-// fetches out there too while they are small, and records one event, the
-// final one, with no stream wait at all; fetches of more than
-// fetchOnCompute bytes go out on the D2H stream after one wait for
-// compute, the final event there. Values are right either way.
+// three fetches out there too, packed into one copy (fetch_pack.go), as
+// they are small, and records one event, the final one, with no stream
+// wait at all; fetches of more than fetchOnCompute bytes go out on the
+// D2H stream after one wait for compute, the final event there. Values
+// are right either way.
 func TestDeviceStepCopyStreams(t *testing.T) {
 	ops := &streamOps{n: map[streamOp]int{}}
 	set := emuSetOn(t, opsDevice{emuHost(20 * time.Microsecond), ops}, 1)
@@ -247,7 +253,7 @@ func TestDeviceStepCopyStreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[streamOp]int{{"h2d", c}: 1, {"d2h", c}: 3, {"record", c}: 1}
+		want := map[streamOp]int{{"h2d", c}: 1, {"pack", c}: 1, {"d2h", c}: 1, {"record", c}: 1}
 		if got := ops.take(); !maps.Equal(got, want) {
 			t.Errorf("small fetches, step %d: stream operations %v, want %v (compute %d, D2H %d)", it, got, want, c, d)
 		}

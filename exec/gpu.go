@@ -562,9 +562,11 @@ func (s *gstep) compute(pn *planNode, kc *kernels.Context) (err error) {
 func (s *gstep) launchFetches() error {
 	p, g := s.plan, s.g
 	var total uint64
+	n := 0
 	for _, r := range p.fetches {
-		if v := s.value(r); v.dev != nil && v.host == nil {
+		if v := s.value(r); v.dev != nil && v.host == nil && len(v.dev.Buf) > 0 {
 			total += uint64(len(v.dev.Buf))
+			n++
 		}
 	}
 	out := s.d
@@ -578,6 +580,21 @@ func (s *gstep) launchFetches() error {
 	var start time.Time
 	if s.trace {
 		start = time.Now()
+	}
+	// A traced step packs only on compute, whose trace lock and marks
+	// then cover the pack and the copy together.
+	if n >= packMin && (!s.trace || out == s.c) {
+		unlock = s.lockTrace(out)
+		before = s.mark(out)
+		packed, err := s.packFetches(out, n, total) // fetch_pack.go
+		if err != nil {
+			return err
+		}
+		if !packed {
+			unlock()
+			unlock = func() {}
+		}
+		ordered = packed
 	}
 	for k, r := range p.fetches {
 		v := s.value(r)
@@ -594,6 +611,9 @@ func (s *gstep) launchFetches() error {
 			s.out[k] = tensor.New(t.DType, t.Shape)
 			s.mem.unrefOn(t, s.cix, s.cix)
 			continue
+		}
+		if s.staged[k].buf != nil {
+			continue // packed
 		}
 		if !ordered {
 			// One wait covers every fetch: all kernels are enqueued.
