@@ -83,15 +83,6 @@ extern "C" __global__ void six_args(unsigned *p, long long a, long long b, float
 
 extern "C" __global__ void write_bad(unsigned *p) { p[threadIdx.x] = 1; }
 
-// ms_pack16 gathers n (up to 16) device blocks of len bytes each into
-// dst, one after the other: a step's fetches packed for one copy out
-// (TestFetchCopyCost). Block row y copies the sources y, y+gridDim.y, ...
-extern "C" __global__ void ms_pack16(char *dst, int n, long long len, const char *s0, const char *s1, const char *s2, const char *s3, const char *s4, const char *s5, const char *s6, const char *s7, const char *s8, const char *s9, const char *s10, const char *s11, const char *s12, const char *s13, const char *s14, const char *s15) {
-	const char *s[16] = {s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15};
-	for (int i = blockIdx.y; i < n; i += gridDim.y)
-		for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < len; b += (long long)gridDim.x * blockDim.x)
-			dst[i * len + b] = s[i][b];
-}
 `}
 
 func fn(t testing.TB, c *Context, name string) *Function {
@@ -1190,7 +1181,8 @@ func TestLaunchOverhead(t *testing.T) {
 // packing the fetches on the device would do), and one copy of blocks
 // already contiguous (what placing the fetched outputs side by side would
 // do). Per way the host's time to enqueue (median of 200, interleaved)
-// and to enqueue and synchronise; the packed bytes are checked.
+// and to enqueue and synchronise; the packed bytes (Stream.Pack, what
+// exec's packFetches launches) are checked.
 func TestFetchCopyCost(t *testing.T) {
 	_, c := gpu(t)
 	s, err := c.NewStream()
@@ -1198,7 +1190,6 @@ func TestFetchCopyCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	pack := fn(t, c, "ms_pack16")
 	mem := c.Memory()
 	const most, reps = 16, 200
 	for _, size := range []int{64, 16 << 10} {
@@ -1238,13 +1229,11 @@ func TestFetchCopyCost(t *testing.T) {
 					return nil
 				}},
 				{"pack kernel + one copy", func() error {
-					var a Args
-					a.Ptr(dst).I32(int32(n)).I64(int64(size))
-					for i := 0; i < most; i++ {
-						a.Ptr(srcs[min(i, n-1)])
+					var bb [device.MaxPack]device.PackBlock
+					for i := 0; i < n; i++ {
+						bb[i] = device.PackBlock{Dst: dst + uint64(i*size), Src: srcs[i], Size: uint64(size)}
 					}
-					grid := Dim3{uint32(min((size+255)/256, 64)), uint32(n), 1}
-					if err := s.Launch(pack, grid, D1(256), 0, &a); err != nil {
+					if err := s.Pack(bb[:n]); err != nil {
 						return err
 					}
 					return s.D2H(host[:n*size], dst)
