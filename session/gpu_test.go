@@ -442,16 +442,22 @@ func (c launchCounts) minus(o launchCounts) launchCounts {
 
 // bareLaunch times the driver's own launch on the session's GPU: an
 // empty kernel launched from a C loop (cuda.Stream.RawLaunchLoop) on a
-// stream of its own in the session's first group's context.
+// stream of its own in the context of the session's first GPU group.
 type bareLaunch struct {
 	st *cuda.Stream
 	f  *cuda.Function
 }
 
 func newBareLaunch(t *testing.T, s *Session) *bareLaunch {
-	cs, ok := s.impl.set.Groups()[0].Compute.(*cuda.Stream)
-	if !ok {
-		t.Fatalf("group 0's compute stream is %T, not a CUDA stream", s.impl.set.Groups()[0].Compute)
+	var cs *cuda.Stream
+	for _, g := range s.impl.set.Groups() { // the host's group comes first
+		if c, ok := g.Compute.(*cuda.Stream); ok {
+			cs = c
+			break
+		}
+	}
+	if cs == nil {
+		t.Fatal("no group of the session has a CUDA stream")
 	}
 	st, err := cs.Context().NewStream()
 	if err != nil {

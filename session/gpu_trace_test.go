@@ -6,16 +6,20 @@ import (
 	"strings"
 	"testing"
 
+	"mstream/graph"
 	"mstream/proto/tfpb"
+	"mstream/tensor"
 )
 
 // TestGPUTraceDeviceTimes traces concurrent GPU runs of the bundled model
 // and checks that the Chrome trace carries the device's own times: each
 // kernel and copy is a slice on its stream's track (not only the host's
-// launch lane), slices of one stream never overlap across runs, every
-// device slice lies inside the window of the Run that made it, and the
-// waits between streams are flow arrows (none when the streams are
-// merged).
+// launch lane), slices of one stream never overlap across runs, and every
+// device slice lies inside the window of the Run that made it. A Run of
+// one group copies its feeds and (small) fetches on its compute stream,
+// so no stream waits for another and the trace has no flow arrows;
+// fetches of more than 64 KiB go out on the D2H stream after a wait for
+// compute, which is a flow arrow from compute (the last sub-test).
 func TestGPUTraceDeviceTimes(t *testing.T) {
 	wantGPU(t)
 	m := loadModel(t)
@@ -67,16 +71,43 @@ func TestGPUTraceDeviceTimes(t *testing.T) {
 					streamTracks++
 				}
 			}
-			merged := env["TF_GPU_STREAM_MERGE"] == "true"
-			if merged && streamTracks < 1 || !merged && streamTracks < 3 {
+			if streamTracks < 1 {
 				t.Errorf("%d stream tracks (%v); want the device streams' own", streamTracks, sum.Tracks)
 			}
-			if merged != (sum.Flows == 0) {
-				t.Errorf("%d flow arrows (merged streams: %v)", sum.Flows, merged)
+			if sum.Flows != 0 {
+				t.Errorf("%d flow arrows; want none: a one-group step with small fetches waits for no other stream", sum.Flows)
 			}
 			if steps := workers * runs; sum.Steps != steps {
 				t.Errorf("%d steps in the trace, want %d", sum.Steps, steps)
 			}
 		})
 	}
+	t.Run("big fetch", func(t *testing.T) {
+		b := newGB(t)
+		x := b.placeholder("x", tensor.Unknown)
+		y := b.relu("y", x)
+		s := openSession(t, b.g, map[string]string{"MSTREAM_DEVICE": "gpu", "MSTREAM_CUDA_GRAPH": "0"})
+		in := tensor.New(tensor.Float, tensor.Shape{256, 256}) // 256 KiB
+		in.F32()[7] = 3
+		for i := 0; i < 2; i++ {
+			got, _, err := s.Run(&tfpb.RunOptions{TraceLevel: tfpb.RunOptions_FULL_TRACE}, []Feed{{x, in}}, []graph.Output{y}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := got[0].F32(); v[7] != 3 || v[8] != 0 {
+				t.Fatalf("relu: %v", v[:9])
+			}
+		}
+		sum := writeAndCheckTrace(t, s, filepath.Join(dir, "trace_big.json"))
+		streamTracks := 0
+		for _, name := range sum.Tracks {
+			if strings.Contains(name, "(stream ") {
+				streamTracks++
+			}
+		}
+		if streamTracks < 2 || sum.Flows < 2 {
+			t.Errorf("%d stream tracks (%v), %d flow arrows; want compute's and D2H's, and a flow from compute to D2H each step",
+				streamTracks, sum.Tracks, sum.Flows)
+		}
+	})
 }
