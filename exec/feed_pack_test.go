@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"math/rand"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -226,9 +227,9 @@ func (s opsStream) CopyD2H(dst []byte, src uint64) error {
 // TestDeviceStepCopyStreams: a one-group device step copies its feeds in
 // on the compute stream (the H2D stream would wait for compute and
 // compute for it: the same order for two events and two waits), its
-// three fetches out there too, packed into one copy (fetch_pack.go), as
-// they are small, and records one event, the final one, with no stream
-// wait at all; fetches of more than fetchOnCompute bytes go out on the
+// fetches out there too as they are small (three a copy each, five
+// packed into one copy: fetch_pack.go), and records one event, the final
+// one, with no stream wait at all; fetches of more than fetchOnCompute bytes go out on the
 // D2H stream after one wait for compute, the final event there. Values
 // are right either way.
 func TestDeviceStepCopyStreams(t *testing.T) {
@@ -242,20 +243,34 @@ func TestDeviceStepCopyStreams(t *testing.T) {
 	sr := &Runtime{Groups: set.Groups(), Holder: &set.Holder}
 
 	r := rand.New(rand.NewSource(3))
-	rp := emuPlan(t, r, 3, 20)
+	rp := emuPlan(t, r, 3, 20) // three fetches of nodes and one of a feed
+	// The same nodes and five fetches of nodes: packMin or more.
+	more := &randomPlan{feeds: rp.feeds, nodes: rp.nodes,
+		fetches: append(slices.Clone(rp.fetches), out(rp.nodes[10]), out(rp.nodes[12]))}
+	var fo []graph.Output
+	for _, f := range rp.feeds {
+		fo = append(fo, out(f))
+	}
+	var err error
+	if more.plan, err = build(nil, fo, more.fetches, nil, Placement{GPUs: 1}); err != nil {
+		t.Fatal(err)
+	}
 	vals := []float32{1, 2, 3}
 	ops.take() // constants and the like
-	for it := 0; it < 3; it++ {
-		got, _, err := rp.plan.Run(context.Background(), sr, scalars(vals), Options{})
+	for it := 0; it < 6; it++ {
+		p, want := rp, map[streamOp]int{{"h2d", c}: 1, {"d2h", c}: 3, {"record", c}: 1}
+		if it%2 == 1 {
+			p, want = more, map[streamOp]int{{"h2d", c}: 1, {"pack", c}: 1, {"d2h", c}: 1, {"record", c}: 1}
+		}
+		got, _, err := p.plan.Run(context.Background(), sr, scalars(vals), Options{})
 		if err == nil {
-			err = check(got, rp.want(vals))
+			err = check(got, p.want(vals))
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[streamOp]int{{"h2d", c}: 1, {"pack", c}: 1, {"d2h", c}: 1, {"record", c}: 1}
 		if got := ops.take(); !maps.Equal(got, want) {
-			t.Errorf("small fetches, step %d: stream operations %v, want %v (compute %d, D2H %d)", it, got, want, c, d)
+			t.Errorf("small fetches, step %d (%d fetches): stream operations %v, want %v (compute %d, D2H %d)", it, len(p.fetches), got, want, c, d)
 		}
 	}
 

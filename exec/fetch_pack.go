@@ -12,14 +12,17 @@ import (
 // wherever their kernels put them, are gathered by one kernel launch per
 // device.MaxPack of them into one block of the group's allocator, and
 // the block is copied into one pinned staging block, each fetch a view of
-// it. A copy costs the driver about as much host time as a launch (on the
-// H100, ~3 us a copy against ~4 us a launch: TestFetchCopyCost), so the
-// pack pays from packMin fetches on. The block is held to the step's end,
+// it. On the H100 (TestFetchCopyCost, 64-byte blocks) a copy each cost
+// the host 2.5, 9.9-10.8 and 36-42 us for 1, 4 and 16 blocks, the pack
+// and one copy 7.2-8.7 us whatever the count, one copy of blocks already
+// side by side 2.3-2.7 us: the pack pays from packMin fetches on. The block is held to the step's end,
 // as the fetched buffers are. A step that cannot get the block copies
 // fetch by fetch.
 
-// packMin is the fewest device fetches a step packs.
-const packMin = 3
+// packMin is the fewest device fetches a step packs: at three the pack
+// and the copies cost the host about the same, and the pack adds a
+// kernel's time on the device.
+const packMin = 4
 
 // packFetches copies the step's device fetches of non-zero size (n of
 // them, total bytes) out with one copy on out (the compute stream or,
@@ -31,11 +34,12 @@ func (s *gstep) packFetches(out device.Stream, n int, total uint64) (ok bool, er
 		return false, nil
 	}
 	p, g := s.plan, s.g
-	// Each fetch at an 8-byte aligned offset.
+	// Each fetch at a 16-byte aligned offset (the pack kernel copies
+	// 16 bytes at a time where both ends are aligned).
 	size := uint64(0)
 	for _, r := range p.fetches {
 		if v := s.value(r); v.dev != nil && v.host == nil && len(v.dev.Buf) > 0 {
-			size = (size+7)&^7 + uint64(len(v.dev.Buf))
+			size = (size+15)&^15 + uint64(len(v.dev.Buf))
 		}
 	}
 	addr, aerr := g.Alloc.Allocate(size, s.allocStream())
@@ -67,7 +71,7 @@ func (s *gstep) packFetches(out device.Stream, n int, total uint64) (ok bool, er
 			continue
 		}
 		t := v.dev
-		off = (off + 7) &^ 7
+		off = (off + 15) &^ 15
 		sz := uint64(len(t.Buf))
 		blocks = append(blocks, device.PackBlock{Dst: addr + off, Src: hostmem.DeviceAddr(t.Buf), Size: sz})
 		s.staged[k] = staged{buf: hbuf[off : off+sz], dt: t.DType, shape: t.Shape.Clone()}

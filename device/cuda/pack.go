@@ -10,14 +10,29 @@ import (
 // to the host. The blocks come by value, 16 (dst, src, size) triples.
 var packProgram = &Program{Name: "pack.cu", Source: `
 struct ms_pack_blocks { unsigned long long dst[16], src[16], size[16]; };
+struct alignas(16) ms_pack16 { unsigned long long lo, hi; };
 
+// Block row i copies block i: 16 bytes at a time where both ends are
+// 16-byte aligned (allocator chunks are), the tail and unaligned blocks
+// byte by byte.
 extern "C" __global__ void ms_pack(ms_pack_blocks b, int n) {
 	int i = blockIdx.y;
 	if (i >= n) return;
-	const unsigned char *s = (const unsigned char *)b.src[i];
-	unsigned char *d = (unsigned char *)b.dst[i];
+	unsigned long long src = b.src[i], dst = b.dst[i], size = b.size[i];
+	unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
 	unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
-	for (unsigned long long k = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; k < b.size[i]; k += step)
+	unsigned long long head = 0;
+	if (((src | dst) & 15) == 0) {
+		head = size / 16;
+		const ms_pack16 *s = (const ms_pack16 *)src;
+		ms_pack16 *d = (ms_pack16 *)dst;
+		for (unsigned long long k = t; k < head; k += step)
+			d[k] = s[k];
+		head *= 16;
+	}
+	const unsigned char *s = (const unsigned char *)src;
+	unsigned char *d = (unsigned char *)dst;
+	for (unsigned long long k = head + t; k < size; k += step)
 		d[k] = s[k];
 }
 `}
@@ -47,7 +62,7 @@ func (s *Stream) Pack(blocks []device.PackBlock) error {
 	}
 	var a Args
 	a.I64s(v[:]...).I32(int32(len(blocks)))
-	gx := min((most+255)/256, 64)
+	gx := min((most/16+255)/256, 64) // a thread per 16 bytes
 	return s.Launch(f, Dim3{uint32(max(gx, 1)), uint32(len(blocks)), 1}, D1(256), 0, &a)
 }
 
