@@ -14,10 +14,13 @@ import (
 // the block is copied into one pinned staging block, each fetch a view of
 // it. On the H100 (TestFetchCopyCost, 64-byte blocks) a copy each cost
 // the host 2.5, 9.9-10.8 and 36-42 us for 1, 4 and 16 blocks, the pack
-// and one copy 7.2-8.7 us whatever the count, one copy of blocks already
-// side by side 2.3-2.7 us: the pack pays from packMin fetches on. The block is held to the step's end,
-// as the fetched buffers are. A step that cannot get the block copies
-// fetch by fetch.
+// and one copy 7.2-8.7 us whatever the count: the pack pays from packMin
+// fetches on. One copy of blocks already side by side cost 2.3-2.7 us,
+// which placing the fetched outputs together would give without the
+// pack, but a kernel allocates its outputs (Context.Allocate) without
+// knowing which of them a Run fetches, and their sizes are known only
+// then. The block is held to the step's end, as the fetched buffers are.
+// A step that cannot get the block copies fetch by fetch.
 
 // packMin is the fewest device fetches a step packs: at three the pack
 // and the copies cost the host about the same, and the pack adds a
@@ -25,10 +28,10 @@ import (
 const packMin = 4
 
 // packFetches copies the step's device fetches of non-zero size (n of
-// them, total bytes) out with one copy on out (the compute stream or,
-// after it, the D2H stream) through a packed block; ok false, with
-// nothing enqueued, sends the caller fetch by fetch.
-func (s *gstep) packFetches(out device.Stream, n int, total uint64) (ok bool, err error) {
+// them) out with one copy on out (the compute stream or, after it, the
+// D2H stream) through a packed block; ok false, with nothing enqueued,
+// sends the caller fetch by fetch.
+func (s *gstep) packFetches(out device.Stream, n int) (ok bool, err error) {
 	pk, can := s.c.(device.Packer)
 	if !can || n < packMin {
 		return false, nil

@@ -586,7 +586,7 @@ func (s *gstep) launchFetches() error {
 	if n >= packMin && (!s.trace || out == s.c) {
 		unlock = s.lockTrace(out)
 		before = s.mark(out)
-		packed, err := s.packFetches(out, n, total) // fetch_pack.go
+		packed, err := s.packFetches(out, n) // fetch_pack.go
 		if err != nil {
 			return err
 		}
