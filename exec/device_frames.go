@@ -35,7 +35,12 @@ import (
 // lanes' reduction, worked out as the step goes instead of once per
 // plan). Which launches record an event is worked out once per plan
 // and assignment (frameReaders: a node a node of another group reads,
-// through the control-flow ops that pass its value on, or runs after).
+// through the control-flow ops that pass its value on, or runs after,
+// through the control edges of the nodes that launch nothing). Such a
+// node (a control-flow op, a ControlTrigger, a host kernel) keeps the
+// launches it ran after, for its control successors and in a value it
+// passes on (relay): one stream orders those implicitly, lanes must
+// wait for them.
 //
 // The control-flow ops run no kernel, and the driver runs them itself:
 // Enter, Exit, NextIteration and LoopCond pass their value on, Merge
@@ -106,12 +111,49 @@ func (v *fval) keep(k int, g *gval) {
 // flaunch is one launch of a GPU node over several groups: where its
 // work ends on its group's stream, the event recorded right after it
 // (when another group reads its values or runs after it) with the
-// group's clock at that point, and its launch window's trace ID.
+// group's clock at that point, and its launch window's trace ID. A
+// record with deps is no launch but stands for those, at most one a
+// group, each the latest of its group (join): what a node that
+// launches nothing (a control-flow op, a host kernel) waited for.
 type flaunch struct {
 	at   point
 	snap []int
 	ev   device.Event
 	id   int
+	deps []*flaunch
+}
+
+// nparts and part are the launches f stands for.
+func (f *flaunch) nparts() int {
+	if f.deps == nil {
+		return 1
+	}
+	return len(f.deps)
+}
+
+func (f *flaunch) part(k int) *flaunch {
+	if f.deps == nil {
+		return f
+	}
+	return f.deps[k]
+}
+
+// covers says whether every launch y stands for is one of x's or before
+// one on its group's stream.
+func (x *flaunch) covers(y *flaunch) bool {
+	for k := range y.nparts() {
+		yp, ok := y.part(k), false
+		for j := range x.nparts() {
+			if xp := x.part(j); xp.at.stream == yp.at.stream && xp.at.seq >= yp.at.seq {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // devFrames is a device step's frames: the driver and what the lanes
@@ -120,11 +162,13 @@ type devFrames struct {
 	s     *devStep
 	r     *frameRun[*fval]
 	multi bool
-	// readers says, per plan node, that another group reads its values
-	// or runs after it: its launch records an event (frameReaders).
+	// readers says, per GPU node, that another group reads its values or
+	// runs after it: its launch records an event; per node that launches
+	// nothing, that a node runs after it (frameReaders).
 	readers []bool
-	// last is, per plan node that has readers, its latest launch: a
-	// node that runs after it (a control edge) waits for that.
+	// last is, per plan node that has readers, its latest launch (a
+	// node that launches nothing: what it waited for, joined over its
+	// runs): a node that runs after it (a control edge) waits for that.
 	last []atomic.Pointer[flaunch]
 	clk  *clocks
 	// recs are the records of what the driver runs itself, under its
@@ -150,10 +194,47 @@ type laneFrames struct {
 }
 
 // fvals hands out the records of a step's fvals and of their slices,
-// carved from blocks (valSlab): the driver's, and each lane's.
+// and of joined launches, carved from blocks (valSlab): the driver's,
+// and each lane's.
 type fvals struct {
-	vals valSlab[fval]
-	ptrs valSlab[*fval]
+	vals  valSlab[fval]
+	ptrs  valSlab[*fval]
+	joins valSlab[flaunch]
+	deps  valSlab[*flaunch]
+}
+
+// join is a record that stands for the launches of x and y (either may
+// be nil): per group the later one, as a stream that follows it follows
+// the earlier.
+func (b *fvals) join(x, y *flaunch) *flaunch {
+	switch {
+	case x == nil:
+		return y
+	case y == nil || x.covers(y):
+		return x
+	case y.covers(x):
+		return y
+	}
+	ds := b.deps.take(x.nparts() + y.nparts())[:0]
+	for k := range x.nparts() {
+		ds = append(ds, x.part(k))
+	}
+next:
+	for k := range y.nparts() {
+		yp := y.part(k)
+		for j, d := range ds {
+			if d.at.stream == yp.at.stream {
+				if yp.at.seq > d.at.seq {
+					ds[j] = yp
+				}
+				continue next
+			}
+		}
+		ds = append(ds, yp)
+	}
+	f := &b.joins.take(1)[0]
+	f.deps = ds
+	return f
 }
 
 // host returns a new value of host tensor t.
@@ -423,7 +504,10 @@ func (fr *devFrames) exec(i int32, pn *planNode, ins []*fval) (outs []*fval, err
 		}
 	}()
 	if pn.flow != flowNone {
-		return fr.recs.flowOp(pn, ins, nil)
+		if outs, err = fr.recs.flowOp(pn, ins, nil); err != nil {
+			return nil, err
+		}
+		return fr.relay(&fr.recs, i, pn, ins, outs), nil
 	}
 	var t *tensor.Tensor
 	if pn.where == onConst {
@@ -440,7 +524,58 @@ func (fr *devFrames) exec(i int32, pn *planNode, ins []*fval) (outs []*fval, err
 	}
 	outs = fr.recs.ptrs.take(1)
 	outs[0] = fr.recs.host(t)
-	return outs, nil
+	return fr.relay(&fr.recs, i, pn, ins, outs), nil
+}
+
+// relay records, over several groups, what node i, which launches
+// nothing on the device (a control-flow op, a host kernel, a Const),
+// ran after there: its control predecessors' records (fr.last) and, for
+// a control-flow op, the launch of the value it passes on (a Merge's
+// taken input, a Switch's data), for a host kernel its inputs'. That
+// is its record for the nodes that run after it (fr.last[i], joined
+// with its earlier runs'), and a value it passes on carries its control
+// predecessors' too (a copy of it, from b): a kernel of another group
+// that reads it, or runs after it, then waits for the device work its
+// control edges order before it, which one stream orders implicitly.
+// Switch's predicate is left out: it was read back on the host.
+func (fr *devFrames) relay(b *fvals, i int32, pn *planNode, ins, outs []*fval) []*fval {
+	if !fr.multi {
+		return outs // one stream orders everything
+	}
+	var ctl *flaunch
+	for _, c := range pn.ctrl {
+		ctl = b.join(ctl, fr.last[c].Load())
+	}
+	rec := ctl
+	switch {
+	case pn.flow == flowNone:
+		for _, v := range ins {
+			rec = b.join(rec, v.from)
+		}
+	case pn.flow != flowTrigger:
+		k := 0
+		if outs[0] == nil {
+			k = 1 // a Switch's true side
+		}
+		v := outs[k]
+		if rec = b.join(v.from, ctl); rec != v.from {
+			c := &b.vals.take(1)[0]
+			c.gval, c.from = v.gval, rec
+			c.hc.Store(v.hc.Load())
+			c.dc.Store(v.dc.Load())
+			outs[k] = c
+		}
+	}
+	if rec == nil || !fr.readers[i] {
+		return outs
+	}
+	for {
+		old := fr.last[i].Load()
+		j := b.join(old, rec)
+		if j == old || fr.last[i].CompareAndSwap(old, j) {
+			return outs
+		}
+	}
 }
 
 // flowOp runs a control-flow op, its records from b: it passes values
@@ -566,7 +701,11 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 		if l.trace {
 			l.slice(n.Name, n.Op, trace.D2H, "d2h", start, 0)
 		}
-		return lf.recs.flowOp(pn, ins, pred)
+		outs, err := lf.recs.flowOp(pn, ins, pred)
+		if err != nil {
+			return nil, err
+		}
+		return fr.relay(&lf.recs, i, pn, ins, outs), nil
 	}
 	// The inputs as the lane's own: the launch may copy a value across
 	// (hostOf, devOf), which another lane's reader must not see until
@@ -627,6 +766,9 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 		fv[j].gval, fv[j].from = vs[j], from
 		out[j] = &fv[j]
 	}
+	if pn.where != onGPU {
+		return fr.relay(&lf.recs, i, pn, ins, out), nil
+	}
 	return out, nil
 }
 
@@ -636,6 +778,14 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 // is a flow between the two launch windows, and DropWait is asked with
 // their IDs.
 func (l *lane) waitFrom(fr *devFrames, f *flaunch, id int) error {
+	if f != nil && f.deps != nil {
+		for _, d := range f.deps {
+			if err := l.waitFrom(fr, d, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if f == nil || f.at.stream == l.k {
 		return nil
 	}
@@ -663,20 +813,32 @@ func (l *lane) waitFrom(fr *devFrames, f *flaunch, id int) error {
 	return nil
 }
 
+// relays says that the frame driver or a lane runs node pn without a
+// launch on the device (frameReaders, devFrames.relay).
+func (pn *planNode) relays() bool {
+	return pn.flow != flowNone || pn.where != onGPU || pn.isConst
+}
+
 // frameReaders says, per node of a plan with frames over groups, that a
-// node of another group reads its values or runs after it: its value
-// followed through the control-flow ops that pass it on (Enter, Exit,
-// NextIteration, LoopCond, Merge's output 0, Switch's data) to the
-// nodes that read it (a Switch reads its predicate), and its control
-// edges. Only GPU nodes' launches need it (a host value is complete
-// once reported).
+// node of another group reads its values or runs after it. A GPU node's
+// value is followed through the nodes that launch nothing (relay) to
+// the nodes that wait for it: through a control-flow op that passes it
+// on (Enter, Exit, NextIteration, LoopCond, Merge's output 0, Switch's
+// data), and through a control edge to any of those or a host kernel
+// or a ControlTrigger, whose control edges then order its successors
+// after it; a Switch (its predicate) and a host kernel wait for it on
+// their lanes too. Only GPU nodes' launches need an event (a host value
+// is complete once reported). For a node that launches nothing it says
+// that a node runs after it: its record is kept (fr.last).
 func (p *Plan) frameReaders(group func(int) int) []bool {
 	readers := make([]bool, len(p.nodes))
 	seen := make([]int32, len(p.nodes)) // stamp: the source walked from, plus one
 	var stack []int32
 	for i := range p.nodes {
-		pn := &p.nodes[i]
-		if pn.where != onGPU || pn.flow != flowNone {
+		if p.nodes[i].relays() {
+			for _, e := range p.fs.out[i] {
+				readers[i] = readers[i] || e.slot < 0
+			}
 			continue
 		}
 		k := group(i)
@@ -684,22 +846,19 @@ func (p *Plan) frameReaders(group func(int) int) []bool {
 		for len(stack) > 0 && !readers[i] {
 			src := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
+			spn := &p.nodes[src]
 			for _, e := range p.fs.out[src] {
-				if src != int32(i) && (p.nodes[src].flow == flowMerge && e.out != 0 || e.slot < 0) {
-					continue // Merge's index, a pass-through op's control edge
+				if src != int32(i) && e.slot >= 0 && (spn.flow == flowNone || spn.flow == flowMerge && e.out != 0) {
+					continue // a host kernel's values are complete, Merge's index too
 				}
 				dpn := &p.nodes[e.dst]
-				pass := dpn.flow != flowNone && dpn.flow != flowTrigger && e.slot >= 0 &&
-					(dpn.flow != flowSwitch || e.slot == 0)
-				switch {
-				case pass:
-					if seen[e.dst] != int32(i)+1 {
-						seen[e.dst] = int32(i) + 1
-						stack = append(stack, e.dst)
-					}
-				case dpn.flow == flowTrigger || e.slot < 0 && dpn.flow != flowNone:
-				case group(int(e.dst)) != k:
-					readers[i] = true
+				pred := dpn.flow == flowSwitch && e.slot == 1
+				if (dpn.flow == flowNone && !dpn.isConst || pred) && group(int(e.dst)) != k {
+					readers[i] = true // a kernel or a Switch waits on its lane
+				}
+				if dpn.relays() && !pred && seen[e.dst] != int32(i)+1 {
+					seen[e.dst] = int32(i) + 1
+					stack = append(stack, e.dst)
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand"
 	"strings"
 	"sync"
@@ -432,6 +433,166 @@ func TestFramesLanesAssignments(t *testing.T) {
 				}
 			}
 			checkBytes(t, set)
+		}
+	}
+}
+
+// slotBits is a device "variable" of the ordering tests:
+// ExecTestGStore's work writes it on its stream, ExecTestGLoad's reads
+// it, so a load follows a store only as far as the streams order them.
+var slotBits atomic.Uint32
+
+func init() {
+	kernels.Register(kernels.Def{Op: "ExecTestGStore", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		c := float32(n.Attrs["c"].GetF())
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			t, err := ctx.Allocate(0, nil)
+			if err != nil {
+				return err
+			}
+			in, out := ctx.Inputs[0].F32(), t.F32()
+			return device.Enqueue(ctx.Stream, func() {
+				out[0] = in[0] + c
+				slotBits.Store(math.Float32bits(out[0]))
+			})
+		}), nil
+	}})
+	kernels.Register(kernels.Def{Op: "ExecTestGLoad", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			t, err := ctx.Allocate(0, nil)
+			if err != nil {
+				return err
+			}
+			out := t.F32()
+			return device.Enqueue(ctx.Stream, func() { out[0] = math.Float32frombits(slotBits.Load()) })
+		}), nil
+	}})
+}
+
+// TestFramesLanesControlThroughFlow proves that a control edge from or
+// into a node that launches nothing (a control-flow op, a
+// ControlTrigger, a host NoOp) orders device work across groups as one
+// stream does: a load on one group, ordered by such a chain after a
+// store on another, reads that store, over jittered streams, with wait
+// reduction on and off (and on one group, where one stream orders
+// them). Each case fetches the stored value and the load's. Before the
+// fix the driver kept no record for those nodes and the load waited
+// for nothing.
+func TestFramesLanesControlThroughFlow(t *testing.T) {
+	type graphOf func(x, n *graph.Node) (want *graph.Node, after *graph.Node, targets []*graph.Node)
+	pred := func(x, n *graph.Node) *graph.Node {
+		p := node("pred", "ExecTestGLess", 0, x, n)
+		p.OutTypes = []tensor.DType{tensor.Bool}
+		return p
+	}
+	cases := []struct {
+		name  string
+		iters bool // n is a loop's count (at least 1), else x < n picks a cond's side
+		g     graphOf
+	}{
+		{"from-exit", true, func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			w := newWhileLoop(node("zero", "ExecTestGAdd", 0), x, n, "ExecTestGAdd", 1, func(acc, _ graph.Output) *graph.Node {
+				return bodyNode("store", "ExecTestGStore", 3, acc)
+			})
+			return w.exitAcc, w.exitAcc, nil
+		}},
+		{"from-merge", false, func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			sw := flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: pred(x, n)})
+			m := flowNode("merge", "Merge", 2, graph.Output{Node: bodyNode("store_f", "ExecTestGStore", 5, graph.Output{Node: sw})},
+				graph.Output{Node: bodyNode("store_t", "ExecTestGStore", 3, graph.Output{Node: sw, Index: 1})})
+			m.OutTypes[1] = tensor.Int32
+			return m, m, nil
+		}},
+		{"from-switch", false, func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			s := node("store", "ExecTestGStore", 3, x)
+			sw := flowNode("switch", "Switch", 2, graph.Output{Node: s}, graph.Output{Node: pred(x, n)})
+			sw.Controls = []*graph.Node{node("pre", "ExecTestGAdd", 0, x)} // and a control edge into it
+			return s, sw, nil
+		}},
+		{"from-trigger", false, func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			s := node("store", "ExecTestGStore", 3, x)
+			tr := flowNode("trigger", "ControlTrigger", 0)
+			tr.Controls = []*graph.Node{s}
+			return s, tr, []*graph.Node{flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: pred(x, n)})}
+		}},
+		{"from-noop", false, func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			s := node("store", "ExecTestGStore", 3, x)
+			op := node("store_noop", "NoOp", 0)
+			op.OutTypes, op.OutShapes, op.Attrs = nil, nil, map[string]*tfpb.AttrValue{}
+			op.Controls = []*graph.Node{s}
+			return s, op, []*graph.Node{flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: pred(x, n)})}
+		}},
+		{"into-enter", true, func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			s := node("store", "ExecTestGStore", 3, x)
+			// The loop's body loads (on the loading group): its first
+			// iteration reads what s stored before the loop.
+			w := newWhileLoop(node("zero", "ExecTestGAdd", 0), x, n, "ExecTestGAdd", 1, func(acc, _ graph.Output) *graph.Node {
+				return bodyNode("load", "ExecTestGLoad", 0, acc)
+			})
+			ea := w.exitAcc.Inputs[0].Node.Inputs[0].Node.Inputs[0].Node // exit <- switch <- merge <- enter
+			ea.Controls = []*graph.Node{s}
+			return s, w.exitAcc, nil
+		}},
+	}
+	for _, c := range cases {
+		for _, groups := range []int{1, 2, 3} {
+			for _, reduce := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/groups=%d/reduce=%v", c.name, groups, reduce), func(t *testing.T) {
+					x, n := node("x", "ExecTestGAdd", 0), node("n", "ExecTestGAdd", 0)
+					want, after, targets := c.g(x, n)
+					fetches := []graph.Output{{Node: want}}
+					if c.name != "into-enter" {
+						y := node("y_load", "ExecTestGLoad", 0, x)
+						y.Controls = []*graph.Node{after}
+						fetches = append(fetches, graph.Output{Node: y})
+					} else {
+						fetches = append(fetches, graph.Output{Node: after})
+					}
+					p, err := build(nil, []graph.Output{{Node: x}, {Node: n}}, fetches, targets, Placement{GPUs: 1})
+					if err != nil {
+						t.Fatal(err)
+					}
+					// The stores (and the NoOp) on group 1, the loads on
+					// group 0 of two, 2 of three, the rest on group 0.
+					assign := make([]int, len(p.nodes))
+					for i := range p.nodes {
+						switch nm := p.nodes[i].node.Name; {
+						case groups == 1:
+						case strings.HasPrefix(nm, "store"):
+							assign[i] = 1
+						case (nm == "y_load" || nm == "load") && groups == 3:
+							assign[i] = 2
+						}
+					}
+					if !p.deadness {
+						t.Fatal("the plan has no frames or dead tensors: it would not test the frame driver")
+					}
+					set := emuSet(t, groups, false, 0)
+					sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder, Jitter: time.Millisecond}
+					r := rand.New(rand.NewSource(1))
+					bad := 0
+					const steps = 20
+					for k := 0; k < steps; k++ {
+						xv := float32(1 + r.Intn(100))
+						nv := float32(1 + r.Intn(200))
+						if c.iters {
+							nv = float32(1 + r.Intn(3))
+						}
+						got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(xv), tensor.ScalarF32(nv)}, Options{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got[1].F32()[0] != got[0].F32()[0] {
+							if bad++; bad <= 3 {
+								t.Logf("step %d: stored %v, loaded after it %v", k, got[0].F32()[0], got[1].F32()[0])
+							}
+						}
+					}
+					if bad > 0 {
+						t.Errorf("%d of %d steps: the load did not follow the store its control edge orders it after", bad, steps)
+					}
+				})
+			}
 		}
 	}
 }

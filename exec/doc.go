@@ -314,8 +314,10 @@
 // (device_frames.go): a node is queued on its lane only once what it
 // reads was launched, so a lane never waits on the host for another;
 // the nodes whose launch records an event are worked out once per plan
-// and assignment (frameReaders, through the control-flow ops that pass
-// values on), and the waits as the step goes, with the same vector
+// and assignment (frameReaders, through the nodes that launch nothing:
+// control-flow ops and host kernels pass on the launches they ran
+// after, in their values and to their control successors), and the
+// waits as the step goes, with the same vector
 // clocks (each lane ticks and learns its own row; an event keeps its
 // producer's clock). One launch mechanism so serves every device step:
 // one group's launcher, or lanes, whose items are a plan's list or the
