@@ -596,3 +596,35 @@ func TestFramesLanesControlThroughFlow(t *testing.T) {
 		}
 	}
 }
+
+// TestFramesDriverPanicFailsStep proves that a panic in the frame
+// driver's bookkeeping while it hands on a launched node's outputs, on
+// the goroutine that reports the launch (a lane's, where nothing else
+// would catch it), fails the step with INTERNAL instead of killing the
+// process: each launch here reports no outputs, which the driver
+// indexes.
+func TestFramesDriverPanicFailsStep(t *testing.T) {
+	p, _ := bodyLoop(t, 1, func(acc graph.Output) *graph.Node { return bodyNode("c", "ExecTestGAdd", 1, acc) }, nil)
+	var recs fvals
+	feeds := make([]*fval, len(p.feeds))
+	for k := range feeds {
+		feeds[k] = recs.host(tensor.ScalarF32(1))
+	}
+	r := newFrameRun(p, feeds, func(i int32, pn *planNode, ins []*fval) ([]*fval, error) {
+		return recs.flowOp(pn, ins, nil)
+	})
+	r.launch = func(i int32, pn *planNode, ins []*fval, done func([]*fval, error)) error {
+		go done(nil, nil) // outputs missing: handing them on panics
+		return nil
+	}
+	ended := make(chan error, 1)
+	r.start(context.Background(), func(err error) { ended <- err })
+	select {
+	case err := <-ended:
+		if status.CodeOf(err) != status.Internal || !strings.Contains(err.Error(), "panicked") {
+			t.Fatalf("got %v, want INTERNAL naming the panic", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the step never ended")
+	}
+}

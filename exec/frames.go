@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -769,8 +770,17 @@ func (q *taskRing[V]) pop() (frameTask[V], bool) {
 
 // finishTask is launched task t's report: its outputs are handed on and
 // the nodes that became ready are taken.
+// It runs on the launcher's goroutine (a lane's, where nothing else
+// would catch a panic): a panic of the bookkeeping fails the step.
 func (r *frameRun[V]) finishTask(t frameTask[V], outs []V, err error) {
 	r.mu.Lock()
+	defer r.settleLocked()
+	defer func() {
+		if x := recover(); x != nil && r.failed == nil {
+			n := r.p.nodes[t.node].node
+			r.failed = status.Errorf(status.Internal, "node '%s' (op %s): handing on its outputs panicked: %v\n%s", n.Name, n.Op, x, debug.Stack())
+		}
+	}()
 	r.inflight--
 	switch {
 	case r.failed != nil:
@@ -786,7 +796,6 @@ func (r *frameRun[V]) finishTask(t frameTask[V], outs []V, err error) {
 			r.pump()
 		}
 	}
-	r.settleLocked()
 }
 
 // settleLocked ends the step once nothing is in flight and nothing more
