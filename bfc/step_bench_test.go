@@ -159,22 +159,7 @@ func BenchmarkDLRMStep(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			g := &fakeGPU{record: 2 * time.Microsecond, wait: time.Microsecond, query: 500 * time.Nanosecond}
-			allocs := make([]*Allocator, groups)
-			for i := range allocs {
-				if shared && i > 0 {
-					allocs[i] = allocs[0]
-					continue
-				}
-				opts := Options{Name: fmt.Sprint("g", i), Limit: 4 << 30, AllowGrowth: true}
-				if shared {
-					opts.StreamAware, opts.NewEvent, opts.StreamCache = true, g.NewEvent, true
-				}
-				a, err := New(&lockedNullBackend{}, opts)
-				if err != nil {
-					b.Fatal(err)
-				}
-				allocs[i] = a
-			}
+			allocs := groupAllocators(b, g, groups, shared)
 			var wg sync.WaitGroup
 			var failed atomic.Value
 			b.ResetTimer()
@@ -260,23 +245,10 @@ func BenchmarkDLRMParallel(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			g := &fakeGPU{record: 2 * time.Microsecond, wait: time.Microsecond, query: 500 * time.Nanosecond}
-			allocs := make([]*Allocator, streams)
+			allocs := groupAllocators(b, g, streams, shared)
 			ss := make([]*fakeStream, streams)
-			for i := range allocs {
+			for i := range ss {
 				ss[i] = &fakeStream{g: g, id: device.StreamID(i)}
-				if shared && i > 0 {
-					allocs[i] = allocs[0]
-					continue
-				}
-				opts := Options{Name: fmt.Sprint("g", i), Limit: 4 << 30, AllowGrowth: true}
-				if shared {
-					opts.StreamAware, opts.NewEvent, opts.StreamCache = true, g.NewEvent, true
-				}
-				a, err := New(&lockedNullBackend{}, opts)
-				if err != nil {
-					b.Fatal(err)
-				}
-				allocs[i] = a
 			}
 			var wg sync.WaitGroup
 			var failed atomic.Value
@@ -314,4 +286,26 @@ func BenchmarkDLRMParallel(b *testing.B) {
 			b.ReportMetric(float64(region)/(1<<20), "region-MiB")
 		})
 	}
+}
+
+// groupAllocators makes n groups' allocators over g: one each, or with
+// shared one stream-aware allocator (with its stream caches) for all.
+func groupAllocators(b *testing.B, g *fakeGPU, n int, shared bool) []*Allocator {
+	allocs := make([]*Allocator, n)
+	for i := range allocs {
+		if shared && i > 0 {
+			allocs[i] = allocs[0]
+			continue
+		}
+		opts := Options{Name: fmt.Sprint("g", i), Limit: 4 << 30, AllowGrowth: true}
+		if shared {
+			opts.StreamAware, opts.NewEvent, opts.StreamCache = true, g.NewEvent, true
+		}
+		a, err := New(&lockedNullBackend{}, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		allocs[i] = a
+	}
+	return allocs
 }
