@@ -41,7 +41,9 @@ import (
 //
 // What a lane waits for is worked out once per plan and assignment
 // (laneSched): the producers, on other groups, of each node's inputs
-// and control edges, and the feeds' copies for a node of another group
+// and control edges (for a producer that launches nothing, a host
+// kernel or NoOp, the last GPU node of each group it ran after: via),
+// and the feeds' copies for a node of another group
 // that reads them in device memory, less the waits implied by earlier
 // ones (ReduceWaits: the vector clocks of waits.go, over events recorded
 // right after each producer). A producer that another group waits for
@@ -128,6 +130,12 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 	snap := make([][]int, len(p.nodes))
 	fedAt := clk.tick(0) // the feeds' copies: home compute waits for them first
 	fedSnap := clk.snapshot(0)
+	// via lists, per host node, the device nodes its successors wait
+	// for in its place, the last of each group it ran after (directly
+	// or through other host nodes): a host node launches nothing, so
+	// holds no point of the clocks, but a device node after it runs
+	// after what it ran after, as on one stream.
+	via := make([][]int32, len(p.nodes))
 	for i := range ls.slice {
 		ls.slice[i] = -1
 	}
@@ -160,7 +168,20 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 			if group(pr) != k && p.nodes[pr].where != onConst {
 				ls.pub[pr] = true
 			}
-			wait(at[pr], snap[pr], int32(pr))
+			if p.nodes[pr].where == onGPU {
+				wait(at[pr], snap[pr], int32(pr))
+				if pn.where != onGPU {
+					via[i] = latest(via[i], int32(pr), at)
+				}
+				continue
+			}
+			for _, d := range via[pr] {
+				if pn.where == onGPU {
+					wait(at[d], snap[d], d)
+				} else {
+					via[i] = latest(via[i], d, at)
+				}
+			}
 		}
 		for j, r := range pn.inputs {
 			if r.Node < 0 && p.feedDev[r.Index] {
@@ -193,6 +214,21 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 	}
 	p.lanes.Store(ls)
 	return ls
+}
+
+// latest adds device node d to ds, a list of at most one device node
+// per group, unless ds holds a later one of d's group; it replaces an
+// earlier one.
+func latest(ds []int32, d int32, at []point) []int32 {
+	for j, e := range ds {
+		if at[e].stream == at[d].stream {
+			if at[d].seq > at[e].seq {
+				ds[j] = d
+			}
+			return ds
+		}
+	}
+	return append(ds, d)
 }
 
 // laneOrder is the order lanes launch the plan's nodes in: the

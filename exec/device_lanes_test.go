@@ -17,6 +17,7 @@ import (
 	"mstream/groups"
 	"mstream/hostmem"
 	"mstream/kernels"
+	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -564,5 +565,107 @@ func TestHeldBatchPeak(t *testing.T) {
 	}
 	if peak > 12<<20 {
 		t.Errorf("peak bytes in use over the allocators %.1f MiB for a chain of %d 1-MiB buffers, want at most 12 (5 with a hold per buffer)", float64(peak)/(1<<20), n)
+	}
+}
+
+// TestLanesOrderThroughHostNodes proves that a node that launches
+// nothing on the device (a host NoOp, a host kernel) passes on the
+// order of what it ran after: a load on one group, ordered after a
+// store on another only through such a node (a control edge into the
+// load, or the host node's data), reads that store, over jittered
+// streams, with wait reduction on and off, on static lanes. Before the
+// fix a host node held the zero point of the vector clocks, and the
+// load waited for nothing.
+func TestLanesOrderThroughHostNodes(t *testing.T) {
+	cases := []struct {
+		name string
+		// host returns the host node on the storing group, after s.
+		host func(x, s *graph.Node) *graph.Node
+		data bool // the load reads the host node's output, else a control edge
+	}{
+		{"noop", func(x, s *graph.Node) *graph.Node {
+			op := node("store_noop", "NoOp", 0)
+			op.OutTypes, op.OutShapes, op.Attrs = nil, nil, map[string]*tfpb.AttrValue{}
+			op.Controls = []*graph.Node{s}
+			return op
+		}, false},
+		{"host-control", func(x, s *graph.Node) *graph.Node {
+			h := node("store_host", "ExecTestAdd", 0, x)
+			h.Controls = []*graph.Node{s}
+			return h
+		}, false},
+		{"host-data-in", func(x, s *graph.Node) *graph.Node { return node("store_host", "ExecTestAdd", 0, s) }, false},
+		{"host-data-out", func(x, s *graph.Node) *graph.Node {
+			h := node("store_host", "ExecTestAdd", 0, x)
+			h.Controls = []*graph.Node{s}
+			return h
+		}, true},
+	}
+	for _, c := range cases {
+		for _, frames := range []bool{false} {
+			for _, groups := range []int{2, 3} {
+				for _, reduce := range []bool{true, false} {
+					t.Run(fmt.Sprintf("%s/frames=%v/groups=%d/reduce=%v", c.name, frames, groups, reduce), func(t *testing.T) {
+						x, n := node("x", "ExecTestGAdd", 0), node("n", "ExecTestGAdd", 0)
+						s := node("store", "ExecTestGStore", 3, x)
+						h := c.host(x, s)
+						y := node("y_load", "ExecTestGLoad", 0, x)
+						if c.data {
+							y.Inputs = []graph.Output{{Node: h}}
+						} else {
+							y.Controls = []*graph.Node{h}
+						}
+						var targets []*graph.Node
+						if frames {
+							p := node("pred", "ExecTestGLess", 0, x, n)
+							p.OutTypes = []tensor.DType{tensor.Bool}
+							targets = []*graph.Node{flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: p})}
+						}
+						p, err := build(nil, []graph.Output{{Node: x}, {Node: n}}, []graph.Output{{Node: s}, {Node: y}}, targets, Placement{GPUs: 1})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if p.deadness != frames {
+							t.Fatalf("the plan's frames: %v, want %v", p.deadness, frames)
+						}
+						// The store and the host node on group 1, the load on
+						// group 0 of two, 2 of three, the rest on group 0.
+						assign := make([]int, len(p.nodes))
+						for i := range p.nodes {
+							nm := p.nodes[i].node.Name
+							switch {
+							case strings.HasPrefix(nm, "store"):
+								assign[i] = 1
+							case nm == "y_load" && groups == 3:
+								assign[i] = 2
+							}
+							if nm == h.Name && p.nodes[i].where == onGPU {
+								t.Fatalf("%s runs on the device: it would not test a host node", nm)
+							}
+						}
+						set := emuSet(t, groups, false, 0)
+						sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder, Jitter: time.Millisecond}
+						r := rand.New(rand.NewSource(1))
+						bad := 0
+						const steps = 20
+						for k := 0; k < steps; k++ {
+							xv, nv := float32(1+r.Intn(100)), float32(1+r.Intn(200))
+							got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(xv), tensor.ScalarF32(nv)}, Options{})
+							if err != nil {
+								t.Fatal(err)
+							}
+							if got[1].F32()[0] != got[0].F32()[0] {
+								if bad++; bad <= 3 {
+									t.Logf("step %d: stored %v, loaded after it %v", k, got[0].F32()[0], got[1].F32()[0])
+								}
+							}
+						}
+						if bad > 0 {
+							t.Errorf("%d of %d steps: the load did not follow the store the host node orders it after", bad, steps)
+						}
+					})
+				}
+			}
+		}
 	}
 }

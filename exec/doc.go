@@ -289,7 +289,10 @@
 // another). A node waits (cuStreamWaitEvent
 // on its compute stream) for an event recorded on the producer's compute
 // stream right after the producer's launch, for each GPU predecessor,
-// data or control, on another group, and, for a device feed, for the
+// data or control, on another group (for a predecessor that launches
+// nothing, a host kernel or NoOp: the last GPU launch of each group it
+// ran after, directly or through other such nodes, as one stream orders
+// them), and, for a device feed, for the
 // feeds' copies; with ReduceWaits the vector clocks of waits.go drop
 // waits implied by earlier ones, directly or through other streams. What
 // each node waits for, and which nodes record an event or publish their
