@@ -533,10 +533,11 @@ func (fr *devFrames) exec(i int32, pn *planNode, ins []*fval) (outs []*fval, err
 // a control-flow op, the launch of the value it passes on (a Merge's
 // taken input, a Switch's data), for a host kernel its inputs'. That
 // is its record for the nodes that run after it (fr.last[i], joined
-// with its earlier runs'), and a value it passes on carries its control
-// predecessors' too (a copy of it, from b): a kernel of another group
-// that reads it, or runs after it, then waits for the device work its
-// control edges order before it, which one stream orders implicitly.
+// with its earlier runs'), a value it passes on carries its control
+// predecessors' too (a copy of it, from b), and a host kernel's values
+// carry it: a kernel of another group that reads it, or runs after it,
+// then waits for the device work its control edges order before it,
+// which one stream orders implicitly.
 // Switch's predicate is left out: it was read back on the host.
 func (fr *devFrames) relay(b *fvals, i int32, pn *planNode, ins, outs []*fval) []*fval {
 	if !fr.multi {
@@ -551,6 +552,9 @@ func (fr *devFrames) relay(b *fvals, i int32, pn *planNode, ins, outs []*fval) [
 	case pn.flow == flowNone:
 		for _, v := range ins {
 			rec = b.join(rec, v.from)
+		}
+		for _, v := range outs {
+			v.from = rec // its own records: a kernel reading it waits for those
 		}
 	case pn.flow != flowTrigger:
 		k := 0
@@ -719,10 +723,7 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 	}
 	if fr.multi && pn.where != onConst {
 		for j, v := range ins {
-			if v.dev == nil {
-				continue
-			}
-			if wants, may := pn.wantsDevice(j); !wants && (may || lf.loc[j].host != nil) {
+			if wants, may := pn.wantsDevice(j); v.dev != nil && !wants && (may || lf.loc[j].host != nil) {
 				continue // the host copy (or only the shape) is read
 			}
 			if err := l.waitFrom(fr, v.from, id); err != nil {
@@ -824,11 +825,11 @@ func (pn *planNode) relays() bool {
 // value is followed through the nodes that launch nothing (relay) to
 // the nodes that wait for it: through a control-flow op that passes it
 // on (Enter, Exit, NextIteration, LoopCond, Merge's output 0, Switch's
-// data), and through a control edge to any of those or a host kernel
-// or a ControlTrigger, whose control edges then order its successors
-// after it; a Switch (its predicate) and a host kernel wait for it on
-// their lanes too. Only GPU nodes' launches need an event (a host value
-// is complete once reported). For a node that launches nothing it says
+// data), through a host kernel's values (which carry what it ran
+// after), and through a control edge to any of those or a
+// ControlTrigger, whose control edges then order its successors after
+// it; a Switch (its predicate) and a host kernel wait for it on their
+// lanes too. Only GPU nodes' launches need an event. For a node that launches nothing it says
 // that a node runs after it: its record is kept (fr.last).
 func (p *Plan) frameReaders(group func(int) int) []bool {
 	readers := make([]bool, len(p.nodes))
@@ -848,8 +849,8 @@ func (p *Plan) frameReaders(group func(int) int) []bool {
 			stack = stack[:len(stack)-1]
 			spn := &p.nodes[src]
 			for _, e := range p.fs.out[src] {
-				if src != int32(i) && e.slot >= 0 && (spn.flow == flowNone || spn.flow == flowMerge && e.out != 0) {
-					continue // a host kernel's values are complete, Merge's index too
+				if src != int32(i) && e.slot >= 0 && spn.flow == flowMerge && e.out != 0 {
+					continue // Merge's index is the driver's own
 				}
 				dpn := &p.nodes[e.dst]
 				pred := dpn.flow == flowSwitch && e.slot == 1

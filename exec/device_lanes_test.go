@@ -573,9 +573,11 @@ func TestHeldBatchPeak(t *testing.T) {
 // order of what it ran after: a load on one group, ordered after a
 // store on another only through such a node (a control edge into the
 // load, or the host node's data), reads that store, over jittered
-// streams, with wait reduction on and off, on static lanes. Before the
-// fix a host node held the zero point of the vector clocks, and the
-// load waited for nothing.
+// streams, with wait reduction on and off, on static lanes and, with a
+// Switch in the plan, on the frames path. Before the fix a host node
+// held the zero point of the vector clocks (static lanes) or kept no
+// record for its data's readers (frames), and the load waited for
+// nothing.
 func TestLanesOrderThroughHostNodes(t *testing.T) {
 	cases := []struct {
 		name string
@@ -602,7 +604,7 @@ func TestLanesOrderThroughHostNodes(t *testing.T) {
 		}, true},
 	}
 	for _, c := range cases {
-		for _, frames := range []bool{false} {
+		for _, frames := range []bool{false, true} {
 			for _, groups := range []int{2, 3} {
 				for _, reduce := range []bool{true, false} {
 					t.Run(fmt.Sprintf("%s/frames=%v/groups=%d/reduce=%v", c.name, frames, groups, reduce), func(t *testing.T) {
