@@ -142,6 +142,18 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 	for _, i := range p.laneOrder(group) {
 		pn := &p.nodes[i]
 		if pn.where == onConst {
+			// A constant launches nothing either, but a control edge
+			// into it (an inlined body's constants hang off the call's
+			// input NoOp) orders its readers as a host node's.
+			for _, pr := range pn.preds {
+				if p.nodes[pr].where == onGPU {
+					via[i] = latest(via[i], int32(pr), at)
+					continue
+				}
+				for _, d := range via[pr] {
+					via[i] = latest(via[i], d, at)
+				}
+			}
 			continue
 		}
 		k := group(i)

@@ -602,6 +602,14 @@ func TestLanesOrderThroughHostNodes(t *testing.T) {
 			h.Controls = []*graph.Node{s}
 			return h
 		}, true},
+		// A constant with a control edge, as an inlined body's hang off
+		// the call's input NoOp: the static lanes skipped constants
+		// before they worked out what their readers wait for.
+		{"const-control", func(x, s *graph.Node) *graph.Node {
+			k := constNode("store_const")
+			k.Controls = []*graph.Node{s}
+			return k
+		}, true},
 	}
 	for _, c := range cases {
 		for _, frames := range []bool{false, true} {

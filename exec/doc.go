@@ -290,7 +290,7 @@
 // on its compute stream) for an event recorded on the producer's compute
 // stream right after the producer's launch, for each GPU predecessor,
 // data or control, on another group (for a predecessor that launches
-// nothing, a host kernel or NoOp: the last GPU launch of each group it
+// nothing, a host kernel, NoOp or constant: the last GPU launch of each group it
 // ran after, directly or through other such nodes, as one stream orders
 // them), and, for a device feed, for the
 // feeds' copies; with ReduceWaits the vector clocks of waits.go drop
