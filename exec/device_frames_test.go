@@ -569,27 +569,12 @@ func TestFramesLanesControlThroughFlow(t *testing.T) {
 					}
 					set := emuSet(t, groups, false, 0)
 					sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder, Jitter: time.Millisecond}
-					r := rand.New(rand.NewSource(1))
-					bad := 0
-					const steps = 20
-					for k := 0; k < steps; k++ {
-						xv := float32(1 + r.Intn(100))
-						nv := float32(1 + r.Intn(200))
-						if c.iters {
-							nv = float32(1 + r.Intn(3))
-						}
-						got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(xv), tensor.ScalarF32(nv)}, Options{})
-						if err != nil {
-							t.Fatal(err)
-						}
-						if got[1].F32()[0] != got[0].F32()[0] {
-							if bad++; bad <= 3 {
-								t.Logf("step %d: stored %v, loaded after it %v", k, got[0].F32()[0], got[1].F32()[0])
-							}
-						}
+					nmax := 200
+					if c.iters {
+						nmax = 3
 					}
-					if bad > 0 {
-						t.Errorf("%d of %d steps: the load did not follow the store its control edge orders it after", bad, steps)
+					if bad := storeLoadSteps(t, p, sr, nmax); bad > 0 {
+						t.Errorf("%d of %d steps: the load did not follow the store its control edge orders it after", bad, storeLoadRuns)
 					}
 				})
 			}

@@ -655,27 +655,36 @@ func TestLanesOrderThroughHostNodes(t *testing.T) {
 						}
 						set := emuSet(t, groups, false, 0)
 						sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder, Jitter: time.Millisecond}
-						r := rand.New(rand.NewSource(1))
-						bad := 0
-						const steps = 20
-						for k := 0; k < steps; k++ {
-							xv, nv := float32(1+r.Intn(100)), float32(1+r.Intn(200))
-							got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(xv), tensor.ScalarF32(nv)}, Options{})
-							if err != nil {
-								t.Fatal(err)
-							}
-							if got[1].F32()[0] != got[0].F32()[0] {
-								if bad++; bad <= 3 {
-									t.Logf("step %d: stored %v, loaded after it %v", k, got[0].F32()[0], got[1].F32()[0])
-								}
-							}
-						}
-						if bad > 0 {
-							t.Errorf("%d of %d steps: the load did not follow the store the host node orders it after", bad, steps)
+						if bad := storeLoadSteps(t, p, sr, 200); bad > 0 {
+							t.Errorf("%d of %d steps: the load did not follow the store the host node orders it after", bad, storeLoadRuns)
 						}
 					})
 				}
 			}
 		}
 	}
+}
+
+// storeLoadRuns is how many jittered steps storeLoadSteps runs.
+const storeLoadRuns = 20
+
+// storeLoadSteps runs p, whose fetches are a store's value and a load
+// that must follow it, on random feeds x in [1, 100] and n in [1, nmax],
+// and counts the steps whose load did not read the stored value.
+func storeLoadSteps(t *testing.T, p *Plan, sr *Runtime, nmax int) (bad int) {
+	t.Helper()
+	r := rand.New(rand.NewSource(1))
+	for k := 0; k < storeLoadRuns; k++ {
+		xv, nv := float32(1+r.Intn(100)), float32(1+r.Intn(nmax))
+		got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(xv), tensor.ScalarF32(nv)}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[1].F32()[0] != got[0].F32()[0] {
+			if bad++; bad <= 3 {
+				t.Logf("step %d: stored %v, loaded after it %v", k, got[0].F32()[0], got[1].F32()[0])
+			}
+		}
+	}
+	return bad
 }
