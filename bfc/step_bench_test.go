@@ -160,31 +160,17 @@ func BenchmarkDLRMStep(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			g := &fakeGPU{record: 2 * time.Microsecond, wait: time.Microsecond, query: 500 * time.Nanosecond}
 			allocs := groupAllocators(b, g, groups, shared)
-			var wg sync.WaitGroup
-			var failed atomic.Value
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			for i := 0; i < groups; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					s := &fakeStream{g: g, id: device.StreamID(i)}
-					step := newDLRMStep(1)
-					addrs := make([]uint64, len(step.sizes))
-					for n := 0; n < b.N; n++ {
-						if err := step.run(allocs[i], s, 5*time.Microsecond, addrs); err != nil {
-							failed.Store(err)
-							return
-						}
+			cpu := parallelSteps(b, groups, func(i int) error {
+				s := &fakeStream{g: g, id: device.StreamID(i)}
+				step := newDLRMStep(1)
+				addrs := make([]uint64, len(step.sizes))
+				for n := 0; n < b.N; n++ {
+					if err := step.run(allocs[i], s, 5*time.Microsecond, addrs); err != nil {
+						return err
 					}
-				}(i)
-			}
-			wg.Wait()
-			cpu := cpuTime() - cpu0
-			b.StopTimer()
-			if err, _ := failed.Load().(error); err != nil {
-				b.Fatal(err)
-			}
+				}
+				return nil
+			})
 			steps := float64(b.N * groups)
 			// The process's CPU time per round of 4 steps, which a loaded
 			// machine's run queue inflates less than the wall time.
@@ -250,30 +236,16 @@ func BenchmarkDLRMParallel(b *testing.B) {
 			for i := range ss {
 				ss[i] = &fakeStream{g: g, id: device.StreamID(i)}
 			}
-			var wg sync.WaitGroup
-			var failed atomic.Value
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			for i := 0; i < streams*threads; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					step := newDLRMStep(int64(1 + i%threads))
-					addrs := make([]uint64, len(step.sizes))
-					for n := 0; n < b.N; n++ {
-						if err := step.run(allocs[i%streams], ss[i%streams], 0, addrs); err != nil {
-							failed.Store(err)
-							return
-						}
+			cpu := parallelSteps(b, streams*threads, func(i int) error {
+				step := newDLRMStep(int64(1 + i%threads))
+				addrs := make([]uint64, len(step.sizes))
+				for n := 0; n < b.N; n++ {
+					if err := step.run(allocs[i%streams], ss[i%streams], 0, addrs); err != nil {
+						return err
 					}
-				}(i)
-			}
-			wg.Wait()
-			cpu := cpuTime() - cpu0
-			b.StopTimer()
-			if err, _ := failed.Load().(error); err != nil {
-				b.Fatal(err)
-			}
+				}
+				return nil
+			})
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(g.records.Load())/float64(b.N*streams*threads), "records/step")
 			var region uint64
@@ -308,4 +280,30 @@ func groupAllocators(b *testing.B, g *fakeGPU, n int, shared bool) []*Allocator 
 		allocs[i] = a
 	}
 	return allocs
+}
+
+// parallelSteps runs body(i) for i < n on n goroutines with the timer
+// reset, stops it, fails b on the first error, and returns the
+// process's CPU time over the run.
+func parallelSteps(b *testing.B, n int, body func(i int) error) time.Duration {
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if err := body(i); err != nil {
+				failed.Store(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	cpu := cpuTime() - cpu0
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return cpu
 }
