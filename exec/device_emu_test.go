@@ -249,6 +249,8 @@ func init() {
 	}
 	kernels.Register(kernels.Def{Op: "ExecTestGLess", Device: kernels.CPU, Factory: less(false)})
 	kernels.Register(kernels.Def{Op: "ExecTestGLess", Device: kernels.GPU, Factory: less(true)})
+	// ExecTestHostLess has no GPU kernel: a predicate made on the host.
+	kernels.Register(kernels.Def{Op: "ExecTestHostLess", Device: kernels.CPU, Factory: less(false)})
 }
 
 // flowNode is a control-flow node of a hand-built v1 graph; its inputs are

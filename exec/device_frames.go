@@ -37,9 +37,10 @@ import (
 // and assignment (frameReaders: a node a node of another group reads,
 // through the control-flow ops that pass its value on, or runs after,
 // through the control edges of the nodes that launch nothing). Such a
-// node (a control-flow op, a ControlTrigger, a host kernel) keeps the
-// launches it ran after, for its control successors and in a value it
-// passes on (relay): one stream orders those implicitly, lanes must
+// node (a control-flow op, a ControlTrigger, a host kernel, a Const)
+// keeps the launches it ran after, for its control successors and in a
+// value it passes on or makes (relay; a Switch's predicate held on the
+// host adds its own): one stream orders those implicitly, lanes must
 // wait for them.
 //
 // The control-flow ops run no kernel, and the driver runs them itself:
@@ -235,6 +236,16 @@ next:
 	f := &b.joins.take(1)[0]
 	f.deps = ds
 	return f
+}
+
+// copyOf returns a new value of v's copies, which readers wait for as
+// from says.
+func (b *fvals) copyOf(v *fval, from *flaunch) *fval {
+	c := &b.vals.take(1)[0]
+	c.gval, c.from = v.gval, from
+	c.hc.Store(v.hc.Load())
+	c.dc.Store(v.dc.Load())
+	return c
 }
 
 // host returns a new value of host tensor t.
@@ -534,11 +545,13 @@ func (fr *devFrames) exec(i int32, pn *planNode, ins []*fval) (outs []*fval, err
 // taken input, a Switch's data), for a host kernel its inputs'. That
 // is its record for the nodes that run after it (fr.last[i], joined
 // with its earlier runs'), a value it passes on carries its control
-// predecessors' too (a copy of it, from b), and a host kernel's values
-// carry it: a kernel of another group that reads it, or runs after it,
-// then waits for the device work its control edges order before it,
-// which one stream orders implicitly.
-// Switch's predicate is left out: it was read back on the host.
+// predecessors' too (a copy of it, from b), and a host
+// kernel's values and a Merge's value_index carry it: a kernel of
+// another group that reads it, or runs after it, then waits for the
+// device work its control edges order before it, which one stream
+// orders implicitly. A Switch's predicate read back on the host (a
+// device value without a host copy of its own) was waited for there;
+// one held on the host was not: what it ran after is the Switch's too.
 func (fr *devFrames) relay(b *fvals, i int32, pn *planNode, ins, outs []*fval) []*fval {
 	if !fr.multi {
 		return outs // one stream orders everything
@@ -557,17 +570,19 @@ func (fr *devFrames) relay(b *fvals, i int32, pn *planNode, ins, outs []*fval) [
 			v.from = rec // its own records: a kernel reading it waits for those
 		}
 	case pn.flow != flowTrigger:
+		if pn.flow == flowSwitch && ins[1].host != nil {
+			ctl = b.join(ctl, ins[1].from)
+		}
 		k := 0
 		if outs[0] == nil {
 			k = 1 // a Switch's true side
 		}
 		v := outs[k]
 		if rec = b.join(v.from, ctl); rec != v.from {
-			c := &b.vals.take(1)[0]
-			c.gval, c.from = v.gval, rec
-			c.hc.Store(v.hc.Load())
-			c.dc.Store(v.dc.Load())
-			outs[k] = c
+			outs[k] = b.copyOf(v, rec)
+		}
+		if pn.flow == flowMerge {
+			outs[1].from = rec // value_index: a new host value
 		}
 	}
 	if rec == nil || !fr.readers[i] {
@@ -685,7 +700,14 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 	lf := l.lf
 	if pn.flow != flowNone {
 		if pn.flow != flowSwitch || ins[1].host != nil || ins[1].hc.Load() != nil {
-			return lf.recs.flowOp(pn, ins, nil) // one group: the driver's goroutine
+			// One group: the driver's goroutine; over several, a Switch
+			// whose predicate another lane has read back since the
+			// driver queued it.
+			outs, err := lf.recs.flowOp(pn, ins, nil)
+			if err != nil {
+				return nil, err
+			}
+			return fr.relay(&lf.recs, i, pn, ins, outs), nil
 		}
 		// The predicate, on the device: read back here after its
 		// producer.
@@ -824,15 +846,18 @@ func (pn *planNode) relays() bool {
 // node of another group reads its values or runs after it. A GPU node's
 // value is followed through the nodes that launch nothing (relay) to
 // the nodes that wait for it: through a control-flow op that passes it
-// on (Enter, Exit, NextIteration, LoopCond, Merge's output 0, Switch's
+// on (Enter, Exit, NextIteration, LoopCond, Merge's outputs, Switch's
 // data), through a host kernel's values (which carry what it ran
-// after), and through a control edge to any of those or a
-// ControlTrigger, whose control edges then order its successors after
-// it; a Switch (its predicate) and a host kernel wait for it on their
-// lanes too. Only GPU nodes' launches need an event. For a node that launches nothing it says
-// that a node runs after it: its record is kept (fr.last).
+// after), through a control edge to any of those or a ControlTrigger,
+// whose control edges then order its successors after it, and through
+// a Switch's predicate that may be held on the host (hostVals), which
+// is not read back after it; a Switch (its predicate) and a host kernel
+// wait for it on their lanes too. Only GPU nodes' launches need an
+// event. For a node that launches nothing it says that a node runs
+// after it: its record is kept (fr.last).
 func (p *Plan) frameReaders(group func(int) int) []bool {
 	readers := make([]bool, len(p.nodes))
+	held := p.hostVals()
 	seen := make([]int32, len(p.nodes)) // stamp: the source walked from, plus one
 	var stack []int32
 	for i := range p.nodes {
@@ -847,17 +872,16 @@ func (p *Plan) frameReaders(group func(int) int) []bool {
 		for len(stack) > 0 && !readers[i] {
 			src := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			spn := &p.nodes[src]
 			for _, e := range p.fs.out[src] {
-				if src != int32(i) && e.slot >= 0 && spn.flow == flowMerge && e.out != 0 {
-					continue // Merge's index is the driver's own
-				}
 				dpn := &p.nodes[e.dst]
 				pred := dpn.flow == flowSwitch && e.slot == 1
 				if (dpn.flow == flowNone && !dpn.isConst || pred) && group(int(e.dst)) != k {
 					readers[i] = true // a kernel or a Switch waits on its lane
 				}
-				if dpn.relays() && !pred && seen[e.dst] != int32(i)+1 {
+				if pred && !p.heldOut(held, int(src), int(e.out)) {
+					continue // read back after all it carries
+				}
+				if dpn.relays() && seen[e.dst] != int32(i)+1 {
 					seen[e.dst] = int32(i) + 1
 					stack = append(stack, e.dst)
 				}
@@ -865,4 +889,44 @@ func (p *Plan) frameReaders(group func(int) int) []bool {
 		}
 	}
 	return readers
+}
+
+// hostVals says, per node of a plan with frames, that its output 0 (the
+// value a control-flow op passes on) may be held on the host when it
+// runs, where a Switch reads it as its predicate without reading it back
+// after what it carries (relay): a host kernel's or a Const's value, a
+// feed, a forwarding GPU kernel's (its input's host copy) and those
+// passed on, a Merge's value_index (heldOut).
+func (p *Plan) hostVals() []bool {
+	held := make([]bool, len(p.nodes))
+	for changed := true; changed; { // a loop's values come back through NextIteration
+		changed = false
+		for i := range p.nodes {
+			pn := &p.nodes[i]
+			h := held[i]
+			switch pn.flow {
+			case flowNone:
+				h = pn.relays() || pn.fwd
+			case flowTrigger:
+			case flowMerge:
+				for _, r := range pn.inputs {
+					h = h || p.heldOut(held, r.Node, r.Index)
+				}
+			default: // Enter, Exit, NextIteration, LoopCond, Switch: input 0
+				if len(pn.inputs) > 0 {
+					h = h || p.heldOut(held, pn.inputs[0].Node, pn.inputs[0].Index)
+				}
+			}
+			if h && !held[i] {
+				held[i], changed = true, true
+			}
+		}
+	}
+	return held
+}
+
+// heldOut says that output out of node n (a feed when n < 0) may be held
+// on the host (hostVals' held).
+func (p *Plan) heldOut(held []bool, n, out int) bool {
+	return n < 0 || held[n] || p.nodes[n].flow == flowMerge && out == 1
 }

@@ -613,3 +613,84 @@ func TestFramesDriverPanicFailsStep(t *testing.T) {
 		t.Fatal("the step never ended")
 	}
 }
+
+// TestFramesLanesOrderThroughRelayedValues proves that a value the
+// driver makes without a launch (a Switch's output, a Merge's
+// value_index) carries what the node ran after: a load on one group,
+// ordered after a store on another only through such a value, reads
+// that store, over jittered streams, with wait reduction on and off.
+// host-pred: the store orders (a control edge) a host kernel whose
+// value is a Switch's predicate, and the loads read the Switch's
+// outputs; the Switch on the store's group (where no lane waits for the
+// store unless the relay records it) and on the loads'. merge-index:
+// the load reads the value_index of a Merge of two stores.
+func TestFramesLanesOrderThroughRelayedValues(t *testing.T) {
+	cases := []struct {
+		name string
+		// g returns the node whose output 0 is the stored value and the
+		// one whose output 0 is the load's.
+		g func(x, n *graph.Node) (stored, loaded *graph.Node)
+	}{
+		{"host-pred/switch-on-store", func(x, n *graph.Node) (*graph.Node, *graph.Node) { return hostPredSwitch(x, n, "store_switch") }},
+		{"host-pred/switch-on-load", func(x, n *graph.Node) (*graph.Node, *graph.Node) { return hostPredSwitch(x, n, "load_switch") }},
+		{"merge-index", func(x, n *graph.Node) (*graph.Node, *graph.Node) {
+			p := node("pred", "ExecTestGLess", 0, x, n)
+			p.OutTypes = []tensor.DType{tensor.Bool}
+			sw := flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: p})
+			m := flowNode("store_merge", "Merge", 2, graph.Output{Node: bodyNode("store_f", "ExecTestGStore", 5, graph.Output{Node: sw})},
+				graph.Output{Node: bodyNode("store_t", "ExecTestGStore", 3, graph.Output{Node: sw, Index: 1})})
+			m.OutTypes[1] = tensor.Int32
+			y := bodyNode("load", "ExecTestGLoad", 0, graph.Output{Node: m, Index: 1})
+			y.InTypes[0] = tensor.Int32
+			return m, y
+		}},
+	}
+	for _, c := range cases {
+		for _, groups := range []int{2, 3} {
+			for _, reduce := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/groups=%d/reduce=%v", c.name, groups, reduce), func(t *testing.T) {
+					x, n := node("x", "ExecTestGAdd", 0), node("n", "ExecTestGAdd", 0)
+					stored, loaded := c.g(x, n)
+					p, err := build(nil, []graph.Output{{Node: x}, {Node: n}}, []graph.Output{{Node: stored}, {Node: loaded}}, nil, Placement{GPUs: 1})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !p.deadness {
+						t.Fatal("the plan has no frames or dead tensors: it would not test the frame driver")
+					}
+					// The store's nodes on group 1, the load's on group 0
+					// of two, 2 of three, the rest on group 0.
+					assign := make([]int, len(p.nodes))
+					for i := range p.nodes {
+						switch nm := p.nodes[i].node.Name; {
+						case strings.HasPrefix(nm, "store"):
+							assign[i] = 1
+						case strings.HasPrefix(nm, "load") && groups == 3:
+							assign[i] = 2
+						}
+					}
+					set := emuSet(t, groups, false, 0)
+					sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder, Jitter: time.Millisecond}
+					if bad := storeLoadSteps(t, p, sr, 200); bad > 0 {
+						t.Errorf("%d of %d steps: the load did not follow the store the relayed value orders it after", bad, storeLoadRuns)
+					}
+				})
+			}
+		}
+	}
+}
+
+// hostPredSwitch is store -> (control) -> host predicate -> Switch
+// (named sw) -> a load on each side, merged: the store's value and the
+// merged load's.
+func hostPredSwitch(x, n *graph.Node, sw string) (*graph.Node, *graph.Node) {
+	s := node("store", "ExecTestGStore", 3, x)
+	h := node("store_pred", "ExecTestHostLess", 0, x, n)
+	h.OutTypes = []tensor.DType{tensor.Bool}
+	h.Controls = []*graph.Node{s}
+	w := flowNode(sw, "Switch", 2, graph.Output{Node: x}, graph.Output{Node: h})
+	m := flowNode("load_merge", "Merge", 2, graph.Output{Node: bodyNode("load_f", "ExecTestGLoad", 0, graph.Output{Node: w})},
+		graph.Output{Node: bodyNode("load_t", "ExecTestGLoad", 0, graph.Output{Node: w, Index: 1})})
+	m.OutTypes[1] = tensor.Int32
+	return s, m
+}
