@@ -40,8 +40,8 @@ import (
 // node (a control-flow op, a ControlTrigger, a host kernel, a Const)
 // keeps the launches it ran after, for its control successors and in a
 // value it passes on or makes (relay; a Switch's predicate held on the
-// host adds its own): one stream orders those implicitly, lanes must
-// wait for them.
+// host adds its own, a loop body's Const relays each iteration's): one
+// stream orders those implicitly, lanes must wait for them.
 //
 // The control-flow ops run no kernel, and the driver runs them itself:
 // Enter, Exit, NextIteration and LoopCond pass their value on, Merge
@@ -378,7 +378,7 @@ func (s *devStep) launchFrames(ctx context.Context) error {
 		fr.err = fr.r.drive(ctx)
 	} else {
 		fr.r = newFrameRun(p, fptrs, fr.exec)
-		fr.r.launch, fr.r.launches = fr.launch, fr.launches
+		fr.r.launch, fr.r.launches, fr.r.again = fr.launch, fr.launches, fr.constAgain
 		var wg sync.WaitGroup
 		for k := range s.lanes {
 			l := &s.lanes[k]
@@ -536,6 +536,21 @@ func (fr *devFrames) exec(i int32, pn *planNode, ins []*fval) (outs []*fval, err
 	outs = fr.recs.ptrs.take(1)
 	outs[0] = fr.recs.host(t)
 	return fr.relay(&fr.recs, i, pn, ins, outs), nil
+}
+
+// constAgain is a Const's run after its first in the step (the driver's
+// lock held): its cached values, each copied with what this run ran
+// after (relay) where it has control predecessors, whose records are
+// this iteration's. Lanes may be reading the cached values' records.
+func (fr *devFrames) constAgain(i int32, pn *planNode, ins, outs []*fval) []*fval {
+	if len(pn.ctrl) == 0 {
+		return outs // no record, as the first run's
+	}
+	cs := fr.recs.ptrs.take(len(outs))
+	for k, v := range outs {
+		cs[k] = fr.recs.copyOf(v, nil)
+	}
+	return fr.relay(&fr.recs, i, pn, ins, cs)
 }
 
 // relay records, over several groups, what node i, which launches

@@ -694,3 +694,51 @@ func hostPredSwitch(x, n *graph.Node, sw string) (*graph.Node, *graph.Node) {
 	m.OutTypes[1] = tensor.Int32
 	return s, m
 }
+
+// TestFramesLanesLoopConstControl proves that a loop body's Const with a
+// control edge (TF hangs a body's constants off the loop's pivot)
+// orders its readers after its control predecessor of the same
+// iteration, though the driver computes its value once a step: the body
+// stores acc+3, a Const runs after the store, and a load on another
+// group reads the Const and gives the next acc, so acc grows by 3 an
+// iteration only where every iteration's load follows that iteration's
+// store.
+func TestFramesLanesLoopConstControl(t *testing.T) {
+	for _, groups := range []int{2, 3} {
+		for _, reduce := range []bool{true, false} {
+			for _, par := range []int64{1, 10} {
+				t.Run(fmt.Sprintf("groups=%d/reduce=%v/par=%d", groups, reduce, par), func(t *testing.T) {
+					load := 0
+					if groups == 3 {
+						load = 2
+					}
+					p, assign := bodyLoop(t, par, func(acc graph.Output) *graph.Node {
+						s := bodyNode("store", "ExecTestGStore", 3, acc)
+						k := constNode("store_const")
+						k.Controls = []*graph.Node{s}
+						return bodyNode("load", "ExecTestGLoad", 0, graph.Output{Node: k})
+					}, map[string]int{"store": 1, "load": load})
+					set := emuSet(t, groups, false, 0)
+					sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder, Jitter: time.Millisecond}
+					r := rand.New(rand.NewSource(1))
+					bad := 0
+					for k := 0; k < storeLoadRuns; k++ {
+						x, iters := float32(1+r.Intn(100)), 2+r.Intn(4)
+						got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(float32(iters)), tensor.ScalarF32(0)}, Options{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if want := x + 3*float32(iters); got[0].F32()[0] != want {
+							if bad++; bad <= 3 {
+								t.Logf("step %d: x=%v, %d iterations: acc %v, want %v", k, x, iters, got[0].F32()[0], want)
+							}
+						}
+					}
+					if bad > 0 {
+						t.Errorf("%d of %d steps: a load did not follow its iteration's store", bad, storeLoadRuns)
+					}
+				})
+			}
+		}
+	}
+}

@@ -335,6 +335,11 @@ type frameRun[V comparable] struct {
 	// launches a Switch whose predicate is still on the device, to be
 	// read back on its group's lane).
 	launches func(pn *planNode, ins []V) bool
+	// again, when set, gives a Const's outputs for a run after its first
+	// in the step (another iteration or frame) from the cached ones
+	// without running its kernel: the device step relays what this run
+	// ran after onto copies of them (devFrames.constAgain).
+	again    func(i int32, pn *planNode, ins, outs []V) []V
 	mu       sync.Mutex
 	taken    int // tasks taken from queue, for the cancellation check
 	inflight int
@@ -1066,6 +1071,9 @@ func (r *frameRun[V]) prepare(t frameTask[V]) (ins, outs []V, dead, call bool) {
 		// A Const in a loop body runs every iteration; its value
 		// never changes (TF's Const kernel also keeps one tensor).
 		outs = r.consts[t.node]
+		if r.again != nil {
+			outs = r.again(t.node, pn, ins, outs)
+		}
 	default:
 		call = true
 	}
