@@ -63,19 +63,32 @@ import (
 // stops the driver as in every step.
 
 // fval is a value of a device step with frames: its host and device
-// copies, and, over several groups, the launch that made a device
-// value (nil: none to wait for). gval and from are never written once
-// handed to the driver: lanes read them at once, each into a copy of
-// its own. A copy a reader makes is kept for the next readers: a
-// device value's host copy (hc: the value is complete there, every
-// lane may read it, as both Switches of a loop read its condition),
-// a host value's device copy (dc: on its lane's stream, for that
-// lane's readers only).
+// copies, and, over several groups, what a reader waits for (nil: none):
+// from, the launch that made a device value joined with what the nodes
+// that passed it on ran after (relay); rel, of a device value, that
+// relayed part alone. gval, from and rel are never written once handed
+// to the driver: lanes read them at once, each into a copy of its own.
+// A copy a reader makes is kept for the next readers: a device value's
+// host copy (hc: the value is complete there, every lane may read it,
+// as both Switches of a loop read its condition), a host value's
+// device copy (dc: on its lane's stream, for that lane's readers only).
 type fval struct {
 	gval
 	from *flaunch
+	rel  *flaunch
 	hc   atomic.Pointer[tensor.Tensor]
 	dc   atomic.Pointer[laneCopy]
+}
+
+// after is what a reader of v's host copy, or of its shape alone, waits
+// for: all of a host value's record; of a device value, what was
+// relayed onto it, not the launch that made it (its data is not read
+// there, and a host copy read back waited for it already).
+func (v *fval) after() *flaunch {
+	if v.dev == nil {
+		return v.from
+	}
+	return v.rel
 }
 
 // laneCopy is a host value's device copy, made on lane's stream.
@@ -239,10 +252,10 @@ next:
 }
 
 // copyOf returns a new value of v's copies, which readers wait for as
-// from says.
-func (b *fvals) copyOf(v *fval, from *flaunch) *fval {
+// from and rel say.
+func (b *fvals) copyOf(v *fval, from, rel *flaunch) *fval {
 	c := &b.vals.take(1)[0]
-	c.gval, c.from = v.gval, from
+	c.gval, c.from, c.rel = v.gval, from, rel
 	c.hc.Store(v.hc.Load())
 	c.dc.Store(v.dc.Load())
 	return c
@@ -548,7 +561,7 @@ func (fr *devFrames) constAgain(i int32, pn *planNode, ins, outs []*fval) []*fva
 	}
 	cs := fr.recs.ptrs.take(len(outs))
 	for k, v := range outs {
-		cs[k] = fr.recs.copyOf(v, nil)
+		cs[k] = fr.recs.copyOf(v, nil, nil)
 	}
 	return fr.relay(&fr.recs, i, pn, ins, cs)
 }
@@ -560,7 +573,7 @@ func (fr *devFrames) constAgain(i int32, pn *planNode, ins, outs []*fval) []*fva
 // taken input, a Switch's data), for a host kernel its inputs'. That
 // is its record for the nodes that run after it (fr.last[i], joined
 // with its earlier runs'), a value it passes on carries its control
-// predecessors' too (a copy of it, from b), and a host
+// predecessors' too (a copy of it, from b, in from and rel), and a host
 // kernel's values and a Merge's value_index carry it: a kernel of
 // another group that reads it, or runs after it, then waits for the
 // device work its control edges order before it, which one stream
@@ -586,15 +599,16 @@ func (fr *devFrames) relay(b *fvals, i int32, pn *planNode, ins, outs []*fval) [
 		}
 	case pn.flow != flowTrigger:
 		if pn.flow == flowSwitch && ins[1].host != nil {
-			ctl = b.join(ctl, ins[1].from)
+			ctl = b.join(ctl, ins[1].after())
 		}
 		k := 0
 		if outs[0] == nil {
 			k = 1 // a Switch's true side
 		}
 		v := outs[k]
-		if rec = b.join(v.from, ctl); rec != v.from {
-			outs[k] = b.copyOf(v, rec)
+		rec = b.join(v.from, ctl)
+		if rel := b.join(v.rel, ctl); rec != v.from || rel != v.rel {
+			outs[k] = b.copyOf(v, rec, rel)
 		}
 		if pn.flow == flowMerge {
 			outs[1].from = rec // value_index: a new host value
@@ -760,10 +774,11 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 	}
 	if fr.multi && pn.where != onConst {
 		for j, v := range ins {
+			f := v.from
 			if wants, may := pn.wantsDevice(j); v.dev != nil && !wants && (may || lf.loc[j].host != nil) {
-				continue // the host copy (or only the shape) is read
+				f = v.rel // the host copy (or only the shape) is read
 			}
-			if err := l.waitFrom(fr, v.from, id); err != nil {
+			if err := l.waitFrom(fr, f, id); err != nil {
 				return nil, status.Wrap(err, "node '%s': ordering group %d after its inputs", n.Name, l.g.Index)
 			}
 		}

@@ -457,7 +457,7 @@ func init() {
 			})
 		}), nil
 	}})
-	kernels.Register(kernels.Def{Op: "ExecTestGLoad", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+	load := func(n *graph.Node) (kernels.Kernel, error) {
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
 			t, err := ctx.Allocate(0, nil)
 			if err != nil {
@@ -466,7 +466,19 @@ func init() {
 			out := t.F32()
 			return device.Enqueue(ctx.Stream, func() { out[0] = math.Float32frombits(slotBits.Load()) })
 		}), nil
-	}})
+	}
+	kernels.Register(kernels.Def{Op: "ExecTestGLoad", Device: kernels.GPU, Factory: load})
+	// ExecTestGLoadHostIn loads as ExecTestGLoad does, its input (arg
+	// "y") in host memory, as TF's HostMemory shape inputs are.
+	kernels.Register(kernels.Def{Op: "ExecTestGLoadHostIn", Device: kernels.GPU, HostMemory: []string{"y"}, Factory: load})
+}
+
+// loadHostIn is an ExecTestGLoadHostIn node named name reading in.
+func loadHostIn(name string, in graph.Output) *graph.Node {
+	n := bodyNode(name, "ExecTestGLoadHostIn", 0, in)
+	n.InTypes[0] = in.Node.OutTypes[in.Index]
+	n.InArgs = map[string][2]int{"y": {0, 1}}
+	return n
 }
 
 // TestFramesLanesControlThroughFlow proves that a control edge from or
@@ -622,8 +634,10 @@ func TestFramesDriverPanicFailsStep(t *testing.T) {
 // host-pred: the store orders (a control edge) a host kernel whose
 // value is a Switch's predicate, and the loads read the Switch's
 // outputs; the Switch on the store's group (where no lane waits for the
-// store unless the relay records it) and on the loads'. merge-index:
-// the load reads the value_index of a Merge of two stores.
+// store unless the relay records it) and on the loads'. host-copy: the
+// loads read in host memory a value whose host copy exists, passed on
+// by a Switch that runs after the store. merge-index: the load reads
+// the value_index of a Merge of two stores.
 func TestFramesLanesOrderThroughRelayedValues(t *testing.T) {
 	cases := []struct {
 		name string
@@ -633,6 +647,22 @@ func TestFramesLanesOrderThroughRelayedValues(t *testing.T) {
 	}{
 		{"host-pred/switch-on-store", func(x, n *graph.Node) (*graph.Node, *graph.Node) { return hostPredSwitch(x, n, "store_switch") }},
 		{"host-pred/switch-on-load", func(x, n *graph.Node) (*graph.Node, *graph.Node) { return hostPredSwitch(x, n, "load_switch") }},
+		// A device value read back by a host kernel, then passed on by a
+		// Switch that runs after the store: a load reading the Switch's
+		// output in host memory (the host copy) still follows the store.
+		{"host-copy", func(x, n *graph.Node) (*graph.Node, *graph.Node) {
+			s := node("store", "ExecTestGStore", 3, x)
+			a := node("a", "ExecTestGAdd", 1, x)
+			h := node("a_host", "ExecTestAdd", 0, a) // reads a back: a's host copy
+			p := node("pred", "ExecTestGLess", 0, x, n)
+			p.OutTypes = []tensor.DType{tensor.Bool}
+			sw := flowNode("switch", "Switch", 2, graph.Output{Node: a}, graph.Output{Node: p})
+			sw.Controls = []*graph.Node{s, h}
+			m := flowNode("load_merge", "Merge", 2, graph.Output{Node: loadHostIn("load_f", graph.Output{Node: sw})},
+				graph.Output{Node: loadHostIn("load_t", graph.Output{Node: sw, Index: 1})})
+			m.OutTypes[1] = tensor.Int32
+			return s, m
+		}},
 		{"merge-index", func(x, n *graph.Node) (*graph.Node, *graph.Node) {
 			p := node("pred", "ExecTestGLess", 0, x, n)
 			p.OutTypes = []tensor.DType{tensor.Bool}

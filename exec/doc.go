@@ -106,7 +106,12 @@
 // (TestFramesLanesOverlap). The control-flow ops run no kernel (they
 // pass values on) and the driver runs them itself, but a Switch whose
 // predicate is on the device, which its lane copies back after its
-// producer and waits for, the one blocking point; every device buffer of
+// producer and waits for, the one blocking point. What a node that
+// launches nothing ran after (its control predecessors' launches, a
+// Switch's predicate held on the host, a loop body's Const's control
+// predecessors in each iteration) travels with the values it passes on
+// or makes (relay), so a kernel of another group waits for it as one
+// stream would have ordered it; every device buffer of
 // such a step is held until it ends, and it is never captured as a CUDA
 // graph (graphIneligible says why, GraphStats counts it). A plan with
 // control flow placed on several GPUs is refused there with
