@@ -375,7 +375,9 @@ func (s *devStep) launchFrames(ctx context.Context) error {
 			at := fr.clk.tick(0)
 			fed = &flaunch{at: at, snap: fr.clk.snapshot(0), ev: e}
 		}
-		feeds[k].from = fed
+		if feeds[k].dev != nil {
+			feeds[k].from = fed // a host feed: a reader copies it on its own stream
+		}
 	}
 	if s.trace {
 		fr.base = len(home.tr.slices)

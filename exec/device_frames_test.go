@@ -772,3 +772,46 @@ func TestFramesLanesLoopConstControl(t *testing.T) {
 		}
 	}
 }
+
+// TestFramesLanesHostFeedWaitsForNothing: a feed held on the host (read
+// only in host memory) has no device copy on the home group to wait
+// for, unlike the device feeds before it: a kernel of another group
+// reading it waits for nothing. Before the fix every feed after the
+// first device feed carried the feeds' copies' record, and the kernel
+// waited for them in every step.
+func TestFramesLanesHostFeedWaitsForNothing(t *testing.T) {
+	x, n, h := node("x", "ExecTestGAdd", 0), node("n", "ExecTestGAdd", 0), node("h", "ExecTestGAdd", 0)
+	p := node("pred", "ExecTestGLess", 0, x, n)
+	p.OutTypes = []tensor.DType{tensor.Bool}
+	sw := flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: p})
+	k := loadHostIn("k", graph.Output{Node: h})
+	plan, err := build(nil, []graph.Output{{Node: x}, {Node: n}, {Node: h}}, []graph.Output{{Node: k}}, []*graph.Node{sw}, Placement{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.deadness || !plan.feedDev[0] || plan.feedDev[2] {
+		t.Fatalf("frames %v, feeds on the device %v: want frames, x on the device, h on the host", plan.deadness, plan.feedDev)
+	}
+	assign := make([]int, len(plan.nodes))
+	for i := range plan.nodes {
+		if plan.nodes[i].node.Name == "k" {
+			assign[i] = 1
+		}
+	}
+	for _, reduce := range []bool{true, false} {
+		set := emuSet(t, 2, false, 0)
+		var waits atomic.Int32
+		sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder, Jitter: 100 * time.Microsecond,
+			DropWait: func(int, int) bool { waits.Add(1); return false }}
+		for step := 0; step < 3; step++ {
+			feeds := []*tensor.Tensor{tensor.ScalarF32(1), tensor.ScalarF32(2), tensor.ScalarF32(3)}
+			if _, _, err := plan.Run(context.Background(), sr, feeds, Options{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if w := waits.Load(); w != 0 {
+			t.Errorf("reduce=%v: %d waits in 3 steps, want none (k reads only a host feed)", reduce, w)
+		}
+		checkBytes(t, set)
+	}
+}
