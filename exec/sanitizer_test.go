@@ -240,24 +240,53 @@ func TestDeviceSanitizerCatchesEachMissingWait(t *testing.T) {
 // wrong value, an error or a runaway loop (the step's deadline); a
 // control run with every wait must be right.
 func TestDeviceSanitizerCatchesEachMissingWaitInLoop(t *testing.T) {
-	p, assign := bodyLoop(t, 10, func(acc graph.Output) *graph.Node {
+	dropEachLoopWait(t, func(acc graph.Output) *graph.Node {
 		a := bodyNode("a", "ExecTestGAdd", 1, acc)
 		b := bodyNode("b", "ExecTestGAdd", 2, graph.Output{Node: a})
 		return bodyNode("c", "ExecTestGAdd", 3, graph.Output{Node: b})
-	}, map[string]int{"a": 1, "b": 2, "c": 0, "less": 1, "i_plus_1": 2, "switch_acc": 1, "switch_i": 2})
+	}, map[string]int{"a": 1, "b": 2, "c": 0, "less": 1, "i_plus_1": 2, "switch_acc": 1, "switch_i": 2}, 6, 4, 4)
+}
+
+// TestDeviceSanitizerCatchesEachMissingWaitOfLoopConst is the device
+// loop meta-test over waits that relayed records add: a loop body's
+// Const runs after a store (a control edge) and a load of another group
+// reads the Const, so the load's wait for the store comes through the
+// Const's record of its iteration (devFrames.constAgain), and the next
+// store waits for the load through the loop's Merge and Switch.
+func TestDeviceSanitizerCatchesEachMissingWaitOfLoopConst(t *testing.T) {
+	dropEachLoopWait(t, func(acc graph.Output) *graph.Node {
+		s := bodyNode("store", "ExecTestGStore", 3, acc)
+		k := constNode("store_const")
+		k.Controls = []*graph.Node{s}
+		return bodyNode("load", "ExecTestGLoad", 0, graph.Output{Node: k})
+	}, map[string]int{"store": 1, "load": 2, "switch_acc": 1}, 3, 5, 2)
+}
+
+// dropEachLoopWait is the device loop meta-test over bodyLoop's loop of
+// body on three groups (groups assigns them), whose acc grows by grow
+// an iteration: each step feeds fresh values (from seed) and its own
+// number of iterations, 0 to 4 (a loop condition's first value is not
+// always true, nor its fifth always false). Control steps with every
+// wait must be right; then each distinct wait of the longest loop's (a
+// producer and consumer node pair, in the first iteration it appears,
+// at least min of them) is dropped alone through DropWait, and the
+// step's own delays (Runtime.Jitter) must turn its absence into a
+// wrong value, an error or a runaway loop (the step's deadline) within
+// 100 steps; so must dropping every wait.
+func dropEachLoopWait(t *testing.T, body func(acc graph.Output) *graph.Node, groups map[string]int, grow float32, seed int64, min int) {
+	t.Helper()
+	p, assign := bodyLoop(t, 10, body, groups)
 	set := emuSet(t, 3, false, 0)
 	sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: true, Holder: &set.Holder,
 		Jitter: time.Millisecond}
-	r := rand.New(rand.NewSource(4))
-	// From 0 to 4 iterations: a loop condition's first value is not
-	// always true, nor its fifth always false.
+	r := rand.New(rand.NewSource(seed))
 	step := func() (*trace.Step, error) {
 		x, i0, iters := float32(1+r.Intn(100)), float32(r.Intn(100)), float32(r.Intn(5))
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		got, st, err := p.Run(ctx, sr, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(i0 + iters), tensor.ScalarF32(i0)}, Options{Trace: true})
-		if err == nil && (got[0].F32()[0] != x+6*iters || got[1].F32()[0] != i0+iters) {
-			err = fmt.Errorf("acc %v, i %v; want %v, %v", got[0].F32()[0], got[1].F32()[0], x+6*iters, i0+iters)
+		if want := x + grow*iters; err == nil && (got[0].F32()[0] != want || got[1].F32()[0] != i0+iters) {
+			err = fmt.Errorf("acc %v, i %v; want %v, %v", got[0].F32()[0], got[1].F32()[0], want, i0+iters)
 		}
 		return st, err
 	}
@@ -301,7 +330,7 @@ func TestDeviceSanitizerCatchesEachMissingWaitInLoop(t *testing.T) {
 			t.Errorf("wait of %s (launch %d) on %s (launch %d) dropped: 100 delayed steps all gave right answers", name[f.To], f.To, name[f.From], f.From)
 		}
 	}
-	if tested < 4 {
+	if tested < min {
 		t.Errorf("only %d waits between groups to drop (%v)", tested, seen)
 	}
 	t.Logf("%d distinct waits of %d dropped one at a time, each caught: %v", tested, len(st.Flows), seen)
