@@ -106,9 +106,15 @@ type Stream struct {
 	mem    *Memory
 	inline *inlineStream
 
-	mu     sync.Mutex
-	cond   *sync.Cond
+	mu   sync.Mutex
+	cond *sync.Cond
+	// queue[head:] is the work not yet taken. The taken front stays in
+	// the array until the queue drains (or is half of it), so a stream
+	// reuses one array from step to step: slicing the front off made
+	// appends reallocate at a pace that depended on how deep the queue
+	// ran, about 45 allocations in a 200-node stream step.
 	queue  []func()
+	head   int
 	closed bool
 	exited chan struct{}
 }
@@ -221,16 +227,23 @@ func (s *Stream) loop() {
 	defer close(s.exited)
 	for {
 		s.mu.Lock()
-		for len(s.queue) == 0 && !s.closed {
+		for s.head == len(s.queue) && !s.closed {
 			s.cond.Wait()
 		}
-		if len(s.queue) == 0 {
+		if s.head == len(s.queue) {
 			s.mu.Unlock()
 			return
 		}
-		fn := s.queue[0]
-		s.queue[0] = nil
-		s.queue = s.queue[1:]
+		fn := s.queue[s.head]
+		s.queue[s.head] = nil
+		s.head++
+		if n := len(s.queue) - s.head; n == 0 {
+			s.queue, s.head = s.queue[:0], 0
+		} else if s.head >= 64 && s.head >= n {
+			copy(s.queue, s.queue[s.head:])
+			clear(s.queue[n:])
+			s.queue, s.head = s.queue[:n], 0
+		}
 		s.mu.Unlock()
 		if s.rng != nil {
 			s.delay()
