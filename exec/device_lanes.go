@@ -252,19 +252,19 @@ func latest(ds []int32, d int32, at []point) []int32 {
 // home lane would wait for the other towers' outputs with 33 of its 205
 // nodes (the head's variable reads, the loss gradient's shape
 // arithmetic) ready behind the wait. Depth never falls along an edge,
-// so the order stays topological, and ties keep the plan's order.
+// so the order stays topological, and ties keep the plan's order. A
+// constant launches nothing and is on no lane, so an edge into or out
+// of one makes no hop, but it has the depth of what it runs after: a
+// constant with a control edge (an inlined body's hang off the call's
+// input NoOp) goes after its predecessors, as do its readers, whose
+// lanes wait for those through it (laneSched: via).
 func (p *Plan) laneOrder(group func(int) int) []int {
 	depth := make([]int32, len(p.nodes))
 	for _, i := range p.topo {
-		if p.nodes[i].where == onConst {
-			continue
-		}
+		c := p.nodes[i].where == onConst
 		for _, pr := range p.nodes[i].preds {
-			if p.nodes[pr].where == onConst {
-				continue
-			}
 			d := depth[pr]
-			if group(pr) != group(i) {
+			if !c && p.nodes[pr].where != onConst && group(pr) != group(i) {
 				d++
 			}
 			depth[i] = max(depth[i], d)
