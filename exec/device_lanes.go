@@ -40,10 +40,12 @@ import (
 // costs a channel send to wake; an idle one exits after laneIdle.
 //
 // What a lane waits for is worked out once per plan and assignment
-// (laneSched): the producers, on other groups, of each node's inputs
+// (laneSched) by the walk that lays out host streams too (layWaits,
+// waits.go; this is its launching strategy, host streams its running
+// one): the producers, on other groups, of each node's inputs
 // and control edges (for a producer that launches nothing, a host
-// kernel or NoOp, the last GPU node of each group it ran after: via),
-// and the feeds' copies for a node of another group
+// kernel, NoOp or constant, the last GPU node of each group it ran
+// after), and the feeds' copies for a node of another group
 // that reads them in device memory, less the waits implied by earlier
 // ones (ReduceWaits: the vector clocks of waits.go, over events recorded
 // right after each producer). A producer that another group waits for
@@ -104,7 +106,10 @@ type laneSched struct {
 }
 
 // laneSched returns the plan's lane schedule for sr's groups and
-// assignment.
+// assignment: layWaits' layout of the feeds' copies (an item on the
+// home compute stream, before everything) and the nodes in laneOrder,
+// read back per node, with what only lanes need (pub, slice, the join
+// into the home group).
 func (p *Plan) laneSched(sr *Runtime) *laneSched {
 	n := len(sr.Groups)
 	if ls := p.lanes.Load(); ls != nil && ls.n == n && ls.reduce == sr.ReduceWaits && slices.Equal(ls.assign, sr.Assign) {
@@ -123,88 +128,62 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 		return ls
 	}
 	ls := &laneSched{assign: slices.Clone(sr.Assign), n: n, reduce: sr.ReduceWaits,
-		nodes: make([][]int32, n), waits: make([][]int32, len(p.nodes)), skips: make([]int, n),
+		nodes: make([][]int32, n), waits: make([][]int32, len(p.nodes)),
 		pub: make([]bool, len(p.nodes)), rec: make([]bool, len(p.nodes)), slice: make([]int32, len(p.nodes))}
-	clk := newClocks(n)
-	at := make([]point, len(p.nodes))
-	snap := make([][]int, len(p.nodes))
-	fedAt := clk.tick(0) // the feeds' copies: home compute waits for them first
-	fedSnap := clk.snapshot(0)
-	// via lists, per host node, the device nodes its successors wait
-	// for in its place, the last of each group it ran after (directly
-	// or through other host nodes): a host node launches nothing, so
-	// holds no point of the clocks, but a device node after it runs
-	// after what it ran after, as on one stream.
-	via := make([][]int32, len(p.nodes))
+	// The items: the feeds' copies (item 0: the home compute stream has
+	// them first), then the nodes in the lanes' order, each on its
+	// group's stream, a point of it if it launches there.
+	order := p.laneOrder(group)
+	item := make([]int32, len(p.nodes)) // plan node -> item
+	items := make([]layItem, 1, 1+len(order))
+	items[0] = layItem{stream: 0, tick: true}
+	for _, i := range order {
+		pn := &p.nodes[i]
+		it := layItem{stream: -1}
+		if pn.where != onConst {
+			it = layItem{stream: int32(group(i)), tick: pn.where == onGPU}
+		}
+		for _, pr := range pn.preds {
+			it.prods = append(it.prods, item[pr])
+		}
+		for j, r := range pn.inputs {
+			if r.Node < 0 && p.feedDev[r.Index] {
+				if wants, _ := pn.wantsDevice(j); wants {
+					it.prods = append(it.prods, 0)
+				}
+			}
+		}
+		item[i] = int32(len(items))
+		items = append(items, it)
+	}
+	w := layWaits(items, n, sr.ReduceWaits)
+	node := func(it int32) int32 {
+		if it == 0 {
+			return -1 // the feeds' copies
+		}
+		return int32(order[it-1])
+	}
+	ls.fed = w.rec[0]
 	for i := range ls.slice {
 		ls.slice[i] = -1
 	}
-	for _, i := range p.laneOrder(group) {
+	for _, i := range order {
 		pn := &p.nodes[i]
 		if pn.where == onConst {
-			// A constant launches nothing either, but a control edge
-			// into it (an inlined body's constants hang off the call's
-			// input NoOp) orders its readers as a host node's.
-			for _, pr := range pn.preds {
-				if p.nodes[pr].where == onGPU {
-					via[i] = latest(via[i], int32(pr), at)
-					continue
-				}
-				for _, d := range via[pr] {
-					via[i] = latest(via[i], d, at)
-				}
-			}
 			continue
 		}
 		k := group(i)
 		ls.slice[i] = int32(ls.nslices)
 		ls.nslices++
 		ls.nodes[k] = append(ls.nodes[k], int32(i))
-		wait := func(pt point, sn []int, id int32) {
-			if pt.seq == 0 || pt.stream == k {
-				return
-			}
-			if ls.reduce && clk.covers(k, pt) {
-				ls.skips[k]++
-				return
-			}
-			ls.waits[i] = append(ls.waits[i], id)
-			clk.learn(k, sn)
-			if id < 0 {
-				ls.fed = true
-			} else {
-				ls.rec[id] = true
-			}
+		for _, pr := range w.waits[item[i]] {
+			ls.waits[i] = append(ls.waits[i], node(pr))
 		}
+		ls.rec[i] = w.rec[item[i]]
 		for _, pr := range pn.preds {
 			if group(pr) != k && p.nodes[pr].where != onConst {
 				ls.pub[pr] = true
 			}
-			if p.nodes[pr].where == onGPU {
-				wait(at[pr], snap[pr], int32(pr))
-				if pn.where != onGPU {
-					via[i] = latest(via[i], int32(pr), at)
-				}
-				continue
-			}
-			for _, d := range via[pr] {
-				if pn.where == onGPU {
-					wait(at[d], snap[d], d)
-				} else {
-					via[i] = latest(via[i], d, at)
-				}
-			}
-		}
-		for j, r := range pn.inputs {
-			if r.Node < 0 && p.feedDev[r.Index] {
-				if wants, _ := pn.wantsDevice(j); wants {
-					wait(fedAt, fedSnap, -1)
-				}
-			}
-		}
-		if pn.where == onGPU {
-			at[i] = clk.tick(k)
-			snap[i] = clk.snapshot(k)
 		}
 	}
 	for _, r := range p.fetches {
@@ -212,35 +191,10 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 			ls.pub[r.Node] = true
 		}
 	}
-	for k := 1; k < n; k++ {
-		pt := point{k, clk.seq[k]}
-		if pt.seq == 0 {
-			continue
-		}
-		if ls.reduce && clk.covers(0, pt) {
-			ls.skips[0]++
-			continue
-		}
-		ls.join = append(ls.join, k)
-		clk.waited(0, k)
-	}
+	ls.join = w.join(0)
+	ls.skips = w.skipped
 	p.lanes.Store(ls)
 	return ls
-}
-
-// latest adds device node d to ds, a list of at most one device node
-// per group, unless ds holds a later one of d's group; it replaces an
-// earlier one.
-func latest(ds []int32, d int32, at []point) []int32 {
-	for j, e := range ds {
-		if at[e].stream == at[d].stream {
-			if at[d].seq > at[e].seq {
-				ds[j] = d
-			}
-			return ds
-		}
-	}
-	return append(ds, d)
 }
 
 // laneOrder is the order lanes launch the plan's nodes in: the
@@ -257,7 +211,7 @@ func latest(ds []int32, d int32, at []point) []int32 {
 // of one makes no hop, but it has the depth of what it runs after: a
 // constant with a control edge (an inlined body's hang off the call's
 // input NoOp) goes after its predecessors, as do its readers, whose
-// lanes wait for those through it (laneSched: via).
+// lanes wait for those through it (layWaits).
 func (p *Plan) laneOrder(group func(int) int) []int {
 	depth := make([]int32, len(p.nodes))
 	for _, i := range p.topo {

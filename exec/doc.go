@@ -184,16 +184,18 @@
 //
 // On host streams (streams.go, driveStreams) a step is a list of ops laid
 // out in launch order: the feeds copied in on the home group's H2D stream,
-// the nodes in topological order on their groups' compute streams
-// (constants settled at the start from the group's store), or, for a
-// plan with frames or dead tensors, one opFrames op (# Frames), the
-// fetches copied out on its D2H stream. They are the host scheduler's items: an
-// op is ready once the op before it on its stream has run and each op on
-// another stream it waits for (its producers, less the waits the wait
-// reduction finds implied by earlier ones, in launch order as a device
-// would see them); a ready op is handed to its stream, which runs it
-// after the jitter's delay (the sanitizer, MSTREAM_STREAM_JITTER), and
-// its completion makes its successors ready. The step starts (constants
+// the nodes in the lanes' order (laneOrder, the device's) on their
+// groups' compute streams (constants settled at the start from the
+// group's store), or, for a plan with frames or dead tensors, one
+// opFrames op (# Frames), the fetches copied out on its D2H stream. They
+// are the host scheduler's items: an op is ready once the op before it
+// on its stream has run and each op on another stream it waits for (its
+// producers, or what a constant it reads ran after, less the waits the
+// wait reduction finds implied by earlier ones, in launch order as a
+// device would see them: layWaits, the one layout of both); a ready op
+// is handed to its stream, which runs it after the jitter's delay (the
+// sanitizer, MSTREAM_STREAM_JITTER), and its completion makes its
+// successors ready. The step starts (constants
 // settled, the first ops handed to their streams) on the home group's
 // launch pool, as a device step launches there, so TF_GPU_THREAD_MODE
 // picks those threads: the inter-op pool, the group's own or the
@@ -302,8 +304,14 @@
 // waits implied by earlier ones, directly or through other streams. What
 // each node waits for, and which nodes record an event or publish their
 // values to other lanes, is worked out once per plan and assignment
-// (laneSched); a lane waits on the host only until the producer's event
-// is recorded and its values published (laneSync), never for the
+// (laneSched), by the walk that lays out host streams' waits too
+// (layWaits, waits.go: the items the feeds' copies, one item on the home
+// compute stream, and the nodes in laneOrder; a node that launches
+// nothing no point of its stream): one layout of a plan and assignment,
+// two strategies, the host streams running it and the lanes launching
+// it, so the waits between nodes are the same on both
+// (TestHostDeviceLayoutsAgree). A lane waits on the host only until the
+// producer's event is recorded and its values published (laneSync), never for the
 // device. A value made on another lane is copied into the reader's table
 // on first use: host tensors and same-GPU device tensors are shared, a
 // device value of another GPU is copied there (cuMemcpyPeerAsync on the

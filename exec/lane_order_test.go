@@ -2,11 +2,18 @@ package exec
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"mstream/graph"
+	"mstream/groups"
+	"mstream/kernels"
+	"mstream/tensor"
 )
 
 // TestLaneOrder: the lanes' order is topological for random plans and
@@ -139,5 +146,89 @@ func TestLaneOrderThroughConstants(t *testing.T) {
 			assign[i] = r.Intn(3)
 		}
 		checkLaneOrder(t, p, assign, it)
+	}
+}
+
+// hostSlot is the host "variable" of the ordering tests on host
+// streams, as slotBits is the device's: ExecTestStore writes it when its
+// item runs, ExecTestLoad reads it.
+var hostSlot atomic.Uint32
+
+func init() {
+	kernels.Register(kernels.Def{Op: "ExecTestStore", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		c := float32(n.Attrs["c"].GetF())
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			if err := addScalars(ctx, c); err != nil {
+				return err
+			}
+			hostSlot.Store(math.Float32bits(ctx.Outputs[0].F32()[0]))
+			return nil
+		}), nil
+	}})
+	kernels.Register(kernels.Def{Op: "ExecTestLoad", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			t, err := ctx.Allocate(0, nil)
+			if err != nil {
+				return err
+			}
+			t.F32()[0] = math.Float32frombits(hostSlot.Load())
+			return nil
+		}), nil
+	}})
+}
+
+// TestOrderThroughConstantAfterHop: a load on the home group reads a
+// constant that has a control edge from a store on another group, which
+// follows a node of the home group (a hop: the store is deeper in the
+// lanes' order than the load would be without the constant). The load
+// must read the stored value, on the device's lanes and on host streams,
+// with wait reduction on and off, over jittered streams. Before, the
+// lanes put the constant and the load before the store and left the
+// wait out, and host streams ignored a constant's control edges.
+func TestOrderThroughConstantAfterHop(t *testing.T) {
+	for _, dev := range []bool{true, false} {
+		for _, n := range []int{2, 3} {
+			for _, reduce := range []bool{true, false} {
+				t.Run(fmt.Sprintf("device=%v/groups=%d/reduce=%v", dev, n, reduce), func(t *testing.T) {
+					add, store, load, pl := "ExecTestAdd", "ExecTestStore", "ExecTestLoad", Placement{}
+					if dev {
+						add, store, load, pl = "ExecTestGAdd", "ExecTestGStore", "ExecTestGLoad", Placement{GPUs: 1}
+					}
+					x, nf := node("x", add, 0), node("n", add, 0)
+					a := node("a", add, 1, x)
+					s := node("store", store, 3, a)
+					k := constNode("store_const")
+					k.Controls = []*graph.Node{s}
+					y := node("y_load", load, 0)
+					y.Inputs = []graph.Output{{Node: k}}
+					y.InTypes = []tensor.DType{tensor.Float}
+					p, err := build(nil, []graph.Output{{Node: x}, {Node: nf}}, []graph.Output{{Node: s}, {Node: y}}, nil, pl)
+					if err != nil {
+						t.Fatal(err)
+					}
+					assign := make([]int, len(p.nodes))
+					for i := range p.nodes {
+						if nm := p.nodes[i].node.Name; strings.HasPrefix(nm, "store") {
+							assign[i] = 1
+						} else if nm == "y_load" {
+							assign[i] = 2 * (n - 2) // the home group of two, group 2 of three
+						}
+					}
+					var set *groups.Set
+					if dev {
+						set = emuSet(t, n, false, 0)
+					} else {
+						set = testSet(t, n, false, time.Millisecond, false)
+					}
+					sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder}
+					if dev {
+						sr.Jitter = time.Millisecond
+					}
+					if bad := storeLoadSteps(t, p, sr, 200); bad > 0 {
+						t.Errorf("%d of %d steps: the load did not follow the store the constant orders it after", bad, storeLoadRuns)
+					}
+				})
+			}
+		}
 	}
 }

@@ -54,9 +54,10 @@ type Runtime struct {
 	// Holder keeps buffers read on a second stream until it has passed
 	// them.
 	Holder *tensorholder.Holder
-	// DropWait, when set, is asked before each producer-consumer wait (by
-	// op: the IDs of the ops' trace slices, in a traced step) and leaves
-	// it out when it says so; the final event still follows every stream.
+	// DropWait, when set, is asked before each producer-consumer wait
+	// the reduction kept (by op: the IDs of the ops' trace slices, in a
+	// traced step) and leaves it out when it says so, the waits it
+	// implied missing with it; the final event still follows every stream.
 	// The device step asks it for the waits between groups' compute
 	// streams (by launch window). Only the sanitizer's meta-tests set it,
 	// to prove a missing wait is caught.

@@ -35,20 +35,18 @@ const (
 type sop struct {
 	kind   opKind
 	idx    int
-	stream int   // step stream index; -1 when resolved at launch (consts, string feeds)
-	group  int   // index in Runtime.Groups
-	prods  []int // ops that must have run first
+	stream int     // step stream index; -1 when resolved at launch (consts, string feeds)
+	group  int     // index in Runtime.Groups
+	prods  []int32 // ops that must have run first
 	// next is the op after this one on its stream (-1: none), waiters
 	// the ops on other streams with a wait on this one (one entry per
 	// wait), and wait how many ops this one waits for: its stream
 	// predecessor and its waits the reduction kept. join says the end of
-	// the step waits for it; record that an op on another stream has it
-	// among its producers.
+	// the step waits for it.
 	next    int
 	waiters []int
 	wait    int32
 	join    bool
-	record  bool
 }
 
 // sstream is one stream a step uses.
@@ -384,14 +382,14 @@ func (s *streamLayout) streamIndex(d device.Stream, g *groups.Group, role string
 func (s *streamLayout) schedule(p *Plan, sr *Runtime) {
 	home := sr.Groups[0]
 	h2d := s.streamIndex(home.H2D, home, role(home, home.H2D, "h2d"))
-	nodeOp := make([]int, len(p.nodes))
-	feedOp := make([]int, len(p.feeds))
+	nodeOp := make([]int32, len(p.nodes))
+	feedOp := make([]int32, len(p.feeds))
 	for k, str := range s.strFeeds {
 		st := h2d
 		if str {
 			st = -1
 		}
-		feedOp[k] = len(s.ops)
+		feedOp[k] = int32(len(s.ops))
 		s.ops = append(s.ops, sop{kind: opFeed, idx: k, stream: st})
 	}
 	s.feedRefs = p.feedUses
@@ -399,39 +397,43 @@ func (s *streamLayout) schedule(p *Plan, sr *Runtime) {
 		s.scheduleFrames(p, sr, feedOp)
 		return
 	}
-	for _, i := range p.topo {
-		pn := &p.nodes[i]
-		gi := 0
-		if sr.Assign != nil {
-			gi = sr.Assign[i]
+	group := func(i int) int {
+		if sr.Assign == nil {
+			return 0
 		}
+		return sr.Assign[i]
+	}
+	for _, i := range p.laneOrder(group) {
+		pn := &p.nodes[i]
+		gi := group(i)
 		g := sr.Groups[gi]
 		op := sop{kind: opNode, idx: i, group: gi, stream: -1}
 		if !pn.isConst {
 			op.stream = s.streamIndex(g.Compute, g, role(g, g.Compute, "compute"))
+		}
+		// The producers first, then the feeds, as the device's lanes
+		// name them (laneSched): the same order gives the same waits.
+		for _, pr := range pn.preds {
+			op.prods = append(op.prods, nodeOp[pr])
 		}
 		for _, r := range pn.inputs {
 			if r.Node < 0 {
 				op.prods = append(op.prods, feedOp[r.Index])
 			}
 		}
-		for _, pr := range pn.preds {
-			op.prods = append(op.prods, nodeOp[pr])
-		}
-		nodeOp[i] = len(s.ops)
+		nodeOp[i] = int32(len(s.ops))
 		s.ops = append(s.ops, op)
 	}
 	d2h := s.streamIndex(home.D2H, home, role(home, home.D2H, "d2h"))
 	for k, f := range p.fetches {
 		op := sop{kind: opFetch, idx: k, stream: d2h}
 		if f.Node < 0 {
-			op.prods = []int{feedOp[f.Index]}
+			op.prods = []int32{feedOp[f.Index]}
 		} else {
-			op.prods = []int{nodeOp[f.Node]}
+			op.prods = []int32{nodeOp[f.Node]}
 		}
 		s.ops = append(s.ops, op)
 	}
-	s.markRecords()
 }
 
 // scheduleFrames lays out a plan with frames or dead tensors: the feed
@@ -440,7 +442,7 @@ func (s *streamLayout) schedule(p *Plan, sr *Runtime) {
 // stream unless the assignment puts a node on another group, when the
 // frame driver runs on no stream and launches each live node on its
 // group's stream.
-func (s *streamLayout) scheduleFrames(p *Plan, sr *Runtime, feedOp []int) {
+func (s *streamLayout) scheduleFrames(p *Plan, sr *Runtime, feedOp []int32) {
 	home := sr.Groups[0]
 	op := sop{kind: opFrames, stream: -1}
 	if !assigned(sr.Assign) {
@@ -452,7 +454,7 @@ func (s *streamLayout) scheduleFrames(p *Plan, sr *Runtime, feedOp []int) {
 		}
 	}
 	op.prods = append(op.prods, feedOp...)
-	frames := len(s.ops)
+	frames := int32(len(s.ops))
 	s.ops = append(s.ops, op)
 	d2h := s.streamIndex(home.D2H, home, role(home, home.D2H, "d2h"))
 	s.feedRefs = make([]int32, len(p.feeds))
@@ -460,25 +462,12 @@ func (s *streamLayout) scheduleFrames(p *Plan, sr *Runtime, feedOp []int) {
 		s.feedRefs[k] = 1
 	}
 	for k, f := range p.fetches {
-		op := sop{kind: opFetch, idx: k, stream: d2h, prods: []int{frames}}
+		op := sop{kind: opFetch, idx: k, stream: d2h, prods: []int32{frames}}
 		if f.Node < 0 {
-			op.prods = []int{feedOp[f.Index]}
+			op.prods = []int32{feedOp[f.Index]}
 			s.feedRefs[f.Index]++
 		}
 		s.ops = append(s.ops, op)
-	}
-	s.markRecords()
-}
-
-// markRecords marks each op that an op on another stream waits for.
-func (s *streamLayout) markRecords() {
-	for i := range s.ops {
-		op := &s.ops[i]
-		for _, pr := range op.prods {
-			if q := &s.ops[pr]; q.stream >= 0 && q.stream != op.stream {
-				q.record = true
-			}
-		}
 	}
 }
 
@@ -491,94 +480,83 @@ func role(g *groups.Group, d device.Stream, r string) string {
 	return r
 }
 
-// order turns the layout into the scheduler's edges, going through the
-// ops in launch order as a device launcher would: each op follows the one
-// before it on its stream, and waits for each producer on another stream
-// unless the wait reduction finds that its stream already follows a
-// later point of the producer's stream (clocks: the wait is implied). The
-// join waits in the same way for every stream's last op, from the home
-// D2H stream. It counts the waits kept and left out per group.
+// order turns the layout into the scheduler's edges: layWaits works out
+// the waits between streams, over the ops in launch order as a device
+// launcher would, and each becomes an edge from the producer op; each
+// op also follows the one before it on its stream. The join waits in the
+// same way for every stream's last op, from the home D2H stream. The
+// frame driver's op on no stream (opFrames over several groups) is no
+// item of layWaits: it waits for every feed copy, the fetches wait for
+// it, no clock involved, and the step's end waits for it (a step may
+// fetch nothing). A wait that DropWait names is left out after the
+// reduction, as on a device (lane.waitOn): the waits it implied are
+// missing with it. It counts the waits kept and left out per stream.
 func (s *streamLayout) order(sr *Runtime) {
-	m := len(s.streams)
-	clk := newClocks(m)
-	opAt := make([]point, len(s.ops))
-	vcAt := make([][]int, len(s.ops)) // the producer stream's clock after it
-	inserted := make([]int, m)
-	skipped := make([]int, m)
+	items := make([]layItem, len(s.ops))
+	for i := range s.ops {
+		op := &s.ops[i]
+		if op.stream < 0 && op.kind == opFrames {
+			items[i] = layItem{stream: -1}
+			continue
+		}
+		items[i] = layItem{stream: int32(op.stream), tick: op.stream >= 0, prods: op.prods}
+	}
+	w := layWaits(items, len(s.streams), sr.ReduceWaits)
 	for i := range s.ops {
 		op := &s.ops[i]
 		op.next = -1
-		a := op.stream
-		if a < 0 {
-			if op.kind == opFrames {
-				// On no stream: it waits for every feed copy, the
-				// fetches wait for it, no clock involved, and the
-				// step's end waits for it (a step may fetch nothing).
-				for _, pr := range op.prods {
-					if s.ops[pr].stream >= 0 {
-						s.ops[pr].waiters = append(s.ops[pr].waiters, i)
-						op.wait++
-					}
+		if op.stream < 0 && op.kind == opFrames {
+			for _, pr := range op.prods {
+				if s.ops[pr].stream >= 0 {
+					s.ops[pr].waiters = append(s.ops[pr].waiters, i)
+					op.wait++
 				}
-				op.join = true
-				s.joins++
 			}
+			op.join = true
+			s.joins++
 			continue
 		}
-		st := &s.streams[a]
+		if op.stream < 0 {
+			continue
+		}
+		st := &s.streams[op.stream]
 		if st.last >= 0 {
 			s.ops[st.last].next = i
 			op.wait++
 		}
 		st.last = i
 		for _, pr := range op.prods {
-			q := &s.ops[pr]
-			b := q.stream
-			if b < 0 && q.kind == opFrames {
+			if q := &s.ops[pr]; q.stream < 0 && q.kind == opFrames {
 				q.waiters = append(q.waiters, i)
 				op.wait++
+			}
+		}
+		for _, pr := range w.waits[i] {
+			if sr.DropWait != nil && sr.DropWait(int(pr), i) {
+				w.kept[op.stream]--
 				continue
 			}
-			if b < 0 || b == a || (sr.DropWait != nil && sr.DropWait(pr, i)) {
-				continue
-			}
-			if sr.ReduceWaits && clk.covers(a, opAt[pr]) {
-				skipped[a]++
-				continue
-			}
+			q := &s.ops[pr]
 			q.waiters = append(q.waiters, i)
 			op.wait++
-			clk.learn(a, vcAt[pr])
-			inserted[a]++
 			if op.kind != opFrames && q.kind != opFrames {
 				// (The frame driver's op has no slice of its own: its
 				// items have theirs.)
-				s.flows = append(s.flows, trace.Flow{From: pr, To: i})
+				s.flows = append(s.flows, trace.Flow{From: int(pr), To: i})
 			}
-		}
-		opAt[i] = clk.tick(a)
-		if op.record {
-			vcAt[i] = clk.snapshot(a)
 		}
 	}
 	home := sr.Groups[0]
 	f := s.streamIndex(home.D2H, home, role(home, home.D2H, "d2h"))
-	for b := range s.streams {
-		last := s.streams[b].last
-		if last < 0 {
-			continue
-		}
-		if b != f {
-			if sr.ReduceWaits && clk.covers(f, point{b, clk.seq[b]}) {
-				skipped[f]++
-				continue
-			}
-			inserted[f]++
-		}
+	for _, b := range w.join(f) {
+		s.ops[s.streams[b].last].join = true
+		s.joins++
+	}
+	if last := s.streams[f].last; last >= 0 {
 		s.ops[last].join = true
 		s.joins++
 	}
-	s.inserted, s.skipped = inserted, skipped
+	s.inserted, s.skipped = w.kept, w.skipped
 }
 
 // start settles the ops that need no stream, in launch order, and hands

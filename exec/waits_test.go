@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 )
 
@@ -70,6 +72,67 @@ func TestClocksCovers(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestHostDeviceLayoutsAgree: the host streams' layout and the device
+// lanes' of the same plan and assignment order each group's nodes alike
+// and keep the same waits between nodes of different groups, with wait
+// reduction on and off, over random device plans with constants and
+// control edges (one walk, layWaits, over one order, laneOrder). Their
+// copies differ (feeds and fetches), so those waits are not compared.
+func TestHostDeviceLayoutsAgree(t *testing.T) {
+	r := rand.New(rand.NewSource(29))
+	for it := 0; it < 40; it++ {
+		p := mixedPlan(t, r, 3, 40, false)
+		n := 1 + it%4
+		set := emuSet(t, n, false, 0)
+		assign := make([]int, len(p.nodes))
+		for i := range assign {
+			assign[i] = r.Intn(n)
+		}
+		for _, reduce := range []bool{true, false} {
+			t.Run(fmt.Sprintf("plan=%d/groups=%d/reduce=%v", it, n, reduce), func(t *testing.T) {
+				sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder}
+				p.lanes.Store(nil)
+				ls := p.laneSched(sr)
+				lay := p.layOut(sr, scalars([]float32{1, 2, 3}))
+				host := make([][]int32, len(p.nodes)) // per node, the nodes it waits for
+				order := make([][]int32, n)
+				for q := range lay.ops {
+					op := &lay.ops[q]
+					if op.kind != opNode {
+						continue
+					}
+					if op.stream >= 0 {
+						order[op.group] = append(order[op.group], int32(op.idx))
+					}
+					for _, w := range op.waiters {
+						if c := &lay.ops[w]; c.kind == opNode {
+							host[c.idx] = append(host[c.idx], int32(op.idx))
+						}
+					}
+				}
+				for k := range order {
+					if !slices.Equal(order[k], ls.nodes[k]) {
+						t.Errorf("group %d: host streams run %v, the lanes launch %v", k, order[k], ls.nodes[k])
+					}
+				}
+				waits := 0
+				for i := range p.nodes {
+					dev := slices.DeleteFunc(slices.Clone(ls.waits[i]), func(pr int32) bool { return pr < 0 })
+					slices.Sort(dev)
+					slices.Sort(host[i])
+					if !slices.Equal(dev, host[i]) {
+						t.Errorf("node %s waits for %v on the device, %v on host streams", p.nodes[i].node.Name, dev, host[i])
+					}
+					waits += len(dev)
+				}
+				if n > 1 && waits == 0 {
+					t.Error("no wait between groups: the case tests nothing")
+				}
+			})
 		}
 	}
 }
