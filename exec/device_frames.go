@@ -252,11 +252,15 @@ next:
 }
 
 // copyOf returns a new value of v's copies, which readers wait for as
-// from and rel say.
+// from and rel say. v's host copy, read back after v.from, is the new
+// value's only where from is v.from: a host copy is read back after all
+// its value carries (a Switch's predicate is not waited for again).
 func (b *fvals) copyOf(v *fval, from, rel *flaunch) *fval {
 	c := &b.vals.take(1)[0]
 	c.gval, c.from, c.rel = v.gval, from, rel
-	c.hc.Store(v.hc.Load())
+	if from == v.from {
+		c.hc.Store(v.hc.Load())
+	}
 	c.dc.Store(v.dc.Load())
 	return c
 }
@@ -821,6 +825,16 @@ func (l *lane) frameNode(fr *devFrames, i int32, pn *planNode, ins []*fval, id i
 		fv[j].gval, fv[j].from = vs[j], from
 		out[j] = &fv[j]
 	}
+	if fr.multi && pn.fwd && len(fv) > 0 && fv[0].host != nil && fv[0].dev != nil {
+		// A forwarded host copy is input 0's, read after what that
+		// carries, and the node's control predecessors ran before it:
+		// its readers wait for those, not for this launch.
+		rel := ins[0].after()
+		for _, c := range pn.ctrl {
+			rel = lf.recs.join(rel, fr.last[c].Load())
+		}
+		fv[0].rel = rel
+	}
 	if pn.where != onGPU {
 		return fr.relay(&lf.recs, i, pn, ins, out), nil
 	}
@@ -881,12 +895,15 @@ func (pn *planNode) relays() bool {
 // on (Enter, Exit, NextIteration, LoopCond, Merge's outputs, Switch's
 // data), through a host kernel's values (which carry what it ran
 // after), through a control edge to any of those or a ControlTrigger,
-// whose control edges then order its successors after it, and through
-// a Switch's predicate that may be held on the host (hostVals), which
-// is not read back after it; a Switch (its predicate) and a host kernel
-// wait for it on their lanes too. Only GPU nodes' launches need an
-// event. For a node that launches nothing it says that a node runs
-// after it: its record is kept (fr.last).
+// whose control edges then order its successors after it, through a
+// forwarding GPU kernel's input 0 or control edge (its host copy carries
+// those records), and through a Switch's predicate that may be held on
+// the host (hostVals), which is not read back after it (a device
+// predicate's host copy is read back after all it carries, fvals.copyOf);
+// a Switch (its predicate) and a host kernel wait for it on their lanes
+// too. Only GPU nodes' launches need an event. For a node that launches
+// nothing it says that a node runs after it: its record is kept
+// (fr.last).
 func (p *Plan) frameReaders(group func(int) int) []bool {
 	readers := make([]bool, len(p.nodes))
 	held := p.hostVals()
@@ -913,7 +930,9 @@ func (p *Plan) frameReaders(group func(int) int) []bool {
 				if pred && !p.heldOut(held, int(src), int(e.out)) {
 					continue // read back after all it carries
 				}
-				if dpn.relays() && seen[e.dst] != int32(i)+1 {
+				// A forwarding kernel's host copy carries its input 0's
+				// record and its control predecessors' (fval.rel).
+				if (dpn.relays() || dpn.fwd && e.slot <= 0) && seen[e.dst] != int32(i)+1 {
 					seen[e.dst] = int32(i) + 1
 					stack = append(stack, e.dst)
 				}

@@ -628,51 +628,110 @@ func TestFramesDriverPanicFailsStep(t *testing.T) {
 
 // TestFramesLanesOrderThroughRelayedValues proves that a value the
 // driver makes without a launch (a Switch's output, a Merge's
-// value_index) carries what the node ran after: a load on one group,
-// ordered after a store on another only through such a value, reads
-// that store, over jittered streams, with wait reduction on and off.
+// value_index, a host kernel's or a Const's value) or a forwarded host
+// copy carries what the node ran after: a load on one group, ordered
+// after a store on another only through such a value, reads that store,
+// over jittered streams, with wait reduction on and off.
 // host-pred: the store orders (a control edge) a host kernel whose
 // value is a Switch's predicate, and the loads read the Switch's
 // outputs; the Switch on the store's group (where no lane waits for the
-// store unless the relay records it) and on the loads'. host-copy: the
-// loads read in host memory a value whose host copy exists, passed on
-// by a Switch that runs after the store. merge-index: the load reads
-// the value_index of a Merge of two stores.
+// store unless the relay records it) and on the loads'. fwd-pred: the
+// same predicate through a forwarding GPU kernel (ExecTestView, as
+// Identity or Reshape: its host copy is its input's), the host kernel
+// on the store's group or not. host-copy: the loads read in host memory
+// a value whose host copy exists, passed on by a Switch that runs after
+// the store. fwd-host-in: the load reads in host memory a forwarding
+// kernel's value (its input's host copy) of a host kernel that runs
+// after the store, or the forwarding kernel runs after it. relayed-host-copy-pred: a device predicate read back
+// by a Switch that runs after the store and passes it on (its host copy
+// was read back before the store): a second Switch on it picks the
+// loads' side. merge-index: the load reads the value_index of a Merge
+// of two stores. const-pred: a Bool Const that runs after the store is
+// a Switch's predicate. merge-const: each branch of a cond stores and
+// runs a Const after its store; the load reads their Merge.
 func TestFramesLanesOrderThroughRelayedValues(t *testing.T) {
+	pred := func(x, n *graph.Node) *graph.Node {
+		p := node("pred", "ExecTestGLess", 0, x, n)
+		p.OutTypes = []tensor.DType{tensor.Bool}
+		return p
+	}
+	// fwdHostIn: store -> (control) -> host kernel h -> ExecTestView ->
+	// a load reading it in host memory (the control edge into the view
+	// instead where ctlView); a Switch (a target) makes the plan one
+	// with frames.
+	fwdHostIn := func(h string, ctlView bool) func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+		return func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			s := node("store", "ExecTestGStore", 3, x)
+			a := node(h, "ExecTestAdd", 0, x)
+			v := node("store_view", "ExecTestView", 0, a)
+			if ctlView {
+				v.Controls = []*graph.Node{s}
+			} else {
+				a.Controls = []*graph.Node{s}
+			}
+			return s, loadHostIn("load", graph.Output{Node: v}), []*graph.Node{flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: pred(x, n)})}
+		}
+	}
 	cases := []struct {
 		name string
-		// g returns the node whose output 0 is the stored value and the
-		// one whose output 0 is the load's.
-		g func(x, n *graph.Node) (stored, loaded *graph.Node)
+		// g returns the node whose output 0 is the stored value, the one
+		// whose output 0 is the load's, and targets.
+		g func(x, n *graph.Node) (stored, loaded *graph.Node, targets []*graph.Node)
 	}{
-		{"host-pred/switch-on-store", func(x, n *graph.Node) (*graph.Node, *graph.Node) { return hostPredSwitch(x, n, "store_switch") }},
-		{"host-pred/switch-on-load", func(x, n *graph.Node) (*graph.Node, *graph.Node) { return hostPredSwitch(x, n, "load_switch") }},
+		{"host-pred/switch-on-store", hostPredSwitch("store_pred", "", "store_switch")},
+		{"host-pred/switch-on-load", hostPredSwitch("store_pred", "", "load_switch")},
+		{"fwd-pred/pred-on-store", hostPredSwitch("store_pred", "store_view", "switch")},
+		{"fwd-pred/pred-elsewhere", hostPredSwitch("pred", "store_view", "switch")},
 		// A device value read back by a host kernel, then passed on by a
 		// Switch that runs after the store: a load reading the Switch's
 		// output in host memory (the host copy) still follows the store.
-		{"host-copy", func(x, n *graph.Node) (*graph.Node, *graph.Node) {
+		{"host-copy", func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
 			s := node("store", "ExecTestGStore", 3, x)
 			a := node("a", "ExecTestGAdd", 1, x)
 			h := node("a_host", "ExecTestAdd", 0, a) // reads a back: a's host copy
-			p := node("pred", "ExecTestGLess", 0, x, n)
-			p.OutTypes = []tensor.DType{tensor.Bool}
-			sw := flowNode("switch", "Switch", 2, graph.Output{Node: a}, graph.Output{Node: p})
+			sw := flowNode("switch", "Switch", 2, graph.Output{Node: a}, graph.Output{Node: pred(x, n)})
 			sw.Controls = []*graph.Node{s, h}
-			m := flowNode("load_merge", "Merge", 2, graph.Output{Node: loadHostIn("load_f", graph.Output{Node: sw})},
-				graph.Output{Node: loadHostIn("load_t", graph.Output{Node: sw, Index: 1})})
-			m.OutTypes[1] = tensor.Int32
-			return s, m
+			return s, loadMerge(sw, loadHostIn), nil
 		}},
-		{"merge-index", func(x, n *graph.Node) (*graph.Node, *graph.Node) {
-			p := node("pred", "ExecTestGLess", 0, x, n)
-			p.OutTypes = []tensor.DType{tensor.Bool}
-			sw := flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: p})
+		{"fwd-host-in/host-on-store", fwdHostIn("store_host", false)},
+		{"fwd-host-in/host-elsewhere", fwdHostIn("host", false)},
+		{"fwd-host-in/control-into-view", fwdHostIn("host", true)},
+		{"relayed-host-copy-pred", func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			s := node("store", "ExecTestGStore", 3, x)
+			p := pred(x, n)
+			sw1 := flowNode("sw1", "Switch", 2, graph.Output{Node: p}, graph.Output{Node: p}) // reads p back
+			sw1.OutTypes = []tensor.DType{tensor.Bool, tensor.Bool}
+			sw1.Controls = []*graph.Node{s}
+			m1 := flowNode("m1", "Merge", 2, graph.Output{Node: sw1}, graph.Output{Node: sw1, Index: 1})
+			m1.OutTypes = []tensor.DType{tensor.Bool, tensor.Int32}
+			return s, loadMerge(flowNode("sw2", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: m1}), loadOn), nil
+		}},
+		{"merge-index", func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			sw := flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: pred(x, n)})
 			m := flowNode("store_merge", "Merge", 2, graph.Output{Node: bodyNode("store_f", "ExecTestGStore", 5, graph.Output{Node: sw})},
 				graph.Output{Node: bodyNode("store_t", "ExecTestGStore", 3, graph.Output{Node: sw, Index: 1})})
 			m.OutTypes[1] = tensor.Int32
 			y := bodyNode("load", "ExecTestGLoad", 0, graph.Output{Node: m, Index: 1})
 			y.InTypes[0] = tensor.Int32
-			return m, y
+			return m, y, nil
+		}},
+		{"const-pred", func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			s := node("store", "ExecTestGStore", 3, x)
+			k := boolConst("kpred", true)
+			k.Controls = []*graph.Node{s}
+			return s, loadMerge(flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: k}), loadOn), nil
+		}},
+		{"merge-const", func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			sw := flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: pred(x, n)})
+			sf := bodyNode("store_f", "ExecTestGStore", 5, graph.Output{Node: sw})
+			st := bodyNode("store_t", "ExecTestGStore", 3, graph.Output{Node: sw, Index: 1})
+			kf, kt := constNode("kf"), constNode("kt")
+			kf.Controls, kt.Controls = []*graph.Node{sf}, []*graph.Node{st}
+			sm := flowNode("store_merge", "Merge", 2, graph.Output{Node: sf}, graph.Output{Node: st})
+			sm.OutTypes[1] = tensor.Int32
+			km := flowNode("kmerge", "Merge", 2, graph.Output{Node: kf}, graph.Output{Node: kt})
+			km.OutTypes[1] = tensor.Int32
+			return sm, bodyNode("load", "ExecTestGLoad", 0, graph.Output{Node: km}), nil
 		}},
 	}
 	for _, c := range cases {
@@ -680,8 +739,8 @@ func TestFramesLanesOrderThroughRelayedValues(t *testing.T) {
 			for _, reduce := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/groups=%d/reduce=%v", c.name, groups, reduce), func(t *testing.T) {
 					x, n := node("x", "ExecTestGAdd", 0), node("n", "ExecTestGAdd", 0)
-					stored, loaded := c.g(x, n)
-					p, err := build(nil, []graph.Output{{Node: x}, {Node: n}}, []graph.Output{{Node: stored}, {Node: loaded}}, nil, Placement{GPUs: 1})
+					stored, loaded, targets := c.g(x, n)
+					p, err := build(nil, []graph.Output{{Node: x}, {Node: n}}, []graph.Output{{Node: stored}, {Node: loaded}}, targets, Placement{GPUs: 1})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -710,19 +769,45 @@ func TestFramesLanesOrderThroughRelayedValues(t *testing.T) {
 	}
 }
 
-// hostPredSwitch is store -> (control) -> host predicate -> Switch
-// (named sw) -> a load on each side, merged: the store's value and the
-// merged load's.
-func hostPredSwitch(x, n *graph.Node, sw string) (*graph.Node, *graph.Node) {
-	s := node("store", "ExecTestGStore", 3, x)
-	h := node("store_pred", "ExecTestHostLess", 0, x, n)
-	h.OutTypes = []tensor.DType{tensor.Bool}
-	h.Controls = []*graph.Node{s}
-	w := flowNode(sw, "Switch", 2, graph.Output{Node: x}, graph.Output{Node: h})
-	m := flowNode("load_merge", "Merge", 2, graph.Output{Node: bodyNode("load_f", "ExecTestGLoad", 0, graph.Output{Node: w})},
-		graph.Output{Node: bodyNode("load_t", "ExecTestGLoad", 0, graph.Output{Node: w, Index: 1})})
+// hostPredSwitch is store -> (control) -> host predicate (named pred)
+// -> an ExecTestView (named view; none when "") -> Switch (named sw) ->
+// a load on each side, merged: the store's value and the merged load's.
+func hostPredSwitch(pred, view, sw string) func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+	return func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+		s := node("store", "ExecTestGStore", 3, x)
+		h := node(pred, "ExecTestHostLess", 0, x, n)
+		h.OutTypes = []tensor.DType{tensor.Bool}
+		h.Controls = []*graph.Node{s}
+		if view != "" {
+			h = node(view, "ExecTestView", 0, h)
+			h.InTypes = []tensor.DType{tensor.Bool}
+			h.OutTypes = []tensor.DType{tensor.Bool}
+		}
+		return s, loadMerge(flowNode(sw, "Switch", 2, graph.Output{Node: x}, graph.Output{Node: h}), loadOn), nil
+	}
+}
+
+// loadMerge is a load (of load's op) on each side of Switch w, merged.
+func loadMerge(w *graph.Node, load func(name string, in graph.Output) *graph.Node) *graph.Node {
+	m := flowNode("load_merge", "Merge", 2, graph.Output{Node: load("load_f", graph.Output{Node: w})}, graph.Output{Node: load("load_t", graph.Output{Node: w, Index: 1})})
 	m.OutTypes[1] = tensor.Int32
-	return s, m
+	return m
+}
+
+// loadOn is an ExecTestGLoad node named name reading in.
+func loadOn(name string, in graph.Output) *graph.Node {
+	return bodyNode(name, "ExecTestGLoad", 0, in)
+}
+
+// boolConst is a scalar Bool Const of value v.
+func boolConst(name string, v bool) *graph.Node {
+	n := node(name, "Const", 0)
+	n.OutTypes = []tensor.DType{tensor.Bool}
+	n.Attrs = map[string]*tfpb.AttrValue{
+		"dtype": {Value: &tfpb.AttrValue_Type{Type: tfpb.DataType(tensor.Bool)}},
+		"value": {Value: &tfpb.AttrValue_Tensor{Tensor: &tfpb.TensorProto{Dtype: tfpb.DataType(tensor.Bool), TensorShape: &tfpb.TensorShapeProto{}, BoolVal: []bool{v}}}},
+	}
+	return n
 }
 
 // TestFramesLanesLoopConstControl proves that a loop body's Const with a
