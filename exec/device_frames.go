@@ -576,7 +576,10 @@ func (fr *devFrames) constAgain(i int32, pn *planNode, ins, outs []*fval) []*fva
 // nothing on the device (a control-flow op, a host kernel, a Const),
 // ran after there: its control predecessors' records (fr.last) and, for
 // a control-flow op, the launch of the value it passes on (a Merge's
-// taken input, a Switch's data), for a host kernel its inputs'. That
+// taken input, a Switch's data), for a host kernel what its inputs'
+// host copies were read after (fval.after: not a device value's launch,
+// complete once read back, so that a loop whose condition is a host
+// kernel waits for nothing of its counter's launches). That
 // is its record for the nodes that run after it (fr.last[i], joined
 // with its earlier runs'), a value it passes on carries its control
 // predecessors' too (a copy of it, from b, in from and rel), and a host
@@ -598,7 +601,7 @@ func (fr *devFrames) relay(b *fvals, i int32, pn *planNode, ins, outs []*fval) [
 	switch {
 	case pn.flow == flowNone:
 		for _, v := range ins {
-			rec = b.join(rec, v.from)
+			rec = b.join(rec, v.after()) // a device value was read back after its launch
 		}
 		for _, v := range outs {
 			v.from = rec // its own records: a kernel reading it waits for those

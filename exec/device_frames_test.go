@@ -184,9 +184,10 @@ func init() {
 // of its own op, at most par iterations in flight (0: the attr left
 // to TF's default). body gets the loop's acc and i (their Switches'
 // output 1) and returns the node whose output is the next acc. What
-// callers build on: the exits of acc and i, the counter node.
+// callers build on: the exits of acc and i, the counter node, the
+// condition's i < n (ExecTestGLess).
 type whileLoop struct {
-	exitAcc, exitI, counter *graph.Node
+	exitAcc, exitI, counter, less *graph.Node
 }
 
 func newWhileLoop(zero, x, n *graph.Node, counter string, par int64, body func(acc, i graph.Output) *graph.Node) whileLoop {
@@ -207,7 +208,7 @@ func newWhileLoop(zero, x, n *graph.Node, counter string, par int64, body func(a
 	lc.OutTypes = []tensor.DType{tensor.Bool}
 	si := flowNode("switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
 	sa := flowNode("switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
-	w := whileLoop{exitI: flowNode("exit_i", "Exit", 1, graph.Output{Node: si}), exitAcc: flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa})}
+	w := whileLoop{exitI: flowNode("exit_i", "Exit", 1, graph.Output{Node: si}), exitAcc: flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa}), less: lt}
 	w.counter = bodyNode("i_plus_1", counter, 1, graph.Output{Node: si, Index: 1})
 	next := body(graph.Output{Node: sa, Index: 1}, graph.Output{Node: si, Index: 1})
 	ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: w.counter})
@@ -443,17 +444,26 @@ func TestFramesLanesAssignments(t *testing.T) {
 var slotBits atomic.Uint32
 
 func init() {
+	// ExecTestGStore stores its input plus c and gives it; with attr
+	// "empty" it gives an empty tensor instead.
 	kernels.Register(kernels.Def{Op: "ExecTestGStore", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
-		c := float32(n.Attrs["c"].GetF())
+		c, empty := float32(n.Attrs["c"].GetF()), n.Attrs["empty"] != nil
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
-			t, err := ctx.Allocate(0, nil)
+			var shape tensor.Shape
+			if empty {
+				shape = tensor.Shape{0}
+			}
+			t, err := ctx.Allocate(0, shape)
 			if err != nil {
 				return err
 			}
 			in, out := ctx.Inputs[0].F32(), t.F32()
 			return device.Enqueue(ctx.Stream, func() {
-				out[0] = in[0] + c
-				slotBits.Store(math.Float32bits(out[0]))
+				v := in[0] + c
+				if !empty {
+					out[0] = v
+				}
+				slotBits.Store(math.Float32bits(v))
 			})
 		}), nil
 	}})
@@ -645,7 +655,9 @@ func TestFramesDriverPanicFailsStep(t *testing.T) {
 // after the store, or the forwarding kernel runs after it. relayed-host-copy-pred: a device predicate read back
 // by a Switch that runs after the store and passes it on (its host copy
 // was read back before the store): a second Switch on it picks the
-// loads' side. merge-index: the load reads the value_index of a Merge
+// loads' side. host-reads-empty: a host kernel reads back the store's
+// empty value, and the load runs after it (it reads x+3, the value
+// stored). merge-index: the load reads the value_index of a Merge
 // of two stores. const-pred: a Bool Const that runs after the store is
 // a Switch's predicate. merge-const: each branch of a cond stores and
 // runs a Const after its store; the load reads their Merge.
@@ -705,6 +717,16 @@ func TestFramesLanesOrderThroughRelayedValues(t *testing.T) {
 			m1 := flowNode("m1", "Merge", 2, graph.Output{Node: sw1}, graph.Output{Node: sw1, Index: 1})
 			m1.OutTypes = []tensor.DType{tensor.Bool, tensor.Int32}
 			return s, loadMerge(flowNode("sw2", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: m1}), loadOn), nil
+		}},
+		{"host-reads-empty", func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
+			s := node("store", "ExecTestGStore", 3, x)
+			s.Attrs["empty"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
+			s.OutShapes = []tensor.PartialShape{tensor.KnownShape(tensor.Shape{0})}
+			h := node("store_host", "ExecTestAdd", 0, s) // reads s's empty value back
+			y := node("load", "ExecTestGLoad", 0, x)
+			y.Controls = []*graph.Node{h}
+			sw := flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: pred(x, n)})
+			return node("want", "ExecTestGAdd", 3, x), y, []*graph.Node{sw}
 		}},
 		{"merge-index", func(x, n *graph.Node) (*graph.Node, *graph.Node, []*graph.Node) {
 			sw := flowNode("switch", "Switch", 2, graph.Output{Node: x}, graph.Output{Node: pred(x, n)})
@@ -898,5 +920,60 @@ func TestFramesLanesHostFeedWaitsForNothing(t *testing.T) {
 			t.Errorf("reduce=%v: %d waits in 3 steps, want none (k reads only a host feed)", reduce, w)
 		}
 		checkBytes(t, set)
+	}
+}
+
+// TestFramesLanesHostCondWaitsForNothing: a loop whose condition is a
+// host kernel (ExecTestHostLess) reading the counter back, the body's
+// kernel on group 1, the rest on group 0, waits across groups no more
+// than one whose condition is a device kernel read back by the
+// Switches: the host kernel's value carries what its device inputs
+// were read back after, not their launches (complete then). Before the
+// fix it carried the counter's launch, and the body's kernel waited for
+// it in every iteration (12 waits in 3 steps of 5 iterations, not 0).
+func TestFramesLanesHostCondWaitsForNothing(t *testing.T) {
+	for _, reduce := range []bool{true, false} {
+		var waits [2]int32
+		for k, cond := range []string{"ExecTestGLess", "ExecTestHostLess"} {
+			x, n, i0 := node("x", "ExecTestGAdd", 0), node("n", "ExecTestGAdd", 0), node("i0", "ExecTestGAdd", 0)
+			w := newWhileLoop(node("zero", "ExecTestGAdd", 0, i0), x, n, "ExecTestGAdd", 1, func(acc, _ graph.Output) *graph.Node {
+				return bodyNode("body", "ExecTestGAdd", 1, acc)
+			})
+			w.less.Op = cond
+			p, err := build(nil, []graph.Output{{Node: x}, {Node: n}, {Node: i0}}, []graph.Output{{Node: w.exitAcc}}, nil, Placement{GPUs: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			assign := make([]int, len(p.nodes))
+			for i := range p.nodes {
+				switch pn := &p.nodes[i]; pn.node.Name {
+				case "body":
+					assign[i] = 1
+				case "less":
+					if (pn.where == onGPU) != (k == 0) {
+						t.Fatalf("%s placed on the GPU %v", cond, pn.where == onGPU)
+					}
+				}
+			}
+			set := emuSet(t, 2, false, 0)
+			var c atomic.Int32
+			sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder,
+				DropWait: func(int, int) bool { c.Add(1); return false }}
+			for step := 0; step < 3; step++ {
+				got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(1), tensor.ScalarF32(5), tensor.ScalarF32(0)}, Options{Trace: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got[0].F32()[0] != 6 {
+					t.Fatalf("%s: acc %v, want 6", cond, got[0].F32()[0])
+				}
+			}
+			waits[k] = c.Load()
+			checkBytes(t, set)
+		}
+		t.Logf("reduce=%v: %d waits in 3 steps of 5 iterations with a device condition, %d with a host one", reduce, waits[0], waits[1])
+		if waits[1] > waits[0] {
+			t.Errorf("reduce=%v: %d waits in 3 steps of 5 iterations with a host condition, %d with a device one", reduce, waits[1], waits[0])
+		}
 	}
 }

@@ -111,7 +111,12 @@
 // Switch's predicate held on the host, a loop body's Const's control
 // predecessors in each iteration) travels with the values it passes on
 // or makes (relay), so a kernel of another group waits for it as one
-// stream would have ordered it; every device buffer of
+// stream would have ordered it. A device value's host copy is read back
+// after its launch and all it carries (a copy of the value that carries
+// more records reads it back again), so its readers, a host kernel's
+// values and a Switch on it wait for the relayed records alone; a
+// forwarding kernel's host copy (Identity, Reshape) carries its input's
+// and its control predecessors'. Every device buffer of
 // such a step is held until it ends, and it is never captured as a CUDA
 // graph (graphIneligible says why, GraphStats counts it). A plan with
 // control flow placed on several GPUs is refused there with

@@ -17,11 +17,14 @@ import (
 )
 
 // addScalars is ExecTestAdd's computation: its output, a float32 scalar,
-// is c plus every float32 scalar input.
+// is c plus every element of its float32 inputs (scalars but for an
+// empty one).
 func addScalars(ctx *kernels.Context, c float32) error {
 	sum := c
 	for _, in := range ctx.Inputs {
-		sum += in.F32()[0]
+		for _, v := range in.F32() {
+			sum += v
+		}
 	}
 	t, err := ctx.Allocate(0, nil)
 	if err != nil {
@@ -34,7 +37,7 @@ func addScalars(ctx *kernels.Context, c float32) error {
 // Test ops, registered under names TF does not use, so the plan can be
 // tested without the graph builder or the real kernels.
 func init() {
-	// ExecTestAdd: sum of its float32 scalar inputs plus the "c" attr.
+	// ExecTestAdd: sum of its float32 inputs plus the "c" attr.
 	kernels.Register(kernels.Def{Op: "ExecTestAdd", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		c := float32(n.Attrs["c"].GetF())
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return addScalars(ctx, c) }), nil

@@ -348,13 +348,16 @@ func (s *gstep) hostOf(v *gval, what inName) (*tensor.Tensor, error) {
 		if err := s.c.CopyD2H(out.Buf, hostmem.DeviceAddr(t.Buf)); err != nil {
 			return nil, status.Wrap(err, "%s: copy to the host", what)
 		}
-		e, err := s.event(s.c)
-		if err == nil {
-			err = e.Synchronize()
-		}
-		if err != nil {
-			return nil, status.Wrap(err, "%s: waiting for the copy to the host", what)
-		}
+	}
+	// Waited for even with nothing copied: a host copy is complete after
+	// the launch that made the value (the frames path's readers of it
+	// wait for no more, fval.after).
+	e, err := s.event(s.c)
+	if err == nil {
+		err = e.Synchronize()
+	}
+	if err != nil {
+		return nil, status.Wrap(err, "%s: waiting for the copy to the host", what)
 	}
 	v.host = out
 	return out, nil
