@@ -271,13 +271,6 @@ func flowNode(name, op string, outs int, ins ...graph.Output) *graph.Node {
 	return n
 }
 
-func enter(name string, in *graph.Node, constant bool) *graph.Node {
-	n := flowNode(name, "Enter", 1, graph.Output{Node: in})
-	n.Attrs["frame_name"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte("loop")}}
-	n.Attrs["is_constant"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: constant}}
-	return n
-}
-
 // emuLoopPlan builds, as tf.compat.v1.while_loop writes it, the loop
 // "i, acc = 0, x; while i < n: i, acc = i+1, acc+i" and, after it, a cond
 // on feed p: acc+1 if p else acc+2. It returns the plan fetching the cond's

@@ -191,28 +191,37 @@ type whileLoop struct {
 }
 
 func newWhileLoop(zero, x, n *graph.Node, counter string, par int64, body func(acc, i graph.Output) *graph.Node) whileLoop {
-	ent := func(name string, in *graph.Node, constant bool) *graph.Node {
-		e := enter(name, in, constant)
+	return whileLoopIn("", "loop", graph.Output{Node: zero}, graph.Output{Node: x}, graph.Output{Node: n}, counter, par, body)
+}
+
+// whileLoopIn is newWhileLoop's loop in frame, its nodes' names
+// prefixed, over values zero, x and n (of an enclosing loop's frame,
+// for a nested loop).
+func whileLoopIn(prefix, frame string, zero, x, n graph.Output, counter string, par int64, body func(acc, i graph.Output) *graph.Node) whileLoop {
+	ent := func(name string, in graph.Output, constant bool) *graph.Node {
+		e := flowNode(prefix+name, "Enter", 1, in)
+		e.Attrs["frame_name"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_S{S: []byte(frame)}}
+		e.Attrs["is_constant"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: constant}}
 		if par > 0 {
 			e.Attrs["parallel_iterations"] = &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: par}}
 		}
 		return e
 	}
 	ei, ea, en := ent("enter_i", zero, false), ent("enter_acc", x, false), ent("enter_n", n, true)
-	mi := flowNode("merge_i", "Merge", 2, graph.Output{Node: ei})
-	ma := flowNode("merge_acc", "Merge", 2, graph.Output{Node: ea})
+	mi := flowNode(prefix+"merge_i", "Merge", 2, graph.Output{Node: ei})
+	ma := flowNode(prefix+"merge_acc", "Merge", 2, graph.Output{Node: ea})
 	mi.OutTypes[1], ma.OutTypes[1] = tensor.Int32, tensor.Int32
-	lt := node("less", "ExecTestGLess", 0, mi, en)
+	lt := node(prefix+"less", "ExecTestGLess", 0, mi, en)
 	lt.OutTypes = []tensor.DType{tensor.Bool}
-	lc := flowNode("loop_cond", "LoopCond", 1, graph.Output{Node: lt})
+	lc := flowNode(prefix+"loop_cond", "LoopCond", 1, graph.Output{Node: lt})
 	lc.OutTypes = []tensor.DType{tensor.Bool}
-	si := flowNode("switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
-	sa := flowNode("switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
-	w := whileLoop{exitI: flowNode("exit_i", "Exit", 1, graph.Output{Node: si}), exitAcc: flowNode("exit_acc", "Exit", 1, graph.Output{Node: sa}), less: lt}
-	w.counter = bodyNode("i_plus_1", counter, 1, graph.Output{Node: si, Index: 1})
+	si := flowNode(prefix+"switch_i", "Switch", 2, graph.Output{Node: mi}, graph.Output{Node: lc})
+	sa := flowNode(prefix+"switch_acc", "Switch", 2, graph.Output{Node: ma}, graph.Output{Node: lc})
+	w := whileLoop{exitI: flowNode(prefix+"exit_i", "Exit", 1, graph.Output{Node: si}), exitAcc: flowNode(prefix+"exit_acc", "Exit", 1, graph.Output{Node: sa}), less: lt}
+	w.counter = bodyNode(prefix+"i_plus_1", counter, 1, graph.Output{Node: si, Index: 1})
 	next := body(graph.Output{Node: sa, Index: 1}, graph.Output{Node: si, Index: 1})
-	ni := flowNode("next_i", "NextIteration", 1, graph.Output{Node: w.counter})
-	na := flowNode("next_acc", "NextIteration", 1, graph.Output{Node: next})
+	ni := flowNode(prefix+"next_i", "NextIteration", 1, graph.Output{Node: w.counter})
+	na := flowNode(prefix+"next_acc", "NextIteration", 1, graph.Output{Node: next})
 	mi.Inputs, mi.InTypes = append(mi.Inputs, graph.Output{Node: ni}), append(mi.InTypes, tensor.Float)
 	ma.Inputs, ma.InTypes = append(ma.Inputs, graph.Output{Node: na}), append(ma.InTypes, tensor.Float)
 	return w
@@ -839,42 +848,65 @@ func boolConst(name string, v bool) *graph.Node {
 // stores acc+3, a Const runs after the store, and a load on another
 // group reads the Const and gives the next acc, so acc grows by 3 an
 // iteration only where every iteration's load follows that iteration's
-// store.
+// store. nested: that body is an inner loop's, in each iteration of an
+// outer loop, and the inner loop's counter starts at a Const hung off
+// the outer iteration's pivot (4 inner iterations).
 func TestFramesLanesLoopConstControl(t *testing.T) {
-	for _, groups := range []int{2, 3} {
-		for _, reduce := range []bool{true, false} {
-			for _, par := range []int64{1, 10} {
-				t.Run(fmt.Sprintf("groups=%d/reduce=%v/par=%d", groups, reduce, par), func(t *testing.T) {
-					load := 0
-					if groups == 3 {
-						load = 2
-					}
-					p, assign := bodyLoop(t, par, func(acc graph.Output) *graph.Node {
-						s := bodyNode("store", "ExecTestGStore", 3, acc)
-						k := constNode("store_const")
-						k.Controls = []*graph.Node{s}
-						return bodyNode("load", "ExecTestGLoad", 0, graph.Output{Node: k})
-					}, map[string]int{"store": 1, "load": load})
-					set := emuSet(t, groups, false, 0)
-					sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder, Jitter: time.Millisecond}
-					r := rand.New(rand.NewSource(1))
-					bad := 0
-					for k := 0; k < storeLoadRuns; k++ {
-						x, iters := float32(1+r.Intn(100)), 2+r.Intn(4)
-						got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(float32(iters)), tensor.ScalarF32(0)}, Options{})
-						if err != nil {
-							t.Fatal(err)
+	// body is the store, the Const and the load on acc, the Const also
+	// after pivot where not nil.
+	body := func(acc graph.Output, pivot *graph.Node) *graph.Node {
+		s := bodyNode("store", "ExecTestGStore", 3, acc)
+		k := constNode("store_const")
+		k.Controls = []*graph.Node{s}
+		if pivot != nil {
+			k.Controls = append(k.Controls, pivot)
+		}
+		return bodyNode("load", "ExecTestGLoad", 0, graph.Output{Node: k})
+	}
+	nested := func(acc graph.Output) *graph.Node {
+		pivot := bodyNode("o_pivot", "ExecTestGAdd", 0, acc)
+		zero := constNode("o_zero") // 2
+		zero.Controls = []*graph.Node{pivot}
+		n := node("o_n", "ExecTestGAdd", 4, zero) // 6
+		return whileLoopIn("in_", "inner", graph.Output{Node: zero}, acc, graph.Output{Node: n}, "ExecTestGAdd", 1, func(acc, i graph.Output) *graph.Node {
+			return body(acc, bodyNode("in_pivot", "ExecTestGAdd", 0, i))
+		}).exitAcc
+	}
+	for _, inner := range []int{0, 4} {
+		for _, groups := range []int{2, 3} {
+			for _, reduce := range []bool{true, false} {
+				for _, par := range []int64{1, 10} {
+					t.Run(fmt.Sprintf("nested=%v/groups=%d/reduce=%v/par=%d", inner > 0, groups, reduce, par), func(t *testing.T) {
+						load := 0
+						if groups == 3 {
+							load = 2
 						}
-						if want := x + 3*float32(iters); got[0].F32()[0] != want {
-							if bad++; bad <= 3 {
-								t.Logf("step %d: x=%v, %d iterations: acc %v, want %v", k, x, iters, got[0].F32()[0], want)
+						b := func(acc graph.Output) *graph.Node { return body(acc, nil) }
+						if inner > 0 {
+							b = nested
+						}
+						p, assign := bodyLoop(t, par, b, map[string]int{"store": 1, "load": load, "o_pivot": 1, "in_pivot": 1})
+						set := emuSet(t, groups, false, 0)
+						sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assign, ReduceWaits: reduce, Holder: &set.Holder, Jitter: time.Millisecond}
+						r := rand.New(rand.NewSource(1))
+						bad := 0
+						for k := 0; k < storeLoadRuns; k++ {
+							x, iters := float32(1+r.Intn(100)), 2+r.Intn(4)
+							got, _, err := p.Run(context.Background(), sr, []*tensor.Tensor{tensor.ScalarF32(x), tensor.ScalarF32(float32(iters)), tensor.ScalarF32(0)}, Options{})
+							if err != nil {
+								t.Fatal(err)
+							}
+							if want := x + 3*float32(iters*max(inner, 1)); got[0].F32()[0] != want {
+								if bad++; bad <= 3 {
+									t.Logf("step %d: x=%v, %d iterations: acc %v, want %v", k, x, iters, got[0].F32()[0], want)
+								}
 							}
 						}
-					}
-					if bad > 0 {
-						t.Errorf("%d of %d steps: a load did not follow its iteration's store", bad, storeLoadRuns)
-					}
-				})
+						if bad > 0 {
+							t.Errorf("%d of %d steps: a load did not follow its iteration's store", bad, storeLoadRuns)
+						}
+					})
+				}
 			}
 		}
 	}
