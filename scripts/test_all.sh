@@ -18,6 +18,9 @@
 # reads $TEST_ALL_MAKEFILE when set (scripts/testall's test uses both).
 # Exits 1 when anything failed.
 set -u
+# Real TF, the tests' reference, with its stock kernels (scripts/venv.sh says
+# why): Go tests start build/venv's python themselves.
+export TF_ENABLE_ONEDNN_OPTS="${TF_ENABLE_ONEDNN_OPTS:-0}"
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 . scripts/result.sh

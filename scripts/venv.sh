@@ -29,3 +29,12 @@ fi
 if [ -z "${MSTREAM_DNNL:-}" ] && [ -f "$ms_root/build/venv/lib/libdnnl.so.3" ]; then
   export MSTREAM_DNNL="$ms_root/build/venv/lib/libdnnl.so.3"
 fi
+# TF as the tests' reference runs its stock kernels: on CPUs with AVX-512 VNNI
+# or BF16 TF 2.15 turns its oneDNN rewrites on by itself, and those answer some
+# cases otherwise (ABORTED where the stock kernel says INVALID_ARGUMENT, a
+# Softmax row of -inf giving 0 where it gives NaN), so the oracle would depend
+# on the machine. scripts/test_all.sh sets the same for every test; the
+# benchmarks (MS_TF_DEFAULTS=1, bench/cpu) leave TF its own default.
+if [ -z "${MS_TF_DEFAULTS:-}" ]; then
+  export TF_ENABLE_ONEDNN_OPTS="${TF_ENABLE_ONEDNN_OPTS:-0}"
+fi

@@ -16,6 +16,7 @@ set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 ms_root=$root
+MS_TF_DEFAULTS=1
 . scripts/venv.sh
 ms_have_tf || exit 1
 pins="onnx==1.18.0 tf2onnx==1.17.0 onnxruntime==1.32.0 openvino==2026.4.1"

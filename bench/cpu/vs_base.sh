@@ -16,6 +16,7 @@ set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 ms_root=$root
+MS_TF_DEFAULTS=1
 . scripts/venv.sh
 ms_have_tf || exit 0
 : "${BASE:?BASE names the directory of the libmstream.so to compare with}"
