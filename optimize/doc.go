@@ -12,7 +12,10 @@
 // that keeps the MatMul's rows, as in Keras' Dense over a rank-3 input
 // exported as Tensordot, moves after the fused node), Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
 // an inference FusedBatchNorm(V2/V3) after a Conv2D with a constant filter
-// is folded into that filter and a bias (then fused as Conv2D+BiasAdd),
+// is folded into that filter and a bias (then fused as Conv2D+BiasAdd;
+// a _FusedConv2D whose filter is a Const the signature does not feed is
+// marked FilterConstAttr, as TF marks is_filter_const, so that its kernel
+// keeps the filter in its primitive's layout across Runs),
 // Keras' LayerNormalization in either form TF 2.15 exports (Reshape ->
 // training FusedBatchNormV3 -> Reshape -> Mul -> AddV2, or the moments
 // chain Mean/SquaredDifference/Rsqrt/Mul/Sub/AddV2; layernorm.go) becomes

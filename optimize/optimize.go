@@ -16,6 +16,13 @@ import (
 // nodes in their errors.
 const FusedFromAttr = "_mstream_fused_from"
 
+// FilterConstAttr marks a _FusedConv2D whose filter is a Const the
+// signature does not feed (a folded BatchNorm's filter is one), as TF's
+// oneDNN rewrite marks its convolutions is_filter_const: its values are
+// then the same on every Run of the plan, and the CPU kernel keeps them in
+// its primitive's layout instead of reordering them on every Run.
+const FilterConstAttr = "_mstream_filter_const"
+
 // Options configure a rewrite.
 type Options struct {
 	// Devices are the kernel registry devices the plan may place nodes on
@@ -670,6 +677,17 @@ func strsAttr(v ...string) *tfpb.AttrValue {
 
 func intAttr(i int64) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: i}} }
 
+// newConv makes the _FusedConv2D of f with args, marked with
+// FilterConstAttr when its filter (args[1]) is a Const the signature does
+// not feed.
+func (r *rewriter) newConv(f *fusion, args [][]graph.Output, attrs map[string]*tfpb.AttrValue) (*graph.Node, error) {
+	if w := args[1][0]; w.Node.Op == "Const" && !r.fed[w] {
+		attrs[FilterConstAttr] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
+	}
+	res := f.result()
+	return graph.NewDetached(res.ID, "_FusedConv2D", res.Name, res.Device, args, r.remapControls(f.nodes...), attrs)
+}
+
 // epilogueAttrs are the attrs of the fused op that come from the matched
 // GEMM or convolution and its activation.
 func epilogueAttrs(f *fusion, fused string, first string) map[string]*tfpb.AttrValue {
@@ -708,6 +726,9 @@ func buildBiasAdd(fused string) func(*rewriter, *fusion) (*graph.Node, error) {
 	return func(r *rewriter, f *fusion) (*graph.Node, error) {
 		head, bias, res := f.nodes[0], f.nodes[1], f.result()
 		args := argsFor(fused, r.remap(head.Inputs[0]), r.remap(head.Inputs[1]), r.remap(bias.Inputs[1]))
+		if fused == "_FusedConv2D" {
+			return r.newConv(f, args, epilogueAttrs(f, fused, "BiasAdd"))
+		}
 		return graph.NewDetached(res.ID, fused, res.Name, res.Device, args, r.remapControls(f.nodes...), epilogueAttrs(f, fused, "BiasAdd"))
 	}
 }
@@ -741,7 +762,7 @@ func buildReshapedBiasAdd(r *rewriter, f *fusion) (*graph.Node, error) {
 // s = scale / sqrt(variance + epsilon), into conv(x, w * s) + (offset -
 // mean * s): a new filter and a bias, both Consts, then Conv2D+BiasAdd.
 func buildFoldedBatchNorm(r *rewriter, f *fusion) (*graph.Node, error) {
-	conv, bn, res := f.nodes[0], f.nodes[1], f.result()
+	conv, bn := f.nodes[0], f.nodes[1]
 	w := r.constValue(conv.Inputs[1])
 	var p [4][]float32
 	for i := range p {
@@ -780,7 +801,7 @@ func buildFoldedBatchNorm(r *rewriter, f *fusion) (*graph.Node, error) {
 		return nil, err
 	}
 	args := argsFor("_FusedConv2D", r.remap(conv.Inputs[0]), fo, bo)
-	return graph.NewDetached(res.ID, "_FusedConv2D", res.Name, res.Device, args, r.remapControls(f.nodes...), epilogueAttrs(f, "_FusedConv2D", "BiasAdd"))
+	return r.newConv(f, args, epilogueAttrs(f, "_FusedConv2D", "BiasAdd"))
 }
 
 func buildChain(r *rewriter, f *fusion) (*graph.Node, error) {

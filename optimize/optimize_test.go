@@ -436,3 +436,61 @@ func TestActivationRefused(t *testing.T) {
 		t.Errorf("%d fusions, want 4", res.Fused)
 	}
 }
+
+// TestFilterConst: a _FusedConv2D whose filter is a Const the signature
+// does not feed (c1's own, the folded ones of c2 and c3) carries
+// FilterConstAttr, and one whose filter Const is fed does not; a session
+// that feeds the filter other values Run after Run then convolves each
+// Run's own, equal to the same Runs with no rewrites (a kernel told its
+// fed filter were constant would keep the first Run's).
+func TestFilterConst(t *testing.T) {
+	b, fetches := model(t)
+	marked := func(res optimize.Result, name string) bool {
+		n := fusedOps(res)[name]
+		if n == nil || n.Op != "_FusedConv2D" {
+			t.Fatalf("node %s: got %v, want a _FusedConv2D", name, n)
+		}
+		return n.Attrs[optimize.FilterConstAttr].GetB()
+	}
+	res := rewrite(b, []string{"image"}, fetches)
+	for _, name := range []string{"c1/Relu6", "c2/Relu", "c3/bn"} {
+		if !marked(res, name) {
+			t.Errorf("%s: filter is an unfed Const, but the node lacks %s", name, optimize.FilterConstAttr)
+		}
+	}
+	res = rewrite(b, []string{"image", "c1/kernel"}, fetches)
+	if marked(res, "c1/Relu6") {
+		t.Errorf("c1/Relu6: its filter is fed, but the node has %s", optimize.FilterConstAttr)
+	}
+
+	outs := outputs(t, b.g, fetches...)
+	feeds := outputs(t, b.g, "image", "c1/kernel")
+	open := func(fusion string, cfg *tfpb.ConfigProto) *session.Session {
+		s, err := session.New(b.g, &session.Options{Config: cfg, Env: map[string]string{"MSTREAM_FUSION": fusion}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	on, off := open("1", &tfpb.ConfigProto{}), open("0", fusiontest.NoRewrites())
+	x := fusiontest.Random(b.r, tensor.Float, tensor.Shape{2, 6, 6, 3})
+	for run := 0; run < 3; run++ {
+		w := fusiontest.Random(b.r, tensor.Float, tensor.Shape{3, 3, 3, 8})
+		fs := []session.Feed{{Output: feeds[0], Tensor: x}, {Output: feeds[1], Tensor: w}}
+		got, _, err := on.Run(nil, fs, outs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := off.Run(nil, fs, outs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, wv := got[0].F32(), want[0].F32()
+		for i := range wv {
+			if math.Abs(float64(g[i]-wv[i])) > 1e-4*math.Max(1, math.Abs(float64(wv[i]))) {
+				t.Fatalf("run %d, fed filter: element %d = %v with rewrites, %v without", run, i, g[i], wv[i])
+			}
+		}
+	}
+}

@@ -71,7 +71,8 @@ func init() {
 			return nil, err
 		}
 		prims := &dnnl.ConvCache{Node: n.Name}
-		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep, prims) }), nil
+		constFilter := n.Attr(filterConstAttr).GetB()
+		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep, prims, constFilter) }), nil
 	})
 	reg("_MstreamUnaryChain", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		names := n.Attr("ops").GetList().GetS()
@@ -99,6 +100,10 @@ func init() {
 // fusedFromAttr is optimize.FusedFromAttr (kernels may not import
 // optimize): the names of the nodes a fused node replaces.
 const fusedFromAttr = "_mstream_fused_from"
+
+// filterConstAttr is optimize.FilterConstAttr: the filter is a Const the
+// plan does not feed, the same on every Run.
+const filterConstAttr = "_mstream_filter_const"
 
 // fusedKernel wraps a fused kernel so that its errors also name the nodes
 // the fusion replaced, which are the ones the user knows.
@@ -307,7 +312,7 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, prims *dnnl.Cac
 	return nil
 }
 
-func fusedConv2D(ctx *kernels.Context, a Conv2DAttrs, ep epilogue, prims *dnnl.ConvCache) error {
+func fusedConv2D(ctx *kernels.Context, a Conv2DAttrs, ep epilogue, prims *dnnl.ConvCache, constFilter bool) error {
 	in, f := ctx.Input(0), ctx.Input(1)
 	if a.NCHW {
 		return ctx.Errorf(status.Unimplemented, "_FusedConv2D supports only the NHWC data format on the CPU; the op was given NCHW")
@@ -343,7 +348,7 @@ func fusedConv2D(ctx *kernels.Context, a Conv2DAttrs, ep epilogue, prims *dnnl.C
 		if inPrim {
 			bias = f32s(offset)
 		}
-		done, err := convDNNL(ctx, prims, p, in.F32(), f.F32(), bias, inPrim && ep.act == "Relu", o.F32())
+		done, err := convDNNL(ctx, prims, p, in.F32(), f.F32(), bias, inPrim && ep.act == "Relu", constFilter, o.F32())
 		if err != nil {
 			return err
 		}

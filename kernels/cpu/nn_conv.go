@@ -326,7 +326,7 @@ func conv2D(ctx *kernels.Context, a Conv2DAttrs, prims *dnnl.ConvCache) error {
 		return err
 	}
 	if in.DType == tensor.Float {
-		if done, err := convDNNL(ctx, prims, p, in.F32(), f.F32(), nil, false, o.F32()); done {
+		if done, err := convDNNL(ctx, prims, p, in.F32(), f.F32(), nil, false, false, o.F32()); done {
 			return err
 		}
 	}

@@ -12,10 +12,11 @@ import (
 // out to the caller's own kernel. The primitive comes from cache, which the
 // node's kernel owns: built on the first Run of a shape and thread count
 // (the context's intra-op threads, which bound its OpenMP team), reused
-// after. The
-// primitive's work buffer (reordered weights, scratchpad) is kernel scratch,
-// checked against the device's memory limit like the im2col buffer.
-func convDNNL(ctx *kernels.Context, cache *dnnl.ConvCache, p ConvParams, in, filter, bias []float32, relu bool, out []float32) (bool, error) {
+// after. constFilter says the filter is a Const the plan does not feed
+// (filterConstAttr): the primitive then reorders it into its layout once
+// and keeps it. Its work buffers (scratchpad, per-Run reordered weights)
+// are checked against the device's memory limit like the im2col buffer.
+func convDNNL(ctx *kernels.Context, cache *dnnl.ConvCache, p ConvParams, in, filter, bias []float32, relu, constFilter bool, out []float32) (bool, error) {
 	if cache == nil || p.Groups != 1 || p.C == 0 || !dnnl.Available() {
 		return false, nil
 	}
@@ -30,12 +31,12 @@ func convDNNL(ctx *kernels.Context, cache *dnnl.ConvCache, p ConvParams, in, fil
 	if err != nil {
 		return false, nil // a shape oneDNN has no implementation for: Get warned
 	}
-	work, err := kernels.Scratch[byte](ctx, c.WorkBytes())
-	if err != nil {
-		return true, err
-	}
-	if err := c.Run(in, filter, bias, out, work); err != nil {
-		return true, ctx.Errorf(status.Internal, "%v", err)
+	if err := c.Run(ctx.Limit, in, filter, bias, out, constFilter); err != nil {
+		code := status.CodeOf(err) // the limit's RESOURCE_EXHAUSTED
+		if code == status.Unknown {
+			code = status.Internal
+		}
+		return true, ctx.Errorf(code, "%v", err)
 	}
 	return true, nil
 }

@@ -234,24 +234,61 @@ static char *align64(void *p) { return (char *)(((uintptr_t)p + 63) & ~(uintptr_
 
 size_t ms_conv_work_size(ms_conv *c) { return c->wei_size + c->scratch_size + 128; }
 
+size_t ms_conv_packed_size(ms_conv *c) { return c->reorder ? c->wei_size + 64 : 0; }
+
+size_t ms_conv_scratch_size(ms_conv *c) { return c->scratch_size + 64; }
+
+/* ms_conv_pack reorders the HWIO weights wei into out (ms_conv_packed_size
+   bytes; they start at its first 64-byte boundary), the layout the
+   primitive chose. */
+int ms_conv_pack(ms_conv *c, int threads, const float *wei, void *out, char *err, int errlen) {
+	use_threads(threads);
+	void *stream = NULL, *m_user = NULL, *m_wei = NULL;
+	int ok = 0;
+	if (!c->reorder) {
+		snprintf(err, errlen, "the primitive takes its weights as they are: nothing to pack");
+		return 0;
+	}
+	CHECK(d.stream_create(&stream, engine, stream_default));
+	CHECK(d.memory_create(&m_user, c->wei_user_md, engine, (void *)wei));
+	CHECK(d.memory_create(&m_wei, c->wei_md, engine, align64(out)));
+	exec_arg ra[] = {{ARG_SRC, m_user}, {ARG_DST, m_wei}};
+	CHECK(d.primitive_execute(c->reorder, stream, 2, ra));
+	CHECK(d.stream_wait(stream));
+	ok = 1;
+fail:
+	if (m_user) d.memory_destroy(m_user);
+	if (m_wei) d.memory_destroy(m_wei);
+	if (stream) d.stream_destroy(stream);
+	return ok;
+}
+
 /* work holds ms_conv_work_size bytes: the reordered weights and the
-   scratchpad, each at a 64-byte boundary. */
-int ms_conv_run(ms_conv *c, int threads, const float *src, const float *wei, const float *bias, float *dst, void *work, char *err, int errlen) {
+   scratchpad, each at a 64-byte boundary. With packed (ms_conv_pack's
+   output) the weights are not reordered and work holds only the
+   scratchpad (ms_conv_scratch_size bytes); wei is then unused. */
+int ms_conv_run(ms_conv *c, int threads, const float *src, const float *wei, const void *packed, const float *bias, float *dst, void *work, char *err, int errlen) {
 	use_threads(threads);
 	void *stream = NULL, *m_src = NULL, *m_wei_user = NULL, *m_wei = NULL, *m_bias = NULL, *m_dst = NULL, *m_scr = NULL;
-	char *wbuf = align64(work), *sbuf = align64(wbuf + c->wei_size);
+	char *wbuf = align64(work), *sbuf = packed ? wbuf : align64(wbuf + c->wei_size);
 	int ok = 0;
 	CHECK(d.stream_create(&stream, engine, stream_default));
 	CHECK(d.memory_create(&m_src, c->src_md, engine, (void *)src));
-	CHECK(d.memory_create(&m_wei_user, c->wei_user_md, engine, (void *)wei));
 	CHECK(d.memory_create(&m_dst, c->dst_md, engine, dst));
 	if (c->bias) CHECK(d.memory_create(&m_bias, c->bias_md, engine, (void *)bias));
-	void *m_w = m_wei_user;
-	if (c->reorder) {
-		CHECK(d.memory_create(&m_wei, c->wei_md, engine, wbuf));
-		exec_arg ra[] = {{ARG_SRC, m_wei_user}, {ARG_DST, m_wei}};
-		CHECK(d.primitive_execute(c->reorder, stream, 2, ra));
+	void *m_w;
+	if (packed) {
+		CHECK(d.memory_create(&m_wei, c->wei_md, engine, align64((void *)packed)));
 		m_w = m_wei;
+	} else {
+		CHECK(d.memory_create(&m_wei_user, c->wei_user_md, engine, (void *)wei));
+		m_w = m_wei_user;
+		if (c->reorder) {
+			CHECK(d.memory_create(&m_wei, c->wei_md, engine, wbuf));
+			exec_arg ra[] = {{ARG_SRC, m_wei_user}, {ARG_DST, m_wei}};
+			CHECK(d.primitive_execute(c->reorder, stream, 2, ra));
+			m_w = m_wei;
+		}
 	}
 	exec_arg a[5] = {{ARG_SRC, m_src}, {ARG_WEIGHTS, m_w}, {ARG_DST, m_dst}};
 	int na = 3;
@@ -500,7 +537,7 @@ static void *probe_main(void *arg) {
 	struct probe *p = arg;
 	prctl(PR_SET_NAME, "ms-omp-probe", 0, 0, 0);
 	if (p->conv)
-		p->ok = ms_conv_run(p->conv, p->threads, p->src, p->wei, p->bias, p->dst, p->work, p->err, p->errlen);
+		p->ok = ms_conv_run(p->conv, p->threads, p->src, p->wei, NULL, p->bias, p->dst, p->work, p->err, p->errlen);
 	else
 		p->ok = ms_prim_run(p->prim, p->threads, p->ptrs, p->work, p->err, p->errlen);
 	p->count = count_named("ms-omp-probe");

@@ -15,8 +15,16 @@ int ms_dnnl_omp_default(void);
 /* p: N, C, H, W, O, KH, KW, SH, SW, DH, DW, PT, PL, PB, PR, OH, OW (NHWC
    input, HWIO filter, NHWC output; dilations as TF's, 1 = none). */
 int ms_conv_create(const int64_t *p, int bias, int relu, int threads, ms_conv **out, char *err, int errlen);
+/* Work for a run that reorders the weights (packed NULL): the weights in
+   the primitive's layout and its scratchpad. */
 size_t ms_conv_work_size(ms_conv *c);
-int ms_conv_run(ms_conv *c, int threads, const float *src, const float *wei, const float *bias, float *dst, void *work, char *err, int errlen);
+/* A constant filter is reordered once (ms_conv_pack, into packed_size
+   bytes; 0: the primitive takes HWIO as it is) and run with packed, whose
+   work is scratch_size bytes. */
+size_t ms_conv_packed_size(ms_conv *c);
+size_t ms_conv_scratch_size(ms_conv *c);
+int ms_conv_pack(ms_conv *c, int threads, const float *wei, void *out, char *err, int errlen);
+int ms_conv_run(ms_conv *c, int threads, const float *src, const float *wei, const void *packed, const float *bias, float *dst, void *work, char *err, int errlen);
 void ms_conv_free(ms_conv *c);
 
 const char *ms_conv_impl(ms_conv *c);

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"mstream/hostmem"
 )
 
 // SystemNames are the sonames tried when no library is named.
@@ -244,13 +246,22 @@ type ConvDesc struct {
 }
 
 // Conv is a oneDNN convolution primitive for one ConvDesc. It is safe for
-// concurrent Runs: each run brings its own work buffer (scratchpad and
-// reordered weights).
+// concurrent Runs: each run takes a work buffer of its own (scratchpad and,
+// unless the weights are packed, the reordered weights) from the
+// primitive's free list.
 type Conv struct {
 	c       *C.ms_conv
 	threads int
 	// Impl is oneDNN's name of the implementation it chose.
 	Impl string
+
+	packMu sync.Mutex
+	// packed holds a constant filter in the primitive's layout once the
+	// first Run with constWeights made it (nil before, and when the
+	// primitive takes HWIO as it is).
+	packed atomic.Pointer[[]byte]
+	packs  atomic.Int64
+	work   freeList
 }
 
 // NewConv creates the primitive for an OpenMP team of threads (0:
@@ -271,27 +282,114 @@ func NewConv(d ConvDesc, threads int) (*Conv, error) {
 	return &Conv{c: c, threads: threads, Impl: C.GoString(C.ms_conv_impl(c))}, nil
 }
 
-// WorkBytes is the size of the work buffer Run needs: the weights in the
-// primitive's layout and its scratchpad. Callers take it from the device's
-// checked memory (kernels.Scratch), so it counts against the host limit.
+// WorkBytes is the size of the work buffer a Run that reorders its weights
+// needs: the weights in the primitive's layout and its scratchpad.
 func (c *Conv) WorkBytes() int64 { return int64(C.ms_conv_work_size(c.c)) }
 
-// Run computes dst from src, the HWIO weights and (when the desc has one)
-// the bias, using work (WorkBytes long). The slices must hold the desc's
-// shapes.
-func (c *Conv) Run(src, wei, bias, dst []float32, work []byte) error {
-	if int64(len(work)) < c.WorkBytes() {
-		return fmt.Errorf("oneDNN convolution: work buffer of %d bytes, %d needed", len(work), c.WorkBytes())
+// Run computes dst from src, the HWIO weights wei and (when the desc has
+// one) the bias; the slices must hold the desc's shapes. With constWeights
+// the caller promises that wei holds the same values on every Run of this
+// primitive (a Const filter the plan does not feed; optimize marks such a
+// convolution): they are reordered into the primitive's layout on the
+// first Run and kept with it, where otherwise every Run reorders them, an
+// O(weights) pass as long as a small convolution itself (128x64x3x3 at a
+// batch of one: 25 us of 105). Work buffers are the primitive's own, kept
+// between Runs, one per Run in flight; each is made after limit's check,
+// so nothing is allocated (or collected) on a steady Run.
+func (c *Conv) Run(limit hostmem.Limit, src, wei, bias, dst []float32, constWeights bool) error {
+	var packed []byte
+	n := c.WorkBytes()
+	if constWeights {
+		var err error
+		if packed, err = c.pack(limit, wei); err != nil {
+			return err
+		}
+		n = int64(C.ms_conv_scratch_size(c.c))
 	}
+	work, err := c.work.get(limit, n)
+	if err != nil {
+		return err
+	}
+	defer c.work.put(work)
+	return c.run(src, wei, packed, bias, dst, work)
+}
+
+// pack returns the constant filter wei in the primitive's layout, making
+// it on the first call; nil when the primitive takes HWIO as it is.
+func (c *Conv) pack(limit hostmem.Limit, wei []float32) ([]byte, error) {
+	if p := c.packed.Load(); p != nil {
+		return *p, nil
+	}
+	n := c.packedBytes()
+	if n == 0 {
+		return nil, nil
+	}
+	c.packMu.Lock()
+	defer c.packMu.Unlock()
+	if p := c.packed.Load(); p != nil {
+		return *p, nil
+	}
+	b, err := hostmem.Make[byte](limit, n)
+	if err != nil {
+		return nil, err
+	}
+	var buf [256]C.char
+	if C.ms_conv_pack(c.c, C.int(c.threads), (*C.float)(&wei[0]), unsafe.Pointer(&b[0]), &buf[0], C.int(len(buf))) == 0 {
+		return nil, errors.New(C.GoString(&buf[0]))
+	}
+	c.packs.Add(1)
+	c.packed.Store(&b)
+	return b, nil
+}
+
+// packedBytes is the size of the weights in the primitive's layout, 0 when
+// it takes HWIO as it is.
+func (c *Conv) packedBytes() int64 { return int64(C.ms_conv_packed_size(c.c)) }
+
+// run is one convolution with work (WorkBytes long, or the scratchpad's
+// size when packed holds the weights in the primitive's layout).
+func (c *Conv) run(src, wei []float32, packed []byte, bias, dst []float32, work []byte) error {
 	var b *C.float
 	if len(bias) > 0 {
 		b = (*C.float)(&bias[0])
 	}
+	var p unsafe.Pointer
+	if packed != nil {
+		p = unsafe.Pointer(&packed[0])
+	}
 	var buf [256]C.char
-	if C.ms_conv_run(c.c, C.int(c.threads), (*C.float)(&src[0]), (*C.float)(&wei[0]), b, (*C.float)(&dst[0]), unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
+	if C.ms_conv_run(c.c, C.int(c.threads), (*C.float)(&src[0]), (*C.float)(&wei[0]), p, b, (*C.float)(&dst[0]), unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
 		return errors.New(C.GoString(&buf[0]))
 	}
 	return nil
+}
+
+// freeList keeps a primitive's work buffers between Runs: a Run takes one
+// (or makes one, checked against the device's limit, when all are in use)
+// and puts it back, so there are as many as Runs were ever in flight at
+// once and none is allocated on a steady Run.
+type freeList struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+func (f *freeList) get(limit hostmem.Limit, n int64) ([]byte, error) {
+	f.mu.Lock()
+	for i := len(f.free) - 1; i >= 0; i-- {
+		if b := f.free[i]; int64(len(b)) >= n {
+			f.free = append(f.free[:i], f.free[i+1:]...)
+			f.mu.Unlock()
+			return b, nil
+		}
+	}
+	f.mu.Unlock()
+	return hostmem.Make[byte](limit, max(n, 1))
+}
+
+func (f *freeList) put(b []byte) {
+	f.mu.Lock()
+	f.free = append(f.free, b)
+	f.mu.Unlock()
 }
 
 // ConvCache holds a kernel's primitives by shape: a kernel makes one and

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"mstream/hostmem"
 )
 
 // venvLib is the library scripts/setup.sh installs into build/venv (the
@@ -71,7 +73,10 @@ func refConv(d ConvDesc, src, wei, bias []float32) []float64 {
 
 // TestConv checks oneDNN's convolution against a float64 loop over
 // strides, paddings (SAME-like, asymmetric, none), dilations, bias and ReLU,
-// and that a cached primitive is reused and gives the same answer again.
+// and that a cached primitive is reused and gives the same answer again:
+// with the weights reordered per Run, then as a constant filter packed on
+// its first Run (once) and reused, then, given other weights that are not
+// declared constant, with those.
 func TestConv(t *testing.T) {
 	if !Available() {
 		t.Skipf("no oneDNN: %s", Loaded().Warning)
@@ -104,24 +109,36 @@ func TestConv(t *testing.T) {
 		if !d.Bias {
 			bias = nil
 		}
+		other := make([]float32, len(wei))
+		for i := range other {
+			other[i] = float32(r.NormFloat64())
+		}
 		want := refConv(d, src, wei, bias)
-		for rep := 0; rep < 2; rep++ {
+		for rep, constWei := range []bool{false, true, true, false} {
 			c, err := cache.Get(d, 0)
 			if err != nil {
 				t.Fatal(err)
+			}
+			w, want := wei, want
+			if rep == 3 {
+				w, want = other, refConv(d, src, other, bias)
 			}
 			dst := make([]float32, len(want))
 			for i := range dst {
 				dst[i] = float32(math.NaN())
 			}
-			if err := c.Run(src, wei, bias, dst, make([]byte, c.WorkBytes())); err != nil {
+			if err := c.Run(hostmem.Limit{}, src, w, bias, dst, constWei); err != nil {
 				t.Fatalf("%+v: %v", d, err)
 			}
 			for i := range want {
 				if math.Abs(float64(dst[i])-want[i]) > 1e-4*math.Sqrt(float64(d.KH*d.KW*d.C))*(1+math.Abs(want[i])) {
-					t.Fatalf("%+v [%d] = %v, want %v (seed %d)", d, i, dst[i], want[i], seed)
+					t.Fatalf("%+v, run %d (const weights %v) [%d] = %v, want %v (seed %d)", d, rep, constWei, i, dst[i], want[i], seed)
 				}
 			}
+		}
+		c, _ := cache.Get(d, 0)
+		if packs, want := c.packs.Load(), min(1, c.packedBytes()); packs != want {
+			t.Errorf("%+v (%s): constant weights packed %d times, want %d", d, c.Impl, packs, want)
 		}
 	}
 	if n := len(cache.m); n != 6 {
@@ -230,7 +247,7 @@ func TestConvConcurrent(t *testing.T) {
 			want := refConv(d, j.src, j.wei, j.bias)
 			for rep := 0; rep < 20; rep++ {
 				dst := make([]float32, len(want))
-				if err := c.Run(j.src, j.wei, j.bias, dst, make([]byte, c.WorkBytes())); err != nil {
+				if err := c.Run(hostmem.Limit{}, j.src, j.wei, j.bias, dst, false); err != nil {
 					errs <- err
 					return
 				}
@@ -248,6 +265,62 @@ func TestConvConcurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestConvConstConcurrent runs one primitive with a constant filter from
+// several goroutines at once, its first Runs among them: the filter is
+// packed once, and every Run, the racing first ones included, gets the
+// answer of a run alone.
+func TestConvConstConcurrent(t *testing.T) {
+	if !Available() {
+		t.Skipf("no oneDNN: %s", Loaded().Warning)
+	}
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	d := ConvDesc{N: 1, H: 8, W: 8, C: 64, O: 128, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1, OH: 8, OW: 8, Bias: true, Relu: true}
+	var cache ConvCache
+	c, err := cache.Get(d, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wei, bias := make([]float32, d.KH*d.KW*d.C*d.O), make([]float32, d.O)
+	for _, s := range [][]float32{wei, bias} {
+		for k := range s {
+			s[k] = float32(r.NormFloat64())
+		}
+	}
+	const workers = 8
+	errs := make(chan error, workers)
+	for i := 0; i < workers; i++ {
+		src := make([]float32, d.N*d.H*d.W*d.C)
+		for k := range src {
+			src[k] = float32(r.NormFloat64())
+		}
+		go func() {
+			want := refConv(d, src, wei, bias)
+			for rep := 0; rep < 10; rep++ {
+				dst := make([]float32, len(want))
+				if err := c.Run(hostmem.Limit{}, src, wei, bias, dst, true); err != nil {
+					errs <- err
+					return
+				}
+				for k := range want {
+					if math.Abs(float64(dst[k])-want[k]) > 1e-3*(1+math.Abs(want[k])) {
+						errs <- fmt.Errorf("run %d [%d] = %v, want %v", rep, k, dst[k], want[k])
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for i := 0; i < workers; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if packs, want := c.packs.Load(), min(1, c.packedBytes()); packs != want {
+		t.Fatalf("%s: the constant filter was packed %d times, want %d", c.Impl, packs, want)
 	}
 }
 

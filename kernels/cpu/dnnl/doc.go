@@ -36,13 +36,17 @@
 // pointers; Prim.Impl and Conv.Impl are oneDNN's name of the implementation
 // it chose ("jit:avx2", "brg:avx2", "gemm:jit:f32"; "ref" would be its slow
 // reference code). A primitive is safe for concurrent Runs: each Run creates
-// its own stream and memory objects, reorders the HWIO weights into the
-// layout the primitive chose (the weights may change between Runs; the
-// reorder is O(weights), small beside the convolution) and has its own
-// scratchpad (user scratchpad mode): both live in a work buffer the caller
-// passes (WorkBytes), which package cpu takes with kernels.Scratch so that
-// it counts against the device's memory limit; oneDNN allocates nothing
-// per Run itself.
+// its own stream and memory objects and has its own scratchpad (user
+// scratchpad mode). A convolution's weights arrive as HWIO and are
+// reordered into the layout the primitive chose: once, on its first Run,
+// when the caller says they are constant (a Const filter the plan does not
+// feed, which optimize marks with FilterConstAttr), then kept with the
+// primitive; else on every Run, into that Run's work buffer (the weights
+// may change between Runs). A convolution's work buffers are its own, kept
+// on a free list between Runs (one per Run in flight, each checked against
+// the device's limit when made), so a steady Run allocates nothing; a Prim
+// takes its work buffer (WorkBytes) from the caller, which package cpu
+// takes with kernels.Scratch. oneDNN allocates nothing per Run itself.
 // Primitives are never freed: a plan does not say when it is dropped.
 //
 // Accuracy: oneDNN 3.2's gelu_erf and gelu_tanh eltwise differ from the
