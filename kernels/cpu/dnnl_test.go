@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -94,6 +95,111 @@ func closeF32(t *testing.T, what string, got, want []float32, tol float64) {
 	for i := range want {
 		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol*(1+math.Abs(float64(want[i])))) {
 			t.Fatalf("%s [%d] = %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestConvPoolSplitDNNL checks oneDNN's convolutions and poolings split
+// over the intra-op pool (images of a batch, bands of output rows of one
+// image: each band's input window and padding) against mstream's own
+// kernels, over SAME and VALID (with a remainder row), EXPLICIT padding,
+// strides and dilations, run whole (kernels.Serial) and split (the test
+// pool cuts any range into up to four parts), with and without a
+// constant filter, twice each (the second Run reuses the primitives);
+// oneDNN must make every part (no fallback to the whole).
+func TestConvPoolSplitDNNL(t *testing.T) {
+	if !dnnl.Available() {
+		t.Skipf("no oneDNN: %s", dnnl.Loaded().Warning)
+	}
+	r := newRand(t)
+	fallbacks := dnnl.Fallbacks()
+	defer func() {
+		if n := dnnl.Fallbacks() - fallbacks; n != 0 {
+			t.Errorf("oneDNN could not make %d of the shapes or parts", n)
+		}
+	}()
+	runOn := func(p kernels.Parallelizer, n *graph.Node, f func(ctx *kernels.Context) error, in ...*tensor.Tensor) *tensor.Tensor {
+		t.Helper()
+		ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes)), Pool: p, Alloc: poisoned}
+		if err := f(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return ctx.Outputs[0]
+	}
+	for _, c := range []struct {
+		in, filter         tensor.Shape
+		strides, dilations []int64
+		padding            string
+		explicit           []int64
+	}{
+		{tensor.Shape{1, 9, 8, 3}, tensor.Shape{3, 3, 3, 8}, []int64{1, 1, 1, 1}, []int64{1, 1, 1, 1}, "SAME", nil},
+		{tensor.Shape{1, 11, 7, 4}, tensor.Shape{3, 2, 4, 16}, []int64{1, 2, 1, 1}, []int64{1, 1, 1, 1}, "SAME", nil},
+		{tensor.Shape{1, 12, 9, 5}, tensor.Shape{3, 3, 5, 6}, []int64{1, 2, 2, 1}, []int64{1, 1, 1, 1}, "VALID", nil},
+		{tensor.Shape{1, 13, 6, 2}, tensor.Shape{3, 3, 2, 4}, []int64{1, 1, 1, 1}, []int64{1, 2, 1, 1}, "SAME", nil},
+		{tensor.Shape{1, 10, 6, 3}, tensor.Shape{2, 2, 3, 5}, []int64{1, 1, 1, 1}, []int64{1, 1, 1, 1}, "EXPLICIT", []int64{0, 0, 2, 1, 0, 1, 0, 0}},
+		// Output rows 0 and 1 read padding alone: that band runs whole.
+		{tensor.Shape{1, 2, 4, 3}, tensor.Shape{2, 2, 3, 4}, []int64{1, 1, 1, 1}, []int64{1, 1, 1, 1}, "EXPLICIT", []int64{0, 0, 3, 0, 0, 0, 0, 0}},
+		{tensor.Shape{3, 8, 8, 16}, tensor.Shape{3, 3, 16, 32}, []int64{1, 1, 1, 1}, []int64{1, 1, 1, 1}, "SAME", nil},
+		{tensor.Shape{5, 7, 7, 3}, tensor.Shape{1, 1, 3, 4}, []int64{1, 2, 2, 1}, []int64{1, 1, 1, 1}, "VALID", nil},
+	} {
+		attrs := map[string]*tfpb.AttrValue{"strides": aInts(c.strides...), "dilations": aInts(c.dilations...),
+			"padding": aStr(c.padding), "data_format": aStr("NHWC")}
+		if c.explicit != nil {
+			attrs["explicit_paddings"] = aInts(c.explicit...)
+		}
+		n := node("Conv2D", attrs, []tensor.DType{f32, f32}, f32)
+		a, err := ParseConv2DAttrs(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := randTensor(r, f32, c.in)
+		w, _ := randTensor(r, f32, c.filter)
+		want := runOn(pool{}, n, func(ctx *kernels.Context) error { return conv2D(ctx, a, nil) }, x, w)
+		what := fmt.Sprintf("Conv2D %v * %v %s strides %v dilations %v", c.in, c.filter, c.padding, c.strides, c.dilations)
+		for _, p := range []kernels.Parallelizer{kernels.Serial{}, pool{}} {
+			for _, constFilter := range []bool{false, true} {
+				prims := &dnnl.ConvCache{Node: n.Name}
+				conv := func(ctx *kernels.Context) error {
+					cp, oshape, err := Conv2DArgs(ctx, a)
+					if err != nil {
+						return err
+					}
+					o, err := ctx.Allocate(0, oshape)
+					if err != nil {
+						return err
+					}
+					if done, err := convDNNL(ctx, prims, cp, x.F32(), w.F32(), nil, false, constFilter, o.F32()); !done || err != nil {
+						return fmt.Errorf("oneDNN ran it: %v (%v)", done, err)
+					}
+					return nil
+				}
+				for rep := 0; rep < 2; rep++ {
+					got := runOn(p, n, conv, x, w)
+					closeF32(t, fmt.Sprintf("%s on %T, const filter %v, run %d", what, p, constFilter, rep), got.F32(), want.F32(), 1e-5*float64(c.filter.NumElements()))
+				}
+			}
+		}
+
+		// The same geometry pooled (a window of the filter's size; the
+		// average excludes padding, as TF's).
+		if c.dilations[1] != 1 || c.padding == "EXPLICIT" {
+			continue
+		}
+		for _, op := range []string{"MaxPool", "AvgPool"} {
+			pn := node(op, map[string]*tfpb.AttrValue{"ksize": aInts(1, c.filter[0], c.filter[1], 1), "strides": aInts(c.strides...),
+				"padding": aStr(c.padding), "data_format": aStr("NHWC")}, []tensor.DType{f32}, f32)
+			pa, err := ParsePoolAttrs(pn, op, op == "MaxPool")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := runOn(pool{}, pn, func(ctx *kernels.Context) error { return poolOp(ctx, pa, op == "MaxPool", nil) }, x)
+			for _, p := range []kernels.Parallelizer{kernels.Serial{}, pool{}} {
+				prims := &dnnl.Cache[dnnl.PoolDesc]{Node: pn.Name}
+				for rep := 0; rep < 2; rep++ {
+					got := runOn(p, pn, func(ctx *kernels.Context) error { return poolOp(ctx, pa, op == "MaxPool", prims) }, x)
+					closeF32(t, fmt.Sprintf("%s %v window %v %s on %T, run %d", op, c.in, c.filter[:2], c.padding, p, rep), got.F32(), want.F32(), 1e-6)
+				}
+			}
 		}
 	}
 }

@@ -108,7 +108,10 @@
 // primitive cache (dnnl.Cache, dnnl.ConvCache) its Compute uses, named
 // after its node, so primitives are built once per node, shape and thread
 // count (Context.Threads: the intra-op pool's size, which bounds the
-// primitive's OpenMP team); a
+// primitive's OpenMP team). Convolutions and poolings take no team: their
+// primitives are made for one thread, and the intra-op pool splits a call
+// into images or bands of output rows, each part a primitive of its own
+// sub-shape (nn_conv_dnnl.go says why); a
 // shape oneDNN cannot make is a warning naming the node (once) and runs
 // the kernel's own code (nn_conv_dnnl.go's runPrim).
 //

@@ -67,6 +67,9 @@
 // threads with intra_op=1 then run two single-thread teams, not two teams
 // of the core count (TestTeamFollowsThreads counts a team's threads).
 // A build without omp_set_num_threads (TBB, sequential) is left as it is.
+// Package cpu makes its convolution and pooling primitives for one thread
+// and splits their work over the session's intra-op pool itself: at a
+// batch of one a team's fork and join cost as much as the convolution.
 // Its workers spin after each parallel region
 // unless OMP_WAIT_POLICY is PASSIVE, which Load sets across the dlopen when
 // the user has not (libgomp reads it once, when it loads): spinning workers
