@@ -8,7 +8,8 @@ VERSION := 0.1.0
 ROOT    := $(CURDIR)
 LIB     := build/libmstream.so
 SRCS    := $(shell find . -name '*.go' -not -path './.dev/*' -not -path './scripts/*' -not -name '*_test.go') \
-           $(wildcard capi/*.c capi/*.h) $(shell find include -name '*.h' 2>/dev/null) \
+           $(wildcard capi/*.c capi/*.h kernels/cpu/*/*.c kernels/cpu/*/*.h device/*/*.c device/*/*.h) \
+           $(shell find include -name '*.h' 2>/dev/null) \
            build/version.lds go.mod
 
 .PHONY: all lib examples test test-go test-capi test-c test-python test-examples check-exports run clean setup
