@@ -60,6 +60,7 @@ static struct {
 	int (*primitive_destroy)(void *);
 	int (*memory_create)(void **, const md_t, void *, void *);
 	int (*memory_destroy)(void *);
+	int (*memory_set_data_handle)(void *, void *);
 	const version_t *(*version)(void);
 	int (*get_effective_cpu_isa)(void);
 } d;
@@ -125,6 +126,7 @@ int ms_dnnl_open(const char *path, char *err, int errlen) {
 	SYM(primitive_destroy, "dnnl_primitive_destroy");
 	SYM(memory_create, "dnnl_memory_create");
 	SYM(memory_destroy, "dnnl_memory_destroy");
+	SYM(memory_set_data_handle, "dnnl_memory_set_data_handle");
 	SYM(get_effective_cpu_isa, "dnnl_get_effective_cpu_isa");
 	*(void **)&omp_set_num_threads_ = dlsym(h, "omp_set_num_threads");
 	int (*omp_get_max_threads_)(void);
@@ -157,19 +159,102 @@ static const char *status_name(int st) {
 
 #define CHECK(call) do { int st_ = (call); if (st_) { snprintf(err, errlen, "%s: %s", #call, status_name(st_)); goto fail; } } while (0)
 
+/* A run's stream and memory objects, kept between runs: creating them
+   cost more than a small primitive's run (5-9 us a call at a batch of one,
+   most of it malloc and free), so each primitive keeps a free list of
+   slots, one per run ever in flight at once, and a run only points the
+   memory objects at its buffers (dnnl_memory_set_data_handle). A stream
+   or memory object serves one run at a time, whichever thread runs it. */
+#define SLOT_MEMS 10
+typedef struct slot {
+	struct slot *next;
+	void *stream;
+	void *mem[SLOT_MEMS]; /* by the owner's argument order; NULL until made */
+	const void *packed;   /* conv: the packed weights mem[WEI] points at */
+} slot;
+
+typedef struct {
+	pthread_mutex_t mu;
+	slot *free;
+} slots;
+
+static slot *slot_take(slots *l, char *err, int errlen) {
+	pthread_mutex_lock(&l->mu);
+	slot *sl = l->free;
+	if (sl) l->free = sl->next;
+	pthread_mutex_unlock(&l->mu);
+	if (sl) return sl;
+	if (!(sl = calloc(1, sizeof *sl))) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	int st = d.stream_create(&sl->stream, engine, stream_default);
+	if (st) {
+		snprintf(err, errlen, "dnnl_stream_create: %s", "failed");
+		free(sl);
+		return NULL;
+	}
+	return sl;
+}
+
+static void slot_free(slot *sl) {
+	for (int i = 0; i < SLOT_MEMS; i++)
+		if (sl->mem[i]) d.memory_destroy(sl->mem[i]);
+	if (sl->stream) d.stream_destroy(sl->stream);
+	free(sl);
+}
+
+/* slot_give returns sl to the list after a run that succeeded; one that
+   failed is freed (its objects may be in any state). */
+static void slot_give(slots *l, slot *sl, int ok) {
+	if (!ok) {
+		slot_free(sl);
+		return;
+	}
+	pthread_mutex_lock(&l->mu);
+	sl->next = l->free;
+	l->free = sl;
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void slots_init(slots *l) { pthread_mutex_init(&l->mu, NULL); }
+
+static void slots_free(slots *l) {
+	for (slot *sl = l->free, *next; sl; sl = next) {
+		next = sl->next;
+		slot_free(sl);
+	}
+	pthread_mutex_destroy(&l->mu);
+}
+
+/* bind points sl's memory object i (made for md on first use) at buf. */
+static int bind(slot *sl, int i, md_t md, const void *buf, char *err, int errlen) {
+	int st;
+	if (!sl->mem[i]) st = d.memory_create(&sl->mem[i], md, engine, (void *)buf);
+	else st = d.memory_set_data_handle(sl->mem[i], (void *)buf);
+	if (st) snprintf(err, errlen, "binding argument %d: %s", i, st == 1 ? "out of memory" : "invalid arguments");
+	return st == 0;
+}
+
 /* A convolution primitive made for one (node, shape). The weights are kept
    in the node's HWIO layout by the caller and reordered into the layout the
-   primitive chose, per run, into a buffer of that run. */
+   primitive chose: once (ms_conv_pack) when they are constant, else per
+   run, into a buffer of that run. */
 struct ms_conv {
 	void *pd, *prim, *reorder_pd, *reorder;
 	md_t src_md, wei_user_md, bias_md, dst_md;
 	md_t wei_md, scratch_md; /* owned by pd */
 	size_t wei_size, scratch_size;
 	int bias;
+	slots runs;
 };
+
+/* A conv slot's memory objects. */
+enum { C_SRC, C_DST, C_BIAS, C_WEI_USER, C_WEI, C_SCR };
 
 void ms_conv_free(ms_conv *c) {
 	if (!c) return;
+	slots_free(&c->runs);
 	if (c->reorder) d.primitive_destroy(c->reorder);
 	if (c->reorder_pd) d.pd_destroy(c->reorder_pd);
 	if (c->prim) d.primitive_destroy(c->prim);
@@ -191,6 +276,7 @@ int ms_conv_create(const int64_t *p, int bias, int relu, int threads, ms_conv **
 		return 0;
 	}
 	c->bias = bias;
+	slots_init(&c->runs);
 	use_threads(threads);
 	dims_t src = {N, C, H, W}, wei = {O, C, KH, KW}, dst = {N, O, OH, OW}, b = {O};
 	dims_t strides = {p[7], p[8]}, dil = {p[9] - 1, p[10] - 1}, pl = {p[11], p[12]}, pr = {p[13], p[14]};
@@ -269,42 +355,41 @@ fail:
    scratchpad (ms_conv_scratch_size bytes); wei is then unused. */
 int ms_conv_run(ms_conv *c, int threads, const float *src, const float *wei, const void *packed, const float *bias, float *dst, void *work, char *err, int errlen) {
 	use_threads(threads);
-	void *stream = NULL, *m_src = NULL, *m_wei_user = NULL, *m_wei = NULL, *m_bias = NULL, *m_dst = NULL, *m_scr = NULL;
 	char *wbuf = align64(work), *sbuf = packed ? wbuf : align64(wbuf + c->wei_size);
+	slot *sl = slot_take(&c->runs, err, errlen);
+	if (!sl) return 0;
 	int ok = 0;
-	CHECK(d.stream_create(&stream, engine, stream_default));
-	CHECK(d.memory_create(&m_src, c->src_md, engine, (void *)src));
-	CHECK(d.memory_create(&m_dst, c->dst_md, engine, dst));
-	if (c->bias) CHECK(d.memory_create(&m_bias, c->bias_md, engine, (void *)bias));
+	if (!bind(sl, C_SRC, c->src_md, src, err, errlen) || !bind(sl, C_DST, c->dst_md, dst, err, errlen)) goto fail;
+	if (c->bias && !bind(sl, C_BIAS, c->bias_md, bias, err, errlen)) goto fail;
 	void *m_w;
 	if (packed) {
-		CHECK(d.memory_create(&m_wei, c->wei_md, engine, align64((void *)packed)));
-		m_w = m_wei;
+		/* The packed weights never move once made: bound once per slot. */
+		if (sl->packed != packed && !bind(sl, C_WEI, c->wei_md, align64((void *)packed), err, errlen)) goto fail;
+		sl->packed = packed;
+		m_w = sl->mem[C_WEI];
 	} else {
-		CHECK(d.memory_create(&m_wei_user, c->wei_user_md, engine, (void *)wei));
-		m_w = m_wei_user;
+		if (!bind(sl, C_WEI_USER, c->wei_user_md, wei, err, errlen)) goto fail;
+		m_w = sl->mem[C_WEI_USER];
 		if (c->reorder) {
-			CHECK(d.memory_create(&m_wei, c->wei_md, engine, wbuf));
-			exec_arg ra[] = {{ARG_SRC, m_wei_user}, {ARG_DST, m_wei}};
-			CHECK(d.primitive_execute(c->reorder, stream, 2, ra));
-			m_w = m_wei;
+			sl->packed = NULL;
+			if (!bind(sl, C_WEI, c->wei_md, wbuf, err, errlen)) goto fail;
+			exec_arg ra[] = {{ARG_SRC, sl->mem[C_WEI_USER]}, {ARG_DST, sl->mem[C_WEI]}};
+			CHECK(d.primitive_execute(c->reorder, sl->stream, 2, ra));
+			m_w = sl->mem[C_WEI];
 		}
 	}
-	exec_arg a[5] = {{ARG_SRC, m_src}, {ARG_WEIGHTS, m_w}, {ARG_DST, m_dst}};
+	exec_arg a[5] = {{ARG_SRC, sl->mem[C_SRC]}, {ARG_WEIGHTS, m_w}, {ARG_DST, sl->mem[C_DST]}};
 	int na = 3;
-	if (c->bias) a[na++] = (exec_arg){ARG_BIAS, m_bias};
+	if (c->bias) a[na++] = (exec_arg){ARG_BIAS, sl->mem[C_BIAS]};
 	if (c->scratch_size) {
-		CHECK(d.memory_create(&m_scr, c->scratch_md, engine, sbuf));
-		a[na++] = (exec_arg){ARG_SCRATCHPAD, m_scr};
+		if (!bind(sl, C_SCR, c->scratch_md, sbuf, err, errlen)) goto fail;
+		a[na++] = (exec_arg){ARG_SCRATCHPAD, sl->mem[C_SCR]};
 	}
-	CHECK(d.primitive_execute(c->prim, stream, na, a));
-	CHECK(d.stream_wait(stream));
+	CHECK(d.primitive_execute(c->prim, sl->stream, na, a));
+	CHECK(d.stream_wait(sl->stream));
 	ok = 1;
-fail:;
-	void *mems[] = {m_src, m_wei_user, m_wei, m_bias, m_dst, m_scr};
-	for (int i = 0; i < 6; i++)
-		if (mems[i]) d.memory_destroy(mems[i]);
-	if (stream) d.stream_destroy(stream);
+fail:
+	slot_give(&c->runs, sl, ok);
 	return ok;
 }
 
@@ -327,10 +412,12 @@ struct ms_prim {
 	md_t mds[MAX_ARGS]; /* owned */
 	md_t scratch_md;    /* owned by pd */
 	size_t scratch_size;
+	slots runs; /* memory objects 0..n-1 the arguments, MAX_ARGS the scratchpad */
 };
 
 void ms_prim_free(ms_prim *c) {
 	if (!c) return;
+	slots_free(&c->runs);
 	if (c->prim) d.primitive_destroy(c->prim);
 	if (c->pd) d.pd_destroy(c->pd);
 	for (int i = 0; i < c->n; i++)
@@ -358,6 +445,7 @@ static ms_prim *prim_new(int threads, char *err, int errlen) {
 	use_threads(threads);
 	ms_prim *c = calloc(1, sizeof *c);
 	if (!c) snprintf(err, errlen, "out of memory");
+	else slots_init(&c->runs);
 	return c;
 }
 
@@ -394,26 +482,23 @@ size_t ms_prim_work_size(ms_prim *c) { return c->scratch_size + 64; }
 
 int ms_prim_run(ms_prim *c, int threads, void *const *ptrs, void *work, char *err, int errlen) {
 	use_threads(threads);
-	void *stream = NULL, *mem[MAX_ARGS + 1] = {0};
+	slot *sl = slot_take(&c->runs, err, errlen);
+	if (!sl) return 0;
 	exec_arg a[MAX_ARGS + 1];
 	int na = 0, ok = 0;
-	CHECK(d.stream_create(&stream, engine, stream_default));
 	for (; na < c->n; na++) {
-		CHECK(d.memory_create(&mem[na], c->mds[na], engine, ptrs[na]));
-		a[na] = (exec_arg){c->args[na], mem[na]};
+		if (!bind(sl, na, c->mds[na], ptrs[na], err, errlen)) goto fail;
+		a[na] = (exec_arg){c->args[na], sl->mem[na]};
 	}
 	if (c->scratch_size) {
-		CHECK(d.memory_create(&mem[na], c->scratch_md, engine, align64(work)));
-		a[na] = (exec_arg){ARG_SCRATCHPAD, mem[na]};
-		na++;
+		if (!bind(sl, MAX_ARGS, c->scratch_md, align64(work), err, errlen)) goto fail;
+		a[na++] = (exec_arg){ARG_SCRATCHPAD, sl->mem[MAX_ARGS]};
 	}
-	CHECK(d.primitive_execute(c->prim, stream, na, a));
-	CHECK(d.stream_wait(stream));
+	CHECK(d.primitive_execute(c->prim, sl->stream, na, a));
+	CHECK(d.stream_wait(sl->stream));
 	ok = 1;
 fail:
-	for (int i = 0; i <= MAX_ARGS; i++)
-		if (mem[i]) d.memory_destroy(mem[i]);
-	if (stream) d.stream_destroy(stream);
+	slot_give(&c->runs, sl, ok);
 	return ok;
 }
 

@@ -215,6 +215,53 @@ func TestPool(t *testing.T) {
 	}
 }
 
+// TestPoolConcurrent runs one pooling primitive from several goroutines at
+// once, each on its own buffers, many times: every run must get the answer
+// of a run alone although the runs share the primitive's kept stream and
+// memory objects (dl.c's slots), one run's at a time.
+func TestPoolConcurrent(t *testing.T) {
+	if !Available() {
+		t.Skipf("no oneDNN: %s", Loaded().Warning)
+	}
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	d := PoolDesc{N: 2, H: 9, W: 9, C: 16, KH: 3, KW: 3, SH: 2, SW: 2, PT: 1, PL: 1, PB: 1, PR: 1, OH: 5, OW: 5, Max: true}
+	var cache Cache[PoolDesc]
+	p, err := cache.Get(d, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 8
+	errs := make(chan error, workers)
+	for i := 0; i < workers; i++ {
+		src := make([]float32, d.N*d.H*d.W*d.C)
+		for k := range src {
+			src[k] = float32(r.NormFloat64())
+		}
+		go func() {
+			want := refPool(d, src)
+			for rep := 0; rep < 50; rep++ {
+				dst := make([]float32, len(want))
+				if err := p.Run(make([]byte, p.WorkBytes()), src, dst); err != nil {
+					errs <- err
+					return
+				}
+				for k := range want {
+					if float64(dst[k]) != want[k] {
+						errs <- fmt.Errorf("run %d [%d] = %v, want %v", rep, k, dst[k], want[k])
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for i := 0; i < workers; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestConvConcurrent runs one cached primitive from several goroutines at
 // once, as concurrent Runs of a session do: each must get the answer of a
 // run alone (each run brings its own scratchpad and weight buffer).

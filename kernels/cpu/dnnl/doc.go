@@ -35,9 +35,11 @@
 // row-major buffers in the layouts its constructor fixed, so Run only binds
 // pointers; Prim.Impl and Conv.Impl are oneDNN's name of the implementation
 // it chose ("jit:avx2", "brg:avx2", "gemm:jit:f32"; "ref" would be its slow
-// reference code). A primitive is safe for concurrent Runs: each Run creates
-// its own stream and memory objects and has its own scratchpad (user
-// scratchpad mode). A convolution's weights arrive as HWIO and are
+// reference code). A primitive is safe for concurrent Runs: each Run takes
+// a stream and memory objects of its own from the primitive's free list
+// (dl.c's slots: made once, then only pointed at the Run's buffers, since
+// making them cost more than a small primitive's run) and has its own
+// scratchpad (user scratchpad mode). A convolution's weights arrive as HWIO and are
 // reordered into the layout the primitive chose: once, on its first Run,
 // when the caller says they are constant (a Const filter the plan does not
 // feed, which optimize marks with FilterConstAttr), then kept with the
