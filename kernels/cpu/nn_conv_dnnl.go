@@ -31,30 +31,77 @@ const oneDNNFlopNs = 100
 // oneDNN pooling: 2.6 us for MaxPool 2x2 of 32x32x32 (8192 outputs).
 const poolNsPerTap = 0.08
 
-// window is the input rows that output rows [lo, hi) of a window op read:
-// it starts at input row h0 and has rows rows, with pt rows of padding
-// before and pb after (ext is the dilated kernel's extent, s its stride,
-// pad the op's padding before the first row, h the input's rows). Rows
-// past the last output's window (VALID's remainder) are not part of it.
-func window(lo, hi, h, ext, s, pad int) (h0, rows, pt, pb int) {
-	first, last := lo*s-pad, (hi-1)*s-pad+ext // last is one past
-	h0, end := max(0, first), min(h, last)
-	return h0, end - h0, h0 - first, last - end
+// nhwcGeom is what splitting an NHWC window op needs of its shape: images,
+// input rows, row length in elements (W*C in, OW*channels out), output
+// rows, and the rows' window (the dilated kernel's extent, the stride, the
+// padding before the first row and after the last).
+type nhwcGeom struct {
+	n, h, inRow, oh, outRow    int
+	ext, stride, pad, padAfter int
 }
 
-// splitNHWC runs an NHWC op of n images with oh output rows each on the
-// context's pool: run computes units [lo, hi), images when n > 1, else
-// output rows of the one image (all of them when the pool runs it whole);
-// costPerImage (ns) sizes the split. The first error wins.
-func splitNHWC(ctx *kernels.Context, n, oh int, costPerImage float64, run func(lo, hi int) error) error {
-	units, cost := n, costPerImage
-	if n == 1 {
-		units, cost = oh, costPerImage/float64(max(oh, 1))
+// part is units [lo, hi) of a split NHWC op: n images of h input rows
+// with pt and pb rows of padding before and after, and oh output rows,
+// read from in[in0:in1] and written to out[out0:out1].
+type part struct {
+	n, h, pt, pb, oh     int
+	in0, in1, out0, out1 int
+}
+
+// partOf is units [lo, hi) of g: images when g.n > 1, else output rows of
+// the one image, whose input window starts at the first row they read
+// (rows past the last output's window, VALID's remainder, are left out).
+// It reports false for a band of padding alone.
+func partOf(g nhwcGeom, lo, hi int) (part, bool) {
+	inImg, outImg := g.h*g.inRow, g.oh*g.outRow
+	if g.n > 1 {
+		return part{n: hi - lo, h: g.h, pt: g.pad, pb: g.padAfter, oh: g.oh, in0: lo * inImg, in1: hi * inImg, out0: lo * outImg, out1: hi * outImg}, true
+	}
+	first, last := lo*g.stride-g.pad, (hi-1)*g.stride-g.pad+g.ext // last is one past
+	h0, end := max(0, first), min(g.h, last)
+	return part{n: 1, h: end - h0, pt: h0 - first, pb: last - end, oh: hi - lo,
+		in0: h0 * g.inRow, in1: end * g.inRow, out0: lo * g.outRow, out1: hi * g.outRow}, end > h0
+}
+
+// splitNHWC runs the NHWC op d (geometry g) on in and out, split over the
+// context's pool (see the comment at the top): sub gives the desc of a
+// part, get a desc's primitive, run one primitive on its input and output
+// ranges. costPerImage (ns) sizes the split; units are images when the
+// batch has several, else the one image's output rows, all of them when
+// the pool runs it whole. A part oneDNN cannot make, or one of padding
+// alone, makes the call run whole once the parts are done. It reports
+// false, having run nothing, when oneDNN cannot make d itself; the error
+// is run's first.
+func splitNHWC[D comparable, P any](ctx *kernels.Context, d D, g nhwcGeom, costPerImage float64, in, out []float32,
+	sub func(D, part) D, get func(D) (P, error), run func(p P, in, out []float32) error) (bool, error) {
+	// Whole first: a shape oneDNN cannot make falls back before any part
+	// has written out.
+	whole, err := get(d)
+	if err != nil {
+		return false, nil // a shape oneDNN has no implementation for: Get warned
+	}
+	units, cost := g.n, costPerImage
+	if g.n == 1 {
+		units, cost = g.oh, costPerImage/float64(max(g.oh, 1))
 	}
 	var mu sync.Mutex
 	var first error
+	var redo atomic.Bool
 	ctx.For(units, cost, func(lo, hi int) {
-		if err := run(lo, hi); err != nil {
+		p, src, dst := whole, in, out
+		if lo != 0 || hi != units {
+			pt, ok := partOf(g, lo, hi)
+			var err error
+			if ok {
+				p, err = get(sub(d, pt))
+			}
+			if !ok || err != nil {
+				redo.Store(true)
+				return
+			}
+			src, dst = in[pt.in0:pt.in1], out[pt.out0:pt.out1]
+		}
+		if err := run(p, src, dst); err != nil {
 			mu.Lock()
 			if first == nil {
 				first = err
@@ -62,7 +109,23 @@ func splitNHWC(ctx *kernels.Context, n, oh int, costPerImage float64, run func(l
 			mu.Unlock()
 		}
 	})
-	return first
+	if first == nil && redo.Load() {
+		first = run(whole, in, out)
+	}
+	return true, first
+}
+
+// dnnlErr is a oneDNN run's error as the kernel's: the limit's
+// RESOURCE_EXHAUSTED as it is, a failure of oneDNN's own INTERNAL.
+func dnnlErr(ctx *kernels.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	code := status.CodeOf(err)
+	if code == status.Unknown {
+		code = status.Internal
+	}
+	return ctx.Errorf(code, "%v", err)
 }
 
 // convDNNL computes the float32 convolution p through oneDNN when it is
@@ -86,51 +149,17 @@ func convDNNL(ctx *kernels.Context, cache *dnnl.ConvCache, p ConvParams, in, fil
 	// (a negative need) are simply not read.
 	d.PB = max(0, (p.OutH-1)*p.StrideH+(p.KH-1)*p.DilH+1-p.H-p.PadTop)
 	d.PR = max(0, (p.OutW-1)*p.StrideW+(p.KW-1)*p.DilW+1-p.W-p.PadLeft)
-	// Whole, single-threaded: the shape oneDNN cannot make falls back
-	// here, before any part has written out.
-	whole, err := cache.Get(d, 1)
-	if err != nil {
-		return false, nil // a shape oneDNN has no implementation for: Get warned
-	}
-	inImg, outImg := d.H*d.W*d.C, d.OH*d.OW*d.O
-	flops := 2 * float64(outImg) * float64(d.KH*d.KW*d.C)
-	var redo atomic.Bool
-	err = splitNHWC(ctx, d.N, d.OH, flops/oneDNNFlopNs, func(lo, hi int) error {
-		c, sd, src, dst := whole, d, in, out
-		switch {
-		case d.N > 1:
-			sd.N = hi - lo
-			src, dst = in[lo*inImg:hi*inImg], out[lo*outImg:hi*outImg]
-		case hi-lo < d.OH:
-			var h0 int
-			h0, sd.H, sd.PT, sd.PB = window(lo, hi, d.H, (d.KH-1)*d.DH+1, d.SH, d.PT)
-			if sd.H <= 0 {
-				redo.Store(true) // a band of padding alone: the whole reads rows
-				return nil
-			}
-			sd.OH = hi - lo
-			src, dst = in[h0*d.W*d.C:(h0+sd.H)*d.W*d.C], out[lo*d.OW*d.O:hi*d.OW*d.O]
-		}
-		if sd != d {
-			var err error
-			if c, err = cache.Get(sd, 1); err != nil {
-				redo.Store(true) // a part oneDNN cannot make: the whole it can
-				return nil
-			}
-		}
-		return c.Run(ctx.Limit, src, filter, bias, dst, constFilter)
-	})
-	if err == nil && redo.Load() {
-		err = whole.Run(ctx.Limit, in, filter, bias, out, constFilter)
-	}
-	if err != nil {
-		code := status.CodeOf(err) // the limit's RESOURCE_EXHAUSTED
-		if code == status.Unknown {
-			code = status.Internal
-		}
-		return true, ctx.Errorf(code, "%v", err)
-	}
-	return true, nil
+	g := nhwcGeom{n: d.N, h: d.H, inRow: d.W * d.C, oh: d.OH, outRow: d.OW * d.O, ext: (d.KH-1)*d.DH + 1, stride: d.SH, pad: d.PT, padAfter: d.PB}
+	flops := 2 * float64(d.OH*d.OW*d.O) * float64(d.KH*d.KW*d.C)
+	return splitNHWC(ctx, d, g, flops/oneDNNFlopNs, in, out,
+		func(d dnnl.ConvDesc, pt part) dnnl.ConvDesc {
+			d.N, d.H, d.PT, d.PB, d.OH = pt.n, pt.h, pt.pt, pt.pb, pt.oh
+			return d
+		},
+		func(d dnnl.ConvDesc) (*dnnl.Conv, error) { return cache.Get(d, 1) },
+		func(c *dnnl.Conv, src, dst []float32) error {
+			return c.Run(ctx.Limit, src, filter, bias, dst, constFilter)
+		})
 }
 
 // poolDNNL is convDNNL for MaxPool and AvgPool (float32, a spatial window):
@@ -143,55 +172,20 @@ func poolDNNL(ctx *kernels.Context, cache *dnnl.Cache[dnnl.PoolDesc], g PoolGeom
 		SH: g.SH, SW: g.SW, PT: g.PT, PL: g.PL, Max: isMax}
 	d.PB = max(0, (g.OH-1)*g.SH+g.KH-g.H-g.PT)
 	d.PR = max(0, (g.OW-1)*g.SW+g.KW-g.W-g.PL)
-	whole, err := cache.Get(d, 1)
-	if err != nil {
-		return false, nil
-	}
-	inImg, outImg := d.H*d.W*d.C, d.OH*d.OW*d.C
-	var redo atomic.Bool
-	err = splitNHWC(ctx, d.N, d.OH, float64(outImg*d.KH*d.KW)*poolNsPerTap, func(lo, hi int) error {
-		p, sd, src, dst := whole, d, in, out
-		switch {
-		case d.N > 1:
-			sd.N = hi - lo
-			src, dst = in[lo*inImg:hi*inImg], out[lo*outImg:hi*outImg]
-		case hi-lo < d.OH:
-			var h0 int
-			h0, sd.H, sd.PT, sd.PB = window(lo, hi, d.H, d.KH, d.SH, d.PT)
-			if sd.H <= 0 {
-				redo.Store(true) // a band of padding alone: the whole reads rows
-				return nil
+	ng := nhwcGeom{n: d.N, h: d.H, inRow: d.W * d.C, oh: d.OH, outRow: d.OW * d.C, ext: d.KH, stride: d.SH, pad: d.PT, padAfter: d.PB}
+	return splitNHWC(ctx, d, ng, float64(d.OH*d.OW*d.C*d.KH*d.KW)*poolNsPerTap, in, out,
+		func(d dnnl.PoolDesc, pt part) dnnl.PoolDesc {
+			d.N, d.H, d.PT, d.PB, d.OH = pt.n, pt.h, pt.pt, pt.pb, pt.oh
+			return d
+		},
+		func(d dnnl.PoolDesc) (*dnnl.Prim, error) { return cache.Get(d, 1) },
+		func(p *dnnl.Prim, src, dst []float32) error {
+			work, err := kernels.Scratch[byte](ctx, p.WorkBytes())
+			if err != nil {
+				return err
 			}
-			sd.OH = hi - lo
-			src, dst = in[h0*d.W*d.C:(h0+sd.H)*d.W*d.C], out[lo*d.OW*d.C:hi*d.OW*d.C]
-		}
-		if sd != d {
-			var err error
-			if p, err = cache.Get(sd, 1); err != nil {
-				redo.Store(true)
-				return nil
-			}
-		}
-		return runPool(ctx, p, src, dst)
-	})
-	if err == nil && redo.Load() {
-		err = runPool(ctx, whole, in, out)
-	}
-	if err != nil {
-		if status.CodeOf(err) != status.Unknown {
-			return true, err
-		}
-		return true, ctx.Errorf(status.Internal, "%v", err)
-	}
-	return true, nil
-}
-
-func runPool(ctx *kernels.Context, p *dnnl.Prim, src, dst []float32) error {
-	work, err := kernels.Scratch[byte](ctx, p.WorkBytes())
-	if err != nil {
-		return err
-	}
-	return p.Run(work, src, dst)
+			return dnnlErr(ctx, p.Run(work, src, dst))
+		})
 }
 
 // runPrim runs the primitive cache holds for d on args (in the order the

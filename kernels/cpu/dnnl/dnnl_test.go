@@ -5,35 +5,11 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"mstream/hostmem"
 )
-
-// venvLib is the library scripts/setup.sh installs into build/venv (the
-// onednn-cpu-gomp wheel), or MSTREAM_DNNL when set.
-func venvLib() string {
-	if p := os.Getenv("MSTREAM_DNNL"); p != "" {
-		return p
-	}
-	libs, _ := filepath.Glob("../../../build/venv/lib/libdnnl.so.3")
-	if len(libs) == 0 {
-		return ""
-	}
-	return libs[0]
-}
-
-func TestMain(m *testing.M) {
-	if p := venvLib(); p != "" {
-		if _, err := Load(Options{Path: p}); err != nil {
-			fmt.Fprintln(os.Stderr, "dnnl test:", err)
-			os.Exit(1)
-		}
-	}
-	os.Exit(m.Run())
-}
 
 func refConv(d ConvDesc, src, wei, bias []float32) []float64 {
 	out := make([]float64, d.N*d.OH*d.OW*d.O)
@@ -215,6 +191,48 @@ func TestPool(t *testing.T) {
 	}
 }
 
+// concurrently runs job(w, rep) for rep < reps on each of workers
+// goroutines at once, as concurrent Runs of a session run one primitive,
+// and fails on the first error.
+func concurrently(t *testing.T, workers, reps int, job func(w, rep int) error) {
+	t.Helper()
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			for rep := 0; rep < reps; rep++ {
+				if err := job(w, rep); err != nil {
+					errs <- fmt.Errorf("worker %d, run %d: %w", w, rep, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < workers; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// within says got is want within tol (relative beyond 1).
+func within(got []float32, want []float64, tol float64) error {
+	for k := range want {
+		if !(math.Abs(float64(got[k])-want[k]) <= tol*(1+math.Abs(want[k]))) {
+			return fmt.Errorf("[%d] = %v, want %v", k, got[k], want[k])
+		}
+	}
+	return nil
+}
+
+func randF32(r *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.NormFloat64())
+	}
+	return s
+}
+
 // TestPoolConcurrent runs one pooling primitive from several goroutines at
 // once, each on its own buffers, many times: every run must get the answer
 // of a run alone although the runs share the primitive's kept stream and
@@ -231,143 +249,68 @@ func TestPoolConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	const workers = 8
-	errs := make(chan error, workers)
-	for i := 0; i < workers; i++ {
-		src := make([]float32, d.N*d.H*d.W*d.C)
-		for k := range src {
-			src[k] = float32(r.NormFloat64())
-		}
-		go func() {
-			want := refPool(d, src)
-			for rep := 0; rep < 50; rep++ {
-				dst := make([]float32, len(want))
-				if err := p.Run(make([]byte, p.WorkBytes()), src, dst); err != nil {
-					errs <- err
-					return
-				}
-				for k := range want {
-					if float64(dst[k]) != want[k] {
-						errs <- fmt.Errorf("run %d [%d] = %v, want %v", rep, k, dst[k], want[k])
-						return
-					}
-				}
-			}
-			errs <- nil
-		}()
+	var srcs [workers][]float32
+	var wants [workers][]float64
+	for w := range srcs {
+		srcs[w] = randF32(r, d.N*d.H*d.W*d.C)
+		wants[w] = refPool(d, srcs[w])
 	}
-	for i := 0; i < workers; i++ {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+	concurrently(t, workers, 50, func(w, rep int) error {
+		dst := make([]float32, len(wants[w]))
+		if err := p.Run(make([]byte, p.WorkBytes()), srcs[w], dst); err != nil {
+			return err
 		}
-	}
+		return within(dst, wants[w], 0)
+	})
 }
 
 // TestConvConcurrent runs one cached primitive from several goroutines at
 // once, as concurrent Runs of a session do: each must get the answer of a
-// run alone (each run brings its own scratchpad and weight buffer).
+// run alone (each run brings its own scratchpad and weight buffer), with
+// weights of its own reordered per run, or, constWeights, one constant
+// filter that the racing first runs pack once.
 func TestConvConcurrent(t *testing.T) {
 	if !Available() {
 		t.Skipf("no oneDNN: %s", Loaded().Warning)
 	}
 	r := rand.New(rand.NewSource(time.Now().UnixNano()))
-	d := ConvDesc{N: 2, H: 12, W: 12, C: 8, O: 16, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1, OH: 12, OW: 12, Bias: true, Relu: true}
-	var cache ConvCache
-	c, err := cache.Get(d, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const workers = 8
-	type job struct{ src, wei, bias []float32 }
-	jobs := make([]job, workers)
-	for i := range jobs {
-		j := job{make([]float32, d.N*d.H*d.W*d.C), make([]float32, d.KH*d.KW*d.C*d.O), make([]float32, d.O)}
-		for _, s := range [][]float32{j.src, j.wei, j.bias} {
-			for k := range s {
-				s[k] = float32(r.NormFloat64())
+	for _, d := range []ConvDesc{
+		{N: 2, H: 12, W: 12, C: 8, O: 16, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1, OH: 12, OW: 12, Bias: true, Relu: true},
+		{N: 1, H: 8, W: 8, C: 64, O: 128, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1, OH: 8, OW: 8, Bias: true, Relu: true},
+	} {
+		for _, constWeights := range []bool{false, true} {
+			var cache ConvCache
+			c, err := cache.Get(d, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const workers = 8
+			type job struct {
+				src, wei, bias []float32
+				want           []float64
+			}
+			var jobs [workers]job
+			shared := randF32(r, d.KH*d.KW*d.C*d.O)
+			for w := range jobs {
+				j := job{randF32(r, d.N*d.H*d.W*d.C), shared, randF32(r, d.O), nil}
+				if !constWeights {
+					j.wei = randF32(r, len(shared))
+				}
+				j.want = refConv(d, j.src, j.wei, j.bias)
+				jobs[w] = j
+			}
+			concurrently(t, workers, 10, func(w, rep int) error {
+				j := jobs[w]
+				dst := make([]float32, len(j.want))
+				if err := c.Run(hostmem.Limit{}, j.src, j.wei, j.bias, dst, constWeights); err != nil {
+					return err
+				}
+				return within(dst, j.want, 1e-3)
+			})
+			if want := min(1, c.packedBytes()); constWeights && c.packs.Load() != want {
+				t.Fatalf("%s: the constant filter was packed %d times, want %d", c.Impl, c.packs.Load(), want)
 			}
 		}
-		jobs[i] = j
-	}
-	errs := make(chan error, workers)
-	for i := range jobs {
-		go func(j job) {
-			want := refConv(d, j.src, j.wei, j.bias)
-			for rep := 0; rep < 20; rep++ {
-				dst := make([]float32, len(want))
-				if err := c.Run(hostmem.Limit{}, j.src, j.wei, j.bias, dst, false); err != nil {
-					errs <- err
-					return
-				}
-				for k := range want {
-					if math.Abs(float64(dst[k])-want[k]) > 1e-3*(1+math.Abs(want[k])) {
-						errs <- fmt.Errorf("run %d [%d] = %v, want %v", rep, k, dst[k], want[k])
-						return
-					}
-				}
-			}
-			errs <- nil
-		}(jobs[i])
-	}
-	for range jobs {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// TestConvConstConcurrent runs one primitive with a constant filter from
-// several goroutines at once, its first Runs among them: the filter is
-// packed once, and every Run, the racing first ones included, gets the
-// answer of a run alone.
-func TestConvConstConcurrent(t *testing.T) {
-	if !Available() {
-		t.Skipf("no oneDNN: %s", Loaded().Warning)
-	}
-	r := rand.New(rand.NewSource(time.Now().UnixNano()))
-	d := ConvDesc{N: 1, H: 8, W: 8, C: 64, O: 128, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1, OH: 8, OW: 8, Bias: true, Relu: true}
-	var cache ConvCache
-	c, err := cache.Get(d, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wei, bias := make([]float32, d.KH*d.KW*d.C*d.O), make([]float32, d.O)
-	for _, s := range [][]float32{wei, bias} {
-		for k := range s {
-			s[k] = float32(r.NormFloat64())
-		}
-	}
-	const workers = 8
-	errs := make(chan error, workers)
-	for i := 0; i < workers; i++ {
-		src := make([]float32, d.N*d.H*d.W*d.C)
-		for k := range src {
-			src[k] = float32(r.NormFloat64())
-		}
-		go func() {
-			want := refConv(d, src, wei, bias)
-			for rep := 0; rep < 10; rep++ {
-				dst := make([]float32, len(want))
-				if err := c.Run(hostmem.Limit{}, src, wei, bias, dst, true); err != nil {
-					errs <- err
-					return
-				}
-				for k := range want {
-					if math.Abs(float64(dst[k])-want[k]) > 1e-3*(1+math.Abs(want[k])) {
-						errs <- fmt.Errorf("run %d [%d] = %v, want %v", rep, k, dst[k], want[k])
-						return
-					}
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for i := 0; i < workers; i++ {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	if packs, want := c.packs.Load(), min(1, c.packedBytes()); packs != want {
-		t.Fatalf("%s: the constant filter was packed %d times, want %d", c.Impl, packs, want)
 	}
 }
 
