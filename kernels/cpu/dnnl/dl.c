@@ -320,6 +320,10 @@ static char *align64(void *p) { return (char *)(((uintptr_t)p + 63) & ~(uintptr_
 
 size_t ms_conv_work_size(ms_conv *c) { return c->wei_size + c->scratch_size + 128; }
 
+int ms_conv_same_weights(ms_conv *a, ms_conv *b) {
+	return a->reorder && b->reorder && d.md_equal(a->wei_md, b->wei_md);
+}
+
 size_t ms_conv_packed_size(ms_conv *c) { return c->reorder ? c->wei_size + 64 : 0; }
 
 size_t ms_conv_scratch_size(ms_conv *c) { return c->scratch_size + 64; }

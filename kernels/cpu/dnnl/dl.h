@@ -22,6 +22,8 @@ size_t ms_conv_work_size(ms_conv *c);
    bytes; 0: the primitive takes HWIO as it is) and run with packed, whose
    work is scratch_size bytes. */
 size_t ms_conv_packed_size(ms_conv *c);
+/* Whether a's and b's weights take the same packed layout (both reorder). */
+int ms_conv_same_weights(ms_conv *a, ms_conv *b);
 size_t ms_conv_scratch_size(ms_conv *c);
 int ms_conv_pack(ms_conv *c, int threads, const float *wei, void *out, char *err, int errlen);
 int ms_conv_run(ms_conv *c, int threads, const float *src, const float *wei, const void *packed, const float *bias, float *dst, void *work, char *err, int errlen);

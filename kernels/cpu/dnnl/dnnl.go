@@ -255,13 +255,20 @@ type Conv struct {
 	// Impl is oneDNN's name of the implementation it chose.
 	Impl string
 
-	packMu sync.Mutex
-	// packed holds a constant filter in the primitive's layout once the
-	// first Run with constWeights made it (nil before, and when the
-	// primitive takes HWIO as it is).
-	packed atomic.Pointer[[]byte]
-	packs  atomic.Int64
-	work   freeList
+	// pk holds its constant filter once packed, shared with the
+	// primitives of its ConvCache whose weights take the same layout.
+	pk   *packed
+	work freeList
+}
+
+// packed is a constant filter in a primitive's layout, made by the first
+// Run with constWeights of any primitive sharing it. A node's primitives
+// for other batch sizes or row bands mostly pick one layout, so a node
+// keeps one copy of its filter per layout, not one per shape.
+type packed struct {
+	mu    sync.Mutex
+	buf   atomic.Pointer[[]byte]
+	packs atomic.Int64
 }
 
 // NewConv creates the primitive for an OpenMP team of threads (0:
@@ -279,7 +286,7 @@ func NewConv(d ConvDesc, threads int) (*Conv, error) {
 	if C.ms_conv_create(&p[0], b2i(d.Bias), b2i(d.Relu), C.int(threads), &c, &buf[0], C.int(len(buf))) == 0 {
 		return nil, fmt.Errorf("oneDNN convolution %+v: %s", d, C.GoString(&buf[0]))
 	}
-	return &Conv{c: c, threads: threads, Impl: C.GoString(C.ms_conv_impl(c))}, nil
+	return &Conv{c: c, threads: threads, Impl: C.GoString(C.ms_conv_impl(c)), pk: &packed{}}, nil
 }
 
 // WorkBytes is the size of the work buffer a Run that reorders its weights
@@ -317,16 +324,17 @@ func (c *Conv) Run(limit hostmem.Limit, src, wei, bias, dst []float32, constWeig
 // pack returns the constant filter wei in the primitive's layout, making
 // it on the first call; nil when the primitive takes HWIO as it is.
 func (c *Conv) pack(limit hostmem.Limit, wei []float32) ([]byte, error) {
-	if p := c.packed.Load(); p != nil {
+	pk := c.pk
+	if p := pk.buf.Load(); p != nil {
 		return *p, nil
 	}
 	n := c.packedBytes()
 	if n == 0 {
 		return nil, nil
 	}
-	c.packMu.Lock()
-	defer c.packMu.Unlock()
-	if p := c.packed.Load(); p != nil {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	if p := pk.buf.Load(); p != nil {
 		return *p, nil
 	}
 	b, err := hostmem.Make[byte](limit, n)
@@ -337,8 +345,8 @@ func (c *Conv) pack(limit hostmem.Limit, wei []float32) ([]byte, error) {
 	if C.ms_conv_pack(c.c, C.int(c.threads), (*C.float)(&wei[0]), unsafe.Pointer(&b[0]), &buf[0], C.int(len(buf))) == 0 {
 		return nil, errors.New(C.GoString(&buf[0]))
 	}
-	c.packs.Add(1)
-	c.packed.Store(&b)
+	pk.packs.Add(1)
+	pk.buf.Store(&b)
 	return b, nil
 }
 
@@ -394,7 +402,9 @@ func (f *freeList) put(b []byte) {
 
 // ConvCache holds a kernel's primitives by shape: a kernel makes one and
 // keeps it for the plan's life, so a primitive is built once per (node,
-// shape) and reused by every Run. The zero value is ready. Primitives are
+// shape) and reused by every Run. Its primitives convolve one node's
+// filter: those whose weights take the same layout share one packed copy
+// of it when it is constant (Run's constWeights). The zero value is ready. Primitives are
 // not freed: they live as long as the process (a plan does not say when it
 // is dropped; a few per node and shape).
 type ConvCache struct {
@@ -431,6 +441,12 @@ func (cc *ConvCache) Get(d ConvDesc, threads int) (*Conv, error) {
 	c, err := NewConv(d, threads)
 	if cc.m == nil {
 		cc.m = map[threaded[ConvDesc]]convEntry{}
+	}
+	for _, e := range cc.m {
+		if err == nil && e.c != nil && C.ms_conv_same_weights(e.c.c, c.c) != 0 {
+			c.pk = e.c.pk // one packed filter per layout
+			break
+		}
 	}
 	cc.m[k] = convEntry{c, err}
 	if err != nil {

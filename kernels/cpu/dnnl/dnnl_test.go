@@ -113,7 +113,7 @@ func TestConv(t *testing.T) {
 			}
 		}
 		c, _ := cache.Get(d, 0)
-		if packs, want := c.packs.Load(), min(1, c.packedBytes()); packs != want {
+		if packs, want := c.pk.packs.Load(), min(1, c.packedBytes()); packs != want {
 			t.Errorf("%+v (%s): constant weights packed %d times, want %d", d, c.Impl, packs, want)
 		}
 	}
@@ -189,6 +189,50 @@ func TestPool(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestConvSharesPackedFilter runs one constant filter through the
+// primitives one node makes for several batch sizes and row bands (as
+// package cpu's split does): each gives the reference answer, and the
+// filter is packed once per weight layout, not once per shape.
+func TestConvSharesPackedFilter(t *testing.T) {
+	if !Available() {
+		t.Skipf("no oneDNN: %s", Loaded().Warning)
+	}
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	base := ConvDesc{H: 8, W: 8, C: 32, O: 64, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1, OH: 8, OW: 8, Bias: true, Relu: true}
+	wei, bias := randF32(r, 9*base.C*base.O), randF32(r, base.O)
+	var cache ConvCache
+	layouts := map[*packed]bool{}
+	for _, n := range []int{1, 2, 3, 16} {
+		for _, band := range []struct{ h, pt, pb, oh int }{{8, 1, 1, 8}, {5, 1, 0, 4}, {5, 0, 1, 4}} {
+			d := base
+			d.N, d.H, d.PT, d.PB, d.OH = n, band.h, band.pt, band.pb, band.oh
+			c, err := cache.Get(d, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := randF32(r, d.N*d.H*d.W*d.C)
+			dst := make([]float32, d.N*d.OH*d.OW*d.O)
+			if err := c.Run(hostmem.Limit{}, src, wei, bias, dst, true); err != nil {
+				t.Fatal(err)
+			}
+			if err := within(dst, refConv(d, src, wei, bias), 1e-3); err != nil {
+				t.Fatalf("%+v (%s): %v", d, c.Impl, err)
+			}
+			if c.packedBytes() > 0 {
+				layouts[c.pk] = true
+			}
+		}
+	}
+	packs := int64(0)
+	for pk := range layouts {
+		packs += pk.packs.Load()
+	}
+	if packs != int64(len(layouts)) || len(layouts) > 3 {
+		t.Fatalf("12 shapes packed the filter %d times in %d layouts: want once per layout, a few layouts", packs, len(layouts))
+	}
+	t.Logf("12 shapes, %d packed copies", len(layouts))
 }
 
 // concurrently runs job(w, rep) for rep < reps on each of workers
@@ -307,8 +351,8 @@ func TestConvConcurrent(t *testing.T) {
 				}
 				return within(dst, j.want, 1e-3)
 			})
-			if want := min(1, c.packedBytes()); constWeights && c.packs.Load() != want {
-				t.Fatalf("%s: the constant filter was packed %d times, want %d", c.Impl, c.packs.Load(), want)
+			if want := min(1, c.packedBytes()); constWeights && c.pk.packs.Load() != want {
+				t.Fatalf("%s: the constant filter was packed %d times, want %d", c.Impl, c.pk.packs.Load(), want)
 			}
 		}
 	}
