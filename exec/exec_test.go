@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"mstream/graph"
 	"mstream/groups"
@@ -313,5 +314,91 @@ func TestPoolStepAllocs(t *testing.T) {
 	// The kept small buffers go back when the step ends.
 	if st := g.Alloc.Stats(); st.BytesInUse != 0 {
 		t.Errorf("%d bytes still in use after the steps", st.BytesInUse)
+	}
+}
+
+// heldPool is an inter-op pool whose workers never come during a step: it
+// says it is idle (or, busy, that it is not) and keeps what is submitted
+// until the test runs it.
+type heldPool struct {
+	mu    sync.Mutex
+	tasks []func()
+	busy  bool
+}
+
+func (h *heldPool) Submit(f func()) {
+	h.mu.Lock()
+	h.tasks = append(h.tasks, f)
+	h.mu.Unlock()
+}
+
+func (h *heldPool) Idle() bool { return !h.busy }
+
+func (h *heldPool) take() []func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.tasks
+	h.tasks = nil
+	return t
+}
+
+// TestOfferTakenBack: a node offered to the inter-op pool stays the
+// offering goroutine's until a worker claims it. With workers that never
+// come the step still finishes, on the caller, and the tasks that run
+// after the step ended (late workers) find nothing to do, even once the
+// step's state serves the next step; a pool that says no worker is idle
+// is offered nothing. (Before, a step waited for its pool tasks, and on a
+// busy machine a node so waited for a worker to wake, however cheap.)
+func TestOfferTakenBack(t *testing.T) {
+	const width = 8
+	root := node("root", "ExecTestAdd", 1)
+	var mid []*graph.Node
+	for i := range width {
+		mid = append(mid, node(fmt.Sprint("mid", i), "ExecTestAdd", float32(i), root))
+	}
+	sum := node("sum", "ExecTestAdd", 0, mid...)
+	want := float32(width + width*(width-1)/2) // root 1 into each, plus each c
+	for _, tc := range []struct {
+		name   string
+		busy   bool
+		offers bool
+	}{
+		{"workers never come", false, true},
+		{"no worker idle", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Build(nil, nil, []graph.Output{out(sum)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &heldPool{busy: tc.busy}
+			r := &Runtime{Inter: h, Intra: kernels.Serial{}}
+			var late sync.WaitGroup
+			for step := range 4 {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				got, _, err := p.Run(ctx, r, nil, Options{})
+				cancel()
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				if v := got[0].F32()[0]; v != want {
+					t.Fatalf("step %d: got %v, want %v", step, v, want)
+				}
+				tasks := h.take()
+				if step == 0 && (len(tasks) > 0) != tc.offers {
+					t.Errorf("step 0 offered %d nodes to the pool, want offers: %v", len(tasks), tc.offers)
+				}
+				// The late workers run while the next step does, on the
+				// step state it may have taken from the plan's pool.
+				late.Add(1)
+				go func() {
+					defer late.Done()
+					for _, f := range tasks {
+						f()
+					}
+				}()
+			}
+			late.Wait()
+		})
 	}
 }

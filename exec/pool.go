@@ -12,11 +12,13 @@ import (
 // inter-op pool. Submit never blocks, so workers may submit from inside
 // tasks without deadlock.
 type Pool struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	queue  []func()
-	closed bool
-	size   int
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []func()
+	closed  bool
+	size    int
+	waiting int          // workers parked on cond (under mu)
+	idle    atomic.Int32 // waiting - len(queue), kept under mu, read without it
 }
 
 // NewPool starts n workers (n <= 0 means one per CPU).
@@ -39,8 +41,18 @@ func (p *Pool) Size() int { return p.size }
 func (p *Pool) Submit(f func()) {
 	p.mu.Lock()
 	p.queue = append(p.queue, f)
+	p.countIdleLocked()
 	p.mu.Unlock()
 	p.cond.Signal()
+}
+
+// Idle says whether a worker waits with nothing queued for it: a task
+// submitted now would start without waiting for another to finish. It
+// reads one atomic, for the executor to ask before each hand-off.
+func (p *Pool) Idle() bool { return p.idle.Load() > 0 }
+
+func (p *Pool) countIdleLocked() {
+	p.idle.Store(int32(p.waiting - len(p.queue)))
 }
 
 // Close stops the workers once the queue is drained.
@@ -55,15 +67,20 @@ func (p *Pool) worker() {
 	for {
 		p.mu.Lock()
 		for len(p.queue) == 0 && !p.closed {
+			p.waiting++
+			p.countIdleLocked()
 			p.cond.Wait()
+			p.waiting--
 		}
 		if len(p.queue) == 0 {
+			p.countIdleLocked()
 			p.mu.Unlock()
 			return
 		}
 		f := p.queue[0]
 		p.queue[0] = nil
 		p.queue = p.queue[1:]
+		p.countIdleLocked()
 		p.mu.Unlock()
 		f()
 	}

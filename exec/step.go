@@ -97,7 +97,15 @@ type step struct {
 	finished atomic.Bool
 	signal   chan struct{}
 	ctx      context.Context
-	active   sync.WaitGroup // tasks handed to the inter-op pool
+	active   sync.WaitGroup // nodes offered to the inter-op pool and not taken back
+	// offered[i] is 1 while node i waits in the inter-op pool's queue,
+	// unclaimed: the pool's task and the goroutine that offered it race
+	// to claim it (offer, reclaim), so a node no worker has started when
+	// its offerer runs out of work runs there, without a hand-off.
+	offered []atomic.Uint32
+	// idle, when the inter-op pool can say so, says whether one of its
+	// workers waits for work: a node is offered only then.
+	idle idler
 
 	// Per-node state, laid out once when the step state is made and
 	// reused by every step that takes it from the plan's pool: node i's
@@ -189,6 +197,7 @@ func (p *Plan) newPoolStep() *step {
 	s.inFlat = make([]*tensor.Tensor, nin)
 	s.outFlat = make([]*tensor.Tensor, nout)
 	s.tasks = make([]func(), n)
+	s.offered = make([]atomic.Uint32, n)
 	s.constVal = make([]*tensor.Tensor, n)
 	s.main = newWorker()
 	s.main.stack = make([]int32, 0, len(p.roots))
@@ -309,17 +318,15 @@ func (s *step) drive(ctx context.Context) bool {
 		return true
 	}
 	w := s.main
-	w.stack = w.stack[:0]
+	stack := w.stack[:0]
 	expensive := int32(-1)
 	for _, r := range p.roots {
-		var inline bool
-		if inline, expensive = s.ready(int32(r), expensive); inline {
-			w.stack = append(w.stack, int32(r))
-		}
+		stack, expensive = s.ready(w, stack, int32(r), expensive)
 	}
 	if expensive >= 0 {
-		w.stack = append(w.stack, expensive)
+		stack = append(stack, expensive)
 	}
+	w.stack = stack
 	s.runLoop(w)
 	select {
 	case <-s.signal:
@@ -362,6 +369,7 @@ func (s *step) fetched() ([]*tensor.Tensor, error) {
 // compute stream) and its tracker.
 func (s *step) bind(group *groups.Group) error {
 	s.env = kenv{pool: s.rt.Intra, kstep: &s.kstep}
+	s.idle, _ = s.rt.Inter.(idler)
 	if group == nil {
 		return nil
 	}
@@ -390,7 +398,7 @@ func (s *step) reset() *step {
 	clear(s.outFlat)
 	s.main.reset()
 	clear(s.deadNode)
-	s.rt, s.group, s.feeds, s.ctx, s.env = nil, nil, nil, nil, kenv{}
+	s.rt, s.group, s.feeds, s.ctx, s.env, s.idle = nil, nil, nil, nil, kenv{}, nil
 	s.kstep.Reset()
 	s.err = nil
 	s.failed.Store(false)
@@ -406,26 +414,59 @@ func (s *step) fail(err error) {
 	}
 }
 
-// ready files node i, just made ready, by cost: a cheap one runs on this
-// goroutine (inline); an expensive one is kept for this goroutine when it
-// would otherwise have nothing to do, and handed to the pool when this
-// goroutine has other work. keep is the expensive node kept so far
-// (-1: none); the result is the one kept now, which the caller runs
-// last. (TF's executor decides inline-or-pool the same way,
-// ScheduleReady.)
-func (s *step) ready(i, keep int32) (inline bool, kept int32) {
+// ready files node i, just made ready, by cost: a cheap one goes on
+// stack, w's ready nodes, to run on this goroutine; an expensive one is
+// kept for this goroutine when it would otherwise have nothing to do, and
+// offered to the pool when this goroutine has other work. keep is the
+// expensive node kept so far (-1: none); the result is the stack and the
+// node kept now, which the caller runs last. (TF's executor decides
+// inline-or-pool the same way, ScheduleReady.)
+func (s *step) ready(w *worker, stack []int32, i, keep int32) ([]int32, int32) {
 	if !s.plan.costs.expensive(i) {
-		return true, keep
+		return append(stack, i), keep
 	}
-	if keep >= 0 {
-		s.submit(keep)
+	if keep >= 0 && !s.offer(w, keep) {
+		stack = append(stack, keep)
 	}
-	return false, i
+	return stack, i
 }
 
-func (s *step) submit(i int32) {
+// idler is an inter-op pool that can say whether one of its workers
+// waits for work (Pool.Idle).
+type idler interface {
+	Idle() bool
+}
+
+// offer hands node i, made ready by w, to the inter-op pool, and reports
+// false, for w to run it, when the pool says no worker is idle: another
+// Run's step (or other work) keeps them busy, and a queued node would
+// only wait for one. An offered node stays w's to take back (reclaim)
+// until a worker claims it.
+func (s *step) offer(w *worker, i int32) bool {
+	if s.idle != nil && !s.idle.Idle() {
+		return false
+	}
 	s.active.Add(1)
+	s.offered[i].Store(1)
+	w.offers = append(w.offers, i)
 	s.rt.Inter.Submit(s.tasks[i])
+	return true
+}
+
+// reclaim takes back onto stack the nodes w offered that no worker has
+// claimed yet, and forgets w's offers. A worker that wakes late then finds
+// its task claimed; on a busy machine (or where the offered kernel costs
+// less than a hand-off) the node so runs on the goroutine that made it
+// ready, as if never offered.
+func (s *step) reclaim(w *worker, stack []int32) []int32 {
+	for _, i := range w.offers {
+		if s.offered[i].CompareAndSwap(1, 0) {
+			s.active.Done()
+			stack = append(stack, i)
+		}
+	}
+	w.offers = w.offers[:0]
+	return stack
 }
 
 // kenv is what the kernels of one step on one group (or none) run with:
@@ -468,6 +509,7 @@ type worker struct {
 	alloc   outAlloc
 	allocFn func(tensor.DType, tensor.Shape) (*tensor.Tensor, error)
 	stack   []int32
+	offers  []int32 // nodes this goroutine offered to the pool this step
 }
 
 func newWorker() *worker {
@@ -481,6 +523,7 @@ func (w *worker) reset() {
 	w.ctx, w.env = kernels.Context{}, nil
 	clear(w.alloc.fresh)
 	w.alloc.fresh = w.alloc.fresh[:0]
+	w.offers = w.offers[:0]
 	w.alloc.g, w.alloc.s, w.alloc.mem, w.alloc.view = nil, nil, nil, nil
 }
 
@@ -516,7 +559,15 @@ func (w *worker) call(env *kenv, pn *planNode, ins, outs []*tensor.Tensor) ([]*t
 	return outs, a, err
 }
 
+// runTask is the pool's task for node i: it runs the node unless the
+// goroutine that offered it took it back. The task may run after its
+// step has ended (the offer taken back) and the state began another
+// step: it then finds node i unoffered and returns, or claims the new
+// step's offer of node i, which is as good as that offer's own task.
 func (s *step) runTask(i int32) {
+	if !s.offered[i].CompareAndSwap(1, 0) {
+		return
+	}
 	defer s.active.Done()
 	w := newWorker()
 	w.stack = append(w.stack, i)
@@ -525,12 +576,22 @@ func (s *step) runTask(i int32) {
 
 // runLoop runs the nodes on w's stack and every node they make ready that
 // ready keeps for this goroutine, last in first out (depth first, as a
-// chain runs).
+// chain runs), then the nodes it offered that no worker took.
 func (s *step) runLoop(w *worker) {
 	p := s.plan
 	stack := w.stack
-	defer func() { w.stack = stack[:0] }()
-	for len(stack) > 0 {
+	defer func() {
+		// After a failure, offers no worker took are withdrawn: the
+		// step's end waits for nothing that will not run.
+		s.reclaim(w, nil)
+		w.stack = stack[:0]
+	}()
+	for len(stack) > 0 || len(w.offers) > 0 {
+		if len(stack) == 0 {
+			if stack = s.reclaim(w, stack); len(stack) == 0 {
+				return
+			}
+		}
 		i := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if s.failed.Load() {
@@ -543,18 +604,11 @@ func (s *step) runLoop(w *worker) {
 		keep := int32(-1)
 		for _, succ := range p.nodes[i].succ {
 			if atomic.AddInt32(&s.pending[succ], -1) == 0 {
-				var inline bool
-				if inline, keep = s.ready(int32(succ), keep); inline {
-					stack = append(stack, int32(succ))
-				}
+				stack, keep = s.ready(w, stack, int32(succ), keep)
 			}
 		}
-		if keep >= 0 {
-			if len(stack) > 0 {
-				s.submit(keep)
-			} else {
-				stack = append(stack, keep)
-			}
+		if keep >= 0 && (len(stack) == 0 || !s.offer(w, keep)) {
+			stack = append(stack, keep)
 		}
 		if s.left.Add(-1) == 0 && s.finished.CompareAndSwap(false, true) {
 			s.signal <- struct{}{}
