@@ -117,24 +117,33 @@ static void aligned_free(void* data, size_t len, void* arg) {
 
 /* The machine's physical memory: no single buffer larger than it can be
    used, so such a size is refused before asking (with overcommit on, the
-   system would say yes and the memset below would bring the OOM killer). */
+   system would say yes and the memset below would bring the OOM killer).
+   Read once: sysconf(_SC_PHYS_PAGES) is a sysinfo system call, which cost
+   a small model's Run 4% of its CPU when made for every fetch. Threads
+   that race here store the same value. */
 static size_t physical_bytes(void) {
+  static size_t bytes;
+  size_t b = __atomic_load_n(&bytes, __ATOMIC_RELAXED);
+  if (b != 0) return b;
   long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || size <= 0) return (size_t)1 << 40;
-  return (size_t)pages * (size_t)size;
+  b = pages <= 0 || size <= 0 ? (size_t)1 << 40 : (size_t)pages * (size_t)size;
+  __atomic_store_n(&bytes, b, __ATOMIC_RELAXED);
+  return b;
 }
 
-/* Zeroed memory aligned to 64 bytes; NULL when it cannot be had (a size from
-   a caller must never abort the process). */
-static void* alloc_aligned(size_t len) {
+/* Memory aligned to 64 bytes, zeroed when zero is set; NULL when it cannot
+   be had (a size from a caller must never abort the process). */
+static void* alloc_aligned_zero(size_t len, int zero) {
   if (len > physical_bytes()) return NULL;
   size_t n = (len + 63) / 64 * 64;
   if (n == 0) n = 64;
   void* p = aligned_alloc(64, n);
   if (p == NULL) return NULL;
-  memset(p, 0, n);
+  if (zero) memset(p, 0, n);
   return p;
 }
+
+static void* alloc_aligned(size_t len) { return alloc_aligned_zero(len, 1); }
 
 TF_Tensor* TF_AllocateTensor(TF_DataType dt, const int64_t* dims, int num_dims,
                              size_t len) {
@@ -147,10 +156,11 @@ TF_Tensor* TF_AllocateTensor(TF_DataType dt, const int64_t* dims, int num_dims,
 }
 
 /* A tensor for an output handed to the caller; NULL when its memory cannot
-   be had. */
+   be had. Only string tensors are zeroed (empty TF_TStrings for the caller
+   to fill): every other byte is written by the copy that follows. */
 TF_Tensor* ms_new_tensor(TF_DataType dt, const int64_t* dims, int num_dims,
                          size_t len) {
-  void* p = alloc_aligned(len);
+  void* p = alloc_aligned_zero(len, dt == TF_STRING);
   if (p == NULL) return NULL;
   TF_Tensor* t = wrap(dt, dims, num_dims, new_buf(p, len, aligned_free, NULL));
   if (dt == TF_STRING) t->buf->owned_strings = len / sizeof(TF_TString);
