@@ -248,8 +248,12 @@ func pack(ctx *kernels.Context, axis64 int64) error {
 
 func gather(ctx *kernels.Context, batchDims int64) error {
 	params, idxT := ctx.Input(0), ctx.Input(1)
-	idx, err := hostInts(ctx, 1, "indices")
-	if err != nil {
+	// int64 indices are read where they are; int32 ones are widened.
+	var idx []int64
+	var err error
+	if idxT.DType == tensor.Int64 {
+		idx = idxT.I64()
+	} else if idx, err = hostInts(ctx, 1, "indices"); err != nil {
 		return err
 	}
 	batchDims, ax, out, err := GatherArgs(ctx, batchDims)

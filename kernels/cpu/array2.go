@@ -125,17 +125,17 @@ func rankOp(ctx *kernels.Context) error {
 
 func scalarInt(ctx *kernels.Context, i int, what string) (int64, error) {
 	t := ctx.Input(i)
-	v, err := hostInts(ctx, i, what)
+	v, n, err := hostInt(ctx, i, what)
 	if err != nil {
 		return 0, err
 	}
-	if len(t.Shape) != 0 && !(len(t.Shape) == 1 && len(v) == 1) {
+	if len(t.Shape) != 0 && !(len(t.Shape) == 1 && n == 1) {
 		return 0, ctx.Errorf(status.InvalidArgument, "%s must be a scalar, got shape %v", what, t.Shape)
 	}
-	if len(v) != 1 {
+	if n != 1 {
 		return 0, ctx.Errorf(status.InvalidArgument, "%s must be a scalar, got shape %v", what, t.Shape)
 	}
-	return v[0], nil
+	return v, nil
 }
 
 // outerInner splits shape around axis: the product of the dims before it

@@ -377,11 +377,11 @@ func TransposeArgs(ctx *kernels.Context) (perm []int64, out tensor.Shape, err er
 // kernel's to check.
 func GatherArgs(ctx *kernels.Context, batchDims int64) (bd, axis int64, out tensor.Shape, err error) {
 	params, idx := ctx.Input(0), ctx.Input(1)
-	av, err := hostInts(ctx, 2, "axis")
+	axis, n, err := hostInt(ctx, 2, "axis")
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	if len(av) != 1 {
+	if n != 1 {
 		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "axis must be a scalar")
 	}
 	pr, ir := int64(len(params.Shape)), int64(len(idx.Shape))
@@ -392,7 +392,6 @@ func GatherArgs(ctx *kernels.Context, batchDims int64) (bd, axis int64, out tens
 	if bd < 0 || bd > ir {
 		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "Expected batch_dims in the range [%d, %d], but got %d", -ir, ir, batchDims)
 	}
-	axis = av[0]
 	if axis < -pr || axis >= pr {
 		return 0, 0, nil, ctx.Errorf(status.InvalidArgument, "Expected axis in the range [%d, %d), but got %d", -pr, pr, axis)
 	}
@@ -408,7 +407,8 @@ func GatherArgs(ctx *kernels.Context, batchDims int64) (bd, axis int64, out tens
 		}
 	}
 	// out = params[:axis] + indices[batch_dims:] + params[axis+1:]
-	out = append(append(append(tensor.Shape{}, params.Shape[:axis]...), idx.Shape[bd:]...), params.Shape[axis+1:]...)
+	out = make(tensor.Shape, 0, int(pr-1+ir-bd))
+	out = append(append(append(out, params.Shape[:axis]...), idx.Shape[bd:]...), params.Shape[axis+1:]...)
 	return bd, axis, out, nil
 }
 

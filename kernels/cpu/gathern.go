@@ -52,14 +52,21 @@ func GatherNMembers(n *graph.Node) ([]*graph.Node, error) {
 // inputs: a context whose node is the pair's member, whose inputs are
 // params i, indices i and axis (a host scalar 0), and whose only output
 // is output i.
+//
+// One context and one input list serve every pair (each pair's context is
+// made afresh from ctx in them): a context escapes to the heap through
+// one, and a batch-of-one DLRM's step spent its allocations on them.
 func GatherNEach(ctx *kernels.Context, members []*graph.Node, one func(*kernels.Context) error, axis *tensor.Tensor) error {
 	k := len(members)
+	sub := new(kernels.Context)
+	ins := make([]*tensor.Tensor, 3)
 	for i, m := range members {
-		sub := *ctx
+		*sub = *ctx
 		sub.Node = m
-		sub.Inputs = []*tensor.Tensor{ctx.Inputs[i], ctx.Inputs[k+i], axis}
+		ins[0], ins[1], ins[2] = ctx.Inputs[i], ctx.Inputs[k+i], axis
+		sub.Inputs = ins
 		sub.Outputs = ctx.Outputs[i : i+1]
-		if err := one(&sub); err != nil {
+		if err := one(sub); err != nil {
 			return err
 		}
 	}

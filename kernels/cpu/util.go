@@ -110,6 +110,29 @@ func hostInts(ctx *kernels.Context, i int, what string) ([]int64, error) {
 	return v, nil
 }
 
+// hostInt is hostInts for an input that should hold one element (an axis,
+// a count): that element (0 when there is none) and how many there are,
+// read in place rather than copied.
+func hostInt(ctx *kernels.Context, i int, what string) (v int64, n int, err error) {
+	t := ctx.Input(i)
+	switch t.DType {
+	case tensor.Int32:
+		s := t.I32()
+		if len(s) > 0 {
+			v = int64(s[0])
+		}
+		return v, len(s), nil
+	case tensor.Int64:
+		s := t.I64()
+		if len(s) > 0 {
+			v = s[0]
+		}
+		return v, len(s), nil
+	}
+	_, err = hostInts(ctx, i, what) // its error for the dtype
+	return 0, 0, err
+}
+
 func attrType(n *graph.Node, name string) tensor.DType {
 	if a := n.Attrs[name]; a != nil {
 		return tensor.DType(a.GetType())
