@@ -14,11 +14,12 @@ import (
 type Pool struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
-	queue   []func()
+	queue   []func() // queue[head:] wait for a worker
+	head    int
 	closed  bool
 	size    int
 	waiting int          // workers parked on cond (under mu)
-	idle    atomic.Int32 // waiting - len(queue), kept under mu, read without it
+	idle    atomic.Int32 // waiting - pending(), kept under mu, read without it
 }
 
 // NewPool starts n workers (n <= 0 means one per CPU).
@@ -40,6 +41,13 @@ func (p *Pool) Size() int { return p.size }
 // Submit queues f.
 func (p *Pool) Submit(f func()) {
 	p.mu.Lock()
+	if p.head > 0 && len(p.queue) == cap(p.queue) {
+		// Full, with finished slots in front: move the waiting tasks
+		// there rather than grow.
+		n := copy(p.queue, p.queue[p.head:])
+		clear(p.queue[n:])
+		p.queue, p.head = p.queue[:n], 0
+	}
 	p.queue = append(p.queue, f)
 	p.countIdleLocked()
 	p.mu.Unlock()
@@ -51,8 +59,10 @@ func (p *Pool) Submit(f func()) {
 // reads one atomic, for the executor to ask before each hand-off.
 func (p *Pool) Idle() bool { return p.idle.Load() > 0 }
 
+func (p *Pool) pending() int { return len(p.queue) - p.head }
+
 func (p *Pool) countIdleLocked() {
-	p.idle.Store(int32(p.waiting - len(p.queue)))
+	p.idle.Store(int32(p.waiting - p.pending()))
 }
 
 // Close stops the workers once the queue is drained.
@@ -66,20 +76,25 @@ func (p *Pool) Close() {
 func (p *Pool) worker() {
 	for {
 		p.mu.Lock()
-		for len(p.queue) == 0 && !p.closed {
+		for p.pending() == 0 && !p.closed {
 			p.waiting++
 			p.countIdleLocked()
 			p.cond.Wait()
 			p.waiting--
 		}
-		if len(p.queue) == 0 {
+		if p.pending() == 0 {
 			p.countIdleLocked()
 			p.mu.Unlock()
 			return
 		}
-		f := p.queue[0]
-		p.queue[0] = nil
-		p.queue = p.queue[1:]
+		f := p.queue[p.head]
+		p.queue[p.head] = nil
+		p.head++
+		if p.head == len(p.queue) {
+			// Emptied: back to the start of its array, so that a queue
+			// that drains between tasks never allocates.
+			p.queue, p.head = p.queue[:0], 0
+		}
 		p.countIdleLocked()
 		p.mu.Unlock()
 		f()

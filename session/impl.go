@@ -48,6 +48,10 @@ type state struct {
 	intraN  int
 	devices []device.Device
 	set     *groups.Set
+	// hostRT is, per group of device 0 (by Index), the Runtime of a
+	// graph-level step on it: made once, as a step only reads it, so a
+	// Run allocates none.
+	hostRT []*exec.Runtime
 	// gpuPool picks over every GPU's groups (MSTREAM_GPU_POOL in
 	// graph-level mode with a GPU): each Run's unpinned GPU nodes go to
 	// the least-loaded group of any GPU; nil without the pool.
@@ -157,6 +161,10 @@ func newSession(g *graph.Graph, opts *Options) (*Session, error) {
 	}
 	st.recordAll = env.Trace != ""
 	st.openGraphs()
+	for _, g := range st.set.OnDevice(0) {
+		st.hostRT = append(st.hostRT, &exec.Runtime{Groups: []*groups.Group{g}, Streams: st.streams, Inter: g.Launch,
+			ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder, Intra: g.Intra})
+	}
 	return &Session{g: g, opts: o, impl: st}, nil
 }
 
@@ -436,7 +444,9 @@ func (s *Session) execute(ctx context.Context, plan *exec.Plan, vals []*tensor.T
 		return nil, nil, err
 	}
 	if pool != nil {
-		rt.Inter = pool
+		r := *rt // stepGroups' may be the session's, shared by every Run
+		r.Inter = pool
+		rt = &r
 	}
 	out, step, err := plan.Run(ctx, rt, vals, opts)
 	for _, g := range used {
@@ -467,9 +477,8 @@ func (s *Session) stepGroups(plan *exec.Plan) (rt *exec.Runtime, used []*groups.
 		return &exec.Runtime{Groups: gs, Assign: assign, ReduceWaits: st.env.ReduceStreamWait,
 			Holder: &st.set.Holder, Intra: gs[0].Intra}, used, nil
 	}
-	g := st.set.Pick(0)
-	return &exec.Runtime{Groups: []*groups.Group{g}, Streams: st.streams, Inter: g.Launch,
-		ReduceWaits: st.env.ReduceStreamWait, Holder: &st.set.Holder, Intra: g.Intra}, []*groups.Group{g}, nil
+	rt = st.hostRT[st.set.Pick(0).Index]
+	return rt, rt.Groups, nil
 }
 
 // planKey appends the plan cache's key of a signature to b: the graph's

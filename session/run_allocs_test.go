@@ -1,0 +1,43 @@
+package session
+
+import (
+	"math/rand"
+	"testing"
+
+	"mstream/graph"
+	"mstream/proto/tfpb"
+)
+
+// TestRunAllocs counts the Go allocations of one warm Run of the bundled
+// model (B=1, intra- and inter-op 2 as bench/cpu/vs_tf.sh runs it): its
+// per-Run cost on the CPU is mostly fixed costs of this kind (issue 22).
+// What is left: an output's shape, the fetch's copy, a few per kernel
+// (MatMul's, the activations'), the Run's own lists. (Before the session
+// kept a Runtime per group and the gathers read their indices in place,
+// a Run cost 61.)
+func TestRunAllocs(t *testing.T) {
+	m := loadModel(t)
+	cfg := &tfpb.ConfigProto{IntraOpParallelismThreads: 2, InterOpParallelismThreads: 2}
+	s, err := New(m.g, &Options{Config: cfg, Env: hostEnv(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	feeds := m.feeds(rand.New(rand.NewSource(1)), 1)
+	fetches := []graph.Output{m.outputs[0]}
+	run := func() {
+		if _, _, err := s.Run(nil, feeds, fetches, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 200 {
+		run() // the plan is built and the cost estimates settle
+	}
+	allocs := testing.AllocsPerRun(100, run)
+	t.Logf("%.1f allocations per Run", allocs)
+	// Under the race detector the plan's pool drops step states at
+	// random, each laid out again at a few allocations per node.
+	if want := 48.0; allocs > want && !raceEnabled {
+		t.Errorf("%.1f allocations per Run, want at most %v", allocs, want)
+	}
+}
