@@ -36,13 +36,26 @@
 // tensors allocates nothing per node, Go memory or the allocator's
 // (TestPoolStepAllocs). A node that becomes ready runs on the goroutine
 // that made it ready, the caller's first, unless it is expensive and
-// that goroutine has other work, when it goes to the inter-op Pool: as
-// in TF's executor, a node is expensive until measured and then while a
-// moving average of its kernel time is above about 3 us (costs.go;
-// constants, identities and control flow never are). A chain or a graph
-// of scalar ops so runs on the caller's goroutine without a hop, and
-// concurrent Runs each keep to their own goroutine until a node is worth
-// a second thread. The host scheduler and the device launcher share the
+// that goroutine has other work, when it is offered to the inter-op Pool
+// (step.offer): as in TF's executor, a node is expensive until measured
+// and then while a moving average of its kernel time is above about 3 us
+// (costs.go; constants, identities and control flow never are). An offer
+// is made only while a Pool worker waits idle (Pool.Idle: with as many
+// client threads as workers, the other Runs keep them busy), and the
+// offered node stays the offering goroutine's until a worker claims it
+// (step.offered): a goroutine whose ready stack empties takes back what
+// no worker has started (reclaim) and runs it itself, so a hand-off
+// costs a wake-up, never a wait for a worker that has no core
+// (TestOfferTakenBack, BenchmarkHandOff). A task that comes late finds
+// its node claimed and returns. A chain or a graph of scalar ops so runs
+// on the caller's goroutine without a hop, and concurrent Runs each keep
+// to their own goroutine until a node is worth a second thread and a
+// worker is there to take it. Before offers could be taken back, a node
+// measured just above the threshold on a busy machine (the bundled
+// model's embedding lookups, 3.5 us when run right after a worker woke)
+// went to the pool at every step and the step waited for the wake-up:
+// 5x the CPU per Run of the same model when measured under it. The host
+// scheduler and the device launcher share the
 // frame driver, the tracker, the wait reduction and the kernel call, but
 // are two loops over the plan.
 // The first kernel error cancels the step: nodes not yet started are
@@ -130,7 +143,8 @@
 // Three kinds, each for work the others cannot take. Pool is the inter-op
 // pool (and a group's launch pool): a FIFO of tasks that never blocks
 // the submitter, for a node worth a second thread and for starting a
-// step; a task runs to its end without waiting on another. Intra is the
+// step; a task runs to its end without waiting on another, and Idle says
+// (one atomic load) whether a worker waits for one. Intra is the
 // intra-op parallel-for: a kernel's loop split into chunks that the
 // caller and idle workers claim, the caller waiting for the last, with
 // spinning between back-to-back jobs; a queue of independent tasks
