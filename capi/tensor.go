@@ -73,7 +73,8 @@ func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
 	if size < need {
 		return nil, status.InvalidArg("%v tensor of shape %v has %d bytes, needs %d", dt, shape, size, need)
 	}
-	out := tensor.New(dt, shape) //mstream:bounded the caller's tensor holds these bytes already
+	// The shape made above is the tensor's own: tensor.New would copy it.
+	out := &tensor.Tensor{DType: dt, Shape: shape, Buf: hostmem.Alloc(int(need))} //mstream:bounded the caller's tensor holds these bytes already
 	if need > 0 {
 		copy(out.Buf, unsafe.Slice((*byte)(data), need))
 	}
