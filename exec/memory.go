@@ -30,6 +30,10 @@ type buffer struct {
 	small bool
 	chunk []byte
 	t     tensor.Tensor
+	// dims holds t's shape up to rank 4: the shape goes with the tensor,
+	// which goes with the buffer, so an output's shape costs no
+	// allocation of its own.
+	dims [4]int64
 	// live says the tracker holds it (in bufs): a node's fresh buffers
 	// are checked without a lookup.
 	live bool

@@ -791,7 +791,9 @@ func (a *outAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor
 	// kernel writes each element of its outputs (the CPU conformance
 	// suite hands out poisoned buffers to check it), and clearing cost
 	// 7-9% of a CNN's CPU.
-	b.t = tensor.Tensor{DType: dt, Shape: shape.Clone(), Buf: b.chunk[:size]}
+	// The shape is copied (a kernel may pass its input's), into the
+	// record's own dims when it fits there.
+	b.t = tensor.Tensor{DType: dt, Shape: append(tensor.Shape(b.dims[:0:len(b.dims)]), shape...), Buf: b.chunk[:size]}
 	a.fresh = append(a.fresh, b)
 	a.bytes += int64(size)
 	return &b.t, nil

@@ -11,10 +11,11 @@ import (
 // TestRunAllocs counts the Go allocations of one warm Run of the bundled
 // model (B=1, intra- and inter-op 2 as bench/cpu/vs_tf.sh runs it): its
 // per-Run cost on the CPU is mostly fixed costs of this kind (issue 22).
-// What is left: an output's shape, the fetch's copy, a few per kernel
-// (MatMul's, the activations'), the Run's own lists. (Before the session
-// kept a Runtime per group and the gathers read their indices in place,
-// a Run cost 61.)
+// What is left: the fetch's copy, a few per kernel (MatMul's, the
+// activations', a reshape's view), the Run's own lists. (Before the
+// session kept a Runtime per group, the gathers read their indices in
+// place and an output's shape lived in its buffer's record, a Run cost
+// 61.)
 func TestRunAllocs(t *testing.T) {
 	m := loadModel(t)
 	cfg := &tfpb.ConfigProto{IntraOpParallelismThreads: 2, InterOpParallelismThreads: 2}
@@ -37,7 +38,7 @@ func TestRunAllocs(t *testing.T) {
 	t.Logf("%.1f allocations per Run", allocs)
 	// Under the race detector the plan's pool drops step states at
 	// random, each laid out again at a few allocations per node.
-	if want := 48.0; allocs > want && !raceEnabled {
+	if want := 40.0; allocs > want && !raceEnabled {
 		t.Errorf("%.1f allocations per Run, want at most %v", allocs, want)
 	}
 }
