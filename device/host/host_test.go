@@ -1,6 +1,7 @@
 package host
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -213,5 +214,107 @@ func TestQueueReusesArray(t *testing.T) {
 	fill()
 	if n := testing.AllocsPerRun(20, fill); n >= 1 {
 		t.Errorf("queueing 101 items on a drained stream: %v allocations, want none", n)
+	}
+}
+
+// TestQueueDropsLargeArray: a drained stream keeps an array of a step's
+// size for reuse, but not the array of a burst larger than keepQueue:
+// before, it kept its largest array for the stream's life.
+func TestQueueDropsLargeArray(t *testing.T) {
+	ds, _ := New().NewStream(0)
+	defer ds.Close()
+	s := ds.(*Stream)
+	for _, tc := range []struct {
+		items int
+		kept  bool
+	}{{100, true}, {1000, true}, {4 * keepQueue, false}} {
+		gate := make(chan struct{})
+		device.Enqueue(s, func() { <-gate }) // the rest queue up behind it
+		for i := 1; i < tc.items; i++ {
+			device.Enqueue(s, func() {})
+		}
+		close(gate)
+		s.Synchronize()
+		s.mu.Lock()
+		c := cap(s.queue)
+		s.mu.Unlock()
+		if kept := c >= tc.items; kept != tc.kept || c > keepQueue {
+			t.Errorf("after %d items drained the stream keeps an array of %d items; want it kept: %v, and never above %d", tc.items, c, tc.kept, keepQueue)
+		}
+	}
+}
+
+// TestQueueConcurrentFIFO: producers enqueue from outside while the
+// stream runs (the queue drains, refills and compacts at random points,
+// under jitter): each producer's items run in the order queued, none
+// lost.
+func TestQueueConcurrentFIFO(t *testing.T) {
+	d := New()
+	d.Jitter = 20 * time.Microsecond
+	s, _ := d.NewStream(0)
+	defer s.Close()
+	const producers, each = 4, 3000
+	last := make([]int, producers) // written by the stream's items only
+	for i := range last {
+		last[i] = -1
+	}
+	var bad atomic.Int32
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				device.Enqueue(s, func() {
+					if last[p] != i-1 {
+						bad.Add(1)
+					}
+					last[p] = i
+				})
+				if i%97 == 0 {
+					time.Sleep(time.Duration(i%5) * 10 * time.Microsecond)
+				}
+			}
+		}(p)
+	}
+	wg.Wait()
+	s.Synchronize()
+	if bad.Load() != 0 {
+		t.Fatalf("%d items ran out of order", bad.Load())
+	}
+	for p, l := range last {
+		if l != each-1 {
+			t.Fatalf("producer %d: last item run %d, want %d", p, l, each-1)
+		}
+	}
+}
+
+// TestQueueReleasesTaken: an item that has run is not kept alive by the
+// queue's array while the queue stays busy (its taken front not yet
+// dropped).
+func TestQueueReleasesTaken(t *testing.T) {
+	s, _ := New().NewStream(0)
+	defer s.Close()
+	var freed atomic.Bool
+	big := new([1 << 20]byte)
+	runtime.SetFinalizer(big, func(*[1 << 20]byte) { freed.Store(true) })
+	ran := make(chan struct{})
+	gate := make(chan struct{})
+	func(b *[1 << 20]byte) {
+		device.Enqueue(s, func() { b[0]++; close(ran) })
+	}(big)
+	big = nil
+	device.Enqueue(s, func() { <-gate }) // keeps the queue from draining
+	for i := 0; i < 10; i++ {
+		device.Enqueue(s, func() {})
+	}
+	<-ran
+	for i := 0; i < 20 && !freed.Load(); i++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+	if !freed.Load() {
+		t.Fatal("a run item's closure is still reachable from the busy queue")
 	}
 }
