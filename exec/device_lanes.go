@@ -53,12 +53,15 @@ import (
 // producer whose values another group reads publishes a copy of them
 // (its gvals). A consumer's lane waits on the host only for that
 // publication, never for the device, then makes its compute stream wait
-// for the event (cuStreamWaitEvent). Each lane has its own table of
-// values: a value another lane made is copied in on first use (a device
-// value of another GPU with cuMemcpyPeerAsync on the reader's compute
-// stream, after its wait), and a host value's device copy, or a device
-// value's host copy, is the lane's own, so no lane writes a value
-// another reads. The feeds are copied in by the home lane before the
+// for the event (cuStreamWaitEvent). A constant is never published: a
+// node that reads or follows one waits on the host for the nodes of
+// other groups the constant ran after (laneSched.awaits), as its device
+// waits through it cover only their launches, not a host kernel's run.
+// Each lane has its own table of values: a value another lane made is
+// copied in on first use (a device value of another GPU with
+// cuMemcpyPeerAsync on the reader's compute stream, after its wait), and
+// a host value's device copy, or a device value's host copy, is the
+// lane's own, so no lane writes a value another reads. The feeds are copied in by the home lane before the
 // others start; the fetches go out on the home group's D2H stream after
 // every lane has finished and the home compute stream has waited for
 // each other group's last launch.
@@ -90,6 +93,12 @@ type laneSched struct {
 	// pub says another group reads the node's values or runs after it;
 	// rec that another group waits for an event recorded after it.
 	pub, rec []bool
+	// awaits lists, per node, the nodes of other groups (no constants)
+	// that it runs after only through constants: a constant launches
+	// nothing and is never published, so its lane awaits them itself
+	// before it launches (the device waits through the constant stand
+	// for their launches, not for a host kernel's run).
+	awaits [][]int32
 	// fed says some node waits for the feeds' copies.
 	fed bool
 	// slice is each node's launch window's place among the step's (-1:
@@ -128,7 +137,7 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 		return ls
 	}
 	ls := &laneSched{assign: slices.Clone(sr.Assign), n: n, reduce: sr.ReduceWaits,
-		nodes: make([][]int32, n), waits: make([][]int32, len(p.nodes)),
+		nodes: make([][]int32, n), waits: make([][]int32, len(p.nodes)), awaits: make([][]int32, len(p.nodes)),
 		pub: make([]bool, len(p.nodes)), rec: make([]bool, len(p.nodes)), slice: make([]int32, len(p.nodes))}
 	// The items: the feeds' copies (item 0: the home compute stream has
 	// them first), then the nodes in the lanes' order, each on its
@@ -181,9 +190,15 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 		}
 		ls.rec[i] = w.rec[item[i]]
 		for _, pr := range pn.preds {
-			if group(pr) != k && p.nodes[pr].where != onConst {
+			if p.nodes[pr].where == onConst {
+				ls.awaits[i] = p.behindConst(pr, ls.awaits[i])
+			} else if group(pr) != k {
 				ls.pub[pr] = true
 			}
+		}
+		ls.awaits[i] = slices.DeleteFunc(ls.awaits[i], func(d int32) bool { return group(int(d)) == k })
+		for _, d := range ls.awaits[i] {
+			ls.pub[d] = true
 		}
 	}
 	for _, r := range p.fetches {
@@ -197,6 +212,19 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 	return ls
 }
 
+// behindConst appends to ds the nodes other than constants that constant
+// c runs after, through other constants, each once.
+func (p *Plan) behindConst(c int, ds []int32) []int32 {
+	for _, pr := range p.nodes[c].preds {
+		if p.nodes[pr].where == onConst {
+			ds = p.behindConst(pr, ds)
+		} else if !slices.Contains(ds, int32(pr)) {
+			ds = append(ds, int32(pr))
+		}
+	}
+	return ds
+}
+
 // laneOrder is the order lanes launch the plan's nodes in: the
 // topological order, stably sorted by how many hops between groups the
 // longest path to each node makes (its cross-group depth). A lane so
@@ -207,7 +235,8 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 // nodes (the head's variable reads, the loss gradient's shape
 // arithmetic) ready behind the wait. Depth never falls along an edge,
 // so the order stays topological, and ties keep the plan's order. A
-// constant launches nothing and is on no lane, so an edge into or out
+// constant (any Const: host plans place none onConst) launches nothing
+// and is on no lane or host stream, so an edge into or out
 // of one makes no hop, but it has the depth of what it runs after: a
 // constant with a control edge (an inlined body's hang off the call's
 // input NoOp) goes after its predecessors, as do its readers, whose
@@ -215,10 +244,10 @@ func (p *Plan) laneSched(sr *Runtime) *laneSched {
 func (p *Plan) laneOrder(group func(int) int) []int {
 	depth := make([]int32, len(p.nodes))
 	for _, i := range p.topo {
-		c := p.nodes[i].where == onConst
+		c := p.nodes[i].isConst
 		for _, pr := range p.nodes[i].preds {
 			d := depth[pr]
-			if !c && p.nodes[pr].where != onConst && group(pr) != group(i) {
+			if !c && !p.nodes[pr].isConst && group(pr) != group(i) {
 				d++
 			}
 			depth[i] = max(depth[i], d)
@@ -566,7 +595,7 @@ func (s *devStep) launchLanes() error {
 		if r.Node < 0 || home.vals[r.Node] != nil {
 			continue
 		}
-		if err := home.take(r.Node, ps.vals[r.Node], inName{p: p, j: k}); err != nil {
+		if err := home.bring(r.Node, inName{p: p, j: k}); err != nil {
 			return err
 		}
 	}
@@ -603,7 +632,7 @@ func (l *lane) run(ls *laneSched, fed device.Event, base int) (err error) {
 				return status.Wrap(err, "node '%s': ordering group %d after its inputs", pn.node.Name, l.g.Index)
 			}
 		}
-		if err := l.bringIn(i); err != nil {
+		if err := l.bringIn(ls, i); err != nil {
 			return err
 		}
 		if err := l.node(i); err != nil {
@@ -636,27 +665,16 @@ func (l *lane) run(ls *laneSched, fed device.Event, base int) (err error) {
 }
 
 // bringIn makes node i's inputs and control predecessors from other
-// groups available to the lane: it waits (on the host) until each is
-// published and copies its values into the lane's table; a constant's
-// host value is the lane's own.
-func (l *lane) bringIn(i int) error {
+// groups available to the lane (bring), and waits (on the host) for
+// what it runs after through constants (laneSched.awaits).
+func (l *lane) bringIn(ls *laneSched, i int) error {
 	p := l.plan
 	pn := &p.nodes[i]
 	for j, r := range pn.inputs {
 		if r.Node < 0 || l.vals[r.Node] != nil {
 			continue
 		}
-		if p.nodes[r.Node].where == onConst {
-			if err := l.node(r.Node); err != nil {
-				return err
-			}
-			continue
-		}
-		vs, _, err := l.s.ar.lanes.await(r.Node)
-		if err != nil {
-			return err
-		}
-		if err := l.take(r.Node, vs, inName{n: pn.node, j: j}); err != nil {
+		if err := l.bring(r.Node, inName{n: pn.node, j: j}); err != nil {
 			return err
 		}
 	}
@@ -668,7 +686,26 @@ func (l *lane) bringIn(i int) error {
 			return err
 		}
 	}
+	for _, d := range ls.awaits[i] {
+		if _, _, err := l.s.ar.lanes.await(int(d)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// bring puts node i's values, not yet in the lane's table, there: a
+// constant's host value is the lane's own; another group's node's are
+// copied from its publication, once out (waiting for it on the host).
+func (l *lane) bring(i int, what inName) error {
+	if l.plan.nodes[i].where == onConst {
+		return l.node(i)
+	}
+	vs, _, err := l.s.ar.lanes.await(i)
+	if err != nil {
+		return err
+	}
+	return l.take(i, vs, what)
 }
 
 // take copies node i's published values into the lane's table. A device

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"strings"
@@ -33,7 +34,8 @@ var rendezvous struct {
 	wait time.Duration
 }
 
-// slowRan is set by ExecTestGSlow's enqueued work when it has run.
+// slowRan is set by ExecTestGSlow's enqueued work, and by the host
+// kernel ExecTestSlowAdd, when it has run.
 var slowRan atomic.Bool
 
 func init() {
@@ -687,4 +689,111 @@ func storeLoadSteps(t *testing.T, p *Plan, sr *Runtime, nmax int) (bad int) {
 		}
 	}
 	return bad
+}
+
+// TestLanesFetchConstantOnOtherGroup: a device plan over two groups
+// fetches a constant that no home node reads, assigned to either group.
+// A constant is never published (it launches nothing), so the fetch
+// must take it from the home lane's own constant store: before, the
+// home lane took an empty published value list and the step panicked
+// (INTERNAL "device step panicked").
+func TestLanesFetchConstantOnOtherGroup(t *testing.T) {
+	for _, kOn := range []int{0, 1} {
+		t.Run(fmt.Sprintf("const-on-group-%d", kOn), func(t *testing.T) {
+			x := node("x", "ExecTestGAdd", 0)
+			a := node("a", "ExecTestGAdd", 1, x)
+			k := constNode("k")
+			p, err := build(nil, []graph.Output{out(x)}, []graph.Output{out(a), out(k)}, nil, Placement{GPUs: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			set := emuSet(t, 2, false, 0)
+			sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assignNames(p, map[string]int{"a": 1, "k": kOn}), ReduceWaits: true, Holder: &set.Holder}
+			got, _, err := p.Run(context.Background(), sr, scalars([]float32{4}), Options{})
+			if err != nil {
+				t.Fatalf("%.300s", err)
+			}
+			if err := check(got, []float32{5, 2}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func init() {
+	// ExecTestGLoadHost is a device kernel whose work, on its stream,
+	// reads hostSlot (which the host kernel ExecTestSlowStore writes): it
+	// follows the store only as far as the step orders the launch after
+	// the host kernel.
+	kernels.Register(kernels.Def{Op: "ExecTestGLoadHost", Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			t, err := ctx.Allocate(0, nil)
+			if err != nil {
+				return err
+			}
+			out := t.F32()
+			return device.Enqueue(ctx.Stream, func() { out[0] = math.Float32frombits(hostSlot.Load()) })
+		}), nil
+	}})
+	// ExecTestSlowStore is ExecTestStore after 3 ms: a host kernel that
+	// takes a while.
+	kernels.Register(kernels.Def{Op: "ExecTestSlowStore", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		c := float32(n.Attrs["c"].GetF())
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			time.Sleep(3 * time.Millisecond)
+			if err := addScalars(ctx, c); err != nil {
+				return err
+			}
+			hostSlot.Store(math.Float32bits(ctx.Outputs[0].F32()[0]))
+			return nil
+		}), nil
+	}})
+}
+
+// TestLanesOrderAfterHostKernelThroughConstant: a host kernel H (a
+// store to a host slot) on group 1, after a device node there; a
+// constant K with a control edge from H; a device load on group 0
+// reading K, whose work reads the slot: it runs after H (H -> K ->
+// load). A lane awaits its inputs and control predecessors of other
+// groups, and, through a constant, what the constant runs after: the
+// device waits through K stand for H's launches only, not for H itself.
+// Before, the load could launch before H had run. The direct edge H ->
+// load and a host node in place of K are the controls.
+func TestLanesOrderAfterHostKernelThroughConstant(t *testing.T) {
+	for _, mid := range []string{"const", "direct", "host-node"} {
+		for _, reduce := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/reduce=%v", mid, reduce), func(t *testing.T) {
+				x, nf := node("x", "ExecTestGAdd", 0), node("n", "ExecTestGAdd", 0)
+				a := node("a", "ExecTestGAdd", 1, x)
+				h := node("store_h", "ExecTestSlowStore", 3, a)
+				y := node("y_load", "ExecTestGLoadHost", 0)
+				switch mid {
+				case "const":
+					k := constNode("k")
+					k.Controls = []*graph.Node{h}
+					y.Inputs, y.InTypes = []graph.Output{{Node: k}}, []tensor.DType{tensor.Float}
+				case "direct":
+					y.Controls = []*graph.Node{h}
+				case "host-node":
+					m := node("m", "ExecTestAdd", 0)
+					m.Controls = []*graph.Node{h}
+					y.Inputs, y.InTypes = []graph.Output{{Node: m}}, []tensor.DType{tensor.Float}
+				}
+				p, err := build(nil, []graph.Output{{Node: x}, {Node: nf}}, []graph.Output{{Node: h}, {Node: y}}, nil, Placement{GPUs: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range p.nodes {
+					if p.nodes[i].node.Name == "store_h" && p.nodes[i].where == onGPU {
+						t.Fatal("the store runs on the device: it would not test a host kernel")
+					}
+				}
+				set := emuSet(t, 2, false, 0)
+				sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assignNames(p, map[string]int{"a": 1, "store_h": 1}), ReduceWaits: reduce, Holder: &set.Holder, Jitter: time.Millisecond}
+				if bad := storeLoadSteps(t, p, sr, 200); bad > 0 {
+					t.Errorf("%d of %d steps: the device load did not follow the host store ordered before it", bad, storeLoadRuns)
+				}
+			})
+		}
+	}
 }

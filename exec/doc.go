@@ -331,7 +331,11 @@
 // it, so the waits between nodes are the same on both
 // (TestHostDeviceLayoutsAgree). A lane waits on the host only until the
 // producer's event is recorded and its values published (laneSync), never for the
-// device. A value made on another lane is copied into the reader's table
+// device; before a node's launch, for each input and predecessor on another
+// group and, as a constant is never published, for what a constant it reads or
+// follows ran after on other groups (laneSched.awaits: a host kernel there
+// launches nothing its device waits could follow). A fetched constant comes
+// from the home lane's own constant store. A value made on another lane is copied into the reader's table
 // on first use: host tensors and same-GPU device tensors are shared, a
 // device value of another GPU is copied there (cuMemcpyPeerAsync on the
 // reader's compute stream, after its wait), both copies held until the

@@ -88,43 +88,60 @@ func checkLaneOrder(t *testing.T, p *Plan, assign []int, it int) {
 	}
 }
 
+// planMix is what mixedPlan's nodes run on.
+type planMix int
+
+const (
+	deviceNodes planMix = iota // device nodes and constants, placed as on one GPU
+	withHostKernels            // and host kernels (ExecTestAdd) among them
+	hostNodes                  // host nodes and constants, placed on no GPU
+)
+
 // mixedPlan is a random DAG over nf scalar feeds: device nodes
-// (ExecTestGAdd), constants and, with host, host nodes (ExecTestAdd),
-// about one in four with a control edge from an earlier node (so
-// constants hang off others, as an inlined body's do), placed as on one
-// GPU.
-func mixedPlan(t testing.TB, r *rand.Rand, nf, nn int, host bool) *Plan {
+// (ExecTestGAdd) or, for hostNodes, host nodes (ExecTestAdd), with
+// constants and, withHostKernels, host kernels among them; about one
+// node in three has control edges from earlier nodes (so constants hang
+// off others and off constants, as an inlined body's do). It fetches
+// three of the last nodes (constants too) and the first feed.
+func mixedPlan(t testing.TB, r *rand.Rand, nf, nn int, mix planMix) *Plan {
 	var all, nodes []*graph.Node
 	var fo, fetch []graph.Output
+	add, pl := "ExecTestGAdd", Placement{GPUs: 1}
+	if mix == hostNodes {
+		add, pl = "ExecTestAdd", Placement{}
+	}
 	for i := 0; i < nf; i++ {
-		f := node(fmt.Sprint("feed", i), "ExecTestGAdd", 0)
+		f := node(fmt.Sprint("feed", i), add, 0)
 		all = append(all, f)
 		fo = append(fo, out(f))
 	}
 	for i := 0; i < nn; i++ {
 		var n *graph.Node
 		switch k := r.Intn(10); {
-		case k == 0:
+		case k <= 1:
 			n = constNode(fmt.Sprint("k", i))
-		case k <= 2 && host:
+		case k <= 3 && mix == withHostKernels:
 			n = node(fmt.Sprint("h", i), "ExecTestAdd", 1, all[r.Intn(len(all))])
 		default:
 			var ins []*graph.Node
 			for k := 0; k < 1+r.Intn(3); k++ {
 				ins = append(ins, all[r.Intn(len(all))])
 			}
-			n = node(fmt.Sprint("n", i), "ExecTestGAdd", float32(r.Intn(7)), ins...)
+			n = node(fmt.Sprint("n", i), add, float32(r.Intn(7)), ins...)
 		}
-		if len(nodes) > 0 && r.Intn(4) == 0 {
-			n.Controls = []*graph.Node{nodes[r.Intn(len(nodes))]}
+		if len(nodes) > 0 && r.Intn(3) == 0 {
+			for c := 0; c < 1+r.Intn(2); c++ {
+				n.Controls = append(n.Controls, nodes[r.Intn(len(nodes))])
+			}
 		}
 		nodes = append(nodes, n)
 		all = append(all, n)
 	}
 	for k := 0; k < 3; k++ {
-		fetch = append(fetch, out(nodes[len(nodes)-1-r.Intn(min(5, nn))]))
+		fetch = append(fetch, out(nodes[len(nodes)-1-r.Intn(min(8, nn))]))
 	}
-	p, err := build(nil, fo, fetch, nil, Placement{GPUs: 1})
+	fetch = append(fetch, fo[0])
+	p, err := build(nil, fo, fetch, nil, pl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,12 +157,44 @@ func mixedPlan(t testing.TB, r *rand.Rand, nf, nn int, host bool) *Plan {
 func TestLaneOrderThroughConstants(t *testing.T) {
 	r := rand.New(rand.NewSource(23))
 	for it := 0; it < 50; it++ {
-		p := mixedPlan(t, r, 3, 40, it%2 == 0)
+		p := mixedPlan(t, r, 3, 40, planMix(it%2))
 		assign := make([]int, len(p.nodes))
 		for i := range assign {
 			assign[i] = r.Intn(3)
 		}
 		checkLaneOrder(t, p, assign, it)
+	}
+}
+
+// TestLaneOrderSameOnHost: the host streams' order of a plan is the
+// lanes' of the same graph placed on a GPU, under the same assignment: a
+// constant's edges make no hop there either. Before, laneOrder told a
+// constant by its placement (onConst), which host plans never have, and
+// counted its edges as hops between groups.
+func TestLaneOrderSameOnHost(t *testing.T) {
+	differ := 0
+	for it := 0; it < 40; it++ {
+		seed := int64(100 + it)
+		dev := mixedPlan(t, rand.New(rand.NewSource(seed)), 3, 40, deviceNodes)
+		host := mixedPlan(t, rand.New(rand.NewSource(seed)), 3, 40, hostNodes)
+		r := rand.New(rand.NewSource(seed))
+		on := map[string]int{}
+		for i := range dev.nodes {
+			on[dev.nodes[i].node.Name] = r.Intn(3)
+		}
+		names := func(p *Plan) []string {
+			assign := assignNames(p, on)
+			var out []string
+			for _, i := range p.laneOrder(func(i int) int { return assign[i] }) {
+				out = append(out, p.nodes[i].node.Name)
+			}
+			return out
+		}
+		if d, h := names(dev), names(host); !slices.Equal(d, h) {
+			if differ++; differ <= 3 {
+				t.Errorf("plan %d: the lanes' order %v, the host streams' %v", it, d, h)
+			}
+		}
 	}
 }
 
