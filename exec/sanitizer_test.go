@@ -11,6 +11,7 @@ import (
 
 	"mstream/graph"
 	"mstream/groups"
+	"mstream/kernels"
 	"mstream/tensor"
 	"mstream/trace"
 )
@@ -343,5 +344,120 @@ func dropEachLoopWait(t *testing.T, body func(acc graph.Output) *graph.Node, gro
 	}
 	if bad == 0 {
 		t.Error("20 device steps of the loop without their waits all gave right answers")
+	}
+}
+
+// TestSanitizerDropKeepsStepEnd: DropWait leaves a wait out after the
+// reduction, whose clocks have learned it; the step's end must still
+// follow every stream (a join reduced with those clocks could leave a
+// stream's last op out, and the step would return while it may still
+// run). Each wait of random plans on 2-3 groups is dropped alone, as
+// TestSanitizerCatchesEachMissingWait does, and every op of the layout
+// must be followed by a join op.
+func TestSanitizerDropKeepsStepEnd(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	cases, broken := 0, 0
+	for it := 0; it < 10; it++ {
+		rp := makeRandomPlan(t, r, 3, 16)
+		n := 2 + it%2
+		set := testSet(t, n, false, 0, false)
+		sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: randomAssign(r, rp.plan, n), ReduceWaits: true, Holder: &set.Holder}
+		feeds := scalars([]float32{1, 2, 3})
+		full := rp.plan.layOut(sr, feeds)
+		for q := range full.ops {
+			for _, w := range full.ops[q].waiters {
+				sr.DropWait = func(p, c int) bool { return p == q && c == w }
+				lay := rp.plan.layOut(sr, feeds)
+				sr.DropWait = nil
+				cases++
+				reach := reachAll(layoutEdges(lay))
+				for q := range lay.ops {
+					if lay.ops[q].stream >= 0 && !joined(lay, reach, q) {
+						if broken++; broken <= 3 {
+							t.Errorf("plan %d, wait of op %d on op %d dropped: op %d (stream %d) is followed by no join op", it, w, q, q, lay.ops[q].stream)
+						}
+					}
+				}
+			}
+		}
+	}
+	if broken > 0 {
+		t.Errorf("%d ops after the step's end over %d single dropped waits", broken, cases)
+	}
+}
+
+func init() {
+	// ExecTestSlowAdd is ExecTestAdd after 20 ms; it sets slowRan.
+	kernels.Register(kernels.Def{Op: "ExecTestSlowAdd", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			time.Sleep(20 * time.Millisecond)
+			err := addScalars(ctx, 0)
+			slowRan.Store(true)
+			return err
+		}), nil
+	}})
+}
+
+// TestSanitizerDropEndsAfterEveryStream is TestSanitizerDropKeepsStepEnd
+// run: a slow node X on group 1 is the last op of its stream and a
+// control predecessor of the fetched Y on group 0. With reduction the
+// join waits only for the D2H stream, which learned X through Y's wait;
+// the sanitizer drops that one wait, and the step must still return
+// only after X has run; every buffer and hold comes back.
+func TestSanitizerDropEndsAfterEveryStream(t *testing.T) {
+	x := node("x", "ExecTestAdd", 0)
+	slow := node("X", "ExecTestSlowAdd", 0, x)
+	z := node("z", "ExecTestAdd", 0, x)
+	y := node("Y", "ExecTestAdd", 1, z)
+	y.Controls = []*graph.Node{slow}
+	p, err := build(nil, []graph.Output{out(x)}, []graph.Output{out(y)}, nil, Placement{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := testSet(t, 2, false, 0, false)
+	sr := &Runtime{Streams: true, Groups: set.Groups(), Assign: assignNames(p, map[string]int{"X": 1}), ReduceWaits: true, Holder: &set.Holder}
+	feeds := scalars([]float32{4})
+	lay := p.layOut(sr, feeds)
+	xo, yo := -1, -1
+	for q := range lay.ops {
+		if op := &lay.ops[q]; op.kind == opNode {
+			switch p.nodes[op.idx].node.Name {
+			case "X":
+				xo = q
+			case "Y":
+				yo = q
+			}
+		}
+	}
+	sr.DropWait = func(p, c int) bool { return p == xo && c == yo }
+	early := 0
+	for k := 0; k < 5; k++ {
+		slowRan.Store(false)
+		got, _, err := p.Run(context.Background(), sr, feeds, Options{})
+		ran := slowRan.Load()
+		if err != nil || got[0].F32()[0] != 5 {
+			t.Fatalf("step %d: %v %v", k, got, err)
+		}
+		if !ran {
+			early++
+			time.Sleep(40 * time.Millisecond) // let X finish before the next step
+		}
+	}
+	if early > 0 {
+		t.Errorf("%d of 5 steps returned before X (on group 1, whose wait was dropped) ran: the step's end does not follow every stream", early)
+	}
+	for _, g := range set.Groups() {
+		for _, x := range g.Streams() {
+			x.Synchronize()
+		}
+	}
+	set.Holder.Drain()
+	for k, g := range set.Groups() {
+		if a := g.Alloc.Stats(); a.BytesInUse != 0 {
+			t.Errorf("after the steps, group %d: %d bytes in use", k, a.BytesInUse)
+		}
+	}
+	if n := set.Holder.Live(); n != 0 {
+		t.Errorf("after the steps: %d holds", n)
 	}
 }

@@ -490,7 +490,9 @@ func role(g *groups.Group, d device.Stream, r string) string {
 // it, no clock involved, and the step's end waits for it (a step may
 // fetch nothing). A wait that DropWait names is left out after the
 // reduction, as on a device (lane.waitOn): the waits it implied are
-// missing with it. It counts the waits kept and left out per stream.
+// missing with it, but the join then waits for every stream unreduced
+// (the clocks learned the dropped wait), so the step still ends after
+// everything. It counts the waits kept and left out per stream.
 func (s *streamLayout) order(sr *Runtime) {
 	items := make([]layItem, len(s.ops))
 	for i := range s.ops {
@@ -502,6 +504,7 @@ func (s *streamLayout) order(sr *Runtime) {
 		items[i] = layItem{stream: int32(op.stream), tick: op.stream >= 0, prods: op.prods}
 	}
 	w := layWaits(items, len(s.streams), sr.ReduceWaits)
+	dropped := false // the clocks learned a wait that is not there
 	for i := range s.ops {
 		op := &s.ops[i]
 		op.next = -1
@@ -534,6 +537,7 @@ func (s *streamLayout) order(sr *Runtime) {
 		for _, pr := range w.waits[i] {
 			if sr.DropWait != nil && sr.DropWait(int(pr), i) {
 				w.kept[op.stream]--
+				dropped = true
 				continue
 			}
 			q := &s.ops[pr]
@@ -548,6 +552,12 @@ func (s *streamLayout) order(sr *Runtime) {
 	}
 	home := sr.Groups[0]
 	f := s.streamIndex(home.D2H, home, role(home, home.D2H, "d2h"))
+	if dropped {
+		// A join reduced with those clocks may leave out a stream that
+		// the step's end follows only through the dropped wait: it waits
+		// for every stream's last op instead.
+		w.reduce = false
+	}
 	for _, b := range w.join(f) {
 		s.ops[s.streams[b].last].join = true
 		s.joins++
