@@ -3,9 +3,12 @@
 # holding it, e.g. main's `make lib` in a checkout of its own), this
 # checkout's build/libmstream.so and TF 2.15, alternating point by point
 # through bench/cpu/vs_tf.sh's loadgen builds and models (run vs_tf.sh
-# once first). Prints QPS and the process's CPU time per request over the
-# window (loadgen's cpu_us_per_request: on a loaded machine wall time
-# mostly measures the run queue), each the median over the rounds.
+# once first). Prints QPS, p50 / p99 latency and the process's CPU time per
+# request over the window (loadgen's cpu_us_per_request: on a loaded
+# machine wall time mostly measures the run queue), each the median over
+# the rounds. Both mstream sides name their library through
+# LD_LIBRARY_PATH: a loadgen copied from another checkout's build/vs_tf
+# would otherwise run that checkout's build as "after".
 #
 #   BASE=/path/to/main/build MODELS="chain_noopt mlp" bench/cpu/vs_base.sh
 #
@@ -48,7 +51,7 @@ while [ "$r" -le "${ROUNDS:-2}" ]; do
     for side in before after tf; do
       case $side in
         before) run="env LD_LIBRARY_PATH=$BASE $out/loadgen_ms" ;;
-        after) run=$out/loadgen_ms ;;
+        after) run="env LD_LIBRARY_PATH=$root/build $out/loadgen_ms" ;;
         tf) run=$out/loadgen_tf ;;
       esac
       IDS_MAX=$ids $run "$m/$file.pb" "$b" "$THREADS" "${DUR:-2}" "$m/$cfg" 2>/dev/null | grep -v '"stats"' |
@@ -71,11 +74,14 @@ for line in open(sys.argv[1]):
 def med(k, side, field):
     v = [p[field] for p in by[k + (side,)]]
     return statistics.median(v) if v else float("nan")
-print("| model | B | T | QPS before / after / TF | after / TF QPS | CPU us per request before / after / TF | after / TF CPU |")
-print("|---|---:|---:|---:|---:|---:|---:|")
+print("| model | B | T | QPS before / after / TF | after / TF QPS | p50 ms before / after / TF "
+      "| p99 ms before / after / TF | CPU us per request before / after / TF | after / TF CPU |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+sides = ("before", "after", "tf")
 for k in order:
-    q = [med(k, s, "qps") for s in ("before", "after", "tf")]
-    c = [med(k, s, "cpu_us_per_request") for s in ("before", "after", "tf")]
-    print(f"| {k[0]} | {k[1]} | {k[2]} | {q[0]:.0f} / {q[1]:.0f} / {q[2]:.0f} | {q[1] / q[2]:.2f} "
+    q, c = [med(k, s, "qps") for s in sides], [med(k, s, "cpu_us_per_request") for s in sides]
+    p50 = " / ".join(f"{med(k, s, 'p50_ms'):.3f}" for s in sides)
+    p99 = " / ".join(f"{med(k, s, 'p99_ms'):.2f}" for s in sides)
+    print(f"| {k[0]} | {k[1]} | {k[2]} | {q[0]:.0f} / {q[1]:.0f} / {q[2]:.0f} | {q[1] / q[2]:.2f} | {p50} | {p99} "
           f"| {c[0]:.0f} / {c[1]:.0f} / {c[2]:.0f} | {c[1] / c[2]:.2f} |")
 PY
