@@ -52,6 +52,7 @@ type Config struct {
 	StreamJitter        bool   // MSTREAM_STREAM_JITTER (alias MSTREAM_HOST_STREAM_JITTER)
 	Device              string // MSTREAM_DEVICE: "", "cpu" or "gpu"
 	HostMemoryMB        int64  // MSTREAM_HOST_MEMORY_MB: the host device's "device memory"; 0 when unset (physical memory, no cap)
+	GCHeadroomMB        int64  // MSTREAM_GC_HEADROOM_MB: the least allocation between two Go garbage collections; 0 none
 	HostStreams         bool   // MSTREAM_HOST_STREAMS: streams on the host device even with one group
 	Fusion              bool   // MSTREAM_FUSION: plan-time fusion of MatMul/Conv2D epilogues, BatchNorm and unary chains
 	CUDAGraph           bool   // MSTREAM_CUDA_GRAPH: replay eligible GPU steps as captured CUDA graphs (on by default)
@@ -183,6 +184,15 @@ var Knobs = []Knob{
 			c.HostMemoryMB = n
 			return nil
 		}},
+	{Name: "MSTREAM_GC_HEADROOM_MB", Type: "int", Default: "64", Doc: "the least a process allocates between two Go garbage collections, in MiB: a reserve of address space, neither touched nor scanned, that raises the collector's goal (a Run's tensors are Go memory; at Go's default goal a CNN at batch 1 collected every 17 Runs, a sixth of its CPU time); the process's largest value holds; 0 adds none, and none is added when GOGC or GOMEMLIMIT is set",
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n < 0 || n > 1<<20 {
+				return fmt.Errorf("accepted values are whole numbers of MiB from 0 to %d", 1<<20)
+			}
+			c.GCHeadroomMB = n
+			return nil
+		}},
 	{Name: "MSTREAM_HOST_STREAMS", Type: "bool", Default: "false", Doc: "run the host device on its stream groups' streams even with one group (as a GPU would); more than one group or node-level mode always does",
 		set: func(c *Config, v string) (err error) { c.HostStreams, err = parseBool(v); return }},
 	{Name: "MSTREAM_FUSION", Type: "bool", Default: "true", Doc: "fuse at plan time where TF's grappler would (MatMul/Conv2D+BiasAdd(+Relu), inference BatchNorm folded into a constant Conv2D filter, chains of unary float32 ops), Keras' LayerNormalization into one node (CPU only) and sibling embedding lookups (GatherV2 along axis 0) into one node, one GPU launch; 0 turns the fusions off. The other rewrites TF makes by default (constant folding, arithmetic push-down, dependency pruning, common subexpressions) follow the ConfigProto as in TF: `rewrite_options`, `opt_level: L0`, `disable_meta_optimizer`",
@@ -263,6 +273,8 @@ func (c *Config) value(name string) string {
 			return ""
 		}
 		return strconv.FormatInt(c.HostMemoryMB, 10)
+	case "MSTREAM_GC_HEADROOM_MB":
+		return strconv.FormatInt(c.GCHeadroomMB, 10)
 	case "MSTREAM_HOST_STREAMS":
 		return b(c.HostStreams)
 	case "MSTREAM_FUSION":

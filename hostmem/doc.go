@@ -11,6 +11,13 @@
 // collector), so they may be kept only through the slices that view them; Addr
 // gives identity and alignment, never a pointer to hold.
 //
+// Since a Run's tensors are collected, the collector's pace is part of a
+// Run's cost: ReserveGCHeadroom (MSTREAM_GC_HEADROOM_MB, made by the first
+// session) keeps one untouched pointer-free allocation alive so that the
+// heap goal never falls below it, and a model with little live data does
+// not collect every few Runs. It is process-wide and only grows; a
+// collector the user tuned (GOGC, GOMEMLIMIT) is left alone.
+//
 // Limit is the one check that every allocation sized by a graph, a feed, an
 // attr or a C caller passes before memory is asked for: Go's "fatal error:
 // out of memory" cannot be recovered and would end the host process, so a

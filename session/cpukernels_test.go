@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -65,6 +66,29 @@ func blasKnobChild(t *testing.T, c string) {
 		second := statsOf(t, m, map[string]string{"MSTREAM_BLAS": "go"}, nil, 1)
 		if second.CPUKernels.BLAS != first.CPUKernels.BLAS {
 			t.Fatalf("second session reports %+v, the loaded library is %+v", second.CPUKernels.BLAS, first.CPUKernels.BLAS)
+		}
+	}
+}
+
+// TestGCHeadroomStats: a session reserves MSTREAM_GC_HEADROOM_MB (64 MiB
+// by default) against the Go collector once per process and says so in
+// MS_SessionStats; a larger value grows it, a smaller one keeps it.
+func TestGCHeadroomStats(t *testing.T) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		st := statsOf(t, loadModel(t), map[string]string{}, nil, 1)
+		if st.GCHeadroom.Bytes != 0 || st.GCHeadroom.Skipped == "" {
+			t.Fatalf("stats gc_headroom = %+v with GOGC or GOMEMLIMIT set: want none, saying why", st.GCHeadroom)
+		}
+		return
+	}
+	for _, tc := range []struct{ mb, want int64 }{{0, 64}, {96, 96}, {32, 96}} {
+		env := map[string]string{}
+		if tc.mb > 0 {
+			env["MSTREAM_GC_HEADROOM_MB"] = fmt.Sprint(tc.mb)
+		}
+		st := statsOf(t, loadModel(t), env, nil, 1)
+		if got := st.GCHeadroom; got.Bytes < tc.want<<20 || got.Skipped != "" {
+			t.Fatalf("MSTREAM_GC_HEADROOM_MB=%d: stats gc_headroom = %+v, want at least %d MiB", tc.mb, got, tc.want)
 		}
 	}
 }

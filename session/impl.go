@@ -75,6 +75,9 @@ type state struct {
 	graphs *exec.GraphCache
 	// cpuKernels is what loadCPUKernels found, for MS_SessionStats.
 	cpuKernels CPUKernels
+	// gcHeadroom is the process's reserve against the Go collector
+	// (MSTREAM_GC_HEADROOM_MB), as this session's creation left it.
+	gcHeadroom hostmem.GCHeadroom
 
 	// resources holds the session's variables and tables; every plan's
 	// stateful kernels share it (resource/doc.go).
@@ -147,6 +150,7 @@ func newSession(g *graph.Graph, opts *Options) (*Session, error) {
 	if err := st.loadCPUKernels(); err != nil {
 		return nil, err
 	}
+	st.gcHeadroom = hostmem.ReserveGCHeadroom(env.GCHeadroomMB << 20)
 	if ps := cfg.GetSessionInterOpThreadPool(); len(ps) > 0 {
 		for _, p := range ps {
 			st.pools = append(st.pools, exec.NewPool(int(p.GetNumThreads())))

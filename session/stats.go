@@ -6,6 +6,7 @@ import (
 	"mstream/bfc"
 	"mstream/exec"
 	"mstream/groups"
+	"mstream/hostmem"
 )
 
 // Stats is what MS_SessionStats returns, as JSON.
@@ -42,6 +43,9 @@ type Stats struct {
 	// CPUKernels names the libraries behind the CPU's heavy kernels, their
 	// versions, the core they run and the CPU's ISA.
 	CPUKernels CPUKernels `json:"cpu_kernels"`
+	// GCHeadroom is the least allocation between two Go garbage
+	// collections that MSTREAM_GC_HEADROOM_MB reserved, or why none was.
+	GCHeadroom hostmem.GCHeadroom `json:"gc_headroom"`
 }
 
 // PoolStats is the GPU pool in MS_SessionStats.
@@ -91,6 +95,7 @@ func (s *Session) stats() Stats {
 		Knobs: st.env.Values(), ConstBytes: st.set.DeviceConstBytes(), Groups: st.set.Stats(),
 		Holder:    HolderStats{Live: st.set.Holder.Live(), Freed: st.set.Holder.Freed()},
 		CUDAGraph: st.graphStats(), CPUKernels: st.cpuKernels.now(),
+		GCHeadroom: st.gcHeadroom,
 	}
 	out.DeviceGroups = map[string]int{}
 	for _, g := range st.set.Groups() {
