@@ -65,6 +65,16 @@ type Config struct {
 	Set map[string]string
 }
 
+// parseMiB sets *dst to v, a whole number of MiB in [lo, hi].
+func parseMiB(v string, lo, hi int64, dst *int64) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < lo || n > hi {
+		return fmt.Errorf("accepted values are whole numbers of MiB from %d to %d", lo, hi)
+	}
+	*dst = n
+	return nil
+}
+
 // GroupCount returns the number of stream groups for device i.
 func (c *Config) GroupCount(i int) int {
 	if len(c.GroupCounts) == 0 {
@@ -119,14 +129,7 @@ var Knobs = []Knob{
 	{Name: "TF_GPU_STREAM_AWARE_BFC", Type: "bool", Default: "false", Doc: "one stream-aware BFC allocator shared by all groups",
 		set: func(c *Config, v string) (err error) { c.StreamAwareBFC, err = parseBool(v); return }},
 	{Name: "TF_BFC_EXTEND_LIMIT_MB", Type: "int", Default: "0", Doc: "largest single region growth of a BFC allocator, in MiB; 0 = no cap",
-		set: func(c *Config, v string) error {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil || n < 0 || n > 1<<30 {
-				return fmt.Errorf("accepted values are whole numbers of MiB from 0 to %d", 1<<30)
-			}
-			c.BFCExtendLimitMB = n
-			return nil
-		}},
+		set: func(c *Config, v string) error { return parseMiB(v, 0, 1<<30, &c.BFCExtendLimitMB) }},
 	{Name: "TF_REDUCE_STREAM_WAIT", Type: "bool", Default: "true", Doc: "drop cross-stream waits implied by others",
 		set: func(c *Config, v string) (err error) { c.ReduceStreamWait, err = parseBool(v); return }},
 	{Name: "TF_MULTI_STREAM_ALLOW_FORWARD_PROPAGATION", Type: "bool", Default: "false", Doc: "unassigned successors inherit a node's group (node-level mode)",
@@ -176,23 +179,9 @@ var Knobs = []Knob{
 			return fmt.Errorf("accepted values are cpu, gpu")
 		}},
 	{Name: "MSTREAM_HOST_MEMORY_MB", Type: "int", Default: "", Doc: "cap the host device's memory at this many MiB (the base that memory fractions and group splits divide; its allocator then takes the whole cap at its first allocation, as TF does on a GPU); unset: no cap, as in TF: the machine's physical memory (sysinfo) bounds each allocation and regions grow on demand",
-		set: func(c *Config, v string) error {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil || n < 1 || n > 1<<20 {
-				return fmt.Errorf("accepted values are whole numbers of MiB from 1 to %d", 1<<20)
-			}
-			c.HostMemoryMB = n
-			return nil
-		}},
+		set: func(c *Config, v string) error { return parseMiB(v, 1, 1<<20, &c.HostMemoryMB) }},
 	{Name: "MSTREAM_GC_HEADROOM_MB", Type: "int", Default: "64", Doc: "the least a process allocates between two Go garbage collections, in MiB: a reserve of address space, neither touched nor scanned, that raises the collector's goal (a Run's tensors are Go memory; at Go's default goal a CNN at batch 1 collected every 17 Runs, a sixth of its CPU time); the process's largest value holds; 0 adds none, and none is added when GOGC or GOMEMLIMIT is set",
-		set: func(c *Config, v string) error {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil || n < 0 || n > 1<<20 {
-				return fmt.Errorf("accepted values are whole numbers of MiB from 0 to %d", 1<<20)
-			}
-			c.GCHeadroomMB = n
-			return nil
-		}},
+		set: func(c *Config, v string) error { return parseMiB(v, 0, 1<<20, &c.GCHeadroomMB) }},
 	{Name: "MSTREAM_HOST_STREAMS", Type: "bool", Default: "false", Doc: "run the host device on its stream groups' streams even with one group (as a GPU would); more than one group or node-level mode always does",
 		set: func(c *Config, v string) (err error) { c.HostStreams, err = parseBool(v); return }},
 	{Name: "MSTREAM_FUSION", Type: "bool", Default: "true", Doc: "fuse at plan time where TF's grappler would (MatMul/Conv2D+BiasAdd(+Relu), inference BatchNorm folded into a constant Conv2D filter, chains of unary float32 ops), Keras' LayerNormalization into one node (CPU only) and sibling embedding lookups (GatherV2 along axis 0) into one node, one GPU launch; 0 turns the fusions off. The other rewrites TF makes by default (constant folding, arithmetic push-down, dependency pruning, common subexpressions) follow the ConfigProto as in TF: `rewrite_options`, `opt_level: L0`, `disable_meta_optimizer`",
