@@ -10,7 +10,9 @@
 // becomes _FusedMatMul (the activation may be the exact GELU subgraph Keras
 // exports, fused as GeluExact; a Reshape between the MatMul and the BiasAdd
 // that keeps the MatMul's rows, as in Keras' Dense over a rank-3 input
-// exported as Tensordot, moves after the fused node), Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
+// exported as Tensordot, moves after the fused node; a B that is an unfed
+// Const, through Identity, is marked ConstWeightsAttr so that the kernel
+// keeps it packed), Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
 // an inference FusedBatchNorm(V2/V3) after a Conv2D with a constant filter
 // is folded into that filter and a bias (then fused as Conv2D+BiasAdd;
 // a _FusedConv2D whose filter is a Const the signature does not feed is

@@ -23,6 +23,12 @@ const FusedFromAttr = "_mstream_fused_from"
 // its primitive's layout instead of reordering them on every Run.
 const FilterConstAttr = "_mstream_filter_const"
 
+// ConstWeightsAttr, true on a _FusedMatMul, says that its B is a Const
+// (through Identity) that this plan does not feed: the same values every
+// Run, so the kernel may keep them packed for its GEMM (kernels/cpu's
+// packedWeights). Only the rewrite knows the plan's feeds.
+const ConstWeightsAttr = "_mstream_const_weights"
+
 // Options configure a rewrite.
 type Options struct {
 	// Devices are the kernel registry devices the plan may place nodes on
@@ -493,6 +499,13 @@ func (r *rewriter) matchGeluExact(x *graph.Node) []*graph.Node {
 	return nodes
 }
 
+// unfedConst says whether o is an unfed Const output or Identity of one,
+// without decoding its value.
+func (r *rewriter) unfedConst(o graph.Output) bool {
+	o = r.throughIdentity(o)
+	return o.Node.Op == "Const" && !r.fed[o]
+}
+
 // constValue returns the value of an unfed Const output.
 func (r *rewriter) constValue(o graph.Output) *tensor.Tensor {
 	if o.Node.Op != "Const" || r.fed[o] {
@@ -690,9 +703,12 @@ func (r *rewriter) newConv(f *fusion, args [][]graph.Output, attrs map[string]*t
 
 // epilogueAttrs are the attrs of the fused op that come from the matched
 // GEMM or convolution and its activation.
-func epilogueAttrs(f *fusion, fused string, first string) map[string]*tfpb.AttrValue {
+func (r *rewriter) epilogueAttrs(f *fusion, fused string, first string) map[string]*tfpb.AttrValue {
 	head := f.nodes[0]
 	a := map[string]*tfpb.AttrValue{"T": head.Attrs["T"], "num_args": intAttr(1)}
+	if fused == "_FusedMatMul" && r.unfedConst(head.Inputs[1]) {
+		a[ConstWeightsAttr] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
+	}
 	keep := []string{"transpose_a", "transpose_b"}
 	if fused == "_FusedConv2D" {
 		keep = []string{"strides", "padding", "explicit_paddings", "data_format", "dilations", "use_cudnn_on_gpu"}
@@ -727,9 +743,9 @@ func buildBiasAdd(fused string) func(*rewriter, *fusion) (*graph.Node, error) {
 		head, bias, res := f.nodes[0], f.nodes[1], f.result()
 		args := argsFor(fused, r.remap(head.Inputs[0]), r.remap(head.Inputs[1]), r.remap(bias.Inputs[1]))
 		if fused == "_FusedConv2D" {
-			return r.newConv(f, args, epilogueAttrs(f, fused, "BiasAdd"))
+			return r.newConv(f, args, r.epilogueAttrs(f, fused, "BiasAdd"))
 		}
-		return graph.NewDetached(res.ID, fused, res.Name, res.Device, args, r.remapControls(f.nodes...), epilogueAttrs(f, fused, "BiasAdd"))
+		return graph.NewDetached(res.ID, fused, res.Name, res.Device, args, r.remapControls(f.nodes...), r.epilogueAttrs(f, fused, "BiasAdd"))
 	}
 }
 
@@ -741,7 +757,7 @@ func buildBiasAdd(fused string) func(*rewriter, *fusion) (*graph.Node, error) {
 func buildReshapedBiasAdd(r *rewriter, f *fusion) (*graph.Node, error) {
 	mm, reshape, bias, res := f.nodes[0], f.nodes[1], f.nodes[2], f.result()
 	args := argsFor("_FusedMatMul", r.remap(mm.Inputs[0]), r.remap(mm.Inputs[1]), r.remap(bias.Inputs[1]))
-	attrs := epilogueAttrs(f, "_FusedMatMul", "BiasAdd")
+	attrs := r.epilogueAttrs(f, "_FusedMatMul", "BiasAdd")
 	names := make([]string, len(f.nodes))
 	for i, m := range f.nodes {
 		names[i] = m.Name
@@ -801,7 +817,7 @@ func buildFoldedBatchNorm(r *rewriter, f *fusion) (*graph.Node, error) {
 		return nil, err
 	}
 	args := argsFor("_FusedConv2D", r.remap(conv.Inputs[0]), fo, bo)
-	return r.newConv(f, args, epilogueAttrs(f, "_FusedConv2D", "BiasAdd"))
+	return r.newConv(f, args, r.epilogueAttrs(f, "_FusedConv2D", "BiasAdd"))
 }
 
 func buildChain(r *rewriter, f *fusion) (*graph.Node, error) {

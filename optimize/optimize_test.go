@@ -494,3 +494,50 @@ func TestFilterConst(t *testing.T) {
 		}
 	}
 }
+
+// TestConstWeights: a _FusedMatMul whose B is a Const (directly or
+// through Identity) that the plan does not feed is marked
+// ConstWeightsAttr, so that its kernel may keep B packed; a fed Const or
+// Identity, or a B computed from the input, is not.
+func TestConstWeights(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		identity bool
+		feeds    []string
+		computed bool
+		want     bool
+	}{
+		{"const", false, []string{"x"}, false, true},
+		{"through identity", true, []string{"x"}, false, true},
+		{"const fed", false, []string{"x", "w"}, false, false},
+		{"identity fed", true, []string{"x", "w/read"}, false, false},
+		{"computed", false, []string{"x"}, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := &gb{t: t, g: graph.New(), r: rand.New(rand.NewSource(1))}
+			x := b.placeholder("x", 4, 8)
+			w := b.weights("w", -1, 1, 8, 8)
+			if c.identity {
+				w = b.op("Identity", "w/read", nil, w)
+			}
+			if c.computed {
+				w = b.op("Neg", "w/neg", nil, b.op("MatMul", "xtx", map[string]*tfpb.AttrValue{"transpose_a": graph.AttrBool(true)}, x, x))
+			}
+			d := b.op("MatMul", "dense/MatMul", nil, x, w)
+			b.op("BiasAdd", "dense/BiasAdd", nil, d, b.weights("dense/bias", -1, 1, 8))
+			res := rewrite(b, c.feeds, []string{"dense/BiasAdd"})
+			n := fusedOps(res)["dense/BiasAdd"]
+			if n == nil || n.Op != "_FusedMatMul" {
+				t.Fatalf("dense/BiasAdd is %v, want a _FusedMatMul", n)
+			}
+			if got := n.Attrs[optimize.ConstWeightsAttr].GetB(); got != c.want {
+				t.Errorf("%s = %v, want %v", optimize.ConstWeightsAttr, got, c.want)
+			}
+			feeds := map[string]*tensor.Tensor{"x": fusiontest.Random(b.r, tensor.Float, tensor.Shape{4, 8})}
+			for _, f := range c.feeds[1:] {
+				feeds[f] = fusiontest.Random(b.r, tensor.Float, tensor.Shape{8, 8})
+			}
+			fusiontest.Compare(t, b.g, feeds, []string{"dense/BiasAdd"}, 1e-4)
+		})
+	}
+}

@@ -163,7 +163,7 @@ func BenchmarkDNNL(b *testing.B) {
 			}, a, w, bias)
 		})
 		b.Run(name+"/openblas", func(b *testing.B) {
-			run(b, n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, false, false, ep, nil, nil) }, a, w, bias)
+			run(b, n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, false, false, ep, nil, nil, nil) }, a, w, bias)
 		})
 	}
 }

@@ -50,8 +50,8 @@ func TestFusedMatMulDNNL(t *testing.T) {
 			b, _ := randTensor(r, f32, bs)
 			bias, _ := randTensor(r, f32, tensor.Shape{c.n})
 			prims := &dnnl.Cache[dnnl.MatMulDesc]{Node: n.Name}
-			got := runCtx(t, n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, c.ta, c.tb, ep, prims, always) }, a, b, bias)
-			want := runCtx(t, n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, c.ta, c.tb, ep, nil, nil) }, a, b, bias)
+			got := runCtx(t, n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, c.ta, c.tb, ep, nil, prims, always) }, a, b, bias)
+			want := runCtx(t, n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, c.ta, c.tb, ep, nil, nil, nil) }, a, b, bias)
 			// The two GEMMs sum in different orders: float32 rounding
 			// grows with k (a sum of k products of normals).
 			closeF32(t, act, got.F32(), want.F32(), 2e-6*float64(c.k))

@@ -30,28 +30,42 @@ func init() {
 			return nil, err
 		}
 		ta, tb := attrBool(n, "transpose_a"), attrBool(n, "transpose_b")
-		// On OpenBLAS at every shape, not oneDNN's matmul. With
-		// OpenBLAS on one thread and the GEMM split over the intra-op
-		// pool, as a session runs it, BenchmarkDNNL put OpenBLAS ahead
-		// in CPU us per call (oneDNN / OpenBLAS, 2026-11-26, two runs at
-		// load 2): 16x512x1024 755 / 590-672, 16x1024x1024 1098-1165 /
-		// 913-1028, 16x256x1 30 / 16-19, 64x128x128 183-194 / 137-161,
-		// 256x512x1024 8715-8736 / 5089-5225, 256x1024x1024
-		// 15978-16652 / 10072-10655 (at load 13-22, mean of 4 runs,
-		// 16x512x1024 803 / 632); level at 1x512x1024, 256x512x256,
-		// 1024x128x512 and 16384x{128x512,512x128}. oneDNN was ahead
-		// only with m >= 1024 and n = 128 (1024x128x128 896-1027 /
-		// 1140-1409, 1024x512x128 2536-2577 / 2895-3077, 16384x128x128
-		// 13422-13644 / 18132-18725), the transformer's projections at
-		// B >= 16, but sending those to oneDNN gained the transformer
-		// nothing measurable (BASE=... MODELS=transformer ROUNDS=3
+		// A constant B (a layer's weights, which package optimize marks
+		// when this plan does not feed them) is packed once and runs on
+		// vec.GemmPacked, which reads it without packing it again and
+		// applies bias and activation per tile while the tile is in
+		// registers. On one thread, BenchmarkSgemmPacked (GFLOP/s,
+		// OpenBLAS / packed, m x k x n, load 4): 4x512x1024 30 / 93-98,
+		// 16x512x1024 65 / 112, 16x1024x1024 66 / 108-112, 64x128x512
+		// 64-90 / 107, 64x512x128 73-95 / 115, 1024x128x512 101 / 110,
+		// 256x1024x1024 101 / 114; one row is level with vec.Gemv
+		// (1x1024x1024 21 / 23), which keeps it. Any other B goes to
+		// OpenBLAS, not oneDNN's matmul. With OpenBLAS on one thread and
+		// the GEMM split over the intra-op pool, as a session runs it,
+		// BenchmarkDNNL put OpenBLAS ahead in CPU us per call (oneDNN /
+		// OpenBLAS, 2026-11-26, two runs at load 2): 16x512x1024 755 /
+		// 590-672, 16x1024x1024 1098-1165 / 913-1028, 16x256x1 30 /
+		// 16-19, 64x128x128 183-194 / 137-161, 256x512x1024 8715-8736 /
+		// 5089-5225, 256x1024x1024 15978-16652 / 10072-10655 (at load
+		// 13-22, mean of 4 runs, 16x512x1024 803 / 632); level at
+		// 1x512x1024, 256x512x256, 1024x128x512 and
+		// 16384x{128x512,512x128}. oneDNN was ahead only with m >= 1024
+		// and n = 128 (1024x128x128 896-1027 / 1140-1409, 1024x512x128
+		// 2536-2577 / 2895-3077, 16384x128x128 13422-13644 /
+		// 18132-18725), the transformer's projections at B >= 16, but
+		// sending those to oneDNN gained the transformer nothing
+		// measurable (BASE=... MODELS=transformer ROUNDS=3
 		// bench/cpu/vs_base.sh at load 2-4: B=16 48-52 QPS both ways,
 		// CPU per request 28-33 ms both ways), and oneDNN's OpenMP
 		// threads sit outside the pool. Before, oneDNN took m <= 16,
 		// chosen by a benchmark whose OpenBLAS ran on its own spinning
 		// threads. fusedMatMul keeps the oneDNN path for that benchmark
 		// and for TestFusedMatMulDNNL, which holds the two equal.
-		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep, nil, nil) }), nil
+		var w *packedWeights
+		if n.Attr(constWeightsAttr).GetB() && !ta {
+			w = new(packedWeights)
+		}
+		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep, w, nil, nil) }), nil
 	})
 	reg("_FusedConv2D", []tensor.DType{tensor.Float, tensor.Half, tensor.Double}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		ep, err := parseEpilogue(n, "Conv2D", true)
@@ -104,6 +118,9 @@ const fusedFromAttr = "_mstream_fused_from"
 // filterConstAttr is optimize.FilterConstAttr: the filter is a Const the
 // plan does not feed, the same on every Run.
 const filterConstAttr = "_mstream_filter_const"
+
+// constWeightsAttr is optimize.ConstWeightsAttr: B is an unfed constant.
+const constWeightsAttr = "_mstream_const_weights"
 
 // fusedKernel wraps a fused kernel so that its errors also name the nodes
 // the fusion replaced, which are the ones the user knows.
@@ -244,9 +261,11 @@ func f32s(v []float64) []float32 {
 	return out
 }
 
-// fusedMatMul is _FusedMatMul: on oneDNN when prims is set, it is loaded
-// and onDNNL picks it for the shape; else OpenBLAS and the epilogue.
-func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, prims *dnnl.Cache[dnnl.MatMulDesc], onDNNL func(m, n, k int) bool) error {
+// fusedMatMul is _FusedMatMul: on the packed GEMM when w holds the
+// node's constant B (float32, two rows or more, a CPU with the kernel);
+// on oneDNN when prims is set, it is loaded and onDNNL picks it for the
+// shape; else OpenBLAS and the epilogue.
+func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, w *packedWeights, prims *dnnl.Cache[dnnl.MatMulDesc], onDNNL func(m, n, k int) bool) error {
 	a, b := ctx.Input(0), ctx.Input(1)
 	if len(a.Shape) != 2 || len(b.Shape) != 2 {
 		return ctx.Errorf(status.InvalidArgument, "In[0] and In[1] must be 2-dimensional, got %v and %v", a.Shape, b.Shape)
@@ -274,6 +293,22 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, prims *dnnl.Cac
 		return nil
 	}
 	M, N, K := int(m), int(n), int(k)
+	if w != nil && o.DType == tensor.Float && M > 1 && !ta {
+		act := vec.Unary(-1)
+		if op, ok := actOps[ep.act]; ok {
+			act = op
+		}
+		ldb := N
+		if tb {
+			ldb = K
+		}
+		if gemmPacked(ctx, M, a.F32(), max(K, 1), w.get(tb, K, N, b.F32(), max(ldb, 1)), o.F32(), bs, act) {
+			if act < 0 {
+				activateF32(ctx, ep, o.F32()) // LeakyRelu
+			}
+			return nil
+		}
+	}
 	if o.DType == tensor.Float && prims != nil && onDNNL(M, N, K) && dnnl.Available() {
 		act, inPrim := dnnlActs[ep.act]
 		d := dnnl.MatMulDesc{M: M, K: K, N: N, TA: ta, TB: tb, Bias: true, Act: act, Alpha: float32(ep.alpha)}

@@ -2,13 +2,18 @@
 // written in C (vec_impl.h) because Go does not vectorise: elementwise
 // unary and binary maps (the same-shape and scalar-broadcast cases), row
 // and column reductions, row softmax, row layer normalisation, the GEMV of
-// a one-row GEMM, and the per-channel affine + activation epilogue of the
-// fused kernels (ChannelAffine, in place, a block of rows per call).
+// a one-row GEMM, the per-channel affine + activation epilogue of the
+// fused kernels (ChannelAffine, in place, a block of rows per call), and a
+// GEMM against a B packed once (PackB, GemmPacked: panels of 32 columns,
+// tiles of up to 8 rows held in registers over the whole k, bias and
+// activation applied as a tile is stored).
 //
-// vec.c compiles the loops twice on x86-64: for the baseline the cgo flags
-// give (-march=x86-64-v2, SSE4.2) and for AVX2+FMA, and picks one at run
-// time from CPUID, so a binary built here runs on any x86-64-v2 machine and
-// no AVX-512 is assumed. Other architectures get the plain C loops.
+// vec.c compiles the loops three times on x86-64: for the baseline the cgo
+// flags give (-march=x86-64-v2, SSE4.2), for AVX2+FMA and for AVX-512, and
+// picks one at run time from CPUID, so a binary built here runs on any
+// x86-64-v2 machine. GemmPacked has an AVX-512 build only and reports
+// false elsewhere (its callers then take OpenBLAS). Other architectures
+// get the plain C loops.
 //
 // Accuracy: add, sub, mul, div, sqrt, min/max, floor/ceil/round are exact
 // IEEE results; exp, expm1, log, tanh, sigmoid, erf (and what is built on

@@ -30,8 +30,82 @@
 #define SFX(n) n##_avx512
 #include "vec_impl.h"
 #undef SFX
+
+/* The packed GEMM's tile: C rows [0, MR) x one panel of MS_PANEL columns,
+ * acc[i] two registers of row i, started from C (accum), the bias or zero,
+ * then every k in order: each element sums its products in k order, one
+ * FMA each, whatever rows or panels the caller's block holds. The panel
+ * is k rows of MS_PANEL floats (zero past column n), so its loads need no
+ * mask; C's stores do. MR is a constant at each call (the switch below),
+ * so the arrays live in registers. */
+static inline __attribute__((always_inline)) void gemmp_tile(const int mr, long k, const float *a, long lda,
+		const float *bp, float *c, long ldc, __mmask16 m0, __mmask16 m1, const float *bias, int accum, int act) {
+	__m512 acc0[MS_MR], acc1[MS_MR];
+	for (int i = 0; i < mr; i++) {
+		if (accum) {
+			acc0[i] = _mm512_maskz_loadu_ps(m0, c + i * ldc);
+			acc1[i] = _mm512_maskz_loadu_ps(m1, c + i * ldc + 16);
+		} else if (bias) {
+			acc0[i] = _mm512_maskz_loadu_ps(m0, bias);
+			acc1[i] = _mm512_maskz_loadu_ps(m1, bias + 16);
+		} else {
+			acc0[i] = _mm512_setzero_ps();
+			acc1[i] = _mm512_setzero_ps();
+		}
+	}
+	for (long p = 0; p < k; p++) {
+		__m512 b0 = _mm512_loadu_ps(bp + p * MS_PANEL), b1 = _mm512_loadu_ps(bp + p * MS_PANEL + 16);
+		for (int i = 0; i < mr; i++) {
+			__m512 av = _mm512_set1_ps(a[i * lda + p]);
+			acc0[i] = _mm512_fmadd_ps(av, b0, acc0[i]);
+			acc1[i] = _mm512_fmadd_ps(av, b1, acc1[i]);
+		}
+	}
+	for (int i = 0; i < mr; i++) {
+		_mm512_mask_storeu_ps(c + i * ldc, m0, acc0[i]);
+		_mm512_mask_storeu_ps(c + i * ldc + 16, m1, acc1[i]);
+	}
+	if (act >= 0) {
+		int w = __builtin_popcount(m0) + __builtin_popcount(m1);
+		for (int i = 0; i < mr; i++) unary_avx512(act, c + i * ldc, c + i * ldc, w);
+	}
+}
+
+static int gemm_packed_avx512(long m, long n, long k, const float *a, long lda, const float *bp, float *c, long ldc,
+		const float *bias, int accum, int act, long r0, long r1, long p0, long p1) {
+	for (long p = p0; p < p1; p++) {
+		long c0 = p * MS_PANEL, w = n - c0 < MS_PANEL ? n - c0 : MS_PANEL;
+		__mmask16 m0 = w >= 16 ? 0xffff : (__mmask16)((1u << w) - 1);
+		__mmask16 m1 = w <= 16 ? 0 : w >= 32 ? 0xffff : (__mmask16)((1u << (w - 16)) - 1);
+		const float *panel = bp + p * k * MS_PANEL, *bb = bias ? bias + c0 : 0;
+		/* Tiles of at most MS_MR rows, balanced: 10 rows are 5 + 5. */
+		long rows = r1 - r0, tiles = (rows + MS_MR - 1) / MS_MR;
+		for (long t = 0, r = r0; t < tiles; t++) {
+			long mr = (rows - (r - r0) + (tiles - t) - 1) / (tiles - t);
+			const float *ar = a + r * lda;
+			float *cr = c + r * ldc + c0;
+			switch (mr) {
+#define MS_TILE(R) case R: gemmp_tile(R, k, ar, lda, panel, cr, ldc, m0, m1, bb, accum, act); break;
+			MS_TILE(1) MS_TILE(2) MS_TILE(3) MS_TILE(4) MS_TILE(5) MS_TILE(6) MS_TILE(7) MS_TILE(8)
+#undef MS_TILE
+			}
+			r += mr;
+		}
+	}
+	(void)m;
+	return 1;
+}
 #pragma GCC pop_options
 #endif
+
+int ms_gemm_packed_f32(long m, long n, long k, const float *a, long lda, const float *bp, float *c, long ldc,
+		const float *bias, int accum, int act, long r0, long r1, long p0, long p1) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2)
+		return gemm_packed_avx512(m, n, k, a, lda, bp, c, ldc, bias, accum, act, r0, r1, p0, p1);
+#endif
+	return 0;
+}
 
 static int level = -1;
 

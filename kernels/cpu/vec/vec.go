@@ -252,3 +252,86 @@ func ArgReduce(op Reduce, x []float32, n int, out []int64) {
 	}
 	C.ms_argreduce_f32(C.int(op), (*C.float)(&x[0]), C.long(rows), C.long(n), (*C.longlong)(&out[0]))
 }
+
+// Panel is the width of a PackedB panel: the columns one GemmPacked tile
+// covers.
+const Panel = C.MS_PANEL
+
+// PackedB is the right-hand matrix of a GEMM packed once for GemmPacked:
+// panels of Panel columns, each K rows of Panel floats, zero past column
+// N. A constant weight is packed when its node first runs and kept.
+type PackedB struct {
+	K, N int
+	data []float32
+}
+
+// Panels is the number of panels, ceil(N / Panel).
+func (p *PackedB) Panels() int { return (p.N + Panel - 1) / Panel }
+
+// PackB packs op(B), k x n, for GemmPacked: B is row-major k x n (row
+// stride ldb), or n x k when transB.
+func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
+	rb, cb := k, n
+	if transB {
+		rb, cb = n, k
+	}
+	if k < 0 || n < 0 || ldb < cb || (rb > 0 && cb > 0 && len(b) < (rb-1)*ldb+cb) {
+		panic(fmt.Sprintf("vec: PackB with k=%d n=%d ldb=%d len(b)=%d transB=%v", k, n, ldb, len(b), transB))
+	}
+	p := &PackedB{K: k, N: n}
+	p.data = make([]float32, p.Panels()*k*Panel)
+	for pi := 0; pi < p.Panels(); pi++ {
+		panel := p.data[pi*k*Panel : (pi+1)*k*Panel]
+		c0, w := pi*Panel, min(Panel, n-pi*Panel)
+		for r := 0; r < k; r++ {
+			row := panel[r*Panel : r*Panel+w]
+			if transB {
+				for j := range row {
+					row[j] = b[(c0+j)*ldb+r]
+				}
+			} else {
+				copy(row, b[r*ldb+c0:])
+			}
+		}
+	}
+	return p
+}
+
+// GemmPacked sets rows [r0, r1) x panels [p0, p1) of C (m x p.N,
+// row-major, row stride ldc) to A B + bias (accum: + C), then act (< 0:
+// none) on what it wrote; A is m x p.K, row-major (row stride lda); bias
+// nil adds nothing. Every element sums its products in k order from its
+// start value, so a block's bits do not depend on how C is split. It
+// reports false, writing nothing, on a CPU without the kernel (it needs
+// AVX-512): the caller takes another GEMM then.
+func GemmPacked(m int, a []float32, lda int, p *PackedB, c []float32, ldc int, bias []float32, accum bool, act Unary, r0, r1, p0, p1 int) bool {
+	k, n := p.K, p.N
+	if m < 0 || lda < max(k, 1) || ldc < max(n, 1) || r0 < 0 || r1 > m || r0 > r1 || p0 < 0 || p1 > p.Panels() || p0 > p1 ||
+		(m > 0 && k > 0 && len(a) < (m-1)*lda+k) || (m > 0 && n > 0 && len(c) < (m-1)*ldc+n) ||
+		(bias != nil && len(bias) < n) || act >= numUnary {
+		panic(fmt.Sprintf("vec: GemmPacked with m=%d k=%d n=%d lda=%d ldc=%d len(a)=%d len(c)=%d len(bias)=%d rows [%d,%d) panels [%d,%d) act=%d",
+			m, k, n, lda, ldc, len(a), len(c), len(bias), r0, r1, p0, p1, act))
+	}
+	if CurrentLevel() < AVX512 {
+		return false
+	}
+	if r0 == r1 || p0 == p1 {
+		return true
+	}
+	var ap, bp, biasp *C.float
+	if k > 0 {
+		ap, bp = (*C.float)(&a[0]), (*C.float)(&p.data[0])
+	}
+	if bias != nil {
+		biasp = (*C.float)(&bias[0])
+	}
+	return C.ms_gemm_packed_f32(C.long(m), C.long(n), C.long(k), ap, C.long(lda), bp, (*C.float)(&c[0]), C.long(ldc),
+		biasp, C.int(b2i(accum)), C.int(act), C.long(r0), C.long(r1), C.long(p0), C.long(p1)) != 0
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

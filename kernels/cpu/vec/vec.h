@@ -49,4 +49,16 @@ void ms_gemv_f32(const float *x, long k, const float *b, long ldb, long n, float
  * of the fused GEMM and convolution kernels. */
 void ms_channel_affine_f32(float *x, long rows, long c, const float *scale, const float *offset, int act);
 
+/* The packed GEMM: C = A B (+ bias, or + C when accum), then act (< 0:
+ * none), for rows [r0, r1) of C and panels [p0, p1) of B, B packed as
+ * panels of MS_PANEL columns, each k rows of MS_PANEL floats (vec.PackB's
+ * layout, zero past column n). A is row-major (row stride lda), C too.
+ * Each element sums in k order from its start value, so a block's result
+ * does not depend on the blocks around it. Returns 0 where the CPU lacks
+ * the kernel (AVX-512 only): nothing is written then. */
+#define MS_PANEL 32
+#define MS_MR 8
+int ms_gemm_packed_f32(long m, long n, long k, const float *a, long lda, const float *bp, float *c, long ldc,
+		const float *bias, int accum, int act, long r0, long r1, long p0, long p1);
+
 #endif

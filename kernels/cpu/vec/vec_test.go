@@ -486,3 +486,124 @@ func TestChannelAffine(t *testing.T) {
 		}
 	})
 }
+
+// TestGemmPacked checks the packed GEMM against float64 sums over shapes
+// around its tile (8 rows) and panel (32 columns), B plain and
+// transposed, with bias, accumulation and activation, and that any split
+// of C into row ranges and panel ranges gives the bits of one call.
+func TestGemmPacked(t *testing.T) {
+	if SetLevel(AVX512) < AVX512 {
+		t.Skip("the packed GEMM needs AVX-512; callers fall back to OpenBLAS (TestGemmPackedFallback)")
+	}
+	r := newRand(t)
+	randn := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	for _, m := range []int{1, 2, 7, 8, 9, 16, 17, 70} {
+		for _, n := range []int{1, 16, 17, 31, 32, 33, 100} {
+			for _, k := range []int{0, 1, 5, 130} {
+				for _, v := range []struct {
+					transB, bias, accum bool
+					act                 Unary
+				}{{false, false, false, -1}, {true, true, false, -1}, {false, true, false, Relu}, {false, false, true, GeluErf}, {true, true, true, -1}} {
+					lda, ldc := k+3, n+2
+					a, c := randn(m*lda), randn(m*ldc)
+					c0 := append([]float32(nil), c...)
+					var b []float32
+					ldb := n + 1
+					if v.transB {
+						ldb = k + 1
+						b = randn(n * ldb)
+					} else {
+						b = randn(k * ldb)
+					}
+					var bias []float32
+					if v.bias {
+						bias = randn(n)
+					}
+					p := PackB(v.transB, k, n, b, ldb)
+					if !GemmPacked(m, a, lda, p, c, ldc, bias, v.accum, v.act, 0, m, 0, p.Panels()) {
+						t.Fatal("GemmPacked refused at AVX-512")
+					}
+					for i := 0; i < m; i++ {
+						for j := 0; j < n; j++ {
+							w, mag := 0.0, 0.0
+							if v.accum {
+								w = float64(c0[i*ldc+j])
+							} else if bias != nil {
+								w = float64(bias[j])
+							}
+							mag = math.Abs(w)
+							for q := 0; q < k; q++ {
+								var bv float32
+								if v.transB {
+									bv = b[j*ldb+q]
+								} else {
+									bv = b[q*ldb+j]
+								}
+								w += float64(a[i*lda+q]) * float64(bv)
+								mag += math.Abs(float64(a[i*lda+q]) * float64(bv))
+							}
+							switch v.act {
+							case Relu:
+								w = math.Max(w, 0)
+							case GeluErf:
+								w = 0.5 * w * (1 + math.Erf(w/math.Sqrt2))
+							}
+							if math.Abs(float64(c[i*ldc+j])-w) > 4e-7*float64(k+1)*(mag+1) {
+								t.Fatalf("m=%d n=%d k=%d %+v: C[%d,%d] = %g, want %g", m, n, k, v, i, j, c[i*ldc+j], w)
+							}
+						}
+						// The padding between rows is not written.
+						for j := n; j < ldc && i < m-1; j++ {
+							if c[i*ldc+j] != c0[i*ldc+j] && !(math.IsNaN(float64(c[i*ldc+j])) && math.IsNaN(float64(c0[i*ldc+j]))) {
+								t.Fatalf("m=%d n=%d k=%d: C[%d,%d] past n written", m, n, k, i, j)
+							}
+						}
+					}
+					// Any split gives the same bits.
+					s := append([]float32(nil), c0...)
+					for r0 := 0; r0 < m; {
+						r1 := min(m, r0+1+r.Intn(m))
+						for p0 := 0; p0 < p.Panels(); {
+							p1 := min(p.Panels(), p0+1+r.Intn(3))
+							GemmPacked(m, a, lda, p, s, ldc, bias, v.accum, v.act, r0, r1, p0, p1)
+							p0 = p1
+						}
+						r0 = r1
+					}
+					for i := range s {
+						if math.Float32bits(s[i]) != math.Float32bits(c[i]) {
+							t.Fatalf("m=%d n=%d k=%d %+v: a split C differs at %d: %g vs %g", m, n, k, v, i, s[i], c[i])
+						}
+					}
+				}
+			}
+		}
+	}
+	// Bad arguments panic in Go before C could read or write out of range.
+	p := PackB(false, 4, 4, make([]float32, 16), 4)
+	for _, f := range []func(){
+		func() { GemmPacked(2, make([]float32, 7), 4, p, make([]float32, 8), 4, nil, false, -1, 0, 2, 0, 1) },
+		func() { GemmPacked(2, make([]float32, 8), 4, p, make([]float32, 7), 4, nil, false, -1, 0, 2, 0, 1) },
+		func() { GemmPacked(2, make([]float32, 8), 4, p, make([]float32, 8), 4, nil, false, -1, 0, 3, 0, 1) },
+		func() { GemmPacked(2, make([]float32, 8), 4, p, make([]float32, 8), 4, nil, false, -1, 0, 2, 0, 2) },
+		func() {
+			GemmPacked(2, make([]float32, 8), 4, p, make([]float32, 8), 4, make([]float32, 3), false, -1, 0, 2, 0, 1)
+		},
+		func() { PackB(true, 4, 4, make([]float32, 15), 4) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic on bad arguments")
+				}
+			}()
+			f()
+		}()
+	}
+}

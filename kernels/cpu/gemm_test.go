@@ -1,0 +1,78 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/kernels/cpu/vec"
+	"mstream/proto/tfpb"
+	"mstream/tensor"
+)
+
+// fusedMatMulNode is a _FusedMatMul of BiasAdd (and act) whose B package
+// optimize marked as an unfed constant.
+func fusedMatMulNode(act string, tb bool) *graph.Node {
+	ops := [][]byte{[]byte("BiasAdd")}
+	if act != "" {
+		ops = append(ops, []byte(act))
+	}
+	attrs := map[string]*tfpb.AttrValue{"fused_ops": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{S: ops}}},
+		"num_args": aInt(1), "transpose_a": aBool(false), "transpose_b": aBool(tb),
+		"leakyrelu_alpha": {Value: &tfpb.AttrValue_F{F: 0.3}}, constWeightsAttr: aBool(true)}
+	return node("_FusedMatMul", attrs, []tensor.DType{f32, f32, f32}, f32)
+}
+
+// TestFusedMatMulPacked runs _FusedMatMul with constant weights, which it
+// packs once and runs on vec.GemmPacked, for every activation and shapes
+// around the packed kernel's tile and panel, twice each (the second run
+// reuses the packed weights), and holds it to the OpenBLAS path, which the
+// conformance suite holds to TF. A B of other memory (another tensor)
+// must be packed again, not served from the first one's panels.
+func TestFusedMatMulPacked(t *testing.T) {
+	if vec.CurrentLevel() < vec.AVX512 {
+		t.Skip("the packed GEMM needs AVX-512: the kernel takes OpenBLAS here")
+	}
+	r := newRand(t)
+	for _, act := range []string{"", "Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid", "GeluExact", "GeluApproximate"} {
+		for _, c := range []struct {
+			m, k, n int64
+			tb      bool
+		}{{2, 64, 33, false}, {16, 40, 7, true}, {9, 130, 70, false}, {70, 31, 100, true}, {130, 128, 64, false}, {1, 50, 40, false}} {
+			n := fusedMatMulNode(act, c.tb)
+			def, err := kernels.Lookup(n, kernels.CPU)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kern, err := def.Factory(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep, err := parseEpilogue(n, "MatMul", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs := tensor.Shape{c.k, c.n}
+			if c.tb {
+				bs = tensor.Shape{c.n, c.k}
+			}
+			bias, _ := randTensor(r, f32, tensor.Shape{c.n})
+			var b *tensor.Tensor
+			for run := 0; run < 3; run++ {
+				// Runs 0 and 1 share B's memory, run 2 has another B.
+				if run != 1 {
+					b, _ = randTensor(r, f32, bs)
+				}
+				a, _ := randTensor(r, f32, tensor.Shape{c.m, c.k})
+				ctx := &kernels.Context{Node: n, Inputs: []*tensor.Tensor{a, b, bias}, Outputs: make([]*tensor.Tensor, 1), Pool: pool{}, Alloc: poisoned}
+				if err := kern.Compute(ctx); err != nil {
+					t.Fatal(err)
+				}
+				want := runCtx(t, n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, false, c.tb, ep, nil, nil, nil) }, a, b, bias)
+				// The two GEMMs sum in different orders.
+				closeF32(t, fmt.Sprintf("%s %+v run %d", act, c, run), ctx.Outputs[0].F32(), want.F32(), 2e-6*float64(c.k))
+			}
+		}
+	}
+}
