@@ -3,6 +3,7 @@ package graph
 import (
 	"math"
 	"strconv"
+	"strings"
 
 	"mstream/proto/tfpb"
 	"mstream/tensor"
@@ -47,6 +48,7 @@ func init() {
 	RegisterShapeFn("MatMul", matMulShape)
 	RegisterShapeFn("BatchMatMulV2", batchMatMulShape)
 	RegisterShapeFn("BatchMatMulV3", batchMatMulShape)
+	RegisterShapeFn("Einsum", einsumShape)
 	RegisterShapeFn("BiasAdd", biasAddShape)
 	RegisterShapeFn("Select", selectShape)
 	RegisterShapeFn("SelectV2", selectV2Shape)
@@ -309,6 +311,52 @@ func batchMatMulShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 		return nil, err
 	}
 	return []tensor.PartialShape{known(append(batch.Dims, m, n)...)}, nil
+}
+
+// einsumShape gives an explicit equation's output ("abc,cde->abde"): each
+// output label's dimension from the inputs that carry it, -1 where none
+// has it known. An ellipsis, an implicit output, a subscript whose
+// length is not its input's rank or a label whose dimensions differ
+// leaves the output unknown: the kernel checks the equation when it runs.
+// Keras' attention and Dense export as Einsum, and the fusions after them
+// (Keras' LayerNorm) need the output's last dimension.
+func einsumShape(c *ShapeContext) ([]tensor.PartialShape, error) {
+	eq := strings.ReplaceAll(string(c.Attr("equation").GetS()), " ", "")
+	lhs, out, explicit := strings.Cut(eq, "->")
+	subs := strings.Split(lhs, ",")
+	if !explicit || strings.Contains(eq, ".") || len(subs) != len(c.In) {
+		return []tensor.PartialShape{tensor.Unknown}, nil
+	}
+	dims := map[rune]int64{}
+	for i, sub := range subs {
+		in := c.In[i]
+		if !in.Known {
+			continue
+		}
+		if len(in.Dims) != len(sub) {
+			return []tensor.PartialShape{tensor.Unknown}, nil
+		}
+		for j, l := range sub {
+			d, seen := dims[l]
+			if !seen {
+				d = -1
+			}
+			m, ok := mergeDim(d, in.Dims[j])
+			if !ok {
+				return []tensor.PartialShape{tensor.Unknown}, nil
+			}
+			dims[l] = m
+		}
+	}
+	shape := make([]int64, 0, len(out))
+	for _, l := range out {
+		d, ok := dims[l]
+		if !ok {
+			d = -1
+		}
+		shape = append(shape, d)
+	}
+	return []tensor.PartialShape{known(shape...)}, nil
 }
 
 func biasAddShape(c *ShapeContext) ([]tensor.PartialShape, error) {
