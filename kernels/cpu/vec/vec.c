@@ -150,6 +150,15 @@ void ms_binary_f32(int op, const float *a, const float *b, float *y, long n, int
 	binary_base(op, a, b, y, n, sa, sb);
 }
 
+void ms_binary_rows_f32(int op, const float *a, const float *b, float *y, long rows, long w, int tiled_a) {
+	for (long r = 0; r < rows; r++) {
+		if (tiled_a)
+			ms_binary_f32(op, a, b + r * w, y + r * w, w, 1, 1);
+		else
+			ms_binary_f32(op, a + r * w, b, y + r * w, w, 1, 1);
+	}
+}
+
 void ms_rowreduce_f32(int op, const float *x, long rows, long n, float *out, double scale) {
 #ifdef MS_HAVE_AVX2_VARIANT
 	if (ms_vec_level() == 2) { rowreduce_avx512(op, x, rows, n, out, scale); return; }

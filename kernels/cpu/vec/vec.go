@@ -144,6 +144,26 @@ func MapBinary(op Binary, a, b, y []float32, sa, sb int) {
 	C.ms_binary_f32(C.int(op), (*C.float)(&a[0]), (*C.float)(&b[0]), (*C.float)(&y[0]), C.long(n), C.int(sa), C.int(sb))
 }
 
+// MapBinaryRows computes y = a op b for y viewed as rows of w elements,
+// one operand a single row of w repeated over every row (a when tiledA,
+// else b; the other as long as y), in one call: a bias over a tensor's
+// trailing dimensions, whose rows may be too short to be worth a call
+// each.
+func MapBinaryRows(op Binary, a, b, y []float32, w int, tiledA bool) {
+	n := len(y)
+	la, lb := n, w
+	if tiledA {
+		la, lb = w, n
+	}
+	if op < 0 || op >= numBinary || w <= 0 || n%w != 0 || len(a) < la || len(b) < lb {
+		panic(fmt.Sprintf("vec: MapBinaryRows(%d) with len(a)=%d len(b)=%d len(y)=%d w=%d tiledA=%v", op, len(a), len(b), n, w, tiledA))
+	}
+	if n == 0 {
+		return
+	}
+	C.ms_binary_rows_f32(C.int(op), (*C.float)(&a[0]), (*C.float)(&b[0]), (*C.float)(&y[0]), C.long(n/w), C.long(w), C.int(b2i(tiledA)))
+}
+
 // RowReduce sets out[r] to the reduction of row r of x viewed as
 // [len(out), n]; a Sum is multiplied by scale (1 for a sum, 1/n for a
 // mean) in float64 before rounding.

@@ -23,6 +23,10 @@ void ms_vec_set_level(int level);
 void ms_unary_f32(int op, const float *x, float *y, long n);
 /* y[i] = a[i*sa] op b[i*sb], sa and sb 0 or 1. */
 void ms_binary_f32(int op, const float *a, const float *b, float *y, long n, int sa, int sb);
+/* y[r*w + j] = a[r*w + j] op b[j] for r < rows, j < w (tiled_a: a[j] op
+ * b[r*w + j]): one operand a row repeated over every row of the other, as
+ * a bias of a tensor's trailing dimensions broadcasts, in one call. */
+void ms_binary_rows_f32(int op, const float *a, const float *b, float *y, long rows, long w, int tiled_a);
 /* out[r] = scale * reduce(x[r*n : r*n+n]) for r < rows; sums add in double. */
 void ms_rowreduce_f32(int op, const float *x, long rows, long n, float *out, double scale);
 /* Folds rows of a [rows, ld] block, columns [0, cols), into acc (double for
