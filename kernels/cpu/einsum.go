@@ -629,7 +629,7 @@ func (cpuEinsum) GemmStrided(ctx *kernels.Context, g *gemmViews) error {
 	if g.c.DType == tensor.Double {
 		runEinsumGemm(ctx, blas.Dgemm, g, g.a.F64(), g.b.F64(), g.c.F64())
 	} else {
-		runEinsumGemm(ctx, blas.Sgemm, g, g.a.F32(), g.b.F32(), g.c.F32())
+		runEinsumGemm(ctx, sgemm, g, g.a.F32(), g.b.F32(), g.c.F32())
 	}
 	return nil
 }
@@ -659,7 +659,7 @@ func (cpuEinsum) Gemm(ctx *kernels.Context, dst, a, b *tensor.Tensor, nb, m, n, 
 	B, M, N, K := int(nb), int(m), int(n), int(k)
 	switch dst.DType {
 	case tensor.Float:
-		einsumGemm(ctx, blas.Sgemm, B, M, N, K, a.F32(), b.F32(), dst.F32())
+		einsumGemm(ctx, sgemm, B, M, N, K, a.F32(), b.F32(), dst.F32())
 	case tensor.Double:
 		einsumGemm(ctx, blas.Dgemm, B, M, N, K, a.F64(), b.F64(), dst.F64())
 	case tensor.Half, tensor.Bfloat16:
@@ -667,7 +667,7 @@ func (cpuEinsum) Gemm(ctx *kernels.Context, dst, a, b *tensor.Tensor, nb, m, n, 
 		if err != nil {
 			return err
 		}
-		einsumGemm(ctx, blas.Sgemm, B, M, N, K, toF32(a), toF32(b), o)
+		einsumGemm(ctx, sgemm, B, M, N, K, toF32(a), toF32(b), o)
 		storeF32(dst, o)
 	case tensor.Int32:
 		batchGemm(B, M, N, K, a.I32(), b.I32(), dst.I32(), intGemmNN[int32])

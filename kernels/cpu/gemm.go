@@ -18,16 +18,15 @@ import (
 // one AVX2 core does 20-60 GFLOP/s of sgemm on these shapes.
 const gemmNsPerFlop = 0.03
 
-// gemmFn is blas.Sgemm or blas.Dgemm (or a split one, for a single
-// product).
+// gemmFn is sgemm or blas.Dgemm (or a split one, for a single product).
 type gemmFn[T float32 | float64] func(transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
 
 // singleGemm is the GEMM a lone product runs: split over ctx's pool for
-// float32 (blas.SgemmOn), one call for float64.
+// float32 (sgemmOn), one call for float64.
 func singleGemm[T float32 | float64](ctx *kernels.Context, gemm gemmFn[T]) gemmFn[T] {
 	if _, ok := any(gemm).(gemmFn[float32]); ok {
 		return any(gemmFn[float32](func(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-			blas.SgemmOn(ctx, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			sgemmOn(ctx, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		})).(gemmFn[T])
 	}
 	return gemm
@@ -95,28 +94,74 @@ const packedRows = 64
 // (BenchmarkSgemmPacked: 90-115 GFLOP/s on AVX-512).
 const packedFlopsPerNs = 100
 
-// gemmPacked sets C (m x p.N, row stride p.N) to A p + bias, then act,
-// over the pool: units of packedRows rows by one panel, panel-major, so
-// that the rows of one panel run together while its columns of B are in
-// cache, and a chunk that holds whole panels of a small batch is one call.
-// It reports false, having written nothing, where vec has no packed
-// kernel for this CPU.
-func gemmPacked(ctx *kernels.Context, m int, a []float32, lda int, p *vec.PackedB, c, bias []float32, act vec.Unary) bool {
-	if vec.CurrentLevel() < vec.AVX512 {
-		return false
-	}
-	n, np, nrb := p.N, p.Panels(), (m+packedRows-1)/packedRows
-	ctx.For(np*nrb, 2*float64(packedRows*p.K*vec.Panel)/packedFlopsPerNs, func(lo, hi int) {
+// gemmUnits splits C (m x n) over the pool in units of packedRows rows
+// by one panel of vec.Panel columns, panel-major, so that the rows of one
+// panel run together while its columns of B are in cache; run gets
+// consecutive units as row and panel ranges, a chunk that holds whole
+// panels of a small batch in one call.
+func gemmUnits(ctx *kernels.Context, m, n, k int, run func(r0, r1, p0, p1 int)) {
+	np, nrb := (n+vec.Panel-1)/vec.Panel, (m+packedRows-1)/packedRows
+	ctx.For(np*nrb, 2*float64(packedRows*k*vec.Panel)/packedFlopsPerNs, func(lo, hi int) {
 		if nrb == 1 {
-			vec.GemmPacked(m, a, lda, p, c, n, bias, false, act, 0, m, lo, hi)
+			run(0, m, lo, hi)
 			return
 		}
 		for u := lo; u < hi; {
 			pi, rb := u/nrb, u%nrb
 			end := min(hi, (pi+1)*nrb)
-			vec.GemmPacked(m, a, lda, p, c, n, bias, false, act, rb*packedRows, min(m, (end-pi*nrb)*packedRows), pi, pi+1)
+			run(rb*packedRows, min(m, (end-pi*nrb)*packedRows), pi, pi+1)
 			u = end
 		}
 	})
+}
+
+// gemmPacked sets C (m x p.N, row stride p.N) to A p + bias, then act,
+// over the pool (gemmUnits). It reports false, having written nothing,
+// where vec has no packed kernel for this CPU.
+func gemmPacked(ctx *kernels.Context, m int, a []float32, lda int, p *vec.PackedB, c, bias []float32, act vec.Unary) bool {
+	if vec.CurrentLevel() < vec.AVX512 {
+		return false
+	}
+	gemmUnits(ctx, m, p.N, p.K, func(r0, r1, p0, p1 int) {
+		vec.GemmPacked(m, a, lda, p, c, p.N, bias, false, act, r0, r1, p0, p1)
+	})
 	return true
+}
+
+// usePacked says whether a float32 product C = alpha op(A) op(B) + beta C
+// goes to package vec's kernel: A not transposed, two rows or more (one
+// row is vec.Gemv's or OpenBLAS's GEMV), alpha 1 and beta 0, a CPU with
+// the kernel. OpenBLAS packs B again in every call, which at the
+// attention's 64x32x64 products and the 16-row layers cost as much as the
+// product (BenchmarkSgemmPacked).
+func usePacked(ta bool, m, k int, alpha, beta float32) bool {
+	return !ta && m > 1 && k > 0 && alpha == 1 && beta == 0 && vec.CurrentLevel() >= vec.AVX512
+}
+
+// sgemm is the float32 GEMM of one product on one thread (a batch's
+// chunks run it): vec.Gemm, packing B a panel at a time, where usePacked
+// says, else OpenBLAS.
+func sgemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if usePacked(ta, m, k, alpha, beta) && vec.Gemm(tb, m, n, k, a, lda, b, ldb, c, ldc) {
+		return
+	}
+	blas.Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmOn is a lone float32 product split over ctx's pool: vec.Gemm on
+// gemmUnits' blocks (whole panels of columns, so the bits do not depend
+// on the split) where usePacked says, else blas.SgemmOn.
+func sgemmOn(ctx *kernels.Context, ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if !usePacked(ta, m, k, alpha, beta) {
+		blas.SgemmOn(ctx, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	gemmUnits(ctx, m, n, k, func(r0, r1, p0, p1 int) {
+		c0, c1 := p0*vec.Panel, min(p1*vec.Panel, n)
+		off := c0
+		if tb {
+			off = c0 * ldb
+		}
+		vec.Gemm(tb, r1-r0, c1-c0, k, a[r0*lda:], lda, b[off:], ldb, c[r0*ldc+c0:], ldc)
+	})
 }

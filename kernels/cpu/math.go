@@ -291,7 +291,7 @@ func matmul(ctx *kernels.Context, ta, tb, batched bool) error {
 	// itself over the pool), as Einsum's do.
 	switch a.DType {
 	case tensor.Float:
-		matmulBatches(ctx, blas.Sgemm, pairs, ta, tb, M, N, K, a.F32(), lda, sa, b.F32(), ldb, sb, o.F32(), so)
+		matmulBatches(ctx, sgemm, pairs, ta, tb, M, N, K, a.F32(), lda, sa, b.F32(), ldb, sb, o.F32(), so)
 	case tensor.Double:
 		matmulBatches(ctx, blas.Dgemm, pairs, ta, tb, M, N, K, a.F64(), lda, sa, b.F64(), ldb, sb, o.F64(), so)
 	case tensor.Half, tensor.Bfloat16:
@@ -300,7 +300,7 @@ func matmul(ctx *kernels.Context, ta, tb, batched bool) error {
 		if err != nil {
 			return err
 		}
-		matmulBatches(ctx, blas.Sgemm, pairs, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, O, so)
+		matmulBatches(ctx, sgemm, pairs, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, O, so)
 		storeF32(o, O)
 	case tensor.Int32:
 		batchedGemm(ctx, len(pairs), 2*float64(M)*float64(N)*float64(K), func(i int) {

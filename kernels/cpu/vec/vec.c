@@ -1,5 +1,6 @@
 /* Vectorised float32 loops: vec_impl.h compiled for the baseline ISA and,
  * on x86-64, again for AVX2+FMA, picked at run time by CPUID. */
+#include <stdlib.h>
 #include "vec.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -71,32 +72,72 @@ static inline __attribute__((always_inline)) void gemmp_tile(const int mr, long 
 	}
 }
 
+/* Rows [r0, r1) of C times panel p of B (panel: its k x MS_PANEL floats). */
+static void gemm_panel_avx512(long n, long k, const float *a, long lda, const float *panel, float *c, long ldc,
+		const float *bias, int accum, int act, long r0, long r1, long p) {
+	long c0 = p * MS_PANEL, w = n - c0 < MS_PANEL ? n - c0 : MS_PANEL;
+	__mmask16 m0 = w >= 16 ? 0xffff : (__mmask16)((1u << w) - 1);
+	__mmask16 m1 = w <= 16 ? 0 : w >= 32 ? 0xffff : (__mmask16)((1u << (w - 16)) - 1);
+	const float *bb = bias ? bias + c0 : 0;
+	/* Tiles of at most MS_MR rows, balanced: 10 rows are 5 + 5. */
+	long rows = r1 - r0, tiles = (rows + MS_MR - 1) / MS_MR;
+	for (long t = 0, r = r0; t < tiles; t++) {
+		long mr = (rows - (r - r0) + (tiles - t) - 1) / (tiles - t);
+		const float *ar = a + r * lda;
+		float *cr = c + r * ldc + c0;
+		switch (mr) {
+#define MS_TILE(R) case R: gemmp_tile(R, k, ar, lda, panel, cr, ldc, m0, m1, bb, accum, act); break;
+		MS_TILE(1) MS_TILE(2) MS_TILE(3) MS_TILE(4) MS_TILE(5) MS_TILE(6) MS_TILE(7) MS_TILE(8)
+#undef MS_TILE
+		}
+		r += mr;
+	}
+}
+
 static int gemm_packed_avx512(long m, long n, long k, const float *a, long lda, const float *bp, float *c, long ldc,
 		const float *bias, int accum, int act, long r0, long r1, long p0, long p1) {
-	for (long p = p0; p < p1; p++) {
-		long c0 = p * MS_PANEL, w = n - c0 < MS_PANEL ? n - c0 : MS_PANEL;
-		__mmask16 m0 = w >= 16 ? 0xffff : (__mmask16)((1u << w) - 1);
-		__mmask16 m1 = w <= 16 ? 0 : w >= 32 ? 0xffff : (__mmask16)((1u << (w - 16)) - 1);
-		const float *panel = bp + p * k * MS_PANEL, *bb = bias ? bias + c0 : 0;
-		/* Tiles of at most MS_MR rows, balanced: 10 rows are 5 + 5. */
-		long rows = r1 - r0, tiles = (rows + MS_MR - 1) / MS_MR;
-		for (long t = 0, r = r0; t < tiles; t++) {
-			long mr = (rows - (r - r0) + (tiles - t) - 1) / (tiles - t);
-			const float *ar = a + r * lda;
-			float *cr = c + r * ldc + c0;
-			switch (mr) {
-#define MS_TILE(R) case R: gemmp_tile(R, k, ar, lda, panel, cr, ldc, m0, m1, bb, accum, act); break;
-			MS_TILE(1) MS_TILE(2) MS_TILE(3) MS_TILE(4) MS_TILE(5) MS_TILE(6) MS_TILE(7) MS_TILE(8)
-#undef MS_TILE
-			}
-			r += mr;
-		}
-	}
+	for (long p = p0; p < p1; p++)
+		gemm_panel_avx512(n, k, a, lda, bp + p * k * MS_PANEL, c, ldc, bias, accum, act, r0, r1, p);
 	(void)m;
 	return 1;
 }
+
+/* C = A op(B), B packed a panel at a time into buf (k x MS_PANEL floats)
+ * as it goes: each panel is read from B once, then used by every tile of
+ * rows; the same tile kernel, so the same sums, as a B packed whole. */
+static void gemm_avx512(int transb, long m, long n, long k, const float *a, long lda, const float *b, long ldb,
+		float *c, long ldc, float *buf) {
+	long panels = (n + MS_PANEL - 1) / MS_PANEL;
+	for (long p = 0; p < panels; p++) {
+		long c0 = p * MS_PANEL, w = n - c0 < MS_PANEL ? n - c0 : MS_PANEL;
+		for (long r = 0; r < k; r++) {
+			float *row = buf + r * MS_PANEL;
+			long j = 0;
+			if (transb)
+				for (; j < w; j++) row[j] = b[(c0 + j) * ldb + r];
+			else
+				for (; j < w; j++) row[j] = b[r * ldb + c0 + j];
+			for (; j < MS_PANEL; j++) row[j] = 0;
+		}
+		gemm_panel_avx512(n, k, a, lda, buf, c, ldc, 0, 0, -1, 0, m, p);
+	}
+}
 #pragma GCC pop_options
 #endif
+
+int ms_gemm_f32(int transb, long m, long n, long k, const float *a, long lda, const float *b, long ldb, float *c, long ldc) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2) {
+		float *buf = malloc((size_t)(k > 0 ? k : 1) * MS_PANEL * sizeof(float));
+		if (!buf)
+			return 0;
+		gemm_avx512(transb, m, n, k, a, lda, b, ldb, c, ldc, buf);
+		free(buf);
+		return 1;
+	}
+#endif
+	return 0;
+}
 
 int ms_gemm_packed_f32(long m, long n, long k, const float *a, long lda, const float *bp, float *c, long ldc,
 		const float *bias, int accum, int act, long r0, long r1, long p0, long p1) {

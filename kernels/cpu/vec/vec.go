@@ -349,6 +349,37 @@ func GemmPacked(m int, a []float32, lda int, p *PackedB, c []float32, ldc int, b
 		biasp, C.int(b2i(accum)), C.int(act), C.long(r0), C.long(r1), C.long(p0), C.long(p1)) != 0
 }
 
+// Gemm sets C (m x n, row-major, row stride ldc) to A op(B): A m x k
+// (row stride lda), op(B) k x n from B k x n (row stride ldb), or n x k
+// when transB. It is GemmPacked's kernel with B packed one panel at a time
+// as it goes, each panel read once and used by every row: the same sums as
+// GemmPacked, so a block of columns computed on its own (columns from a
+// multiple of Panel) has the bits of the whole. It reports false, writing
+// nothing, on a CPU without the kernel (AVX-512).
+func Gemm(transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) bool {
+	rb, cb := k, n
+	if transB {
+		rb, cb = n, k
+	}
+	if m < 0 || n < 0 || k < 0 || lda < max(k, 1) || ldb < max(cb, 1) || ldc < max(n, 1) ||
+		(m > 0 && k > 0 && len(a) < (m-1)*lda+k) || (rb > 0 && cb > 0 && len(b) < (rb-1)*ldb+cb) ||
+		(m > 0 && n > 0 && len(c) < (m-1)*ldc+n) {
+		panic(fmt.Sprintf("vec: Gemm with m=%d n=%d k=%d lda=%d ldb=%d ldc=%d len(a)=%d len(b)=%d len(c)=%d transB=%v",
+			m, n, k, lda, ldb, ldc, len(a), len(b), len(c), transB))
+	}
+	if CurrentLevel() < AVX512 {
+		return false
+	}
+	if m == 0 || n == 0 {
+		return true
+	}
+	var ap, bp *C.float
+	if k > 0 {
+		ap, bp = (*C.float)(&a[0]), (*C.float)(&b[0])
+	}
+	return C.ms_gemm_f32(C.int(b2i(transB)), C.long(m), C.long(n), C.long(k), ap, C.long(lda), bp, C.long(ldb), (*C.float)(&c[0]), C.long(ldc)) != 0
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1

@@ -62,6 +62,11 @@ void ms_channel_affine_f32(float *x, long rows, long c, const float *scale, cons
  * the kernel (AVX-512 only): nothing is written then. */
 #define MS_PANEL 32
 #define MS_MR 8
+/* C = A op(B) (op(B) k x n; B is n x k when transb), A and C row-major:
+ * ms_gemm_packed_f32's kernel with B packed a panel at a time as it goes
+ * (malloc'd scratch), for a B that is not kept packed. 0 where the CPU
+ * lacks the kernel (or the scratch could not be had): nothing written. */
+int ms_gemm_f32(int transb, long m, long n, long k, const float *a, long lda, const float *b, long ldb, float *c, long ldc);
 int ms_gemm_packed_f32(long m, long n, long k, const float *a, long lda, const float *bp, float *c, long ldc,
 		const float *bias, int accum, int act, long r0, long r1, long p0, long p1);
 
