@@ -360,6 +360,19 @@ func (c chunks) For(n int, _ float64, fn func(lo, hi int)) {
 	}
 }
 
+// benchOperands returns A (m x k), B (k x n) and C (m x n) for a GEMM
+// benchmark, A and B filled with small integers.
+func benchOperands(m, k, n int) (a, b, c []float32) {
+	a, b, c = make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+	for i := range a {
+		a[i] = float32(i%7) - 3
+	}
+	for i := range b {
+		b[i] = float32(i%5) - 2
+	}
+	return a, b, c
+}
+
 // BenchmarkSgemmSmallM: the blocks of columns SgemmOn cuts a product of
 // 16 rows (a batch of 16) into, run one after the other on one thread,
 // by block width; cpu-GFLOP/s is over the thread's own CPU time, which a
@@ -373,13 +386,7 @@ func BenchmarkSgemmSmallM(b *testing.B) {
 	SetThreads(1)
 	for _, s := range [][3]int{{16, 1024, 1024}, {16, 1024, 512}, {16, 512, 1024}, {16, 512, 256}} {
 		m, n, k := s[0], s[1], s[2]
-		a, bb, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
-		for i := range a {
-			a[i] = float32(i%7) - 3
-		}
-		for i := range bb {
-			bb[i] = float32(i%5) - 2
-		}
+		a, bb, c := benchOperands(m, k, n)
 		for _, w := range []int{gemmBlock, wideBlock} {
 			b.Run(fmt.Sprintf("%dx%dx%d/cols%d", m, n, k, w), func(b *testing.B) {
 				runtime.LockOSThread()

@@ -16,13 +16,7 @@ func BenchmarkSgemmPacked(b *testing.B) {
 	for _, s := range [][3]int{{1, 512, 1024}, {1, 1024, 1024}, {2, 1024, 1024}, {4, 512, 1024}, {16, 512, 1024}, {16, 1024, 1024}, {16, 1024, 512}, {64, 128, 128}, {64, 128, 512}, {64, 512, 128},
 		{1024, 128, 128}, {1024, 128, 512}, {1024, 512, 128}, {256, 512, 1024}, {256, 1024, 1024}} {
 		m, k, n := s[0], s[1], s[2]
-		a, w, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
-		for i := range a {
-			a[i] = float32(i%7) - 3
-		}
-		for i := range w {
-			w[i] = float32(i%5) - 2
-		}
+		a, w, c := benchOperands(m, k, n)
 		b.Run(fmt.Sprintf("openblas/%dx%dx%d", m, k, n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				Sgemm(false, false, m, n, k, 1, a, k, w, n, 0, c, n)
