@@ -59,8 +59,8 @@ func matmulBatches[T float32 | float64](ctx *kernels.Context, gemm gemmFn[T], pa
 // packedWeights is a GEMM's constant right-hand matrix packed for
 // vec.GemmPacked, once per kernel: packed when the node first runs, kept
 // with the source's first element so that a kernel handed other memory
-// (it should not be) packs that instead of using stale panels. Concurrent Runs
-// that race to pack each pack, and one result stays.
+// (it should not be) packs that instead of using stale panels.
+// Concurrent Runs that race to pack each pack, and one result stays.
 type packedWeights struct {
 	p atomic.Pointer[packedSrc]
 }
@@ -162,6 +162,9 @@ func sgemmOn(ctx *kernels.Context, ta, tb bool, m, n, k int, alpha float32, a []
 		if tb {
 			off = c0 * ldb
 		}
-		vec.Gemm(tb, r1-r0, c1-c0, k, a[r0*lda:], lda, b[off:], ldb, c[r0*ldc+c0:], ldc)
+		// vec.Gemm refuses only when it cannot have its panel scratch.
+		if !vec.Gemm(tb, r1-r0, c1-c0, k, a[r0*lda:], lda, b[off:], ldb, c[r0*ldc+c0:], ldc) {
+			blas.Sgemm(false, tb, r1-r0, c1-c0, k, 1, a[r0*lda:], lda, b[off:], ldb, 0, c[r0*ldc+c0:], ldc)
+		}
 	})
 }
