@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"fmt"
+	"math"
+	"sync"
 	"testing"
 
 	"mstream/graph"
@@ -72,6 +74,57 @@ func TestFusedMatMulPacked(t *testing.T) {
 				want := runCtx(t, n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, false, c.tb, ep, nil, nil, nil) }, a, b, bias)
 				// The two GEMMs sum in different orders.
 				closeF32(t, fmt.Sprintf("%s %+v run %d", act, c, run), ctx.Outputs[0].F32(), want.F32(), 2e-6*float64(c.k))
+			}
+		}
+	}
+}
+
+// TestFusedMatMulPackedConcurrent runs one _FusedMatMul kernel from many
+// goroutines at once from its first Run on, as concurrent Runs of a plan
+// do: they race to pack B, and every result must equal a lone run's (run
+// it with -race).
+func TestFusedMatMulPackedConcurrent(t *testing.T) {
+	r := newRand(t)
+	n := fusedMatMulNode("Relu", false)
+	def, err := kernels.Lookup(n, kernels.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kern, err := def.Factory(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := randTensor(r, f32, tensor.Shape{16, 96})
+	b, _ := randTensor(r, f32, tensor.Shape{96, 70})
+	bias, _ := randTensor(r, f32, tensor.Shape{70})
+	ep, err := parseEpilogue(n, "MatMul", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := runCtx(t, n, func(ctx *kernels.Context) error {
+		return fusedMatMul(ctx, false, false, ep, new(packedWeights), nil, nil)
+	}, a, b, bias)
+	const runs = 8
+	outs := make([]*tensor.Tensor, runs)
+	errs := make([]error, runs)
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ctx := &kernels.Context{Node: n, Inputs: []*tensor.Tensor{a, b, bias}, Outputs: make([]*tensor.Tensor, 1), Pool: pool{}}
+			errs[i] = kern.Compute(ctx)
+			outs[i] = ctx.Outputs[0]
+		}(i)
+	}
+	wg.Wait()
+	for i, o := range outs {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		for j, v := range o.F32() {
+			if math.Float32bits(v) != math.Float32bits(want.F32()[j]) {
+				t.Fatalf("run %d: [%d] = %v, want %v", i, j, v, want.F32()[j])
 			}
 		}
 	}
