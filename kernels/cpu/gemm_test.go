@@ -26,6 +26,26 @@ func fusedMatMulNode(act string, tb bool) *graph.Node {
 	return node("_FusedMatMul", attrs, []tensor.DType{f32, f32, f32}, f32)
 }
 
+// packedKernel builds fusedMatMulNode's kernel through the registry, as a
+// plan does, with its parsed epilogue.
+func packedKernel(t *testing.T, act string, tb bool) (*graph.Node, kernels.Kernel, epilogue) {
+	t.Helper()
+	n := fusedMatMulNode(act, tb)
+	def, err := kernels.Lookup(n, kernels.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kern, err := def.Factory(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := parseEpilogue(n, "MatMul", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, kern, ep
+}
+
 // TestFusedMatMulPacked runs _FusedMatMul with constant weights, which it
 // packs once and runs on vec.GemmPacked, for every activation and shapes
 // around the packed kernel's tile and panel, twice each (the second run
@@ -42,19 +62,7 @@ func TestFusedMatMulPacked(t *testing.T) {
 			m, k, n int64
 			tb      bool
 		}{{2, 64, 33, false}, {16, 40, 7, true}, {9, 130, 70, false}, {70, 31, 100, true}, {130, 128, 64, false}, {1, 50, 40, false}} {
-			n := fusedMatMulNode(act, c.tb)
-			def, err := kernels.Lookup(n, kernels.CPU)
-			if err != nil {
-				t.Fatal(err)
-			}
-			kern, err := def.Factory(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ep, err := parseEpilogue(n, "MatMul", false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			n, kern, ep := packedKernel(t, act, c.tb)
 			bs := tensor.Shape{c.k, c.n}
 			if c.tb {
 				bs = tensor.Shape{c.n, c.k}
@@ -85,22 +93,10 @@ func TestFusedMatMulPacked(t *testing.T) {
 // it with -race).
 func TestFusedMatMulPackedConcurrent(t *testing.T) {
 	r := newRand(t)
-	n := fusedMatMulNode("Relu", false)
-	def, err := kernels.Lookup(n, kernels.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kern, err := def.Factory(n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, kern, ep := packedKernel(t, "Relu", false)
 	a, _ := randTensor(r, f32, tensor.Shape{16, 96})
 	b, _ := randTensor(r, f32, tensor.Shape{96, 70})
 	bias, _ := randTensor(r, f32, tensor.Shape{70})
-	ep, err := parseEpilogue(n, "MatMul", false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := runCtx(t, n, func(ctx *kernels.Context) error {
 		return fusedMatMul(ctx, false, false, ep, new(packedWeights), nil, nil)
 	}, a, b, bias)
