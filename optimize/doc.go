@@ -10,14 +10,14 @@
 // becomes _FusedMatMul (the activation may be the exact GELU subgraph Keras
 // exports, fused as GeluExact; a Reshape between the MatMul and the BiasAdd
 // that keeps the MatMul's rows, as in Keras' Dense over a rank-3 input
-// exported as Tensordot, moves after the fused node; a B that is an unfed
-// Const, through Identity, is marked ConstWeightsAttr so that the kernel
-// keeps it packed), Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
+// exported as Tensordot, moves after the fused node), Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
 // an inference FusedBatchNorm(V2/V3) after a Conv2D with a constant filter
-// is folded into that filter and a bias (then fused as Conv2D+BiasAdd;
-// a _FusedConv2D whose filter is a Const the signature does not feed is
-// marked FilterConstAttr, as TF marks is_filter_const, so that its kernel
-// keeps the filter in its primitive's layout across Runs),
+// is folded into that filter and a bias (then fused as Conv2D+BiasAdd);
+// a _FusedMatMul or _FusedConv2D whose weights (B, the filter) are a Const
+// the plan does not feed, directly or through Identity, is marked
+// ConstWeightsAttr (markConstWeights, one mark for both, as TF marks
+// is_filter_const), so that its kernel keeps them in its own layout
+// (packed panels, the primitive's) across Runs,
 // Keras' LayerNormalization in either form TF 2.15 exports (Reshape ->
 // training FusedBatchNormV3 -> Reshape -> Mul -> AddV2, or the moments
 // chain Mean/SquaredDifference/Rsqrt/Mul/Sub/AddV2; layernorm.go) becomes

@@ -16,17 +16,13 @@ import (
 // nodes in their errors.
 const FusedFromAttr = "_mstream_fused_from"
 
-// FilterConstAttr marks a _FusedConv2D whose filter is a Const the
-// signature does not feed (a folded BatchNorm's filter is one), as TF's
-// oneDNN rewrite marks its convolutions is_filter_const: its values are
-// then the same on every Run of the plan, and the CPU kernel keeps them in
-// its primitive's layout instead of reordering them on every Run.
-const FilterConstAttr = "_mstream_filter_const"
-
-// ConstWeightsAttr, true on a _FusedMatMul, says that its B is a Const
-// (through Identity) that this plan does not feed: the same values every
-// Run, so the kernel may keep them packed for its GEMM (kernels/cpu's
-// packedWeights). Only the rewrite knows the plan's feeds.
+// ConstWeightsAttr, true on a _FusedConv2D or _FusedMatMul, says that
+// its weights (argument weightsArg: the filter, B) are a Const, directly
+// or through Identity, that this plan does not feed (a folded BatchNorm's
+// filter is one), as TF's oneDNN rewrite marks is_filter_const: the same
+// values on every Run, so the CPU kernel may keep them in its own layout
+// (the convolution's primitive's, the GEMM's packed panels) instead of
+// rearranging them on every Run. Only the rewrite knows the plan's feeds.
 const ConstWeightsAttr = "_mstream_const_weights"
 
 // Options configure a rewrite.
@@ -499,13 +495,6 @@ func (r *rewriter) matchGeluExact(x *graph.Node) []*graph.Node {
 	return nodes
 }
 
-// unfedConst says whether o is an unfed Const output or Identity of one,
-// without decoding its value.
-func (r *rewriter) unfedConst(o graph.Output) bool {
-	o = r.throughIdentity(o)
-	return o.Node.Op == "Const" && !r.fed[o]
-}
-
 // constValue returns the value of an unfed Const output.
 func (r *rewriter) constValue(o graph.Output) *tensor.Tensor {
 	if o.Node.Op != "Const" || r.fed[o] {
@@ -690,25 +679,32 @@ func strsAttr(v ...string) *tfpb.AttrValue {
 
 func intAttr(i int64) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.AttrValue_I{I: i}} }
 
-// newConv makes the _FusedConv2D of f with args, marked with
-// FilterConstAttr when its filter (args[1]) is a Const the signature does
-// not feed.
-func (r *rewriter) newConv(f *fusion, args [][]graph.Output, attrs map[string]*tfpb.AttrValue) (*graph.Node, error) {
-	if w := args[1][0]; w.Node.Op == "Const" && !r.fed[w] {
-		attrs[FilterConstAttr] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
+// weightsArg is the argument of a fused GEMM or convolution (argsFor's
+// order) that holds its weights: _FusedConv2D's filter, _FusedMatMul's B.
+const weightsArg = 1
+
+// newFused makes the fused op (_FusedMatMul or _FusedConv2D) that replaces
+// f's nodes, with at's ID, name and device, args, attrs and the control
+// inputs of f's nodes; markConstWeights marks its weights.
+func (r *rewriter) newFused(fused string, at *graph.Node, f *fusion, args [][]graph.Output, attrs map[string]*tfpb.AttrValue) (*graph.Node, error) {
+	r.markConstWeights(attrs, args, weightsArg)
+	return graph.NewDetached(at.ID, fused, at.Name, at.Device, args, r.remapControls(f.nodes...), attrs)
+}
+
+// markConstWeights sets ConstWeightsAttr in a fused node's attrs when its
+// argument i is a Const, directly or through Identity, that the plan does
+// not feed (a Const the rewrite made, as a folded filter, is one).
+func (r *rewriter) markConstWeights(attrs map[string]*tfpb.AttrValue, args [][]graph.Output, i int) {
+	if w := r.throughIdentity(args[i][0]); w.Node.Op == "Const" && !r.fed[w] {
+		attrs[ConstWeightsAttr] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
 	}
-	res := f.result()
-	return graph.NewDetached(res.ID, "_FusedConv2D", res.Name, res.Device, args, r.remapControls(f.nodes...), attrs)
 }
 
 // epilogueAttrs are the attrs of the fused op that come from the matched
 // GEMM or convolution and its activation.
-func (r *rewriter) epilogueAttrs(f *fusion, fused string, first string) map[string]*tfpb.AttrValue {
+func epilogueAttrs(f *fusion, fused string, first string) map[string]*tfpb.AttrValue {
 	head := f.nodes[0]
 	a := map[string]*tfpb.AttrValue{"T": head.Attrs["T"], "num_args": intAttr(1)}
-	if fused == "_FusedMatMul" && r.unfedConst(head.Inputs[1]) {
-		a[ConstWeightsAttr] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
-	}
 	keep := []string{"transpose_a", "transpose_b"}
 	if fused == "_FusedConv2D" {
 		keep = []string{"strides", "padding", "explicit_paddings", "data_format", "dilations", "use_cudnn_on_gpu"}
@@ -740,12 +736,9 @@ func argsFor(fused string, in, filter, bias graph.Output) [][]graph.Output {
 
 func buildBiasAdd(fused string) func(*rewriter, *fusion) (*graph.Node, error) {
 	return func(r *rewriter, f *fusion) (*graph.Node, error) {
-		head, bias, res := f.nodes[0], f.nodes[1], f.result()
+		head, bias := f.nodes[0], f.nodes[1]
 		args := argsFor(fused, r.remap(head.Inputs[0]), r.remap(head.Inputs[1]), r.remap(bias.Inputs[1]))
-		if fused == "_FusedConv2D" {
-			return r.newConv(f, args, r.epilogueAttrs(f, fused, "BiasAdd"))
-		}
-		return graph.NewDetached(res.ID, fused, res.Name, res.Device, args, r.remapControls(f.nodes...), r.epilogueAttrs(f, fused, "BiasAdd"))
+		return r.newFused(fused, f.result(), f, args, epilogueAttrs(f, fused, "BiasAdd"))
 	}
 }
 
@@ -757,13 +750,13 @@ func buildBiasAdd(fused string) func(*rewriter, *fusion) (*graph.Node, error) {
 func buildReshapedBiasAdd(r *rewriter, f *fusion) (*graph.Node, error) {
 	mm, reshape, bias, res := f.nodes[0], f.nodes[1], f.nodes[2], f.result()
 	args := argsFor("_FusedMatMul", r.remap(mm.Inputs[0]), r.remap(mm.Inputs[1]), r.remap(bias.Inputs[1]))
-	attrs := r.epilogueAttrs(f, "_FusedMatMul", "BiasAdd")
+	attrs := epilogueAttrs(f, "_FusedMatMul", "BiasAdd")
 	names := make([]string, len(f.nodes))
 	for i, m := range f.nodes {
 		names[i] = m.Name
 	}
 	attrs[FusedFromAttr] = strsAttr(names...)
-	fm, err := graph.NewDetached(mm.ID, "_FusedMatMul", mm.Name, mm.Device, args, r.remapControls(f.nodes...), attrs)
+	fm, err := r.newFused("_FusedMatMul", mm, f, args, attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -817,7 +810,7 @@ func buildFoldedBatchNorm(r *rewriter, f *fusion) (*graph.Node, error) {
 		return nil, err
 	}
 	args := argsFor("_FusedConv2D", r.remap(conv.Inputs[0]), fo, bo)
-	return r.newConv(f, args, r.epilogueAttrs(f, "_FusedConv2D", "BiasAdd"))
+	return r.newFused("_FusedConv2D", f.result(), f, args, epilogueAttrs(f, "_FusedConv2D", "BiasAdd"))
 }
 
 func buildChain(r *rewriter, f *fusion) (*graph.Node, error) {

@@ -437,107 +437,108 @@ func TestActivationRefused(t *testing.T) {
 	}
 }
 
-// TestFilterConst: a _FusedConv2D whose filter is a Const the signature
-// does not feed (c1's own, the folded ones of c2 and c3) carries
-// FilterConstAttr, and one whose filter Const is fed does not; a session
-// that feeds the filter other values Run after Run then convolves each
-// Run's own, equal to the same Runs with no rewrites (a kernel told its
-// fed filter were constant would keep the first Run's).
-func TestFilterConst(t *testing.T) {
-	b, fetches := model(t)
-	marked := func(res optimize.Result, name string) bool {
-		n := fusedOps(res)[name]
-		if n == nil || n.Op != "_FusedConv2D" {
-			t.Fatalf("node %s: got %v, want a _FusedConv2D", name, n)
-		}
-		return n.Attrs[optimize.FilterConstAttr].GetB()
-	}
-	res := rewrite(b, []string{"image"}, fetches)
-	for _, name := range []string{"c1/Relu6", "c2/Relu", "c3/bn"} {
-		if !marked(res, name) {
-			t.Errorf("%s: filter is an unfed Const, but the node lacks %s", name, optimize.FilterConstAttr)
-		}
-	}
-	res = rewrite(b, []string{"image", "c1/kernel"}, fetches)
-	if marked(res, "c1/Relu6") {
-		t.Errorf("c1/Relu6: its filter is fed, but the node has %s", optimize.FilterConstAttr)
-	}
-
-	outs := outputs(t, b.g, fetches...)
-	feeds := outputs(t, b.g, "image", "c1/kernel")
-	open := func(fusion string, cfg *tfpb.ConfigProto) *session.Session {
-		s, err := session.New(b.g, &session.Options{Config: cfg, Env: map[string]string{"MSTREAM_FUSION": fusion}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	on, off := open("1", &tfpb.ConfigProto{}), open("0", fusiontest.NoRewrites())
-	x := fusiontest.Random(b.r, tensor.Float, tensor.Shape{2, 6, 6, 3})
-	for run := 0; run < 3; run++ {
-		w := fusiontest.Random(b.r, tensor.Float, tensor.Shape{3, 3, 3, 8})
-		fs := []session.Feed{{Output: feeds[0], Tensor: x}, {Output: feeds[1], Tensor: w}}
-		got, _, err := on.Run(nil, fs, outs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _, err := off.Run(nil, fs, outs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, wv := got[0].F32(), want[0].F32()
-		for i := range wv {
-			if math.Abs(float64(g[i]-wv[i])) > 1e-4*math.Max(1, math.Abs(float64(wv[i]))) {
-				t.Fatalf("run %d, fed filter: element %d = %v with rewrites, %v without", run, i, g[i], wv[i])
-			}
-		}
-	}
-}
-
-// TestConstWeights: a _FusedMatMul whose B is a Const (directly or
-// through Identity) that the plan does not feed is marked
-// ConstWeightsAttr, so that its kernel may keep B packed; a fed Const or
-// Identity, or a B computed from the input, is not.
+// TestConstWeights: the weights of a _FusedMatMul (B) or a _FusedConv2D
+// (the filter) are marked ConstWeightsAttr when they are a Const the plan
+// does not feed, directly or through Identity (a BatchNorm's folded filter
+// is one); a fed Const or Identity, or weights computed from a feed, are
+// not. Each case then runs three times in a session with rewrites and one
+// without, the fed weights new on each Run: a kernel that kept the first
+// Run's weights (as one wrongly told its fed weights were constant would)
+// differs from the second Run on.
 func TestConstWeights(t *testing.T) {
-	for _, c := range []struct {
+	kinds := []struct {
+		op, fused string
+		x, w      tensor.Shape
+		attrs     map[string]*tfpb.AttrValue
+	}{
+		{"MatMul", "_FusedMatMul", tensor.Shape{4, 8}, tensor.Shape{8, 8}, nil},
+		{"Conv2D", "_FusedConv2D", tensor.Shape{2, 6, 6, 3}, tensor.Shape{3, 3, 3, 8}, convAttrs()},
+	}
+	cases := []struct {
 		name     string
-		identity bool
-		feeds    []string
-		computed bool
+		identity bool   // the op reads w through Identity w/read
+		computed bool   // w is a Placeholder and the op reads Neg(w)
+		folded   bool   // a FusedBatchNormV3 after the op, folded into its filter
+		fed      string // the output fed besides x, with new values each Run
 		want     bool
 	}{
-		{"const", false, []string{"x"}, false, true},
-		{"through identity", true, []string{"x"}, false, true},
-		{"const fed", false, []string{"x", "w"}, false, false},
-		{"identity fed", true, []string{"x", "w/read"}, false, false},
-		{"computed", false, []string{"x"}, true, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			b := &gb{t: t, g: graph.New(), r: rand.New(rand.NewSource(1))}
-			x := b.placeholder("x", 4, 8)
-			w := b.weights("w", -1, 1, 8, 8)
-			if c.identity {
-				w = b.op("Identity", "w/read", nil, w)
+		{name: "const", want: true},
+		{name: "through identity", identity: true, want: true},
+		{name: "const fed", fed: "w"},
+		{name: "const fed under identity", identity: true, fed: "w"},
+		{name: "identity fed", identity: true, fed: "w/read"},
+		{name: "computed", computed: true, fed: "w"},
+		{name: "folded batchnorm", folded: true, want: true},
+	}
+	for _, k := range kinds {
+		for _, c := range cases {
+			if c.folded && k.op != "Conv2D" {
+				continue
 			}
-			if c.computed {
-				w = b.op("Neg", "w/neg", nil, b.op("MatMul", "xtx", map[string]*tfpb.AttrValue{"transpose_a": graph.AttrBool(true)}, x, x))
-			}
-			d := b.op("MatMul", "dense/MatMul", nil, x, w)
-			b.op("BiasAdd", "dense/BiasAdd", nil, d, b.weights("dense/bias", -1, 1, 8))
-			res := rewrite(b, c.feeds, []string{"dense/BiasAdd"})
-			n := fusedOps(res)["dense/BiasAdd"]
-			if n == nil || n.Op != "_FusedMatMul" {
-				t.Fatalf("dense/BiasAdd is %v, want a _FusedMatMul", n)
-			}
-			if got := n.Attrs[optimize.ConstWeightsAttr].GetB(); got != c.want {
-				t.Errorf("%s = %v, want %v", optimize.ConstWeightsAttr, got, c.want)
-			}
-			feeds := map[string]*tensor.Tensor{"x": fusiontest.Random(b.r, tensor.Float, tensor.Shape{4, 8})}
-			for _, f := range c.feeds[1:] {
-				feeds[f] = fusiontest.Random(b.r, tensor.Float, tensor.Shape{8, 8})
-			}
-			fusiontest.Compare(t, b.g, feeds, []string{"dense/BiasAdd"}, 1e-4)
-		})
+			t.Run(k.op+"/"+c.name, func(t *testing.T) {
+				b := &gb{t: t, g: graph.New(), r: rand.New(rand.NewSource(1))}
+				x := b.placeholder("x", k.x...)
+				var w graph.Output
+				if c.computed {
+					w = b.op("Neg", "w/neg", nil, b.placeholder("w", k.w...))
+				} else {
+					w = b.weights("w", -1, 1, k.w...)
+				}
+				if c.identity {
+					w = b.op("Identity", "w/read", nil, w)
+				}
+				o := int64(k.w[len(k.w)-1])
+				y := b.op(k.op, "y", k.attrs, x, w)
+				if c.folded {
+					b.op("FusedBatchNormV3", "out", map[string]*tfpb.AttrValue{"is_training": graph.AttrBool(false), "epsilon": graph.AttrFloat(0.01)},
+						y, b.weights("gamma", 0.5, 2, o), b.weights("beta", -1, 1, o), b.weights("mean", -1, 1, o), b.weights("var", 0.1, 2, o))
+				} else {
+					b.op("BiasAdd", "out", nil, y, b.weights("bias", -1, 1, o))
+				}
+				feeds := []string{"x"}
+				if c.fed != "" {
+					feeds = append(feeds, c.fed)
+				}
+				n := fusedOps(rewrite(b, feeds, []string{"out"}))["out"]
+				if n == nil || n.Op != k.fused {
+					t.Fatalf("out is %v, want a %s", n, k.fused)
+				}
+				if got := n.Attrs[optimize.ConstWeightsAttr].GetB(); got != c.want {
+					t.Errorf("%s = %v, want %v", optimize.ConstWeightsAttr, got, c.want)
+				}
+
+				fo := outputs(t, b.g, feeds...)
+				outs := outputs(t, b.g, "out")
+				open := func(fusion string, cfg *tfpb.ConfigProto) *session.Session {
+					s, err := session.New(b.g, &session.Options{Config: cfg, Env: map[string]string{"MSTREAM_FUSION": fusion}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { s.Close() })
+					return s
+				}
+				on, off := open("1", &tfpb.ConfigProto{}), open("0", fusiontest.NoRewrites())
+				fs := []session.Feed{{Output: fo[0], Tensor: fusiontest.Random(b.r, tensor.Float, k.x)}}
+				for run := 0; run < 3; run++ {
+					if c.fed != "" {
+						fs = append(fs[:1], session.Feed{Output: fo[1], Tensor: fusiontest.Random(b.r, tensor.Float, k.w)})
+					}
+					got, _, err := on.Run(nil, fs, outs, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, _, err := off.Run(nil, fs, outs, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					g, wv := got[0].F32(), want[0].F32()
+					for i := range wv {
+						if math.Abs(float64(g[i]-wv[i])) > 1e-4*math.Max(1, math.Abs(float64(wv[i]))) {
+							t.Fatalf("run %d: element %d = %v with rewrites, %v without", run, i, g[i], wv[i])
+						}
+					}
+				}
+			})
+		}
 	}
 }

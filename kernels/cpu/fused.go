@@ -85,7 +85,7 @@ func init() {
 			return nil, err
 		}
 		prims := &dnnl.ConvCache{Node: n.Name}
-		constFilter := n.Attr(filterConstAttr).GetB()
+		constFilter := n.Attr(constWeightsAttr).GetB()
 		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep, prims, constFilter) }), nil
 	})
 	reg("_MstreamUnaryChain", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
@@ -115,11 +115,9 @@ func init() {
 // optimize): the names of the nodes a fused node replaces.
 const fusedFromAttr = "_mstream_fused_from"
 
-// filterConstAttr is optimize.FilterConstAttr: the filter is a Const the
-// plan does not feed, the same on every Run.
-const filterConstAttr = "_mstream_filter_const"
-
-// constWeightsAttr is optimize.ConstWeightsAttr: B is an unfed constant.
+// constWeightsAttr is optimize.ConstWeightsAttr: the weights (a
+// _FusedMatMul's B, a _FusedConv2D's filter) are a Const the plan does not
+// feed, the same on every Run.
 const constWeightsAttr = "_mstream_const_weights"
 
 // fusedKernel wraps a fused kernel so that its errors also name the nodes

@@ -134,7 +134,7 @@ func dnnlErr(ctx *kernels.Context, err error) error {
 // out to the caller's own kernel. The primitives come from cache, which the
 // node's kernel owns: built on the first Run of a shape or part shape
 // (see splitNHWC), reused after. constFilter says the filter is a Const
-// the plan does not feed (filterConstAttr): each primitive then reorders
+// the plan does not feed (constWeightsAttr): each primitive then reorders
 // it into its layout once and keeps it. Its work buffers (scratchpad,
 // per-Run reordered weights) are checked against the device's memory
 // limit like the im2col buffer.

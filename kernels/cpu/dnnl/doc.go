@@ -42,7 +42,7 @@
 // scratchpad (user scratchpad mode). A convolution's weights arrive as HWIO and are
 // reordered into the layout the primitive chose: once, on its first Run,
 // when the caller says they are constant (a Const filter the plan does not
-// feed, which optimize marks with FilterConstAttr), then kept, one copy
+// feed, which optimize marks with ConstWeightsAttr), then kept, one copy
 // per weight layout among the primitives of the node's ConvCache (its
 // batch sizes and row bands); else on every Run, into that Run's work buffer (the weights
 // may change between Runs). A convolution's work buffers are its own, kept
