@@ -219,7 +219,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	var st *trace.Step
 	if s.trace {
 		s.deviceSlices(err == nil)
-		st = s.tr.step(opts.Run, int(home.g.ID))
+		st = s.tr.take(opts.Run, int(home.g.ID))
 	}
 	if err == nil {
 		// Before the arena, and the tracker in it, goes to the next step.

@@ -48,6 +48,16 @@ func init() {
 			return ctx.Errorf(status.InvalidArgument, "planned failure")
 		}), nil
 	}})
+	// ExecTestSpinAdd: ExecTestAdd after 10 us of spinning, expensive
+	// enough to be offered to an idle inter-op worker.
+	kernels.Register(kernels.Def{Op: "ExecTestSpinAdd", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		c := float32(n.Attrs["c"].GetF())
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			for t0 := time.Now(); time.Since(t0) < 10*time.Microsecond; {
+			}
+			return addScalars(ctx, c)
+		}), nil
+	}})
 	kernels.Register(kernels.Def{Op: "ExecTestPanic", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { panic("boom") }), nil
 	}})
@@ -400,5 +410,31 @@ func TestOfferTakenBack(t *testing.T) {
 			}
 			late.Wait()
 		})
+	}
+}
+
+// TestTracedStepFailsWhileWorkersRecord: a traced step that fails ends at
+// once while pool workers still run (and record) its other nodes; taking
+// the trace must wait for them, not reset the buffer under them (a
+// "sync: unlock of unlocked mutex" crash or a race before the fix).
+func TestTracedStepFailsWhileWorkersRecord(t *testing.T) {
+	root := node("root", "ExecTestAdd", 1)
+	var mid []*graph.Node
+	for i := range 6 {
+		mid = append(mid, node(fmt.Sprint("spin", i), "ExecTestSpinAdd", 2, root))
+	}
+	mid = append(mid, node("fail", "ExecTestFail", 0, root))
+	sum := node("sum", "ExecTestAdd", 0, mid...)
+	p, err := Build(nil, nil, []graph.Output{out(sum)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := NewPool(4)
+	defer pool.Close()
+	r := &Runtime{Inter: pool, Intra: kernels.Serial{}}
+	for range 200 {
+		if _, _, err := p.Run(context.Background(), r, nil, Options{Trace: true}); err == nil {
+			t.Fatal("the step did not fail")
+		}
 	}
 }

@@ -149,8 +149,14 @@ func (b *traceBuf) add(s trace.Slice) {
 	b.mu.Unlock()
 }
 
-func (b *traceBuf) step(run int64, group int) *trace.Step {
-	return &trace.Step{Run: run, Group: group, Slices: b.slices, Flows: b.flows}
+// take hands the recorded slices and flows over as a step's trace and
+// leaves the buffer empty for the next step.
+func (b *traceBuf) take(run int64, group int) *trace.Step {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := &trace.Step{Run: run, Group: group, Slices: b.slices, Flows: b.flows}
+	b.slices, b.flows = nil, nil
+	return st
 }
 
 // Run executes one step of the plan and returns the fetched tensors in
@@ -251,15 +257,6 @@ func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, fe
 	} else {
 		reuse = s.drive(ctx)
 	}
-	var st *trace.Step
-	if s.trace {
-		g := -1
-		if group != nil {
-			g = int(group.ID)
-		}
-		st = s.tr.step(opts.Run, g)
-		s.tr = traceBuf{}
-	}
 	if s.mem != nil || reuse {
 		// Kernels still running may write buffers, and a pool task may
 		// still be finishing (or, after a failure, yet to start and
@@ -273,6 +270,17 @@ func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, fe
 			}
 			p.steps.Put(s.reset())
 		}()
+	}
+	var st *trace.Step
+	if s.trace {
+		// After the wait above, unless the step was cancelled and
+		// left its state: then workers may still record into the
+		// buffer, which take locks.
+		g := -1
+		if group != nil {
+			g = int(group.ID)
+		}
+		st = s.tr.take(opts.Run, g)
 	}
 	if out == nil && err == nil {
 		out, err = s.fetched()

@@ -213,7 +213,7 @@ func (p *Plan) driveStreams(ctx context.Context, sr *Runtime, feeds []*tensor.Te
 	}
 	var st *trace.Step
 	if s.trace {
-		st = s.tr.step(opts.Run, int(sr.Groups[0].ID))
+		st = s.tr.take(opts.Run, int(sr.Groups[0].ID))
 	}
 	if s.failed.Load() {
 		s.freeStaged()
