@@ -291,7 +291,7 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, w *packedWeight
 		return nil
 	}
 	M, N, K := int(m), int(n), int(k)
-	if w != nil && o.DType == tensor.Float && M > 1 && !ta {
+	if w != nil && o.DType == tensor.Float && usePacked(ta, M, K, 1, 0) {
 		act := vec.Unary(-1)
 		if op, ok := actOps[ep.act]; ok {
 			act = op
@@ -300,12 +300,11 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, w *packedWeight
 		if tb {
 			ldb = K
 		}
-		if gemmPacked(ctx, M, a.F32(), max(K, 1), w.get(tb, K, N, b.F32(), max(ldb, 1)), o.F32(), bs, act) {
-			if act < 0 {
-				activateF32(ctx, ep, o.F32()) // LeakyRelu
-			}
-			return nil
+		gemmPacked(ctx, M, a.F32(), K, w.get(tb, K, N, b.F32(), ldb), o.F32(), bs, act)
+		if act < 0 {
+			activateF32(ctx, ep, o.F32()) // LeakyRelu
 		}
+		return nil
 	}
 	if o.DType == tensor.Float && prims != nil && onDNNL(M, N, K) && dnnl.Available() {
 		act, inPrim := dnnlActs[ep.act]

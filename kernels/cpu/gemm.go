@@ -116,16 +116,12 @@ func gemmUnits(ctx *kernels.Context, m, n, k int, run func(r0, r1, p0, p1 int)) 
 }
 
 // gemmPacked sets C (m x p.N, row stride p.N) to A p + bias, then act,
-// over the pool (gemmUnits). It reports false, having written nothing,
-// where vec has no packed kernel for this CPU.
-func gemmPacked(ctx *kernels.Context, m int, a []float32, lda int, p *vec.PackedB, c, bias []float32, act vec.Unary) bool {
-	if vec.CurrentLevel() < vec.AVX512 {
-		return false
-	}
+// over the pool (gemmUnits), for a product usePacked accepts (the caller
+// asks it before packing B).
+func gemmPacked(ctx *kernels.Context, m int, a []float32, lda int, p *vec.PackedB, c, bias []float32, act vec.Unary) {
 	gemmUnits(ctx, m, p.N, p.K, func(r0, r1, p0, p1 int) {
 		vec.GemmPacked(m, a, lda, p, c, p.N, bias, false, act, r0, r1, p0, p1)
 	})
-	return true
 }
 
 // usePacked says whether a float32 product C = alpha op(A) op(B) + beta C
