@@ -92,9 +92,9 @@ func checkLaneOrder(t *testing.T, p *Plan, assign []int, it int) {
 type planMix int
 
 const (
-	deviceNodes planMix = iota // device nodes and constants, placed as on one GPU
-	withHostKernels            // and host kernels (ExecTestAdd) among them
-	hostNodes                  // host nodes and constants, placed on no GPU
+	deviceNodes     planMix = iota // device nodes and constants, placed as on one GPU
+	withHostKernels                // and host kernels (ExecTestAdd) among them
+	hostNodes                      // host nodes and constants, placed on no GPU
 )
 
 // mixedPlan is a random DAG over nf scalar feeds: device nodes
