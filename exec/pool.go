@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"mstream/fifo"
 )
 
 // Pool is a fixed set of worker goroutines serving a FIFO queue: the
@@ -14,12 +16,11 @@ import (
 type Pool struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
-	queue   []func() // queue[head:] wait for a worker
-	head    int
+	queue   fifo.Queue[func()] // tasks waiting for a worker
 	closed  bool
 	size    int
 	waiting int          // workers parked on cond (under mu)
-	idle    atomic.Int32 // waiting - pending(), kept under mu, read without it
+	idle    atomic.Int32 // waiting - queue.Len(), kept under mu, read without it
 }
 
 // NewPool starts n workers (n <= 0 means one per CPU).
@@ -41,14 +42,7 @@ func (p *Pool) Size() int { return p.size }
 // Submit queues f.
 func (p *Pool) Submit(f func()) {
 	p.mu.Lock()
-	if p.head > 0 && len(p.queue) == cap(p.queue) {
-		// Full, with finished slots in front: move the waiting tasks
-		// there rather than grow.
-		n := copy(p.queue, p.queue[p.head:])
-		clear(p.queue[n:])
-		p.queue, p.head = p.queue[:n], 0
-	}
-	p.queue = append(p.queue, f)
+	p.queue.Push(f)
 	p.countIdleLocked()
 	p.mu.Unlock()
 	p.cond.Signal()
@@ -59,10 +53,8 @@ func (p *Pool) Submit(f func()) {
 // reads one atomic, for the executor to ask before each hand-off.
 func (p *Pool) Idle() bool { return p.idle.Load() > 0 }
 
-func (p *Pool) pending() int { return len(p.queue) - p.head }
-
 func (p *Pool) countIdleLocked() {
-	p.idle.Store(int32(p.waiting - p.pending()))
+	p.idle.Store(int32(p.waiting - p.queue.Len()))
 }
 
 // Close stops the workers once the queue is drained.
@@ -76,24 +68,17 @@ func (p *Pool) Close() {
 func (p *Pool) worker() {
 	for {
 		p.mu.Lock()
-		for p.pending() == 0 && !p.closed {
+		for p.queue.Len() == 0 && !p.closed {
 			p.waiting++
 			p.countIdleLocked()
 			p.cond.Wait()
 			p.waiting--
 		}
-		if p.pending() == 0 {
+		f, ok := p.queue.Pop()
+		if !ok {
 			p.countIdleLocked()
 			p.mu.Unlock()
 			return
-		}
-		f := p.queue[p.head]
-		p.queue[p.head] = nil
-		p.head++
-		if p.head == len(p.queue) {
-			// Emptied: back to the start of its array, so that a queue
-			// that drains between tasks never allocates.
-			p.queue, p.head = p.queue[:0], 0
 		}
 		p.countIdleLocked()
 		p.mu.Unlock()

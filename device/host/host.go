@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"mstream/device"
+	"mstream/fifo"
 	"mstream/hostmem"
 	"mstream/status"
 )
@@ -85,6 +86,7 @@ func (d *Device) NewStream(ctx int) (device.Stream, error) {
 	d.streams++
 	d.mu.Unlock()
 	s := &Stream{id: device.StreamID(id), ctx: ctx, jitter: d.Jitter, mem: d.mem, exited: make(chan struct{})}
+	s.queue.Keep = keepQueue
 	s.cond = sync.NewCond(&s.mu)
 	s.inline = &inlineStream{s: s}
 	if d.Jitter > 0 {
@@ -108,15 +110,11 @@ type Stream struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	// queue[head:] is the work not yet taken. The taken front stays in
-	// the array until the queue drains (or is half of it), so a stream
-	// reuses one array from step to step: slicing the front off made
-	// appends reallocate at a pace that depended on how deep the queue
-	// ran, about 45 allocations in a 200-node stream step. A drained
-	// array larger than keepQueue goes, so a burst does not pin its
-	// largest array for the stream's life.
-	queue  []func()
-	head   int
+	// queue is the work not yet taken (a fifo.Queue: one array reused
+	// from step to step, where slicing the front off made appends
+	// reallocate about 45 times in a 200-node stream step; a drained
+	// array larger than keepQueue goes).
+	queue  fifo.Queue[func()]
 	closed bool
 	exited chan struct{}
 }
@@ -133,7 +131,7 @@ func (s *Stream) Enqueue(fn func()) error {
 		s.mu.Unlock()
 		return status.Errorf(status.FailedPrecondition, "host: stream %d is closed", s.id)
 	}
-	s.queue = append(s.queue, fn)
+	s.queue.Push(fn)
 	s.mu.Unlock()
 	s.cond.Signal()
 	return nil
@@ -234,25 +232,13 @@ func (s *Stream) loop() {
 	defer close(s.exited)
 	for {
 		s.mu.Lock()
-		for s.head == len(s.queue) && !s.closed {
+		for s.queue.Len() == 0 && !s.closed {
 			s.cond.Wait()
 		}
-		if s.head == len(s.queue) {
+		fn, ok := s.queue.Pop()
+		if !ok {
 			s.mu.Unlock()
 			return
-		}
-		fn := s.queue[s.head]
-		s.queue[s.head] = nil
-		s.head++
-		if n := len(s.queue) - s.head; n == 0 {
-			s.queue, s.head = s.queue[:0], 0
-			if cap(s.queue) > keepQueue {
-				s.queue = nil
-			}
-		} else if s.head >= 64 && s.head >= n {
-			copy(s.queue, s.queue[s.head:])
-			clear(s.queue[n:])
-			s.queue, s.head = s.queue[:n], 0
 		}
 		s.mu.Unlock()
 		if s.rng != nil {

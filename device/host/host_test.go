@@ -236,7 +236,7 @@ func TestQueueDropsLargeArray(t *testing.T) {
 		close(gate)
 		s.Synchronize()
 		s.mu.Lock()
-		c := cap(s.queue)
+		c := s.queue.Cap()
 		s.mu.Unlock()
 		if kept := c >= tc.items; kept != tc.kept || c > keepQueue {
 			t.Errorf("after %d items drained the stream keeps an array of %d items; want it kept: %v, and never above %d", tc.items, c, tc.kept, keepQueue)
