@@ -854,6 +854,6 @@ func (s *devStep) releaseLanes() {
 	for k := 1; k < len(s.lanes); k++ {
 		a := s.lanes[k].ar
 		a.release()
-		s.plan.arenas.Put(a)
+		s.plan.arenas.put(a)
 	}
 }

@@ -229,7 +229,7 @@ func (p *Plan) runDevice(ctx context.Context, sr *Runtime, feeds []*tensor.Tenso
 	}
 	s.releaseLanes()
 	s.ar.release()
-	p.arenas.Put(s.ar)
+	p.arenas.put(s.ar)
 	if err != nil {
 		return nil, st, err
 	}

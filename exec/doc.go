@@ -27,10 +27,11 @@
 // allocator, limit and tracker) through a worker (worker.begin); the
 // tracker and the trace are shared too. DESIGN.md ("One entry, two
 // launch loops") says what is left to make the loops one. The pool state
-// (pending counts, every
-// node's input and output slots, the caller's kernel context and output
-// allocator, the tracker) is laid out once and kept in the plan's pool
-// between steps, and a small output (at most bfc.MinAlloc bytes) reuses
+// (pending counts, every node's input and output slots, the caller's
+// kernel context and output allocator, the tracker) is laid out once and
+// kept in the plan's stash between steps (stash.go: a bounded list of the
+// plan's own, where a sync.Pool kept a closed session's plans alive a
+// collection longer), and a small output (at most bfc.MinAlloc bytes) reuses
 // a small buffer an earlier node of the step gave back, its tracker
 // record and tensor included (memory.go), so a warm step of small
 // tensors allocates nothing per node, Go memory or the allocator's

@@ -88,7 +88,7 @@ func newArena(p *Plan) *arena {
 
 // arena returns a cleared arena for a device step of p.
 func (p *Plan) arena() *arena {
-	if a, ok := p.arenas.Get().(*arena); ok {
+	if a := p.arenas.get(); a != nil {
 		return a
 	}
 	return newArena(p)

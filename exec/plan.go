@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"mstream/graph"
@@ -90,9 +89,9 @@ type Plan struct {
 	// costs estimates each node's kernel time (costs.go); steps keeps
 	// the host scheduler's per-step state between steps (runHost).
 	costs *costs
-	steps sync.Pool
+	steps stash[step]
 	// arenas keeps device steps' per-node records (gpu_arena.go).
-	arenas sync.Pool
+	arenas stash[arena]
 	// lanes is the launch schedule of the last multi-group device step
 	// (device_lanes.go), kept while its assignment stays.
 	lanes atomic.Pointer[laneSched]

@@ -239,14 +239,14 @@ func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, fe
 	if group != nil && rt.onStreams() {
 		return p.driveStreams(ctx, rt, feeds, opts)
 	}
-	s, _ := p.steps.Get().(*step)
+	s := p.steps.get()
 	if s == nil {
 		s = p.newPoolStep()
 	}
 	s.rt, s.group, s.feeds, s.ctx, s.trace = rt, group, feeds, ctx, opts.Trace
 	s.measure = p.costs.measure()
 	if err := s.bind(group); err != nil {
-		p.steps.Put(s.reset())
+		p.steps.put(s.reset())
 		return nil, nil, err
 	}
 	var out []*tensor.Tensor
@@ -268,7 +268,7 @@ func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, fe
 			if s.mem != nil {
 				s.mem.drain()
 			}
-			p.steps.Put(s.reset())
+			p.steps.put(s.reset())
 		}()
 	}
 	var st *trace.Step
