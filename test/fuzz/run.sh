@@ -14,6 +14,11 @@
 #   test/fuzz/run.sh               the corpus, then 30 s of mutations
 #   FUZZ_SECONDS=600 test/fuzz/run.sh
 #   test/fuzz/run.sh build/fuzz/crash-...   replay one input
+# An RSS blow-up in the mutation run: MSTREAM_FUZZ_HEAP_PROFILE=path makes
+# the instrumented build write its Go heap profile there every 5 s
+# (capi/heapprof_libfuzzer.go; go tool pprof -sample_index=inuse_space
+# -top build/fuzz/graph_fuzz_cov path), and GODEBUG=gctrace=1 prints the
+# live heap after each collection.
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=$repo/build/fuzz
 mkdir -p "$out"
