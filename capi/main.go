@@ -14,8 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	// The CPU kernels register themselves; the library runs nothing without them.
-	_ "mstream/kernels/cpu"
 	_ "mstream/dataset"
+	_ "mstream/kernels/cpu"
 	"mstream/status"
 )
 
