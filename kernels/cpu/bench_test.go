@@ -168,6 +168,66 @@ func BenchmarkDNNL(b *testing.B) {
 	}
 }
 
+// lonePool is the intra-op pool of two threads as its caller sees it
+// when the worker never comes (busy with another Run, or not scheduled on
+// a loaded machine): For cuts a loop as exec.Intra does (chunks worth
+// 20 us each, one per thread) and the caller runs every chunk itself.
+type lonePool struct{}
+
+func (lonePool) Threads() int { return 2 }
+
+func (lonePool) For(n int, cost float64, fn func(lo, hi int)) {
+	chunks := int(min(float64(n)*cost/20000, float64(min(2, n))))
+	if chunks <= 1 {
+		if n > 0 {
+			fn(0, n)
+		}
+		return
+	}
+	per := (n + chunks - 1) / chunks
+	for lo := 0; lo < n; lo += per {
+		fn(lo, min(lo+per, n))
+	}
+}
+
+// BenchmarkConvSplit measures what splitting a oneDNN convolution over
+// the intra-op pool costs its caller when no worker joins: cnn's (bench/
+// models) 3x3 convolutions with bias and ReLU, run whole (kernels.Serial)
+// and cut into the parts a pool of two makes (lonePool), in CPU time per
+// call: go test ./kernels/cpu -run '^$' -bench ConvSplit. At B=1 each part
+// is a primitive call of its own band of rows, with the rows of the
+// window it shares with the next band read twice.
+func BenchmarkConvSplit(b *testing.B) {
+	r := newRand(b)
+	for _, s := range []struct{ n, hw, c, o int }{{1, 32, 3, 32}, {1, 16, 32, 64}, {1, 8, 64, 128}, {16, 16, 32, 64}, {16, 8, 64, 128}} {
+		x, _ := randTensor(r, f32, tensor.Shape{int64(s.n), int64(s.hw), int64(s.hw), int64(s.c)})
+		w, _ := randTensor(r, f32, tensor.Shape{3, 3, int64(s.c), int64(s.o)})
+		bias, _ := randTensor(r, f32, tensor.Shape{int64(s.o)})
+		out := make([]float32, s.n*s.hw*s.hw*s.o)
+		p := ConvParams{N: s.n, H: s.hw, W: s.hw, C: s.c, O: s.o, KH: 3, KW: 3, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1,
+			PadTop: 1, PadLeft: 1, OutH: s.hw, OutW: s.hw, Groups: 1}
+		for _, pool := range []kernels.Parallelizer{kernels.Serial{}, lonePool{}} {
+			name := map[bool]string{true: "whole", false: "split-alone"}[pool == kernels.Parallelizer(kernels.Serial{})]
+			b.Run(fmt.Sprintf("B%d-%dx%dx%d-%d/%s", s.n, s.hw, s.hw, s.c, s.o, name), func(b *testing.B) {
+				ctx := &kernels.Context{Pool: pool}
+				prims := &dnnl.ConvCache{Node: "bench"}
+				conv := func() {
+					if done, err := convDNNL(ctx, prims, p, x.F32(), w.F32(), bias.F32(), true, true, out); !done || err != nil {
+						b.Fatalf("oneDNN ran it: %v (%v)", done, err)
+					}
+				}
+				conv() // the primitives made, the filter packed
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					conv()
+				}
+				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/1e3/float64(b.N), "cpu-us/op")
+			})
+		}
+	}
+}
+
 // cpuTime is the process's CPU time so far, every thread's.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
