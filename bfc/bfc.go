@@ -56,13 +56,15 @@ type Options struct {
 	StreamAware bool
 	// NewEvent makes the events recorded at free time (stream-aware mode).
 	NewEvent func() (device.Event, error)
-	// StreamCache, in stream-aware mode, keeps each stream's freed chunks
-	// in a cache of that stream, in front of the shared mutex: the stream
-	// takes them back without the mutex and without an event (its own
-	// order covers its earlier work), and they reach the bins, under the
-	// cache's mark (an event recorded every 32 frees) or one event
+	// StreamCache keeps each stream's freed chunks in a cache of that
+	// stream, in front of the shared mutex: the stream takes them back
+	// without the mutex and without an event (its own order covers its
+	// earlier work), and they reach the bins, in stream-aware mode under
+	// the cache's mark (an event recorded every 32 frees) or one event
 	// recorded then, only when an allocation finds nothing of its own
-	// (see the package documentation, "Stream caches").
+	// (see the package documentation, "Stream caches"). Without stream
+	// awareness the cache is that of the stream an allocation names (nil
+	// included: the host's pool step) and is drained without events.
 	StreamCache bool
 	// MaxInternalFrag is the largest slack an allocation may keep unsplit
 	// when its chunk is less than twice the request (TF's
@@ -502,7 +504,7 @@ func (a *Allocator) toCache(addrs []uint64) error {
 		c.freeNo = sc.frees
 		sc.putLocked(c)
 		a.cached.Add(1)
-		if sc.frees-sc.markAt >= markEvery && !sc.marking {
+		if sc.frees-sc.markAt >= markEvery && !sc.marking && a.opts.StreamAware {
 			marks = append(marks, sc.startMarkLocked())
 		}
 	}
@@ -573,6 +575,20 @@ func (a *Allocator) flushLocked(only device.Stream) bool {
 	moved := false
 	a.eachCache(func(sc *streamCache) {
 		if only != nil && sc.s != only {
+			return
+		}
+		if !a.opts.StreamAware {
+			// Free memory at once: no mark, no event.
+			sc.mu.Lock()
+			l := sc.chunks
+			sc.chunks = nil
+			sc.mu.Unlock()
+			a.cached.Add(-int64(len(l)))
+			for _, c := range l {
+				a.freeSeq++
+				a.releaseLocked(c, nil, a.freeSeq)
+			}
+			moved = moved || len(l) > 0
 			return
 		}
 		sc.mu.Lock()
@@ -701,7 +717,6 @@ func New(backend Backend, opts Options) (*Allocator, error) {
 		return nil, status.InvalidArg("bfc %q: stream-aware mode needs NewEvent", opts.Name)
 	}
 	opts.Limit = opts.Limit / MinAlloc * MinAlloc
-	opts.StreamCache = opts.StreamCache && opts.StreamAware
 	if opts.MaxInternalFrag == 0 {
 		opts.MaxInternalFrag = maxInternalFrag
 	}
@@ -761,7 +776,7 @@ func (a *Allocator) removeFreeLocked(c *chunk) {
 // In stream-aware mode s is the stream that will use the memory and must
 // not be nil; otherwise s is recorded for stats only and may be nil.
 func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {
-	if a.opts.StreamCache && s != nil {
+	if a.opts.StreamCache && (s != nil || !a.opts.StreamAware) {
 		if addr, ok := a.fromCache(size, s); ok {
 			return addr, nil
 		}

@@ -161,7 +161,13 @@ func TestBackendRefusesRetriesSmaller(t *testing.T) {
 }
 
 func TestOOM(t *testing.T) {
-	a, _ := newAlloc(t, Options{Name: "gpu0_bfc", Limit: 1 << 20, AllowGrowth: true})
+	for _, cache := range []bool{false, true} { // Options.StreamCache
+		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) { testOOM(t, cache) })
+	}
+}
+
+func testOOM(t *testing.T, cache bool) {
+	a, _ := newAlloc(t, Options{Name: "gpu0_bfc", Limit: 1 << 20, AllowGrowth: true, StreamCache: cache})
 	p, err := a.Allocate(300<<10, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +198,7 @@ func TestRandomTraces(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
 	for trial := 0; trial < 20; trial++ {
-		opts := Options{Limit: uint64(1+rng.Intn(16)) << 20, AllowGrowth: rng.Intn(2) == 0}
+		opts := Options{Limit: uint64(1+rng.Intn(16)) << 20, AllowGrowth: rng.Intn(2) == 0, StreamCache: rng.Intn(2) == 0}
 		if rng.Intn(2) == 0 {
 			opts.ExtendLimit = uint64(1+rng.Intn(4)) << 20
 		}
@@ -247,7 +253,13 @@ func TestRandomTraces(t *testing.T) {
 }
 
 func TestHammer(t *testing.T) {
-	a, be := newAlloc(t, Options{Limit: 64 << 20, AllowGrowth: true, ExtendLimit: 4 << 20})
+	for _, cache := range []bool{false, true} { // Options.StreamCache
+		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) { testHammer(t, cache) })
+	}
+}
+
+func testHammer(t *testing.T, cache bool) {
+	a, be := newAlloc(t, Options{Limit: 64 << 20, AllowGrowth: true, ExtendLimit: 4 << 20, StreamCache: cache})
 	var wg sync.WaitGroup
 	for g := 0; g < 16; g++ {
 		wg.Add(1)

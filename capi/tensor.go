@@ -30,9 +30,11 @@ func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
 	// field and dimension cost more than the copy of a small feed.
 	dt := tensor.DType(t.dtype)
 	nd := int(t.num_dims)
-	shape := make(tensor.Shape, nd)
+	// A view of the caller's dims, read during this call only: the tensor
+	// made below copies it (tensor.Shaped).
+	var shape tensor.Shape
 	if nd > 0 {
-		copy(shape, unsafe.Slice((*int64)(unsafe.Pointer(t.dims)), nd))
+		shape = unsafe.Slice((*int64)(unsafe.Pointer(t.dims)), nd)
 	}
 	if err := shape.Validate(); err != nil {
 		return nil, status.InvalidArg("tensor shape %v: %v", shape, err)
@@ -64,7 +66,7 @@ func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
 		if nd != 0 {
 			return nil, status.InvalidArg("Malformed TF_RESOURCE tensor: expected a scalar, got a tensor with shape %v", shape)
 		}
-		return &tensor.Tensor{DType: dt, Shape: shape, Strs: [][]byte{nonNil(goBytes(data, C.size_t(size)))}}, nil
+		return &tensor.Tensor{DType: dt, Shape: tensor.Shape{}, Strs: [][]byte{nonNil(goBytes(data, C.size_t(size)))}}, nil
 	}
 	if !dt.Valid() || !dt.Fixed() {
 		return nil, status.InvalidArg("tensors of dtype %v (%d) are not supported", dt, int(dt))
@@ -73,8 +75,8 @@ func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
 	if size < need {
 		return nil, status.InvalidArg("%v tensor of shape %v has %d bytes, needs %d", dt, shape, size, need)
 	}
-	// The shape made above is the tensor's own: tensor.New would copy it.
-	out := &tensor.Tensor{DType: dt, Shape: shape, Buf: hostmem.Alloc(int(need))} //mstream:bounded the caller's tensor holds these bytes already
+	out := tensor.Shaped(dt, shape)
+	out.Buf = hostmem.Alloc(int(need)) //mstream:bounded the caller's tensor holds these bytes already
 	if need > 0 {
 		copy(out.Buf, unsafe.Slice((*byte)(data), need))
 	}

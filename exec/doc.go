@@ -48,7 +48,10 @@
 // no worker has started (reclaim) and runs it itself, so a hand-off
 // costs a wake-up, never a wait for a worker that has no core
 // (TestOfferTakenBack, BenchmarkHandOff). A task that comes late finds
-// its node claimed and returns. A chain or a graph of scalar ops so runs
+// its node claimed and returns; an offer carries its step's generation,
+// so a late task never claims a later step's offer of the same node
+// (the state may serve a step on another group's pool:
+// TestLateTaskKeepsToItsStep). A chain or a graph of scalar ops so runs
 // on the caller's goroutine without a hop, and concurrent Runs each keep
 // to their own goroutine until a node is worth a second thread and a
 // worker is there to take it. Before offers could be taken back, a node

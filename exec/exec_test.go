@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +54,16 @@ func init() {
 	kernels.Register(kernels.Def{Op: "ExecTestSpinAdd", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		c := float32(n.Attrs["c"].GetF())
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			for t0 := time.Now(); time.Since(t0) < 10*time.Microsecond; {
+			}
+			return addScalars(ctx, c)
+		}), nil
+	}})
+	// ExecTestSpinCount: ExecTestSpinAdd, counted in spinCounted.
+	kernels.Register(kernels.Def{Op: "ExecTestSpinCount", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		c := float32(n.Attrs["c"].GetF())
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			spinCounted.Add(1)
 			for t0 := time.Now(); time.Since(t0) < 10*time.Microsecond; {
 			}
 			return addScalars(ctx, c)
@@ -410,6 +421,86 @@ func TestOfferTakenBack(t *testing.T) {
 			}
 			late.Wait()
 		})
+	}
+}
+
+// submitHook is an inter-op pool that keeps what is submitted, as
+// heldPool does, and calls onSubmit (when set) after each task is queued,
+// while the offering goroutine waits in Submit.
+type submitHook struct {
+	heldPool
+	onSubmit func()
+}
+
+func (h *submitHook) Submit(f func()) {
+	h.heldPool.Submit(f)
+	if h.onSubmit != nil {
+		h.onSubmit()
+	}
+}
+
+// spinCounted counts the ExecTestSpinCount nodes that ran, in every test.
+var spinCounted atomic.Int64
+
+// TestLateTaskKeepsToItsStep: a pool task of step N that runs late, once
+// the step's state serves step N+1 on another group's runtime, must not
+// claim step N+1's offer of the same node and run it on step N's pool
+// (review22f). Step 0 offers its nodes to pool A, whose workers never
+// come; step 1 runs on pool B, and while it offers its first node the
+// late tasks of pool A run: none of them may run a node.
+func TestLateTaskKeepsToItsStep(t *testing.T) {
+	root := node("root", "ExecTestSpinCount", 1)
+	var mid []*graph.Node
+	for i := range 4 {
+		mid = append(mid, node(fmt.Sprint("mid", i), "ExecTestSpinCount", float32(i), root))
+	}
+	sum := node("sum", "ExecTestAdd", 0, mid...)
+	want := float32(4 + 4*3/2)
+	p, err := Build(nil, nil, []graph.Output{out(sum)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := &heldPool{}, &submitHook{}
+	runOn := func(step int, pool Submitter) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		got, _, err := p.Run(ctx, &Runtime{Inter: pool, Intra: kernels.Serial{}}, nil, Options{})
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if v := got[0].F32()[0]; v != want {
+			t.Fatalf("step %d: got %v, want %v", step, v, want)
+		}
+	}
+	runOn(0, a)
+	late := a.take()
+	if len(late) == 0 {
+		t.Fatal("step 0 offered nothing to pool A")
+	}
+	var stolen int64
+	b.onSubmit = func() {
+		b.onSubmit = nil
+		before := spinCounted.Load()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for _, f := range late {
+				f()
+			}
+		}()
+		<-done
+		stolen = spinCounted.Load() - before
+	}
+	runOn(1, b)
+	if b.onSubmit != nil {
+		t.Fatal("step 1 offered nothing to pool B")
+	}
+	if stolen != 0 {
+		t.Errorf("late tasks of step 0 ran %d nodes of step 1 on step 0's pool", stolen)
+	}
+	for _, f := range b.take() {
+		f()
 	}
 }
 

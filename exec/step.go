@@ -98,22 +98,29 @@ type step struct {
 	signal   chan struct{}
 	ctx      context.Context
 	active   sync.WaitGroup // nodes offered to the inter-op pool and not taken back
-	// offered[i] is 1 while node i waits in the inter-op pool's queue,
-	// unclaimed: the pool's task and the goroutine that offered it race
-	// to claim it (offer, reclaim), so a node no worker has started when
-	// its offerer runs out of work runs there, without a hand-off.
+	// offered[i] is the step's generation (gen) while node i waits in
+	// the inter-op pool's queue, unclaimed, else 0: the pool's task and
+	// the goroutine that offered it race to claim it (offer, reclaim),
+	// so a node no worker has started when its offerer runs out of work
+	// runs there, without a hand-off. A task claims only an offer of its
+	// own step's generation: one that comes late, after the state began
+	// another step (maybe on another group's pool), finds nothing.
 	offered []atomic.Uint32
+	gen     uint32 // this step's generation, never 0; drive moves it on
+	// tasks holds the offer tasks no queue holds now, for offer to reuse
+	// (a late task puts itself back when it has run).
+	tasksMu sync.Mutex
+	tasks   []*offerTask
 	// idle, when the inter-op pool can say so, says whether one of its
 	// workers waits for work: a node is offered only then.
 	idle idler
 
 	// Per-node state, laid out once when the step state is made and
 	// reused by every step that takes it from the plan's pool: node i's
-	// inputs and outputs are windows of inFlat and outFlat, tasks[i] the
-	// pool task that runs it. main is the caller's worker.
+	// inputs and outputs are windows of inFlat and outFlat. main is the
+	// caller's worker.
 	inFlat  []*tensor.Tensor
 	outFlat []*tensor.Tensor
-	tasks   []func()
 	main    *worker
 	// constVal caches, per Const node, its value in constOf's constant
 	// store, which keeps it as long as the group lives: a step reads it
@@ -202,7 +209,6 @@ func (p *Plan) newPoolStep() *step {
 	s.insOf = make([][]*tensor.Tensor, n)
 	s.inFlat = make([]*tensor.Tensor, nin)
 	s.outFlat = make([]*tensor.Tensor, nout)
-	s.tasks = make([]func(), n)
 	s.offered = make([]atomic.Uint32, n)
 	s.constVal = make([]*tensor.Tensor, n)
 	s.main = newWorker()
@@ -215,8 +221,6 @@ func (p *Plan) newPoolStep() *step {
 		k = len(p.nodes[i].inputs)
 		s.insOf[i] = s.inFlat[nin : nin+k : nin+k]
 		nin += k
-		i := int32(i)
-		s.tasks[i] = func() { s.runTask(i) }
 	}
 	if p.deadness {
 		s.deadNode = make([]bool, n)
@@ -320,6 +324,9 @@ func (s *step) drive(ctx context.Context) bool {
 	p := s.plan
 	for i := range p.nodes {
 		s.pending[i] = p.nodes[i].npred
+	}
+	if s.gen++; s.gen == 0 {
+		s.gen = 1
 	}
 	s.left.Store(int32(len(p.nodes)))
 	if len(p.nodes) == 0 {
@@ -455,10 +462,40 @@ func (s *step) offer(w *worker, i int32) bool {
 		return false
 	}
 	s.active.Add(1)
-	s.offered[i].Store(1)
+	t := s.offerTask()
+	t.i, t.gen = i, s.gen
+	s.offered[i].Store(s.gen)
 	w.offers = append(w.offers, i)
-	s.rt.Inter.Submit(s.tasks[i])
+	s.rt.Inter.Submit(t.run)
 	return true
+}
+
+// offerTask is one offer of a node to the inter-op pool: the node, the
+// generation of the step that offered it, and the worker that runs it
+// if the task claims it. A task lives in one pool queue at a time, then
+// in its step state's free list (step.tasks), so offering allocates
+// nothing once a step has made as many as it keeps in flight.
+type offerTask struct {
+	s   *step
+	i   int32
+	gen uint32
+	w   *worker
+	run func() // t.runTask, made once
+}
+
+// offerTask returns a task from the free list, or a new one.
+func (s *step) offerTask() *offerTask {
+	s.tasksMu.Lock()
+	if n := len(s.tasks); n > 0 {
+		t := s.tasks[n-1]
+		s.tasks = s.tasks[:n-1]
+		s.tasksMu.Unlock()
+		return t
+	}
+	s.tasksMu.Unlock()
+	t := &offerTask{s: s, w: newWorker()}
+	t.run = t.runTask
+	return t
 }
 
 // reclaim takes back onto stack the nodes w offered that no worker has
@@ -468,7 +505,7 @@ func (s *step) offer(w *worker, i int32) bool {
 // ready, as if never offered.
 func (s *step) reclaim(w *worker, stack []int32) []int32 {
 	for _, i := range w.offers {
-		if s.offered[i].CompareAndSwap(1, 0) {
+		if s.offered[i].CompareAndSwap(s.gen, 0) {
 			s.active.Done()
 			stack = append(stack, i)
 		}
@@ -567,19 +604,25 @@ func (w *worker) call(env *kenv, pn *planNode, ins, outs []*tensor.Tensor) ([]*t
 	return outs, a, err
 }
 
-// runTask is the pool's task for node i: it runs the node unless the
+// runTask is the pool's task for node t.i: it runs the node unless the
 // goroutine that offered it took it back. The task may run after its
 // step has ended (the offer taken back) and the state began another
-// step: it then finds node i unoffered and returns, or claims the new
-// step's offer of node i, which is as good as that offer's own task.
-func (s *step) runTask(i int32) {
-	if !s.offered[i].CompareAndSwap(1, 0) {
-		return
+// step, maybe on another group's inter-op pool: the generation in
+// offered[i] then differs from the task's, and the task leaves the new
+// step's offer of node i to that step's own task or offerer. Either way
+// it goes back to the free list.
+func (t *offerTask) runTask() {
+	s, i := t.s, t.i
+	if s.offered[i].CompareAndSwap(t.gen, 0) {
+		w := t.w
+		w.stack = append(w.stack, i)
+		s.runLoop(w)
+		w.reset()
+		s.active.Done()
 	}
-	defer s.active.Done()
-	w := newWorker()
-	w.stack = append(w.stack, i)
-	s.runLoop(w)
+	s.tasksMu.Lock()
+	s.tasks = append(s.tasks, t)
+	s.tasksMu.Unlock()
 }
 
 // runLoop runs the nodes on w's stack and every node they make ready that

@@ -368,6 +368,11 @@ func (s *Set) deviceAllocators(dev device.Device, d, n, ctxs int, limit uint64) 
 		a, err := bfc.New(backend, bfc.Options{
 			Name: fmt.Sprintf("%s_group%d_bfc", shortName(dev, d), j), Limit: per, AllowGrowth: growth,
 			ExtendLimit: cfg.ExtendLimit, MaxInternalFrag: frag(per),
+			// A step's buffers come back in the sizes the next step
+			// asks for: from the cache they cost a small lock and no
+			// search of the bins, split or merge (the bundled model
+			// spent ~12% of its CPU per Run in Allocate and Free).
+			StreamCache: true,
 		})
 		if err != nil {
 			return nil, false, err

@@ -15,7 +15,8 @@ import (
 // activations', a reshape's view), the Run's own lists. (Before the
 // session kept a Runtime per group, the gathers read their indices in
 // place and an output's shape lived in its buffer's record, a Run cost
-// 61.)
+// 61; before int32 indices and shapes were widened on the stack, the
+// merged gathers' contexts pooled and a view's shape made with it, 35.)
 func TestRunAllocs(t *testing.T) {
 	m := loadModel(t)
 	cfg := &tfpb.ConfigProto{IntraOpParallelismThreads: 2, InterOpParallelismThreads: 2}
@@ -38,7 +39,7 @@ func TestRunAllocs(t *testing.T) {
 	t.Logf("%.1f allocations per Run", allocs)
 	// Under the race detector the plan's pool drops step states at
 	// random, each laid out again at a few allocations per node.
-	if want := 40.0; allocs > want && !raceEnabled {
+	if want := 26.0; allocs > want && !raceEnabled {
 		t.Errorf("%.1f allocations per Run, want at most %v", allocs, want)
 	}
 }

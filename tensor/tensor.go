@@ -28,7 +28,7 @@ const StringElemBytes = 24
 
 // New allocates a zeroed tensor. The shape must be valid.
 func New(dt DType, shape Shape) *Tensor {
-	t := &Tensor{DType: dt, Shape: shape.Clone()}
+	t := Shaped(dt, shape)
 	n := shape.NumElements()
 	switch {
 	case dt.InStrs():
@@ -91,7 +91,27 @@ func (t *Tensor) Check() error {
 // Reshaped returns a tensor sharing t's data with another shape of the same
 // element count.
 func (t *Tensor) Reshaped(s Shape) *Tensor {
-	return &Tensor{DType: t.DType, Shape: s.Clone(), Buf: t.Buf, Strs: t.Strs, Vars: t.Vars}
+	v := Shaped(t.DType, s)
+	v.Buf, v.Strs, v.Vars = t.Buf, t.Strs, t.Vars
+	return v
+}
+
+// Shaped returns a tensor of dtype dt and a copy of shape s, without
+// data: up to rank 4 the tensor and its shape are one allocation (a Run
+// makes several small tensors, feeds and views, each of which took two).
+func Shaped(dt DType, s Shape) *Tensor {
+	if len(s) > len(shaped{}.dims) {
+		return &Tensor{DType: dt, Shape: s.Clone()}
+	}
+	v := &shaped{}
+	v.t = Tensor{DType: dt, Shape: append(Shape(v.dims[:0:len(v.dims)]), s...)}
+	return &v.t
+}
+
+// shaped is a tensor with room for its shape up to rank 4.
+type shaped struct {
+	t    Tensor
+	dims [4]int64
 }
 
 // Clone returns a deep copy (variant values, immutable, are shared).
@@ -133,16 +153,20 @@ func (t *Tensor) C128() []complex128 { return hostmem.View[complex128](t.Buf) }
 // Int64s returns the elements of an int32 or int64 tensor widened to int64;
 // shape-like inputs (Reshape's shape, axes, sizes) are read with it.
 func (t *Tensor) Int64s() ([]int64, error) {
+	return t.AppendInt64s(nil)
+}
+
+// AppendInt64s appends the elements of an int32 or int64 tensor, widened
+// to int64, to dst.
+func (t *Tensor) AppendInt64s(dst []int64) ([]int64, error) {
 	switch t.DType {
 	case Int32:
-		v := t.I32()
-		out := make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
+		for _, x := range t.I32() {
+			dst = append(dst, int64(x))
 		}
-		return out, nil
+		return dst, nil
 	case Int64:
-		return append([]int64(nil), t.I64()...), nil
+		return append(dst, t.I64()...), nil
 	}
 	return nil, fmt.Errorf("expected an int32 or int64 tensor, got %v", t.DType)
 }

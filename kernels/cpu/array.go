@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"slices"
 
 	"mstream/graph"
 	"mstream/hostmem"
@@ -69,7 +70,8 @@ func init() {
 // ([2,0,3] reshaped to [0,-1] gives [0,6]).
 func reshape(ctx *kernels.Context) error {
 	in := ctx.Input(0)
-	dims, err := hostInts(ctx, 1, "shape")
+	var db [8]int64
+	dims, err := hostIntsIn(ctx, 1, "shape", db[:0])
 	if err != nil {
 		return err
 	}
@@ -92,13 +94,15 @@ func reshape(ctx *kernels.Context) error {
 			hasZero = true
 		default:
 			if prod > (1<<62)/d {
-				return ctx.Errorf(status.InvalidArgument, "Shape %v has too many elements", dims)
+				// A copy: dims may be db, which must not escape.
+				return ctx.Errorf(status.InvalidArgument, "Shape %v has too many elements", slices.Clone(dims))
 			}
 			prod *= d
 		}
 	}
 	n := in.NumElements()
-	out := tensor.Shape(append([]int64{}, dims...))
+	var ob [8]int64
+	out := tensor.Shape(append(ob[:0], dims...)) // Reshaped copies it
 	if unknown >= 0 {
 		known := int64(1)
 		inZero := false
@@ -248,12 +252,14 @@ func pack(ctx *kernels.Context, axis64 int64) error {
 
 func gather(ctx *kernels.Context, batchDims int64) error {
 	params, idxT := ctx.Input(0), ctx.Input(1)
-	// int64 indices are read where they are; int32 ones are widened.
+	// int64 indices are read where they are; int32 ones are widened
+	// (a few, as a small batch's lookups have, on the stack).
+	var ib [64]int64
 	var idx []int64
 	var err error
 	if idxT.DType == tensor.Int64 {
 		idx = idxT.I64()
-	} else if idx, err = hostInts(ctx, 1, "indices"); err != nil {
+	} else if idx, err = hostIntsIn(ctx, 1, "indices", ib[:0]); err != nil {
 		return err
 	}
 	batchDims, ax, out, err := GatherArgs(ctx, batchDims)

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"sync"
 
 	"mstream/graph"
 	"mstream/kernels"
@@ -15,16 +16,46 @@ import (
 // with exactly the error of the GatherV2 the user wrote.
 func init() {
 	reg("_MstreamGatherN", nil, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		members, err := GatherNMembers(n)
+		g, err := NewGatherN(n)
 		if err != nil {
 			return nil, err
 		}
-		axis := tensor.New(tensor.Int32, tensor.Shape{})
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
-			return GatherNEach(ctx, members, func(sub *kernels.Context) error { return gather(sub, 0) }, axis)
+			return g.Each(ctx, func(sub *kernels.Context) error { return gather(sub, 0) })
 		}), nil
 	})
 }
+
+// GatherN is what a _MstreamGatherN kernel keeps: a GatherV2 node per
+// pair (GatherNMembers), the axis input every pair shares, and the
+// contexts its calls run the pairs under.
+type GatherN struct {
+	members []*graph.Node
+	axis    *tensor.Tensor
+	// subs holds *gatherNSub for Each: a context escapes to the heap
+	// through the call of one, so each call takes one here rather than
+	// making one (concurrent Runs each take their own).
+	subs sync.Pool
+}
+
+type gatherNSub struct {
+	ctx kernels.Context
+	ins [3]*tensor.Tensor
+}
+
+// NewGatherN readies _MstreamGatherN node n's pairs.
+func NewGatherN(n *graph.Node) (*GatherN, error) {
+	members, err := GatherNMembers(n)
+	if err != nil {
+		return nil, err
+	}
+	g := &GatherN{members: members, axis: tensor.New(tensor.Int32, tensor.Shape{})}
+	g.subs.New = func() any { return new(gatherNSub) }
+	return g, nil
+}
+
+// Len is the number of pairs.
+func (g *GatherN) Len() int { return len(g.members) }
 
 // GatherNMembers returns, for _MstreamGatherN node n, a GatherV2 node per
 // pair that stands for the node the pair replaced: its name (from the
@@ -48,27 +79,30 @@ func GatherNMembers(n *graph.Node) ([]*graph.Node, error) {
 	return members, nil
 }
 
-// GatherNEach runs one GatherV2 kernel per pair of ctx's _MstreamGatherN
+// Each runs one GatherV2 kernel per pair of ctx's _MstreamGatherN
 // inputs: a context whose node is the pair's member, whose inputs are
 // params i, indices i and axis (a host scalar 0), and whose only output
 // is output i.
 //
 // One context and one input list serve every pair (each pair's context is
-// made afresh from ctx in them): a context escapes to the heap through
-// one, and a batch-of-one DLRM's step spent its allocations on them.
-func GatherNEach(ctx *kernels.Context, members []*graph.Node, one func(*kernels.Context) error, axis *tensor.Tensor) error {
-	k := len(members)
-	sub := new(kernels.Context)
-	ins := make([]*tensor.Tensor, 3)
-	for i, m := range members {
+// made afresh from ctx in them), taken from g's pool: a batch-of-one
+// DLRM's step spent its allocations on them.
+func (g *GatherN) Each(ctx *kernels.Context, one func(*kernels.Context) error) error {
+	k := len(g.members)
+	sc := g.subs.Get().(*gatherNSub)
+	sub := &sc.ctx
+	var err error
+	for i, m := range g.members {
 		*sub = *ctx
 		sub.Node = m
-		ins[0], ins[1], ins[2] = ctx.Inputs[i], ctx.Inputs[k+i], axis
-		sub.Inputs = ins
+		sc.ins = [3]*tensor.Tensor{ctx.Inputs[i], ctx.Inputs[k+i], g.axis}
+		sub.Inputs = sc.ins[:]
 		sub.Outputs = ctx.Outputs[i : i+1]
-		if err := one(sub); err != nil {
-			return err
+		if err = one(sub); err != nil {
+			break
 		}
 	}
-	return nil
+	*sc = gatherNSub{}
+	g.subs.Put(sc)
+	return err
 }

@@ -110,6 +110,17 @@ func hostInts(ctx *kernels.Context, i int, what string) ([]int64, error) {
 	return v, nil
 }
 
+// hostIntsIn is hostInts into dst[:0] (a caller's buffer, often on its
+// stack), which grows only when it is too short: a small shape or index
+// list costs no allocation.
+func hostIntsIn(ctx *kernels.Context, i int, what string, dst []int64) ([]int64, error) {
+	v, err := ctx.Input(i).AppendInt64s(dst[:0])
+	if err != nil {
+		return nil, ctx.Errorf(status.InvalidArgument, "%s: %v", what, err)
+	}
+	return v, nil
+}
+
 // hostInt is hostInts for an input that should hold one element (an axis,
 // a count): that element (0 when there is none) and how many there are,
 // read in place rather than copied.

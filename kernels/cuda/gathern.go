@@ -16,32 +16,31 @@ import (
 // node; an index out of range gives zeros, as gather_ and TF's GPU kernel.
 func init() {
 	reg("_MstreamGatherN", "Tparams", fixedTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		members, err := cpu.GatherNMembers(n)
+		g, err := cpu.NewGatherN(n)
 		if err != nil {
 			return nil, err
 		}
-		axis := tensor.New(tensor.Int32, tensor.Shape{})
-		return fn(func(k kctx) error { return gatherN(k, members, axis) })(n)
+		return fn(func(k kctx) error { return gatherN(k, g) })(n)
 	})
 }
 
 // gathersPerLaunch is how many pairs array.cu's GatherN32 carries.
 const gathersPerLaunch = 32
 
-func gatherN(k kctx, members []*graph.Node, axis *tensor.Tensor) error {
+func gatherN(k kctx, gn *cpu.GatherN) error {
 	// Shapes, checked and allocated per pair under its member's name.
-	err := cpu.GatherNEach(k.Context, members, func(sub *kernels.Context) error {
+	err := gn.Each(k.Context, func(sub *kernels.Context) error {
 		_, _, out, err := cpu.GatherArgs(sub, 0)
 		if err != nil {
 			return err
 		}
 		_, err = sub.Allocate(0, out)
 		return err
-	}, axis)
+	})
 	if err != nil {
 		return err
 	}
-	np := len(members)
+	np := gn.Len()
 	dt := k.Node.OutTypes[0]
 	is := "i32"
 	if k.Input(np).DType == tensor.Int64 {
