@@ -17,7 +17,9 @@
 // the plan does not feed, directly or through Identity, is marked
 // ConstWeightsAttr (markConstWeights, one mark for both, as TF marks
 // is_filter_const), so that its kernel keeps them in its own layout
-// (packed panels, the primitive's) across Runs,
+// (packed panels, the primitive's) across Runs, and so is the second
+// operand of a float32 Einsum (Keras' EinsumDense kernel; the node keeps
+// its op),
 // Keras' LayerNormalization in either form TF 2.15 exports (Reshape ->
 // training FusedBatchNormV3 -> Reshape -> Mul -> AddV2, or the moments
 // chain Mean/SquaredDifference/Rsqrt/Mul/Sub/AddV2; layernorm.go) becomes

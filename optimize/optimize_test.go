@@ -437,8 +437,9 @@ func TestActivationRefused(t *testing.T) {
 	}
 }
 
-// TestConstWeights: the weights of a _FusedMatMul (B) or a _FusedConv2D
-// (the filter) are marked ConstWeightsAttr when they are a Const the plan
+// TestConstWeights: the weights of a _FusedMatMul (B), a _FusedConv2D
+// (the filter) or an Einsum (its second operand, which keeps its op) are
+// marked ConstWeightsAttr when they are a Const the plan
 // does not feed, directly or through Identity (a BatchNorm's folded filter
 // is one); a fed Const or Identity, or weights computed from a feed, are
 // not. Each case then runs three times in a session with rewrites and one
@@ -448,11 +449,15 @@ func TestActivationRefused(t *testing.T) {
 func TestConstWeights(t *testing.T) {
 	kinds := []struct {
 		op, fused string
+		marked    string // the node that carries the mark
 		x, w      tensor.Shape
 		attrs     map[string]*tfpb.AttrValue
 	}{
-		{"MatMul", "_FusedMatMul", tensor.Shape{4, 8}, tensor.Shape{8, 8}, nil},
-		{"Conv2D", "_FusedConv2D", tensor.Shape{2, 6, 6, 3}, tensor.Shape{3, 3, 3, 8}, convAttrs()},
+		{"MatMul", "_FusedMatMul", "out", tensor.Shape{4, 8}, tensor.Shape{8, 8}, nil},
+		{"Conv2D", "_FusedConv2D", "out", tensor.Shape{2, 6, 6, 3}, tensor.Shape{3, 3, 3, 8}, convAttrs()},
+		// Keras' EinsumDense: 12 rows, the packed kernel's.
+		{"Einsum", "Einsum", "y", tensor.Shape{4, 3, 8}, tensor.Shape{8, 2, 5},
+			map[string]*tfpb.AttrValue{"equation": graph.AttrString("abc,cde->abde")}},
 	}
 	cases := []struct {
 		name     string
@@ -488,7 +493,21 @@ func TestConstWeights(t *testing.T) {
 					w = b.op("Identity", "w/read", nil, w)
 				}
 				o := int64(k.w[len(k.w)-1])
-				y := b.op(k.op, "y", k.attrs, x, w)
+				var y graph.Output
+				if k.op == "Einsum" {
+					nb := b.g.NewBuilder("Einsum", "y")
+					nb.AddInputList([]graph.Output{x, w})
+					for a, v := range k.attrs {
+						nb.SetAttr(a, v)
+					}
+					n, err := nb.Finish()
+					if err != nil {
+						t.Fatal(err)
+					}
+					y = n.Output(0)
+				} else {
+					y = b.op(k.op, "y", k.attrs, x, w)
+				}
 				if c.folded {
 					b.op("FusedBatchNormV3", "out", map[string]*tfpb.AttrValue{"is_training": graph.AttrBool(false), "epsilon": graph.AttrFloat(0.01)},
 						y, b.weights("gamma", 0.5, 2, o), b.weights("beta", -1, 1, o), b.weights("mean", -1, 1, o), b.weights("var", 0.1, 2, o))
@@ -499,9 +518,9 @@ func TestConstWeights(t *testing.T) {
 				if c.fed != "" {
 					feeds = append(feeds, c.fed)
 				}
-				n := fusedOps(rewrite(b, feeds, []string{"out"}))["out"]
+				n := fusedOps(rewrite(b, feeds, []string{"out"}))[k.marked]
 				if n == nil || n.Op != k.fused {
-					t.Fatalf("out is %v, want a %s", n, k.fused)
+					t.Fatalf("%s is %v, want a %s", k.marked, n, k.fused)
 				}
 				if got := n.Attrs[optimize.ConstWeightsAttr].GetB(); got != c.want {
 					t.Errorf("%s = %v, want %v", optimize.ConstWeightsAttr, got, c.want)

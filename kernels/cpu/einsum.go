@@ -34,7 +34,11 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return RunEinsum(ctx, spec, cpuEinsum{}) }), nil
+		dev := cpuEinsum{}
+		if n.Attr(constWeightsAttr).GetB() {
+			dev.w = new(packedWeights)
+		}
+		return kernels.KernelFunc(func(ctx *kernels.Context) error { return RunEinsum(ctx, spec, dev) }), nil
 	})
 }
 
@@ -569,8 +573,14 @@ func (e einsumRun) stridedGemm(a, b operand, o *tensor.Tensor, outLabels, batch,
 	return g, true
 }
 
-// cpuEinsum is the host's EinsumDevice.
-type cpuEinsum struct{}
+// cpuEinsum is the host's EinsumDevice. w, set when package optimize
+// marked the node's second operand a Const the plan does not feed (Keras'
+// EinsumDense kernel), holds that operand packed for vec.GemmPacked: a
+// lone float32 product that reads it in place as B runs on the packed
+// kernel, where sgemmOn would pack B again in every block of rows.
+type cpuEinsum struct {
+	w *packedWeights
+}
 
 func (cpuEinsum) Alloc(ctx *kernels.Context, dt tensor.DType, s tensor.Shape) (*tensor.Tensor, error) {
 	return kernels.NewTensor(ctx, dt, s)
@@ -625,13 +635,27 @@ func (cpuEinsum) Sum(ctx *kernels.Context, dst, src *tensor.Tensor, reduced []bo
 	return nil
 }
 
-func (cpuEinsum) GemmStrided(ctx *kernels.Context, g *gemmViews) error {
+func (d cpuEinsum) GemmStrided(ctx *kernels.Context, g *gemmViews) error {
+	if d.packed(ctx, g) {
+		return nil
+	}
 	if g.c.DType == tensor.Double {
 		runEinsumGemm(ctx, blas.Dgemm, g, g.a.F64(), g.b.F64(), g.c.F64())
 	} else {
 		runEinsumGemm(ctx, sgemm, g, g.a.F32(), g.b.F32(), g.c.F32())
 	}
 	return nil
+}
+
+// packed runs g on the packed kernel when it is one float32 product whose
+// B is the node's constant second operand where it lies, and says so.
+func (d cpuEinsum) packed(ctx *kernels.Context, g *gemmViews) bool {
+	if d.w == nil || g.c.DType != tensor.Float || len(g.batch) > 0 || g.b != ctx.Input(1) || g.ldc != g.n ||
+		!usePacked(g.ta, g.m, g.k, 1, 0) {
+		return false
+	}
+	gemmPacked(ctx, g.m, g.a.F32(), g.lda, d.w.get(g.tb, g.k, g.n, g.b.F32(), g.ldb), g.c.F32(), nil, -1)
+	return true
 }
 
 func runEinsumGemm[T float32 | float64](ctx *kernels.Context, gemm gemmFn[T], g *gemmViews, a, b, c []T) {
