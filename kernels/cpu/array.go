@@ -382,6 +382,13 @@ func transpose(ctx *kernels.Context) error {
 	if err != nil {
 		return err
 	}
+	if sameOrder(in.Shape, perm) {
+		// As TF: the dims larger than 1 keep their order (an identity
+		// perm, Keras' Tensordot over the last axis), so the bytes do
+		// too and the output is the input reshaped.
+		ctx.SetOutput(0, in.Reshaped(out))
+		return nil
+	}
 	r := len(out)
 	o, err := ctx.Allocate(0, out)
 	if err != nil {
@@ -398,6 +405,22 @@ func transpose(ctx *kernels.Context) error {
 	}
 	copyStrided(ctx, o, in, pst)
 	return nil
+}
+
+// sameOrder says whether perm keeps the order of shape's dims larger than
+// 1 (TF's NonSingletonDimensionsAlign).
+func sameOrder(shape tensor.Shape, perm []int64) bool {
+	last := int64(-1)
+	for _, p := range perm {
+		if shape[p] == 1 {
+			continue
+		}
+		if p < last {
+			return false
+		}
+		last = p
+	}
+	return true
 }
 
 // fillOfConstsError is a Fill's allocation error as TF reports it: TF folds

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -146,6 +147,48 @@ func TestTranspose(t *testing.T) {
 	wantErr(t, err, n, "duplicated")
 	_, err = run(t, n, x, tensor.FromI32(tensor.Shape{3}, []int32{0, 3, 1}))
 	wantErr(t, err, n, "out of range")
+}
+
+// TestTransposeForwards: a perm that keeps the order of the dims larger
+// than 1 forwards its input reshaped, as TF's TransposeOp does (identity
+// perms, Keras' Tensordot over the last axis), and the values are still
+// the transposition's; any other perm copies.
+func TestTransposeForwards(t *testing.T) {
+	r := newRand(t)
+	n := node("Transpose", nil, []tensor.DType{tensor.Float, i32}, tensor.Float)
+	for _, c := range []struct {
+		shape    tensor.Shape
+		perm     []int32
+		forwards bool
+	}{
+		{tensor.Shape{2, 3, 4}, []int32{0, 1, 2}, true},
+		{tensor.Shape{2, 1, 4}, []int32{1, 0, 2}, true},
+		{tensor.Shape{1, 3, 1, 4}, []int32{2, 1, 3, 0}, true},
+		{tensor.Shape{5}, []int32{0}, true},
+		{tensor.Shape{2, 3, 4}, []int32{0, 2, 1}, false},
+		{tensor.Shape{2, 1, 4}, []int32{2, 1, 0}, false},
+	} {
+		x, ref := randTensor(r, tensor.Float, c.shape)
+		out := mustRun(t, n, x, tensor.FromI32(tensor.Shape{int64(len(c.perm))}, c.perm))[0]
+		st := strides(c.shape)
+		shape := make(tensor.Shape, len(c.perm))
+		for i, p := range c.perm {
+			shape[i] = c.shape[p]
+		}
+		want := make([]float64, len(ref))
+		for i := range want {
+			off, rest := int64(0), int64(i)
+			for d := len(shape) - 1; d >= 0; d-- {
+				off += rest % shape[d] * st[c.perm[d]]
+				rest /= shape[d]
+			}
+			want[i] = ref[off]
+		}
+		check(t, fmt.Sprint("transpose ", c.shape, c.perm), out, shape, want, 0)
+		if shared := &out.Buf[0] == &x.Buf[0]; shared != c.forwards {
+			t.Errorf("%v by %v: output shares the input's buffer: %v, want %v", c.shape, c.perm, shared, c.forwards)
+		}
+	}
 }
 
 func TestFill(t *testing.T) {
