@@ -617,6 +617,34 @@ func gatherV2Shape(c *ShapeContext) ([]tensor.PartialShape, error) {
 
 // gatherNShape is _MstreamGatherN's: output i is GatherV2(params i,
 // indices i, axis 0)'s, indices i's dims then params i's after the first.
+// attentionShape is _MstreamAttention's [batch, Sq, heads, Dv] from q
+// [batch, Sq, heads, D], k and v [batch, Sk, heads, Dv]: batch and heads
+// where all three are known, broadcast from 1 (the kernel checks that
+// they agree), else unknown.
+func attentionShape(c *ShapeContext) ([]tensor.PartialShape, error) {
+	for _, in := range c.In {
+		if !in.Known {
+			return []tensor.PartialShape{unknownDims(4)}, nil
+		}
+		if len(in.Dims) != 4 {
+			return nil, errorf("attention needs 4-D query, key and value, got %v", in.Dims)
+		}
+	}
+	dim := func(ax int) int64 {
+		d := int64(1)
+		for _, in := range c.In {
+			if in.Dims[ax] < 0 {
+				return -1
+			}
+			if in.Dims[ax] != 1 {
+				d = in.Dims[ax]
+			}
+		}
+		return d
+	}
+	return []tensor.PartialShape{{Known: true, Dims: []int64{dim(0), c.In[0].Dims[1], dim(2), c.In[2].Dims[3]}}}, nil
+}
+
 func gatherNShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	n := len(c.In) / 2
 	out := make([]tensor.PartialShape, n)

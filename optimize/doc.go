@@ -24,7 +24,11 @@
 // training FusedBatchNormV3 -> Reshape -> Mul -> AddV2, or the moments
 // chain Mean/SquaredDifference/Rsqrt/Mul/Sub/AddV2; layernorm.go) becomes
 // one _MstreamLayerNorm (a CPU kernel only, so a plan that may use the GPU
-// keeps the exported nodes), sibling GatherV2s along a Const axis 0 (DLRM's
+// keeps the exported nodes), a transformer's attention core without a
+// mask (q, k and v split into heads -> scores -> optional scalar scale ->
+// Softmax -> context, as Transposes and BatchMatMulV2 or as Keras'
+// MultiHeadAttention Einsums; attention.go) becomes one _MstreamAttention
+// (CPU only, likewise), sibling GatherV2s along a Const axis 0 (DLRM's
 // embedding lookups; gathern.go) become one _MstreamGatherN with N
 // outputs, which a GPU runs as one launch, and a chain of unary float32
 // ops becomes one _MstreamUnaryChain that makes a single pass over the

@@ -280,6 +280,7 @@ func (r *rewriter) match() {
 		}
 	}
 	r.matchLayerNorms()
+	r.matchAttentions()
 	r.matchGathers()
 	for _, n := range r.order {
 		if n.Op == "Einsum" && r.taken[n] == nil {

@@ -76,7 +76,11 @@
 // the row is in cache; _MstreamUnaryChain maps every op of a chain of
 // float32 unary ops over one L1-sized block before the next block;
 // _MstreamLayerNorm (nn_norm.go) normalises each row in one vectorised
-// pass (vec.LayerNorm) and applies gamma and beta in the same loop. They
+// pass (vec.LayerNorm) and applies gamma and beta in the same loop;
+// _MstreamAttention (attention.go) runs each (batch, head) of an attention
+// core as one chunk of the intra-op pool, its two products (sgemm) reading
+// q, k and v where they lie and its scores in cache through the scale and
+// vec.Softmax, the same steps as the nodes it replaces. They
 // validate fused_ops and num_args with TF's codes and messages, and reject
 // a bias whose length is not the channel count (TF's CPU kernel reads past
 // it). _MstreamGatherN (gathern.go, sibling GatherV2s merged) runs
@@ -86,6 +90,9 @@
 // Einsum (einsum.go) reduces every equation to diagonals, sums, one
 // strided gather per operand and one batched GEMM; RunEinsum is that
 // algorithm over an EinsumDevice, which the GPU kernel implements too.
+// An Einsum whose second operand optimize marks constant (Keras'
+// EinsumDense kernel) keeps it packed and runs a lone product that reads
+// it in place on vec.GemmPacked, as _FusedMatMul does.
 // FakeQuant (quant.go: FakeQuantArgs, FakeQuantGrid) follows TF's
 // functors in float32 with every operation rounded on its own, so both
 // devices give TF's bits; BatchNormWithGlobalNormalization (BNGlobalArgs)

@@ -13,8 +13,8 @@ import (
 
 // The fused ops that plan-time fusion (package optimize) and TF's grappler
 // produce: _FusedMatMul and _FusedConv2D with their BiasAdd/FusedBatchNorm
-// and activation epilogues, and mstream's _MstreamUnaryChain and
-// _MstreamLayerNorm. References
+// and activation epilogues, and mstream's _MstreamUnaryChain,
+// _MstreamLayerNorm and _MstreamAttention. References
 // are float64 loops: the GEMM or convolution (refConv), then the epilogue
 // exactly as the unfused nodes define it.
 
@@ -23,6 +23,7 @@ func init() {
 	Add("_FusedConv2D", fusedConv2DCases)
 	Add("_MstreamUnaryChain", unaryChainCases)
 	Add("_MstreamLayerNorm", layerNormCases)
+	Add("_MstreamAttention", attentionCases)
 }
 
 func aStrs(v ...string) *tfpb.AttrValue {
@@ -418,4 +419,97 @@ func refLayerNormAxis(x []float64, shape tensor.Shape, axis int, g, b []float64,
 		}
 	}
 	return out
+}
+
+// attentionCases: _MstreamAttention against float64 attention per batch
+// and head (scale on the scores or on q, batch and heads broadcast from 1
+// with broadcast), including one query, a key of length 0, an empty batch,
+// rows past one vector, and the errors of operands that disagree.
+func attentionCases(r *rand.Rand) []Case {
+	var cs []Case
+	for i := 0; i < 16; i++ {
+		b, sq, sk, h, d, dv := 1+r.Intn(3), 1+r.Intn(6), 1+r.Intn(6), 1+r.Intn(3), 1+r.Intn(5), 1+r.Intn(5)
+		switch i {
+		case 0:
+			sq, sk, d, dv = 40, 33, 20, 17 // vectorised rows with ragged tails
+		case 1:
+			sk = 0
+		case 2:
+			b = 0
+		case 3:
+			sq = 1
+		}
+		bc := i%3 == 2
+		qb, kb, vb, qh, kh, vh := b, b, b, h, h, h
+		if bc {
+			kb, vh = 1, 1
+			if i%2 == 0 {
+				qb, kb, kh = 1, b, 1
+			}
+		}
+		q := RandRange(r, tensor.Float, tensor.Shape{int64(qb), int64(sq), int64(qh), int64(d)}, -2, 2)
+		k := RandRange(r, tensor.Float, tensor.Shape{int64(kb), int64(sk), int64(kh), int64(d)}, -2, 2)
+		v := RandRange(r, tensor.Float, tensor.Shape{int64(vb), int64(sk), int64(vh), int64(dv)}, -2, 2)
+		scale, scaleQ := []float32{1, 0.35, 2}[i%3], i%4 == 1
+		qv, kv, vv := F64s(q), F64s(k), F64s(v)
+		at := func(x []float64, nb, s, nh, dep, bi, si, hi, di int) float64 {
+			if nb == 1 {
+				bi = 0
+			}
+			if nh == 1 {
+				hi = 0
+			}
+			return x[((bi*s+si)*nh+hi)*dep+di]
+		}
+		want := make([]float64, b*sq*h*dv)
+		for bi := 0; bi < b; bi++ {
+			for hi := 0; hi < h; hi++ {
+				for i := 0; i < sq; i++ {
+					sc := make([]float64, sk)
+					mx := math.Inf(-1)
+					for j := range sc {
+						for e := 0; e < d; e++ {
+							sc[j] += at(qv, qb, sq, qh, d, bi, i, hi, e) * at(kv, kb, sk, kh, d, bi, j, hi, e)
+						}
+						sc[j] *= float64(scale)
+						mx = math.Max(mx, sc[j])
+					}
+					var sum float64
+					for j := range sc {
+						sc[j] = math.Exp(sc[j] - mx)
+						sum += sc[j]
+					}
+					for e := 0; e < dv; e++ {
+						var o float64
+						for j := range sc {
+							o += sc[j] / sum * at(vv, vb, sk, vh, dv, bi, j, hi, e)
+						}
+						want[((bi*sq+i)*h+hi)*dv+e] = o
+					}
+				}
+			}
+		}
+		attrs := Attrs{"scale": AFloat(scale), "scale_q": ABool(scaleQ), "broadcast": ABool(bc)}
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamAttention q %v k %v v %v scale %v on q %v", q.Shape, k.Shape, v.Shape, scale, scaleQ),
+			Node: NodeFor("_MstreamAttention", attrs, ins(q, k, v), nil), Inputs: ins(q, k, v),
+			Want: ins(FromF64(tensor.Float, tensor.Shape{int64(b), int64(sq), int64(h), int64(dv)}, want)), Tol: 2e-5})
+	}
+	sh := func(v ...int64) *tensor.Tensor { return Rand(r, tensor.Float, tensor.Shape(v)) }
+	for _, c := range []struct {
+		name      string
+		q, k, v   *tensor.Tensor
+		broadcast bool
+	}{
+		{"rank 3", sh(2, 3, 4), sh(2, 3, 4), sh(2, 3, 4), false},
+		{"depths", sh(2, 3, 2, 4), sh(2, 3, 2, 5), sh(2, 3, 2, 4), false},
+		{"key and value lengths", sh(2, 3, 2, 4), sh(2, 3, 2, 4), sh(2, 4, 2, 4), false},
+		{"batches", sh(2, 3, 2, 4), sh(3, 3, 2, 4), sh(3, 3, 2, 4), true},
+		{"a batch of 1 without broadcast", sh(2, 3, 2, 4), sh(1, 3, 2, 4), sh(2, 3, 2, 4), false},
+		{"heads", sh(2, 3, 2, 4), sh(2, 3, 3, 4), sh(2, 3, 3, 4), true},
+	} {
+		cs = append(cs, Case{Name: "_MstreamAttention error " + c.name,
+			Node:   NodeForUnknown("_MstreamAttention", Attrs{"broadcast": ABool(c.broadcast)}, ins(c.q, c.k, c.v), nil),
+			Inputs: ins(c.q, c.k, c.v), Err: status.InvalidArgument, ErrMsg: "attention"})
+	}
+	return cs
 }

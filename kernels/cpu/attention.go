@@ -1,0 +1,137 @@
+package cpu
+
+import (
+	"sync"
+
+	"mstream/graph"
+	"mstream/kernels"
+	"mstream/kernels/cpu/vec"
+	"mstream/status"
+	"mstream/tensor"
+)
+
+// _MstreamAttention is package optimize's fusion of a transformer's
+// attention core without a mask (attention.go there): q [B, Sq, H, D],
+// k [B, Sk, H, D] and v [B, Sk, H, Dv], the projections' outputs split
+// into heads, give out [B, Sq, H, Dv] where, for each batch b and head h,
+//
+//	out[b, :, h, :] = softmax(scale q[b, :, h, :] k[b, :, h, :]^T) v[b, :, h, :]
+//
+// with scale_q the scale multiplies q before the product (Keras'
+// MultiHeadAttention scales the query), else the scores (scale times
+// BatchMatMul's product). Each (b, h) is a chunk of the intra-op pool: its
+// two products read q, k and v where they lie (rows H*D apart) and write
+// out in place, and its scores stay in cache from the first product
+// through the softmax to the second, where the graph it replaces moved q,
+// k, v and the context through four Transposes (or Einsum's strided
+// views) and made three passes over every score tensor. The products are
+// the GEMM BatchMatMul and Einsum run (sgemm), the scale package vec's
+// Mul and the softmax vec.Softmax, so the bits are the graph's. With
+// broadcast (the BatchMatMulV2 form) a batch or head dimension of 1 in one
+// operand broadcasts as BatchMatMulV2's batch dimensions do; the Einsum
+// form needs them equal, as Einsum does.
+
+func init() {
+	reg("_MstreamAttention", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		a := &attentionAttrs{scale: attrFloat(n, "scale", 1), scaleQ: attrBool(n, "scale_q"), broadcast: attrBool(n, "broadcast")}
+		return fusedKernel(n, func(ctx *kernels.Context) error { return attention(ctx, a) }), nil
+	})
+}
+
+type attentionAttrs struct {
+	scale             float32
+	scaleQ, broadcast bool
+	// scratch holds the chunks' score buffers between Runs (*[]float32):
+	// fresh ones on every call cost page faults as the Go heap grew
+	// into untouched memory (8% of the transformer's samples at B=1).
+	scratch sync.Pool
+}
+
+// attentionDim is the output's size of dimension ax (batch or heads) of
+// q, k and v, which must agree (or, with broadcast, be 1).
+func attentionDim(ts [3]*tensor.Tensor, ax int, broadcast bool) (int64, bool) {
+	d := ts[0].Shape[ax]
+	for _, t := range ts[1:] {
+		switch s := t.Shape[ax]; {
+		case s == d:
+		case broadcast && d == 1:
+			d = s
+		case broadcast && s == 1:
+		default:
+			return 0, false
+		}
+	}
+	return d, true
+}
+
+func attention(ctx *kernels.Context, a *attentionAttrs) error {
+	ts := [3]*tensor.Tensor{ctx.Input(0), ctx.Input(1), ctx.Input(2)}
+	q, k, v := ts[0], ts[1], ts[2]
+	if len(q.Shape) != 4 || len(k.Shape) != 4 || len(v.Shape) != 4 {
+		return ctx.Errorf(status.InvalidArgument, "attention needs 4-D [batch, seq, heads, depth] query, key and value, got %v, %v and %v", q.Shape, k.Shape, v.Shape)
+	}
+	nb, okB := attentionDim(ts, 0, a.broadcast)
+	nh, okH := attentionDim(ts, 2, a.broadcast)
+	if !okB || !okH || q.Shape[3] != k.Shape[3] || k.Shape[1] != v.Shape[1] {
+		return ctx.Errorf(status.InvalidArgument, "attention's query %v, key %v and value %v do not agree: batch and heads (dims 0 and 2) must match%s, query and key depth (dim 3), key and value length (dim 1)",
+			q.Shape, k.Shape, v.Shape, map[bool]string{true: " or be 1", false: ""}[a.broadcast])
+	}
+	sq, sk, d, dv := int(q.Shape[1]), int(k.Shape[1]), int(q.Shape[3]), int(v.Shape[3])
+	o, err := ctx.Allocate(0, tensor.Shape{nb, int64(sq), nh, int64(dv)})
+	if err != nil || o.NumElements() == 0 {
+		return err
+	}
+	out := o.F32()
+	if sk == 0 {
+		clear(out) // softmax of no scores times no values
+		return nil
+	}
+	H := int(nh)
+	// The start of (b, h)'s matrix in t and its row stride: a dimension
+	// of 1 broadcasts.
+	at := func(t *tensor.Tensor, b, h int) ([]float32, int) {
+		th, rows, depth := int(t.Shape[2]), int(t.Shape[1]), int(t.Shape[3])
+		if t.Shape[0] == 1 {
+			b = 0
+		}
+		if th == 1 {
+			h = 0
+		}
+		return t.F32()[(b*rows*th+h)*depth:], th * depth
+	}
+	scale := []float32{a.scale}
+	flops := 2*float64(sq)*float64(sk)*float64(d+dv) + 8*float64(sq)*float64(sk)
+	ctx.For(int(nb)*H, flops/packedFlopsPerNs, func(lo, hi int) {
+		need := 2 * sq * sk
+		if a.scaleQ {
+			need += sq * d
+		}
+		buf, _ := a.scratch.Get().(*[]float32)
+		if buf == nil || cap(*buf) < need {
+			b := make([]float32, need)
+			buf = &b
+		}
+		defer a.scratch.Put(buf)
+		s, p, qs := (*buf)[:sq*sk], (*buf)[sq*sk:2*sq*sk], (*buf)[2*sq*sk:need]
+		for i := lo; i < hi; i++ {
+			b, h := i/H, i%H
+			qm, ldq := at(q, b, h)
+			km, ldk := at(k, b, h)
+			vm, ldv := at(v, b, h)
+			if a.scaleQ {
+				for r := 0; r < sq; r++ {
+					vec.MapBinary(vec.Mul, qm[r*ldq:r*ldq+d], scale, qs[r*d:(r+1)*d], 1, 0)
+				}
+				qm, ldq = qs, d
+			}
+			sgemm(false, true, sq, sk, d, 1, qm, ldq, km, ldk, 0, s, sk)
+			if !a.scaleQ {
+				vec.MapBinary(vec.Mul, s, scale, p, 1, 0)
+				s, p = p, s
+			}
+			vec.Softmax(s, p, sk, false)
+			sgemm(false, false, sq, dv, sk, 1, p, sk, vm, ldv, 0, out[(b*sq*H+h)*dv:], H*dv)
+		}
+	})
+	return nil
+}

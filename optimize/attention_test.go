@@ -1,0 +1,148 @@
+package optimize_test
+
+import (
+	"math/rand"
+	"testing"
+
+	"mstream/graph"
+	"mstream/optimize"
+	"mstream/optimize/fusiontest"
+	"mstream/proto/tfpb"
+	"mstream/tensor"
+)
+
+// headsAttention is the heads form of an attention core as the benchmark
+// transformer (bench/internal/models) writes it, over placeholders q, k
+// and v [B, S, H, D] of unknown sizes: each Transpose'd by perm (the
+// merge by mergePerm), BatchMatMulV2(q, k, adj_y), a Mul by scale (none
+// when 0), Softmax, BatchMatMulV2(p, v), the merge Transpose "out".
+func headsAttention(t *testing.T, scale float32, mergePerm []int32) *graph.Graph {
+	b := &gb{t: t, g: graph.New(), r: rand.New(rand.NewSource(3))}
+	perm := func(name string, p []int32) graph.Output {
+		return b.op("Const", name, map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Int32), "value": graph.AttrTensor(int32s(p...))})
+	}
+	var heads [3]graph.Output
+	for i, name := range []string{"q", "k", "v"} {
+		heads[i] = b.op("Transpose", name+"/heads", nil, b.placeholder(name, -1, -1, -1, -1), perm(name+"/perm", []int32{0, 2, 1, 3}))
+	}
+	s := b.op("BatchMatMulV2", "scores", map[string]*tfpb.AttrValue{"adj_y": graph.AttrBool(true)}, heads[0], heads[1])
+	if scale != 0 {
+		s = b.op("Mul", "scale", nil, s, b.scalar("scale/y", scale))
+	}
+	p := b.op("Softmax", "softmax", nil, s)
+	c := b.op("BatchMatMulV2", "context", nil, p, heads[2])
+	b.op("Transpose", "out", nil, c, perm("merge/perm", mergePerm))
+	return b.g
+}
+
+// TestAttention: the attention core, in the heads form (Transposes and
+// BatchMatMulV2) and in Keras' MultiHeadAttention as TF 2.15 exports it
+// (testdata/attention_keras.pbtxt, attention_gen.py), becomes one
+// _MstreamAttention exactly when every check holds, and the outputs agree
+// with the unrewritten graph's either way, errors included. Each
+// must-not-fire case breaks one thing the fusion relies on while the
+// graph still runs.
+func TestAttention(t *testing.T) {
+	swap := []int32{0, 2, 1, 3}
+	shapes := func(q, k, v tensor.Shape) map[string]tensor.Shape {
+		return map[string]tensor.Shape{"q": q, "k": k, "v": v}
+	}
+	self := shapes(tensor.Shape{3, 5, 2, 4}, tensor.Shape{3, 5, 2, 4}, tensor.Shape{3, 5, 2, 4})
+	keras := map[string]tensor.Shape{"x": {3, 5, 8}}
+	for _, c := range []struct {
+		name    string
+		g       func(t *testing.T) *graph.Graph
+		feeds   map[string]tensor.Shape
+		fetches []string // besides the output
+		fuse    bool
+	}{
+		{name: "heads", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.35, swap) }, feeds: self, fuse: true},
+		{name: "heads, no scale", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0, swap) }, feeds: self, fuse: true},
+		{name: "heads, cross attention", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
+			feeds: shapes(tensor.Shape{2, 3, 2, 4}, tensor.Shape{2, 7, 2, 4}, tensor.Shape{2, 7, 2, 6})},
+		{name: "heads, key and value broadcast over the batch", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
+			feeds: shapes(tensor.Shape{3, 5, 2, 4}, tensor.Shape{1, 5, 2, 4}, tensor.Shape{1, 5, 1, 4})},
+		{name: "heads, one query", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
+			feeds: shapes(tensor.Shape{2, 1, 2, 4}, tensor.Shape{2, 5, 2, 4}, tensor.Shape{2, 5, 2, 4})},
+		{name: "heads, depths disagree (both fail)", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
+			feeds: shapes(tensor.Shape{2, 5, 2, 4}, tensor.Shape{2, 5, 2, 3}, tensor.Shape{2, 5, 2, 4})},
+		{name: "heads, batches disagree (both fail)", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
+			feeds: shapes(tensor.Shape{2, 5, 2, 4}, tensor.Shape{3, 5, 2, 4}, tensor.Shape{3, 5, 2, 4})},
+		{name: "heads, merged by another perm", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, []int32{0, 1, 3, 2}) }, feeds: self},
+		{name: "heads, scores fetched", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, feeds: self, fetches: []string{"scores"}},
+		{name: "heads, probabilities fetched", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, feeds: self, fetches: []string{"softmax"}},
+		{name: "heads, query heads fetched", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, feeds: self, fetches: []string{"q/heads"}},
+		{name: "keras", g: kerasAttention(nil), feeds: keras, fuse: true},
+		{name: "keras, scaled query fetched", g: kerasAttention(nil), feeds: keras, fetches: []string{"model/multi_head_attention/Mul"}, fuse: true},
+		{name: "keras, dropout fetched", g: kerasAttention(nil), feeds: keras, fetches: []string{"model/multi_head_attention/dropout/Identity"}},
+		{name: "keras, context einsum of another layout", feeds: keras, g: kerasAttention(func(gd *tfpb.GraphDef) {
+			nodeDef(t, gd, "einsum_1/Einsum").Attr["equation"] = graph.AttrString("acbe,aecd->abdc")
+		})},
+		// The first operand then plays the query: scores [a, c, e, b].
+		{name: "keras, scores with the query first", feeds: keras, fuse: true, g: kerasAttention(func(gd *tfpb.GraphDef) {
+			nodeDef(t, gd, "multi_head_attention/einsum/Einsum").Attr["equation"] = graph.AttrString("aecd,abcd->aceb")
+		})},
+		{name: "keras, scores of another layout (both fail)", feeds: keras, g: kerasAttention(func(gd *tfpb.GraphDef) {
+			nodeDef(t, gd, "multi_head_attention/einsum/Einsum").Attr["equation"] = graph.AttrString("aecd,abcd->abce")
+		})},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := c.g(t)
+			r := rand.New(rand.NewSource(5))
+			feeds := map[string]*tensor.Tensor{}
+			var names []string
+			for name, s := range c.feeds {
+				feeds[name] = fusiontest.Random(r, tensor.Float, s)
+				names = append(names, name)
+			}
+			out := "out"
+			if _, ok := c.feeds["x"]; ok {
+				out = "output"
+			}
+			fetches := append([]string{out}, c.fetches...)
+			var res optimize.Result
+			func() {
+				g.RLock()
+				defer g.RUnlock()
+				res = optimize.Rewrite(outputs(t, g, names...), outputs(t, g, fetches...), nil, optimize.Options{Devices: []string{"CPU"}, Passes: optimize.Remap})
+			}()
+			n := 0
+			for _, m := range fusedOps(res) {
+				if m.Op == "_MstreamAttention" {
+					n++
+				}
+			}
+			if want := map[bool]int{true: 1}[c.fuse]; n != want {
+				t.Fatalf("%d _MstreamAttention nodes, want %d", n, want)
+			}
+			fusiontest.Compare(t, g, feeds, fetches, 1e-5)
+		})
+	}
+}
+
+// kerasAttention loads testdata/attention_keras.pbtxt, changed by mutate.
+func kerasAttention(mutate func(gd *tfpb.GraphDef)) func(t *testing.T) *graph.Graph {
+	return func(t *testing.T) *graph.Graph {
+		gd := loadLayerNorm(t, "attention_keras")
+		if mutate != nil {
+			mutate(gd)
+		}
+		g := graph.New()
+		if _, err := g.Import(gd, nil); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+}
+
+// TestAttentionCPUOnly: _MstreamAttention has a CPU kernel only, so where
+// a plan may place nodes on another device the graph is left as it is.
+func TestAttentionCPUOnly(t *testing.T) {
+	g := headsAttention(t, 0.5, []int32{0, 2, 1, 3})
+	g.RLock()
+	res := optimize.Rewrite(outputs(t, g, "q", "k", "v"), outputs(t, g, "out"), nil, optimize.Options{Devices: []string{"CPU", testDevice}, Passes: optimize.Remap})
+	g.RUnlock()
+	if res.Fused != 0 {
+		t.Errorf("%d fusions with a device that has no _MstreamAttention kernel", res.Fused)
+	}
+}
