@@ -288,6 +288,57 @@ func TestArgReduce(t *testing.T) {
 	})
 }
 
+// softmaxMaxSum is a row's max (NaN if it holds one) and the sum of
+// e^(x - max), in float64: the reference softmax is e^(x - max) / sum.
+func softmaxMaxSum(x []float32) (m, s float64) {
+	m = math.Inf(-1)
+	for _, v := range x {
+		if f := float64(v); f > m || f != f {
+			m = f
+		}
+	}
+	for _, v := range x {
+		s += math.Exp(float64(v) - m)
+	}
+	return m, s
+}
+
+// TestSoftmaxRows: rows of every length up to 70 (AVX-512's masked tails)
+// and rows with -inf, +inf, NaN, all -inf and huge spreads (e^(x - max)
+// underflowing to subnormals and zero), at every level, against the
+// float64 softmax by the same formula (within the rounding of x - max) (a NaN or +inf in a row makes it
+// NaN, as TF's does).
+func TestSoftmaxRows(t *testing.T) {
+	inf := float32(math.Inf(1))
+	nan := float32(math.NaN())
+	levels(t, func(t *testing.T) {
+		r := newRand(t)
+		var rows [][]float32
+		for n := 1; n <= 70; n++ {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(r.NormFloat64() * 30)
+			}
+			rows = append(rows, x)
+		}
+		rows = append(rows, []float32{1, -inf, 2, -inf}, []float32{1, inf, 2}, []float32{3, nan, 1, 0, 2},
+			[]float32{-inf, -inf, -inf}, []float32{0, -90, -100, -104, -120, 88, 87}, []float32{-1e30, 1e30, 0})
+		for _, x := range rows {
+			n := len(x)
+			y := make([]float32, n)
+			Softmax(x, y, n, false)
+			m, s := softmaxMaxSum(x)
+			for i, v := range x {
+				// x - max is rounded to float32 first: e^ of it is
+				// off by |x - max| ulps relative.
+				if w := math.Exp(float64(v)-m) / s; !closeEnough(float64(y[i]), w, 8+math.Min(math.Abs(float64(v)-m), 200), 1e-30) {
+					t.Fatalf("row %v: softmax[%d] = %g, want %g", x, i, y[i], w)
+				}
+			}
+		}
+	})
+}
+
 func TestSoftmax(t *testing.T) {
 	levels(t, func(t *testing.T) {
 		r := newRand(t)
@@ -301,14 +352,7 @@ func TestSoftmax(t *testing.T) {
 				Softmax(x, y, n, log)
 				for row := 0; row < 4; row++ {
 					xr := x[row*n : row*n+n]
-					m := math.Inf(-1)
-					for _, v := range xr {
-						m = math.Max(m, float64(v))
-					}
-					var s float64
-					for _, v := range xr {
-						s += math.Exp(float64(v) - m)
-					}
+					m, s := softmaxMaxSum(xr)
 					for i, v := range xr {
 						w := math.Exp(float64(v)-m) / s
 						if log {
