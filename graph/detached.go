@@ -21,6 +21,7 @@ func init() {
 	RegisterShapeFn("_MstreamUnaryChain", unchangedShape)
 	RegisterShapeFn("_MstreamLayerNorm", unchangedShape)
 	RegisterShapeFn("_MstreamAttention", attentionShape)
+	RegisterShapeFn("_MstreamEinsumBias", einsumBiasShape)
 	RegisterShapeFn("_MstreamGatherN", gatherNShape)
 }
 

@@ -320,6 +320,15 @@ func batchMatMulShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 // leaves the output unknown: the kernel checks the equation when it runs.
 // Keras' attention and Dense export as Einsum, and the fusions after them
 // (Keras' LayerNorm) need the output's last dimension.
+// einsumBiasShape is _MstreamEinsumBias's: its Einsum's, the bias
+// (input 2) adding nothing to the shape.
+func einsumBiasShape(c *ShapeContext) ([]tensor.PartialShape, error) {
+	if len(c.In) != 3 {
+		return []tensor.PartialShape{tensor.Unknown}, nil
+	}
+	return einsumShape(&ShapeContext{Node: c.Node, In: c.In[:2]})
+}
+
 func einsumShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	eq := strings.ReplaceAll(string(c.Attr("equation").GetS()), " ", "")
 	lhs, out, explicit := strings.Cut(eq, "->")

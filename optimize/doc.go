@@ -19,7 +19,9 @@
 // is_filter_const), so that its kernel keeps them in its own layout
 // (packed panels, the primitive's) across Runs, and so is the second
 // operand of a float32 Einsum (Keras' EinsumDense kernel; the node keeps
-// its op),
+// its op, or, with the Add of a Const bias over its trailing dimensions
+// after a plain product, becomes _MstreamEinsumBias, CPU only;
+// einsum.go),
 // Keras' LayerNormalization in either form TF 2.15 exports (Reshape ->
 // training FusedBatchNormV3 -> Reshape -> Mul -> AddV2, or the moments
 // chain Mean/SquaredDifference/Rsqrt/Mul/Sub/AddV2; layernorm.go) becomes

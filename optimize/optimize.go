@@ -284,7 +284,7 @@ func (r *rewriter) match() {
 	r.matchGathers()
 	for _, n := range r.order {
 		if n.Op == "Einsum" && r.taken[n] == nil {
-			r.matchEinsumWeights(n)
+			r.matchEinsum(n)
 		}
 	}
 	for _, n := range r.order {
@@ -818,29 +818,6 @@ func buildFoldedBatchNorm(r *rewriter, f *fusion) (*graph.Node, error) {
 	}
 	args := argsFor("_FusedConv2D", r.remap(conv.Inputs[0]), fo, bo)
 	return r.newFused("_FusedConv2D", f.result(), f, args, epilogueAttrs(f, "_FusedConv2D", "BiasAdd"))
-}
-
-// matchEinsumWeights marks a float32 Einsum of two operands whose second
-// (a Keras EinsumDense's kernel) is a Const the plan does not feed,
-// ConstWeightsAttr, as a _FusedMatMul's B is marked: its CPU kernel then
-// packs that operand once for the product, where it packed it again in
-// every block of every Run. The node keeps its op and kernel.
-func (r *rewriter) matchEinsumWeights(n *graph.Node) {
-	if len(n.Inputs) != 2 || dtypeOf(n, "T") != tensor.Float || n.Attrs[ConstWeightsAttr].GetB() {
-		return
-	}
-	if w := r.throughIdentity(n.Inputs[1]); w.Node.Op != "Const" || r.fed[w] {
-		return
-	}
-	r.add(&fusion{nodes: []*graph.Node{n}, plain: true, kind: Remap, build: func(r *rewriter, f *fusion) (*graph.Node, error) {
-		attrs := make(map[string]*tfpb.AttrValue, len(n.Attrs)+1)
-		for k, v := range n.Attrs {
-			attrs[k] = v
-		}
-		attrs[ConstWeightsAttr] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
-		args := [][]graph.Output{{r.remap(n.Inputs[0]), r.remap(n.Inputs[1])}}
-		return graph.NewDetached(n.ID, n.Op, n.Name, n.Device, args, r.remapControls(n), attrs)
-	}})
 }
 
 func buildChain(r *rewriter, f *fusion) (*graph.Node, error) {

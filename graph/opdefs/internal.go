@@ -13,7 +13,8 @@ import (
 // fusion produces or a GraphDef written by TF's grappler may contain. The
 // signatures of _FusedMatMul and _FusedConv2D are TF 2.15's
 // (core/ops/math_ops.cc, core/ops/nn_ops.cc); _MstreamUnaryChain and
-// _MstreamLayerNorm, _MstreamAttention and _MstreamGatherN are ours.
+// _MstreamLayerNorm, _MstreamAttention, _MstreamEinsumBias and
+// _MstreamGatherN are ours.
 // _Arg, _Retval, _DeviceArg and _DeviceRetval are the system ops of
 // function bodies (core/ops/function_ops.cc): a graph given to
 // TF_GraphToFunction or imported from a function's body holds them.
@@ -112,6 +113,15 @@ op {
   attr { name: "scale" type: "float" default_value { f: 1 } }
   attr { name: "scale_q" type: "bool" default_value { b: false } }
   attr { name: "broadcast" type: "bool" default_value { b: false } }
+}
+op {
+  name: "_MstreamEinsumBias"
+  input_arg { name: "x" type_attr: "T" }
+  input_arg { name: "w" type_attr: "T" }
+  input_arg { name: "bias" type_attr: "T" }
+  output_arg { name: "output" type_attr: "T" }
+  attr { name: "equation" type: "string" }
+  attr { name: "T" type: "type" allowed_values { list { type: [DT_FLOAT] } } }
 }
 op {
   name: "_MstreamGatherN"

@@ -92,7 +92,10 @@
 // algorithm over an EinsumDevice, which the GPU kernel implements too.
 // An Einsum whose second operand optimize marks constant (Keras'
 // EinsumDense kernel) keeps it packed and runs a lone product that reads
-// it in place on vec.GemmPacked, as _FusedMatMul does.
+// it in place on vec.GemmPacked, as _FusedMatMul does;
+// _MstreamEinsumBias (Einsum and the Add of a bias over its trailing
+// dimensions) adds the bias in that GEMM's epilogue, or after Einsum's
+// own product where the packed kernel does not run.
 // FakeQuant (quant.go: FakeQuantArgs, FakeQuantGrid) follows TF's
 // functors in float32 with every operation rounded on its own, so both
 // devices give TF's bits; BatchNormWithGlobalNormalization (BNGlobalArgs)

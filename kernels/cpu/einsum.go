@@ -8,6 +8,7 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/cpu/blas"
+	"mstream/kernels/cpu/vec"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -40,6 +41,40 @@ func init() {
 		}
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return RunEinsum(ctx, spec, dev) }), nil
 	})
+	reg("_MstreamEinsumBias", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		spec, err := parseEinsum(attrString(n, "equation", ""), 2)
+		if err != nil {
+			return nil, nodeErr(n, status.InvalidArgument, "%v", err)
+		}
+		var w *packedWeights
+		if n.Attr(constWeightsAttr).GetB() {
+			w = new(packedWeights)
+		}
+		return fusedKernel(n, func(ctx *kernels.Context) error { return einsumBias(ctx, spec, w) }), nil
+	})
+}
+
+// einsumBias is _MstreamEinsumBias, package optimize's fusion of an
+// Einsum of two operands and the Add of a bias over its output's
+// trailing dimensions (Keras' EinsumDense): the bias goes into the packed
+// GEMM's epilogue when the product runs there, else it is added after
+// Einsum's own algorithm, as the Add did.
+func einsumBias(ctx *kernels.Context, spec *EinsumSpec, w *packedWeights) error {
+	bias := ctx.Input(2)
+	b := bias.F32()
+	applied := false
+	if err := RunEinsum(ctx, spec, cpuEinsum{w: w, bias: b, applied: &applied}); err != nil {
+		return err
+	}
+	o := ctx.Outputs[0]
+	r := len(o.Shape) - len(bias.Shape)
+	if r < 0 || !o.Shape[r:].Equal(bias.Shape) {
+		return ctx.Errorf(status.InvalidArgument, "bias of shape %v does not match the trailing dimensions of the product's %v", bias.Shape, o.Shape)
+	}
+	if !applied && len(b) > 0 && o.NumElements() > 0 {
+		vec.MapBinaryRows(vec.Add, o.F32(), b, o.F32(), len(b), false)
+	}
+	return nil
 }
 
 // ParseEinsum parses n's equation (INVALID_ARGUMENT naming the node when
@@ -580,6 +615,10 @@ func (e einsumRun) stridedGemm(a, b operand, o *tensor.Tensor, outLabels, batch,
 // kernel, where sgemmOn would pack B again in every block of rows.
 type cpuEinsum struct {
 	w *packedWeights
+	// bias, for _MstreamEinsumBias, is added by the packed product,
+	// which then sets *applied.
+	bias    []float32
+	applied *bool
 }
 
 func (cpuEinsum) Alloc(ctx *kernels.Context, dt tensor.DType, s tensor.Shape) (*tensor.Tensor, error) {
@@ -654,7 +693,11 @@ func (d cpuEinsum) packed(ctx *kernels.Context, g *gemmViews) bool {
 		!usePacked(g.ta, g.m, g.k, 1, 0) {
 		return false
 	}
-	gemmPacked(ctx, g.m, g.a.F32(), g.lda, d.w.get(g.tb, g.k, g.n, g.b.F32(), g.ldb), g.c.F32(), nil, -1)
+	var bias []float32
+	if d.applied != nil && len(d.bias) == g.n {
+		bias, *d.applied = d.bias, true
+	}
+	gemmPacked(ctx, g.m, g.a.F32(), g.lda, d.w.get(g.tb, g.k, g.n, g.b.F32(), g.ldb), g.c.F32(), bias, -1)
 	return true
 }
 

@@ -14,7 +14,7 @@ import (
 // The fused ops that plan-time fusion (package optimize) and TF's grappler
 // produce: _FusedMatMul and _FusedConv2D with their BiasAdd/FusedBatchNorm
 // and activation epilogues, and mstream's _MstreamUnaryChain,
-// _MstreamLayerNorm and _MstreamAttention. References
+// _MstreamLayerNorm, _MstreamAttention and _MstreamEinsumBias. References
 // are float64 loops: the GEMM or convolution (refConv), then the epilogue
 // exactly as the unfused nodes define it.
 
@@ -24,6 +24,7 @@ func init() {
 	Add("_MstreamUnaryChain", unaryChainCases)
 	Add("_MstreamLayerNorm", layerNormCases)
 	Add("_MstreamAttention", attentionCases)
+	Add("_MstreamEinsumBias", einsumBiasCases)
 }
 
 func aStrs(v ...string) *tfpb.AttrValue {
@@ -510,6 +511,59 @@ func attentionCases(r *rand.Rand) []Case {
 		cs = append(cs, Case{Name: "_MstreamAttention error " + c.name,
 			Node:   NodeForUnknown("_MstreamAttention", Attrs{"broadcast": ABool(c.broadcast)}, ins(c.q, c.k, c.v), nil),
 			Inputs: ins(c.q, c.k, c.v), Err: status.InvalidArgument, ErrMsg: "attention"})
+	}
+	return cs
+}
+
+// einsumBiasCases: _MstreamEinsumBias against a float64 product plus the
+// bias over the trailing dimensions, with the weights marked constant
+// (the packed kernel, bias in its epilogue) or not, one row and no rows
+// (Einsum's own product, then the bias), and a bias of the wrong shape.
+func einsumBiasCases(r *rand.Rand) []Case {
+	var cs []Case
+	for i, c := range []struct {
+		eq      string
+		x, w, b tensor.Shape
+	}{
+		{"abc,cde->abde", tensor.Shape{3, 5, 8}, tensor.Shape{8, 2, 4}, tensor.Shape{2, 4}},
+		{"abcd,cde->abe", tensor.Shape{2, 5, 2, 4}, tensor.Shape{2, 4, 6}, tensor.Shape{6}},
+		{"ab,bc->ac", tensor.Shape{40, 33}, tensor.Shape{33, 70}, tensor.Shape{70}},
+		{"ab,bc->ac", tensor.Shape{1, 7}, tensor.Shape{7, 5}, tensor.Shape{5}},
+		{"abc,cd->abd", tensor.Shape{0, 3, 4}, tensor.Shape{4, 5}, tensor.Shape{5}},
+	} {
+		x := RandRange(r, tensor.Float, c.x, -2, 2)
+		w := RandRange(r, tensor.Float, c.w, -2, 2)
+		b := RandRange(r, tensor.Float, c.b, -2, 2)
+		n := int(c.b.NumElements())
+		k := int(c.w.NumElements()) / n
+		m := int(c.x.NumElements()) / k
+		xv, wv, bv := F64s(x), F64s(w), F64s(b)
+		want := make([]float64, m*n)
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				o := bv[j]
+				for l := 0; l < k; l++ {
+					o += xv[i*k+l] * wv[l*n+j]
+				}
+				want[i*n+j] = o
+			}
+		}
+		out := append(append(tensor.Shape{}, c.x[:len(c.x)-(len(c.w)-len(c.b))]...), c.b...)
+		for _, constW := range []bool{false, true} {
+			attrs := Attrs{"equation": AStr(c.eq)}
+			if constW {
+				attrs["_mstream_const_weights"] = ABool(true)
+			}
+			cs = append(cs, Case{Name: fmt.Sprintf("_MstreamEinsumBias %s %v %v const %v (%d)", c.eq, c.x, c.w, constW, i),
+				Node: NodeFor("_MstreamEinsumBias", attrs, ins(x, w, b), nil), Inputs: ins(x, w, b),
+				Want: ins(FromF64(tensor.Float, out, want)), Tol: 2e-5})
+		}
+	}
+	x, w := Rand(r, tensor.Float, tensor.Shape{3, 4}), Rand(r, tensor.Float, tensor.Shape{4, 5})
+	for _, b := range []*tensor.Tensor{Rand(r, tensor.Float, tensor.Shape{4}), Rand(r, tensor.Float, tensor.Shape{2, 5})} {
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamEinsumBias error bias %v", b.Shape),
+			Node:   NodeForUnknown("_MstreamEinsumBias", Attrs{"equation": AStr("ab,bc->ac")}, ins(x, w, b), nil),
+			Inputs: ins(x, w, b), Err: status.InvalidArgument, ErrMsg: "bias"})
 	}
 	return cs
 }
