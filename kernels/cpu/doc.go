@@ -131,12 +131,13 @@
 // batch (BatchMatMul, Einsum) runs its products as the pool's chunks
 // (gemm.go). A _FusedMatMul whose B package optimize marks as an unfed
 // Const (a layer's weights) packs B once, when it first runs, and keeps
-// it with the kernel (packedWeights, gemm.go); with two rows or more it
-// runs on vec.GemmPacked, bias and activation applied per tile, split over
-// the pool in blocks of rows by panels (gemmPacked), where OpenBLAS would
-// pack B again on every call (at 16 rows that packing was as much CPU as
-// the product). One row stays on vec.Gemv, which reads B once as it is; a
-// CPU without AVX-512 takes OpenBLAS.
+// it with the kernel (packedWeights, gemm.go); it runs on vec.GemmPacked,
+// bias and activation applied per tile, split over the pool in blocks of
+// rows by panels (gemmPacked), where OpenBLAS would pack B again on every
+// call (at 16 rows that packing was as much CPU as the product). One row
+// (a batch of one) streams the panels, a group at a time, with the bits
+// the same row gets in a batch. Any other product of one row is vec.Gemv's,
+// which reads B once as it is; a CPU without AVX-512 takes OpenBLAS.
 //
 // Not yet honoured: Cast's Truncate attr (conversions round to nearest, as
 // TF does with Truncate=false); BatchMatMulV3 with mixed input dtypes

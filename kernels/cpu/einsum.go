@@ -690,7 +690,7 @@ func (d cpuEinsum) GemmStrided(ctx *kernels.Context, g *gemmViews) error {
 // B is the node's constant second operand where it lies, and says so.
 func (d cpuEinsum) packed(ctx *kernels.Context, g *gemmViews) bool {
 	if d.w == nil || g.c.DType != tensor.Float || len(g.batch) > 0 || g.b != ctx.Input(1) || g.ldc != g.n ||
-		!usePacked(g.ta, g.m, g.k, 1, 0) {
+		!usePacked(g.ta, true, g.m, g.k, 1, 0) {
 		return false
 	}
 	var bias []float32

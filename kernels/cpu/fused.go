@@ -38,8 +38,8 @@ func init() {
 		// OpenBLAS / packed, m x k x n, load 4): 4x512x1024 30 / 93-98,
 		// 16x512x1024 65 / 112, 16x1024x1024 66 / 108-112, 64x128x512
 		// 64-90 / 107, 64x512x128 73-95 / 115, 1024x128x512 101 / 110,
-		// 256x1024x1024 101 / 114; one row is level with vec.Gemv
-		// (1x1024x1024 21 / 23), which keeps it. Any other B goes to
+		// 256x1024x1024 101 / 114; one row streams the panels a group
+		// at a time (usePacked says what it gained over vec.Gemv). Any other B goes to
 		// OpenBLAS, not oneDNN's matmul. With OpenBLAS on one thread and
 		// the GEMM split over the intra-op pool, as a session runs it,
 		// BenchmarkDNNL put OpenBLAS ahead in CPU us per call (oneDNN /
@@ -260,7 +260,7 @@ func f32s(v []float64) []float32 {
 }
 
 // fusedMatMul is _FusedMatMul: on the packed GEMM when w holds the
-// node's constant B (float32, two rows or more, a CPU with the kernel);
+// node's constant B (float32, a CPU with the kernel);
 // on oneDNN when prims is set, it is loaded and onDNNL picks it for the
 // shape; else OpenBLAS and the epilogue.
 func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, w *packedWeights, prims *dnnl.Cache[dnnl.MatMulDesc], onDNNL func(m, n, k int) bool) error {
@@ -291,7 +291,7 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, w *packedWeight
 		return nil
 	}
 	M, N, K := int(m), int(n), int(k)
-	if w != nil && o.DType == tensor.Float && usePacked(ta, M, K, 1, 0) {
+	if w != nil && o.DType == tensor.Float && usePacked(ta, true, M, K, 1, 0) {
 		act := vec.Unary(-1)
 		if op, ok := actOps[ep.act]; ok {
 			act = op

@@ -94,6 +94,11 @@ const packedRows = 64
 // (BenchmarkSgemmPacked: 90-115 GFLOP/s on AVX-512).
 const packedFlopsPerNs = 100
 
+// packedBytesPerNs is about the rate at which one core streams packed
+// weights from L3 (GB/s): what a panel costs at one row (a GEMV), where
+// its flops are too few to count.
+const packedBytesPerNs = 30
+
 // gemmUnits splits C (m x n) over the pool in units of packedRows rows
 // by one panel of vec.Panel columns, panel-major, so that the rows of one
 // panel run together while its columns of B are in cache; run gets
@@ -101,7 +106,9 @@ const packedFlopsPerNs = 100
 // panels of a small batch in one call.
 func gemmUnits(ctx *kernels.Context, m, n, k int, run func(r0, r1, p0, p1 int)) {
 	np, nrb := (n+vec.Panel-1)/vec.Panel, (m+packedRows-1)/packedRows
-	ctx.For(np*nrb, 2*float64(packedRows*k*vec.Panel)/packedFlopsPerNs, func(lo, hi int) {
+	unit := float64(k * vec.Panel)
+	cost := max(2*float64(min(m, packedRows))*unit/packedFlopsPerNs, 4*unit/packedBytesPerNs)
+	ctx.For(np*nrb, cost, func(lo, hi int) {
 		if nrb == 1 {
 			run(0, m, lo, hi)
 			return
@@ -125,20 +132,27 @@ func gemmPacked(ctx *kernels.Context, m int, a []float32, lda int, p *vec.Packed
 }
 
 // usePacked says whether a float32 product C = alpha op(A) op(B) + beta C
-// goes to package vec's kernel: A not transposed, two rows or more (one
-// row is vec.Gemv's or OpenBLAS's GEMV), alpha 1 and beta 0, a CPU with
-// the kernel. OpenBLAS packs B again in every call, which at the
-// attention's 64x32x64 products and the 16-row layers cost as much as the
-// product (BenchmarkSgemmPacked).
-func usePacked(ta bool, m, k int, alpha, beta float32) bool {
-	return !ta && m > 1 && k > 0 && alpha == 1 && beta == 0 && vec.CurrentLevel() >= vec.AVX512
+// goes to package vec's kernel: A not transposed, alpha 1 and beta 0, a
+// CPU with the kernel, and two rows or more unless B is kept packed
+// (constB). OpenBLAS packs B again in every call, which at the attention's
+// 64x32x64 products and the 16-row layers cost as much as the product
+// (BenchmarkSgemmPacked). One row times a B packed as it goes would read
+// B twice; vec.Gemv reads it once as it is. One row times B kept packed
+// streams the panels (vec.GemmPacked's GEMV, a group of panels at a
+// time), bias and activation applied as it stores. BenchmarkSgemmPacked,
+// CPU us per call (perf stat task-clock over 10000 calls, less one; the
+// wall time swung 2x at load 8), vec.Gemv / packed: 1x512x1024 31-38 /
+// 25-29, 1x1024x1024 66-67 / 55-59, both streaming B from L3 at 60-80
+// GB/s; groups of 2, 4 or 8 panels and software prefetch were level.
+func usePacked(ta, constB bool, m, k int, alpha, beta float32) bool {
+	return !ta && (m > 1 || constB && m == 1) && k > 0 && alpha == 1 && beta == 0 && vec.CurrentLevel() >= vec.AVX512
 }
 
 // sgemm is the float32 GEMM of one product on one thread (a batch's
 // chunks run it): vec.Gemm, packing B a panel at a time, where usePacked
 // says, else OpenBLAS.
 func sgemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if usePacked(ta, m, k, alpha, beta) && vec.Gemm(tb, m, n, k, a, lda, b, ldb, c, ldc) {
+	if usePacked(ta, false, m, k, alpha, beta) && vec.Gemm(tb, m, n, k, a, lda, b, ldb, c, ldc) {
 		return
 	}
 	blas.Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -148,7 +162,7 @@ func sgemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []fl
 // gemmUnits' blocks (whole panels of columns, so the bits do not depend
 // on the split) where usePacked says, else blas.SgemmOn.
 func sgemmOn(ctx *kernels.Context, ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if !usePacked(ta, m, k, alpha, beta) {
+	if !usePacked(ta, false, m, k, alpha, beta) {
 		blas.SgemmOn(ctx, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}

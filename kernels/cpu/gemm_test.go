@@ -125,3 +125,49 @@ func TestFusedMatMulPackedConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedMatMulPackedOneRow runs _FusedMatMul with constant weights on
+// one row, which streams the packed panels (vec.GemmPacked's GEMV) with
+// bias and activation in the kernel, and holds every row of a batch to the
+// same row run alone, bit for bit: a request's output must not depend on
+// the batch it came in (before, one row took vec.Gemv, which sums in
+// another order, and batches of two or more the packed tiles).
+func TestFusedMatMulPackedOneRow(t *testing.T) {
+	if vec.CurrentLevel() < vec.AVX512 {
+		t.Skip("the packed GEMM needs AVX-512: the kernel takes OpenBLAS here")
+	}
+	r := newRand(t)
+	for _, act := range []string{"", "Relu", "Sigmoid", "LeakyRelu"} {
+		for _, c := range []struct {
+			m, k, n int64
+			tb      bool
+		}{{3, 512, 1024, false}, {2, 256, 1, false}, {4, 100, 130, true}, {2, 1024, 512, false}} {
+			n, kern, _ := packedKernel(t, act, c.tb)
+			bs := tensor.Shape{c.k, c.n}
+			if c.tb {
+				bs = tensor.Shape{c.n, c.k}
+			}
+			b, _ := randTensor(r, f32, bs)
+			bias, _ := randTensor(r, f32, tensor.Shape{c.n})
+			a, _ := randTensor(r, f32, tensor.Shape{c.m, c.k})
+			run := func(a *tensor.Tensor) []float32 {
+				ctx := &kernels.Context{Node: n, Inputs: []*tensor.Tensor{a, b, bias}, Outputs: make([]*tensor.Tensor, 1), Pool: pool{}, Alloc: poisoned}
+				if err := kern.Compute(ctx); err != nil {
+					t.Fatal(err)
+				}
+				return ctx.Outputs[0].F32()
+			}
+			all := run(a)
+			for i := int64(0); i < c.m; i++ {
+				row := tensor.New(f32, tensor.Shape{1, c.k})
+				copy(row.F32(), a.F32()[i*c.k:(i+1)*c.k])
+				got := run(row)
+				for j, v := range got {
+					if w := all[i*c.n+int64(j)]; math.Float32bits(v) != math.Float32bits(w) {
+						t.Fatalf("%s %+v: row %d alone [%d] = %v, in the batch %v", act, c, i, j, v, w)
+					}
+				}
+			}
+		}
+	}
+}

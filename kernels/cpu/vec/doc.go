@@ -6,7 +6,8 @@
 // fused kernels (ChannelAffine, in place, a block of rows per call), and a
 // GEMM against a B packed once (PackB, GemmPacked: panels of 32 columns,
 // tiles of up to 8 rows held in registers over the whole k, bias and
-// activation applied as a tile is stored).
+// activation applied as a tile is stored; one row streams four panels at
+// once, each element summed in the same order as in a tile).
 //
 // vec.c compiles the loops three times on x86-64: for the baseline the cgo
 // flags give (-march=x86-64-v2, SSE4.2), for AVX2+FMA and for AVX-512, and

@@ -94,9 +94,54 @@ static void gemm_panel_avx512(long n, long k, const float *a, long lda, const fl
 	}
 }
 
+/* One row of C (row a of A) times MS_GEMV_GROUP panels from panel p at
+ * once: a GEMV, which streams the weights once and does one FMA per float
+ * read, so the tile's two accumulators (one FMA chain each, latency bound)
+ * would hold it under what L2 and L3 deliver; a group keeps 2 *
+ * MS_GEMV_GROUP chains and as many streams of panels in flight, one
+ * broadcast of A's element serving them all. Each element still sums its
+ * products in k order from its start value, one FMA each: gemmp_tile's
+ * bits for a tile of one row. */
+#define MS_GEMV_GROUP 4
+static void gemv_group_avx512(long n, long k, const float *a, const float *bp, float *c, const float *bias, int accum,
+		int act, long p) {
+	__m512 acc[2 * MS_GEMV_GROUP];
+	__mmask16 mk[2 * MS_GEMV_GROUP];
+	const float *pp[MS_GEMV_GROUP];
+	for (int g = 0; g < MS_GEMV_GROUP; g++) {
+		long c0 = (p + g) * MS_PANEL, w = n - c0 < MS_PANEL ? n - c0 : MS_PANEL;
+		mk[2 * g] = w >= 16 ? 0xffff : (__mmask16)((1u << w) - 1);
+		mk[2 * g + 1] = w <= 16 ? 0 : w >= 32 ? 0xffff : (__mmask16)((1u << (w - 16)) - 1);
+		pp[g] = bp + (p + g) * k * MS_PANEL;
+		for (int h = 0; h < 2; h++) {
+			const float *src = accum ? c + c0 + 16 * h : bias ? bias + c0 + 16 * h : 0;
+			acc[2 * g + h] = src ? _mm512_maskz_loadu_ps(mk[2 * g + h], src) : _mm512_setzero_ps();
+		}
+	}
+	for (long q = 0; q < k; q++) {
+		__m512 av = _mm512_set1_ps(a[q]);
+		for (int g = 0; g < MS_GEMV_GROUP; g++) {
+			acc[2 * g] = _mm512_fmadd_ps(av, _mm512_loadu_ps(pp[g] + q * MS_PANEL), acc[2 * g]);
+			acc[2 * g + 1] = _mm512_fmadd_ps(av, _mm512_loadu_ps(pp[g] + q * MS_PANEL + 16), acc[2 * g + 1]);
+		}
+	}
+	for (int g = 0; g < MS_GEMV_GROUP; g++) {
+		float *cg = c + (p + g) * MS_PANEL;
+		_mm512_mask_storeu_ps(cg, mk[2 * g], acc[2 * g]);
+		_mm512_mask_storeu_ps(cg + 16, mk[2 * g + 1], acc[2 * g + 1]);
+	}
+	if (act >= 0) {
+		long c0 = p * MS_PANEL, end = (p + MS_GEMV_GROUP) * MS_PANEL;
+		unary_avx512(act, c + c0, c + c0, (end < n ? end : n) - c0);
+	}
+}
 static int gemm_packed_avx512(long m, long n, long k, const float *a, long lda, const float *bp, float *c, long ldc,
 		const float *bias, int accum, int act, long r0, long r1, long p0, long p1) {
-	for (long p = p0; p < p1; p++)
+	long p = p0;
+	if (r1 - r0 == 1)
+		for (; p + MS_GEMV_GROUP <= p1; p += MS_GEMV_GROUP)
+			gemv_group_avx512(n, k, a + r0 * lda, bp, c + r0 * ldc, bias, accum, act, p);
+	for (; p < p1; p++)
 		gemm_panel_avx512(n, k, a, lda, bp + p * k * MS_PANEL, c, ldc, bias, accum, act, r0, r1, p);
 	(void)m;
 	return 1;

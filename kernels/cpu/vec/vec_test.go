@@ -551,7 +551,7 @@ func TestGemmPacked(t *testing.T) {
 		return x
 	}
 	for _, m := range []int{1, 2, 7, 8, 9, 16, 17, 70} {
-		for _, n := range []int{1, 16, 17, 31, 32, 33, 100} {
+		for _, n := range []int{1, 16, 17, 31, 32, 33, 100, 130, 300} {
 			for _, k := range []int{0, 1, 5, 130} {
 				for _, v := range []struct {
 					transB, bias, accum bool
@@ -626,6 +626,17 @@ func TestGemmPacked(t *testing.T) {
 					for i := range s {
 						if math.Float32bits(s[i]) != math.Float32bits(c[i]) {
 							t.Fatalf("m=%d n=%d k=%d %+v: a split C differs at %d: %g vs %g", m, n, k, v, i, s[i], c[i])
+						}
+					}
+					// A row alone (a GEMV, panels in groups) has the bits
+					// it has among the others (tiles of rows).
+					for i := 0; i < m; i++ {
+						row := append([]float32(nil), c0[i*ldc:i*ldc+n]...)
+						GemmPacked(1, a[i*lda:], lda, p, row, ldc, bias, v.accum, v.act, 0, 1, 0, p.Panels())
+						for j := range row {
+							if math.Float32bits(row[j]) != math.Float32bits(c[i*ldc+j]) {
+								t.Fatalf("m=%d n=%d k=%d %+v: row %d alone differs at %d: %g vs %g", m, n, k, v, i, j, row[j], c[i*ldc+j])
+							}
 						}
 					}
 					// Gemm, packing as it goes, has GemmPacked's bits.
