@@ -624,8 +624,6 @@ func gatherV2Shape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	return []tensor.PartialShape{known(out...)}, nil
 }
 
-// gatherNShape is _MstreamGatherN's: output i is GatherV2(params i,
-// indices i, axis 0)'s, indices i's dims then params i's after the first.
 // attentionShape is _MstreamAttention's [batch, Sq, heads, Dv] from q
 // [batch, Sq, heads, D], k and v [batch, Sk, heads, Dv]: batch and heads
 // where all three are known, broadcast from 1 (the kernel checks that
@@ -654,6 +652,8 @@ func attentionShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	return []tensor.PartialShape{{Known: true, Dims: []int64{dim(0), c.In[0].Dims[1], dim(2), c.In[2].Dims[3]}}}, nil
 }
 
+// gatherNShape is _MstreamGatherN's: output i is GatherV2(params i,
+// indices i, axis 0)'s, indices i's dims then params i's after the first.
 func gatherNShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	n := len(c.In) / 2
 	out := make([]tensor.PartialShape, n)

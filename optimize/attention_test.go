@@ -8,6 +8,8 @@ import (
 	"mstream/optimize"
 	"mstream/optimize/fusiontest"
 	"mstream/proto/tfpb"
+	"mstream/session"
+	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -64,6 +66,8 @@ func TestAttention(t *testing.T) {
 			feeds: shapes(tensor.Shape{3, 5, 2, 4}, tensor.Shape{1, 5, 2, 4}, tensor.Shape{1, 5, 1, 4})},
 		{name: "heads, one query", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
 			feeds: shapes(tensor.Shape{2, 1, 2, 4}, tensor.Shape{2, 5, 2, 4}, tensor.Shape{2, 5, 2, 4})},
+		{name: "heads, depth 0", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
+			feeds: shapes(tensor.Shape{2, 3, 2, 0}, tensor.Shape{2, 5, 2, 0}, tensor.Shape{2, 5, 2, 4})},
 		{name: "heads, depths disagree (both fail)", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
 			feeds: shapes(tensor.Shape{2, 5, 2, 4}, tensor.Shape{2, 5, 2, 3}, tensor.Shape{2, 5, 2, 4})},
 		{name: "heads, batches disagree (both fail)", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
@@ -144,5 +148,33 @@ func TestAttentionCPUOnly(t *testing.T) {
 	g.RUnlock()
 	if res.Fused != 0 {
 		t.Errorf("%d fusions with a device that has no _MstreamAttention kernel", res.Fused)
+	}
+}
+
+// TestAttentionScratchLimit: the fused kernel's scores are scratch outside
+// the allocator, held to the host's limit as the unfused graph's scores
+// tensor is: with 32 MiB, [1, 4096, 1, 1] inputs (64 MiB of scores) fail
+// with RESOURCE_EXHAUSTED either way, and smaller inputs run either way.
+func TestAttentionScratchLimit(t *testing.T) {
+	g := headsAttention(t, 0.5, []int32{0, 2, 1, 3})
+	out, _ := fusiontest.Output(g, "out")
+	for _, seq := range []int64{4096, 512} {
+		r := rand.New(rand.NewSource(1))
+		var fs []session.Feed
+		for _, n := range []string{"q", "k", "v"} {
+			o, _ := fusiontest.Output(g, n)
+			fs = append(fs, session.Feed{Output: o, Tensor: fusiontest.Random(r, tensor.Float, tensor.Shape{1, seq, 1, 1})})
+		}
+		for _, fusion := range []string{"0", "1"} {
+			s, err := session.New(g, &session.Options{Env: map[string]string{"MSTREAM_FUSION": fusion, "MSTREAM_HOST_MEMORY_MB": "32"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = s.Run(nil, fs, []graph.Output{out}, nil)
+			s.Close()
+			if refuse := seq == 4096; refuse != (status.CodeOf(err) == status.ResourceExhausted) || !refuse && err != nil {
+				t.Errorf("seq %d, MSTREAM_FUSION=%s: %v", seq, fusion, err)
+			}
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"fmt"
+	"math"
 	"sync"
 
 	"mstream/graph"
@@ -100,12 +102,30 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 		return t.F32()[(b*rows*th+h)*depth:], th * depth
 	}
 	scale := []float32{a.scale}
+	// Each chunk takes scores and probabilities (and the scaled query) as
+	// scratch outside the allocator: check the most that may be held at
+	// once against the device's limit, as the unfused graph's tensors are.
+	held := min(int64(ctx.Threads()), nb*nh)
+	need64, ok := int64(0), sk == 0 || int64(sq) <= math.MaxInt64/8/int64(sk)/held
+	if ok {
+		need64 = 2 * int64(sq) * int64(sk)
+		if a.scaleQ {
+			need64 += int64(sq) * int64(d)
+		}
+		ok = need64 <= math.MaxInt64/4/held
+	}
+	what := func() string {
+		return fmt.Sprintf("attention scratch for scores [%d, %d] of %d of %d batch x heads at once", sq, sk, held, nb*nh)
+	}
+	if !ok {
+		return ctx.Errorf(status.ResourceExhausted, "OOM when allocating %s: the size overflows", what())
+	}
+	if err := ctx.Limit.Check(need64*held, 4, what); err != nil {
+		return ctx.Errorf(status.CodeOf(err), "%v", err)
+	}
+	need := int(need64)
 	flops := 2*float64(sq)*float64(sk)*float64(d+dv) + 8*float64(sq)*float64(sk)
 	ctx.For(int(nb)*H, flops/packedFlopsPerNs, func(lo, hi int) {
-		need := 2 * sq * sk
-		if a.scaleQ {
-			need += sq * d
-		}
 		buf, _ := a.scratch.Get().(*[]float32)
 		if buf == nil || cap(*buf) < need {
 			b := make([]float32, need)
@@ -124,7 +144,11 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 				}
 				qm, ldq = qs, d
 			}
-			sgemm(false, true, sq, sk, d, 1, qm, ldq, km, ldk, 0, s, sk)
+			if d == 0 {
+				clear(s) // no depth: every score is 0 (BLAS refuses lda 0)
+			} else {
+				sgemm(false, true, sq, sk, d, 1, qm, ldq, km, ldk, 0, s, sk)
+			}
 			if !a.scaleQ {
 				vec.MapBinary(vec.Mul, s, scale, p, 1, 0)
 				s, p = p, s
