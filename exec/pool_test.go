@@ -276,3 +276,42 @@ func BenchmarkHandOff(b *testing.B) {
 		}
 	}
 }
+
+// TestIntraCallersBeyondThreads: while as many For calls as the pool has
+// threads are in progress, a further caller runs its loop whole on its own
+// thread instead of cutting it into chunks that a worker would have to
+// take over (on a machine with as many cores as threads, such a worker is
+// one thread too many: preempted in a chunk, it held its caller for the
+// scheduler's time slice, issue 22's p99 at two client threads).
+func TestIntraCallersBeyondThreads(t *testing.T) {
+	p := NewIntra(2)
+	defer p.Close()
+	// A: two chunks, each blocked until released, so A's caller and the
+	// one worker are both inside A's For.
+	var started sync.WaitGroup
+	started.Add(2)
+	release := make(chan struct{})
+	doneA := make(chan struct{})
+	go func() {
+		defer close(doneA)
+		p.For(2, 1e9, func(lo, hi int) {
+			started.Done()
+			<-release
+		})
+	}()
+	started.Wait()
+	var calls [][2]int
+	p.For(8, 1e9, func(lo, hi int) { calls = append(calls, [2]int{lo, hi}) })
+	close(release)
+	<-doneA
+	if len(calls) != 1 || calls[0] != [2]int{0, 8} {
+		t.Fatalf("a For beside a caller that holds every thread ran %v, want [[0 8]] (whole, on its caller)", calls)
+	}
+	// Alone again, the same loop is cut into chunks.
+	calls = calls[:0]
+	var mu sync.Mutex
+	p.For(8, 1e9, func(lo, hi int) { mu.Lock(); calls = append(calls, [2]int{lo, hi}); mu.Unlock() })
+	if len(calls) != 2 {
+		t.Fatalf("a lone For ran %v, want two chunks", calls)
+	}
+}
