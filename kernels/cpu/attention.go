@@ -105,7 +105,10 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 	// Each chunk takes scores and probabilities (and the scaled query) as
 	// scratch outside the allocator: check the most that may be held at
 	// once against the device's limit, as the unfused graph's tensors are.
-	held := min(int64(ctx.Threads()), nb*nh)
+	held := nb * nh // a pool that does not say its size may run every chunk at once
+	if t := int64(ctx.Threads()); t > 0 {
+		held = min(t, held)
+	}
 	need64, ok := int64(0), sk == 0 || int64(sq) <= math.MaxInt64/8/int64(sk)/held
 	if ok {
 		need64 = 2 * int64(sq) * int64(sk)
