@@ -109,7 +109,7 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 	if t := int64(ctx.Threads()); t > 0 {
 		held = min(t, held)
 	}
-	need64, ok := int64(0), sk == 0 || int64(sq) <= math.MaxInt64/8/int64(sk)/held
+	need64, ok := int64(0), int64(sq) <= math.MaxInt64/8/int64(sk)/held // sk > 0 here
 	if ok {
 		need64 = 2 * int64(sq) * int64(sk)
 		if a.scaleQ {

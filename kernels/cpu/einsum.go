@@ -35,10 +35,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		dev := cpuEinsum{}
-		if n.Attr(constWeightsAttr).GetB() {
-			dev.w = new(packedWeights)
-		}
+		dev := cpuEinsum{w: packedFor(n)}
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { return RunEinsum(ctx, spec, dev) }), nil
 	})
 	reg("_MstreamEinsumBias", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
@@ -46,10 +43,7 @@ func init() {
 		if err != nil {
 			return nil, nodeErr(n, status.InvalidArgument, "%v", err)
 		}
-		var w *packedWeights
-		if n.Attr(constWeightsAttr).GetB() {
-			w = new(packedWeights)
-		}
+		w := packedFor(n)
 		return fusedKernel(n, func(ctx *kernels.Context) error { return einsumBias(ctx, spec, w) }), nil
 	})
 }

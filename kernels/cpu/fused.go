@@ -62,8 +62,8 @@ func init() {
 		// threads. fusedMatMul keeps the oneDNN path for that benchmark
 		// and for TestFusedMatMulDNNL, which holds the two equal.
 		var w *packedWeights
-		if n.Attr(constWeightsAttr).GetB() && !ta {
-			w = new(packedWeights)
+		if !ta {
+			w = packedFor(n)
 		}
 		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep, w, nil, nil) }), nil
 	})
@@ -116,9 +116,19 @@ func init() {
 const fusedFromAttr = "_mstream_fused_from"
 
 // constWeightsAttr is optimize.ConstWeightsAttr: the weights (a
-// _FusedMatMul's B, a _FusedConv2D's filter) are a Const the plan does not
-// feed, the same on every Run.
+// _FusedMatMul's B, a _FusedConv2D's filter, an Einsum's second operand)
+// are a Const the plan does not feed, the same on every Run.
 const constWeightsAttr = "_mstream_const_weights"
+
+// packedFor returns where node n's kernel keeps its constant weights
+// packed once (vec.GemmPacked), when package optimize marked them
+// (constWeightsAttr); nil otherwise.
+func packedFor(n *graph.Node) *packedWeights {
+	if n.Attr(constWeightsAttr).GetB() {
+		return new(packedWeights)
+	}
+	return nil
+}
 
 // fusedKernel wraps a fused kernel so that its errors also name the nodes
 // the fusion replaced, which are the ones the user knows.

@@ -103,11 +103,7 @@ func normAxis(ctx *kernels.Context, axis int64, rank int) (int, error) {
 }
 
 func hostInts(ctx *kernels.Context, i int, what string) ([]int64, error) {
-	v, err := ctx.Input(i).Int64s()
-	if err != nil {
-		return nil, ctx.Errorf(status.InvalidArgument, "%s: %v", what, err)
-	}
-	return v, nil
+	return hostIntsIn(ctx, i, what, nil)
 }
 
 // hostIntsIn is hostInts into dst[:0] (a caller's buffer, often on its
