@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"mstream/hostmem"
 )
@@ -161,7 +162,9 @@ func (t *Tensor) Int64s() ([]int64, error) {
 func (t *Tensor) AppendInt64s(dst []int64) ([]int64, error) {
 	switch t.DType {
 	case Int32:
-		for _, x := range t.I32() {
+		v := t.I32()
+		dst = slices.Grow(dst, len(v))
+		for _, x := range v {
 			dst = append(dst, int64(x))
 		}
 		return dst, nil
