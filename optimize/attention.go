@@ -1,6 +1,7 @@
 package optimize
 
 import (
+	"slices"
 	"strings"
 
 	"mstream/graph"
@@ -94,24 +95,11 @@ func (r *rewriter) swapsHeads(t *graph.Node) bool {
 		return false
 	}
 	p := r.constThrough(t.Inputs[1])
-	if p == nil || p.NumElements() != 4 {
+	if p == nil {
 		return false
 	}
-	for i, want := range []int64{0, 2, 1, 3} {
-		var got int64
-		switch p.DType {
-		case tensor.Int32:
-			got = int64(p.I32()[i])
-		case tensor.Int64:
-			got = p.I64()[i]
-		default:
-			return false
-		}
-		if got != want {
-			return false
-		}
-	}
-	return true
+	perm, err := p.Int64s()
+	return err == nil && slices.Equal(perm, []int64{0, 2, 1, 3})
 }
 
 // plainBatchMatMul says whether n is a float32 BatchMatMulV2/V3 with the
