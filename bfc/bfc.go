@@ -577,11 +577,11 @@ func (a *Allocator) flushLocked(only device.Stream) bool {
 		if only != nil && sc.s != only {
 			return
 		}
+		sc.mu.Lock()
+		l := sc.chunks
+		sc.chunks = nil
 		if !a.opts.StreamAware {
 			// Free memory at once: no mark, no event.
-			sc.mu.Lock()
-			l := sc.chunks
-			sc.chunks = nil
 			sc.mu.Unlock()
 			a.cached.Add(-int64(len(l)))
 			for _, c := range l {
@@ -591,9 +591,6 @@ func (a *Allocator) flushLocked(only device.Stream) bool {
 			moved = moved || len(l) > 0
 			return
 		}
-		sc.mu.Lock()
-		l := sc.chunks
-		sc.chunks = nil
 		mark, markSeq, markAt := sc.mark, sc.markSeq, sc.markAt
 		covered := 0
 		if mark != nil {
