@@ -101,10 +101,10 @@ func (p *Pool) worker() {
 // threads, B=16, 3 ms against a p50 of 0.7).
 //
 // A worker that finishes a job spins for intraSpin before it parks, and a
-// caller waiting for its last chunks spins as long before it blocks: as
-// TF's Eigen pool does, back-to-back parallel kernels (a model's layers,
-// and at one client thread the next Run's first layer) then hand work
-// over without the scheduler's park and wake-up.
+// caller waiting for its last chunks spins as long, without yielding,
+// before it blocks: as TF's Eigen pool does, back-to-back parallel kernels
+// (a model's layers, and at one client thread the next Run's first layer)
+// then hand work over without the scheduler's park and wake-up.
 //
 // Lock order: Intra.mu is a leaf.
 type Intra struct {
@@ -195,8 +195,14 @@ func (p *Intra) For(n int, cost float64, fn func(lo, hi int)) {
 	j.work()
 	p.unlist(j)
 	if j.remaining.Load() != 0 {
+		// Without yielding: the chunks left are running on workers that
+		// claimed them, and a caller entered from C (cgo) is a locked
+		// thread, for which runtime.Gosched hands its P to another thread
+		// and sleeps on a futex until it gets one back (a thread switch
+		// each way: 18% of mlp B=1's samples at one client thread).
 		for t0 := time.Now(); j.remaining.Load() != 0 && time.Since(t0) < intraSpin; {
-			runtime.Gosched()
+			for i := 0; i < 64 && j.remaining.Load() != 0; i++ {
+			}
 		}
 	}
 	<-j.finished
