@@ -88,11 +88,17 @@ func (p *Pool) worker() {
 
 // Intra is the intra-op Parallelizer: a session's (or a group's) fixed set
 // of n-1 worker goroutines, which with the caller make the n threads of
-// intra_op_parallelism_threads. For splits a loop into chunks worth at
-// least minChunkNs each, at most one per thread; the caller and the idle
-// workers claim chunks from a shared counter, so concurrent Runs share the
-// n-1 workers (never more threads than that beside the callers), and a
-// caller whose workers are all busy runs every chunk itself. While as many
+// intra_op_parallelism_threads. For splits a loop worth two minimum
+// splits (minChunkNs) or more into chunks worth at least grainNs each, at
+// most chunksPerThread per thread (a smaller loop, of two grains or more,
+// only while a worker spins: waking a parked one costs more than such a
+// loop); the caller and the idle workers claim chunks from a shared
+// counter, so concurrent Runs share the n-1 workers (never more threads
+// than that beside the callers), a caller whose workers are all busy
+// runs every chunk itself, and a worker that comes late still takes the
+// chunks nobody has reached. The chunks are the loop's elements in equal
+// runs; a kernel's result must not depend on where they are cut (blocks
+// fixed by the shape: blas.SgemmOn, gemmUnits). While as many
 // For calls as there are threads are in progress (concurrent Runs, each
 // caller a thread of its own), a further one runs its loop whole on its
 // caller: a worker taking a chunk of it would be one runnable thread more
@@ -100,8 +106,9 @@ func (p *Pool) worker() {
 // caller for the scheduler's time slice (issue 22: p99 at two client
 // threads, B=16, 3 ms against a p50 of 0.7).
 //
-// A worker that finishes a job spins for intraSpin before it parks, and a
-// caller waiting for its last chunks spins as long, without yielding,
+// A worker that finishes a job spins for intraSpin before it parks (its
+// goroutine yielding now and then), and a caller waiting for its last
+// chunks spins as long, without yielding,
 // before it blocks: as TF's Eigen pool does, back-to-back parallel kernels
 // (a model's layers, and at one client thread the next Run's first layer)
 // then hand work over without the scheduler's park and wake-up.
@@ -133,7 +140,25 @@ type intraJob struct {
 }
 
 const (
+	// minChunkNs: a loop worth less than two of these is not worth
+	// waking a parked worker for (the caller's futex wake and the
+	// worker's start-up, 5-50 us on a loaded machine); it is split only
+	// onto a worker that spins already, which takes a chunk in well under
+	// a microsecond.
 	minChunkNs = 20000
+	// grainNs and chunksPerThread: the chunks are worth at least grainNs
+	// and number up to chunksPerThread a thread, so that a worker that
+	// comes late (woken from its park, or descheduled by another process
+	// on a shared machine) still takes the chunks the caller has not
+	// reached, and a caller that finishes first waits for one small chunk
+	// rather than half the loop; no more than 2 a thread, as a chunk of
+	// a oneDNN convolution is a primitive call of its own, with a fixed
+	// cost and a halo of input rows. Cut one per thread, mlp B=1 at one
+	// client thread on the shared 2-core machine (load 6-8) had the
+	// worker run 8-15% of the chunks: woken or scheduled late, it found
+	// the caller had claimed both.
+	grainNs         = 5000
+	chunksPerThread = 2
 	// intraSpin bounds a worker's spin for the next job and a caller's
 	// spin for its last chunks: longer than the small kernels between two
 	// parallel ones and than a client's gap between two Runs (at 20 us
@@ -141,6 +166,9 @@ const (
 	// one client thread 4684 -> 5646 QPS at 100 us, 300 us no better),
 	// short enough to cost little when nothing comes.
 	intraSpin = 100 * time.Microsecond
+	// spinCheck paces a worker's spin: at 256 loads between two clock
+	// reads, clock_gettime took a third of the spin's samples.
+	spinCheck = 2048
 )
 
 // NewIntra returns an intra-op parallelizer with n threads, the caller's
@@ -177,8 +205,7 @@ func (p *Intra) For(n int, cost float64, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
-	// Bounded in float64 first: a huge cost must not wrap the int.
-	chunks := int(min(float64(n)*cost/minChunkNs, float64(min(p.workers+1, n))))
+	chunks := p.chunks(n, cost)
 	if c := p.callers.Add(1); c > int32(p.workers) {
 		chunks = 1
 	}
@@ -211,6 +238,19 @@ func (p *Intra) For(n int, cost float64, fn func(lo, hi int)) {
 	if j.panicked != nil {
 		panic(j.panicked)
 	}
+}
+
+// chunks is how many chunks For cuts a loop of n elements of cost ns
+// each into: 1 (whole, on the caller) below two grains, or below two
+// minimum splits while no worker spins; else as many grains as it is
+// worth, at most chunksPerThread a thread and one an element.
+func (p *Intra) chunks(n int, cost float64) int {
+	// Bounded in float64 first: a huge cost must not wrap the int.
+	total := float64(n) * cost
+	if p.workers == 0 || total < 2*grainNs || total < 2*minChunkNs && p.spinning.Load() == 0 {
+		return 1
+	}
+	return int(min(total/grainNs, float64(min((p.workers+1)*chunksPerThread, n))))
 }
 
 // publish lists j for the workers and wakes as many parked ones as it has
@@ -276,9 +316,7 @@ func (j *intraJob) run(c int) {
 // intraSpin and then parking until one is published; nil once closed.
 func (p *Intra) take() *intraJob {
 	p.spinning.Add(1)
-	for t0 := time.Now(); p.queued.Load() == 0 && time.Since(t0) < intraSpin; {
-		runtime.Gosched()
-	}
+	p.spin(time.Now())
 	p.mu.Lock()
 	p.spinning.Add(-1)
 	for {
@@ -299,6 +337,21 @@ func (p *Intra) take() *intraJob {
 		p.parked++
 		p.cond.Wait()
 		p.parked--
+	}
+}
+
+// spin waits for a listed job until intraSpin after t0, reading the
+// clock and yielding (runtime.Gosched: a worker's goroutine is not locked
+// to its thread, so the yield is cheap) every spinCheck loads, where it
+// did both at every load.
+func (p *Intra) spin(t0 time.Time) {
+	for p.queued.Load() == 0 {
+		for i := 0; i < spinCheck && p.queued.Load() == 0; i++ {
+		}
+		if time.Since(t0) >= intraSpin {
+			return
+		}
+		runtime.Gosched()
 	}
 }
 

@@ -33,8 +33,12 @@ func TestIntraFor(t *testing.T) {
 	if got := (&kernels.Context{}).Threads(); got != 1 {
 		t.Errorf("Context.Threads without a pool: %d", got)
 	}
+	// Loops below two grains run whole; loops worth two minimum splits
+	// or more are cut into grains, at most chunksPerThread a thread and
+	// one an element. (Between the two, the cut depends on whether a
+	// worker spins: TestIntraSmallLoopsSplitOnlyOntoSpinning.)
 	for _, n := range []int{0, 1, 7, 1000, 100000} {
-		for _, cost := range []float64{0.1, 100, 1e6, 1e300} {
+		for _, cost := range []float64{0.001, 100, 1e6, 1e300} {
 			hits := make([]int32, n)
 			var calls atomic.Int32
 			p.For(n, cost, func(lo, hi int) {
@@ -45,17 +49,87 @@ func TestIntraFor(t *testing.T) {
 			})
 			what := fmt.Sprintf("n=%d cost=%v", n, cost)
 			checkCovered(t, what, hits)
-			// Chunks worth minChunkNs each, at most one per thread (a
-			// cost past any int's range included), equal but the last.
+			// Equal chunks but the last (a cost past any int's range
+			// included).
 			want := 0
-			if n > 0 {
-				c := max(1, int(math.Min(float64(n)*cost/minChunkNs, float64(min(4, n)))))
+			if total := float64(n) * cost; n > 0 {
+				c := 1
+				if total >= 2*minChunkNs {
+					c = int(math.Min(total/grainNs, float64(min(4*chunksPerThread, n))))
+				}
 				per := (n + c - 1) / c
 				want = (n + per - 1) / per
 			}
 			if got := int(calls.Load()); got != want {
 				t.Errorf("%s: %d chunks, want %d", what, got, want)
 			}
+		}
+	}
+}
+
+// giveWorkerAChunk runs a loop of two chunks on p (of two threads) until
+// the worker runs one (the caller's waits until the other has started,
+// which only the worker can start meanwhile) and finishes it after the
+// caller has left the job (so that the worker does not find it listed
+// and claimed: TestIntraWorkerSpinsPastClaimedJob), so that its spin
+// starts now.
+func giveWorkerAChunk(p *Intra) {
+	var took atomic.Bool
+	wait := func(cond func() bool) {
+		for t0 := time.Now(); !cond() && time.Since(t0) < time.Millisecond; {
+			// A worker woken from its park waits on this P's run queue.
+			runtime.Gosched()
+		}
+	}
+	for !took.Load() {
+		p.For(2, 1e9, func(lo, hi int) {
+			if lo == 1 {
+				took.Store(true)
+				wait(func() bool { return p.queued.Load() == 0 })
+				return
+			}
+			wait(took.Load)
+		})
+	}
+}
+
+// TestIntraSmallLoopsSplitOnlyOntoSpinning: a loop worth two grains but
+// less than two minimum splits runs whole while the workers are parked
+// (waking one costs more than the loop), and is split while a worker
+// spins, which takes a chunk without a wake-up.
+func TestIntraSmallLoopsSplitOnlyOntoSpinning(t *testing.T) {
+	p := NewIntra(2)
+	defer p.Close()
+	const n = 64
+	cost := float64(3*grainNs) / n // 3 grains, under 2 minimum splits
+	chunks := func() int {
+		var calls atomic.Int32
+		p.For(n, cost, func(lo, hi int) { calls.Add(1) })
+		return int(calls.Load())
+	}
+	for parked := 0; parked == 0; time.Sleep(50 * time.Microsecond) {
+		p.mu.Lock()
+		parked = p.parked
+		p.mu.Unlock()
+	}
+	if c := chunks(); c != 1 {
+		t.Fatalf("a small loop with the worker parked ran in %d chunks, want 1 (whole)", c)
+	}
+	// A worker spins from its last chunk for intraSpin: give it one, and
+	// catch it spinning (a loaded machine may deschedule it past its spin,
+	// so a few tries).
+	for try := 0; ; try++ {
+		giveWorkerAChunk(p)
+		t0 := time.Now()
+		for p.spinning.Load() == 0 && time.Since(t0) < time.Millisecond {
+			// A worker woken from its park waits on this P's run queue.
+			runtime.Gosched()
+		}
+		if c := chunks(); c > 1 {
+			break
+		}
+		if try == 100 {
+			t.Fatalf("a small loop never split onto a spinning worker in %d tries", try)
 		}
 	}
 }
@@ -311,7 +385,7 @@ func TestIntraCallersBeyondThreads(t *testing.T) {
 	calls = calls[:0]
 	var mu sync.Mutex
 	p.For(8, 1e9, func(lo, hi int) { mu.Lock(); calls = append(calls, [2]int{lo, hi}); mu.Unlock() })
-	if len(calls) != 2 {
-		t.Fatalf("a lone For ran %v, want two chunks", calls)
+	if len(calls) != 2*chunksPerThread {
+		t.Fatalf("a lone For ran %v, want %d chunks", calls, 2*chunksPerThread)
 	}
 }
