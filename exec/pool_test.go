@@ -231,8 +231,14 @@ func TestIntraClose(t *testing.T) {
 	})
 	checkCovered(t, "before Close", hits)
 	p.Close()
-	if n := runtime.NumGoroutine(); n > before {
-		t.Errorf("%d goroutines after Close, %d before NewIntra", n, before)
+	// A worker's goroutine ends just after it reports done to Close
+	// (under -race, 3 goroutines against 2 in 3 of 30 runs).
+	n := runtime.NumGoroutine()
+	for t0 := time.Now(); n > before && time.Since(t0) < time.Second; n = runtime.NumGoroutine() {
+		time.Sleep(time.Millisecond)
+	}
+	if n > before {
+		t.Errorf("%d goroutines a second after Close, %d before NewIntra", n, before)
 	}
 	hits = make([]int32, 1000)
 	p.For(1000, 1e6, func(lo, hi int) {
