@@ -18,6 +18,7 @@ import (
 func init() {
 	RegisterShapeFn("_FusedMatMul", matMulShape)
 	RegisterShapeFn("_FusedConv2D", convShape)
+	RegisterShapeFn("_MstreamConv2DMaxPool", convMaxPoolShape)
 	RegisterShapeFn("_MstreamUnaryChain", unchangedShape)
 	RegisterShapeFn("_MstreamLayerNorm", unchangedShape)
 	RegisterShapeFn("_MstreamAttention", attentionShape)

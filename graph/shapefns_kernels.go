@@ -527,6 +527,26 @@ func convShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	return []tensor.PartialShape{out}, nil
 }
 
+// convMaxPoolShape is _MstreamConv2DMaxPool's (NHWC): its convolution's
+// output, pooled by pool_ksize, pool_strides and pool_padding.
+func convMaxPoolShape(c *ShapeContext) ([]tensor.PartialShape, error) {
+	conv, err := convShape(c)
+	if err != nil {
+		return nil, err
+	}
+	ks, st := c.Attr("pool_ksize").GetList().GetI(), c.Attr("pool_strides").GetList().GetI()
+	in := conv[0]
+	if !in.Known || len(ks) != 4 || len(st) != 4 {
+		return []tensor.PartialShape{unknownDims(4)}, nil
+	}
+	pad := string(c.Attr("pool_padding").GetS())
+	out := unknownDims(4)
+	out.Dims[0], out.Dims[3] = in.Dims[0], in.Dims[3]
+	out.Dims[1] = windowDim(in.Dims[1], ks[1], 1, st[1], pad, 0, 0)
+	out.Dims[2] = windowDim(in.Dims[2], ks[2], 1, st[2], pad, 0, 0)
+	return []tensor.PartialShape{out}, nil
+}
+
 func poolShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	in := c.In[0]
 	if err := needRank(in, 4, "input"); err != nil {

@@ -13,8 +13,8 @@ import (
 // fusion produces or a GraphDef written by TF's grappler may contain. The
 // signatures of _FusedMatMul and _FusedConv2D are TF 2.15's
 // (core/ops/math_ops.cc, core/ops/nn_ops.cc); _MstreamUnaryChain and
-// _MstreamLayerNorm, _MstreamAttention, _MstreamEinsumBias and
-// _MstreamGatherN are ours.
+// _MstreamLayerNorm, _MstreamAttention, _MstreamEinsumBias,
+// _MstreamConv2DMaxPool and _MstreamGatherN are ours.
 // _Arg, _Retval, _DeviceArg and _DeviceRetval are the system ops of
 // function bodies (core/ops/function_ops.cc): a graph given to
 // TF_GraphToFunction or imported from a function's body holds them.
@@ -122,6 +122,31 @@ op {
   output_arg { name: "output" type_attr: "T" }
   attr { name: "equation" type: "string" }
   attr { name: "T" type: "type" allowed_values { list { type: [DT_FLOAT] } } }
+}
+op {
+  name: "_MstreamConv2DMaxPool"
+  input_arg { name: "input" type_attr: "T" }
+  input_arg { name: "filter" type_attr: "T" }
+  input_arg { name: "args" type_list_attr: "TArgs" }
+  input_arg { name: "host_args" type: DT_FLOAT number_attr: "num_host_args" }
+  output_arg { name: "output" type_attr: "T" }
+  attr { name: "T" type: "type" allowed_values { list { type: [DT_FLOAT] } } }
+  attr { name: "TArgs" type: "list(type)" has_minimum: true }
+  attr { name: "num_args" type: "int" has_minimum: true }
+  attr { name: "num_host_args" type: "int" default_value { i: 0 } has_minimum: true }
+  attr { name: "strides" type: "list(int)" }
+  attr { name: "padding" type: "string" allowed_values { list { s: ["SAME", "VALID", "EXPLICIT"] } } }
+  attr { name: "explicit_paddings" type: "list(int)" default_value { list {} } }
+  attr { name: "data_format" type: "string" default_value { s: "NHWC" } allowed_values { list { s: ["NHWC"] } } }
+  attr { name: "filter_format" type: "string" default_value { s: "HWIO" } allowed_values { list { s: ["HWIO"] } } }
+  attr { name: "dilations" type: "list(int)" default_value { list { i: [1, 1, 1, 1] } } }
+  attr { name: "use_cudnn_on_gpu" type: "bool" default_value { b: true } }
+  attr { name: "fused_ops" type: "list(string)" default_value { list {} } }
+  attr { name: "epsilon" type: "float" default_value { f: 0.0001 } }
+  attr { name: "leakyrelu_alpha" type: "float" default_value { f: 0.2 } }
+  attr { name: "pool_ksize" type: "list(int)" has_minimum: true minimum: 4 }
+  attr { name: "pool_strides" type: "list(int)" has_minimum: true minimum: 4 }
+  attr { name: "pool_padding" type: "string" allowed_values { list { s: ["SAME", "VALID"] } } }
 }
 op {
   name: "_MstreamGatherN"

@@ -50,9 +50,10 @@ func TestCurrent(t *testing.T) {
 // of All, and carry the attrs fusion and TF's grappler set.
 func TestInternal(t *testing.T) {
 	for op, attrs := range map[string][]string{
-		"_FusedMatMul":       {"transpose_a", "transpose_b", "T", "num_args", "fused_ops", "epsilon", "leakyrelu_alpha"},
-		"_FusedConv2D":       {"T", "TArgs", "num_args", "num_host_args", "strides", "padding", "explicit_paddings", "data_format", "filter_format", "dilations", "fused_ops", "epsilon"},
-		"_MstreamUnaryChain": {"T", "ops"},
+		"_FusedMatMul":          {"transpose_a", "transpose_b", "T", "num_args", "fused_ops", "epsilon", "leakyrelu_alpha"},
+		"_FusedConv2D":          {"T", "TArgs", "num_args", "num_host_args", "strides", "padding", "explicit_paddings", "data_format", "filter_format", "dilations", "fused_ops", "epsilon"},
+		"_MstreamUnaryChain":    {"T", "ops"},
+		"_MstreamConv2DMaxPool": {"T", "TArgs", "num_args", "strides", "padding", "dilations", "fused_ops", "pool_ksize", "pool_strides", "pool_padding"},
 	} {
 		d := Lookup(op)
 		if d == nil {

@@ -14,7 +14,8 @@ import (
 	"mstream/tensor"
 )
 
-func benchKernel(b *testing.B, n *graph.Node, bytes int64, in ...*tensor.Tensor) {
+// cpuKernel is the CPU kernel of n, made by its factory.
+func cpuKernel(b *testing.B, n *graph.Node) kernels.Kernel {
 	def, err := kernels.Lookup(n, kernels.CPU)
 	if err != nil {
 		b.Fatal(err)
@@ -23,6 +24,11 @@ func benchKernel(b *testing.B, n *graph.Node, bytes int64, in ...*tensor.Tensor)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return k
+}
+
+func benchKernel(b *testing.B, n *graph.Node, bytes int64, in ...*tensor.Tensor) {
+	k := cpuKernel(b, n)
 	ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes))}
 	b.SetBytes(bytes)
 	for i := 0; i < b.N; i++ {
@@ -225,6 +231,67 @@ func BenchmarkConvSplit(b *testing.B) {
 				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/1e3/float64(b.N), "cpu-us/op")
 			})
 		}
+	}
+}
+
+// BenchmarkConvMaxPool measures cnn's (bench/models) blocks, a 3x3
+// convolution with bias and ReLU then a 2x2 MaxPool, at B=1, 16 and 256
+// on one thread (kernels.Serial), in CPU time per call: as two nodes
+// (_FusedConv2D, then MaxPool over its whole output) and as one
+// _MstreamConv2DMaxPool (each image pooled as soon as it is convolved):
+// go test ./kernels/cpu -run '^$' -bench ConvMaxPool.
+func BenchmarkConvMaxPool(b *testing.B) {
+	r := newRand(b)
+	for _, s := range []struct{ n, hw, c, o int }{{1, 32, 3, 32}, {1, 16, 32, 64}, {1, 8, 64, 128}, {16, 32, 3, 32}, {16, 16, 32, 64}, {256, 32, 3, 32}} {
+		x, _ := randTensor(r, f32, tensor.Shape{int64(s.n), int64(s.hw), int64(s.hw), int64(s.c)})
+		w, _ := randTensor(r, f32, tensor.Shape{3, 3, int64(s.c), int64(s.o)})
+		bias, _ := randTensor(r, f32, tensor.Shape{int64(s.o)})
+		attrs := map[string]*tfpb.AttrValue{"strides": aInts(1, 1, 1, 1), "padding": aStr("SAME"), "data_format": aStr("NHWC"),
+			"fused_ops": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{S: [][]byte{[]byte("BiasAdd"), []byte("Relu")}}}}, "num_args": aInt(1),
+			"pool_ksize": aInts(1, 2, 2, 1), "pool_strides": aInts(1, 2, 2, 1), "pool_padding": aStr("VALID")}
+		conv := node("_FusedConv2D", attrs, []tensor.DType{f32, f32, f32}, f32)
+		fused := node("_MstreamConv2DMaxPool", attrs, []tensor.DType{f32, f32, f32}, f32)
+		pool := node("MaxPool", map[string]*tfpb.AttrValue{"ksize": aInts(1, 2, 2, 1), "strides": aInts(1, 2, 2, 1), "padding": aStr("VALID")}, []tensor.DType{f32}, f32)
+		conv.Attrs[constWeightsAttr], fused.Attrs[constWeightsAttr] = aBool(true), aBool(true)
+		kc, kp, kf := cpuKernel(b, conv), cpuKernel(b, pool), cpuKernel(b, fused)
+		// Outputs come from a BFC allocator in a session: here each
+		// shape's tensor is made once and reused, so neither side pays
+		// the Go heap.
+		made := map[string]*tensor.Tensor{}
+		alloc := func(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error) {
+			k := fmt.Sprint(dt, shape)
+			if made[k] == nil {
+				made[k] = tensor.New(dt, shape)
+			}
+			return made[k], nil
+		}
+		run := func(name string, f func() error) {
+			b.Run(fmt.Sprintf("B%d-%dx%dx%d-%d/%s", s.n, s.hw, s.hw, s.c, s.o, name), func(b *testing.B) {
+				if err := f(); err != nil { // the primitives made, the filter packed
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					if err := f(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/1e3/float64(b.N), "cpu-us/op")
+			})
+		}
+		run("conv,pool", func() error {
+			ctx := &kernels.Context{Node: conv, Inputs: []*tensor.Tensor{x, w, bias}, Outputs: make([]*tensor.Tensor, 1), Pool: kernels.Serial{}, Alloc: alloc}
+			if err := kc.Compute(ctx); err != nil {
+				return err
+			}
+			pctx := &kernels.Context{Node: pool, Inputs: ctx.Outputs, Outputs: make([]*tensor.Tensor, 1), Pool: kernels.Serial{}, Alloc: alloc}
+			return kp.Compute(pctx)
+		})
+		run("fused", func() error {
+			ctx := &kernels.Context{Node: fused, Inputs: []*tensor.Tensor{x, w, bias}, Outputs: make([]*tensor.Tensor, 1), Pool: kernels.Serial{}, Alloc: alloc}
+			return kf.Compute(ctx)
+		})
 	}
 }
 

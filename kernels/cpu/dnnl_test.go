@@ -112,12 +112,7 @@ func TestConvPoolSplitDNNL(t *testing.T) {
 		t.Skipf("no oneDNN: %s", dnnl.Loaded().Warning)
 	}
 	r := newRand(t)
-	fallbacks := dnnl.Fallbacks()
-	defer func() {
-		if n := dnnl.Fallbacks() - fallbacks; n != 0 {
-			t.Errorf("oneDNN could not make %d of the shapes or parts", n)
-		}
-	}()
+	defer noFallbacks(t)()
 	runOn := func(p kernels.Parallelizer, n *graph.Node, f func(ctx *kernels.Context) error, in ...*tensor.Tensor) *tensor.Tensor {
 		t.Helper()
 		ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes)), Pool: p, Alloc: poisoned}
@@ -200,6 +195,109 @@ func TestConvPoolSplitDNNL(t *testing.T) {
 					closeF32(t, fmt.Sprintf("%s %v window %v %s on %T, run %d", op, c.in, c.filter[:2], c.padding, p, rep), got.F32(), want.F32(), 1e-6)
 				}
 			}
+		}
+	}
+}
+
+// TestConvMaxPoolDNNL checks _MstreamConv2DMaxPool's oneDNN path (each
+// part convolves the rows its pooled rows read, then pools them: bands of
+// one image, groups of images of a batch) against its own path (the convolution
+// whole into a temporary, then the pool), run whole (kernels.Serial) and
+// split (the test pool cuts any range into up to four parts), with and
+// without a constant filter, twice each; oneDNN must make every part.
+func TestConvMaxPoolDNNL(t *testing.T) {
+	if !dnnl.Available() {
+		t.Skipf("no oneDNN: %s", dnnl.Loaded().Warning)
+	}
+	r := newRand(t)
+	defer noFallbacks(t)()
+	for _, c := range []struct {
+		in, filter tensor.Shape
+		strides    []int64
+		padding    string
+		ksize      []int64 // the pool's window and strides (H, W)
+		pstrides   []int64
+		ppadding   string
+		act        string
+	}{
+		{tensor.Shape{1, 16, 16, 3}, tensor.Shape{3, 3, 3, 32}, []int64{1, 1, 1, 1}, "SAME", []int64{2, 2}, []int64{2, 2}, "VALID", "Relu"},
+		{tensor.Shape{3, 16, 16, 8}, tensor.Shape{3, 3, 8, 16}, []int64{1, 1, 1, 1}, "SAME", []int64{2, 2}, []int64{2, 2}, "VALID", "Relu"},
+		// A VALID remainder: the convolution's last row is not read.
+		{tensor.Shape{1, 11, 9, 4}, tensor.Shape{3, 3, 4, 8}, []int64{1, 1, 1, 1}, "SAME", []int64{2, 2}, []int64{2, 2}, "VALID", ""},
+		{tensor.Shape{1, 13, 10, 5}, tensor.Shape{3, 2, 5, 6}, []int64{1, 2, 1, 1}, "VALID", []int64{3, 3}, []int64{2, 2}, "SAME", "Relu"},
+		{tensor.Shape{2, 12, 7, 3}, tensor.Shape{2, 2, 3, 4}, []int64{1, 1, 1, 1}, "SAME", []int64{3, 2}, []int64{1, 2}, "SAME", ""},
+		// 200 KB of convolution output an image: groups of two images
+		// (groupBytes), the last of one.
+		{tensor.Shape{5, 40, 40, 3}, tensor.Shape{3, 3, 3, 32}, []int64{1, 1, 1, 1}, "SAME", []int64{2, 2}, []int64{2, 2}, "VALID", "Relu"},
+	} {
+		ops := []string{"BiasAdd"}
+		if c.act != "" {
+			ops = append(ops, c.act)
+		}
+		b := make([][]byte, len(ops))
+		for i, s := range ops {
+			b[i] = []byte(s)
+		}
+		attrs := map[string]*tfpb.AttrValue{"strides": aInts(c.strides...), "padding": aStr(c.padding), "data_format": aStr("NHWC"),
+			"fused_ops": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{S: b}}}, "num_args": aInt(1)}
+		n := node("_FusedConv2D", attrs, []tensor.DType{f32, f32, f32}, f32)
+		a, ep, err := parseFusedConv2D(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pa := PoolAttrs{Ksize: []int64{1, c.ksize[0], c.ksize[1], 1}, Strides: []int64{1, c.pstrides[0], c.pstrides[1], 1}, Padding: c.ppadding}
+		x, _ := randTensor(r, f32, c.in)
+		w, _ := randTensor(r, f32, c.filter)
+		bias, _ := randTensor(r, f32, tensor.Shape{c.filter[3]})
+		run := func(p kernels.Parallelizer, cp *convPool, constFilter, wantDNNL bool) *tensor.Tensor {
+			t.Helper()
+			ctx := &kernels.Context{Node: n, Inputs: []*tensor.Tensor{x, w, bias}, Outputs: make([]*tensor.Tensor, 1), Pool: p, Alloc: poisoned}
+			call, err := newFusedConvCall(ctx, a, ep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := PoolParams(ctx, pa, call.p.OutShape(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := ctx.Allocate(0, tensor.Shape{int64(g.N), int64(g.OH), int64(g.OW), int64(g.OD)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !wantDNNL {
+				conv, _ := kernels.NewTensor(ctx, f32, call.p.OutShape())
+				if err := call.run(ctx, nil, false, conv); err != nil {
+					t.Fatal(err)
+				}
+				poolT(ctx, g, true, conv.F32(), o.F32())
+				return o
+			}
+			if done, err := cp.runDNNL(ctx, call, g, constFilter, o.F32()); !done || err != nil {
+				t.Fatalf("oneDNN ran it: %v (%v)", done, err)
+			}
+			return o
+		}
+		want := run(kernels.Serial{}, nil, false, false)
+		for _, p := range []kernels.Parallelizer{kernels.Serial{}, pool{}} {
+			for _, constFilter := range []bool{false, true} {
+				cp := &convPool{conv: &dnnl.ConvCache{Node: "t"}, pool: &dnnl.Cache[dnnl.PoolDesc]{Node: "t"}}
+				for rep := 0; rep < 2; rep++ {
+					got := run(p, cp, constFilter, true)
+					closeF32(t, fmt.Sprintf("%v * %v %s, pool %v/%v %s, %s on %T, const filter %v, run %d", c.in, c.filter, c.padding, c.ksize, c.pstrides, c.ppadding, c.act, p, constFilter, rep),
+						got.F32(), want.F32(), 1e-5*float64(c.filter.NumElements()))
+				}
+			}
+		}
+	}
+}
+
+// noFallbacks returns a check, to defer, that oneDNN made every shape and
+// part asked of it since.
+func noFallbacks(t *testing.T) func() {
+	fallbacks := dnnl.Fallbacks()
+	return func() {
+		if n := dnnl.Fallbacks() - fallbacks; n != 0 {
+			t.Errorf("oneDNN could not make %d of the shapes or parts", n)
 		}
 	}
 }

@@ -73,7 +73,12 @@
 // applies the activation in one pass; _FusedConv2D calls Conv2DTensor and
 // then makes one pass of per-channel scale/offset (BiasAdd, or
 // FusedBatchNorm's inference arithmetic) and activation, row by row while
-// the row is in cache; _MstreamUnaryChain maps every op of a chain of
+// the row is in cache; _MstreamConv2DMaxPool (nn_convpool.go) is a
+// _FusedConv2D and the MaxPool that alone reads it: with oneDNN each part
+// of the intra-op split (a band of pooled rows of one image, a group of
+// images) is convolved into a buffer of the node's and pooled while in
+// cache, else the convolution runs whole into a temporary, then the pool;
+// _MstreamUnaryChain maps every op of a chain of
 // float32 unary ops over one L1-sized block before the next block;
 // _MstreamLayerNorm (nn_norm.go) normalises each row in one vectorised
 // pass (vec.LayerNorm) and applies gamma and beta in the same loop;
@@ -121,7 +126,8 @@
 // primitive's OpenMP team). Convolutions and poolings take no team: their
 // primitives are made for one thread, and the intra-op pool splits a call
 // into images or bands of output rows, each part a primitive of its own
-// sub-shape (nn_conv_dnnl.go says why); a
+// sub-shape (nn_conv_dnnl.go says why; _MstreamConv2DMaxPool's parts
+// pool their rows too); a
 // shape oneDNN cannot make is a warning naming the node (once) and runs
 // the kernel's own code (nn_conv_dnnl.go's runPrim).
 //

@@ -68,25 +68,29 @@ func init() {
 		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedMatMul(ctx, ta, tb, ep, w, nil, nil) }), nil
 	})
 	reg("_FusedConv2D", []tensor.DType{tensor.Float, tensor.Half, tensor.Double}, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		ep, err := parseEpilogue(n, "Conv2D", true)
-		if err != nil {
-			return nil, err
-		}
-		if f := attrString(n, "filter_format", "HWIO"); f != "HWIO" {
-			return nil, nodeErr(n, status.Unimplemented, "filter_format %s is not supported on the CPU: HWIO only", f)
-		}
-		for i, t := range n.InTypes[2:] {
-			if t != n.InTypes[0] {
-				return nil, nodeErr(n, status.InvalidArgument, "Fused Conv2D argument %d has type %v; it must be the input type %v", i, t, n.InTypes[0])
-			}
-		}
-		a, err := ParseConv2DAttrs(n)
+		a, ep, err := parseFusedConv2D(n)
 		if err != nil {
 			return nil, err
 		}
 		prims := &dnnl.ConvCache{Node: n.Name}
 		constFilter := n.Attr(constWeightsAttr).GetB()
 		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep, prims, constFilter) }), nil
+	})
+	reg("_MstreamConv2DMaxPool", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+		a, ep, err := parseFusedConv2D(n)
+		if err != nil {
+			return nil, err
+		}
+		pa := PoolAttrs{Ksize: attrInts(n, "pool_ksize"), Strides: attrInts(n, "pool_strides"), Padding: attrString(n, "pool_padding", "")}
+		if err := pa.check(); err != nil {
+			return nil, nodeErr(n, status.CodeOf(err), "%v", err)
+		}
+		if pa.Padding == "EXPLICIT" || pa.Ksize[3] != 1 || pa.Strides[3] != 1 {
+			return nil, nodeErr(n, status.Unimplemented, "_MstreamConv2DMaxPool pools a spatial window with SAME or VALID padding; got ksize %v, strides %v, padding %s", pa.Ksize, pa.Strides, pa.Padding)
+		}
+		cp := &convPool{conv: &dnnl.ConvCache{Node: n.Name}, pool: &dnnl.Cache[dnnl.PoolDesc]{Node: n.Name}}
+		constFilter := n.Attr(constWeightsAttr).GetB()
+		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2DMaxPool(ctx, a, ep, pa, cp, constFilter) }), nil
 	})
 	reg("_MstreamUnaryChain", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		names := n.Attr("ops").GetList().GetS()
@@ -354,38 +358,89 @@ func fusedMatMul(ctx *kernels.Context, ta, tb bool, ep epilogue, w *packedWeight
 	return nil
 }
 
-func fusedConv2D(ctx *kernels.Context, a Conv2DAttrs, ep epilogue, prims *dnnl.ConvCache, constFilter bool) error {
+// parseFusedConv2D reads and checks the convolution and epilogue attrs
+// of a _FusedConv2D or _MstreamConv2DMaxPool.
+func parseFusedConv2D(n *graph.Node) (Conv2DAttrs, epilogue, error) {
+	ep, err := parseEpilogue(n, "Conv2D", true)
+	if err != nil {
+		return Conv2DAttrs{}, ep, err
+	}
+	if f := attrString(n, "filter_format", "HWIO"); f != "HWIO" {
+		return Conv2DAttrs{}, ep, nodeErr(n, status.Unimplemented, "filter_format %s is not supported on the CPU: HWIO only", f)
+	}
+	for i, t := range n.InTypes[2:] {
+		if t != n.InTypes[0] {
+			return Conv2DAttrs{}, ep, nodeErr(n, status.InvalidArgument, "Fused Conv2D argument %d has type %v; it must be the input type %v", i, t, n.InTypes[0])
+		}
+	}
+	a, err := ParseConv2DAttrs(n)
+	return a, ep, err
+}
+
+// fusedConvCall is one call of a fused convolution: its shape, checked
+// against the inputs, and its epilogue's per-channel parameters.
+type fusedConvCall struct {
+	p             ConvParams
+	ep            epilogue
+	scale, offset []float64
+}
+
+func newFusedConvCall(ctx *kernels.Context, a Conv2DAttrs, ep epilogue) (fusedConvCall, error) {
 	in, f := ctx.Input(0), ctx.Input(1)
 	if a.NCHW {
-		return ctx.Errorf(status.Unimplemented, "_FusedConv2D supports only the NHWC data format on the CPU; the op was given NCHW")
+		return fusedConvCall{}, ctx.Errorf(status.Unimplemented, "_FusedConv2D supports only the NHWC data format on the CPU; the op was given NCHW")
 	}
 	p, err := a.Params(in.Shape, f.Shape)
 	if err != nil {
-		return ctx.Errorf(status.CodeOf(err), "%v", err)
+		return fusedConvCall{}, ctx.Errorf(status.CodeOf(err), "%v", err)
 	}
 	scale, offset, err := ep.channelParams(ctx, int64(p.O))
-	if err != nil {
-		return err
-	}
-	o, err := ctx.Allocate(0, p.OutShape())
-	if err != nil {
-		return err
-	}
-	if o.NumElements() == 0 {
-		return nil
-	}
-	if f.NumElements() == 0 {
+	return fusedConvCall{p: p, ep: ep, scale: scale, offset: offset}, err
+}
+
+// check reports what makes the call's filter or groups invalid (on an
+// output with elements: an empty output needs nothing of them).
+func (c fusedConvCall) check(ctx *kernels.Context) error {
+	if ctx.Input(1).NumElements() == 0 {
 		return ctx.Errorf(status.InvalidArgument, "filter must not have zero elements (i.e. all dimensions must be non-zero)")
 	}
-	if p.O%p.Groups != 0 || p.O < p.Groups {
+	if p := c.p; p.O%p.Groups != 0 || p.O < p.Groups {
 		return ctx.Errorf(status.InvalidArgument, "output depth must be evenly divisible by number of groups: %d vs %d", p.O, p.Groups)
+	}
+	return nil
+}
+
+// inPrim says whether oneDNN's primitive runs the whole epilogue: a
+// bias and, at most, a Relu (any other runs after it, in package cpu).
+func (c fusedConvCall) inPrim() bool {
+	return !c.ep.batchNorm && (c.ep.act == "" || c.ep.act == "Relu")
+}
+
+func fusedConv2D(ctx *kernels.Context, a Conv2DAttrs, ep epilogue, prims *dnnl.ConvCache, constFilter bool) error {
+	c, err := newFusedConvCall(ctx, a, ep)
+	if err != nil {
+		return err
+	}
+	o, err := ctx.Allocate(0, c.p.OutShape())
+	if err != nil || o.NumElements() == 0 {
+		return err
+	}
+	return c.run(ctx, prims, constFilter, o)
+}
+
+// run computes the call into o (its output shape).
+func (c fusedConvCall) run(ctx *kernels.Context, prims *dnnl.ConvCache, constFilter bool, o *tensor.Tensor) error {
+	in, f := ctx.Input(0), ctx.Input(1)
+	p, ep, scale, offset := c.p, c.ep, c.scale, c.offset
+	if err := c.check(ctx); err != nil {
+		return err
 	}
 	if in.NumElements() == 0 {
 		clear(o.Buf) // all padding: the convolution is zeros, the epilogue still applies
 	} else if o.DType == tensor.Float {
 		// oneDNN takes BiasAdd and Relu as the primitive's own bias and
 		// post-op; any other epilogue runs after it, below.
-		inPrim := !ep.batchNorm && (ep.act == "" || ep.act == "Relu")
+		inPrim := c.inPrim()
 		var bias []float32
 		if inPrim {
 			bias = f32s(offset)

@@ -84,24 +84,38 @@ func splitNHWC[D comparable, P any](ctx *kernels.Context, d D, g nhwcGeom, costP
 	if g.n == 1 {
 		units, cost = g.oh, costPerImage/float64(max(g.oh, 1))
 	}
+	return true, splitRun(ctx, units, cost, func(lo, hi int) (func() error, bool) {
+		pt, ok := partOf(g, lo, hi)
+		if !ok {
+			return nil, false
+		}
+		p, err := get(sub(d, pt))
+		if err != nil {
+			return nil, false
+		}
+		return func() error { return run(p, in[pt.in0:pt.in1], out[pt.out0:pt.out1]) }, true
+	}, func() error { return run(whole, in, out) })
+}
+
+// splitRun runs units [0, units) of a oneDNN call over the context's pool
+// (cost ns each): a part [lo, hi) runs what part gives it, all of them
+// whole; a part that reports false (oneDNN cannot make its shape, or it
+// is padding alone) makes whole run once the parts are done. It returns
+// the first error.
+func splitRun(ctx *kernels.Context, units int, cost float64, part func(lo, hi int) (func() error, bool), whole func() error) error {
 	var mu sync.Mutex
 	var first error
 	var redo atomic.Bool
 	ctx.For(units, cost, func(lo, hi int) {
-		p, src, dst := whole, in, out
+		run := whole
 		if lo != 0 || hi != units {
-			pt, ok := partOf(g, lo, hi)
-			var err error
-			if ok {
-				p, err = get(sub(d, pt))
-			}
-			if !ok || err != nil {
+			var ok bool
+			if run, ok = part(lo, hi); !ok {
 				redo.Store(true)
 				return
 			}
-			src, dst = in[pt.in0:pt.in1], out[pt.out0:pt.out1]
 		}
-		if err := run(p, src, dst); err != nil {
+		if err := run(); err != nil {
 			mu.Lock()
 			if first == nil {
 				first = err
@@ -110,9 +124,9 @@ func splitNHWC[D comparable, P any](ctx *kernels.Context, d D, g nhwcGeom, costP
 		}
 	})
 	if first == nil && redo.Load() {
-		first = run(whole, in, out)
+		first = whole()
 	}
-	return true, first
+	return first
 }
 
 // dnnlErr is a oneDNN run's error as the kernel's: the limit's
@@ -142,24 +156,35 @@ func convDNNL(ctx *kernels.Context, cache *dnnl.ConvCache, p ConvParams, in, fil
 	if cache == nil || p.Groups != 1 || p.C == 0 || !dnnl.Available() {
 		return false, nil
 	}
-	d := dnnl.ConvDesc{N: p.N, H: p.H, W: p.W, C: p.C, O: p.O, KH: p.KH, KW: p.KW,
-		SH: p.StrideH, SW: p.StrideW, DH: p.DilH, DW: p.DilW, PT: p.PadTop, PL: p.PadLeft,
-		OH: p.OutH, OW: p.OutW, Bias: bias != nil, Relu: relu}
-	// TF's output size fixes the padding after; VALID's remainder rows
-	// (a negative need) are simply not read.
-	d.PB = max(0, (p.OutH-1)*p.StrideH+(p.KH-1)*p.DilH+1-p.H-p.PadTop)
-	d.PR = max(0, (p.OutW-1)*p.StrideW+(p.KW-1)*p.DilW+1-p.W-p.PadLeft)
-	g := nhwcGeom{n: d.N, h: d.H, inRow: d.W * d.C, oh: d.OH, outRow: d.OW * d.O, ext: (d.KH-1)*d.DH + 1, stride: d.SH, pad: d.PT, padAfter: d.PB}
-	flops := 2 * float64(d.OH*d.OW*d.O) * float64(d.KH*d.KW*d.C)
-	return splitNHWC(ctx, d, g, flops/oneDNNFlopNs, in, out,
-		func(d dnnl.ConvDesc, pt part) dnnl.ConvDesc {
-			d.N, d.H, d.PT, d.PB, d.OH = pt.n, pt.h, pt.pt, pt.pb, pt.oh
-			return d
-		},
+	d, g := convDesc(p, bias != nil, relu)
+	return splitNHWC(ctx, d, g, convNs(d), in, out, convPart,
 		func(d dnnl.ConvDesc) (*dnnl.Conv, error) { return cache.Get(d, 1) },
 		func(c *dnnl.Conv, src, dst []float32) error {
 			return c.Run(ctx.Limit, src, filter, bias, dst, constFilter)
 		})
+}
+
+// convDesc is oneDNN's desc of the convolution p and its geometry.
+func convDesc(p ConvParams, bias, relu bool) (dnnl.ConvDesc, nhwcGeom) {
+	d := dnnl.ConvDesc{N: p.N, H: p.H, W: p.W, C: p.C, O: p.O, KH: p.KH, KW: p.KW,
+		SH: p.StrideH, SW: p.StrideW, DH: p.DilH, DW: p.DilW, PT: p.PadTop, PL: p.PadLeft,
+		OH: p.OutH, OW: p.OutW, Bias: bias, Relu: relu}
+	// TF's output size fixes the padding after; VALID's remainder rows
+	// (a negative need) are simply not read.
+	d.PB = max(0, (p.OutH-1)*p.StrideH+(p.KH-1)*p.DilH+1-p.H-p.PadTop)
+	d.PR = max(0, (p.OutW-1)*p.StrideW+(p.KW-1)*p.DilW+1-p.W-p.PadLeft)
+	return d, nhwcGeom{n: d.N, h: d.H, inRow: d.W * d.C, oh: d.OH, outRow: d.OW * d.O, ext: (d.KH-1)*d.DH + 1, stride: d.SH, pad: d.PT, padAfter: d.PB}
+}
+
+// convNs is the time the split assumes for one image of d.
+func convNs(d dnnl.ConvDesc) float64 {
+	return 2 * float64(d.OH*d.OW*d.O) * float64(d.KH*d.KW*d.C) / oneDNNFlopNs
+}
+
+// convPart is the desc of part pt of d.
+func convPart(d dnnl.ConvDesc, pt part) dnnl.ConvDesc {
+	d.N, d.H, d.PT, d.PB, d.OH = pt.n, pt.h, pt.pt, pt.pb, pt.oh
+	return d
 }
 
 // poolDNNL is convDNNL for MaxPool and AvgPool (float32, a spatial window):
@@ -168,24 +193,38 @@ func poolDNNL(ctx *kernels.Context, cache *dnnl.Cache[dnnl.PoolDesc], g PoolGeom
 	if cache == nil || g.KD != 1 || g.C == 0 || len(in) == 0 || !dnnl.Available() {
 		return false, nil
 	}
+	d, ng := poolDesc(g, isMax)
+	return splitNHWC(ctx, d, ng, poolNs(d), in, out, poolPart,
+		func(d dnnl.PoolDesc) (*dnnl.Prim, error) { return cache.Get(d, 1) },
+		func(p *dnnl.Prim, src, dst []float32) error { return runPool(ctx, p, src, dst) })
+}
+
+// poolDesc is oneDNN's desc of the pooling g and its geometry.
+func poolDesc(g PoolGeom, isMax bool) (dnnl.PoolDesc, nhwcGeom) {
 	d := dnnl.PoolDesc{N: g.N, H: g.H, W: g.W, C: g.C, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW,
 		SH: g.SH, SW: g.SW, PT: g.PT, PL: g.PL, Max: isMax}
 	d.PB = max(0, (g.OH-1)*g.SH+g.KH-g.H-g.PT)
 	d.PR = max(0, (g.OW-1)*g.SW+g.KW-g.W-g.PL)
-	ng := nhwcGeom{n: d.N, h: d.H, inRow: d.W * d.C, oh: d.OH, outRow: d.OW * d.C, ext: d.KH, stride: d.SH, pad: d.PT, padAfter: d.PB}
-	return splitNHWC(ctx, d, ng, float64(d.OH*d.OW*d.C*d.KH*d.KW)*poolNsPerTap, in, out,
-		func(d dnnl.PoolDesc, pt part) dnnl.PoolDesc {
-			d.N, d.H, d.PT, d.PB, d.OH = pt.n, pt.h, pt.pt, pt.pb, pt.oh
-			return d
-		},
-		func(d dnnl.PoolDesc) (*dnnl.Prim, error) { return cache.Get(d, 1) },
-		func(p *dnnl.Prim, src, dst []float32) error {
-			work, err := kernels.Scratch[byte](ctx, p.WorkBytes())
-			if err != nil {
-				return err
-			}
-			return dnnlErr(ctx, p.Run(work, src, dst))
-		})
+	return d, nhwcGeom{n: d.N, h: d.H, inRow: d.W * d.C, oh: d.OH, outRow: d.OW * d.C, ext: d.KH, stride: d.SH, pad: d.PT, padAfter: d.PB}
+}
+
+// poolNs is the time the split assumes for one image of d.
+func poolNs(d dnnl.PoolDesc) float64 { return float64(d.OH*d.OW*d.C*d.KH*d.KW) * poolNsPerTap }
+
+// poolPart is the desc of part pt of d.
+func poolPart(d dnnl.PoolDesc, pt part) dnnl.PoolDesc {
+	d.N, d.H, d.PT, d.PB, d.OH = pt.n, pt.h, pt.pt, pt.pb, pt.oh
+	return d
+}
+
+// runPool runs a pooling primitive, its work buffer from the context's
+// checked memory.
+func runPool(ctx *kernels.Context, p *dnnl.Prim, src, dst []float32) error {
+	work, err := kernels.Scratch[byte](ctx, p.WorkBytes())
+	if err != nil {
+		return err
+	}
+	return dnnlErr(ctx, p.Run(work, src, dst))
 }
 
 // runPrim runs the primitive cache holds for d on args (in the order the

@@ -14,13 +14,15 @@ import (
 // The fused ops that plan-time fusion (package optimize) and TF's grappler
 // produce: _FusedMatMul and _FusedConv2D with their BiasAdd/FusedBatchNorm
 // and activation epilogues, and mstream's _MstreamUnaryChain,
-// _MstreamLayerNorm, _MstreamAttention and _MstreamEinsumBias. References
-// are float64 loops: the GEMM or convolution (refConv), then the epilogue
-// exactly as the unfused nodes define it.
+// _MstreamLayerNorm, _MstreamAttention, _MstreamEinsumBias and
+// _MstreamConv2DMaxPool. References are float64 loops: the GEMM or
+// convolution (refConv), then the epilogue exactly as the unfused nodes
+// define it (then the pool, refPool).
 
 func init() {
 	Add("_FusedMatMul", fusedMatMulCases)
 	Add("_FusedConv2D", fusedConv2DCases)
+	Add("_MstreamConv2DMaxPool", convMaxPoolCases)
 	Add("_MstreamUnaryChain", unaryChainCases)
 	Add("_MstreamLayerNorm", layerNormCases)
 	Add("_MstreamAttention", attentionCases)
@@ -182,34 +184,9 @@ func fusedConv2DCases(r *rand.Rand) []Case {
 			x := RandRange(r, dt, tensor.Shape{int64(s.n), int64(s.h), int64(s.w), int64(s.c)}, -1, 1)
 			f := RandRange(r, dt, tensor.Shape{int64(s.kh), int64(s.kw), int64(s.c), int64(s.o)}, -1, 1)
 			conv, shape := refConv(s, F64s(x), F64s(f))
-			o := int64(s.o)
-			var args []*tensor.Tensor
-			scale, offset := make([]float64, o), make([]float64, o)
 			eps := float32(1e-3 * (1 + r.Float64()))
 			alpha := float32(0.1 + r.Float64())
-			first := "BiasAdd"
-			if bn {
-				first = "FusedBatchNorm"
-				sc, off := RandRange(r, dt, tensor.Shape{o}, 0.5, 2), RandRange(r, dt, tensor.Shape{o}, -1, 1)
-				mean, vr := RandRange(r, dt, tensor.Shape{o}, -1, 1), RandRange(r, dt, tensor.Shape{o}, 0.1, 2)
-				args = ins(sc, off, mean, vr)
-				scv, offv, mv, vv := F64s(sc), F64s(off), F64s(mean), F64s(vr)
-				for c := range scale {
-					scale[c] = scv[c] / math.Sqrt(vv[c]+float64(eps))
-					offset[c] = offv[c] - mv[c]*scale[c]
-				}
-			} else {
-				bias := RandRange(r, dt, tensor.Shape{o}, -1, 1)
-				args = ins(bias)
-				copy(offset, F64s(bias))
-				for c := range scale {
-					scale[c] = 1
-				}
-			}
-			for j := range conv {
-				c := j % s.o
-				conv[j] = refAct(act, float64(alpha), conv[j]*scale[c]+offset[c])
-			}
+			first, args := convEpilogue(r, dt, conv, s.o, bn, act, eps, alpha)
 			attrs := s.attrs()
 			attrs["fused_ops"] = fusedOps(first, act)
 			attrs["num_args"] = AInt(int64(len(args)))
@@ -244,6 +221,92 @@ func fusedConv2DCases(r *rand.Rand) []Case {
 		a := Attrs{"strides": AInts(1, 1, 1, 1), "padding": AStr("VALID"), "fused_ops": e.ops, "num_args": AInt(int64(len(e.args))), "data_format": AStr(e.df)}
 		cs = append(cs, Case{Node: NodeForUnknown("_FusedConv2D", a, in, map[int]int{2: len(e.args), 3: 0}), Inputs: in, Err: e.code, ErrMsg: e.msg})
 	}
+	return cs
+}
+
+// convEpilogue draws a fused convolution's epilogue arguments for o
+// channels (a bias, or with bn FusedBatchNorm's four) and applies them
+// and act to the float64 convolution conv in place, as the unfused nodes
+// define them; it returns the first fused op and the arguments.
+func convEpilogue(r *rand.Rand, dt tensor.DType, conv []float64, o int, bn bool, act string, eps, alpha float32) (string, []*tensor.Tensor) {
+	n := int64(o)
+	scale, offset := make([]float64, o), make([]float64, o)
+	first := "BiasAdd"
+	var args []*tensor.Tensor
+	if bn {
+		first = "FusedBatchNorm"
+		sc, off := RandRange(r, dt, tensor.Shape{n}, 0.5, 2), RandRange(r, dt, tensor.Shape{n}, -1, 1)
+		mean, vr := RandRange(r, dt, tensor.Shape{n}, -1, 1), RandRange(r, dt, tensor.Shape{n}, 0.1, 2)
+		args = ins(sc, off, mean, vr)
+		scv, offv, mv, vv := F64s(sc), F64s(off), F64s(mean), F64s(vr)
+		for c := range scale {
+			scale[c] = scv[c] / math.Sqrt(vv[c]+float64(eps))
+			offset[c] = offv[c] - mv[c]*scale[c]
+		}
+	} else {
+		bias := RandRange(r, dt, tensor.Shape{n}, -1, 1)
+		args = ins(bias)
+		copy(offset, F64s(bias))
+		for c := range scale {
+			scale[c] = 1
+		}
+	}
+	for j := range conv {
+		c := j % o
+		conv[j] = refAct(act, float64(alpha), conv[j]*scale[c]+offset[c])
+	}
+	return first, args
+}
+
+// convMaxPoolCases: _MstreamConv2DMaxPool, a _FusedConv2D (bias or
+// batch norm, an activation) whose output a MaxPool reads, against the
+// float64 convolution, epilogue and pool; batches of one and several,
+// SAME and VALID pools (a VALID remainder leaves the convolution's last
+// rows unread), the epilogues oneDNN's primitive takes (a bias, Relu) and
+// those it does not.
+func convMaxPoolCases(r *rand.Rand) []Case {
+	var cs []Case
+	acts := []string{"", "Relu", "Relu", "Elu"}
+	for i := 0; i < 24; i++ {
+		s := randConvSpec(r)
+		s.n, s.h, s.w, s.o = 1+2*r.Intn(2), 4+r.Intn(12), 3+r.Intn(8), 1+r.Intn(20)
+		if !s.valid() {
+			continue
+		}
+		x := RandRange(r, tensor.Float, tensor.Shape{int64(s.n), int64(s.h), int64(s.w), int64(s.c)}, -1, 1)
+		f := RandRange(r, tensor.Float, tensor.Shape{int64(s.kh), int64(s.kw), int64(s.c), int64(s.o)}, -1, 1)
+		conv, shape := refConv(s, F64s(x), F64s(f))
+		act := acts[i%len(acts)]
+		first, args := convEpilogue(r, tensor.Float, conv, s.o, i%5 == 4, act, 1e-3, 0.2)
+		k := [4]int{1, 1 + r.Intn(3), 1 + r.Intn(3), 1}
+		st := [4]int{1, 1 + r.Intn(3), 1 + r.Intn(2), 1}
+		padding := pick(r, []string{"SAME", "VALID"})
+		ch, cw := int(shape[1]), int(shape[2])
+		if oh, _ := window(ch, k[1], 1, st[1], padding, [2]int{}); oh <= 0 {
+			continue
+		}
+		if ow, _ := window(cw, k[2], 1, st[2], padding, [2]int{}); ow <= 0 {
+			continue
+		}
+		want, wshape := refPool("MaxPool", conv, s.n, ch, cw, s.o, k, st, padding, [4]int{})
+		attrs := s.attrs()
+		attrs["fused_ops"] = fusedOps(first, act)
+		attrs["num_args"] = AInt(int64(len(args)))
+		attrs["epsilon"] = AFloat(1e-3)
+		attrs["pool_ksize"] = AInts(1, int64(k[1]), int64(k[2]), 1)
+		attrs["pool_strides"] = AInts(1, int64(st[1]), int64(st[2]), 1)
+		attrs["pool_padding"] = AStr(padding)
+		in := append(ins(x, f), args...)
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamConv2DMaxPool %+v %s %s pool %v %v %s", s, first, act, k, st, padding),
+			Node: NodeFor("_MstreamConv2DMaxPool", attrs, in, map[int]int{2: len(args), 3: 0}), Inputs: in,
+			Want: ins(FromF64(tensor.Float, wshape, want)), Tol: 2 * convTol(tensor.Float, s.kh*s.kw*s.c+4)})
+	}
+	// A pool across depth is not fused.
+	x, f := Rand(r, tensor.Float, tensor.Shape{1, 5, 5, 3}), Rand(r, tensor.Float, tensor.Shape{2, 2, 3, 4})
+	in := ins(x, f, Rand(r, tensor.Float, tensor.Shape{4}))
+	a := Attrs{"strides": AInts(1, 1, 1, 1), "padding": AStr("VALID"), "fused_ops": aStrs("BiasAdd"), "num_args": AInt(1),
+		"pool_ksize": AInts(1, 1, 1, 2), "pool_strides": AInts(1, 1, 1, 2), "pool_padding": AStr("VALID")}
+	cs = append(cs, Case{Node: NodeForUnknown("_MstreamConv2DMaxPool", a, in, map[int]int{2: 1, 3: 0}), Inputs: in, Err: status.Unimplemented, ErrMsg: "spatial window"})
 	return cs
 }
 
