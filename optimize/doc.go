@@ -12,7 +12,12 @@
 // that keeps the MatMul's rows, as in Keras' Dense over a rank-3 input
 // exported as Tensordot, moves after the fused node), Conv2D+BiasAdd(+activation) becomes _FusedConv2D,
 // an inference FusedBatchNorm(V2/V3) after a Conv2D with a constant filter
-// is folded into that filter and a bias (then fused as Conv2D+BiasAdd);
+// is folded into that filter and a bias (then fused as Conv2D+BiasAdd),
+// and a float32 MaxPool (spatial window, SAME or VALID) that alone reads
+// such a convolution's epilogue of a bias and at most a Relu joins it as
+// _MstreamConv2DMaxPool (CPU only: where a device lacks it, the
+// convolution fuses without its pool, as an activation a device refuses
+// is left out);
 // a _FusedMatMul or _FusedConv2D whose weights (B, the filter) are a Const
 // the plan does not feed, directly or through Identity, is marked
 // ConstWeightsAttr (markConstWeights, one mark for both, as TF marks

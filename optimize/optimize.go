@@ -124,6 +124,9 @@ type fusion struct {
 	// back to no activation: the GEMM or convolution, a Reshape between
 	// it and the BiasAdd, and the BiasAdd or BatchNorm.
 	core int
+	// pool marks a convolution epilogue whose last node is a MaxPool
+	// (_MstreamConv2DMaxPool).
+	pool bool
 	// plain marks a rewrite that is not a fusion (Fold, Arith, Deps): its
 	// node keeps its op's kernel, so it is neither checked nor marked.
 	plain bool
@@ -348,7 +351,40 @@ func (r *rewriter) matchEpilogue(n *graph.Node, fused string) {
 	} else if a := r.next(x); a != nil && activations[a.Op] && len(a.Inputs) == 1 {
 		f.nodes, f.act = append(f.nodes, a), a.Op
 	}
+	if fused == "_FusedConv2D" && (f.act == "" || f.act == "Relu") {
+		if m := r.next(f.nodes[len(f.nodes)-1]); m != nil && poolable(n, m) {
+			f.nodes, f.pool = append(f.nodes, m), true
+		}
+	}
 	r.add(f)
+}
+
+// poolable says whether m, reading a convolution's epilogue, is a float32
+// MaxPool over a spatial window (NHWC, SAME or VALID padding) that
+// _MstreamConv2DMaxPool runs with it: its CPU kernel pools each part of
+// the convolution as it is made, while the part is in the core's cache.
+func poolable(conv, m *graph.Node) bool {
+	if m.Op != "MaxPool" || !nhwc(m) || dtypeOf(m, "T") != tensor.Float || dtypeOf(conv, "T") != tensor.Float {
+		return false
+	}
+	if p := string(m.Attrs["padding"].GetS()); p != "SAME" && p != "VALID" {
+		return false
+	}
+	k, s := m.Attrs["ksize"].GetList().GetI(), m.Attrs["strides"].GetList().GetI()
+	return len(k) == 4 && len(s) == 4 && k[0] == 1 && k[3] == 1 && s[0] == 1 && s[3] == 1
+}
+
+// smaller is the fusion to try when no device can run f: without its
+// MaxPool, then without its activation; nil when there is none. The
+// nodes it leaves out keep their ops and read its result.
+func (f *fusion) smaller() *fusion {
+	switch {
+	case f.pool:
+		return &fusion{nodes: f.nodes[:len(f.nodes)-1], build: f.build, act: f.act, core: f.core}
+	case f.act != "":
+		return &fusion{nodes: f.nodes[:f.core], build: f.build, core: f.core}
+	}
+	return nil
 }
 
 // keepsRows says whether reshape, reading mm's [m, n] output, gives a
@@ -599,20 +635,17 @@ func (r *rewriter) copyNodes() {
 			}
 			continue
 		}
-		if f.act != "" {
-			// f.nodes is in ID order: the core (the GEMM or convolution,
-			// a Reshape, its BiasAdd or BatchNorm), then the activation's
-			// nodes.
-			g := &fusion{nodes: f.nodes[:f.core], build: f.build, core: f.core}
+		// f.nodes is in ID order: the core (the GEMM or convolution, a
+		// Reshape, its BiasAdd or BatchNorm), then the activation's
+		// nodes, then a MaxPool; a smaller fusion is a prefix.
+		kept := 0
+		for g := f.smaller(); g != nil && kept == 0; g = g.smaller() {
 			if gn, err := r.fuse(g); err == nil {
 				r.newNode[g.result()] = gn
-				for _, m := range f.nodes[f.core:] {
-					r.copyIfChanged(m)
-				}
-				continue
+				kept = len(g.nodes)
 			}
 		}
-		for _, m := range f.nodes {
+		for _, m := range f.nodes[kept:] {
 			r.copyIfChanged(m)
 		}
 	}
@@ -690,11 +723,17 @@ func intAttr(i int64) *tfpb.AttrValue { return &tfpb.AttrValue{Value: &tfpb.Attr
 // order) that holds its weights: _FusedConv2D's filter, _FusedMatMul's B.
 const weightsArg = 1
 
-// newFused makes the fused op (_FusedMatMul or _FusedConv2D) that replaces
+// newFused makes the fused op (_FusedMatMul or _FusedConv2D, or
+// _MstreamConv2DMaxPool for a convolution with its MaxPool) that replaces
 // f's nodes, with at's ID, name and device, args, attrs and the control
 // inputs of f's nodes; markConstWeights marks its weights.
 func (r *rewriter) newFused(fused string, at *graph.Node, f *fusion, args [][]graph.Output, attrs map[string]*tfpb.AttrValue) (*graph.Node, error) {
 	r.markConstWeights(attrs, args, weightsArg)
+	if f.pool {
+		m := f.result()
+		fused = "_MstreamConv2DMaxPool"
+		attrs["pool_ksize"], attrs["pool_strides"], attrs["pool_padding"] = m.Attrs["ksize"], m.Attrs["strides"], m.Attrs["padding"]
+	}
 	return graph.NewDetached(at.ID, fused, at.Name, at.Device, args, r.remapControls(f.nodes...), attrs)
 }
 

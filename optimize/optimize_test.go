@@ -561,3 +561,80 @@ func TestConstWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestConvMaxPool: a MaxPool (spatial window, SAME or VALID) reading a
+// convolution's epilogue of a bias or a folded BatchNorm and at most a
+// Relu joins it as _MstreamConv2DMaxPool, named after the pool; after
+// another activation, a fetched Relu, or on a device without the fused
+// op (which falls back to _FusedConv2D and the MaxPool), the pool stays.
+// Results agree with the session without rewrites.
+func TestConvMaxPool(t *testing.T) {
+	b := &gb{t: t, g: graph.New(), r: rand.New(rand.NewSource(2))}
+	x := b.placeholder("image", 2, 12, 10, 3)
+	pool := func(name, padding string, in graph.Output, k ...int64) graph.Output {
+		return b.op("MaxPool", name, map[string]*tfpb.AttrValue{"ksize": graph.AttrIntList([]int64{1, k[0], k[1], 1}),
+			"strides": graph.AttrIntList([]int64{1, k[2], k[3], 1}), "padding": graph.AttrString(padding)}, in)
+	}
+	bn := func(p string, in graph.Output, c int64) graph.Output {
+		return b.op("FusedBatchNormV3", p+"/bn", map[string]*tfpb.AttrValue{"is_training": graph.AttrBool(false), "epsilon": graph.AttrFloat(0.01)},
+			in, b.weights(p+"/gamma", 0.5, 2, c), b.weights(p+"/beta", -1, 1, c), b.weights(p+"/mean", -1, 1, c), b.weights(p+"/var", 0.1, 2, c))
+	}
+	// Keras' block: Conv2D, BatchNormalization, ReLU, MaxPooling2D.
+	c1 := b.op("Conv2D", "c1/Conv2D", convAttrs(), x, b.weights("c1/kernel", -1, 1, 3, 3, 3, 8))
+	c1 = b.op("Relu", "c1/Relu", nil, bn("c1", c1, 8))
+	p1 := pool("c1/pool", "VALID", c1, 2, 2, 2, 2)
+	// A bias, no activation, a SAME window of 3 with a remainder.
+	c2 := b.op("Conv2D", "c2/Conv2D", convAttrs(), p1, b.weights("c2/kernel", -1, 1, 3, 3, 8, 8))
+	c2 = b.op("BiasAdd", "c2/BiasAdd", nil, c2, b.weights("c2/bias", -1, 1, 8))
+	p2 := pool("c2/pool", "SAME", c2, 3, 3, 2, 2)
+	// Relu6 is not in oneDNN's primitive: the pool stays.
+	c3 := b.op("Conv2D", "c3/Conv2D", convAttrs(), p2, b.weights("c3/kernel", -1, 1, 1, 1, 8, 4))
+	c3 = b.op("BiasAdd", "c3/BiasAdd", nil, c3, b.weights("c3/bias", -1, 1, 4))
+	c3 = b.op("Relu6", "c3/Relu6", nil, c3)
+	pool("c3/pool", "VALID", c3, 2, 1, 1, 1)
+	// A fetched Relu is not absorbed, nor is the pool after it.
+	c4 := b.op("Conv2D", "c4/Conv2D", convAttrs(), p2, b.weights("c4/kernel", -1, 1, 3, 3, 8, 4))
+	c4 = b.op("BiasAdd", "c4/BiasAdd", nil, c4, b.weights("c4/bias", -1, 1, 4))
+	c4 = b.op("Relu", "c4/Relu", nil, c4)
+	pool("c4/pool", "VALID", c4, 2, 2, 2, 2)
+	fetches := []string{"c3/pool", "c4/pool", "c4/Relu"}
+
+	res := rewrite(b, []string{"image"}, fetches)
+	nodes := fusedOps(res)
+	for name, op := range map[string]string{"c1/pool": "_MstreamConv2DMaxPool", "c2/pool": "_MstreamConv2DMaxPool",
+		"c3/Relu6": "_FusedConv2D", "c3/pool": "MaxPool", "c4/Relu": "_FusedConv2D", "c4/pool": "MaxPool"} {
+		if n := nodes[name]; n == nil || n.Op != op {
+			t.Errorf("node %s: got %v, want op %s", name, n, op)
+		}
+	}
+	for _, gone := range []string{"c1/Relu", "c1/bn", "c2/BiasAdd"} {
+		if nodes[gone] != nil {
+			t.Errorf("node %s is still in the rewritten plan", gone)
+		}
+	}
+	if n := nodes["c2/pool"]; n != nil && (string(n.Attrs["pool_padding"].GetS()) != "SAME" || len(n.Attrs["pool_ksize"].GetList().GetI()) != 4) {
+		t.Errorf("c2/pool's pool attrs: %v", n.Attrs)
+	}
+	in := map[string]*tensor.Tensor{"image": fusiontest.Random(b.r, tensor.Float, tensor.Shape{2, 12, 10, 3})}
+	if n := fusiontest.Compare(t, b.g, in, fetches, 1e-4); n != 4 {
+		t.Errorf("Compare saw %d fusions, want 4", n)
+	}
+	// One image: the CPU kernel pools bands of rows.
+	in1 := map[string]*tensor.Tensor{"image": fusiontest.Random(b.r, tensor.Float, tensor.Shape{1, 12, 10, 3})}
+	fusiontest.Compare(t, b.g, in1, fetches, 1e-4)
+
+	// A device without the fused op: the convolution fuses without its
+	// pool.
+	var res2 optimize.Result
+	func() {
+		b.g.RLock()
+		defer b.g.RUnlock()
+		res2 = optimize.Rewrite(outputs(t, b.g, "image"), outputs(t, b.g, fetches...), nil, optimize.Options{Devices: []string{"CPU", testDevice}, Passes: optimize.Remap})
+	}()
+	nodes = fusedOps(res2)
+	for name, op := range map[string]string{"c1/bn": "_FusedConv2D", "c1/Relu": "Relu", "c1/pool": "MaxPool", "c2/BiasAdd": "_FusedConv2D", "c2/pool": "MaxPool"} {
+		if n := nodes[name]; n == nil || n.Op != op {
+			t.Errorf("without the fused op on a device, node %s: got %v, want op %s", name, n, op)
+		}
+	}
+}
