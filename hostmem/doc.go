@@ -11,6 +11,13 @@
 // collector), so they may be kept only through the slices that view them; Addr
 // gives identity and alignment, never a pointer to hold.
 //
+// AdviseHuge asks for transparent huge pages under a long-lived buffer
+// read at random (the host allocator's regions from 8 MiB, which hold the
+// constants: a lookup in a 100k-row embedding table otherwise costs a TLB
+// miss and a page walk). The heap hands out memory it has cleared page by
+// page before, so AdviseHuge first gives the buffer's pages back
+// (MADV_DONTNEED): it is for a buffer that is zero and holds nothing yet.
+//
 // Since a Run's tensors are collected, the collector's pace is part of a
 // Run's cost: ReserveGCHeadroom (MSTREAM_GC_HEADROOM_MB, made by the first
 // session) keeps one untouched pointer-free allocation alive so that the

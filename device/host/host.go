@@ -384,6 +384,12 @@ type region struct {
 
 const regionAlign = 256
 
+// hugeRegion is the size from which a region asks for transparent huge
+// pages: an allocator's regions live as long as it does and hold what a
+// Run reads at random, above all the constants (DLRM's 26 embedding
+// tables of 25 MiB each), whose every lookup otherwise misses the TLB.
+const hugeRegion = 8 << 20
+
 // Alloc allocates a zeroed region aligned to 256 bytes.
 func (m *Memory) Alloc(size uint64) (uint64, error) {
 	if m.Max > 0 && size > m.Max {
@@ -396,6 +402,9 @@ func (m *Memory) Alloc(size uint64) (uint64, error) {
 	addr := uint64(hostmem.Addr(raw))
 	off := (regionAlign - addr%regionAlign) % regionAlign
 	buf := raw[off : off+size : off+size]
+	if size >= hugeRegion {
+		hostmem.AdviseHuge(buf)
+	}
 	base := addr + off
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"mstream/graph"
+	"mstream/hostmem"
 	"mstream/kernels"
 	"mstream/kernels/cpu/blas"
 	"mstream/kernels/cpu/dnnl"
@@ -350,4 +351,62 @@ func BenchmarkDLRMSparse(b *testing.B) {
 	lower := tensor.New(i32, tensor.Shape{int64(len(tri))})
 	copy(lower.I32(), tri)
 	run("GatherV2/interaction", gather, flat, lower, tensor.ScalarI32(1))
+}
+
+// BenchmarkDLRMEmbedding measures dlrm_small's 26 embedding GatherV2s at
+// B=256 over tables as large as the model's (26 x 100k rows of 64 floats,
+// 666 MB: one table alone would sit in the L3 cache), each op reading the
+// next table with ids drawn afresh (a set of ids used again would find
+// its rows in the cache), on 4 KiB pages and on the transparent huge pages that the
+// host allocator's regions ask for (hostmem.AdviseHuge).
+func BenchmarkDLRMEmbedding(b *testing.B) {
+	const batch, tables, dim, rows = 256, 26, 64, 100000
+	for _, huge := range []bool{false, true} {
+		name := "pages=4KiB"
+		if huge {
+			name = "pages=huge"
+		}
+		b.Run(name, func(b *testing.B) {
+			r := newRand(b)
+			buf := hostmem.Alloc(tables * rows * dim * 4)
+			if huge {
+				hostmem.AdviseHuge(buf)
+			}
+			all := hostmem.View[float32](buf)
+			for i := range all {
+				all[i] = float32(i)
+			}
+			tab := make([]*tensor.Tensor, tables)
+			for k := range tab {
+				tab[k] = &tensor.Tensor{DType: f32, Shape: tensor.Shape{rows, dim}, Buf: buf[k*rows*dim*4 : (k+1)*rows*dim*4]}
+			}
+			ids := make([]*tensor.Tensor, 4099) // prime: every table sees every set
+			for k := range ids {
+				ids[k] = tensor.New(tensor.Int32, tensor.Shape{batch})
+				for i := range ids[k].I32() {
+					ids[k].I32()[i] = int32(r.Intn(rows))
+				}
+			}
+			n := node("GatherV2", map[string]*tfpb.AttrValue{"batch_dims": aInt(0)}, []tensor.DType{f32, tensor.Int32, tensor.Int32}, f32)
+			def, err := kernels.Lookup(n, kernels.CPU)
+			if err != nil {
+				b.Fatal(err)
+			}
+			k, err := def.Factory(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := &kernels.Context{Node: n, Inputs: make([]*tensor.Tensor, 3), Outputs: make([]*tensor.Tensor, 1)}
+			axis := tensor.ScalarI32(0)
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				ctx.Inputs[0], ctx.Inputs[1], ctx.Inputs[2] = tab[i%tables], ids[i%len(ids)], axis
+				if err := k.Compute(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/1000/float64(b.N), "cpu-us/op")
+		})
+	}
 }
