@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"mstream/kernels"
 	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
@@ -354,4 +355,46 @@ func TestStridedSlice(t *testing.T) {
 	_, err = run(t, n, x, ints(0, 0), ints(1, 1), ints(1, 1))
 	wantErr(t, err, n, "Multiple ellipses")
 	_ = status.OK
+}
+
+// TestGatherAllocations checks that GatherV2 allocates nothing but
+// its output's shape (its output comes from the context's allocator), with int32
+// indices (widened into a buffer on gather's stack) and int64 ones, few
+// rows and enough to take vec.GatherRows: a slice that reaches C escapes,
+// and with it the stack buffer, so DLRM's 26 lookups would each allocate
+// one a Run.
+func TestGatherAllocations(t *testing.T) {
+	r := newRand(t)
+	table, _ := randTensor(r, f32, tensor.Shape{100, 64})
+	for _, n := range []int{1, 3, gatherPrefetchMin, 40} {
+		for _, it := range []tensor.DType{i32, i64} {
+			idx := tensor.New(it, tensor.Shape{int64(n)})
+			for j := 0; j < n; j++ {
+				if it == i32 {
+					idx.I32()[j] = int32(r.Intn(100))
+				} else {
+					idx.I64()[j] = int64(r.Intn(100))
+				}
+			}
+			nd := node("GatherV2", map[string]*tfpb.AttrValue{"batch_dims": aInt(0)}, []tensor.DType{f32, it, i32}, f32)
+			def, err := kernels.Lookup(nd, kernels.CPU)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, err := def.Factory(nd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := tensor.New(f32, tensor.Shape{int64(n), 64})
+			ctx := &kernels.Context{Node: nd, Inputs: []*tensor.Tensor{table, idx, tensor.ScalarI32(0)}, Outputs: make([]*tensor.Tensor, 1),
+				Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return out, nil }}
+			if a := testing.AllocsPerRun(20, func() {
+				if err := k.Compute(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}); a > 1 {
+				t.Errorf("GatherV2 of %d rows by %v indices makes %v allocations, want 1 (the output's shape)", n, it, a)
+			}
+		}
+	}
 }

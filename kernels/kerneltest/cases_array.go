@@ -404,7 +404,8 @@ func gatherCases(r *rand.Rand) []Case {
 				if lim == 0 {
 					continue
 				}
-				for _, is := range []tensor.Shape{{}, {3}, {2, 2}, {0}} {
+				// {2, 5}: from the kernels' gatherPrefetchMin rows a row copy prefetches.
+				for _, is := range []tensor.Shape{{}, {3}, {2, 2}, {0}, {2, 5}} {
 					it := []tensor.DType{tensor.Int32, tensor.Int64}[r.Intn(2)]
 					idx := RandIndex(r, it, is, lim)
 					in := ins(p, idx, IntScalar(tensor.Int32, int64(axis)))

@@ -7,7 +7,9 @@
 // GEMM against a B packed once (PackB, GemmPacked: panels of 32 columns,
 // tiles of up to 8 rows held in registers over the whole k, bias and
 // activation applied as a tile is stored; one row streams four panels at
-// once, each element summed in the same order as in a tile).
+// once, each element summed in the same order as in a tile), and a gather
+// of whole rows that prefetches the rows ahead of its copy (GatherRows:
+// embedding lookups in tables far larger than the caches).
 //
 // vec.c compiles the loops three times on x86-64: for the baseline the cgo
 // flags give (-march=x86-64-v2, SSE4.2), for AVX2+FMA and for AVX-512, and

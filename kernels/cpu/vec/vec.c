@@ -1,6 +1,7 @@
 /* Vectorised float32 loops: vec_impl.h compiled for the baseline ISA and,
  * on x86-64, again for AVX2+FMA, picked at run time by CPUID. */
 #include <stdlib.h>
+#include <string.h>
 #include "vec.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -323,4 +324,26 @@ void ms_channel_affine_f32(float *x, long rows, long c, const float *scale, cons
 		if (act >= 0)
 			ms_unary_f32(act, b, b, nr * c);
 	}
+}
+
+/* How many rows ahead ms_gather_rows prefetches, and how many of each
+ * row's 64-byte lines (a 64-float row has four; the hardware's own
+ * prefetcher follows a longer row once its first lines are in). */
+#define GATHER_AHEAD 16
+#define GATHER_LINES 4
+
+void ms_gather_rows(unsigned char *dst, const unsigned char *src, const long long *idx64, const int *idx32, long n, long row) {
+#define GATHER_IDX(j) (idx64 ? idx64[j] : (long long)idx32[j])
+	long lines = (row + 63) / 64;
+	if (lines > GATHER_LINES) lines = GATHER_LINES;
+	for (long j = 0; j < n && j < GATHER_AHEAD; j++)
+		for (long l = 0; l < lines; l++) __builtin_prefetch(src + GATHER_IDX(j) * row + l * 64, 0, 0);
+	for (long j = 0; j < n; j++) {
+		if (j + GATHER_AHEAD < n) {
+			const unsigned char *p = src + GATHER_IDX(j + GATHER_AHEAD) * row;
+			for (long l = 0; l < lines; l++) __builtin_prefetch(p + l * 64, 0, 0);
+		}
+		memcpy(dst + j * row, src + GATHER_IDX(j) * row, (size_t)row);
+	}
+#undef GATHER_IDX
 }

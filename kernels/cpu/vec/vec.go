@@ -380,6 +380,36 @@ func Gemm(transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, 
 	return C.ms_gemm_f32(C.int(b2i(transB)), C.long(m), C.long(n), C.long(k), ap, C.long(lda), bp, C.long(ldb), (*C.float)(&c[0]), C.long(ldc)) != 0
 }
 
+// GatherRows copies row idx[j] of src (rows of row bytes) to row j of dst
+// for every j, prefetching the rows a few ahead: the embedding lookup of a
+// table far larger than the caches, where Go's copy of one row at a time
+// waits for each row's miss to memory in turn. It panics when an index is
+// outside src or dst is shorter than len(idx) rows. Its slices reach C, so
+// they escape: a caller's indices on its stack would move to the heap.
+func GatherRows[I int32 | int64](dst, src []byte, idx []I, row int) {
+	n := len(idx)
+	if row <= 0 || n == 0 {
+		return
+	}
+	limit := int64(len(src) / row)
+	bad := len(dst) < n*row
+	for _, v := range idx {
+		bad = bad || v < 0 || int64(v) >= limit
+	}
+	if bad {
+		panic(fmt.Sprintf("vec: GatherRows of %d rows of %d bytes into %d bytes from a table of %d rows", n, row, len(dst), limit))
+	}
+	var i64 *C.longlong
+	var i32 *C.int
+	switch x := any(idx).(type) {
+	case []int64:
+		i64 = (*C.longlong)(&x[0])
+	case []int32:
+		i32 = (*C.int)(&x[0])
+	}
+	C.ms_gather_rows((*C.uchar)(&dst[0]), (*C.uchar)(&src[0]), i64, i32, C.long(n), C.long(row))
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1

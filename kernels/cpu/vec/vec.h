@@ -70,4 +70,10 @@ int ms_gemm_f32(int transb, long m, long n, long k, const float *a, long lda, co
 int ms_gemm_packed_f32(long m, long n, long k, const float *a, long lda, const float *bp, float *c, long ldc,
 		const float *bias, int accum, int act, long r0, long r1, long p0, long p1);
 
+/* dst[j*row : (j+1)*row] = src[idx[j]*row : (idx[j]+1)*row] for j < n
+ * (bytes), idx idx64 or, when that is NULL, idx32: a gather of whole rows, each row's first cache lines prefetched
+ * a few rows ahead, for tables far larger than the caches, where each row
+ * is a miss to memory and a copy at a time waits for every one in turn. */
+void ms_gather_rows(unsigned char *dst, const unsigned char *src, const long long *idx64, const int *idx32, long n, long row);
+
 #endif

@@ -466,6 +466,10 @@ func TestBounds(t *testing.T) {
 		func() {
 			LayerNorm(make([]float32, 6), make([]float32, 6), 3, make([]float32, 3), make([]float32, 1), 1e-3)
 		},
+		func() { GatherRows(make([]byte, 8), make([]byte, 12), []int64{0, 3}, 4) },
+		func() { GatherRows(make([]byte, 8), make([]byte, 12), []int64{-1, 0}, 4) },
+		func() { GatherRows(make([]byte, 7), make([]byte, 12), []int64{0, 1}, 4) },
+		func() { GatherRows(make([]byte, 8), make([]byte, 12), []int32{3, 0}, 4) },
 	} {
 		func() {
 			defer func() {
@@ -475,6 +479,43 @@ func TestBounds(t *testing.T) {
 			}()
 			f()
 		}()
+	}
+}
+
+// TestGatherRows checks the prefetching row gather against Go's copy of
+// each row, for row lengths around and beyond the prefetched lines, row
+// counts around the prefetch distance, repeated and boundary indices.
+func TestGatherRows(t *testing.T) {
+	r := newRand(t)
+	for _, row := range []int{1, 4, 63, 64, 256, 260, 1024} {
+		for _, n := range []int{1, 7, 16, 17, 40} {
+			const rows = 50
+			src := make([]byte, rows*row)
+			r.Read(src)
+			idx := make([]int64, n)
+			for j := range idx {
+				idx[j] = r.Int63n(rows)
+			}
+			idx[0], idx[n-1] = rows-1, 0
+			dst := make([]byte, n*row+3)
+			GatherRows(dst, src, idx, row)
+			want := make([]byte, len(dst))
+			for j, v := range idx {
+				copy(want[j*row:], src[v*int64(row):(v+1)*int64(row)])
+			}
+			if string(dst) != string(want) {
+				t.Fatalf("row %d n %d: the gathered rows differ from the table's", row, n)
+			}
+			idx32 := make([]int32, n)
+			for j, v := range idx {
+				idx32[j] = int32(v)
+			}
+			clear(dst)
+			GatherRows(dst, src, idx32, row)
+			if string(dst) != string(want) {
+				t.Fatalf("row %d n %d: the rows gathered by int32 indices differ from the table's", row, n)
+			}
+		}
 	}
 }
 
