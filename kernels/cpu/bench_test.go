@@ -305,8 +305,9 @@ func cpuTime() time.Duration {
 
 // BenchmarkDLRMSparse measures dlrm_small's sparse path at B=256
 // (bench/gpu/gen): the Unpack of the [B,26] ids, one embedding GatherV2 of
-// B rows of 64 from a 100k-row table, the Pack of the 27 vectors and the
-// interaction's GatherV2 of 351 of 729 columns.
+// B rows of 64 from a 100k-row table, the Pack of the 27 vectors, the
+// interaction's BatchMatMulV2 of the stack by itself and its GatherV2 of
+// 351 of 729 columns.
 func BenchmarkDLRMSparse(b *testing.B) {
 	r := newRand(b)
 	const batch, tables, dim, rows = 256, 26, 64, 100000
@@ -341,6 +342,8 @@ func BenchmarkDLRMSparse(b *testing.B) {
 		ins[i] = f32
 	}
 	run("Pack", node("Pack", map[string]*tfpb.AttrValue{"N": aInt(tables + 1), "axis": aInt(1)}, ins, f32), vecs...)
+	stack, _ := randTensor(r, f32, tensor.Shape{batch, tables + 1, dim})
+	run("BatchMatMulV2/interaction", node("BatchMatMulV2", map[string]*tfpb.AttrValue{"adj_y": aBool(true)}, []tensor.DType{f32, f32}, f32), stack, stack)
 	flat, _ := randTensor(r, f32, tensor.Shape{batch, (tables + 1) * (tables + 1)})
 	var tri []int32
 	for i := 0; i <= tables; i++ {

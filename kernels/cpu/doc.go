@@ -143,7 +143,10 @@
 // call (at 16 rows that packing was as much CPU as the product). One row
 // (a batch of one) streams the panels, a group at a time, with the bits
 // the same row gets in a batch. Any other product of one row is vec.Gemv's,
-// which reads B once as it is; a CPU without AVX-512 takes OpenBLAS.
+// which reads B once as it is; a CPU without AVX-512 takes OpenBLAS. A
+// product A B^T of at most 32 rows and columns (DLRM's interaction, X X^T
+// of 27 x 64 a sample) is dot products of rows (vec.GemmNT, smallNT in
+// gemm.go), only the lower triangle when B is A.
 //
 // Not yet honoured: Cast's Truncate attr (conversions round to nearest, as
 // TF does with Truncate=false); BatchMatMulV3 with mixed input dtypes

@@ -148,10 +148,30 @@ func usePacked(ta, constB bool, m, k int, alpha, beta float32) bool {
 	return !ta && (m > 1 || constB && m == 1) && k > 0 && alpha == 1 && beta == 0 && vec.CurrentLevel() >= vec.AVX512
 }
 
+// gemmNTMax is the most rows and columns of C for which a product A B^T
+// takes dot products of rows (vec.GemmNT) rather than packing B: DLRM's
+// interaction, X X^T of [B, 27, 64], spent more packing 27 columns into a
+// panel of 32 and on its tiles of 8 rows than on its 47k flops a matrix.
+const gemmNTMax = 32
+
+// smallNT computes C = A B^T by vec.GemmNT when the product is that small
+// (alpha 1, beta 0, A not transposed, an AVX-512 CPU), the lower triangle
+// only when B is A, and says whether it did.
+func smallNT(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) bool {
+	if ta || !tb || alpha != 1 || beta != 0 || m > gemmNTMax || n > gemmNTMax || k == 0 {
+		return false
+	}
+	sym := m == n && lda == ldb && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
+	return vec.GemmNT(m, n, k, a, lda, b, ldb, c, ldc, sym)
+}
+
 // sgemm is the float32 GEMM of one product on one thread (a batch's
 // chunks run it): vec.Gemm, packing B a panel at a time, where usePacked
 // says, else OpenBLAS.
 func sgemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if smallNT(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+		return
+	}
 	if usePacked(ta, false, m, k, alpha, beta) && vec.Gemm(tb, m, n, k, a, lda, b, ldb, c, ldc) {
 		return
 	}
@@ -162,6 +182,9 @@ func sgemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []fl
 // gemmUnits' blocks (whole panels of columns, so the bits do not depend
 // on the split) where usePacked says, else blas.SgemmOn.
 func sgemmOn(ctx *kernels.Context, ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if smallNT(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+		return
+	}
 	if !usePacked(ta, false, m, k, alpha, beta) {
 		blas.SgemmOn(ctx, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return

@@ -19,6 +19,7 @@ func init() {
 	Add("MatMul", smallGEMMCases(false))
 	Add("_FusedMatMul", smallGEMMCases(true))
 	Add("BatchMatMulV2", smallBatchGEMMCases)
+	Add("BatchMatMulV2", smallNTCases)
 }
 
 var smallGEMMRows = []int{1, 7, 16, 33, 64}
@@ -104,6 +105,36 @@ func smallBatchGEMMCases(r *rand.Rand) []Case {
 		cs = append(cs, Case{Name: fmt.Sprintf("BatchMatMulV2 %v %v x %v (small-batch GEMM shapes)", c.dt, as, bs),
 			Node: NodeFor("BatchMatMulV2", nil, ins(a, b), nil), Inputs: ins(a, b),
 			Want: ins(FromF64(c.dt, tensor.Shape{int64(c.b), int64(c.m), int64(c.n)}, want)), Tol: convTol(c.dt, c.k+1)})
+	}
+	return cs
+}
+
+// smallNTCases are products A B^T of few rows and columns (adj_y), which
+// the CPU takes as dot products of rows: DLRM's interaction X X^T (the
+// same tensor on both sides, whose lower triangle is computed and copied
+// up), a batch of one (the lone product's path), k around the 16-lane
+// chunks, and B another tensor.
+func smallNTCases(r *rand.Rand) []Case {
+	var cs []Case
+	for _, c := range []struct {
+		b, m, n, k int
+		same       bool
+	}{{3, 27, 27, 64, true}, {1, 27, 27, 64, true}, {2, 5, 5, 17, true}, {2, 32, 32, 16, true}, {2, 9, 9, 3, true},
+		{2, 7, 6, 20, false}, {1, 4, 31, 33, false}, {2, 33, 33, 64, true}} {
+		as, bs := tensor.Shape{int64(c.b), int64(c.m), int64(c.k)}, tensor.Shape{int64(c.b), int64(c.n), int64(c.k)}
+		a := RandRange(r, tensor.Float, as, -1, 1)
+		b := a
+		if !c.same {
+			b = RandRange(r, tensor.Float, bs, -1, 1)
+		}
+		av, bv := F64s(a), F64s(b)
+		var want []float64
+		for i := 0; i < c.b; i++ {
+			want = append(want, refMatMul(false, true, c.m, c.n, c.k, av[i*c.m*c.k:(i+1)*c.m*c.k], bv[i*c.n*c.k:(i+1)*c.n*c.k])...)
+		}
+		cs = append(cs, Case{Name: fmt.Sprintf("BatchMatMulV2 %v x %v adj_y, same tensor %v (small A B^T)", as, bs, c.same),
+			Node: NodeFor("BatchMatMulV2", Attrs{"adj_y": ABool(true)}, ins(a, b), nil), Inputs: ins(a, b),
+			Want: ins(FromF64(tensor.Float, tensor.Shape{int64(c.b), int64(c.m), int64(c.n)}, want)), Tol: convTol(tensor.Float, c.k+1)})
 	}
 	return cs
 }

@@ -168,8 +168,69 @@ static void gemm_avx512(int transb, long m, long n, long k, const float *a, long
 		gemm_panel_avx512(n, k, a, lda, buf, c, ldc, 0, 0, -1, 0, m, p);
 	}
 }
+
+/* C = A B^T by dot products of rows, four columns of C at a time sharing
+ * the loads of A's row: for products too small to pay for packing B (a
+ * DLRM interaction's 27 x 27 of 64). Each dot sums its k products in
+ * 16-lane chunks, one FMA each in k order, then across the lanes, so
+ * element (i, j) of A A^T equals (j, i) bit for bit; sym (B is A) computes
+ * the lower triangle and copies it up. */
+static inline __m512 dot_step(__m512 s, const float *x, const float *y, long p, __mmask16 m) {
+	return _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + p), _mm512_maskz_loadu_ps(m, y + p), s);
+}
+
+static void gemm_nt_avx512(long m, long n, long k, const float *a, long lda, const float *b, long ldb, float *c, long ldc, int sym) {
+	long kf = k & ~15L;
+	__mmask16 tail = (__mmask16)((1u << (k - kf)) - 1);
+	for (long i = 0; i < m; i++) {
+		const float *x = a + i * lda;
+		long jn = sym ? i + 1 : n, j = 0;
+		for (; j + 4 <= jn; j += 4) {
+			const float *y0 = b + j * ldb, *y1 = y0 + ldb, *y2 = y1 + ldb, *y3 = y2 + ldb;
+			__m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+			for (long p = 0; p < kf; p += 16) {
+				__m512 xv = _mm512_loadu_ps(x + p);
+				s0 = _mm512_fmadd_ps(xv, _mm512_loadu_ps(y0 + p), s0);
+				s1 = _mm512_fmadd_ps(xv, _mm512_loadu_ps(y1 + p), s1);
+				s2 = _mm512_fmadd_ps(xv, _mm512_loadu_ps(y2 + p), s2);
+				s3 = _mm512_fmadd_ps(xv, _mm512_loadu_ps(y3 + p), s3);
+			}
+			if (tail) {
+				s0 = dot_step(s0, x, y0, kf, tail);
+				s1 = dot_step(s1, x, y1, kf, tail);
+				s2 = dot_step(s2, x, y2, kf, tail);
+				s3 = dot_step(s3, x, y3, kf, tail);
+			}
+			float *o = c + i * ldc + j;
+			o[0] = _mm512_reduce_add_ps(s0);
+			o[1] = _mm512_reduce_add_ps(s1);
+			o[2] = _mm512_reduce_add_ps(s2);
+			o[3] = _mm512_reduce_add_ps(s3);
+		}
+		for (; j < jn; j++) {
+			const float *y = b + j * ldb;
+			__m512 s = _mm512_setzero_ps();
+			for (long p = 0; p < kf; p += 16) s = _mm512_fmadd_ps(_mm512_loadu_ps(x + p), _mm512_loadu_ps(y + p), s);
+			if (tail) s = dot_step(s, x, y, kf, tail);
+			c[i * ldc + j] = _mm512_reduce_add_ps(s);
+		}
+	}
+	if (sym)
+		for (long i = 0; i < m; i++)
+			for (long j = 0; j < i; j++) c[j * ldc + i] = c[i * ldc + j];
+}
 #pragma GCC pop_options
 #endif
+
+int ms_gemm_nt_f32(long m, long n, long k, const float *a, long lda, const float *b, long ldb, float *c, long ldc, int sym) {
+#ifdef MS_HAVE_AVX2_VARIANT
+	if (ms_vec_level() == 2) {
+		gemm_nt_avx512(m, n, k, a, lda, b, ldb, c, ldc, sym);
+		return 1;
+	}
+#endif
+	return 0;
+}
 
 int ms_gemm_f32(int transb, long m, long n, long k, const float *a, long lda, const float *b, long ldb, float *c, long ldc) {
 #ifdef MS_HAVE_AVX2_VARIANT

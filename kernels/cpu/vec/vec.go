@@ -410,6 +410,35 @@ func GatherRows[I int32 | int64](dst, src []byte, idx []I, row int) {
 	C.ms_gather_rows((*C.uchar)(&dst[0]), (*C.uchar)(&src[0]), i64, i32, C.long(n), C.long(row))
 }
 
+// GemmNT sets C (m x n, row stride ldc) to A B^T, A m x k and B n x k
+// row-major, by dot products of rows: the kernel for products too small
+// to pay for packing B, such as a DLRM interaction's 27 x 27 of 64. sym
+// says B is A (the same rows: m = n, lda = ldb), and then only the lower
+// triangle is computed and copied up, which is what computing it would
+// give bit for bit. It reports false, writing nothing, on a CPU without
+// AVX-512.
+func GemmNT(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, sym bool) bool {
+	if m < 0 || n < 0 || k < 0 || lda < max(k, 1) || ldb < max(k, 1) || ldc < max(n, 1) ||
+		(m > 0 && k > 0 && len(a) < (m-1)*lda+k) || (n > 0 && k > 0 && len(b) < (n-1)*ldb+k) ||
+		(m > 0 && n > 0 && len(c) < (m-1)*ldc+n) || (sym && (m != n || lda != ldb)) {
+		panic(fmt.Sprintf("vec: GemmNT with m=%d n=%d k=%d lda=%d ldb=%d ldc=%d len(a)=%d len(b)=%d len(c)=%d sym=%v",
+			m, n, k, lda, ldb, ldc, len(a), len(b), len(c), sym))
+	}
+	if CurrentLevel() < AVX512 {
+		return false
+	}
+	if m == 0 || n == 0 {
+		return true
+	}
+	if k == 0 {
+		for i := 0; i < m; i++ {
+			clear(c[i*ldc : i*ldc+n])
+		}
+		return true
+	}
+	return C.ms_gemm_nt_f32(C.long(m), C.long(n), C.long(k), (*C.float)(&a[0]), C.long(lda), (*C.float)(&b[0]), C.long(ldb), (*C.float)(&c[0]), C.long(ldc), C.int(b2i(sym))) != 0
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1

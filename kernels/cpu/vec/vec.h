@@ -67,6 +67,11 @@ void ms_channel_affine_f32(float *x, long rows, long c, const float *scale, cons
  * (malloc'd scratch), for a B that is not kept packed. 0 where the CPU
  * lacks the kernel (or the scratch could not be had): nothing written. */
 int ms_gemm_f32(int transb, long m, long n, long k, const float *a, long lda, const float *b, long ldb, float *c, long ldc);
+/* C = A B^T (A m x k, B n x k, row-major) by dot products of rows, for
+ * products too small to pay for packing B; sym: B is A (m = n, the same
+ * rows), the lower triangle computed and copied up. 0 where the CPU lacks
+ * the kernel (AVX-512 only): nothing written. */
+int ms_gemm_nt_f32(long m, long n, long k, const float *a, long lda, const float *b, long ldb, float *c, long ldc, int sym);
 int ms_gemm_packed_f32(long m, long n, long k, const float *a, long lda, const float *bp, float *c, long ldc,
 		const float *bias, int accum, int act, long r0, long r1, long p0, long p1);
 

@@ -470,6 +470,8 @@ func TestBounds(t *testing.T) {
 		func() { GatherRows(make([]byte, 8), make([]byte, 12), []int64{-1, 0}, 4) },
 		func() { GatherRows(make([]byte, 7), make([]byte, 12), []int64{0, 1}, 4) },
 		func() { GatherRows(make([]byte, 8), make([]byte, 12), []int32{3, 0}, 4) },
+		func() { GemmNT(2, 2, 3, make([]float32, 5), 3, make([]float32, 6), 3, make([]float32, 4), 2, false) },
+		func() { GemmNT(2, 3, 3, make([]float32, 6), 3, make([]float32, 9), 3, make([]float32, 6), 3, true) },
 	} {
 		func() {
 			defer func() {
@@ -517,6 +519,55 @@ func TestGatherRows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGemmNT checks the dot-product A B^T against float64 sums, and its
+// lower-triangle path (B is A) against the full product bit for bit.
+func TestGemmNT(t *testing.T) {
+	if CurrentLevel() < AVX512 {
+		if GemmNT(2, 2, 3, make([]float32, 6), 3, make([]float32, 6), 3, make([]float32, 4), 2, false) {
+			t.Error("GemmNT ran without AVX-512")
+		}
+		return
+	}
+	r := newRand(t)
+	for _, c := range [][3]int{{27, 27, 64}, {1, 1, 1}, {5, 9, 17}, {32, 32, 16}, {4, 3, 15}, {31, 30, 100}} {
+		m, n, k := c[0], c[1], c[2]
+		a, b := inputsRange(r, m*k), inputsRange(r, n*k)
+		got := make([]float32, m*n)
+		if !GemmNT(m, n, k, a, k, b, k, got, n, false) {
+			t.Fatal("GemmNT refused on an AVX-512 CPU")
+		}
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				want, mag := 0.0, 0.0
+				for p := 0; p < k; p++ {
+					want += float64(a[i*k+p]) * float64(b[j*k+p])
+					mag += math.Abs(float64(a[i*k+p]) * float64(b[j*k+p]))
+				}
+				if d := math.Abs(float64(got[i*n+j]) - want); d > 1e-6*mag+1e-30 {
+					t.Fatalf("%v: C[%d,%d] = %v, want %v", c, i, j, got[i*n+j], want)
+				}
+			}
+		}
+		full, tri := make([]float32, m*m), make([]float32, m*m)
+		GemmNT(m, m, k, a, k, a, k, full, m, false)
+		GemmNT(m, m, k, a, k, a, k, tri, m, true)
+		for i := range full {
+			if math.Float32bits(full[i]) != math.Float32bits(tri[i]) {
+				t.Fatalf("%v: A A^T element %d is %v from the lower triangle, %v computed", c, i, tri[i], full[i])
+			}
+		}
+	}
+}
+
+// inputsRange is n uniform draws from [-1, 1).
+func inputsRange(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = 2*r.Float32() - 1
+	}
+	return x
 }
 
 // TestChannelAffine checks the fused epilogue against a Go loop for row
