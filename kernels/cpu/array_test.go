@@ -377,14 +377,7 @@ func TestGatherAllocations(t *testing.T) {
 				}
 			}
 			nd := node("GatherV2", map[string]*tfpb.AttrValue{"batch_dims": aInt(0)}, []tensor.DType{f32, it, i32}, f32)
-			def, err := kernels.Lookup(nd, kernels.CPU)
-			if err != nil {
-				t.Fatal(err)
-			}
-			k, err := def.Factory(nd)
-			if err != nil {
-				t.Fatal(err)
-			}
+			k := cpuKernel(t, nd)
 			out := tensor.New(f32, tensor.Shape{int64(n), 64})
 			ctx := &kernels.Context{Node: nd, Inputs: []*tensor.Tensor{table, idx, tensor.ScalarI32(0)}, Outputs: make([]*tensor.Tensor, 1),
 				Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return out, nil }}

@@ -15,19 +15,6 @@ import (
 	"mstream/tensor"
 )
 
-// cpuKernel is the CPU kernel of n, made by its factory.
-func cpuKernel(b *testing.B, n *graph.Node) kernels.Kernel {
-	def, err := kernels.Lookup(n, kernels.CPU)
-	if err != nil {
-		b.Fatal(err)
-	}
-	k, err := def.Factory(n)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return k
-}
-
 func benchKernel(b *testing.B, n *graph.Node, bytes int64, in ...*tensor.Tensor) {
 	k := cpuKernel(b, n)
 	ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes))}
@@ -391,14 +378,7 @@ func BenchmarkDLRMEmbedding(b *testing.B) {
 				}
 			}
 			n := node("GatherV2", map[string]*tfpb.AttrValue{"batch_dims": aInt(0)}, []tensor.DType{f32, tensor.Int32, tensor.Int32}, f32)
-			def, err := kernels.Lookup(n, kernels.CPU)
-			if err != nil {
-				b.Fatal(err)
-			}
-			k, err := def.Factory(n)
-			if err != nil {
-				b.Fatal(err)
-			}
+			k := cpuKernel(b, n)
 			ctx := &kernels.Context{Node: n, Inputs: make([]*tensor.Tensor, 3), Outputs: make([]*tensor.Tensor, 1)}
 			axis := tensor.ScalarI32(0)
 			b.ResetTimer()

@@ -31,14 +31,7 @@ func fusedMatMulNode(act string, tb bool) *graph.Node {
 func packedKernel(t *testing.T, act string, tb bool) (*graph.Node, kernels.Kernel, epilogue) {
 	t.Helper()
 	n := fusedMatMulNode(act, tb)
-	def, err := kernels.Lookup(n, kernels.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kern, err := def.Factory(n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kern := cpuKernel(t, n)
 	ep, err := parseEpilogue(n, "MatMul", false)
 	if err != nil {
 		t.Fatal(err)

@@ -235,3 +235,17 @@ func check(t *testing.T, what string, got *tensor.Tensor, shape tensor.Shape, wa
 		}
 	}
 }
+
+// cpuKernel is node n's CPU kernel, made as a plan makes it.
+func cpuKernel(tb testing.TB, n *graph.Node) kernels.Kernel {
+	tb.Helper()
+	def, err := kernels.Lookup(n, kernels.CPU)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	k, err := def.Factory(n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
