@@ -145,7 +145,7 @@ func (g *Graph) AddLibrary(lib *tfpb.FunctionDefLibrary) error {
 	}
 	if l.changed(&g.lib) {
 		g.lib = l
-		g.version++
+		g.version.Add(1)
 	}
 	return nil
 }

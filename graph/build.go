@@ -103,6 +103,7 @@ func (b *Builder) finish() (*Node, error) {
 	}
 	g.lib.refineCall(n, nil)
 	g.addLocked(n)
+	g.publishLocked()
 	return n, nil
 }
 

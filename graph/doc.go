@@ -49,7 +49,10 @@
 // OutShapes, consumers and controlOuts need it. Functions named ...Locked
 // expect the caller to hold mu. Shape functions run under mu and must not
 // call back into the Graph's locking methods (a ConstFolder, which runs a
-// CPU kernel on constant inputs for them, touches no Graph).
+// CPU kernel on constant inputs for them, touches no Graph). NodeByID and
+// Version, on every Run's path, take no lock: they read the version and a
+// copy of the node list that writers publish under mu once all of a
+// call's nodes are in (so a reader sees an import whole or not at all).
 //
 // # Names and shape tensors
 //

@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"mstream/proto/tfpb"
 	"mstream/status"
@@ -15,11 +16,17 @@ import (
 // Locking: mu guards every field of Graph and the mutable fields of its
 // nodes (OutShapes, consumers, control outputs). Sessions read a graph under
 // RLock when they build a plan; Version tells them when to rebuild.
+// NodeByID and Version, which every Run calls (a handful of times for each
+// feed and fetch), read published copies without the lock: an RLock per
+// call made concurrent Runs write one shared cache line.
 type Graph struct {
-	mu          sync.RWMutex
-	nodes       []*Node
-	byName      map[string]*Node
-	version     uint64
+	mu      sync.RWMutex
+	nodes   []*Node
+	byName  map[string]*Node
+	version atomic.Uint64 // written under mu
+	// published is nodes as of the last change, for NodeByID: appends only
+	// write past a published length, so a reader's copy stays valid.
+	published   atomic.Pointer[[]*Node]
 	producer    int32 // GraphDef versions.producer
 	minConsumer int32
 	lib         library // FunctionDefs and gradients (GraphDef.library)
@@ -120,11 +127,7 @@ func (g *Graph) CheckNamesLocked() error {
 
 // Version increases with every change to the graph; plans built from an
 // older version are rebuilt.
-func (g *Graph) Version() uint64 {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.version
-}
+func (g *Graph) Version() uint64 { return g.version.Load() }
 
 // Lookup finds a node by name.
 func (g *Graph) Lookup(name string) *Node {
@@ -142,13 +145,13 @@ func (g *Graph) Nodes() []*Node {
 
 // NodeByID returns the node with the given ID, or nil. TF_GraphNextOperation
 // iterates with it.
+// It takes no lock (a Run looks up every feed and fetch).
 func (g *Graph) NodeByID(id int) *Node {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	if id < 0 || id >= len(g.nodes) {
+	nodes := g.published.Load()
+	if nodes == nil || id < 0 || id >= len(*nodes) {
 		return nil
 	}
-	return g.nodes[id]
+	return (*nodes)[id]
 }
 
 // NumNodes is the number of nodes.
@@ -172,8 +175,17 @@ func (g *Graph) ControlOutputs(n *Node) []*Node {
 	return append([]*Node(nil), n.controlOuts...)
 }
 
-// addLocked links a fully built node into the graph. The caller holds mu
-// for writing and has checked the name is free.
+// publishLocked makes the nodes added so far visible to NodeByID; a writer
+// calls it once its nodes are all added, so that a reader sees all or none
+// of them. The caller holds mu for writing.
+func (g *Graph) publishLocked() {
+	nodes := g.nodes
+	g.published.Store(&nodes)
+}
+
+// addLocked links a fully built node into the graph; publishLocked makes it
+// visible to NodeByID. The caller holds mu for writing and has checked the
+// name is free.
 func (g *Graph) addLocked(n *Node) {
 	n.ID = len(g.nodes)
 	// A loop's NextIteration is added after the Merge that reads it, and
@@ -194,7 +206,7 @@ func (g *Graph) addLocked(n *Node) {
 	for _, c := range n.Controls {
 		c.controlOuts = append(c.controlOuts, n)
 	}
-	g.version++
+	g.version.Add(1)
 }
 
 func growConsumers(c [][]Input, n int) [][]Input {

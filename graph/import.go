@@ -384,11 +384,12 @@ func (g *Graph) importGraphDefLocked(gd *tfpb.GraphDef, opts *ImportOptions) (*I
 	}
 	if lib.changed(&g.lib) {
 		g.lib = lib
-		g.version++
+		g.version.Add(1)
 	}
 	for _, i := range order {
 		g.addLocked(ps[i].node)
 	}
+	g.publishLocked()
 	// As TF's UpdateVersionDef does when importing into a graph: the oldest
 	// producer and the strictest consumer requirement win.
 	v := gd.GetVersions()

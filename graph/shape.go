@@ -221,7 +221,7 @@ func (g *Graph) setTensorShape(o Output, s tensor.PartialShape) error {
 		return nil
 	}
 	o.Node.OutShapes[o.Index] = m
-	g.version++
+	g.version.Add(1)
 	g.propagateLocked(o.Node)
 	return nil
 }

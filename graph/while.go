@@ -311,6 +311,7 @@ func (g *Graph) dropBackEdges(nexts []*Node) {
 func (g *Graph) closeLoop(nexts []*Node, vals, merges []Output) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.publishLocked() // on every return, the ones added so far
 	var first error
 	for i, nx := range nexts {
 		delete(g.backEdges, nx)
