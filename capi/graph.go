@@ -109,8 +109,15 @@ func nodeOf(op *C.TF_Operation) (*graphObj, *graph.Node, error) {
 	return o, n, nil
 }
 
-// nodeIn is nodeOf, checking that the operation belongs to o.
+// nodeIn is nodeOf, checking that the operation belongs to o. An operation
+// of o names o's handle, so the common case needs no handle lookup (a
+// sync.Map read per feed and fetch of every Run).
 func nodeIn(o *graphObj, op *C.TF_Operation) (*graph.Node, error) {
+	if op != nil && cgo.Handle(op.graph) == o.h {
+		if n := o.g.NodeByID(int(op.id)); n != nil {
+			return n, nil
+		}
+	}
 	og, n, err := nodeOf(op)
 	if err != nil {
 		return nil, err
