@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/binary"
+	"maps"
 	"os"
 	"runtime"
 	"sync"
@@ -40,7 +41,6 @@ const jitter = 150 * time.Microsecond
 type state struct {
 	env     *envcfg.Config
 	closed  atomic.Bool
-	runMu   sync.RWMutex // runs hold it shared; Close takes it exclusively
 	pools   []*exec.Pool // session_inter_op_thread_pool entries
 	global  *exec.Pool   // the inter-op pool when there are no entries
 	intra   *exec.Intra
@@ -83,17 +83,26 @@ type state struct {
 	// stateful kernels share it (resource/doc.go).
 	resources *resource.Manager
 
+	// plans is the plan cache, read by every Run without a lock; planMu
+	// serialises its writers, which store a new map (at most
+	// maxCachedPlans entries, one per signature).
 	planMu  sync.Mutex
-	plans   map[string]*exec.Plan
+	plans   atomic.Pointer[map[string]*exec.Plan]
 	assigns sync.Map // *exec.Plan -> []int (node-level group per plan node)
 	// nodeGroups keeps, per plan, gpuNodeGroups' assignment over the
 	// session's GPU groups and the groups it uses (nodeGroupsEntry).
 	nodeGroups sync.Map
 
+	// What every Run writes sits on cache lines of its own: beside the
+	// fields above, which Runs only read, concurrent Runs made each
+	// other's reads miss (128 bytes: a core may fetch lines in pairs).
+	_        [128]byte
+	runMu    sync.RWMutex // runs hold it shared; Close takes it exclusively
 	inflight atomic.Int64
 	done     atomic.Int64
 	failed   atomic.Int64
 	runSeq   atomic.Int64
+	_        [128]byte
 
 	prunMu  sync.Mutex
 	pruns   map[string]*partialRun
@@ -131,7 +140,7 @@ func newSession(g *graph.Graph, opts *Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{env: env, plans: map[string]*exec.Plan{}, resources: resource.NewManager(), pruns: map[string]*partialRun{}, gpu: -1,
+	st := &state{env: env, resources: resource.NewManager(), pruns: map[string]*partialRun{}, gpu: -1,
 		softPlacement: cfg.GetAllowSoftPlacement(), passes: optimize.PassesFor(cfg)}
 	if !env.Fusion {
 		st.passes &^= optimize.Remap
@@ -338,11 +347,10 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 	var buf [256]byte
 	key := planKey(buf[:0], s.g.Version(), feeds, fetches, targets)
 	st := s.impl
-	st.planMu.Lock()
-	p := st.plans[string(key)] // no allocation for a lookup
-	st.planMu.Unlock()
-	if p != nil {
-		return p, nil
+	if plans := st.plans.Load(); plans != nil {
+		if p := (*plans)[string(key)]; p != nil { // no allocation for a lookup
+			return p, nil
+		}
 	}
 	k := string(key)
 	s.g.RLock()
@@ -355,7 +363,7 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 		s.g.RUnlock()
 		return nil, err
 	}
-	p, err = exec.BuildPlaced(s.g, feeds, fetches, targets, st.placement())
+	p, err := exec.BuildPlaced(s.g, feeds, fetches, targets, st.placement())
 	if err == nil && p.Deadness() && len(p.GPUs()) > 1 {
 		// A step with frames runs on one GPU's groups (its values are not
 		// copied between GPUs): such a plan spread over several GPUs runs
@@ -368,12 +376,15 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 		return nil, err
 	}
 	st.planMu.Lock()
-	if len(st.plans) >= maxCachedPlans {
-		st.plans = map[string]*exec.Plan{}
+	plans := map[string]*exec.Plan{}
+	if old := st.plans.Load(); old != nil && len(*old) < maxCachedPlans {
+		maps.Copy(plans, *old)
+	} else if old != nil {
 		st.assigns.Clear()
 		st.nodeGroups.Clear() // keyed by plan: it would keep every evicted plan alive
 	}
-	st.plans[k] = p
+	plans[k] = p
+	st.plans.Store(&plans)
 	st.planMu.Unlock()
 	return p, nil
 }

@@ -81,9 +81,10 @@ func (s *Session) stats() Stats {
 	if st.global != nil {
 		poolSizes = append(poolSizes, st.global.Size())
 	}
-	st.planMu.Lock()
-	nplans := len(st.plans)
-	st.planMu.Unlock()
+	nplans := 0
+	if plans := st.plans.Load(); plans != nil {
+		nplans = len(*plans)
+	}
 	mode := "pool"
 	if st.streams {
 		mode = "streams"
