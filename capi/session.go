@@ -212,7 +212,9 @@ func msDeleteSession(h C.uintptr_t, s *C.TF_Status) {
 	setStatus(s, nil)
 }
 
-// runArgs converts the C arrays of a run into Go values.
+// runArgs converts the C arrays of a run into Go values: with values the
+// feeds (their outputs and copies of the caller's tensors), else the fed
+// outputs alone.
 func runArgs(so *sessionObj, inputs *C.TF_Output, values **C.TF_Tensor, nin C.int,
 	outputs *C.TF_Output, nout C.int, targets **C.TF_Operation, ntargets C.int, withValues bool,
 ) (feeds []session.Feed, feedOuts []graph.Output, fetches []graph.Output, tgts []*graph.Node, err error) {
@@ -226,25 +228,27 @@ func runArgs(so *sessionObj, inputs *C.TF_Output, values **C.TF_Tensor, nin C.in
 		return nil, nil, nil, nil, status.InvalidArg("target_opers are NULL but ntargets is %d", int(ntargets))
 	}
 	ins := unsafe.Slice(inputs, max(int(nin), 0))
-	var vals []*C.TF_Tensor
+	// With values the feeds carry the outputs and feedOuts stays nil.
 	if withValues {
-		vals = unsafe.Slice(values, max(int(nin), 0))
-		feeds = make([]session.Feed, 0, len(ins))
+		feeds = make([]session.Feed, len(ins))
+	} else {
+		feedOuts = make([]graph.Output, len(ins))
 	}
-	feedOuts = make([]graph.Output, 0, len(ins))
 	fetches = make([]graph.Output, 0, max(int(nout), 0))
 	for i := range ins {
 		out, err := outputIn(so.g, &ins[i])
 		if err != nil {
 			return nil, nil, nil, nil, status.Wrap(err, "input %d", i)
 		}
-		feedOuts = append(feedOuts, out)
 		if withValues {
-			t, err := goTensor(vals[i])
-			if err != nil {
-				return nil, nil, nil, nil, status.Wrap(err, "input %d (%s)", i, out)
-			}
-			feeds = append(feeds, session.Feed{Output: out, Tensor: t})
+			feeds[i].Output = out
+		} else {
+			feedOuts[i] = out
+		}
+	}
+	if withValues {
+		if bad, err := feedCopies(feeds, unsafe.Slice(values, len(ins))); err != nil {
+			return nil, nil, nil, nil, status.Wrap(err, "input %d (%s)", bad, feeds[bad].Output)
 		}
 	}
 	for i, o := range unsafe.Slice(outputs, max(int(nout), 0)) {

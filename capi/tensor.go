@@ -13,6 +13,7 @@ import (
 	"mstream/hostmem"
 	"mstream/proto/pbparse"
 	"mstream/proto/tfpb"
+	"mstream/session"
 	"mstream/status"
 	"mstream/tensor"
 )
@@ -23,21 +24,42 @@ const sizeofTString = C.sizeof_TF_TString
 // goTensor copies a caller's TF_Tensor into a Go tensor; the caller keeps
 // (and may reuse) its tensor after the call.
 func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
+	v, err := viewOf(t)
+	if err != nil || v.out != nil {
+		return v.out, err
+	}
+	out := tensor.Shaped(v.dt, v.shape)
+	out.Buf = hostmem.Alloc(len(v.data)) //mstream:bounded the caller's tensor holds these bytes already
+	copy(out.Buf, v.data)
+	return out, nil
+}
+
+// cView is a caller's TF_Tensor checked and seen from Go, valid during the
+// call only: a fixed-size tensor's dtype, shape and bytes (views of the
+// caller's memory), or out, the Go copy of a string or resource tensor.
+type cView struct {
+	dt    tensor.DType
+	shape tensor.Shape
+	data  []byte
+	out   *tensor.Tensor
+}
+
+func viewOf(t *C.TF_Tensor) (cView, error) {
 	if t == nil {
-		return nil, status.InvalidArg("tensor is NULL")
+		return cView{}, status.InvalidArg("tensor is NULL")
 	}
 	// The struct's fields read directly (internal.h): a cgo call per
 	// field and dimension cost more than the copy of a small feed.
 	dt := tensor.DType(t.dtype)
 	nd := int(t.num_dims)
 	// A view of the caller's dims, read during this call only: the tensor
-	// made below copies it (tensor.Shaped).
+	// made from it copies it (tensor.Shaped, feedCopies).
 	var shape tensor.Shape
 	if nd > 0 {
 		shape = unsafe.Slice((*int64)(unsafe.Pointer(t.dims)), nd)
 	}
 	if err := shape.Validate(); err != nil {
-		return nil, status.InvalidArg("tensor shape %v: %v", shape, err)
+		return cView{}, status.InvalidArg("tensor shape %v: %v", shape, err)
 	}
 	n := shape.NumElements()
 	var data unsafe.Pointer
@@ -47,40 +69,101 @@ func goTensor(t *C.TF_Tensor) (*tensor.Tensor, error) {
 	}
 	if data == nil && size > 0 {
 		// TF_AllocateTensor could not get the memory it was asked for.
-		return nil, status.InvalidArg("%v tensor of shape %v has no data: its %d bytes could not be allocated", dt, shape, size)
+		return cView{}, status.InvalidArg("%v tensor of shape %v has no data: its %d bytes could not be allocated", dt, shape, size)
 	}
 	if dt == tensor.String {
 		if size < n*sizeofTString {
-			return nil, status.InvalidArg("string tensor of shape %v has %d bytes, needs %d", shape, size, n*sizeofTString)
+			return cView{}, status.InvalidArg("string tensor of shape %v has %d bytes, needs %d", shape, size, n*sizeofTString)
 		}
 		out := tensor.New(dt, shape) //mstream:bounded the caller's tensor holds these n TF_TStrings already
 		for i := int64(0); i < n; i++ {
 			ts := C.ms_tstring_at(t, C.size_t(i))
 			out.Strs[i] = nonNil(goBytes(unsafe.Pointer(C.TF_StringGetDataPointer(ts)), C.TF_StringGetSize(ts)))
 		}
-		return out, nil
+		return cView{out: out}, nil
 	}
 	if dt == tensor.Resource {
 		// TF's TF_TensorToTensor: a scalar whose bytes are a serialized
 		// ResourceHandleProto.
 		if nd != 0 {
-			return nil, status.InvalidArg("Malformed TF_RESOURCE tensor: expected a scalar, got a tensor with shape %v", shape)
+			return cView{}, status.InvalidArg("Malformed TF_RESOURCE tensor: expected a scalar, got a tensor with shape %v", shape)
 		}
-		return &tensor.Tensor{DType: dt, Shape: tensor.Shape{}, Strs: [][]byte{nonNil(goBytes(data, C.size_t(size)))}}, nil
+		return cView{out: &tensor.Tensor{DType: dt, Shape: tensor.Shape{}, Strs: [][]byte{nonNil(goBytes(data, C.size_t(size)))}}}, nil
 	}
 	if !dt.Valid() || !dt.Fixed() {
-		return nil, status.InvalidArg("tensors of dtype %v (%d) are not supported", dt, int(dt))
+		return cView{}, status.InvalidArg("tensors of dtype %v (%d) are not supported", dt, int(dt))
 	}
 	need := n * int64(dt.Size())
 	if size < need {
-		return nil, status.InvalidArg("%v tensor of shape %v has %d bytes, needs %d", dt, shape, size, need)
+		return cView{}, status.InvalidArg("%v tensor of shape %v has %d bytes, needs %d", dt, shape, size, need)
 	}
-	out := tensor.Shaped(dt, shape)
-	out.Buf = hostmem.Alloc(int(need)) //mstream:bounded the caller's tensor holds these bytes already
+	v := cView{dt: dt, shape: shape}
 	if need > 0 {
-		copy(out.Buf, unsafe.Slice((*byte)(data), need))
+		v.data = unsafe.Slice((*byte)(data), need)
 	}
-	return out, nil
+	return v, nil
+}
+
+// feedCopies copies a Run's feeds into Go tensors as goTensor does, the
+// fixed-size ones in two allocations in all (their headers with their
+// dims up to rank 4, their bytes, each at hostmem.Align) rather than two
+// each: a Run of small feeds spent more on allocating their copies than
+// on copying. The copy of vals[i] goes to feeds[i].Tensor; on error, bad
+// is the index of the tensor at fault.
+func feedCopies(feeds []session.Feed, vals []*C.TF_Tensor) (bad int, err error) {
+	const maxBatched = 16 // the views below live on the stack
+	if len(vals) > maxBatched {
+		for i, ct := range vals {
+			t, err := goTensor(ct)
+			if err != nil {
+				return i, err
+			}
+			feeds[i].Tensor = t
+		}
+		return 0, nil
+	}
+	var views [maxBatched]cView
+	vs := views[:len(vals)]
+	var bytes, fixed int
+	for i, ct := range vals {
+		v, err := viewOf(ct)
+		if err != nil {
+			return i, err
+		}
+		vs[i] = v
+		if v.out == nil {
+			bytes += (len(v.data) + hostmem.Align - 1) &^ (hostmem.Align - 1)
+			fixed++
+		}
+	}
+	heads := make([]feedHead, fixed)
+	buf := hostmem.Alloc(bytes) //mstream:bounded the caller's tensors hold these bytes already
+	for i, v := range vs {
+		if v.out != nil {
+			feeds[i].Tensor = v.out
+			continue
+		}
+		h := &heads[0]
+		heads = heads[1:]
+		t, nb := &h.t, len(v.data)
+		t.DType = v.dt
+		if len(v.shape) <= len(h.dims) {
+			t.Shape = append(tensor.Shape(h.dims[:0:len(h.dims)]), v.shape...)
+		} else {
+			t.Shape = v.shape.Clone()
+		}
+		t.Buf = buf[:nb:nb]
+		copy(t.Buf, v.data)
+		buf = buf[(nb+hostmem.Align-1)&^(hostmem.Align-1):]
+		feeds[i].Tensor = t
+	}
+	return 0, nil
+}
+
+// feedHead is a feed's Go tensor with room for its shape up to rank 4.
+type feedHead struct {
+	t    tensor.Tensor
+	dims [4]int64
 }
 
 func outOfMemory(t *tensor.Tensor) error {
