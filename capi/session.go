@@ -292,6 +292,21 @@ func writeOutputs(ts []*tensor.Tensor, fetches []graph.Output, dst **C.TF_Tensor
 	return nil
 }
 
+// deleteOutputs deletes the outputs writeOutputs made, for a Run that
+// fails after it.
+func deleteOutputs(dst **C.TF_Tensor, nout C.int) {
+	if dst == nil {
+		return
+	}
+	outs := unsafe.Slice(dst, max(int(nout), 0))
+	for i, t := range outs {
+		if t != nil {
+			C.TF_DeleteTensor(t)
+			outs[i] = nil
+		}
+	}
+}
+
 func clearOutputs(dst **C.TF_Tensor, nout C.int) {
 	if dst == nil {
 		return
@@ -326,7 +341,10 @@ func msSessionRun(h C.uintptr_t, runOpts *C.TF_Buffer, inputs *C.TF_Output, valu
 		if err != nil {
 			return err
 		}
-		ts, meta, err := so.s.Run(ro, feeds, fetches, tgts)
+		// The step's own tensors go straight into the caller's TF_Tensors.
+		_, meta, err := so.s.RunTo(ro, feeds, fetches, tgts, func(ts []*tensor.Tensor) error {
+			return writeOutputs(ts, fetches, outValues, nout)
+		})
 		if err != nil {
 			return err
 		}
@@ -335,10 +353,11 @@ func msSessionRun(h C.uintptr_t, runOpts *C.TF_Buffer, inputs *C.TF_Output, valu
 				meta = &tfpb.RunMetadata{}
 			}
 			if err := writeProto(md, meta); err != nil {
+				deleteOutputs(outValues, nout)
 				return err
 			}
 		}
-		return writeOutputs(ts, fetches, outValues, nout)
+		return nil
 	}()
 	setStatus(s, err)
 }

@@ -79,6 +79,22 @@ type Options struct {
 	Trace bool
 	// Run numbers the step in traces.
 	Run int64
+	// Deliver, when set, is handed the fetched tensors in place of Run's
+	// result (Run then returns none): the step's own, valid during the
+	// call only, so Deliver copies what it keeps. A caller that copies
+	// them anyway (the C API, into TF_Tensors) so skips the copy a host
+	// step otherwise makes of every fetch before its buffers go back to
+	// the allocator. Deliver's error is Run's.
+	Deliver func(out []*tensor.Tensor) error
+}
+
+// deliver hands out to opts.Deliver, if set, for a step path that made
+// the caller's copies already (the device launcher, host streams).
+func (opts *Options) deliver(out []*tensor.Tensor, st *trace.Step, err error) ([]*tensor.Tensor, *trace.Step, error) {
+	if opts.Deliver == nil || err != nil {
+		return out, st, err
+	}
+	return nil, st, opts.Deliver(out)
 }
 
 type step struct {
@@ -96,6 +112,8 @@ type step struct {
 	// first failure, which then puts the one token in signal.
 	finished atomic.Bool
 	signal   chan struct{}
+	// fetchBuf is the fetch list handed to Options.Deliver, reused.
+	fetchBuf []*tensor.Tensor
 	ctx      context.Context
 	active   sync.WaitGroup // nodes offered to the inter-op pool and not taken back
 	// offered[i] is the step's generation (gen) while node i waits in
@@ -182,7 +200,7 @@ func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opt
 	if len(rt.Groups) > 0 {
 		group = rt.Groups[0]
 		if _, async := group.Compute.(device.EventPool); async {
-			return p.runDevice(ctx, rt, feeds, opts)
+			return opts.deliver(p.runDevice(ctx, rt, feeds, opts))
 		}
 	}
 	return p.runHost(ctx, rt, group, feeds, opts)
@@ -241,7 +259,7 @@ func (p *Plan) newPoolStep() *step {
 // are the same for all.
 func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if group != nil && rt.onStreams() {
-		return p.driveStreams(ctx, rt, feeds, opts)
+		return opts.deliver(p.driveStreams(ctx, rt, feeds, opts))
 	}
 	s := p.steps.get()
 	if s == nil {
@@ -287,10 +305,16 @@ func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, fe
 		st = s.tr.take(opts.Run, g)
 	}
 	if out == nil && err == nil {
-		out, err = s.fetched()
+		out, err = s.fetched(opts.Deliver != nil)
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if opts.Deliver != nil {
+		// Before the deferred drain gives the buffers back.
+		err = opts.Deliver(out)
+		clear(out)
+		return nil, st, err
 	}
 	if s.mem != nil {
 		for i, f := range p.fetches {
@@ -357,13 +381,22 @@ func (s *step) drive(ctx context.Context) bool {
 }
 
 // fetched returns the fetches of a step drive ran, or its error, or TF's
-// error for the first fetch that is dead.
-func (s *step) fetched() ([]*tensor.Tensor, error) {
+// error for the first fetch that is dead. With scratch the list is the
+// step's own (fetchBuf), for Options.Deliver, which keeps none of it.
+func (s *step) fetched(scratch bool) ([]*tensor.Tensor, error) {
 	if s.failed.Load() {
 		return nil, s.err
 	}
 	p := s.plan
-	out := make([]*tensor.Tensor, len(p.fetches))
+	var out []*tensor.Tensor
+	if scratch {
+		if cap(s.fetchBuf) < len(p.fetches) {
+			s.fetchBuf = make([]*tensor.Tensor, len(p.fetches))
+		}
+		out = s.fetchBuf[:len(p.fetches)]
+	} else {
+		out = make([]*tensor.Tensor, len(p.fetches))
+	}
 	for i, f := range p.fetches {
 		var t *tensor.Tensor
 		if f.Node < 0 {

@@ -389,7 +389,7 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 	return p, nil
 }
 
-func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Output, targets []*graph.Node) ([]*tensor.Tensor, *tfpb.RunMetadata, error) {
+func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Output, targets []*graph.Node, deliver func([]*tensor.Tensor) error) ([]*tensor.Tensor, *tfpb.RunMetadata, error) {
 	st := s.impl
 	st.runMu.RLock()
 	defer st.runMu.RUnlock()
@@ -429,7 +429,7 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 		vals[i] = f.Tensor
 	}
 	traced := runOpts != nil && runOpts.TraceLevel != tfpb.RunOptions_NO_TRACE
-	opts := exec.Options{Trace: traced || st.recordAll, Run: st.runSeq.Add(1)}
+	opts := exec.Options{Trace: traced || st.recordAll, Run: st.runSeq.Add(1), Deliver: deliver}
 	st.inflight.Add(1)
 	out, step, err := s.execute(ctx, plan, vals, opts, pool)
 	st.inflight.Add(-1)

@@ -100,7 +100,7 @@ func (s *Session) prun(handle string, feeds []Feed, fetches []graph.Output, targ
 		runTargets = pr.targets
 	}
 	runTargets = append(runTargets, targets...)
-	out, _, err := s.run(nil, all, fetches, runTargets)
+	out, _, err := s.run(nil, all, fetches, runTargets, nil)
 	if err != nil {
 		return nil, err
 	}

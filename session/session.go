@@ -55,6 +55,15 @@ func New(g *graph.Graph, opts *Options) (*Session, error) { return newSession(g,
 // RunMetadata is nil unless runOpts asked for tracing. Feeds are read during
 // the call only and never kept.
 func (s *Session) Run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Output, targets []*graph.Node) ([]*tensor.Tensor, *tfpb.RunMetadata, error) {
+	return s.RunTo(runOpts, feeds, fetches, targets, nil)
+}
+
+// RunTo is Run that, with deliver set, hands the fetched tensors to
+// deliver instead of returning them: they are valid during that call
+// only, and deliver copies what it keeps (the C API copies them into the
+// caller's TF_Tensors, so the copy Run makes for the caller is skipped).
+// deliver's error is the Run's; RunTo then returns no tensors.
+func (s *Session) RunTo(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Output, targets []*graph.Node, deliver func([]*tensor.Tensor) error) ([]*tensor.Tensor, *tfpb.RunMetadata, error) {
 	var out []*tensor.Tensor
 	var md *tfpb.RunMetadata
 	var err error
@@ -62,7 +71,7 @@ func (s *Session) Run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 		// TF's words; a partial run's step may fetch nothing (it feeds).
 		err = status.InvalidArg("Must specify at least one target to fetch or execute.")
 	} else {
-		out, md, err = s.run(runOpts, feeds, fetches, targets)
+		out, md, err = s.run(runOpts, feeds, fetches, targets, deliver)
 	}
 	if err != nil && !s.impl.closed.Load() {
 		// Every failed Run counts in MS_SessionStats, those rejected before
