@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"runtime/cgo"
+	"sync"
 	"unsafe"
 
 	"mstream/graph"
@@ -42,6 +43,9 @@ func cGetenv(name string) (string, bool) {
 type sessionObj struct {
 	s *session.Session
 	g *graphObj
+	// feedBlocks holds *feedBlock: the memory of a TF_SessionRun's feed
+	// copies, taken again by a later Run once this one has returned.
+	feedBlocks sync.Pool
 }
 
 func sessionOf(h C.uintptr_t) (*sessionObj, error) {
@@ -215,8 +219,11 @@ func msDeleteSession(h C.uintptr_t, s *C.TF_Status) {
 // runArgs converts the C arrays of a run into Go values: with values the
 // feeds (their outputs and copies of the caller's tensors), else the fed
 // outputs alone.
+//
+// blk, when not nil, holds the copies of the fixed-size feeds (feedCopies);
+// the caller reuses it only once the Run has succeeded and returned.
 func runArgs(so *sessionObj, inputs *C.TF_Output, values **C.TF_Tensor, nin C.int,
-	outputs *C.TF_Output, nout C.int, targets **C.TF_Operation, ntargets C.int, withValues bool,
+	outputs *C.TF_Output, nout C.int, targets **C.TF_Operation, ntargets C.int, withValues bool, blk *feedBlock,
 ) (feeds []session.Feed, feedOuts []graph.Output, fetches []graph.Output, tgts []*graph.Node, err error) {
 	if nin > 0 && (inputs == nil || (withValues && values == nil)) {
 		return nil, nil, nil, nil, status.InvalidArg("inputs are NULL but ninputs is %d", int(nin))
@@ -247,7 +254,7 @@ func runArgs(so *sessionObj, inputs *C.TF_Output, values **C.TF_Tensor, nin C.in
 		}
 	}
 	if withValues {
-		if bad, err := feedCopies(feeds, unsafe.Slice(values, len(ins))); err != nil {
+		if bad, err := feedCopies(feeds, unsafe.Slice(values, len(ins)), blk); err != nil {
 			return nil, nil, nil, nil, status.Wrap(err, "input %d (%s)", bad, feeds[bad].Output)
 		}
 	}
@@ -337,7 +344,15 @@ func msSessionRun(h C.uintptr_t, runOpts *C.TF_Buffer, inputs *C.TF_Output, valu
 				return err
 			}
 		}
-		feeds, _, fetches, tgts, err := runArgs(so, inputs, values, nin, outputs, nout, targets, ntargets, true)
+		// The feeds' copies go to a block of an earlier Run: a session
+		// keeps no feed once a Run has returned, and after a success no
+		// kernel of it still runs (a timed-out step's may, so a failed
+		// Run's block is left to the collector).
+		blk, _ := so.feedBlocks.Get().(*feedBlock)
+		if blk == nil {
+			blk = new(feedBlock)
+		}
+		feeds, _, fetches, tgts, err := runArgs(so, inputs, values, nin, outputs, nout, targets, ntargets, true, blk)
 		if err != nil {
 			return err
 		}
@@ -347,6 +362,9 @@ func msSessionRun(h C.uintptr_t, runOpts *C.TF_Buffer, inputs *C.TF_Output, valu
 		})
 		if err != nil {
 			return err
+		}
+		if blk.reusable() {
+			so.feedBlocks.Put(blk)
 		}
 		if md != nil {
 			if meta == nil {
@@ -375,7 +393,7 @@ func msSessionPRunSetup(h C.uintptr_t, inputs *C.TF_Output, nin C.int, outputs *
 		if err != nil {
 			return err
 		}
-		_, feedOuts, fetches, tgts, err := runArgs(so, inputs, nil, nin, outputs, nout, targets, ntargets, false)
+		_, feedOuts, fetches, tgts, err := runArgs(so, inputs, nil, nin, outputs, nout, targets, ntargets, false, nil)
 		if err != nil {
 			return err
 		}
@@ -406,7 +424,8 @@ func msSessionPRun(h C.uintptr_t, handle *C.char, inputs *C.TF_Output, values **
 		if nout > 0 && outValues == nil {
 			return nullArg("TF_SessionPRun", "output_values")
 		}
-		feeds, _, fetches, tgts, err := runArgs(so, inputs, values, nin, outputs, nout, targets, ntargets, true)
+		// No feed block: a partial run keeps its feeds until its fetches run.
+		feeds, _, fetches, tgts, err := runArgs(so, inputs, values, nin, outputs, nout, targets, ntargets, true, nil)
 		if err != nil {
 			return err
 		}

@@ -105,12 +105,13 @@ func viewOf(t *C.TF_Tensor) (cView, error) {
 }
 
 // feedCopies copies a Run's feeds into Go tensors as goTensor does, the
-// fixed-size ones in two allocations in all (their headers with their
-// dims up to rank 4, their bytes, each at hostmem.Align) rather than two
-// each: a Run of small feeds spent more on allocating their copies than
-// on copying. The copy of vals[i] goes to feeds[i].Tensor; on error, bad
-// is the index of the tensor at fault.
-func feedCopies(feeds []session.Feed, vals []*C.TF_Tensor) (bad int, err error) {
+// fixed-size ones into one block (their headers with their dims up to
+// rank 4, their bytes, each at hostmem.Align): blk's memory when blk is
+// not nil, grown as needed, else two new allocations. A Run of small
+// feeds spent more on allocating their copies, two each, than on copying.
+// The copy of vals[i] goes to feeds[i].Tensor; on error, bad is the index
+// of the tensor at fault.
+func feedCopies(feeds []session.Feed, vals []*C.TF_Tensor, blk *feedBlock) (bad int, err error) {
 	const maxBatched = 16 // the views below live on the stack
 	if len(vals) > maxBatched {
 		for i, ct := range vals {
@@ -136,8 +137,16 @@ func feedCopies(feeds []session.Feed, vals []*C.TF_Tensor) (bad int, err error) 
 			fixed++
 		}
 	}
-	heads := make([]feedHead, fixed)
-	buf := hostmem.Alloc(bytes) //mstream:bounded the caller's tensors hold these bytes already
+	if blk == nil {
+		blk = new(feedBlock)
+	}
+	if cap(blk.heads) < fixed {
+		blk.heads = make([]feedHead, fixed)
+	}
+	if cap(blk.buf) < bytes {
+		blk.buf = hostmem.Alloc(bytes) //mstream:bounded the caller's tensors hold these bytes already
+	}
+	heads, buf := blk.heads[:fixed], blk.buf[:bytes]
 	for i, v := range vs {
 		if v.out != nil {
 			feeds[i].Tensor = v.out
@@ -159,6 +168,19 @@ func feedCopies(feeds []session.Feed, vals []*C.TF_Tensor) (bad int, err error) 
 	}
 	return 0, nil
 }
+
+// feedBlock is the memory of a Run's fixed-size feed copies (feedCopies).
+type feedBlock struct {
+	heads []feedHead
+	buf   []byte // from hostmem.Alloc: aligned at its start
+}
+
+// maxFeedBlock bounds the bytes a block kept for reuse holds: a session
+// fed large tensors now and then should not hold their size between Runs.
+const maxFeedBlock = 4 << 20
+
+// reusable says a Run's block may serve another (feedBlocks).
+func (b *feedBlock) reusable() bool { return cap(b.buf) <= maxFeedBlock }
 
 // feedHead is a feed's Go tensor with room for its shape up to rank 4.
 type feedHead struct {

@@ -596,71 +596,79 @@ static void test_env(void) {
 
 /* Feeds of every kind in one Run, each fetched back through an Identity: a
  * few fixed-size dtypes of ranks 0 to 5, an empty one, a string and, with
- * n = 18, more feeds than the C API copies in one block; the callers' tensors
- * are deleted before the outputs are read. */
+ * n = 18, more feeds than the C API copies in one block; three Runs on one
+ * session with other values and sizes each (the C API reuses its copies'
+ * memory from Run to Run); the callers' tensors are deleted before the
+ * outputs are read. */
 static void run_mixed_feeds(int n) {
   TF_Status* s = TF_NewStatus();
   TF_Graph* g = TF_NewGraph();
   TF_DataType dts[6] = {TF_FLOAT, TF_INT32, TF_STRING, TF_INT64, TF_DOUBLE, TF_BOOL};
-  int64_t dims[6][5] = {{2, 3}, {0}, {2}, {0}, {5}, {1, 1, 1, 1, 3}};
   int nds[6] = {2, 0, 1, 1, 1, 5};
   TF_Output in[18], out[18];
-  TF_Tensor* vals[18];
-  TF_Tensor* got[18] = {0};
   char name[16];
-  unsigned char want[18][64];
-  size_t wantn[18];
   for (int i = 0; i < n; i++) {
-    int k = i % 6;
     snprintf(name, sizeof name, "p%d", i);
-    in[i] = (TF_Output){placeholder(g, name, dts[k], NULL, -1, s), 0};
+    in[i] = (TF_Output){placeholder(g, name, dts[i % 6], NULL, -1, s), 0};
     CHECK(ok(s), "placeholder %d: %s", i, TF_Message(s));
     snprintf(name, sizeof name, "id%d", i);
     out[i] = (TF_Output){unary(g, "Identity", name, in[i], s), 0};
     CHECK(ok(s), "identity %d: %s", i, TF_Message(s));
-    if (dts[k] == TF_STRING) {
-      vals[i] = TF_AllocateTensor(TF_STRING, dims[k], nds[k], 2 * sizeof(TF_TString));
-      TF_TString* p = TF_TensorData(vals[i]);
-      for (int j = 0; j < 2; j++) {
-        TF_StringInit(&p[j]);
-        snprintf(name, sizeof name, "s%d.%d", i, j);
-        TF_StringCopy(&p[j], name, strlen(name));
-      }
-      wantn[i] = 0;
-      continue;
-    }
-    int64_t e = 1;
-    for (int d = 0; d < nds[k]; d++) e *= dims[k][d];
-    wantn[i] = (size_t)e * TF_DataTypeSize(dts[k]);
-    for (size_t b = 0; b < wantn[i]; b++) want[i][b] = (unsigned char)(dts[k] == TF_BOOL ? (i + b) % 2 : 7 * i + b + 1);
-    vals[i] = make_tensor(dts[k], dims[k], nds[k], want[i]);
   }
   TF_SessionOptions* so = TF_NewSessionOptions();
   TF_Session* sess = TF_NewSession(g, so, s);
   CHECK(ok(s), "new session: %s", TF_Message(s));
-  TF_SessionRun(sess, NULL, in, vals, n, out, got, n, NULL, 0, NULL, s);
-  CHECK(ok(s), "run with %d mixed feeds: %s", n, TF_Message(s));
-  /* Deleted, not overwritten: TF's outputs may share the feeds' buffers (an
-   * Identity forwards its input), which deleting leaves alive. */
-  for (int i = 0; i < n; i++) TF_DeleteTensor(vals[i]);
-  for (int i = 0; i < n && ok(s); i++) {
-    int k = i % 6;
-    CHECK(got[i] && TF_TensorType(got[i]) == dts[k] && TF_NumDims(got[i]) == nds[k], "output %d: type or rank", i);
-    if (!got[i]) continue;
-    for (int d = 0; d < nds[k] && d < TF_NumDims(got[i]); d++)
-      CHECK(TF_Dim(got[i], d) == dims[k][d], "output %d dim %d: %lld", i, d, (long long)TF_Dim(got[i], d));
-    if (dts[k] == TF_STRING) {
-      const TF_TString* p = TF_TensorData(got[i]);
-      for (int j = 0; j < 2; j++) {
-        snprintf(name, sizeof name, "s%d.%d", i, j);
-        CHECK(TF_StringGetSize(&p[j]) == strlen(name) && !memcmp(TF_StringGetDataPointer(&p[j]), name, strlen(name)),
-              "output %d string %d", i, j);
+  for (int round = 0; round < 3 && ok(s); round++) {
+    /* Round 1 feeds more bytes than round 0, round 2 fewer. */
+    int64_t dims[6][5] = {{2 + round % 2, 3}, {0}, {2}, {round % 2}, {5 - round}, {1, 1, 1, 1, 3}};
+    TF_Tensor* vals[18];
+    TF_Tensor* got[18] = {0};
+    unsigned char want[18][64];
+    size_t wantn[18];
+    for (int i = 0; i < n; i++) {
+      int k = i % 6;
+      if (dts[k] == TF_STRING) {
+        vals[i] = TF_AllocateTensor(TF_STRING, dims[k], nds[k], 2 * sizeof(TF_TString));
+        TF_TString* p = TF_TensorData(vals[i]);
+        for (int j = 0; j < 2; j++) {
+          TF_StringInit(&p[j]);
+          snprintf(name, sizeof name, "s%d.%d.%d", round, i, j);
+          TF_StringCopy(&p[j], name, strlen(name));
+        }
+        wantn[i] = 0;
+        continue;
       }
-    } else {
-      CHECK(TF_TensorByteSize(got[i]) == wantn[i] && !memcmp(TF_TensorData(got[i]), want[i], wantn[i]),
-            "output %d (%d bytes): values differ from the feed's", i, (int)wantn[i]);
+      int64_t e = 1;
+      for (int d = 0; d < nds[k]; d++) e *= dims[k][d];
+      wantn[i] = (size_t)e * TF_DataTypeSize(dts[k]);
+      for (size_t b = 0; b < wantn[i]; b++)
+        want[i][b] = (unsigned char)(dts[k] == TF_BOOL ? (i + b + round) % 2 : 7 * i + b + 31 * round + 1);
+      vals[i] = make_tensor(dts[k], dims[k], nds[k], want[i]);
     }
-    TF_DeleteTensor(got[i]);
+    TF_SessionRun(sess, NULL, in, vals, n, out, got, n, NULL, 0, NULL, s);
+    CHECK(ok(s), "run %d with %d mixed feeds: %s", round, n, TF_Message(s));
+    /* Deleted, not overwritten: TF's outputs may share the feeds' buffers
+     * (an Identity forwards its input), which deleting leaves alive. */
+    for (int i = 0; i < n; i++) TF_DeleteTensor(vals[i]);
+    for (int i = 0; i < n && ok(s); i++) {
+      int k = i % 6;
+      CHECK(got[i] && TF_TensorType(got[i]) == dts[k] && TF_NumDims(got[i]) == nds[k], "output %d: type or rank", i);
+      if (!got[i]) continue;
+      for (int d = 0; d < nds[k] && d < TF_NumDims(got[i]); d++)
+        CHECK(TF_Dim(got[i], d) == dims[k][d], "output %d dim %d: %lld", i, d, (long long)TF_Dim(got[i], d));
+      if (dts[k] == TF_STRING) {
+        const TF_TString* p = TF_TensorData(got[i]);
+        for (int j = 0; j < 2; j++) {
+          snprintf(name, sizeof name, "s%d.%d.%d", round, i, j);
+          CHECK(TF_StringGetSize(&p[j]) == strlen(name) && !memcmp(TF_StringGetDataPointer(&p[j]), name, strlen(name)),
+                "output %d string %d", i, j);
+        }
+      } else {
+        CHECK(TF_TensorByteSize(got[i]) == wantn[i] && !memcmp(TF_TensorData(got[i]), want[i], wantn[i]),
+              "run %d output %d (%d bytes): values differ from the feed's", round, i, (int)wantn[i]);
+      }
+      TF_DeleteTensor(got[i]);
+    }
   }
   TF_CloseSession(sess, s); TF_DeleteSession(sess, s);
   TF_DeleteSessionOptions(so);
