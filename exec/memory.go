@@ -91,6 +91,8 @@ type tracker struct {
 	// alone (the device step writes its arena's records before it
 	// tracks them).
 	seen [64]seenBuf
+	// drained is drain's list, kept for the next step's drain.
+	drained []*buffer
 }
 
 type seenBuf struct {
@@ -436,7 +438,8 @@ func (tr *tracker) free(b *buffer) {
 // tracker is empty afterwards, ready for another step.
 func (tr *tracker) drain() {
 	tr.mu.Lock()
-	bufs := make([]*buffer, 0, len(tr.bufs))
+	bufs := tr.drained[:0]
+	tr.drained = nil // this drain's until it ends
 	for k, b := range tr.bufs {
 		// A shared block once, under its first view's key; a kept
 		// small buffer (not live) with the small ones below.
@@ -454,6 +457,10 @@ func (tr *tracker) drain() {
 		b.users = nil
 		tr.release(b, -1)
 	}
+	clear(bufs)
+	tr.mu.Lock()
+	tr.drained = bufs[:0]
+	tr.mu.Unlock()
 }
 
 // live is the number of buffers the step still holds.

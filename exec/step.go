@@ -367,6 +367,13 @@ func (s *step) drive(ctx context.Context) bool {
 	}
 	w.stack = stack
 	s.runLoop(w)
+	// Most steps end on this goroutine, the token already there: a
+	// receive that cannot block costs less than the two-way select.
+	select {
+	case <-s.signal:
+		return true
+	default:
+	}
 	select {
 	case <-s.signal:
 		return true
