@@ -12,7 +12,10 @@
 // holder, the CUDA-graph cache, the sanitizer's delay) and Run takes the
 // launcher the groups call for: the device launcher for a GPU's streams
 // (device_step.go), and the host scheduler (step.go's runHost) for every
-// host step. The host scheduler has two forms of ready-tracking and one
+// host step. It returns the fetches as the caller's own tensors, or with
+// Options.Deliver hands them over in its call instead: the host
+// scheduler's pool step then gives the step's own, before its buffers go
+// back, and skips the copy it would make for the caller. The host scheduler has two forms of ready-tracking and one
 // frame loop: a plan without frames on one group without streams keeps
 // a pending count per node (drive, its fast path); every step on host
 // streams (several groups, an assignment or MSTREAM_HOST_STREAMS) tracks

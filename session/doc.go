@@ -50,8 +50,9 @@
 //
 // Invariants: many goroutines may call Run on one Session at once; an error
 // in one Run leaves the session usable for the next; feeds are never kept
-// after Run returns (callers reuse their buffers) and fetched tensors belong
-// to the caller; the graph may grow while the session lives, and the plan
+// after Run returns (callers reuse their buffers: the C API reuses the
+// memory of its feed copies) and fetched tensors belong to the caller
+// (RunTo's deliver sees the step's own, valid during that call only); the graph may grow while the session lives, and the plan
 // cache is keyed by the graph's version, so a Run after a change plans anew.
 // Close waits for the Runs in flight, then releases the pools and groups;
 // later calls fail with CANCELLED.
