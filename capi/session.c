@@ -78,6 +78,9 @@ void TF_SessionRun(TF_Session* session, const TF_Buffer* run_options,
                    TF_Tensor** output_values, int noutputs,
                    const TF_Operation* const* target_opers, int ntargets,
                    TF_Buffer* run_metadata, TF_Status* status) {
+  /* OK here, on the C side: msSessionRun sets only an error, which saves a
+   * call back into C on every successful Run. */
+  ms_set_status_n(status, TSL_OK, NULL, 0);
   msSessionRun(session ? session->h : 0, (TF_Buffer*)run_options,
                (TF_Output*)inputs, (TF_Tensor**)input_values, ninputs,
                (TF_Output*)outputs, output_values, noutputs,

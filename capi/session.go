@@ -377,7 +377,9 @@ func msSessionRun(h C.uintptr_t, runOpts *C.TF_Buffer, inputs *C.TF_Output, valu
 		}
 		return nil
 	}()
-	setStatus(s, err)
+	if err != nil { // TF_SessionRun set OK before the call
+		setStatus(s, err)
+	}
 }
 
 //export msSessionPRunSetup

@@ -43,6 +43,9 @@ void TF_DeleteStatus(TF_Status* s) {
 
 void ms_set_status_n(TF_Status* s, int code, const char* msg, size_t len) {
   if (s == NULL) return;
+  /* OK over OK, a status reused call after call: nothing to change (and no
+   * free and malloc of its empty message). */
+  if (code == TSL_OK && s->code == TSL_OK && s->payloads == NULL && s->msg != NULL && s->msg[0] == 0) return;
   clear_payloads(s);
   free(s->msg);
   s->code = (TSL_Code)code;
