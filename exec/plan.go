@@ -89,9 +89,14 @@ type Plan struct {
 	// costs estimates each node's kernel time (costs.go); steps keeps
 	// the host scheduler's per-step state between steps (runHost).
 	costs *costs
+	// The stashes, which every step writes (a Swap, a CompareAndSwap),
+	// sit on cache lines apart from the fields above, which steps only
+	// read: beside them, concurrent steps made each other's reads miss.
+	_     [128]byte
 	steps stash[step]
 	// arenas keeps device steps' per-node records (gpu_arena.go).
 	arenas stash[arena]
+	_      [128]byte
 	// lanes is the launch schedule of the last multi-group device step
 	// (device_lanes.go), kept while its assignment stays.
 	lanes atomic.Pointer[laneSched]
