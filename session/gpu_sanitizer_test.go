@@ -29,7 +29,7 @@ func TestGPUSanitizerCatchesMissingWaits(t *testing.T) {
 	jobs := makeJobs(t, ref, m.outputs, 40, func() []Feed { return m.feeds(r, 64) })
 	s := openSession(t, m.g, map[string]string{"MSTREAM_DEVICE": "gpu", "TF_NODE_LEVEL_MULTISTREAM": "true",
 		"TF_GPU_STREAM_GROUP_COUNT": "3", "TF_STREAM_FROM_FILE": rules, "MSTREAM_STREAM_JITTER": "1"})
-	plan, err := s.planFor(feedOutputs(jobs[0].feeds), m.outputs, nil)
+	plan, err := s.planFor(feedOutputs(nil, jobs[0].feeds), m.outputs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -352,7 +353,15 @@ func (s *Session) planFor(feeds, fetches []graph.Output, targets []*graph.Node) 
 			return p, nil
 		}
 	}
-	k := string(key)
+	// The plan may keep the lists it is built from: copies, since a Run's
+	// fed outputs live on its stack.
+	return s.buildPlan(string(key), slices.Clone(feeds), slices.Clone(fetches), slices.Clone(targets))
+}
+
+// buildPlan builds the plan of a signature planFor did not find and
+// caches it under k.
+func (s *Session) buildPlan(k string, feeds, fetches []graph.Output, targets []*graph.Node) (*exec.Plan, error) {
+	st := s.impl
 	s.g.RLock()
 	if err := s.g.CheckNamesLocked(); err != nil {
 		s.g.RUnlock()
@@ -396,7 +405,8 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 	if err := s.checkOpen(); err != nil {
 		return nil, nil, err
 	}
-	feedOuts := feedOutputs(feeds)
+	var fo [8]graph.Output // a Run's fed outputs, without an allocation up to 8
+	feedOuts := feedOutputs(fo[:0], feeds)
 	if err := s.checkNodes(feedOuts, fetches, targets); err != nil {
 		return nil, nil, err
 	}
@@ -516,10 +526,10 @@ func planKey(b []byte, version uint64, feeds, fetches []graph.Output, targets []
 	return b
 }
 
-func feedOutputs(feeds []Feed) []graph.Output {
-	out := make([]graph.Output, len(feeds))
-	for i, f := range feeds {
-		out[i] = f.Output
+// feedOutputs appends the fed outputs to out.
+func feedOutputs(out []graph.Output, feeds []Feed) []graph.Output {
+	for _, f := range feeds {
+		out = append(out, f.Output)
 	}
 	return out
 }
