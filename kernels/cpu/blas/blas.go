@@ -255,19 +255,7 @@ func reload(path, target string) (stuck bool, err error) {
 	return stuck, nil
 }
 
-// dlopen loads path with OPENBLAS_NUM_THREADS=1 unless the user set
-// OpenBLAS's thread count (OPENBLAS_NUM_THREADS or GOTO_NUM_THREADS):
-// OpenBLAS's constructor starts a server thread per core beyond the first,
-// which spin for their timeout before they sleep (blas_thread_server, 1.3%
-// of a 3 s mlp run's samples, all at its start), while the session runs
-// OpenBLAS on one thread (SetThreads) and nothing else asks for more; a
-// SetThreads above 1 starts them then.
 func dlopen(path string) error {
-	_, user := os.LookupEnv("OPENBLAS_NUM_THREADS")
-	if _, goto_ := os.LookupEnv("GOTO_NUM_THREADS"); !user && !goto_ {
-		os.Setenv("OPENBLAS_NUM_THREADS", "1")
-		defer os.Unsetenv("OPENBLAS_NUM_THREADS")
-	}
 	p := C.CString(path)
 	defer C.free(unsafe.Pointer(p))
 	var buf [512]C.char
@@ -293,14 +281,6 @@ func Available() bool {
 		Load(Options{})
 	}
 	return haveLib
-}
-
-// threads is OpenBLAS's thread count, -1 without OpenBLAS.
-func threads() int {
-	if !Available() {
-		return -1
-	}
-	return int(C.mstream_blas_threads())
 }
 
 // SetThreads caps OpenBLAS's own thread count (no-op without it).

@@ -58,27 +58,6 @@ func TestEachLibrary(t *testing.T) {
 	}
 }
 
-// TestLoadOneThread: OpenBLAS loads with one thread (no server threads
-// spinning at the start) unless the user set its count, and the variable
-// that says so is not left in the environment.
-func TestLoadOneThread(t *testing.T) {
-	if _, set := os.LookupEnv("OPENBLAS_NUM_THREADS"); set {
-		t.Skip("OPENBLAS_NUM_THREADS set by the user")
-	}
-	if _, set := os.LookupEnv("GOTO_NUM_THREADS"); set {
-		t.Skip("GOTO_NUM_THREADS set by the user")
-	}
-	if Loaded().Impl != "openblas" || threads() < 0 {
-		t.Skip("not an OpenBLAS with openblas_get_num_threads")
-	}
-	if n := threads(); n != 1 {
-		t.Errorf("OpenBLAS loaded with %d threads, want 1", n)
-	}
-	if v, set := os.LookupEnv("OPENBLAS_NUM_THREADS"); set {
-		t.Errorf("Load left OPENBLAS_NUM_THREADS=%s set", v)
-	}
-}
-
 // TestInfo checks what Load reports against the library itself: an
 // OpenBLAS whose core is below the CPU's ISA must have been reloaded with
 // the right core or carry a warning.

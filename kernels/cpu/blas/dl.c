@@ -8,7 +8,6 @@ typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float*, int,
 typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double*, int, const double*, int, double, double*, int);
 typedef void (*sgemv_fn)(int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
 typedef void (*setthreads_fn)(int);
-typedef int (*getthreads_fn)(void);
 typedef char *(*str_fn)(void);
 
 static void *handle;
@@ -16,7 +15,6 @@ static sgemm_fn p_sgemm;
 static dgemm_fn p_dgemm;
 static sgemv_fn p_sgemv;
 static setthreads_fn p_setthreads;
-static getthreads_fn p_getthreads;
 static str_fn p_corename, p_config;
 
 /* sym looks name up with the library's symbol prefix ("" for a plain
@@ -43,7 +41,6 @@ int mstream_blas_open(const char *path, char *err, int errlen) {
 		p_dgemm = d;
 		p_sgemv = (sgemv_fn)sym(h, prefixes[i], "cblas_sgemv");
 		p_setthreads = (setthreads_fn)sym(h, prefixes[i], "openblas_set_num_threads");
-		p_getthreads = (getthreads_fn)sym(h, prefixes[i], "openblas_get_num_threads");
 		p_corename = (str_fn)sym(h, prefixes[i], "openblas_get_corename");
 		p_config = (str_fn)sym(h, prefixes[i], "openblas_get_config");
 		return 1;
@@ -64,7 +61,6 @@ int mstream_blas_close(const char *path) {
 	p_dgemm = NULL;
 	p_sgemv = NULL;
 	p_setthreads = NULL;
-	p_getthreads = NULL;
 	p_corename = p_config = NULL;
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
 	if (h) {
@@ -117,6 +113,3 @@ int mstream_sgemm_row(int tb, int n, int k, float alpha, const float *x, int inc
 void mstream_blas_set_threads(int n) {
 	if (p_setthreads) p_setthreads(n);
 }
-
-/* mstream_blas_threads is OpenBLAS's thread count, -1 without the getter. */
-int mstream_blas_threads(void) { return p_getthreads ? p_getthreads() : -1; }

@@ -43,10 +43,8 @@
 // The AVX-512 host ran 0.3.21 at Prescott until OPENBLAS_CORETYPE
 // was set (MLP 0.48 -> 0.90 of TF), which Load now does itself.
 //
-// Threads: OpenBLAS loads with OPENBLAS_NUM_THREADS=1 unless the user set
-// its count (its constructor would start a server thread per further core,
-// spinning at the start), and the session runs OpenBLAS on one thread
-// (SetThreads, where the build exports the setter) and splits a GEMM itself over the intra-op pool
+// Threads: the session runs OpenBLAS on one thread (SetThreads, where the
+// build exports the setter) and splits a GEMM itself over the intra-op pool
 // with SgemmOn: row blocks, column blocks for a small batch, a GEMV per
 // column strip for one row, the blocks fixed by the shape so the bits do not
 // depend on the pool. OpenBLAS's own pool and the intra-op pool so never
