@@ -20,6 +20,7 @@ func init() {
 	RegisterShapeFn("_FusedConv2D", convShape)
 	RegisterShapeFn("_MstreamUnaryChain", unchangedShape)
 	RegisterShapeFn("_MstreamLayerNorm", unchangedShape)
+	RegisterShapeFn("_MstreamAddLayerNorm", binaryShape)
 	RegisterShapeFn("_MstreamAttention", attentionShape)
 	RegisterShapeFn("_MstreamEinsumBias", einsumBiasShape)
 	RegisterShapeFn("_MstreamGatherN", gatherNShape)

@@ -26,7 +26,9 @@
 // training FusedBatchNormV3 -> Reshape -> Mul -> AddV2, or the moments
 // chain Mean/SquaredDifference/Rsqrt/Mul/Sub/AddV2; layernorm.go) becomes
 // one _MstreamLayerNorm (a CPU kernel only, so a plan that may use the GPU
-// keeps the exported nodes), a transformer's attention core without a
+// keeps the exported nodes), or _MstreamAddLayerNorm(a, b, gamma, beta)
+// when its input is a residual Add(V2) of a and b that only the pattern
+// (and Shapes of it) reads, a transformer's attention core without a
 // mask (q, k and v split into heads -> scores -> optional scalar scale ->
 // Softmax -> context, as Transposes and BatchMatMulV2 or as Keras'
 // MultiHeadAttention Einsums; attention.go) becomes one _MstreamAttention

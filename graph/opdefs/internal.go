@@ -13,7 +13,7 @@ import (
 // fusion produces or a GraphDef written by TF's grappler may contain. The
 // signatures of _FusedMatMul and _FusedConv2D are TF 2.15's
 // (core/ops/math_ops.cc, core/ops/nn_ops.cc); _MstreamUnaryChain and
-// _MstreamLayerNorm, _MstreamAttention, _MstreamEinsumBias and
+// _MstreamLayerNorm, _MstreamAddLayerNorm, _MstreamAttention, _MstreamEinsumBias and
 // _MstreamGatherN are ours.
 // _Arg, _Retval, _DeviceArg and _DeviceRetval are the system ops of
 // function bodies (core/ops/function_ops.cc): a graph given to
@@ -98,6 +98,18 @@ op {
   input_arg { name: "gamma" type_attr: "T" }
   input_arg { name: "beta" type_attr: "T" }
   output_arg { name: "y" type_attr: "T" }
+  attr { name: "T" type: "type" allowed_values { list { type: [DT_FLOAT] } } }
+  attr { name: "epsilon" type: "float" default_value { f: 0.001 } }
+  attr { name: "begin_norm_axis" type: "int" default_value { i: -1 } }
+  attr { name: "single_axis" type: "bool" default_value { b: false } }
+}
+op {
+  name: "_MstreamAddLayerNorm"
+  input_arg { name: "x" type_attr: "T" }
+  input_arg { name: "y" type_attr: "T" }
+  input_arg { name: "gamma" type_attr: "T" }
+  input_arg { name: "beta" type_attr: "T" }
+  output_arg { name: "z" type_attr: "T" }
   attr { name: "T" type: "type" allowed_values { list { type: [DT_FLOAT] } } }
   attr { name: "epsilon" type: "float" default_value { f: 0.001 } }
   attr { name: "begin_norm_axis" type: "int" default_value { i: -1 } }

@@ -135,7 +135,7 @@ func BenchmarkDNNL(b *testing.B) {
 			be, _ := randTensor(r, f32, tensor.Shape{cols})
 			ln := node("_MstreamLayerNorm", nil, []tensor.DType{f32, f32, f32}, f32)
 			b.Run(fmt.Sprintf("LayerNorm/%v/mstream_layernorm", tensor.Shape{rows, cols}), func(b *testing.B) {
-				run(b, ln, func(ctx *kernels.Context) error { return layerNorm(ctx, -1, false, 1e-3) }, x2, g, be)
+				run(b, ln, func(ctx *kernels.Context) error { return layerNorm(ctx, -1, false, 1e-3, false) }, x2, g, be)
 			})
 		}
 	}
@@ -283,4 +283,66 @@ func BenchmarkDLRMSparse(b *testing.B) {
 	lower := tensor.New(i32, tensor.Shape{int64(len(tri))})
 	copy(lower.I32(), tri)
 	run("GatherV2/interaction", gather, flat, lower, tensor.ScalarI32(1))
+}
+
+// BenchmarkAddLayerNorm measures a transformer's residual connection and
+// LayerNormalization (bench/models' transformer at B=1 and B=16: rows of
+// 128) as the AddV2 and _MstreamLayerNorm kernels run them and as the one
+// _MstreamAddLayerNorm that package optimize fuses them into, on one
+// thread, outputs in buffers kept across calls as a session's allocator
+// keeps them, in CPU time per call:
+// go test ./kernels/cpu -run '^$' -bench AddLayerNorm -count 5.
+func BenchmarkAddLayerNorm(b *testing.B) {
+	r := newRand(b)
+	for _, rows := range []int64{64, 1024} {
+		shape := tensor.Shape{rows, 128}
+		x, _ := randTensor(r, f32, shape)
+		y, _ := randTensor(r, f32, shape)
+		g, _ := randTensor(r, f32, tensor.Shape{128})
+		be, _ := randTensor(r, f32, tensor.Shape{128})
+		kernel := func(op string, n int) (*kernels.Context, kernels.Kernel) {
+			in := make([]tensor.DType, n)
+			for i := range in {
+				in[i] = f32
+			}
+			nd := node(op, nil, in, f32)
+			def, err := kernels.Lookup(nd, kernels.CPU)
+			if err != nil {
+				b.Fatal(err)
+			}
+			k, err := def.Factory(nd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out := tensor.New(f32, shape)
+			return &kernels.Context{Node: nd, Outputs: make([]*tensor.Tensor, 1),
+				Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return out, nil }}, k
+		}
+		measure := func(b *testing.B, f func() error) {
+			c0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				if err := f(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+		}
+		b.Run(fmt.Sprintf("%v/AddV2+LayerNorm", shape), func(b *testing.B) {
+			actx, add := kernel("AddV2", 2)
+			lctx, ln := kernel("_MstreamLayerNorm", 3)
+			measure(b, func() error {
+				actx.Inputs = []*tensor.Tensor{x, y}
+				if err := add.Compute(actx); err != nil {
+					return err
+				}
+				lctx.Inputs = []*tensor.Tensor{actx.Outputs[0], g, be}
+				return ln.Compute(lctx)
+			})
+		})
+		b.Run(fmt.Sprintf("%v/AddLayerNorm", shape), func(b *testing.B) {
+			ctx, k := kernel("_MstreamAddLayerNorm", 4)
+			ctx.Inputs = []*tensor.Tensor{x, y, g, be}
+			measure(b, func() error { return k.Compute(ctx) })
+		})
+	}
 }

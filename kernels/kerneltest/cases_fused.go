@@ -14,7 +14,8 @@ import (
 // The fused ops that plan-time fusion (package optimize) and TF's grappler
 // produce: _FusedMatMul and _FusedConv2D with their BiasAdd/FusedBatchNorm
 // and activation epilogues, and mstream's _MstreamUnaryChain,
-// _MstreamLayerNorm, _MstreamAttention and _MstreamEinsumBias. References
+// _MstreamLayerNorm, _MstreamAddLayerNorm, _MstreamAttention and
+// _MstreamEinsumBias. References
 // are float64 loops: the GEMM or convolution (refConv), then the epilogue
 // exactly as the unfused nodes define it.
 
@@ -22,9 +23,24 @@ func init() {
 	Add("_FusedMatMul", fusedMatMulCases)
 	Add("_FusedConv2D", fusedConv2DCases)
 	Add("_MstreamUnaryChain", unaryChainCases)
-	Add("_MstreamLayerNorm", layerNormCases)
+	Add("_MstreamLayerNorm", casesOf("_MstreamLayerNorm", layerNormCases))
+	Add("_MstreamAddLayerNorm", casesOf("_MstreamAddLayerNorm", layerNormCases))
 	Add("_MstreamAttention", attentionCases)
 	Add("_MstreamEinsumBias", einsumBiasCases)
+}
+
+// casesOf keeps gen's cases of op: one generator draws both
+// normalisations' cases from the same shapes.
+func casesOf(op string, gen Gen) Gen {
+	return func(r *rand.Rand) []Case {
+		var cs []Case
+		for _, c := range gen(r) {
+			if c.Node.Op == op {
+				cs = append(cs, c)
+			}
+		}
+		return cs
+	}
 }
 
 func aStrs(v ...string) *tfpb.AttrValue {
@@ -307,7 +323,8 @@ func unaryChainCases(r *rand.Rand) []Case {
 	return cs
 }
 
-// layerNormCases: _MstreamLayerNorm against a float64 layer normalisation
+// layerNormCases: _MstreamLayerNorm (and _MstreamAddLayerNorm, of a sum)
+// against a float64 layer normalisation
 // (the rows from begin_norm_axis on, gamma and beta along the last
 // dimension, broadcast from one element when they have one), including
 // rows longer than the last dimension, an offset the mean must remove,
@@ -348,32 +365,26 @@ func layerNormCases(r *rand.Rand) []Case {
 		x := RandRange(r, tensor.Float, shape, -3, 5)
 		g, b := RandRange(r, tensor.Float, tensor.Shape{gl}, 0.5, 2), RandRange(r, tensor.Float, tensor.Shape{bl}, -1, 1)
 		eps := []float32{1e-3, 1e-5, 0.5}[i%3]
-		xv, gv, bv := F64s(x), F64s(g), F64s(b)
-		n := int(shape[axis:].NumElements())
-		want := make([]float64, len(xv))
-		if single && axis != rank-1 {
-			want = refLayerNormAxis(xv, shape, int(axis), gv, bv, float64(eps))
-			n = 0
-		}
-		for r0 := 0; r0+n <= len(xv) && n > 0; r0 += n {
-			var m, v float64
-			for _, e := range xv[r0 : r0+n] {
-				m += e
-			}
-			m /= float64(n)
-			for _, e := range xv[r0 : r0+n] {
-				v += (e - m) * (e - m)
-			}
-			v /= float64(n)
-			for j := 0; j < n; j++ {
-				k := j % int(d)
-				want[r0+j] = (xv[r0+j]-m)/math.Sqrt(v+float64(eps))*gv[k%len(gv)] + bv[k%len(bv)]
-			}
-		}
+		gv, bv := F64s(g), F64s(b)
 		attrs := Attrs{"epsilon": AFloat(eps), "begin_norm_axis": AInt(attrAxis), "single_axis": ABool(single)}
 		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamLayerNorm %v axis %d single %v gamma %d beta %d", shape, attrAxis, single, gl, bl),
 			Node: NodeFor("_MstreamLayerNorm", attrs, ins(x, g, b), nil), Inputs: ins(x, g, b),
-			Want: ins(FromF64(tensor.Float, shape, want)), Tol: 2e-5})
+			Want: ins(FromF64(tensor.Float, shape, refLayerNorm(F64s(x), shape, int(axis), single, gv, bv, float64(eps)))), Tol: 2e-5})
+		// _MstreamAddLayerNorm: the same of x + y, y of x's shape or
+		// (every third) of its last dimension, broadcast as AddV2 does;
+		// the sum rounded to float32 as AddV2 stores it.
+		yShape := shape
+		if i%3 == 2 {
+			yShape = tensor.Shape{d}
+		}
+		y := RandRange(r, tensor.Float, yShape, -2, 2)
+		sum := make([]float64, len(F64s(x)))
+		for j, e := range x.F32() {
+			sum[j] = float64(e + y.F32()[j%len(y.F32())])
+		}
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamAddLayerNorm %v + %v axis %d single %v gamma %d beta %d", shape, yShape, attrAxis, single, gl, bl),
+			Node: NodeFor("_MstreamAddLayerNorm", attrs, ins(x, y, g, b), nil), Inputs: ins(x, y, g, b),
+			Want: ins(FromF64(tensor.Float, shape, refLayerNorm(sum, shape, int(axis), single, gv, bv, float64(eps)))), Tol: 2e-5})
 	}
 	x := Rand(r, tensor.Float, tensor.Shape{2, 4})
 	g4, g3 := Rand(r, tensor.Float, tensor.Shape{4}), Rand(r, tensor.Float, tensor.Shape{3})
@@ -391,8 +402,42 @@ func layerNormCases(r *rand.Rand) []Case {
 		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamLayerNorm error %s axis %d", c.msg, c.axis),
 			Node:   NodeFor("_MstreamLayerNorm", Attrs{"begin_norm_axis": AInt(c.axis)}, ins(x, c.g, c.b), nil),
 			Inputs: ins(x, c.g, c.b), Err: status.InvalidArgument, ErrMsg: c.msg})
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamAddLayerNorm error %s axis %d", c.msg, c.axis),
+			Node:   NodeFor("_MstreamAddLayerNorm", Attrs{"begin_norm_axis": AInt(c.axis)}, ins(x, x, c.g, c.b), nil),
+			Inputs: ins(x, x, c.g, c.b), Err: status.InvalidArgument, ErrMsg: c.msg})
 	}
+	// Operands that do not broadcast: the AddV2's error, from the kernel.
+	cs = append(cs, Case{Name: "_MstreamAddLayerNorm error operands [2,4] + [3]",
+		Node:   NodeForUnknown("_MstreamAddLayerNorm", nil, ins(x, g3, g4, g4), nil),
+		Inputs: ins(x, g3, g4, g4), Err: status.InvalidArgument, ErrMsg: "Incompatible shapes: [2,4] vs. [3]"})
 	return cs
+}
+
+// refLayerNorm normalises x (of shape) as _MstreamLayerNorm does: the rows
+// from dimension axis on, or with single that dimension alone.
+func refLayerNorm(xv []float64, shape tensor.Shape, axis int, single bool, gv, bv []float64, eps float64) []float64 {
+	rank, d := len(shape), int(shape[len(shape)-1])
+	if single && axis != rank-1 {
+		return refLayerNormAxis(xv, shape, axis, gv, bv, eps)
+	}
+	n := int(shape[axis:].NumElements())
+	want := make([]float64, len(xv))
+	for r0 := 0; r0+n <= len(xv) && n > 0; r0 += n {
+		var m, v float64
+		for _, e := range xv[r0 : r0+n] {
+			m += e
+		}
+		m /= float64(n)
+		for _, e := range xv[r0 : r0+n] {
+			v += (e - m) * (e - m)
+		}
+		v /= float64(n)
+		for j := 0; j < n; j++ {
+			k := j % d
+			want[r0+j] = (xv[r0+j]-m)/math.Sqrt(v+eps)*gv[k%len(gv)] + bv[k%len(bv)]
+		}
+	}
+	return want
 }
 
 // refLayerNormAxis normalises x (of shape) over dimension axis alone, gamma
