@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"mstream/graph"
+	"mstream/kernels"
 	"mstream/proto/tfpb"
 	"mstream/tensor"
 )
@@ -32,6 +33,173 @@ type attention struct {
 	scale     float32
 	scaleQ    bool // the scale multiplies q (Keras) rather than the scores
 	broadcast bool // BatchMatMul's batch broadcasting
+	// packed holds q's, k's and v's projections when they are merged
+	// into one GEMM (packProjections).
+	packed *[3]projection
+}
+
+// projection is q, k or v as a Dense layer over one input makes it in the
+// heads form: x [M, K] times a constant W [K, N] plus a constant bias [N]
+// (an epilogue fusion, MatMul -> BiasAdd without activation), reshaped
+// by a constant shape [.., .., H, D] with H D = N.
+type projection struct {
+	f     *fusion // the epilogue fusion: MatMul, BiasAdd
+	split *graph.Node
+	w, b  *tensor.Tensor
+	shape *tensor.Tensor // the split's shape operand
+}
+
+// projectionOf returns o's projection when o is one that only the
+// pattern reads.
+func (r *rewriter) projectionOf(o graph.Output) (projection, bool) {
+	sp := o.Node
+	if o.Index != 0 || sp.Op != "Reshape" || len(sp.Inputs) != 2 || !isFloat(sp) || !r.hidden(sp, 1) {
+		return projection{}, false
+	}
+	ba := sp.Inputs[0]
+	f := r.fusions[ba.Node]
+	if ba.Index != 0 || f == nil || f.act != "" || len(f.nodes) != 2 || f.nodes[0].Op != "MatMul" || f.nodes[1].Op != "BiasAdd" {
+		return projection{}, false
+	}
+	mm, bias := f.nodes[0], f.nodes[1]
+	if r.target[bias] || r.ctrlOut[bias] > 0 || r.fed[ba] || r.fetched[ba] || len(r.uses[ba]) != 1 ||
+		mm.Attrs["transpose_a"].GetB() || mm.Attrs["transpose_b"].GetB() || !isFloat(mm, bias) {
+		return projection{}, false
+	}
+	p := projection{f: f, split: sp, w: r.constThrough(mm.Inputs[1]), b: r.constThrough(bias.Inputs[1]), shape: r.constThrough(sp.Inputs[1])}
+	if p.w == nil || p.b == nil || p.shape == nil || p.w.DType != tensor.Float || p.b.DType != tensor.Float || len(p.w.Shape) != 2 ||
+		len(p.b.Shape) != 1 || p.b.Shape[0] != p.w.Shape[1] || len(p.shape.Shape) != 1 {
+		return projection{}, false
+	}
+	dims, err := p.shape.Int64s()
+	if err != nil || len(dims) != 4 || dims[2] <= 0 || dims[3] <= 0 || dims[2]*dims[3] != p.w.Shape[1] {
+		return projection{}, false
+	}
+	return p, true
+}
+
+// packProjections merges the projections of q, k and v, when all three
+// are projections of one input with weights of one shape split alike,
+// into one GEMM on their weights side by side, [K, 3N], whose output
+// reshaped to [.., .., 3H, D] holds q's heads, then k's, then v's: one
+// product that the intra-op pool splits where three each too small to
+// split ran one after another (a transformer's at one row of 64 tokens),
+// read in place by the packed attention kernel. It adds the projections'
+// nodes to nodes and takes their epilogue fusions over.
+func (r *rewriter) packProjections(at *attention, nodes []*graph.Node, device string) []*graph.Node {
+	// Should a device refuse the attention, its fusion is dropped, and
+	// with it the projections' own: ask before taking them over.
+	for _, d := range r.opt.Devices {
+		if _, err := kernels.Lookup(&graph.Node{Op: "_MstreamAttention", Attrs: map[string]*tfpb.AttrValue{"T": typeAttr(tensor.Float)}}, d); err != nil {
+			return nodes
+		}
+	}
+	var p [3]projection
+	for i, o := range []graph.Output{at.q, at.k, at.v} {
+		var ok bool
+		if p[i], ok = r.projectionOf(o); !ok {
+			return nodes
+		}
+	}
+	x := p[0].f.nodes[0].Inputs[0]
+	d0, _ := p[0].shape.Int64s()
+	for i, pi := range p {
+		d, _ := pi.shape.Int64s()
+		if pi.f.nodes[0].Inputs[0] != x || !pi.w.Shape.Equal(p[0].w.Shape) || !slices.Equal(d, d0) ||
+			pi.split.Device != device || pi.f.nodes[0].Device != device || pi.f.nodes[1].Device != device || (i > 0 && pi.f == p[i-1].f) {
+			return nodes
+		}
+	}
+	if p[0].f == p[2].f {
+		return nodes
+	}
+	for _, pi := range p {
+		delete(r.fusions, pi.f.result())
+		nodes = append(nodes, pi.f.nodes[0], pi.f.nodes[1], pi.split)
+	}
+	at.packed, at.broadcast = &p, false
+	return nodes
+}
+
+// buildPacked makes the merged projection of at.packed and its reshape to
+// [.., .., 3H, D] (the _FusedMatMul takes the ID and name of the last of
+// the three BiasAdds, the Reshape those of the last split, which no node
+// outside the fusion can see) and returns the Reshape's output, which the
+// packed attention reads as q, k and v.
+func (r *rewriter) buildPacked(p *[3]projection) (graph.Output, error) {
+	k, n := p[0].w.Shape[0], p[0].w.Shape[1]
+	w, b := tensor.New(tensor.Float, tensor.Shape{k, 3 * n}), tensor.New(tensor.Float, tensor.Shape{3 * n})
+	shape := tensor.New(p[0].shape.DType, p[0].shape.Shape)
+	dims, _ := p[0].shape.Int64s()
+	dims[2] *= 3
+	for i, d := range dims {
+		if shape.DType == tensor.Int32 {
+			shape.I32()[i] = int32(d)
+		} else {
+			shape.I64()[i] = d
+		}
+	}
+	bias, split := p[0].f.nodes[1], p[0].split
+	var controls []*graph.Node
+	for i, pi := range p {
+		for row := int64(0); row < k; row++ {
+			copy(w.F32()[row*3*n+int64(i)*n:row*3*n+int64(i+1)*n], pi.w.F32()[row*n:(row+1)*n])
+		}
+		copy(b.F32()[int64(i)*n:], pi.b.F32())
+		if pi.f.nodes[1].ID > bias.ID {
+			bias = pi.f.nodes[1]
+		}
+		if pi.split.ID > split.ID {
+			split = pi.split
+		}
+		controls = append(controls, pi.f.nodes...)
+		controls = append(controls, pi.split)
+	}
+	mk := func(name string, t *tensor.Tensor) (graph.Output, error) {
+		id := r.nextID
+		r.nextID++
+		c, err := constNode(id, name, bias.Device, t)
+		if err != nil {
+			return graph.Output{}, err
+		}
+		return c.Output(0), nil
+	}
+	wo, err := mk(bias.Name+"/packed_qkv_weights", w)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	bo, err := mk(bias.Name+"/packed_qkv_bias", b)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	so, err := mk(split.Name+"/packed_qkv_shape", shape)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	f := p[0].f
+	args := argsFor("_FusedMatMul", r.remap(f.nodes[0].Inputs[0]), wo, bo)
+	attrs := epilogueAttrs(f, "_FusedMatMul", "BiasAdd")
+	var names []string
+	for _, pi := range p {
+		names = append(names, pi.f.nodes[0].Name, pi.f.nodes[1].Name)
+	}
+	attrs[FusedFromAttr] = strsAttr(names...)
+	r.markConstWeights(attrs, args, weightsArg)
+	fm, err := graph.NewDetached(bias.ID, "_FusedMatMul", bias.Name, bias.Device, args, r.remapControls(controls...), attrs)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	if err := r.checkKernel(fm); err != nil {
+		return graph.Output{}, err
+	}
+	rs, err := graph.NewDetached(split.ID, "Reshape", split.Name, split.Device, [][]graph.Output{{fm.Output(0)}, {so}}, nil, split.Attrs)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	if err := r.checkKernel(rs); err != nil {
+		return graph.Output{}, err
+	}
+	return rs.Output(0), nil
 }
 
 func (r *rewriter) matchAttentions() {
@@ -185,11 +353,25 @@ func (r *rewriter) matchAttention(sm *graph.Node) {
 			return
 		}
 	}
+	if heads {
+		// After the checks above: the projections' nodes belong to their
+		// epilogue fusions, which this one takes over.
+		nodes = r.packProjections(&at, nodes, sm.Device)
+	}
 	r.add(&fusion{nodes: nodes, build: func(r *rewriter, f *fusion) (*graph.Node, error) {
 		res := f.result()
+		q, k, v := r.remap(at.q), r.remap(at.k), r.remap(at.v)
+		if at.packed != nil {
+			qkv, err := r.buildPacked(at.packed)
+			if err != nil {
+				return nil, err
+			}
+			q, k, v = qkv, qkv, qkv
+		}
 		return graph.NewDetached(res.ID, "_MstreamAttention", res.Name, res.Device,
-			[][]graph.Output{{r.remap(at.q)}, {r.remap(at.k)}, {r.remap(at.v)}}, r.remapControls(f.nodes...),
+			[][]graph.Output{{q}, {k}, {v}}, r.remapControls(f.nodes...),
 			map[string]*tfpb.AttrValue{"T": typeAttr(tensor.Float), "scale": {Value: &tfpb.AttrValue_F{F: at.scale}},
-				"scale_q": {Value: &tfpb.AttrValue_B{B: at.scaleQ}}, "broadcast": {Value: &tfpb.AttrValue_B{B: at.broadcast}}})
+				"scale_q": {Value: &tfpb.AttrValue_B{B: at.scaleQ}}, "broadcast": {Value: &tfpb.AttrValue_B{B: at.broadcast}},
+				"packed": {Value: &tfpb.AttrValue_B{B: at.packed != nil}}})
 	}})
 }

@@ -125,6 +125,7 @@ op {
   attr { name: "scale" type: "float" default_value { f: 1 } }
   attr { name: "scale_q" type: "bool" default_value { b: false } }
   attr { name: "broadcast" type: "bool" default_value { b: false } }
+  attr { name: "packed" type: "bool" default_value { b: false } }
 }
 op {
   name: "_MstreamEinsumBias"

@@ -31,11 +31,14 @@ import (
 // Mul and the softmax vec.Softmax, so the bits are the graph's. With
 // broadcast (the BatchMatMulV2 form) a batch or head dimension of 1 in one
 // operand broadcasts as BatchMatMulV2's batch dimensions do; the Einsum
-// form needs them equal, as Einsum does.
+// form needs them equal, as Einsum does. With packed, q, k and v are one
+// tensor [B, S, 3H, D], the output of the three projections merged into
+// one GEMM (package optimize): q is heads [0, H), k [H, 2H) and v
+// [2H, 3H), each read in place as before.
 
 func init() {
 	reg("_MstreamAttention", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		a := &attentionAttrs{scale: attrFloat(n, "scale", 1), scaleQ: attrBool(n, "scale_q"), broadcast: attrBool(n, "broadcast")}
+		a := &attentionAttrs{scale: attrFloat(n, "scale", 1), scaleQ: attrBool(n, "scale_q"), broadcast: attrBool(n, "broadcast"), packed: attrBool(n, "packed")}
 		return fusedKernel(n, func(ctx *kernels.Context) error { return attention(ctx, a) }), nil
 	})
 }
@@ -43,6 +46,7 @@ func init() {
 type attentionAttrs struct {
 	scale             float32
 	scaleQ, broadcast bool
+	packed            bool // q, k and v side by side along one tensor's heads
 	// scratch holds the chunks' score buffers between Runs (*[]float32):
 	// fresh ones on every call cost page faults as the Go heap grew
 	// into untouched memory (8% of the transformer's samples at B=1).
@@ -72,8 +76,21 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 	if len(q.Shape) != 4 || len(k.Shape) != 4 || len(v.Shape) != 4 {
 		return ctx.Errorf(status.InvalidArgument, "attention needs 4-D [batch, seq, heads, depth] query, key and value, got %v, %v and %v", q.Shape, k.Shape, v.Shape)
 	}
+	// With packed, the heads of k and v follow q's in the one tensor.
+	kOff, vOff := 0, 0
+	if a.packed {
+		// The plan passes the one tensor three times; input 0 is read.
+		if len(q.Shape) != 4 || !q.Shape.Equal(k.Shape) || !q.Shape.Equal(v.Shape) || q.Shape[2]%3 != 0 {
+			return ctx.Errorf(status.InvalidArgument, "packed attention needs one [batch, seq, 3 x heads, depth] tensor as query, key and value, got %v, %v and %v", q.Shape, k.Shape, v.Shape)
+		}
+		ts[1], ts[2], k, v = q, q, q, q
+		kOff, vOff = int(q.Shape[2]/3), int(2*q.Shape[2]/3)
+	}
 	nb, okB := attentionDim(ts, 0, a.broadcast)
 	nh, okH := attentionDim(ts, 2, a.broadcast)
+	if a.packed {
+		nh /= 3
+	}
 	if !okB || !okH || q.Shape[3] != k.Shape[3] || k.Shape[1] != v.Shape[1] {
 		return ctx.Errorf(status.InvalidArgument, "attention's query %v, key %v and value %v do not agree: batch and heads (dims 0 and 2) must match%s, query and key depth (dim 3), key and value length (dim 1)",
 			q.Shape, k.Shape, v.Shape, map[bool]string{true: " or be 1", false: ""}[a.broadcast])
@@ -139,8 +156,8 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 		for i := lo; i < hi; i++ {
 			b, h := i/H, i%H
 			qm, ldq := at(q, b, h)
-			km, ldk := at(k, b, h)
-			vm, ldv := at(v, b, h)
+			km, ldk := at(k, b, h+kOff)
+			vm, ldv := at(v, b, h+vOff)
 			if a.scaleQ {
 				for r := 0; r < sq; r++ {
 					vec.MapBinary(vec.Mul, qm[r*ldq:r*ldq+d], scale, qs[r*d:(r+1)*d], 1, 0)

@@ -484,6 +484,10 @@ func attentionCases(r *rand.Rand) []Case {
 			b = 0
 		case 3:
 			sq = 1
+		case 4, 6:
+			sk, dv = sq, d // q, k and v alike: a packed case too
+		case 7:
+			sq, sk, h, d, dv = 17, 17, 3, 20, 20
 		}
 		bc := i%3 == 2
 		qb, kb, vb, qh, kh, vh := b, b, b, h, h, h
@@ -539,6 +543,21 @@ func attentionCases(r *rand.Rand) []Case {
 		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamAttention q %v k %v v %v scale %v on q %v", q.Shape, k.Shape, v.Shape, scale, scaleQ),
 			Node: NodeFor("_MstreamAttention", attrs, ins(q, k, v), nil), Inputs: ins(q, k, v),
 			Want: ins(FromF64(tensor.Float, tensor.Shape{int64(b), int64(sq), int64(h), int64(dv)}, want)), Tol: 2e-5})
+		if bc || sq != sk || d != dv {
+			continue
+		}
+		// packed: the same q, k and v side by side along the heads of one
+		// tensor [b, s, 3h, d], as one merged projection makes them.
+		qkv := tensor.New(tensor.Float, tensor.Shape{int64(b), int64(sq), int64(3 * h), int64(d)})
+		for row := 0; row < b*sq; row++ {
+			for j, t := range []*tensor.Tensor{q, k, v} {
+				copy(qkv.F32()[(row*3+j)*h*d:(row*3+j+1)*h*d], t.F32()[row*h*d:(row+1)*h*d])
+			}
+		}
+		attrs["packed"] = ABool(true)
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamAttention packed %v scale %v on q %v", qkv.Shape, scale, scaleQ),
+			Node: NodeFor("_MstreamAttention", attrs, ins(qkv, qkv, qkv), nil), Inputs: ins(qkv, qkv, qkv),
+			Want: ins(FromF64(tensor.Float, tensor.Shape{int64(b), int64(sq), int64(h), int64(dv)}, want)), Tol: 2e-5})
 	}
 	sh := func(v ...int64) *tensor.Tensor { return Rand(r, tensor.Float, tensor.Shape(v)) }
 	for _, c := range []struct {
@@ -556,6 +575,17 @@ func attentionCases(r *rand.Rand) []Case {
 		cs = append(cs, Case{Name: "_MstreamAttention error " + c.name,
 			Node:   NodeForUnknown("_MstreamAttention", Attrs{"broadcast": ABool(c.broadcast)}, ins(c.q, c.k, c.v), nil),
 			Inputs: ins(c.q, c.k, c.v), Err: status.InvalidArgument, ErrMsg: "attention"})
+	}
+	for _, c := range []struct {
+		name    string
+		q, k, v *tensor.Tensor
+	}{
+		{"heads not a multiple of 3", sh(2, 3, 4, 2), sh(2, 3, 4, 2), sh(2, 3, 4, 2)},
+		{"inputs of other shapes", sh(2, 3, 6, 2), sh(2, 3, 6, 2), sh(2, 4, 6, 2)},
+	} {
+		cs = append(cs, Case{Name: "_MstreamAttention packed error " + c.name,
+			Node:   NodeForUnknown("_MstreamAttention", Attrs{"packed": ABool(true)}, ins(c.q, c.k, c.v), nil),
+			Inputs: ins(c.q, c.k, c.v), Err: status.InvalidArgument, ErrMsg: "packed attention"})
 	}
 	return cs
 }
