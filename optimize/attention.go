@@ -25,7 +25,8 @@ import (
 //
 // Equations are compared after renaming their labels in order of first
 // appearance. Every node but q, k and v is absorbed, so each must be
-// read by the next node of the pattern alone (r.sole, r.hidden).
+// read by the next node of the pattern alone (r.sole, r.hidden). q, k and
+// v projected from one input may become one product (packProjections).
 
 // attention is a matched attention core.
 type attention struct {
@@ -38,20 +39,27 @@ type attention struct {
 	packed *[3]projection
 }
 
-// projection is q, k or v as a Dense layer over one input makes it in the
-// heads form: x [M, K] times a constant W [K, N] plus a constant bias [N]
-// (an epilogue fusion, MatMul -> BiasAdd without activation), reshaped
-// by a constant shape [.., .., H, D] with H D = N.
+// projection is q, k or v as a Dense layer over one input makes it: in
+// the heads form x [M, K] times a constant W [K, N] plus a constant bias
+// [N] (an epilogue fusion, MatMul -> BiasAdd without activation),
+// reshaped by a constant shape [.., .., H, D] with H D = N; in Keras' form
+// EinsumDense, Einsum "abc,cde->abde"(x, W [C, H, D]) -> Add(V2) of a
+// constant bias [H, D]. Either way W, as [K, N] row by row, and the bias,
+// as [N], are H heads of D side by side.
 type projection struct {
-	f     *fusion // the epilogue fusion: MatMul, BiasAdd
-	split *graph.Node
-	w, b  *tensor.Tensor
-	shape *tensor.Tensor // the split's shape operand
+	mm, bias *graph.Node
+	split    *graph.Node // the heads form's Reshape
+	f        *fusion     // the heads form's epilogue fusion
+	w, b     *tensor.Tensor
+	shape    *tensor.Tensor // the split's shape operand
 }
 
 // projectionOf returns o's projection when o is one that only the
 // pattern reads.
-func (r *rewriter) projectionOf(o graph.Output) (projection, bool) {
+func (r *rewriter) projectionOf(o graph.Output, heads bool) (projection, bool) {
+	if !heads {
+		return r.einsumProjectionOf(o)
+	}
 	sp := o.Node
 	if o.Index != 0 || sp.Op != "Reshape" || len(sp.Inputs) != 2 || !isFloat(sp) || !r.hidden(sp, 1) {
 		return projection{}, false
@@ -66,7 +74,7 @@ func (r *rewriter) projectionOf(o graph.Output) (projection, bool) {
 		mm.Attrs["transpose_a"].GetB() || mm.Attrs["transpose_b"].GetB() || !isFloat(mm, bias) {
 		return projection{}, false
 	}
-	p := projection{f: f, split: sp, w: r.constThrough(mm.Inputs[1]), b: r.constThrough(bias.Inputs[1]), shape: r.constThrough(sp.Inputs[1])}
+	p := projection{mm: mm, bias: bias, split: sp, f: f, w: r.constThrough(mm.Inputs[1]), b: r.constThrough(bias.Inputs[1]), shape: r.constThrough(sp.Inputs[1])}
 	if p.w == nil || p.b == nil || p.shape == nil || p.w.DType != tensor.Float || p.b.DType != tensor.Float || len(p.w.Shape) != 2 ||
 		len(p.b.Shape) != 1 || p.b.Shape[0] != p.w.Shape[1] || len(p.shape.Shape) != 1 {
 		return projection{}, false
@@ -78,15 +86,38 @@ func (r *rewriter) projectionOf(o graph.Output) (projection, bool) {
 	return p, true
 }
 
+// einsumProjectionOf is projectionOf for Keras' EinsumDense, whose nodes
+// no fusion has taken yet (matchEinsum runs after the attentions).
+func (r *rewriter) einsumProjectionOf(o graph.Output) (projection, bool) {
+	a := o.Node
+	if o.Index != 0 || (a.Op != "AddV2" && a.Op != "Add") || len(a.Inputs) != 2 || !isFloat(a) || !r.hidden(a, 1) {
+		return projection{}, false
+	}
+	for i, in := range a.Inputs {
+		e := in.Node
+		if in.Index != 0 || e.Op != "Einsum" || len(e.Inputs) != 2 || !isFloat(e) || !r.hidden(e, 1) ||
+			canonEquation(string(e.Attrs["equation"].GetS())) != "abc,cde->abde" || e.Attrs[ConstWeightsAttr].GetB() {
+			continue
+		}
+		p := projection{mm: e, bias: a, w: r.constThrough(e.Inputs[1]), b: r.constThrough(a.Inputs[1-i])}
+		if p.w == nil || p.b == nil || p.w.DType != tensor.Float || p.b.DType != tensor.Float || len(p.w.Shape) != 3 || !p.b.Shape.Equal(p.w.Shape[1:]) {
+			return projection{}, false
+		}
+		return p, true
+	}
+	return projection{}, false
+}
+
 // packProjections merges the projections of q, k and v, when all three
-// are projections of one input with weights of one shape split alike,
-// into one GEMM on their weights side by side, [K, 3N], whose output
-// reshaped to [.., .., 3H, D] holds q's heads, then k's, then v's: one
-// product that the intra-op pool splits where three each too small to
-// split ran one after another (a transformer's at one row of 64 tokens),
-// read in place by the packed attention kernel. It adds the projections'
-// nodes to nodes and takes their epilogue fusions over.
-func (r *rewriter) packProjections(at *attention, nodes []*graph.Node, device string) []*graph.Node {
+// are projections of one input with weights of one shape (split alike),
+// into one GEMM on their weights side by side, [K, 3N], whose output as
+// [.., .., 3H, D] (reshaped, in the heads form) holds q's heads, then
+// k's, then v's: one product that the intra-op pool splits where three
+// each too small to split ran one after another (a transformer's at one
+// row of 64 tokens), read in place by the packed attention kernel. It
+// adds the projections' nodes to nodes and, in the heads form, takes
+// their epilogue fusions over.
+func (r *rewriter) packProjections(at *attention, nodes []*graph.Node, device string, heads bool) []*graph.Node {
 	// Should a device refuse the attention, its fusion is dropped, and
 	// with it the projections' own: ask before taking them over.
 	for _, d := range r.opt.Devices {
@@ -97,41 +128,100 @@ func (r *rewriter) packProjections(at *attention, nodes []*graph.Node, device st
 	var p [3]projection
 	for i, o := range []graph.Output{at.q, at.k, at.v} {
 		var ok bool
-		if p[i], ok = r.projectionOf(o); !ok {
+		if p[i], ok = r.projectionOf(o, heads); !ok {
 			return nodes
 		}
 	}
-	x := p[0].f.nodes[0].Inputs[0]
-	d0, _ := p[0].shape.Int64s()
+	x := p[0].mm.Inputs[0]
 	for i, pi := range p {
-		d, _ := pi.shape.Int64s()
-		if pi.f.nodes[0].Inputs[0] != x || !pi.w.Shape.Equal(p[0].w.Shape) || !slices.Equal(d, d0) ||
-			pi.split.Device != device || pi.f.nodes[0].Device != device || pi.f.nodes[1].Device != device || (i > 0 && pi.f == p[i-1].f) {
+		same := pi.split == nil
+		if !same {
+			d, _ := pi.shape.Int64s()
+			d0, _ := p[0].shape.Int64s()
+			same = slices.Equal(d, d0) && pi.shape.DType == p[0].shape.DType && pi.split.Device == device
+		}
+		if !same || pi.mm.Inputs[0] != x || !pi.w.Shape.Equal(p[0].w.Shape) || pi.mm.Device != device || pi.bias.Device != device ||
+			pi.mm == p[(i+1)%3].mm {
 			return nodes
 		}
-	}
-	if p[0].f == p[2].f {
-		return nodes
 	}
 	for _, pi := range p {
-		delete(r.fusions, pi.f.result())
-		nodes = append(nodes, pi.f.nodes[0], pi.f.nodes[1], pi.split)
+		nodes = append(nodes, pi.mm, pi.bias)
+		if pi.split != nil {
+			delete(r.fusions, pi.f.result())
+			nodes = append(nodes, pi.split)
+		}
 	}
 	at.packed, at.broadcast = &p, false
 	return nodes
 }
 
-// buildPacked makes the merged projection of at.packed and its reshape to
-// [.., .., 3H, D] (the _FusedMatMul takes the ID and name of the last of
-// the three BiasAdds, the Reshape those of the last split, which no node
-// outside the fusion can see) and returns the Reshape's output, which the
-// packed attention reads as q, k and v.
+// buildPacked makes the merged projection of at.packed and returns its
+// output as q, k and v packed, [.., .., 3H, D]: in the heads form a
+// _FusedMatMul and a Reshape (they take the IDs and names of the last of
+// the three BiasAdds and of the splits, which nothing outside the fusion
+// can see), in Keras' one _MstreamEinsumBias (the last Add's).
 func (r *rewriter) buildPacked(p *[3]projection) (graph.Output, error) {
-	k, n := p[0].w.Shape[0], p[0].w.Shape[1]
-	w, b := tensor.New(tensor.Float, tensor.Shape{k, 3 * n}), tensor.New(tensor.Float, tensor.Shape{3 * n})
-	shape := tensor.New(p[0].shape.DType, p[0].shape.Shape)
+	k := p[0].w.Shape[0]
+	n := p[0].w.NumElements() / k
+	wShape, bShape := tensor.Shape{k, 3 * n}, tensor.Shape{3 * n}
+	if p[0].split == nil {
+		h := p[0].w.Shape[1]
+		wShape, bShape = tensor.Shape{k, 3 * h, p[0].w.Shape[2]}, tensor.Shape{3 * h, p[0].w.Shape[2]}
+	}
+	w, b := tensor.New(tensor.Float, wShape), tensor.New(tensor.Float, bShape)
+	last, split := p[0].bias, p[0].split
+	var controls []*graph.Node
+	var names []string
+	for i, pi := range p {
+		for row := int64(0); row < k; row++ {
+			copy(w.F32()[row*3*n+int64(i)*n:row*3*n+int64(i+1)*n], pi.w.F32()[row*n:(row+1)*n])
+		}
+		copy(b.F32()[int64(i)*n:], pi.b.F32())
+		if pi.bias.ID > last.ID {
+			last = pi.bias
+		}
+		if pi.split != nil && pi.split.ID > split.ID {
+			split = pi.split
+		}
+		controls = append(controls, pi.mm, pi.bias)
+		names = append(names, pi.mm.Name, pi.bias.Name)
+	}
+	mk := func(name string, t *tensor.Tensor) (graph.Output, error) {
+		id := r.nextID
+		r.nextID++
+		c, err := constNode(id, name, last.Device, t)
+		if err != nil {
+			return graph.Output{}, err
+		}
+		return c.Output(0), nil
+	}
+	wo, err := mk(last.Name+"/packed_qkv_weights", w)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	bo, err := mk(last.Name+"/packed_qkv_bias", b)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	x := r.remap(p[0].mm.Inputs[0])
+	if split == nil {
+		attrs := make(map[string]*tfpb.AttrValue, len(p[0].mm.Attrs)+1)
+		for a, v := range p[0].mm.Attrs {
+			attrs[a] = v
+		}
+		delete(attrs, "N")
+		attrs[ConstWeightsAttr] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
+		attrs[FusedFromAttr] = strsAttr(names...)
+		eb, err := graph.NewDetached(last.ID, "_MstreamEinsumBias", last.Name, last.Device, [][]graph.Output{{x}, {wo}, {bo}}, r.remapControls(controls...), attrs)
+		if err != nil {
+			return graph.Output{}, err
+		}
+		return eb.Output(0), r.checkKernel(eb)
+	}
 	dims, _ := p[0].shape.Int64s()
 	dims[2] *= 3
+	shape := tensor.New(p[0].shape.DType, p[0].shape.Shape)
 	for i, d := range dims {
 		if shape.DType == tensor.Int32 {
 			shape.I32()[i] = int32(d)
@@ -139,53 +229,18 @@ func (r *rewriter) buildPacked(p *[3]projection) (graph.Output, error) {
 			shape.I64()[i] = d
 		}
 	}
-	bias, split := p[0].f.nodes[1], p[0].split
-	var controls []*graph.Node
-	for i, pi := range p {
-		for row := int64(0); row < k; row++ {
-			copy(w.F32()[row*3*n+int64(i)*n:row*3*n+int64(i+1)*n], pi.w.F32()[row*n:(row+1)*n])
-		}
-		copy(b.F32()[int64(i)*n:], pi.b.F32())
-		if pi.f.nodes[1].ID > bias.ID {
-			bias = pi.f.nodes[1]
-		}
-		if pi.split.ID > split.ID {
-			split = pi.split
-		}
-		controls = append(controls, pi.f.nodes...)
-		controls = append(controls, pi.split)
-	}
-	mk := func(name string, t *tensor.Tensor) (graph.Output, error) {
-		id := r.nextID
-		r.nextID++
-		c, err := constNode(id, name, bias.Device, t)
-		if err != nil {
-			return graph.Output{}, err
-		}
-		return c.Output(0), nil
-	}
-	wo, err := mk(bias.Name+"/packed_qkv_weights", w)
-	if err != nil {
-		return graph.Output{}, err
-	}
-	bo, err := mk(bias.Name+"/packed_qkv_bias", b)
-	if err != nil {
-		return graph.Output{}, err
-	}
 	so, err := mk(split.Name+"/packed_qkv_shape", shape)
 	if err != nil {
 		return graph.Output{}, err
 	}
-	f := p[0].f
-	args := argsFor("_FusedMatMul", r.remap(f.nodes[0].Inputs[0]), wo, bo)
-	attrs := epilogueAttrs(f, "_FusedMatMul", "BiasAdd")
-	var names []string
 	for _, pi := range p {
-		names = append(names, pi.f.nodes[0].Name, pi.f.nodes[1].Name)
+		controls = append(controls, pi.split)
 	}
+	args := argsFor("_FusedMatMul", x, wo, bo)
+	attrs := epilogueAttrs(p[0].f, "_FusedMatMul", "BiasAdd")
 	attrs[FusedFromAttr] = strsAttr(names...)
 	r.markConstWeights(attrs, args, weightsArg)
-	fm, err := graph.NewDetached(bias.ID, "_FusedMatMul", bias.Name, bias.Device, args, r.remapControls(controls...), attrs)
+	fm, err := graph.NewDetached(last.ID, "_FusedMatMul", last.Name, last.Device, args, r.remapControls(controls...), attrs)
 	if err != nil {
 		return graph.Output{}, err
 	}
@@ -196,10 +251,7 @@ func (r *rewriter) buildPacked(p *[3]projection) (graph.Output, error) {
 	if err != nil {
 		return graph.Output{}, err
 	}
-	if err := r.checkKernel(rs); err != nil {
-		return graph.Output{}, err
-	}
-	return rs.Output(0), nil
+	return rs.Output(0), r.checkKernel(rs)
 }
 
 func (r *rewriter) matchAttentions() {
@@ -353,11 +405,9 @@ func (r *rewriter) matchAttention(sm *graph.Node) {
 			return
 		}
 	}
-	if heads {
-		// After the checks above: the projections' nodes belong to their
-		// epilogue fusions, which this one takes over.
-		nodes = r.packProjections(&at, nodes, sm.Device)
-	}
+	// After the checks above: in the heads form the projections' nodes
+	// belong to their epilogue fusions, which this one takes over.
+	nodes = r.packProjections(&at, nodes, sm.Device, heads)
 	r.add(&fusion{nodes: nodes, build: func(r *rewriter, f *fusion) (*graph.Node, error) {
 		res := f.result()
 		q, k, v := r.remap(at.q), r.remap(at.k), r.remap(at.v)

@@ -179,6 +179,7 @@ func TestAttention(t *testing.T) {
 		feeds   map[string]tensor.Shape
 		fetches []string // besides the output
 		fuse    bool
+		packed  bool // q, k and v from one merged projection (packProjections)
 	}{
 		{name: "heads", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.35, swap) }, feeds: self, fuse: true},
 		{name: "heads, no scale", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0, swap) }, feeds: self, fuse: true},
@@ -198,7 +199,8 @@ func TestAttention(t *testing.T) {
 		{name: "heads, scores fetched", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, feeds: self, fetches: []string{"scores"}},
 		{name: "heads, probabilities fetched", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, feeds: self, fetches: []string{"softmax"}},
 		{name: "heads, query heads fetched", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, feeds: self, fetches: []string{"q/heads"}},
-		{name: "keras", g: kerasAttention(nil), feeds: keras, fuse: true},
+		{name: "keras", g: kerasAttention(nil), feeds: keras, fuse: true, packed: true},
+		{name: "keras, key projection fetched", g: kerasAttention(nil), feeds: keras, fetches: []string{"model/multi_head_attention/key/add"}, fuse: true},
 		{name: "keras, scaled query fetched", g: kerasAttention(nil), feeds: keras, fetches: []string{"model/multi_head_attention/Mul"}, fuse: true},
 		{name: "keras, dropout fetched", g: kerasAttention(nil), feeds: keras, fetches: []string{"model/multi_head_attention/dropout/Identity"}},
 		{name: "keras, context einsum of another layout", feeds: keras, g: kerasAttention(func(gd *tfpb.GraphDef) {
@@ -236,6 +238,9 @@ func TestAttention(t *testing.T) {
 			for _, m := range fusedOps(res) {
 				if m.Op == "_MstreamAttention" {
 					n++
+					if m.Attrs["packed"].GetB() != c.packed {
+						t.Errorf("packed %v, want %v", m.Attrs["packed"].GetB(), c.packed)
+					}
 				}
 			}
 			if want := map[bool]int{true: 1}[c.fuse]; n != want {

@@ -394,3 +394,51 @@ func BenchmarkPackedQKV(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPackedQKVEinsum is BenchmarkPackedQKV in Keras' form
+// (bench/cpu/models.py's keras_encoder: MultiHeadAttention's EinsumDense
+// projections, 4 heads of 32 over 128 at B=1 and B=16): three
+// _MstreamEinsumBias of weights [128, 4, 32] and the one of [128, 12, 32]
+// that package optimize merges them into, in CPU time per call:
+// go test ./kernels/cpu -run '^$' -bench PackedQKVEinsum -count 5.
+func BenchmarkPackedQKVEinsum(b *testing.B) {
+	r := newRand(b)
+	for _, bs := range []int64{1, 16} {
+		x, _ := randTensor(r, f32, tensor.Shape{bs, 64, 128})
+		for _, parts := range []int64{3, 1} {
+			h := 12 / parts
+			type gemm struct {
+				ctx *kernels.Context
+				k   kernels.Kernel
+			}
+			var gs []gemm
+			for i := int64(0); i < parts; i++ {
+				nd := node("_MstreamEinsumBias", map[string]*tfpb.AttrValue{"equation": {Value: &tfpb.AttrValue_S{S: []byte("abc,cde->abde")}}, constWeightsAttr: aBool(true)}, []tensor.DType{f32, f32, f32}, f32)
+				def, err := kernels.Lookup(nd, kernels.CPU)
+				if err != nil {
+					b.Fatal(err)
+				}
+				k, err := def.Factory(nd)
+				if err != nil {
+					b.Fatal(err)
+				}
+				w, _ := randTensor(r, f32, tensor.Shape{128, h, 32})
+				bias, _ := randTensor(r, f32, tensor.Shape{h, 32})
+				out := tensor.New(f32, tensor.Shape{bs, 64, h, 32})
+				gs = append(gs, gemm{&kernels.Context{Node: nd, Inputs: []*tensor.Tensor{x, w, bias}, Outputs: make([]*tensor.Tensor, 1),
+					Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return out, nil }}, k})
+			}
+			b.Run(fmt.Sprintf("B%d/h%dx%d", bs, h, parts), func(b *testing.B) {
+				c0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					for _, g := range gs {
+						if err := g.k.Compute(g.ctx); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}
