@@ -14,7 +14,8 @@ import (
 	"mstream/tensor"
 )
 
-func benchKernel(b *testing.B, n *graph.Node, bytes int64, in ...*tensor.Tensor) {
+// factory builds n's CPU kernel as a plan does.
+func factory(b *testing.B, n *graph.Node) kernels.Kernel {
 	def, err := kernels.Lookup(n, kernels.CPU)
 	if err != nil {
 		b.Fatal(err)
@@ -23,6 +24,11 @@ func benchKernel(b *testing.B, n *graph.Node, bytes int64, in ...*tensor.Tensor)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return k
+}
+
+func benchKernel(b *testing.B, n *graph.Node, bytes int64, in ...*tensor.Tensor) {
+	k := factory(b, n)
 	ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, len(n.OutTypes))}
 	b.SetBytes(bytes)
 	for i := 0; i < b.N; i++ {
@@ -285,13 +291,37 @@ func BenchmarkDLRMSparse(b *testing.B) {
 	run("GatherV2/interaction", gather, flat, lower, tensor.ScalarI32(1))
 }
 
+// cpuKernel builds n's CPU kernel as a plan does and returns one call of
+// it on in, its output in one buffer of shape out kept across calls, as a
+// session's allocator keeps them.
+func cpuKernel(b *testing.B, n *graph.Node, out tensor.Shape, in ...*tensor.Tensor) func() error {
+	k := factory(b, n)
+	o := tensor.New(n.OutTypes[0], out)
+	ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, 1),
+		Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return o, nil }}
+	return func() error { return k.Compute(ctx) }
+}
+
+// measureCPU runs calls, in order, b.N times on one thread and reports
+// the process's CPU time per round (on a loaded machine wall time mostly
+// measures waiting for a core).
+func measureCPU(b *testing.B, calls ...func() error) {
+	c0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		for _, call := range calls {
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+}
+
 // BenchmarkAddLayerNorm measures a transformer's residual connection and
 // LayerNormalization (bench/models' transformer at B=1 and B=16: rows of
 // 128) as the AddV2 and _MstreamLayerNorm kernels run them and as the one
-// _MstreamAddLayerNorm that package optimize fuses them into, on one
-// thread, outputs in buffers kept across calls as a session's allocator
-// keeps them, in CPU time per call:
-// go test ./kernels/cpu -run '^$' -bench AddLayerNorm -count 5.
+// _MstreamAddLayerNorm that package optimize fuses them into, in CPU time
+// per call: go test ./kernels/cpu -run '^$' -bench AddLayerNorm -count 5.
 func BenchmarkAddLayerNorm(b *testing.B) {
 	r := newRand(b)
 	for _, rows := range []int64{64, 1024} {
@@ -300,49 +330,17 @@ func BenchmarkAddLayerNorm(b *testing.B) {
 		y, _ := randTensor(r, f32, shape)
 		g, _ := randTensor(r, f32, tensor.Shape{128})
 		be, _ := randTensor(r, f32, tensor.Shape{128})
-		kernel := func(op string, n int) (*kernels.Context, kernels.Kernel) {
-			in := make([]tensor.DType, n)
-			for i := range in {
-				in[i] = f32
-			}
-			nd := node(op, nil, in, f32)
-			def, err := kernels.Lookup(nd, kernels.CPU)
-			if err != nil {
-				b.Fatal(err)
-			}
-			k, err := def.Factory(nd)
-			if err != nil {
-				b.Fatal(err)
-			}
-			out := tensor.New(f32, shape)
-			return &kernels.Context{Node: nd, Outputs: make([]*tensor.Tensor, 1),
-				Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return out, nil }}, k
-		}
-		measure := func(b *testing.B, f func() error) {
-			c0 := cpuTime()
-			for i := 0; i < b.N; i++ {
-				if err := f(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
-		}
 		b.Run(fmt.Sprintf("%v/AddV2+LayerNorm", shape), func(b *testing.B) {
-			actx, add := kernel("AddV2", 2)
-			lctx, ln := kernel("_MstreamLayerNorm", 3)
-			measure(b, func() error {
-				actx.Inputs = []*tensor.Tensor{x, y}
-				if err := add.Compute(actx); err != nil {
-					return err
-				}
-				lctx.Inputs = []*tensor.Tensor{actx.Outputs[0], g, be}
-				return ln.Compute(lctx)
-			})
+			sum := tensor.New(f32, shape)
+			add := node("AddV2", nil, []tensor.DType{f32, f32}, f32)
+			k := factory(b, add)
+			actx := &kernels.Context{Node: add, Inputs: []*tensor.Tensor{x, y}, Outputs: make([]*tensor.Tensor, 1),
+				Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return sum, nil }}
+			measureCPU(b, func() error { return k.Compute(actx) },
+				cpuKernel(b, node("_MstreamLayerNorm", nil, []tensor.DType{f32, f32, f32}, f32), shape, sum, g, be))
 		})
 		b.Run(fmt.Sprintf("%v/AddLayerNorm", shape), func(b *testing.B) {
-			ctx, k := kernel("_MstreamAddLayerNorm", 4)
-			ctx.Inputs = []*tensor.Tensor{x, y, g, be}
-			measure(b, func() error { return k.Compute(ctx) })
+			measureCPU(b, cpuKernel(b, node("_MstreamAddLayerNorm", nil, []tensor.DType{f32, f32, f32, f32}, f32), shape, x, y, g, be))
 		})
 	}
 }
@@ -350,95 +348,44 @@ func BenchmarkAddLayerNorm(b *testing.B) {
 // BenchmarkPackedQKV measures a transformer's q, k and v projections
 // (bench/models' transformer: 128 wide, at B=1, 16 and 256 rows of 64
 // tokens) as three _FusedMatMul of 128 columns and as the one of 384
-// that package optimize merges them into, weights packed once, on one
-// thread, in CPU time per call:
-// go test ./kernels/cpu -run '^$' -bench PackedQKV -count 5.
+// that package optimize merges them into, weights packed once, in CPU
+// time per call: go test ./kernels/cpu -run '^$' -bench 'PackedQKV$' -count 5.
+// BenchmarkPackedQKVEinsum does the same in Keras' form (bench/cpu/
+// models.py's keras_encoder: MultiHeadAttention's EinsumDense, 4 heads
+// of 32): three _MstreamEinsumBias of weights [128, 4, 32] and the one
+// of [128, 12, 32].
 func BenchmarkPackedQKV(b *testing.B) {
 	r := newRand(b)
 	for _, m := range []int64{64, 1024, 16384} {
 		x, _ := randTensor(r, f32, tensor.Shape{m, 128})
 		for _, parts := range []int64{3, 1} {
 			n := 384 / parts
-			type gemm struct {
-				ctx *kernels.Context
-				k   kernels.Kernel
-			}
-			var gs []gemm
+			var calls []func() error
 			for i := int64(0); i < parts; i++ {
-				nd := fusedMatMulNode("", false)
-				def, err := kernels.Lookup(nd, kernels.CPU)
-				if err != nil {
-					b.Fatal(err)
-				}
-				k, err := def.Factory(nd)
-				if err != nil {
-					b.Fatal(err)
-				}
 				w, _ := randTensor(r, f32, tensor.Shape{128, n})
 				bias, _ := randTensor(r, f32, tensor.Shape{n})
-				out := tensor.New(f32, tensor.Shape{m, n})
-				gs = append(gs, gemm{&kernels.Context{Node: nd, Inputs: []*tensor.Tensor{x, w, bias}, Outputs: make([]*tensor.Tensor, 1),
-					Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return out, nil }}, k})
+				calls = append(calls, cpuKernel(b, fusedMatMulNode("", false), tensor.Shape{m, n}, x, w, bias))
 			}
-			b.Run(fmt.Sprintf("%dx128x%dx%d", m, n, parts), func(b *testing.B) {
-				c0 := cpuTime()
-				for i := 0; i < b.N; i++ {
-					for _, g := range gs {
-						if err := g.k.Compute(g.ctx); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
-			})
+			b.Run(fmt.Sprintf("%dx128x%dx%d", m, n, parts), func(b *testing.B) { measureCPU(b, calls...) })
 		}
 	}
 }
 
-// BenchmarkPackedQKVEinsum is BenchmarkPackedQKV in Keras' form
-// (bench/cpu/models.py's keras_encoder: MultiHeadAttention's EinsumDense
-// projections, 4 heads of 32 over 128 at B=1 and B=16): three
-// _MstreamEinsumBias of weights [128, 4, 32] and the one of [128, 12, 32]
-// that package optimize merges them into, in CPU time per call:
-// go test ./kernels/cpu -run '^$' -bench PackedQKVEinsum -count 5.
 func BenchmarkPackedQKVEinsum(b *testing.B) {
 	r := newRand(b)
 	for _, bs := range []int64{1, 16} {
 		x, _ := randTensor(r, f32, tensor.Shape{bs, 64, 128})
 		for _, parts := range []int64{3, 1} {
 			h := 12 / parts
-			type gemm struct {
-				ctx *kernels.Context
-				k   kernels.Kernel
-			}
-			var gs []gemm
+			var calls []func() error
 			for i := int64(0); i < parts; i++ {
-				nd := node("_MstreamEinsumBias", map[string]*tfpb.AttrValue{"equation": {Value: &tfpb.AttrValue_S{S: []byte("abc,cde->abde")}}, constWeightsAttr: aBool(true)}, []tensor.DType{f32, f32, f32}, f32)
-				def, err := kernels.Lookup(nd, kernels.CPU)
-				if err != nil {
-					b.Fatal(err)
-				}
-				k, err := def.Factory(nd)
-				if err != nil {
-					b.Fatal(err)
-				}
 				w, _ := randTensor(r, f32, tensor.Shape{128, h, 32})
 				bias, _ := randTensor(r, f32, tensor.Shape{h, 32})
-				out := tensor.New(f32, tensor.Shape{bs, 64, h, 32})
-				gs = append(gs, gemm{&kernels.Context{Node: nd, Inputs: []*tensor.Tensor{x, w, bias}, Outputs: make([]*tensor.Tensor, 1),
-					Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return out, nil }}, k})
+				n := node("_MstreamEinsumBias", map[string]*tfpb.AttrValue{"equation": {Value: &tfpb.AttrValue_S{S: []byte("abc,cde->abde")}},
+					constWeightsAttr: aBool(true)}, []tensor.DType{f32, f32, f32}, f32)
+				calls = append(calls, cpuKernel(b, n, tensor.Shape{bs, 64, h, 32}, x, w, bias))
 			}
-			b.Run(fmt.Sprintf("B%d/h%dx%d", bs, h, parts), func(b *testing.B) {
-				c0 := cpuTime()
-				for i := 0; i < b.N; i++ {
-					for _, g := range gs {
-						if err := g.k.Compute(g.ctx); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
-			})
+			b.Run(fmt.Sprintf("B%d/h%dx%d", bs, h, parts), func(b *testing.B) { measureCPU(b, calls...) })
 		}
 	}
 }
