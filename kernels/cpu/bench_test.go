@@ -389,3 +389,20 @@ func BenchmarkPackedQKVEinsum(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAttention measures _MstreamAttention on one thread as the
+// transformers of bench/ run it (4 heads of 32, 64 tokens, the query
+// scaled, at B=1 and B=16), in CPU time per call, for the cost per
+// (batch, head) the kernel gives the pool's splitter:
+// go test ./kernels/cpu -run '^$' -bench 'Attention$' -count 5.
+func BenchmarkAttention(b *testing.B) {
+	r := newRand(b)
+	for _, bs := range []int64{1, 16} {
+		shape := tensor.Shape{bs, 64, 4, 32}
+		q, _ := randTensor(r, f32, shape)
+		k, _ := randTensor(r, f32, shape)
+		v, _ := randTensor(r, f32, shape)
+		n := node("_MstreamAttention", map[string]*tfpb.AttrValue{"scale": {Value: &tfpb.AttrValue_F{F: 0.18}}, "scale_q": aBool(true)}, []tensor.DType{f32, f32, f32}, f32)
+		b.Run(fmt.Sprintf("B%d", bs), func(b *testing.B) { measureCPU(b, cpuKernel(b, n, shape, q, k, v)) })
+	}
+}
