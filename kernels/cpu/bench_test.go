@@ -318,13 +318,13 @@ func measureCPU(b *testing.B, calls ...func() error) {
 }
 
 // BenchmarkAddLayerNorm measures a transformer's residual connection and
-// LayerNormalization (bench/models' transformer at B=1 and B=16: rows of
-// 128) as the AddV2 and _MstreamLayerNorm kernels run them and as the one
+// LayerNormalization (bench/models' transformer at B=1, 16 and 256: rows
+// of 128) as the AddV2 and _MstreamLayerNorm kernels run them and as the one
 // _MstreamAddLayerNorm that package optimize fuses them into, in CPU time
 // per call: go test ./kernels/cpu -run '^$' -bench AddLayerNorm -count 5.
 func BenchmarkAddLayerNorm(b *testing.B) {
 	r := newRand(b)
-	for _, rows := range []int64{64, 1024} {
+	for _, rows := range []int64{64, 1024, 16384} {
 		shape := tensor.Shape{rows, 128}
 		x, _ := randTensor(r, f32, shape)
 		y, _ := randTensor(r, f32, shape)
@@ -352,7 +352,7 @@ func BenchmarkAddLayerNorm(b *testing.B) {
 // time per call: go test ./kernels/cpu -run '^$' -bench 'PackedQKV$' -count 5.
 // BenchmarkPackedQKVEinsum does the same in Keras' form (bench/cpu/
 // models.py's keras_encoder: MultiHeadAttention's EinsumDense, 4 heads
-// of 32): three _MstreamEinsumBias of weights [128, 4, 32] and the one
+// of 32, at B=1, 16 and 256): three _MstreamEinsumBias of weights [128, 4, 32] and the one
 // of [128, 12, 32].
 func BenchmarkPackedQKV(b *testing.B) {
 	r := newRand(b)
@@ -373,7 +373,7 @@ func BenchmarkPackedQKV(b *testing.B) {
 
 func BenchmarkPackedQKVEinsum(b *testing.B) {
 	r := newRand(b)
-	for _, bs := range []int64{1, 16} {
+	for _, bs := range []int64{1, 16, 256} {
 		x, _ := randTensor(r, f32, tensor.Shape{bs, 64, 128})
 		for _, parts := range []int64{3, 1} {
 			h := 12 / parts
