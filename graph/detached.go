@@ -21,6 +21,7 @@ func init() {
 	RegisterShapeFn("_MstreamConv2DMaxPool", convMaxPoolShape)
 	RegisterShapeFn("_MstreamUnaryChain", unchangedShape)
 	RegisterShapeFn("_MstreamLayerNorm", unchangedShape)
+	RegisterShapeFn("_MstreamAddLayerNorm", binaryShape)
 	RegisterShapeFn("_MstreamAttention", attentionShape)
 	RegisterShapeFn("_MstreamEinsumBias", einsumBiasShape)
 	RegisterShapeFn("_MstreamGatherN", gatherNShape)

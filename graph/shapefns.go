@@ -649,7 +649,11 @@ func attentionShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 		}
 		return d
 	}
-	return []tensor.PartialShape{{Known: true, Dims: []int64{dim(0), c.In[0].Dims[1], dim(2), c.In[2].Dims[3]}}}, nil
+	heads := dim(2)
+	if c.Attr("packed").GetB() && heads > 0 {
+		heads /= 3 // q, k and v side by side along the heads
+	}
+	return []tensor.PartialShape{{Known: true, Dims: []int64{dim(0), c.In[0].Dims[1], heads, c.In[2].Dims[3]}}}, nil
 }
 
 // gatherNShape is _MstreamGatherN's: output i is GatherV2(params i,

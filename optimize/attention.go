@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"mstream/graph"
+	"mstream/kernels"
 	"mstream/proto/tfpb"
 	"mstream/tensor"
 )
@@ -24,7 +25,8 @@ import (
 //
 // Equations are compared after renaming their labels in order of first
 // appearance. Every node but q, k and v is absorbed, so each must be
-// read by the next node of the pattern alone (r.sole, r.hidden).
+// read by the next node of the pattern alone (r.sole, r.hidden). q, k and
+// v projected from one input may become one product (packProjections).
 
 // attention is a matched attention core.
 type attention struct {
@@ -32,6 +34,224 @@ type attention struct {
 	scale     float32
 	scaleQ    bool // the scale multiplies q (Keras) rather than the scores
 	broadcast bool // BatchMatMul's batch broadcasting
+	// packed holds q's, k's and v's projections when they are merged
+	// into one GEMM (packProjections).
+	packed *[3]projection
+}
+
+// projection is q, k or v as a Dense layer over one input makes it: in
+// the heads form x [M, K] times a constant W [K, N] plus a constant bias
+// [N] (an epilogue fusion, MatMul -> BiasAdd without activation),
+// reshaped by a constant shape [.., .., H, D] with H D = N; in Keras' form
+// EinsumDense, Einsum "abc,cde->abde"(x, W [C, H, D]) -> Add(V2) of a
+// constant bias [H, D]. Either way W, as [K, N] row by row, and the bias,
+// as [N], are H heads of D side by side.
+type projection struct {
+	mm, bias *graph.Node
+	split    *graph.Node // the heads form's Reshape
+	f        *fusion     // the heads form's epilogue fusion
+	w, b     *tensor.Tensor
+	shape    *tensor.Tensor // the split's shape operand
+}
+
+// projectionOf returns o's projection when o is one that only the
+// pattern reads.
+func (r *rewriter) projectionOf(o graph.Output, heads bool) (projection, bool) {
+	if !heads {
+		return r.einsumProjectionOf(o)
+	}
+	sp := o.Node
+	if o.Index != 0 || sp.Op != "Reshape" || len(sp.Inputs) != 2 || !isFloat(sp) || !r.hidden(sp, 1) {
+		return projection{}, false
+	}
+	ba := sp.Inputs[0]
+	f := r.fusions[ba.Node]
+	if ba.Index != 0 || f == nil || f.act != "" || len(f.nodes) != 2 || f.nodes[0].Op != "MatMul" || f.nodes[1].Op != "BiasAdd" {
+		return projection{}, false
+	}
+	mm, bias := f.nodes[0], f.nodes[1]
+	if r.target[bias] || r.ctrlOut[bias] > 0 || r.fed[ba] || r.fetched[ba] || len(r.uses[ba]) != 1 ||
+		mm.Attrs["transpose_a"].GetB() || mm.Attrs["transpose_b"].GetB() || !isFloat(mm, bias) {
+		return projection{}, false
+	}
+	p := projection{mm: mm, bias: bias, split: sp, f: f, w: r.constThrough(mm.Inputs[1]), b: r.constThrough(bias.Inputs[1]), shape: r.constThrough(sp.Inputs[1])}
+	if p.w == nil || p.b == nil || p.shape == nil || p.w.DType != tensor.Float || p.b.DType != tensor.Float || len(p.w.Shape) != 2 ||
+		len(p.b.Shape) != 1 || p.b.Shape[0] != p.w.Shape[1] || len(p.shape.Shape) != 1 {
+		return projection{}, false
+	}
+	dims, err := p.shape.Int64s()
+	if err != nil || len(dims) != 4 || dims[2] <= 0 || dims[3] <= 0 || dims[2]*dims[3] != p.w.Shape[1] {
+		return projection{}, false
+	}
+	return p, true
+}
+
+// einsumProjectionOf is projectionOf for Keras' EinsumDense, whose nodes
+// no fusion has taken yet (matchEinsum runs after the attentions).
+func (r *rewriter) einsumProjectionOf(o graph.Output) (projection, bool) {
+	a := o.Node
+	if o.Index != 0 || (a.Op != "AddV2" && a.Op != "Add") || len(a.Inputs) != 2 || !isFloat(a) || !r.hidden(a, 1) {
+		return projection{}, false
+	}
+	for i, in := range a.Inputs {
+		e := in.Node
+		if in.Index != 0 || e.Op != "Einsum" || len(e.Inputs) != 2 || !isFloat(e) || !r.hidden(e, 1) ||
+			canonEquation(string(e.Attrs["equation"].GetS())) != "abc,cde->abde" || e.Attrs[ConstWeightsAttr].GetB() {
+			continue
+		}
+		p := projection{mm: e, bias: a, w: r.constThrough(e.Inputs[1]), b: r.constThrough(a.Inputs[1-i])}
+		if p.w == nil || p.b == nil || p.w.DType != tensor.Float || p.b.DType != tensor.Float || len(p.w.Shape) != 3 || !p.b.Shape.Equal(p.w.Shape[1:]) {
+			return projection{}, false
+		}
+		return p, true
+	}
+	return projection{}, false
+}
+
+// packProjections merges the projections of q, k and v, when all three
+// are projections of one input with weights of one shape (split alike),
+// into one GEMM on their weights side by side, [K, 3N], whose output as
+// [.., .., 3H, D] (reshaped, in the heads form) holds q's heads, then
+// k's, then v's: one product that the intra-op pool splits where three
+// each too small to split ran one after another (a transformer's at one
+// row of 64 tokens), read in place by the packed attention kernel. It
+// adds the projections' nodes to nodes and, in the heads form, takes
+// their epilogue fusions over.
+func (r *rewriter) packProjections(at *attention, nodes []*graph.Node, device string, heads bool) []*graph.Node {
+	// Should a device refuse the attention, its fusion is dropped, and
+	// with it the projections' own: ask before taking them over.
+	for _, d := range r.opt.Devices {
+		if _, err := kernels.Lookup(&graph.Node{Op: "_MstreamAttention", Attrs: map[string]*tfpb.AttrValue{"T": typeAttr(tensor.Float)}}, d); err != nil {
+			return nodes
+		}
+	}
+	var p [3]projection
+	for i, o := range []graph.Output{at.q, at.k, at.v} {
+		var ok bool
+		if p[i], ok = r.projectionOf(o, heads); !ok {
+			return nodes
+		}
+	}
+	x := p[0].mm.Inputs[0]
+	for i, pi := range p {
+		same := pi.split == nil
+		if !same {
+			d, _ := pi.shape.Int64s()
+			d0, _ := p[0].shape.Int64s()
+			same = slices.Equal(d, d0) && pi.shape.DType == p[0].shape.DType && pi.split.Device == device
+		}
+		if !same || pi.mm.Inputs[0] != x || !pi.w.Shape.Equal(p[0].w.Shape) || pi.mm.Device != device || pi.bias.Device != device ||
+			pi.mm == p[(i+1)%3].mm {
+			return nodes
+		}
+	}
+	for _, pi := range p {
+		nodes = append(nodes, pi.mm, pi.bias)
+		if pi.split != nil {
+			delete(r.fusions, pi.f.result())
+			nodes = append(nodes, pi.split)
+		}
+	}
+	at.packed, at.broadcast = &p, false
+	return nodes
+}
+
+// buildPacked makes the merged projection of at.packed and returns its
+// output as q, k and v packed, [.., .., 3H, D]: in the heads form a
+// _FusedMatMul and a Reshape (they take the IDs and names of the last of
+// the three BiasAdds and of the splits, which nothing outside the fusion
+// can see), in Keras' one _MstreamEinsumBias (the last Add's).
+func (r *rewriter) buildPacked(p *[3]projection) (graph.Output, error) {
+	k := p[0].w.Shape[0]
+	n := p[0].w.NumElements() / k
+	wShape, bShape := tensor.Shape{k, 3 * n}, tensor.Shape{3 * n}
+	if p[0].split == nil {
+		h := p[0].w.Shape[1]
+		wShape, bShape = tensor.Shape{k, 3 * h, p[0].w.Shape[2]}, tensor.Shape{3 * h, p[0].w.Shape[2]}
+	}
+	w, b := tensor.New(tensor.Float, wShape), tensor.New(tensor.Float, bShape)
+	last, split := p[0].bias, p[0].split
+	var controls []*graph.Node
+	var names []string
+	for i, pi := range p {
+		for row := int64(0); row < k; row++ {
+			copy(w.F32()[row*3*n+int64(i)*n:row*3*n+int64(i+1)*n], pi.w.F32()[row*n:(row+1)*n])
+		}
+		copy(b.F32()[int64(i)*n:], pi.b.F32())
+		if pi.bias.ID > last.ID {
+			last = pi.bias
+		}
+		if pi.split != nil && pi.split.ID > split.ID {
+			split = pi.split
+		}
+		controls = append(controls, pi.mm, pi.bias)
+		names = append(names, pi.mm.Name, pi.bias.Name)
+	}
+	mk := func(name string, t *tensor.Tensor) (graph.Output, error) {
+		id := r.nextID
+		r.nextID++
+		c, err := constNode(id, name, last.Device, t)
+		if err != nil {
+			return graph.Output{}, err
+		}
+		return c.Output(0), nil
+	}
+	wo, err := mk(last.Name+"/packed_qkv_weights", w)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	bo, err := mk(last.Name+"/packed_qkv_bias", b)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	x := r.remap(p[0].mm.Inputs[0])
+	if split == nil {
+		attrs := make(map[string]*tfpb.AttrValue, len(p[0].mm.Attrs)+1)
+		for a, v := range p[0].mm.Attrs {
+			attrs[a] = v
+		}
+		delete(attrs, "N")
+		attrs[ConstWeightsAttr] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
+		attrs[FusedFromAttr] = strsAttr(names...)
+		eb, err := graph.NewDetached(last.ID, "_MstreamEinsumBias", last.Name, last.Device, [][]graph.Output{{x}, {wo}, {bo}}, r.remapControls(controls...), attrs)
+		if err != nil {
+			return graph.Output{}, err
+		}
+		return eb.Output(0), r.checkKernel(eb)
+	}
+	dims, _ := p[0].shape.Int64s()
+	dims[2] *= 3
+	shape := tensor.New(p[0].shape.DType, p[0].shape.Shape)
+	for i, d := range dims {
+		if shape.DType == tensor.Int32 {
+			shape.I32()[i] = int32(d)
+		} else {
+			shape.I64()[i] = d
+		}
+	}
+	so, err := mk(split.Name+"/packed_qkv_shape", shape)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	for _, pi := range p {
+		controls = append(controls, pi.split)
+	}
+	args := argsFor("_FusedMatMul", x, wo, bo)
+	attrs := epilogueAttrs(p[0].f, "_FusedMatMul", "BiasAdd")
+	attrs[FusedFromAttr] = strsAttr(names...)
+	r.markConstWeights(attrs, args, weightsArg)
+	fm, err := graph.NewDetached(last.ID, "_FusedMatMul", last.Name, last.Device, args, r.remapControls(controls...), attrs)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	if err := r.checkKernel(fm); err != nil {
+		return graph.Output{}, err
+	}
+	rs, err := graph.NewDetached(split.ID, "Reshape", split.Name, split.Device, [][]graph.Output{{fm.Output(0)}, {so}}, nil, split.Attrs)
+	if err != nil {
+		return graph.Output{}, err
+	}
+	return rs.Output(0), r.checkKernel(rs)
 }
 
 func (r *rewriter) matchAttentions() {
@@ -185,11 +405,23 @@ func (r *rewriter) matchAttention(sm *graph.Node) {
 			return
 		}
 	}
+	// After the checks above: in the heads form the projections' nodes
+	// belong to their epilogue fusions, which this one takes over.
+	nodes = r.packProjections(&at, nodes, sm.Device, heads)
 	r.add(&fusion{nodes: nodes, build: func(r *rewriter, f *fusion) (*graph.Node, error) {
 		res := f.result()
+		q, k, v := r.remap(at.q), r.remap(at.k), r.remap(at.v)
+		if at.packed != nil {
+			qkv, err := r.buildPacked(at.packed)
+			if err != nil {
+				return nil, err
+			}
+			q, k, v = qkv, qkv, qkv
+		}
 		return graph.NewDetached(res.ID, "_MstreamAttention", res.Name, res.Device,
-			[][]graph.Output{{r.remap(at.q)}, {r.remap(at.k)}, {r.remap(at.v)}}, r.remapControls(f.nodes...),
+			[][]graph.Output{{q}, {k}, {v}}, r.remapControls(f.nodes...),
 			map[string]*tfpb.AttrValue{"T": typeAttr(tensor.Float), "scale": {Value: &tfpb.AttrValue_F{F: at.scale}},
-				"scale_q": {Value: &tfpb.AttrValue_B{B: at.scaleQ}}, "broadcast": {Value: &tfpb.AttrValue_B{B: at.broadcast}}})
+				"scale_q": {Value: &tfpb.AttrValue_B{B: at.scaleQ}}, "broadcast": {Value: &tfpb.AttrValue_B{B: at.broadcast}},
+				"packed": {Value: &tfpb.AttrValue_B{B: at.packed != nil}}})
 	}})
 }

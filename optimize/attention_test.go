@@ -37,6 +37,128 @@ func headsAttention(t *testing.T, scale float32, mergePerm []int32) *graph.Graph
 	return b.g
 }
 
+// projectedAttention is headsAttention with q, k and v projected from one
+// placeholder x [-1, 8] as the benchmark transformer projects them (a
+// Dense layer each: MatMul by a Const [8, 6], BiasAdd of a Const [6],
+// Reshape to [-1, 5, 2, 3]); change edits the graph before it is built
+// (names: <q|k|v>/w, /b, /mm, /bias, /split, x).
+func projectedAttention(change func(b *gb, proj map[string]graph.Output)) func(t *testing.T) *graph.Graph {
+	return func(t *testing.T) *graph.Graph {
+		b := &gb{t: t, g: graph.New(), r: rand.New(rand.NewSource(3))}
+		perm := func(name string, p []int32) graph.Output {
+			return b.op("Const", name, map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Int32), "value": graph.AttrTensor(int32s(p...))})
+		}
+		x := b.placeholder("x", -1, 8)
+		proj := map[string]graph.Output{"x": x}
+		for _, name := range []string{"q", "k", "v"} {
+			mm := b.op("MatMul", name+"/mm", nil, x, b.weights(name+"/w", -1, 1, 8, 6))
+			bias := b.op("BiasAdd", name+"/bias", nil, mm, b.weights(name+"/b", -1, 1, 6))
+			proj[name] = bias
+		}
+		if change != nil {
+			change(b, proj)
+		}
+		var heads [3]graph.Output
+		for i, name := range []string{"q", "k", "v"} {
+			split := b.op("Reshape", name+"/split", nil, proj[name], perm(name+"/split/shape", []int32{-1, 5, 2, 3}))
+			heads[i] = b.op("Transpose", name+"/heads", nil, split, perm(name+"/perm", []int32{0, 2, 1, 3}))
+		}
+		s := b.op("BatchMatMulV2", "scores", map[string]*tfpb.AttrValue{"adj_y": graph.AttrBool(true)}, heads[0], heads[1])
+		s = b.op("Mul", "scale", nil, s, b.scalar("scale/y", 0.4))
+		p := b.op("Softmax", "softmax", nil, s)
+		c := b.op("BatchMatMulV2", "context", nil, p, heads[2])
+		b.op("Transpose", "out", nil, c, perm("merge/perm", []int32{0, 2, 1, 3}))
+		return b.g
+	}
+}
+
+// TestAttentionPacked: q, k and v projected from one input by constant
+// weights of one shape become one _FusedMatMul of the weights side by
+// side read by a packed _MstreamAttention (one fusion where there were
+// four), exactly when every check holds; outputs agree with the
+// unrewritten graph's either way. Each must-not-pack case keeps the
+// attention fusion and the projections' own.
+func TestAttentionPacked(t *testing.T) {
+	other := func(name string) func(b *gb, proj map[string]graph.Output) {
+		return func(b *gb, proj map[string]graph.Output) {
+			x2 := b.op("Neg", "x2", nil, proj["x"])
+			mm := b.op("MatMul", name+"/mm2", nil, x2, b.weights(name+"/w2", -1, 1, 8, 6))
+			proj[name] = b.op("BiasAdd", name+"/bias2", nil, mm, b.weights(name+"/b2", -1, 1, 6))
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		change  func(b *gb, proj map[string]graph.Output)
+		fetches []string // besides out
+		packed  bool
+	}{
+		{name: "packed", packed: true},
+		{name: "key projected from another input", change: other("k")},
+		{name: "value fetched", fetches: []string{"v/bias"}},
+		{name: "query split fetched", fetches: []string{"q/split"}},
+		{name: "key with an activation", change: func(b *gb, proj map[string]graph.Output) {
+			proj["k"] = b.op("Relu", "k/relu", nil, proj["k"])
+		}},
+		{name: "value weights not a Const", change: func(b *gb, proj map[string]graph.Output) {
+			mm := b.op("MatMul", "v/mm4", nil, proj["x"], b.op("Neg", "v/w4", nil, b.weights("v/w4/x", -1, 1, 8, 6)))
+			proj["v"] = b.op("BiasAdd", "v/bias4", nil, mm, b.weights("v/b4", -1, 1, 6))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := projectedAttention(c.change)(t)
+			feeds := map[string]*tensor.Tensor{"x": fusiontest.Random(rand.New(rand.NewSource(5)), tensor.Float, tensor.Shape{3 * 5, 8})}
+			fetches := append([]string{"out"}, c.fetches...)
+			var res optimize.Result
+			func() {
+				g.RLock()
+				defer g.RUnlock()
+				res = optimize.Rewrite(outputs(t, g, "x"), outputs(t, g, fetches...), nil, optimize.Options{Devices: []string{"CPU"}, Passes: optimize.Remap})
+			}()
+			attn, gemms, wide := 0, 0, 0
+			for _, m := range fusedOps(res) {
+				switch m.Op {
+				case "_MstreamAttention":
+					attn++
+					if m.Attrs["packed"].GetB() != c.packed {
+						t.Errorf("packed %v, want %v", m.Attrs["packed"].GetB(), c.packed)
+					}
+				case "_FusedMatMul":
+					gemms++
+					if m.OutShapes[0].Known && len(m.OutShapes[0].Dims) == 2 && m.OutShapes[0].Dims[1] == 18 {
+						wide++
+					}
+				}
+			}
+			if want := map[bool]int{true: 1}[c.packed]; attn != 1 || wide != want {
+				t.Fatalf("%d _MstreamAttention, %d _FusedMatMul of q, k and v side by side; want 1 and %d", attn, wide, want)
+			}
+			if c.packed && (gemms != 1 || res.Fused != 1) {
+				t.Errorf("%d _FusedMatMul, %d fusions; want the one merged", gemms, res.Fused)
+			}
+			if n := fusiontest.Compare(t, g, feeds, fetches, 1e-5); n == 0 {
+				t.Error("the session's plan has no fusion")
+			}
+		})
+	}
+}
+
+// TestAttentionPackedCPUOnly: where a device the plan may use has no
+// _MstreamAttention kernel (testDevice has _FusedMatMul alone), q, k and
+// v keep their own _FusedMatMul.
+func TestAttentionPackedCPUOnly(t *testing.T) {
+	g := projectedAttention(nil)(t)
+	g.RLock()
+	res := optimize.Rewrite(outputs(t, g, "x"), outputs(t, g, "out"), nil, optimize.Options{Devices: []string{"CPU", testDevice}, Passes: optimize.Remap})
+	g.RUnlock()
+	ops := map[string]int{}
+	for _, m := range fusedOps(res) {
+		ops[m.Op]++
+	}
+	if ops["_FusedMatMul"] != 3 || ops["_MstreamAttention"] != 0 || res.Fused != 3 {
+		t.Errorf("%d _FusedMatMul, %d _MstreamAttention, %d fusions; want 3, 0, 3", ops["_FusedMatMul"], ops["_MstreamAttention"], res.Fused)
+	}
+}
+
 // TestAttention: the attention core, in the heads form (Transposes and
 // BatchMatMulV2) and in Keras' MultiHeadAttention as TF 2.15 exports it
 // (testdata/attention_keras.pbtxt, attention_gen.py), becomes one
@@ -57,6 +179,7 @@ func TestAttention(t *testing.T) {
 		feeds   map[string]tensor.Shape
 		fetches []string // besides the output
 		fuse    bool
+		packed  bool // q, k and v from one merged projection (packProjections)
 	}{
 		{name: "heads", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.35, swap) }, feeds: self, fuse: true},
 		{name: "heads, no scale", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0, swap) }, feeds: self, fuse: true},
@@ -76,7 +199,8 @@ func TestAttention(t *testing.T) {
 		{name: "heads, scores fetched", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, feeds: self, fetches: []string{"scores"}},
 		{name: "heads, probabilities fetched", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, feeds: self, fetches: []string{"softmax"}},
 		{name: "heads, query heads fetched", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, feeds: self, fetches: []string{"q/heads"}},
-		{name: "keras", g: kerasAttention(nil), feeds: keras, fuse: true},
+		{name: "keras", g: kerasAttention(nil), feeds: keras, fuse: true, packed: true},
+		{name: "keras, key projection fetched", g: kerasAttention(nil), feeds: keras, fetches: []string{"model/multi_head_attention/key/add"}, fuse: true},
 		{name: "keras, scaled query fetched", g: kerasAttention(nil), feeds: keras, fetches: []string{"model/multi_head_attention/Mul"}, fuse: true},
 		{name: "keras, dropout fetched", g: kerasAttention(nil), feeds: keras, fetches: []string{"model/multi_head_attention/dropout/Identity"}},
 		{name: "keras, context einsum of another layout", feeds: keras, g: kerasAttention(func(gd *tfpb.GraphDef) {
@@ -114,6 +238,9 @@ func TestAttention(t *testing.T) {
 			for _, m := range fusedOps(res) {
 				if m.Op == "_MstreamAttention" {
 					n++
+					if m.Attrs["packed"].GetB() != c.packed {
+						t.Errorf("packed %v, want %v", m.Attrs["packed"].GetB(), c.packed)
+					}
 				}
 			}
 			if want := map[bool]int{true: 1}[c.fuse]; n != want {

@@ -31,11 +31,17 @@
 // training FusedBatchNormV3 -> Reshape -> Mul -> AddV2, or the moments
 // chain Mean/SquaredDifference/Rsqrt/Mul/Sub/AddV2; layernorm.go) becomes
 // one _MstreamLayerNorm (a CPU kernel only, so a plan that may use the GPU
-// keeps the exported nodes), a transformer's attention core without a
+// keeps the exported nodes), or _MstreamAddLayerNorm(a, b, gamma, beta)
+// when its input is a residual Add(V2) of a and b that only the pattern
+// (and Shapes of it) reads, a transformer's attention core without a
 // mask (q, k and v split into heads -> scores -> optional scalar scale ->
 // Softmax -> context, as Transposes and BatchMatMulV2 or as Keras'
 // MultiHeadAttention Einsums; attention.go) becomes one _MstreamAttention
-// (CPU only, likewise), sibling GatherV2s along a Const axis 0 (DLRM's
+// (CPU only, likewise); q, k and v projected from one input by constant
+// weights of one shape (MatMul -> BiasAdd -> Reshape, or Keras'
+// EinsumDense: Einsum -> Add) become one _FusedMatMul (then a Reshape to
+// 3H heads) or _MstreamEinsumBias of the weights side by side, which the
+// attention reads packed, sibling GatherV2s along a Const axis 0 (DLRM's
 // embedding lookups; gathern.go) become one _MstreamGatherN with N
 // outputs, which a GPU runs as one launch, and a chain of unary float32
 // ops becomes one _MstreamUnaryChain that makes a single pass over the
@@ -63,7 +69,9 @@
 //   - The fused node keeps the name and output index of the last node of
 //     its pattern (the one consumers and fetches name; where a Reshape moves
 //     after a _FusedMatMul, the Reshape keeps them and the fused node takes
-//     the MatMul's), inherits the control inputs of every node it replaces, and runs on their common requested
+//     the MatMul's; the packed projections' _FusedMatMul (or
+//     _MstreamEinsumBias) and Reshape take those of the last of their
+//     BiasAdds (Adds) and splits), inherits the control inputs of every node it replaces, and runs on their common requested
 //     device (a pattern whose nodes ask for different devices is not fused).
 //   - A fusion is made only when the fused op has a kernel for its dtype on
 //     every device the session may place it on, and each such kernel's

@@ -333,9 +333,38 @@ func (r *rewriter) addLayerNorm(nodes []*graph.Node, ln layerNorm) {
 	}
 	r.add(&fusion{nodes: nodes, build: func(r *rewriter, f *fusion) (*graph.Node, error) {
 		res := f.result()
-		return graph.NewDetached(res.ID, "_MstreamLayerNorm", res.Name, res.Device,
-			[][]graph.Output{{r.remap(ln.x)}, {r.remap(ln.gamma)}, {r.remap(ln.beta)}}, r.remapControls(f.nodes...),
+		op, args, controls := "_MstreamLayerNorm", [][]graph.Output{{r.remap(ln.x)}}, r.remapControls(f.nodes...)
+		if add := r.residual(ln.x, f); add != nil {
+			op, args = "_MstreamAddLayerNorm", [][]graph.Output{{r.remap(add.Inputs[0])}, {r.remap(add.Inputs[1])}}
+			controls = r.remapControls(append([]*graph.Node{add}, f.nodes...)...)
+		}
+		return graph.NewDetached(res.ID, op, res.Name, res.Device, append(args, []graph.Output{r.remap(ln.gamma)}, []graph.Output{r.remap(ln.beta)}), controls,
 			map[string]*tfpb.AttrValue{"T": typeAttr(tensor.Float), "epsilon": {Value: &tfpb.AttrValue_F{F: ln.eps}},
 				"begin_norm_axis": intAttr(ln.axis), "single_axis": {Value: &tfpb.AttrValue_B{B: ln.single}}})
 	}})
+}
+
+// residual returns the float32 Add(V2) whose output is x, the input of
+// the layer normalisation f, when f may read its two operands instead
+// (_MstreamAddLayerNorm, which sums each row in the row's own pass): a
+// transformer's residual connection. Every reader of x must be a node of
+// f or a Shape (the fused form's, which the fusion leaves without
+// readers), so that the Add has nothing left to compute for; it belongs
+// to no fusion (asked once matching is done, as f is built), nothing of
+// it is observed, and it asks for f's device. The Add is not absorbed:
+// a Shape of it that something else still needs keeps it running, which
+// costs that pass but changes no result; its control inputs pass to the
+// fused node.
+func (r *rewriter) residual(x graph.Output, f *fusion) *graph.Node {
+	add := x.Node
+	if (add.Op != "AddV2" && add.Op != "Add") || x.Index != 0 || len(add.Inputs) != 2 || !isFloat(add) ||
+		add.Device != f.result().Device || r.taken[add] != nil || r.target[add] || r.ctrlOut[add] > 0 || r.fed[x] || r.fetched[x] {
+		return nil
+	}
+	for _, u := range r.uses[x] {
+		if r.taken[u] != f && u.Op != "Shape" {
+			return nil
+		}
+	}
+	return add
 }

@@ -55,8 +55,18 @@ func TestLayerNorm(t *testing.T) {
 		mutate     func(t *testing.T, gd *tfpb.GraphDef)
 		fetches    []string // besides output
 		fuse       bool
+		residual   bool         // fused with the residual Add before it (_MstreamAddLayerNorm)
 		shape      tensor.Shape // x's, when not the file's
 	}{
+		{name: "moments rank 3, residual x + x^2", file: "layernorm_moments_rank3", fuse: true, residual: true, mutate: residual(false)},
+		{name: "moments rank 2, residual x + row", file: "layernorm_moments_rank2", fuse: true, residual: true, mutate: residual(true)},
+		{name: "fused rank 3, residual x + x^2", file: "layernorm_fused_rank3", fuse: true, residual: true, mutate: residual(false)},
+		{name: "fused rank 2, residual x + row", file: "layernorm_fused_rank2", fuse: true, residual: true, mutate: residual(true)},
+		{name: "moments, residual fetched", file: "layernorm_moments_rank3", fuse: true, mutate: residual(false), fetches: []string{"residual"}},
+		{name: "fused, residual read by another node", file: "layernorm_fused_rank3", fuse: true, fetches: []string{"other"}, mutate: func(t *testing.T, gd *tfpb.GraphDef) {
+			residual(false)(t, gd)
+			gd.Node = append(gd.Node, &tfpb.NodeDef{Name: "other", Op: "Neg", Input: []string{"residual"}, Attr: map[string]*tfpb.AttrValue{"T": graph.AttrType(tensor.Float)}})
+		}},
 		{name: "fused rank 3", file: "layernorm_fused_rank3", fuse: true},
 		{name: "fused rank 2", file: "layernorm_fused_rank2", fuse: true},
 		{name: "moments rank 3", file: "layernorm_moments_rank3", fuse: true},
@@ -131,19 +141,51 @@ func TestLayerNorm(t *testing.T) {
 				defer g.RUnlock()
 				res = optimize.Rewrite(outputs(t, g, "x"), outputs(t, g, fetches...), nil, optimize.Options{Devices: []string{"CPU"}, Passes: optimize.Remap})
 			}()
-			lns := 0
+			lns, adds := 0, 0
+			op := map[bool]string{false: "_MstreamLayerNorm", true: "_MstreamAddLayerNorm"}[c.residual]
 			for _, n := range fusedOps(res) {
-				if n.Op == "_MstreamLayerNorm" {
+				switch n.Op {
+				case op:
 					lns++
+				case "AddV2":
+					adds += strings.Count(n.Name, "residual")
 				}
 			}
 			if want := map[bool]int{true: 1}[c.fuse]; lns != want || res.Fused != want {
-				t.Fatalf("%d _MstreamLayerNorm nodes, %d fusions; want %d", lns, res.Fused, want)
+				t.Fatalf("%d %s nodes, %d fusions; want %d", lns, op, res.Fused, want)
+			}
+			if c.residual && adds != 0 {
+				t.Errorf("the residual AddV2 still runs beside %s", op)
 			}
 			if n := fusiontest.Compare(t, g, map[string]*tensor.Tensor{"x": x}, fetches, 1e-5); (n > 0) != c.fuse {
 				t.Errorf("the session's plan has %d fusions, want fusion %v", n, c.fuse)
 			}
 		})
+	}
+}
+
+// residual puts a residual connection before the normalisation: x + x^2
+// (operands of one shape) or, with row, x + a Const row of x's last
+// dimension (broadcast), as AddV2 "residual" read where x was.
+func residual(row bool) func(t *testing.T, gd *tfpb.GraphDef) {
+	return func(t *testing.T, gd *tfpb.GraphDef) {
+		for _, n := range gd.Node {
+			for i, in := range n.Input {
+				if in == "x" || in == "x:0" {
+					n.Input[i] = "residual"
+				}
+			}
+		}
+		tT := map[string]*tfpb.AttrValue{"T": graph.AttrType(tensor.Float)}
+		y := &tfpb.NodeDef{Name: "y", Op: "Square", Input: []string{"x"}, Attr: tT}
+		if row {
+			v := tensor.New(tensor.Float, tensor.Shape{8})
+			for i := range v.F32() {
+				v.F32()[i] = float32(i) - 2.5
+			}
+			y = &tfpb.NodeDef{Name: "y", Op: "Const", Attr: map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Float), "value": graph.AttrTensor(v)}}
+		}
+		gd.Node = append(gd.Node, y, &tfpb.NodeDef{Name: "residual", Op: "AddV2", Input: []string{"x", "y"}, Attr: tT})
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 // fusion produces or a GraphDef written by TF's grappler may contain. The
 // signatures of _FusedMatMul and _FusedConv2D are TF 2.15's
 // (core/ops/math_ops.cc, core/ops/nn_ops.cc); _MstreamUnaryChain and
-// _MstreamLayerNorm, _MstreamAttention, _MstreamEinsumBias,
-// _MstreamConv2DMaxPool and _MstreamGatherN are ours.
+// _MstreamLayerNorm, _MstreamAddLayerNorm, _MstreamAttention,
+// _MstreamEinsumBias, _MstreamConv2DMaxPool and _MstreamGatherN are ours.
 // _Arg, _Retval, _DeviceArg and _DeviceRetval are the system ops of
 // function bodies (core/ops/function_ops.cc): a graph given to
 // TF_GraphToFunction or imported from a function's body holds them.
@@ -104,6 +104,18 @@ op {
   attr { name: "single_axis" type: "bool" default_value { b: false } }
 }
 op {
+  name: "_MstreamAddLayerNorm"
+  input_arg { name: "x" type_attr: "T" }
+  input_arg { name: "y" type_attr: "T" }
+  input_arg { name: "gamma" type_attr: "T" }
+  input_arg { name: "beta" type_attr: "T" }
+  output_arg { name: "z" type_attr: "T" }
+  attr { name: "T" type: "type" allowed_values { list { type: [DT_FLOAT] } } }
+  attr { name: "epsilon" type: "float" default_value { f: 0.001 } }
+  attr { name: "begin_norm_axis" type: "int" default_value { i: -1 } }
+  attr { name: "single_axis" type: "bool" default_value { b: false } }
+}
+op {
   name: "_MstreamAttention"
   input_arg { name: "q" type_attr: "T" }
   input_arg { name: "k" type_attr: "T" }
@@ -113,6 +125,7 @@ op {
   attr { name: "scale" type: "float" default_value { f: 1 } }
   attr { name: "scale_q" type: "bool" default_value { b: false } }
   attr { name: "broadcast" type: "bool" default_value { b: false } }
+  attr { name: "packed" type: "bool" default_value { b: false } }
 }
 op {
   name: "_MstreamEinsumBias"

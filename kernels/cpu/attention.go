@@ -31,18 +31,31 @@ import (
 // Mul and the softmax vec.Softmax, so the bits are the graph's. With
 // broadcast (the BatchMatMulV2 form) a batch or head dimension of 1 in one
 // operand broadcasts as BatchMatMulV2's batch dimensions do; the Einsum
-// form needs them equal, as Einsum does.
+// form needs them equal, as Einsum does. With packed, q, k and v are one
+// tensor [B, S, 3H, D], the output of the three projections merged into
+// one GEMM (package optimize): q is heads [0, H), k [H, 2H) and v
+// [2H, 3H), each read in place as before.
 
 func init() {
 	reg("_MstreamAttention", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		a := &attentionAttrs{scale: attrFloat(n, "scale", 1), scaleQ: attrBool(n, "scale_q"), broadcast: attrBool(n, "broadcast")}
+		a := &attentionAttrs{scale: attrFloat(n, "scale", 1), scaleQ: attrBool(n, "scale_q"), broadcast: attrBool(n, "broadcast"), packed: attrBool(n, "packed")}
 		return fusedKernel(n, func(ctx *kernels.Context) error { return attention(ctx, a) }), nil
 	})
 }
 
+// attentionFlopsPerNs is about what one core makes of a (batch, head):
+// two small products that pack their B as they go, the scale and the
+// softmax. BenchmarkAttention (4 heads of 32 over 64 tokens), CPU time
+// at load 8 on 2 cores: 48.6 us at B=1, 858 us at B=16, 12-13 us for
+// each (batch, head)'s 0.56 Mflop, about 45 flop/ns. The packed GEMM's
+// rate (packedFlopsPerNs, 100) made B=1's four heads look like 22 us,
+// too little for the pool to split, where they take 49.
+const attentionFlopsPerNs = 45
+
 type attentionAttrs struct {
 	scale             float32
 	scaleQ, broadcast bool
+	packed            bool // q, k and v side by side along one tensor's heads
 	// scratch holds the chunks' score buffers between Runs (*[]float32):
 	// fresh ones on every call cost page faults as the Go heap grew
 	// into untouched memory (8% of the transformer's samples at B=1).
@@ -72,8 +85,21 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 	if len(q.Shape) != 4 || len(k.Shape) != 4 || len(v.Shape) != 4 {
 		return ctx.Errorf(status.InvalidArgument, "attention needs 4-D [batch, seq, heads, depth] query, key and value, got %v, %v and %v", q.Shape, k.Shape, v.Shape)
 	}
+	// With packed, the heads of k and v follow q's in the one tensor.
+	kOff, vOff := 0, 0
+	if a.packed {
+		// The plan passes the one tensor three times; input 0 is read.
+		if len(q.Shape) != 4 || !q.Shape.Equal(k.Shape) || !q.Shape.Equal(v.Shape) || q.Shape[2]%3 != 0 {
+			return ctx.Errorf(status.InvalidArgument, "packed attention needs one [batch, seq, 3 x heads, depth] tensor as query, key and value, got %v, %v and %v", q.Shape, k.Shape, v.Shape)
+		}
+		ts[1], ts[2], k, v = q, q, q, q
+		kOff, vOff = int(q.Shape[2]/3), int(2*q.Shape[2]/3)
+	}
 	nb, okB := attentionDim(ts, 0, a.broadcast)
 	nh, okH := attentionDim(ts, 2, a.broadcast)
+	if a.packed {
+		nh /= 3
+	}
 	if !okB || !okH || q.Shape[3] != k.Shape[3] || k.Shape[1] != v.Shape[1] {
 		return ctx.Errorf(status.InvalidArgument, "attention's query %v, key %v and value %v do not agree: batch and heads (dims 0 and 2) must match%s, query and key depth (dim 3), key and value length (dim 1)",
 			q.Shape, k.Shape, v.Shape, map[bool]string{true: " or be 1", false: ""}[a.broadcast])
@@ -128,7 +154,7 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 	}
 	need := int(need64)
 	flops := 2*float64(sq)*float64(sk)*float64(d+dv) + 8*float64(sq)*float64(sk)
-	ctx.For(int(nb)*H, flops/packedFlopsPerNs, func(lo, hi int) {
+	ctx.For(int(nb)*H, flops/attentionFlopsPerNs, func(lo, hi int) {
 		buf, _ := a.scratch.Get().(*[]float32)
 		if buf == nil || cap(*buf) < need {
 			b := make([]float32, need)
@@ -139,8 +165,8 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 		for i := lo; i < hi; i++ {
 			b, h := i/H, i%H
 			qm, ldq := at(q, b, h)
-			km, ldk := at(k, b, h)
-			vm, ldv := at(v, b, h)
+			km, ldk := at(k, b, h+kOff)
+			vm, ldv := at(v, b, h+vOff)
 			if a.scaleQ {
 				for r := 0; r < sq; r++ {
 					vec.MapBinary(vec.Mul, qm[r*ldq:r*ldq+d], scale, qs[r*d:(r+1)*d], 1, 0)

@@ -129,7 +129,7 @@ func BenchmarkDNNL(b *testing.B) {
 			be, _ := randTensor(r, f32, tensor.Shape{cols})
 			ln := node("_MstreamLayerNorm", nil, []tensor.DType{f32, f32, f32}, f32)
 			b.Run(fmt.Sprintf("LayerNorm/%v/mstream_layernorm", tensor.Shape{rows, cols}), func(b *testing.B) {
-				run(b, ln, func(ctx *kernels.Context) error { return layerNorm(ctx, -1, false, 1e-3) }, x2, g, be)
+				run(b, ln, func(ctx *kernels.Context) error { return layerNorm(ctx, -1, false, 1e-3, false) }, x2, g, be)
 			})
 		}
 	}
@@ -391,5 +391,121 @@ func BenchmarkDLRMEmbedding(b *testing.B) {
 			}
 			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/1000/float64(b.N), "cpu-us/op")
 		})
+	}
+}
+
+// kernelCall builds n's CPU kernel as a plan does and returns one call of
+// it on in, its output in one buffer of shape out kept across calls, as a
+// session's allocator keeps them.
+func kernelCall(b *testing.B, n *graph.Node, out tensor.Shape, in ...*tensor.Tensor) func() error {
+	k := cpuKernel(b, n)
+	o := tensor.New(n.OutTypes[0], out)
+	ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, 1),
+		Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return o, nil }}
+	return func() error { return k.Compute(ctx) }
+}
+
+// measureCPU runs calls, in order, b.N times on one thread and reports
+// the process's CPU time per round (on a loaded machine wall time mostly
+// measures waiting for a core).
+func measureCPU(b *testing.B, calls ...func() error) {
+	c0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		for _, call := range calls {
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkAddLayerNorm measures a transformer's residual connection and
+// LayerNormalization (bench/models' transformer at B=1, 16 and 256: rows
+// of 128) as the AddV2 and _MstreamLayerNorm kernels run them and as the one
+// _MstreamAddLayerNorm that package optimize fuses them into, in CPU time
+// per call: go test ./kernels/cpu -run '^$' -bench AddLayerNorm -count 5.
+func BenchmarkAddLayerNorm(b *testing.B) {
+	r := newRand(b)
+	for _, rows := range []int64{64, 1024, 16384} {
+		shape := tensor.Shape{rows, 128}
+		x, _ := randTensor(r, f32, shape)
+		y, _ := randTensor(r, f32, shape)
+		g, _ := randTensor(r, f32, tensor.Shape{128})
+		be, _ := randTensor(r, f32, tensor.Shape{128})
+		b.Run(fmt.Sprintf("%v/AddV2+LayerNorm", shape), func(b *testing.B) {
+			sum := tensor.New(f32, shape)
+			add := node("AddV2", nil, []tensor.DType{f32, f32}, f32)
+			k := cpuKernel(b, add)
+			actx := &kernels.Context{Node: add, Inputs: []*tensor.Tensor{x, y}, Outputs: make([]*tensor.Tensor, 1),
+				Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return sum, nil }}
+			measureCPU(b, func() error { return k.Compute(actx) },
+				kernelCall(b, node("_MstreamLayerNorm", nil, []tensor.DType{f32, f32, f32}, f32), shape, sum, g, be))
+		})
+		b.Run(fmt.Sprintf("%v/AddLayerNorm", shape), func(b *testing.B) {
+			measureCPU(b, kernelCall(b, node("_MstreamAddLayerNorm", nil, []tensor.DType{f32, f32, f32, f32}, f32), shape, x, y, g, be))
+		})
+	}
+}
+
+// BenchmarkPackedQKV measures a transformer's q, k and v projections
+// (bench/models' transformer: 128 wide, at B=1, 16 and 256 rows of 64
+// tokens) as three _FusedMatMul of 128 columns and as the one of 384
+// that package optimize merges them into, weights packed once, in CPU
+// time per call: go test ./kernels/cpu -run '^$' -bench 'PackedQKV$' -count 5.
+// BenchmarkPackedQKVEinsum does the same in Keras' form (bench/cpu/
+// models.py's keras_encoder: MultiHeadAttention's EinsumDense, 4 heads
+// of 32, at B=1, 16 and 256): three _MstreamEinsumBias of weights [128, 4, 32] and the one
+// of [128, 12, 32].
+func BenchmarkPackedQKV(b *testing.B) {
+	r := newRand(b)
+	for _, m := range []int64{64, 1024, 16384} {
+		x, _ := randTensor(r, f32, tensor.Shape{m, 128})
+		for _, parts := range []int64{3, 1} {
+			n := 384 / parts
+			var calls []func() error
+			for i := int64(0); i < parts; i++ {
+				w, _ := randTensor(r, f32, tensor.Shape{128, n})
+				bias, _ := randTensor(r, f32, tensor.Shape{n})
+				calls = append(calls, kernelCall(b, fusedMatMulNode("", false), tensor.Shape{m, n}, x, w, bias))
+			}
+			b.Run(fmt.Sprintf("%dx128x%dx%d", m, n, parts), func(b *testing.B) { measureCPU(b, calls...) })
+		}
+	}
+}
+
+func BenchmarkPackedQKVEinsum(b *testing.B) {
+	r := newRand(b)
+	for _, bs := range []int64{1, 16, 256} {
+		x, _ := randTensor(r, f32, tensor.Shape{bs, 64, 128})
+		for _, parts := range []int64{3, 1} {
+			h := 12 / parts
+			var calls []func() error
+			for i := int64(0); i < parts; i++ {
+				w, _ := randTensor(r, f32, tensor.Shape{128, h, 32})
+				bias, _ := randTensor(r, f32, tensor.Shape{h, 32})
+				n := node("_MstreamEinsumBias", map[string]*tfpb.AttrValue{"equation": {Value: &tfpb.AttrValue_S{S: []byte("abc,cde->abde")}},
+					constWeightsAttr: aBool(true)}, []tensor.DType{f32, f32, f32}, f32)
+				calls = append(calls, kernelCall(b, n, tensor.Shape{bs, 64, h, 32}, x, w, bias))
+			}
+			b.Run(fmt.Sprintf("B%d/h%dx%d", bs, h, parts), func(b *testing.B) { measureCPU(b, calls...) })
+		}
+	}
+}
+
+// BenchmarkAttention measures _MstreamAttention on one thread as the
+// transformers of bench/ run it (4 heads of 32, 64 tokens, the query
+// scaled, at B=1 and B=16), in CPU time per call, for the cost per
+// (batch, head) the kernel gives the pool's splitter:
+// go test ./kernels/cpu -run '^$' -bench 'Attention$' -count 5.
+func BenchmarkAttention(b *testing.B) {
+	r := newRand(b)
+	for _, bs := range []int64{1, 16} {
+		shape := tensor.Shape{bs, 64, 4, 32}
+		q, _ := randTensor(r, f32, shape)
+		k, _ := randTensor(r, f32, shape)
+		v, _ := randTensor(r, f32, shape)
+		n := node("_MstreamAttention", map[string]*tfpb.AttrValue{"scale": {Value: &tfpb.AttrValue_F{F: 0.18}}, "scale_q": aBool(true)}, []tensor.DType{f32, f32, f32}, f32)
+		b.Run(fmt.Sprintf("B%d", bs), func(b *testing.B) { measureCPU(b, kernelCall(b, n, shape, q, k, v)) })
 	}
 }

@@ -81,7 +81,9 @@
 // _MstreamUnaryChain maps every op of a chain of
 // float32 unary ops over one L1-sized block before the next block;
 // _MstreamLayerNorm (nn_norm.go) normalises each row in one vectorised
-// pass (vec.LayerNorm) and applies gamma and beta in the same loop;
+// pass (vec.LayerNorm) and applies gamma and beta in the same loop, and
+// _MstreamAddLayerNorm, the same of a residual x + y, sums each row in
+// that pass (a broadcast y is summed first, as AddV2 does);
 // _MstreamAttention (attention.go) runs each (batch, head) of an attention
 // core as one chunk of the intra-op pool, its two products (sgemm) reading
 // q, k and v where they lie and its scores in cache through the scale and

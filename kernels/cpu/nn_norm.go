@@ -31,10 +31,12 @@ func init() {
 			return kernels.KernelFunc(func(ctx *kernels.Context) error { return fusedBatchNorm(ctx, bn, prims) }), nil
 		})
 	}
-	reg("_MstreamLayerNorm", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		axis, eps, single := attrInt(n, "begin_norm_axis", -1), float64(n.Attr("epsilon").GetF()), attrBool(n, "single_axis")
-		return fusedKernel(n, func(ctx *kernels.Context) error { return layerNorm(ctx, axis, single, eps) }), nil
-	})
+	for op, residual := range map[string]bool{"_MstreamLayerNorm": false, "_MstreamAddLayerNorm": true} {
+		reg(op, []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
+			axis, eps, single := attrInt(n, "begin_norm_axis", -1), float64(n.Attr("epsilon").GetF()), attrBool(n, "single_axis")
+			return fusedKernel(n, func(ctx *kernels.Context) error { return layerNorm(ctx, axis, single, eps, residual) }), nil
+		})
+	}
 	reg("LRN", []tensor.DType{tensor.Float, tensor.Half, tensor.Bfloat16}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		l, err := ParseLRNAttrs(n)
 		if err != nil {
@@ -427,28 +429,54 @@ func lrn(ctx *kernels.Context, l LRNAttrs) error {
 // single, dimension axis alone is normalised (the moments form's Mean over
 // one axis): the same when it is the last, else strided, in a plain loop.
 // One pass per row reads x twice (statistics, then the output) and writes
-// once.
-func layerNorm(ctx *kernels.Context, axis int64, single bool, eps float64) error {
+// once. With residual it is _MstreamAddLayerNorm(x, y, gamma, beta), the
+// normalisation of the AddV2 x + y: of equal shapes, each row's sum is
+// made in the row's pass (vec.LayerNorm's res) rather than by a pass of
+// its own; broadcast, the sum is made first, as AddV2 makes it.
+func layerNorm(ctx *kernels.Context, axis int64, single bool, eps float64, residual bool) error {
 	x := ctx.Input(0)
-	rank := int64(len(x.Shape))
+	shape, X := x.Shape, x.F32()
+	var R []float32 // the residual, when summed in the rows' pass
+	p0 := 1         // gamma's input
+	if residual {
+		p0 = 2
+		y := ctx.Input(1)
+		if x.Shape.Equal(y.Shape) {
+			R = y.F32()
+		} else {
+			bc, ok := broadcastShapes(x.Shape, y.Shape)
+			if !ok {
+				return ctx.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v", x.Shape, y.Shape)
+			}
+			sum, err := kernels.Scratch[float32](ctx, bc.out.NumElements())
+			if err != nil {
+				return err
+			}
+			if !vecBinaryOp(ctx, binOpVec[opAdd], bc, X, y.F32(), sum) {
+				runBinary(ctx, opAdd, bc, X, y.F32(), sum)
+			}
+			shape, X = bc.out, sum
+		}
+	}
+	rank := int64(len(shape))
 	a := axis
 	if a < 0 {
 		a += rank
 	}
 	if a < 0 || a >= rank {
-		return ctx.Errorf(status.InvalidArgument, "begin_norm_axis %d is out of range for an input of shape %v", axis, x.Shape)
+		return ctx.Errorf(status.InvalidArgument, "begin_norm_axis %d is out of range for an input of shape %v", axis, shape)
 	}
 
-	d := x.Shape[rank-1]
+	d := shape[rank-1]
 	params := [2][]float32{}
 	for i, name := range []string{"gamma", "beta"} {
-		p := ctx.Input(1 + i)
+		p := ctx.Input(p0 + i)
 		if len(p.Shape) != 1 || (p.Shape[0] != d && p.Shape[0] != 1) {
-			return ctx.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v (%s)", x.Shape, p.Shape, name)
+			return ctx.Errorf(status.InvalidArgument, "Incompatible shapes: %v vs. %v (%s)", shape, p.Shape, name)
 		}
 		params[i] = p.F32()
 	}
-	o, err := ctx.Allocate(0, x.Shape)
+	o, err := ctx.Allocate(0, shape)
 	if err != nil || o.NumElements() == 0 {
 		return err
 	}
@@ -464,14 +492,30 @@ func layerNorm(ctx *kernels.Context, axis int64, single bool, eps float64) error
 			params[i] = full
 		}
 	}
-	X, Y := x.F32(), o.F32()
+	Y := o.F32()
 	if single && a != rank-1 {
-		layerNormStrided(ctx, X, Y, int(x.Shape[a]), int(x.Shape[a+1:].NumElements()), params[0], params[1], eps)
+		if R != nil {
+			sum, err := kernels.Scratch[float32](ctx, int64(len(X)))
+			if err != nil {
+				return err
+			}
+			vec.MapBinary(vec.Add, X, R, sum, 1, 1)
+			X = sum
+		}
+		layerNormStrided(ctx, X, Y, int(shape[a]), int(shape[a+1:].NumElements()), params[0], params[1], eps)
 		return nil
 	}
-	n := int(x.Shape[a:].NumElements())
-	ctx.For(len(X)/n, float64(n)*2, func(lo, hi int) {
-		vec.LayerNorm(X[lo*n:hi*n], Y[lo*n:hi*n], n, params[0], params[1], eps)
+	n := int(shape[a:].NumElements())
+	cost := float64(n) * 2
+	if R != nil {
+		cost += float64(n)
+	}
+	ctx.For(len(X)/n, cost, func(lo, hi int) {
+		var r []float32
+		if R != nil {
+			r = R[lo*n : hi*n]
+		}
+		vec.LayerNorm(X[lo*n:hi*n], r, Y[lo*n:hi*n], n, params[0], params[1], eps)
 	})
 	return nil
 }

@@ -14,19 +14,34 @@ import (
 // The fused ops that plan-time fusion (package optimize) and TF's grappler
 // produce: _FusedMatMul and _FusedConv2D with their BiasAdd/FusedBatchNorm
 // and activation epilogues, and mstream's _MstreamUnaryChain,
-// _MstreamLayerNorm, _MstreamAttention, _MstreamEinsumBias and
-// _MstreamConv2DMaxPool. References are float64 loops: the GEMM or
-// convolution (refConv), then the epilogue exactly as the unfused nodes
-// define it (then the pool, refPool).
+// _MstreamLayerNorm, _MstreamAddLayerNorm, _MstreamAttention,
+// _MstreamEinsumBias and _MstreamConv2DMaxPool. References are float64
+// loops: the GEMM or convolution (refConv), then the epilogue exactly as
+// the unfused nodes define it (then the pool, refPool).
 
 func init() {
 	Add("_FusedMatMul", fusedMatMulCases)
 	Add("_FusedConv2D", fusedConv2DCases)
 	Add("_MstreamConv2DMaxPool", convMaxPoolCases)
 	Add("_MstreamUnaryChain", unaryChainCases)
-	Add("_MstreamLayerNorm", layerNormCases)
+	Add("_MstreamLayerNorm", casesOf("_MstreamLayerNorm", layerNormCases))
+	Add("_MstreamAddLayerNorm", casesOf("_MstreamAddLayerNorm", layerNormCases))
 	Add("_MstreamAttention", attentionCases)
 	Add("_MstreamEinsumBias", einsumBiasCases)
+}
+
+// casesOf keeps gen's cases of op: one generator draws both
+// normalisations' cases from the same shapes.
+func casesOf(op string, gen Gen) Gen {
+	return func(r *rand.Rand) []Case {
+		var cs []Case
+		for _, c := range gen(r) {
+			if c.Node.Op == op {
+				cs = append(cs, c)
+			}
+		}
+		return cs
+	}
 }
 
 func aStrs(v ...string) *tfpb.AttrValue {
@@ -370,7 +385,8 @@ func unaryChainCases(r *rand.Rand) []Case {
 	return cs
 }
 
-// layerNormCases: _MstreamLayerNorm against a float64 layer normalisation
+// layerNormCases: _MstreamLayerNorm (and _MstreamAddLayerNorm, of a sum)
+// against a float64 layer normalisation
 // (the rows from begin_norm_axis on, gamma and beta along the last
 // dimension, broadcast from one element when they have one), including
 // rows longer than the last dimension, an offset the mean must remove,
@@ -411,32 +427,26 @@ func layerNormCases(r *rand.Rand) []Case {
 		x := RandRange(r, tensor.Float, shape, -3, 5)
 		g, b := RandRange(r, tensor.Float, tensor.Shape{gl}, 0.5, 2), RandRange(r, tensor.Float, tensor.Shape{bl}, -1, 1)
 		eps := []float32{1e-3, 1e-5, 0.5}[i%3]
-		xv, gv, bv := F64s(x), F64s(g), F64s(b)
-		n := int(shape[axis:].NumElements())
-		want := make([]float64, len(xv))
-		if single && axis != rank-1 {
-			want = refLayerNormAxis(xv, shape, int(axis), gv, bv, float64(eps))
-			n = 0
-		}
-		for r0 := 0; r0+n <= len(xv) && n > 0; r0 += n {
-			var m, v float64
-			for _, e := range xv[r0 : r0+n] {
-				m += e
-			}
-			m /= float64(n)
-			for _, e := range xv[r0 : r0+n] {
-				v += (e - m) * (e - m)
-			}
-			v /= float64(n)
-			for j := 0; j < n; j++ {
-				k := j % int(d)
-				want[r0+j] = (xv[r0+j]-m)/math.Sqrt(v+float64(eps))*gv[k%len(gv)] + bv[k%len(bv)]
-			}
-		}
+		gv, bv := F64s(g), F64s(b)
 		attrs := Attrs{"epsilon": AFloat(eps), "begin_norm_axis": AInt(attrAxis), "single_axis": ABool(single)}
 		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamLayerNorm %v axis %d single %v gamma %d beta %d", shape, attrAxis, single, gl, bl),
 			Node: NodeFor("_MstreamLayerNorm", attrs, ins(x, g, b), nil), Inputs: ins(x, g, b),
-			Want: ins(FromF64(tensor.Float, shape, want)), Tol: 2e-5})
+			Want: ins(FromF64(tensor.Float, shape, refLayerNorm(F64s(x), shape, int(axis), single, gv, bv, float64(eps)))), Tol: 2e-5})
+		// _MstreamAddLayerNorm: the same of x + y, y of x's shape or
+		// (every third) of its last dimension, broadcast as AddV2 does;
+		// the sum rounded to float32 as AddV2 stores it.
+		yShape := shape
+		if i%3 == 2 {
+			yShape = tensor.Shape{d}
+		}
+		y := RandRange(r, tensor.Float, yShape, -2, 2)
+		sum := make([]float64, len(F64s(x)))
+		for j, e := range x.F32() {
+			sum[j] = float64(e + y.F32()[j%len(y.F32())])
+		}
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamAddLayerNorm %v + %v axis %d single %v gamma %d beta %d", shape, yShape, attrAxis, single, gl, bl),
+			Node: NodeFor("_MstreamAddLayerNorm", attrs, ins(x, y, g, b), nil), Inputs: ins(x, y, g, b),
+			Want: ins(FromF64(tensor.Float, shape, refLayerNorm(sum, shape, int(axis), single, gv, bv, float64(eps)))), Tol: 2e-5})
 	}
 	x := Rand(r, tensor.Float, tensor.Shape{2, 4})
 	g4, g3 := Rand(r, tensor.Float, tensor.Shape{4}), Rand(r, tensor.Float, tensor.Shape{3})
@@ -454,8 +464,42 @@ func layerNormCases(r *rand.Rand) []Case {
 		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamLayerNorm error %s axis %d", c.msg, c.axis),
 			Node:   NodeFor("_MstreamLayerNorm", Attrs{"begin_norm_axis": AInt(c.axis)}, ins(x, c.g, c.b), nil),
 			Inputs: ins(x, c.g, c.b), Err: status.InvalidArgument, ErrMsg: c.msg})
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamAddLayerNorm error %s axis %d", c.msg, c.axis),
+			Node:   NodeFor("_MstreamAddLayerNorm", Attrs{"begin_norm_axis": AInt(c.axis)}, ins(x, x, c.g, c.b), nil),
+			Inputs: ins(x, x, c.g, c.b), Err: status.InvalidArgument, ErrMsg: c.msg})
 	}
+	// Operands that do not broadcast: the AddV2's error, from the kernel.
+	cs = append(cs, Case{Name: "_MstreamAddLayerNorm error operands [2,4] + [3]",
+		Node:   NodeForUnknown("_MstreamAddLayerNorm", nil, ins(x, g3, g4, g4), nil),
+		Inputs: ins(x, g3, g4, g4), Err: status.InvalidArgument, ErrMsg: "Incompatible shapes: [2,4] vs. [3]"})
 	return cs
+}
+
+// refLayerNorm normalises x (of shape) as _MstreamLayerNorm does: the rows
+// from dimension axis on, or with single that dimension alone.
+func refLayerNorm(xv []float64, shape tensor.Shape, axis int, single bool, gv, bv []float64, eps float64) []float64 {
+	rank, d := len(shape), int(shape[len(shape)-1])
+	if single && axis != rank-1 {
+		return refLayerNormAxis(xv, shape, axis, gv, bv, eps)
+	}
+	n := int(shape[axis:].NumElements())
+	want := make([]float64, len(xv))
+	for r0 := 0; r0+n <= len(xv) && n > 0; r0 += n {
+		var m, v float64
+		for _, e := range xv[r0 : r0+n] {
+			m += e
+		}
+		m /= float64(n)
+		for _, e := range xv[r0 : r0+n] {
+			v += (e - m) * (e - m)
+		}
+		v /= float64(n)
+		for j := 0; j < n; j++ {
+			k := j % d
+			want[r0+j] = (xv[r0+j]-m)/math.Sqrt(v+eps)*gv[k%len(gv)] + bv[k%len(bv)]
+		}
+	}
+	return want
 }
 
 // refLayerNormAxis normalises x (of shape) over dimension axis alone, gamma
@@ -502,6 +546,10 @@ func attentionCases(r *rand.Rand) []Case {
 			b = 0
 		case 3:
 			sq = 1
+		case 4, 6:
+			sk, dv = sq, d // q, k and v alike: a packed case too
+		case 7:
+			sq, sk, h, d, dv = 17, 17, 3, 20, 20
 		}
 		bc := i%3 == 2
 		qb, kb, vb, qh, kh, vh := b, b, b, h, h, h
@@ -557,6 +605,21 @@ func attentionCases(r *rand.Rand) []Case {
 		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamAttention q %v k %v v %v scale %v on q %v", q.Shape, k.Shape, v.Shape, scale, scaleQ),
 			Node: NodeFor("_MstreamAttention", attrs, ins(q, k, v), nil), Inputs: ins(q, k, v),
 			Want: ins(FromF64(tensor.Float, tensor.Shape{int64(b), int64(sq), int64(h), int64(dv)}, want)), Tol: 2e-5})
+		if bc || sq != sk || d != dv {
+			continue
+		}
+		// packed: the same q, k and v side by side along the heads of one
+		// tensor [b, s, 3h, d], as one merged projection makes them.
+		qkv := tensor.New(tensor.Float, tensor.Shape{int64(b), int64(sq), int64(3 * h), int64(d)})
+		for row := 0; row < b*sq; row++ {
+			for j, t := range []*tensor.Tensor{q, k, v} {
+				copy(qkv.F32()[(row*3+j)*h*d:(row*3+j+1)*h*d], t.F32()[row*h*d:(row+1)*h*d])
+			}
+		}
+		attrs["packed"] = ABool(true)
+		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamAttention packed %v scale %v on q %v", qkv.Shape, scale, scaleQ),
+			Node: NodeFor("_MstreamAttention", attrs, ins(qkv, qkv, qkv), nil), Inputs: ins(qkv, qkv, qkv),
+			Want: ins(FromF64(tensor.Float, tensor.Shape{int64(b), int64(sq), int64(h), int64(dv)}, want)), Tol: 2e-5})
 	}
 	sh := func(v ...int64) *tensor.Tensor { return Rand(r, tensor.Float, tensor.Shape(v)) }
 	for _, c := range []struct {
@@ -574,6 +637,17 @@ func attentionCases(r *rand.Rand) []Case {
 		cs = append(cs, Case{Name: "_MstreamAttention error " + c.name,
 			Node:   NodeForUnknown("_MstreamAttention", Attrs{"broadcast": ABool(c.broadcast)}, ins(c.q, c.k, c.v), nil),
 			Inputs: ins(c.q, c.k, c.v), Err: status.InvalidArgument, ErrMsg: "attention"})
+	}
+	for _, c := range []struct {
+		name    string
+		q, k, v *tensor.Tensor
+	}{
+		{"heads not a multiple of 3", sh(2, 3, 4, 2), sh(2, 3, 4, 2), sh(2, 3, 4, 2)},
+		{"inputs of other shapes", sh(2, 3, 6, 2), sh(2, 3, 6, 2), sh(2, 4, 6, 2)},
+	} {
+		cs = append(cs, Case{Name: "_MstreamAttention packed error " + c.name,
+			Node:   NodeForUnknown("_MstreamAttention", Attrs{"packed": ABool(true)}, ins(c.q, c.k, c.v), nil),
+			Inputs: ins(c.q, c.k, c.v), Err: status.InvalidArgument, ErrMsg: "packed attention"})
 	}
 	return cs
 }

@@ -347,12 +347,12 @@ void ms_argreduce_f32(int op, const float *x, long rows, long n, long long *out)
 	argreduce_base(op, x, rows, n, out);
 }
 
-void ms_layernorm_f32(const float *x, float *y, long rows, long n, const float *gamma, const float *beta, long c, double eps) {
+void ms_layernorm_f32(const float *x, const float *res, float *y, long rows, long n, const float *gamma, const float *beta, long c, double eps) {
 #ifdef MS_HAVE_AVX2_VARIANT
-	if (ms_vec_level() == 2) { layernorm_avx512(x, y, rows, n, gamma, beta, c, eps); return; }
-	if (ms_vec_level() == 1) { layernorm_avx2(x, y, rows, n, gamma, beta, c, eps); return; }
+	if (ms_vec_level() == 2) { layernorm_avx512(x, res, y, rows, n, gamma, beta, c, eps); return; }
+	if (ms_vec_level() == 1) { layernorm_avx2(x, res, y, rows, n, gamma, beta, c, eps); return; }
 #endif
-	layernorm_base(x, y, rows, n, gamma, beta, c, eps);
+	layernorm_base(x, res, y, rows, n, gamma, beta, c, eps);
 }
 
 void ms_gemv_f32(const float *x, long k, const float *b, long ldb, long n, float alpha, float beta, float *y) {

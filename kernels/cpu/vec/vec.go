@@ -227,17 +227,24 @@ func Softmax(x, y []float32, n int, log bool) {
 // LayerNorm writes the layer normalisation of each row of x, viewed as
 // [len(x)/n, n], into y: (x - mean) / sqrt(var + eps) * gamma + beta with
 // the row's mean and biased variance (summed in float64), gamma and beta
-// of one length c that divides n, repeated along the row. x and y must
-// not overlap.
-func LayerNorm(x, y []float32, n int, gamma, beta []float32, eps float64) {
+// of one length c that divides n, repeated along the row. With res (nil,
+// or as long as x) each row of x + res is normalised: the sum is stored
+// into y as a float32 Add would, then normalised there while the row is
+// in cache (a transformer's residual Add before its LayerNormalization).
+// x and res must not overlap y.
+func LayerNorm(x, res, y []float32, n int, gamma, beta []float32, eps float64) {
 	c := len(gamma)
-	if n <= 0 || len(x)%n != 0 || len(y) < len(x) || c == 0 || len(beta) != c || n%c != 0 {
-		panic(fmt.Sprintf("vec: LayerNorm with len(x)=%d len(y)=%d n=%d len(gamma)=%d len(beta)=%d", len(x), len(y), n, c, len(beta)))
+	if n <= 0 || len(x)%n != 0 || len(y) < len(x) || c == 0 || len(beta) != c || n%c != 0 || res != nil && len(res) != len(x) {
+		panic(fmt.Sprintf("vec: LayerNorm with len(x)=%d len(res)=%d len(y)=%d n=%d len(gamma)=%d len(beta)=%d", len(x), len(res), len(y), n, c, len(beta)))
 	}
 	if len(x) == 0 {
 		return
 	}
-	C.ms_layernorm_f32((*C.float)(&x[0]), (*C.float)(&y[0]), C.long(len(x)/n), C.long(n), (*C.float)(&gamma[0]),
+	var r *C.float
+	if res != nil {
+		r = (*C.float)(&res[0])
+	}
+	C.ms_layernorm_f32((*C.float)(&x[0]), r, (*C.float)(&y[0]), C.long(len(x)/n), C.long(n), (*C.float)(&gamma[0]),
 		(*C.float)(&beta[0]), C.long(c), C.double(eps))
 }
 

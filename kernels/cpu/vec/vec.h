@@ -42,7 +42,7 @@ void ms_softmax_f32(const float *x, float *y, long rows, long n, int log);
  * eps) * gamma + beta, mean and (biased) variance over the row, summed in
  * double; gamma and beta have c elements, c divides n, and repeat along
  * the row (c = n for one normalised axis). */
-void ms_layernorm_f32(const float *x, float *y, long rows, long n, const float *gamma, const float *beta, long c, double eps);
+void ms_layernorm_f32(const float *x, const float *res, float *y, long rows, long n, const float *gamma, const float *beta, long c, double eps);
 
 /* y[0:n] = beta y + alpha x B: the row x[0:k] times B, k rows of n
  * (row stride ldb), summed in float down each column in row order. */

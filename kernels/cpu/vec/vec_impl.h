@@ -545,11 +545,19 @@ static double SFX(sqdiff_row)(const float *restrict x, long n, double m) {
 	return s;
 }
 
-static void SFX(layernorm)(const float *x, float *restrict y, long rows, long n, const float *restrict gamma,
-		const float *restrict beta, long c, double eps) {
+/* With res (else NULL), each row of x + res, summed into y first as the
+ * residual Add it replaces stores it (so the bits are that Add's and the
+ * normalisation's), is normalised from y while the row is in L1. */
+static void SFX(layernorm)(const float *x, const float *res, float *restrict y, long rows, long n,
+		const float *restrict gamma, const float *restrict beta, long c, double eps) {
 	for (long r = 0; r < rows; r++) {
-		const float *restrict xr = x + r * n;
+		const float *xr = x + r * n;
 		float *restrict yr = y + r * n;
+		if (res) {
+			const float *restrict rr = res + r * n;
+			for (long j = 0; j < n; j++) yr[j] = xr[j] + rr[j];
+			xr = yr;
+		}
 		double mean = SFX(sum_row)(xr, n) / (double)n;
 		double var = SFX(sqdiff_row)(xr, n, mean) / (double)n;
 		float inv = (float)(1.0 / __builtin_sqrt(var + eps)), m = (float)mean;

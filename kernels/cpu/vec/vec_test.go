@@ -368,36 +368,50 @@ func TestSoftmax(t *testing.T) {
 	})
 }
 
+// TestLayerNorm checks each row against float64 math, alone and with a
+// residual added first (the sum rounded to float32, as the Add it
+// replaces stores it).
 func TestLayerNorm(t *testing.T) {
 	levels(t, func(t *testing.T) {
 		r := newRand(t)
 		for _, sh := range []struct{ n, c int }{{1, 1}, {3, 3}, {17, 17}, {128, 128}, {1000, 1000}, {12, 4}} {
-			x := make([]float32, 3*sh.n)
-			for i := range x {
-				x[i] = float32(r.NormFloat64()*5 + 100) // an offset the mean must take out
-			}
-			g, b := make([]float32, sh.c), make([]float32, sh.c)
-			for j := range g {
-				g[j], b[j] = float32(r.NormFloat64()), float32(r.NormFloat64())
-			}
-			y := make([]float32, len(x))
-			const eps = 1e-3
-			LayerNorm(x, y, sh.n, g, b, eps)
-			for row := 0; row < 3; row++ {
-				xr := x[row*sh.n : row*sh.n+sh.n]
-				var m, v float64
-				for _, e := range xr {
-					m += float64(e)
+			for _, residual := range []bool{false, true} {
+				x := make([]float32, 3*sh.n)
+				for i := range x {
+					x[i] = float32(r.NormFloat64()*5 + 100) // an offset the mean must take out
 				}
-				m /= float64(sh.n)
-				for _, e := range xr {
-					v += (float64(e) - m) * (float64(e) - m)
+				var res []float32
+				sum := x
+				if residual {
+					res, sum = make([]float32, len(x)), make([]float32, len(x))
+					for i := range res {
+						res[i] = float32(r.NormFloat64() * 3)
+						sum[i] = x[i] + res[i]
+					}
 				}
-				v /= float64(sh.n)
-				for i, e := range xr {
-					w := (float64(e)-m)/math.Sqrt(v+eps)*float64(g[i%sh.c]) + float64(b[i%sh.c])
-					if got := float64(y[row*sh.n+i]); math.Abs(got-w) > 2e-5*math.Max(1, math.Abs(w)) {
-						t.Fatalf("n=%d c=%d: row %d [%d] = %g, want %g", sh.n, sh.c, row, i, got, w)
+				g, b := make([]float32, sh.c), make([]float32, sh.c)
+				for j := range g {
+					g[j], b[j] = float32(r.NormFloat64()), float32(r.NormFloat64())
+				}
+				y := make([]float32, len(x))
+				const eps = 1e-3
+				LayerNorm(x, res, y, sh.n, g, b, eps)
+				for row := 0; row < 3; row++ {
+					xr := sum[row*sh.n : row*sh.n+sh.n]
+					var m, v float64
+					for _, e := range xr {
+						m += float64(e)
+					}
+					m /= float64(sh.n)
+					for _, e := range xr {
+						v += (float64(e) - m) * (float64(e) - m)
+					}
+					v /= float64(sh.n)
+					for i, e := range xr {
+						w := (float64(e)-m)/math.Sqrt(v+eps)*float64(g[i%sh.c]) + float64(b[i%sh.c])
+						if got := float64(y[row*sh.n+i]); math.Abs(got-w) > 2e-5*math.Max(1, math.Abs(w)) {
+							t.Fatalf("n=%d c=%d residual %v: row %d [%d] = %g, want %g", sh.n, sh.c, residual, row, i, got, w)
+						}
 					}
 				}
 			}
@@ -461,10 +475,13 @@ func TestBounds(t *testing.T) {
 		func() { ColSum(make([]float32, 5), 2, 3, make([]float64, 3)) },
 		func() { Softmax(make([]float32, 5), make([]float32, 5), 2, false) },
 		func() {
-			LayerNorm(make([]float32, 6), make([]float32, 6), 3, make([]float32, 2), make([]float32, 2), 1e-3)
+			LayerNorm(make([]float32, 6), nil, make([]float32, 6), 3, make([]float32, 2), make([]float32, 2), 1e-3)
 		},
 		func() {
-			LayerNorm(make([]float32, 6), make([]float32, 6), 3, make([]float32, 3), make([]float32, 1), 1e-3)
+			LayerNorm(make([]float32, 6), nil, make([]float32, 6), 3, make([]float32, 3), make([]float32, 1), 1e-3)
+		},
+		func() {
+			LayerNorm(make([]float32, 6), make([]float32, 3), make([]float32, 6), 3, make([]float32, 3), make([]float32, 3), 1e-3)
 		},
 		func() { GatherRows(make([]byte, 8), make([]byte, 12), []int64{0, 3}, 4) },
 		func() { GatherRows(make([]byte, 8), make([]byte, 12), []int64{-1, 0}, 4) },
