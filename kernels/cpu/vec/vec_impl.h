@@ -547,12 +547,13 @@ static double SFX(sqdiff_row)(const float *restrict x, long n, double m) {
 
 /* With res (else NULL), each row of x + res, summed into y first as the
  * residual Add it replaces stores it (so the bits are that Add's and the
- * normalisation's), is normalised from y while the row is in L1. */
-static void SFX(layernorm)(const float *x, const float *res, float *restrict y, long rows, long n,
+ * normalisation's), is normalised from y while the row is in L1. y is not
+ * restrict: with res the row is read back from y while y is written. */
+static void SFX(layernorm)(const float *x, const float *res, float *y, long rows, long n,
 		const float *restrict gamma, const float *restrict beta, long c, double eps) {
 	for (long r = 0; r < rows; r++) {
 		const float *xr = x + r * n;
-		float *restrict yr = y + r * n;
+		float *yr = y + r * n;
 		if (res) {
 			const float *restrict rr = res + r * n;
 			for (long j = 0; j < n; j++) yr[j] = xr[j] + rr[j];
