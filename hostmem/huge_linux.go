@@ -18,7 +18,10 @@ const hugePage = 2 << 20
 // cleared page by page, and the kernel backs with huge pages only what is
 // touched after the advice. It works where the system's THP mode is
 // "always" or "madvise" (the kernel's default). It is advice: an error (an
-// old kernel, THP off) leaves 4 KiB pages and is not reported.
+// old kernel, THP off) leaves 4 KiB pages and is not reported. The advice
+// stays on those pages of the Go heap after b is dropped, so memory the
+// heap reuses there for other objects is backed 2 MiB at a time, and each
+// advised buffer is a mapping of its own in the kernel's list.
 func AdviseHuge(b []byte) {
 	start := (Addr(b) + hugePage - 1) &^ (hugePage - 1)
 	end := (Addr(b) + uintptr(len(b))) &^ (hugePage - 1)
