@@ -8,7 +8,10 @@ package vec
 */
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Unary is an elementwise float32 op.
 type Unary int
@@ -88,15 +91,23 @@ func (l Level) String() string {
 	return fmt.Sprintf("Level(%d)", int(l))
 }
 
+// level mirrors the C side's level, which only SetLevel changes, so that
+// CurrentLevel costs no cgo call: the GEMM asks it on every product (2% of
+// a small model's Run when it crossed into C each time).
+var level atomic.Int32
+
+func init() { level.Store(int32(C.ms_vec_level())) }
+
 // CurrentLevel reports the level in use (the best the CPU has, unless
 // lowered by SetLevel).
-func CurrentLevel() Level { return Level(C.ms_vec_level()) }
+func CurrentLevel() Level { return Level(level.Load()) }
 
 // SetLevel caps the level (tests run both paths); it returns the level
 // now in use, which is never above what the CPU supports. Not safe to call
 // while kernels run.
 func SetLevel(l Level) Level {
 	C.ms_vec_set_level(C.int(l))
+	level.Store(int32(C.ms_vec_level()))
 	return CurrentLevel()
 }
 
