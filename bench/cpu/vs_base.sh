@@ -71,6 +71,9 @@ for line in open(sys.argv[1]):
     if k not in order:
         order.append(k)
     by[k + (p["side"],)].append(p)
+def us(x):
+    # Tenths below 100 us: a small model's change is a fraction of a microsecond.
+    return f"{x:.1f}" if x < 100 else f"{x:.0f}"
 def med(k, side, field):
     v = [p[field] for p in by[k + (side,)]]
     return statistics.median(v) if v else float("nan")
@@ -83,5 +86,5 @@ for k in order:
     p50 = " / ".join(f"{med(k, s, 'p50_ms'):.3f}" for s in sides)
     p99 = " / ".join(f"{med(k, s, 'p99_ms'):.2f}" for s in sides)
     print(f"| {k[0]} | {k[1]} | {k[2]} | {q[0]:.0f} / {q[1]:.0f} / {q[2]:.0f} | {q[1] / q[2]:.2f} | {p50} | {p99} "
-          f"| {c[0]:.0f} / {c[1]:.0f} / {c[2]:.0f} | {c[1] / c[2]:.2f} |")
+          f"| {' / '.join(us(x) for x in c)} | {c[1] / c[2]:.2f} |")
 PY
