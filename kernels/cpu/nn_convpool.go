@@ -3,10 +3,8 @@ package cpu
 import (
 	"sync"
 
-	"mstream/hostmem"
 	"mstream/kernels"
 	"mstream/kernels/cpu/dnnl"
-	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -43,11 +41,7 @@ func (cp *convPool) buf(ctx *kernels.Context, n int) ([]float32, error) {
 		}
 	}
 	cp.mu.Unlock()
-	b, err := hostmem.Make[float32](ctx.Limit, int64(n))
-	if err != nil {
-		return nil, ctx.Errorf(status.CodeOf(err), "%v", err)
-	}
-	return b, nil
+	return kernels.Scratch[float32](ctx, int64(n))
 }
 
 func (cp *convPool) put(b []float32) {
