@@ -313,13 +313,6 @@ func batchMatMulShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	return []tensor.PartialShape{known(append(batch.Dims, m, n)...)}, nil
 }
 
-// einsumShape gives an explicit equation's output ("abc,cde->abde"): each
-// output label's dimension from the inputs that carry it, -1 where none
-// has it known. An ellipsis, an implicit output, a subscript whose
-// length is not its input's rank or a label whose dimensions differ
-// leaves the output unknown: the kernel checks the equation when it runs.
-// Keras' attention and Dense export as Einsum, and the fusions after them
-// (Keras' LayerNorm) need the output's last dimension.
 // einsumBiasShape is _MstreamEinsumBias's: its Einsum's, the bias
 // (input 2) adding nothing to the shape.
 func einsumBiasShape(c *ShapeContext) ([]tensor.PartialShape, error) {
@@ -329,6 +322,13 @@ func einsumBiasShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	return einsumShape(&ShapeContext{Node: c.Node, In: c.In[:2]})
 }
 
+// einsumShape gives an explicit equation's output ("abc,cde->abde"): each
+// output label's dimension from the inputs that carry it, -1 where none
+// has it known. An ellipsis, an implicit output, a subscript whose
+// length is not its input's rank or a label whose dimensions differ
+// leaves the output unknown: the kernel checks the equation when it runs.
+// Keras' attention and Dense export as Einsum, and the fusions after them
+// (Keras' LayerNorm) need the output's last dimension.
 func einsumShape(c *ShapeContext) ([]tensor.PartialShape, error) {
 	eq := strings.ReplaceAll(string(c.Attr("equation").GetS()), " ", "")
 	lhs, out, explicit := strings.Cut(eq, "->")
