@@ -89,7 +89,7 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 	kOff, vOff := 0, 0
 	if a.packed {
 		// The plan passes the one tensor three times; input 0 is read.
-		if len(q.Shape) != 4 || !q.Shape.Equal(k.Shape) || !q.Shape.Equal(v.Shape) || q.Shape[2]%3 != 0 {
+		if !q.Shape.Equal(k.Shape) || !q.Shape.Equal(v.Shape) || q.Shape[2]%3 != 0 {
 			return ctx.Errorf(status.InvalidArgument, "packed attention needs one [batch, seq, 3 x heads, depth] tensor as query, key and value, got %v, %v and %v", q.Shape, k.Shape, v.Shape)
 		}
 		ts[1], ts[2], k, v = q, q, q, q
@@ -178,7 +178,7 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 			} else {
 				sgemm(false, true, sq, sk, d, 1, qm, ldq, km, ldk, 0, s, sk)
 			}
-			if !a.scaleQ {
+			if !a.scaleQ && a.scale != 1 { // x*1 is x: no pass for an unscaled form
 				vec.MapBinary(vec.Mul, s, scale, p, 1, 0)
 				s, p = p, s
 			}
