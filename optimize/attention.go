@@ -70,7 +70,7 @@ func (r *rewriter) projectionOf(o graph.Output, heads bool) (projection, bool) {
 		return projection{}, false
 	}
 	mm, bias := f.nodes[0], f.nodes[1]
-	if r.target[bias] || r.ctrlOut[bias] > 0 || r.fed[ba] || r.fetched[ba] || len(r.uses[ba]) != 1 ||
+	if r.observed(bias) || r.ctrlOut[bias] > 0 || len(r.uses[ba]) != 1 ||
 		mm.Attrs["transpose_a"].GetB() || mm.Attrs["transpose_b"].GetB() || !isFloat(mm, bias) {
 		return projection{}, false
 	}

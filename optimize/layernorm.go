@@ -358,7 +358,7 @@ func (r *rewriter) addLayerNorm(nodes []*graph.Node, ln layerNorm) {
 func (r *rewriter) residual(x graph.Output, f *fusion) *graph.Node {
 	add := x.Node
 	if (add.Op != "AddV2" && add.Op != "Add") || x.Index != 0 || len(add.Inputs) != 2 || !isFloat(add) ||
-		add.Device != f.result().Device || r.taken[add] != nil || r.target[add] || r.ctrlOut[add] > 0 || r.fed[x] || r.fetched[x] {
+		add.Device != f.result().Device || r.taken[add] != nil || r.observed(add) || r.ctrlOut[add] > 0 {
 		return nil
 	}
 	for _, u := range r.uses[x] {
