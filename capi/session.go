@@ -288,10 +288,7 @@ func writeOutputs(ts []*tensor.Tensor, fetches []graph.Output, dst **C.TF_Tensor
 			err = status.Wrap(err, "fetch %s:%d", fetches[i].Node.Name, fetches[i].Index)
 		}
 		if err != nil {
-			for j := 0; j < i; j++ {
-				C.TF_DeleteTensor(outs[j])
-				outs[j] = nil
-			}
+			deleteOutputs(dst, nout) // the slots from i on are still clear
 			return err
 		}
 		outs[i] = ct
@@ -318,9 +315,7 @@ func clearOutputs(dst **C.TF_Tensor, nout C.int) {
 	if dst == nil {
 		return
 	}
-	for i := range unsafe.Slice(dst, max(int(nout), 0)) {
-		unsafe.Slice(dst, int(nout))[i] = nil
-	}
+	clear(unsafe.Slice(dst, max(int(nout), 0)))
 }
 
 //export msSessionRun
