@@ -166,8 +166,9 @@ const (
 	// one client thread 4684 -> 5646 QPS at 100 us, 300 us no better),
 	// short enough to cost little when nothing comes.
 	intraSpin = 100 * time.Microsecond
-	// spinCheck paces a worker's spin: at 256 loads between two clock
-	// reads, clock_gettime took a third of the spin's samples.
+	// spinCheck paces the spins, a worker's and a caller's: at 256 loads
+	// between two clock reads, clock_gettime took a third of a spin's
+	// samples.
 	spinCheck = 2048
 )
 
@@ -228,7 +229,7 @@ func (p *Intra) For(n int, cost float64, fn func(lo, hi int)) {
 		// and sleeps on a futex until it gets one back (a thread switch
 		// each way: 18% of mlp B=1's samples at one client thread).
 		for t0 := time.Now(); j.remaining.Load() != 0 && time.Since(t0) < intraSpin; {
-			for i := 0; i < 64 && j.remaining.Load() != 0; i++ {
+			for i := 0; i < spinCheck && j.remaining.Load() != 0; i++ {
 			}
 		}
 	}
