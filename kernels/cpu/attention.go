@@ -38,7 +38,7 @@ import (
 
 func init() {
 	reg("_MstreamAttention", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
-		a := &attentionAttrs{scale: attrFloat(n, "scale", 1), scaleQ: attrBool(n, "scale_q"), broadcast: attrBool(n, "broadcast"), packed: attrBool(n, "packed")}
+		a := &attentionAttrs{scale: [1]float32{attrFloat(n, "scale", 1)}, scaleQ: attrBool(n, "scale_q"), broadcast: attrBool(n, "broadcast"), packed: attrBool(n, "packed")}
 		return fusedKernel(n, func(ctx *kernels.Context) error { return attention(ctx, a) }), nil
 	})
 }
@@ -53,7 +53,7 @@ func init() {
 const attentionFlopsPerNs = 45
 
 type attentionAttrs struct {
-	scale             float32
+	scale             [1]float32 // MapBinary's one-element operand, kept here: no allocation per call
 	scaleQ, broadcast bool
 	packed            bool // q, k and v side by side along one tensor's heads
 	// scratch holds the chunks' score buffers between Runs (*[]float32):
@@ -127,7 +127,7 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 		}
 		return t.F32()[(b*rows*th+h)*depth:], th * depth
 	}
-	scale := []float32{a.scale}
+	scale := a.scale[:]
 	// Each chunk takes scores and probabilities (and the scaled query) as
 	// scratch outside the allocator: check the most that may be held at
 	// once against the device's limit, as the unfused graph's tensors are.
@@ -178,7 +178,7 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 			} else {
 				sgemm(false, true, sq, sk, d, 1, qm, ldq, km, ldk, 0, s, sk)
 			}
-			if !a.scaleQ && a.scale != 1 { // x*1 is x: no pass for an unscaled form
+			if !a.scaleQ && a.scale[0] != 1 { // x*1 is x: no pass for an unscaled form
 				vec.MapBinary(vec.Mul, s, scale, p, 1, 0)
 				s, p = p, s
 			}

@@ -37,7 +37,7 @@ func TestAttentionSplits(t *testing.T) {
 	var outs [2]*tensor.Tensor
 	for i, pool := range []kernels.Parallelizer{nil, split} {
 		ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, 1), Pool: pool}
-		if err := attention(ctx, &attentionAttrs{scale: 0.18, scaleQ: true}); err != nil {
+		if err := attention(ctx, &attentionAttrs{scale: [1]float32{0.18}, scaleQ: true}); err != nil {
 			t.Fatal(err)
 		}
 		outs[i] = ctx.Outputs[0]
