@@ -1,6 +1,7 @@
 #!/bin/bash
 # Builds the library if needed and runs every suite under test/:
-#   c          test/c/*_test.c, compiled with -Wall -Werror against build/libtensorflow.so
+#   c          test/c/*_test.c, compiled with -Wall -Werror against build/libtensorflow.so,
+#              run with scripts/venv.sh's oneDNN and OpenBLAS
 #   symbols    the export list (test/symbols.sh)
 #   headers    our headers against TF 2.15's own (test/headers/abi_check.sh)
 #   numeric    kernels against NumPy (test/numeric)
@@ -37,7 +38,10 @@ suite_c() {
         -Wl,-rpath,"$repo/build" -lpthread -lm -Wall -Werror; then
       echo "FAIL $name: does not compile"; fail=$((fail+1)); continue
     fi
-    out=$("$tmp/$name" 2>&1); echo "$out" | sed "s/^/$name: /"
+    # With the libraries a user's session loads (scripts/venv.sh: the
+    # wheels' oneDNN and OpenBLAS), as the Python, model and oracle suites
+    # run; the subshell keeps them from the suites after this one.
+    out=$(ms_root=$repo; . "$repo/scripts/venv.sh"; "$tmp/$name" 2>&1); echo "$out" | sed "s/^/$name: /"
     count "$name" "$out"
   done
 }
