@@ -357,7 +357,7 @@ fail:
    scratchpad, each at a 64-byte boundary. With packed (ms_conv_pack's
    output) the weights are not reordered and work holds only the
    scratchpad (ms_conv_scratch_size bytes); wei is then unused. */
-int ms_conv_run(ms_conv *c, int threads, const float *src, const float *wei, const void *packed, const float *bias, float *dst, void *work, char *err, int errlen) {
+static int conv_run(ms_conv *c, int threads, const float *src, const float *wei, const void *packed, const float *bias, float *dst, void *work, char *err, int errlen) {
 	use_threads(threads);
 	char *wbuf = align64(work), *sbuf = packed ? wbuf : align64(wbuf + c->wei_size);
 	slot *sl = slot_take(&c->runs, err, errlen);
@@ -484,7 +484,7 @@ const char *ms_prim_impl(ms_prim *c) { return impl_of(c->pd); }
 
 size_t ms_prim_work_size(ms_prim *c) { return c->scratch_size + 64; }
 
-int ms_prim_run(ms_prim *c, int threads, void *const *ptrs, void *work, char *err, int errlen) {
+static int prim_run(ms_prim *c, int threads, void *const *ptrs, void *work, char *err, int errlen) {
 	use_threads(threads);
 	slot *sl = slot_take(&c->runs, err, errlen);
 	if (!sl) return 0;
@@ -504,6 +504,25 @@ int ms_prim_run(ms_prim *c, int threads, void *const *ptrs, void *work, char *er
 fail:
 	slot_give(&c->runs, sl, ok);
 	return ok;
+}
+
+/* The runs Go makes, on every call of a kernel: they take no error buffer
+   from the caller (a Go array whose address goes to C escapes to the Go
+   heap: an allocation a call) and no pointer array (prim's arguments come
+   one a parameter, where an array of Go pointers would have to be C
+   memory, a calloc and free a call). A failure comes back as a message
+   to free; NULL is success. */
+char *ms_conv_run(ms_conv *c, int threads, const float *src, const float *wei, const char *packed, const float *bias,
+	float *dst, char *work) {
+	char err[256];
+	return conv_run(c, threads, src, wei, packed, bias, dst, work, err, sizeof err) ? NULL : strdup(err);
+}
+
+char *ms_prim_run(ms_prim *c, int threads, float *a0, float *a1, float *a2, float *a3, float *a4, float *a5, float *a6,
+	float *a7, char *work) {
+	void *ptrs[MAX_ARGS] = {a0, a1, a2, a3, a4, a5, a6, a7};
+	char err[256];
+	return prim_run(c, threads, ptrs, work, err, sizeof err) ? NULL : strdup(err);
 }
 
 #define ADD(arg, nd, dims, tag) if (!add(c, arg, nd, dims, tag, err, errlen)) { ms_prim_free(c); return 0; }
@@ -626,9 +645,9 @@ static void *probe_main(void *arg) {
 	struct probe *p = arg;
 	prctl(PR_SET_NAME, "ms-omp-probe", 0, 0, 0);
 	if (p->conv)
-		p->ok = ms_conv_run(p->conv, p->threads, p->src, p->wei, NULL, p->bias, p->dst, p->work, p->err, p->errlen);
+		p->ok = conv_run(p->conv, p->threads, p->src, p->wei, NULL, p->bias, p->dst, p->work, p->err, p->errlen);
 	else
-		p->ok = ms_prim_run(p->prim, p->threads, p->ptrs, p->work, p->err, p->errlen);
+		p->ok = prim_run(p->prim, p->threads, p->ptrs, p->work, p->err, p->errlen);
 	p->count = count_named("ms-omp-probe");
 	return NULL;
 }

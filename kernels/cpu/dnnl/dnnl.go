@@ -361,15 +361,23 @@ func (c *Conv) run(src, wei []float32, packed []byte, bias, dst []float32, work 
 	if len(bias) > 0 {
 		b = (*C.float)(&bias[0])
 	}
-	var p unsafe.Pointer
+	var p *C.char
 	if packed != nil {
-		p = unsafe.Pointer(&packed[0])
+		p = (*C.char)(unsafe.Pointer(&packed[0]))
 	}
-	var buf [256]C.char
-	if C.ms_conv_run(c.c, C.int(c.threads), (*C.float)(&src[0]), (*C.float)(&wei[0]), p, b, (*C.float)(&dst[0]), unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
-		return errors.New(C.GoString(&buf[0]))
+	return runErr(C.ms_conv_run(c.c, C.int(c.threads), (*C.float)(&src[0]), (*C.float)(&wei[0]), p, b, (*C.float)(&dst[0]),
+		(*C.char)(unsafe.Pointer(&work[0]))))
+}
+
+// runErr is the error of a run's C message (NULL: none), which it frees.
+// A run passes C no buffer of Go's for it, nor anything else that would
+// take an allocation per call (dl.c's ms_conv_run).
+func runErr(msg *C.char) error {
+	if msg == nil {
+		return nil
 	}
-	return nil
+	defer C.free(unsafe.Pointer(msg))
+	return errors.New(C.GoString(msg))
 }
 
 // freeList keeps a primitive's work buffers between Runs: a Run takes one
@@ -503,20 +511,16 @@ func (p *Prim) Run(work []byte, args ...[]float32) error {
 	if len(args) < p.nArg {
 		return fmt.Errorf("oneDNN %s: %d arguments, %d needed", p.Impl, len(args), p.nArg)
 	}
-	// The pointers go to C in C memory: cgo forbids passing Go memory that
-	// holds Go pointers.
-	ptrs := (*[8]unsafe.Pointer)(C.calloc(8, C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))))
-	defer C.free(unsafe.Pointer(ptrs))
-	for i, a := range args[:p.nArg] {
-		if len(a) > 0 {
-			ptrs[i] = unsafe.Pointer(&a[0])
+	// One parameter an argument: cgo forbids passing Go memory that holds
+	// Go pointers, and an array of them in C memory cost a calloc and a
+	// free a call.
+	var a [8]*C.float
+	for i, arg := range args[:p.nArg] {
+		if len(arg) > 0 {
+			a[i] = (*C.float)(&arg[0])
 		}
 	}
-	var buf [256]C.char
-	if C.ms_prim_run(p.c, C.int(p.threads), &ptrs[0], unsafe.Pointer(&work[0]), &buf[0], C.int(len(buf))) == 0 {
-		return errors.New(C.GoString(&buf[0]))
-	}
-	return nil
+	return runErr(C.ms_prim_run(p.c, C.int(p.threads), a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], (*C.char)(unsafe.Pointer(&work[0]))))
 }
 
 // Cache holds a kernel's primitives by desc: a kernel makes one and keeps

@@ -423,3 +423,59 @@ func TestTeamFollowsThreads(t *testing.T) {
 		t.Errorf("convolution made for OpenMP's default ran on a team of %d, want %d", got, ompDefault())
 	}
 }
+
+// TestRunAllocates checks that a run of a made primitive takes nothing
+// from the Go heap: a kernel makes dozens of calls a Run at a batch of one
+// (each band of a split convolution and its pool is one), and an
+// allocation a call (the error buffer handed to C, which escaped) fed the
+// collector on every one. Convolutions with and without packed weights,
+// a pooling (2 arguments) and a batch norm (6, the most a Prim takes).
+func TestRunAllocates(t *testing.T) {
+	if !Available() {
+		t.Skipf("no oneDNN: %s", Loaded().Warning)
+	}
+	d := ConvDesc{N: 1, H: 8, W: 8, C: 16, O: 32, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PL: 1, PB: 1, PR: 1, OH: 8, OW: 8, Bias: true, Relu: true}
+	c, err := NewConv(d, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, wei, bias := make([]float32, 8*8*16), make([]float32, 3*3*16*32), make([]float32, 32)
+	for i := range wei {
+		wei[i] = float32(i%7) - 3
+	}
+	dst := make([]float32, 8*8*32)
+	pool, err := NewPool(PoolDesc{N: 1, H: 8, W: 8, C: 32, OH: 4, OW: 4, KH: 2, KW: 2, SH: 2, SW: 2, Max: true}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pooled, poolWork := make([]float32, 4*4*32), make([]byte, pool.WorkBytes())
+	bn, err := NewBatchNorm(BatchNormDesc{N: 1, Spatial: 64, C: 32, Eps: 1e-3}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	normed, stats, bnWork := make([]float32, 8*8*32), make([]float32, 32), make([]byte, bn.WorkBytes())
+	for i := range stats {
+		stats[i] = 1
+	}
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"Conv.Run", func() error { return c.Run(hostmem.Limit{}, src, wei, bias, dst, false) }},
+		{"Conv.Run packed", func() error { return c.Run(hostmem.Limit{}, src, wei, bias, dst, true) }},
+		{"Prim.Run pooling", func() error { return pool.Run(poolWork, dst, pooled) }},
+		{"Prim.Run batch norm", func() error { return bn.Run(bnWork, dst, normed, stats, stats, stats, stats) }},
+	} {
+		if err := c.run(); err != nil { // made its work buffers, packed the filter
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var err error
+		if n := testing.AllocsPerRun(50, func() {
+			if e := c.run(); e != nil {
+				err = e
+			}
+		}); n != 0 || err != nil {
+			t.Errorf("%s: %v allocations a run (%v), want 0", c.name, n, err)
+		}
+	}
+}
