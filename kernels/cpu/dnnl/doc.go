@@ -47,9 +47,14 @@
 // batch sizes and row bands); else on every Run, into that Run's work buffer (the weights
 // may change between Runs). A convolution's work buffers are its own, kept
 // on a free list between Runs (one per Run in flight, each checked against
-// the device's limit when made), so a steady Run allocates nothing; a Prim
-// takes its work buffer (WorkBytes) from the caller, which package cpu
-// takes with kernels.Scratch. oneDNN allocates nothing per Run itself.
+// the device's limit when made), so a steady Run allocates nothing of its
+// own (TestRunAllocates: a failure's message comes back as a C string, a
+// Prim's arguments one a parameter); a Prim takes its work buffer
+// (WorkBytes) from the caller, which package cpu takes with
+// kernels.Scratch. oneDNN's execute itself mallocs and frees its argument
+// map (a std::unordered_map) on every call: with its other bookkeeping,
+// the 1.5-2 us a call costs beside its work (BenchmarkConvSplit in
+// package cpu), which is why the split cuts few parts.
 // Primitives are never freed: a plan does not say when it is dropped.
 //
 // Accuracy: oneDNN 3.2's gelu_erf and gelu_tanh eltwise differ from the
