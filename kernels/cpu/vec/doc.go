@@ -5,9 +5,11 @@
 // a one-row GEMM, the per-channel affine + activation epilogue of the
 // fused kernels (ChannelAffine, in place, a block of rows per call), and a
 // GEMM against a B packed once (PackB, GemmPacked: panels of 32 columns,
-// tiles of up to 8 rows held in registers over the whole k, bias and
-// activation applied as a tile is stored; one row streams four panels at
-// once, each element summed in the same order as in a tile), A B^T of
+// tiles of up to 8 rows held in registers over the whole k, the rows in
+// blocks whose A stays in L2 while the block runs over every panel, bias
+// and activation applied as a tile is stored, Relu in registers; one row
+// streams four panels at once, each element summed in the same order as
+// in a tile), A B^T of
 // small matrices by dot products of rows (GemmNT), and a gather
 // of whole rows that prefetches the rows ahead of its copy (GatherRows:
 // embedding lookups in tables far larger than the caches).

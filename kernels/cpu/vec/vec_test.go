@@ -786,3 +786,99 @@ func TestGemmPacked(t *testing.T) {
 		}()
 	}
 }
+
+// TestGemmPackedReluBits holds the tiles' Relu, applied in registers, to
+// MapUnary's bit for bit: +0 for -0 and for negatives, NaN kept. Rows of
+// -0 times a B with a -0 bias make -0 sums; NaN and infinities in A and
+// the bias make NaN and +-Inf ones.
+func TestGemmPackedReluBits(t *testing.T) {
+	if SetLevel(AVX512) < AVX512 {
+		t.Skip("the packed GEMM needs AVX-512")
+	}
+	r := newRand(t)
+	negZero := float32(math.Copysign(0, -1))
+	for _, m := range []int{1, 3, 8, 13} {
+		for _, n := range []int{5, 32, 40, 130} {
+			for _, k := range []int{0, 7, 64} {
+				a, b := inputs(r, m*k+40)[:m*k], make([]float32, k*n)
+				r.Shuffle(len(a), func(i, j int) { a[i], a[j] = a[j], a[i] })
+				for i := range b {
+					b[i] = float32(r.NormFloat64())
+				}
+				if m > 1 && k > 0 {
+					for q := 0; q < k; q++ {
+						a[k+q] = negZero // row 1 sums to -0 from a -0 bias
+					}
+				}
+				bias := inputs(r, n)[:n]
+				for j := range bias {
+					if j%3 == 0 {
+						bias[j] = negZero
+					}
+				}
+				p := PackB(false, k, n, b, n)
+				want, got := make([]float32, m*n), make([]float32, m*n)
+				GemmPacked(m, a, max(k, 1), p, want, n, bias, false, -1, 0, m, 0, p.Panels())
+				MapUnary(Relu, want, want)
+				GemmPacked(m, a, max(k, 1), p, got, n, bias, false, Relu, 0, m, 0, p.Panels())
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("m=%d n=%d k=%d: C[%d] = %g (%#x), MapUnary's Relu gives %g (%#x)", m, n, k, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGemmPackedRowBlocks covers products whose A is larger than the
+// block of rows the kernel keeps in L2 (MS_ABLOCK floats), so that the
+// rows run as several blocks, each over all the panels: the result is
+// the float64 product's within rounding, and a split of the rows or a row
+// alone has the same bits.
+func TestGemmPackedRowBlocks(t *testing.T) {
+	if SetLevel(AVX512) < AVX512 {
+		t.Skip("the packed GEMM needs AVX-512")
+	}
+	r := newRand(t)
+	for _, s := range [][3]int{{70, 1100, 70}, {200, 700, 33}, {129, 2048, 64}} {
+		m, k, n := s[0], s[1], s[2]
+		a, b, bias := make([]float32, m*k), make([]float32, k*n), make([]float32, n)
+		for _, x := range [][]float32{a, b, bias} {
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+		}
+		p := PackB(false, k, n, b, n)
+		c := make([]float32, m*n)
+		GemmPacked(m, a, k, p, c, n, bias, false, Relu, 0, m, 0, p.Panels())
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				w, mag := float64(bias[j]), math.Abs(float64(bias[j]))
+				for q := 0; q < k; q++ {
+					w += float64(a[i*k+q]) * float64(b[q*n+j])
+					mag += math.Abs(float64(a[i*k+q]) * float64(b[q*n+j]))
+				}
+				w = math.Max(w, 0)
+				if math.Abs(float64(c[i*n+j])-w) > 4e-7*float64(k+1)*(mag+1) {
+					t.Fatalf("%dx%dx%d: C[%d,%d] = %g, want %g", m, k, n, i, j, c[i*n+j], w)
+				}
+			}
+		}
+		s := make([]float32, m*n)
+		for r0 := 0; r0 < m; {
+			r1 := min(m, r0+1+r.Intn(m))
+			GemmPacked(m, a, k, p, s, n, bias, false, Relu, r0, r1, 0, p.Panels())
+			r0 = r1
+		}
+		for i := 0; i < m; i++ {
+			row := make([]float32, n)
+			GemmPacked(1, a[i*k:], k, p, row, n, bias, false, Relu, 0, 1, 0, p.Panels())
+			for j := range row {
+				if math.Float32bits(row[j]) != math.Float32bits(c[i*n+j]) || math.Float32bits(s[i*n+j]) != math.Float32bits(c[i*n+j]) {
+					t.Fatalf("%dx%dx%d: C[%d,%d] = %g whole, %g alone, %g split", m, k, n, i, j, c[i*n+j], row[j], s[i*n+j])
+				}
+			}
+		}
+	}
+}
