@@ -102,19 +102,24 @@ const packedBytesPerNs = 30
 // gemmUnits splits C (m x n) over the pool in units of packedRows rows
 // by one panel of vec.Panel columns, panel-major, so that the rows of one
 // panel run together while its columns of B are in cache; run gets
-// consecutive units as row and panel ranges, a chunk that holds whole
-// panels of a small batch in one call.
+// consecutive units as row and panel ranges: the whole panels a chunk
+// holds in one call, all rows by several panels, which the kernel runs
+// in blocks of rows whose A stays in L2 over those panels (called a
+// panel at a time, a chunk of the MLP's 256 x 1024 x 1024 read all of A,
+// 1 MB, from L3 for each of its 8 panels), and a part panel at either end
+// on its own.
 func gemmUnits(ctx *kernels.Context, m, n, k int, run func(r0, r1, p0, p1 int)) {
 	np, nrb := (n+vec.Panel-1)/vec.Panel, (m+packedRows-1)/packedRows
 	unit := float64(k * vec.Panel)
 	cost := max(2*float64(min(m, packedRows))*unit/packedFlopsPerNs, 4*unit/packedBytesPerNs)
 	ctx.For(np*nrb, cost, func(lo, hi int) {
-		if nrb == 1 {
-			run(0, m, lo, hi)
-			return
-		}
 		for u := lo; u < hi; {
 			pi, rb := u/nrb, u%nrb
+			if pe := hi / nrb; rb == 0 && pe > pi {
+				run(0, m, pi, pe)
+				u = pe * nrb
+				continue
+			}
 			end := min(hi, (pi+1)*nrb)
 			run(rb*packedRows, min(m, (end-pi*nrb)*packedRows), pi, pi+1)
 			u = end

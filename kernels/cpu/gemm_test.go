@@ -164,3 +164,56 @@ func TestFusedMatMulPackedOneRow(t *testing.T) {
 		}
 	}
 }
+
+// randomSplits runs For's loop as chunks of sizes drawn from r, in order on
+// the caller: the splits a pool of any size may make.
+type randomSplits struct{ r interface{ Intn(int) int } }
+
+func (p randomSplits) For(n int, cost float64, fn func(lo, hi int)) {
+	for lo := 0; lo < n; {
+		hi := min(n, lo+1+p.r.Intn(n))
+		fn(lo, hi)
+		lo = hi
+	}
+}
+
+// TestGemmUnits checks gemmUnits' calls over random splits: every row of
+// every panel exactly once, and the whole panels of a chunk in one call
+// of all rows (the kernel then keeps a block of A in L2 over them).
+func TestGemmUnits(t *testing.T) {
+	r := newRand(t)
+	for _, s := range [][3]int{{1, 64, 100}, {16, 512, 1024}, {64, 128, 64}, {65, 30, 33}, {256, 1024, 1024}, {300, 7, 300}, {1000, 128, 512}} {
+		m, k, n := s[0], s[1], s[2]
+		np := (n + vec.Panel - 1) / vec.Panel
+		for trial := 0; trial < 20; trial++ {
+			seen := make([]int, m*np)
+			ctx := &kernels.Context{Pool: randomSplits{r}}
+			gemmUnits(ctx, m, n, k, func(r0, r1, p0, p1 int) {
+				if r0 < 0 || r1 > m || r0 >= r1 || p0 < 0 || p1 > np || p0 >= p1 || (p1-p0 > 1 && (r0 != 0 || r1 != m)) {
+					t.Fatalf("%dx%dx%d: run(%d, %d, %d, %d)", m, k, n, r0, r1, p0, p1)
+				}
+				for p := p0; p < p1; p++ {
+					for i := r0; i < r1; i++ {
+						seen[i*np+p]++
+					}
+				}
+			})
+			for i, c := range seen {
+				if c != 1 {
+					t.Fatalf("%dx%dx%d: row %d panel %d run %d times", m, k, n, i/np, i%np, c)
+				}
+			}
+		}
+		// One chunk of the whole loop is one call.
+		var calls [][4]int
+		gemmUnits(&kernels.Context{Pool: wholeLoop{}}, m, n, k, func(r0, r1, p0, p1 int) { calls = append(calls, [4]int{r0, r1, p0, p1}) })
+		if len(calls) != 1 || calls[0] != [4]int{0, m, 0, np} {
+			t.Fatalf("%dx%dx%d: one chunk ran as %v", m, k, n, calls)
+		}
+	}
+}
+
+// wholeLoop runs For's loop as one chunk.
+type wholeLoop struct{}
+
+func (wholeLoop) For(n int, cost float64, fn func(lo, hi int)) { fn(0, n) }
