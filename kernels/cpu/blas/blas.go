@@ -283,6 +283,16 @@ func Available() bool {
 	return haveLib
 }
 
+// Threads is OpenBLAS's thread count (openblas_get_num_threads); 0 for
+// a library without one. Loaded, it is 1: the loading thread is held to
+// one CPU across the dlopen (dl.c's open_one_cpu says why).
+func Threads() int {
+	if !Available() {
+		return 0
+	}
+	return int(C.mstream_blas_get_threads())
+}
+
 // SetThreads caps OpenBLAS's own thread count (no-op without it).
 func SetThreads(n int) {
 	if Available() {

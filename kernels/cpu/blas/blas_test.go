@@ -87,6 +87,20 @@ func TestInfo(t *testing.T) {
 		if wantCore(in.Core, CPUISA()) != "" && in.Warning == "" {
 			t.Fatalf("core %s below CPU %s and no warning: %+v", in.Core, CPUISA(), in)
 		}
+		// Loaded on one thread (dl.c's open_one_cpu: no server thread
+		// spins at start); SetThreads still starts the threads it asks
+		// for, and the loading thread has its CPUs back.
+		if n := Threads(); n != 1 {
+			t.Fatalf("OpenBLAS loaded with %d threads, want 1", n)
+		}
+		if runtime.NumCPU() >= 2 {
+			SetThreads(2)
+			n := Threads()
+			SetThreads(1)
+			if n != 2 {
+				t.Fatalf("SetThreads(2): OpenBLAS has %d threads", n)
+			}
+		}
 	}
 	if in.CPU != CPUISA().String() {
 		t.Fatalf("cpu_isa %q, cpuid says %s", in.CPU, CPUISA())

@@ -1,4 +1,6 @@
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +10,7 @@ typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float*, int,
 typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double*, int, const double*, int, double, double*, int);
 typedef void (*sgemv_fn)(int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
 typedef void (*setthreads_fn)(int);
+typedef int (*getthreads_fn)(void);
 typedef char *(*str_fn)(void);
 
 static void *handle;
@@ -15,6 +18,7 @@ static sgemm_fn p_sgemm;
 static dgemm_fn p_dgemm;
 static sgemv_fn p_sgemv;
 static setthreads_fn p_setthreads;
+static getthreads_fn p_getthreads;
 static str_fn p_corename, p_config;
 
 /* sym looks name up with the library's symbol prefix ("" for a plain
@@ -25,9 +29,34 @@ static void *sym(void *h, const char *prefix, const char *name) {
 	return dlsym(h, buf);
 }
 
+/* open_one_cpu dlopens path with the calling thread held to the CPU it
+   runs on. OpenBLAS's constructor starts a server thread for each CPU
+   beyond the first that the loading thread may run on (it reads the
+   affinity mask), and each spins on sched_yield for about 0.1 s before it
+   sleeps, while the session runs OpenBLAS on one thread
+   (mstream_blas_set_threads(1)): 100 ms of a core at every process start.
+   Held to one CPU, the constructor starts none; a later set_threads(n)
+   still starts n. The thread's own mask is restored after, and nothing
+   in the process environment changes (setenv from a library races with
+   the host's getenv). Where the mask cannot be read or set, the load
+   goes on as before. */
+static void *open_one_cpu(const char *path) {
+	cpu_set_t was, one;
+	int cpu = sched_getcpu();
+	int held = cpu >= 0 && sched_getaffinity(0, sizeof was, &was) == 0;
+	if (held) {
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		held = sched_setaffinity(0, sizeof one, &one) == 0;
+	}
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (held) sched_setaffinity(0, sizeof was, &was);
+	return h;
+}
+
 int mstream_blas_open(const char *path, char *err, int errlen) {
 	static const char *prefixes[] = {"", "scipy_", NULL};
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	void *h = open_one_cpu(path);
 	if (!h) {
 		snprintf(err, errlen, "%s", dlerror());
 		return 0;
@@ -41,6 +70,7 @@ int mstream_blas_open(const char *path, char *err, int errlen) {
 		p_dgemm = d;
 		p_sgemv = (sgemv_fn)sym(h, prefixes[i], "cblas_sgemv");
 		p_setthreads = (setthreads_fn)sym(h, prefixes[i], "openblas_set_num_threads");
+		p_getthreads = (getthreads_fn)sym(h, prefixes[i], "openblas_get_num_threads");
 		p_corename = (str_fn)sym(h, prefixes[i], "openblas_get_corename");
 		p_config = (str_fn)sym(h, prefixes[i], "openblas_get_config");
 		return 1;
@@ -61,6 +91,7 @@ int mstream_blas_close(const char *path) {
 	p_dgemm = NULL;
 	p_sgemv = NULL;
 	p_setthreads = NULL;
+	p_getthreads = NULL;
 	p_corename = p_config = NULL;
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
 	if (h) {
@@ -113,3 +144,5 @@ int mstream_sgemm_row(int tb, int n, int k, float alpha, const float *x, int inc
 void mstream_blas_set_threads(int n) {
 	if (p_setthreads) p_setthreads(n);
 }
+
+int mstream_blas_get_threads(void) { return p_getthreads ? p_getthreads() : 0; }

@@ -10,3 +10,4 @@ void mstream_dgemm(int ta, int tb, int m, int n, int k, double alpha, const doub
 int mstream_sgemm_row(int tb, int n, int k, float alpha, const float *x, int incx, const float *b, int ldb,
 		float beta, float *c);
 void mstream_blas_set_threads(int n);
+int mstream_blas_get_threads(void);

@@ -23,6 +23,15 @@
 // once per process and MS_SessionStats shows it under cpu_kernels.blas. A
 // pure-Go fallback is a warning that names what was tried.
 //
+// The library is loaded with the loading thread held to the one CPU it
+// runs on (its own mask restored after): OpenBLAS's constructor starts a
+// server thread for every further CPU in the mask, and each spun about
+// 0.1 s before sleeping at every process start, while sessions run
+// OpenBLAS on one thread (SetThreads(1)). Threads reports the count. The
+// process environment is not touched for this (setenv from a library
+// races with the host's getenv); the CORETYPE reload above is the one
+// place that sets a variable.
+//
 // One library per process: the first Load decides (a loaded library cannot
 // safely leave while kernels may call it), later ones asking for another get
 // ErrLoaded and the loaded one's Info.
