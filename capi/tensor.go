@@ -107,24 +107,22 @@ func viewOf(t *C.TF_Tensor) (cView, error) {
 // feedCopies copies a Run's feeds into Go tensors as goTensor does, the
 // fixed-size ones into one block (their headers with their dims up to
 // rank 4, their bytes, each at hostmem.Align): blk's memory when blk is
-// not nil, grown as needed, else two new allocations. A Run of small
-// feeds spent more on allocating their copies, two each, than on copying.
+// not nil, grown as needed, else new. A Run of small feeds spent more on
+// allocating their copies, two each, than on copying.
 // The copy of vals[i] goes to feeds[i].Tensor; on error, bad is the index
 // of the tensor at fault.
 func feedCopies(feeds []session.Feed, vals []*C.TF_Tensor, blk *feedBlock) (bad int, err error) {
-	const maxBatched = 16 // the views below live on the stack
-	if len(vals) > maxBatched {
-		for i, ct := range vals {
-			t, err := goTensor(ct)
-			if err != nil {
-				return i, err
-			}
-			feeds[i].Tensor = t
-		}
-		return 0, nil
+	if blk == nil {
+		blk = new(feedBlock)
 	}
-	var views [maxBatched]cView
-	vs := views[:len(vals)]
+	// The views are checked and sized first, all of them, so that the
+	// block grows at most once; they see the caller's memory and are
+	// cleared before returning.
+	if cap(blk.views) < len(vals) {
+		blk.views = make([]cView, len(vals))
+	}
+	vs := blk.views[:len(vals)]
+	defer clear(vs)
 	var bytes, fixed int
 	for i, ct := range vals {
 		v, err := viewOf(ct)
@@ -137,11 +135,8 @@ func feedCopies(feeds []session.Feed, vals []*C.TF_Tensor, blk *feedBlock) (bad 
 			fixed++
 		}
 	}
-	if blk == nil {
-		blk = new(feedBlock)
-	}
 	if cap(blk.heads) < fixed {
-		blk.heads = make([]feedHead, fixed)
+		blk.heads = make([]tensor.Header, fixed)
 	}
 	if cap(blk.buf) < bytes {
 		blk.buf = hostmem.Alloc(bytes) //mstream:bounded the caller's tensors hold these bytes already
@@ -152,16 +147,9 @@ func feedCopies(feeds []session.Feed, vals []*C.TF_Tensor, blk *feedBlock) (bad 
 			feeds[i].Tensor = v.out
 			continue
 		}
-		h := &heads[0]
+		nb := len(v.data)
+		t := heads[0].Set(v.dt, v.shape, buf[:nb:nb])
 		heads = heads[1:]
-		t, nb := &h.t, len(v.data)
-		t.DType = v.dt
-		if len(v.shape) <= len(h.dims) {
-			t.Shape = append(tensor.Shape(h.dims[:0:len(h.dims)]), v.shape...)
-		} else {
-			t.Shape = v.shape.Clone()
-		}
-		t.Buf = buf[:nb:nb]
 		copy(t.Buf, v.data)
 		buf = buf[(nb+hostmem.Align-1)&^(hostmem.Align-1):]
 		feeds[i].Tensor = t
@@ -171,7 +159,8 @@ func feedCopies(feeds []session.Feed, vals []*C.TF_Tensor, blk *feedBlock) (bad 
 
 // feedBlock is the memory of a Run's fixed-size feed copies (feedCopies).
 type feedBlock struct {
-	heads []feedHead
+	views []cView // feedCopies' scratch, clear between calls
+	heads []tensor.Header
 	buf   []byte // from hostmem.Alloc: aligned at its start
 }
 
@@ -181,12 +170,6 @@ const maxFeedBlock = 4 << 20
 
 // reusable says a Run's block may serve another (feedBlocks).
 func (b *feedBlock) reusable() bool { return cap(b.buf) <= maxFeedBlock }
-
-// feedHead is a feed's Go tensor with room for its shape up to rank 4.
-type feedHead struct {
-	t    tensor.Tensor
-	dims [4]int64
-}
 
 func outOfMemory(t *tensor.Tensor) error {
 	return status.Errorf(status.ResourceExhausted, "OOM when allocating tensor with shape%v and type %v for the caller", t.Shape, t.DType)

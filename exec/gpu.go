@@ -727,8 +727,8 @@ func (a *gpuAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor
 	// tracker can key on it; kernels see length 0.
 	b := a.s.ar.buffer()
 	*b = buffer{addr: addr, alloc: g.Alloc}
-	b.t = tensor.Tensor{DType: dt, Shape: a.s.ar.shape(shape), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
-	t := &b.t
+	t := b.t.Tensor()
+	*t = tensor.Tensor{DType: dt, Shape: a.s.ar.shape(shape), Buf: hostmem.DeviceBytes(addr, int(max(size, 1)))[:size]}
 	if a.s.capt != nil {
 		a.s.capt.own(b.alloc, b.addr)
 	} else {

@@ -29,11 +29,10 @@ type buffer struct {
 	// allocation handed out, reused with the record.
 	small bool
 	chunk []byte
-	t     tensor.Tensor
-	// dims holds t's shape up to rank 4: the shape goes with the tensor,
-	// which goes with the buffer, so an output's shape costs no
-	// allocation of its own.
-	dims [4]int64
+	// t is the tensor handed out, its shape held up to rank 4: the shape
+	// goes with the tensor, which goes with the buffer, so an output's
+	// shape costs no allocation of its own.
+	t tensor.Header
 	// live says the tracker holds it (in bufs): a node's fresh buffers
 	// are checked without a lookup.
 	live bool
@@ -249,7 +248,7 @@ func (tr *tracker) retireAdopt(outs []*tensor.Tensor, uses []int32, ins []*tenso
 			continue // dead
 		}
 		var b *buffer
-		if j < len(fresh) && &fresh[j].t == t && fresh[j].live {
+		if j < len(fresh) && fresh[j].t.Tensor() == t && fresh[j].live {
 			// Output j as the allocation handed it out: a kernel
 			// allocates its outputs in order.
 			b = fresh[j]

@@ -26,9 +26,9 @@ func TestTrackerLookups(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := tr.newBuffer(addr, g.Alloc, view.Bytes(addr, size), small)
-		b.t = tensor.Tensor{DType: tensor.Uint8, Shape: tensor.Shape{int64(size)}, Buf: b.chunk}
+		t := b.t.Set(tensor.Uint8, tensor.Shape{int64(size)}, b.chunk)
 		b.refs = 1
-		return &b.t
+		return t
 	}
 	var live []*tensor.Tensor
 	for round := 0; round < 500; round++ {
@@ -56,10 +56,10 @@ func TestTrackerLookups(t *testing.T) {
 		}
 		if b := tr.takeSmall(g.Alloc); b != nil {
 			b.refs = 1
-			if !tr.has(&b.t) {
+			if !tr.has(b.t.Tensor()) {
 				t.Fatalf("round %d: a kept small buffer handed out again is not found", round)
 			}
-			live = append(live, &b.t)
+			live = append(live, b.t.Tensor())
 		}
 		for _, o := range live {
 			if !tr.has(o) {

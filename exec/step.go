@@ -884,10 +884,10 @@ func (a *outAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor
 	// 7-9% of a CNN's CPU.
 	// The shape is copied (a kernel may pass its input's), into the
 	// record's own dims when it fits there.
-	b.t = tensor.Tensor{DType: dt, Shape: append(tensor.Shape(b.dims[:0:len(b.dims)]), shape...), Buf: b.chunk[:size]}
+	t := b.t.Set(dt, shape, b.chunk[:size])
 	a.fresh = append(a.fresh, b)
 	a.bytes += int64(size)
-	return &b.t, nil
+	return t, nil
 }
 
 // constant returns node pn's value in g's constant store, materialising it

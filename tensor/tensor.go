@@ -101,19 +101,33 @@ func (t *Tensor) Reshaped(s Shape) *Tensor {
 // data: up to rank 4 the tensor and its shape are one allocation (a Run
 // makes several small tensors, feeds and views, each of which took two).
 func Shaped(dt DType, s Shape) *Tensor {
-	if len(s) > len(shaped{}.dims) {
-		return &Tensor{DType: dt, Shape: s.Clone()}
-	}
-	v := &shaped{}
-	v.t = Tensor{DType: dt, Shape: append(Shape(v.dims[:0:len(v.dims)]), s...)}
-	return &v.t
+	return new(Header).Set(dt, s, nil)
 }
 
-// shaped is a tensor with room for its shape up to rank 4.
-type shaped struct {
+// Header is a tensor with room for its shape up to rank 4. Kept inside
+// a larger record (a feed's copy, an output's buffer, Shaped's own), the
+// tensor and its shape cost no allocation of their own.
+type Header struct {
 	t    Tensor
 	dims [4]int64
 }
+
+// Set makes h's tensor dtype dt, a copy of shape s (in h's own room up
+// to rank 4, beyond it a new slice) and bytes buf, and returns it. The
+// tensor lives as long as h does; Set again replaces it.
+func (h *Header) Set(dt DType, s Shape, buf []byte) *Tensor {
+	var shape Shape
+	if len(s) <= len(h.dims) {
+		shape = append(Shape(h.dims[:0:len(h.dims)]), s...)
+	} else {
+		shape = s.Clone()
+	}
+	h.t = Tensor{DType: dt, Shape: shape, Buf: buf}
+	return &h.t
+}
+
+// Tensor returns the tensor Set made last.
+func (h *Header) Tensor() *Tensor { return &h.t }
 
 // Clone returns a deep copy (variant values, immutable, are shared).
 func (t *Tensor) Clone() *Tensor {
