@@ -203,7 +203,8 @@ type Context struct {
 	Outputs []*tensor.Tensor
 	Pool    Parallelizer
 	// Alloc, when set, provides output buffers (allocator stats); nil means
-	// plain host allocation.
+	// plain host allocation. It copies the shape it is given, which is
+	// Allocate's scratch, valid during the call only.
 	Alloc func(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor, error)
 	// Stream is set for a kernel of a device whose work is asynchronous
 	// (a *cuda.Stream for GPU kernels): the kernel enqueues its work there
@@ -224,6 +225,10 @@ type Context struct {
 	// first (Allocate, Scratch), strings and outputs made without Alloc
 	// included; the zero value is the machine's physical memory.
 	Limit hostmem.Limit
+	// allocShape is Allocate's copy of the shape it hands Alloc: a shape
+	// handed to a func value escapes, so without the copy every output's
+	// shape literal ([m, n]) was an allocation of its own.
+	allocShape [8]int64
 }
 
 // Input returns input i.
@@ -246,7 +251,7 @@ func (c *Context) Allocate(i int, shape tensor.Shape) (*tensor.Tensor, error) {
 	if dt == tensor.String {
 		elem = tensor.StringElemBytes
 	}
-	what := func() string { return fmt.Sprintf("tensor with shape%v and type %v", shape, dt) }
+	what := func() string { return fmt.Sprintf("tensor with shape%s and type %v", shape.String(), dt) }
 	limit := c.Limit
 	if c.Alloc != nil && dt != tensor.String {
 		limit = hostmem.Limit{Allocator: limit.Allocator, Bytes: math.MaxInt64}
@@ -257,7 +262,9 @@ func (c *Context) Allocate(i int, shape tensor.Shape) (*tensor.Tensor, error) {
 	var t *tensor.Tensor
 	if c.Alloc != nil && dt != tensor.String {
 		var err error
-		if t, err = c.Alloc(dt, shape); err != nil {
+		// Alloc copies the shape (its contract), so the one copy here,
+		// in c, serves every call.
+		if t, err = c.Alloc(dt, append(tensor.Shape(c.allocShape[:0:len(c.allocShape)]), shape...)); err != nil {
 			return nil, c.Errorf(status.CodeOf(err), "output %d: %s: %v", i, what(), err)
 		}
 	} else {

@@ -38,14 +38,16 @@ func (s Shape) String() string { return fmtDims(s) }
 
 // Validate checks that every dimension is non-negative and the element count
 // does not overflow int64.
+// The shape goes into its errors as a string: a Shape in an interface
+// escapes, and every shape checked (each output's) would be an allocation.
 func (s Shape) Validate() error {
 	n := int64(1)
 	for _, d := range s {
 		if d < 0 {
-			return fmt.Errorf("dimension %d in shape %v is negative", d, s)
+			return fmt.Errorf("dimension %d in shape %s is negative", d, s.String())
 		}
 		if d != 0 && n > (1<<62)/d {
-			return fmt.Errorf("shape %v has too many elements", s)
+			return fmt.Errorf("shape %s has too many elements", s.String())
 		}
 		n *= d
 	}

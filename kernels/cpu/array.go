@@ -197,7 +197,8 @@ func squeeze(ctx *kernels.Context, dims []int64) error {
 
 // concat is ConcatV2 and, with v1, Concat (the axis first).
 func concat(ctx *kernels.Context, v1 bool) error {
-	values, ax, out, err := ConcatArgs(ctx, v1)
+	var ob [8]int64
+	values, ax, out, err := ConcatArgs(ctx, v1, ob[:0])
 	if err != nil {
 		return err
 	}
@@ -251,19 +252,26 @@ func pack(ctx *kernels.Context, axis64 int64) error {
 	return nil
 }
 
+// gather is GatherV2's kernel. Its indices, of any of the dtypes TF
+// allows (int16, int32, int64), are read where they are: widening them
+// to int64 first cost a copy, on the heap past a few dozen.
 func gather(ctx *kernels.Context, batchDims int64) error {
-	params, idxT := ctx.Input(0), ctx.Input(1)
-	// int64 indices are read where they are; int32 ones are widened
-	// (a few, as a small batch's lookups have, on the stack).
-	var ib [64]int64
-	var idx []int64
-	var err error
-	if idxT.DType == tensor.Int64 {
-		idx = idxT.I64()
-	} else if idx, err = hostIntsIn(ctx, 1, "indices", ib[:0]); err != nil {
-		return err
+	switch it := ctx.Input(1); it.DType {
+	case tensor.Int16:
+		return gatherBy(ctx, batchDims, it.I16())
+	case tensor.Int32:
+		return gatherBy(ctx, batchDims, it.I32())
+	case tensor.Int64:
+		return gatherBy(ctx, batchDims, it.I64())
+	default:
+		return ctx.Errorf(status.InvalidArgument, "indices: expected an int16, int32 or int64 tensor, got %v", it.DType)
 	}
-	batchDims, ax, out, err := GatherArgs(ctx, batchDims)
+}
+
+func gatherBy[I int16 | int32 | int64](ctx *kernels.Context, batchDims int64, idx []I) error {
+	params, idxT := ctx.Input(0), ctx.Input(1)
+	var ob [8]int64
+	batchDims, ax, out, err := GatherArgs(ctx, batchDims, ob[:0])
 	if err != nil {
 		return err
 	}
@@ -289,8 +297,8 @@ func gather(ctx *kernels.Context, batchDims int64) error {
 		nIdx *= d
 	}
 	for i, v := range idx {
-		if v < 0 || v >= limit {
-			return ctx.Errorf(status.InvalidArgument, "indices%s = %d is not in [0, %d)", idxPos(idxT.Shape, i), v, limit)
+		if v < 0 || int64(v) >= limit {
+			return ctx.Errorf(status.InvalidArgument, "indices%s = %d is not in [0, %d)", idxPos(idxT.Shape, i), int64(v), limit)
 		}
 	}
 	if o.NumElements() == 0 {
@@ -299,17 +307,15 @@ func gather(ctx *kernels.Context, batchDims int64) error {
 	if inner < gatherRowMin && gatherSmall(o, params, idx, batch*outer, outer, limit, inner, nIdx) {
 		return nil
 	}
-	// Rows of fixed-size elements, many of them, prefetch (idxT is int32
-	// or int64, which GatherV2's Tindices allows, when it got here).
-	prefetch := !params.DType.InStrs() && params.DType != tensor.Variant && nIdx >= gatherPrefetchMin
+	// Rows of fixed-size elements, many of them, prefetch (vec.GatherRows
+	// takes int32 and int64 indices; int16 ones, rare, copy row by row).
+	prefetch := !params.DType.InStrs() && params.DType != tensor.Variant && nIdx >= gatherPrefetchMin && idxT.DType != tensor.Int16
 	es := int64(params.DType.Size())
 	for b := int64(0); b < batch; b++ {
 		for p := int64(0); p < outer; p++ {
 			src := (b*outer + p) * limit * inner
 			dst := (b*outer + p) * nIdx * inner
 			if prefetch {
-				// The index tensor's own ints, not idx: what reaches C
-				// escapes, and idx may be ib on the stack.
 				to, from, row := o.Buf[dst*es:(dst+nIdx*inner)*es], params.Buf[src*es:(src+limit*inner)*es], int(inner*es)
 				if idxT.DType == tensor.Int64 {
 					vec.GatherRows(to, from, idxT.I64()[b*nIdx:(b+1)*nIdx], row)
@@ -319,7 +325,7 @@ func gather(ctx *kernels.Context, batchDims int64) error {
 				continue
 			}
 			for j := int64(0); j < nIdx; j++ {
-				copyElems(o, int(dst+j*inner), params, int(src+idx[b*nIdx+j]*inner), int(inner))
+				copyElems(o, int(dst+j*inner), params, int(src+int64(idx[b*nIdx+j])*inner), int(inner))
 			}
 		}
 	}
@@ -345,7 +351,7 @@ const gatherPrefetchMin = 8
 // gatherSmall is gather's copy for rows of fixed-size elements: blocks
 // (batch x outer of them) of nIdx rows of inner elements each, the
 // indices of block b/outer. It reports false for strings and variants.
-func gatherSmall(o, params *tensor.Tensor, idx []int64, blocks, outer, limit, inner, nIdx int64) bool {
+func gatherSmall[I int16 | int32 | int64](o, params *tensor.Tensor, idx []I, blocks, outer, limit, inner, nIdx int64) bool {
 	if params.DType.InStrs() || params.DType == tensor.Variant {
 		return false
 	}
@@ -364,7 +370,7 @@ func gatherSmall(o, params *tensor.Tensor, idx []int64, blocks, outer, limit, in
 	return true
 }
 
-func gatherBlocks[T uint8 | uint16 | uint32 | uint64](o, params []T, idx []int64, blocks, outer, limit, inner, nIdx int64) {
+func gatherBlocks[T uint8 | uint16 | uint32 | uint64, I int16 | int32 | int64](o, params []T, idx []I, blocks, outer, limit, inner, nIdx int64) {
 	for blk := int64(0); blk < blocks; blk++ {
 		src := params[blk*limit*inner : (blk+1)*limit*inner]
 		dst := o[blk*nIdx*inner : (blk+1)*nIdx*inner]
@@ -376,7 +382,7 @@ func gatherBlocks[T uint8 | uint16 | uint32 | uint64](o, params []T, idx []int64
 			continue
 		}
 		for j, v := range ix {
-			copy(dst[int64(j)*inner:int64(j+1)*inner], src[v*inner:(v+1)*inner])
+			copy(dst[int64(j)*inner:int64(j+1)*inner], src[int64(v)*inner:(int64(v)+1)*inner])
 		}
 	}
 }

@@ -357,22 +357,26 @@ func TestStridedSlice(t *testing.T) {
 	_ = status.OK
 }
 
-// TestGatherAllocations checks that GatherV2 allocates nothing but
-// its output's shape (its output comes from the context's allocator), with int32
-// indices (widened into a buffer on gather's stack) and int64 ones, few
-// rows and enough to take vec.GatherRows: a slice that reaches C escapes,
-// and with it the stack buffer, so DLRM's 26 lookups would each allocate
-// one a Run.
+// TestGatherAllocations checks that GatherV2 allocates nothing (its
+// output comes from the context's allocator, its output's shape from
+// gather's stack through Allocate's copy), with indices of each dtype TF
+// allows, read in place, few rows and enough to take vec.GatherRows (a
+// slice that reaches C escapes), and 256 of them: int32 indices widened
+// into a stack buffer of 64 went to the heap past it, so DLRM's 26
+// lookups each allocated one a Run at B=256.
 func TestGatherAllocations(t *testing.T) {
 	r := newRand(t)
 	table, _ := randTensor(r, f32, tensor.Shape{100, 64})
-	for _, n := range []int{1, 3, gatherPrefetchMin, 40} {
-		for _, it := range []tensor.DType{i32, i64} {
+	for _, n := range []int{1, 3, gatherPrefetchMin, 40, 256} {
+		for _, it := range []tensor.DType{tensor.Int16, i32, i64} {
 			idx := tensor.New(it, tensor.Shape{int64(n)})
 			for j := 0; j < n; j++ {
-				if it == i32 {
+				switch it {
+				case tensor.Int16:
+					idx.I16()[j] = int16(r.Intn(100))
+				case i32:
 					idx.I32()[j] = int32(r.Intn(100))
-				} else {
+				default:
 					idx.I64()[j] = int64(r.Intn(100))
 				}
 			}
@@ -385,9 +389,37 @@ func TestGatherAllocations(t *testing.T) {
 				if err := k.Compute(ctx); err != nil {
 					t.Fatal(err)
 				}
-			}); a > 1 {
-				t.Errorf("GatherV2 of %d rows by %v indices makes %v allocations, want 1 (the output's shape)", n, it, a)
+			}); a > 0 {
+				t.Errorf("GatherV2 of %d rows by %v indices makes %v allocations, want none", n, it, a)
 			}
+		}
+	}
+}
+
+// TestConcatAllocations checks that ConcatV2 allocates nothing but its
+// output (from the context's allocator): its axis is read in place and
+// its output's shape made on concat's stack, each of which was an
+// allocation a Run (model_test's concat of four feeds).
+func TestConcatAllocations(t *testing.T) {
+	r := newRand(t)
+	for _, at := range []tensor.DType{i32, i64} {
+		a, _ := randTensor(r, f32, tensor.Shape{2, 13})
+		b, _ := randTensor(r, f32, tensor.Shape{2, 16})
+		nd := node("ConcatV2", map[string]*tfpb.AttrValue{"N": aInt(2), "Tidx": aType(at)}, []tensor.DType{f32, f32, at}, f32)
+		k := cpuKernel(t, nd)
+		axis := tensor.ScalarI32(1)
+		if at == i64 {
+			axis = tensor.ScalarI64(1)
+		}
+		out := tensor.New(f32, tensor.Shape{2, 29})
+		ctx := &kernels.Context{Node: nd, Inputs: []*tensor.Tensor{a, b, axis}, Outputs: make([]*tensor.Tensor, 1),
+			Alloc: func(tensor.DType, tensor.Shape) (*tensor.Tensor, error) { return out, nil }}
+		if a := testing.AllocsPerRun(20, func() {
+			if err := k.Compute(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}); a > 0 {
+			t.Errorf("ConcatV2 with a %v axis makes %v allocations, want none", at, a)
 		}
 	}
 }

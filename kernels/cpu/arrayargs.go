@@ -249,7 +249,8 @@ func BroadcastToArgs(ctx *kernels.Context) (out tensor.Shape, err error) {
 // shapes and returns them, the non-negative axis and the output shape.
 // Concat's out-of-range axis carries TF's wording (the GPU kernel had it,
 // the CPU kernel had normAxis's); ConcatV2's keeps the one both had.
-func ConcatArgs(ctx *kernels.Context, v1 bool) (values []*tensor.Tensor, axis int, out tensor.Shape, err error) {
+// The shape is appended to dst[:0], as GatherArgs does.
+func ConcatArgs(ctx *kernels.Context, v1 bool, dst tensor.Shape) (values []*tensor.Tensor, axis int, out tensor.Shape, err error) {
 	var ax int64
 	if v1 {
 		if ax, err = scalarInt(ctx, 0, "concat_dim"); err != nil {
@@ -261,14 +262,14 @@ func ConcatArgs(ctx *kernels.Context, v1 bool) (values []*tensor.Tensor, axis in
 		if n < 1 {
 			return nil, 0, nil, ctx.Errorf(status.InvalidArgument, "ConcatV2 needs at least one value input")
 		}
-		av, err := hostInts(ctx, n, "axis")
+		av, k, err := hostInt(ctx, n, "axis")
 		if err != nil {
 			return nil, 0, nil, err
 		}
-		if len(av) != 1 {
+		if k != 1 {
 			return nil, 0, nil, ctx.Errorf(status.InvalidArgument, "axis must be a scalar")
 		}
-		ax, values = av[0], ctx.Inputs[:n]
+		ax, values = av, ctx.Inputs[:n]
 	}
 	if len(values) < 1 {
 		return nil, 0, nil, ctx.Errorf(status.InvalidArgument, "concat needs at least one value input")
@@ -284,7 +285,7 @@ func ConcatArgs(ctx *kernels.Context, v1 bool) (values []*tensor.Tensor, axis in
 	if axis, err = normAxis(ctx, ax, r); err != nil {
 		return nil, 0, nil, err
 	}
-	out = first.Shape.Clone()
+	out = append(dst[:0], first.Shape...)
 	out[axis] = 0
 	for i, in := range values {
 		s := in.Shape
@@ -374,8 +375,9 @@ func TransposeArgs(ctx *kernels.Context) (perm []int64, out tensor.Shape, err er
 // GatherArgs checks GatherV2's axis (input 2) and batch_dims (the attr,
 // as given) against params and indices and returns the non-negative
 // batch_dims and axis and the output shape; the index bounds are the
-// kernel's to check.
-func GatherArgs(ctx *kernels.Context, batchDims int64) (bd, axis int64, out tensor.Shape, err error) {
+// kernel's to check. The shape is appended to dst[:0] (a caller's buffer,
+// often on its stack), which grows only when it is too short.
+func GatherArgs(ctx *kernels.Context, batchDims int64, dst tensor.Shape) (bd, axis int64, out tensor.Shape, err error) {
 	params, idx := ctx.Input(0), ctx.Input(1)
 	axis, n, err := hostInt(ctx, 2, "axis")
 	if err != nil {
@@ -407,8 +409,7 @@ func GatherArgs(ctx *kernels.Context, batchDims int64) (bd, axis int64, out tens
 		}
 	}
 	// out = params[:axis] + indices[batch_dims:] + params[axis+1:]
-	out = make(tensor.Shape, 0, int(pr-1+ir-bd))
-	out = append(append(append(out, params.Shape[:axis]...), idx.Shape[bd:]...), params.Shape[axis+1:]...)
+	out = append(append(append(dst[:0], params.Shape[:axis]...), idx.Shape[bd:]...), params.Shape[axis+1:]...)
 	return bd, axis, out, nil
 }
 

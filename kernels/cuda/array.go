@@ -46,7 +46,7 @@ func init() {
 
 func gather(k kctx, batchDims int64) error {
 	params, idx := k.Input(0), k.Input(1)
-	batchDims, ax, out, err := cpu.GatherArgs(k.Context, batchDims)
+	batchDims, ax, out, err := cpu.GatherArgs(k.Context, batchDims, nil)
 	if err != nil {
 		return err
 	}

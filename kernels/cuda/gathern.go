@@ -30,7 +30,7 @@ const gathersPerLaunch = 32
 func gatherN(k kctx, gn *cpu.GatherN) error {
 	// Shapes, checked and allocated per pair under its member's name.
 	err := gn.Each(k.Context, func(sub *kernels.Context) error {
-		_, _, out, err := cpu.GatherArgs(sub, 0)
+		_, _, out, err := cpu.GatherArgs(sub, 0, nil)
 		if err != nil {
 			return err
 		}

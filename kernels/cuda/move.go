@@ -441,7 +441,7 @@ func packGPU(k kctx, axis64 int64) error {
 
 // concatGPU is ConcatV2 and, with v1, Concat (the axis first).
 func concatGPU(k kctx, v1 bool) error {
-	values, ax, out, err := cpu.ConcatArgs(k.Context, v1)
+	values, ax, out, err := cpu.ConcatArgs(k.Context, v1, nil)
 	if err != nil {
 		return err
 	}

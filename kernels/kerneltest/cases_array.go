@@ -20,7 +20,7 @@ import (
 var MoveTypes = []tensor.DType{tensor.Float, tensor.Double, tensor.Half, tensor.Bfloat16,
 	tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Int8, tensor.Int16, tensor.Bool}
 
-// IntVec returns a rank-1 int32 or int64 tensor (shapes, axes, indices).
+// IntVec returns a rank-1 integer tensor (shapes, axes, indices).
 func IntVec(dt tensor.DType, v ...int64) *tensor.Tensor {
 	t := tensor.New(dt, tensor.Shape{int64(len(v))})
 	for i, x := range v {
@@ -429,6 +429,21 @@ func gatherCases(r *rand.Rand) []Case {
 		cs = append(cs, Case{Node: NodeFor("GatherV2", Attrs{"batch_dims": AInt(1)}, in, nil), Inputs: in,
 			NumPy: "np.stack([np.take(a0[b], a1[b], axis=1) for b in range(a0.shape[0])])"})
 	}
+	// int16 indices, which TF's Tindices allows too, on each path: an
+	// element loop, a row copy, prefetched rows, batch_dims.
+	for _, c := range []struct {
+		ps, is tensor.Shape
+		bd     int64
+	}{{tensor.Shape{7, 3}, tensor.Shape{4}, 0}, {tensor.Shape{5, 17}, tensor.Shape{2, 2}, 0}, {tensor.Shape{30, 20}, tensor.Shape{12}, 0}, {tensor.Shape{3, 5, 2}, tensor.Shape{3, 4}, 1}} {
+		p := Rand(r, tensor.Float, c.ps)
+		idx := RandIndex(r, tensor.Int16, c.is, c.ps[c.bd])
+		in := ins(p, idx, IntScalar(tensor.Int32, c.bd))
+		numpy := "np.take(a0, a1, axis=0)"
+		if c.bd == 1 {
+			numpy = "np.stack([np.take(a0[b], a1[b], axis=0) for b in range(a0.shape[0])])"
+		}
+		cs = append(cs, Case{Node: NodeFor("GatherV2", Attrs{"batch_dims": AInt(c.bd)}, in, nil), Inputs: in, NumPy: numpy})
+	}
 	s := RandStrings(r, tensor.Shape{4})
 	idx := IntVec(tensor.Int32, 3, 0, 3, 1)
 	cs = append(cs, Case{Node: NodeFor("GatherV2", nil, ins(s, idx, IntScalar(tensor.Int32, 0)), nil), Inputs: ins(s, idx, IntScalar(tensor.Int32, 0)),
@@ -442,6 +457,7 @@ func gatherCases(r *rand.Rand) []Case {
 		{IntVec(tensor.Int32, 0, 1, 5), "indices[2] = 5 is not in [0, 5)"},
 		{tensor.FromI64(tensor.Shape{2, 2}, []int64{0, 1, -1, 2}), "indices[1,0] = -1 is not in [0, 5)"},
 		{IntScalar(tensor.Int32, 9), "indices = 9 is not in [0, 5)"},
+		{IntVec(tensor.Int16, 1, -2, 0), "indices[1] = -2 is not in [0, 5)"},
 	} {
 		in := ins(p, bad.idx, IntScalar(tensor.Int32, 0))
 		cs = append(cs, Case{Node: NodeFor("GatherV2", nil, in, nil), Inputs: in, Err: status.InvalidArgument, ErrMsg: bad.msg})
