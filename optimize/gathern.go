@@ -23,7 +23,8 @@ import (
 // node takes the name and ID of the member with the largest ID, so it can
 // only stand where every member's consumers come after that ID, and no
 // member may depend on another (merging them would make a cycle): a
-// GatherV2 that breaks either starts a new group. A plan with v1 control
+// GatherV2 that breaks either starts a new group. Indices are int32 or
+// int64, as _MstreamGatherN's Tindices allow (not GatherV2's int16). A plan with v1 control
 // flow (a Switch: a tf.cond's branches, whose nodes are dead or alive
 // apart) is left as it is.
 
@@ -33,6 +34,11 @@ func (r *rewriter) gatherable(n *graph.Node) bool {
 		return false
 	}
 	if o := n.Output(0); r.fed[o] || r.fetched[o] || len(r.uses[o]) == 0 {
+		return false
+	}
+	// _MstreamGatherN's Tindices are int32 and int64 (its GPU kernel's);
+	// GatherV2's int16 ones stay GatherV2s.
+	if it := dtypeOf(n, "Tindices"); it != tensor.Int32 && it != tensor.Int64 {
 		return false
 	}
 	if a := n.Attrs["batch_dims"]; a != nil && a.GetI() != 0 {

@@ -23,6 +23,7 @@ type lookup struct {
 	batchDims int64        // the batch_dims attr
 	params    tensor.DType // the table's dtype (float32 when 0)
 	int64Ids  bool         // indices cast to int64
+	int16Ids  bool         // indices cast to int16
 	device    string       // requested device
 	chained   bool         // ids are the previous lookup's output (an int32 table)
 	early     bool         // read at once by an Identity made before the next lookup
@@ -69,6 +70,9 @@ func gatherGraph(t *testing.T, ls []lookup) (*gb, []string) {
 		}
 		if l.int64Ids {
 			ids = b.op("Cast", fmt.Sprintf("sparse/cast_%d", i), map[string]*tfpb.AttrValue{"DstT": graph.AttrType(tensor.Int64)}, ids)
+		}
+		if l.int16Ids {
+			ids = b.op("Cast", fmt.Sprintf("sparse/cast_%d", i), map[string]*tfpb.AttrValue{"DstT": graph.AttrType(tensor.Int16)}, ids)
 		}
 		nb := b.g.NewBuilder("GatherV2", fmt.Sprintf("embedding/lookup_%d", i))
 		nb.AddInput(table)
@@ -155,6 +159,9 @@ func TestGatherN(t *testing.T) {
 		{name: "two tables", ls: many(2, nil), want: []int{2}},
 		{name: "one table", ls: many(1, nil)},
 		{name: "int64 ids", ls: many(5, func(i int, l *lookup) { l.int64Ids = true }), want: []int{5}},
+		// TF's GatherV2 takes int16 indices too; _MstreamGatherN does not.
+		{name: "int16 ids", ls: many(5, func(i int, l *lookup) { l.int16Ids = true })},
+		{name: "some int16 ids", ls: many(6, func(i int, l *lookup) { l.int16Ids = i%2 == 0 }), want: []int{3}},
 		{name: "an axis 1", ls: many(6, func(i int, l *lookup) {
 			if i == 2 {
 				l.axis, l.params = 1, tensor.Double // [3, 8] along 1 by ids in [0, 3)
@@ -294,5 +301,56 @@ func TestGatherNCond(t *testing.T) {
 			pv.Buf[0] = 1
 		}
 		fusiontest.Compare(t, b.g, map[string]*tensor.Tensor{"ids": int32s(2, 0, 1, 2), "pred": pv}, []string{"cond/merge"}, 0)
+	}
+}
+
+// TestGatherNInt16: lookups by int16 ids, which TF's GatherV2 takes
+// (Tindices int16, int32, int64), run, merged or not, and give what the
+// same lookups by int32 ids give.
+func TestGatherNInt16(t *testing.T) {
+	const k = 4
+	r := rand.New(rand.NewSource(5))
+	sparse := tensor.New(tensor.Int32, tensor.Shape{5, k})
+	for i := range sparse.I32() {
+		sparse.I32()[i] = int32(r.Intn(3))
+	}
+	run := func(ls []lookup, fusion string) []*tensor.Tensor {
+		b, fetches := gatherGraph(t, ls)
+		feed, err := fusiontest.Output(b.g, "sparse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var outs []graph.Output
+		for _, f := range fetches {
+			o, err := fusiontest.Output(b.g, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs = append(outs, o)
+		}
+		s, err := session.New(b.g, &session.Options{Env: map[string]string{"MSTREAM_FUSION": fusion}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		got, _, err := s.Run(nil, []session.Feed{{Output: feed, Tensor: sparse}}, outs, nil)
+		if err != nil {
+			t.Fatalf("MSTREAM_FUSION=%s: %v", fusion, err)
+		}
+		return got
+	}
+	want := run(make([]lookup, k), "0")
+	for _, fusion := range []string{"0", "1"} {
+		for _, mixed := range []bool{false, true} {
+			ls := make([]lookup, k)
+			for i := range ls {
+				ls[i].int16Ids = !mixed || i%2 == 0
+			}
+			for i, g := range run(ls, fusion) {
+				if !slices.Equal(g.Buf, want[i].Buf) || !slices.Equal(g.Shape, want[i].Shape) {
+					t.Errorf("MSTREAM_FUSION=%s, mixed %v: fetch %d is %v%v, want %v%v", fusion, mixed, i, g.DType, g.Shape, want[i].DType, want[i].Shape)
+				}
+			}
+		}
 	}
 }
