@@ -51,7 +51,8 @@ type projection struct {
 	split    *graph.Node // the heads form's Reshape
 	f        *fusion     // the heads form's epilogue fusion
 	w, b     *tensor.Tensor
-	shape    *tensor.Tensor // the split's shape operand
+	dims     []int64      // the heads form's split shape, [.., .., H, D],
+	dimsType tensor.DType // as the split's shape operand holds it
 }
 
 // projectionOf returns o's projection when o is one that only the
@@ -74,13 +75,16 @@ func (r *rewriter) projectionOf(o graph.Output, heads bool) (projection, bool) {
 		mm.Attrs["transpose_a"].GetB() || mm.Attrs["transpose_b"].GetB() || !isFloat(mm, bias) {
 		return projection{}, false
 	}
-	p := projection{mm: mm, bias: bias, split: sp, f: f, w: r.constThrough(mm.Inputs[1]), b: r.constThrough(bias.Inputs[1]), shape: r.constThrough(sp.Inputs[1])}
-	if p.w == nil || p.b == nil || p.shape == nil || p.w.DType != tensor.Float || p.b.DType != tensor.Float || len(p.w.Shape) != 2 ||
-		len(p.b.Shape) != 1 || p.b.Shape[0] != p.w.Shape[1] || len(p.shape.Shape) != 1 {
+	p := projection{mm: mm, bias: bias, split: sp, f: f, w: r.constThrough(mm.Inputs[1]), b: r.constThrough(bias.Inputs[1])}
+	shape := r.constThrough(sp.Inputs[1])
+	if p.w == nil || p.b == nil || shape == nil || p.w.DType != tensor.Float || p.b.DType != tensor.Float || len(p.w.Shape) != 2 ||
+		len(p.b.Shape) != 1 || p.b.Shape[0] != p.w.Shape[1] || len(shape.Shape) != 1 {
 		return projection{}, false
 	}
-	dims, err := p.shape.Int64s()
-	if err != nil || len(dims) != 4 || dims[2] <= 0 || dims[3] <= 0 || dims[2]*dims[3] != p.w.Shape[1] {
+	var err error
+	p.dims, err = shape.Int64s()
+	p.dimsType = shape.DType
+	if err != nil || len(p.dims) != 4 || p.dims[2] <= 0 || p.dims[3] <= 0 || p.dims[2]*p.dims[3] != p.w.Shape[1] {
 		return projection{}, false
 	}
 	return p, true
@@ -134,12 +138,7 @@ func (r *rewriter) packProjections(at *attention, nodes []*graph.Node, device st
 	}
 	x := p[0].mm.Inputs[0]
 	for i, pi := range p {
-		same := pi.split == nil
-		if !same {
-			d, _ := pi.shape.Int64s()
-			d0, _ := p[0].shape.Int64s()
-			same = slices.Equal(d, d0) && pi.shape.DType == p[0].shape.DType && pi.split.Device == device
-		}
+		same := pi.split == nil || slices.Equal(pi.dims, p[0].dims) && pi.dimsType == p[0].dimsType && pi.split.Device == device
 		if !same || pi.mm.Inputs[0] != x || !pi.w.Shape.Equal(p[0].w.Shape) || pi.mm.Device != device || pi.bias.Device != device ||
 			pi.mm == p[(i+1)%3].mm {
 			return nodes
@@ -162,8 +161,9 @@ func (r *rewriter) packProjections(at *attention, nodes []*graph.Node, device st
 // the three BiasAdds and of the splits, which nothing outside the fusion
 // can see), in Keras' one _MstreamEinsumBias (the last Add's).
 func (r *rewriter) buildPacked(p *[3]projection) (graph.Output, error) {
-	k := p[0].w.Shape[0]
-	n := p[0].w.NumElements() / k
+	// A row of the weights: K may be 0 (a zero-size weight), N is not
+	// divided out of the element count.
+	k, n := p[0].w.Shape[0], p[0].w.Shape[1:].NumElements()
 	wShape, bShape := tensor.Shape{k, 3 * n}, tensor.Shape{3 * n}
 	if p[0].split == nil {
 		h := p[0].w.Shape[1]
@@ -206,22 +206,16 @@ func (r *rewriter) buildPacked(p *[3]projection) (graph.Output, error) {
 	}
 	x := r.remap(p[0].mm.Inputs[0])
 	if split == nil {
-		attrs := make(map[string]*tfpb.AttrValue, len(p[0].mm.Attrs)+1)
-		for a, v := range p[0].mm.Attrs {
-			attrs[a] = v
-		}
-		delete(attrs, "N")
-		attrs[ConstWeightsAttr] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
-		attrs[FusedFromAttr] = strsAttr(names...)
-		eb, err := graph.NewDetached(last.ID, "_MstreamEinsumBias", last.Name, last.Device, [][]graph.Output{{x}, {wo}, {bo}}, r.remapControls(controls...), attrs)
+		eb, err := r.einsumBias(p[0].mm, last, x, wo, bo, controls)
 		if err != nil {
 			return graph.Output{}, err
 		}
+		eb.Attrs[FusedFromAttr] = strsAttr(names...)
 		return eb.Output(0), r.checkKernel(eb)
 	}
-	dims, _ := p[0].shape.Int64s()
+	dims := slices.Clone(p[0].dims)
 	dims[2] *= 3
-	shape := tensor.New(p[0].shape.DType, p[0].shape.Shape)
+	shape := tensor.New(p[0].dimsType, tensor.Shape{int64(len(dims))})
 	for i, d := range dims {
 		if shape.DType == tensor.Int32 {
 			shape.I32()[i] = int32(d)

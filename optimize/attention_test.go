@@ -93,6 +93,18 @@ func TestAttentionPacked(t *testing.T) {
 		packed  bool
 	}{
 		{name: "packed", packed: true},
+		// K = 0: every projection is its bias; packing must not divide
+		// the weights' element count by K.
+		{name: "zero-size weights", packed: true, change: func(b *gb, proj map[string]graph.Output) {
+			ints := func(name string, v ...int32) graph.Output {
+				return b.op("Const", name, map[string]*tfpb.AttrValue{"dtype": graph.AttrType(tensor.Int32), "value": graph.AttrTensor(int32s(v...))})
+			}
+			x0 := b.op("Slice", "x0", nil, proj["x"], ints("x0/begin", 0, 0), ints("x0/size", -1, 0))
+			for _, name := range []string{"q", "k", "v"} {
+				mm := b.op("MatMul", name+"/mm0", nil, x0, b.weights(name+"/w0", -1, 1, 0, 6))
+				proj[name] = b.op("BiasAdd", name+"/bias0", nil, mm, b.weights(name+"/b0", -1, 1, 6))
+			}
+		}},
 		{name: "key projected from another input", change: other("k")},
 		{name: "value fetched", fetches: []string{"v/bias"}},
 		{name: "query split fetched", fetches: []string{"q/split"}},
@@ -187,6 +199,8 @@ func TestAttention(t *testing.T) {
 			feeds: shapes(tensor.Shape{2, 3, 2, 4}, tensor.Shape{2, 7, 2, 4}, tensor.Shape{2, 7, 2, 6})},
 		{name: "heads, key and value broadcast over the batch", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
 			feeds: shapes(tensor.Shape{3, 5, 2, 4}, tensor.Shape{1, 5, 2, 4}, tensor.Shape{1, 5, 1, 4})},
+		{name: "heads, query broadcast over the batch", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
+			feeds: shapes(tensor.Shape{1, 5, 2, 4}, tensor.Shape{3, 5, 2, 4}, tensor.Shape{3, 5, 2, 4})},
 		{name: "heads, one query", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,
 			feeds: shapes(tensor.Shape{2, 1, 2, 4}, tensor.Shape{2, 5, 2, 4}, tensor.Shape{2, 5, 2, 4})},
 		{name: "heads, depth 0", g: func(t *testing.T) *graph.Graph { return headsAttention(t, 0.5, swap) }, fuse: true,

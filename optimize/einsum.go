@@ -45,20 +45,34 @@ func (r *rewriter) matchEinsum(n *graph.Node) {
 		}
 	}
 	r.add(&fusion{nodes: nodes, plain: len(nodes) == 1, kind: Remap, build: func(r *rewriter, f *fusion) (*graph.Node, error) {
-		attrs := make(map[string]*tfpb.AttrValue, len(n.Attrs)+1)
-		for k, v := range n.Attrs {
-			attrs[k] = v
-		}
-		attrs[ConstWeightsAttr] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
 		x, wo := r.remap(n.Inputs[0]), r.remap(n.Inputs[1])
 		if len(f.nodes) == 1 {
-			return graph.NewDetached(n.ID, n.Op, n.Name, n.Device, [][]graph.Output{{x, wo}}, r.remapControls(n), attrs)
+			return graph.NewDetached(n.ID, n.Op, n.Name, n.Device, [][]graph.Output{{x, wo}}, r.remapControls(n), constWeightsAttrs(n))
 		}
-		res := f.result()
-		delete(attrs, "N")
-		return graph.NewDetached(res.ID, "_MstreamEinsumBias", res.Name, res.Device, [][]graph.Output{{x}, {wo}, {r.remap(bias)}},
-			r.remapControls(f.nodes...), attrs)
+		return r.einsumBias(n, f.result(), x, wo, r.remap(bias), f.nodes)
 	}})
+}
+
+// constWeightsAttrs is a copy of the Einsum e's attrs with its second
+// operand marked constant (ConstWeightsAttr).
+func constWeightsAttrs(e *graph.Node) map[string]*tfpb.AttrValue {
+	attrs := make(map[string]*tfpb.AttrValue, len(e.Attrs)+1)
+	for k, v := range e.Attrs {
+		attrs[k] = v
+	}
+	attrs[ConstWeightsAttr] = &tfpb.AttrValue{Value: &tfpb.AttrValue_B{B: true}}
+	return attrs
+}
+
+// einsumBias makes the _MstreamEinsumBias that stands for the nodes
+// from (the Einsum e, its bias Add and whatever else the fusion took):
+// x times the constant weights w by e's equation, plus b. It takes res's
+// ID, name and device, and the control inputs of every node of from.
+func (r *rewriter) einsumBias(e, res *graph.Node, x, w, b graph.Output, from []*graph.Node) (*graph.Node, error) {
+	attrs := constWeightsAttrs(e)
+	delete(attrs, "N")
+	return graph.NewDetached(res.ID, "_MstreamEinsumBias", res.Name, res.Device, [][]graph.Output{{x}, {w}, {b}},
+		r.remapControls(from...), attrs)
 }
 
 // plainProduct returns how many trailing output labels the second
