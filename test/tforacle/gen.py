@@ -16,6 +16,8 @@ Groups of cases (a case's name starts with its group):
             model_test.expected.txt checked against TF; the bench/models
             graphs when --bench names the folder bench/models/gen wrote;
             bench/cpu/models.py's MLP, CNN, encoder and 1000-op chain.
+  attention_* the heads-form attention core that mstream fuses, with an
+            operand of batch 1 broadcast against the others' batch.
   err_*     bad graphs and feeds: mstream's TF_Code must be TF's.
   fuzz_*    N random small graphs (--fuzz, seed --seed) from ops mstream
             supports, some of them ill-shaped or dividing integers by zero:
@@ -318,6 +320,24 @@ def bundled(plans, model_test, bench):
         plans.add("bundled_bench_" + name, gd, feeds, ["output:0"], tol=(1e-4, 1e-5))
 
 
+def attention(plans, rng):
+    """The attention core in the heads form (Transposes, BatchMatMulV2,
+    scale, Softmax, BatchMatMulV2, Transpose back), which mstream fuses into
+    one _MstreamAttention, with an operand of batch 1 broadcast against the
+    others' batch as BatchMatMulV2 broadcasts it: key and value, or the
+    query, of batch 1 (and a value of one head)."""
+    def build(q, k, v):
+        heads = lambda t: tf.transpose(t, [0, 2, 1, 3])  # noqa: E731
+        s = tf.raw_ops.BatchMatMulV2(x=heads(q), y=heads(k), adj_y=True) * np.float32(0.35)
+        c = tf.raw_ops.BatchMatMulV2(x=tf.nn.softmax(s), y=heads(v))
+        return tf.transpose(c, [0, 2, 1, 3], name="out")
+    r = lambda *s: rng.standard_normal(s).astype(F)  # noqa: E731
+    for name, q, k, v in (("key_value_batch1", r(3, 6, 2, 8), r(1, 5, 2, 8), r(1, 5, 2, 4)),
+                          ("query_batch1", r(1, 6, 2, 8), r(3, 5, 2, 8), r(3, 5, 2, 4)),
+                          ("value_batch1_one_head", r(3, 6, 2, 8), r(3, 5, 2, 8), r(1, 5, 1, 4))):
+        graph_case(plans, "attention_heads_broadcast_" + name, build, [q, k, v])
+
+
 # ---- error conformance -----------------------------------------------------
 
 def graph_case(plans, name, build, feeds):
@@ -529,6 +549,7 @@ def main():
         bundled(plans, opts["--model-test"], opts["--bench"])
     if os.path.exists(os.path.join(REPO, "bench", "cpu", "models.py")):
         bench_cpu(plans)
+    attention(plans, np.random.default_rng(8))
     errors(plans, rng)
     fuzz(plans, int(opts["--fuzz"]), int(opts["--seed"]))
     plans.finish()
