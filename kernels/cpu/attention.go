@@ -44,13 +44,14 @@ func init() {
 }
 
 // attentionFlopsPerNs is about what one core makes of a (batch, head):
-// two small products that pack their B as they go, the scale and the
-// softmax. BenchmarkAttention (4 heads of 32 over 64 tokens), CPU time
-// at load 8 on 2 cores: 48.6 us at B=1, 858 us at B=16, 12-13 us for
-// each (batch, head)'s 0.56 Mflop, about 45 flop/ns. The packed GEMM's
-// rate (packedFlopsPerNs, 100) made B=1's four heads look like 22 us,
-// too little for the pool to split, where they take 49.
-const attentionFlopsPerNs = 45
+// vec.Attention's two products with the softmax between them (or, below
+// AVX-512, two small GEMMs that pack their B as they go). BenchmarkAttention
+// (4 heads of 32 over 64 tokens), CPU time at load 8 on 2 cores: 32 us at
+// B=1, 546 us at B=16, 8-8.5 us for each (batch, head)'s 0.56 Mflop,
+// about 67 flop/ns (the GEMMs took 48 and 800 us, 45 flop/ns). The
+// packed GEMM's rate (packedFlopsPerNs, 100) would make B=1's four heads
+// look like 22 us, too little for the pool to split.
+const attentionFlopsPerNs = 67
 
 type attentionAttrs struct {
 	scale             [1]float32 // MapBinary's one-element operand, kept here: no allocation per call
@@ -135,8 +136,14 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 	if t := int64(ctx.Threads()); t > 0 {
 		held = min(t, held)
 	}
+	// With AVX-512 a chunk holds k transposed and one block of rows'
+	// scores (vec.Attention), else all its scores and probabilities.
+	fused := vec.CurrentLevel() >= vec.AVX512
 	need64, ok := int64(0), int64(sq) <= math.MaxInt64/8/int64(sk)/held // sk > 0 here
-	if ok {
+	if fused {
+		need64 = int64(vec.AttentionScratch(sk, d)) // within a few rows of k's size
+		ok = need64 <= math.MaxInt64/4/held
+	} else if ok {
 		need64 = 2 * int64(sq) * int64(sk)
 		if a.scaleQ {
 			need64 += int64(sq) * int64(d)
@@ -144,6 +151,9 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 		ok = need64 <= math.MaxInt64/4/held
 	}
 	what := func() string {
+		if fused {
+			return fmt.Sprintf("attention scratch for %d keys of depth %d of %d of %d batch x heads at once", sk, d, held, nb*nh)
+		}
 		return fmt.Sprintf("attention scratch for scores [%d, %d] of %d of %d batch x heads at once", sq, sk, held, nb*nh)
 	}
 	if !ok {
@@ -161,6 +171,16 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 			buf = &b
 		}
 		defer a.scratch.Put(buf)
+		for i := lo; i < hi && fused; i++ {
+			b, h := i/H, i%H
+			qm, ldq := at(q, b, h)
+			km, ldk := at(k, b, h+kOff)
+			vm, ldv := at(v, b, h+vOff)
+			vec.Attention(sq, sk, d, dv, qm, ldq, km, ldk, vm, ldv, out[(b*sq*H+h)*dv:], H*dv, a.scale[0], a.scaleQ, *buf)
+		}
+		if fused {
+			return
+		}
 		s, p, qs := (*buf)[:sq*sk], (*buf)[sq*sk:2*sq*sk], (*buf)[2*sq*sk:need]
 		for i := lo; i < hi; i++ {
 			b, h := i/H, i%H

@@ -8,22 +8,27 @@ import (
 	"mstream/tensor"
 )
 
-// splitPool is lonePool (exec.Intra's cut: chunks worth 20 us, one per
-// thread of two) that records how many chunks each For made.
+// splitPool is lonePool cut as exec.Intra cuts a loop while a worker
+// spins (at one client thread, right after a split kernel: chunks of at
+// least 5 us, two a thread of two, from 10 us up), recording how many
+// chunks each For made.
 type splitPool struct{ chunks []int }
 
 func (*splitPool) Threads() int { return 2 }
 
 func (p *splitPool) For(n int, cost float64, fn func(lo, hi int)) {
-	c := max(1, int(min(float64(n)*cost/20000, float64(min(2, n)))))
+	c := 1
+	if total := float64(n) * cost; total >= 10000 {
+		c = int(min(total/5000, float64(min(4, n))))
+	}
 	p.chunks = append(p.chunks, c)
 	lonePool{}.For(n, cost, fn)
 }
 
 // TestAttentionSplits: the transformers' attention at one row (B=1, 4
-// heads of 32 over 64 tokens: about 49 us of CPU, BenchmarkAttention) is
-// costed high enough that a pool of two splits it, and the split output
-// is the unsplit one's, bit for bit.
+// heads of 32 over 64 tokens: about 32 us of CPU, BenchmarkAttention) is
+// costed high enough that a pool of two splits it, a head a chunk, and
+// the split output is the unsplit one's, bit for bit.
 func TestAttentionSplits(t *testing.T) {
 	r := newRand(t)
 	shape := tensor.Shape{1, 64, 4, 32}
@@ -42,8 +47,8 @@ func TestAttentionSplits(t *testing.T) {
 		}
 		outs[i] = ctx.Outputs[0]
 	}
-	if len(split.chunks) != 1 || split.chunks[0] != 2 {
-		t.Errorf("the pool cut the attention into %v chunks, want 2", split.chunks)
+	if len(split.chunks) != 1 || split.chunks[0] != 4 {
+		t.Errorf("the pool cut the attention into %v chunks, want 4", split.chunks)
 	}
 	for i, v := range outs[0].F32() {
 		if outs[1].F32()[i] != v {
