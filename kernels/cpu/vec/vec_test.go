@@ -374,7 +374,7 @@ func TestSoftmax(t *testing.T) {
 func TestLayerNorm(t *testing.T) {
 	levels(t, func(t *testing.T) {
 		r := newRand(t)
-		for _, sh := range []struct{ n, c int }{{1, 1}, {3, 3}, {17, 17}, {128, 128}, {1000, 1000}, {12, 4}} {
+		for _, sh := range []struct{ n, c int }{{1, 1}, {3, 3}, {17, 17}, {128, 128}, {1000, 1000}, {12, 4}, {64, 16}, {48, 48}} {
 			for _, residual := range []bool{false, true} {
 				x := make([]float32, 3*sh.n)
 				for i := range x {
