@@ -26,9 +26,13 @@ import (
 // out in place, and its scores stay in cache from the first product
 // through the softmax to the second, where the graph it replaces moved q,
 // k, v and the context through four Transposes (or Einsum's strided
-// views) and made three passes over every score tensor. The products are
-// the GEMM BatchMatMul and Einsum run (sgemm), the scale package vec's
-// Mul and the softmax vec.Softmax, so the bits are the graph's. With
+// views) and made three passes over every score tensor. With AVX-512 a
+// chunk is one vec.Attention: k transposed once, then for each block of
+// six query rows the scores in registers, their exponentials in L1 and
+// the context, scaled by the softmax's 1 / sum once (within float32
+// rounding of the graph, not its bits). Below it the products are the
+// GEMM BatchMatMul and Einsum run (sgemm), the scale package vec's Mul
+// and the softmax vec.Softmax, so the bits are the graph's. With
 // broadcast (the BatchMatMulV2 form) a batch or head dimension of 1 in one
 // operand broadcasts as BatchMatMulV2's batch dimensions do; the Einsum
 // form needs them equal, as Einsum does. With packed, q, k and v are one

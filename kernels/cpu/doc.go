@@ -85,9 +85,12 @@
 // _MstreamAddLayerNorm, the same of a residual x + y, sums each row in
 // that pass (a broadcast y is summed first, as AddV2 does);
 // _MstreamAttention (attention.go) runs each (batch, head) of an attention
-// core as one chunk of the intra-op pool, its two products (sgemm) reading
-// q, k and v where they lie and its scores in cache through the scale and
-// vec.Softmax, the same steps as the nodes it replaces. They
+// core as one chunk of the intra-op pool, reading q, k and v where they
+// lie: with AVX-512 in one pass of vec.Attention (k transposed once, then
+// per block of six query rows the scores in registers, the softmax's
+// exponentials in L1 and the context, the 1 / sum applied to it once),
+// else as the nodes it replaces ran (two sgemm, the scale, vec.Softmax)
+// with the scores in cache between them. They
 // validate fused_ops and num_args with TF's codes and messages, and reject
 // a bias whose length is not the channel count (TF's CPU kernel reads past
 // it). _MstreamGatherN (gathern.go, sibling GatherV2s merged) runs
