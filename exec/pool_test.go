@@ -134,6 +134,36 @@ func TestIntraSmallLoopsSplitOnlyOntoSpinning(t *testing.T) {
 	}
 }
 
+// TestIntraWorkerSpinsPastClaimedJob: a worker that finds the listed job
+// claimed to its last chunk (its caller ran them all) goes back to its
+// spin rather than parking, so that the next split (a model's next layer)
+// finds it awake. Parking happens under the same lock as dropping the
+// job, so a dropped job with the worker not parked shows the rule; a
+// worker descheduled past its spin parks anyway, hence the tries.
+func TestIntraWorkerSpinsPastClaimedJob(t *testing.T) {
+	p := NewIntra(2)
+	defer p.Close()
+	for try := 0; ; try++ {
+		giveWorkerAChunk(p)
+		j := &intraJob{fn: func(int, int) {}, n: 2, per: 1, chunks: 2, finished: make(chan struct{}, 1)}
+		j.next.Store(2)
+		p.publish(j)
+		for t0 := time.Now(); p.queued.Load() != 0 && time.Since(t0) < time.Second; {
+			runtime.Gosched()
+		}
+		p.mu.Lock()
+		parked := p.parked
+		p.mu.Unlock()
+		p.unlist(j)
+		if parked == 0 {
+			return
+		}
+		if try == 100 {
+			t.Fatalf("the worker parked on a claimed job in %d of %d tries", try+1, try+1)
+		}
+	}
+}
+
 // TestIntraConcurrent runs many For calls at once, some nested inside a
 // chunk, on a pool of 3 threads: every index is visited once, and no more
 // than the pool's workers run chunks beside the callers.
