@@ -440,9 +440,7 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 	}
 	traced := runOpts != nil && runOpts.TraceLevel != tfpb.RunOptions_NO_TRACE
 	opts := exec.Options{Trace: traced || st.recordAll, Run: st.runSeq.Add(1), Deliver: deliver}
-	st.inflight.Add(1)
 	out, step, err := s.execute(ctx, plan, vals, opts, pool)
-	st.inflight.Add(-1)
 	if step != nil && (traced || st.recordAll) {
 		st.rec.Add(*step)
 	}
@@ -464,6 +462,10 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 // and the plan runs once on them (exec's one Run, whatever the device
 // and mode).
 func (s *Session) execute(ctx context.Context, plan *exec.Plan, vals []*tensor.Tensor, opts exec.Options, pool exec.Submitter) ([]*tensor.Tensor, *trace.Step, error) {
+	// Counted with a defer: a panic that escapes the step (capi turns it
+	// into TF_INTERNAL) must not leave the Run in flight for ever.
+	s.impl.inflight.Add(1)
+	defer s.impl.inflight.Add(-1)
 	rt, used, err := s.stepGroups(plan)
 	if err != nil {
 		return nil, nil, err

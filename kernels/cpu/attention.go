@@ -180,7 +180,13 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 			qm, ldq := at(q, b, h)
 			km, ldk := at(k, b, h+kOff)
 			vm, ldv := at(v, b, h+vOff)
-			vec.Attention(sq, sk, d, dv, qm, ldq, km, ldk, vm, ldv, out[(b*sq*H+h)*dv:], H*dv, a.scale[0], a.scaleQ, *buf)
+			if !vec.Attention(sq, sk, d, dv, qm, ldq, km, ldk, vm, ldv, out[(b*sq*H+h)*dv:], H*dv, a.scale[0], a.scaleQ, *buf) {
+				// Sized for the fused kernel, the scratch cannot take the
+				// GEMM path: only vec.SetLevel (tests) between the two
+				// reads of the level gets here. A panic becomes the step's
+				// error; an output left unwritten would not.
+				panic("attention: the fused kernel refused a call it was sized for (the vector level changed during the Run)")
+			}
 		}
 		if fused {
 			return
