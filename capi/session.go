@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"mstream/envcfg"
 	"runtime/cgo"
 	"sync"
 	"unsafe"
@@ -23,20 +24,6 @@ import (
 	// consults. Neither needs a GPU to load.
 	_ "mstream/kernels/cuda"
 )
-
-// cGetenv reads the C environment: what the host's setenv (or Python's
-// os.environ, which calls putenv) holds now. Go's os.Getenv sees only the
-// copy the runtime took when the library was loaded, so the knobs would miss
-// every variable a host sets between dlopen and TF_NewSession.
-func cGetenv(name string) (string, bool) {
-	cs := C.CString(name)
-	defer C.free(unsafe.Pointer(cs))
-	v := C.getenv(cs)
-	if v == nil {
-		return "", false
-	}
-	return C.GoString(v), true
-}
 
 // sessionObj is the Go side of a TF_Session; it holds a reference to its
 // graph until TF_DeleteSession.
@@ -123,7 +110,7 @@ func msNewSession(g *C.TF_Graph, opts C.uintptr_t, s *C.TF_Status) C.uintptr_t {
 		c := *v
 		so = &c
 	}
-	so.Getenv = cGetenv
+	so.Getenv = envcfg.Getenv
 	sess, err := session.New(o.g, so)
 	if err != nil {
 		setStatus(s, err)
@@ -172,7 +159,7 @@ func msLoadSessionFromSavedModel(opts C.uintptr_t, runOpts *C.TF_Buffer, dir *C.
 		c := *v
 		so = &c
 	}
-	so.Getenv = cGetenv
+	so.Getenv = envcfg.Getenv
 	sess, mg, err := savedmodel.Load(goStr(dir), tagList, o.g, so, ro)
 	if err != nil {
 		setStatus(s, err)

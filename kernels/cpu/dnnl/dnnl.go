@@ -11,6 +11,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"mstream/envcfg"
 	"os"
 	"sort"
 	"strings"
@@ -190,8 +191,10 @@ func open(path string, in *Info) error {
 	// OpenMP's workers spin after each parallel region by default, taking
 	// the cores from the Go threads that run the next nodes (keras_cnn at
 	// B=1 on 2 loaded cores: 4.6 QPS spinning, 595 passive). libgomp reads
-	// the variable when it loads, with libdnnl; the user's value is kept.
-	policy, userSet := os.LookupEnv("OMP_WAIT_POLICY")
+	// the variable when it loads, with libdnnl; the user's value is kept
+	// (read from the C environment: a host's setenv after the library
+	// loaded counts).
+	policy, userSet := envcfg.Getenv("OMP_WAIT_POLICY")
 	if !userSet {
 		policy = "PASSIVE"
 		os.Setenv("OMP_WAIT_POLICY", policy)
