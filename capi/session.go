@@ -6,11 +6,11 @@ package main
 import "C"
 
 import (
-	"mstream/envcfg"
 	"runtime/cgo"
 	"sync"
 	"unsafe"
 
+	"mstream/cenv"
 	"mstream/graph"
 	"mstream/proto/pbparse"
 	"mstream/proto/tfpb"
@@ -110,7 +110,7 @@ func msNewSession(g *C.TF_Graph, opts C.uintptr_t, s *C.TF_Status) C.uintptr_t {
 		c := *v
 		so = &c
 	}
-	so.Getenv = envcfg.Getenv
+	so.Getenv = cenv.Getenv
 	sess, err := session.New(o.g, so)
 	if err != nil {
 		setStatus(s, err)
@@ -159,7 +159,7 @@ func msLoadSessionFromSavedModel(opts C.uintptr_t, runOpts *C.TF_Buffer, dir *C.
 		c := *v
 		so = &c
 	}
-	so.Getenv = envcfg.Getenv
+	so.Getenv = cenv.Getenv
 	sess, mg, err := savedmodel.Load(goStr(dir), tagList, o.g, so, ro)
 	if err != nil {
 		setStatus(s, err)

@@ -11,13 +11,13 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"mstream/envcfg"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
+	"mstream/cenv"
 	"mstream/kernels/cpu/vec"
 )
 
@@ -217,7 +217,7 @@ func open(path string, in *Info) error {
 	}
 	// OpenBLAS's own variable, read by its constructor: the user's value is
 	// kept (and warned about); ours is set only across the reload.
-	if user, ok := envcfg.Getenv("OPENBLAS_CORETYPE"); ok {
+	if user, ok := cenv.Getenv("OPENBLAS_CORETYPE"); ok {
 		in.Warning = fmt.Sprintf("OPENBLAS_CORETYPE=%s picks core %s, below this CPU's %s (%s would use it)", user, in.Core, cpu, target)
 		return nil
 	}

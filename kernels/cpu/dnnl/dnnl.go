@@ -11,7 +11,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"mstream/envcfg"
 	"os"
 	"sort"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"mstream/cenv"
 	"mstream/hostmem"
 )
 
@@ -194,7 +194,7 @@ func open(path string, in *Info) error {
 	// the variable when it loads, with libdnnl; the user's value is kept
 	// (read from the C environment: a host's setenv after the library
 	// loaded counts).
-	policy, userSet := envcfg.Getenv("OMP_WAIT_POLICY")
+	policy, userSet := cenv.Getenv("OMP_WAIT_POLICY")
 	if !userSet {
 		policy = "PASSIVE"
 		os.Setenv("OMP_WAIT_POLICY", policy)
