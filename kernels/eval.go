@@ -17,11 +17,7 @@ func EvalCPU(n *graph.Node, in []*tensor.Tensor, limit hostmem.Limit) (out []*te
 			out = nil
 		}
 	}()
-	def, err := Lookup(n, CPU)
-	if err != nil {
-		return nil
-	}
-	k, err := def.Factory(n)
+	k, err := Make(n, CPU)
 	if err != nil {
 		return nil
 	}

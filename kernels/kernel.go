@@ -115,6 +115,17 @@ func Register(d Def) {
 	reg[key] = append(reg[key], &d)
 }
 
+// Make is n's kernel on device: its definition (Lookup's error when there
+// is none) made by the definition's Factory (its error when n's attributes
+// do not suit it).
+func Make(n *graph.Node, device string) (Kernel, error) {
+	def, err := Lookup(n, device)
+	if err != nil {
+		return nil, err
+	}
+	return def.Factory(n)
+}
+
 // Lookup finds the kernel definition for a node on a device. The error is
 // NOT_FOUND (TF's code for a missing kernel) and names the node, the op, the
 // device and the dtype.

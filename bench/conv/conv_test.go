@@ -74,11 +74,7 @@ func BenchmarkConv2D(b *testing.B) {
 		}
 		s := int64(l.stride)
 		node := kerneltest.NodeFor(op, kerneltest.Attrs{"strides": kerneltest.AInts(1, s, s, 1), "padding": kerneltest.AStr(l.padding)}, []*tensor.Tensor{x, f}, nil)
-		def, err := kernels.Lookup(node, kernels.CPU)
-		if err != nil {
-			b.Fatal(err)
-		}
-		k, err := def.Factory(node)
+		k, err := kernels.Make(node, kernels.CPU)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -120,11 +120,7 @@ func BenchmarkOps(b *testing.B) {
 }
 
 func build(b *testing.B, n *graph.Node) kernels.Kernel {
-	def, err := kernels.Lookup(n, kernels.CPU)
-	if err != nil {
-		b.Fatal(err)
-	}
-	k, err := def.Factory(n)
+	k, err := kernels.Make(n, kernels.CPU)
 	if err != nil {
 		b.Fatal(err)
 	}

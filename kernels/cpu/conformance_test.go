@@ -25,11 +25,7 @@ func (cpuRunner) Device() string { return kernels.CPU }
 func (cpuRunner) Fresh() kerneltest.Runner { return cpuRunner{resource.NewManager(), &kernels.Step{}} }
 
 func (r cpuRunner) Run(n *graph.Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	def, err := kernels.Lookup(n, kernels.CPU)
-	if err != nil {
-		return nil, err
-	}
-	k, err := def.Factory(n)
+	k, err := kernels.Make(n, kernels.CPU)
 	if err != nil {
 		return nil, err
 	}

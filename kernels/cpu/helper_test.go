@@ -69,11 +69,7 @@ func node(op string, attrs map[string]*tfpb.AttrValue, in []tensor.DType, out ..
 // run builds the node's kernel through the registry and computes it.
 func run(t testing.TB, n *graph.Node, in ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	t.Helper()
-	def, err := kernels.Lookup(n, kernels.CPU)
-	if err != nil {
-		return nil, err
-	}
-	k, err := def.Factory(n)
+	k, err := kernels.Make(n, kernels.CPU)
 	if err != nil {
 		return nil, err
 	}
@@ -239,11 +235,7 @@ func check(t *testing.T, what string, got *tensor.Tensor, shape tensor.Shape, wa
 // cpuKernel is node n's CPU kernel, made as a plan makes it.
 func cpuKernel(tb testing.TB, n *graph.Node) kernels.Kernel {
 	tb.Helper()
-	def, err := kernels.Lookup(n, kernels.CPU)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	k, err := def.Factory(n)
+	k, err := kernels.Make(n, kernels.CPU)
 	if err != nil {
 		tb.Fatal(err)
 	}

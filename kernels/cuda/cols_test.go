@@ -51,11 +51,7 @@ func TestColsLaunches(t *testing.T) {
 				copy:   func(dst, src, n uint64) { d2ds++ },
 			}
 			defer func() { dryRun = nil }()
-			def, err := kernels.Lookup(n, kernels.GPU)
-			if err != nil {
-				t.Fatal(err)
-			}
-			k, err := def.Factory(n)
+			k, err := kernels.Make(n, kernels.GPU)
 			if err != nil {
 				t.Fatal(err)
 			}

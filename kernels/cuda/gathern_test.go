@@ -53,11 +53,7 @@ func TestGatherNLaunches(t *testing.T) {
 				return nil
 			}}
 			defer func() { dryRun = nil }()
-			def, err := kernels.Lookup(ctx.Node, kernels.GPU)
-			if err != nil {
-				t.Fatal(err)
-			}
-			k, err := def.Factory(ctx.Node)
+			k, err := kernels.Make(ctx.Node, kernels.GPU)
 			if err != nil {
 				t.Fatal(err)
 			}

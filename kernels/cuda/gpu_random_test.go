@@ -124,7 +124,7 @@ func TestRandomSequence(t *testing.T) {
 		if run == nil {
 			return // dry run: no values
 		}
-		ck, err := mustCPU(n)
+		ck, err := kernels.Make(n, kernels.CPU)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,14 +142,6 @@ func TestRandomSequence(t *testing.T) {
 			prev = got[0]
 		}
 	}
-}
-
-func mustCPU(n *graph.Node) (kernels.Kernel, error) {
-	def, err := kernels.Lookup(n, kernels.CPU)
-	if err != nil {
-		return nil, err
-	}
-	return def.Factory(n)
 }
 
 // persistentGPU builds n's GPU kernel once and returns a function that

@@ -216,11 +216,7 @@ func bound(n *graph.Node, k kernels.Kernel, rm *resource.Manager) (kernels.Kerne
 
 // cpuRunBound is the CPU kernel of n bound to rm (nil: unbound).
 func cpuRunBound(n *graph.Node, in []*tensor.Tensor, rm *resource.Manager) ([]*tensor.Tensor, error) {
-	def, err := kernels.Lookup(n, kernels.CPU)
-	if err != nil {
-		return nil, err
-	}
-	k, err := def.Factory(n)
+	k, err := kernels.Make(n, kernels.CPU)
 	if err != nil {
 		return nil, err
 	}
@@ -935,11 +931,7 @@ func TestThroughput(t *testing.T) {
 func TestNoStream(t *testing.T) {
 	x := tensor.FromF32(tensor.Shape{2}, []float32{1, -1})
 	n := node("Relu", nil, x)
-	def, err := kernels.Lookup(n, kernels.GPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := def.Factory(n)
+	k, err := kernels.Make(n, kernels.GPU)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,11 +93,7 @@ var gpuOps = []string{"MatMul", "_FusedMatMul", "BiasAdd", "Relu", "Tanh", "Sigm
 func init() {
 	for _, op := range gpuOps {
 		kernels.Register(kernels.Def{Op: op, Device: kernels.GPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
-			def, err := kernels.Lookup(n, kernels.CPU)
-			if err != nil {
-				return nil, err
-			}
-			k, err := def.Factory(n)
+			k, err := kernels.Make(n, kernels.CPU)
 			if err != nil {
 				return nil, err
 			}

@@ -130,11 +130,7 @@ func (k fakeRef) onHost(ctx *kernels.Context, val *tensor.Tensor) error {
 	host := *ctx
 	host.Alloc, host.Stream, host.Persist = nil, nil, nil
 	host.Outputs = make([]*tensor.Tensor, len(ctx.Outputs))
-	def, err := kernels.Lookup(k.n, kernels.CPU)
-	if err != nil {
-		return err
-	}
-	kk, err := def.Factory(k.n)
+	kk, err := kernels.Make(k.n, kernels.CPU)
 	if err != nil {
 		return err
 	}
