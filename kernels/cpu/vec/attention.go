@@ -28,8 +28,8 @@ func AttentionScratch(sk, d int) int {
 func Attention(sq, sk, d, dv int, q []float32, ldq int, k []float32, ldk int, v []float32, ldv int,
 	out []float32, ldo int, scale float32, scaleQ bool, scratch []float32) bool {
 	if sq < 0 || sk < 0 || d < 0 || dv < 0 || ldq < d || ldk < d || ldv < dv || ldo < dv ||
-		(sq > 0 && d > 0 && len(q) < (sq-1)*ldq+d) || (sk > 0 && d > 0 && len(k) < (sk-1)*ldk+d) ||
-		(sk > 0 && dv > 0 && len(v) < (sk-1)*ldv+dv) || (sq > 0 && dv > 0 && len(out) < (sq-1)*ldo+dv) ||
+		short(len(q), sq, d, ldq) || short(len(k), sk, d, ldk) ||
+		short(len(v), sk, dv, ldv) || short(len(out), sq, dv, ldo) ||
 		len(scratch) < AttentionScratch(sk, d) {
 		panic(fmt.Sprintf("vec: Attention with sq=%d sk=%d d=%d dv=%d ldq=%d ldk=%d ldv=%d ldo=%d len(q)=%d len(k)=%d len(v)=%d len(out)=%d len(scratch)=%d",
 			sq, sk, d, dv, ldq, ldk, ldv, ldo, len(q), len(k), len(v), len(out), len(scratch)))

@@ -197,7 +197,7 @@ func RowReduce(op Reduce, x []float32, n int, out []float32, scale float64) {
 // columns [0, len(acc)).
 func ColSum(x []float32, rows, ld int, acc []float64) {
 	cols := len(acc)
-	if rows < 0 || ld < cols || (rows > 0 && cols > 0 && len(x) < (rows-1)*ld+cols) {
+	if rows < 0 || ld < cols || short(len(x), rows, cols, ld) {
 		panic(fmt.Sprintf("vec: ColSum with len(x)=%d rows=%d ld=%d cols=%d", len(x), rows, ld, cols))
 	}
 	if rows == 0 || cols == 0 {
@@ -210,7 +210,7 @@ func ColSum(x []float32, rows, ld int, acc []float64) {
 // RMin), NaN sticking.
 func ColMinMax(op Reduce, x []float32, rows, ld int, acc []float32) {
 	cols := len(acc)
-	if (op != RMax && op != RMin) || rows < 0 || ld < cols || (rows > 0 && cols > 0 && len(x) < (rows-1)*ld+cols) {
+	if (op != RMax && op != RMin) || rows < 0 || ld < cols || short(len(x), rows, cols, ld) {
 		panic(fmt.Sprintf("vec: ColMinMax(%d) with len(x)=%d rows=%d ld=%d cols=%d", op, len(x), rows, ld, cols))
 	}
 	if rows == 0 || cols == 0 {
@@ -264,7 +264,7 @@ func LayerNorm(x, res, y []float32, n int, gamma, beta []float32, eps float64) {
 // in float32 in row order, so a column's result does not depend on which
 // block of columns a call covers.
 func Gemv(x []float32, k int, b []float32, ldb, n int, alpha, beta float32, y []float32) {
-	if k < 0 || n < 0 || len(x) < k || ldb < n || len(y) < n || (k > 0 && n > 0 && len(b) < (k-1)*ldb+n) {
+	if k < 0 || n < 0 || len(x) < k || ldb < n || len(y) < n || short(len(b), k, n, ldb) {
 		panic(fmt.Sprintf("vec: Gemv with len(x)=%d k=%d len(b)=%d ldb=%d n=%d len(y)=%d", len(x), k, len(b), ldb, n, len(y)))
 	}
 	if n == 0 {
@@ -313,7 +313,7 @@ func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
 	if transB {
 		rb, cb = n, k
 	}
-	if k < 0 || n < 0 || ldb < cb || (rb > 0 && cb > 0 && len(b) < (rb-1)*ldb+cb) {
+	if k < 0 || n < 0 || ldb < cb || short(len(b), rb, cb, ldb) {
 		panic(fmt.Sprintf("vec: PackB with k=%d n=%d ldb=%d len(b)=%d transB=%v", k, n, ldb, len(b), transB))
 	}
 	p := &PackedB{K: k, N: n}
@@ -345,7 +345,7 @@ func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
 func GemmPacked(m int, a []float32, lda int, p *PackedB, c []float32, ldc int, bias []float32, accum bool, act Unary, r0, r1, p0, p1 int) bool {
 	k, n := p.K, p.N
 	if m < 0 || lda < max(k, 1) || ldc < max(n, 1) || r0 < 0 || r1 > m || r0 > r1 || p0 < 0 || p1 > p.Panels() || p0 > p1 ||
-		(m > 0 && k > 0 && len(a) < (m-1)*lda+k) || (m > 0 && n > 0 && len(c) < (m-1)*ldc+n) ||
+		short(len(a), m, k, lda) || short(len(c), m, n, ldc) ||
 		(bias != nil && len(bias) < n) || act >= numUnary {
 		panic(fmt.Sprintf("vec: GemmPacked with m=%d k=%d n=%d lda=%d ldc=%d len(a)=%d len(c)=%d len(bias)=%d rows [%d,%d) panels [%d,%d) act=%d",
 			m, k, n, lda, ldc, len(a), len(c), len(bias), r0, r1, p0, p1, act))
@@ -380,8 +380,8 @@ func Gemm(transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, 
 		rb, cb = n, k
 	}
 	if m < 0 || n < 0 || k < 0 || lda < max(k, 1) || ldb < max(cb, 1) || ldc < max(n, 1) ||
-		(m > 0 && k > 0 && len(a) < (m-1)*lda+k) || (rb > 0 && cb > 0 && len(b) < (rb-1)*ldb+cb) ||
-		(m > 0 && n > 0 && len(c) < (m-1)*ldc+n) {
+		short(len(a), m, k, lda) || short(len(b), rb, cb, ldb) ||
+		short(len(c), m, n, ldc) {
 		panic(fmt.Sprintf("vec: Gemm with m=%d n=%d k=%d lda=%d ldb=%d ldc=%d len(a)=%d len(b)=%d len(c)=%d transB=%v",
 			m, n, k, lda, ldb, ldc, len(a), len(b), len(c), transB))
 	}
@@ -437,8 +437,8 @@ func GatherRows[I int32 | int64](dst, src []byte, idx []I, row int) {
 // AVX-512.
 func GemmNT(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, sym bool) bool {
 	if m < 0 || n < 0 || k < 0 || lda < max(k, 1) || ldb < max(k, 1) || ldc < max(n, 1) ||
-		(m > 0 && k > 0 && len(a) < (m-1)*lda+k) || (n > 0 && k > 0 && len(b) < (n-1)*ldb+k) ||
-		(m > 0 && n > 0 && len(c) < (m-1)*ldc+n) || (sym && (m != n || lda != ldb)) {
+		short(len(a), m, k, lda) || short(len(b), n, k, ldb) ||
+		short(len(c), m, n, ldc) || (sym && (m != n || lda != ldb)) {
 		panic(fmt.Sprintf("vec: GemmNT with m=%d n=%d k=%d lda=%d ldb=%d ldc=%d len(a)=%d len(b)=%d len(c)=%d sym=%v",
 			m, n, k, lda, ldb, ldc, len(a), len(b), len(c), sym))
 	}
@@ -463,3 +463,8 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// short says whether n elements are too few for a rows x cols matrix
+// whose rows start ld apart (the last row needs only its cols); an empty
+// matrix needs none.
+func short(n, rows, cols, ld int) bool { return rows > 0 && cols > 0 && n < (rows-1)*ld+cols }
