@@ -13,6 +13,13 @@ import (
 
 func init() {
 	reg("GatherV2", "Tparams", fixedTypes, []string{"axis"}, func(n *graph.Node) (kernels.Kernel, error) {
+		// TF's GPU GatherV2 takes int32 and int64 indices only; int16
+		// ones (which its CPU kernel takes) run on the host, as in TF.
+		if a := n.Attrs["Tindices"]; a != nil {
+			if it := tensor.DType(a.GetType()); it != tensor.Int32 && it != tensor.Int64 {
+				return nil, status.Errorf(status.Unimplemented, "no GPU GatherV2 with Tindices=%v (node '%s')", it, n.Name)
+			}
+		}
 		bd := int64(0)
 		if a := n.Attrs["batch_dims"]; a != nil {
 			bd = a.GetI()

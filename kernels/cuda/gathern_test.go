@@ -10,6 +10,7 @@ import (
 	"mstream/graph"
 	"mstream/kernels"
 	"mstream/kernels/kerneltest"
+	"mstream/status"
 	"mstream/tensor"
 )
 
@@ -139,6 +140,29 @@ func TestGatherNOutOfRange(t *testing.T) {
 	for _, j := range []int{3, 4, 5, 6, 7, 8} { // rows 1 and 2 of output 1
 		if got[1].F32()[j] != 0 {
 			t.Errorf("output 1 element %d: %v for an index out of range, want 0", j, got[1].F32()[j])
+		}
+	}
+}
+
+// TestGatherV2IndexTypes: the GPU GatherV2 takes int32 and int64 indices
+// and refuses int16 ones as Unimplemented at plan time, so placement runs
+// such a node on the host (TF registers its GPU kernel for int32 and int64
+// only), instead of failing at run time.
+func TestGatherV2IndexTypes(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for _, c := range []struct {
+		it   tensor.DType
+		want status.Code
+	}{{tensor.Int32, status.OK}, {tensor.Int64, status.OK}, {tensor.Int16, status.Unimplemented}} {
+		in := []*tensor.Tensor{kerneltest.Rand(r, tensor.Float, tensor.Shape{5, 3}), kerneltest.RandIndex(r, c.it, tensor.Shape{4}, 5), kerneltest.IntScalar(tensor.Int32, 0)}
+		n := kerneltest.NodeFor("GatherV2", nil, in, nil)
+		def, err := kernels.Lookup(n, kernels.GPU)
+		if err != nil {
+			t.Fatalf("%v: %v", c.it, err)
+		}
+		_, err = def.Factory(n)
+		if got := status.CodeOf(err); got != c.want {
+			t.Errorf("GPU GatherV2 factory with Tindices=%v: %v (code %v), want code %v", c.it, err, got, c.want)
 		}
 	}
 }
