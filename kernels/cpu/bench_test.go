@@ -189,7 +189,7 @@ func (lonePool) For(n int, cost float64, fn func(lo, hi int)) {
 // the pool, so that a benchmark sees what each part costs by itself.
 type cutPool struct{ k int }
 
-func (cutPool) Threads() int { return 2 }
+func (p cutPool) Threads() int { return p.k }
 
 func (p cutPool) For(n int, cost float64, fn func(lo, hi int)) {
 	if n <= 0 {
@@ -304,6 +304,15 @@ func BenchmarkConvMaxPool(b *testing.B) {
 			ctx := &kernels.Context{Node: fused, Inputs: []*tensor.Tensor{x, w, bias}, Outputs: make([]*tensor.Tensor, 1), Pool: kernels.Serial{}, Alloc: alloc}
 			return kf.Compute(ctx)
 		})
+		for _, parts := range []int{2, 4} {
+			if s.n > 1 {
+				break
+			}
+			run(fmt.Sprintf("fused-parts%d", parts), func() error {
+				ctx := &kernels.Context{Node: fused, Inputs: []*tensor.Tensor{x, w, bias}, Outputs: make([]*tensor.Tensor, 1), Pool: cutPool{parts}, Alloc: alloc}
+				return kf.Compute(ctx)
+			})
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 
 	"mstream/graph"
@@ -298,6 +299,87 @@ func noFallbacks(t *testing.T) func() {
 	return func() {
 		if n := dnnl.Fallbacks() - fallbacks; n != 0 {
 			t.Errorf("oneDNN could not make %d of the shapes or parts", n)
+		}
+	}
+}
+
+// sizedPool is the test pool (up to four parts of a range, at once) that
+// says its size, as the session's intra-op pool does; it records the
+// length of every range it is given.
+type sizedPool struct {
+	threads int
+	mu      sync.Mutex
+	ns      []int
+}
+
+func (p *sizedPool) Threads() int { return p.threads }
+
+func (p *sizedPool) For(n int, cost float64, fn func(lo, hi int)) {
+	p.mu.Lock()
+	p.ns = append(p.ns, n)
+	p.mu.Unlock()
+	pool{}.For(n, cost, fn)
+}
+
+// TestConvBandsPerThread checks that oneDNN's convolutions, poolings and
+// fused convolution-poolings of one image are cut into one band of output
+// rows a thread of a pool that says its size (each band a primitive call
+// with a fixed cost of its own), the bands uneven where the rows do not
+// divide, and equal what one call over the whole image computes (run on
+// kernels.Serial); a pool with more threads than rows gets a row each.
+func TestConvBandsPerThread(t *testing.T) {
+	if !dnnl.Available() {
+		t.Skipf("no oneDNN: %s", dnnl.Loaded().Warning)
+	}
+	r := newRand(t)
+	defer noFallbacks(t)()
+	fused := [][]byte{[]byte("BiasAdd"), []byte("Relu")}
+	convAttrs := func() map[string]*tfpb.AttrValue {
+		return map[string]*tfpb.AttrValue{"strides": aInts(1, 1, 1, 1), "padding": aStr("SAME"), "data_format": aStr("NHWC"),
+			"fused_ops": {Value: &tfpb.AttrValue_List{List: &tfpb.AttrValue_ListValue{S: fused}}}, "num_args": aInt(1),
+			"pool_ksize": aInts(1, 2, 2, 1), "pool_strides": aInts(1, 2, 2, 1), "pool_padding": aStr("VALID")}
+	}
+	for _, c := range []struct {
+		op      string
+		hw      int64 // the image's height and width
+		threads int
+		parts   int // the ranges the kernel gives the pool
+	}{
+		{"_FusedConv2D", 16, 2, 2},
+		{"_FusedConv2D", 16, 3, 3},
+		{"_FusedConv2D", 2, 3, 2},
+		{"MaxPool", 16, 3, 3},
+		{"_MstreamConv2DMaxPool", 16, 2, 2},
+		{"_MstreamConv2DMaxPool", 16, 3, 3},
+		{"_MstreamConv2DMaxPool", 4, 3, 2},
+	} {
+		x, _ := randTensor(r, f32, tensor.Shape{1, c.hw, c.hw, 8})
+		w, _ := randTensor(r, f32, tensor.Shape{3, 3, 8, 16})
+		bias, _ := randTensor(r, f32, tensor.Shape{16})
+		in := []*tensor.Tensor{x, w, bias}
+		var n *graph.Node
+		if c.op == "MaxPool" {
+			n = node(c.op, map[string]*tfpb.AttrValue{"ksize": aInts(1, 3, 3, 1), "strides": aInts(1, 1, 1, 1), "padding": aStr("SAME")}, []tensor.DType{f32}, f32)
+			in = in[:1]
+		} else {
+			n = node(c.op, convAttrs(), []tensor.DType{f32, f32, f32}, f32)
+			n.Attrs[constWeightsAttr] = aBool(true)
+		}
+		run := func(p kernels.Parallelizer) *tensor.Tensor {
+			t.Helper()
+			ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, 1), Pool: p, Alloc: poisoned}
+			if err := cpuKernel(t, n).Compute(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return ctx.Outputs[0]
+		}
+		what := fmt.Sprintf("%s %dx%d on %d threads", c.op, c.hw, c.hw, c.threads)
+		want := run(kernels.Serial{})
+		p := &sizedPool{threads: c.threads}
+		got := run(p)
+		closeF32(t, what, got.F32(), want.F32(), 1e-5*float64(w.NumElements()))
+		if len(p.ns) != 1 || p.ns[0] != c.parts {
+			t.Errorf("%s: the pool was given ranges of %v, want one of %d bands", what, p.ns, c.parts)
 		}
 	}
 }

@@ -130,7 +130,7 @@
 // count (Context.Threads: the intra-op pool's size, which bounds the
 // primitive's OpenMP team). Convolutions and poolings take no team: their
 // primitives are made for one thread, and the intra-op pool splits a call
-// into images or bands of output rows, each part a primitive of its own
+// into images or bands of output rows (one band a thread), each part a primitive of its own
 // sub-shape (nn_conv_dnnl.go says why; _MstreamConv2DMaxPool's parts
 // pool their rows too); a
 // shape oneDNN cannot make is a warning naming the node (once) and runs

@@ -12,13 +12,14 @@ import (
 // oneDNN's convolutions and poolings run on the intra-op pool, not on
 // OpenMP teams: every primitive is made for one thread (so a call forks
 // no team), and the pool splits a call into parts, the batch's images
-// when it has several, else bands of its one image's output rows, each
-// part a primitive of its own sub-shape (its input window and padding)
-// from the node's cache. The pool's workers spin between parts and
-// nodes, where libgomp's passive workers (OMP_WAIT_POLICY=PASSIVE, which
-// package dnnl sets) sleep after every parallel region: at a batch of one
-// each primitive paid a futex wake and a sleep, as long as a small
-// convolution, and a second client's Run found both cores' teams taken.
+// when it has several, else bands of its one image's output rows (one a
+// thread: bands), each part a primitive of its own sub-shape (its input
+// window and padding) from the node's cache. The pool's workers spin
+// between parts and nodes, where libgomp's passive workers
+// (OMP_WAIT_POLICY=PASSIVE, which package dnnl sets) sleep after every
+// parallel region: at a batch of one each primitive paid a futex wake and
+// a sleep, as long as a small convolution, and a second client's Run
+// found both cores' teams taken.
 // A part is the pool's chunk, so a caller whose pool is busy runs all of
 // them itself, and one too small for a chunk (For's cost) runs whole.
 
@@ -80,12 +81,13 @@ func splitNHWC[D comparable, P any](ctx *kernels.Context, d D, g nhwcGeom, costP
 	if err != nil {
 		return false, nil // a shape oneDNN has no implementation for: Get warned
 	}
-	units, cost := g.n, costPerImage
+	units, cost, rows := g.n, costPerImage, func(u int) int { return u }
 	if g.n == 1 {
-		units, cost = g.oh, costPerImage/float64(max(g.oh, 1))
+		units, rows = bands(ctx, g.oh)
+		cost = costPerImage / float64(max(units, 1))
 	}
 	return true, splitRun(ctx, units, cost, func(lo, hi int) (func() error, bool) {
-		pt, ok := partOf(g, lo, hi)
+		pt, ok := partOf(g, rows(lo), rows(hi))
 		if !ok {
 			return nil, false
 		}
@@ -95,6 +97,21 @@ func splitNHWC[D comparable, P any](ctx *kernels.Context, d D, g nhwcGeom, costP
 		}
 		return func() error { return run(p, in[pt.in0:pt.in1], out[pt.out0:pt.out1]) }, true
 	}, func() error { return run(whole, in, out) })
+}
+
+// bands cuts one image's oh output rows into the parts of its split: one
+// band a thread of the context's pool, each band's rows given by rows
+// (unit u starts at row rows(u); rows(units) is oh), or a unit a row when
+// the pool does not say its size (it cuts them itself). A band is a oneDNN
+// call with 1.5-2 us of its own (BenchmarkConvSplit), and the pool's
+// chunks (up to two a thread) had cut cnn's blocks at B=1 into twelve
+// parts, each a convolution and a pooling call.
+func bands(ctx *kernels.Context, oh int) (units int, rows func(u int) int) {
+	t := ctx.Threads()
+	if t <= 0 || t >= oh {
+		return oh, func(u int) int { return u }
+	}
+	return t, func(u int) int { return u * oh / t }
 }
 
 // splitRun runs units [0, units) of a oneDNN call over the context's pool

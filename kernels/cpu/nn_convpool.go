@@ -181,8 +181,9 @@ func (cp *convPool) runDNNL(ctx *kernels.Context, c fusedConvCall, g PoolGeom, c
 	if !ok {
 		return false, nil // Get warned
 	}
-	return true, splitRun(ctx, pg.oh, (convNs(cd)+poolNs(pd))/float64(max(pg.oh, 1)), func(lo, hi int) (func() error, bool) {
-		b, ok := bandOf(lo, hi)
+	units, rows := bands(ctx, pg.oh)
+	return true, splitRun(ctx, units, (convNs(cd)+poolNs(pd))/float64(max(units, 1)), func(lo, hi int) (func() error, bool) {
+		b, ok := bandOf(rows(lo), rows(hi))
 		return func() error { return run(b) }, ok
 	}, func() error { return run(whole) })
 }
