@@ -12,8 +12,18 @@ import (
 // correctly rounded float64 results the Go loops give).
 
 // vecMin is the element count below which the cgo call costs more than the
-// Go loop it replaces.
+// Go loop it replaces. Only ops whose Go loop gives vec's bits may take it
+// (vecSameBits): a row's result must not depend on the batch it came in,
+// so an op whose two paths differ by an ulp runs through vec at any size.
 const vecMin = 32
+
+// vecSameBits lists the unary ops whose Go loop gives the same bits as
+// vec's (exact or correctly rounded in both); the transcendental ones
+// (Exp, Tanh, Sigmoid, ...) and Rsqrt, Softsign differ by an ulp or so.
+var vecSameBits = map[vec.Unary]bool{
+	vec.Neg: true, vec.Abs: true, vec.Square: true, vec.Sqrt: true, vec.Reciprocal: true, vec.Relu: true,
+	vec.Relu6: true, vec.Floor: true, vec.Ceil: true, vec.Round: true,
+}
 
 // splitRow is the piece of a single long row reduced per task.
 const splitRow = 1 << 16
@@ -37,7 +47,7 @@ var vecUnaryCost = map[vec.Unary]float64{vec.Exp: 3, vec.Expm1: 4, vec.Log: 3, v
 // vecUnary maps x into o (which may be x) with op name.
 func vecUnary(ctx *kernels.Context, name string, x, o []float32) bool {
 	op, ok := vecUnaryOps[name]
-	if !ok || len(x) < vecMin {
+	if !ok || len(x) < vecMin && vecSameBits[op] {
 		return false
 	}
 	mapUnaryVec(ctx, op, x, o)
@@ -211,11 +221,10 @@ func vecReduce(ctx *kernels.Context, kind redKind, p redPlan, x, o []float32) bo
 	return true
 }
 
-// vecSoftmax runs row softmax or log-softmax of [rows, d] float32.
+// vecSoftmax runs row softmax or log-softmax of [rows, d] float32, at any
+// size: the Go rows differ from vec's by an ulp, and a row's result must
+// not depend on how many rows came with it.
 func vecSoftmax(ctx *kernels.Context, x, o []float32, d int, log bool) bool {
-	if len(x) < vecMin {
-		return false
-	}
 	ctx.For(len(x)/d, float64(d)*5, func(lo, hi int) {
 		vec.Softmax(x[lo*d:hi*d], o[lo*d:hi*d], d, log)
 	})
