@@ -173,29 +173,36 @@ type Allocator struct {
 	// never destroyed).
 	evRefs map[device.Event]int
 	evPool []device.Event
-	// streams lists, per stream the allocator has seen, its record
-	// mutex and (Options.StreamCache) its cache: a copy-on-write slice,
-	// replaced under mu when a stream is first seen and read without a
-	// lock, so that finding a stream's cache costs a short scan rather
-	// than a sync.Map lookup (a hash of the interface and an atomic
-	// load per Allocate and Free: 0.9 s of 35 s of CPU in the H100
-	// profile of DLRM-small on 4 groups). recSeq numbers the records of
-	// every stream (see record). cached counts the caches' chunks, so
-	// that an allocation knows without a lock whether a flush can help.
-	streams atomic.Pointer[[]*streamCache]
-	recSeq  atomic.Uint64
-	cached  atomic.Int64
+	// streams lists, per stream (and shard) the allocator has seen, its
+	// record mutex and (Options.StreamCache) its cache: a copy-on-write
+	// slice, replaced under mu when a stream is first seen and read
+	// without a lock, so that finding a stream's cache costs a short
+	// scan rather than a sync.Map lookup (a hash of the interface and an
+	// atomic load per Allocate and Free: 0.9 s of 35 s of CPU in the
+	// H100 profile of DLRM-small on 4 groups). recSeq numbers the
+	// records of every stream (see record). Each cache counts its own
+	// chunks (streamCache.n), so that an allocation knows without a
+	// lock whether a flush can help and a cached Allocate or Free
+	// writes no counter another cache's thread writes too.
+	streams atomic.Pointer[[]cacheRef]
 	// live is the regions in address order, each with the live index of
 	// its chunk starts (see liveSlot): a copy of regions, replaced under
-	// mu when a region is added, read without a lock. nLive and nAllocs
-	// count, under mu, the live allocations and the allocations made
-	// under mu; the stream caches count those made and freed under their
-	// own mutexes, and Stats adds them up. inUse and peak change with
-	// every allocation and free, outside mu, each on a cache line of its
-	// own (peak is mostly read).
-	live    atomic.Pointer[[]*region]
+	// mu when a region is added, read without a lock. It and streams,
+	// which every Allocate and Free reads, share their cache line with
+	// nothing that changes more often than they do.
+	live atomic.Pointer[[]*region]
+	_    [64]byte
+	// shardSeq hands out shards (NextShard).
+	recSeq   atomic.Uint64
+	shardSeq atomic.Uint32
+	// nLive and nAllocs count, under mu, the live allocations and the
+	// allocations made under mu; the stream caches count those made and
+	// freed under their own mutexes, and Stats adds them up. inUse and
+	// peak change with every allocation and free, outside mu, each on a
+	// cache line of its own (peak is mostly read).
 	nLive   int64
 	nAllocs int64
+	_       [64]byte
 	inUse   atomic.Uint64
 	_       [56]byte
 	peak    atomic.Uint64
@@ -308,6 +315,9 @@ type streamCache struct {
 	s      device.Stream
 	mu     sync.Mutex
 	chunks []*chunk
+	// n is len(chunks), stored under mu and read without it
+	// (cachedChunks: whether a drain can help).
+	n atomic.Int64
 	// frees numbers the chunks put in the cache (chunk.freeNo). mark, when
 	// not nil, was last recorded on the stream (sequence number markSeq)
 	// after the frees numbered up to markAt: the cache's own event, which
@@ -341,31 +351,69 @@ type streamCache struct {
 // recorded at the drain, at the end of the stream's queued work.
 const markEvery = 32
 
-// findCache is s's record, or nil before its first use.
-func (a *Allocator) findCache(s device.Stream) *streamCache {
+// Shard names one of the caches of a stream in an allocator without
+// stream awareness (the host's): concurrent steps that allocate for the
+// same stream (nil, on the host) each take a shard of their own
+// (NextShard), so that their Allocates and Frees meet on no mutex and no
+// cache line of a shared cache. A stream-aware allocator keeps one
+// cache per stream, whose record mutex orders the stream's events, and
+// ignores the shard.
+type Shard uint32
+
+// numShards bounds the caches of one stream: as many steps as run at
+// once on a host with that many cores; more would only spread the
+// memory cached for the same sizes thinner.
+const numShards = 8
+
+// NextShard hands out the shards of the allocator round-robin, for a step
+// state to allocate from for as long as it lives.
+func (a *Allocator) NextShard() Shard {
+	return Shard(a.shardSeq.Add(1) % numShards)
+}
+
+// cacheRef is an entry of the allocator's list of caches: the key is
+// copied into the list, so that finding a cache reads no other cache's
+// record, whose mutex and chunks another thread writes.
+type cacheRef struct {
+	s  device.Stream
+	sh Shard
+	sc *streamCache
+}
+
+// findCache is the record of s's shard sh, or nil before its first use.
+func (a *Allocator) findCache(s device.Stream, sh Shard) *streamCache {
 	if l := a.streams.Load(); l != nil {
-		for _, sc := range *l {
-			if sc.s == s {
-				return sc
+		for i := range *l {
+			if r := &(*l)[i]; r.s == s && r.sh == sh {
+				return r.sc
 			}
 		}
 	}
 	return nil
 }
 
-// cacheLocked returns s's record (its cache, its record mutex), made on
-// first use under mu (held), so that Check, which holds mu, sees every
-// cache it must lock.
-func (a *Allocator) cacheLocked(s device.Stream) *streamCache {
-	if sc := a.findCache(s); sc != nil {
+// shardOf is the shard an allocation for sh uses: sh, but 0 in
+// stream-aware mode (Shard).
+func (a *Allocator) shardOf(sh Shard) Shard {
+	if a.opts.StreamAware {
+		return 0
+	}
+	return sh % numShards
+}
+
+// cacheLocked returns the record of s's shard sh (its cache, its record
+// mutex), made on first use under mu (held), so that Check, which holds
+// mu, sees every cache it must lock.
+func (a *Allocator) cacheLocked(s device.Stream, sh Shard) *streamCache {
+	if sc := a.findCache(s, sh); sc != nil {
 		return sc
 	}
-	var l []*streamCache
+	var l []cacheRef
 	if old := a.streams.Load(); old != nil {
 		l = append(l, *old...)
 	}
 	sc := &streamCache{s: s}
-	l = append(l, sc)
+	l = append(l, cacheRef{s: s, sh: sh, sc: sc})
 	a.streams.Store(&l)
 	return sc
 }
@@ -374,10 +422,18 @@ func (a *Allocator) cacheLocked(s device.Stream) *streamCache {
 // made.
 func (a *Allocator) eachCache(f func(*streamCache)) {
 	if l := a.streams.Load(); l != nil {
-		for _, sc := range *l {
-			f(sc)
+		for _, r := range *l {
+			f(r.sc)
 		}
 	}
+}
+
+// cachedChunks is the number of chunks in the caches, read without their
+// locks (exact when they are held).
+func (a *Allocator) cachedChunks() int64 {
+	var n int64
+	a.eachCache(func(sc *streamCache) { n += sc.n.Load() })
+	return n
 }
 
 // takeLocked removes and returns the best fit for rounded bytes: the
@@ -393,6 +449,7 @@ func (sc *streamCache) takeLocked(rounded, maxFrag uint64) *chunk {
 	copy(l[i:], l[i+1:])
 	l[len(l)-1] = nil
 	sc.chunks = l[:len(l)-1]
+	sc.n.Store(int64(len(sc.chunks)))
 	return c
 }
 
@@ -403,6 +460,7 @@ func (sc *streamCache) putLocked(c *chunk) {
 	copy(l[i+1:], l[i:])
 	l[i] = c
 	sc.chunks = l
+	sc.n.Store(int64(len(l)))
 }
 
 // insertLive enters c, just allocated, in the live index (at slot p,
@@ -439,10 +497,10 @@ func (a *Allocator) claimAt(p *atomic.Pointer[chunk], c *chunk) *chunk {
 	return c
 }
 
-// fromCache is the stream cache's side of Allocate: s's own best fit,
-// taken without mu and without an event.
-func (a *Allocator) fromCache(size uint64, s device.Stream) (uint64, bool) {
-	sc := a.findCache(s)
+// fromCache is the stream cache's side of Allocate: the best fit in s's
+// cache of shard sh, taken without mu and without an event.
+func (a *Allocator) fromCache(size uint64, s device.Stream, sh Shard) (uint64, bool) {
+	sc := a.findCache(s, sh)
 	if sc == nil {
 		return 0, false
 	}
@@ -453,7 +511,6 @@ func (a *Allocator) fromCache(size uint64, s device.Stream) (uint64, bool) {
 		return 0, false
 	}
 	c.pending, c.requested = false, size
-	a.cached.Add(-1)
 	sc.allocs++
 	sc.live++
 	a.insertLive(c, c.slot)
@@ -503,7 +560,6 @@ func (a *Allocator) toCache(addrs []uint64) error {
 		sc.frees++
 		c.freeNo = sc.frees
 		sc.putLocked(c)
-		a.cached.Add(1)
 		if sc.frees-sc.markAt >= markEvery && !sc.marking && a.opts.StreamAware {
 			marks = append(marks, sc.startMarkLocked())
 		}
@@ -563,27 +619,27 @@ func (a *Allocator) mark(j markJob) {
 	sc.markAt, sc.markSeq = j.at, seq
 }
 
-// flushLocked moves the chunks of the stream caches (only's, or every
-// stream's when only is nil) to the bins. Chunks freed before the cache's
+// flushLocked moves the chunks of the stream caches (only, or every
+// cache when only is nil) to the bins. Chunks freed before the cache's
 // mark was last recorded take the mark (the cache then makes a new one);
 // the others take one event recorded now: either is after every use of
 // the chunks it covers, since each was freed after its stream's last use
 // of it was enqueued. A stream whose record fails keeps those chunks in
 // its cache (they are not known to be free in its order). It reports
 // whether any chunk moved.
-func (a *Allocator) flushLocked(only device.Stream) bool {
+func (a *Allocator) flushLocked(only *streamCache) bool {
 	moved := false
 	a.eachCache(func(sc *streamCache) {
-		if only != nil && sc.s != only {
+		if only != nil && sc != only {
 			return
 		}
 		sc.mu.Lock()
 		l := sc.chunks
 		sc.chunks = nil
+		sc.n.Store(0)
 		if !a.opts.StreamAware {
 			// Free memory at once: no mark, no event.
 			sc.mu.Unlock()
-			a.cached.Add(-int64(len(l)))
 			for _, c := range l {
 				a.freeSeq++
 				a.releaseLocked(c, nil, a.freeSeq)
@@ -633,13 +689,11 @@ func (a *Allocator) flushLocked(only device.Stream) bool {
 				if covered == 0 {
 					return
 				}
-				a.cached.Add(-int64(len(l) - kept))
 				moved = true
 				a.releaseMarkedLocked(l, mark, markSeq, markAt, true, nil, 0)
 				return
 			}
 		}
-		a.cached.Add(-int64(len(l)))
 		a.releaseMarkedLocked(l, mark, markSeq, markAt, covered > 0, ev, seq)
 		moved = true
 		return
@@ -773,13 +827,20 @@ func (a *Allocator) removeFreeLocked(c *chunk) {
 // In stream-aware mode s is the stream that will use the memory and must
 // not be nil; otherwise s is recorded for stats only and may be nil.
 func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {
+	return a.AllocateShard(size, s, 0)
+}
+
+// AllocateShard is Allocate through shard sh of s's cache (Shard): the
+// chunk goes back to that cache when it is freed.
+func (a *Allocator) AllocateShard(size uint64, s device.Stream, sh Shard) (uint64, error) {
+	sh = a.shardOf(sh)
 	if a.opts.StreamCache && (s != nil || !a.opts.StreamAware) {
-		if addr, ok := a.fromCache(size, s); ok {
+		if addr, ok := a.fromCache(size, s, sh); ok {
 			return addr, nil
 		}
 	}
 	a.mu.Lock()
-	addr, ev, err := a.allocateLocked(size, s, !a.opts.StreamAware)
+	addr, ev, err := a.allocateLocked(size, s, sh, !a.opts.StreamAware)
 	if err == errNoFit {
 		// Last resort before OOM (stream-aware): free space may be cut
 		// into pieces of different streams that cannot merge while
@@ -796,7 +857,7 @@ func (a *Allocator) Allocate(size uint64, s device.Stream) (uint64, error) {
 			a.unrefLocked(e)
 		}
 		a.retireLocked()
-		addr, ev, err = a.allocateLocked(size, s, true)
+		addr, ev, err = a.allocateLocked(size, s, sh, true)
 	}
 	a.mu.Unlock()
 	if ev != nil {
@@ -861,10 +922,11 @@ func (a *Allocator) pendingLocked() []device.Event {
 	return evs
 }
 
-// allocateLocked finds or makes space for size bytes on s. When nothing
-// fits, a final call counts the failure and returns the OOM error; a
-// non-final one returns errNoFit, so the caller can try harder first.
-func (a *Allocator) allocateLocked(size uint64, s device.Stream, final bool) (uint64, device.Event, error) {
+// allocateLocked finds or makes space for size bytes on s, for its cache
+// of shard sh. When nothing fits, a final call counts the failure and
+// returns the OOM error; a non-final one returns errNoFit, so the caller
+// can try harder first.
+func (a *Allocator) allocateLocked(size uint64, s device.Stream, sh Shard, final bool) (uint64, device.Event, error) {
 	rounded := roundUp(size)
 	if a.opts.StreamAware && s == nil {
 		return 0, nil, status.InvalidArg("bfc %q: stream-aware allocation without a stream", a.opts.Name)
@@ -874,14 +936,14 @@ func (a *Allocator) allocateLocked(size uint64, s device.Stream, final bool) (ui
 	c := a.findLocked(rounded, func(c *chunk) bool {
 		return !a.opts.StreamAware || mine(c)
 	})
-	if c == nil && a.cached.Load() > 0 {
-		// 1a. this stream's cache, then every stream's, goes to the bins
-		// under one event per stream before anything grows or waits:
-		// the stream's own cached chunks may coalesce into a fit, and
-		// memory cached by other streams is retired or waited for
-		// rather than grown around (so peak memory and OOM are those of
-		// the bins alone).
-		if a.flushLocked(s) {
+	if c == nil && a.cachedChunks() > 0 {
+		// 1a. this stream's cache (of this shard), then every one,
+		// goes to the bins under one event per stream before anything
+		// grows or waits: the stream's own cached chunks may coalesce
+		// into a fit, and memory cached by other streams or shards is
+		// retired or waited for rather than grown around (so peak
+		// memory and OOM are those of the bins alone).
+		if own := a.findCache(s, sh); own != nil && a.flushLocked(own) {
 			c = a.findLocked(rounded, mine)
 		}
 		if c == nil && a.flushLocked(nil) {
@@ -923,7 +985,7 @@ func (a *Allocator) allocateLocked(size uint64, s device.Stream, final bool) (ui
 	c.requested = size
 	c.stream = s
 	if a.opts.StreamCache {
-		c.sc.Store(a.cacheLocked(s))
+		c.sc.Store(a.cacheLocked(s, sh))
 	}
 	if wait == nil {
 		// A waiter keeps the chunk's reference until its Wait is issued.
@@ -1146,7 +1208,7 @@ func (a *Allocator) FreeAll(addrs []uint64) error {
 			k++
 		}
 		if k == len(recs) {
-			r := rec{sc: a.cacheLocked(c.stream)}
+			r := rec{sc: a.cacheLocked(c.stream, 0)}
 			if n := len(a.evPool); n > 0 {
 				r.ev, a.evPool = a.evPool[n-1], a.evPool[:n-1]
 			}
@@ -1354,6 +1416,5 @@ func (a *Allocator) Close() {
 	a.chunks = map[uint64]*chunk{}
 	a.bins = [numBins][]*chunk{}
 	a.streams.Store(nil)
-	a.cached.Store(0)
 	a.live.Store(nil)
 }

@@ -160,6 +160,62 @@ func TestBackendRefusesRetriesSmaller(t *testing.T) {
 	mustCheck(t, a, "backoff")
 }
 
+// TestShardCaches checks that concurrent steps of a host allocator, each
+// on a shard of its own, take back the chunks they freed themselves (so
+// they meet on no cache), that a shard's cached memory still serves
+// another shard before the allocator fails, and that a stream-aware
+// allocator keeps one cache per stream whatever the shard.
+func TestShardCaches(t *testing.T) {
+	a, _ := newAlloc(t, Options{Limit: 1 << 20, StreamCache: true})
+	x, err := a.AllocateShard(4096, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := a.AllocateShard(4096, nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.FreeAll([]uint64{x, y}); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, a, "freed to two shards")
+	// One shared cache would hand the lower address, x, to shard 2.
+	if got, _ := a.AllocateShard(4096, nil, 2); got != y {
+		t.Errorf("shard 2 got %#x, want its own %#x (shard 1's is %#x)", got, y, x)
+	}
+	if got, _ := a.AllocateShard(4096, nil, 1); got != x {
+		t.Errorf("shard 1 got %#x, want its own %#x", got, x)
+	}
+	if err := a.FreeAll([]uint64{x, y}); err != nil {
+		t.Fatal(err)
+	}
+	// The whole limit, cached by shard 1, serves shard 3.
+	big, err := a.AllocateShard(1<<20, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Free(big)
+	if st := a.Stats(); st.CachedBytes != 1<<20 {
+		t.Fatalf("cached %d bytes, want %d", st.CachedBytes, 1<<20)
+	}
+	if _, err := a.AllocateShard(1<<20, nil, 3); err != nil {
+		t.Fatalf("shard 1's cached memory did not serve shard 3: %v", err)
+	}
+	mustCheck(t, a, "drained")
+
+	d, ss := streams(t, 1)
+	sa, _ := newAlloc(t, Options{Limit: 1 << 20, StreamAware: true, StreamCache: true, NewEvent: d.NewEvent})
+	p, err := sa.AllocateShard(4096, ss[0], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa.Free(p)
+	if got, _ := sa.AllocateShard(4096, ss[0], 2); got != p {
+		t.Errorf("stream-aware: shard 2 got %#x, want the stream's cached %#x", got, p)
+	}
+	mustCheck(t, sa, "stream-aware")
+}
+
 func TestOOM(t *testing.T) {
 	for _, cache := range []bool{false, true} { // Options.StreamCache
 		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) { testOOM(t, cache) })
@@ -277,7 +333,9 @@ func testHammer(t *testing.T, cache bool) {
 					a.Free(addr)
 					continue
 				}
-				addr, err := a.Allocate(uint64(1+rng.Intn(64<<10)), nil)
+				// Half the goroutines share shard 0, the others
+				// have shards of their own (Shard wraps past 8).
+				addr, err := a.AllocateShard(uint64(1+rng.Intn(64<<10)), nil, Shard(max(g-8, 0)))
 				if err != nil {
 					continue
 				}

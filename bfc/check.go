@@ -43,8 +43,8 @@ func (a *Allocator) Check() error {
 			nListed++
 		}
 	}
-	if int64(nListed) != a.cached.Load() {
-		return fmt.Errorf("%d chunks in the streams' caches, counted %d", nListed, a.cached.Load())
+	if n := a.cachedChunks(); int64(nListed) != n {
+		return fmt.Errorf("%d chunks in the streams' caches, counted %d", nListed, n)
 	}
 	nLive := 0
 	if l := a.live.Load(); l == nil && len(a.regions) > 0 || l != nil && len(*l) != len(a.regions) {

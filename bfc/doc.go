@@ -148,6 +148,24 @@
 // asks for without the search, split and merge (the bundled model at a
 // batch of one spent about 12% of its CPU per Run in Allocate and Free).
 //
+// Such an allocator keeps several caches per stream, its shards
+// (AllocateShard, Shard; at most eight): concurrent Runs on the host all
+// allocate for the nil stream, and through one cache they met on its
+// mutex at every Allocate and Free (the bundled model at two client
+// threads spent a quarter of its CPU there, most of it spinning). Each
+// step state of a plan takes a shard when it is made (NextShard, round
+// robin) and keeps it, so Runs in flight at once, each on a state of its
+// own, use different caches. A chunk goes back to the cache it was
+// allocated for (chunk.sc), whichever thread frees it; an allocation that
+// misses drains its own shard's cache first, then every cache, as above,
+// so memory cached by one shard serves another before anything grows.
+// Finding a cache reads only the copy-on-write list, which holds each
+// cache's key, and each cache counts its own chunks: a cached Allocate
+// or Free writes no line another shard's thread writes, but for
+// BytesInUse and the live index's slots. A stream-aware allocator
+// ignores the shard: its record mutex, one per stream, orders the
+// stream's events.
+//
 // Without stream caches, FreeAll frees a batch (a step's buffers) with one
 // event per stream the chunks belong to and one acquisition of the mutex
 // for the whole batch, instead of an event and an acquisition per buffer;

@@ -31,7 +31,9 @@
 // tracker and the trace are shared too. DESIGN.md ("One entry, two
 // launch loops") says what is left to make the loops one. The pool state
 // (pending counts, every node's input and output slots, the caller's
-// kernel context and output allocator, the tracker) is laid out once and
+// kernel context and output allocator, the tracker, and the shard of the
+// group's allocator its buffers come from, bfc.Shard, so that Runs in
+// flight at once share no allocator cache) is laid out once and
 // kept in the plan's stash between steps (stash.go: a bounded list of the
 // plan's own, where a sync.Pool kept a closed session's plans alive a
 // collection longer), and a small output (at most bfc.MinAlloc bytes) reuses

@@ -6,6 +6,8 @@ import (
 
 	"mstream/bfc"
 	"mstream/device"
+	"mstream/groups"
+	"mstream/kernels"
 	"mstream/tensor"
 )
 
@@ -73,5 +75,34 @@ func TestTrackerLookups(t *testing.T) {
 	}
 	if b := g.Alloc.Stats().BytesInUse; b != 0 {
 		t.Errorf("%d bytes still allocated after drain", b)
+	}
+}
+
+// TestStepStateShards checks that step states of a plan bound to one host
+// group allocate from shards of their own in its allocator, kept from
+// step to step, so that concurrent Runs, each on its own state, meet on
+// no allocator cache (bfc.Shard).
+func TestStepStateShards(t *testing.T) {
+	set := testSet(t, 1, false, 0, false)
+	g := set.Pick(0)
+	rp := makeRandomPlan(t, rand.New(rand.NewSource(1)), 2, 8)
+	rt := &Runtime{Groups: []*groups.Group{g}, Inter: g.Launch, Intra: kernels.Serial{}}
+	bind := func(s *step) bfc.Shard {
+		t.Helper()
+		s.rt = rt
+		if err := s.bind(g); err != nil {
+			t.Fatal(err)
+		}
+		sh := s.env.shard
+		s.reset()
+		return sh
+	}
+	s1, s2 := rp.plan.newPoolStep(), rp.plan.newPoolStep()
+	a, b := bind(s1), bind(s2)
+	if a == b {
+		t.Fatalf("two step states share shard %d", a)
+	}
+	if again := bind(s1); again != a {
+		t.Fatalf("a step state moved from shard %d to %d", a, again)
 	}
 }

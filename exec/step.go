@@ -153,8 +153,14 @@ type step struct {
 
 	mem   *tracker     // nil without a group
 	kstep kernels.Step // the step's temporary variables
-	trace bool
-	tr    traceBuf
+	// shard is the cache of its allocator (shardOf's) that the step's
+	// buffers come from and go back to, the state's own while it lives:
+	// concurrent Runs of a plan each take a state of their own, so
+	// their allocations meet on no cache (bfc.Shard).
+	shard   bfc.Shard
+	shardOf *bfc.Allocator
+	trace   bool
+	tr      traceBuf
 
 	// deadNode marks the nodes that did not run because they are dead
 	// (plans with deadness only; deadness.go).
@@ -439,6 +445,10 @@ func (s *step) bind(group *groups.Group) error {
 	if err := s.env.onGroup(group, st, s.mem); err != nil {
 		return status.Errorf(status.Unimplemented, "device %s: the host scheduler needs host-addressable memory", group.Device.Name())
 	}
+	if s.shardOf != group.Alloc {
+		s.shard, s.shardOf = group.Alloc.NextShard(), group.Alloc
+	}
+	s.env.shard = s.shard
 	if s.constOf != group {
 		clear(s.constVal)
 		s.constOf = group
@@ -566,6 +576,7 @@ type kenv struct {
 	kstep *kernels.Step
 	g     *groups.Group // nil: Go memory
 	st    device.Stream // the stream outputs are allocated for, or nil
+	shard bfc.Shard     // the allocator's cache of st that they come from
 	mem   *tracker
 	view  device.HostAddressable
 	limit hostmem.Limit
@@ -623,6 +634,7 @@ func (w *worker) begin(env *kenv, pn *planNode, ins, outs []*tensor.Tensor) *out
 		w.env = env
 		*ctx = kernels.Context{Pool: env.pool, Step: env.kstep}
 		w.alloc.g, w.alloc.s, w.alloc.mem, w.alloc.view = env.g, env.st, env.mem, env.view
+		w.alloc.shard = env.shard
 		if env.g != nil {
 			ctx.Alloc, ctx.Limit = w.allocFn, env.limit
 		}
@@ -847,6 +859,7 @@ func callKernel(pn *planNode, ctx *kernels.Context) (outs []*tensor.Tensor, err 
 type outAlloc struct {
 	g     *groups.Group
 	s     device.Stream // the stream the memory is for (stream-aware bfc), or nil
+	shard bfc.Shard     // the cache of s it comes from
 	mem   *tracker
 	view  device.HostAddressable
 	fresh []*buffer
@@ -864,7 +877,7 @@ func (a *outAlloc) allocate(dt tensor.DType, shape tensor.Shape) (*tensor.Tensor
 		b = a.mem.takeSmall(a.g.Alloc)
 	}
 	if b == nil {
-		addr, err := a.g.Alloc.Allocate(size, a.s)
+		addr, err := a.g.Alloc.AllocateShard(size, a.s, a.shard)
 		if err != nil {
 			return nil, err
 		}
