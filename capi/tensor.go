@@ -141,6 +141,7 @@ func feedCopies(feeds []session.Feed, vals []*C.TF_Tensor, blk *feedBlock) (bad 
 	if cap(blk.buf) < bytes {
 		blk.buf = hostmem.Alloc(bytes) //mstream:bounded the caller's tensors hold these bytes already
 	}
+	blk.used = bytes
 	heads, buf := blk.heads[:fixed], blk.buf[:bytes]
 	for i, v := range vs {
 		if v.out != nil {
@@ -162,14 +163,22 @@ type feedBlock struct {
 	views []cView // feedCopies' scratch, clear between calls
 	heads []tensor.Header
 	buf   []byte // from hostmem.Alloc: aligned at its start
+	used  int    // the bytes of buf the last Run's copies took
 }
 
-// maxFeedBlock bounds the bytes a block kept for reuse holds: a session
-// fed large tensors now and then should not hold their size between Runs.
+// maxFeedBlock is the size up to which a block is kept for reuse whatever
+// the last Run used of it. A larger one is kept only while Runs fill at
+// least half of it: a session fed large tensors now and then does not
+// hold their size between Runs of small ones, and one fed large tensors
+// Run after Run (a batch of 256 sequences: 8 MiB) reuses its block
+// rather than making and zeroing a new one each Run, which also grew
+// the heap, on fresh pages, through the first dozen Runs.
 const maxFeedBlock = 4 << 20
 
 // reusable says a Run's block may serve another (feedBlocks).
-func (b *feedBlock) reusable() bool { return cap(b.buf) <= maxFeedBlock }
+func (b *feedBlock) reusable() bool {
+	return cap(b.buf) <= max(maxFeedBlock, 2*b.used)
+}
 
 func outOfMemory(t *tensor.Tensor) error {
 	return status.Errorf(status.ResourceExhausted, "OOM when allocating tensor with shape%v and type %v for the caller", t.Shape, t.DType)
