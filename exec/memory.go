@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"errors"
 	"sync"
 
 	"mstream/bfc"
@@ -90,8 +91,10 @@ type tracker struct {
 	// alone (the device step writes its arena's records before it
 	// tracks them).
 	seen [64]seenBuf
-	// drained is drain's list, kept for the next step's drain.
+	// drained is drain's list and addrs its chunks' addresses, kept
+	// for the next step's drain.
 	drained []*buffer
+	addrs   []uint64
 }
 
 type seenBuf struct {
@@ -451,14 +454,38 @@ func (tr *tracker) drain() {
 	bufs = append(bufs, tr.small...)
 	clear(tr.small)
 	tr.small = tr.small[:0]
+	addrs := tr.addrs[:0]
+	tr.addrs = nil
 	tr.mu.Unlock()
-	for _, b := range bufs {
+	// The streams have passed the step's work, so every buffer is
+	// free to go at once (the one release rule with no users but the
+	// freeing stream's): a run of one allocator's chunks in one
+	// FreeAll, which takes their cache's lock once rather than per
+	// buffer, and the records back under one lock of mu.
+	var err error
+	for i, b := range bufs {
+		if i > 0 && b.alloc != bufs[i-1].alloc {
+			err = errors.Join(err, bufs[i-1].alloc.FreeAll(addrs))
+			addrs = addrs[:0]
+		}
 		b.users = nil
-		tr.release(b, -1)
+		addrs = append(addrs, b.addr)
+	}
+	if len(bufs) > 0 {
+		err = errors.Join(err, bufs[len(bufs)-1].alloc.FreeAll(addrs))
+	}
+	tr.mu.Lock()
+	if err != nil && tr.err == nil {
+		tr.err = status.Errorf(status.Internal, "step buffer: %v", err)
+	}
+	if tr.recycle {
+		for _, b := range bufs {
+			*b = buffer{}
+			tr.spare = append(tr.spare, b)
+		}
 	}
 	clear(bufs)
-	tr.mu.Lock()
-	tr.drained = bufs[:0]
+	tr.drained, tr.addrs = bufs[:0], addrs[:0]
 	tr.mu.Unlock()
 }
 
