@@ -42,7 +42,7 @@ type arena struct {
 	// in the home lane's arena (device_lanes.go).
 	lanes laneSync
 	// mem is the step's tracker (the home lane's arena's), kept with its
-	// map, which a drained tracker leaves empty but grown: a new map per
+	// index, which a drained tracker leaves empty but grown: a new one per
 	// step grew, and rehashed, as the step's buffers came.
 	mem *tracker
 	// evs is a launcher's list of events, kept empty between steps with

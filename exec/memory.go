@@ -61,7 +61,7 @@ func (b *buffer) use(s int) {
 // order covers the reuse.
 type tracker struct {
 	mu      sync.Mutex
-	bufs    map[uintptr]*buffer
+	bufs    bufIndex
 	holder  *tensorholder.Holder
 	streams []device.Stream // step streams by index
 	err     error           // the first failed free, an internal error
@@ -84,7 +84,7 @@ type tracker struct {
 	// them back, so nothing is held between steps.
 	small []*buffer
 	// seen caches, by key, buffers lookups found, so that a value read
-	// again (a loop's, handed from slot to slot) costs no map access: an
+	// again (a loop's, handed from slot to slot) costs no index probe: an
 	// entry counts only while its buffer is live under that key, which
 	// a dropped, freed or reused record is not (lookupLocked). Only in
 	// recycle mode, whose records change key and liveness under mu
@@ -108,7 +108,7 @@ type seenBuf struct {
 const maxSmall = 64
 
 func newTracker(h *tensorholder.Holder, streams []device.Stream) *tracker {
-	return &tracker{bufs: map[uintptr]*buffer{}, holder: h, streams: streams}
+	return &tracker{holder: h, streams: streams}
 }
 
 // key identifies the buffer behind a tensor; 0 when it has none (strings,
@@ -131,9 +131,9 @@ func (tr *tracker) addShared(ts []*tensor.Tensor, b *buffer) {
 	}
 	tr.mu.Lock()
 	b.live = true
-	tr.bufs[b.k] = b
+	tr.bufs.put(b.k, b)
 	for _, k := range b.also {
-		tr.bufs[k] = b
+		tr.bufs.put(k, b)
 	}
 	tr.mu.Unlock()
 }
@@ -143,7 +143,7 @@ func (tr *tracker) add(t *tensor.Tensor, b *buffer) {
 	b.k = key(t)
 	tr.mu.Lock()
 	b.live = true
-	tr.bufs[b.k] = b
+	tr.bufs.put(b.k, b)
 	tr.mu.Unlock()
 }
 
@@ -160,7 +160,7 @@ func (tr *tracker) newBuffer(addr uint64, alloc *bfc.Allocator, chunk []byte, sm
 		b = new(buffer)
 	}
 	*b = buffer{k: k, addr: addr, alloc: alloc, chunk: chunk, small: small, live: true}
-	tr.bufs[k] = b
+	tr.bufs.put(k, b)
 	tr.mu.Unlock()
 	return b
 }
@@ -188,8 +188,8 @@ func (tr *tracker) takeSmall(alloc *bfc.Allocator) *buffer {
 // letGoLocked takes b, its last reference given back, out of use: a
 // small one, where there is room, is kept for the next small output
 // (takeSmall), still under its key but not live, so that the next use
-// costs no map update; any other leaves the map, and the caller frees it
-// (true).
+// costs no index update; any other leaves the index, and the caller frees
+// it (true).
 func (tr *tracker) letGoLocked(b *buffer) bool {
 	if b.small && tr.recycle && len(tr.small) < maxSmall {
 		b.live, b.refs, b.users = false, 0, b.users[:0]
@@ -204,7 +204,7 @@ func (tr *tracker) letGoLocked(b *buffer) bool {
 func (tr *tracker) lookupLocked(t *tensor.Tensor) *buffer {
 	k := key(t)
 	if !tr.recycle {
-		if b := tr.bufs[k]; b != nil && b.live {
+		if b := tr.bufs.get(k); b != nil && b.live {
 			return b
 		}
 		return nil
@@ -214,7 +214,7 @@ func (tr *tracker) lookupLocked(t *tensor.Tensor) *buffer {
 	if c.k == k && c.b != nil && c.b.live && c.b.k == k {
 		return c.b
 	}
-	if b := tr.bufs[k]; b != nil && b.live {
+	if b := tr.bufs.get(k); b != nil && b.live {
 		if b.k == k {
 			c.k, c.b = k, b
 		}
@@ -243,7 +243,7 @@ func (tr *tracker) retireAdopt(outs []*tensor.Tensor, uses []int32, ins []*tenso
 	if adopt {
 		for _, b := range fresh {
 			b.live = true
-			tr.bufs[b.k] = b
+			tr.bufs.put(b.k, b)
 		}
 	}
 	for j, t := range outs {
@@ -365,9 +365,9 @@ func (tr *tracker) unrefOn(t *tensor.Tensor, user, cur int) {
 }
 
 func (tr *tracker) dropLocked(b *buffer) *buffer {
-	delete(tr.bufs, b.k)
+	tr.bufs.del(b.k)
 	for _, k := range b.also {
-		delete(tr.bufs, k)
+		tr.bufs.del(k)
 	}
 	b.live = false
 	return b
@@ -442,15 +442,15 @@ func (tr *tracker) drain() {
 	tr.mu.Lock()
 	bufs := tr.drained[:0]
 	tr.drained = nil // this drain's until it ends
-	for k, b := range tr.bufs {
+	for _, sl := range tr.bufs.slots {
 		// A shared block once, under its first view's key; a kept
 		// small buffer (not live) with the small ones below.
-		if k == b.k && b.live {
+		if b := sl.b; b != nil && sl.k == b.k && b.live {
 			b.live = false
 			bufs = append(bufs, b)
 		}
 	}
-	clear(tr.bufs)
+	tr.bufs.reset()
 	bufs = append(bufs, tr.small...)
 	clear(tr.small)
 	tr.small = tr.small[:0]
@@ -494,8 +494,8 @@ func (tr *tracker) live() int {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	n := 0
-	for k, b := range tr.bufs {
-		if k == b.k && b.live {
+	for _, sl := range tr.bufs.slots {
+		if b := sl.b; b != nil && sl.k == b.k && b.live {
 			n++
 		}
 	}
