@@ -365,10 +365,12 @@ type Shard uint32
 // memory cached for the same sizes thinner.
 const numShards = 8
 
-// NextShard hands out the shards of the allocator round-robin, for a step
-// state to allocate from for as long as it lives.
+// NextShard hands out shards 1 to numShards-1 round-robin, for a step
+// state to allocate from for as long as it lives; shard 0 is every plain
+// Allocate's (constants, feed and fetch packs), so up to numShards-1
+// steps in flight share no cache with each other or with those.
 func (a *Allocator) NextShard() Shard {
-	return Shard(a.shardSeq.Add(1) % numShards)
+	return Shard(1 + a.shardSeq.Add(1)%(numShards-1))
 }
 
 // cacheRef is an entry of the allocator's list of caches: the key is

@@ -820,3 +820,22 @@ func TestStreamAwareLastResort(t *testing.T) {
 	}
 	mustCheck(t, a, "end")
 }
+
+// TestNextShardSkipsPlain: the shards handed to step states are never
+// shard 0, the one every plain Allocate uses, and seven in a row differ.
+func TestNextShardSkipsPlain(t *testing.T) {
+	a, _ := newAlloc(t, Options{})
+	seen := map[Shard]bool{}
+	for i := 0; i < 3*numShards; i++ {
+		s := a.NextShard()
+		if s == 0 || s >= numShards {
+			t.Fatalf("NextShard #%d = %d, want 1..%d", i, s, numShards-1)
+		}
+		if i < numShards-1 {
+			if seen[s] {
+				t.Fatalf("NextShard #%d = %d again within %d", i, s, numShards-1)
+			}
+			seen[s] = true
+		}
+	}
+}

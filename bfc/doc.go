@@ -154,8 +154,10 @@
 // mutex at every Allocate and Free (the bundled model at two client
 // threads spent a quarter of its CPU there, most of it spinning). Each
 // step state of a plan takes a shard when it is made (NextShard, round
-// robin) and keeps it, so Runs in flight at once, each on a state of its
-// own, use different caches. A chunk goes back to the cache it was
+// robin over shards 1-7; shard 0 is plain Allocate's: constants, feed and
+// fetch packs) and keeps it, so up to seven Runs in flight at once, each
+// on a state of its own, use different caches; more, or the states of
+// several plans, wrap onto shared ones (still correct: a cache is locked). A chunk goes back to the cache it was
 // allocated for (chunk.sc), whichever thread frees it; an allocation that
 // misses drains its own shard's cache first, then every cache, as above,
 // so memory cached by one shard serves another before anything grows.
