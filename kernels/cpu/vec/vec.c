@@ -151,11 +151,80 @@ static void gemv_group_avx512(long n, long k, const float *a, const float *bp, f
 		unary_avx512(act, c + c0, c + c0, (end < n ? end : n) - c0);
 	}
 }
+/* out[i * ldo + j] = the dot of row i of A and row j of bt (k floats
+ * each) for i < R, j < J, R and J constants at each call (the switch in
+ * gemm_narrow_avx512) so that the R * J sums live in registers: each in
+ * 16 lanes, one FMA a chunk of 16 in k order, the last chunk masked, then
+ * across the lanes, as gemm_nt_avx512 sums a dot, whatever R and J. */
+static inline __attribute__((always_inline)) void dots_block(const int R, const int J, long k, const float *a, long lda,
+		const float *bt, long ldb, float *out, long ldo) {
+	long kf = k & ~15L;
+	__mmask16 tail = (__mmask16)((1u << (k - kf)) - 1);
+	__m512 s[4][4], bv[4];
+	for (int i = 0; i < R; i++)
+		for (int j = 0; j < J; j++) s[i][j] = _mm512_setzero_ps();
+	for (long p = 0; p < kf; p += 16) {
+		for (int j = 0; j < J; j++) bv[j] = _mm512_loadu_ps(bt + j * ldb + p);
+		for (int i = 0; i < R; i++) {
+			__m512 av = _mm512_loadu_ps(a + i * lda + p);
+			for (int j = 0; j < J; j++) s[i][j] = _mm512_fmadd_ps(av, bv[j], s[i][j]);
+		}
+	}
+	if (tail) {
+		for (int j = 0; j < J; j++) bv[j] = _mm512_maskz_loadu_ps(tail, bt + j * ldb + kf);
+		for (int i = 0; i < R; i++) {
+			__m512 av = _mm512_maskz_loadu_ps(tail, a + i * lda + kf);
+			for (int j = 0; j < J; j++) s[i][j] = _mm512_fmadd_ps(av, bv[j], s[i][j]);
+		}
+	}
+	for (int i = 0; i < R; i++)
+		for (int j = 0; j < J; j++) out[i * ldo + j] = _mm512_reduce_add_ps(s[i][j]);
+}
+
+/* Rows [r0, r1) of C = A B (+ bias, or + C) for a B of n <= MS_NARROW
+ * columns packed as B^T: each element a dot of rows (dots_block, four
+ * rows by four columns at a time), then the start value added and act
+ * applied to the row. A panel of 32 columns made a head of one column (an
+ * MLP's 256 x 1, a classifier's 2048 x 10) do 32x or 3.2x its work and
+ * read as many bytes of weights. */
+static void gemm_narrow_avx512(long n, long k, const float *a, long lda, const float *bt, float *c, long ldc,
+		const float *bias, int accum, int act, long r0, long r1) {
+	float dot[4 * MS_NARROW];
+	for (long r = r0; r < r1; r += 4) {
+		int R = r1 - r < 4 ? (int)(r1 - r) : 4;
+		for (long j = 0; j < n; j += 4) {
+			int J = n - j < 4 ? (int)(n - j) : 4;
+			const float *ar = a + r * lda, *bj = bt + j * k;
+			switch (R * 8 + J) {
+#define MS_DOTS(R, J) case R * 8 + J: dots_block(R, J, k, ar, lda, bj, k, dot + j, MS_NARROW); break;
+			MS_DOTS(1, 1) MS_DOTS(1, 2) MS_DOTS(1, 3) MS_DOTS(1, 4) MS_DOTS(2, 1) MS_DOTS(2, 2) MS_DOTS(2, 3) MS_DOTS(2, 4)
+			MS_DOTS(3, 1) MS_DOTS(3, 2) MS_DOTS(3, 3) MS_DOTS(3, 4) MS_DOTS(4, 1) MS_DOTS(4, 2) MS_DOTS(4, 3) MS_DOTS(4, 4)
+#undef MS_DOTS
+			}
+		}
+		for (int i = 0; i < R; i++) {
+			float *cr = c + (r + i) * ldc;
+			const float *d = dot + i * MS_NARROW;
+			for (long j = 0; j < n; j++)
+				cr[j] = accum ? cr[j] + d[j] : bias ? bias[j] + d[j] : d[j];
+			if (act >= 0)
+				unary_avx512(act, cr, cr, n);
+		}
+	}
+}
+
 /* Floats of A in one block of rows (gemm_packed_avx512). */
 #define MS_ABLOCK 65536
 static int gemm_packed_avx512(long m, long n, long k, const float *a, long lda, const float *bp, float *c, long ldc,
 		const float *bias, int accum, int act, long r0, long r1, long p0, long p1) {
 	long p = p0;
+	if (n <= MS_NARROW) {
+		if (k > 0)
+			gemm_narrow_avx512(n, k, a, lda, bp, c, ldc, bias, accum, act, r0, r1);
+		else
+			gemm_panel_avx512(n, k, a, lda, bp, c, ldc, bias, accum, act, r0, r1, 0);
+		return 1;
+	}
 	if (r1 - r0 == 1)
 		for (; p + MS_GEMV_GROUP <= p1; p += MS_GEMV_GROUP)
 			gemv_group_avx512(n, k, a + r0 * lda, bp, c + r0 * ldc, bias, accum, act, p);
