@@ -41,6 +41,16 @@ static inline __m512 relu16(__m512 v) {
 	return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
 }
 
+/* Whether the tiles apply act in registers before they store (act16);
+ * any other activation runs unary over the rows they stored. */
+static inline int act_in_regs(int act) {
+	return act == MS_RELU || act == MS_GELU_ERF;
+}
+
+static inline __m512 act16(int act, __m512 v) {
+	return act == MS_RELU ? relu16(v) : gelu_erf16_avx512(v);
+}
+
 /* The packed GEMM's tile: C rows [0, MR) x one panel of MS_PANEL columns,
  * acc[i] two registers of row i, started from C (accum), the bias or zero,
  * then every k in order: each element sums its products in k order, one
@@ -48,7 +58,7 @@ static inline __m512 relu16(__m512 v) {
  * is k rows of MS_PANEL floats (zero past column n), so its loads need no
  * mask; C's stores do. MR is a constant at each call (the switch below),
  * so the arrays live in registers. */
-static inline __attribute__((always_inline)) void gemmp_tile(const int mr, long k, const float *a, long lda,
+static inline __attribute__((always_inline)) void gemmp_tile(const int mr, const int ra, long k, const float *a, long lda,
 		const float *bp, float *c, long ldc, __mmask16 m0, __mmask16 m1, const float *bias, int accum, int act) {
 	__m512 acc0[MS_MR], acc1[MS_MR];
 	for (int i = 0; i < mr; i++) {
@@ -71,16 +81,16 @@ static inline __attribute__((always_inline)) void gemmp_tile(const int mr, long 
 			acc1[i] = _mm512_fmadd_ps(av, b1, acc1[i]);
 		}
 	}
-	if (act == MS_RELU)
-		for (int i = 0; i < mr; i++) {
-			acc0[i] = relu16(acc0[i]);
-			acc1[i] = relu16(acc1[i]);
-		}
 	for (int i = 0; i < mr; i++) {
-		_mm512_mask_storeu_ps(c + i * ldc, m0, acc0[i]);
-		_mm512_mask_storeu_ps(c + i * ldc + 16, m1, acc1[i]);
+		__m512 v0 = acc0[i], v1 = acc1[i];
+		if (ra >= 0) {
+			v0 = act16(ra, v0);
+			v1 = act16(ra, v1);
+		}
+		_mm512_mask_storeu_ps(c + i * ldc, m0, v0);
+		_mm512_mask_storeu_ps(c + i * ldc + 16, m1, v1);
 	}
-	if (act >= 0 && act != MS_RELU) {
+	if (act >= 0 && !act_in_regs(act)) {
 		int w = __builtin_popcount(m0) + __builtin_popcount(m1);
 		for (int i = 0; i < mr; i++) unary_avx512(act, c + i * ldc, c + i * ldc, w);
 	}
@@ -100,7 +110,11 @@ static void gemm_panel_avx512(long n, long k, const float *a, long lda, const fl
 		const float *ar = a + r * lda;
 		float *cr = c + r * ldc + c0;
 		switch (mr) {
-#define MS_TILE(R) case R: gemmp_tile(R, k, ar, lda, panel, cr, ldc, m0, m1, bb, accum, act); break;
+#define MS_TILE(R) case R: \
+	if (act == MS_RELU) gemmp_tile(R, MS_RELU, k, ar, lda, panel, cr, ldc, m0, m1, bb, accum, act); \
+	else if (act == MS_GELU_ERF) gemmp_tile(R, MS_GELU_ERF, k, ar, lda, panel, cr, ldc, m0, m1, bb, accum, act); \
+	else gemmp_tile(R, -1, k, ar, lda, panel, cr, ldc, m0, m1, bb, accum, act); \
+	break;
 		MS_TILE(1) MS_TILE(2) MS_TILE(3) MS_TILE(4) MS_TILE(5) MS_TILE(6) MS_TILE(7) MS_TILE(8)
 #undef MS_TILE
 		}
@@ -139,14 +153,14 @@ static void gemv_group_avx512(long n, long k, const float *a, const float *bp, f
 			acc[2 * g + 1] = _mm512_fmadd_ps(av, _mm512_loadu_ps(pp[g] + q * MS_PANEL + 16), acc[2 * g + 1]);
 		}
 	}
-	if (act == MS_RELU)
-		for (int h = 0; h < 2 * MS_GEMV_GROUP; h++) acc[h] = relu16(acc[h]);
+	if (act_in_regs(act))
+		for (int h = 0; h < 2 * MS_GEMV_GROUP; h++) acc[h] = act16(act, acc[h]);
 	for (int g = 0; g < MS_GEMV_GROUP; g++) {
 		float *cg = c + (p + g) * MS_PANEL;
 		_mm512_mask_storeu_ps(cg, mk[2 * g], acc[2 * g]);
 		_mm512_mask_storeu_ps(cg + 16, mk[2 * g + 1], acc[2 * g + 1]);
 	}
-	if (act >= 0 && act != MS_RELU) {
+	if (act >= 0 && !act_in_regs(act)) {
 		long c0 = p * MS_PANEL, end = (p + MS_GEMV_GROUP) * MS_PANEL;
 		unary_avx512(act, c + c0, c + c0, (end < n ? end : n) - c0);
 	}

@@ -643,6 +643,45 @@ func TestChannelAffine(t *testing.T) {
 	})
 }
 
+// TestGemmPackedActBits holds every activation of the packed GEMM's
+// epilogue, whether its tiles apply it in registers (Relu, the exact
+// GELU) or call MapUnary on the rows they stored, to MapUnary's bits over
+// the product without it: a fused layer gives what the unfused kernels
+// give, for tiles and for the one-row GEMV, at every width a panel can
+// have. Inputs are scaled so that the GELU's erf saturates in some lanes.
+func TestGemmPackedActBits(t *testing.T) {
+	if SetLevel(AVX512) < AVX512 {
+		t.Skip("the packed GEMM needs AVX-512")
+	}
+	r := newRand(t)
+	randn := func(n int, scale float64) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * scale)
+		}
+		return x
+	}
+	for _, act := range []Unary{Relu, Relu6, Elu, Selu, Tanh, Sigmoid, GeluErf, GeluTanh} {
+		for _, m := range []int{1, 5, 9} {
+			for _, n := range []int{1, 17, 33, 70, 130} {
+				for _, k := range []int{3, 64} {
+					a, b, bias := randn(m*k, 1), randn(k*n, 3/math.Sqrt(float64(k))), randn(n, 1)
+					p := PackB(false, k, n, b, n)
+					want, got := make([]float32, m*n), make([]float32, m*n)
+					GemmPacked(m, a, k, p, want, n, bias, false, -1, 0, m, 0, p.Panels())
+					MapUnary(act, want, want)
+					GemmPacked(m, a, k, p, got, n, bias, false, act, 0, m, 0, p.Panels())
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("act %d m=%d n=%d k=%d: C[%d] = %g (%#x), MapUnary gives %g (%#x)", act, m, n, k, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestGemmPacked checks the packed GEMM against float64 sums over shapes
 // around its tile (8 rows) and panel (32 columns), B plain and
 // transposed, with bias, accumulation and activation, and that any split
