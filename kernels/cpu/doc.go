@@ -147,7 +147,9 @@
 // rows by panels (gemmPacked), where OpenBLAS would pack B again on every
 // call (at 16 rows that packing was as much CPU as the product). One row
 // (a batch of one) streams the panels, a group at a time, with the bits
-// the same row gets in a batch. Any other product of one row is vec.Gemv's,
+// the same row gets in a batch. A B of at most vec.Narrow columns (a
+// model's head: 256 x 1, 2048 x 10) is packed as its transpose and each
+// element is a dot of rows, rather than a tile 32 columns wide. Any other product of one row is vec.Gemv's,
 // which reads B once as it is; a CPU without AVX-512 takes OpenBLAS. A
 // product A B^T of at most 32 rows and columns (DLRM's interaction, X X^T
 // of 27 x 64 a sample) is dot products of rows (vec.GemmNT, smallNT in

@@ -107,10 +107,12 @@ const packedBytesPerNs = 30
 // in blocks of rows whose A stays in L2 over those panels (called a
 // panel at a time, a chunk of the MLP's 256 x 1024 x 1024 read all of A,
 // 1 MB, from L3 for each of its 8 panels), and a part panel at either end
-// on its own.
-func gemmUnits(ctx *kernels.Context, m, n, k int, run func(r0, r1, p0, p1 int)) {
+// on its own. A unit's cost counts cols columns: vec.Panel for a tile,
+// which computes the whole panel, n for a narrow packed B (vec.Narrow),
+// which computes only its columns.
+func gemmUnits(ctx *kernels.Context, m, n, k, cols int, run func(r0, r1, p0, p1 int)) {
 	np, nrb := (n+vec.Panel-1)/vec.Panel, (m+packedRows-1)/packedRows
-	unit := float64(k * vec.Panel)
+	unit := float64(k * cols)
 	cost := max(2*float64(min(m, packedRows))*unit/packedFlopsPerNs, 4*unit/packedBytesPerNs)
 	ctx.For(np*nrb, cost, func(lo, hi int) {
 		for u := lo; u < hi; {
@@ -131,7 +133,11 @@ func gemmUnits(ctx *kernels.Context, m, n, k int, run func(r0, r1, p0, p1 int)) 
 // over the pool (gemmUnits), for a product usePacked accepts (the caller
 // asks it before packing B).
 func gemmPacked(ctx *kernels.Context, m int, a []float32, lda int, p *vec.PackedB, c, bias []float32, act vec.Unary) {
-	gemmUnits(ctx, m, p.N, p.K, func(r0, r1, p0, p1 int) {
+	cols := vec.Panel
+	if p.N <= vec.Narrow {
+		cols = p.N
+	}
+	gemmUnits(ctx, m, p.N, p.K, cols, func(r0, r1, p0, p1 int) {
 		vec.GemmPacked(m, a, lda, p, c, p.N, bias, false, act, r0, r1, p0, p1)
 	})
 }
@@ -194,7 +200,7 @@ func sgemmOn(ctx *kernels.Context, ta, tb bool, m, n, k int, alpha float32, a []
 		blas.SgemmOn(ctx, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	gemmUnits(ctx, m, n, k, func(r0, r1, p0, p1 int) {
+	gemmUnits(ctx, m, n, k, vec.Panel, func(r0, r1, p0, p1 int) {
 		c0, c1 := p0*vec.Panel, min(p1*vec.Panel, n)
 		off := c0
 		if tb {

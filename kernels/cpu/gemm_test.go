@@ -188,7 +188,7 @@ func TestGemmUnits(t *testing.T) {
 		for trial := 0; trial < 20; trial++ {
 			seen := make([]int, m*np)
 			ctx := &kernels.Context{Pool: randomSplits{r}}
-			gemmUnits(ctx, m, n, k, func(r0, r1, p0, p1 int) {
+			gemmUnits(ctx, m, n, k, vec.Panel, func(r0, r1, p0, p1 int) {
 				if r0 < 0 || r1 > m || r0 >= r1 || p0 < 0 || p1 > np || p0 >= p1 || (p1-p0 > 1 && (r0 != 0 || r1 != m)) {
 					t.Fatalf("%dx%dx%d: run(%d, %d, %d, %d)", m, k, n, r0, r1, p0, p1)
 				}
@@ -206,7 +206,7 @@ func TestGemmUnits(t *testing.T) {
 		}
 		// One chunk of the whole loop is one call.
 		var calls [][4]int
-		gemmUnits(&kernels.Context{Pool: wholeLoop{}}, m, n, k, func(r0, r1, p0, p1 int) { calls = append(calls, [4]int{r0, r1, p0, p1}) })
+		gemmUnits(&kernels.Context{Pool: wholeLoop{}}, m, n, k, vec.Panel, func(r0, r1, p0, p1 int) { calls = append(calls, [4]int{r0, r1, p0, p1}) })
 		if len(calls) != 1 || calls[0] != [4]int{0, m, 0, np} {
 			t.Fatalf("%dx%dx%d: one chunk ran as %v", m, k, n, calls)
 		}

@@ -7,9 +7,12 @@
 // GEMM against a B packed once (PackB, GemmPacked: panels of 32 columns,
 // tiles of up to 8 rows held in registers over the whole k, the rows in
 // blocks whose A stays in L2 while the block runs over every panel, bias
-// and activation applied as a tile is stored, Relu in registers; one row
+// and activation applied as a tile is stored, Relu and the exact GELU in
+// registers (the tile compiled once for each); one row
 // streams four panels at once, each element summed in the same order as
-// in a tile), A B^T of
+// in a tile; a B of at most 16 columns, a model's head, is packed as its
+// transpose and each element is a dot of rows, four rows by four columns
+// at a time, with GemmNT's bits), A B^T of
 // small matrices by dot products of rows (GemmNT), and a gather
 // of whole rows that prefetches the rows ahead of its copy (GatherRows:
 // embedding lookups in tables far larger than the caches).

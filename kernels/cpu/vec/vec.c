@@ -41,6 +41,16 @@ static inline __m512 relu16(__m512 v) {
 	return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
 }
 
+/* Whether the tiles apply act in registers before they store (act16);
+ * any other activation runs unary over the rows they stored. */
+static inline int act_in_regs(int act) {
+	return act == MS_RELU || act == MS_GELU_ERF;
+}
+
+static inline __m512 act16(int act, __m512 v) {
+	return act == MS_RELU ? relu16(v) : gelu_erf16_avx512(v);
+}
+
 /* The packed GEMM's tile: C rows [0, MR) x one panel of MS_PANEL columns,
  * acc[i] two registers of row i, started from C (accum), the bias or zero,
  * then every k in order: each element sums its products in k order, one
@@ -48,7 +58,7 @@ static inline __m512 relu16(__m512 v) {
  * is k rows of MS_PANEL floats (zero past column n), so its loads need no
  * mask; C's stores do. MR is a constant at each call (the switch below),
  * so the arrays live in registers. */
-static inline __attribute__((always_inline)) void gemmp_tile(const int mr, long k, const float *a, long lda,
+static inline __attribute__((always_inline)) void gemmp_tile(const int mr, const int ra, long k, const float *a, long lda,
 		const float *bp, float *c, long ldc, __mmask16 m0, __mmask16 m1, const float *bias, int accum, int act) {
 	__m512 acc0[MS_MR], acc1[MS_MR];
 	for (int i = 0; i < mr; i++) {
@@ -71,16 +81,16 @@ static inline __attribute__((always_inline)) void gemmp_tile(const int mr, long 
 			acc1[i] = _mm512_fmadd_ps(av, b1, acc1[i]);
 		}
 	}
-	if (act == MS_RELU)
-		for (int i = 0; i < mr; i++) {
-			acc0[i] = relu16(acc0[i]);
-			acc1[i] = relu16(acc1[i]);
-		}
 	for (int i = 0; i < mr; i++) {
-		_mm512_mask_storeu_ps(c + i * ldc, m0, acc0[i]);
-		_mm512_mask_storeu_ps(c + i * ldc + 16, m1, acc1[i]);
+		__m512 v0 = acc0[i], v1 = acc1[i];
+		if (ra >= 0) {
+			v0 = act16(ra, v0);
+			v1 = act16(ra, v1);
+		}
+		_mm512_mask_storeu_ps(c + i * ldc, m0, v0);
+		_mm512_mask_storeu_ps(c + i * ldc + 16, m1, v1);
 	}
-	if (act >= 0 && act != MS_RELU) {
+	if (act >= 0 && !act_in_regs(act)) {
 		int w = __builtin_popcount(m0) + __builtin_popcount(m1);
 		for (int i = 0; i < mr; i++) unary_avx512(act, c + i * ldc, c + i * ldc, w);
 	}
@@ -100,7 +110,11 @@ static void gemm_panel_avx512(long n, long k, const float *a, long lda, const fl
 		const float *ar = a + r * lda;
 		float *cr = c + r * ldc + c0;
 		switch (mr) {
-#define MS_TILE(R) case R: gemmp_tile(R, k, ar, lda, panel, cr, ldc, m0, m1, bb, accum, act); break;
+#define MS_TILE(R) case R: \
+	if (act == MS_RELU) gemmp_tile(R, MS_RELU, k, ar, lda, panel, cr, ldc, m0, m1, bb, accum, act); \
+	else if (act == MS_GELU_ERF) gemmp_tile(R, MS_GELU_ERF, k, ar, lda, panel, cr, ldc, m0, m1, bb, accum, act); \
+	else gemmp_tile(R, -1, k, ar, lda, panel, cr, ldc, m0, m1, bb, accum, act); \
+	break;
 		MS_TILE(1) MS_TILE(2) MS_TILE(3) MS_TILE(4) MS_TILE(5) MS_TILE(6) MS_TILE(7) MS_TILE(8)
 #undef MS_TILE
 		}
@@ -139,23 +153,92 @@ static void gemv_group_avx512(long n, long k, const float *a, const float *bp, f
 			acc[2 * g + 1] = _mm512_fmadd_ps(av, _mm512_loadu_ps(pp[g] + q * MS_PANEL + 16), acc[2 * g + 1]);
 		}
 	}
-	if (act == MS_RELU)
-		for (int h = 0; h < 2 * MS_GEMV_GROUP; h++) acc[h] = relu16(acc[h]);
+	if (act_in_regs(act))
+		for (int h = 0; h < 2 * MS_GEMV_GROUP; h++) acc[h] = act16(act, acc[h]);
 	for (int g = 0; g < MS_GEMV_GROUP; g++) {
 		float *cg = c + (p + g) * MS_PANEL;
 		_mm512_mask_storeu_ps(cg, mk[2 * g], acc[2 * g]);
 		_mm512_mask_storeu_ps(cg + 16, mk[2 * g + 1], acc[2 * g + 1]);
 	}
-	if (act >= 0 && act != MS_RELU) {
+	if (act >= 0 && !act_in_regs(act)) {
 		long c0 = p * MS_PANEL, end = (p + MS_GEMV_GROUP) * MS_PANEL;
 		unary_avx512(act, c + c0, c + c0, (end < n ? end : n) - c0);
 	}
 }
+/* out[i * ldo + j] = the dot of row i of A and row j of bt (k floats
+ * each) for i < R, j < J, R and J constants at each call (the switch in
+ * gemm_narrow_avx512) so that the R * J sums live in registers: each in
+ * 16 lanes, one FMA a chunk of 16 in k order, the last chunk masked, then
+ * across the lanes, as gemm_nt_avx512 sums a dot, whatever R and J. */
+static inline __attribute__((always_inline)) void dots_block(const int R, const int J, long k, const float *a, long lda,
+		const float *bt, long ldb, float *out, long ldo) {
+	long kf = k & ~15L;
+	__mmask16 tail = (__mmask16)((1u << (k - kf)) - 1);
+	__m512 s[4][4], bv[4];
+	for (int i = 0; i < R; i++)
+		for (int j = 0; j < J; j++) s[i][j] = _mm512_setzero_ps();
+	for (long p = 0; p < kf; p += 16) {
+		for (int j = 0; j < J; j++) bv[j] = _mm512_loadu_ps(bt + j * ldb + p);
+		for (int i = 0; i < R; i++) {
+			__m512 av = _mm512_loadu_ps(a + i * lda + p);
+			for (int j = 0; j < J; j++) s[i][j] = _mm512_fmadd_ps(av, bv[j], s[i][j]);
+		}
+	}
+	if (tail) {
+		for (int j = 0; j < J; j++) bv[j] = _mm512_maskz_loadu_ps(tail, bt + j * ldb + kf);
+		for (int i = 0; i < R; i++) {
+			__m512 av = _mm512_maskz_loadu_ps(tail, a + i * lda + kf);
+			for (int j = 0; j < J; j++) s[i][j] = _mm512_fmadd_ps(av, bv[j], s[i][j]);
+		}
+	}
+	for (int i = 0; i < R; i++)
+		for (int j = 0; j < J; j++) out[i * ldo + j] = _mm512_reduce_add_ps(s[i][j]);
+}
+
+/* Rows [r0, r1) of C = A B (+ bias, or + C) for a B of n <= MS_NARROW
+ * columns packed as B^T: each element a dot of rows (dots_block, four
+ * rows by four columns at a time), then the start value added and act
+ * applied to the row. A panel of 32 columns made a head of one column (an
+ * MLP's 256 x 1, a classifier's 2048 x 10) do 32x or 3.2x its work and
+ * read as many bytes of weights. */
+static void gemm_narrow_avx512(long n, long k, const float *a, long lda, const float *bt, float *c, long ldc,
+		const float *bias, int accum, int act, long r0, long r1) {
+	float dot[4 * MS_NARROW];
+	for (long r = r0; r < r1; r += 4) {
+		int R = r1 - r < 4 ? (int)(r1 - r) : 4;
+		for (long j = 0; j < n; j += 4) {
+			int J = n - j < 4 ? (int)(n - j) : 4;
+			const float *ar = a + r * lda, *bj = bt + j * k;
+			switch (R * 8 + J) {
+#define MS_DOTS(R, J) case R * 8 + J: dots_block(R, J, k, ar, lda, bj, k, dot + j, MS_NARROW); break;
+			MS_DOTS(1, 1) MS_DOTS(1, 2) MS_DOTS(1, 3) MS_DOTS(1, 4) MS_DOTS(2, 1) MS_DOTS(2, 2) MS_DOTS(2, 3) MS_DOTS(2, 4)
+			MS_DOTS(3, 1) MS_DOTS(3, 2) MS_DOTS(3, 3) MS_DOTS(3, 4) MS_DOTS(4, 1) MS_DOTS(4, 2) MS_DOTS(4, 3) MS_DOTS(4, 4)
+#undef MS_DOTS
+			}
+		}
+		for (int i = 0; i < R; i++) {
+			float *cr = c + (r + i) * ldc;
+			const float *d = dot + i * MS_NARROW;
+			for (long j = 0; j < n; j++)
+				cr[j] = accum ? cr[j] + d[j] : bias ? bias[j] + d[j] : d[j];
+			if (act >= 0)
+				unary_avx512(act, cr, cr, n);
+		}
+	}
+}
+
 /* Floats of A in one block of rows (gemm_packed_avx512). */
 #define MS_ABLOCK 65536
 static int gemm_packed_avx512(long m, long n, long k, const float *a, long lda, const float *bp, float *c, long ldc,
 		const float *bias, int accum, int act, long r0, long r1, long p0, long p1) {
 	long p = p0;
+	if (n <= MS_NARROW) {
+		if (k > 0)
+			gemm_narrow_avx512(n, k, a, lda, bp, c, ldc, bias, accum, act, r0, r1);
+		else
+			gemm_panel_avx512(n, k, a, lda, bp, c, ldc, bias, accum, act, r0, r1, 0);
+		return 1;
+	}
 	if (r1 - r0 == 1)
 		for (; p + MS_GEMV_GROUP <= p1; p += MS_GEMV_GROUP)
 			gemv_group_avx512(n, k, a + r0 * lda, bp, c + r0 * ldc, bias, accum, act, p);

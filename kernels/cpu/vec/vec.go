@@ -297,11 +297,17 @@ const Panel = C.MS_PANEL
 
 // PackedB is the right-hand matrix of a GEMM packed once for GemmPacked:
 // panels of Panel columns, each K rows of Panel floats, zero past column
-// N. A constant weight is packed when its node first runs and kept.
+// N; or, when N is at most Narrow, one panel holding op(B)^T (N rows of
+// K), which GemmPacked reads by dot products of rows rather than a tile
+// 32 columns wide. A constant weight is packed when its node first runs
+// and kept.
 type PackedB struct {
 	K, N int
 	data []float32
 }
+
+// Narrow is the most columns of a PackedB held transposed (PackedB).
+const Narrow = C.MS_NARROW
 
 // Panels is the number of panels, ceil(N / Panel).
 func (p *PackedB) Panels() int { return (p.N + Panel - 1) / Panel }
@@ -317,6 +323,20 @@ func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
 		panic(fmt.Sprintf("vec: PackB with k=%d n=%d ldb=%d len(b)=%d transB=%v", k, n, ldb, len(b), transB))
 	}
 	p := &PackedB{K: k, N: n}
+	if n <= Narrow && k > 0 {
+		p.data = make([]float32, n*k)
+		for j := 0; j < n; j++ {
+			col := p.data[j*k : (j+1)*k]
+			if transB {
+				copy(col, b[j*ldb:])
+			} else {
+				for r := range col {
+					col[r] = b[r*ldb+j]
+				}
+			}
+		}
+		return p
+	}
 	p.data = make([]float32, p.Panels()*k*Panel)
 	for pi := 0; pi < p.Panels(); pi++ {
 		panel := p.data[pi*k*Panel : (pi+1)*k*Panel]
@@ -339,7 +359,9 @@ func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
 // row-major, row stride ldc) to A B + bias (accum: + C), then act (< 0:
 // none) on what it wrote; A is m x p.K, row-major (row stride lda); bias
 // nil adds nothing. Every element sums its products in k order from its
-// start value, so a block's bits do not depend on how C is split. It
+// start value (with p.N <= Narrow: a dot of A's row and B's column summed
+// in 16 lanes, then added to the start value), so a block's bits do not
+// depend on how C is split. It
 // reports false, writing nothing, on a CPU without the kernel (it needs
 // AVX-512): the caller takes another GEMM then.
 func GemmPacked(m int, a []float32, lda int, p *PackedB, c []float32, ldc int, bias []float32, accum bool, act Unary, r0, r1, p0, p1 int) bool {
@@ -371,8 +393,9 @@ func GemmPacked(m int, a []float32, lda int, p *PackedB, c []float32, ldc int, b
 // (row stride lda), op(B) k x n from B k x n (row stride ldb), or n x k
 // when transB. It is GemmPacked's kernel with B packed one panel at a time
 // as it goes, each panel read once and used by every row: the same sums as
-// GemmPacked, so a block of columns computed on its own (columns from a
-// multiple of Panel) has the bits of the whole. It reports false, writing
+// GemmPacked's tiles (not its dots for a B of at most Narrow columns), so
+// a block of columns computed on its own (columns from a multiple of
+// Panel) has the bits of the whole. It reports false, writing
 // nothing, on a CPU without the kernel (AVX-512).
 func Gemm(transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) bool {
 	rb, cb := k, n

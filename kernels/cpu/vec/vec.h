@@ -56,12 +56,16 @@ void ms_channel_affine_f32(float *x, long rows, long c, const float *scale, cons
 /* The packed GEMM: C = A B (+ bias, or + C when accum), then act (< 0:
  * none), for rows [r0, r1) of C and panels [p0, p1) of B, B packed as
  * panels of MS_PANEL columns, each k rows of MS_PANEL floats (vec.PackB's
- * layout, zero past column n). A is row-major (row stride lda), C too.
- * Each element sums in k order from its start value, so a block's result
- * does not depend on the blocks around it. Returns 0 where the CPU lacks
- * the kernel (AVX-512 only): nothing is written then. */
+ * layout, zero past column n), or, for n <= MS_NARROW, as op(B)^T (n x k,
+ * row-major: one panel, a column of B a row). A is row-major (row stride
+ * lda), C too. Each element sums in k order from its start value (narrow:
+ * a dot of A's row and B's column in 16 lanes, then the start value
+ * added), so a block's result does not depend on the blocks around it.
+ * Returns 0 where the CPU lacks the kernel (AVX-512 only): nothing is
+ * written then. */
 #define MS_PANEL 32
 #define MS_MR 8
+#define MS_NARROW 16
 /* C = A op(B) (op(B) k x n; B is n x k when transb), A and C row-major:
  * ms_gemm_packed_f32's kernel with B packed a panel at a time as it goes
  * (malloc'd scratch), for a B that is not kept packed. 0 where the CPU

@@ -147,6 +147,36 @@ static inline float SFX(erf_f)(float x) {
 	return y;
 }
 
+#if defined(__AVX512F__)
+/* 0.5 v (1 + erf(v / sqrt 2)) on 16 lanes: erf_f's operations as GCC
+ * compiles them (each p * x2 + c one FMA, the rest as written), so that a
+ * lane has the bits of the scalar expression, and the one GELU that both
+ * unary's loop and the packed GEMM's tiles (in registers, before they
+ * store) run. */
+static inline __m512 SFX(gelu_erf16)(__m512 v) {
+	__m512 u = _mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f));
+	__m512 x2 = _mm512_mul_ps(u, u);
+	__m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0.00022905065861350646f), x2, _mm512_set1_ps(0.0034082910107109506f));
+	p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(0.050955695062380861f));
+	p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(0.18520832239976145f));
+	p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(1.128379143519084f));
+	p = _mm512_mul_ps(p, u);
+	__m512 q = _mm512_fmadd_ps(_mm512_set1_ps(-1.1791602954361697e-7f), x2, _mm512_set1_ps(0.000023547966471313185f));
+	q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(0.0010179625278914885f));
+	q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(0.014070470171167667f));
+	q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(0.11098505178285362f));
+	q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(0.49746925110067538f));
+	q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(1.0f));
+	/* +-1 where |u| >= 3.8325 (NaN compares false and keeps p / q). */
+	__mmask16 sat = _mm512_cmp_ps_mask(_mm512_abs_ps(u), _mm512_set1_ps(3.832506856900711f), _CMP_GE_OQ);
+	__m512 one = _mm512_set1_ps(1.0f);
+	__m512 s1 = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(one),
+		_mm512_and_si512(_mm512_castps_si512(u), _mm512_set1_epi32((int)0x80000000u))));
+	__m512 y = _mm512_mask_blend_ps(sat, _mm512_div_ps(p, q), s1);
+	return _mm512_mul_ps(_mm512_mul_ps(v, _mm512_set1_ps(0.5f)), _mm512_add_ps(one, y));
+}
+#endif
+
 /* sqrt through intrinsics: GCC keeps a libm call (for errno) in a plain
  * sqrtf loop and will not vectorise it. */
 static void SFX(sqrt_loop)(const float *restrict x, float *restrict y, long n, int recip) {
@@ -256,7 +286,14 @@ static void SFX(unary)(int op, const float *restrict x, float *restrict y, long 
 		for (i = 0; i < n; i++) { float v = x[i]; y[i] = v / (1.0f + __builtin_fabsf(v)); }
 		break;
 	case MS_GELU_ERF:
-		for (i = 0; i < n; i++) {
+		i = 0;
+#if defined(__AVX512F__)
+		for (; i < n; i += 16) {
+			__mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+			_mm512_mask_storeu_ps(y + i, m, SFX(gelu_erf16)(_mm512_maskz_loadu_ps(m, x + i)));
+		}
+#endif
+		for (; i < n; i++) {
 			float v = x[i];
 			y[i] = 0.5f * v * (1.0f + SFX(erf_f)(v * 0.70710678118654752f));
 		}

@@ -643,6 +643,45 @@ func TestChannelAffine(t *testing.T) {
 	})
 }
 
+// TestGemmPackedActBits holds every activation of the packed GEMM's
+// epilogue, whether its tiles apply it in registers (Relu, the exact
+// GELU) or call MapUnary on the rows they stored, to MapUnary's bits over
+// the product without it: a fused layer gives what the unfused kernels
+// give, for tiles and for the one-row GEMV, at every width a panel can
+// have. Inputs are scaled so that the GELU's erf saturates in some lanes.
+func TestGemmPackedActBits(t *testing.T) {
+	if SetLevel(AVX512) < AVX512 {
+		t.Skip("the packed GEMM needs AVX-512")
+	}
+	r := newRand(t)
+	randn := func(n int, scale float64) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * scale)
+		}
+		return x
+	}
+	for _, act := range []Unary{Relu, Relu6, Elu, Selu, Tanh, Sigmoid, GeluErf, GeluTanh} {
+		for _, m := range []int{1, 5, 9} {
+			for _, n := range []int{1, 17, 33, 70, 130} {
+				for _, k := range []int{3, 64} {
+					a, b, bias := randn(m*k, 1), randn(k*n, 3/math.Sqrt(float64(k))), randn(n, 1)
+					p := PackB(false, k, n, b, n)
+					want, got := make([]float32, m*n), make([]float32, m*n)
+					GemmPacked(m, a, k, p, want, n, bias, false, -1, 0, m, 0, p.Panels())
+					MapUnary(act, want, want)
+					GemmPacked(m, a, k, p, got, n, bias, false, act, 0, m, 0, p.Panels())
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("act %d m=%d n=%d k=%d: C[%d] = %g (%#x), MapUnary gives %g (%#x)", act, m, n, k, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestGemmPacked checks the packed GEMM against float64 sums over shapes
 // around its tile (8 rows) and panel (32 columns), B plain and
 // transposed, with bias, accumulation and activation, and that any split
@@ -660,8 +699,8 @@ func TestGemmPacked(t *testing.T) {
 		return x
 	}
 	for _, m := range []int{1, 2, 7, 8, 9, 16, 17, 70} {
-		for _, n := range []int{1, 16, 17, 31, 32, 33, 100, 130, 300} {
-			for _, k := range []int{0, 1, 5, 130} {
+		for _, n := range []int{1, 10, 16, 17, 31, 32, 33, 100, 130, 300} {
+			for _, k := range []int{0, 1, 5, 17, 130} {
 				for _, v := range []struct {
 					transB, bias, accum bool
 					act                 Unary
@@ -748,8 +787,31 @@ func TestGemmPacked(t *testing.T) {
 							}
 						}
 					}
-					// Gemm, packing as it goes, has GemmPacked's bits.
-					if !v.bias && !v.accum && v.act < 0 {
+					// A narrow B's dots are GemmNT's, bit for bit.
+					if n <= Narrow && k > 0 && !v.bias && !v.accum && v.act < 0 {
+						bt := make([]float32, n*k)
+						for j := 0; j < n; j++ {
+							for q := 0; q < k; q++ {
+								if v.transB {
+									bt[j*k+q] = b[j*ldb+q]
+								} else {
+									bt[j*k+q] = b[q*ldb+j]
+								}
+							}
+						}
+						g := append([]float32(nil), c0...)
+						if !GemmNT(m, n, k, a, lda, bt, k, g, ldc, false) {
+							t.Fatal("GemmNT refused at AVX-512")
+						}
+						for i := range g {
+							if math.Float32bits(g[i]) != math.Float32bits(c[i]) {
+								t.Fatalf("m=%d n=%d k=%d %+v: GemmNT differs from a narrow GemmPacked at %d: %g vs %g", m, n, k, v, i, g[i], c[i])
+							}
+						}
+					}
+					// Gemm, packing as it goes, has GemmPacked's bits
+					// where GemmPacked runs tiles (a narrow B is dots).
+					if !v.bias && !v.accum && v.act < 0 && n > Narrow {
 						g := append([]float32(nil), c0...)
 						if !Gemm(v.transB, m, n, k, a, lda, b, ldb, g, ldc) {
 							t.Fatal("Gemm refused at AVX-512")
@@ -878,6 +940,28 @@ func TestGemmPackedRowBlocks(t *testing.T) {
 				if math.Float32bits(row[j]) != math.Float32bits(c[i*n+j]) || math.Float32bits(s[i*n+j]) != math.Float32bits(c[i*n+j]) {
 					t.Fatalf("%dx%dx%d: C[%d,%d] = %g whole, %g alone, %g split", m, k, n, i, j, c[i*n+j], row[j], s[i*n+j])
 				}
+			}
+		}
+	}
+}
+
+// TestPackBNarrow: a B of at most Narrow columns is held as its n x k
+// transpose, not in a panel 32 columns wide, so that a head of one column
+// streams k floats a row rather than 32 k (TestGemmPacked checks its
+// products).
+func TestPackBNarrow(t *testing.T) {
+	for _, c := range []struct{ k, n, want int }{{256, 1, 256}, {2048, 10, 20480}, {64, 16, 1024}, {64, 17, 2048}, {0, 1, 0}} {
+		for _, transB := range []bool{false, true} {
+			b := make([]float32, c.k*c.n)
+			for i := range b {
+				b[i] = float32(i)
+			}
+			ldb := c.n
+			if transB {
+				ldb = max(c.k, 1)
+			}
+			if got := len(PackB(transB, c.k, c.n, b, ldb).data); got != c.want {
+				t.Errorf("PackB(%v, k=%d, n=%d) holds %d floats, want %d", transB, c.k, c.n, got, c.want)
 			}
 		}
 	}
