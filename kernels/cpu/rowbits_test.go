@@ -13,7 +13,8 @@ import (
 // gives a row the same bits whether the row comes alone or in a batch of
 // 17 (a request's output must not depend on the batch it was served in):
 // every unary op with a vec path, and Softmax / LogSoftmax, at row lengths
-// on both sides of vecMin, run serially and on a pool.
+// on both sides of vecMin, run serially and on a pool, inputs with signed
+// zeros among them.
 func TestRowBitsIndependentOfBatch(t *testing.T) {
 	r := newRand(t)
 	ops := []string{"Softmax", "LogSoftmax"}
@@ -34,8 +35,13 @@ func TestRowBitsIndependentOfBatch(t *testing.T) {
 			x, _ := randTensor(r, f32, tensor.Shape{17, n})
 			for i, v := range x.F32() {
 				x.F32()[i] = v * 3
-				if op == "Log" || op == "Sqrt" || op == "Rsqrt" {
+				switch {
+				case op == "Log" || op == "Sqrt" || op == "Rsqrt":
 					x.F32()[i] = float32(math.Abs(float64(v*3))) + 1e-3
+				case i%7 == 3:
+					// Signed zeros and small negatives (Round of -0.4
+					// is -0 in TF).
+					x.F32()[i] = float32(math.Copysign(0, -1)) * float32(i%2) - 0.4*float32(i%3)
 				}
 			}
 			for _, p := range []kernels.Parallelizer{kernels.Serial{}, pool{}} {

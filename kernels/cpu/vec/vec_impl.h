@@ -269,7 +269,7 @@ static void SFX(unary)(int op, const float *restrict x, float *restrict y, long 
 			float v = x[i];
 			float a = v < 0 ? -v : v;
 			float r = (a + 8388608.0f) - 8388608.0f;
-			r = v < 0 ? -r : r;
+			r = __builtin_copysignf(r, v); /* -0 and -0.4 give -0, as TF */
 			y[i] = a < 8388608.0f ? r : v;
 		}
 		break;
