@@ -41,7 +41,7 @@ func TestRowBitsIndependentOfBatch(t *testing.T) {
 				case i%7 == 3:
 					// Signed zeros and small negatives (Round of -0.4
 					// is -0 in TF).
-					x.F32()[i] = float32(math.Copysign(0, -1)) * float32(i%2) - 0.4*float32(i%3)
+					x.F32()[i] = float32(math.Copysign(0, -1))*float32(i%2) - 0.4*float32(i%3)
 				}
 			}
 			for _, p := range []kernels.Parallelizer{kernels.Serial{}, pool{}} {
