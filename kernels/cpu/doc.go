@@ -25,9 +25,13 @@
 // Data movement beyond array.go lives in array2.go: Slice, Tile, Pad,
 // MirrorPad, ReverseV2 and BroadcastTo are one copier (mapCopy) driven by a
 // source index per output coordinate of each dimension, copying runs of the
-// last dimension as blocks. Output buffers may be recycled by the session's
-// allocator, so every kernel writes every output element (zeros included);
-// the conformance runner poisons output buffers to hold kernels to it.
+// last dimension as blocks. The space/batch/depth rearrangements live in
+// spacebatch.go: SpaceToDepth and DepthToSpace are Transpose's strided
+// copier over a 6-D view, the four space/batch ops one loop over rows of
+// the remaining dims that copies, zero-pads or crops each. Output buffers
+// may be recycled by the session's allocator, so every kernel writes every
+// output element (zeros included); the conformance runner poisons output
+// buffers to hold kernels to it.
 //
 // Argument checks shared with other devices: an op's validation (codes,
 // messages, the output shape it implies) lives once, in an exported
@@ -37,7 +41,8 @@
 // ReverseArgs, BroadcastToArgs, SplitArgs, SplitVArgs, ConcatArgs,
 // PackArgs, UnpackArgs, TransposeArgs, GatherArgs, GatherNdArgs,
 // OneHotArgs, MatrixBandPartArgs); others sit beside their kernel
-// (StridedSliceArgs and ParseStridedSliceMasks in stridedslice.go;
+// (SpaceBatchArgs and SpaceDepthArgs in spacebatch.go;
+// StridedSliceArgs and ParseStridedSliceMasks in stridedslice.go;
 // Conv2DArgs, Conv2DLimits, ParseDepthwiseAttrs, DepthwiseArgs,
 // ParseConv2DBackpropInputAttrs and Conv2DBackpropInputArgs in nn_conv.go
 // beside ParseConv2DAttrs; ParseBatchNormAttrs, BatchNormArgs,
