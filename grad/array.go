@@ -63,6 +63,24 @@ func init() {
 		return out
 	}, "Pad", "PadV2", "MirrorPad")
 	register(tileGrad, "Tile")
+	// The space/batch and space/depth pairs are each other's gradients
+	// (TF's array_grad.cc): the same block and paddings or crops, which
+	// get no gradient.
+	for op, inv := range map[string]string{"SpaceToBatchND": "BatchToSpaceND", "BatchToSpaceND": "SpaceToBatchND"} {
+		register(func(b *Builder, n *graph.Node, dy []graph.Output) []graph.Output {
+			return []graph.Output{b.Op(inv, nil, dy[0], in(n, 1), in(n, 2)), none, none}
+		}, op)
+	}
+	for op, inv := range map[string]string{"SpaceToBatch": "BatchToSpace", "BatchToSpace": "SpaceToBatch"} {
+		register(func(b *Builder, n *graph.Node, dy []graph.Output) []graph.Output {
+			return []graph.Output{b.Op(inv, copyAttrs(n, "block_size"), dy[0], in(n, 1)), none}
+		}, op)
+	}
+	for op, inv := range map[string]string{"SpaceToDepth": "DepthToSpace", "DepthToSpace": "SpaceToDepth"} {
+		register(func(b *Builder, n *graph.Node, dy []graph.Output) []graph.Output {
+			return []graph.Output{b.Op(inv, copyAttrs(n, "block_size", "data_format"), dy[0])}
+		}, op)
+	}
 	register(gatherGrad, "GatherV2")
 	register(func(b *Builder, n *graph.Node, dy []graph.Output) []graph.Output {
 		u := b.node("Unpack", A{"axis": n.Attrs["axis"], "num": graph.AttrInt(int64(len(n.Inputs)))}, dy[0])

@@ -232,6 +232,22 @@ var cases = []gcase{
 		y = c.op("Tile", nil, y, c.i32(2, 1))
 		c.ys = []graph.Output{c.op("Mul", nil, y, c.w(6, 8))}
 	}, false},
+	{"space to batch and back", func(c *cb) {
+		// The dilated convolution's lowering, and the 4-D forms.
+		pads := c.konst(tensor.FromI32(tensor.Shape{2, 2}, []int32{2, 3, 2, 1}))
+		s := c.op("SpaceToBatchND", nil, c.x(1, 7, 9, 2), c.i32(2, 2), pads)
+		y := c.op("BatchToSpaceND", nil, c.op("Mul", nil, s, c.w(4, 6, 6, 2)), c.i32(2, 2), c.konst(tensor.FromI32(tensor.Shape{2, 2}, []int32{1, 2, 0, 3})))
+		bs := grad.A{"block_size": graph.AttrInt(2)}
+		z := c.op("BatchToSpace", bs, c.op("SpaceToBatch", bs, c.x(2, 3, 4, 1), c.konst(tensor.FromI32(tensor.Shape{2, 2}, []int32{1, 0, 0, 2}))),
+			c.konst(tensor.FromI32(tensor.Shape{2, 2}, []int32{0, 1, 1, 1})))
+		c.ys = []graph.Output{c.op("Mul", nil, y, c.w(1, 9, 9, 2)), c.op("Square", nil, z)}
+	}, false},
+	{"space to depth and back", func(c *cb) {
+		bs := grad.A{"block_size": graph.AttrInt(2)}
+		d := c.op("SpaceToDepth", bs, c.x(2, 4, 6, 3))
+		s := c.op("DepthToSpace", bs, c.op("Mul", nil, d, c.w(2, 2, 3, 12)))
+		c.ys = []graph.Output{c.op("Mul", nil, s, c.w(2, 4, 6, 3)), c.op("Square", nil, c.op("DepthToSpace", bs, c.x(1, 2, 2, 8)))}
+	}, false},
 	{"pack unpack expanddims", func(c *cb) {
 		a, b := c.x(3), c.x(3)
 		p := c.op("Pack", grad.A{"axis": graph.AttrInt(1)}, []graph.Output{a, b})

@@ -13,8 +13,6 @@ import (
 var notYet = map[string]string{
 	"Angle": "complex", "Complex": "complex", "Conj": "complex", "Imag": "complex", "Real": "complex",
 	"AvgPool3D": "no 3-D pooling kernels", "MaxPool3D": "no 3-D pooling kernels",
-	"BatchToSpace": "no kernel", "BatchToSpaceND": "no kernel", "SpaceToBatch": "no kernel",
-	"SpaceToBatchND": "no kernel", "DepthToSpace": "no kernel", "SpaceToDepth": "no kernel",
 	"CropAndResize": "no kernel", "ResizeBicubic": "no kernel", "ScaleAndTranslate": "no kernel",
 	"ResizeBilinear": "no ResizeBilinearGrad kernel", "ResizeNearestNeighbor": "no ResizeNearestNeighborGrad kernel",
 	"LRN": "no LRNGrad kernel", "MaxPoolV2": "no MaxPoolGradV2 kernel",
