@@ -233,10 +233,35 @@ def keras_models(plans, rng):
     m = K.Sequential([K.layers.Input((7, 8)), K.layers.LSTM(16), K.layers.Dense(4)])
     keras_case(plans, "keras_lstm", m, [((B, 7, 8), np.float32)], rng)
 
+    # Dilated convolutions (DeepLab's atrous layers): Keras lowers them to
+    # SpaceToBatchND -> Conv2D -> BatchToSpaceND, padded for "same", and
+    # tf.nn.atrous_conv2d does too.
+    x = K.layers.Input((15, 17, 3))
+    h = K.layers.Conv2D(8, 3, dilation_rate=2, padding="same", activation="relu")(x)
+    h = K.layers.Conv2D(6, 3, dilation_rate=(2, 3), padding="valid")(h)
+    w = tf.constant(rng.standard_normal((3, 3, 6, 4)).astype(np.float32) * 0.3)
+    y = K.layers.Lambda(lambda t: tf.nn.atrous_conv2d(t, w, rate=3, padding="SAME"))(h)
+    keras_case(plans, "keras_dilated_conv", K.Model(x, y), [((B, 15, 17, 3), np.float32)], rng,
+               needs={"SpaceToBatchND", "BatchToSpaceND"})
 
-def keras_case(plans, name, model, inputs, rng, ints=None):
+    # Sub-pixel convolution (super-resolution's pixel shuffle) and its
+    # inverse: DepthToSpace and SpaceToDepth.
+    x = K.layers.Input((6, 5, 3))
+    h = K.layers.Conv2D(12, 3, padding="same", activation="relu")(x)
+    h = K.layers.Lambda(lambda t: tf.nn.depth_to_space(t, 2))(h)
+    h = K.layers.Conv2D(2, 3, padding="same")(h)
+    y = K.layers.Lambda(lambda t: tf.nn.space_to_depth(t, 3))(h[:, :, :9, :])
+    keras_case(plans, "keras_pixel_shuffle", K.Model(x, y), [((B, 6, 5, 3), np.float32)], rng,
+               needs={"DepthToSpace", "SpaceToDepth"})
+
+
+def keras_case(plans, name, model, inputs, rng, ints=None, needs=()):
+    """needs: ops the frozen graph must hold, the case's point."""
     specs = [tf.TensorSpec((None,) + shape[1:], dt) for shape, dt in inputs]
     gd, ins, outs = freeze(model, specs)
+    lacking = set(needs) - {n.op for n in gd.node}
+    if lacking:
+        raise SystemExit("%s: the frozen graph has no %s" % (name, ", ".join(sorted(lacking))))
     feeds = {}
     for ref, (shape, dt) in zip(ins, inputs):
         if ints:
