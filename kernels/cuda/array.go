@@ -28,6 +28,35 @@ func init() {
 	})
 	reg("ConcatV2", "T", fixedTypes, []string{"axis"}, fn(func(k kctx) error { return concatGPU(k, false) }))
 	reg("Transpose", "T", fixedTypes, []string{"perm"}, fn(transpose))
+	for _, op := range []string{"SpaceToBatchND", "BatchToSpaceND", "SpaceToBatch", "BatchToSpace"} {
+		toBatch, nd := op[:5] == "Space", op[len(op)-2:] == "ND"
+		host := []string{"crops"}
+		if toBatch {
+			host = []string{"paddings"}
+		}
+		if nd {
+			host = append(host, "block_shape")
+		}
+		reg(op, "T", realTypes, host, func(n *graph.Node) (kernels.Kernel, error) {
+			bs := int64(0)
+			if !nd {
+				bs = n.Attrs["block_size"].GetI()
+			}
+			return fn(func(k kctx) error { return spaceBatch(k, toBatch, bs) })(n)
+		})
+	}
+	for _, op := range []string{"SpaceToDepth", "DepthToSpace"} {
+		toDepth := op == "SpaceToDepth"
+		reg(op, "T", fixedTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
+			// TF's GPU kernel takes NCHW too; this one does not yet, and
+			// such a node runs on the host, which fails it as TF's CPU.
+			if f := n.Attrs["data_format"]; f != nil && string(f.GetS()) != "NHWC" {
+				return nil, status.Errorf(status.Unimplemented, "no GPU %s with data_format %s (node '%s')", op, f.GetS(), n.Name)
+			}
+			bs := n.Attrs["block_size"].GetI()
+			return fn(func(k kctx) error { return spaceDepth(k, toDepth, bs) })(n)
+		})
+	}
 
 	// Metadata-only ops: their output is the input with another shape (or
 	// the input itself), so the host kernels, which never read element
@@ -94,7 +123,47 @@ func transpose(k kctx) error {
 	if err != nil {
 		return err
 	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	// Input strides, permuted: output dim i reads input dim perm[i].
 	r := len(out)
+	ist := make([]int64, r)
+	p := int64(1)
+	for i := r - 1; i >= 0; i-- {
+		ist[i] = p
+		p *= in.Shape[i]
+	}
+	st := make([]int64, r)
+	for i, pi := range perm {
+		st[i] = ist[pi]
+	}
+	return permute(k, o, in, out, st)
+}
+
+// spaceDepth is SpaceToDepth's (toDepth) and DepthToSpace's GPU kernel:
+// the CPU's checks, then the permutation they describe.
+func spaceDepth(k kctx, toDepth bool, bs int64) error {
+	out, view, st, err := cpu.SpaceDepthArgs(k.Context, toDepth, bs)
+	if err != nil {
+		return err
+	}
+	o, err := k.Allocate(0, out)
+	if err != nil {
+		return err
+	}
+	return permute(k, o, k.Input(0), view, st)
+}
+
+// spaceBatch is the GPU kernel of the four space/batch ops: the CPU's
+// checks and merged geometry, then one thread per batch-side element.
+func spaceBatch(k kctx, toBatch bool, blockSize int64) error {
+	g, out, err := cpu.SpaceBatchArgs(k.Context, toBatch, blockSize)
+	if err != nil {
+		return err
+	}
+	in := k.Input(0)
 	o, err := k.Allocate(0, out)
 	if err != nil {
 		return err
@@ -103,17 +172,37 @@ func transpose(k kctx) error {
 	if n == 0 {
 		return nil
 	}
-	// Input strides, then merge output dims that are adjacent and in order
-	// in the input too (and drop size-1 dims).
-	ist := make([]int64, r)
-	p := int64(1)
-	for i := r - 1; i >= 0; i-- {
-		ist[i] = p
-		p *= in.Shape[i]
+	space, batch := o, in
+	if toBatch {
+		space, batch = in, o
 	}
+	meta := make([]int64, 4+4*4)
+	meta[0], meta[1], meta[2] = int64(len(g.Block)), g.Batch, g.Inner
+	if toBatch {
+		meta[3] = 1
+	}
+	copy(meta[4:8], g.Block)
+	copy(meta[8:12], g.Start)
+	copy(meta[12:16], g.Space)
+	copy(meta[16:20], g.Y)
+	var args cu.Args
+	args.Ptr(ptr(space)).Ptr(ptr(batch)).I64(batch.NumElements()).I64s(meta...)
+	return k.launchN(arrays, "spacebatch_"+sizeName(in.DType), batch.NumElements(), &args)
+}
+
+// permute fills o, seen as shape view (row-major), from in, whose element
+// for view index (i0, ..., ir) sits at sum(ik * st[k]): Transpose's
+// kernel, for any move that is a permutation of a view.
+func permute(k kctx, o, in *tensor.Tensor, view tensor.Shape, st []int64) error {
+	n := o.NumElements()
+	if n == 0 {
+		return nil
+	}
+	// Merge output dims that are adjacent and in order in the input too
+	// (and drop size-1 dims).
 	var dims, str []int64
-	for i, pi := range perm {
-		d, s := out[i], ist[pi]
+	for i, d := range view {
+		s := st[i]
 		if d == 1 {
 			continue
 		}

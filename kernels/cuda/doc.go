@@ -84,7 +84,11 @@
 //     26; concat and split of column
 //     blocks for Pack, Concat, ConcatV2, Split, SplitV and Unpack, up to
 //     28 inputs or outputs a launch (a node of many small ones, as DLRM's
-//     stack of its embeddings, is one launch, not one each); Transpose.
+//     stack of its embeddings, is one launch, not one each); Transpose,
+//     whose permutation kernel also serves SpaceToDepth and DepthToSpace
+//     (NHWC; an NCHW node runs on the host, which fails it as TF's CPU
+//     does); SpaceToBatch(ND) and BatchToSpace(ND), one thread per
+//     batch-side element over cpu.SpaceBatchArgs' merged geometry.
 //   - math.cu: unary math and activations for every dtype the CPU
 //     registers (Abs, Neg, Sign, Square, Reciprocal/Inv, Sqrt, Rsqrt, Exp,
 //     Expm1, Log, Log1p, Sin, Cos, Erf, Floor, Ceil, Round, Relu6, Elu,

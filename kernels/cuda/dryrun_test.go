@@ -47,8 +47,8 @@ var paramSizes = map[string]kparam{
 	"RedMeta": {8 * (2 + 4*8), 8, "", 0}, "Perm": {8 * (1 + 2*8), 8, "", 0}, "Ptrs8": {64, 8, "", 8},
 	"Cols28": {8 * (28 + 29), 8, "", 28}, "GatherN32": {8 * (3*32 + 3*32), 8, "", 3 * 32}, // array.cu's
 	"Strided": {8 * (2 + 6*8), 8, "", 0}, "NdMeta": {8 * (1 + 2*8), 8, "", 0}, "Conv": {8 * 20, 8, "", 0}, "Chain": {8 * 17, 8, "", 0},
-	"WhereDims": {8 * (2 + 2*8), 8, "", 0},
-	"PoolG":     {8 * 12, 8, "", 0}, "ConvF": {8 * 15, 8, "", 0}, "SliceG": {8 * 33, 8, "", 0}, // gradnn.cu
+	"WhereDims": {8 * (2 + 2*8), 8, "", 0}, "SB": {8 * (4 + 4*4), 8, "", 0},
+	"PoolG": {8 * 12, 8, "", 0}, "ConvF": {8 * 15, 8, "", 0}, "SliceG": {8 * 33, 8, "", 0}, // gradnn.cu
 }
 
 var kernelRe = regexp.MustCompile(`extern\s+"C"\s+__attribute__\(\(global\)\)\s+void\s+(\w+)\s*\(([^)]*)\)`)

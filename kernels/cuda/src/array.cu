@@ -119,3 +119,54 @@ TRANSPOSE(u16, 2)
 TRANSPOSE(u32, 4)
 TRANSPOSE(u64, 8)
 TRANSPOSE(u128, 16)
+
+// SpaceToBatchND / BatchToSpaceND (cpu.SpaceBatchGeom): batch-side
+// element i is element e of row r = i / inner; r decomposes into the
+// batch-side batch ob and y[], ob into the block offsets and b, and the
+// space-side row is b, y[d]*block[d] + offset[d] - start[d]. Going to the
+// batch side an element outside the space side is padding (zero); going
+// to the space side it is cropped (not written).
+struct SB {
+	i64 m, batch, inner, to_batch;
+	i64 block[4], start[4], space[4], y[4];
+};
+#define SPACEBATCH(T, SZ)                                                                               \
+	extern "C" __global__ void spacebatch_##SZ(T *__restrict__ sp, T *__restrict__ bt, i64 n, SB g) { \
+		GRID_LOOP(i, n) {                                                                         \
+			i64 r = i / g.inner, e = i - r * g.inner;                                         \
+			i64 yv[4];                                                                        \
+			for (int d = (int)g.m - 1; d >= 0; d--) {                                         \
+				i64 q = r / g.y[d];                                                       \
+				yv[d] = r - q * g.y[d];                                                   \
+				r = q;                                                                    \
+			}                                                                                 \
+			i64 off = r / g.batch, src = r - off * g.batch;                                   \
+			bool inside = true;                                                               \
+			for (int d = 0; d < (int)g.m; d++) src *= g.space[d];                             \
+			i64 st = 1;                                                                       \
+			for (int d = (int)g.m - 1; d >= 0; d--) {                                         \
+				i64 q = off / g.block[d];                                                 \
+				i64 s = yv[d] * g.block[d] + (off - q * g.block[d]) - g.start[d];         \
+				off = q;                                                                  \
+				if (s < 0 || s >= g.space[d]) {                                           \
+					inside = false;                                                   \
+					break;                                                            \
+				}                                                                         \
+				src += s * st;                                                            \
+				st *= g.space[d];                                                         \
+			}                                                                                 \
+			if (g.to_batch) {                                                                 \
+				if (inside) {                                                             \
+					bt[i] = sp[src * g.inner + e];                                    \
+				} else {                                                                  \
+					bt[i] = (T)0;                                                     \
+				}                                                                         \
+			} else if (inside) {                                                              \
+				sp[src * g.inner + e] = bt[i];                                            \
+			}                                                                                 \
+		}                                                                                         \
+	}
+SPACEBATCH(u8, 1)
+SPACEBATCH(u16, 2)
+SPACEBATCH(u32, 4)
+SPACEBATCH(u64, 8)
