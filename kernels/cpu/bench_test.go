@@ -624,3 +624,46 @@ func BenchmarkConvPoolStack(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSpaceBatch measures the dilated convolution's rearrangements
+// on a DeepLab-like feature map (serial): SpaceToBatchND with block 2 and
+// "same" padding of a 3x3 rate-2 kernel, the BatchToSpaceND back, and the
+// pixel shuffle's DepthToSpace. The TF line of each is bench/cpu's
+// peer: tf.raw_ops on one intra-op thread over the same shapes.
+func BenchmarkSpaceBatch(b *testing.B) {
+	r := newRand(b)
+	i32 := tensor.Int32
+	x, _ := randTensor(r, f32, tensor.Shape{1, 64, 64, 64})
+	block := tensor.FromI32(tensor.Shape{2}, []int32{2, 2})
+	pads := tensor.FromI32(tensor.Shape{2, 2}, []int32{2, 2, 2, 2})
+	y, _ := randTensor(r, f32, tensor.Shape{4, 34, 34, 64})
+	bytes := 2 * x.NumElements() * 4
+	// The output buffer is reused, as a session's allocator reuses it, so
+	// the kernel's own time is measured rather than page faults.
+	run := func(b *testing.B, n *graph.Node, in ...*tensor.Tensor) {
+		k := cpuKernel(b, n)
+		var buf *tensor.Tensor
+		ctx := &kernels.Context{Node: n, Inputs: in, Outputs: make([]*tensor.Tensor, 1),
+			Alloc: func(dt tensor.DType, s tensor.Shape) (*tensor.Tensor, error) {
+				if buf == nil {
+					buf = tensor.New(dt, s)
+				}
+				return buf.Reshaped(s), nil
+			}}
+		b.SetBytes(bytes)
+		for i := 0; i < b.N; i++ {
+			if err := k.Compute(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("SpaceToBatchND", func(b *testing.B) {
+		run(b, node("SpaceToBatchND", nil, []tensor.DType{f32, i32, i32}, f32), x, block, pads)
+	})
+	b.Run("BatchToSpaceND", func(b *testing.B) {
+		run(b, node("BatchToSpaceND", nil, []tensor.DType{f32, i32, i32}, f32), y, block, pads)
+	})
+	b.Run("DepthToSpace", func(b *testing.B) {
+		run(b, node("DepthToSpace", map[string]*tfpb.AttrValue{"block_size": aInt(2)}, []tensor.DType{f32}, f32), x)
+	})
+}

@@ -206,26 +206,40 @@ func spaceBatch(ctx *kernels.Context, toBatch bool, blockSize int64) error {
 // spaceBatchRows moves every row between the batch side and the space
 // side: toBatch fills every batch-side row (zeros in the padding), else
 // every space-side row, which exactly one batch-side row that is not
-// cropped covers. Batch-side rows are split over the intra-op pool.
+// cropped covers. The rows go in runs along the last block dim, whose
+// space-side row steps by its block, so the index arithmetic (divisions)
+// is paid once a run; runs are split over the intra-op pool.
 func spaceBatchRows[T any](ctx *kernels.Context, space, batch []T, g *SpaceBatchGeom, toBatch bool) {
 	m, inner := len(g.Block), g.Inner
-	rows := int64(len(batch)) / inner
+	if m == 0 { // no block dim left: the same layout on both sides
+		if toBatch {
+			copy(batch, space)
+		} else {
+			copy(space, batch)
+		}
+		return
+	}
 	sst := make([]int64, m+1) // space-side row strides: batch, then each block dim
 	sst[m] = 1
 	for i := m - 1; i >= 0; i-- {
 		sst[i] = sst[i+1] * g.Space[i]
 	}
-	ctx.For(int(rows), float64(inner)*0.5+10, func(lo, hi int) {
+	last, ym := m-1, g.Y[m-1]
+	bl, sl, spl := g.Block[last], g.Start[last], g.Space[last]
+	runs := int64(len(batch)) / inner / ym
+	ctx.For(int(runs), float64(ym*inner)*0.5+10, func(lo, hi int) {
 		y := make([]int64, m)
-		for row := int64(lo); row < int64(hi); row++ {
-			ob := row
-			for i := m - 1; i >= 0; i-- {
+		for run := int64(lo); run < int64(hi); run++ {
+			ob := run
+			for i := last - 1; i >= 0; i-- {
 				y[i] = ob % g.Y[i]
 				ob /= g.Y[i]
 			}
 			off := ob / g.Batch
+			ol := off % bl
+			off /= bl
 			src, inside := ob%g.Batch*sst[0], true
-			for i := m - 1; i >= 0; i-- {
+			for i := last - 1; i >= 0; i-- {
 				s := y[i]*g.Block[i] + off%g.Block[i] - g.Start[i]
 				off /= g.Block[i]
 				if s < 0 || s >= g.Space[i] {
@@ -234,14 +248,24 @@ func spaceBatchRows[T any](ctx *kernels.Context, space, batch []T, g *SpaceBatch
 				}
 				src += s * sst[1+i]
 			}
-			br := batch[row*inner : (row+1)*inner]
-			switch {
-			case inside && toBatch:
-				copy(br, space[src*inner:(src+1)*inner])
-			case inside:
-				copy(space[src*inner:(src+1)*inner], br)
-			case toBatch:
-				clear(br)
+			rb := batch[run*ym*inner : (run+1)*ym*inner]
+			if !inside {
+				if toBatch {
+					clear(rb)
+				}
+				continue
+			}
+			for j := int64(0); j < ym; j++ {
+				br := rb[j*inner : (j+1)*inner]
+				s := j*bl + ol - sl
+				switch {
+				case s >= 0 && s < spl && toBatch:
+					copy(br, space[(src+s)*inner:(src+s+1)*inner])
+				case s >= 0 && s < spl:
+					copy(space[(src+s)*inner:(src+s+1)*inner], br)
+				case toBatch:
+					clear(br)
+				}
 			}
 		}
 	})
