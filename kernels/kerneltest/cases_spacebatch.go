@@ -82,8 +82,6 @@ func (c spaceBatchCase) batchShape() (out, view, padded tensor.Shape, perm []int
 	return
 }
 
-func pyShape(s tensor.Shape) string { return pyInts(s) }
-
 func pyPerm(p []int) string {
 	v := make([]int64, len(p))
 	for i, x := range p {
@@ -102,7 +100,7 @@ func (c spaceBatchCase) toBatchExpr() string {
 	for range c.space[1+len(c.block):] {
 		pads = append(pads, "(0,0)")
 	}
-	return fmt.Sprintf("np.pad(a0, [%s]).reshape(%s).transpose(%s).reshape(%s)", strings.Join(pads, ","), pyShape(padded), pyPerm(perm), pyShape(out))
+	return fmt.Sprintf("np.pad(a0, [%s]).reshape(%s).transpose(%s).reshape(%s)", strings.Join(pads, ","), pyInts(padded), pyPerm(perm), pyInts(out))
 }
 
 // toSpaceExpr is BatchToSpaceND's NumPy reference on a0, the batch side
@@ -121,7 +119,18 @@ func (c spaceBatchCase) toSpaceExpr() string {
 		crop = append(crop, fmt.Sprintf("%d:%d", c.pads[2*i], f-c.pads[2*i+1]))
 	}
 	full = append(full, c.space[1+len(c.block):]...)
-	return fmt.Sprintf("a0.reshape(%s).transpose(%s).reshape(%s)[%s]", pyShape(view), pyPerm(inv), pyShape(full), strings.Join(crop, ","))
+	return fmt.Sprintf("a0.reshape(%s).transpose(%s).reshape(%s)[%s]", pyInts(view), pyPerm(inv), pyInts(full), strings.Join(crop, ","))
+}
+
+// input draws the op's input for this geometry, the space side for
+// SpaceToBatch (toBatch) or the batch side for BatchToSpace, and returns
+// it with the NumPy reference of the op on it.
+func (c spaceBatchCase) input(r *rand.Rand, dt tensor.DType, toBatch bool) (*tensor.Tensor, string) {
+	if toBatch {
+		return Rand(r, dt, c.space), c.toBatchExpr()
+	}
+	out, _, _, _ := c.batchShape()
+	return Rand(r, dt, out), c.toSpaceExpr()
 }
 
 func padsTensor(dt tensor.DType, m int, v []int64) *tensor.Tensor {
@@ -146,14 +155,7 @@ func spaceBatchGen(toBatch bool) Gen {
 				c := randSpaceBatch(r, g[0], g[1])
 				bt, pt := pick(r, indexTypes), pick(r, indexTypes)
 				block, pads := IntVec(bt, c.block...), padsTensor(pt, len(c.block), c.pads)
-				var a *tensor.Tensor
-				var expr string
-				if toBatch {
-					a, expr = Rand(r, dt, c.space), c.toBatchExpr()
-				} else {
-					out, _, _, _ := c.batchShape()
-					a, expr = Rand(r, dt, out), c.toSpaceExpr()
-				}
+				a, expr := c.input(r, dt, toBatch)
 				in := ins(a, block, pads)
 				cs = append(cs, Case{Node: NodeFor(op, nil, in, nil), Inputs: in, NumPy: expr})
 			}
@@ -162,11 +164,7 @@ func spaceBatchGen(toBatch bool) Gen {
 		// on both sides, and the same with an empty batch.
 		for _, n := range []int64{1, 0} {
 			c := spaceBatchCase{space: tensor.Shape{n, 7, 9, 4}, block: []int64{2, 2}, pads: []int64{2, 3, 2, 1}}
-			a, expr := Rand(r, tensor.Float, c.space), c.toBatchExpr()
-			if !toBatch {
-				out, _, _, _ := c.batchShape()
-				a, expr = Rand(r, tensor.Float, out), c.toSpaceExpr()
-			}
+			a, expr := c.input(r, tensor.Float, toBatch)
 			in := ins(a, IntVec(tensor.Int32, 2, 2), padsTensor(tensor.Int32, 2, c.pads))
 			cs = append(cs, Case{Node: NodeFor(op, nil, in, nil), Inputs: in, NumPy: expr})
 		}
@@ -194,16 +192,12 @@ func spaceBatchGen(toBatch bool) Gen {
 		// without padding.
 		a6 := Rand(r, tensor.Float, tensor.Shape{32, 2, 2, 2, 2, 2, 1})
 		bad(&cs, op, nil, ins(a6, IntVec(tensor.Int32, 2, 2, 2, 2, 2), padsTensor(tensor.Int32, 5, make([]int64, 10))), nil, status.InvalidArgument)
-		trivial := padsTensor(tensor.Int32, 6, make([]int64, 12))
-		a7 := Rand(r, tensor.Float, tensor.Shape{16, 1, 2, 2, 2, 2, 3})
-		in := ins(a7, IntVec(tensor.Int32, 1, 2, 2, 2, 2, 1), trivial)
-		if toBatch {
-			cs = append(cs, Case{Node: NodeFor(op, nil, in, nil), Inputs: in,
-				NumPy: spaceBatchCase{space: a7.Shape, block: []int64{1, 2, 2, 2, 2, 1}, pads: make([]int64, 12)}.toBatchExpr()})
-		} else {
-			cs = append(cs, Case{Node: NodeFor(op, nil, in, nil), Inputs: in,
-				NumPy: spaceBatchCase{space: tensor.Shape{1, 1, 4, 4, 4, 4, 3}, block: []int64{1, 2, 2, 2, 2, 1}, pads: make([]int64, 12)}.toSpaceExpr()})
-		}
+		// Six block dims of which the first and last are trivial: within
+		// the limit.
+		c := spaceBatchCase{space: tensor.Shape{1, 1, 4, 4, 4, 4, 3}, block: []int64{1, 2, 2, 2, 2, 1}, pads: make([]int64, 12)}
+		a7, expr := c.input(r, tensor.Float, toBatch)
+		in := ins(a7, IntVec(tensor.Int32, c.block...), padsTensor(tensor.Int32, 6, c.pads))
+		cs = append(cs, Case{Node: NodeFor(op, nil, in, nil), Inputs: in, NumPy: expr})
 		return cs
 	}
 }
@@ -229,11 +223,7 @@ func spaceBatch4Gen(toBatch bool) Gen {
 			}
 			pads := padsTensor(pick(r, indexTypes), 2, c.pads)
 			attrs := Attrs{"block_size": AInt(bs)}
-			a, expr := Rand(r, dt, c.space), c.toBatchExpr()
-			if !toBatch {
-				out, _, _, _ := c.batchShape()
-				a, expr = Rand(r, dt, out), c.toSpaceExpr()
-			}
+			a, expr := c.input(r, dt, toBatch)
 			in := ins(a, pads)
 			cs = append(cs, Case{Node: NodeFor(op, attrs, in, nil), Inputs: in, NumPy: expr})
 		}
