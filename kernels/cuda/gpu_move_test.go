@@ -165,3 +165,35 @@ func TestGatherNdOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// TestSpaceBatchDepth checks the space/batch and space/depth kernels
+// against the CPU on maps large enough for several blocks of threads: a
+// dilated convolution's padding and crops, a block of 3 with a trivial
+// leading dim merged into the batch, and the pixel shuffle both ways.
+func TestSpaceBatchDepth(t *testing.T) {
+	r := newRand(t)
+	pads := func(v ...int64) *tensor.Tensor {
+		return &tensor.Tensor{DType: tensor.Int32, Shape: tensor.Shape{int64(len(v) / 2), 2}, Buf: i32s(v...).Buf}
+	}
+	for _, dt := range []tensor.DType{tensor.Float, tensor.Double, tensor.Uint8, tensor.Half, tensor.Int64} {
+		x := randAny(r, dt, tensor.Shape{2, 33, 35, 16}, -9, 9)
+		for _, c := range []struct{ block, pads *tensor.Tensor }{
+			{i32s(2, 2), pads(2, 3, 2, 1)}, {i32s(1, 3), pads(0, 0, 1, 0)}, {i32s(3, 2, 1), pads(2, 1, 0, 1, 0, 0)},
+		} {
+			in := []*tensor.Tensor{x, c.block, c.pads}
+			check(t, node("SpaceToBatchND", nil, in...), in, 0)
+			b := randAny(r, dt, tensor.Shape{12, 12, 18, 16}, -9, 9)
+			in = []*tensor.Tensor{b, i32s(2, 3), pads(1, 2, 0, 5)}
+			check(t, node("BatchToSpaceND", nil, in...), in, 0)
+		}
+		bs := kerneltest.Attrs{"block_size": kerneltest.AInt(2)}
+		in := []*tensor.Tensor{x, pads(1, 0, 1, 0)}
+		check(t, node("SpaceToBatch", bs, in...), in, 0)
+	}
+	for _, dt := range moveTypes {
+		bs := kerneltest.Attrs{"block_size": kerneltest.AInt(2)}
+		x := randAny(r, dt, tensor.Shape{2, 34, 36, 12}, -9, 9)
+		check(t, node("SpaceToDepth", bs, x), []*tensor.Tensor{x}, 0)
+		check(t, node("DepthToSpace", bs, x), []*tensor.Tensor{x}, 0)
+	}
+}
