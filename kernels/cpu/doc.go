@@ -28,10 +28,11 @@
 // last dimension as blocks. The space/batch/depth rearrangements live in
 // spacebatch.go: SpaceToDepth and DepthToSpace are Transpose's strided
 // copier over a 6-D view, the four space/batch ops one loop over rows of
-// the remaining dims that copies, zero-pads or crops each. Output buffers
-// may be recycled by the session's allocator, so every kernel writes every
-// output element (zeros included); the conformance runner poisons output
-// buffers to hold kernels to it.
+// the remaining dims (in runs along the last block dim, TF's trivial
+// block dims merged away) that copies, zero-pads or crops each. Output
+// buffers may be recycled by the session's allocator, so every kernel
+// writes every output element (zeros included); the conformance runner
+// poisons output buffers to hold kernels to it.
 //
 // Argument checks shared with other devices: an op's validation (codes,
 // messages, the output shape it implies) lives once, in an exported

@@ -15,8 +15,10 @@ import (
 // the depth dim and back. The depth pair is a pure permutation, so it is
 // copyStrided (Transpose's loop) over a 6-D view of the output; the batch
 // pair pads or crops, so it is one loop over rows of the remaining dims
-// (spaceBatchRows) that copies a row or, where the row falls in the
-// padding, zeroes it.
+// (spaceBatchRows), in runs along the last block dim, that copies a row
+// or, where the row falls in the padding, zeroes it. Both take their
+// checks and geometry from the exported SpaceDepthArgs and SpaceBatchArgs,
+// which kernels/cuda's kernels share.
 
 // maxSpaceBatchBlockDims is TF's limit on the block dims that are not
 // trivially merged away (block 1 without padding or crops).
