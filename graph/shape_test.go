@@ -35,6 +35,15 @@ func ci(name string, scalar bool, vals ...int) string {
 	return fmt.Sprintf(`node { name: %q op: "Const" attr { key: "dtype" value { type: DT_INT32 } } attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { %s } %s } } } }`, name, shape, v)
 }
 
+// ci2 returns an int32 Const NodeDef of shape [len(vals)/2, 2] (paddings).
+func ci2(name string, vals ...int) string {
+	v := ""
+	for _, x := range vals {
+		v += fmt.Sprintf(" int_val: %d", x)
+	}
+	return fmt.Sprintf(`node { name: %q op: "Const" attr { key: "dtype" value { type: DT_INT32 } } attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: %d } dim { size: 2 } } %s } } } }`, name, len(vals)/2, v)
+}
+
 func op(name, op, attrs string, inputs ...string) string {
 	in := ""
 	for _, s := range inputs {
@@ -95,6 +104,16 @@ func TestShapeInference(t *testing.T) {
 			op("out", "StridedSlice", aT+`attr { key: "Index" value { type: DT_INT32 } }`, "a", "b", "e", "s"), "<unknown>"},
 		{"fill", ci("d", false, 2, 3) + `node { name: "v" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }` +
 			op("out", "Fill", aT+`attr { key: "index_type" value { type: DT_INT32 } }`, "d", "v"), "[2,3]"},
+		// The space/batch/depth ops, as TF's shape functions give them
+		// (checked with TF 2.15's graph mode on the same nodes).
+		{"spacetobatchnd", ph("a", "-1 7 9 4") + ci("b", false, 2, 2) + ci2("p", 2, 3, 2, 1) + op("out", "SpaceToBatchND", aT, "a", "b", "p"), "[?,6,6,4]"},
+		{"spacetobatchnd batch", ph("a", "1 7 9 4") + ci("b", false, 2, 2) + ci2("p", 2, 3, 2, 1) + op("out", "SpaceToBatchND", aT, "a", "b", "p"), "[4,6,6,4]"},
+		{"batchtospacend", ph("a", "4 6 6 4") + ci("b", false, 2, 2) + ci2("p", 2, 3, 2, 1) + op("out", "BatchToSpaceND", aT, "a", "b", "p"), "[1,7,9,4]"},
+		{"batchtospacend block unknown", ph("a", "4 6 6 4") + `node { name: "b" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } attr { key: "shape" value { shape { dim { size: 2 } } } } }` +
+			ci2("p", 0, 0, 0, 0) + op("out", "BatchToSpaceND", aT, "a", "b", "p"), "[?,?,?,4]"},
+		{"spacetobatch", ph("a", "2 5 5 3") + ci2("p", 1, 0, 1, 0) + op("out", "SpaceToBatch", aT+`attr { key: "block_size" value { i: 2 } }`, "a", "p"), "[8,3,3,3]"},
+		{"spacetodepth", ph("a", "2 4 6 3") + op("out", "SpaceToDepth", aT+`attr { key: "block_size" value { i: 2 } }`, "a"), "[2,2,3,12]"},
+		{"depthtospace", ph("a", "2 2 -1 12") + op("out", "DepthToSpace", aT+`attr { key: "block_size" value { i: 2 } }`, "a"), "[2,4,?,3]"},
 		{"no shape fn", ph("a", "3") + op("out", "Erfinv", aT, "a"), "<unknown>"},
 	}
 	for _, tc := range tests {
