@@ -482,11 +482,17 @@ func TestReduce(t *testing.T) {
 						x = kerneltest.RandRange(r, dt, tc.s, -1000, 1000)
 					}
 					ax := kerneltest.IntVec(tensor.Int32, tc.axes...)
+					// Accumulation in another order than the CPU's (and, for
+					// float, in float as TF's GPU kernels): the rounding
+					// error grows with the count, and a sum that cancels
+					// (1M values of +-3 summing to -9.6) has it all in
+					// its last digits, so the tolerance scales as for float.
 					tol := 0.0
-					if dt == tensor.Float {
-						// float accumulation (as TF's GPU kernels) against the
-						// CPU's float64: error grows with the count.
+					switch dt {
+					case tensor.Float:
 						tol = 1e-5 * math.Max(1, math.Sqrt(float64(tc.s.NumElements())))
+					case tensor.Double:
+						tol = 1e-12 * math.Max(1, math.Sqrt(float64(tc.s.NumElements())))
 					}
 					check(t, node(op, kerneltest.Attrs{"keep_dims": kerneltest.ABool(keep)}, x, ax), []*tensor.Tensor{x, ax}, tol)
 				}
