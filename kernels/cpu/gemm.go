@@ -99,6 +99,14 @@ const packedFlopsPerNs = 100
 // its flops are too few to count.
 const packedBytesPerNs = 30
 
+// aBytesPerNs is about the rate at which a chunk of a packed GEMM reads
+// A back (GB/s), for the pool's cut: A outgrows a core's L2 as soon as it
+// matters, and then comes from L3 or memory shared with the other core.
+// At the rate of streaming panels (packedBytesPerNs) the transformer's
+// B=256 projections (A 8 MB) were cut in 7 where main cut 4, and took
+// 5-10% more CPU a request in three A/B runs; at 10, 4 again.
+const aBytesPerNs = 10
+
 // gemmUnits splits C (m x n) over the pool in units of packedRows rows
 // by one panel of vec.Panel columns, panel-major, so that the rows of one
 // panel run together while its columns of B are in cache; run gets
@@ -116,10 +124,10 @@ func gemmUnits(ctx *kernels.Context, m, n, k, cols int, run func(r0, r1, p0, p1 
 	cost := max(2*float64(min(m, packedRows))*unit/packedFlopsPerNs, 4*unit/packedBytesPerNs)
 	// A chunk of whole panels reads all of A once (the kernel keeps a
 	// block of its rows in L2 across the chunk's panels): each chunk more
-	// reads it once more. Costed at a block's rows alone, the
-	// transformer's B=16 projections (A 1 MB) were cut 8 ways, each
+	// reads it once more (aBytesPerNs). Costed at a block's rows alone,
+	// the transformer's B=16 projections (A 1 MB) were cut 8 ways, each
 	// reading all of A where 4 had.
-	start := 4 * float64(m) * float64(k) / packedBytesPerNs
+	start := 4 * float64(m) * float64(k) / aBytesPerNs
 	ctx.For(np*nrb, cost, start, func(lo, hi int) {
 		for u := lo; u < hi; {
 			pi, rb := u/nrb, u%nrb
