@@ -95,8 +95,9 @@ func (p *Pool) worker() {
 // loop) into chunks by what its caller says a chunk costs to start (For's
 // start: a oneDNN primitive call per chunk, a packed GEMM's A read once
 // more, nothing for a plain loop): few where starts cost, more where
-// a finer cut only lets the threads finish together, at least one a
-// thread, at most maxChunksPerThread a thread, each worth grainNs or
+// a finer cut only lets the threads finish together, at least
+// minChunksPerThread a thread (as every loop was cut before For took its
+// start), at most maxChunksPerThread, each worth grainNs or
 // more (chunks says how); the caller and the idle workers claim chunks
 // from a shared counter, so concurrent Runs share the n-1 workers (never
 // more threads than that beside the callers), a caller whose workers are
@@ -166,18 +167,22 @@ const (
 	// (an atomic on a line the threads share), the call, the count of
 	// chunks finished; a caller's start (For's start) comes on top.
 	claimNs = 250
-	// maxChunksPerThread bounds the cut whatever the start: chunks enough
-	// that a worker that comes late (woken from its park, or descheduled
-	// by another process on a shared machine) still takes the chunks the
-	// caller has not reached, and a caller that finishes first waits for
-	// one small chunk rather than half the loop. Cut one per thread, mlp
-	// B=1 at one client thread on the shared 2-core machine (load 6-8)
-	// had the worker run 8-15% of the chunks: woken or scheduled late, it
-	// found the caller had claimed both; at 2 a thread for every loop,
-	// perf of mlp B=16 had the caller wait for the worker's last chunk in
-	// 9-11% of its samples, and 4 a thread for every loop gained the GEMM
-	// models 5-20% but lost the CNNs 5-11% at B=1 (a oneDNN part's
-	// start): hence a cut per loop by its start.
+	// minChunksPerThread and maxChunksPerThread bound the cut whatever
+	// the start. The least: chunks enough that a worker that comes late
+	// (woken from its park, or descheduled by another process on a shared
+	// machine) still takes the chunks the caller has not reached, and a
+	// caller that finishes first waits for one small chunk rather than
+	// half the loop. Cut one per thread, mlp B=1 at one client thread on
+	// the shared 2-core machine (load 6-8) had the worker run 8-15% of
+	// the chunks: woken or scheduled late, it found the caller had
+	// claimed both; and where a large start cut the transformer's 20-80
+	// us GEMMs at B=1 one a thread, it took 5-9% more CPU a request in 4
+	// of 5 A/B runs. The most: at 2 a thread for every loop, perf of mlp
+	// B=16 had the caller wait for the worker's last chunk in 9-11% of
+	// its samples, and 4 a thread for every loop gained the GEMM models
+	// 5-20% but lost the CNNs 5-11% at B=1 (a oneDNN part's start): hence
+	// a cut per loop by its start, between the two.
+	minChunksPerThread = 2
 	maxChunksPerThread = 4
 	// intraSpin bounds a worker's spin for the next job and a caller's
 	// spin for its last chunks: longer than the small kernels between two
@@ -267,8 +272,8 @@ func (p *Intra) For(n int, cost, start float64, fn func(lo, hi int)) {
 // each, start ns to begin a chunk, into: 1 (whole, on the caller) below
 // two grains, or below two minimum splits while no worker spins; else
 // the count that balances the chunks' starts against the wait for the
-// last one, at least one a thread, at most maxChunksPerThread a thread,
-// one an element and one a grain.
+// last one, at least minChunksPerThread a thread, at most
+// maxChunksPerThread a thread, one an element and one a grain.
 //
 // With c chunks over t threads a loop of total ns ends after about
 // (total + c*(start+claimNs))/t, each thread's share and starts, plus
@@ -288,7 +293,7 @@ func (p *Intra) chunks(n int, cost, start float64) int {
 		start = 0
 	}
 	t := float64(p.workers + 1)
-	c := max(math.Sqrt(total*t/(2*(start+claimNs))), t)
+	c := max(math.Sqrt(total*t/(2*(start+claimNs))), minChunksPerThread*t)
 	return int(min(c, total/grainNs, maxChunksPerThread*t, float64(n)))
 }
 

@@ -82,9 +82,9 @@ func TestIntraChunksByStart(t *testing.T) {
 		{1000, 9, 0, 1},                   // 9 us: whole
 		{1000, 40, kernels.StartLoop, 8},  // sqrt(40000*2/500) = 12.6, at most 4 a thread
 		{1000, 40, kernels.StartCall, 4},  // sqrt(40000*2/4500) = 4.2
-		{1000, 40, 1e6, 2},                // a start past the loop: one a thread
+		{1000, 40, 1e6, 4},                // a start past the loop: 2 a thread
 		{1000, 400, kernels.StartCall, 8}, // sqrt(400000*2/4500) = 13.3, at most 4 a thread
-		{1000, 1000, 5e5, 2},              // sqrt(1e6*2/(2*500250)) = 1.4: one a thread
+		{1000, 1000, 5e5, 4},              // sqrt(1e6*2/(2*500250)) = 1.4: 2 a thread
 		{1000, 100, 5000, 4},              // sqrt(1e5*2/10500) = 4.4
 		{1000, 60, 0, 8},                  // 60 us: grains of 7.5 us
 		{1000, 45, 0, 8},                  // 45 us, 9 grains: at most 4 a thread
@@ -93,7 +93,7 @@ func TestIntraChunksByStart(t *testing.T) {
 		{1000, 40, -5, 8},                 // a negative start is none
 		{1000, 40, math.NaN(), 8},         // and so is NaN
 		{1000, math.NaN(), 0, 1},          // a cost that is not a number: whole
-		{1000, 40, math.Inf(1), 2},        // an endless start: one a thread
+		{1000, 40, math.Inf(1), 4},        // an endless start: 2 a thread
 	} {
 		var calls atomic.Int32
 		p.For(c.n, c.cost, c.start, func(lo, hi int) { calls.Add(1) })

@@ -29,7 +29,8 @@ func (p startPool) For(n int, cost, start float64, fn func(lo, hi int)) {
 // intra-op pool of two threads (exec.Intra) suits it: each kernel with
 // the start its call site gives For ("own"), with none (0: as many
 // chunks as grains allow, up to 4 a thread), with a oneDNN part's
-// (kernels.StartCall) and with one past any loop (one chunk a thread),
+// (kernels.StartCall) and with one past any loop (the fewest chunks, 2 a
+// thread),
 // in wall and CPU time per call; the bench models' packed GEMMs (mlp's
 // 1024 x 1024 layer at B=1 and 16, the transformer's q, k, v projection
 // at B=16) and cnn's second convolution at B=1 (oneDNN parts of rows):
@@ -76,7 +77,7 @@ func BenchmarkGrain(b *testing.B) {
 		for _, v := range []struct {
 			name  string
 			start float64
-		}{{"own", -1}, {"0", 0}, {"call", kernels.StartCall}, {"whole", 1e12}} {
+		}{{"own", -1}, {"0", 0}, {"call", kernels.StartCall}, {"fewest", 1e12}} {
 			b.Run(bn.name+"/start="+v.name, func(b *testing.B) {
 				ctx := &kernels.Context{Pool: startPool{pool, v.start}}
 				if err := bn.call(ctx); err != nil { // packed, primitives made
