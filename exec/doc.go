@@ -154,7 +154,8 @@
 // the submitter, for a node worth a second thread and for starting a
 // step; a task runs to its end without waiting on another, and Idle says
 // (one atomic load) whether a worker waits for one. Intra is the
-// intra-op parallel-for: a kernel's loop split into chunks that the
+// intra-op parallel-for: a kernel's loop split into chunks (as many as
+// the loop's cost and what a chunk costs to start are worth) that the
 // caller and idle workers claim, the caller waiting for the last, with
 // spinning between back-to-back jobs; a queue of independent tasks
 // would neither let the caller take part nor wait for the split. The

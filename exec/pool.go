@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -89,17 +90,23 @@ func (p *Pool) worker() {
 // Intra is the intra-op Parallelizer: a session's (or a group's) fixed set
 // of n-1 worker goroutines, which with the caller make the n threads of
 // intra_op_parallelism_threads. For splits a loop worth two minimum
-// splits (minChunkNs) or more into chunks worth at least grainNs each, at
-// most chunksPerThread per thread (a smaller loop, of two grains or more,
+// splits (minChunkNs) or more (a smaller loop, of two grains or more,
 // only while a worker spins: waking a parked one costs more than such a
-// loop); the caller and the idle workers claim chunks from a shared
-// counter, so concurrent Runs share the n-1 workers (never more threads
-// than that beside the callers), a caller whose workers are all busy
-// runs every chunk itself, and a worker that comes late still takes the
-// chunks nobody has reached. The chunks are the loop's elements in equal
-// runs; a kernel's result must not depend on where they are cut (blocks
-// fixed by the shape: blas.SgemmOn, gemmUnits). While as many
-// For calls as there are threads are in progress (concurrent Runs, each
+// loop) into chunks by what its caller says a chunk costs to start (For's
+// start: a oneDNN primitive call per chunk, a packed GEMM's A read once
+// more, nothing for a plain loop): few where starts cost, more where
+// a finer cut only lets the threads finish together, at least
+// minChunksPerThread a thread (as every loop was cut before For took its
+// start), at most maxChunksPerThread, each worth grainNs or
+// more (chunks says how); the caller and the idle workers claim chunks
+// from a shared counter, so concurrent Runs share the n-1 workers (never
+// more threads than that beside the callers), a caller whose workers are
+// all busy runs every chunk itself, and a worker that comes late still
+// takes the chunks nobody has reached. The chunks are the loop's
+// elements in equal runs; a kernel's result must not depend on where
+// they are cut (blocks fixed by the shape: blas.SgemmOn, gemmUnits).
+// While as many For calls as there are threads are in progress
+// (concurrent Runs, each
 // caller a thread of its own), a further one runs its loop whole on its
 // caller: a worker taking a chunk of it would be one runnable thread more
 // than the pool's count, and preempted inside the chunk it would hold its
@@ -153,19 +160,30 @@ const (
 	// onto a worker that spins already, which takes a chunk in well under
 	// a microsecond.
 	minChunkNs = 20000
-	// grainNs and chunksPerThread: the chunks are worth at least grainNs
-	// and number up to chunksPerThread a thread, so that a worker that
-	// comes late (woken from its park, or descheduled by another process
-	// on a shared machine) still takes the chunks the caller has not
-	// reached, and a caller that finishes first waits for one small chunk
-	// rather than half the loop; no more than 2 a thread, as a chunk of
-	// a oneDNN convolution is a primitive call of its own, with a fixed
-	// cost and a halo of input rows. Cut one per thread, mlp B=1 at one
-	// client thread on the shared 2-core machine (load 6-8) had the
-	// worker run 8-15% of the chunks: woken or scheduled late, it found
-	// the caller had claimed both.
-	grainNs         = 5000
-	chunksPerThread = 2
+	// grainNs: no chunk is worth less, and a loop is split only when it
+	// is worth two (the pool's hand-over and a worker's start on it).
+	grainNs = 5000
+	// claimNs is what the pool adds to each chunk it cuts: claiming it
+	// (an atomic on a line the threads share), the call, the count of
+	// chunks finished; a caller's start (For's start) comes on top.
+	claimNs = 250
+	// minChunksPerThread and maxChunksPerThread bound the cut whatever
+	// the start. The least: chunks enough that a worker that comes late
+	// (woken from its park, or descheduled by another process on a shared
+	// machine) still takes the chunks the caller has not reached, and a
+	// caller that finishes first waits for one small chunk rather than
+	// half the loop. Cut one per thread, mlp B=1 at one client thread on
+	// the shared 2-core machine (load 6-8) had the worker run 8-15% of
+	// the chunks: woken or scheduled late, it found the caller had
+	// claimed both; and where a large start cut the transformer's 20-80
+	// us GEMMs at B=1 one a thread, it took 5-9% more CPU a request in 4
+	// of 5 A/B runs. The most: at 2 a thread for every loop, perf of mlp
+	// B=16 had the caller wait for the worker's last chunk in 9-11% of
+	// its samples, and 4 a thread for every loop gained the GEMM models
+	// 5-20% but lost the CNNs 5-11% at B=1 (a oneDNN part's start): hence
+	// a cut per loop by its start, between the two.
+	minChunksPerThread = 2
+	maxChunksPerThread = 4
 	// intraSpin bounds a worker's spin for the next job and a caller's
 	// spin for its last chunks: longer than the small kernels between two
 	// parallel ones and than a client's gap between two Runs (at 20 us
@@ -208,12 +226,14 @@ func (p *Intra) Close() {
 	p.done.Wait()
 }
 
-// For runs fn over [0, n).
-func (p *Intra) For(n int, cost float64, fn func(lo, hi int)) {
+// For runs fn over [0, n): cost is the work per element in ns, start
+// what a chunk costs its thread to begin beyond the pool's hand-over
+// (kernels.Parallelizer).
+func (p *Intra) For(n int, cost, start float64, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
-	chunks := p.chunks(n, cost)
+	chunks := p.chunks(n, cost, start)
 	if c := p.callers.Add(1); c > int32(p.workers) {
 		chunks = 1
 	}
@@ -249,16 +269,32 @@ func (p *Intra) For(n int, cost float64, fn func(lo, hi int)) {
 }
 
 // chunks is how many chunks For cuts a loop of n elements of cost ns
-// each into: 1 (whole, on the caller) below two grains, or below two
-// minimum splits while no worker spins; else as many grains as it is
-// worth, at most chunksPerThread a thread and one an element.
-func (p *Intra) chunks(n int, cost float64) int {
+// each, start ns to begin a chunk, into: 1 (whole, on the caller) below
+// two grains, or below two minimum splits while no worker spins; else
+// the count that balances the chunks' starts against the wait for the
+// last one, at least minChunksPerThread a thread, at most
+// maxChunksPerThread a thread, one an element and one a grain.
+//
+// With c chunks over t threads a loop of total ns ends after about
+// (total + c*(start+claimNs))/t, each thread's share and starts, plus
+// half a chunk, total/(2c), that one thread runs while the others have
+// none left (or a late worker's head start): least at c = sqrt(total *
+// t / (2*(start+claimNs))). A oneDNN part (StartCall) of a 40 us
+// convolution gets 4 chunks over 2 threads, one of a packed GEMM's
+// panel blocks 8.
+func (p *Intra) chunks(n int, cost, start float64) int {
 	// Bounded in float64 first: a huge cost must not wrap the int.
+	// (A cost that is not a number fails the first test.)
 	total := float64(n) * cost
-	if p.workers == 0 || total < 2*grainNs || total < 2*minChunkNs && p.spinning.Load() == 0 {
+	if p.workers == 0 || !(total >= 2*grainNs) || total < 2*minChunkNs && p.spinning.Load() == 0 {
 		return 1
 	}
-	return int(min(total/grainNs, float64(min((p.workers+1)*chunksPerThread, n))))
+	if !(start > 0) { // negative, or not a number
+		start = 0
+	}
+	t := float64(p.workers + 1)
+	c := max(math.Sqrt(total*t/(2*(start+claimNs))), minChunksPerThread*t)
+	return int(min(c, total/grainNs, maxChunksPerThread*t, float64(n)))
 }
 
 // publish lists j for the workers and wakes as many parked ones as it has

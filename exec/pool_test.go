@@ -33,36 +33,72 @@ func TestIntraFor(t *testing.T) {
 	if got := (&kernels.Context{}).Threads(); got != 1 {
 		t.Errorf("Context.Threads without a pool: %d", got)
 	}
-	// Loops below two grains run whole; loops worth two minimum splits
-	// or more are cut into grains, at most chunksPerThread a thread and
-	// one an element. (Between the two, the cut depends on whether a
-	// worker spins: TestIntraSmallLoopsSplitOnlyOntoSpinning.)
+	// Every index once, in equal chunks but the last, whatever the cut (a
+	// cost or start past any int's range, or not a number, included).
 	for _, n := range []int{0, 1, 7, 1000, 100000} {
-		for _, cost := range []float64{0.001, 100, 1e6, 1e300} {
-			hits := make([]int32, n)
-			var calls atomic.Int32
-			p.For(n, cost, func(lo, hi int) {
-				calls.Add(1)
-				for i := lo; i < hi; i++ {
-					atomic.AddInt32(&hits[i], 1)
+		for _, cost := range []float64{0.001, 100, 1e6, 1e300, math.NaN()} {
+			for _, start := range []float64{-1, 0, kernels.StartCall, 1e300, math.NaN()} {
+				hits := make([]int32, n)
+				var mu sync.Mutex
+				var calls [][2]int
+				p.For(n, cost, start, func(lo, hi int) {
+					mu.Lock()
+					calls = append(calls, [2]int{lo, hi})
+					mu.Unlock()
+					for i := lo; i < hi; i++ {
+						atomic.AddInt32(&hits[i], 1)
+					}
+				})
+				what := fmt.Sprintf("n=%d cost=%v start=%v", n, cost, start)
+				checkCovered(t, what, hits)
+				if len(calls) > 4*maxChunksPerThread {
+					t.Errorf("%s: %d chunks, more than %d a thread", what, len(calls), maxChunksPerThread)
 				}
-			})
-			what := fmt.Sprintf("n=%d cost=%v", n, cost)
-			checkCovered(t, what, hits)
-			// Equal chunks but the last (a cost past any int's range
-			// included).
-			want := 0
-			if total := float64(n) * cost; n > 0 {
-				c := 1
-				if total >= 2*minChunkNs {
-					c = int(math.Min(total/grainNs, float64(min(4*chunksPerThread, n))))
+				for _, c := range calls {
+					if c[0] != 0 && c[1] != n && c[1]-c[0] != calls[0][1]-calls[0][0] {
+						t.Errorf("%s: chunks %v not equal", what, calls)
+						break
+					}
 				}
-				per := (n + c - 1) / c
-				want = (n + per - 1) / per
 			}
-			if got := int(calls.Load()); got != want {
-				t.Errorf("%s: %d chunks, want %d", what, got, want)
-			}
+		}
+	}
+}
+
+// TestIntraChunksByStart: how many chunks a loop gets on two threads
+// (a worker spinning or not: these loops are worth two minimum splits,
+// or less than two grains) depends on its total and on what a chunk
+// costs to start: a oneDNN part (StartCall) of a 40 us convolution 4,
+// a loop of the same total whose chunks start for nothing 8.
+func TestIntraChunksByStart(t *testing.T) {
+	p := NewIntra(2)
+	defer p.Close()
+	for _, c := range []struct {
+		n           int
+		cost, start float64
+		want        int
+	}{
+		{1000, 0.001, 0, 1},               // below two grains: whole
+		{1000, 9, 0, 1},                   // 9 us: whole
+		{1000, 40, kernels.StartLoop, 8},  // sqrt(40000*2/500) = 12.6, at most 4 a thread
+		{1000, 40, kernels.StartCall, 4},  // sqrt(40000*2/4500) = 4.2
+		{1000, 40, 1e6, 4},                // a start past the loop: 2 a thread
+		{1000, 400, kernels.StartCall, 8}, // sqrt(400000*2/4500) = 13.3, at most 4 a thread
+		{1000, 1000, 5e5, 4},              // sqrt(1e6*2/(2*500250)) = 1.4: 2 a thread
+		{1000, 100, 5000, 4},              // sqrt(1e5*2/10500) = 4.4
+		{1000, 60, 0, 8},                  // 60 us: grains of 7.5 us
+		{1000, 45, 0, 8},                  // 45 us, 9 grains: at most 4 a thread
+		{3, 1e6, 0, 3},                    // one an element
+		{1000, 1e300, 0, 8},               // huge: no wrap
+		{1000, 40, -5, 8},                 // a negative start is none
+		{1000, 40, math.NaN(), 8},         // and so is NaN
+		{1000, math.NaN(), 0, 1},          // a cost that is not a number: whole
+		{1000, 40, math.Inf(1), 4},        // an endless start: 2 a thread
+	} {
+		var calls atomic.Int32
+		p.For(c.n, c.cost, c.start, func(lo, hi int) { calls.Add(1) })
+		if got := int(calls.Load()); got != c.want {
+			t.Errorf("n=%d cost=%v start=%v: %d chunks, want %d", c.n, c.cost, c.start, got, c.want)
 		}
 	}
 }
@@ -82,7 +118,7 @@ func giveWorkerAChunk(p *Intra) {
 		}
 	}
 	for !took.Load() {
-		p.For(2, 1e9, func(lo, hi int) {
+		p.For(2, 1e9, 0, func(lo, hi int) {
 			if lo == 1 {
 				took.Store(true)
 				wait(func() bool { return p.queued.Load() == 0 })
@@ -104,7 +140,7 @@ func TestIntraSmallLoopsSplitOnlyOntoSpinning(t *testing.T) {
 	cost := float64(3*grainNs) / n // 3 grains, under 2 minimum splits
 	chunks := func() int {
 		var calls atomic.Int32
-		p.For(n, cost, func(lo, hi int) { calls.Add(1) })
+		p.For(n, cost, 0, func(lo, hi int) { calls.Add(1) })
 		return int(calls.Load())
 	}
 	for parked := 0; parked == 0; time.Sleep(50 * time.Microsecond) {
@@ -182,13 +218,13 @@ func TestIntraConcurrent(t *testing.T) {
 				n := 1 + (c*131+it*17)%5000
 				hits := make([]int32, n)
 				callersIn.Add(1)
-				p.For(n, 1e5, func(lo, hi int) {
+				p.For(n, 1e5, 0, func(lo, hi int) {
 					k := inChunk.Add(1)
 					for m := most.Load(); k > m && !most.CompareAndSwap(m, k); m = most.Load() {
 					}
 					if it%7 == 0 && hi-lo > 1 {
 						// A nested loop, as a kernel inside a chunk may make.
-						p.For(hi-lo, 1e5, func(a, b int) {
+						p.For(hi-lo, 1e5, 0, func(a, b int) {
 							for i := a; i < b; i++ {
 								atomic.AddInt32(&hits[lo+i], 1)
 							}
@@ -229,7 +265,7 @@ func TestIntraPanic(t *testing.T) {
 					t.Errorf("chunk %d panicked: %d chunks still running when For returned", bad, n)
 				}
 			}()
-			p.For(4, 1e6, func(lo, hi int) {
+			p.For(4, 1e6, 0, func(lo, hi int) {
 				running.Add(1)
 				defer running.Add(-1)
 				if lo == bad {
@@ -240,7 +276,7 @@ func TestIntraPanic(t *testing.T) {
 		}()
 	}
 	hits := make([]int32, 100)
-	p.For(100, 1e6, func(lo, hi int) {
+	p.For(100, 1e6, 0, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			atomic.AddInt32(&hits[i], 1)
 		}
@@ -254,7 +290,7 @@ func TestIntraClose(t *testing.T) {
 	before := runtime.NumGoroutine()
 	p := NewIntra(6)
 	hits := make([]int32, 1000)
-	p.For(1000, 1e6, func(lo, hi int) {
+	p.For(1000, 1e6, 0, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			atomic.AddInt32(&hits[i], 1)
 		}
@@ -271,7 +307,7 @@ func TestIntraClose(t *testing.T) {
 		t.Errorf("%d goroutines a second after Close, %d before NewIntra", n, before)
 	}
 	hits = make([]int32, 1000)
-	p.For(1000, 1e6, func(lo, hi int) {
+	p.For(1000, 1e6, 0, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			atomic.AddInt32(&hits[i], 1)
 		}
@@ -311,7 +347,7 @@ func BenchmarkIntraFor(b *testing.B) {
 			cpu0 := cpuTime()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				p.For(n, minChunkNs/(n/2), func(lo, hi int) { work(x, lo, hi) })
+				p.For(n, minChunkNs/(n/2), 0, func(lo, hi int) { work(x, lo, hi) })
 				// A serial kernel between two parallel ones.
 				work(x, 0, gap)
 			}
@@ -404,14 +440,14 @@ func TestIntraCallersBeyondThreads(t *testing.T) {
 	doneA := make(chan struct{})
 	go func() {
 		defer close(doneA)
-		p.For(2, 1e9, func(lo, hi int) {
+		p.For(2, 1e9, 0, func(lo, hi int) {
 			started.Done()
 			<-release
 		})
 	}()
 	started.Wait()
 	var calls [][2]int
-	p.For(8, 1e9, func(lo, hi int) { calls = append(calls, [2]int{lo, hi}) })
+	p.For(8, 1e9, 0, func(lo, hi int) { calls = append(calls, [2]int{lo, hi}) })
 	close(release)
 	<-doneA
 	if len(calls) != 1 || calls[0] != [2]int{0, 8} {
@@ -420,8 +456,8 @@ func TestIntraCallersBeyondThreads(t *testing.T) {
 	// Alone again, the same loop is cut into chunks.
 	calls = calls[:0]
 	var mu sync.Mutex
-	p.For(8, 1e9, func(lo, hi int) { mu.Lock(); calls = append(calls, [2]int{lo, hi}); mu.Unlock() })
-	if len(calls) != 2*chunksPerThread {
-		t.Fatalf("a lone For ran %v, want %d chunks", calls, 2*chunksPerThread)
+	p.For(8, 1e9, 0, func(lo, hi int) { mu.Lock(); calls = append(calls, [2]int{lo, hi}); mu.Unlock() })
+	if len(calls) != 2*maxChunksPerThread {
+		t.Fatalf("a lone For ran %v, want %d chunks", calls, 2*maxChunksPerThread)
 	}
 }

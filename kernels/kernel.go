@@ -181,11 +181,28 @@ func Registered() []string {
 	return keys
 }
 
-// Parallelizer runs fn over [0, n) split into chunks on the intra-op pool;
-// cost is the rough work per element in ns, which decides the split.
+// Parallelizer runs fn over [0, n) split into chunks on the intra-op pool.
+// cost is the rough work per element in ns; start is what one chunk costs
+// its thread to begin beyond the pool's own hand-over, in ns (StartLoop,
+// StartCall, or the caller's own estimate): together they decide how many
+// chunks a loop is worth, few where each chunk is a library call with a
+// fixed cost, more where chunks start for nothing and a finer cut lets
+// the threads finish together.
 type Parallelizer interface {
-	For(n int, cost float64, fn func(lo, hi int))
+	For(n int, cost, start float64, fn func(lo, hi int))
 }
+
+// Typical starts of a chunk, For's start argument, in ns.
+const (
+	// StartLoop: a chunk is the loop's next elements, rows or blocks,
+	// nothing to set up (any per-element call is in cost already).
+	StartLoop = 0
+	// StartCall: a chunk is a library call of its own on its part of
+	// the loop, such as a oneDNN primitive made for the part's shape,
+	// whose set-up and halo of input rows cost 1.5-2 us a call (perf
+	// of cnn at B=1, issue 22), whatever the part's size.
+	StartCall = 2000
+)
 
 // Sized is a Parallelizer that says how many threads it runs a For on at
 // most, the caller's included: the session's intra-op pool
@@ -201,7 +218,7 @@ type Serial struct{}
 // Threads is 1: the caller's.
 func (Serial) Threads() int { return 1 }
 
-func (Serial) For(n int, cost float64, fn func(lo, hi int)) {
+func (Serial) For(n int, cost, start float64, fn func(lo, hi int)) {
 	if n > 0 {
 		fn(0, n)
 	}
@@ -379,11 +396,12 @@ func (c *Context) Threads() int {
 	return 0
 }
 
-// For runs fn over [0, n) on the pool (serially when there is none).
-func (c *Context) For(n int, cost float64, fn func(lo, hi int)) {
+// For runs fn over [0, n) on the pool (serially when there is none);
+// cost and start are Parallelizer's.
+func (c *Context) For(n int, cost, start float64, fn func(lo, hi int)) {
 	if c.Pool == nil {
-		Serial{}.For(n, cost, fn)
+		Serial{}.For(n, cost, start, fn)
 		return
 	}
-	c.Pool.For(n, cost, fn)
+	c.Pool.For(n, cost, start, fn)
 }

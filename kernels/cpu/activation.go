@@ -95,7 +95,7 @@ func softmax(ctx *kernels.Context, log bool, prims *dnnl.Cache[dnnl.SoftmaxDesc]
 }
 
 func logSoftmaxRows[T float32 | float64](ctx *kernels.Context, x, o []T, d int) {
-	ctx.For(len(x)/d, float64(d)*20, func(lo, hi int) {
+	ctx.For(len(x)/d, float64(d)*20, kernels.StartLoop, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, or := x[r*d:(r+1)*d], o[r*d:(r+1)*d]
 			mx := math.Inf(-1)

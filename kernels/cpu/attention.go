@@ -168,7 +168,7 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 	}
 	need := int(need64)
 	flops := 2*float64(sq)*float64(sk)*float64(d+dv) + 8*float64(sq)*float64(sk)
-	ctx.For(int(nb)*H, flops/attentionFlopsPerNs, func(lo, hi int) {
+	ctx.For(int(nb)*H, flops/attentionFlopsPerNs, kernels.StartLoop, func(lo, hi int) {
 		buf, _ := a.scratch.Get().(*[]float32)
 		if buf == nil || cap(*buf) < need {
 			b := make([]float32, need)

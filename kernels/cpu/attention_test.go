@@ -16,13 +16,13 @@ type splitPool struct{ chunks []int }
 
 func (*splitPool) Threads() int { return 2 }
 
-func (p *splitPool) For(n int, cost float64, fn func(lo, hi int)) {
+func (p *splitPool) For(n int, cost, start float64, fn func(lo, hi int)) {
 	c := 1
 	if total := float64(n) * cost; total >= 10000 {
 		c = int(min(total/5000, float64(min(4, n))))
 	}
 	p.chunks = append(p.chunks, c)
-	lonePool{}.For(n, cost, fn)
+	lonePool{}.For(n, cost, start, fn)
 }
 
 // TestAttentionSplits: the transformers' attention at one row (B=1, 4

@@ -170,7 +170,7 @@ type lonePool struct{}
 
 func (lonePool) Threads() int { return 2 }
 
-func (lonePool) For(n int, cost float64, fn func(lo, hi int)) {
+func (lonePool) For(n int, cost, start float64, fn func(lo, hi int)) {
 	chunks := int(min(float64(n)*cost/20000, float64(min(2, n))))
 	if chunks <= 1 {
 		if n > 0 {
@@ -191,7 +191,7 @@ type cutPool struct{ k int }
 
 func (p cutPool) Threads() int { return p.k }
 
-func (p cutPool) For(n int, cost float64, fn func(lo, hi int)) {
+func (p cutPool) For(n int, cost, start float64, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}

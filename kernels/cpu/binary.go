@@ -231,17 +231,17 @@ func runBinary[T num](ctx *kernels.Context, op binOp, bc bcast, a, b, o []T) {
 	}
 	switch {
 	case len(a) == n && len(b) == n:
-		ctx.For(n, 1, func(lo, hi int) { binLoop(op, o[lo:hi], a[lo:hi], b[lo:hi], 1, 1) })
+		ctx.For(n, 1, kernels.StartLoop, func(lo, hi int) { binLoop(op, o[lo:hi], a[lo:hi], b[lo:hi], 1, 1) })
 	case len(a) == 1 && len(b) == n:
-		ctx.For(n, 1, func(lo, hi int) { binLoop(op, o[lo:hi], a, b[lo:hi], 0, 1) })
+		ctx.For(n, 1, kernels.StartLoop, func(lo, hi int) { binLoop(op, o[lo:hi], a, b[lo:hi], 0, 1) })
 	case len(b) == 1 && len(a) == n:
-		ctx.For(n, 1, func(lo, hi int) { binLoop(op, o[lo:hi], a[lo:hi], b, 1, 0) })
+		ctx.For(n, 1, kernels.StartLoop, func(lo, hi int) { binLoop(op, o[lo:hi], a[lo:hi], b, 1, 0) })
 	default:
 		// General broadcast: rows of the last dim, split over the pool.
 		// (len(o) > 1 here, so the output has rank >= 1.)
 		r := len(bc.out)
 		cols := bc.out[r-1]
-		ctx.For(int(int64(n)/cols), float64(cols), func(lo, hi int) {
+		ctx.For(int(int64(n)/cols), float64(cols), kernels.StartLoop, func(lo, hi int) {
 			forRows(bc, int64(lo), int64(hi), func(oo, ao, bo, m, sa, sb int64) {
 				binLoop(op, o[oo:oo+m], a[ao:], b[bo:], int(sa), int(sb))
 			})

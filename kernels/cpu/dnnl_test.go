@@ -314,11 +314,11 @@ type sizedPool struct {
 
 func (p *sizedPool) Threads() int { return p.threads }
 
-func (p *sizedPool) For(n int, cost float64, fn func(lo, hi int)) {
+func (p *sizedPool) For(n int, cost, start float64, fn func(lo, hi int)) {
 	p.mu.Lock()
 	p.ns = append(p.ns, n)
 	p.mu.Unlock()
-	pool{}.For(n, cost, fn)
+	pool{}.For(n, cost, start, fn)
 }
 
 // TestConvBandsPerThread checks that oneDNN's convolutions, poolings and

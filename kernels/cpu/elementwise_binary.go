@@ -76,14 +76,14 @@ func applyBinary[T, U any](ctx *kernels.Context, bc bcast, a, b []T, o []U, cost
 	switch {
 	case n == 0:
 	case len(a) == n && len(b) == n:
-		ctx.For(n, cost, func(lo, hi int) { row(o[lo:hi], a[lo:hi], b[lo:hi], 1, 1) })
+		ctx.For(n, cost, kernels.StartLoop, func(lo, hi int) { row(o[lo:hi], a[lo:hi], b[lo:hi], 1, 1) })
 	case len(a) == 1 && len(b) == n:
-		ctx.For(n, cost, func(lo, hi int) { row(o[lo:hi], a, b[lo:hi], 0, 1) })
+		ctx.For(n, cost, kernels.StartLoop, func(lo, hi int) { row(o[lo:hi], a, b[lo:hi], 0, 1) })
 	case len(b) == 1 && len(a) == n:
-		ctx.For(n, cost, func(lo, hi int) { row(o[lo:hi], a[lo:hi], b, 1, 0) })
+		ctx.For(n, cost, kernels.StartLoop, func(lo, hi int) { row(o[lo:hi], a[lo:hi], b, 1, 0) })
 	default:
 		cols := bc.out[len(bc.out)-1]
-		ctx.For(int(int64(n)/cols), cost*float64(cols), func(lo, hi int) {
+		ctx.For(int(int64(n)/cols), cost*float64(cols), kernels.StartLoop, func(lo, hi int) {
 			forRows(bc, int64(lo), int64(hi), func(oo, ao, bo, m, sa, sb int64) {
 				row(o[oo:oo+m], a[ao:], b[bo:], int(sa), int(sb))
 			})

@@ -157,7 +157,7 @@ func selectElems(ctx *kernels.Context, o, c, t, e *tensor.Tensor) error {
 }
 
 func selLoop[T any](ctx *kernels.Context, c []bool, t, e, o []T) {
-	ctx.For(len(o), 1, func(lo, hi int) {
+	ctx.For(len(o), 1, kernels.StartLoop, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if c[i] {
 				o[i] = t[i]
@@ -222,7 +222,7 @@ func clipOp(ctx *kernels.Context) error {
 }
 
 func clipLoop[T num](ctx *kernels.Context, x, lo, hi, o []T, sl, sh int) {
-	ctx.For(len(o), 1, func(a, b int) {
+	ctx.For(len(o), 1, kernels.StartLoop, func(a, b int) {
 		for i := a; i < b; i++ {
 			m := x[i]
 			if h := hi[i*sh]; h < m {
@@ -299,7 +299,7 @@ func addNLoop[T num](ctx *kernels.Context, o []T, in func(i int) []T) {
 	for i := range srcs {
 		srcs[i] = in(i)
 	}
-	ctx.For(len(o), float64(k), func(lo, hi int) {
+	ctx.For(len(o), float64(k), kernels.StartLoop, func(lo, hi int) {
 		dst := o[lo:hi]
 		copy(dst, srcs[0][lo:hi])
 		for _, s := range srcs[1:] {

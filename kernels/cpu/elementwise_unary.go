@@ -240,7 +240,7 @@ func unaryMap(ctx *kernels.Context, name string, s unarySpec) error {
 
 // mapFloat applies f in float64 over the pool.
 func mapFloat[T float32 | float64](ctx *kernels.Context, f func(float64) float64, x, o []T) {
-	ctx.For(len(x), 8, func(lo, hi int) {
+	ctx.For(len(x), 8, kernels.StartLoop, func(lo, hi int) {
 		xs, os := x[lo:hi], o[lo:hi]
 		os = os[:len(xs)]
 		for i, v := range xs {
@@ -252,7 +252,7 @@ func mapFloat[T float32 | float64](ctx *kernels.Context, f func(float64) float64
 // mapInt applies f through int64; the conversion back wraps, which is what
 // TF's arithmetic in the dtype gives for Neg, Abs and Square.
 func mapInt[T num](ctx *kernels.Context, f func(int64) int64, x, o []T) {
-	ctx.For(len(x), 2, func(lo, hi int) {
+	ctx.For(len(x), 2, kernels.StartLoop, func(lo, hi int) {
 		xs, os := x[lo:hi], o[lo:hi]
 		os = os[:len(xs)]
 		for i, v := range xs {
@@ -307,7 +307,7 @@ func leakyRelu(ctx *kernels.Context, alpha float64) error {
 // leakyLoop is x > 0 ? x : x*alpha with alpha already in the dtype (an
 // integer alpha truncates, as TF's static_cast does).
 func leakyLoop[T num](ctx *kernels.Context, alpha T, x, o []T) {
-	ctx.For(len(x), 1, func(lo, hi int) {
+	ctx.For(len(x), 1, kernels.StartLoop, func(lo, hi int) {
 		xs, os := x[lo:hi], o[lo:hi]
 		os = os[:len(xs)]
 		for i, v := range xs {

@@ -61,7 +61,7 @@ func mapUnaryVec(ctx *kernels.Context, op vec.Unary, x, o []float32) {
 	if c, ok := vecUnaryCost[op]; ok {
 		cost = c
 	}
-	ctx.For(len(x), cost, func(lo, hi int) { vec.MapUnary(op, x[lo:hi], o[lo:hi]) })
+	ctx.For(len(x), cost, kernels.StartLoop, func(lo, hi int) { vec.MapUnary(op, x[lo:hi], o[lo:hi]) })
 }
 
 var vecBinaryOps = map[string]vec.Binary{
@@ -89,18 +89,18 @@ func vecBinaryOp(ctx *kernels.Context, op vec.Binary, bc bcast, a, b, o []float3
 	}
 	switch {
 	case len(a) == n && len(b) == n:
-		ctx.For(n, vecCost, func(lo, hi int) { vec.MapBinary(op, a[lo:hi], b[lo:hi], o[lo:hi], 1, 1) })
+		ctx.For(n, vecCost, kernels.StartLoop, func(lo, hi int) { vec.MapBinary(op, a[lo:hi], b[lo:hi], o[lo:hi], 1, 1) })
 	case len(a) == 1 && len(b) == n:
-		ctx.For(n, vecCost, func(lo, hi int) { vec.MapBinary(op, a, b[lo:hi], o[lo:hi], 0, 1) })
+		ctx.For(n, vecCost, kernels.StartLoop, func(lo, hi int) { vec.MapBinary(op, a, b[lo:hi], o[lo:hi], 0, 1) })
 	case len(b) == 1 && len(a) == n:
-		ctx.For(n, vecCost, func(lo, hi int) { vec.MapBinary(op, a[lo:hi], b, o[lo:hi], 1, 0) })
+		ctx.For(n, vecCost, kernels.StartLoop, func(lo, hi int) { vec.MapBinary(op, a[lo:hi], b, o[lo:hi], 1, 0) })
 	default:
 		if w, tiledA, ok := tiledOperand(bc, len(a), len(b), n); ok {
 			// A bias over trailing dimensions ([4, 32] on [B, 64, 4,
 			// 32]): rows of w in one call per chunk, where a call per
 			// output row (32 elements there) cost more in cgo than the
 			// adds (keras_encoder B=16: 250 us an AddV2).
-			ctx.For(n/w, vecCost*float64(w), func(lo, hi int) {
+			ctx.For(n/w, vecCost*float64(w), kernels.StartLoop, func(lo, hi int) {
 				if tiledA {
 					vec.MapBinaryRows(op, a, b[lo*w:hi*w], o[lo*w:hi*w], w, true)
 				} else {
@@ -113,7 +113,7 @@ func vecBinaryOp(ctx *kernels.Context, op vec.Binary, bc bcast, a, b, o []float3
 		if cols < vecMin {
 			return false
 		}
-		ctx.For(n/cols, vecCost*float64(cols), func(lo, hi int) {
+		ctx.For(n/cols, vecCost*float64(cols), kernels.StartLoop, func(lo, hi int) {
 			forRows(bc, int64(lo), int64(hi), func(oo, ao, bo, m, sa, sb int64) {
 				vec.MapBinary(op, a[ao:], b[bo:], o[oo:oo+m], int(sa), int(sb))
 			})
@@ -181,7 +181,7 @@ func vecReduce(ctx *kernels.Context, kind redKind, p redPlan, x, o []float32) bo
 		// One long row: partial results of its pieces in parallel, then
 		// those folded (sums of float64-accurate partials, in float64).
 		parts := make([]float32, (n+splitRow-1)/splitRow)
-		ctx.For(len(parts), splitRow*vecCost, func(lo, hi int) {
+		ctx.For(len(parts), splitRow*vecCost, kernels.StartLoop, func(lo, hi int) {
 			for c := lo; c < hi; c++ {
 				seg := x[c*splitRow : min((c+1)*splitRow, n)]
 				vec.RowReduce(op, seg, len(seg), parts[c:c+1], 1)
@@ -227,7 +227,7 @@ func vecReduce(ctx *kernels.Context, kind redKind, p redPlan, x, o []float32) bo
 // size: the Go rows differ from vec's by an ulp, and a row's result must
 // not depend on how many rows came with it.
 func vecSoftmax(ctx *kernels.Context, x, o []float32, d int, log bool) bool {
-	ctx.For(len(x)/d, float64(d)*5, func(lo, hi int) {
+	ctx.For(len(x)/d, float64(d)*5, kernels.StartLoop, func(lo, hi int) {
 		vec.Softmax(x[lo*d:hi*d], o[lo*d:hi*d], d, log)
 	})
 	return true
@@ -242,6 +242,6 @@ func vecArg(ctx *kernels.Context, isMax bool, x []float32, idx []int64, n, inner
 	if isMax {
 		op = vec.RMax
 	}
-	ctx.For(len(idx), float64(n), func(lo, hi int) { vec.ArgReduce(op, x[lo*n:hi*n], n, idx[lo:hi]) })
+	ctx.For(len(idx), float64(n), kernels.StartLoop, func(lo, hi int) { vec.ArgReduce(op, x[lo*n:hi*n], n, idx[lo:hi]) })
 	return true
 }

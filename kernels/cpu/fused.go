@@ -484,7 +484,7 @@ func channelEpilogueF32(ctx *kernels.Context, ep epilogue, o, scale, offset []fl
 	if op, ok := actOps[ep.act]; ok {
 		act = op
 	}
-	ctx.For(rows, float64(c)*2, func(lo, hi int) {
+	ctx.For(rows, float64(c)*2, kernels.StartLoop, func(lo, hi int) {
 		x := o[lo*c : hi*c]
 		vec.ChannelAffine(x, scale, offset, act)
 		if ep.act == "LeakyRelu" {
@@ -505,7 +505,7 @@ func activateF32(ctx *kernels.Context, ep epilogue, o []float32) {
 	if ep.act == "" {
 		return
 	}
-	ctx.For(len(o), 2, func(lo, hi int) { activateRowF32(ep, o[lo:hi]) })
+	ctx.For(len(o), 2, kernels.StartLoop, func(lo, hi int) { activateRowF32(ep, o[lo:hi]) })
 }
 
 func activateRowF32(ep epilogue, x []float32) {
@@ -526,7 +526,7 @@ func activateRowF32(ep epilogue, x []float32) {
 // channelEpilogue is the float64 epilogue, in Go.
 func channelEpilogue(ctx *kernels.Context, ep epilogue, o, scale, offset []float64) {
 	c := len(offset)
-	ctx.For(len(o)/c, float64(c)*4, func(lo, hi int) {
+	ctx.For(len(o)/c, float64(c)*4, kernels.StartLoop, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := o[r*c : (r+1)*c]
 			for i, v := range row {
@@ -573,7 +573,7 @@ func unaryChain(ctx *kernels.Context, ops []vec.Unary, cost float64) error {
 	}
 	X, O := x.F32(), o.F32()
 	blocks := (len(X) + chainBlock - 1) / chainBlock
-	ctx.For(blocks, cost*chainBlock, func(lo, hi int) {
+	ctx.For(blocks, cost*chainBlock, kernels.StartLoop, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			s, e := b*chainBlock, min((b+1)*chainBlock, len(X))
 			vec.MapUnary(ops[0], X[s:e], O[s:e])

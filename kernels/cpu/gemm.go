@@ -35,7 +35,7 @@ func singleGemm[T float32 | float64](ctx *kernels.Context, gemm gemmFn[T]) gemmF
 // batchedGemm runs nb products (the i-th through one(i), a single-threaded
 // GEMM of flops floating-point operations) as chunks of the intra-op pool.
 func batchedGemm(ctx *kernels.Context, nb int, flops float64, one func(i int)) {
-	ctx.For(nb, flops*gemmNsPerFlop, func(lo, hi int) {
+	ctx.For(nb, flops*gemmNsPerFlop, kernels.StartLoop, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			one(i)
 		}
@@ -99,6 +99,14 @@ const packedFlopsPerNs = 100
 // its flops are too few to count.
 const packedBytesPerNs = 30
 
+// aBytesPerNs is about the rate at which a chunk of a packed GEMM reads
+// A back (GB/s), for the pool's cut: A outgrows a core's L2 as soon as it
+// matters, and then comes from L3 or memory shared with the other core.
+// At the rate of streaming panels (packedBytesPerNs) the transformer's
+// B=256 projections (A 8 MB) were cut in 7 where main cut 4, and took
+// 5-10% more CPU a request in three A/B runs; at 10, 4 again.
+const aBytesPerNs = 10
+
 // gemmUnits splits C (m x n) over the pool in units of packedRows rows
 // by one panel of vec.Panel columns, panel-major, so that the rows of one
 // panel run together while its columns of B are in cache; run gets
@@ -114,7 +122,13 @@ func gemmUnits(ctx *kernels.Context, m, n, k, cols int, run func(r0, r1, p0, p1 
 	np, nrb := (n+vec.Panel-1)/vec.Panel, (m+packedRows-1)/packedRows
 	unit := float64(k * cols)
 	cost := max(2*float64(min(m, packedRows))*unit/packedFlopsPerNs, 4*unit/packedBytesPerNs)
-	ctx.For(np*nrb, cost, func(lo, hi int) {
+	// A chunk of whole panels reads all of A once (the kernel keeps a
+	// block of its rows in L2 across the chunk's panels): each chunk more
+	// reads it once more (aBytesPerNs). Costed at a block's rows alone,
+	// the transformer's B=16 projections (A 1 MB) were cut 8 ways, each
+	// reading all of A where 4 had.
+	start := 4 * float64(m) * float64(k) / aBytesPerNs
+	ctx.For(np*nrb, cost, start, func(lo, hi int) {
 		for u := lo; u < hi; {
 			pi, rb := u/nrb, u%nrb
 			if pe := hi / nrb; rb == 0 && pe > pi {

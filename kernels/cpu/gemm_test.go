@@ -169,7 +169,7 @@ func TestFusedMatMulPackedOneRow(t *testing.T) {
 // the caller: the splits a pool of any size may make.
 type randomSplits struct{ r interface{ Intn(int) int } }
 
-func (p randomSplits) For(n int, cost float64, fn func(lo, hi int)) {
+func (p randomSplits) For(n int, cost, start float64, fn func(lo, hi int)) {
 	for lo := 0; lo < n; {
 		hi := min(n, lo+1+p.r.Intn(n))
 		fn(lo, hi)
@@ -216,4 +216,4 @@ func TestGemmUnits(t *testing.T) {
 // wholeLoop runs For's loop as one chunk.
 type wholeLoop struct{}
 
-func (wholeLoop) For(n int, cost float64, fn func(lo, hi int)) { fn(0, n) }
+func (wholeLoop) For(n int, cost, start float64, fn func(lo, hi int)) { fn(0, n) }

@@ -18,7 +18,7 @@ import (
 // concurrent paths.
 type pool struct{}
 
-func (pool) For(n int, cost float64, fn func(lo, hi int)) {
+func (pool) For(n int, cost, start float64, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}

@@ -109,7 +109,7 @@ func reluInt[T num](x, o []T) {
 }
 
 func unaryF[T float32 | float64](ctx *kernels.Context, op unaryOp, x, o []T) {
-	ctx.For(len(x), 10, func(lo, hi int) {
+	ctx.For(len(x), 10, kernels.StartLoop, func(lo, hi int) {
 		x, o := x[lo:hi], o[lo:hi]
 		o = o[:len(x)]
 		switch op {
@@ -135,7 +135,7 @@ func unaryF[T float32 | float64](ctx *kernels.Context, op unaryOp, x, o []T) {
 
 func softmaxRows[T float32 | float64](ctx *kernels.Context, x, o []T, d int) {
 	rows := len(x) / d
-	ctx.For(rows, float64(d)*20, func(lo, hi int) {
+	ctx.For(rows, float64(d)*20, kernels.StartLoop, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, or := x[r*d:(r+1)*d], o[r*d:(r+1)*d]
 			mx := xr[0]

@@ -111,7 +111,7 @@ func conv2DBackpropFilter(ctx *kernels.Context, a Conv2DAttrs) error {
 		return err
 	}
 	C, O := p.C, p.O
-	ctx.For(p.KH*p.KW, float64(p.N*p.OutH*p.OutW*C*O), func(lo, hi int) {
+	ctx.For(p.KH*p.KW, float64(p.N*p.OutH*p.OutW*C*O), kernels.StartLoop, func(lo, hi int) {
 		for tap := lo; tap < hi; tap++ {
 			ka, kb := tap/p.KW, tap%p.KW
 			acc := df[tap*C*O : (tap+1)*C*O]
@@ -176,7 +176,7 @@ func maxPoolGrad(ctx *kernels.Context, pa PoolAttrs) error {
 		return err
 	}
 	// One image per task: windows of different images never overlap.
-	ctx.For(geom.N, float64(geom.OH*geom.OW*geom.KH*geom.KW*geom.C), func(lo, hi int) {
+	ctx.For(geom.N, float64(geom.OH*geom.OW*geom.KH*geom.KW*geom.C), kernels.StartLoop, func(lo, hi int) {
 		for n := lo; n < hi; n++ {
 			for oh := 0; oh < geom.OH; oh++ {
 				for ow := 0; ow < geom.OW; ow++ {
@@ -243,7 +243,7 @@ func avgPoolGrad(ctx *kernels.Context, pa PoolAttrs) error {
 	if err != nil {
 		return err
 	}
-	ctx.For(geom.N, float64(geom.OH*geom.OW*geom.KH*geom.KW*geom.C), func(lo, hi int) {
+	ctx.For(geom.N, float64(geom.OH*geom.OW*geom.KH*geom.KW*geom.C), kernels.StartLoop, func(lo, hi int) {
 		for n := lo; n < hi; n++ {
 			for oh := 0; oh < geom.OH; oh++ {
 				for ow := 0; ow < geom.OW; ow++ {

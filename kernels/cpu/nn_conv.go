@@ -451,7 +451,7 @@ func convGemm[T float32 | float64 | int32](ctx *kernels.Context, p ConvParams, i
 	for r0 := 0; r0 < rows; r0 += tile {
 		m := min(tile, rows-r0)
 		for g := 0; g < p.Groups; g++ {
-			ctx.For(m, float64(k), func(lo, hi int) { im2col(p, in, col, r0, lo, hi, g) })
+			ctx.For(m, float64(k), kernels.StartLoop, func(lo, hi int) { im2col(p, in, col, r0, lo, hi, g) })
 			gemm(m, og, k, col, k, filter[g*og:], p.O, out[r0*p.O+g*og:], p.O)
 		}
 	}
@@ -563,7 +563,7 @@ func depthwiseConv(ctx *kernels.Context, a Conv2DAttrs) error {
 
 func depthwise[T float32 | float64](ctx *kernels.Context, p ConvParams, mult int, in, f, out []T) {
 	oc := p.C * mult
-	ctx.For(p.N*p.OutH, float64(p.OutW*p.KH*p.KW*oc), func(lo, hi int) {
+	ctx.For(p.N*p.OutH, float64(p.OutW*p.KH*p.KW*oc), kernels.StartLoop, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			n, oh := r/p.OutH, r%p.OutH
 			for ow := 0; ow < p.OutW; ow++ {

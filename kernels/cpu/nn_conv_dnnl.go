@@ -123,7 +123,7 @@ func splitRun(ctx *kernels.Context, units int, cost float64, part func(lo, hi in
 	var mu sync.Mutex
 	var first error
 	var redo atomic.Bool
-	ctx.For(units, cost, func(lo, hi int) {
+	ctx.For(units, cost, kernels.StartCall, func(lo, hi int) {
 		run := whole
 		if lo != 0 || hi != units {
 			var ok bool

@@ -216,7 +216,7 @@ func elementGrad(ctx *kernels.Context, s gradSpec) error {
 	switch a.DType {
 	case tensor.Float:
 		x, y, out := a.F32(), b.F32(), o.F32()
-		ctx.For(n, 4, func(lo, hi int) {
+		ctx.For(n, 4, kernels.StartLoop, func(lo, hi int) {
 			if s.f32 != nil {
 				for i := lo; i < hi; i++ {
 					out[i] = s.f32(x[i], y[i])
@@ -229,7 +229,7 @@ func elementGrad(ctx *kernels.Context, s gradSpec) error {
 		})
 	case tensor.Double:
 		x, y, out := a.F64(), b.F64(), o.F64()
-		ctx.For(n, 4, func(lo, hi int) {
+		ctx.For(n, 4, kernels.StartLoop, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				out[i] = s.f(x[i], y[i])
 			}
@@ -445,7 +445,7 @@ func softmaxXent(ctx *kernels.Context) error {
 			lb[i*cols+j] = lv[i*bc.sb[0]+j*bc.sb[1]]
 		}
 	}
-	ctx.For(int(rows), float64(cols)*20, func(lo, hi int) {
+	ctx.For(int(rows), float64(cols)*20, kernels.StartLoop, func(lo, hi int) {
 		for i := int64(lo); i < int64(hi); i++ {
 			ls[i] = xentRow(xb[i*cols:(i+1)*cols], lb[i*cols:(i+1)*cols], bp[i*cols:(i+1)*cols])
 		}
@@ -515,7 +515,7 @@ func sparseSoftmaxXent(ctx *kernels.Context) error {
 	for i, v := range labels {
 		lb[int64(i)*cols+v] = 1
 	}
-	ctx.For(int(rows), float64(cols)*20, func(lo, hi int) {
+	ctx.For(int(rows), float64(cols)*20, kernels.StartLoop, func(lo, hi int) {
 		for i := int64(lo); i < int64(hi); i++ {
 			ls[i] = xentRow(xv[i*cols:(i+1)*cols], lb[i*cols:(i+1)*cols], bp[i*cols:(i+1)*cols])
 		}

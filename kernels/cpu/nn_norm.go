@@ -264,7 +264,7 @@ func fusedBatchNorm(ctx *kernels.Context, bn BatchNormAttrs, prims *bnPrims) err
 // of the pool takes whole channels and makes both passes over them.
 func batchStats(ctx *kernels.Context, xs, bm, bv []float32, outer, c, inner int64) {
 	cnt := float64(outer * inner)
-	ctx.For(int(c), float64(outer*inner)*2, func(lo, hi int) {
+	ctx.For(int(c), float64(outer*inner)*2, kernels.StartLoop, func(lo, hi int) {
 		for k := int64(lo); k < int64(hi); k++ {
 			var sum, sq float64
 			for p := int64(0); p < outer; p++ {
@@ -300,7 +300,7 @@ func normalize(ctx *kernels.Context, bn BatchNormAttrs, xs, ys, scale, offset, m
 		s := float32(1/math.Sqrt(float64(v[k])+bn.Eps)) * scale[k]
 		mul[k], add[k] = s, offset[k]-m[k]*s
 	}
-	ctx.For(int(outer*c), float64(inner)*2, func(lo, hi int) {
+	ctx.For(int(outer*c), float64(inner)*2, kernels.StartLoop, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			k := r % int(c)
 			src, dst := xs[int64(r)*inner:int64(r+1)*inner], ys[int64(r)*inner:int64(r+1)*inner]
@@ -346,7 +346,7 @@ func batchNormDNNL(ctx *kernels.Context, prims *bnPrims, bn BatchNormAttrs, xs, 
 			plain = plain && scale[k] == 1 && offset[k] == 0
 		}
 		if !plain {
-			ctx.For(int(c), float64(inner), func(lo, hi int) {
+			ctx.For(int(c), float64(inner), kernels.StartLoop, func(lo, hi int) {
 				for k := lo; k < hi; k++ {
 					a, b := scale[k], offset[k]
 					row := ys[int64(k)*inner : int64(k+1)*inner]
@@ -383,7 +383,7 @@ func lrn(ctx *kernels.Context, l LRNAttrs) error {
 	}
 	r := int(l.Radius)
 	bias, alpha, beta := float64(l.Bias), float64(l.Alpha), float64(l.Beta)
-	ctx.For(len(xs)/d, float64(d)*float64(2*r+10), func(lo, hi int) {
+	ctx.For(len(xs)/d, float64(d)*float64(2*r+10), kernels.StartLoop, func(lo, hi int) {
 		for row := lo; row < hi; row++ {
 			src, dst := xs[row*d:(row+1)*d], ys[row*d:(row+1)*d]
 			// A running sum of squares over the window.
@@ -510,7 +510,7 @@ func layerNorm(ctx *kernels.Context, axis int64, single bool, eps float64, resid
 	if R != nil {
 		cost += float64(n)
 	}
-	ctx.For(len(X)/n, cost, func(lo, hi int) {
+	ctx.For(len(X)/n, cost, kernels.StartLoop, func(lo, hi int) {
 		var r []float32
 		if R != nil {
 			r = R[lo*n : hi*n]
@@ -525,7 +525,7 @@ func layerNorm(ctx *kernels.Context, axis int64, single bool, eps float64, resid
 // of len(gamma) elements, which divides inner.
 func layerNormStrided(ctx *kernels.Context, x, y []float32, d, inner int, gamma, beta []float32, eps float64) {
 	c := len(gamma)
-	ctx.For(len(x)/(d*inner), float64(d*inner)*8, func(lo, hi int) {
+	ctx.For(len(x)/(d*inner), float64(d*inner)*8, kernels.StartLoop, func(lo, hi int) {
 		for o := lo; o < hi; o++ {
 			base := o * d * inner
 			for i := 0; i < inner; i++ {

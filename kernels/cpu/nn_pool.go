@@ -266,7 +266,7 @@ func lowest[T num]() T {
 
 func poolT[T num](ctx *kernels.Context, g PoolGeom, isMax bool, in, out []T) {
 	low := lowest[T]()
-	ctx.For(g.N*g.OH, float64(g.OW*g.KH*g.KW*g.C), func(lo, hi int) {
+	ctx.For(g.N*g.OH, float64(g.OW*g.KH*g.KW*g.C), kernels.StartLoop, func(lo, hi int) {
 		acc := make([]float64, g.C)
 		cnt := make([]int, 1)
 		for r := lo; r < hi; r++ {

@@ -120,7 +120,7 @@ func (k *randomKernel) Compute(ctx *kernels.Context) error {
 	case tensor.Float:
 		f32 = o.F32()
 	}
-	ctx.For(n, 30, func(from, to int) {
+	ctx.For(n, 30, kernels.StartLoop, func(from, to int) {
 		for j := from; j < to; j++ {
 			if k.dist == distTruncated {
 				v := k.truncated(base+uint64(j)*truncBlocks, dt == tensor.Double)

@@ -244,7 +244,7 @@ const colBlock = 512
 func forReduce(ctx *kernels.Context, p redPlan, row func(lo, hi int), col func(o, jlo, jhi int)) {
 	cost := float64(p.red) + 1
 	if p.inner == 1 {
-		ctx.For(p.outer, cost, row)
+		ctx.For(p.outer, cost, kernels.StartLoop, row)
 		return
 	}
 	// Blocks of colBlock columns, narrower (down to 256, which keeps each
@@ -255,7 +255,7 @@ func forReduce(ctx *kernels.Context, p redPlan, row func(lo, hi int), col func(o
 		nb = max(nb, min(want, (p.inner+255)/256))
 	}
 	blk := (p.inner + nb - 1) / nb
-	ctx.For(p.outer*nb, cost*float64(blk), func(lo, hi int) {
+	ctx.For(p.outer*nb, cost*float64(blk), kernels.StartLoop, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			o, b := t/nb, t%nb
 			if jlo := b * blk; jlo < p.inner {
@@ -322,7 +322,7 @@ func reduceFloat[T float32 | float64](ctx *kernels.Context, kind redKind, p redP
 	}
 	if !p.contiguous {
 		outOff, inOff := walkGeneral(p)
-		ctx.For(len(o), float64(p.count)+1, func(lo, hi int) {
+		ctx.For(len(o), float64(p.count)+1, kernels.StartLoop, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				s := init
 				for _, off := range inOff {
@@ -432,7 +432,7 @@ func reduceInt[T num, A int64 | uint64](ctx *kernels.Context, kind redKind, p re
 	}
 	if !p.contiguous {
 		outOff, inOff := walkGeneral(p)
-		ctx.For(len(o), float64(p.count)+1, func(lo, hi int) {
+		ctx.For(len(o), float64(p.count)+1, kernels.StartLoop, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				s := init
 				for _, off := range inOff {
@@ -552,7 +552,7 @@ func reduceMinMax[T num](ctx *kernels.Context, kind redKind, p redPlan, x, o []T
 	isMax := kind == rMax
 	if !p.contiguous {
 		outOff, inOff := walkGeneral(p)
-		ctx.For(len(o), float64(p.count)+1, func(lo, hi int) {
+		ctx.For(len(o), float64(p.count)+1, kernels.StartLoop, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				m := init
 				for _, off := range inOff {
@@ -760,7 +760,7 @@ func argRows[T num](ctx *kernels.Context, isMax bool, x []T, idx []int64, outer,
 		}
 		return v < best
 	}
-	ctx.For(outer*inner, float64(n)+1, func(lo, hi int) {
+	ctx.For(outer*inner, float64(n)+1, kernels.StartLoop, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			oi, j := t/inner, t%inner
 			base := oi*n*inner + j

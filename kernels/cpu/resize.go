@@ -96,7 +96,7 @@ func resize(ctx *kernels.Context, bilinear, alignCorners, halfPixel bool) error 
 	if !bilinear {
 		ys, xs := nearestIdx(oh, ih, hs, alignCorners, halfPixel), nearestIdx(ow, iw, ws, alignCorners, halfPixel)
 		rowIn, rowOut := int(iw)*c, int(ow)*c
-		ctx.For(n*int(oh), float64(rowOut), func(lo, hi int) {
+		ctx.For(n*int(oh), float64(rowOut), kernels.StartLoop, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				b, y := r/int(oh), r%int(oh)
 				src := (b*int(ih) + ys[y]) * rowIn
@@ -112,7 +112,7 @@ func resize(ctx *kernels.Context, bilinear, alignCorners, halfPixel bool) error 
 	in := toF32Any(x)
 	o := out.F32()
 	rowIn, rowOut := int(iw)*c, int(ow)*c
-	ctx.For(n*int(oh), float64(rowOut)*4, func(lo, hi int) {
+	ctx.For(n*int(oh), float64(rowOut)*4, kernels.StartLoop, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			b, y := r/int(oh), r%int(oh)
 			top := in[(b*int(ih)+ys[y].lo)*rowIn:][:rowIn]

@@ -107,7 +107,7 @@ type scanGeom struct {
 // scanT scans each of the outer*inner lines of length n; the inner loop
 // runs along the contiguous inner dimension so it vectorises.
 func scanT[T num](ctx *kernels.Context, g scanGeom, x, o []T) {
-	ctx.For(g.outer, float64(g.n*g.inner), func(lo, hi int) {
+	ctx.For(g.outer, float64(g.n*g.inner), kernels.StartLoop, func(lo, hi int) {
 		acc := make([]T, g.inner)
 		for p := lo; p < hi; p++ {
 			base := p * g.n * g.inner
@@ -260,7 +260,7 @@ func (h *kHeap[T]) Pop() any {
 
 func topKRows[T num](ctx *kernels.Context, x []T, n, k int, pos []int64) {
 	rows := len(x) / n
-	ctx.For(rows, float64(n)*4, func(lo, hi int) {
+	ctx.For(rows, float64(n)*4, kernels.StartLoop, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := x[r*n : (r+1)*n]
 			out := pos[r*k : (r+1)*k]

@@ -229,7 +229,7 @@ func spaceBatchRows[T any](ctx *kernels.Context, space, batch []T, g *SpaceBatch
 	last, ym := m-1, g.Y[m-1]
 	bl, sl, spl := g.Block[last], g.Start[last], g.Space[last]
 	runs := int64(len(batch)) / inner / ym
-	ctx.For(int(runs), float64(ym*inner)*0.5+10, func(lo, hi int) {
+	ctx.For(int(runs), float64(ym*inner)*0.5+10, kernels.StartLoop, func(lo, hi int) {
 		y := make([]int64, m)
 		for run := int64(lo); run < int64(hi); run++ {
 			ob := run

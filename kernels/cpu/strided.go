@@ -74,7 +74,7 @@ func stridedT[T any](ctx *kernels.Context, d, s []T, shape, st []int64) {
 		transposeTiles(ctx, d, s, shape, st)
 		return
 	}
-	ctx.For(int(rows), float64(inner)*0.5+5, func(lo, hi int) {
+	ctx.For(int(rows), float64(inner)*0.5+5, kernels.StartLoop, func(lo, hi int) {
 		off := stridedOffset(int64(lo), shape[:r-1], st[:r-1])
 		idx := stridedIndex(int64(lo), shape[:r-1])
 		for row := int64(lo); row < int64(hi); row++ {
@@ -116,7 +116,7 @@ func transposeTiles[T any](ctx *kernels.Context, d, s []T, shape, st []int64) {
 	rowsN, inner, is := shape[r-2], shape[r-1], st[r-1]
 	bands := (rowsN + stridedTile - 1) / stridedTile
 	planes := int64(len(d)) / (rowsN * inner)
-	ctx.For(int(planes*bands), float64(stridedTile*inner)*0.7, func(lo, hi int) {
+	ctx.For(int(planes*bands), float64(stridedTile*inner)*0.7, kernels.StartLoop, func(lo, hi int) {
 		for job := int64(lo); job < int64(hi); job++ {
 			plane, band := job/bands, job%bands
 			base := stridedOffset(plane, shape[:r-2], st[:r-2])

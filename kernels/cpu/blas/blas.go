@@ -344,9 +344,11 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 }
 
 // Parallel splits a loop over [0, n) into chunks worth about cost ns per
-// index (kernels.Parallelizer, the session's intra-op pool).
+// index, each costing start ns to begin (kernels.Parallelizer, the
+// session's intra-op pool). This package's loops pass 0: a chunk is the
+// loop's next columns or blocks, each block's call already in its cost.
 type Parallel interface {
-	For(n int, cost float64, fn func(lo, hi int))
+	For(n int, cost, start float64, fn func(lo, hi int))
 }
 
 // gemmFlopsPerNs is about what one core's OpenBLAS SGEMM reaches (20-40
@@ -381,7 +383,7 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 	// colBlocks splits C into blocks of w columns over the pool, each
 	// block's OpenBLAS call packing its own part of B.
 	colBlocks := func(w int) {
-		p.For((n+w-1)/w, float64(2*w*m*k)/gemmFlopsPerNs, func(lo, hi int) {
+		p.For((n+w-1)/w, float64(2*w*m*k)/gemmFlopsPerNs, 0, func(lo, hi int) {
 			for blk := lo; blk < hi; blk++ {
 				c0, c1 := blk*w, min((blk+1)*w, n)
 				off := c0
@@ -408,7 +410,7 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 			vec.Gemv(a, k, b, ldb, n, alpha, beta, c)
 			return
 		}
-		p.For(n, float64(2*k)/gemvFlopsPerNs, func(lo, hi int) {
+		p.For(n, float64(2*k)/gemvFlopsPerNs, 0, func(lo, hi int) {
 			vec.Gemv(a, k, b[lo:], ldb, hi-lo, alpha, beta, c[lo:hi])
 		})
 	case m == 1 && k > 0 && Available():
@@ -430,7 +432,7 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 			row(0, n)
 			return
 		}
-		p.For((n+gemmBlock-1)/gemmBlock, float64(2*gemmBlock*k)/gemmFlopsPerNs, func(lo, hi int) {
+		p.For((n+gemmBlock-1)/gemmBlock, float64(2*gemmBlock*k)/gemmFlopsPerNs, 0, func(lo, hi int) {
 			for blk := lo; blk < hi; blk++ {
 				row(blk*gemmBlock, min((blk+1)*gemmBlock, n))
 			}
@@ -450,7 +452,7 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 		colBlocks(wideBlock)
 	case m >= 2*gemmBlock:
 		blocks := (m + gemmBlock - 1) / gemmBlock
-		p.For(blocks, float64(2*gemmBlock*n*k)/gemmFlopsPerNs, func(lo, hi int) {
+		p.For(blocks, float64(2*gemmBlock*n*k)/gemmFlopsPerNs, 0, func(lo, hi int) {
 			for blk := lo; blk < hi; blk++ {
 				r0, r1 := blk*gemmBlock, min((blk+1)*gemmBlock, m)
 				off := r0 * lda

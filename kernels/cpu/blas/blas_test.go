@@ -368,7 +368,7 @@ func TestSgemmOnSameBits(t *testing.T) {
 // indices, in order, on the caller.
 type chunks int
 
-func (c chunks) For(n int, _ float64, fn func(lo, hi int)) {
+func (c chunks) For(n int, _, _ float64, fn func(lo, hi int)) {
 	for lo := 0; lo < n; lo += int(c) {
 		fn(lo, min(lo+int(c), n))
 	}
