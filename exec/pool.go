@@ -272,8 +272,9 @@ func (p *Intra) For(n int, cost, start float64, fn func(lo, hi int)) {
 // each, start ns to begin a chunk, into: 1 (whole, on the caller) below
 // two grains, or below two minimum splits while no worker spins; else
 // the count that balances the chunks' starts against the wait for the
-// last one, at least minChunksPerThread a thread, at most
-// maxChunksPerThread a thread, one an element and one a grain.
+// last one, at least minChunksPerThread a thread (where the loop has that
+// many elements and grains), at most maxChunksPerThread a thread, one an
+// element and one a grain.
 //
 // With c chunks over t threads a loop of total ns ends after about
 // (total + c*(start+claimNs))/t, each thread's share and starts, plus
@@ -293,7 +294,10 @@ func (p *Intra) chunks(n int, cost, start float64) int {
 		start = 0
 	}
 	t := float64(p.workers + 1)
-	c := max(math.Sqrt(total*t/(2*(start+claimNs))), minChunksPerThread*t)
+	c := math.Sqrt(total * t / (2 * (start + claimNs)))
+	if !(c >= minChunksPerThread*t) { // also NaN: an infinite start over an infinite total
+		c = minChunksPerThread * t
+	}
 	return int(min(c, total/grainNs, maxChunksPerThread*t, float64(n)))
 }
 

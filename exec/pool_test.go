@@ -94,6 +94,7 @@ func TestIntraChunksByStart(t *testing.T) {
 		{1000, 40, math.NaN(), 8},         // and so is NaN
 		{1000, math.NaN(), 0, 1},          // a cost that is not a number: whole
 		{1000, 40, math.Inf(1), 4},        // an endless start: 2 a thread
+		{1 << 30, 1e300, math.Inf(1), 4},  // and over an endless loop (Inf/Inf)
 	} {
 		var calls atomic.Int32
 		p.For(c.n, c.cost, c.start, func(lo, hi int) { calls.Add(1) })
