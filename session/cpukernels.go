@@ -121,6 +121,6 @@ func (st *state) logCPUKernels(withNotice func(summary string) string) (logged b
 // now is c with what changes after loading (oneDNN's fallbacks and the
 // implementations its primitives took) read now, for MS_SessionStats.
 func (c CPUKernels) now() CPUKernels {
-	c.DNNL.Fallbacks, c.DNNL.Primitives = dnnl.Fallbacks(), dnnl.Primitives()
+	c.DNNL.Fallbacks, c.DNNL.Primitives, c.DNNL.Live = dnnl.Fallbacks(), dnnl.Primitives(), dnnl.Live()
 	return c
 }

@@ -58,6 +58,8 @@ type Info struct {
 	Fallbacks int64 `json:"fallbacks"`
 	// Primitives is Primitives() when the stats were taken.
 	Primitives string `json:"primitives,omitempty"`
+	// Live is Live() when the stats were taken.
+	Live int64 `json:"live"`
 }
 
 // String is the one log line.
@@ -89,7 +91,21 @@ var (
 	wanted Options
 
 	fallbacks atomic.Int64
+	// live counts the primitives made and not yet freed, in this process.
+	live atomic.Int64
 )
+
+// Live is how many primitives (convolutions and Prims) exist in this
+// process: made by a cache's Get and not yet destroyed by its Close. A
+// session's plans hold theirs until the plan is dropped, so after every
+// session is closed it is back where it started (MS_SessionStats shows it,
+// cpu_kernels.onednn.live).
+func Live() int64 { return live.Load() }
+
+// errClosed is Get's error after Close: the kernel's own code runs the
+// shape (a plan closes its kernels only after its last step, so no Run
+// should see it).
+var errClosed = errors.New("oneDNN primitive cache is closed")
 
 // Fallbacks is how many (node, shape) pairs oneDNN could not make a
 // primitive for in this process, each warned about once; mstream's own
@@ -224,7 +240,7 @@ func Loaded() Info {
 		Load(Options{})
 	}
 	in := info
-	in.Fallbacks, in.Primitives = Fallbacks(), Primitives()
+	in.Fallbacks, in.Primitives, in.Live = Fallbacks(), Primitives(), Live()
 	return in
 }
 
@@ -289,7 +305,16 @@ func NewConv(d ConvDesc, threads int) (*Conv, error) {
 	if C.ms_conv_create(&p[0], b2i(d.Bias), b2i(d.Relu), C.int(threads), &c, &buf[0], C.int(len(buf))) == 0 {
 		return nil, fmt.Errorf("oneDNN convolution %+v: %s", d, C.GoString(&buf[0]))
 	}
+	live.Add(1)
 	return &Conv{c: c, threads: threads, Impl: C.GoString(C.ms_conv_impl(c)), pk: &packed{}}, nil
+}
+
+// free destroys the primitive and the memory objects and streams its Runs
+// kept (dl.c's slots); no Run may be in flight or follow.
+func (c *Conv) free() {
+	C.ms_conv_free(c.c)
+	c.c = nil
+	live.Add(-1)
 }
 
 // WorkBytes is the size of the work buffer a Run that reorders its weights
@@ -415,15 +440,16 @@ func (f *freeList) put(b []byte) {
 // keeps it for the plan's life, so a primitive is built once per (node,
 // shape) and reused by every Run. Its primitives convolve one node's
 // filter: those whose weights take the same layout share one packed copy
-// of it when it is constant (Run's constWeights). The zero value is ready. Primitives are
-// not freed: they live as long as the process (a plan does not say when it
-// is dropped; a few per node and shape).
+// of it when it is constant (Run's constWeights). The zero value is ready.
+// Close destroys its primitives: the kernel that owns it closes it when
+// its plan is dropped (kernels.Closer), after the plan's last step.
 type ConvCache struct {
 	// Node names the kernel's node in the warning a desc oneDNN cannot
 	// make prints.
-	Node string
-	mu   sync.Mutex
-	m    map[threaded[ConvDesc]]convEntry
+	Node   string
+	mu     sync.Mutex
+	m      map[threaded[ConvDesc]]convEntry
+	closed bool
 }
 
 // threaded is a cache key: a desc and the team size its primitive was
@@ -445,6 +471,9 @@ type convEntry struct {
 func (cc *ConvCache) Get(d ConvDesc, threads int) (*Conv, error) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
+	if cc.closed {
+		return nil, errClosed
+	}
 	k := threaded[ConvDesc]{d, threads}
 	if e, ok := cc.m[k]; ok {
 		return e.c, e.err
@@ -466,6 +495,21 @@ func (cc *ConvCache) Get(d ConvDesc, threads int) (*Conv, error) {
 		record("conv", c.Impl)
 	}
 	return c, err
+}
+
+// Close destroys the cache's primitives, which no Run may still use; a
+// Get after it fails (the kernel's own code would run). A second Close
+// does nothing.
+func (cc *ConvCache) Close() error {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	for _, e := range cc.m {
+		if e.c != nil {
+			e.c.free()
+		}
+	}
+	cc.m, cc.closed = nil, true
+	return nil
 }
 
 func b2i(b bool) C.int {
@@ -498,7 +542,16 @@ func newPrim(what string, desc any, nArg, threads int, create func(threads C.int
 	if create(C.int(threads), &c, &buf[0], C.int(len(buf))) == 0 {
 		return nil, fmt.Errorf("oneDNN %s %+v: %s", what, desc, C.GoString(&buf[0]))
 	}
+	live.Add(1)
 	return &Prim{c: c, nArg: nArg, threads: threads, kind: strings.ReplaceAll(what, " ", "_"), Impl: C.GoString(C.ms_prim_impl(c))}, nil
+}
+
+// free destroys the primitive and its Runs' memory objects and streams, as
+// Conv.free.
+func (p *Prim) free() {
+	C.ms_prim_free(p.c)
+	p.c = nil
+	live.Add(-1)
 }
 
 // WorkBytes is the size of the work buffer (the scratchpad) Run needs.
@@ -529,12 +582,13 @@ func (p *Prim) Run(work []byte, args ...[]float32) error {
 // Cache holds a kernel's primitives by desc: a kernel makes one and keeps
 // it for the plan's life, so a primitive is built once per (node, shape)
 // and reused by every Run. Node names the kernel's node in the warning a
-// desc oneDNN cannot make prints. The zero value is ready. Primitives are
-// not freed, as ConvCache's.
+// desc oneDNN cannot make prints. The zero value is ready. Close destroys
+// its primitives, as ConvCache's.
 type Cache[D comparable] struct {
-	Node string
-	mu   sync.Mutex
-	m    map[threaded[D]]primEntry
+	Node   string
+	mu     sync.Mutex
+	m      map[threaded[D]]primEntry
+	closed bool
 }
 
 type primEntry struct {
@@ -549,6 +603,9 @@ type primEntry struct {
 func (pc *Cache[D]) Get(d D, threads int) (*Prim, error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
+	if pc.closed {
+		return nil, errClosed
+	}
 	k := threaded[D]{d, threads}
 	if e, ok := pc.m[k]; ok {
 		return e.p, e.err
@@ -564,6 +621,19 @@ func (pc *Cache[D]) Get(d D, threads int) (*Prim, error) {
 		record(p.kind, p.Impl)
 	}
 	return p, err
+}
+
+// Close destroys the cache's primitives, as ConvCache.Close.
+func (pc *Cache[D]) Close() error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for _, e := range pc.m {
+		if e.p != nil {
+			e.p.free()
+		}
+	}
+	pc.m, pc.closed = nil, true
+	return nil
 }
 
 func newPrimFor(d any, threads int) (*Prim, error) {

@@ -55,7 +55,11 @@
 // map (a std::unordered_map) on every call: with its other bookkeeping,
 // the 1.5-2 us a call costs beside its work (BenchmarkConvSplit in
 // package cpu), which is why the split cuts few parts.
-// Primitives are never freed: a plan does not say when it is dropped.
+// A cache's Close destroys its primitives (and their Runs' memory objects
+// and streams); a kernel that owns caches is a kernels.Closer, which its
+// plan closes once, after the plan's last step, when the session drops the
+// plan (evicted, or the session closed). Live counts the primitives alive
+// (MS_SessionStats' cpu_kernels.onednn.live).
 //
 // Accuracy: oneDNN 3.2's gelu_erf and gelu_tanh eltwise differ from the
 // float64 function by up to 2e-4 relative (tanh 7e-8, logistic 2e-7, elu
