@@ -104,6 +104,9 @@ type Plan struct {
 	crew laneCrew
 	// layouts keeps stream steps' layouts per runtime (streams.go).
 	layouts layouts
+	// life counts the steps running kernels of the plan, with planClosed
+	// set once Close was called (lifetime.go).
+	life atomic.Int64
 }
 
 // NumNodes is the number of nodes a step runs.

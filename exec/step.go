@@ -198,14 +198,22 @@ func (b *traceBuf) take(run int64, group int) *trace.Step {
 // Groups whose streams are an asynchronous device's (device.EventPool: a
 // GPU) run on the device launcher (runDevice, device_step.go); every host
 // step runs on the host scheduler (runHost).
+//
+// On a plan after Close it fails with ErrClosed, running nothing; a step
+// that began before keeps the plan's kernels open until it ends
+// (lifetime.go).
 func (p *Plan) Run(ctx context.Context, rt *Runtime, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if len(feeds) != len(p.feeds) {
 		return nil, nil, status.Errorf(status.Internal, "plan expects %d feeds, got %d", len(p.feeds), len(feeds))
+	}
+	if !p.enter() {
+		return nil, nil, ErrClosed
 	}
 	var group *groups.Group
 	if len(rt.Groups) > 0 {
 		group = rt.Groups[0]
 		if _, async := group.Compute.(device.EventPool); async {
+			defer p.exit()
 			return opts.deliver(p.runDevice(ctx, rt, feeds, opts))
 		}
 	}
@@ -262,9 +270,11 @@ func (p *Plan) newPoolStep() *step {
 // the frame driver's inline form on the caller's goroutine (driveFrames,
 // frames.go), the same loop a one-group stream step's opFrames item
 // runs. The kernel context (kenv, worker.begin), the tracker and tracing
-// are the same for all.
+// are the same for all. It ends the step Run entered (p.exit) once no
+// kernel of it runs, which after a cancellation may be after it returns.
 func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
 	if group != nil && rt.onStreams() {
+		defer p.exit() // driveStreams joins every item, even when cancelled
 		return opts.deliver(p.driveStreams(ctx, rt, feeds, opts))
 	}
 	s := p.steps.get()
@@ -275,6 +285,7 @@ func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, fe
 	s.measure = p.costs.measure()
 	if err := s.bind(group); err != nil {
 		p.steps.put(s.reset())
+		p.exit()
 		return nil, nil, err
 	}
 	var out []*tensor.Tensor
@@ -292,11 +303,19 @@ func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, fe
 		// allocator or the state to the plan's pool. Only a cancelled
 		// step without buffers returns at once, leaving its state.
 		s.active.Wait()
+		p.exit()
 		defer func() {
 			if s.mem != nil {
 				s.mem.drain()
 			}
 			p.steps.put(s.reset())
+		}()
+	} else {
+		// The plan's kernels stay open for the cancelled step's kernels
+		// still running.
+		go func() {
+			s.active.Wait()
+			p.exit()
 		}()
 	}
 	var st *trace.Step

@@ -1,7 +1,9 @@
 package kernels
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"sort"
@@ -32,6 +34,33 @@ type Kernel interface {
 type KernelFunc func(ctx *Context) error
 
 func (f KernelFunc) Compute(ctx *Context) error { return f(ctx) }
+
+// Closer is a kernel that holds resources outside the Go heap (oneDNN's
+// primitives): the plan that built it calls Close once, when the plan is
+// dropped and after its last step has finished, so Close never runs under
+// a Compute. Finalizers would not do (STYLE.md): a server that reloads a
+// model would grow by whatever the collector has not yet run.
+type Closer interface {
+	Kernel
+	io.Closer
+}
+
+// WithClose is f as a Closer whose Close closes each of cs (a kernel's
+// primitive caches), joining their errors.
+func WithClose(f KernelFunc, cs ...io.Closer) Kernel { return closingFunc{f, cs} }
+
+type closingFunc struct {
+	KernelFunc
+	cs []io.Closer
+}
+
+func (k closingFunc) Close() error {
+	var errs []error
+	for _, c := range k.cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
 
 // Stateful is a kernel that keeps state between Runs in its session's
 // resource manager (variables, tables). The plan builder calls Bind once,

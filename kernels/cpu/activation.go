@@ -19,7 +19,7 @@ func init() {
 		log := op == "LogSoftmax"
 		reg(op, floatTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
 			prims := &dnnl.Cache[dnnl.SoftmaxDesc]{Node: n.Name}
-			return kernels.KernelFunc(func(ctx *kernels.Context) error { return softmax(ctx, log, prims) }), nil
+			return kernels.WithClose(func(ctx *kernels.Context) error { return softmax(ctx, log, prims) }, prims), nil
 		})
 	}
 }

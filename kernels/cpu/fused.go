@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"io"
 	"math"
 	"strings"
 
@@ -74,7 +75,7 @@ func init() {
 		}
 		prims := &dnnl.ConvCache{Node: n.Name}
 		constFilter := n.Attr(constWeightsAttr).GetB()
-		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep, prims, constFilter) }), nil
+		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2D(ctx, a, ep, prims, constFilter) }, prims), nil
 	})
 	reg("_MstreamConv2DMaxPool", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		a, ep, err := parseFusedConv2D(n)
@@ -90,7 +91,7 @@ func init() {
 		}
 		cp := &convPool{conv: &dnnl.ConvCache{Node: n.Name}, pool: &dnnl.Cache[dnnl.PoolDesc]{Node: n.Name}}
 		constFilter := n.Attr(constWeightsAttr).GetB()
-		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2DMaxPool(ctx, a, ep, pa, cp, constFilter) }), nil
+		return fusedKernel(n, func(ctx *kernels.Context) error { return fusedConv2DMaxPool(ctx, a, ep, pa, cp, constFilter) }, cp.conv, cp.pool), nil
 	})
 	reg("_MstreamUnaryChain", []tensor.DType{tensor.Float}, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		names := n.Attr("ops").GetList().GetS()
@@ -135,22 +136,27 @@ func packedFor(n *graph.Node) *packedWeights {
 }
 
 // fusedKernel wraps a fused kernel so that its errors also name the nodes
-// the fusion replaced, which are the ones the user knows.
-func fusedKernel(n *graph.Node, f func(ctx *kernels.Context) error) kernels.Kernel {
+// the fusion replaced, which are the ones the user knows; cs are the
+// primitive caches it owns, which its Close closes (kernels.WithClose).
+func fusedKernel(n *graph.Node, f func(ctx *kernels.Context) error, cs ...io.Closer) kernels.Kernel {
 	var names []string
 	for _, b := range n.Attr(fusedFromAttr).GetList().GetS() {
 		names = append(names, string(b))
 	}
-	if len(names) == 0 {
-		return kernels.KernelFunc(f)
-	}
-	from := strings.Join(names, ", ")
-	return kernels.KernelFunc(func(ctx *kernels.Context) error {
-		if err := f(ctx); err != nil {
-			return status.Errorf(status.CodeOf(err), "%v (fused from %s)", err, from)
+	k := kernels.KernelFunc(f)
+	if len(names) > 0 {
+		from := strings.Join(names, ", ")
+		k = func(ctx *kernels.Context) error {
+			if err := f(ctx); err != nil {
+				return status.Errorf(status.CodeOf(err), "%v (fused from %s)", err, from)
+			}
+			return nil
 		}
-		return nil
-	})
+	}
+	if len(cs) == 0 {
+		return k
+	}
+	return kernels.WithClose(k, cs...)
 }
 
 // epilogue is the fused computation after the GEMM or convolution:

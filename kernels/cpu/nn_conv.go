@@ -22,7 +22,7 @@ func init() {
 			return nil, err
 		}
 		prims := &dnnl.ConvCache{Node: n.Name}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return conv2D(ctx, a, prims) }), nil
+		return kernels.WithClose(func(ctx *kernels.Context) error { return conv2D(ctx, a, prims) }, prims), nil
 	})
 	reg("DepthwiseConv2dNative", floatTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		a, err := ParseDepthwiseAttrs(n)

@@ -28,7 +28,7 @@ func init() {
 				return nil, err
 			}
 			prims := &bnPrims{ln: &dnnl.Cache[dnnl.LayerNormDesc]{Node: n.Name}, bn: &dnnl.Cache[dnnl.BatchNormDesc]{Node: n.Name}}
-			return kernels.KernelFunc(func(ctx *kernels.Context) error { return fusedBatchNorm(ctx, bn, prims) }), nil
+			return kernels.WithClose(func(ctx *kernels.Context) error { return fusedBatchNorm(ctx, bn, prims) }, prims.ln, prims.bn), nil
 		})
 	}
 	for op, residual := range map[string]bool{"_MstreamLayerNorm": false, "_MstreamAddLayerNorm": true} {

@@ -24,7 +24,7 @@ func init() {
 			return nil, err
 		}
 		prims := &dnnl.Cache[dnnl.PoolDesc]{Node: n.Name}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return poolOp(ctx, pa, true, prims) }), nil
+		return kernels.WithClose(func(ctx *kernels.Context) error { return poolOp(ctx, pa, true, prims) }, prims), nil
 	})
 	reg("MaxPoolV2", maxTypes, []string{"ksize", "strides"}, func(n *graph.Node) (kernels.Kernel, error) {
 		padding, err := ParseMaxPoolV2Attrs(n)
@@ -32,13 +32,13 @@ func init() {
 			return nil, err
 		}
 		prims := &dnnl.Cache[dnnl.PoolDesc]{Node: n.Name}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+		return kernels.WithClose(func(ctx *kernels.Context) error {
 			pa, err := MaxPoolV2Args(ctx, padding)
 			if err != nil {
 				return err
 			}
 			return poolOp(ctx, pa, true, prims)
-		}), nil
+		}, prims), nil
 	})
 	reg("AvgPool", floatTypes, nil, func(n *graph.Node) (kernels.Kernel, error) {
 		pa, err := ParsePoolAttrs(n, "AvgPoolingOp", false)
@@ -46,7 +46,7 @@ func init() {
 			return nil, err
 		}
 		prims := &dnnl.Cache[dnnl.PoolDesc]{Node: n.Name}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return poolOp(ctx, pa, false, prims) }), nil
+		return kernels.WithClose(func(ctx *kernels.Context) error { return poolOp(ctx, pa, false, prims) }, prims), nil
 	})
 }
 
