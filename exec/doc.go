@@ -6,6 +6,12 @@
 // bound to its kernel. It is immutable afterwards and shared by every step
 // that runs it, concurrently.
 //
+// Its owner drops it with Close (lifetime.go): kernels holding resources
+// outside the Go heap (kernels.Closer: oneDNN primitive caches) are closed
+// once, after the last step that entered Run has left it (a cancelled
+// step's kernels included), never under a Compute; a Run after Close
+// fails with ErrClosed before any kernel runs.
+//
 // Plan.Run is the one entry that runs a step, whatever the device, the
 // group count and the mode: the session hands it a Runtime (the groups it
 // picked, the node-to-group assignment, wait reduction, the tensor

@@ -16,5 +16,8 @@
 // into kernels.Stateful kernels when a plan is built; what lives for one
 // step only (TemporaryVariable's variables, TF's step container) is in the
 // Step the executor makes per Run and hands to host kernels in
-// Context.Step, so a kernel keeps no per-step state of its own.
+// Context.Step, so a kernel keeps no per-step state of its own. A kernel
+// that holds resources outside the Go heap (oneDNN primitives) is a
+// Closer (WithClose): its plan closes it once, when dropped, after its
+// last step; never a finalizer.
 package kernels

@@ -54,6 +54,10 @@
 // memory of its feed copies) and fetched tensors belong to the caller
 // (RunTo's deliver sees the step's own, valid during that call only); the graph may grow while the session lives, and the plan
 // cache is keyed by the graph's version, so a Run after a change plans anew.
-// Close waits for the Runs in flight, then releases the pools and groups;
-// later calls fail with CANCELLED.
+// Close waits for the Runs in flight, then closes the cached plans (their
+// kernels' oneDNN primitives go: exec.Plan.Close) and releases the pools
+// and groups; later calls fail with CANCELLED. A plan evicted from the
+// cache (a full cache starts anew) is closed too, its kernels once the
+// Runs still on it end; a Run whose plan was closed before its step began
+// takes the signature's new plan.
 package session

@@ -34,6 +34,10 @@ func (b *gb) op(op, name string, attrs map[string]any, ins ...graph.Output) grap
 			nb.SetAttr(k, graph.AttrBool(v))
 		case int:
 			nb.SetAttr(k, graph.AttrInt(int64(v)))
+		case string:
+			nb.SetAttr(k, graph.AttrString(v))
+		case []int64:
+			nb.SetAttr(k, graph.AttrIntList(v))
 		default:
 			b.t.Fatalf("attr %s: unsupported %T", k, v)
 		}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"maps"
 	"os"
 	"runtime"
@@ -385,17 +386,46 @@ func (s *Session) buildPlan(k string, feeds, fetches []graph.Output, targets []*
 		return nil, err
 	}
 	st.planMu.Lock()
+	old := st.plans.Load()
+	if old != nil {
+		if q := (*old)[k]; q != nil {
+			// Another Run built it meanwhile: keep one.
+			st.planMu.Unlock()
+			p.Close()
+			return q, nil
+		}
+	}
 	plans := map[string]*exec.Plan{}
-	if old := st.plans.Load(); old != nil && len(*old) < maxCachedPlans {
+	var evicted map[string]*exec.Plan
+	if old != nil && len(*old) < maxCachedPlans {
 		maps.Copy(plans, *old)
 	} else if old != nil {
+		evicted = *old
 		st.assigns.Clear()
 		st.nodeGroups.Clear() // keyed by plan: it would keep every evicted plan alive
 	}
 	plans[k] = p
 	st.plans.Store(&plans)
 	st.planMu.Unlock()
+	// Their kernels' C resources go when the Runs still on them end.
+	for _, q := range evicted {
+		q.Close()
+	}
 	return p, nil
+}
+
+// closePlans drops every cached plan, closing the kernels that hold
+// resources outside the Go heap (oneDNN primitives); Close calls it once
+// no Run is in flight.
+func (st *state) closePlans() {
+	st.planMu.Lock()
+	old := st.plans.Swap(nil)
+	st.planMu.Unlock()
+	if old != nil {
+		for _, p := range *old {
+			p.Close()
+		}
+	}
 }
 
 func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Output, targets []*graph.Node, deliver func([]*tensor.Tensor) error) ([]*tensor.Tensor, *tfpb.RunMetadata, error) {
@@ -427,10 +457,6 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(runOpts.TimeoutInMs)*time.Millisecond)
 		defer cancel()
 	}
-	plan, err := s.planFor(feedOuts, fetches, targets)
-	if err != nil {
-		return nil, nil, err
-	}
 	vals := make([]*tensor.Tensor, len(feeds))
 	for i, f := range feeds {
 		if err := checkFeed(f); err != nil {
@@ -440,7 +466,21 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 	}
 	traced := runOpts != nil && runOpts.TraceLevel != tfpb.RunOptions_NO_TRACE
 	opts := exec.Options{Trace: traced || st.recordAll, Run: st.runSeq.Add(1), Deliver: deliver}
-	out, step, err := s.execute(ctx, plan, vals, opts, pool)
+	var out []*tensor.Tensor
+	var step *trace.Step
+	var err error
+	for {
+		var plan *exec.Plan
+		if plan, err = s.planFor(feedOuts, fetches, targets); err != nil {
+			return nil, nil, err
+		}
+		out, step, err = s.execute(ctx, plan, vals, opts, pool)
+		// A plan evicted between the lookup and its step ran nothing:
+		// the Run takes the signature's new plan.
+		if !errors.Is(err, exec.ErrClosed) {
+			break
+		}
+	}
 	if step != nil && (traced || st.recordAll) {
 		st.rec.Add(*step)
 	}
@@ -603,6 +643,7 @@ func (s *Session) close() error {
 	// Wait for runs in progress, then tear down.
 	st.runMu.Lock()
 	defer st.runMu.Unlock()
+	st.closePlans()
 	st.closeGraphs()
 	st.set.Close()
 	st.closePools()

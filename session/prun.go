@@ -23,6 +23,9 @@ type partialRun struct {
 }
 
 func (s *Session) prunSetup(feeds, fetches []graph.Output, targets []*graph.Node) (string, error) {
+	// As a Run: the plan it caches must not outlive Close's closePlans.
+	s.impl.runMu.RLock()
+	defer s.impl.runMu.RUnlock()
 	if err := s.checkOpen(); err != nil {
 		return "", err
 	}

@@ -132,7 +132,8 @@
 // BenchmarkDNNL's numbers. Every other case, and every case without
 // oneDNN, runs the code above. Each such kernel's factory makes the
 // primitive cache (dnnl.Cache, dnnl.ConvCache) its Compute uses, named
-// after its node, so primitives are built once per node, shape and thread
+// after its node, and returns a kernels.Closer that closes it (the plan
+// closes it when dropped: kernels.WithClose, fusedKernel's closers), so primitives are built once per node, shape and thread
 // count (Context.Threads: the intra-op pool's size, which bounds the
 // primitive's OpenMP team). Convolutions and poolings take no team: their
 // primitives are made for one thread, and the intra-op pool splits a call
