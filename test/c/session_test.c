@@ -680,6 +680,83 @@ static void test_mixed_feeds(void) {
   run_mixed_feeds(18);
 }
 
+#ifndef MS_ON_TF
+/* x [-1,9,9,3] -> Conv2D (SAME, a constant 3x3x3x4 filter) -> Relu ->
+   MaxPool 2x2 -> Softmax: the kernels that hold oneDNN primitives. */
+static const char* kCNN =
+  "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }\n"
+  "node { name: 'w' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }\n"
+  "  attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 3 } dim { size: 3 } dim { size: 3 } dim { size: 4 } }"
+  " float_val: 0.25 float_val: -0.5 float_val: 0.125 } } } }\n"
+  "node { name: 'conv' op: 'Conv2D' input: 'x' input: 'w' attr { key: 'T' value { type: DT_FLOAT } }\n"
+  "  attr { key: 'strides' value { list { i: 1 i: 1 i: 1 i: 1 } } } attr { key: 'padding' value { s: 'SAME' } } }\n"
+  "node { name: 'relu' op: 'Relu' input: 'conv' attr { key: 'T' value { type: DT_FLOAT } } }\n"
+  "node { name: 'pool' op: 'MaxPool' input: 'relu' attr { key: 'T' value { type: DT_FLOAT } }\n"
+  "  attr { key: 'ksize' value { list { i: 1 i: 2 i: 2 i: 1 } } } attr { key: 'strides' value { list { i: 1 i: 2 i: 2 i: 1 } } }\n"
+  "  attr { key: 'padding' value { s: 'VALID' } } }\n"
+  "node { name: 'y' op: 'Softmax' input: 'pool' attr { key: 'T' value { type: DT_FLOAT } } }\n";
+
+/* cpu_kernels.onednn.live in sess's MS_SessionStats: the oneDNN primitives
+   alive in the process; -1 when absent. */
+static long dnnl_live(TF_Session* sess) {
+  TF_Status* s = TF_NewStatus();
+  TF_Buffer* b = TF_NewBuffer();
+  MS_SessionStats(sess, b, s);
+  long v = -1;
+  char* json = TF_GetCode(s) == TF_OK ? strndup((const char*)b->data, b->length) : NULL;
+  const char* o = json ? strstr(json, "\"onednn\"") : NULL;
+  const char* l = o ? strstr(o, "\"live\":") : NULL;
+  if (l) v = atol(l + 7);
+  free(json);
+  TF_DeleteBuffer(b);
+  TF_DeleteStatus(s);
+  return v;
+}
+
+/* Sessions of a CNN opened, run at two batch sizes and deleted: the oneDNN
+   primitives their kernels made go with them (before, each session left
+   its primitives in C memory for the life of the process). A session on
+   another graph, open throughout, reads the count. */
+static void test_session_frees_primitives(void) {
+  TF_Status* s = TF_NewStatus();
+  TF_Graph* wg = small_graph(s);
+  TF_SessionOptions* so = TF_NewSessionOptions();
+  TF_Session* watch = TF_NewSession(wg, so, s);
+  CHECK_OK(s, "watch session");
+  long base = dnnl_live(watch);
+  CHECK(base >= 0, "MS_SessionStats has no cpu_kernels.onednn.live");
+  for (int i = 0; i < 3; i++) {
+    TF_Graph* g = TF_NewGraph();
+    CHECK(import_text(g, kCNN, s), "import: %s", TF_Message(s));
+    TF_Session* sess = TF_NewSession(g, so, s);
+    CHECK_OK(s, "cnn session");
+    TF_Output x = out0(g, "x");
+    for (int64_t n = 1; n <= 3; n += 2) {
+      int64_t d[4] = {n, 9, 9, 3};
+      float v[3 * 9 * 9 * 3];
+      for (int j = 0; j < n * 9 * 9 * 3; j++) v[j] = (float)rand() / RAND_MAX - 0.5f;
+      TF_Tensor* in = make_tensor(TF_FLOAT, d, 4, v);
+      TF_Tensor* out = run1(sess, &x, &in, 1, out0(g, "y"), s);
+      CHECK_OK(s, "cnn run");
+      TF_DeleteTensor(in);
+      if (out) TF_DeleteTensor(out);
+    }
+    long during = dnnl_live(sess);
+    TF_CloseSession(sess, s);
+    TF_DeleteSession(sess, s);
+    CHECK_OK(s, "delete cnn session");
+    TF_DeleteGraph(g);
+    long after = dnnl_live(watch);
+    CHECK(after == base, "session %d deleted: %ld oneDNN primitives alive (%ld while it ran), %ld before", i, after, during, base);
+  }
+  TF_CloseSession(watch, s);
+  TF_DeleteSession(watch, s);
+  TF_DeleteSessionOptions(so);
+  TF_DeleteGraph(wg);
+  TF_DeleteStatus(s);
+}
+#endif
+
 int main(void) {
   TF_DeleteStatus(TF_NewStatus());
   leak_baseline();
@@ -691,6 +768,7 @@ int main(void) {
   test_threads();
 #ifndef MS_ON_TF
   test_env();
+  test_session_frees_primitives();
 #endif
   check_no_leaks();
   return DONE();
