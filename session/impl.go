@@ -457,6 +457,10 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(runOpts.TimeoutInMs)*time.Millisecond)
 		defer cancel()
 	}
+	plan, err := s.planFor(feedOuts, fetches, targets)
+	if err != nil {
+		return nil, nil, err
+	}
 	vals := make([]*tensor.Tensor, len(feeds))
 	for i, f := range feeds {
 		if err := checkFeed(f); err != nil {
@@ -466,20 +470,14 @@ func (s *Session) run(runOpts *tfpb.RunOptions, feeds []Feed, fetches []graph.Ou
 	}
 	traced := runOpts != nil && runOpts.TraceLevel != tfpb.RunOptions_NO_TRACE
 	opts := exec.Options{Trace: traced || st.recordAll, Run: st.runSeq.Add(1), Deliver: deliver}
-	var out []*tensor.Tensor
-	var step *trace.Step
-	var err error
-	for {
-		var plan *exec.Plan
+	out, step, err := s.execute(ctx, plan, vals, opts, pool)
+	for errors.Is(err, exec.ErrClosed) {
+		// Evicted between the lookup and its step, the plan ran
+		// nothing: the Run takes the signature's new plan.
 		if plan, err = s.planFor(feedOuts, fetches, targets); err != nil {
 			return nil, nil, err
 		}
 		out, step, err = s.execute(ctx, plan, vals, opts, pool)
-		// A plan evicted between the lookup and its step ran nothing:
-		// the Run takes the signature's new plan.
-		if !errors.Is(err, exec.ErrClosed) {
-			break
-		}
 	}
 	if step != nil && (traced || st.recordAll) {
 		st.rec.Add(*step)

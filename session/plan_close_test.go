@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -82,5 +83,38 @@ func primCloseChild(t *testing.T) {
 		if got := dnnl.Live(); got != base {
 			t.Fatalf("session %d closed: %d primitives alive, %d before it opened", i, got, base)
 		}
+	}
+
+	// A plan the full cache evicts is closed too: the CNN's plan, then
+	// maxCachedPlans signatures of cheap ones (an Identity each), the
+	// last of which starts the cache anew; a Run of the CNN after that
+	// builds its plan again.
+	s, err := New(b.g, &Options{Env: hostEnv(map[string]string{"MSTREAM_DNNL": path})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := tensor.New(tensor.Float, tensor.Shape{1, 9, 9, 3})
+	runCNN := func() {
+		if _, _, err := s.Run(nil, []Feed{{Output: x, Tensor: in}}, []graph.Output{sm}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runCNN()
+	if dnnl.Live() <= base {
+		t.Fatal("the CNN's Run made no primitive")
+	}
+	for i := 0; i < maxCachedPlans; i++ {
+		id := b.op("Identity", fmt.Sprintf("id%d", i), map[string]any{"T": tensor.Float}, x)
+		if _, _, err := s.Run(nil, []Feed{{Output: x, Tensor: in}}, []graph.Output{id}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := dnnl.Live(); got != base {
+		t.Fatalf("the CNN's plan evicted: %d primitives alive, %d before", got, base)
+	}
+	runCNN()
+	if dnnl.Live() <= base {
+		t.Fatal("the CNN's Run after eviction made no primitive")
 	}
 }
