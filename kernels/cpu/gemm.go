@@ -128,6 +128,11 @@ func gemmUnits(ctx *kernels.Context, m, n, k, cols int, run func(r0, r1, p0, p1 
 	// the transformer's B=16 projections (A 1 MB) were cut 8 ways, each
 	// reading all of A where 4 had.
 	start := 4 * float64(m) * float64(k) / aBytesPerNs
+	if np == 1 {
+		// One panel (a narrow head): a chunk is a block of rows, which
+		// reads only its own rows of A, and the panel once more.
+		start = 4 * float64(k*cols) / aBytesPerNs
+	}
 	ctx.For(np*nrb, cost, start, func(lo, hi int) {
 		for u := lo; u < hi; {
 			pi, rb := u/nrb, u%nrb

@@ -217,3 +217,29 @@ func TestGemmUnits(t *testing.T) {
 type wholeLoop struct{}
 
 func (wholeLoop) For(n int, cost, start float64, fn func(lo, hi int)) { fn(0, n) }
+
+// startRecorder records the start For is handed and runs the loop whole.
+type startRecorder struct{ start *float64 }
+
+func (s startRecorder) For(n int, cost, start float64, fn func(lo, hi int)) {
+	*s.start = start
+	fn(0, n)
+}
+
+// TestGemmUnitsStart: a chunk of whole panels re-reads all of A, so its
+// start grows with m; a one-panel product (a narrow head) is cut into
+// blocks of rows that read only their rows, so its start is the panel's
+// read and does not grow with m.
+func TestGemmUnitsStart(t *testing.T) {
+	start := func(m, n, k, cols int) float64 {
+		var s float64
+		gemmUnits(&kernels.Context{Pool: startRecorder{&s}}, m, n, k, cols, func(r0, r1, p0, p1 int) {})
+		return s
+	}
+	if a, b := start(256, 1024, 512, vec.Panel), start(1024, 1024, 512, vec.Panel); b != 4*a {
+		t.Errorf("whole panels: start %v at 256 rows, %v at 1024, want 4x", a, b)
+	}
+	if a, b := start(256, 10, 2048, 10), start(1024, 10, 2048, 10); a != b || a != 4*2048*10/aBytesPerNs {
+		t.Errorf("one narrow panel: start %v at 256 rows, %v at 1024, want %v both", a, b, 4*2048*10/aBytesPerNs)
+	}
+}
