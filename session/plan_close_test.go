@@ -5,12 +5,12 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"mstream/graph"
 	"mstream/kernels/cpu/dnnl"
+	"mstream/kernels/cpu/dnnl/dnnltest"
 	"mstream/tensor"
 )
 
@@ -35,13 +35,9 @@ func TestSessionClosesPrimitives(t *testing.T) {
 }
 
 func primCloseChild(t *testing.T) {
-	path := os.Getenv("MSTREAM_DNNL")
+	path := dnnltest.Path("..")
 	if path == "" {
-		libs, _ := filepath.Glob("../build/venv/lib/libdnnl.so.3")
-		if len(libs) == 0 {
-			t.Fatal("no oneDNN to test with: scripts/setup.sh installs it in build/venv, MSTREAM_DNNL names it")
-		}
-		path = libs[0]
+		t.Fatal("no oneDNN to test with: scripts/setup.sh installs it in build/venv, MSTREAM_DNNL names it")
 	}
 	r := rand.New(rand.NewSource(5))
 	b := newGB(t)

@@ -19,17 +19,23 @@ import (
 // package directory), else the system's; says which on stderr, under
 // name; and runs m.
 func Main(m *testing.M, root, name string) {
-	path := os.Getenv("MSTREAM_DNNL")
-	if path == "" {
-		if libs, _ := filepath.Glob(filepath.Join(root, "build/venv/lib/libdnnl.so.3")); len(libs) > 0 {
-			path = libs[0]
-		}
-	}
-	in, err := dnnl.Load(dnnl.Options{Path: path})
+	in, err := dnnl.Load(dnnl.Options{Path: Path(root)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, name+" test:", err)
 		os.Exit(1)
 	}
 	fmt.Fprintln(os.Stderr, name+" test:", in)
 	os.Exit(m.Run())
+}
+
+// Path is the oneDNN a test loads: MSTREAM_DNNL when set, else the
+// onednn-cpu-gomp wheel's in root's build/venv/lib, else "" (the system's).
+func Path(root string) string {
+	if path := os.Getenv("MSTREAM_DNNL"); path != "" {
+		return path
+	}
+	if libs, _ := filepath.Glob(filepath.Join(root, "build/venv/lib/libdnnl.so.3")); len(libs) > 0 {
+		return libs[0]
+	}
+	return ""
 }
