@@ -141,14 +141,18 @@ type Intra struct {
 	_       [124]byte
 }
 
+// waitBit is set in intraJob.remaining by a caller that waits on
+// finished for its last chunks (For).
+const waitBit = 1 << 30
+
 // intraJob is one For call: chunks of per elements over [0, n).
 type intraJob struct {
 	fn        func(lo, hi int)
 	n, per    int
 	chunks    int32
 	next      atomic.Int32  // the next chunk to claim
-	remaining atomic.Int32  // chunks not yet finished
-	finished  chan struct{} // receives once remaining reaches 0
+	remaining atomic.Int32  // chunks not yet finished, plus waitBit once the caller waits
+	finished  chan struct{} // receives once remaining falls to waitBit
 	pmu       sync.Mutex
 	panicked  any
 }
@@ -260,7 +264,16 @@ func (p *Intra) For(n int, cost, start float64, fn func(lo, hi int)) {
 			}
 		}
 	}
-	<-j.finished
+	// The caller waits on finished only while a chunk still runs: it
+	// sets waitBit in remaining, and the worker whose decrement leaves
+	// waitBit alone sends. (Where the last chunk's worker sent whenever
+	// its decrement reached zero, a caller that had seen the zero first
+	// parked in the receive until the send: at one client thread 12% of
+	// mlp B=1's requests, each a locked thread's park and hand-off of its
+	// P, 0.1-0.4 ms; p99 0.40 ms against ONNX Runtime's 0.09.)
+	if j.remaining.Add(waitBit) != waitBit {
+		<-j.finished
+	}
 	// A panic in a chunk is re-raised on the caller's goroutine once every
 	// chunk has stopped, where the executor turns it into a status.
 	if j.panicked != nil {
@@ -352,7 +365,7 @@ func (j *intraJob) run(c int) {
 			}
 			j.pmu.Unlock()
 		}
-		if j.remaining.Add(-1) == 0 {
+		if j.remaining.Add(-1) == waitBit {
 			j.finished <- struct{}{}
 		}
 	}()

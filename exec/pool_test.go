@@ -462,3 +462,39 @@ func TestIntraCallersBeyondThreads(t *testing.T) {
 		t.Fatalf("a lone For ran %v, want %d chunks", calls, 2*maxChunksPerThread)
 	}
 }
+
+// TestIntraLastChunkHandOff: a job's last chunk sends on finished only to
+// a caller that set waitBit (it waits), and a caller that comes after the
+// last chunk finds nothing to wait for, whichever of the two runs first.
+func TestIntraLastChunkHandOff(t *testing.T) {
+	newJob := func() *intraJob {
+		j := &intraJob{fn: func(lo, hi int) {}, n: 2, per: 1, chunks: 2, finished: make(chan struct{}, 1)}
+		j.remaining.Store(2)
+		return j
+	}
+	// The chunks finish before the caller looks: no send, nothing to wait for.
+	j := newJob()
+	j.run(0)
+	j.run(1)
+	if len(j.finished) != 0 {
+		t.Fatal("the last chunk sent to a caller that does not wait")
+	}
+	if r := j.remaining.Add(waitBit); r != waitBit {
+		t.Fatalf("caller after the last chunk: remaining %#x, want waitBit alone", r)
+	}
+	// The caller waits first: the last chunk (only the last) sends.
+	j = newJob()
+	j.run(0)
+	if r := j.remaining.Add(waitBit); r == waitBit {
+		t.Fatal("caller with a chunk left found nothing to wait for")
+	}
+	if len(j.finished) != 0 {
+		t.Fatal("a chunk that was not the last sent")
+	}
+	j.run(1)
+	select {
+	case <-j.finished:
+	default:
+		t.Fatal("the last chunk did not wake the waiting caller")
+	}
+}
