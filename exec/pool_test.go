@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -496,5 +497,44 @@ func TestIntraLastChunkHandOff(t *testing.T) {
 	case <-j.finished:
 	default:
 		t.Fatal("the last chunk did not wake the waiting caller")
+	}
+}
+
+// TestIntraUnlistNeverWaits: a caller done with its job does not wait for
+// the pool's lock to unlist it; the job stays listed, claimed to its last
+// chunk, and the next publish drops it.
+func TestIntraUnlistNeverWaits(t *testing.T) {
+	p := NewIntra(2)
+	defer p.Close()
+	j := &intraJob{fn: func(lo, hi int) {}, n: 1, per: 1, chunks: 1, finished: make(chan struct{}, 1)}
+	j.remaining.Store(1)
+	p.publish(j)
+	j.work()
+	p.mu.Lock()
+	done := make(chan struct{})
+	go func() {
+		p.unlist(j)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		p.mu.Unlock()
+		<-done
+		t.Fatal("unlist waited for the lock")
+	}
+	listed := slices.Contains(p.jobs, j)
+	p.mu.Unlock()
+	if !listed {
+		t.Fatal("unlist removed the job without the lock")
+	}
+	k := &intraJob{fn: func(lo, hi int) {}, n: 1, per: 1, chunks: 1, finished: make(chan struct{}, 1)}
+	k.remaining.Store(1)
+	p.publish(k)
+	k.work()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if slices.Contains(p.jobs, j) {
+		t.Fatal("publish kept a job claimed to its last chunk")
 	}
 }
