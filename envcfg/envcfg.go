@@ -60,6 +60,7 @@ type Config struct {
 	SmallGEMM           string // MSTREAM_GPU_SMALL_GEMM: "auto", "0" (cuBLAS always) or "1" (the small-batch kernel wherever it can)
 	BLAS                string // MSTREAM_BLAS: the cblas library for CPU GEMMs ("" system, "go" pure Go)
 	DNNL                string // MSTREAM_DNNL: oneDNN for the CPU's NN kernels ("" system, "off" none)
+	CCall               string // MSTREAM_CCALL: how the CPU kernels' C functions are called ("direct" or "cgo")
 	// Set holds the raw value of every variable that was set (non-empty),
 	// keyed by name.
 	Set map[string]string
@@ -203,6 +204,15 @@ var Knobs = []Knob{
 		set: func(c *Config, v string) error { c.BLAS = strings.TrimSpace(v); return nil }},
 	{Name: "MSTREAM_DNNL", Type: "path", Default: "", Doc: "oneDNN 3.x (libdnnl.so.3) for the CPU's float32 convolutions, pooling, softmax and normalisations, loaded once per process by the first session: a path such as the onednn-cpu-gomp wheel's build/venv/lib/libdnnl.so.3 (scripts/venv.sh sets it); unset tries libdnnl.so.3; off runs mstream's own kernels",
 		set: func(c *Config, v string) error { c.DNNL = strings.TrimSpace(v); return nil }},
+	{Name: "MSTREAM_CCALL", Type: "enum", Default: "direct", Doc: "how the CPU kernels' C functions (mstream's loops and GEMMs, oneDNN's primitives, the BLAS) are called, set once per process by the first session: direct runs each on its thread's system stack and keeps the thread's P, without the Go scheduler's hand-off of a cgo call (kernels/cpu/ccall says why); cgo makes them plain cgo calls",
+		set: func(c *Config, v string) error {
+			switch m := strings.ToLower(strings.TrimSpace(v)); m {
+			case "direct", "cgo":
+				c.CCall = m
+				return nil
+			}
+			return fmt.Errorf("accepted values are direct, cgo")
+		}},
 }
 
 // value renders the effective value of knob name in c, in the form the
@@ -278,6 +288,8 @@ func (c *Config) value(name string) string {
 		return c.BLAS
 	case "MSTREAM_DNNL":
 		return c.DNNL
+	case "MSTREAM_CCALL":
+		return c.CCall
 	}
 	return ""
 }

@@ -23,7 +23,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.GroupCount(0) != 1 || c.GroupCount(3) != 1 || c.ThreadMode != ThreadGlobal || c.ThreadCount != 2 ||
-		!c.ReduceStreamWait || c.StreamMerge || c.ContextCount != 1 || c.BFCExtendLimitMB != 0 || !c.Fusion || !c.CUDAGraph {
+		!c.ReduceStreamWait || c.StreamMerge || c.ContextCount != 1 || c.BFCExtendLimitMB != 0 || !c.Fusion || !c.CUDAGraph || c.CCall != "direct" {
 		t.Fatalf("defaults wrong: %+v", c)
 	}
 }
@@ -45,12 +45,13 @@ func TestGood(t *testing.T) {
 		"MSTREAM_FUSION", "0",
 		"MSTREAM_CUDA_GRAPH", "0",
 		"MSTREAM_GPU_SMALL_GEMM", "0",
+		"MSTREAM_CCALL", "CGO",
 	))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.GroupCount(0) != 2 || c.GroupCount(1) != 4 || c.GroupCount(5) != 4 || !c.StreamMerge || c.ReduceStreamWait ||
-		c.ThreadMode != ThreadGPUPrivate || c.ThreadCount != 3 || c.BFCExtendLimitMB != 64 || !c.ShareMemPool || c.MinLogLevel != 2 || c.Fusion || c.CUDAGraph || c.SmallGEMM != "0" {
+		c.ThreadMode != ThreadGPUPrivate || c.ThreadCount != 3 || c.BFCExtendLimitMB != 64 || !c.ShareMemPool || c.MinLogLevel != 2 || c.Fusion || c.CUDAGraph || c.SmallGEMM != "0" || c.CCall != "cgo" {
 		t.Fatalf("parsed wrong: %+v", c)
 	}
 	if len(c.StreamRules) != 2 || c.StreamRules[0].Group != 1 || len(c.StreamRules[0].Patterns) != 2 ||
@@ -86,6 +87,7 @@ func TestBad(t *testing.T) {
 		{"MSTREAM_DEVICE", "tpu", "cpu, gpu"},
 		{"MSTREAM_CUDA_GRAPH", "on", "true, false, 1, 0"},
 		{"MSTREAM_GPU_SMALL_GEMM", "always", "auto, 0, 1"},
+		{"MSTREAM_CCALL", "fast", "direct, cgo"},
 	} {
 		_, err := Load(env(tc.name, tc.value))
 		if status.CodeOf(err) != status.InvalidArgument {

@@ -35,6 +35,7 @@ func TestBadKnobsFailNewSession(t *testing.T) {
 		{"TF_STREAM_FROM_FILE", badRe, "bad regex"},
 		{"TF_GPU_STREAM_AWARE_BFC", "maybe", "true, false, 1, 0"},
 		{"MSTREAM_GPU_SMALL_GEMM", "always", "auto, 0, 1"},
+		{"MSTREAM_CCALL", "fast", "direct, cgo"},
 	} {
 		s, err := New(b.g, &Options{Env: map[string]string{tc.name: tc.value}})
 		if s != nil || status.CodeOf(err) != status.InvalidArgument {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"mstream/kernels/cpu/blas"
+	"mstream/kernels/cpu/ccall"
 	"mstream/kernels/cpu/dnnl"
 	"mstream/status"
 )
@@ -17,6 +18,9 @@ import (
 type CPUKernels struct {
 	BLAS blas.Info `json:"blas"`
 	DNNL dnnl.Info `json:"onednn"`
+	// Calls is how their C functions are called (ccall.Mode: direct or
+	// cgo), MSTREAM_CCALL of the process's first session.
+	Calls string `json:"calls"`
 }
 
 // cpuKernelsLogged makes the libraries' summary appear once per process:
@@ -92,6 +96,9 @@ func (st *state) loadCPUKernels() error {
 	// the executor's for the same cores (issue 22: a second client thread
 	// lowered QPS).
 	blas.SetThreads(1)
+	if mode := ccall.Configure(st.env.CCall); mode != st.env.CCall {
+		st.logf(1, "MSTREAM_CCALL=%s: the process's first session set %s, which holds", st.env.CCall, mode)
+	}
 	st.cpuKernels = CPUKernels{BLAS: in, DNNL: dn}
 	return nil
 }
@@ -122,5 +129,6 @@ func (st *state) logCPUKernels(withNotice func(summary string) string) (logged b
 // implementations its primitives took) read now, for MS_SessionStats.
 func (c CPUKernels) now() CPUKernels {
 	c.DNNL.Fallbacks, c.DNNL.Primitives, c.DNNL.Live = dnnl.Fallbacks(), dnnl.Primitives(), dnnl.Live()
+	c.Calls = ccall.Mode()
 	return c
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"mstream/kernels/cpu/blas"
+	"mstream/kernels/cpu/ccall"
 	"mstream/kernels/cpu/dnnl"
 	"mstream/status"
 )
@@ -66,6 +67,33 @@ func blasKnobChild(t *testing.T, c string) {
 		second := statsOf(t, m, map[string]string{"MSTREAM_BLAS": "go"}, nil, 1)
 		if second.CPUKernels.BLAS != first.CPUKernels.BLAS {
 			t.Fatalf("second session reports %+v, the loaded library is %+v", second.CPUKernels.BLAS, first.CPUKernels.BLAS)
+		}
+	}
+}
+
+// TestCCallKnob runs, each in a fresh process (the mode is set once per
+// process), sessions with MSTREAM_CCALL unset (direct) and cgo, each
+// followed by a second session asking for the other mode: both run on
+// the first one's mode and report it in cpu_kernels.calls.
+func TestCCallKnob(t *testing.T) {
+	if c := os.Getenv("MSTREAM_CCALL_SESSION_CHILD"); c != "" {
+		m := loadModel(t)
+		env, other := map[string]string{}, ccall.Cgo
+		if c == ccall.Cgo {
+			env, other = map[string]string{"MSTREAM_CCALL": ccall.Cgo}, ccall.Direct
+		}
+		first := statsOf(t, m, env, nil, 1)
+		second := statsOf(t, m, map[string]string{"MSTREAM_CCALL": other}, nil, 1)
+		if first.CPUKernels.Calls != c || second.CPUKernels.Calls != c || ccall.Mode() != c {
+			t.Fatalf("calls %q then %q (mode %q), want %q for both", first.CPUKernels.Calls, second.CPUKernels.Calls, ccall.Mode(), c)
+		}
+		return
+	}
+	for _, c := range []string{ccall.Direct, ccall.Cgo} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCCallKnob$", "-test.v")
+		cmd.Env = append(os.Environ(), "MSTREAM_CCALL_SESSION_CHILD="+c)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", c, err, out)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"mstream/cenv"
+	"mstream/kernels/cpu/ccall"
 	"mstream/kernels/cpu/vec"
 )
 
@@ -339,8 +340,9 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		goGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	C.mstream_sgemm(b2i(transA), b2i(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
-		(*C.float)(&a[0]), C.int(lda), (*C.float)(&b[0]), C.int(ldb), C.float(beta), (*C.float)(&c[0]), C.int(ldc))
+	args := C.mstream_sgemm_args{ta: b2i(transA), tb: b2i(transB), m: C.int(m), n: C.int(n), k: C.int(k), alpha: C.float(alpha),
+		a: (*C.float)(&a[0]), lda: C.int(lda), b: (*C.float)(&b[0]), ldb: C.int(ldb), beta: C.float(beta), c: (*C.float)(&c[0]), ldc: C.int(ldc)}
+	ccall.Call(C.mstream_sgemm_call, unsafe.Pointer(&args))
 }
 
 // Parallel splits a loop over [0, n) into chunks worth about cost ns per
@@ -478,8 +480,10 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 // beta c, x the row of A (stride incx). It reports false when the library
 // has no cblas_sgemv.
 func sgemv(transB bool, n, k int, alpha float32, x []float32, incx int, b []float32, ldb int, beta float32, c []float32) bool {
-	return C.mstream_sgemm_row(b2i(transB), C.int(n), C.int(k), C.float(alpha), (*C.float)(&x[0]), C.int(incx),
-		(*C.float)(&b[0]), C.int(ldb), C.float(beta), (*C.float)(&c[0])) != 0
+	args := C.mstream_sgemm_args{tb: b2i(transB), n: C.int(n), k: C.int(k), alpha: C.float(alpha), a: (*C.float)(&x[0]), incx: C.int(incx),
+		b: (*C.float)(&b[0]), ldb: C.int(ldb), beta: C.float(beta), c: (*C.float)(&c[0])}
+	ccall.Call(C.mstream_sgemm_row_call, unsafe.Pointer(&args))
+	return args.ret != 0
 }
 
 // Dgemm is Sgemm for float64.
@@ -492,8 +496,9 @@ func Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int
 		goGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	C.mstream_dgemm(b2i(transA), b2i(transB), C.int(m), C.int(n), C.int(k), C.double(alpha),
-		(*C.double)(&a[0]), C.int(lda), (*C.double)(&b[0]), C.int(ldb), C.double(beta), (*C.double)(&c[0]), C.int(ldc))
+	args := C.mstream_dgemm_args{ta: b2i(transA), tb: b2i(transB), m: C.int(m), n: C.int(n), k: C.int(k), alpha: C.double(alpha),
+		a: (*C.double)(&a[0]), lda: C.int(lda), b: (*C.double)(&b[0]), ldb: C.int(ldb), beta: C.double(beta), c: (*C.double)(&c[0]), ldc: C.int(ldc)}
+	ccall.Call(C.mstream_dgemm_call, unsafe.Pointer(&args))
 }
 
 // GoSgemm and GoDgemm always use the pure-Go GEMM (benchmarks, tests).

@@ -116,29 +116,32 @@ int mstream_cpu_isa(void) {
 	return 1;
 }
 
-/* CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 */
-void mstream_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
-		const float *b, int ldb, float beta, float *c, int ldc) {
-	p_sgemm(101, ta ? 112 : 111, tb ? 112 : 111, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+/* The GEMMs, as ccall.Call runs them (dl.h's argument structs).
+   CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 */
+void mstream_sgemm_call(void *p) {
+	mstream_sgemm_args *a = p;
+	p_sgemm(101, a->ta ? 112 : 111, a->tb ? 112 : 111, a->m, a->n, a->k, a->alpha, a->a, a->lda, a->b, a->ldb, a->beta,
+		a->c, a->ldc);
 }
 
-void mstream_dgemm(int ta, int tb, int m, int n, int k, double alpha, const double *a, int lda,
-		const double *b, int ldb, double beta, double *c, int ldc) {
-	p_dgemm(101, ta ? 112 : 111, tb ? 112 : 111, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+void mstream_dgemm_call(void *p) {
+	mstream_dgemm_args *a = p;
+	p_dgemm(101, a->ta ? 112 : 111, a->tb ? 112 : 111, a->m, a->n, a->k, a->alpha, a->a, a->lda, a->b, a->ldb, a->beta,
+		a->c, a->ldc);
 }
 
-/* mstream_sgemm_row is mstream_sgemm for one row of C (m = 1): c[0:n] =
-   alpha x op(B) + beta c, x the row of A (stride incx). OpenBLAS 0.3.21's
-   GEMM packs B for a single row; its GEMV streams B once. It returns 0
-   when the library has no cblas_sgemv. */
-int mstream_sgemm_row(int tb, int n, int k, float alpha, const float *x, int incx, const float *b, int ldb,
-		float beta, float *c) {
-	if (!p_sgemv) return 0;
-	if (tb)
-		p_sgemv(101, 111, n, k, alpha, b, ldb, x, incx, beta, c, 1); /* B is n x k: c = B x */
+/* mstream_sgemm_row_call is the sgemm for one row of C (m = 1, ta and
+   lda unused): c[0:n] = alpha x op(B) + beta c, x the row of A (stride
+   incx). OpenBLAS 0.3.21's GEMM packs B for a single row; its GEMV streams
+   B once. ret is 0 when the library has no cblas_sgemv. */
+void mstream_sgemm_row_call(void *p) {
+	mstream_sgemm_args *a = p;
+	a->ret = p_sgemv != 0;
+	if (!p_sgemv) return;
+	if (a->tb)
+		p_sgemv(101, 111, a->n, a->k, a->alpha, a->b, a->ldb, a->a, a->incx, a->beta, a->c, 1); /* B is n x k: c = B x */
 	else
-		p_sgemv(101, 112, k, n, alpha, b, ldb, x, incx, beta, c, 1); /* B is k x n: c = B^T x */
-	return 1;
+		p_sgemv(101, 112, a->k, a->n, a->alpha, a->b, a->ldb, a->a, a->incx, a->beta, a->c, 1); /* B is k x n: c = B^T x */
 }
 
 void mstream_blas_set_threads(int n) {

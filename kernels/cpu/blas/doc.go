@@ -57,5 +57,6 @@
 // with SgemmOn: row blocks, column blocks for a small batch, a GEMV per
 // column strip for one row, the blocks fixed by the shape so the bits do not
 // depend on the pool. OpenBLAS's own pool and the intra-op pool so never
-// nest, and concurrent Runs share one pool's threads.
+// nest, and concurrent Runs share one pool's threads. The GEMMs go
+// through ccall (dl.h's argument structs), on the calling thread.
 package blas

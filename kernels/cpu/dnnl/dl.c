@@ -409,6 +409,7 @@ const char *ms_conv_impl(ms_conv *c) { return impl_of(c->pd); }
    creation (every op here but the convolution, whose weights are
    reordered): run binds one pointer per argument and the scratchpad. */
 #define MAX_ARGS 8
+_Static_assert(sizeof(((ms_prim_run_args *)0)->args) / sizeof(float *) == MAX_ARGS, "ms_prim_run_args holds MAX_ARGS arguments");
 struct ms_prim {
 	void *pd, *prim;
 	int n;
@@ -506,23 +507,21 @@ fail:
 	return ok;
 }
 
-/* The runs Go makes, on every call of a kernel: they take no error buffer
-   from the caller (a Go array whose address goes to C escapes to the Go
-   heap: an allocation a call) and no pointer array (prim's arguments come
-   one a parameter, where an array of Go pointers would have to be C
-   memory, a calloc and free a call). A failure comes back as a message
-   to free; NULL is success. */
-char *ms_conv_run(ms_conv *c, int threads, const float *src, const float *wei, const char *packed, const float *bias,
-	float *dst, char *work) {
+/* The runs Go makes, on every call of a kernel, through ccall.Call (dl.h's
+   argument structs): they take no error buffer from the caller (a Go
+   array whose address goes to C escapes to the Go heap: an allocation a
+   call); a failure comes back as a message to free, NULL is success. */
+void ms_conv_run_call(void *p) {
+	ms_conv_run_args *a = p;
 	char err[256];
-	return conv_run(c, threads, src, wei, packed, bias, dst, work, err, sizeof err) ? NULL : strdup(err);
+	a->err = conv_run(a->c, a->threads, a->src, a->wei, a->packed, a->bias, a->dst, a->work, err, sizeof err) ? NULL
+		: strdup(err);
 }
 
-char *ms_prim_run(ms_prim *c, int threads, float *a0, float *a1, float *a2, float *a3, float *a4, float *a5, float *a6,
-	float *a7, char *work) {
-	void *ptrs[MAX_ARGS] = {a0, a1, a2, a3, a4, a5, a6, a7};
+void ms_prim_run_call(void *p) {
+	ms_prim_run_args *a = p;
 	char err[256];
-	return prim_run(c, threads, ptrs, work, err, sizeof err) ? NULL : strdup(err);
+	a->err = prim_run(a->c, a->threads, (void *const *)a->args, a->work, err, sizeof err) ? NULL : strdup(err);
 }
 
 #define ADD(arg, nd, dims, tag) if (!add(c, arg, nd, dims, tag, err, errlen)) { ms_prim_free(c); return 0; }

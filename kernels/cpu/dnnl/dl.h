@@ -26,10 +26,6 @@ size_t ms_conv_packed_size(ms_conv *c);
 int ms_conv_same_weights(ms_conv *a, ms_conv *b);
 size_t ms_conv_scratch_size(ms_conv *c);
 int ms_conv_pack(ms_conv *c, int threads, const float *wei, void *out, char *err, int errlen);
-/* Runs c (packed: ms_conv_pack's weights, or NULL to reorder wei on the
-   way); NULL, or a message the caller frees. */
-char *ms_conv_run(ms_conv *c, int threads, const float *src, const float *wei, const char *packed, const float *bias,
-	float *dst, char *work);
 void ms_conv_free(ms_conv *c);
 
 const char *ms_conv_impl(ms_conv *c);
@@ -40,11 +36,20 @@ const char *ms_conv_impl(ms_conv *c);
 typedef struct ms_prim ms_prim;
 const char *ms_prim_impl(ms_prim *c);
 size_t ms_prim_work_size(ms_prim *c);
-/* Runs c on its arguments a0.. (as many as it takes; the rest NULL);
-   NULL, or a message the caller frees. */
-char *ms_prim_run(ms_prim *c, int threads, float *a0, float *a1, float *a2, float *a3, float *a4, float *a5, float *a6,
-	float *a7, char *work);
 void ms_prim_free(ms_prim *c);
+
+/* The runs, as ccall.Call makes them: one argument struct each. A conv
+   runs with packed (ms_conv_pack's weights) or, when that is NULL,
+   reorders wei on the way; a prim takes one pointer an argument (as many
+   as it takes, the rest NULL). err is NULL, or a message the caller
+   frees. */
+typedef struct {
+	ms_conv *c; int threads; const float *src, *wei; const char *packed; const float *bias; float *dst; char *work;
+	char *err;
+} ms_conv_run_args;
+void ms_conv_run_call(void *p);
+typedef struct { ms_prim *c; int threads; float *args[8]; char *work; char *err; } ms_prim_run_args;
+void ms_prim_run_call(void *p);
 
 /* p: N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR (NHWC in and out);
    average pooling excludes the padding, as TF's. Args: src, dst. */

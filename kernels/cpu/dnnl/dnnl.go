@@ -20,6 +20,7 @@ import (
 
 	"mstream/cenv"
 	"mstream/hostmem"
+	"mstream/kernels/cpu/ccall"
 )
 
 // SystemNames are the sonames tried when no library is named.
@@ -278,6 +279,10 @@ type Conv struct {
 	// primitives of its ConvCache whose weights take the same layout.
 	pk   *packed
 	work freeList
+	// The primitive's sizes, read once (a cgo call a Run each was not
+	// worth it): a Run's work buffer with and without packed weights, and
+	// the packed weights.
+	workBytes, scratchBytes, packBytes int64
 }
 
 // packed is a constant filter in a primitive's layout, made by the first
@@ -306,7 +311,9 @@ func NewConv(d ConvDesc, threads int) (*Conv, error) {
 		return nil, fmt.Errorf("oneDNN convolution %+v: %s", d, C.GoString(&buf[0]))
 	}
 	live.Add(1)
-	return &Conv{c: c, threads: threads, Impl: C.GoString(C.ms_conv_impl(c)), pk: &packed{}}, nil
+	return &Conv{c: c, threads: threads, Impl: C.GoString(C.ms_conv_impl(c)), pk: &packed{},
+		workBytes: int64(C.ms_conv_work_size(c)), scratchBytes: int64(C.ms_conv_scratch_size(c)),
+		packBytes: int64(C.ms_conv_packed_size(c))}, nil
 }
 
 // free destroys the primitive and the memory objects and streams its Runs
@@ -319,7 +326,7 @@ func (c *Conv) free() {
 
 // WorkBytes is the size of the work buffer a Run that reorders its weights
 // needs: the weights in the primitive's layout and its scratchpad.
-func (c *Conv) WorkBytes() int64 { return int64(C.ms_conv_work_size(c.c)) }
+func (c *Conv) WorkBytes() int64 { return c.workBytes }
 
 // Run computes dst from src, the HWIO weights wei and (when the desc has
 // one) the bias; the slices must hold the desc's shapes. With constWeights
@@ -339,7 +346,7 @@ func (c *Conv) Run(limit hostmem.Limit, src, wei, bias, dst []float32, constWeig
 		if packed, err = c.pack(limit, wei); err != nil {
 			return err
 		}
-		n = int64(C.ms_conv_scratch_size(c.c))
+		n = c.scratchBytes
 	}
 	work, err := c.work.get(limit, n)
 	if err != nil {
@@ -380,7 +387,7 @@ func (c *Conv) pack(limit hostmem.Limit, wei []float32) ([]byte, error) {
 
 // packedBytes is the size of the weights in the primitive's layout, 0 when
 // it takes HWIO as it is.
-func (c *Conv) packedBytes() int64 { return int64(C.ms_conv_packed_size(c.c)) }
+func (c *Conv) packedBytes() int64 { return c.packBytes }
 
 // run is one convolution with work (WorkBytes long, or the scratchpad's
 // size when packed holds the weights in the primitive's layout).
@@ -393,8 +400,10 @@ func (c *Conv) run(src, wei []float32, packed []byte, bias, dst []float32, work 
 	if packed != nil {
 		p = (*C.char)(unsafe.Pointer(&packed[0]))
 	}
-	return runErr(C.ms_conv_run(c.c, C.int(c.threads), (*C.float)(&src[0]), (*C.float)(&wei[0]), p, b, (*C.float)(&dst[0]),
-		(*C.char)(unsafe.Pointer(&work[0]))))
+	args := C.ms_conv_run_args{c: c.c, threads: C.int(c.threads), src: (*C.float)(&src[0]), wei: (*C.float)(&wei[0]), packed: p,
+		bias: b, dst: (*C.float)(&dst[0]), work: (*C.char)(unsafe.Pointer(&work[0]))}
+	ccall.Call(C.ms_conv_run_call, unsafe.Pointer(&args))
+	return runErr(args.err)
 }
 
 // runErr is the error of a run's C message (NULL: none), which it frees.
@@ -531,6 +540,8 @@ type Prim struct {
 	// Impl is oneDNN's name of the implementation it chose ("brg:avx2",
 	// "jit:uni", "ref:any"): a "ref" one is oneDNN's slow reference code.
 	Impl string
+	// workBytes is the scratchpad's size, read once.
+	workBytes int64
 }
 
 func newPrim(what string, desc any, nArg, threads int, create func(threads C.int, out **C.ms_prim, buf *C.char, n C.int) C.int) (*Prim, error) {
@@ -543,7 +554,8 @@ func newPrim(what string, desc any, nArg, threads int, create func(threads C.int
 		return nil, fmt.Errorf("oneDNN %s %+v: %s", what, desc, C.GoString(&buf[0]))
 	}
 	live.Add(1)
-	return &Prim{c: c, nArg: nArg, threads: threads, kind: strings.ReplaceAll(what, " ", "_"), Impl: C.GoString(C.ms_prim_impl(c))}, nil
+	return &Prim{c: c, nArg: nArg, threads: threads, kind: strings.ReplaceAll(what, " ", "_"), Impl: C.GoString(C.ms_prim_impl(c)),
+		workBytes: int64(C.ms_prim_work_size(c))}, nil
 }
 
 // free destroys the primitive and its Runs' memory objects and streams, as
@@ -555,7 +567,7 @@ func (p *Prim) free() {
 }
 
 // WorkBytes is the size of the work buffer (the scratchpad) Run needs.
-func (p *Prim) WorkBytes() int64 { return int64(C.ms_prim_work_size(p.c)) }
+func (p *Prim) WorkBytes() int64 { return p.workBytes }
 
 // Run executes the primitive on args, one slice per argument in the order
 // its desc's doc lists (nil for an argument a desc leaves out), using work
@@ -567,16 +579,14 @@ func (p *Prim) Run(work []byte, args ...[]float32) error {
 	if len(args) < p.nArg {
 		return fmt.Errorf("oneDNN %s: %d arguments, %d needed", p.Impl, len(args), p.nArg)
 	}
-	// One parameter an argument: cgo forbids passing Go memory that holds
-	// Go pointers, and an array of them in C memory cost a calloc and a
-	// free a call.
-	var a [8]*C.float
+	a := C.ms_prim_run_args{c: p.c, threads: C.int(p.threads), work: (*C.char)(unsafe.Pointer(&work[0]))}
 	for i, arg := range args[:p.nArg] {
 		if len(arg) > 0 {
-			a[i] = (*C.float)(&arg[0])
+			a.args[i] = (*C.float)(&arg[0])
 		}
 	}
-	return runErr(C.ms_prim_run(p.c, C.int(p.threads), a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], (*C.char)(unsafe.Pointer(&work[0]))))
+	ccall.Call(C.ms_prim_run_call, unsafe.Pointer(&a))
+	return runErr(a.err)
 }
 
 // Cache holds a kernel's primitives by desc: a kernel makes one and keeps

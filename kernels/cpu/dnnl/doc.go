@@ -100,5 +100,7 @@
 // Load, Loaded and Available follow package blas: the first Load in a
 // process decides, a named library that does not load is an error, and the
 // session logs Info once and reports it in MS_SessionStats as
-// cpu_kernels.onednn.
+// cpu_kernels.onednn. A Conv's and a Prim's runs go through ccall (dl.h's
+// argument structs): a primitive's execution only computes, on the
+// calling thread or oneDNN's OpenMP team, whose threads are not Go's.
 package dnnl

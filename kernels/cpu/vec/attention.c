@@ -9,9 +9,6 @@
 #include <string.h>
 #include "vec.h"
 
-/* Query rows a block holds: its scores tile is MS_ATT_MR x 64 columns
- * (24 accumulators) and its context tile MS_ATT_MR x 32 (12). */
-#define MS_ATT_MR 6
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -182,11 +179,6 @@ static void attention_avx512(long sq, long sk, long d, long dv, const float *q, 
 }
 #pragma GCC pop_options
 #endif
-
-long ms_attention_scratch(long sk, long d) {
-	long ldt = (sk + 63) & ~63L;
-	return (d + MS_ATT_MR) * ldt + MS_ATT_MR * d;
-}
 
 int ms_attention_f32(long sq, long sk, long d, long dv, const float *q, long ldq, const float *k, long ldk,
 		const float *v, long ldv, float *out, long ldo, float scale, int scale_q, float *scratch) {

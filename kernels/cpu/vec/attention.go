@@ -1,19 +1,24 @@
 package vec
 
 /*
-long ms_attention_scratch(long sk, long d);
-int ms_attention_f32(long sq, long sk, long d, long dv, const float *q, long ldq, const float *k, long ldk,
-		const float *v, long ldv, float *out, long ldo, float scale, int scale_q, float *scratch);
+#include "vec.h"
+#include "calls.h"
 */
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+
+	"mstream/kernels/cpu/ccall"
+)
 
 // AttentionScratch is how many floats of scratch Attention needs for sk
 // keys of depth d: k transposed, and one block of query rows' scores
 // (and their scaled query).
 func AttentionScratch(sk, d int) int {
-	return int(C.ms_attention_scratch(C.long(sk), C.long(d)))
+	ldt := (sk + 63) &^ 63
+	return (d+C.MS_ATT_MR)*ldt + C.MS_ATT_MR*d
 }
 
 // Attention writes out = softmax(scale q k^T) v for one (batch, head):
@@ -43,8 +48,11 @@ func Attention(sq, sk, d, dv int, q []float32, ldq int, k []float32, ldk int, v 
 	if sk == 0 {
 		panic("vec: Attention with no keys (the softmax of no scores)")
 	}
-	return C.ms_attention_f32(C.long(sq), C.long(sk), C.long(d), C.long(dv), ptr(q), C.long(ldq), ptr(k), C.long(ldk),
-		ptr(v), C.long(ldv), (*C.float)(&out[0]), C.long(ldo), C.float(scale), C.int(b2i(scaleQ)), (*C.float)(&scratch[0])) != 0
+	args := C.ms_attention_args{sq: C.long(sq), sk: C.long(sk), d: C.long(d), dv: C.long(dv), q: ptr(q), ldq: C.long(ldq),
+		k: ptr(k), ldk: C.long(ldk), v: ptr(v), ldv: C.long(ldv), out: (*C.float)(&out[0]), ldo: C.long(ldo),
+		scale: C.float(scale), scale_q: C.int(b2i(scaleQ)), scratch: (*C.float)(&scratch[0])}
+	ccall.Call(C.ms_attention_call, unsafe.Pointer(&args))
+	return args.ret != 0
 }
 
 // ptr is &x[0], or nil for an empty x (an operand of depth 0 is never

@@ -41,5 +41,8 @@
 // Invariants: every function reads and writes only the lengths it is
 // given (checked on the Go side before the call); inputs and outputs may
 // be the same slice for the elementwise maps, never for Softmax. Nothing
-// here keeps a pointer after returning.
+// here keeps a pointer after returning. The compute functions are called
+// through ccall (directly, keeping the thread's P): calls.h holds each
+// one's argument struct and the thunk that unpacks it, and each keeps
+// ccall's invariants (it only computes).
 package vec

@@ -5,12 +5,16 @@ package vec
 #cgo LDFLAGS: -lm
 #cgo amd64 CFLAGS: -march=x86-64-v2
 #include "vec.h"
+#include "calls.h"
 */
 import "C"
 
 import (
 	"fmt"
 	"sync/atomic"
+	"unsafe"
+
+	"mstream/kernels/cpu/ccall"
 )
 
 // Unary is an elementwise float32 op.
@@ -119,7 +123,8 @@ func MapUnary(op Unary, x, y []float32) {
 	if len(x) == 0 {
 		return
 	}
-	C.ms_unary_f32(C.int(op), (*C.float)(&x[0]), (*C.float)(&y[0]), C.long(len(x)))
+	args := C.ms_unary_args{op: C.int(op), x: (*C.float)(&x[0]), y: (*C.float)(&y[0]), n: C.long(len(x))}
+	ccall.Call(C.ms_unary_call, unsafe.Pointer(&args))
 }
 
 // ChannelAffine sets x[r*c+j] = act(x[r*c+j]*scale[j] + offset[j]) in
@@ -138,7 +143,8 @@ func ChannelAffine(x, scale, offset []float32, act Unary) {
 	if scale != nil {
 		sp = (*C.float)(&scale[0])
 	}
-	C.ms_channel_affine_f32((*C.float)(&x[0]), C.long(len(x)/c), C.long(c), sp, (*C.float)(&offset[0]), C.int(act))
+	args := C.ms_channel_affine_args{x: (*C.float)(&x[0]), rows: C.long(len(x) / c), c: C.long(c), scale: sp, offset: (*C.float)(&offset[0]), act: C.int(act)}
+	ccall.Call(C.ms_channel_affine_call, unsafe.Pointer(&args))
 }
 
 // MapBinary computes y[i] = a[i*sa] op b[i*sb] for i < len(y), with sa and
@@ -152,7 +158,8 @@ func MapBinary(op Binary, a, b, y []float32, sa, sb int) {
 	if n == 0 {
 		return
 	}
-	C.ms_binary_f32(C.int(op), (*C.float)(&a[0]), (*C.float)(&b[0]), (*C.float)(&y[0]), C.long(n), C.int(sa), C.int(sb))
+	args := C.ms_binary_args{op: C.int(op), a: (*C.float)(&a[0]), b: (*C.float)(&b[0]), y: (*C.float)(&y[0]), n: C.long(n), sa: C.int(sa), sb: C.int(sb)}
+	ccall.Call(C.ms_binary_call, unsafe.Pointer(&args))
 }
 
 // MapBinaryRows computes y = a op b for y viewed as rows of w elements,
@@ -172,7 +179,8 @@ func MapBinaryRows(op Binary, a, b, y []float32, w int, tiledA bool) {
 	if n == 0 {
 		return
 	}
-	C.ms_binary_rows_f32(C.int(op), (*C.float)(&a[0]), (*C.float)(&b[0]), (*C.float)(&y[0]), C.long(n/w), C.long(w), C.int(b2i(tiledA)))
+	args := C.ms_binary_rows_args{op: C.int(op), a: (*C.float)(&a[0]), b: (*C.float)(&b[0]), y: (*C.float)(&y[0]), rows: C.long(n / w), w: C.long(w), tiled_a: C.int(b2i(tiledA))}
+	ccall.Call(C.ms_binary_rows_call, unsafe.Pointer(&args))
 }
 
 // RowReduce sets out[r] to the reduction of row r of x viewed as
@@ -190,7 +198,8 @@ func RowReduce(op Reduce, x []float32, n int, out []float32, scale float64) {
 	if len(x) > 0 {
 		p = (*C.float)(&x[0])
 	}
-	C.ms_rowreduce_f32(C.int(op), p, C.long(rows), C.long(n), (*C.float)(&out[0]), C.double(scale))
+	args := C.ms_rowreduce_args{op: C.int(op), x: p, rows: C.long(rows), n: C.long(n), out: (*C.float)(&out[0]), scale: C.double(scale)}
+	ccall.Call(C.ms_rowreduce_call, unsafe.Pointer(&args))
 }
 
 // ColSum adds rows [0, rows) of the block x (row stride ld) into acc,
@@ -203,7 +212,8 @@ func ColSum(x []float32, rows, ld int, acc []float64) {
 	if rows == 0 || cols == 0 {
 		return
 	}
-	C.ms_colsum_f32((*C.float)(&x[0]), C.long(rows), C.long(cols), C.long(ld), (*C.double)(&acc[0]))
+	args := C.ms_colsum_args{x: (*C.float)(&x[0]), rows: C.long(rows), cols: C.long(cols), ld: C.long(ld), acc: (*C.double)(&acc[0])}
+	ccall.Call(C.ms_colsum_call, unsafe.Pointer(&args))
 }
 
 // ColMinMax folds rows of the block x into acc with Max or Min (RMax or
@@ -216,7 +226,8 @@ func ColMinMax(op Reduce, x []float32, rows, ld int, acc []float32) {
 	if rows == 0 || cols == 0 {
 		return
 	}
-	C.ms_colminmax_f32(C.int(op), (*C.float)(&x[0]), C.long(rows), C.long(cols), C.long(ld), (*C.float)(&acc[0]))
+	args := C.ms_colminmax_args{op: C.int(op), x: (*C.float)(&x[0]), rows: C.long(rows), cols: C.long(cols), ld: C.long(ld), acc: (*C.float)(&acc[0])}
+	ccall.Call(C.ms_colminmax_call, unsafe.Pointer(&args))
 }
 
 // Softmax writes the softmax (log-softmax when log) of each row of x,
@@ -232,7 +243,8 @@ func Softmax(x, y []float32, n int, log bool) {
 	if log {
 		l = 1
 	}
-	C.ms_softmax_f32((*C.float)(&x[0]), (*C.float)(&y[0]), C.long(len(x)/n), C.long(n), C.int(l))
+	args := C.ms_softmax_args{x: (*C.float)(&x[0]), y: (*C.float)(&y[0]), rows: C.long(len(x) / n), n: C.long(n), log: C.int(l)}
+	ccall.Call(C.ms_softmax_call, unsafe.Pointer(&args))
 }
 
 // LayerNorm writes the layer normalisation of each row of x, viewed as
@@ -255,8 +267,9 @@ func LayerNorm(x, res, y []float32, n int, gamma, beta []float32, eps float64) {
 	if res != nil {
 		r = (*C.float)(&res[0])
 	}
-	C.ms_layernorm_f32((*C.float)(&x[0]), r, (*C.float)(&y[0]), C.long(len(x)/n), C.long(n), (*C.float)(&gamma[0]),
-		(*C.float)(&beta[0]), C.long(c), C.double(eps))
+	args := C.ms_layernorm_args{x: (*C.float)(&x[0]), res: r, y: (*C.float)(&y[0]), rows: C.long(len(x) / n), n: C.long(n),
+		gamma: (*C.float)(&gamma[0]), beta: (*C.float)(&beta[0]), c: C.long(c), eps: C.double(eps)}
+	ccall.Call(C.ms_layernorm_call, unsafe.Pointer(&args))
 }
 
 // Gemv sets y[0:n] = beta*y + alpha*x*B for the row x (k elements) and B
@@ -274,7 +287,8 @@ func Gemv(x []float32, k int, b []float32, ldb, n int, alpha, beta float32, y []
 	if k > 0 {
 		xp, bp = (*C.float)(&x[0]), (*C.float)(&b[0])
 	}
-	C.ms_gemv_f32(xp, C.long(k), bp, C.long(ldb), C.long(n), C.float(alpha), C.float(beta), (*C.float)(&y[0]))
+	args := C.ms_gemv_args{x: xp, k: C.long(k), b: bp, ldb: C.long(ldb), n: C.long(n), alpha: C.float(alpha), beta: C.float(beta), y: (*C.float)(&y[0])}
+	ccall.Call(C.ms_gemv_call, unsafe.Pointer(&args))
 }
 
 // ArgReduce sets out[r] to the index of the first max (RMax) or min (RMin)
@@ -288,7 +302,8 @@ func ArgReduce(op Reduce, x []float32, n int, out []int64) {
 	if rows == 0 {
 		return
 	}
-	C.ms_argreduce_f32(C.int(op), (*C.float)(&x[0]), C.long(rows), C.long(n), (*C.longlong)(&out[0]))
+	args := C.ms_argreduce_args{op: C.int(op), x: (*C.float)(&x[0]), rows: C.long(rows), n: C.long(n), out: (*C.longlong)(&out[0])}
+	ccall.Call(C.ms_argreduce_call, unsafe.Pointer(&args))
 }
 
 // Panel is the width of a PackedB panel: the columns one GemmPacked tile
@@ -385,8 +400,10 @@ func GemmPacked(m int, a []float32, lda int, p *PackedB, c []float32, ldc int, b
 	if bias != nil {
 		biasp = (*C.float)(&bias[0])
 	}
-	return C.ms_gemm_packed_f32(C.long(m), C.long(n), C.long(k), ap, C.long(lda), bp, (*C.float)(&c[0]), C.long(ldc),
-		biasp, C.int(b2i(accum)), C.int(act), C.long(r0), C.long(r1), C.long(p0), C.long(p1)) != 0
+	args := C.ms_gemm_packed_args{m: C.long(m), n: C.long(n), k: C.long(k), a: ap, lda: C.long(lda), bp: bp, c: (*C.float)(&c[0]), ldc: C.long(ldc),
+		bias: biasp, accum: C.int(b2i(accum)), act: C.int(act), r0: C.long(r0), r1: C.long(r1), p0: C.long(p0), p1: C.long(p1)}
+	ccall.Call(C.ms_gemm_packed_call, unsafe.Pointer(&args))
+	return args.ret != 0
 }
 
 // Gemm sets C (m x n, row-major, row stride ldc) to A op(B): A m x k
@@ -418,7 +435,9 @@ func Gemm(transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, 
 	if k > 0 {
 		ap, bp = (*C.float)(&a[0]), (*C.float)(&b[0])
 	}
-	return C.ms_gemm_f32(C.int(b2i(transB)), C.long(m), C.long(n), C.long(k), ap, C.long(lda), bp, C.long(ldb), (*C.float)(&c[0]), C.long(ldc)) != 0
+	args := C.ms_gemm_args{transb: C.int(b2i(transB)), m: C.long(m), n: C.long(n), k: C.long(k), a: ap, lda: C.long(lda), b: bp, ldb: C.long(ldb), c: (*C.float)(&c[0]), ldc: C.long(ldc)}
+	ccall.Call(C.ms_gemm_call, unsafe.Pointer(&args))
+	return args.ret != 0
 }
 
 // GatherRows copies row idx[j] of src (rows of row bytes) to row j of dst
@@ -448,7 +467,8 @@ func GatherRows[I int32 | int64](dst, src []byte, idx []I, row int) {
 	case []int32:
 		i32 = (*C.int)(&x[0])
 	}
-	C.ms_gather_rows((*C.uchar)(&dst[0]), (*C.uchar)(&src[0]), i64, i32, C.long(n), C.long(row))
+	args := C.ms_gather_rows_args{dst: (*C.uchar)(&dst[0]), src: (*C.uchar)(&src[0]), idx64: i64, idx32: i32, n: C.long(n), row: C.long(row)}
+	ccall.Call(C.ms_gather_rows_call, unsafe.Pointer(&args))
 }
 
 // GemmNT sets C (m x n, row stride ldc) to A B^T, A m x k and B n x k
@@ -477,7 +497,9 @@ func GemmNT(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32
 		}
 		return true
 	}
-	return C.ms_gemm_nt_f32(C.long(m), C.long(n), C.long(k), (*C.float)(&a[0]), C.long(lda), (*C.float)(&b[0]), C.long(ldb), (*C.float)(&c[0]), C.long(ldc), C.int(b2i(sym))) != 0
+	args := C.ms_gemm_nt_args{m: C.long(m), n: C.long(n), k: C.long(k), a: (*C.float)(&a[0]), lda: C.long(lda), b: (*C.float)(&b[0]), ldb: C.long(ldb), c: (*C.float)(&c[0]), ldc: C.long(ldc), sym: C.int(b2i(sym))}
+	ccall.Call(C.ms_gemm_nt_call, unsafe.Pointer(&args))
+	return args.ret != 0
 }
 
 func b2i(b bool) int {

@@ -85,4 +85,11 @@ int ms_gemm_packed_f32(long m, long n, long k, const float *a, long lda, const f
  * is a miss to memory and a copy at a time waits for every one in turn. */
 void ms_gather_rows(unsigned char *dst, const unsigned char *src, const long long *idx64, const int *idx32, long n, long row);
 
+/* attention.c (attention.go says what it computes; AttentionScratch, its
+ * scratch's size). Query rows a block holds: its scores tile is MS_ATT_MR
+ * x 64 columns (24 accumulators) and its context tile MS_ATT_MR x 32 (12). */
+#define MS_ATT_MR 6
+int ms_attention_f32(long sq, long sk, long d, long dv, const float *q, long ldq, const float *k, long ldk,
+		const float *v, long ldv, float *out, long ldo, float scale, int scale_q, float *scratch);
+
 #endif
