@@ -455,11 +455,28 @@ func (f *freeList) put(b []byte) {
 type ConvCache struct {
 	// Node names the kernel's node in the warning a desc oneDNN cannot
 	// make prints.
-	Node   string
-	mu     sync.Mutex
-	m      map[threaded[ConvDesc]]convEntry
-	closed bool
+	Node string
+	s    store[ConvDesc, *Conv]
 }
+
+// Get returns the primitive for d and an OpenMP team of threads (the
+// kernel's intra-op thread count, kernels.Context.Threads), creating it on
+// first use. A desc oneDNN cannot make is remembered, so the caller's
+// fallback runs without retrying.
+func (cc *ConvCache) Get(d ConvDesc, threads int) (*Conv, error) {
+	return cc.s.get(cc.Node, d, threads, NewConv, func(c, old *Conv) bool {
+		if C.ms_conv_same_weights(old.c, c.c) == 0 {
+			return false
+		}
+		c.pk = old.pk // one packed filter per layout
+		return true
+	})
+}
+
+// Close destroys the cache's primitives, which no Run may still use; a
+// Get after it fails (the kernel's own code would run). A second Close
+// does nothing.
+func (cc *ConvCache) Close() error { return cc.s.close() }
 
 // threaded is a cache key: a desc and the team size its primitive was
 // made for.
@@ -468,56 +485,76 @@ type threaded[D comparable] struct {
 	threads int
 }
 
-type convEntry struct {
-	c   *Conv
+// primitive is a Conv or a Prim, as a store keeps them.
+type primitive interface {
+	free()
+	// named is what record counts it as: its kind and oneDNN's
+	// implementation.
+	named() (kind, impl string)
+}
+
+func (c *Conv) named() (string, string) { return "conv", c.Impl }
+func (p *Prim) named() (string, string) { return p.kind, p.Impl }
+
+// store is ConvCache's and Cache's body: primitives of one kind by (desc,
+// team size), each made on first use, a desc oneDNN cannot make kept with
+// its error (and warned about once); close frees them all.
+type store[D comparable, P primitive] struct {
+	mu     sync.Mutex
+	m      map[threaded[D]]stored[P]
+	closed bool
+}
+
+type stored[P any] struct {
+	p   P
 	err error
 }
 
-// Get returns the primitive for d and an OpenMP team of threads (the
-// kernel's intra-op thread count, kernels.Context.Threads), creating it on
-// first use. A desc oneDNN cannot make is remembered, so the caller's
-// fallback runs without retrying.
-func (cc *ConvCache) Get(d ConvDesc, threads int) (*Conv, error) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.closed {
-		return nil, errClosed
+// get returns the primitive for (d, threads), made by mk on first use;
+// adopt (nil: none) offers a new primitive the kept ones in turn until it
+// returns true (ConvCache's shared filter).
+func (s *store[D, P]) get(node string, d D, threads int, mk func(D, int) (P, error), adopt func(made, old P) bool) (P, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		var none P
+		return none, errClosed
 	}
-	k := threaded[ConvDesc]{d, threads}
-	if e, ok := cc.m[k]; ok {
-		return e.c, e.err
+	k := threaded[D]{d, threads}
+	if e, ok := s.m[k]; ok {
+		return e.p, e.err
 	}
-	c, err := NewConv(d, threads)
-	if cc.m == nil {
-		cc.m = map[threaded[ConvDesc]]convEntry{}
+	p, err := mk(d, threads)
+	if s.m == nil {
+		s.m = map[threaded[D]]stored[P]{}
 	}
-	for _, e := range cc.m {
-		if err == nil && e.c != nil && C.ms_conv_same_weights(e.c.c, c.c) != 0 {
-			c.pk = e.c.pk // one packed filter per layout
-			break
+	if err == nil && adopt != nil {
+		for _, e := range s.m {
+			if e.err == nil && adopt(p, e.p) {
+				break
+			}
 		}
 	}
-	cc.m[k] = convEntry{c, err}
+	s.m[k] = stored[P]{p, err}
 	if err != nil {
-		fallback(cc.Node, err)
+		fallback(node, err)
 	} else {
-		record("conv", c.Impl)
+		record(p.named())
 	}
-	return c, err
+	return p, err
 }
 
-// Close destroys the cache's primitives, which no Run may still use; a
-// Get after it fails (the kernel's own code would run). A second Close
-// does nothing.
-func (cc *ConvCache) Close() error {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	for _, e := range cc.m {
-		if e.c != nil {
-			e.c.free()
+// close frees every primitive made (none may be in use); a get after it
+// fails, a second close does nothing.
+func (s *store[D, P]) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.m {
+		if e.err == nil {
+			e.p.free()
 		}
 	}
-	cc.m, cc.closed = nil, true
+	s.m, s.closed = nil, true
 	return nil
 }
 
@@ -595,15 +632,8 @@ func (p *Prim) Run(work []byte, args ...[]float32) error {
 // desc oneDNN cannot make prints. The zero value is ready. Close destroys
 // its primitives, as ConvCache's.
 type Cache[D comparable] struct {
-	Node   string
-	mu     sync.Mutex
-	m      map[threaded[D]]primEntry
-	closed bool
-}
-
-type primEntry struct {
-	p   *Prim
-	err error
+	Node string
+	s    store[D, *Prim]
 }
 
 // Get returns the primitive for d and an OpenMP team of threads (as
@@ -611,40 +641,11 @@ type primEntry struct {
 // remembered and warned about once (the caller's own kernel runs it,
 // slower), so the fallback runs without retrying.
 func (pc *Cache[D]) Get(d D, threads int) (*Prim, error) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if pc.closed {
-		return nil, errClosed
-	}
-	k := threaded[D]{d, threads}
-	if e, ok := pc.m[k]; ok {
-		return e.p, e.err
-	}
-	p, err := newPrimFor(d, threads)
-	if pc.m == nil {
-		pc.m = map[threaded[D]]primEntry{}
-	}
-	pc.m[k] = primEntry{p, err}
-	if err != nil {
-		fallback(pc.Node, err)
-	} else {
-		record(p.kind, p.Impl)
-	}
-	return p, err
+	return pc.s.get(pc.Node, d, threads, func(d D, threads int) (*Prim, error) { return newPrimFor(d, threads) }, nil)
 }
 
 // Close destroys the cache's primitives, as ConvCache.Close.
-func (pc *Cache[D]) Close() error {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	for _, e := range pc.m {
-		if e.p != nil {
-			e.p.free()
-		}
-	}
-	pc.m, pc.closed = nil, true
-	return nil
-}
+func (pc *Cache[D]) Close() error { return pc.s.close() }
 
 func newPrimFor(d any, threads int) (*Prim, error) {
 	switch d := d.(type) {

@@ -117,7 +117,7 @@ func TestConv(t *testing.T) {
 			t.Errorf("%+v (%s): constant weights packed %d times, want %d", d, c.Impl, packs, want)
 		}
 	}
-	if n := len(cache.m); n != 6 {
+	if n := len(cache.s.m); n != 6 {
 		t.Fatalf("cache holds %d primitives for 6 shapes", n)
 	}
 }
