@@ -12,7 +12,10 @@ import (
 // kernels may run (life's low bits) and closes its kernels when both
 // Close was called (planClosed) and that count is zero: at Close, or when
 // the last step ends. A step that starts after Close fails with ErrClosed
-// before any kernel runs, and its caller builds the plan again.
+// before any kernel runs, and its caller builds the plan again. A plan
+// without a Closer kernel counts no steps (nothing waits for them): its
+// steps only read life for planClosed, where a count written by every
+// Run is a line each client thread's core takes in turn.
 
 // planClosed is life's bit for a plan whose Close was called.
 const planClosed = int64(1) << 62
@@ -23,6 +26,9 @@ var ErrClosed = status.New(status.Cancelled, "the plan was closed (dropped from 
 
 // enter counts a step starting; false when the plan is closed.
 func (p *Plan) enter() bool {
+	if !p.closers {
+		return p.life.Load()&planClosed == 0
+	}
 	for {
 		v := p.life.Load()
 		if v&planClosed != 0 {
@@ -37,6 +43,9 @@ func (p *Plan) enter() bool {
 // exit ends a step entered, once no kernel of it runs any more; the last
 // step of a closed plan closes its kernels.
 func (p *Plan) exit() {
+	if !p.closers {
+		return
+	}
 	if p.life.Add(-1) == planClosed {
 		p.closeKernels()
 	}

@@ -184,3 +184,34 @@ func TestPlanCloseHammer(t *testing.T) {
 		t.Fatalf("kernel closed %d times (under a Compute: %v), want once after the last step", n, pr.underRun.Load())
 	}
 }
+
+// TestPlanWithoutClosersCountsNoSteps: a plan with no kernels.Closer
+// writes nothing shared on a step (life stays 0 while one runs), and a
+// Run after its Close still fails with ErrClosed.
+func TestPlanWithoutClosersCountsNoSteps(t *testing.T) {
+	p, err := Build(nil, nil, []graph.Output{out(node("plain", "ExecTestAdd", 1))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.closers {
+		t.Fatal("a plan of ExecTestAdd has a Closer")
+	}
+	if _, _, err := p.Run(context.Background(), rt(t), nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !p.enter() || p.life.Load() != 0 {
+		t.Fatalf("a step entered on a plan without closers: life %d, want 0", p.life.Load())
+	}
+	p.exit()
+	if p.life.Load() != 0 {
+		t.Fatalf("life %d after a step left, want 0", p.life.Load())
+	}
+	p.Close()
+	if _, _, err := p.Run(context.Background(), rt(t), nil, Options{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Run after Close: %v, want ErrClosed", err)
+	}
+	c, _ := closingPlan(t, "with_closer", false)
+	if !c.closers {
+		t.Fatal("a plan of ExecTestClose has no Closer")
+	}
+}

@@ -105,8 +105,10 @@ type Plan struct {
 	// layouts keeps stream steps' layouts per runtime (streams.go).
 	layouts layouts
 	// life counts the steps running kernels of the plan, with planClosed
-	// set once Close was called (lifetime.go).
-	life atomic.Int64
+	// set once Close was called (lifetime.go); closers says a kernel is a
+	// kernels.Closer: without one, a step only reads life.
+	life    atomic.Int64
+	closers bool
 }
 
 // NumNodes is the number of nodes a step runs.
@@ -292,6 +294,11 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 		return nil, err
 	}
 	p.costs = newCosts(p)
+	for i := range p.nodes {
+		if _, ok := p.nodes[i].kernel.(kernels.Closer); ok {
+			p.closers = true
+		}
+	}
 	return p, nil
 }
 
