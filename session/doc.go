@@ -57,7 +57,9 @@
 // Close waits for the Runs in flight, then closes the cached plans (their
 // kernels' oneDNN primitives go: exec.Plan.Close) and releases the pools
 // and groups; later calls fail with CANCELLED. A plan evicted from the
-// cache (a full cache starts anew) is closed too, its kernels once the
-// Runs still on it end; a Run whose plan was closed before its step began
-// takes the signature's new plan.
+// cache is closed too, its kernels once the Runs still on it end: the
+// plans of older graph versions when the first plan of a newer one is
+// made (no Run looks them up again), and every plan when a full cache
+// starts anew. A Run whose plan was closed before its step began takes
+// the signature's new plan.
 package session
