@@ -44,9 +44,10 @@
 //
 // CUDA graphs (gpu_graph.go): a session with GPUs (MSTREAM_CUDA_GRAPH,
 // on by default; 0 turns it off) makes an exec.GraphCache handed to every one-group GPU step, which
-// replays eligible steps from captured CUDA graphs; Close
-// releases the graphs (and the memory they own) before the groups close,
-// and MS_SessionStats counts them under cuda_graph.
+// replays eligible steps from captured CUDA graphs; a plan the cache
+// evicts takes its graphs with it (GraphCache.Drop), Close releases the
+// rest (and the memory they own) before the groups close, and
+// MS_SessionStats counts them under cuda_graph.
 //
 // Invariants: many goroutines may call Run on one Session at once; an error
 // in one Run leaves the session usable for the next; feeds are never kept

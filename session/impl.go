@@ -419,6 +419,9 @@ func (s *Session) buildPlan(k string, feeds, fetches []graph.Output, targets []*
 		st.assigns.Delete(q) // keyed by plan: it would keep the plan alive
 		st.nodeGroups.Delete(q)
 		q.Close()
+		if st.graphs != nil {
+			st.graphs.Drop(q) // its CUDA graphs and their buffers
+		}
 	}
 	return p, nil
 }
