@@ -30,9 +30,33 @@ import (
 type sessionObj struct {
 	s *session.Session
 	g *graphObj
-	// feedBlocks holds *feedBlock: the memory of a TF_SessionRun's feed
-	// copies, taken again by a later Run once this one has returned.
-	feedBlocks sync.Pool
+}
+
+// feedBlocks holds *feedBlock: the memory of TF_SessionRun's feed copies,
+// taken again by a later Run once one has returned. One pool for every
+// session, which owns nothing: the runtime drops a pool only at the
+// second collection after its last Put, so a pool field of sessionObj
+// kept each deleted session, with its constants and allocator regions,
+// alive a collection longer, and a client that made sessions one after
+// another grew its live heap, and with it the next collection's goal and
+// the sessions that one kept, from cycle to cycle.
+var feedBlocks sync.Pool
+
+// takeFeedBlock returns a block for a Run's feed copies: an earlier
+// Run's, or a new one.
+func takeFeedBlock() *feedBlock {
+	if b, _ := feedBlocks.Get().(*feedBlock); b != nil {
+		return b
+	}
+	return new(feedBlock)
+}
+
+// keepFeedBlock keeps a succeeded Run's block for a later Run, when it is
+// worth keeping (feedBlock.reusable).
+func keepFeedBlock(b *feedBlock) {
+	if b.reusable() {
+		feedBlocks.Put(b)
+	}
 }
 
 func sessionOf(h C.uintptr_t) (*sessionObj, error) {
@@ -330,10 +354,7 @@ func msSessionRun(h C.uintptr_t, runOpts *C.TF_Buffer, inputs *C.TF_Output, valu
 		// keeps no feed once a Run has returned, and after a success no
 		// kernel of it still runs (a timed-out step's may, so a failed
 		// Run's block is left to the collector).
-		blk, _ := so.feedBlocks.Get().(*feedBlock)
-		if blk == nil {
-			blk = new(feedBlock)
-		}
+		blk := takeFeedBlock()
 		feeds, _, fetches, tgts, err := runArgs(so, inputs, values, nin, outputs, nout, targets, ntargets, true, blk)
 		if err != nil {
 			return err
@@ -345,9 +366,7 @@ func msSessionRun(h C.uintptr_t, runOpts *C.TF_Buffer, inputs *C.TF_Output, valu
 		if err != nil {
 			return err
 		}
-		if blk.reusable() {
-			so.feedBlocks.Put(blk)
-		}
+		keepFeedBlock(blk)
 		if md != nil {
 			if meta == nil {
 				meta = &tfpb.RunMetadata{}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "mstream/dataset"
+	"mstream/dataset"
 	"mstream/device/cuda"
 	"mstream/graph"
 	_ "mstream/kernels/cpu"
@@ -189,23 +189,23 @@ func runCases(t *testing.T, dir string, env map[string]string) {
 	}
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
-			text, err := os.ReadFile(filepath.Join(dir, c.Name+".pbtxt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			gd, err := graph.ParseTextGraphDef(text)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g := graph.New()
-			if _, err := g.Import(gd, nil); err != nil {
-				t.Fatal(err)
-			}
+			g := loadCase(t, dir, c.Name)
+			live := dataset.LiveFuncs()
 			s, err := session.New(g, &session.Options{Env: env})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			// The session's plans close the function plans of their
+			// dataset kernels, and its iterators theirs.
+			defer func() {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if n := dataset.LiveFuncs(); n != live {
+					t.Errorf("session closed: %d function plans open, %d before it opened", n, live)
+				}
+			}()
 			if len(c.Fetch) > 0 {
 				runFetches(t, s, g, c)
 				return
@@ -278,6 +278,24 @@ func runCases(t *testing.T, dir string, env map[string]string) {
 			}
 		})
 	}
+}
+
+// loadCase imports case name's GraphDef (dir/name.pbtxt) into a new graph.
+func loadCase(t *testing.T, dir, name string) *graph.Graph {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join(dir, name+".pbtxt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd, err := graph.ParseTextGraphDef(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := graph.New()
+	if _, err := g.Import(gd, nil); err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 func outputs(t *testing.T, g *graph.Graph, names []string) []graph.Output {

@@ -49,6 +49,12 @@
 //   - Static shapes are TF's (shapes.go): datasets and handles are
 //     scalars, IteratorGetNext's outputs have its output_shapes.
 //   - A session's Close closes its iterator resources (resource.Closer).
+//   - A Func's plan is closed (exec.Plan.Close) by its last owner: the
+//     kernel that built it, when that kernel's plan closes it
+//     (kernels.Closer), and each iterator over a dataset calling it, from
+//     Iterate to Close; so a pass outlives the plan that made it (a
+//     session drops MakeIterator's plan when the graph grows) and no
+//     function plan outlives its session. LiveFuncs counts those open.
 //
 // # Locking
 //

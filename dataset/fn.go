@@ -2,9 +2,11 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"mstream/exec"
 	"mstream/graph"
@@ -23,11 +25,64 @@ import (
 // lower and built by exec as any plan, so its body runs every kernel and
 // control-flow op a session runs. Call runs it on the host; concurrent
 // calls are independent steps.
+//
+// Its plan holds kernels that must be closed (exec.Plan.Close), and it
+// is shared: the kernel that built it (a dataset op's, OneShotIterator's)
+// holds one reference, dropped when that kernel's plan closes it
+// (kernels.Closer), and each iterator over a dataset that calls it holds
+// one from Iterate to its Close, since an iterator resource is the
+// session's and outlives the plan that made it (MakeIterator's plan may
+// be evicted while IteratorGetNext's reads the pass). The last reference
+// closes the function's plan.
 type Func struct {
 	name string
 	plan *exec.Plan
 	ins  []tensor.DType
 	outs []tensor.DType
+	refs atomic.Int64
+}
+
+// liveFuncs counts the Funcs built and not yet closed, in the process.
+var liveFuncs atomic.Int64
+
+// LiveFuncs is the number of function plans built and not yet closed in
+// the process (a test's check that sessions and plans close theirs).
+func LiveFuncs() int64 { return liveFuncs.Load() }
+
+// acquire takes a reference for an iterator; false once the last one was
+// dropped (the plan is closed).
+func (f *Func) acquire() bool {
+	for {
+		n := f.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if f.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference; the last closes the function's plan, after
+// its calls in flight.
+func (f *Func) release() {
+	if f.refs.Add(-1) == 0 {
+		f.plan.Close()
+		liveFuncs.Add(-1)
+	}
+}
+
+// Close drops the reference of the kernel that built f: its plan calls it
+// once, after its last step (kernels.Closer, through kernels.WithClose).
+func (f *Func) Close() error {
+	f.release()
+	return nil
+}
+
+// errFuncClosed is the error of a dataset whose function's plan was closed
+// before an iterator took it (Iterate), or of a call after (Call).
+func errFuncClosed(name string) error {
+	return status.Errorf(status.FailedPrecondition, "function %s: its plan was closed with the plan that made the dataset", name)
 }
 
 // NewFunc builds fn's plan from lib, its stateful kernels bound to rm (the
@@ -85,6 +140,8 @@ func NewFunc(lib *tfpb.FunctionDefLibrary, fn *tfpb.NameAttrList, rm *resource.M
 	if err != nil {
 		return nil, fmt.Errorf("function %s: %w", fn.GetName(), err)
 	}
+	f.refs.Store(1)
+	liveFuncs.Add(1)
 	return f, nil
 }
 
@@ -106,6 +163,11 @@ func (f *Func) Call(args []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 	}
 	out, _, err := f.plan.Run(context.Background(), &exec.Runtime{Inter: spawn{}, Intra: kernels.Serial{}}, args, exec.Options{})
+	if errors.Is(err, exec.ErrClosed) {
+		// Not the calling step's plan: a session that took it for its own
+		// would run that step again, and the pass would skip elements.
+		return nil, errFuncClosed(f.name)
+	}
 	return out, err
 }
 
@@ -123,8 +185,12 @@ type mapDS struct {
 }
 
 func (d *mapDS) Iterate() (Iterator, error) {
+	if !d.f.acquire() {
+		return nil, errFuncClosed(d.f.name)
+	}
 	in, err := d.in.Iterate()
 	if err != nil {
+		d.f.release()
 		return nil, err
 	}
 	return &mapIt{d: d, in: in}, nil
@@ -145,6 +211,7 @@ type mapIt struct {
 	inEnd   bool
 	inner   Iterator // flat map: the current element's dataset
 	wg      sync.WaitGroup
+	closed  bool // Close ran: the Func's reference is dropped
 }
 
 func (it *mapIt) apply(elem []*tensor.Tensor) ([]*tensor.Tensor, error) {
@@ -257,11 +324,16 @@ func datasetOf(out []*tensor.Tensor) (Dataset, error) {
 }
 
 func (it *mapIt) Close() {
+	if it.closed {
+		return
+	}
+	it.closed = true
 	it.wg.Wait()
 	if it.inner != nil {
 		it.inner.Close()
 	}
 	it.in.Close()
+	it.d.f.release()
 }
 
 // autotuneParallel is the parallelism of num_parallel_calls = AUTOTUNE:

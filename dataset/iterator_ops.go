@@ -89,7 +89,7 @@ func registerIterators() {
 			return nil, err
 		}
 		c, name := iteratorName(n)
-		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+		return kernels.WithClose(func(ctx *kernels.Context) error {
 			r := b.Resources.LookupOrCreate(c, name, Kind, func() resource.Resource { return &iteratorRes{types: elemTypes(n)} }).(*iteratorRes)
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -110,7 +110,7 @@ func registerIterators() {
 			}
 			ctx.SetOutput(0, handleOf(c, name))
 			return nil
-		}), nil
+		}, f), nil
 	})
 	for _, op := range []string{"IteratorGetNext", "IteratorGetNextSync"} {
 		register(op, func(n *graph.Node, b kernels.Binding) (kernels.Kernel, error) {

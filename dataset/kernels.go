@@ -62,14 +62,14 @@ func withFunc(op, fnAttr string, make func(ctx *kernels.Context, f *Func) (Datas
 		if err != nil {
 			return nil, err
 		}
-		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+		return kernels.WithClose(func(ctx *kernels.Context) error {
 			d, err := make(ctx, f)
 			if err != nil {
 				return kernels.WrapNode(err, ctx.Node)
 			}
 			setDataset(ctx, d)
 			return nil
-		}), nil
+		}, f), nil
 	})
 }
 

@@ -398,7 +398,9 @@
 // after one ordinary run, on the group's private capture stream, by an
 // ordinary gstep with capt set, launched from one goroutine: its device
 // buffers and pinned staging belong to the graph instance (never freed per step, since replays reuse
-// the addresses) until the cache closes or evicts the key; allocations
+// the addresses) until the cache closes, evicts the key or drops the plan
+// (GraphCache.Drop, when the session drops the plan from its cache: idle
+// instances at once, one in use when its step is done); allocations
 // name the group's compute stream, where replays run, so memory freed in
 // compute order before the capture is reused safely. A failed capture
 // ends the capture, frees what it took, marks the key failed (ordinary

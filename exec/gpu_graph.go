@@ -90,6 +90,9 @@ type planGraphs struct {
 	why    string // why the plan cannot be captured; "" when it can
 	keys   map[graphKey]*graphEntry
 	logged bool // a failed capture of the plan was logged
+	// dropped: the session dropped the plan (Drop); an instance a step
+	// still replays, or captures, is destroyed when that step is done.
+	dropped bool
 }
 
 type graphKey struct {
@@ -252,6 +255,35 @@ func (gc *GraphCache) Close() error {
 	return first
 }
 
+// Drop destroys the graphs of plan p, which its session has dropped from
+// its cache and closed: the idle instances now, one a step of p still
+// replays or captures when that step is done with it. Steps of p that
+// start looking for a graph after its Close run the ordinary way.
+// Without it, a dropped plan's graphs, and the device and pinned buffers
+// they address, stayed until the session closed.
+func (gc *GraphCache) Drop(p *Plan) {
+	gc.mu.Lock()
+	pg := gc.plans[p]
+	delete(gc.plans, p)
+	var idle []*graphInst
+	if pg != nil {
+		pg.dropped = true
+		for _, e := range pg.keys {
+			for _, gi := range e.insts {
+				if !gi.busy {
+					idle = append(idle, gi)
+				}
+			}
+		}
+	}
+	gc.mu.Unlock()
+	for _, gi := range idle {
+		if err := gi.destroy(); err != nil {
+			gc.log("CUDA graph: releasing a dropped plan's graph: %v", err)
+		}
+	}
+}
+
 // run replays p's step as a graph when it can: handled is false when the
 // step must run the ordinary way (the plan or key is not capturable, the
 // key is warming up, every instance is busy, the capture failed).
@@ -299,7 +331,14 @@ func (gc *GraphCache) run(ctx context.Context, p *Plan, rt *Runtime, feeds []*te
 	if err != nil && status.CodeOf(err) != status.Cancelled {
 		e.bad = err.Error() // later steps of the key run the ordinary way
 	}
+	dropped := e.pg.dropped
 	gc.mu.Unlock()
+	if dropped && (err == nil || status.CodeOf(err) == status.Cancelled) {
+		// The replay waited for its launch (a cancelled one too) and
+		// copied the fetches out; after a device error the launch may be
+		// pending, and the buffers stay the allocator's until it closes.
+		gi.destroy()
+	}
 	if err == nil {
 		gc.replays.Add(1)
 	}
@@ -312,8 +351,8 @@ func (gc *GraphCache) run(ctx context.Context, p *Plan, rt *Runtime, feeds []*te
 func (gc *GraphCache) acquire(p *Plan, g *groups.Group, feeds []*tensor.Tensor) (gi *graphInst, capture bool, e *graphEntry) {
 	gc.mu.Lock()
 	defer gc.mu.Unlock()
-	if gc.closed {
-		return nil, false, nil
+	if gc.closed || p.isClosed() {
+		return nil, false, nil // a closed plan's entry would outlive Drop
 	}
 	pg := gc.plans[p]
 	if pg == nil {

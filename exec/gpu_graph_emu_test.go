@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
@@ -176,10 +177,7 @@ func emuSetOn(t testing.TB, dev device.Device, n int) *groups.Set {
 // cache closes every buffer must come back.
 func TestGraphReplayEmulated(t *testing.T) {
 	r := rand.New(rand.NewSource(rand.Int63()))
-	rp := emuPlan(t, r, 3, 40)
-	set := emuCapSet(t, 50*time.Microsecond)
-	gc := NewGraphCache(t.Logf)
-	sr := &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}, Graphs: gc}
+	rp, set, gc, sr := emuGraphRun(t, r, 50*time.Microsecond)
 	if sr.graphs() == nil {
 		t.Fatal("the emulated group cannot replay graphs")
 	}
@@ -235,10 +233,92 @@ func TestGraphReplayEmulated(t *testing.T) {
 	if err := gc.Close(); err != nil {
 		t.Fatal(err)
 	}
+	checkNothingInUse(t, set, "after the cache closed")
+}
+
+// emuGraphRun is a random device plan of 3 feeds and 40 nodes, a group of
+// the emulated capturing device (streams delayed up to jitter) and a
+// GraphCache, with the runtime that runs the plan through them.
+func emuGraphRun(t *testing.T, r *rand.Rand, jitter time.Duration) (*randomPlan, *groups.Set, *GraphCache, *Runtime) {
+	rp := emuPlan(t, r, 3, 40)
+	set := emuCapSet(t, jitter)
+	gc := NewGraphCache(t.Logf)
+	return rp, set, gc, &Runtime{Streams: true, Groups: set.Groups(), ReduceWaits: true, Holder: &set.Holder, Intra: kernels.Serial{}, Graphs: gc}
+}
+
+// checkNothingInUse checks, once the holds are drained and the streams
+// idle, that the group's device and pinned allocators have no byte in use.
+func checkNothingInUse(t *testing.T, set *groups.Set, when string) {
+	t.Helper()
+	g := set.Groups()[0]
+	set.Holder.Drain()
+	for _, s := range g.Streams() {
+		s.Synchronize()
+	}
 	if n := g.Alloc.Stats().BytesInUse; n != 0 {
-		t.Errorf("%d device bytes in use after the cache closed", n)
+		t.Errorf("%d device bytes in use %s", n, when)
 	}
 	if n := g.HostAlloc.Stats().BytesInUse; n != 0 {
-		t.Errorf("%d pinned bytes in use after the cache closed", n)
+		t.Errorf("%d pinned bytes in use %s", n, when)
+	}
+}
+
+// TestGraphCacheDropEmulated: a plan its session drops (the cache's
+// eviction: Close, then GraphCache.Drop) gives back its graphs and every
+// buffer they hold, while three clients still run it: an idle instance at
+// Drop, one being replayed or captured when its step ends, and a step of
+// the closed plan that looks for a graph afterwards captures none. Before
+// Drop, a dropped plan's graphs stayed until the session closed.
+func TestGraphCacheDropEmulated(t *testing.T) {
+	r := rand.New(rand.NewSource(rand.Int63()))
+	rp, set, gc, sr := emuGraphRun(t, r, 20*time.Microsecond)
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	steps := make(chan struct{}, 1000)
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			rr := rand.New(rand.NewSource(seed))
+			for {
+				vals := []float32{float32(rr.Intn(100)), float32(rr.Intn(100)), float32(rr.Intn(100))}
+				feeds := make([]*tensor.Tensor, len(vals))
+				for k, v := range vals {
+					feeds[k] = tensor.FromF32(tensor.Shape{1}, []float32{v})
+				}
+				got, _, err := rp.plan.Run(context.Background(), sr, feeds, Options{})
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err == nil {
+					err = check(got, rp.want(vals))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				steps <- struct{}{}
+			}
+		}(r.Int63())
+	}
+	for n := 0; n < 30; n++ { // replays under way before the drop
+		<-steps
+	}
+	if st := gc.Stats(); st.Live == 0 || st.Replays == 0 {
+		t.Errorf("graph stats %+v before the drop: want live instances and replays", st)
+	}
+	rp.plan.Close()
+	gc.Drop(rp.plan)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if st := gc.Stats(); st.Live != 0 || st.DeviceBytes != 0 || st.PinnedBytes != 0 {
+		t.Errorf("graph stats %+v after the drop: want nothing held", st)
+	}
+	checkNothingInUse(t, set, "after the plan was dropped")
+	if err := gc.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

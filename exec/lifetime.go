@@ -40,6 +40,9 @@ func (p *Plan) enter() bool {
 	}
 }
 
+// isClosed reports whether Close was called.
+func (p *Plan) isClosed() bool { return p.life.Load()&planClosed != 0 }
+
 // exit ends a step entered, once no kernel of it runs any more; the last
 // step of a closed plan closes its kernels.
 func (p *Plan) exit() {

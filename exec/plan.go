@@ -291,6 +291,7 @@ func build(g *graph.Graph, feeds, fetches []graph.Output, targets []*graph.Node,
 		}
 	}
 	if err := p.bindState(g, pl.Resources); err != nil {
+		p.closeKernels() // those bound so far, which no one else will close
 		return nil, err
 	}
 	p.costs = newCosts(p)

@@ -44,9 +44,10 @@
 //
 // CUDA graphs (gpu_graph.go): a session with GPUs (MSTREAM_CUDA_GRAPH,
 // on by default; 0 turns it off) makes an exec.GraphCache handed to every one-group GPU step, which
-// replays eligible steps from captured CUDA graphs; Close
-// releases the graphs (and the memory they own) before the groups close,
-// and MS_SessionStats counts them under cuda_graph.
+// replays eligible steps from captured CUDA graphs; a plan the cache
+// evicts takes its graphs with it (GraphCache.Drop), Close releases the
+// rest (and the memory they own) before the groups close, and
+// MS_SessionStats counts them under cuda_graph.
 //
 // Invariants: many goroutines may call Run on one Session at once; an error
 // in one Run leaves the session usable for the next; feeds are never kept
@@ -57,7 +58,9 @@
 // Close waits for the Runs in flight, then closes the cached plans (their
 // kernels' oneDNN primitives go: exec.Plan.Close) and releases the pools
 // and groups; later calls fail with CANCELLED. A plan evicted from the
-// cache (a full cache starts anew) is closed too, its kernels once the
-// Runs still on it end; a Run whose plan was closed before its step began
-// takes the signature's new plan.
+// cache is closed too, its kernels once the Runs still on it end: the
+// plans of older graph versions when the first plan of a newer one is
+// made (no Run looks them up again), and every plan when a full cache
+// starts anew. A Run whose plan was closed before its step began takes
+// the signature's new plan.
 package session

@@ -444,3 +444,39 @@ func TestGPUGraphLaunchCost(t *testing.T) {
 			float64(per[0])/float64(per[1]))
 	}
 }
+
+// TestGPUGraphDroppedWithPlan: a graph that grows between Runs makes the
+// session drop the plans of its older versions, and with them their CUDA
+// graphs: the instances live stay those of the newest plan (two keys
+// here, the batch sizes, one instance each from one client), however
+// often it grows, and every buffer comes back at the end. Before, each
+// dropped plan kept its graphs and their buffers until Close.
+func TestGPUGraphDroppedWithPlan(t *testing.T) {
+	wantGPU(t)
+	g, x, fetches := gpuMLP(t)
+	r := rand.New(rand.NewSource(37))
+	s, err := New(g, &Options{Env: graphEnv(nil, true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for v := 0; v < 6; v++ {
+		for i := 0; i < 6; i++ {
+			if _, _, err := s.Run(nil, mlpFeed(r, x, 1+i%2), fetches, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		replays, _, failures, live, _ := graphStatsOf(t, s)
+		if replays == 0 || failures != 0 || live == 0 || live > 2 {
+			t.Fatalf("version %d: %d replays, %d failures, %d instances live; want replays and the newest plan's instances only", v, replays, failures, live)
+		}
+		if n := s.Stats().CachedPlans; n != 1 {
+			t.Fatalf("version %d: %d plans cached, want 1", v, n)
+		}
+		nb := g.NewBuilder("NoOp", fmt.Sprintf("grow%d", v)) // the graph grows
+		if _, err := nb.Finish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeGraphsQuiescent(t, s)
+}

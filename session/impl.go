@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -396,20 +395,33 @@ func (s *Session) buildPlan(k string, feeds, fetches []graph.Output, targets []*
 		}
 	}
 	plans := map[string]*exec.Plan{}
-	var evicted map[string]*exec.Plan
-	if old != nil && len(*old) < maxCachedPlans {
-		maps.Copy(plans, *old)
-	} else if old != nil {
-		evicted = *old
-		st.assigns.Clear()
-		st.nodeGroups.Clear() // keyed by plan: it would keep every evicted plan alive
+	var evicted []*exec.Plan
+	if old != nil {
+		// A plan keyed to an older version of the graph is never looked
+		// up again (planFor keys by the graph's version now, which only
+		// grows), so it goes when the first plan of a newer version is
+		// made rather than when the cache is full. A full cache starts
+		// over.
+		v, full := keyVersion(k), len(*old) >= maxCachedPlans
+		for key, q := range *old {
+			if full || keyVersion(key) < v {
+				evicted = append(evicted, q)
+			} else {
+				plans[key] = q
+			}
+		}
 	}
 	plans[k] = p
 	st.plans.Store(&plans)
 	st.planMu.Unlock()
-	// Their kernels' C resources go when the Runs still on them end.
+	// Their kernels' resources go when the Runs still on them end.
 	for _, q := range evicted {
+		st.assigns.Delete(q) // keyed by plan: it would keep the plan alive
+		st.nodeGroups.Delete(q)
 		q.Close()
+		if st.graphs != nil {
+			st.graphs.Drop(q) // its CUDA graphs and their buffers
+		}
 	}
 	return p, nil
 }
@@ -564,6 +576,12 @@ func planKey(b []byte, version uint64, feeds, fetches []graph.Output, targets []
 		b = binary.AppendUvarint(b, uint64(t.ID))
 	}
 	return b
+}
+
+// keyVersion is the graph version a plan key begins with (planKey).
+func keyVersion(k string) uint64 {
+	v, _ := binary.Uvarint([]byte(k[:min(len(k), binary.MaxVarintLen64)]))
+	return v
 }
 
 // feedOutputs appends the fed outputs to out.

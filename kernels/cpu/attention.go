@@ -61,11 +61,14 @@ type attentionAttrs struct {
 	scale             [1]float32 // MapBinary's one-element operand, kept here: no allocation per call
 	scaleQ, broadcast bool
 	packed            bool // q, k and v side by side along one tensor's heads
-	// scratch holds the chunks' score buffers between Runs (*[]float32):
-	// fresh ones on every call cost page faults as the Go heap grew
-	// into untouched memory (8% of the transformer's samples at B=1).
-	scratch sync.Pool
 }
+
+// attentionScratch holds the chunks' score buffers between Runs
+// (*[]float32): fresh ones on every call cost page faults as the Go heap
+// grew into untouched memory (8% of the transformer's samples at B=1).
+// One pool for every kernel, which owns nothing: a pool field kept its
+// kernel alive a collection past its plan.
+var attentionScratch sync.Pool
 
 // attentionDim is the output's size of dimension ax (batch or heads) of
 // q, k and v, which must agree (or, with broadcast, be 1).
@@ -169,12 +172,12 @@ func attention(ctx *kernels.Context, a *attentionAttrs) error {
 	need := int(need64)
 	flops := 2*float64(sq)*float64(sk)*float64(d+dv) + 8*float64(sq)*float64(sk)
 	ctx.For(int(nb)*H, flops/attentionFlopsPerNs, kernels.StartLoop, func(lo, hi int) {
-		buf, _ := a.scratch.Get().(*[]float32)
+		buf, _ := attentionScratch.Get().(*[]float32)
 		if buf == nil || cap(*buf) < need {
 			b := make([]float32, need)
 			buf = &b
 		}
-		defer a.scratch.Put(buf)
+		defer attentionScratch.Put(buf)
 		for i := lo; i < hi && fused; i++ {
 			b, h := i/H, i%H
 			qm, ldq := at(q, b, h)

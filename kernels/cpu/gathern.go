@@ -32,11 +32,16 @@ func init() {
 type GatherN struct {
 	members []*graph.Node
 	axis    *tensor.Tensor
-	// subs holds *gatherNSub for Each: a context escapes to the heap
-	// through the call of one, so each call takes one here rather than
-	// making one (concurrent Runs each take their own).
-	subs sync.Pool
 }
+
+// gatherNSubs holds *gatherNSub for GatherN.Each: a context escapes to
+// the heap through the call of one, so each call takes one here rather
+// than making one (concurrent Runs each take their own). One pool for
+// every kernel, which owns nothing: a pool field of GatherN kept the
+// kernel, and through its members its plan's graph and constants, alive
+// a collection past its plan, as the runtime drops a pool only at the
+// next collection but one after its last Put.
+var gatherNSubs = sync.Pool{New: func() any { return new(gatherNSub) }}
 
 type gatherNSub struct {
 	ctx kernels.Context
@@ -49,9 +54,7 @@ func NewGatherN(n *graph.Node) (*GatherN, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &GatherN{members: members, axis: tensor.New(tensor.Int32, tensor.Shape{})}
-	g.subs.New = func() any { return new(gatherNSub) }
-	return g, nil
+	return &GatherN{members: members, axis: tensor.New(tensor.Int32, tensor.Shape{})}, nil
 }
 
 // Len is the number of pairs.
@@ -85,11 +88,11 @@ func GatherNMembers(n *graph.Node) ([]*graph.Node, error) {
 // is output i.
 //
 // One context and one input list serve every pair (each pair's context is
-// made afresh from ctx in them), taken from g's pool: a batch-of-one
+// made afresh from ctx in them), taken from a pool: a batch-of-one
 // DLRM's step spent its allocations on them.
 func (g *GatherN) Each(ctx *kernels.Context, one func(*kernels.Context) error) error {
 	k := len(g.members)
-	sc := g.subs.Get().(*gatherNSub)
+	sc := gatherNSubs.Get().(*gatherNSub)
 	sub := &sc.ctx
 	var err error
 	for i, m := range g.members {
@@ -103,6 +106,6 @@ func (g *GatherN) Each(ctx *kernels.Context, one func(*kernels.Context) error) e
 		}
 	}
 	*sc = gatherNSub{}
-	g.subs.Put(sc)
+	gatherNSubs.Put(sc)
 	return err
 }
