@@ -29,7 +29,22 @@
 //   - fn takes one pointer, to an argument struct the caller keeps alive
 //     across the call (on its stack: the stack does not move while no Go
 //     code runs on it); Go memory it points to is heap or stack memory
-//     the caller keeps alive, and the function keeps no pointer to it.
+//     the caller keeps alive, and the function reads none of it after
+//     it returns.
+//
+// What a direct call gives up, beside its P (bench/ccallprobe measures
+// each): the goroutine stays running, so a stop-the-world waits for the
+// call to end while every other goroutine of the process already stands
+// still, and the mark phase's scan of its stack spins on another P,
+// signalling the thread every 5 us, until then (TestLongCallLetsGCRun);
+// a CPU profile (SIGPROF) records its samples as runtime._ExternalCode
+// with no Go stack; and a fault in it goes to Go's signal handler, not
+// to one the host installed before the library loaded (Python's
+// faulthandler, a JVM's, a crash reporter's), since the runtime sees no
+// cgo call in progress. The direct call's name for runtime.asmcgocall is
+// a //go:linkname that the linker accepts only because the reference
+// resolves to an ABI wrapper (cmd/link's checkLinkname: "For now, allow
+// ABI wrappers"), where runtime.cgocall is pushed from the runtime.
 //
 // MSTREAM_CCALL=cgo (the first session's value holds for the process,
 // as MSTREAM_BLAS's and MSTREAM_DNNL's do) runs the same functions
