@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,6 +67,18 @@ type Config struct {
 	Set map[string]string
 }
 
+// parseEnum sets *dst to v, trimmed and in lower case, when it is one of
+// accepted; else its error lists them (an empty one, "" when unset, is
+// accepted but not listed).
+func parseEnum(v string, dst *string, accepted ...string) error {
+	m := strings.ToLower(strings.TrimSpace(v))
+	if slices.Contains(accepted, m) {
+		*dst = m
+		return nil
+	}
+	return fmt.Errorf("accepted values are %s", strings.Join(slices.DeleteFunc(slices.Clone(accepted), func(a string) bool { return a == "" }), ", "))
+}
+
 // parseMiB sets *dst to v, a whole number of MiB in [lo, hi].
 func parseMiB(v string, lo, hi int64, dst *int64) error {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
@@ -114,12 +127,7 @@ var Knobs = []Knob{
 		set: func(c *Config, v string) (err error) { c.SegmentOwnConst, err = parseBool(v); return }},
 	{Name: "TF_GPU_THREAD_MODE", Type: "enum", Default: "global", Doc: "global, gpu_private (TF_GPU_THREAD_COUNT threads per group) or gpu_shared",
 		set: func(c *Config, v string) error {
-			switch m := ThreadMode(strings.ToLower(strings.TrimSpace(v))); m {
-			case ThreadGlobal, ThreadGPUPrivate, ThreadGPUShared:
-				c.ThreadMode = m
-				return nil
-			}
-			return fmt.Errorf("accepted values are global, gpu_private, gpu_shared")
+			return parseEnum(v, (*string)(&c.ThreadMode), string(ThreadGlobal), string(ThreadGPUPrivate), string(ThreadGPUShared))
 		}},
 	{Name: "TF_GPU_THREAD_COUNT", Type: "int", Default: "2", Doc: "threads per group in gpu_private mode (or shared, in gpu_shared)",
 		set: func(c *Config, v string) (err error) { c.ThreadCount, err = parsePositive(v); return }},
@@ -145,14 +153,7 @@ var Knobs = []Knob{
 			return nil
 		}},
 	{Name: "MSTREAM_STREAM_ASSIGN", Type: "enum", Default: "file", Doc: "node-level mode: file puts each node on the group TF_STREAM_FROM_FILE names (group 0 if none, as NVIDIA's build); auto assigns the nodes no file rule names by analysing the graph (critical-path list scheduling over the groups, package partition), so independent branches run on different groups",
-		set: func(c *Config, v string) error {
-			switch m := strings.ToLower(strings.TrimSpace(v)); m {
-			case "file", "auto":
-				c.StreamAssign = m
-				return nil
-			}
-			return fmt.Errorf("accepted values are file, auto")
-		}},
+		set: func(c *Config, v string) error { return parseEnum(v, &c.StreamAssign, "file", "auto") }},
 	{Name: "TF_FORCE_GPU_ALLOW_GROWTH", Type: "bool", Default: "false", Doc: "grow device memory on demand",
 		set: func(c *Config, v string) (err error) { c.ForceGPUAllowGrowth, err = parseBool(v); return }},
 	{Name: "TF_CPP_MIN_LOG_LEVEL", Type: "level", Default: "0", Doc: "0 info, 1 warning, 2 error, 3 fatal only",
@@ -171,14 +172,7 @@ var Knobs = []Knob{
 	{Name: "MSTREAM_HOST_STREAM_JITTER", Type: "bool", Default: "false", AliasOf: "MSTREAM_STREAM_JITTER", Doc: "older spelling of MSTREAM_STREAM_JITTER",
 		set: func(c *Config, v string) (err error) { c.StreamJitter, err = parseBool(v); return }},
 	{Name: "MSTREAM_DEVICE", Type: "enum", Default: "", Doc: "cpu forces the host device; gpu makes a missing GPU an error",
-		set: func(c *Config, v string) error {
-			switch s := strings.ToLower(strings.TrimSpace(v)); s {
-			case "", "cpu", "gpu":
-				c.Device = s
-				return nil
-			}
-			return fmt.Errorf("accepted values are cpu, gpu")
-		}},
+		set: func(c *Config, v string) error { return parseEnum(v, &c.Device, "cpu", "gpu", "") }},
 	{Name: "MSTREAM_HOST_MEMORY_MB", Type: "int", Default: "", Doc: "cap the host device's memory at this many MiB (the base that memory fractions and group splits divide; its allocator then takes the whole cap at its first allocation, as TF does on a GPU); unset: no cap, as in TF: the machine's physical memory (sysinfo) bounds each allocation and regions grow on demand",
 		set: func(c *Config, v string) error { return parseMiB(v, 1, 1<<20, &c.HostMemoryMB) }},
 	{Name: "MSTREAM_GC_HEADROOM_MB", Type: "int", Default: "64", Doc: "the least a process allocates between two Go garbage collections, in MiB: a reserve of address space, neither touched nor scanned, that raises the collector's goal (a Run's tensors are Go memory; at Go's default goal a CNN at batch 1 collected every 17 Runs, a sixth of its CPU time); the process's largest value holds; 0 adds none, and none is added when GOGC or GOMEMLIMIT is set",
@@ -192,27 +186,13 @@ var Knobs = []Knob{
 	{Name: "MSTREAM_GPU_POOL", Type: "bool", Default: "false", Doc: "every visible GPU serves graph-level Runs as one pool: the graph's unpinned GPU nodes run on whichever GPU holds the least-loaded stream group of all GPUs (constants materialised once per GPU, shared by its groups with TF_SEGMENT_OWN_CONST), nodes pinned to a device stay there, variables stay one copy in host memory; off, as in TF, unpinned nodes run on GPU:0. Off by default, the defaults being TF's: it changes where nodes run and takes memory and constants on every visible GPU, which processes sharing a host's GPUs without CUDA_VISIBLE_DEVICES do not expect; node-level mode ignores it",
 		set: func(c *Config, v string) (err error) { c.GPUPool, err = parseBool(v); return }},
 	{Name: "MSTREAM_GPU_SMALL_GEMM", Type: "enum", Default: "auto", Doc: "GPU GEMMs (MatMul, BatchMatMul, _FusedMatMul, Einsum's contraction) of float, half or bfloat16 whose left operand has at most 16 rows run mstream's own small-batch kernel (one launch, the epilogue fused) instead of a cuBLAS/cuBLASLt call when launched node by node, and inside a captured CUDA graph only at the sizes where its device time is the smaller (auto); 0 always takes cuBLAS/cuBLASLt; 1 takes the small-batch kernel at every size its dtypes allow. Process-wide: the most recent session's value holds",
-		set: func(c *Config, v string) error {
-			switch m := strings.ToLower(strings.TrimSpace(v)); m {
-			case "auto", "0", "1":
-				c.SmallGEMM = m
-				return nil
-			}
-			return fmt.Errorf("accepted values are auto, 0, 1")
-		}},
+		set: func(c *Config, v string) error { return parseEnum(v, &c.SmallGEMM, "auto", "0", "1") }},
 	{Name: "MSTREAM_BLAS", Type: "path", Default: "", Doc: "the cblas library the CPU's GEMMs load (once per process, by the first session): a path such as the scipy-openblas32 wheel's libscipy_openblas.so (scripts/venv.sh sets it); unset tries libopenblas.so.0, libopenblas.so, libblas.so.3; go takes the pure-Go GEMM",
 		set: func(c *Config, v string) error { c.BLAS = strings.TrimSpace(v); return nil }},
 	{Name: "MSTREAM_DNNL", Type: "path", Default: "", Doc: "oneDNN 3.x (libdnnl.so.3) for the CPU's float32 convolutions, pooling, softmax and normalisations, loaded once per process by the first session: a path such as the onednn-cpu-gomp wheel's build/venv/lib/libdnnl.so.3 (scripts/venv.sh sets it); unset tries libdnnl.so.3; off runs mstream's own kernels",
 		set: func(c *Config, v string) error { c.DNNL = strings.TrimSpace(v); return nil }},
 	{Name: "MSTREAM_CCALL", Type: "enum", Default: "direct", Doc: "how the CPU kernels' C functions (mstream's loops and GEMMs, oneDNN's primitives, the BLAS) are called, set once per process by the first session: direct runs each on its thread's system stack and keeps the thread's P, without the Go scheduler's hand-off of a cgo call (kernels/cpu/ccall says why); cgo makes them plain cgo calls",
-		set: func(c *Config, v string) error {
-			switch m := strings.ToLower(strings.TrimSpace(v)); m {
-			case "direct", "cgo":
-				c.CCall = m
-				return nil
-			}
-			return fmt.Errorf("accepted values are direct, cgo")
-		}},
+		set: func(c *Config, v string) error { return parseEnum(v, &c.CCall, "direct", "cgo") }},
 }
 
 // value renders the effective value of knob name in c, in the form the
