@@ -342,7 +342,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	}
 	args := C.mstream_sgemm_args{ta: b2i(transA), tb: b2i(transB), m: C.int(m), n: C.int(n), k: C.int(k), alpha: C.float(alpha),
 		a: (*C.float)(&a[0]), lda: C.int(lda), b: (*C.float)(&b[0]), ldb: C.int(ldb), beta: C.float(beta), c: (*C.float)(&c[0]), ldc: C.int(ldc)}
-	ccall.Call(C.mstream_sgemm_call, unsafe.Pointer(&args))
+	ccall.Call(C.mstream_sgemm_call, unsafe.Pointer(&args), ccall.Flops(2*float64(m)*float64(n)*float64(k)))
 }
 
 // Parallel splits a loop over [0, n) into chunks worth about cost ns per
@@ -482,7 +482,7 @@ func SgemmOn(p Parallel, transA, transB bool, m, n, k int, alpha float32, a []fl
 func sgemv(transB bool, n, k int, alpha float32, x []float32, incx int, b []float32, ldb int, beta float32, c []float32) bool {
 	args := C.mstream_sgemm_args{tb: b2i(transB), n: C.int(n), k: C.int(k), alpha: C.float(alpha), a: (*C.float)(&x[0]), incx: C.int(incx),
 		b: (*C.float)(&b[0]), ldb: C.int(ldb), beta: C.float(beta), c: (*C.float)(&c[0])}
-	ccall.Call(C.mstream_sgemm_row_call, unsafe.Pointer(&args))
+	ccall.Call(C.mstream_sgemm_row_call, unsafe.Pointer(&args), ccall.Bytes(4*float64(n)*float64(k)))
 	return args.ret != 0
 }
 
@@ -498,7 +498,7 @@ func Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int
 	}
 	args := C.mstream_dgemm_args{ta: b2i(transA), tb: b2i(transB), m: C.int(m), n: C.int(n), k: C.int(k), alpha: C.double(alpha),
 		a: (*C.double)(&a[0]), lda: C.int(lda), b: (*C.double)(&b[0]), ldb: C.int(ldb), beta: C.double(beta), c: (*C.double)(&c[0]), ldc: C.int(ldc)}
-	ccall.Call(C.mstream_dgemm_call, unsafe.Pointer(&args))
+	ccall.Call(C.mstream_dgemm_call, unsafe.Pointer(&args), 2*ccall.Flops(2*float64(m)*float64(n)*float64(k)))
 }
 
 // GoSgemm and GoDgemm always use the pure-Go GEMM (benchmarks, tests).

@@ -1,6 +1,8 @@
 package ccall
 
 import (
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -13,26 +15,45 @@ import (
 //go:noescape
 func cgocall(fn, arg unsafe.Pointer) int32
 
-// asmcgocall runs fn(arg) on the thread's system stack, with the C ABI,
-// and nothing more: the cgo call without the scheduler's part.
-//
-//go:linkname asmcgocall runtime.asmcgocall
-//go:noescape
-func asmcgocall(fn, arg unsafe.Pointer) int32
-
-// viaCgo is set when calls take runtime.cgocall (MSTREAM_CCALL=cgo).
+// viaCgo is set when calls take runtime.cgocall (MSTREAM_CCALL=cgo): at
+// start from the process's environment, so that code without a session
+// (the kernels' tests, benchmarks) runs in the mode too; a session's
+// Configure sets it from the session's.
 var viaCgo atomic.Bool
 
+func init() {
+	viaCgo.Store(strings.EqualFold(strings.TrimSpace(os.Getenv("MSTREAM_CCALL")), Cgo))
+}
+
 // Call runs fn(arg), a C function void fn(void *arg), on the calling
-// thread: directly (the default) or as a cgo call. fn must keep the
-// package's invariants (doc.go).
-func Call(fn, arg unsafe.Pointer) {
-	if viaCgo.Load() {
+// thread: directly (the default) when it is expected to take at most
+// LongCall (ns, the caller's estimate: Flops, Bytes), else, or with
+// MSTREAM_CCALL=cgo, as a cgo call. fn must keep the package's invariants
+// (doc.go).
+func Call(fn, arg unsafe.Pointer, ns float64) {
+	if viaCgo.Load() || !(ns <= LongCall) {
 		cgocall(fn, arg)
 		return
 	}
 	asmcgocall(fn, arg)
 }
+
+// LongCall is the longest a call may be expected to take and still be
+// made directly. A stop-the-world (a GC's start and end) waits for a
+// direct call in progress while every other goroutine already stands
+// still (review26 measured a 50 ms stop behind calls of 30-45 ms), where
+// it goes on without a cgo call; beside a call this long, a cgo call's
+// P hand-off costs little.
+const LongCall = 1e6
+
+// Flops is what Call expects n floating-point operations to take: 50 a
+// nanosecond, a third of one AVX-512 core's peak, so that an estimate
+// errs long.
+func Flops(n float64) float64 { return n / 50 }
+
+// Bytes is what Call expects a pass over n bytes to take: 4 GB/s, below
+// one core's bandwidth from memory.
+func Bytes(n float64) float64 { return n / 4 }
 
 // The modes, as MSTREAM_CCALL spells them.
 const (
@@ -40,9 +61,10 @@ const (
 	Cgo    = "cgo"
 )
 
-// Mode is how Call runs: Direct or Cgo.
+// Mode is how Call runs: Direct or Cgo (always Cgo in a build with the
+// ccall_cgo tag).
 func Mode() string {
-	if viaCgo.Load() {
+	if viaCgo.Load() || !Linked {
 		return Cgo
 	}
 	return Direct

@@ -23,16 +23,18 @@
 //     thread started by Go). It may take locks of its own library and
 //     wait on that library's threads (oneDNN's, OpenBLAS's), which are
 //     not Go's.
-//   - its run time is one chunk of the intra-op pool's loop (or a whole
-//     small kernel): while it runs, its P runs nothing else, and a
-//     stop-the-world (a GC's start and end) waits for it.
+//   - its caller says what it is expected to take (Call's ns; Flops and
+//     Bytes err long): only a call expected to take at most LongCall (1
+//     ms), one chunk of the intra-op pool's loop or a small kernel, is
+//     made directly; while it runs, its P runs nothing else. A longer one
+//     is a cgo call, so a stop-the-world never waits long for one.
 //   - fn takes one pointer, to an argument struct the caller keeps alive
 //     across the call (on its stack: the stack does not move while no Go
 //     code runs on it); Go memory it points to is heap or stack memory
 //     the caller keeps alive, and the function reads none of it after
 //     it returns.
 //
-// What a direct call gives up, beside its P (bench/ccallprobe measures
+// What a direct call gives up, beside its P (review26's probes measured
 // each): the goroutine stays running, so a stop-the-world waits for the
 // call to end while every other goroutine of the process already stands
 // still, and the mark phase's scan of its stack spins on another P,

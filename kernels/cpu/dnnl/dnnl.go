@@ -11,6 +11,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -283,6 +284,8 @@ type Conv struct {
 	// worth it): a Run's work buffer with and without packed weights, and
 	// the packed weights.
 	workBytes, scratchBytes, packBytes int64
+	// ns is what a run is expected to take (ccall.Call's estimate).
+	ns float64
 }
 
 // packed is a constant filter in a primitive's layout, made by the first
@@ -313,7 +316,8 @@ func NewConv(d ConvDesc, threads int) (*Conv, error) {
 	live.Add(1)
 	return &Conv{c: c, threads: threads, Impl: C.GoString(C.ms_conv_impl(c)), pk: &packed{},
 		workBytes: int64(C.ms_conv_work_size(c)), scratchBytes: int64(C.ms_conv_scratch_size(c)),
-		packBytes: int64(C.ms_conv_packed_size(c))}, nil
+		packBytes: int64(C.ms_conv_packed_size(c)),
+		ns:        ccall.Flops(2 * float64(d.N) * float64(d.OH) * float64(d.OW) * float64(d.O) * float64(d.KH*d.KW*d.C))}, nil
 }
 
 // free destroys the primitive and the memory objects and streams its Runs
@@ -402,7 +406,7 @@ func (c *Conv) run(src, wei []float32, packed []byte, bias, dst []float32, work 
 	}
 	args := C.ms_conv_run_args{c: c.c, threads: C.int(c.threads), src: (*C.float)(&src[0]), wei: (*C.float)(&wei[0]), packed: p,
 		bias: b, dst: (*C.float)(&dst[0]), work: (*C.char)(unsafe.Pointer(&work[0]))}
-	ccall.Call(C.ms_conv_run_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_conv_run_call, unsafe.Pointer(&args), c.ns)
 	return runErr(args.err)
 }
 
@@ -577,8 +581,10 @@ type Prim struct {
 	// Impl is oneDNN's name of the implementation it chose ("brg:avx2",
 	// "jit:uni", "ref:any"): a "ref" one is oneDNN's slow reference code.
 	Impl string
-	// workBytes is the scratchpad's size, read once.
+	// workBytes is the scratchpad's size, read once; ns what a run is
+	// expected to take (ccall.Call's estimate, primNs).
 	workBytes int64
+	ns        float64
 }
 
 func newPrim(what string, desc any, nArg, threads int, create func(threads C.int, out **C.ms_prim, buf *C.char, n C.int) C.int) (*Prim, error) {
@@ -592,7 +598,7 @@ func newPrim(what string, desc any, nArg, threads int, create func(threads C.int
 	}
 	live.Add(1)
 	return &Prim{c: c, nArg: nArg, threads: threads, kind: strings.ReplaceAll(what, " ", "_"), Impl: C.GoString(C.ms_prim_impl(c)),
-		workBytes: int64(C.ms_prim_work_size(c))}, nil
+		workBytes: int64(C.ms_prim_work_size(c)), ns: primNs(desc)}, nil
 }
 
 // free destroys the primitive and its Runs' memory objects and streams, as
@@ -622,7 +628,7 @@ func (p *Prim) Run(work []byte, args ...[]float32) error {
 			a.args[i] = (*C.float)(&arg[0])
 		}
 	}
-	ccall.Call(C.ms_prim_run_call, unsafe.Pointer(&a))
+	ccall.Call(C.ms_prim_run_call, unsafe.Pointer(&a), p.ns)
 	return runErr(a.err)
 }
 
@@ -646,6 +652,25 @@ func (pc *Cache[D]) Get(d D, threads int) (*Prim, error) {
 
 // Close destroys the cache's primitives, as ConvCache.Close.
 func (pc *Cache[D]) Close() error { return pc.s.close() }
+
+// primNs is what a run of a primitive for desc is expected to take
+// (ccall.Call's estimate): its passes over memory, or a matmul's flops.
+func primNs(desc any) float64 {
+	f := func(n int) float64 { return float64(n) }
+	switch d := desc.(type) {
+	case PoolDesc:
+		return ccall.Bytes(4*f(d.N*d.C)*f(d.H*d.W+d.OH*d.OW)) + ccall.Flops(f(d.N*d.C)*f(d.OH*d.OW)*f(d.KH*d.KW))
+	case SoftmaxDesc:
+		return ccall.Bytes(8*f(d.Rows)*f(d.Cols)) + ccall.Flops(20*f(d.Rows)*f(d.Cols))
+	case LayerNormDesc:
+		return ccall.Bytes(12 * f(d.Rows) * f(d.Cols))
+	case BatchNormDesc:
+		return ccall.Bytes(12 * f(d.N) * f(d.Spatial) * f(d.C))
+	case MatMulDesc:
+		return ccall.Flops(2 * f(d.M) * f(d.N) * f(d.K))
+	}
+	return math.Inf(1) // a kind without an estimate: a cgo call
+}
 
 func newPrimFor(d any, threads int) (*Prim, error) {
 	switch d := d.(type) {

@@ -51,7 +51,7 @@ func Attention(sq, sk, d, dv int, q []float32, ldq int, k []float32, ldk int, v 
 	args := C.ms_attention_args{sq: C.long(sq), sk: C.long(sk), d: C.long(d), dv: C.long(dv), q: ptr(q), ldq: C.long(ldq),
 		k: ptr(k), ldk: C.long(ldk), v: ptr(v), ldv: C.long(ldv), out: (*C.float)(&out[0]), ldo: C.long(ldo),
 		scale: C.float(scale), scale_q: C.int(b2i(scaleQ)), scratch: (*C.float)(&scratch[0])}
-	ccall.Call(C.ms_attention_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_attention_call, unsafe.Pointer(&args), ccall.Flops(2*float64(sq)*float64(sk)*float64(d+dv)+20*float64(sq)*float64(sk)))
 	return args.ret != 0
 }
 

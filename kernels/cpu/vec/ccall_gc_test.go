@@ -45,7 +45,8 @@ func longCall(t *testing.T) func() {
 // call keeps its goroutine running with its P: the stop-the-world, and the
 // mark phase's scan of that stack, wait for the call to end, and while the
 // world is being stopped every other goroutine of the process stands
-// still; bench/ccallprobe -what=gc measures it.)
+// still.) Call makes a call expected to take over ccall.LongCall a cgo
+// call for that reason: this test's long calls are estimated as such.
 func TestLongCallLetsGCRun(t *testing.T) {
 	defer ccall.SetMode(ccall.Mode())
 	call := longCall(t)

@@ -9,12 +9,16 @@ import (
 	"mstream/kernels/cpu/ccall"
 )
 
-// TestCallKeepsP: a direct call (ccall's default) keeps its goroutine's P
-// for the whole C function, where a cgo call gives it up: with one P, a
-// goroutine that counts while it can run never counts during a direct
-// call of 20 ms or more, and does during a cgo call of that length once
-// sysmon has handed the P on (within its 10 ms tick).
+// TestCallKeepsP: a direct call (ccall's default for calls expected to
+// take at most LongCall) keeps its goroutine's P for the whole C
+// function, where a cgo call gives it up: with one P, a goroutine that
+// counts while it can run never counts during a direct call (one of 20 ms
+// or more, made direct with an estimate of 0), and does during a cgo call
+// of that length once sysmon has handed the P on (within its 10 ms tick).
 func TestCallKeepsP(t *testing.T) {
+	if !ccall.Linked {
+		t.Skip("built with -tags ccall_cgo: every call is a cgo call")
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	defer ccall.SetMode(ccall.Mode())
 
@@ -23,9 +27,9 @@ func TestCallKeepsP(t *testing.T) {
 	var x []float32
 	for n := 1 << 20; ; n *= 2 {
 		x = make([]float32, n)
-		MapUnary(Exp, x, x)
+		mapUnary(Exp, x, x, 0)
 		t0 := time.Now()
-		MapUnary(Exp, x, x)
+		mapUnary(Exp, x, x, 0)
 		if time.Since(t0) >= 20*time.Millisecond {
 			break
 		}
@@ -53,7 +57,7 @@ func TestCallKeepsP(t *testing.T) {
 	moved := func() bool {
 		runtime.Gosched()
 		t0 := ticks.Load()
-		MapUnary(Exp, x, x)
+		mapUnary(Exp, x, x, 0)
 		return ticks.Load() != t0
 	}
 

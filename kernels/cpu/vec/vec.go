@@ -117,6 +117,12 @@ func SetLevel(l Level) Level {
 
 // MapUnary computes y[i] = op(x[i]); x and y may be the same slice.
 func MapUnary(op Unary, x, y []float32) {
+	mapUnary(op, x, y, ccall.Bytes(8*float64(len(x)))+ccall.Flops(20*float64(len(x))))
+}
+
+// mapUnary is MapUnary with ns, ccall.Call's estimate, given (tests make
+// a long call direct with it).
+func mapUnary(op Unary, x, y []float32, ns float64) {
 	if op < 0 || op >= numUnary || len(y) < len(x) {
 		panic(fmt.Sprintf("vec: MapUnary(%d) with len(x)=%d len(y)=%d", op, len(x), len(y)))
 	}
@@ -124,7 +130,7 @@ func MapUnary(op Unary, x, y []float32) {
 		return
 	}
 	args := C.ms_unary_args{op: C.int(op), x: (*C.float)(&x[0]), y: (*C.float)(&y[0]), n: C.long(len(x))}
-	ccall.Call(C.ms_unary_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_unary_call, unsafe.Pointer(&args), ns)
 }
 
 // ChannelAffine sets x[r*c+j] = act(x[r*c+j]*scale[j] + offset[j]) in
@@ -144,7 +150,7 @@ func ChannelAffine(x, scale, offset []float32, act Unary) {
 		sp = (*C.float)(&scale[0])
 	}
 	args := C.ms_channel_affine_args{x: (*C.float)(&x[0]), rows: C.long(len(x) / c), c: C.long(c), scale: sp, offset: (*C.float)(&offset[0]), act: C.int(act)}
-	ccall.Call(C.ms_channel_affine_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_channel_affine_call, unsafe.Pointer(&args), ccall.Bytes(8*float64(len(x)))+ccall.Flops(20*float64(len(x))))
 }
 
 // MapBinary computes y[i] = a[i*sa] op b[i*sb] for i < len(y), with sa and
@@ -159,7 +165,7 @@ func MapBinary(op Binary, a, b, y []float32, sa, sb int) {
 		return
 	}
 	args := C.ms_binary_args{op: C.int(op), a: (*C.float)(&a[0]), b: (*C.float)(&b[0]), y: (*C.float)(&y[0]), n: C.long(n), sa: C.int(sa), sb: C.int(sb)}
-	ccall.Call(C.ms_binary_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_binary_call, unsafe.Pointer(&args), ccall.Bytes(12*float64(n)))
 }
 
 // MapBinaryRows computes y = a op b for y viewed as rows of w elements,
@@ -180,7 +186,7 @@ func MapBinaryRows(op Binary, a, b, y []float32, w int, tiledA bool) {
 		return
 	}
 	args := C.ms_binary_rows_args{op: C.int(op), a: (*C.float)(&a[0]), b: (*C.float)(&b[0]), y: (*C.float)(&y[0]), rows: C.long(n / w), w: C.long(w), tiled_a: C.int(b2i(tiledA))}
-	ccall.Call(C.ms_binary_rows_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_binary_rows_call, unsafe.Pointer(&args), ccall.Bytes(12*float64(n)))
 }
 
 // RowReduce sets out[r] to the reduction of row r of x viewed as
@@ -199,7 +205,7 @@ func RowReduce(op Reduce, x []float32, n int, out []float32, scale float64) {
 		p = (*C.float)(&x[0])
 	}
 	args := C.ms_rowreduce_args{op: C.int(op), x: p, rows: C.long(rows), n: C.long(n), out: (*C.float)(&out[0]), scale: C.double(scale)}
-	ccall.Call(C.ms_rowreduce_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_rowreduce_call, unsafe.Pointer(&args), ccall.Bytes(4*float64(len(x))))
 }
 
 // ColSum adds rows [0, rows) of the block x (row stride ld) into acc,
@@ -213,7 +219,7 @@ func ColSum(x []float32, rows, ld int, acc []float64) {
 		return
 	}
 	args := C.ms_colsum_args{x: (*C.float)(&x[0]), rows: C.long(rows), cols: C.long(cols), ld: C.long(ld), acc: (*C.double)(&acc[0])}
-	ccall.Call(C.ms_colsum_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_colsum_call, unsafe.Pointer(&args), ccall.Bytes(4*float64(rows)*float64(cols)))
 }
 
 // ColMinMax folds rows of the block x into acc with Max or Min (RMax or
@@ -227,7 +233,7 @@ func ColMinMax(op Reduce, x []float32, rows, ld int, acc []float32) {
 		return
 	}
 	args := C.ms_colminmax_args{op: C.int(op), x: (*C.float)(&x[0]), rows: C.long(rows), cols: C.long(cols), ld: C.long(ld), acc: (*C.float)(&acc[0])}
-	ccall.Call(C.ms_colminmax_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_colminmax_call, unsafe.Pointer(&args), ccall.Bytes(4*float64(rows)*float64(cols)))
 }
 
 // Softmax writes the softmax (log-softmax when log) of each row of x,
@@ -244,7 +250,7 @@ func Softmax(x, y []float32, n int, log bool) {
 		l = 1
 	}
 	args := C.ms_softmax_args{x: (*C.float)(&x[0]), y: (*C.float)(&y[0]), rows: C.long(len(x) / n), n: C.long(n), log: C.int(l)}
-	ccall.Call(C.ms_softmax_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_softmax_call, unsafe.Pointer(&args), ccall.Bytes(8*float64(len(x)))+ccall.Flops(20*float64(len(x))))
 }
 
 // LayerNorm writes the layer normalisation of each row of x, viewed as
@@ -269,7 +275,7 @@ func LayerNorm(x, res, y []float32, n int, gamma, beta []float32, eps float64) {
 	}
 	args := C.ms_layernorm_args{x: (*C.float)(&x[0]), res: r, y: (*C.float)(&y[0]), rows: C.long(len(x) / n), n: C.long(n),
 		gamma: (*C.float)(&gamma[0]), beta: (*C.float)(&beta[0]), c: C.long(c), eps: C.double(eps)}
-	ccall.Call(C.ms_layernorm_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_layernorm_call, unsafe.Pointer(&args), ccall.Bytes(12*float64(len(x))))
 }
 
 // Gemv sets y[0:n] = beta*y + alpha*x*B for the row x (k elements) and B
@@ -288,7 +294,7 @@ func Gemv(x []float32, k int, b []float32, ldb, n int, alpha, beta float32, y []
 		xp, bp = (*C.float)(&x[0]), (*C.float)(&b[0])
 	}
 	args := C.ms_gemv_args{x: xp, k: C.long(k), b: bp, ldb: C.long(ldb), n: C.long(n), alpha: C.float(alpha), beta: C.float(beta), y: (*C.float)(&y[0])}
-	ccall.Call(C.ms_gemv_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_gemv_call, unsafe.Pointer(&args), ccall.Bytes(4*float64(k)*float64(n)))
 }
 
 // ArgReduce sets out[r] to the index of the first max (RMax) or min (RMin)
@@ -303,7 +309,7 @@ func ArgReduce(op Reduce, x []float32, n int, out []int64) {
 		return
 	}
 	args := C.ms_argreduce_args{op: C.int(op), x: (*C.float)(&x[0]), rows: C.long(rows), n: C.long(n), out: (*C.longlong)(&out[0])}
-	ccall.Call(C.ms_argreduce_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_argreduce_call, unsafe.Pointer(&args), ccall.Bytes(4*float64(len(x))))
 }
 
 // Panel is the width of a PackedB panel: the columns one GemmPacked tile
@@ -402,7 +408,7 @@ func GemmPacked(m int, a []float32, lda int, p *PackedB, c []float32, ldc int, b
 	}
 	args := C.ms_gemm_packed_args{m: C.long(m), n: C.long(n), k: C.long(k), a: ap, lda: C.long(lda), bp: bp, c: (*C.float)(&c[0]), ldc: C.long(ldc),
 		bias: biasp, accum: C.int(b2i(accum)), act: C.int(act), r0: C.long(r0), r1: C.long(r1), p0: C.long(p0), p1: C.long(p1)}
-	ccall.Call(C.ms_gemm_packed_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_gemm_packed_call, unsafe.Pointer(&args), ccall.Flops(2*float64(r1-r0)*float64(min(n, (p1-p0)*Panel))*float64(k)))
 	return args.ret != 0
 }
 
@@ -436,7 +442,7 @@ func Gemm(transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, 
 		ap, bp = (*C.float)(&a[0]), (*C.float)(&b[0])
 	}
 	args := C.ms_gemm_args{transb: C.int(b2i(transB)), m: C.long(m), n: C.long(n), k: C.long(k), a: ap, lda: C.long(lda), b: bp, ldb: C.long(ldb), c: (*C.float)(&c[0]), ldc: C.long(ldc)}
-	ccall.Call(C.ms_gemm_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_gemm_call, unsafe.Pointer(&args), ccall.Flops(2*float64(m)*float64(n)*float64(k)))
 	return args.ret != 0
 }
 
@@ -468,7 +474,7 @@ func GatherRows[I int32 | int64](dst, src []byte, idx []I, row int) {
 		i32 = (*C.int)(&x[0])
 	}
 	args := C.ms_gather_rows_args{dst: (*C.uchar)(&dst[0]), src: (*C.uchar)(&src[0]), idx64: i64, idx32: i32, n: C.long(n), row: C.long(row)}
-	ccall.Call(C.ms_gather_rows_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_gather_rows_call, unsafe.Pointer(&args), ccall.Bytes(2*float64(n)*float64(row)))
 }
 
 // GemmNT sets C (m x n, row stride ldc) to A B^T, A m x k and B n x k
@@ -498,7 +504,7 @@ func GemmNT(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32
 		return true
 	}
 	args := C.ms_gemm_nt_args{m: C.long(m), n: C.long(n), k: C.long(k), a: (*C.float)(&a[0]), lda: C.long(lda), b: (*C.float)(&b[0]), ldb: C.long(ldb), c: (*C.float)(&c[0]), ldc: C.long(ldc), sym: C.int(b2i(sym))}
-	ccall.Call(C.ms_gemm_nt_call, unsafe.Pointer(&args))
+	ccall.Call(C.ms_gemm_nt_call, unsafe.Pointer(&args), ccall.Flops(2*float64(m)*float64(n)*float64(k)))
 	return args.ret != 0
 }
 
