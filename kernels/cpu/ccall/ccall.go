@@ -39,17 +39,20 @@ func Call(fn, arg unsafe.Pointer, ns float64) {
 }
 
 // LongCall is the longest a call may be expected to take and still be
-// made directly. A stop-the-world (a GC's start and end) waits for a
-// direct call in progress while every other goroutine already stands
-// still (review26 measured a 50 ms stop behind calls of 30-45 ms), where
-// it goes on without a cgo call; beside a call this long, a cgo call's
-// P hand-off costs little.
-const LongCall = 1e6
+// made directly: 4 ms, above a chunk of the pool's loops up to a batch of
+// 16 or so, below the largest calls of a batch of 256. A stop-the-world
+// (a GC's start and end) waits for a direct call in progress while every
+// other goroutine already stands still (review26 measured a 50 ms stop
+// behind calls of 30-45 ms), where it goes on without a cgo call; beside
+// a call this long, a cgo call's P hand-off costs little. At 1 ms
+// (Flops at 50 a ns), keras_encoder B=16 lost 16-29% QPS and the CNN
+// 14-16% against all calls direct.
+const LongCall = 4e6
 
-// Flops is what Call expects n floating-point operations to take: 50 a
-// nanosecond, a third of one AVX-512 core's peak, so that an estimate
-// errs long.
-func Flops(n float64) float64 { return n / 50 }
+// Flops is what Call expects n floating-point operations to take: 100 a
+// nanosecond, two thirds of one AVX-512 core's peak (the packed GEMM runs
+// at 97% of it), so that an estimate errs long.
+func Flops(n float64) float64 { return n / 100 }
 
 // Bytes is what Call expects a pass over n bytes to take: 4 GB/s, below
 // one core's bandwidth from memory.
