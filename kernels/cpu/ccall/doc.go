@@ -24,7 +24,7 @@
 //     wait on that library's threads (oneDNN's, OpenBLAS's), which are
 //     not Go's.
 //   - its caller says what it is expected to take (Call's ns; Flops and
-//     Bytes err long): only a call expected to take at most LongCall (1
+//     Bytes err long): only a call expected to take at most LongCall (4
 //     ms), one chunk of the intra-op pool's loop or a small kernel, is
 //     made directly; while it runs, its P runs nothing else. A longer one
 //     is a cgo call, so a stop-the-world never waits long for one.
