@@ -191,7 +191,7 @@ var Knobs = []Knob{
 		set: func(c *Config, v string) error { c.BLAS = strings.TrimSpace(v); return nil }},
 	{Name: "MSTREAM_DNNL", Type: "path", Default: "", Doc: "oneDNN 3.x (libdnnl.so.3) for the CPU's float32 convolutions, pooling, softmax and normalisations, loaded once per process by the first session: a path such as the onednn-cpu-gomp wheel's build/venv/lib/libdnnl.so.3 (scripts/venv.sh sets it); unset tries libdnnl.so.3; off runs mstream's own kernels",
 		set: func(c *Config, v string) error { c.DNNL = strings.TrimSpace(v); return nil }},
-	{Name: "MSTREAM_CCALL", Type: "enum", Default: "direct", Doc: "how the CPU kernels' C functions (mstream's loops and GEMMs, oneDNN's primitives, the BLAS) are called, set once per process by the first session: direct runs each on its thread's system stack and keeps the thread's P, without the Go scheduler's hand-off of a cgo call (kernels/cpu/ccall says why); cgo makes them plain cgo calls",
+	{Name: "MSTREAM_CCALL", Type: "enum", Default: "direct", Doc: "how the CPU kernels' C functions (mstream's loops and GEMMs, oneDNN's primitives, the BLAS) are called, set once per process by the first session: direct runs each one expected to take up to 4 ms on its thread's system stack and keeps the thread's P, without the Go scheduler's hand-off of a cgo call (kernels/cpu/ccall says why); cgo makes them all plain cgo calls, as a Go CPU profile that should see the kernels' callers, or a host's crash handler that should see a fault in one, needs",
 		set: func(c *Config, v string) error { return parseEnum(v, &c.CCall, "direct", "cgo") }},
 }
 
