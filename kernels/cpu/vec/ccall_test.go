@@ -35,7 +35,9 @@ func TestCallKeepsP(t *testing.T) {
 		}
 	}
 
+	// The counting goroutine stamps each of its turns in a ring.
 	var ticks atomic.Int64
+	ring := make([]atomic.Int64, 1<<20)
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -44,21 +46,31 @@ func TestCallKeepsP(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				ticks.Add(1)
+				i := ticks.Add(1) - 1
+				ring[i&int64(len(ring)-1)].Store(time.Now().UnixNano())
 				runtime.Gosched()
 			}
 		}
 	}()
 
-	// moved runs one call after a Gosched (this goroutine's running time,
-	// which sysmon preempts at 10 ms, starts afresh) and reports whether
-	// the counter moved between the two loads, which have no preemption
-	// point between them but the call.
+	// moved runs one call and reports whether the counting goroutine had
+	// a turn inside it, 5 ms from either end: a turn just before the call
+	// (this goroutine preempted on its way in, by a GC's stack scan, say)
+	// or just after it does not count.
 	moved := func() bool {
 		runtime.Gosched()
-		t0 := ticks.Load()
+		n0 := ticks.Load()
+		t0 := time.Now()
 		mapUnary(Exp, x, x, 0)
-		return ticks.Load() != t0
+		t1 := time.Now()
+		n1 := ticks.Load()
+		lo, hi := t0.Add(5*time.Millisecond).UnixNano(), t1.Add(-5*time.Millisecond).UnixNano()
+		for i := max(n0, n1-int64(len(ring))); i < n1; i++ {
+			if v := ring[i&int64(len(ring)-1)].Load(); v > lo && v < hi {
+				return true
+			}
+		}
+		return false
 	}
 
 	ccall.SetMode(ccall.Direct)
