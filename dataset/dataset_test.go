@@ -283,16 +283,8 @@ func runCases(t *testing.T, dir string, env map[string]string) {
 // loadCase imports case name's GraphDef (dir/name.pbtxt) into a new graph.
 func loadCase(t *testing.T, dir, name string) *graph.Graph {
 	t.Helper()
-	text, err := os.ReadFile(filepath.Join(dir, name+".pbtxt"))
+	g, err := graph.ImportTextFile(filepath.Join(dir, name+".pbtxt"), nil)
 	if err != nil {
-		t.Fatal(err)
-	}
-	gd, err := graph.ParseTextGraphDef(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := graph.New()
-	if _, err := g.Import(gd, nil); err != nil {
 		t.Fatal(err)
 	}
 	return g

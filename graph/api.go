@@ -5,6 +5,8 @@ package graph
 // the package guarantees.
 
 import (
+	"os"
+
 	"mstream/proto/tfpb"
 	"mstream/status"
 	"mstream/tensor"
@@ -108,6 +110,24 @@ func ParseTextGraphDef(text []byte) (*tfpb.GraphDef, error) { return parseTextGr
 
 // ParseGraphDef parses a binary GraphDef, INVALID_ARGUMENT on bad bytes.
 func ParseGraphDef(b []byte) (*tfpb.GraphDef, error) { return parseGraphDef(b) }
+
+// ImportTextFile imports the text-format GraphDef in the file at path
+// into a new graph (tests' and tools' cases); an error names the file.
+func ImportTextFile(path string, opts *ImportOptions) (*Graph, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	gd, err := ParseTextGraphDef(text)
+	if err != nil {
+		return nil, status.Errorf(status.CodeOf(err), "%s: %v", path, err)
+	}
+	g := New()
+	if _, err := g.Import(gd, opts); err != nil {
+		return nil, status.Errorf(status.CodeOf(err), "%s: %v", path, err)
+	}
+	return g, nil
+}
 
 var _ = status.OK
 

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -279,3 +281,25 @@ func mustBin(t *testing.T) []byte {
 }
 
 var _ = tensor.Float
+
+// TestImportTextFile: a text GraphDef file imports into a new graph; a
+// missing file, or text that does not parse, is an error naming the file.
+func TestImportTextFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.pbtxt")
+	os.WriteFile(good, []byte(`node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }`), 0o644)
+	g, err := ImportTextFile(good, nil)
+	if err != nil || g.Lookup("c") == nil {
+		t.Fatalf("good file: graph %v, err %v", g, err)
+	}
+	bad := filepath.Join(dir, "bad.pbtxt")
+	os.WriteFile(bad, []byte("node { nme: \"x\" }"), 0o644)
+	for _, path := range []string{bad, filepath.Join(dir, "missing.pbtxt")} {
+		if _, err := ImportTextFile(path, nil); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: err %v, want one naming the file", path, err)
+		}
+	}
+	if _, err := ImportTextFile(bad, nil); status.CodeOf(err) != status.InvalidArgument {
+		t.Errorf("unparsable text: %v, want INVALID_ARGUMENT", err)
+	}
+}

@@ -1,7 +1,6 @@
 package lower
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,16 +11,8 @@ import (
 
 func load(t *testing.T, name string, opts *graph.ImportOptions) *graph.Graph {
 	t.Helper()
-	text, err := os.ReadFile("../test/functions/" + name + ".pbtxt")
+	g, err := graph.ImportTextFile("../test/functions/"+name+".pbtxt", opts)
 	if err != nil {
-		t.Fatal(err)
-	}
-	gd, err := graph.ParseTextGraphDef(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := graph.New()
-	if _, err := g.Import(gd, opts); err != nil {
 		t.Fatal(err)
 	}
 	return g

@@ -150,16 +150,8 @@ func runTFCases(t *testing.T, dir, file string, envs func(rules string) []map[st
 	}
 	for _, c := range cs.Cases {
 		t.Run(c.Name, func(t *testing.T) {
-			text, err := os.ReadFile(filepath.Join(dir, c.Graph))
+			g, err := graph.ImportTextFile(filepath.Join(dir, c.Graph), &graph.ImportOptions{})
 			if err != nil {
-				t.Fatal(err)
-			}
-			gd, err := graph.ParseTextGraphDef(text)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g := graph.New()
-			if _, err := g.Import(gd, &graph.ImportOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			out := func(name string) graph.Output {

@@ -126,16 +126,8 @@ func TestFunctionNodeLevel(t *testing.T) {
 
 func importFile(t *testing.T, path string) *graph.Graph {
 	t.Helper()
-	text, err := os.ReadFile(path)
+	g, err := graph.ImportTextFile(path, nil)
 	if err != nil {
-		t.Fatal(err)
-	}
-	gd, err := graph.ParseTextGraphDef(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := graph.New()
-	if _, err := g.Import(gd, nil); err != nil {
 		t.Fatal(err)
 	}
 	return g

@@ -24,16 +24,8 @@ type model struct {
 
 func loadModel(t testing.TB) *model {
 	t.Helper()
-	text, err := os.ReadFile("../examples/data/model_test.pbtxt")
+	g, err := graph.ImportTextFile("../examples/data/model_test.pbtxt", &graph.ImportOptions{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	gd, err := graph.ParseTextGraphDef(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := graph.New()
-	if _, err := g.Import(gd, &graph.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	m := &model{g: g}

@@ -108,16 +108,8 @@ func BenchmarkStepWide1000(b *testing.B) {
 // by TF: a counter and a float vector carried, parallel_iterations 10) for
 // 1000 iterations.
 func BenchmarkStepWhile1000(b *testing.B) {
-	text, err := os.ReadFile("../test/controlflow/while_counter_par10.pbtxt")
+	g, err := graph.ImportTextFile("../test/controlflow/while_counter_par10.pbtxt", &graph.ImportOptions{})
 	if err != nil {
-		b.Fatal(err)
-	}
-	gd, err := graph.ParseTextGraphDef(text)
-	if err != nil {
-		b.Fatal(err)
-	}
-	g := graph.New()
-	if _, err := g.Import(gd, &graph.ImportOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	out := func(name string) graph.Output { return graph.Output{Node: g.Lookup(name)} }
