@@ -27,7 +27,7 @@ var ErrClosed = status.New(status.Cancelled, "the plan was closed (dropped from 
 // enter counts a step starting; false when the plan is closed.
 func (p *Plan) enter() bool {
 	if !p.closers {
-		return p.life.Load()&planClosed == 0
+		return !p.isClosed()
 	}
 	for {
 		v := p.life.Load()

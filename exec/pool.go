@@ -196,7 +196,7 @@ const (
 	// short enough to cost little when nothing comes.
 	intraSpin = 100 * time.Microsecond
 	// callerLockTries bounds a caller's tries of mu before it blocks
-	// (lockCaller): about 10 us.
+	// (lockCaller): a few microseconds of TryLock on a held mutex.
 	callerLockTries = 1000
 	// spinCheck paces the spins, a worker's and a caller's: at 256 loads
 	// between two clock reads, clock_gettime took a third of a spin's
@@ -326,7 +326,7 @@ func (p *Intra) publish(j *intraJob) {
 		p.mu.Unlock()
 		return
 	}
-	p.jobs = slices.DeleteFunc(p.jobs, func(q *intraJob) bool { return q.next.Load() >= q.chunks })
+	p.dropClaimed()
 	p.jobs = append(p.jobs, j)
 	p.queued.Store(int32(len(p.jobs)))
 	wake := min(int(j.chunks)-1-int(p.spinning.Load()), p.parked)
@@ -351,6 +351,13 @@ func (p *Intra) unlist(j *intraJob) {
 	}
 	p.queued.Store(int32(len(p.jobs)))
 	p.mu.Unlock()
+}
+
+// dropClaimed drops the listed jobs claimed to their last chunk (under
+// mu): ones whose callers unlist could not remove, and ones the workers
+// and callers claimed to the end since.
+func (p *Intra) dropClaimed() {
+	p.jobs = slices.DeleteFunc(p.jobs, func(q *intraJob) bool { return q.next.Load() >= q.chunks })
 }
 
 // lockCaller takes mu for a For's caller: it tries for a while before it
@@ -405,10 +412,7 @@ func (p *Intra) take() *intraJob {
 	t0 := time.Now()
 	p.mu.Lock()
 	for {
-		for len(p.jobs) > 0 && p.jobs[0].next.Load() >= p.jobs[0].chunks {
-			p.jobs[0] = nil
-			p.jobs = p.jobs[1:]
-		}
+		p.dropClaimed()
 		p.queued.Store(int32(len(p.jobs)))
 		if len(p.jobs) > 0 {
 			j := p.jobs[0]
