@@ -115,9 +115,13 @@ func SetLevel(l Level) Level {
 	return CurrentLevel()
 }
 
+// mapNs is what ccall.Call expects a map of n elements to take: a read
+// and a write of each, and a transcendental's 20 flops on it.
+func mapNs(n int) float64 { return ccall.Bytes(8*float64(n)) + ccall.Flops(20*float64(n)) }
+
 // MapUnary computes y[i] = op(x[i]); x and y may be the same slice.
 func MapUnary(op Unary, x, y []float32) {
-	mapUnary(op, x, y, ccall.Bytes(8*float64(len(x)))+ccall.Flops(20*float64(len(x))))
+	mapUnary(op, x, y, mapNs(len(x)))
 }
 
 // mapUnary is MapUnary with ns, ccall.Call's estimate, given (tests make
@@ -150,7 +154,7 @@ func ChannelAffine(x, scale, offset []float32, act Unary) {
 		sp = (*C.float)(&scale[0])
 	}
 	args := C.ms_channel_affine_args{x: (*C.float)(&x[0]), rows: C.long(len(x) / c), c: C.long(c), scale: sp, offset: (*C.float)(&offset[0]), act: C.int(act)}
-	ccall.Call(C.ms_channel_affine_call, unsafe.Pointer(&args), ccall.Bytes(8*float64(len(x)))+ccall.Flops(20*float64(len(x))))
+	ccall.Call(C.ms_channel_affine_call, unsafe.Pointer(&args), mapNs(len(x)))
 }
 
 // MapBinary computes y[i] = a[i*sa] op b[i*sb] for i < len(y), with sa and
@@ -250,7 +254,7 @@ func Softmax(x, y []float32, n int, log bool) {
 		l = 1
 	}
 	args := C.ms_softmax_args{x: (*C.float)(&x[0]), y: (*C.float)(&y[0]), rows: C.long(len(x) / n), n: C.long(n), log: C.int(l)}
-	ccall.Call(C.ms_softmax_call, unsafe.Pointer(&args), ccall.Bytes(8*float64(len(x)))+ccall.Flops(20*float64(len(x))))
+	ccall.Call(C.ms_softmax_call, unsafe.Pointer(&args), mapNs(len(x)))
 }
 
 // LayerNorm writes the layer normalisation of each row of x, viewed as
