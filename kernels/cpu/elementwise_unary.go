@@ -50,9 +50,13 @@ func concatTypes(sets ...[]tensor.DType) []tensor.DType {
 	return out
 }
 
+// seluScaleAlpha is scale*alpha rounded once (TF's constant): the product
+// of the two rounded doubles is one ulp lower, and SeluGrad's y +
+// scale*alpha cancels for y near -scale*alpha, which magnifies that ulp.
 const (
-	seluScale = 1.0507009873554804934193349852946
-	seluAlpha = 1.6732632423543772848170429916717
+	seluScale      = 1.0507009873554804934193349852946
+	seluAlpha      = 1.6732632423543772848170429916717
+	seluScaleAlpha = 1.7580993408473768599402175208123
 )
 
 var unarySpecs = map[string]unarySpec{
@@ -135,7 +139,7 @@ func elu(x float64) float64 {
 
 func selu(x float64) float64 {
 	if x < 0 {
-		return seluScale * seluAlpha * math.Expm1(x)
+		return seluScaleAlpha * math.Expm1(x)
 	}
 	return seluScale * x
 }

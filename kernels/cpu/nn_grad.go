@@ -52,7 +52,7 @@ var gradSpecs = map[string]gradSpec{
 	"EluGrad":   {f: eluGrad[float64], f32: eluGrad[float32], sameShape: true},
 	"SeluGrad": {f: func(g, y float64) float64 {
 		if y < 0 {
-			return g * (y + seluScale*seluAlpha)
+			return g * (y + seluScaleAlpha)
 		}
 		return g * seluScale
 	}, sameShape: true},

@@ -20,7 +20,7 @@ var gradNumPy = map[string]string{
 	"ReluGrad":       "a0 * (a1 > 0).astype(a0.dtype)",
 	"Relu6Grad":      "a0 * ((a1 > 0) & (a1 < 6)).astype(a0.dtype)",
 	"EluGrad":        "np.where(a1 < 0, a0 * (a1 + 1), a0)",
-	"SeluGrad":       "np.where(a1 < 0, a0.astype(np.float64) * (a1.astype(np.float64) + 1.0507009873554804934193349852946 * 1.6732632423543772848170429916717), a0.astype(np.float64) * 1.0507009873554804934193349852946)",
+	"SeluGrad":       "np.where(a1 < 0, a0.astype(np.float64) * (a1.astype(np.float64) + 1.7580993408473768599402175208123), a0.astype(np.float64) * 1.0507009873554804934193349852946)",
 	"SoftplusGrad":   "a0.astype(np.float64) / (np.exp(-a1.astype(np.float64)) + 1)",
 	"SoftsignGrad":   "a0.astype(np.float64) / np.square(1 + np.abs(a1.astype(np.float64)))",
 	"LeakyReluGrad":  "np.where(a1 > 0, a0, a0.astype(np.float64) * %g)",
@@ -66,7 +66,8 @@ func init() {
 // y = 1 and EluGrad's dy*(y+1) near y = -1 in the same way. The others
 // multiply and divide only (SqrtGrad, RsqrtGrad, ReciprocalGrad),
 // select (Relu6Grad, ReluGrad, LeakyReluGrad), or add positive terms
-// (SoftplusGrad, SoftsignGrad; SeluGrad forms its sum in double), so
+// (SoftplusGrad, SoftsignGrad; SeluGrad forms its sum in double with
+// the one constant the kernels use, scale*alpha rounded once), so
 // their error stays relative to the result.
 var gradScale = map[string]func(a0, a1 float64) float64{
 	"TanhGrad":    func(y, dy float64) float64 { return math.Abs(dy) * (1 + y*y) },

@@ -205,11 +205,13 @@ template <typename C> __device__ __forceinline__ C g_relu6(C g, C x, C) {
 	return g * ((x > (C)0 && x < (C)6) ? (C)1 : (C)0);
 }
 template <typename C> __device__ __forceinline__ C g_elu(C g, C y, C) { return y < (C)0 ? g * (y + (C)1) : g; }
-// y + scale*alpha cancels for y near -scale*alpha: it is formed in double,
-// as the CPU kernel does, so that the two devices agree there.
+// y + scale*alpha cancels for y near -scale*alpha: it is formed in double
+// with scale*alpha rounded once (TF's constant; the product of the two
+// rounded doubles is an ulp lower), as the CPU kernel does, so that the
+// two devices agree there.
 template <typename C> __device__ __forceinline__ C g_selu(C g, C y, C) {
-	const double scale = 1.0507009873554804934193349852946, alpha = 1.6732632423543772848170429916717;
-	return y < (C)0 ? (C)((double)g * ((double)y + scale * alpha)) : (C)((double)g * scale);
+	const double scale = 1.0507009873554804934193349852946, scale_alpha = 1.7580993408473768599402175208123;
+	return y < (C)0 ? (C)((double)g * ((double)y + scale_alpha)) : (C)((double)g * scale);
 }
 template <typename C> __device__ __forceinline__ C g_softplus(C g, C x, C) { return g / (f_exp(-x) + (C)1); }
 template <typename C> __device__ __forceinline__ C g_leaky(C g, C x, C a) { return x > (C)0 ? g : g * a; }
