@@ -70,7 +70,9 @@ func TestIntraFor(t *testing.T) {
 // (a worker spinning or not: these loops are worth two minimum splits,
 // or less than two grains) depends on its total and on what a chunk
 // costs to start: a oneDNN part (StartCall) of a 40 us convolution 4,
-// a loop of the same total whose chunks start for nothing 8.
+// a loop of the same total whose chunks start for nothing 8; always a
+// multiple of the two threads, so that neither waits a chunk long for
+// the other's last.
 func TestIntraChunksByStart(t *testing.T) {
 	p := NewIntra(2)
 	defer p.Close()
@@ -89,7 +91,10 @@ func TestIntraChunksByStart(t *testing.T) {
 		{1000, 100, 5000, 4},              // sqrt(1e5*2/10500) = 4.4
 		{1000, 60, 0, 8},                  // 60 us: grains of 7.5 us
 		{1000, 45, 0, 8},                  // 45 us, 9 grains: at most 4 a thread
-		{3, 1e6, 0, 3},                    // one an element
+		{3, 1e6, 0, 2},                    // one an element at most, and a multiple of 2
+		{128, 21000, 52000, 8},            // mlp's 256x1024x512 at B=256: sqrt(2.69e6*2/104500) = 7.2, 4 a thread
+		{1000, 55, 1634, 6},               // sqrt(55000*2/3768) = 5.4: 3 a thread, not 5 over 2
+		{64, 42000, 105000, 6},            // mlp's 256x512x1024: 5.1 -> 3 a thread
 		{1000, 1e300, 0, 8},               // huge: no wrap
 		{1000, 40, -5, 8},                 // a negative start is none
 		{1000, 40, math.NaN(), 8},         // and so is NaN
@@ -502,9 +507,10 @@ func TestIntraLastChunkHandOff(t *testing.T) {
 
 // TestIntraUnlistNeverWaits: a caller done with its job does not wait for
 // the pool's lock to unlist it; the job stays listed, claimed to its last
-// chunk, and the next publish drops it.
+// chunk, and the next publish drops it. The pool has no worker: a
+// worker's take drops a claimed job too, and could before the test looks.
 func TestIntraUnlistNeverWaits(t *testing.T) {
-	p := NewIntra(2)
+	p := NewIntra(1)
 	defer p.Close()
 	j := &intraJob{fn: func(lo, hi int) {}, n: 1, per: 1, chunks: 1, finished: make(chan struct{}, 1)}
 	j.remaining.Store(1)
