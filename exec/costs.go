@@ -29,10 +29,18 @@ type costs struct {
 }
 
 const (
-	// expensiveNs is TF's kOpIsExpensiveThresholdCycles (8000 cycles) at
-	// about 2.5 GHz: a hop to another thread costs a few microseconds,
-	// so a kernel cheaper than this runs where it became ready.
-	expensiveNs   = 3200
+	// expensiveNs: a kernel cheaper than this runs where it became
+	// ready. TF's is 8000 cycles (kOpIsExpensiveThresholdCycles, 3.2 us
+	// at 2.5 GHz), for an Eigen pool whose workers spin; a worker of
+	// ours parks in the Go scheduler, and its wake-up costs more: on
+	// this project's 2-core machine, quiet, BenchmarkHandOff's reclaim
+	// (an offer taken back when no worker started it) never beat running
+	// both kernels on the caller, from 2 to 50 us (w5us 11.3 against
+	// 10.2 us, w20us 41.8 against 40.2, w50us 106 against 100), at 1.2-1.4x
+	// the CPU. At 3.2 us dlrm_small at B=1, one client thread, offered its
+	// 5-28 us gathers and GEMVs every step: 20594 QPS and 58 CPU us a
+	// request, 22965 and 44 at 15 us (other models level).
+	expensiveNs   = 15000
 	measureFirst  = 8
 	measureEvery  = 32
 	costDecayPart = 10

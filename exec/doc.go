@@ -50,8 +50,9 @@
 // that made it ready, the caller's first, unless it is expensive and
 // that goroutine has other work, when it is offered to the inter-op Pool
 // (step.offer): as in TF's executor, a node is expensive until measured
-// and then while a moving average of its kernel time is above about 3 us
-// (costs.go; constants, identities and control flow never are). An offer
+// and then while a moving average of its kernel time is above 15 us (TF's
+// 3.2 us is for workers that spin; ours park, and waking one costs more:
+// costs.go; constants, identities and control flow never are). An offer
 // is made only while a Pool worker waits idle (Pool.Idle: with as many
 // client threads as workers, the other Runs keep them busy), and the
 // offered node stays the offering goroutine's until a worker claims it

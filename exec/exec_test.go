@@ -49,12 +49,12 @@ func init() {
 			return ctx.Errorf(status.InvalidArgument, "planned failure")
 		}), nil
 	}})
-	// ExecTestSpinAdd: ExecTestAdd after 10 us of spinning, expensive
-	// enough to be offered to an idle inter-op worker.
+	// ExecTestSpinAdd: ExecTestAdd after spinning twice the expensive
+	// threshold, enough to be offered to an idle inter-op worker.
 	kernels.Register(kernels.Def{Op: "ExecTestSpinAdd", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		c := float32(n.Attrs["c"].GetF())
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
-			for t0 := time.Now(); time.Since(t0) < 10*time.Microsecond; {
+			for t0 := time.Now(); time.Since(t0) < 2*expensiveNs*time.Nanosecond; {
 			}
 			return addScalars(ctx, c)
 		}), nil
@@ -64,7 +64,7 @@ func init() {
 		c := float32(n.Attrs["c"].GetF())
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
 			spinCounted.Add(1)
-			for t0 := time.Now(); time.Since(t0) < 10*time.Microsecond; {
+			for t0 := time.Now(); time.Since(t0) < 2*expensiveNs*time.Nanosecond; {
 			}
 			return addScalars(ctx, c)
 		}), nil
