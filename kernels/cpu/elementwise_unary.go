@@ -50,12 +50,12 @@ func concatTypes(sets ...[]tensor.DType) []tensor.DType {
 	return out
 }
 
-// seluScaleAlpha is scale*alpha rounded once (TF's constant): the product
-// of the two rounded doubles is one ulp lower, and SeluGrad's y +
-// scale*alpha cancels for y near -scale*alpha, which magnifies that ulp.
+// SELU's scale, and scale*alpha (alpha 1.6732632423543772848170429916717)
+// rounded once, TF's constant: the product of the two rounded doubles is
+// one ulp lower, and SeluGrad's y + scale*alpha cancels for y near
+// -scale*alpha, which magnifies that ulp.
 const (
 	seluScale      = 1.0507009873554804934193349852946
-	seluAlpha      = 1.6732632423543772848170429916717
 	seluScaleAlpha = 1.7580993408473768599402175208123
 )
 

@@ -50,9 +50,10 @@ template <typename C> __device__ __forceinline__ C f_relu6(C x) {
 	return x < (C)0 ? (C)0 : (x > (C)6 ? (C)6 : x);
 }
 template <typename C> __device__ __forceinline__ C f_elu(C x) { return x < (C)0 ? f_expm1(x) : x; }
+// scale*alpha rounded once (TF's constant), as g_selu and the CPU's.
 template <typename C> __device__ __forceinline__ C f_selu(C x) {
-	const C scale = (C)1.0507009873554804934193349852946, alpha = (C)1.6732632423543772848170429916717;
-	return x < (C)0 ? scale * alpha * f_expm1(x) : scale * x;
+	const C scale = (C)1.0507009873554804934193349852946, scale_alpha = (C)1.7580993408473768599402175208123;
+	return x < (C)0 ? scale_alpha * f_expm1(x) : scale * x;
 }
 template <typename C> __device__ __forceinline__ C f_softsign(C x) { return x / ((C)1 + f_abs(x)); }
 
