@@ -164,7 +164,8 @@
 // intra-op parallel-for: a kernel's loop split into chunks (as many as
 // the loop's cost and what a chunk costs to start are worth) that the
 // caller and idle workers claim, the caller waiting for the last, with
-// spinning between back-to-back jobs; a queue of independent tasks
+// spinning between back-to-back jobs, longer while a host step runs
+// (runHost tells the pool); a queue of independent tasks
 // would neither let the caller take part nor wait for the split. The
 // device step's lane crew (laneCrew, device_lanes.go) keeps a goroutine
 // per lane of a step over several GPU groups: a lane blocks for the

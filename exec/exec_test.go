@@ -69,6 +69,17 @@ func init() {
 			return addScalars(ctx, c)
 		}), nil
 	}})
+	// ExecTestIntraSteps: ExecTestAdd that records the host steps its
+	// intra-op pool says run on it (Intra.runs) in intraSteps.
+	kernels.Register(kernels.Def{Op: "ExecTestIntraSteps", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		c := float32(n.Attrs["c"].GetF())
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			if ip, ok := ctx.Pool.(*Intra); ok {
+				intraSteps.Store(ip.runs.Load())
+			}
+			return addScalars(ctx, c)
+		}), nil
+	}})
 	kernels.Register(kernels.Def{Op: "ExecTestPanic", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { panic("boom") }), nil
 	}})
@@ -441,6 +452,50 @@ func (h *submitHook) Submit(f func()) {
 
 // spinCounted counts the ExecTestSpinCount nodes that ran, in every test.
 var spinCounted atomic.Int64
+
+// intraSteps is what the last ExecTestIntraSteps node saw.
+var intraSteps atomic.Int32
+
+// TestRunMarksIntraPool: a host step tells its intra-op pool it runs
+// (the workers spin longer then: Intra.spinMore; runHost does it before
+// it picks its loop), and says so no longer after it returns, its end
+// recorded, a failed step too.
+func TestRunMarksIntraPool(t *testing.T) {
+	a := node("a", "ExecTestIntraSteps", 1)
+	b := node("b", "ExecTestAdd", 2, a)
+	p, err := Build(nil, nil, []graph.Output{out(b)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rt(t)
+	ip := r.Intra.(*Intra)
+	defer ip.Close()
+	before := ip.lastEnd.Load()
+	intraSteps.Store(-1)
+	if _, _, err := p.Run(context.Background(), r, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := intraSteps.Load(); got != 1 {
+		t.Fatalf("during the step the pool counted %d steps, want 1", got)
+	}
+	if got := ip.runs.Load(); got != 0 {
+		t.Fatalf("after the step the pool counts %d steps, want 0", got)
+	}
+	if ip.lastEnd.Load() <= before {
+		t.Fatalf("the step's end was not recorded (lastEnd %d, before %d)", ip.lastEnd.Load(), before)
+	}
+	f := node("f", "ExecTestFail", 0, a)
+	pf, err := Build(nil, nil, []graph.Output{out(f)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pf.Run(context.Background(), r, nil, Options{}); err == nil {
+		t.Fatal("a step with ExecTestFail did not fail")
+	}
+	if got := ip.runs.Load(); got != 0 {
+		t.Fatalf("after a failed step the pool counts %d steps, want 0", got)
+	}
+}
 
 // TestLateTaskKeepsToItsStep: a pool task of step N that runs late, once
 // the step's state serves step N+1 on another group's runtime, must not

@@ -113,14 +113,15 @@ func (p *Pool) worker() {
 // caller for the scheduler's time slice (issue 22: p99 at two client
 // threads, B=16, 3 ms against a p50 of 0.7).
 //
-// A worker spins for intraSpin from its last job (or its wake-up) before
-// it parks (its goroutine yielding now and then), also when the job it
-// finds listed has every chunk claimed already (its caller runs the last
-// one), and a caller waiting for its last chunks spins as long, without
-// yielding, before it blocks: as TF's Eigen pool does, back-to-back
-// parallel kernels (a model's layers, and at one client thread the next
-// Run's first layer) then hand work over without the scheduler's park and
-// wake-up.
+// A worker spins for intraSpin from its last job (or its wake-up), or
+// up to intraRunSpin while a host step runs on the pool (Plan.Run says
+// so) and for intraSpin after one ends, before it parks (its goroutine
+// yielding now and then), also when the job it finds listed has every
+// chunk claimed already (its caller runs the last one), and a caller
+// waiting for its last chunks spins as long, without yielding, before it
+// blocks: as TF's Eigen pool does, back-to-back parallel kernels (a
+// model's layers, and at one client thread the next Run's first layer)
+// then hand work over without the scheduler's park and wake-up.
 //
 // Lock order: Intra.mu is a leaf.
 type Intra struct {
@@ -138,7 +139,9 @@ type Intra struct {
 	// fetch lines in pairs).
 	_       [128]byte
 	callers atomic.Int32 // For calls in progress
-	_       [124]byte
+	runs    atomic.Int32 // host steps running on the pool (Plan.Run): spinMore
+	lastEnd atomic.Int64 // when the last of them ended, since monoEpoch
+	_       [112]byte
 }
 
 // waitBit is set in intraJob.remaining by a caller that waits on
@@ -195,6 +198,25 @@ const (
 	// one client thread 4684 -> 5646 QPS at 100 us, 300 us no better),
 	// short enough to cost little when nothing comes.
 	intraSpin = 100 * time.Microsecond
+	// intraRunSpin bounds both spins instead while a host step runs on
+	// the pool (runs): the gaps between a step's parallel loops (its
+	// small or unsplit kernels) and a worker's chunk late by a preemption
+	// are often longer than intraSpin. A worker that parked in such a gap
+	// was woken for the next loop through the Go scheduler's wake of an
+	// idle thread, which on this 2-core VM the kernel put on the caller's
+	// own core while the other idled, and a caller (a locked thread) that
+	// parked for its last chunk handed its P off and was handed it back:
+	// perf sched_switch of cnn B=16 at one client thread had the caller
+	// preempted 0.3-0.9 ms by the woken thread, and 3% of requests took
+	// twice the median. Means of 5 alternating 2 s runs at one client
+	// thread, p99 from 100 us to 2 ms: cnn B=16 3.25 -> 1.95 ms, keras_cnn
+	// B=16 3.18 -> 1.95, mlp B=16 1.09 -> 0.64, keras_mlp B=16 0.64 ->
+	// 0.48, cnn B=1 0.26 -> 0.19, medians level; neither spin alone did
+	// as well (cnn B=16, runs of 2-5 s: the worker's alone p99 2.4-4.9
+	// ms, the caller's alone, for twice its chunk's cost, 2.2-3.2). A
+	// step that waits on something else (a queue, a long kernel left
+	// whole) costs at most this much of a thread's spin before it parks.
+	intraRunSpin = 2 * time.Millisecond
 	// callerLockTries bounds a caller's tries of mu before it blocks
 	// (lockCaller): a few microseconds of TryLock on a held mutex.
 	callerLockTries = 1000
@@ -262,7 +284,11 @@ func (p *Intra) For(n int, cost, start float64, fn func(lo, hi int)) {
 		// thread, for which runtime.Gosched hands its P to another thread
 		// and sleeps on a futex until it gets one back (a thread switch
 		// each way: 18% of mlp B=1's samples at one client thread).
-		for t0 := time.Now(); j.remaining.Load() != 0 && time.Since(t0) < intraSpin; {
+		wait := intraSpin
+		if p.runs.Load() > 0 {
+			wait = intraRunSpin
+		}
+		for t0 := time.Now(); j.remaining.Load() != 0 && time.Since(t0) < wait; {
 			for i := 0; i < spinCheck && j.remaining.Load() != 0; i++ {
 			}
 		}
@@ -416,7 +442,7 @@ func (j *intraJob) run(c int) {
 }
 
 // take returns a listed job with chunks left to claim, spinning until
-// intraSpin after the worker's last job (or its wake-up) and then parking
+// spinMore says no, from the worker's last job (or its wake-up), then parking
 // until one is published; nil once closed. A listed job found claimed to
 // its last chunk sends the worker back to its spin, not to its park: at
 // one client thread a worker that finished its chunk before its caller
@@ -438,7 +464,7 @@ func (p *Intra) take() *intraJob {
 			p.mu.Unlock()
 			return nil
 		}
-		if time.Since(t0) < intraSpin {
+		if p.spinMore(t0, time.Now()) {
 			p.spinning.Add(1)
 			p.mu.Unlock()
 			p.spin(t0)
@@ -453,7 +479,7 @@ func (p *Intra) take() *intraJob {
 	}
 }
 
-// spin waits for a listed job until intraSpin after t0, reading the
+// spin waits for a listed job while spinMore says so, reading the
 // clock and yielding (runtime.Gosched: a worker's goroutine is not locked
 // to its thread, so the yield is cheap) every spinCheck loads, where it
 // did both at every load.
@@ -461,12 +487,41 @@ func (p *Intra) spin(t0 time.Time) {
 	for p.queued.Load() == 0 {
 		for i := 0; i < spinCheck && p.queued.Load() == 0; i++ {
 		}
-		if time.Since(t0) >= intraSpin {
+		if !p.spinMore(t0, time.Now()) {
 			return
 		}
 		runtime.Gosched()
 	}
 }
+
+// spinMore says whether a worker whose last job (or wake-up) was at t0
+// spins on at now: for intraSpin from t0, and up to intraRunSpin while a
+// host step runs on the pool or one ended less than intraSpin ago (a
+// client's gap between two Runs: a worker that parked there, where a
+// step's last kernels were left whole, was woken for the next step's
+// first loop).
+func (p *Intra) spinMore(t0, now time.Time) bool {
+	d := now.Sub(t0)
+	if d < intraSpin {
+		return true
+	}
+	if d >= intraRunSpin {
+		return false
+	}
+	return p.runs.Load() > 0 || now.Sub(monoEpoch)-time.Duration(p.lastEnd.Load()) < intraSpin
+}
+
+// stepBegins and stepEnds bracket a host step that splits its kernels'
+// loops on the pool (runHost): while one runs, and for intraSpin after,
+// the workers spin longer (spinMore).
+func (p *Intra) stepBegins() { p.runs.Add(1) }
+func (p *Intra) stepEnds() {
+	p.lastEnd.Store(int64(time.Since(monoEpoch)))
+	p.runs.Add(-1)
+}
+
+// monoEpoch is the origin of lastEnd's monotonic times.
+var monoEpoch = time.Now()
 
 func (p *Intra) worker() {
 	defer p.done.Done()

@@ -177,6 +177,40 @@ func TestIntraSmallLoopsSplitOnlyOntoSpinning(t *testing.T) {
 	}
 }
 
+// TestIntraSpinMore: a worker spins intraSpin from its last job, and up
+// to intraRunSpin while a host step runs on the pool or for intraSpin
+// after one ended; never longer.
+func TestIntraSpinMore(t *testing.T) {
+	p := NewIntra(1)
+	defer p.Close()
+	now := time.Now()
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	half := (intraSpin + intraRunSpin) / 2
+	p.lastEnd.Store(int64(now.Sub(monoEpoch) - 10*intraRunSpin))
+	for _, tc := range []struct {
+		name  string
+		steps int32
+		ended time.Duration // before now
+		last  time.Duration // the worker's last job, before now
+		want  bool
+	}{
+		{"no step, fresh", 0, 10 * intraRunSpin, intraSpin / 2, true},
+		{"no step, past intraSpin", 0, 10 * intraRunSpin, intraSpin + time.Microsecond, false},
+		{"step running", 1, 10 * intraRunSpin, half, true},
+		{"step running, past intraRunSpin", 1, 10 * intraRunSpin, intraRunSpin, false},
+		{"step just ended", 0, intraSpin / 2, half, true},
+		{"step ended intraSpin ago", 0, intraSpin, half, false},
+		{"step just ended, past intraRunSpin", 0, 0, intraRunSpin + time.Microsecond, false},
+	} {
+		p.runs.Store(tc.steps)
+		p.lastEnd.Store(int64(now.Sub(monoEpoch) - tc.ended))
+		if got := p.spinMore(ago(tc.last), now); got != tc.want {
+			t.Errorf("%s: spinMore = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	p.runs.Store(0)
+}
+
 // TestIntraWorkerSpinsPastClaimedJob: a worker that finds the listed job
 // claimed to its last chunk (its caller ran them all) goes back to its
 // spin rather than parking, so that the next split (a model's next layer)

@@ -273,6 +273,10 @@ func (p *Plan) newPoolStep() *step {
 // are the same for all. It ends the step Run entered (p.exit) once no
 // kernel of it runs, which after a cancellation may be after it returns.
 func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
+	if ip, ok := rt.Intra.(*Intra); ok {
+		ip.stepBegins()
+		defer ip.stepEnds()
+	}
 	if group != nil && rt.onStreams() {
 		defer p.exit() // driveStreams joins every item, even when cancelled
 		return opts.deliver(p.driveStreams(ctx, rt, feeds, opts))
