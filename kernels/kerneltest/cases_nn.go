@@ -145,6 +145,10 @@ func conv2DCases(r *rand.Rand) []Case {
 			if i == 0 { // 1x1, stride 1: the single-GEMM path
 				s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.padding = 1, 1, 1, 1, 1, 1, "VALID"
 			}
+			if i == 1 { // 1x1, stride 1, padded below and right only: not that path
+				s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.padding = 1, 1, 1, 1, 1, 1, "EXPLICIT"
+				s.pads = [4]int{0, 2, 0, 1}
+			}
 			groups := 1
 			if i%5 == 4 {
 				groups = 1 + r.Intn(3)
