@@ -452,9 +452,10 @@ func layerNormCases(r *rand.Rand) []Case {
 		eps := []float32{1e-3, 1e-5, 0.5}[i%3]
 		gv, bv := F64s(g), F64s(b)
 		attrs := Attrs{"epsilon": AFloat(eps), "begin_norm_axis": AInt(attrAxis), "single_axis": ABool(single)}
+		want, scale := refLayerNorm(F64s(x), shape, int(axis), single, gv, bv, float64(eps))
 		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamLayerNorm %v axis %d single %v gamma %d beta %d", shape, attrAxis, single, gl, bl),
 			Node: NodeFor("_MstreamLayerNorm", attrs, ins(x, g, b), nil), Inputs: ins(x, g, b),
-			Want: ins(FromF64(tensor.Float, shape, refLayerNorm(F64s(x), shape, int(axis), single, gv, bv, float64(eps)))), Tol: 2e-5})
+			Want: ins(FromF64(tensor.Float, shape, want)), Tol: 2e-5, Scale: scale})
 		// _MstreamAddLayerNorm: the same of x + y, y of x's shape or
 		// (every third) of its last dimension, broadcast as AddV2 does;
 		// the sum rounded to float32 as AddV2 stores it.
@@ -467,9 +468,10 @@ func layerNormCases(r *rand.Rand) []Case {
 		for j, e := range x.F32() {
 			sum[j] = float64(e + y.F32()[j%len(y.F32())])
 		}
+		want, scale = refLayerNorm(sum, shape, int(axis), single, gv, bv, float64(eps))
 		cs = append(cs, Case{Name: fmt.Sprintf("_MstreamAddLayerNorm %v + %v axis %d single %v gamma %d beta %d", shape, yShape, attrAxis, single, gl, bl),
 			Node: NodeFor("_MstreamAddLayerNorm", attrs, ins(x, y, g, b), nil), Inputs: ins(x, y, g, b),
-			Want: ins(FromF64(tensor.Float, shape, refLayerNorm(sum, shape, int(axis), single, gv, bv, float64(eps)))), Tol: 2e-5})
+			Want: ins(FromF64(tensor.Float, shape, want)), Tol: 2e-5, Scale: scale})
 	}
 	x := Rand(r, tensor.Float, tensor.Shape{2, 4})
 	g4, g3 := Rand(r, tensor.Float, tensor.Shape{4}), Rand(r, tensor.Float, tensor.Shape{3})
@@ -499,18 +501,24 @@ func layerNormCases(r *rand.Rand) []Case {
 }
 
 // refLayerNorm normalises x (of shape) as _MstreamLayerNorm does: the rows
-// from dimension axis on, or with single that dimension alone.
-func refLayerNorm(xv []float64, shape tensor.Shape, axis int, single bool, gv, bv []float64, eps float64) []float64 {
+// from dimension axis on, or with single that dimension alone. scale is
+// what each element's float32 rounding error scales with (Case.Scale):
+// the row's largest |x| (an ulp of it in the mean and in x - mean) times
+// |gamma| / sqrt(var + eps), which a row of nearly equal elements makes
+// large (two elements 3e-3 apart at eps 1e-5: 2e-5 relative from float32's
+// mean alone).
+func refLayerNorm(xv []float64, shape tensor.Shape, axis int, single bool, gv, bv []float64, eps float64) (want, scale []float64) {
 	rank, d := len(shape), int(shape[len(shape)-1])
 	if single && axis != rank-1 {
 		return refLayerNormAxis(xv, shape, axis, gv, bv, eps)
 	}
 	n := int(shape[axis:].NumElements())
-	want := make([]float64, len(xv))
+	want, scale = make([]float64, len(xv)), make([]float64, len(xv))
 	for r0 := 0; r0+n <= len(xv) && n > 0; r0 += n {
-		var m, v float64
+		var m, v, amax float64
 		for _, e := range xv[r0 : r0+n] {
 			m += e
+			amax = max(amax, math.Abs(e))
 		}
 		m /= float64(n)
 		for _, e := range xv[r0 : r0+n] {
@@ -520,22 +528,24 @@ func refLayerNorm(xv []float64, shape tensor.Shape, axis int, single bool, gv, b
 		for j := 0; j < n; j++ {
 			k := j % d
 			want[r0+j] = (xv[r0+j]-m)/math.Sqrt(v+eps)*gv[k%len(gv)] + bv[k%len(bv)]
+			scale[r0+j] = amax * math.Abs(gv[k%len(gv)]) / math.Sqrt(v+eps)
 		}
 	}
-	return want
+	return want, scale
 }
 
 // refLayerNormAxis normalises x (of shape) over dimension axis alone, gamma
 // and beta along the last dimension.
-func refLayerNormAxis(x []float64, shape tensor.Shape, axis int, g, b []float64, eps float64) []float64 {
+func refLayerNormAxis(x []float64, shape tensor.Shape, axis int, g, b []float64, eps float64) (out, scale []float64) {
 	d, inner := int(shape[axis]), int(shape[axis+1:].NumElements())
 	last := int(shape[len(shape)-1])
-	out := make([]float64, len(x))
+	out, scale = make([]float64, len(x)), make([]float64, len(x))
 	for o := 0; o*d*inner < len(x); o++ {
 		for i := 0; i < inner; i++ {
-			var m, v float64
+			var m, v, amax float64
 			for k := 0; k < d; k++ {
 				m += x[o*d*inner+k*inner+i]
+				amax = max(amax, math.Abs(x[o*d*inner+k*inner+i]))
 			}
 			m /= float64(d)
 			for k := 0; k < d; k++ {
@@ -546,10 +556,11 @@ func refLayerNormAxis(x []float64, shape tensor.Shape, axis int, g, b []float64,
 			for k := 0; k < d; k++ {
 				j := o*d*inner + k*inner + i
 				out[j] = (x[j]-m)/math.Sqrt(v+eps)*g[(j%last)%len(g)] + b[(j%last)%len(b)]
+				scale[j] = amax * math.Abs(g[(j%last)%len(g)]) / math.Sqrt(v+eps)
 			}
 		}
 	}
-	return out
+	return out, scale
 }
 
 // attentionCases: _MstreamAttention against float64 attention per batch
