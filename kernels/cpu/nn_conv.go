@@ -267,6 +267,15 @@ func (p ConvParams) OutShape() tensor.Shape {
 	return tensor.Shape{int64(p.N), int64(p.OutH), int64(p.OutW), int64(p.O)}
 }
 
+// Pointwise says the input is already the convolution's column matrix
+// [N*H*W, C]: a 1x1 filter at stride 1 with no padding on any side (the
+// output as large as the input; EXPLICIT padding below or right alone
+// would make it larger), so the convolution is a single GEMM.
+func (p ConvParams) Pointwise() bool {
+	return p.KH == 1 && p.KW == 1 && p.StrideH == 1 && p.StrideW == 1 && p.PadTop == 0 && p.PadLeft == 0 &&
+		p.OutH == p.H && p.OutW == p.W
+}
+
 // Conv2DArgs checks Conv2D's input and filter shapes against the attrs
 // and returns the convolution (in NHWC terms) and the output shape (in
 // the node's format). What Conv2DLimits checks comes after TF's early
@@ -436,8 +445,7 @@ func putCol[T any](b []T) {
 func convGemm[T float32 | float64 | int32](ctx *kernels.Context, p ConvParams, in, filter, out []T, gemm gemmNN[T]) {
 	rows := p.N * p.OutH * p.OutW
 	cg, og := p.C/p.Groups, p.O/p.Groups
-	if p.KH == 1 && p.KW == 1 && p.StrideH == 1 && p.StrideW == 1 && p.PadTop == 0 && p.PadLeft == 0 &&
-		p.OutH == p.H && p.OutW == p.W {
+	if p.Pointwise() {
 		// The input is already the column matrix [rows, C].
 		for g := 0; g < p.Groups; g++ {
 			gemm(rows, og, cg, in[g*cg:], p.C, filter[g*og:], p.O, out[g*og:], p.O)

@@ -181,8 +181,7 @@ func convGemm(k kctx, p cpu.ConvParams, in, f, o *tensor.Tensor) error {
 		return k.Errorf(status.Unimplemented, "convolution GEMM of K=%d, N=%d (more than 2^31-1)", kd, p.O)
 	}
 	per := int64(p.OutH * p.OutW) // rows per image
-	if p.KH == 1 && p.KW == 1 && p.StrideH == 1 && p.StrideW == 1 && p.PadTop == 0 && p.PadLeft == 0 &&
-		p.OutH == p.H && p.OutW == p.W { // no EXPLICIT padding below or right either
+	if p.Pointwise() {
 		if m := int64(p.N) * per; m <= math.MaxInt32 {
 			g.M, g.K, g.A, g.C = int(m), int(kd), ptr(in), ptr(o)
 			return k.gemm(g)
