@@ -40,10 +40,7 @@ func addScalars(ctx *kernels.Context, c float32) error {
 // tested without the graph builder or the real kernels.
 func init() {
 	// ExecTestAdd: sum of its float32 inputs plus the "c" attr.
-	kernels.Register(kernels.Def{Op: "ExecTestAdd", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
-		c := float32(n.Attrs["c"].GetF())
-		return kernels.KernelFunc(func(ctx *kernels.Context) error { return addScalars(ctx, c) }), nil
-	}})
+	addAfter("ExecTestAdd", func(*kernels.Context) {})
 	kernels.Register(kernels.Def{Op: "ExecTestFail", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		return kernels.KernelFunc(func(ctx *kernels.Context) error {
 			return ctx.Errorf(status.InvalidArgument, "planned failure")
@@ -51,41 +48,42 @@ func init() {
 	}})
 	// ExecTestSpinAdd: ExecTestAdd after spinning twice the expensive
 	// threshold, enough to be offered to an idle inter-op worker.
-	kernels.Register(kernels.Def{Op: "ExecTestSpinAdd", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
-		c := float32(n.Attrs["c"].GetF())
-		return kernels.KernelFunc(func(ctx *kernels.Context) error {
-			for t0 := time.Now(); time.Since(t0) < 2*expensiveNs*time.Nanosecond; {
-			}
-			return addScalars(ctx, c)
-		}), nil
-	}})
+	addAfter("ExecTestSpinAdd", func(*kernels.Context) { spinExpensive() })
 	// ExecTestSpinCount: ExecTestSpinAdd, counted in spinCounted.
-	kernels.Register(kernels.Def{Op: "ExecTestSpinCount", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
-		c := float32(n.Attrs["c"].GetF())
-		return kernels.KernelFunc(func(ctx *kernels.Context) error {
-			spinCounted.Add(1)
-			for t0 := time.Now(); time.Since(t0) < 2*expensiveNs*time.Nanosecond; {
-			}
-			return addScalars(ctx, c)
-		}), nil
-	}})
+	addAfter("ExecTestSpinCount", func(*kernels.Context) {
+		spinCounted.Add(1)
+		spinExpensive()
+	})
 	// ExecTestIntraSteps: ExecTestAdd that records the host steps its
 	// intra-op pool says run on it (Intra.runs) in intraSteps.
-	kernels.Register(kernels.Def{Op: "ExecTestIntraSteps", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
-		c := float32(n.Attrs["c"].GetF())
-		return kernels.KernelFunc(func(ctx *kernels.Context) error {
-			if ip, ok := ctx.Pool.(*Intra); ok {
-				intraSteps.Store(ip.runs.Load())
-			}
-			return addScalars(ctx, c)
-		}), nil
-	}})
+	addAfter("ExecTestIntraSteps", func(ctx *kernels.Context) {
+		if ip, ok := ctx.Pool.(*Intra); ok {
+			intraSteps.Store(ip.runs.Load())
+		}
+	})
 	kernels.Register(kernels.Def{Op: "ExecTestPanic", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		return kernels.KernelFunc(func(ctx *kernels.Context) error { panic("boom") }), nil
 	}})
 	kernels.Register(kernels.Def{Op: "ExecTestBadAttr", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		return nil, fmt.Errorf("attr x is missing")
 	}})
+}
+
+// addAfter registers op: ExecTestAdd, after before.
+func addAfter(op string, before func(*kernels.Context)) {
+	kernels.Register(kernels.Def{Op: op, Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
+		c := float32(n.Attrs["c"].GetF())
+		return kernels.KernelFunc(func(ctx *kernels.Context) error {
+			before(ctx)
+			return addScalars(ctx, c)
+		}), nil
+	}})
+}
+
+// spinExpensive spins twice the expensive threshold.
+func spinExpensive() {
+	for t0 := time.Now(); time.Since(t0) < 2*expensiveNs*time.Nanosecond; {
+	}
 }
 
 var nextID int

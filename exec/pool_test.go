@@ -186,7 +186,6 @@ func TestIntraSpinMore(t *testing.T) {
 	now := time.Now()
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
 	half := (intraSpin + intraRunSpin) / 2
-	p.lastEnd.Store(int64(now.Sub(monoEpoch) - 10*intraRunSpin))
 	for _, tc := range []struct {
 		name  string
 		steps int32
