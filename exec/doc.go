@@ -165,8 +165,17 @@
 // the loop's cost and what a chunk costs to start are worth) that the
 // caller and idle workers claim, the caller waiting for the last, with
 // spinning between back-to-back jobs, longer while a host step runs
-// (runHost tells the pool); a queue of independent tasks
-// would neither let the caller take part nor wait for the split. The
+// (runHost tells the pool), and a small loop that runs whole only because
+// no worker spins waking one for the step's next loops (wakeForSmall); a
+// queue of independent tasks would neither let the caller take part nor
+// wait for the split. How a host step runs its loops is its plan's
+// splitGate's choice (gate.go), one of three loop modes: loopsEager (the
+// Intra as it is), loopsSplit (no small loop split or woken for:
+// splitLoops) and loopsWhole (every loop on the caller: wholeLoops). The
+// gate times steps in its mode and, every 1024 to 8192 steps of one feed
+// size, a few in a neighbouring one, and takes the faster: where the
+// vCPUs sit far apart small splits, and some large ones, lose to one
+// thread. The
 // device step's lane crew (laneCrew, device_lanes.go) keeps a goroutine
 // per lane of a step over several GPU groups: a lane blocks for the
 // whole step on other lanes' events and publications, so lanes on a

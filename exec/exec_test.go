@@ -57,8 +57,23 @@ func init() {
 	// ExecTestIntraSteps: ExecTestAdd that records the host steps its
 	// intra-op pool says run on it (Intra.runs) in intraSteps.
 	addAfter("ExecTestIntraSteps", func(ctx *kernels.Context) {
-		if ip, ok := ctx.Pool.(*Intra); ok {
+		if ip := intraOf(ctx.Pool); ip != nil {
 			intraSteps.Store(ip.runs.Load())
+		}
+	})
+	// ExecTestPoolKind: ExecTestAdd that records the loop mode its
+	// step's pool says in poolKind: "eager" (the Intra), "split"
+	// (splitLoops), "whole" (wholeLoops) or "other".
+	addAfter("ExecTestPoolKind", func(ctx *kernels.Context) {
+		switch ctx.Pool.(type) {
+		case *Intra:
+			poolKind.Store("eager")
+		case splitLoops:
+			poolKind.Store("split")
+		case wholeLoops:
+			poolKind.Store("whole")
+		default:
+			poolKind.Store("other")
 		}
 	})
 	kernels.Register(kernels.Def{Op: "ExecTestPanic", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
@@ -67,6 +82,19 @@ func init() {
 	kernels.Register(kernels.Def{Op: "ExecTestBadAttr", Device: kernels.CPU, Factory: func(n *graph.Node) (kernels.Kernel, error) {
 		return nil, fmt.Errorf("attr x is missing")
 	}})
+}
+
+// intraOf is the Intra behind a step's pool in any loop mode.
+func intraOf(p kernels.Parallelizer) *Intra {
+	switch v := p.(type) {
+	case *Intra:
+		return v
+	case splitLoops:
+		return v.p
+	case wholeLoops:
+		return v.p
+	}
+	return nil
 }
 
 // addAfter registers op: ExecTestAdd, after before.

@@ -96,7 +96,9 @@ type Plan struct {
 	steps stash[step]
 	// arenas keeps device steps' per-node records (gpu_arena.go).
 	arenas stash[arena]
-	_      [128]byte
+	// gate picks how host steps run their kernels' loops (gate.go).
+	gate splitGate
+	_    [128]byte
 	// lanes is the launch schedule of the last multi-group device step
 	// (device_lanes.go), kept while its assignment stays.
 	lanes atomic.Pointer[laneSched]

@@ -270,10 +270,13 @@ func (p *Plan) newPoolStep() *step {
 // the frame driver's inline form on the caller's goroutine (driveFrames,
 // frames.go), the same loop a one-group stream step's opFrames item
 // runs. The kernel context (kenv, worker.begin), the tracker and tracing
-// are the same for all. It ends the step Run entered (p.exit) once no
-// kernel of it runs, which after a cancellation may be after it returns.
+// are the same for all; a pool step's kernels get the intra-op pool in
+// the loop mode its plan's gate picks (gate.go). It ends the step Run
+// entered (p.exit) once no kernel of it runs, which after a cancellation
+// may be after it returns.
 func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, feeds []*tensor.Tensor, opts Options) ([]*tensor.Tensor, *trace.Step, error) {
-	if ip, ok := rt.Intra.(*Intra); ok {
+	ip, _ := rt.Intra.(*Intra)
+	if ip != nil {
 		ip.stepBegins()
 		defer ip.stepEnds()
 	}
@@ -291,6 +294,11 @@ func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, fe
 		p.steps.put(s.reset())
 		p.exit()
 		return nil, nil, err
+	}
+	if ip != nil && ip.workers > 0 {
+		gt := p.gate.ticket(gateKey(feeds))
+		s.env.pool = loopsFor(ip, gt.mode)
+		defer gt.done()
 	}
 	var out []*tensor.Tensor
 	var err error
