@@ -16,8 +16,9 @@ Python: each pays its own client's cost per call); and each side's largest
 absolute difference from TF's output (C client) on the same feeds (first
 request, float32; '!' marks one above 1e-4 x max(1, max |TF|); '-' where
 there is nothing to compare: a model run as a target, or a side that
-failed). Then geometric means of those ratios per model, over every point
-and over the points with B <= 16 (the issue's goal: ahead of the fastest
+failed); a cell marked † ran while CPUs 0 and 1 sat far apart (FAR_NS).
+Then geometric means of those ratios per model, over every point and over
+the points with B <= 16 (the issue's goal: ahead of the fastest
 there, at least TF's at B = 256).
 
 --readme splices the tables, with the run's settings, between README.md's
@@ -40,6 +41,17 @@ BEGIN, END = "<!-- vs_tf table -->", "<!-- /vs_tf table -->"
 
 def gmean(xs):
     return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
+
+
+# FAR_NS: a cache-line round trip between CPUs 0 and 1 (bench/cpu/corelat.c)
+# this long or longer, read before or after a run, marks its cell with FAR:
+# the run met (at least in part) the placement of the vCPUs far apart, in
+# which a second thread is worth less, to every side.
+FAR_NS, FAR = 150, "†"
+
+
+def far(point):
+    return FAR if max(point.get("corelat_ns", [0])) >= FAR_NS else ""
 
 
 def tables(outdir):
@@ -90,7 +102,7 @@ def tables(outdir):
         model, batch, threads = key
         p = {s: med(key, s) for s, _ in present}
         q = {s: p[s]["qps"] for s in p if p[s] and p[s]["qps"] > 0}
-        cells = [f"{p[s]['qps']:.0f} ({p[s]['p50_ms']:.2f} / {p[s]['p99_ms']:.2f})" if p[s] else "failed" for s, _ in present]
+        cells = [f"{p[s]['qps']:.0f}{far(p[s])} ({p[s]['p50_ms']:.2f} / {p[s]['p99_ms']:.2f})" if p[s] else "failed" for s, _ in present]
         r = []
         if "ms" in q and "tf" in q:
             r.append(f"{q['ms'] / q['tf']:.2f}")
@@ -141,7 +153,9 @@ def settings(outdir):
     return [
         f"Run of {r['date']} at `{r['commit']}` on {r['cores']} cores ({r['cpu']}), load average "
         f"{r['load_before']} before and {r['load_after']} after, `ROUNDS={r['rounds']} DUR={r['dur']}` "
-        f"(`{r['command']}`); {r['versions']}.",
+        f"(`{r['command']}`); {r['versions']}. {FAR} marks a cell whose run (the median round's) "
+        f"met the vCPUs far apart: a cache line's round trip between CPUs 0 and 1 "
+        f"(`bench/cpu/corelat.c`) of {FAR_NS} ns or more before or after it (near: 50-70 ns).",
         "",
     ]
 

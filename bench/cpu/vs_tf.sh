@@ -20,6 +20,10 @@
 #   MODELS="mlp chain" DUR=2 ROUNDS=3 bench/cpu/vs_tf.sh
 #   bench/cpu/vs_tf.sh --readme        # and write the tables into README.md
 #
+# Before and after each side's run it reads the cores' cache-line round trip
+# (bench/cpu/corelat.c) into the point: the report marks the cells that ran
+# with this VM's vCPUs far apart.
+#
 # Writes build/vs_tf/points.jsonl and run.json and prints the Markdown tables
 # (bench/cpu/report.py). Needs scripts/setup.sh's build/venv with TF.
 set -eu
@@ -48,6 +52,9 @@ $cc -O2 -Wall -Iinclude bench/gpu/loadgen.c -Lbuild -lmstream -lpthread \
   -Wl,-rpath,"$root/build" -o "$out/loadgen_ms"
 $cc -O2 -Wall -Iinclude bench/gpu/loadgen.c -L"$out/tflib" -ltensorflow -lpthread \
   -Wl,-rpath,"$out/tflib" -Wl,-rpath,"$tfdir" -o "$out/loadgen_tf"
+# The cores' cache-line round trip, read before and after each side's run
+# (bench/cpu/corelat.c: this VM's vCPUs sit near or far apart by turns).
+$cc -O2 -Wall -pthread bench/cpu/corelat.c -o "$out/corelat"
 
 # Models: written once, kept between runs, written again when a generator
 # changes (.done holds their hash).
@@ -136,9 +143,13 @@ while [ "$r" -le "$ROUNDS" ]; do
       case $side in ort | ortpy | ov | ovpy)
         [ -e "$p/$file.${side%py}.err" ] && run="conversion_failed $p/$file.${side%py}.err" ;;
       esac
-      # The client's own status decides (a pipeline's is sed's).
+      # The client's own status decides (not the pipeline's: grep's).
+      lat0=$("$out/corelat")
       { IDS_MAX=$ids OUTPUT_DUMP="$out/out_${model}_$side" $run 2>"$out/err_${model}_$side"; echo $? >"$out/rc"; } |
-        grep -v '"stats"' | sed "s/^{/{\"model\": \"$model\", \"side\": \"$side\", \"round\": $r, /" >>"$pts"
+        grep -v '"stats"' >"$out/side.jsonl" || true
+      lat1=$("$out/corelat")
+      sed "s/^{/{\"model\": \"$model\", \"side\": \"$side\", \"round\": $r, \"corelat_ns\": [$lat0, $lat1], /" \
+        "$out/side.jsonl" >>"$pts"
       [ "$(cat "$out/rc")" = 0 ] ||
         echo "vs_tf: $model on $side failed: $(tail -1 "$out/err_${model}_$side")" >&2
     done
