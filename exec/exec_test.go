@@ -479,6 +479,23 @@ func (h *submitHook) Submit(f func()) {
 // spinCounted counts the ExecTestSpinCount nodes that ran, in every test.
 var spinCounted atomic.Int64
 
+// probePlan is a plan of two nodes, op (a kernel that records what its
+// step gave it) then ExecTestAdd, with the runtime to run it on and that
+// runtime's intra-op pool, closed when the test ends.
+func probePlan(t *testing.T, op string) (*Plan, *Runtime, *Intra) {
+	t.Helper()
+	a := node("a", op, 1)
+	b := node("b", "ExecTestAdd", 2, a)
+	p, err := Build(nil, nil, []graph.Output{out(b)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rt(t)
+	ip := r.Intra.(*Intra)
+	t.Cleanup(ip.Close)
+	return p, r, ip
+}
+
 // intraSteps is what the last ExecTestIntraSteps node saw.
 var intraSteps atomic.Int32
 
@@ -487,15 +504,7 @@ var intraSteps atomic.Int32
 // it picks its loop), and says so no longer after it returns, its end
 // recorded, a failed step too.
 func TestRunMarksIntraPool(t *testing.T) {
-	a := node("a", "ExecTestIntraSteps", 1)
-	b := node("b", "ExecTestAdd", 2, a)
-	p, err := Build(nil, nil, []graph.Output{out(b)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rt(t)
-	ip := r.Intra.(*Intra)
-	defer ip.Close()
+	p, r, ip := probePlan(t, "ExecTestIntraSteps")
 	before := ip.lastEnd.Load()
 	intraSteps.Store(-1)
 	if _, _, err := p.Run(context.Background(), r, nil, Options{}); err != nil {
@@ -510,7 +519,7 @@ func TestRunMarksIntraPool(t *testing.T) {
 	if ip.lastEnd.Load() <= before {
 		t.Fatalf("the step's end was not recorded (lastEnd %d, before %d)", ip.lastEnd.Load(), before)
 	}
-	f := node("f", "ExecTestFail", 0, a)
+	f := node("f", "ExecTestFail", 0, node("a", "ExecTestIntraSteps", 1))
 	pf, err := Build(nil, nil, []graph.Output{out(f)}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"mstream/graph"
 	"mstream/kernels"
 )
 
@@ -204,15 +203,7 @@ var poolKind atomic.Value
 // gate's mode: the Intra (loopsEager) at first, splitLoops in the first
 // probe's window; the same outputs either way.
 func TestStepsTakeTheGatesMode(t *testing.T) {
-	a := node("a", "ExecTestPoolKind", 1)
-	b := node("b", "ExecTestAdd", 2, a)
-	p, err := Build(nil, nil, []graph.Output{out(b)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rt(t)
-	ip := r.Intra.(*Intra)
-	defer ip.Close()
+	p, r, _ := probePlan(t, "ExecTestPoolKind")
 	for k := 0; k < gatePeriod+gateWindow; k++ {
 		outs, _, err := p.Run(context.Background(), r, nil, Options{})
 		if err != nil {
