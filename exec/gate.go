@@ -227,6 +227,24 @@ func median(v []int64) int64 {
 	return v[len(v)/2]
 }
 
+// LoopModeStats counts the host steps that ran on an intra-op pool with
+// workers, by the loop mode their plan's gate gave them (MS_SessionStats'
+// intra_op_loop_modes).
+type LoopModeStats struct {
+	Eager int64 `json:"eager"`
+	Split int64 `json:"split"`
+	Whole int64 `json:"whole"`
+}
+
+// LoopModes is p's count of host steps by loop mode.
+func (p *Intra) LoopModes() LoopModeStats {
+	return LoopModeStats{
+		Eager: p.modeSteps[loopsEager].Load(),
+		Split: p.modeSteps[loopsSplit].Load(),
+		Whole: p.modeSteps[loopsWhole].Load(),
+	}
+}
+
 // loopsFor is the intra-op pool a step in mode gives its kernels.
 func loopsFor(p *Intra, mode int32) kernels.Parallelizer {
 	switch mode {

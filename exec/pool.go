@@ -149,7 +149,10 @@ type Intra struct {
 	// workers (since monoEpoch): wakeForSmall wakes none for crowdHold
 	// after.
 	crowdedAt atomic.Int64
-	_         [104]byte
+	// modeSteps counts the host steps run in each loop mode (runHost,
+	// LoopModes).
+	modeSteps [loopModes]atomic.Int64
+	_         [80]byte
 }
 
 // waitBit is set in intraJob.remaining by a caller that waits on

@@ -298,6 +298,7 @@ func (p *Plan) runHost(ctx context.Context, rt *Runtime, group *groups.Group, fe
 	if ip != nil && ip.workers > 0 {
 		gt := p.gate.ticket(gateKey(feeds))
 		s.env.pool = loopsFor(ip, gt.mode)
+		ip.modeSteps[gt.mode].Add(1)
 		defer gt.done()
 	}
 	var out []*tensor.Tensor

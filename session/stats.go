@@ -40,6 +40,10 @@ type Stats struct {
 	// CUDAGraph counts graph captures and replays (MSTREAM_CUDA_GRAPH on
 	// and a GPU present).
 	CUDAGraph *exec.GraphStats `json:"cuda_graph,omitempty"`
+	// LoopModes counts the host steps by how they ran their kernels'
+	// loops on the intra-op pool (exec/gate.go: eager, split, whole,
+	// each plan's choice by timing); nil where the pool has one thread.
+	LoopModes *exec.LoopModeStats `json:"intra_op_loop_modes,omitempty"`
 	// CPUKernels names the libraries behind the CPU's heavy kernels, their
 	// versions, the core they run and the CPU's ISA.
 	CPUKernels CPUKernels `json:"cpu_kernels"`
@@ -97,6 +101,10 @@ func (s *Session) stats() Stats {
 		Holder:    HolderStats{Live: st.set.Holder.Live(), Freed: st.set.Holder.Freed()},
 		CUDAGraph: st.graphStats(), CPUKernels: st.cpuKernels.now(),
 		GCHeadroom: st.gcHeadroom,
+	}
+	if st.intra != nil && st.intra.Threads() > 1 {
+		lm := st.intra.LoopModes()
+		out.LoopModes = &lm
 	}
 	out.DeviceGroups = map[string]int{}
 	for _, g := range st.set.Groups() {
