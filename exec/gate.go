@@ -249,7 +249,7 @@ func (p *Intra) LoopModes() LoopModeStats {
 func loopsFor(p *Intra, mode int32) kernels.Parallelizer {
 	switch mode {
 	case loopsWhole:
-		return wholeLoops{p}
+		return wholeLoops{p: p}
 	case loopsSplit:
 		return splitLoops{p}
 	}
@@ -262,15 +262,12 @@ func loopsFor(p *Intra, mode int32) kernels.Parallelizer {
 // Threads stays the pool's, so kernels that size their work by it (oneDNN
 // primitives made for the thread count) keep the same primitives, and
 // results, in every mode.
-type wholeLoops struct{ p *Intra }
+type wholeLoops struct {
+	kernels.Serial // For
+	p              *Intra
+}
 
 func (w wholeLoops) Threads() int { return w.p.Threads() }
-
-func (wholeLoops) For(n int, cost, start float64, fn func(lo, hi int)) {
-	if n > 0 {
-		fn(0, n)
-	}
-}
 
 // splitLoops is the intra-op pool seen by a step in loopsSplit: Intra.For
 // without its small splits and wake-ups.

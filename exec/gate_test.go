@@ -230,7 +230,7 @@ func TestWakeForSmall(t *testing.T) {
 	defer p.Close()
 	small := float64(3 * grainNs)
 	waitParked := func() {
-		for p.sleepers.Load() == 0 {
+		for p.parked.Load() == 0 {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
@@ -247,7 +247,7 @@ func TestWakeForSmall(t *testing.T) {
 			runtime.Gosched()
 		}
 		time.Sleep(time.Millisecond)
-		if p.sleepers.Load() == 0 {
+		if p.parked.Load() == 0 {
 			t.Fatalf("%s: a small loop woke the parked worker", what)
 		}
 	}
@@ -262,7 +262,7 @@ func TestWakeForSmall(t *testing.T) {
 	defer p.stepEnds()
 	waitParked()
 	p.For(64, small/64, 0, func(lo, hi int) {})
-	for t0 := time.Now(); p.sleepers.Load() != 0; {
+	for t0 := time.Now(); p.parked.Load() != 0; {
 		runtime.Gosched()
 		if time.Since(t0) > 10*time.Second {
 			t.Fatal("a small loop inside a step left the worker parked")

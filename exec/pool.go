@@ -133,8 +133,7 @@ type Intra struct {
 	jobs     []*intraJob  // jobs with chunks perhaps not yet claimed, oldest first
 	queued   atomic.Int32 // len(jobs), read by spinning workers without mu
 	spinning atomic.Int32
-	parked   int          // workers waiting on cond (under mu)
-	sleepers atomic.Int32 // parked, for wakeForSmall's reads without mu
+	parked   atomic.Int32 // workers waiting on cond (changed under mu)
 	closed   bool
 	workers  int
 	done     sync.WaitGroup
@@ -284,15 +283,12 @@ func (p *Intra) For(n int, cost, start float64, fn func(lo, hi int)) {
 // loop is For; eager says whether a small loop (under two minimum
 // splits) is split onto a spinning worker, or run whole waking a parked
 // one for the loops after it (wakeForSmall); without it a small loop
-// runs whole (a step in loopsSplit).
+// runs whole (a step in loopsSplit; chunks says which).
 func (p *Intra) loop(n int, cost, start float64, fn func(lo, hi int), eager bool) {
 	if n <= 0 {
 		return
 	}
-	chunks := p.chunks(n, cost, start)
-	if !eager && !(float64(n)*cost >= 2*minChunkNs) {
-		chunks = 1
-	}
+	chunks := p.chunks(n, cost, start, eager)
 	if c := p.callers.Add(1); c > int32(p.workers) {
 		chunks = 1
 	} else if chunks <= 1 && eager {
@@ -354,7 +350,7 @@ func (p *Intra) loop(n int, cost, start float64, fn func(lo, hi int), eager bool
 // the vCPUs sit far apart this loses (splitGate), and a plan's steps
 // then run loopsSplit, which does not wake.
 func (p *Intra) wakeForSmall(total float64) {
-	if total < 2*grainNs || p.runs.Load() == 0 || p.spinning.Load() != 0 || p.sleepers.Load() == 0 {
+	if total < 2*grainNs || p.runs.Load() == 0 || p.spinning.Load() != 0 || p.parked.Load() == 0 {
 		return
 	}
 	if time.Since(monoEpoch)-time.Duration(p.crowdedAt.Load()) < crowdHold {
@@ -365,7 +361,8 @@ func (p *Intra) wakeForSmall(total float64) {
 
 // chunks is how many chunks For cuts a loop of n elements of cost ns
 // each, start ns to begin a chunk, into: 1 (whole, on the caller) below
-// two grains, or below two minimum splits while no worker spins; else
+// two grains, or below two minimum splits while no worker spins (or
+// always, unless eager: loop); else
 // the count that balances the chunks' starts against the wait for the
 // last one, at least minChunksPerThread a thread (where the loop has that
 // many elements and grains), at most maxChunksPerThread a thread, one an
@@ -379,11 +376,11 @@ func (p *Intra) wakeForSmall(total float64) {
 // t / (2*(start+claimNs))). A oneDNN part (StartCall) of a 40 us
 // convolution gets 4 chunks over 2 threads, one of a packed GEMM's
 // panel blocks 8.
-func (p *Intra) chunks(n int, cost, start float64) int {
+func (p *Intra) chunks(n int, cost, start float64, eager bool) int {
 	// Bounded in float64 first: a huge cost must not wrap the int.
 	// (A cost that is not a number fails the first test.)
 	total := float64(n) * cost
-	if p.workers == 0 || !(total >= 2*grainNs) || total < 2*minChunkNs && p.spinning.Load() == 0 {
+	if p.workers == 0 || !(total >= 2*grainNs) || total < 2*minChunkNs && (!eager || p.spinning.Load() == 0) {
 		return 1
 	}
 	if !(start > 0) { // negative, or not a number
@@ -423,7 +420,7 @@ func (p *Intra) publish(j *intraJob) {
 	p.dropClaimed()
 	p.jobs = append(p.jobs, j)
 	p.queued.Store(int32(len(p.jobs)))
-	wake := min(int(j.chunks)-1-int(p.spinning.Load()), p.parked)
+	wake := min(int(j.chunks)-1-int(p.spinning.Load()), int(p.parked.Load()))
 	p.mu.Unlock()
 	for ; wake > 0; wake-- {
 		p.cond.Signal()
@@ -525,11 +522,9 @@ func (p *Intra) take() *intraJob {
 			p.spinning.Add(-1)
 			continue
 		}
-		p.parked++
-		p.sleepers.Add(1)
+		p.parked.Add(1)
 		p.cond.Wait()
-		p.sleepers.Add(-1)
-		p.parked--
+		p.parked.Add(-1)
 		t0 = time.Now()
 	}
 }

@@ -150,10 +150,8 @@ func TestIntraSmallLoopsSplitOnlyOntoSpinning(t *testing.T) {
 		p.For(n, cost, 0, func(lo, hi int) { calls.Add(1) })
 		return int(calls.Load())
 	}
-	for parked := 0; parked == 0; time.Sleep(50 * time.Microsecond) {
-		p.mu.Lock()
-		parked = p.parked
-		p.mu.Unlock()
+	for p.parked.Load() == 0 {
+		time.Sleep(50 * time.Microsecond)
 	}
 	if c := chunks(); c != 1 {
 		t.Fatalf("a small loop with the worker parked ran in %d chunks, want 1 (whole)", c)
@@ -227,9 +225,7 @@ func TestIntraWorkerSpinsPastClaimedJob(t *testing.T) {
 		for t0 := time.Now(); p.queued.Load() != 0 && time.Since(t0) < time.Second; {
 			runtime.Gosched()
 		}
-		p.mu.Lock()
-		parked := p.parked
-		p.mu.Unlock()
+		parked := p.parked.Load()
 		p.unlist(j)
 		if parked == 0 {
 			return
