@@ -175,7 +175,9 @@
 // gate times steps in its mode and, every 1024 to 8192 steps of one feed
 // size, a few in a neighbouring one, and takes the faster: where the
 // vCPUs sit far apart small splits, and some large ones, lose to one
-// thread. The
+// thread. A worker owns its thread (Linux, RDPID) while the pool is
+// not crowded and keeps it off the CPU where its caller last split a
+// loop (tend, affinity_linux.go). The
 // device step's lane crew (laneCrew, device_lanes.go) keeps a goroutine
 // per lane of a step over several GPU groups: a lane blocks for the
 // whole step on other lanes' events and publications, so lanes on a

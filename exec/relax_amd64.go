@@ -6,3 +6,6 @@ package exec
 // the spin without the pipeline's flush on a memory-order violation.
 // About 25 ns on this project's AMD EPYC build machine.
 func cpuRelax()
+
+func cpuidLeaf7ECX() uint32
+func rdpid() uint32
