@@ -50,8 +50,10 @@ const (
 // neighbouring one (the probe: one mode down, then one up, in turn), timing
 // the last gateWindow-gateWarm of them and as many steps in its own mode
 // just before; when the probe's median is below its own by gateMargin it
-// switches. The next probe comes gatePeriod steps later after a switch,
-// and twice the last gap (four times after a probe gateFar slower; up to
+// switches, and probes the mode it left gateRecheck steps later, going
+// back to it (and on as after a lost probe, from 2*gatePeriod) if that
+// one wins again. The next probe comes gatePeriod steps after a switch
+// that held, and twice the last gap (four times after a probe gateFar slower; up to
 // gateMaxPeriod) after a probe that lost: a probe's cost is at most
 // gateWindow/gatePeriod of the steps, and far less while one mode keeps
 // winning. A gate starts in loopsEager. Steps of different feed sizes (a
@@ -78,6 +80,14 @@ const (
 	// the split ones, and probes every 128 steps were the p99).
 	gateFar   = 1.25
 	gateSizes = 16
+	// gateRecheck: a switch is checked by a probe of the mode left this
+	// many steps later, which switches back if that mode wins again. Five
+	// steps against five are fooled now and then by a disturbance that
+	// hits the own mode's window (mlp B=16 at one client thread: its
+	// eager steps' window fell among 0.65 ms steps, as slow as whole
+	// ones, of a worker held off; 1036 whole steps followed, p99 0.50 ->
+	// 0.70 ms).
+	gateRecheck = 64
 )
 
 type gateState struct {
@@ -91,6 +101,7 @@ type gateState struct {
 	probe   atomic.Int32  // the next probe's mode
 	mu      sync.Mutex
 	period  uint64     // the gap to the next probe (under mu)
+	recheck bool       // the next probe checks a switch (under mu)
 	ns      [2][]int64 // timed steps of this probe: [own mode, probe]
 }
 
@@ -200,12 +211,23 @@ func (st *gateState) record(probe bool, d time.Duration) {
 	}
 	own, pr := float64(median(st.ns[0])), float64(median(st.ns[1]))
 	mode, next := st.mode.Load(), st.probe.Load()
+	wins := pr < own*(1-gateMargin)
 	switch {
-	case pr < own*(1-gateMargin):
-		// The probe's mode wins; the next probe goes on the same way
-		// (or back, at the end of the modes).
-		mode, next = next, 2*next-mode
+	case st.recheck && wins:
+		// The mode left wins back: the switch was a window's chance.
+		// Back to it, and on as after a loss.
+		mode, next = next, mode
+		st.period = min(2*gatePeriod, gateMaxPeriod)
+		next = 2*mode - next
+	case st.recheck:
+		// The switch holds; the next probe goes on the same way (or
+		// back, at the end of the modes).
 		st.period = gatePeriod
+		next = 2*mode - next
+	case wins:
+		// The probe's mode wins: switch, and probe the mode left soon.
+		mode, next = next, mode
+		st.period = gateRecheck
 	case pr >= gateFar*own:
 		st.period = min(4*st.period, gateMaxPeriod)
 		next = 2*mode - next
@@ -213,6 +235,7 @@ func (st *gateState) record(probe bool, d time.Duration) {
 		st.period = min(2*st.period, gateMaxPeriod)
 		next = 2*mode - next
 	}
+	st.recheck = wins && !st.recheck
 	if next < 0 || next >= loopModes {
 		next = 2*mode - next
 	}

@@ -66,11 +66,11 @@ func TestGateDecides(t *testing.T) {
 		wantPeriod          uint64
 	}{
 		{"whole far slower", loopsSplit, loopsWhole, gatePeriod, ms(16, 17, 16, 90, 16), steady, loopsSplit, loopsEager, 4 * gatePeriod},
-		{"whole wins", loopsSplit, loopsWhole, 2 * gatePeriod, ms(25, 25, 24, 26, 25), steady, loopsWhole, loopsSplit, gatePeriod},
-		{"eager wins", loopsSplit, loopsEager, 4 * gatePeriod, ms(20, 21, 20, 20, 20), ms(17, 17, 17, 17, 17), loopsEager, loopsSplit, gatePeriod},
-		{"split wins from whole", loopsWhole, loopsSplit, gatePeriod, steady, ms(17, 17, 17, 17, 17), loopsSplit, loopsEager, gatePeriod},
+		{"whole wins", loopsSplit, loopsWhole, 2 * gatePeriod, ms(25, 25, 24, 26, 25), steady, loopsWhole, loopsSplit, gateRecheck},
+		{"eager wins", loopsSplit, loopsEager, 4 * gatePeriod, ms(20, 21, 20, 20, 20), ms(17, 17, 17, 17, 17), loopsEager, loopsSplit, gateRecheck},
+		{"split wins from whole", loopsWhole, loopsSplit, gatePeriod, steady, ms(17, 17, 17, 17, 17), loopsSplit, loopsWhole, gateRecheck},
 		{"within the margin", loopsEager, loopsSplit, gatePeriod, steady, ms(20.5, 20.5, 20.5, 20.5, 20.5), loopsEager, loopsSplit, 2 * gatePeriod},
-		{"outliers do not decide", loopsWhole, loopsSplit, gatePeriod, steady, ms(19, 19, 90, 90, 19), loopsSplit, loopsEager, gatePeriod},
+		{"outliers do not decide", loopsWhole, loopsSplit, gatePeriod, steady, ms(19, 19, 90, 90, 19), loopsSplit, loopsWhole, gateRecheck},
 		{"at most the longest gap", loopsSplit, loopsEager, gateMaxPeriod, steady, ms(30, 30, 30, 30, 30), loopsSplit, loopsWhole, gateMaxPeriod},
 	} {
 		if len(c.own) != gateWindow-gateWarm || len(c.pr) != gateWindow-gateWarm {
@@ -94,6 +94,38 @@ func TestGateDecides(t *testing.T) {
 		}
 		if len(st.ns[0])+len(st.ns[1]) != 0 {
 			t.Errorf("%s: samples left after the decision", c.name)
+		}
+	}
+	// A switch is rechecked: the mode left, probed gateRecheck steps
+	// later, wins back (the switch was a window's chance) or loses (the
+	// switch holds and the probes go on the same way).
+	for _, c := range []struct {
+		name                string
+		back                []time.Duration
+		wantMode, wantProbe int32
+		wantPeriod          uint64
+	}{
+		{"switch back", ms(15, 15, 15, 15, 15), loopsEager, loopsSplit, 2 * gatePeriod},
+		{"switch holds", ms(25, 25, 25, 25, 25), loopsSplit, loopsWhole, gatePeriod},
+	} {
+		st := newGateState(1)
+		st.steps.Store(5000)
+		for i := 0; i < gateWindow-gateWarm; i++ {
+			st.record(false, 20*time.Microsecond)
+			st.record(true, 18*time.Microsecond)
+		}
+		if m, p := st.mode.Load(), st.probe.Load(); m != loopsSplit || p != loopsEager || st.probeAt.Load() != 5000+gateRecheck {
+			t.Fatalf("%s: after split won: mode %d, probe %d at %d", c.name, m, p, st.probeAt.Load())
+		}
+		for i := 0; i < gateWindow-gateWarm; i++ {
+			st.record(false, 20*time.Microsecond)
+			st.record(true, c.back[i])
+		}
+		if m, p := st.mode.Load(), st.probe.Load(); m != c.wantMode || p != c.wantProbe || st.period != c.wantPeriod {
+			t.Errorf("%s: mode %d, next probe %d, period %d; want %d, %d, %d", c.name, m, p, st.period, c.wantMode, c.wantProbe, c.wantPeriod)
+		}
+		if st.recheck {
+			t.Errorf("%s: still rechecking after the recheck", c.name)
 		}
 	}
 	// One side's steps alone: no decision yet.
