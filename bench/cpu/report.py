@@ -9,7 +9,9 @@ Runtime's C API), ov (OpenVINO's C API, f32); and, when vs_tf.sh ran them,
 each library's Python client (bench/cpu/peers.py): mspy, tfpy, ortpy, ovpy.
 
 Per (model, batch, threads): each side's median QPS over the rounds with the
-p50 / p99 of the round with that median; mstream / TF and mstream / fastest,
+p50 / p99 of the round with that median, the rounds taken from one placement
+of the vCPUs that every side met (near first, then far: placement) where
+there is one, else all of them; mstream / TF and mstream / fastest,
 C client against C client (the fastest of TF, ORT and OpenVINO); mstream's
 Python client over the fastest of the other Python clients (Python against
 Python: each pays its own client's cost per call); and each side's largest
@@ -54,6 +56,17 @@ def far(point):
     return FAR if max(point.get("corelat_ns", [0])) >= FAR_NS else ""
 
 
+def placement(runs_by_side):
+    """The placement ("" near, FAR far) that every side's runs of one point
+    met at least once, near first; None where there is none. A ratio of
+    two sides is then one of runs in the same placement (a second thread
+    is worth 1.2-2x less far apart, to every library)."""
+    for cls in ("", FAR):
+        if all(any(far(p) == cls for p in runs) for runs in runs_by_side if runs):
+            return cls
+    return None
+
+
 def tables(outdir):
     by = collections.defaultdict(list)
     order = []
@@ -66,8 +79,8 @@ def tables(outdir):
             by[key + (p["side"],)].append(p)
     present = [s for s in SIDES if any(k[3] == s[0] for k in by)]
 
-    def med(key, side):
-        runs = sorted(by.get(key + (side,), []), key=lambda p: p["qps"])
+    def med(key, side, cls):
+        runs = sorted((p for p in by.get(key + (side,), []) if cls is None or far(p) == cls), key=lambda p: p["qps"])
         return runs[len(runs) // 2] if runs else None
 
     def diff(model, batch, side):
@@ -100,7 +113,8 @@ def tables(outdir):
 
     for key in order:
         model, batch, threads = key
-        p = {s: med(key, s) for s, _ in present}
+        cls = placement([by.get(key + (s,), []) for s, _ in present])
+        p = {s: med(key, s, cls) for s, _ in present}
         q = {s: p[s]["qps"] for s in p if p[s] and p[s]["qps"] > 0}
         cells = [f"{p[s]['qps']:.0f}{far(p[s])} ({p[s]['p50_ms']:.2f} / {p[s]['p99_ms']:.2f})" if p[s] else "failed" for s, _ in present]
         r = []
@@ -155,7 +169,9 @@ def settings(outdir):
         f"{r['load_before']} before and {r['load_after']} after, `ROUNDS={r['rounds']} DUR={r['dur']}` "
         f"(`{r['command']}`); {r['versions']}. {FAR} marks a cell whose run (the median round's) "
         f"met the vCPUs far apart: a cache line's round trip between CPUs 0 and 1 "
-        f"(`bench/cpu/corelat.c`) of {FAR_NS} ns or more before or after it (near: 50-70 ns).",
+        f"(`bench/cpu/corelat.c`) of {FAR_NS} ns or more before or after it (near: 50-70 ns). "
+        f"Each side's median is over the rounds of one placement that every side of the row met, "
+        f"near first, where there is one; a row whose marks differ had none.",
         "",
     ]
 
