@@ -134,11 +134,17 @@ func TestIntraTend(t *testing.T) {
 		now := time.Now()
 		p.callerCPU.Store(cpus[0])
 
-		p.runs.Store(2) // two steps, one worker
+		// Two steps, one worker: crowded, whichever pool the other
+		// step runs on.
+		q := NewIntra(2)
+		defer q.Close()
+		p.stepBegins()
+		q.stepBegins()
 		if f := p.tend(&w, now); f != nil || w.owned {
 			t.Fatalf("crowded: tend gave a syscall (%v) or owned the thread (%v)", f != nil, w.owned)
 		}
-		p.runs.Store(1)
+		q.stepEnds()
+		p.stepEnds()
 		p.crowdedAt.Store(int64(now.Sub(monoEpoch)))
 		if f := p.tend(&w, now); f != nil || w.owned {
 			t.Fatalf("crowded within crowdHold: tend gave a syscall (%v) or owned the thread (%v)", f != nil, w.owned)
@@ -157,8 +163,11 @@ func TestIntraTend(t *testing.T) {
 		if f := p.tend(&w, now.Add(moveGap)); f != nil {
 			t.Fatal("tend moves a thread already off the caller's CPU")
 		}
-		p.runs.Store(2)
+		p.stepBegins()
+		q.stepBegins()
 		f = p.tend(&w, now)
+		q.stepEnds()
+		p.stepEnds()
 		if f == nil {
 			t.Fatal("crowded again: no release")
 		}
@@ -167,7 +176,6 @@ func TestIntraTend(t *testing.T) {
 		if w.owned || m != before || w.off != -1 {
 			t.Fatalf("after release: owned %v, CPUs restored %v, off %d", w.owned, m == before, w.off)
 		}
-		p.runs.Store(0)
 	})
 }
 

@@ -589,7 +589,7 @@ func (p *Intra) spin(t0 time.Time, w *workerThread) {
 // make, if any. While the pool is not crowded the worker owns its
 // thread (runtime.LockOSThread) and keeps it off the CPU where the
 // pool's caller last split a loop. While it is crowded (more host steps
-// than workers now or within crowdHold: callers on every CPU) the
+// in the process than the pool's workers, now or within crowdHold) the
 // worker hands the thread back, with the CPUs it had, and yields as it
 // spins: a locked worker spinning holds its P, and at two client threads
 // on two Ps that held a caller off its P for up to intraRunSpin (mlp
@@ -598,7 +598,7 @@ func (p *Intra) tend(w *workerThread, now time.Time) func() {
 	if !w.can {
 		return nil
 	}
-	if p.runs.Load() > int32(p.workers) || now.Sub(monoEpoch)-time.Duration(p.crowdedAt.Load()) < crowdHold {
+	if stepsRunning.Load() > int32(p.workers) || now.Sub(monoEpoch)-time.Duration(p.crowdedAt.Load()) < crowdHold {
 		if w.owned {
 			return w.release
 		}
@@ -634,14 +634,22 @@ func (p *Intra) spinMore(t0, now time.Time) bool {
 // loops on the pool (runHost): while one runs, and for intraSpin after,
 // the workers spin longer (spinMore).
 func (p *Intra) stepBegins() {
-	if p.runs.Add(1) > int32(p.workers) {
+	p.runs.Add(1)
+	if stepsRunning.Add(1) > int32(p.workers) {
 		p.crowdedAt.Store(int64(time.Since(monoEpoch)))
 	}
 }
 func (p *Intra) stepEnds() {
 	p.lastEnd.Store(int64(time.Since(monoEpoch)))
 	p.runs.Add(-1)
+	stepsRunning.Add(-1)
 }
+
+// stepsRunning counts the host steps running on every Intra of the
+// process: a pool is crowded when more run than it has workers, whatever
+// pools they run on (two sessions' callers and a worker are three
+// runnable threads on two CPUs as much as one session's are).
+var stepsRunning atomic.Int32
 
 // monoEpoch is the origin of lastEnd's monotonic times.
 var monoEpoch = time.Now()
