@@ -274,12 +274,13 @@ func TestWakeForSmall(t *testing.T) {
 			// must not run out while the worker parks.
 			p.crowdedAt.Store(int64(time.Since(monoEpoch)))
 		}
+		w0 := p.wakes.Load()
 		p.For(64, small/64, 0, func(lo, hi int) {})
 		for i := 0; i < 100; i++ {
 			runtime.Gosched()
 		}
 		time.Sleep(time.Millisecond)
-		if p.parked.Load() == 0 {
+		if p.wakes.Load() != w0 {
 			t.Fatalf("%s: a small loop woke the parked worker", what)
 		}
 	}
@@ -293,8 +294,11 @@ func TestWakeForSmall(t *testing.T) {
 	p.stepBegins()
 	defer p.stepEnds()
 	waitParked()
+	// The worker woken spins for the step, then may park again before
+	// this goroutine looks (on a loaded machine): count its wake-ups.
+	w0 := p.wakes.Load()
 	p.For(64, small/64, 0, func(lo, hi int) {})
-	for t0 := time.Now(); p.parked.Load() != 0; {
+	for t0 := time.Now(); p.wakes.Load() == w0; {
 		runtime.Gosched()
 		if time.Since(t0) > 10*time.Second {
 			t.Fatal("a small loop inside a step left the worker parked")

@@ -166,7 +166,9 @@ type Intra struct {
 	// modeSteps counts the host steps run in each loop mode (runHost,
 	// LoopModes).
 	modeSteps [loopModes]atomic.Int64
-	_         [80]byte
+	// wakes counts the workers' returns from a park.
+	wakes atomic.Int64
+	_     [72]byte
 }
 
 // waitBit is set in intraJob.remaining by a caller that waits on
@@ -558,6 +560,7 @@ func (p *Intra) take(w *workerThread) *intraJob {
 		p.parked.Add(1)
 		p.cond.Wait()
 		p.parked.Add(-1)
+		p.wakes.Add(1)
 		t0 = time.Now()
 	}
 }
