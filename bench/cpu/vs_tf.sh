@@ -2,7 +2,8 @@
 # mstream next to real TensorFlow 2.15.1, ONNX Runtime and OpenVINO on the
 # CPU: the same GraphDefs, the same thread settings (the ConfigProto's
 # intra_op = inter_op = 2), the sides alternating model by model, ROUNDS
-# times; the report takes each side's median per point.
+# times; the report takes each side's median per point, over the rounds of
+# a vCPU placement every side met where there is one (report.py).
 #
 # Every library runs through the same closed-loop C client
 # (bench/gpu/closedloop.h): bench/gpu/loadgen.c built twice, once linked to
