@@ -51,6 +51,7 @@ type workerThread struct {
 	// many goroutines at once as the pool has threads (GOMAXPROCS).
 	can     bool
 	owned   bool
+	ranFrom time.Time // when the owned worker last went through the scheduler
 	allowed cpuMask   // the thread's CPUs when the worker started
 	off     int32     // the CPU the owned thread keeps off, -1 none
 	at      time.Time // its last move
@@ -67,7 +68,7 @@ func newWorkerThread(threads int) workerThread {
 // own locks the worker's goroutine to the thread it runs on.
 func (w *workerThread) own() {
 	runtime.LockOSThread()
-	w.owned = true
+	w.owned, w.ranFrom = true, time.Now()
 }
 
 // release hands the thread back to the Go runtime with the CPUs it had
@@ -83,7 +84,14 @@ func (w *workerThread) release() {
 		w.off = -1
 	}
 	runtime.UnlockOSThread()
-	w.owned = false
+	// The next thread owned moves at once: it may be another one.
+	w.owned, w.at = false, time.Time{}
+}
+
+// overdue says whether the owned worker is to go through the Go
+// scheduler now: it last did ownedRun ago or more (Intra.spin).
+func (w *workerThread) overdue(now time.Time) bool {
+	return w.owned && w.can && now.Sub(w.ranFrom) >= ownedRun
 }
 
 // moves says whether the owned thread is to move off CPU c now: it may

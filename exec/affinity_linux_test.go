@@ -88,6 +88,30 @@ func TestWorkerThreadMoves(t *testing.T) {
 	}
 }
 
+// TestWorkerThreadOverdue: an owned worker goes through the scheduler
+// every ownedRun, before sysmon's forced preemption would.
+func TestWorkerThreadOverdue(t *testing.T) {
+	t0 := time.Now()
+	for _, tc := range []struct {
+		name string
+		w    workerThread
+		now  time.Time
+		want bool
+	}{
+		{"not owned", workerThread{can: true, ranFrom: t0}, t0.Add(time.Hour), false},
+		{"cannot own", workerThread{owned: true, ranFrom: t0}, t0.Add(time.Hour), false},
+		{"within ownedRun", workerThread{can: true, owned: true, ranFrom: t0}, t0.Add(ownedRun - 1), false},
+		{"at ownedRun", workerThread{can: true, owned: true, ranFrom: t0}, t0.Add(ownedRun), true},
+	} {
+		if got := tc.w.overdue(tc.now); got != tc.want {
+			t.Errorf("%s: overdue = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if ownedRun >= 10*time.Millisecond {
+		t.Errorf("ownedRun %v is not under sysmon's 10 ms", ownedRun)
+	}
+}
+
 // TestWorkerThreadKeepOffRefused: a mask the kernel refuses (CPUs the
 // process may not use) leaves the thread where it was, moving no more.
 func TestWorkerThreadKeepOffRefused(t *testing.T) {

@@ -136,6 +136,9 @@ func (p *Pool) worker() {
 // spin preempting the caller, held it off its CPU for up to
 // intraRunSpin. mlp B=16 at one client thread, requests over 1.5 ms in
 // 3 s: 13-35 -> 4-15, p99 0.64 -> 0.46 ms (keras_cnn B=16 2.88 -> 1.54).
+// An owned worker goes through the Go scheduler every ownedRun
+// (yieldOwned), which sysmon would otherwise force every 10 ms, at a
+// locked goroutine's price.
 //
 // Lock order: Intra.mu is a leaf.
 type Intra struct {
@@ -244,6 +247,10 @@ const (
 	// step that waits on something else (a queue, a long kernel left
 	// whole) costs at most this much of a thread's spin before it parks.
 	intraRunSpin = 2 * time.Millisecond
+	// ownedRun: a worker that owns its thread goes through the Go
+	// scheduler at least this often (spin), under the 10 ms after which
+	// sysmon preempts a goroutine that has not.
+	ownedRun = 5 * time.Millisecond
 	// crowdHold: for this long after a step began with more steps
 	// running than workers (client threads as many as the pool's
 	// threads), wakeForSmall wakes no worker: a worker spinning for
@@ -562,6 +569,7 @@ func (p *Intra) take(w *workerThread) *intraJob {
 		p.parked.Add(-1)
 		p.wakes.Add(1)
 		t0 = time.Now()
+		w.ranFrom = t0 // the park went through the scheduler
 	}
 }
 
@@ -579,12 +587,34 @@ func (p *Intra) spin(t0 time.Time, w *workerThread) {
 		if !p.spinMore(t0, now) {
 			return
 		}
+		if w.overdue(now) {
+			// Through the scheduler before sysmon forces it: a
+			// goroutine that runs 10 ms on one P without one is
+			// preempted, and a locked one then hands its P and
+			// thread off and sleeps until both come back (perf of
+			// keras_cnn B=1, one client thread: the worker preempted
+			// 264 times in 3 s, 26 us each at the median). Unlocked,
+			// the yield is cheap; tend owns the thread again.
+			p.yieldOwned(w)
+			continue
+		}
 		if f := p.tend(w, now); f != nil {
 			f()
 		}
 		if !w.owned || !w.can {
 			runtime.Gosched()
 		}
+	}
+}
+
+// yieldOwned takes an owned worker through the Go scheduler (overdue):
+// it hands its thread back, yields, and owns the thread it resumes on,
+// moved off the caller's CPU again, before it looks for a job.
+func (p *Intra) yieldOwned(w *workerThread) {
+	w.release()
+	runtime.Gosched()
+	if f := p.tend(w, time.Now()); f != nil {
+		f()
 	}
 }
 
@@ -665,7 +695,10 @@ func (p *Intra) worker() {
 		if j == nil {
 			return
 		}
-		if j.work() && w.owned {
+		switch woke := j.work(); {
+		case w.overdue(time.Now()):
+			p.yieldOwned(&w)
+		case woke && w.owned:
 			// The caller woken is queued on this worker's P, which a
 			// worker locked to its thread keeps while it spins.
 			runtime.Gosched()
