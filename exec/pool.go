@@ -382,10 +382,16 @@ func (p *Intra) wakeForSmall(total float64) {
 	if total < 2*grainNs || p.runs.Load() == 0 || p.spinning.Load() != 0 || p.parked.Load() == 0 {
 		return
 	}
-	if time.Since(monoEpoch)-time.Duration(p.crowdedAt.Load()) < crowdHold {
+	if p.crowdedLately(time.Now()) {
 		return
 	}
 	p.cond.Signal()
+}
+
+// crowdedLately says whether a step began within crowdHold of now with
+// more steps running than the pool has workers (stepBegins).
+func (p *Intra) crowdedLately(now time.Time) bool {
+	return now.Sub(monoEpoch)-time.Duration(p.crowdedAt.Load()) < crowdHold
 }
 
 // chunks is how many chunks For cuts a loop of n elements of cost ns
@@ -631,7 +637,7 @@ func (p *Intra) tend(w *workerThread, now time.Time) func() {
 	if !w.can {
 		return nil
 	}
-	if stepsRunning.Load() > int32(p.workers) || now.Sub(monoEpoch)-time.Duration(p.crowdedAt.Load()) < crowdHold {
+	if stepsRunning.Load() > int32(p.workers) || p.crowdedLately(now) {
 		if w.owned {
 			return w.release
 		}
