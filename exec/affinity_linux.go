@@ -73,12 +73,11 @@ func (w *workerThread) own() {
 
 // release hands the thread back to the Go runtime with the CPUs it had
 // when the worker started. Where the kernel refuses them (the process's
-// CPUs changed since) the worker keeps the thread, which then exits with
-// it, and owns no thread again.
+// CPUs changed since) the worker gives up owning threads (giveUp).
 func (w *workerThread) release() {
 	if w.off >= 0 {
 		if !setThreadAffinity(&w.allowed) {
-			w.can = false
+			w.giveUp()
 			return
 		}
 		w.off = -1
@@ -86,6 +85,24 @@ func (w *workerThread) release() {
 	runtime.UnlockOSThread()
 	// The next thread owned moves at once: it may be another one.
 	w.owned, w.at = false, time.Time{}
+}
+
+// giveUp ends the worker's owning of threads for good, after the kernel
+// refused a mask (the process's CPUs changed since the worker started):
+// it puts back the CPUs the thread started with where it can and hands
+// the thread back either way. A worker left locked would yield only at a
+// locked goroutine's price (a hand-off of its P and thread each way) at
+// every spin check, where a thread kept off one CPU costs the runtime
+// next to nothing.
+func (w *workerThread) giveUp() {
+	if w.off >= 0 {
+		setThreadAffinity(&w.allowed)
+	}
+	w.can, w.off = false, -1
+	if w.owned {
+		runtime.UnlockOSThread()
+		w.owned = false
+	}
 }
 
 // overdue says whether the owned worker is to go through the Go
@@ -102,8 +119,8 @@ func (w *workerThread) moves(c int32, now time.Time) bool {
 }
 
 // keepOff moves the thread to its allowed CPUs but c. Where the kernel
-// refuses (the process's CPUs changed since), the thread stays where it
-// may run and moves no more.
+// refuses (the process's CPUs changed since), the worker gives up owning
+// threads (giveUp).
 func (w *workerThread) keepOff(c int32, now time.Time) {
 	m := w.allowed
 	m[c/64] &^= 1 << (c % 64)
@@ -111,6 +128,6 @@ func (w *workerThread) keepOff(c int32, now time.Time) {
 	if setThreadAffinity(&m) {
 		w.off = c
 	} else {
-		w.can = false
+		w.giveUp()
 	}
 }

@@ -125,8 +125,29 @@ func TestWorkerThreadKeepOffRefused(t *testing.T) {
 		if after != before {
 			t.Errorf("the thread's CPUs changed on a refused mask")
 		}
-		if w.can || w.off != -1 {
-			t.Errorf("after a refused mask: can %v, off %d; want false, -1", w.can, w.off)
+		if w.can || w.off != -1 || w.owned {
+			t.Errorf("after a refused mask: can %v, off %d, owned %v; want false, -1, false", w.can, w.off, w.owned)
+		}
+	})
+}
+
+// TestWorkerThreadReleaseRefused: a thread whose starting CPUs the kernel
+// refuses to restore is handed back anyway, and the worker owns no thread
+// again (a locked worker that cannot move would yield at a locked
+// goroutine's price).
+func TestWorkerThreadReleaseRefused(t *testing.T) {
+	onThread(func() {
+		var before, after cpuMask
+		threadAffinity(&before)
+		w := workerThread{can: true, owned: true, off: 1001}
+		w.allowed[1000/64] |= 1<<(1000%64) | 1<<(1001%64)
+		w.release()
+		threadAffinity(&after)
+		if after != before {
+			t.Errorf("the thread's CPUs changed on a refused mask")
+		}
+		if w.can || w.owned || w.off != -1 {
+			t.Errorf("after a refused release: can %v, owned %v, off %d; want false, false, -1", w.can, w.owned, w.off)
 		}
 	})
 }
