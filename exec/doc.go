@@ -175,9 +175,10 @@
 // gate times steps in its mode and, every 1024 to 8192 steps of one feed
 // size, a few in a neighbouring one, and takes the faster: where the
 // vCPUs sit far apart small splits, and some large ones, lose to one
-// thread. A worker owns its thread (Linux, RDPID) while the pool is
-// not crowded and keeps it off the CPU where its caller last split a
-// loop (tend, affinity_linux.go). The
+// thread. A worker owns its thread (Linux, RDPID) while the process
+// runs no more host steps than the pool has workers, keeps it off the CPU
+// where its caller last split a loop, and goes through Go's scheduler
+// every ownedRun (tend, yieldOwned, affinity_linux.go). The
 // device step's lane crew (laneCrew, device_lanes.go) keeps a goroutine
 // per lane of a step over several GPU groups: a lane blocks for the
 // whole step on other lanes' events and publications, so lanes on a

@@ -128,7 +128,7 @@ func (p *Pool) worker() {
 //
 // On Linux, where the CPU a thread runs on is known cheaply (RDPID), a
 // worker owns its thread (runtime.LockOSThread) while the pool is not
-// crowded and keeps that thread off the CPU where the pool's caller last
+// crowded (tend) and keeps that thread off the CPU where the pool's caller last
 // split a loop (sched_setaffinity, at most once a millisecond: tend,
 // workerThread). The kernel places a woken thread near its waker: on the
 // project's 2-vCPU VM a woken worker landed on the caller's CPU while
