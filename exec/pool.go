@@ -183,7 +183,7 @@ type intraJob struct {
 	fn        func(lo, hi int)
 	n, per    int
 	chunks    int32
-	next      atomic.Int32  // the next chunk to claim
+	ends      atomic.Uint64 // the chunks not yet claimed, [front, back): front in the low half
 	remaining atomic.Int32  // chunks not yet finished, plus waitBit once the caller waits
 	finished  chan struct{} // receives once remaining falls to waitBit
 	pmu       sync.Mutex
@@ -327,13 +327,12 @@ func (p *Intra) loop(n int, cost, start float64, fn func(lo, hi int), eager bool
 	}
 	per := (n + chunks - 1) / chunks
 	chunks = (n + per - 1) / per
-	j := &intraJob{fn: fn, n: n, per: per, chunks: int32(chunks), finished: make(chan struct{}, 1)}
-	j.remaining.Store(int32(chunks))
+	j := newIntraJob(fn, n, per, chunks)
 	if c := thisCPU(); p.callerCPU.Load() != c {
 		p.callerCPU.Store(c)
 	}
 	p.publish(j)
-	j.work()
+	j.work(true)
 	p.unlist(j)
 	if j.remaining.Load() != 0 {
 		// Without yielding: the chunks left are running on workers that
@@ -483,7 +482,7 @@ func (p *Intra) unlist(j *intraJob) {
 // mu): ones whose callers unlist could not remove, and ones the workers
 // and callers claimed to the end since.
 func (p *Intra) dropClaimed() {
-	p.jobs = slices.DeleteFunc(p.jobs, func(q *intraJob) bool { return q.next.Load() >= q.chunks })
+	p.jobs = slices.DeleteFunc(p.jobs, func(q *intraJob) bool { return q.claimedAll() })
 }
 
 // lockCaller takes mu for a For's caller: it tries for a while before it
@@ -498,15 +497,58 @@ func (p *Intra) lockCaller() {
 	p.mu.Lock()
 }
 
-// work claims and runs chunks of j until none is left.
-func (j *intraJob) work() (woke bool) {
+// newIntraJob is a For call's job: n elements in chunks of per, none
+// claimed yet.
+func newIntraJob(fn func(lo, hi int), n, per, chunks int) *intraJob {
+	j := &intraJob{fn: fn, n: n, per: per, chunks: int32(chunks), finished: make(chan struct{}, 1)}
+	j.remaining.Store(int32(chunks))
+	j.ends.Store(uint64(chunks) << 32)
+	return j
+}
+
+// work claims and runs chunks of j until none is left: from the front
+// for j's caller, from the back for a worker (claim).
+func (j *intraJob) work(front bool) (woke bool) {
 	for {
-		c := j.next.Add(1) - 1
-		if c >= j.chunks {
+		c := j.claim(front)
+		if c < 0 {
 			return woke
 		}
-		woke = j.run(int(c)) || woke
+		woke = j.run(c) || woke
 	}
+}
+
+// claim takes j's first unclaimed chunk (front) or its last, -1 when
+// none is left. The caller works from the front and the workers from the
+// back, so that a thread gets the same part of every loop of a step
+// where the threads keep pace: the rows a worker writes in one layer
+// (gemmUnits' bands of rows) are the rows it reads in the next, in its
+// own cache. Claimed in turn from one end, which thread took which chunk
+// changed from loop to loop: the bundled model at B=256, one client
+// thread, 0.5 s runs alternating (medians), 5590 QPS near and 3269 far
+// against 5204 and 3716 from one end, mlp at B=256 177 far against 167,
+// level near.
+func (j *intraJob) claim(front bool) int {
+	for {
+		v := j.ends.Load()
+		f, b := uint32(v), uint32(v>>32)
+		if f >= b {
+			return -1
+		}
+		if front {
+			if j.ends.CompareAndSwap(v, v+1) {
+				return int(f)
+			}
+		} else if j.ends.CompareAndSwap(v, v-1<<32) {
+			return int(b - 1)
+		}
+	}
+}
+
+// claimedAll says whether every chunk of j has been claimed.
+func (j *intraJob) claimedAll() bool {
+	v := j.ends.Load()
+	return uint32(v) >= uint32(v>>32)
 }
 
 // run runs chunk c; woke says whether it woke j's caller, which waited
@@ -701,7 +743,7 @@ func (p *Intra) worker() {
 		if j == nil {
 			return
 		}
-		switch woke := j.work(); {
+		switch woke := j.work(false); {
 		case w.overdue(time.Now()):
 			p.yieldOwned(&w)
 		case woke && w.owned:

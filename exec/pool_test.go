@@ -55,8 +55,14 @@ func TestIntraFor(t *testing.T) {
 				if len(calls) > 4*maxChunksPerThread {
 					t.Errorf("%s: %d chunks, more than %d a thread", what, len(calls), maxChunksPerThread)
 				}
+				per := 0 // the first chunk's size: calls come in any order
 				for _, c := range calls {
-					if c[0] != 0 && c[1] != n && c[1]-c[0] != calls[0][1]-calls[0][0] {
+					if c[0] == 0 {
+						per = c[1]
+					}
+				}
+				for _, c := range calls {
+					if c[1] != n && c[1]-c[0] != per {
 						t.Errorf("%s: chunks %v not equal", what, calls)
 						break
 					}
@@ -219,8 +225,8 @@ func TestIntraWorkerSpinsPastClaimedJob(t *testing.T) {
 	defer p.Close()
 	for try := 0; ; try++ {
 		giveWorkerAChunk(p)
-		j := &intraJob{fn: func(int, int) {}, n: 2, per: 1, chunks: 2, finished: make(chan struct{}, 1)}
-		j.next.Store(2)
+		j := newIntraJob(func(int, int) {}, 2, 1, 2)
+		j.ends.Store(2 | 2<<32) // claimed to its last chunk
 		p.publish(j)
 		for t0 := time.Now(); p.queued.Load() != 0 && time.Since(t0) < time.Second; {
 			runtime.Gosched()
@@ -502,11 +508,7 @@ func TestIntraCallersBeyondThreads(t *testing.T) {
 // a caller that set waitBit (it waits), and a caller that comes after the
 // last chunk finds nothing to wait for, whichever of the two runs first.
 func TestIntraLastChunkHandOff(t *testing.T) {
-	newJob := func() *intraJob {
-		j := &intraJob{fn: func(lo, hi int) {}, n: 2, per: 1, chunks: 2, finished: make(chan struct{}, 1)}
-		j.remaining.Store(2)
-		return j
-	}
+	newJob := func() *intraJob { return newIntraJob(func(lo, hi int) {}, 2, 1, 2) }
 	// The chunks finish before the caller looks: no send, nothing to wait for.
 	j := newJob()
 	j.run(0)
@@ -541,10 +543,9 @@ func TestIntraLastChunkHandOff(t *testing.T) {
 func TestIntraUnlistNeverWaits(t *testing.T) {
 	p := NewIntra(1)
 	defer p.Close()
-	j := &intraJob{fn: func(lo, hi int) {}, n: 1, per: 1, chunks: 1, finished: make(chan struct{}, 1)}
-	j.remaining.Store(1)
+	j := newIntraJob(func(lo, hi int) {}, 1, 1, 1)
 	p.publish(j)
-	j.work()
+	j.work(false)
 	p.mu.Lock()
 	done := make(chan struct{})
 	go func() {
@@ -563,13 +564,59 @@ func TestIntraUnlistNeverWaits(t *testing.T) {
 	if !listed {
 		t.Fatal("unlist removed the job without the lock")
 	}
-	k := &intraJob{fn: func(lo, hi int) {}, n: 1, per: 1, chunks: 1, finished: make(chan struct{}, 1)}
-	k.remaining.Store(1)
+	k := newIntraJob(func(lo, hi int) {}, 1, 1, 1)
 	p.publish(k)
-	k.work()
+	k.work(false)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if slices.Contains(p.jobs, j) {
 		t.Fatal("publish kept a job claimed to its last chunk")
+	}
+}
+
+// TestIntraClaimEnds: the caller claims a job's chunks from the front and
+// the workers from the back, each chunk once, also when they race.
+func TestIntraClaimEnds(t *testing.T) {
+	j := newIntraJob(func(int, int) {}, 6, 1, 6)
+	for i, want := range []struct {
+		front bool
+		c     int
+	}{{true, 0}, {false, 5}, {false, 4}, {true, 1}, {true, 2}, {false, 3}, {true, -1}, {false, -1}} {
+		if c := j.claim(want.front); c != want.c {
+			t.Fatalf("claim %d (front %v) = %d, want %d", i, want.front, c, want.c)
+		}
+	}
+	if !j.claimedAll() {
+		t.Fatal("claimedAll = false with every chunk claimed")
+	}
+	const n = 10000
+	for try := 0; try < 20; try++ {
+		j := newIntraJob(func(int, int) {}, n, 1, n)
+		var got [2][]int
+		var wg sync.WaitGroup
+		for e := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for c := j.claim(e == 0); c >= 0; c = j.claim(e == 0) {
+					got[e] = append(got[e], c)
+				}
+			}()
+		}
+		wg.Wait()
+		front, back := got[0], got[1]
+		if len(front)+len(back) != n {
+			t.Fatalf("%d + %d chunks claimed, want %d", len(front), len(back), n)
+		}
+		for i, c := range front {
+			if c != i {
+				t.Fatalf("front claim %d took chunk %d", i, c)
+			}
+		}
+		for i, c := range back {
+			if c != n-1-i {
+				t.Fatalf("back claim %d took chunk %d", i, c)
+			}
+		}
 	}
 }
