@@ -178,8 +178,9 @@ func (p randomSplits) For(n int, cost, start float64, fn func(lo, hi int)) {
 }
 
 // TestGemmUnits checks gemmUnits' calls over random splits: every row of
-// every panel exactly once, and the whole panels of a chunk in one call
-// of all rows (the kernel then keeps a block of A in L2 over them).
+// every panel exactly once, in whole blocks of rows, a call of several
+// blocks over all panels (the kernel then keeps a block of A in L2 over
+// them), and a chunk's calls a band of rows in order.
 func TestGemmUnits(t *testing.T) {
 	r := newRand(t)
 	for _, s := range [][3]int{{1, 64, 100}, {16, 512, 1024}, {64, 128, 64}, {65, 30, 33}, {256, 1024, 1024}, {300, 7, 300}, {1000, 128, 512}} {
@@ -188,10 +189,16 @@ func TestGemmUnits(t *testing.T) {
 		for trial := 0; trial < 20; trial++ {
 			seen := make([]int, m*np)
 			ctx := &kernels.Context{Pool: randomSplits{r}}
+			last := [2]int{-1, -1} // the last call's first row and panel
 			gemmUnits(ctx, m, n, k, vec.Panel, func(r0, r1, p0, p1 int) {
-				if r0 < 0 || r1 > m || r0 >= r1 || p0 < 0 || p1 > np || p0 >= p1 || (p1-p0 > 1 && (r0 != 0 || r1 != m)) {
+				whole := r0%packedRows == 0 && (r1 == m || r1%packedRows == 0)
+				if r0 < 0 || r1 > m || r0 >= r1 || p0 < 0 || p1 > np || p0 >= p1 || !whole || (r1-r0 > packedRows && (p0 != 0 || p1 != np)) {
 					t.Fatalf("%dx%dx%d: run(%d, %d, %d, %d)", m, k, n, r0, r1, p0, p1)
 				}
+				if r0 < last[0] || r0 == last[0] && p0 <= last[1] {
+					t.Fatalf("%dx%dx%d: run(%d, %d, %d, %d) after a call at row %d panel %d", m, k, n, r0, r1, p0, p1, last[0], last[1])
+				}
+				last = [2]int{r0, p0}
 				for p := p0; p < p1; p++ {
 					for i := r0; i < r1; i++ {
 						seen[i*np+p]++
@@ -226,18 +233,23 @@ func (s startRecorder) For(n int, cost, start float64, fn func(lo, hi int)) {
 	fn(0, n)
 }
 
-// TestGemmUnitsStart: a chunk of whole panels re-reads all of A, so its
-// start grows with m; a one-panel product (a narrow head) is cut into
-// blocks of rows that read only their rows, so its start is the panel's
-// read and does not grow with m.
+// TestGemmUnitsStart: with one block of rows a chunk is a run of panels
+// that re-reads all of A, so its start grows with m; with more, a chunk
+// is a band of rows that reads only its rows of A and the panels of B, so
+// its start is B's read and does not grow with m (a narrow head's
+// likewise, its one panel of n columns).
 func TestGemmUnitsStart(t *testing.T) {
 	start := func(m, n, k, cols int) float64 {
 		var s float64
 		gemmUnits(&kernels.Context{Pool: startRecorder{&s}}, m, n, k, cols, func(r0, r1, p0, p1 int) {})
 		return s
 	}
-	if a, b := start(256, 1024, 512, vec.Panel), start(1024, 1024, 512, vec.Panel); b != 4*a {
-		t.Errorf("whole panels: start %v at 256 rows, %v at 1024, want 4x", a, b)
+	if a, b := start(16, 1024, 512, vec.Panel), start(64, 1024, 512, vec.Panel); b != 4*a {
+		t.Errorf("one block of rows: start %v at 16 rows, %v at 64, want 4x", a, b)
+	}
+	np := (1024 + vec.Panel - 1) / vec.Panel
+	if a, b, want := start(256, 1024, 512, vec.Panel), start(1024, 1024, 512, vec.Panel), float64(4*512*np*vec.Panel)/aBytesPerNs; a != b || a != want {
+		t.Errorf("bands of rows: start %v at 256 rows, %v at 1024, want %v both", a, b, want)
 	}
 	if a, b := start(256, 10, 2048, 10), start(1024, 10, 2048, 10); a != b || a != 4*2048*10/aBytesPerNs {
 		t.Errorf("one narrow panel: start %v at 256 rows, %v at 1024, want %v both", a, b, 4*2048*10/aBytesPerNs)
