@@ -163,7 +163,9 @@
 // (one atomic load) whether a worker waits for one. Intra is the
 // intra-op parallel-for: a kernel's loop split into chunks (as many as
 // the loop's cost and what a chunk costs to start are worth) that the
-// caller and idle workers claim, the caller waiting for the last, with
+// caller claims from the front and idle workers from the back (a thread
+// keeps its end of every loop, and its data in its cache), the caller
+// waiting for the last, with
 // spinning between back-to-back jobs, longer while a host step runs
 // (runHost tells the pool), and a small loop that runs whole only because
 // no worker spins waking one for the step's next loops (wakeForSmall); a

@@ -150,8 +150,8 @@
 // (gemm.go). A _FusedMatMul whose B package optimize marks as an unfed
 // Const (a layer's weights) packs B once, when it first runs, and keeps
 // it with the kernel (packedWeights, gemm.go); it runs on vec.GemmPacked,
-// bias and activation applied per tile, split over the pool in blocks of
-// rows by panels (gemmPacked), where OpenBLAS would pack B again on every
+// bias and activation applied per tile, split over the pool in bands of
+// rows (gemmUnits: a thread keeps its rows from layer to layer), where OpenBLAS would pack B again on every
 // call (at 16 rows that packing was as much CPU as the product). One row
 // (a batch of one) streams the panels, a group at a time, with the bits
 // the same row gets in a batch. A B of at most vec.Narrow columns (a
