@@ -523,11 +523,13 @@ func (j *intraJob) work(front bool) (woke bool) {
 // back, so that a thread gets the same part of every loop of a step
 // where the threads keep pace: the rows a worker writes in one layer
 // (gemmUnits' bands of rows) are the rows it reads in the next, in its
-// own cache. Claimed in turn from one end, which thread took which chunk
-// changed from loop to loop: the bundled model at B=256, one client
-// thread, 0.5 s runs alternating (medians), 5590 QPS near and 3269 far
-// against 5204 and 3716 from one end, mlp at B=256 177 far against 167,
-// level near.
+// own cache. Against every thread claiming from the front, with the
+// GEMMs split by rows (one client thread, 0.5 s runs alternating for 420
+// s, medians): far apart the bundled model at B=256 4502 QPS against
+// 4278, mlp B=256 167 against 163, the transformer at B=16 186 against
+// 163; near, level at B=256 and for mlp and the transformer at B=16,
+// the bundled model at B=16 43983 against 47444 (level, 49671 against
+// 48928, in an A/B of the two commits).
 func (j *intraJob) claim(front bool) int {
 	for {
 		v := j.ends.Load()
