@@ -13,6 +13,12 @@
 #   BASE=/path/to/main/build MODELS="chain_noopt mlp" bench/cpu/vs_base.sh
 #
 # Knobs as vs_tf.sh: MODELS, BATCHES (1,16), THREADS (1,2), DUR (2), ROUNDS (2).
+# Each run's points carry the cores' cache-line round trip before and after
+# it (build/vs_tf/corelat), and the medians are taken per placement of this
+# VM's vCPUs (near: both under 150 ns; far: both 200 ns or more; a run
+# between is left out), one table each: short runs of many rounds (DUR=0.5
+# ROUNDS=40) catch both placements, which change every few seconds to
+# minutes.
 # INTRA=n runs the models with TF's optimizations on under a ConfigProto of
 # intra_op_parallelism_threads = n (inter_op 2) instead of cfg.pb's 2.
 set -eu
@@ -25,7 +31,7 @@ ms_have_tf || exit 0
 : "${BASE:?BASE names the directory of the libmstream.so to compare with}"
 out=build/vs_tf
 m=$out/models
-[ -x "$out/loadgen_ms" ] && [ -x "$out/loadgen_tf" ] && [ -e "$m/.done" ] || { echo "vs_base: run bench/cpu/vs_tf.sh once first" >&2; exit 1; }
+[ -x "$out/loadgen_ms" ] && [ -x "$out/loadgen_tf" ] && [ -x "$out/corelat" ] && [ -e "$m/.done" ] || { echo "vs_base: run bench/cpu/vs_tf.sh once first" >&2; exit 1; }
 BATCHES=${BATCHES:-1,16}
 THREADS=${THREADS:-1,2}
 MODELS=${MODELS:-chain_noopt wide_noopt while1000 model_test mlp dlrm_small}
@@ -54,9 +60,12 @@ while [ "$r" -le "${ROUNDS:-2}" ]; do
         after) run="env LD_LIBRARY_PATH=$root/build $out/loadgen_ms" ;;
         tf) run=$out/loadgen_tf ;;
       esac
-      IDS_MAX=$ids $run "$m/$file.pb" "$b" "$THREADS" "${DUR:-2}" "$m/$cfg" 2>/dev/null | grep -v '"stats"' |
-        sed "s/^{/{\"model\": \"$model\", \"side\": \"$side\", \"round\": $r, /" >>"$pts" ||
+      lat0=$("$out/corelat")
+      IDS_MAX=$ids $run "$m/$file.pb" "$b" "$THREADS" "${DUR:-2}" "$m/$cfg" 2>/dev/null | grep -v '"stats"' >"$out/vs_base.side" ||
         echo "vs_base: $model on $side failed" >&2
+      lat1=$("$out/corelat")
+      sed "s/^{/{\"model\": \"$model\", \"side\": \"$side\", \"round\": $r, \"corelat_ns\": [$lat0, $lat1], /" \
+        "$out/vs_base.side" >>"$pts"
     done
   done
   r=$((r + 1))
@@ -65,26 +74,41 @@ echo "vs_base: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$MS_PY" - "$pts" <<'PY'
 import collections, json, statistics, sys
 by, order = collections.defaultdict(list), []
+def placement(lat):
+    if max(lat) < 150:
+        return "near"
+    if min(lat) >= 200:
+        return "far"
+    return None
 for line in open(sys.argv[1]):
     p = json.loads(line)
-    k = (p["model"], p["batch"], p["threads"])
+    pl = placement(p["corelat_ns"])
+    if pl is None:
+        continue
+    k = (pl, p["model"], p["batch"], p["threads"])
     if k not in order:
         order.append(k)
     by[k + (p["side"],)].append(p)
+order.sort(key=lambda k: k[0] != "near")
 def us(x):
     # Tenths below 100 us: a small model's change is a fraction of a microsecond.
     return f"{x:.1f}" if x < 100 else f"{x:.0f}"
 def med(k, side, field):
     v = [p[field] for p in by[k + (side,)]]
     return statistics.median(v) if v else float("nan")
-print("| model | B | T | QPS before / after / TF | after / TF QPS | p50 ms before / after / TF "
-      "| p99 ms before / after / TF | CPU us per request before / after / TF | after / TF CPU |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 sides = ("before", "after", "tf")
+last = None
 for k in order:
+    if k[0] != last:
+        last = k[0]
+        runs = sum(len(by[q + (s,)]) for q in order if q[0] == last for s in sides)
+        print(f"\nvCPUs {last} ({runs} points)\n")
+        print("| model | B | T | QPS before / after / TF | after / TF QPS | p50 ms before / after / TF "
+              "| p99 ms before / after / TF | CPU us per request before / after / TF | after / TF CPU |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     q, c = [med(k, s, "qps") for s in sides], [med(k, s, "cpu_us_per_request") for s in sides]
     p50 = " / ".join(f"{med(k, s, 'p50_ms'):.3f}" for s in sides)
     p99 = " / ".join(f"{med(k, s, 'p99_ms'):.2f}" for s in sides)
-    print(f"| {k[0]} | {k[1]} | {k[2]} | {q[0]:.0f} / {q[1]:.0f} / {q[2]:.0f} | {q[1] / q[2]:.2f} | {p50} | {p99} "
+    print(f"| {k[1]} | {k[2]} | {k[3]} | {q[0]:.0f} / {q[1]:.0f} / {q[2]:.0f} | {q[1] / q[2]:.2f} | {p50} | {p99} "
           f"| {' / '.join(us(x) for x in c)} | {c[1] / c[2]:.2f} |")
 PY
