@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"mstream/kernels"
@@ -128,7 +129,7 @@ const aBytesPerNs = 10
 // took 101 us against 9.5; by rows it ran 4355 split (OpenVINO 4488),
 // and near 5963 against 5301 by panels. With one block of rows (m <=
 // packedRows) a chunk is a run of panels and reads all of A.
-func gemmUnits(ctx *kernels.Context, m, n, k, cols int, run func(r0, r1, p0, p1 int)) {
+func gemmUnits(ctx *kernels.Context, m, n, k, cols int, r unitRunner) {
 	np, nrb := (n+vec.Panel-1)/vec.Panel, (m+packedRows-1)/packedRows
 	unit := float64(k * cols)
 	cost := max(2*float64(min(m, packedRows))*unit/packedFlopsPerNs, 4*unit/packedBytesPerNs)
@@ -141,19 +142,54 @@ func gemmUnits(ctx *kernels.Context, m, n, k, cols int, run func(r0, r1, p0, p1 
 	if nrb > 1 {
 		start = 4 * float64(k) * float64(np*cols) / aBytesPerNs
 	}
-	ctx.For(np*nrb, cost, start, func(lo, hi int) {
-		for u := lo; u < hi; {
-			rb, pi := u/np, u%np
-			if re := hi / np; pi == 0 && re > rb {
-				run(rb*packedRows, min(m, re*packedRows), 0, np)
-				u = re * np
-				continue
-			}
-			end := min(hi, (rb+1)*np)
-			run(rb*packedRows, min(m, (rb+1)*packedRows), pi, end-rb*np)
-			u = end
+	l := unitLoops.Get().(*unitLoop)
+	l.m, l.np, l.r = m, np, r
+	ctx.For(np*nrb, cost, start, l.body)
+	l.r = nil
+	unitLoops.Put(l)
+}
+
+// unitRunner computes a block of C for gemmUnits: rows r0 to r1 by
+// panels p0 to p1.
+type unitRunner interface{ run(r0, r1, p0, p1 int) }
+
+// runFunc is a function as a unitRunner.
+type runFunc func(r0, r1, p0, p1 int)
+
+func (f runFunc) run(r0, r1, p0, p1 int) { f(r0, r1, p0, p1) }
+
+// unitLoop is gemmUnits' loop over its units, with the loop's body bound
+// once and the loop kept in unitLoops between calls: a closure per call
+// went to the heap (ctx.For keeps its body), and with gemmPacked's it was
+// 6 of the 13 allocations and 432 of the 1064 bytes a run of the bundled
+// model at B=1 (BenchmarkStepModel/model_test/B1/T1 -benchmem: 7 and 632
+// without them).
+type unitLoop struct {
+	m, np int
+	r     unitRunner
+	body  func(lo, hi int) // loop
+}
+
+var unitLoops = sync.Pool{New: func() any {
+	l := new(unitLoop)
+	l.body = l.loop
+	return l
+}}
+
+// loop runs units lo to hi: consecutive units as row and panel ranges.
+func (l *unitLoop) loop(lo, hi int) {
+	m, np := l.m, l.np
+	for u := lo; u < hi; {
+		rb, pi := u/np, u%np
+		if re := hi / np; pi == 0 && re > rb {
+			l.r.run(rb*packedRows, min(m, re*packedRows), 0, np)
+			u = re * np
+			continue
 		}
-	})
+		end := min(hi, (rb+1)*np)
+		l.r.run(rb*packedRows, min(m, (rb+1)*packedRows), pi, end-rb*np)
+		u = end
+	}
 }
 
 // gemmPacked sets C (m x p.N, row stride p.N) to A p + bias, then act,
@@ -164,9 +200,27 @@ func gemmPacked(ctx *kernels.Context, m int, a []float32, lda int, p *vec.Packed
 	if p.N <= vec.Narrow {
 		cols = p.N
 	}
-	gemmUnits(ctx, m, p.N, p.K, cols, func(r0, r1, p0, p1 int) {
-		vec.GemmPacked(m, a, lda, p, c, p.N, bias, false, act, r0, r1, p0, p1)
-	})
+	g := packedRuns.Get().(*packedRun)
+	*g = packedRun{m: m, a: a, lda: lda, p: p, c: c, bias: bias, act: act}
+	gemmUnits(ctx, m, p.N, p.K, cols, g)
+	*g = packedRun{} // not holding the tensors
+	packedRuns.Put(g)
+}
+
+// packedRun is one gemmPacked product as a unitRunner, kept in
+// packedRuns between calls (unitLoop says why).
+type packedRun struct {
+	m, lda int
+	a, c   []float32
+	p      *vec.PackedB
+	bias   []float32
+	act    vec.Unary
+}
+
+var packedRuns = sync.Pool{New: func() any { return new(packedRun) }}
+
+func (g *packedRun) run(r0, r1, p0, p1 int) {
+	vec.GemmPacked(g.m, g.a, g.lda, g.p, g.c, g.p.N, g.bias, false, g.act, r0, r1, p0, p1)
 }
 
 // usePacked says whether a float32 product C = alpha op(A) op(B) + beta C
@@ -227,7 +281,7 @@ func sgemmOn(ctx *kernels.Context, ta, tb bool, m, n, k int, alpha float32, a []
 		blas.SgemmOn(ctx, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	gemmUnits(ctx, m, n, k, vec.Panel, func(r0, r1, p0, p1 int) {
+	gemmUnits(ctx, m, n, k, vec.Panel, runFunc(func(r0, r1, p0, p1 int) {
 		c0, c1 := p0*vec.Panel, min(p1*vec.Panel, n)
 		off := c0
 		if tb {
@@ -237,5 +291,5 @@ func sgemmOn(ctx *kernels.Context, ta, tb bool, m, n, k int, alpha float32, a []
 		if !vec.Gemm(tb, r1-r0, c1-c0, k, a[r0*lda:], lda, b[off:], ldb, c[r0*ldc+c0:], ldc) {
 			blas.Sgemm(false, tb, r1-r0, c1-c0, k, 1, a[r0*lda:], lda, b[off:], ldb, 0, c[r0*ldc+c0:], ldc)
 		}
-	})
+	}))
 }

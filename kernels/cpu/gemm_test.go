@@ -190,7 +190,7 @@ func TestGemmUnits(t *testing.T) {
 			seen := make([]int, m*np)
 			ctx := &kernels.Context{Pool: randomSplits{r}}
 			last := [2]int{-1, -1} // the last call's first row and panel
-			gemmUnits(ctx, m, n, k, vec.Panel, func(r0, r1, p0, p1 int) {
+			gemmUnits(ctx, m, n, k, vec.Panel, runFunc(func(r0, r1, p0, p1 int) {
 				whole := r0%packedRows == 0 && (r1 == m || r1%packedRows == 0)
 				if r0 < 0 || r1 > m || r0 >= r1 || p0 < 0 || p1 > np || p0 >= p1 || !whole || (r1-r0 > packedRows && (p0 != 0 || p1 != np)) {
 					t.Fatalf("%dx%dx%d: run(%d, %d, %d, %d)", m, k, n, r0, r1, p0, p1)
@@ -204,7 +204,7 @@ func TestGemmUnits(t *testing.T) {
 						seen[i*np+p]++
 					}
 				}
-			})
+			}))
 			for i, c := range seen {
 				if c != 1 {
 					t.Fatalf("%dx%dx%d: row %d panel %d run %d times", m, k, n, i/np, i%np, c)
@@ -213,7 +213,7 @@ func TestGemmUnits(t *testing.T) {
 		}
 		// One chunk of the whole loop is one call.
 		var calls [][4]int
-		gemmUnits(&kernels.Context{Pool: wholeLoop{}}, m, n, k, vec.Panel, func(r0, r1, p0, p1 int) { calls = append(calls, [4]int{r0, r1, p0, p1}) })
+		gemmUnits(&kernels.Context{Pool: wholeLoop{}}, m, n, k, vec.Panel, runFunc(func(r0, r1, p0, p1 int) { calls = append(calls, [4]int{r0, r1, p0, p1}) }))
 		if len(calls) != 1 || calls[0] != [4]int{0, m, 0, np} {
 			t.Fatalf("%dx%dx%d: one chunk ran as %v", m, k, n, calls)
 		}
@@ -241,7 +241,7 @@ func (s startRecorder) For(n int, cost, start float64, fn func(lo, hi int)) {
 func TestGemmUnitsStart(t *testing.T) {
 	start := func(m, n, k, cols int) float64 {
 		var s float64
-		gemmUnits(&kernels.Context{Pool: startRecorder{&s}}, m, n, k, cols, func(r0, r1, p0, p1 int) {})
+		gemmUnits(&kernels.Context{Pool: startRecorder{&s}}, m, n, k, cols, runFunc(func(r0, r1, p0, p1 int) {}))
 		return s
 	}
 	if a, b := start(16, 1024, 512, vec.Panel), start(64, 1024, 512, vec.Panel); b != 4*a {
