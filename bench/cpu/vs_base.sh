@@ -15,10 +15,9 @@
 # Knobs as vs_tf.sh: MODELS, BATCHES (1,16), THREADS (1,2), DUR (2), ROUNDS (2).
 # Each run's points carry the cores' cache-line round trip before and after
 # it (build/vs_tf/corelat), and the medians are taken per placement of this
-# VM's vCPUs (near: both under 150 ns; far: both 200 ns or more; a run
-# between is left out), one table each: short runs of many rounds (DUR=0.5
-# ROUNDS=40) catch both placements, which change every few seconds to
-# minutes.
+# VM's vCPUs, one table each, by report.py's rule (far: a reading of 150 ns
+# or more): short runs of many rounds (DUR=0.5 ROUNDS=40) catch both
+# placements, which change every few seconds to minutes.
 # INTRA=n runs the models with TF's optimizations on under a ConfigProto of
 # intra_op_parallelism_threads = n (inter_op 2) instead of cfg.pb's 2.
 set -eu
@@ -73,19 +72,12 @@ done
 echo "vs_base: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$MS_PY" - "$pts" <<'PY'
 import collections, json, statistics, sys
+sys.path.insert(0, "bench/cpu")
+from report import far  # the placement rule of vs_tf.sh's table
 by, order = collections.defaultdict(list), []
-def placement(lat):
-    if max(lat) < 150:
-        return "near"
-    if min(lat) >= 200:
-        return "far"
-    return None
 for line in open(sys.argv[1]):
     p = json.loads(line)
-    pl = placement(p["corelat_ns"])
-    if pl is None:
-        continue
-    k = (pl, p["model"], p["batch"], p["threads"])
+    k = ("far" if far(p) else "near", p["model"], p["batch"], p["threads"])
     if k not in order:
         order.append(k)
     by[k + (p["side"],)].append(p)
