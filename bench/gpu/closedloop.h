@@ -18,7 +18,11 @@
  * first output's bytes to dump when dump is not NULL) and returns 0, or
  * prints why and returns -1; release(ctx, B, clients) frees what prepare
  * made. OUTPUT_DUMP=path dumps client 0's first request of each batch's
- * first point to path.B. Header-only: each client includes it once. */
+ * first point to path.B. LAT_DUMP=path writes every request of each point
+ * to path.B.T, one line each: client, start (s from the window's start),
+ * latency (s), under a header that names the window's start and the client
+ * threads' ids, so that a tail can be read request by request beside a
+ * trace of the same window (bench/cpu/tail.sh). Header-only: each client includes it once. */
 #ifndef BENCH_CLOSEDLOOP_H
 #define BENCH_CLOSEDLOOP_H
 
@@ -28,6 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #define CL_MAX_POINTS 16
 #define CL_MAX_THREADS 256
@@ -112,6 +120,8 @@ typedef struct {
   double stop;
   pthread_barrier_t* start;
   double* lat;
+  double* at; /* each request's start, from the window's start (LAT_DUMP) */
+  long tid;   /* the client thread's id (LAT_DUMP), 0 where unknown */
   long n_lat, cap_lat;
   int failed;
   int warmup;
@@ -120,6 +130,9 @@ typedef struct {
 
 static void* cl_client_main(void* arg) {
   ClClient* c = arg;
+#ifdef SYS_gettid
+  c->tid = (long)syscall(SYS_gettid);
+#endif
   for (int i = 0; i < c->warmup && !c->failed; i++) {
     c->failed = c->be->request(c->ctx, c->id, c->dump) != 0;
     c->dump = NULL;
@@ -136,7 +149,9 @@ static void* cl_client_main(void* arg) {
     if (c->n_lat == c->cap_lat) {
       c->cap_lat = c->cap_lat ? 2 * c->cap_lat : 4096;
       c->lat = realloc(c->lat, (size_t)c->cap_lat * sizeof(double));
+      c->at = realloc(c->at, (size_t)c->cap_lat * sizeof(double));
     }
+    c->at[c->n_lat] = t0;
     c->lat[c->n_lat++] = cl_now() - t0;
   }
   return NULL;
@@ -218,10 +233,27 @@ static int cl_run(const ClBackend* be, void* ctx, const char* batches_arg, const
              e0, e0 + wall);
       fflush(stdout);
       free(all);
+      if (getenv("LAT_DUMP")) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s.%d.%d", getenv("LAT_DUMP"), B, T);
+        FILE* f = fopen(path, "w");
+        if (f) {
+          fprintf(f, "# client, start (s after %.9f, CLOCK_MONOTONIC), latency (s); client tids:", t0);
+          for (int i = 0; i < T; i++) fprintf(f, " %ld", cl[i].tid);
+          fprintf(f, "\n");
+        }
+        for (int i = 0; f && i < T; i++)
+          for (long j = 0; j < cl[i].n_lat; j++)
+            fprintf(f, "%d %.9f %.9f\n", i, cl[i].at[j] - t0, cl[i].lat[j]);
+        if (f) fclose(f);
+      }
     }
     be->release(ctx, B, maxT);
   }
-  for (int i = 0; i < maxT; i++) free(cl[i].lat);
+  for (int i = 0; i < maxT; i++) {
+    free(cl[i].lat);
+    free(cl[i].at);
+  }
   free(cl);
   return rc;
 }
