@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,15 +176,36 @@ typedef struct slot {
 } slot;
 
 typedef struct {
-	pthread_mutex_t mu;
+	atomic_int held; /* slots_lock */
 	slot *free;
 } slots;
 
+/* slots_lock guards a pop or a push of the free list, a few nanoseconds.
+   The threads of a split loop come to it together (every chunk of a
+   pooling runs the same primitive), and a pthread mutex found held puts
+   its thread to sleep on a futex at once, to be woken by the holder's
+   unlock: a thread switch for a wait of nanoseconds. perf of cnn at B=1,
+   one client thread: 620 such sleeps a second beside 9200 requests, one
+   request in 15. The lock spins instead, and yields the CPU after 64
+   pauses (2-3 us, a hundred times the hold), when the holder must have
+   been preempted inside. */
+static void slots_lock(slots *l) {
+	for (unsigned spins = 0; atomic_exchange_explicit(&l->held, 1, memory_order_acquire);)
+		while (atomic_load_explicit(&l->held, memory_order_relaxed)) {
+			if (++spins % 64 == 0) sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+			else __builtin_ia32_pause();
+#endif
+		}
+}
+
+static void slots_unlock(slots *l) { atomic_store_explicit(&l->held, 0, memory_order_release); }
+
 static slot *slot_take(slots *l, char *err, int errlen) {
-	pthread_mutex_lock(&l->mu);
+	slots_lock(l);
 	slot *sl = l->free;
 	if (sl) l->free = sl->next;
-	pthread_mutex_unlock(&l->mu);
+	slots_unlock(l);
 	if (sl) return sl;
 	if (!(sl = calloc(1, sizeof *sl))) {
 		snprintf(err, errlen, "out of memory");
@@ -211,20 +234,19 @@ static void slot_give(slots *l, slot *sl, int ok) {
 		slot_free(sl);
 		return;
 	}
-	pthread_mutex_lock(&l->mu);
+	slots_lock(l);
 	sl->next = l->free;
 	l->free = sl;
-	pthread_mutex_unlock(&l->mu);
+	slots_unlock(l);
 }
 
-static void slots_init(slots *l) { pthread_mutex_init(&l->mu, NULL); }
+static void slots_init(slots *l) { atomic_init(&l->held, 0); }
 
 static void slots_free(slots *l) {
 	for (slot *sl = l->free, *next; sl; sl = next) {
 		next = sl->next;
 		slot_free(sl);
 	}
-	pthread_mutex_destroy(&l->mu);
 }
 
 /* bind points sl's memory object i (made for md on first use) at buf. */
