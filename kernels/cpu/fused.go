@@ -384,10 +384,14 @@ func parseFusedConv2D(n *graph.Node) (Conv2DAttrs, epilogue, error) {
 }
 
 // fusedConvCall is one call of a fused convolution: its shape, checked
-// against the inputs, and its epilogue's per-channel parameters.
+// against the inputs, and its epilogue's per-channel parameters: bias, a
+// float BiasAdd's own tensor (biasF32: not copied to float64 and back on
+// every Run, 4 KB a Run of the CNNs at B=1), or else scale and offset in
+// float64.
 type fusedConvCall struct {
 	p             ConvParams
 	ep            epilogue
+	bias          []float32
 	scale, offset []float64
 }
 
@@ -400,8 +404,21 @@ func newFusedConvCall(ctx *kernels.Context, a Conv2DAttrs, ep epilogue) (fusedCo
 	if err != nil {
 		return fusedConvCall{}, ctx.Errorf(status.CodeOf(err), "%v", err)
 	}
-	scale, offset, err := ep.channelParams(ctx, int64(p.O))
-	return fusedConvCall{p: p, ep: ep, scale: scale, offset: offset}, err
+	c := fusedConvCall{p: p, ep: ep}
+	if in.DType == tensor.Float && !ep.batchNorm {
+		c.bias, err = ep.biasF32(ctx, int64(p.O))
+		return c, err
+	}
+	c.scale, c.offset, err = ep.channelParams(ctx, int64(p.O))
+	return c, err
+}
+
+// offsetF32 is the epilogue's per-channel offset (the bias) as float32.
+func (c fusedConvCall) offsetF32() []float32 {
+	if c.bias != nil {
+		return c.bias
+	}
+	return f32s(c.offset)
 }
 
 // check reports what makes the call's filter or groups invalid (on an
@@ -449,7 +466,7 @@ func (c fusedConvCall) run(ctx *kernels.Context, prims *dnnl.ConvCache, constFil
 		inPrim := c.inPrim()
 		var bias []float32
 		if inPrim {
-			bias = f32s(offset)
+			bias = c.offsetF32()
 		}
 		done, err := convDNNL(ctx, prims, p, in.F32(), f.F32(), bias, inPrim && ep.act == "Relu", constFilter, o.F32())
 		if err != nil {
@@ -470,7 +487,7 @@ func (c fusedConvCall) run(ctx *kernels.Context, prims *dnnl.ConvCache, constFil
 	case tensor.Double:
 		channelEpilogue(ctx, ep, o.F64(), scale, offset)
 	case tensor.Float:
-		channelEpilogueF32(ctx, ep, o.F32(), f32s(scale), f32s(offset))
+		channelEpilogueF32(ctx, ep, o.F32(), f32s(scale), c.offsetF32())
 	default:
 		v := toF32(o)
 		channelEpilogueF32(ctx, ep, v, f32s(scale), f32s(offset))

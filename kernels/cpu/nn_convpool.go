@@ -113,7 +113,7 @@ func (cp *convPool) runDNNL(ctx *kernels.Context, c fusedConvCall, g PoolGeom, c
 	if p.Groups != 1 || p.C == 0 || len(in) == 0 || !c.inPrim() || !dnnl.Available() {
 		return false, nil
 	}
-	filter, bias := ctx.Input(1).F32(), f32s(c.offset)
+	filter, bias := ctx.Input(1).F32(), c.offsetF32()
 	cd, cg := convDesc(p, true, c.ep.act == "Relu")
 	pd, pg := poolDesc(g, true)
 	run := func(b band) error {
