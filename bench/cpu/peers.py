@@ -334,6 +334,7 @@ SIDES = {"mspy": MSPy, "tfpy": TFPy, "ortpy": ORT, "ovpy": OV}
 
 
 def measure(side, spec, batches, threads, dur, dump):
+    warm = float(os.environ.get("WARM_S", "0"))  # closedloop.h's: more warm-up at the first point
     for bi, batch in enumerate(batches):
         maxT = max(threads)
         xs = [feeds(spec, batch, i) for i in range(maxT)]
@@ -350,6 +351,8 @@ def measure(side, spec, batches, threads, dur, dump):
                         y = runs[i](xs[i])
                         if w == 0 and i == 0 and ti == 0 and dump and y is not None:
                             np.ascontiguousarray(y).tofile(f"{dump}.{batch}")
+                    while bi == 0 and ti == 0 and time.perf_counter() < warm_until:
+                        runs[i](xs[i])
                 except Exception as e:  # noqa: BLE001 - reported as this point's failure
                     failed.append(e)
                 bar.wait()
@@ -366,6 +369,7 @@ def measure(side, spec, batches, threads, dur, dump):
                 except Exception as e:  # noqa: BLE001
                     failed.append(e)
 
+            warm_until = time.perf_counter() + warm
             th = [threading.Thread(target=client, args=(i,)) for i in range(T)]
             for t in th:
                 t.start()

@@ -166,8 +166,9 @@ def settings(outdir):
         return []
     return [
         f"Run of {r['date']} at `{r['commit']}` on {r['cores']} cores ({r['cpu']}), load average "
-        f"{r['load_before']} before and {r['load_after']} after, `ROUNDS={r['rounds']} DUR={r['dur']}` "
-        f"(`{r['command']}`); {r['versions']}. {FAR} marks a cell whose run (the median round's) "
+        f"{r['load_before']} before and {r['load_after']} after, `ROUNDS={r['rounds']} DUR={r['dur']}`"
+        + (f", each client process warmed up {r['warm']} s before its first point" if float(r.get("warm") or 0) > 0 else "")
+        + f" (`{r['command']}`); {r['versions']}. {FAR} marks a cell whose run (the median round's) "
         f"met the vCPUs far apart: a cache line's round trip between CPUs 0 and 1 "
         f"(`bench/cpu/corelat.c`) of {FAR_NS} ns or more before or after it (near: 50-70 ns). "
         f"Each side's median is over the rounds of one placement that every side of the row met, "

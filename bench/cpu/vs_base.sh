@@ -12,7 +12,8 @@
 #
 #   BASE=/path/to/main/build MODELS="chain_noopt mlp" bench/cpu/vs_base.sh
 #
-# Knobs as vs_tf.sh: MODELS, BATCHES (1,16), THREADS (1,2), DUR (2), ROUNDS (2).
+# Knobs as vs_tf.sh: MODELS, BATCHES (1,16), THREADS (1,2), DUR (2), ROUNDS (2),
+# WARM (0 here: seconds of warm-up before a process's first point).
 # Each run's points carry the cores' cache-line round trip before and after
 # it (build/vs_tf/corelat), and the medians are taken per placement of this
 # VM's vCPUs, one table each, by report.py's rule (far: a reading of 150 ns
@@ -44,6 +45,7 @@ open(sys.argv[2], "wb").write(c.SerializeToString())' "$INTRA" "$m/$cfgopt"
 fi
 : >"$pts"
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
+export WARM_S=${WARM:-0}
 echo "vs_base: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 r=1
 while [ "$r" -le "${ROUNDS:-2}" ]; do

@@ -38,6 +38,12 @@ readme=
 [ "${1:-}" = --readme ] && readme="--readme README.md"
 DUR=${DUR:-1}
 ROUNDS=${ROUNDS:-2}
+# Each client process warms up WARM seconds before its first point
+# (closedloop.h's WARM_S), every side alike: the windows then measure a
+# server past its first seconds (mstream's Go heap faults its pages in over
+# its first GC cycles: cnn B=1, one client, 7% of the first second's
+# requests took 1.3x the median or more, 2% from the fourth on).
+export WARM_S=${WARM:-2}
 BATCHES=${BATCHES:-1,16,256}
 THREADS=${THREADS:-1,2}
 MODELS=${MODELS:-model_test mlp dlrm_small cnn transformer keras_mlp keras_cnn keras_encoder chain chain_noopt wide wide_noopt while1000}
@@ -169,7 +175,7 @@ esac
 cat >"$out/run.json" <<EOF
 {"date": "$(date -u '+%Y-%m-%d %H:%M UTC')", "commit": "$(git rev-parse --short HEAD 2>/dev/null)", "cores": $(nproc),
  "cpu": "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')", "load_before": "$load0",
- "load_after": "$(cut -d' ' -f1-3 /proc/loadavg)", "rounds": $ROUNDS, "dur": "$DUR", "versions": "$versions",
- "command": "MODELS=\"$MODELS\" BATCHES=$BATCHES THREADS=$THREADS ROUNDS=$ROUNDS DUR=$DUR bench/cpu/vs_tf.sh"}
+ "load_after": "$(cut -d' ' -f1-3 /proc/loadavg)", "rounds": $ROUNDS, "dur": "$DUR", "warm": "$WARM_S", "versions": "$versions",
+ "command": "MODELS=\"$MODELS\" BATCHES=$BATCHES THREADS=$THREADS ROUNDS=$ROUNDS DUR=$DUR WARM=$WARM_S bench/cpu/vs_tf.sh"}
 EOF
 "$MS_PY" bench/cpu/report.py $readme "$out"

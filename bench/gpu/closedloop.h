@@ -8,7 +8,10 @@
  * (12345 + 7919 * client + B, inputs in the model's order, cl_fill), so the
  * outputs of two libraries can be compared byte for byte. For each thread
  * count T, T threads warm up (5 + (2 * groups + T - 1) / T requests each: a
- * point starts after every stream group has served two runs), then send
+ * point starts after every stream group has served two runs; at a
+ * process's first point, WARM_S=s seconds more of requests, so that the
+ * window starts past a library's first seconds: mstream's Go heap
+ * faults its pages in over its first GC cycles), then send
  * requests back to back for DUR seconds; one JSON line per (B, T) point on
  * stdout: QPS, samples/s, p50 / p99 latency, the process's CPU time per
  * request over the window, and the window's wall-clock bounds.
@@ -125,6 +128,7 @@ typedef struct {
   long n_lat, cap_lat;
   int failed;
   int warmup;
+  double warm_until; /* and warm up until then (WARM_S, a process's first point) */
   const char* dump;
 } ClClient;
 
@@ -137,6 +141,7 @@ static void* cl_client_main(void* arg) {
     c->failed = c->be->request(c->ctx, c->id, c->dump) != 0;
     c->dump = NULL;
   }
+  while (!c->failed && cl_now() < c->warm_until) c->failed = c->be->request(c->ctx, c->id, NULL) != 0;
   pthread_barrier_wait(c->start);
   while (!c->failed) {
     double t0 = cl_now(), stop;
@@ -174,6 +179,7 @@ static int cl_run(const ClBackend* be, void* ctx, const char* batches_arg, const
     return 2;
   }
   ClClient* cl = calloc((size_t)maxT, sizeof *cl);
+  double warm = getenv("WARM_S") ? atof(getenv("WARM_S")) : 0;
   int rc = 0;
   for (int bi = 0; bi < nb && !rc; bi++) {
     int B = batches[bi];
@@ -195,6 +201,7 @@ static int cl_run(const ClBackend* be, void* ctx, const char* batches_arg, const
         cl[i].failed = 0;
         cl[i].stop = 1e300;
         cl[i].warmup = 5 + (2 * be->groups + T - 1) / T;
+        cl[i].warm_until = bi == 0 && ti == 0 ? cl_now() + warm : 0;
         cl[i].dump = NULL;
         if (i == 0 && ti == 0 && getenv("OUTPUT_DUMP")) {
           static char path[4096];
