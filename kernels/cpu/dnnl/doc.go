@@ -38,7 +38,8 @@
 // reference code). A primitive is safe for concurrent Runs: each Run takes
 // a stream and memory objects of its own from the primitive's free list
 // (dl.c's slots: made once, then only pointed at the Run's buffers, since
-// making them cost more than a small primitive's run) and has its own
+// making them cost more than a small primitive's run; the list's lock
+// spins, for the threads of a split loop take from it at once) and has its own
 // scratchpad (user scratchpad mode). A convolution's weights arrive as HWIO and are
 // reordered into the layout the primitive chose: once, on its first Run,
 // when the caller says they are constant (a Const filter the plan does not
