@@ -26,20 +26,10 @@ out=build/vs_tf m=build/vs_tf/models p=build/vs_tf/peers
 command -v perf >/dev/null || { echo "tail.sh: no perf" >&2; exit 1; }
 ms_root=$root
 . scripts/venv.sh
-cfg=cfg.pb file=$model
-case $model in *_noopt) file=${model%_noopt} cfg=cfg_noopt.pb ;; esac
-ids=100000
-[ "$file" = model_test ] && ids=200
-intra=$("$MS_PY" -c 'import sys, tensorflow as tf; print(tf.compat.v1.ConfigProto.FromString(open(sys.argv[1], "rb").read()).intra_op_parallelism_threads)' "$m/cfg.pb" 2>/dev/null)
-ins=
-[ -e "$p/$file.spec.json" ] &&
-  ins=$("$MS_PY" -c 'import json, sys; print(",".join(i["name"] for i in json.load(open(sys.argv[1]))["inputs"]))' "$p/$file.spec.json")
-case $side in
-  ms | tf) run="$out/loadgen_$side $m/$file.pb $B 1 $DUR $m/$cfg" ;;
-  ort) run="$out/loadgen_ort $p/$file.onnx $B 1 $DUR $intra all $ins" ;;
-  ov) run="$out/loadgen_ov $p/$file.xml $B 1 $DUR $intra $ins" ;;
-  *) echo "tail.sh: side $side: ms, tf, ort or ov" >&2; exit 2 ;;
-esac
+. bench/cpu/points.sh
+model_point "$model"
+intra=$(cfg_intra)
+client_cmd "$side" "$B" 1 "$DUR" || { echo "tail.sh: side $side: ms, tf, ort or ov" >&2; exit 2; }
 t=$out/tail
 mkdir -p "$t"
 echo "tail.sh: $side $model B=$B, $DUR s; cores' round trip $("$out/corelat") ns" >&2

@@ -27,6 +27,7 @@ cd "$root"
 ms_root=$root
 MS_TF_DEFAULTS=1
 . scripts/venv.sh
+. bench/cpu/points.sh
 ms_have_tf || exit 0
 : "${BASE:?BASE names the directory of the libmstream.so to compare with}"
 out=build/vs_tf
@@ -50,11 +51,10 @@ echo "vs_base: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 r=1
 while [ "$r" -le "${ROUNDS:-2}" ]; do
   for model in $MODELS; do
-    file=$model cfg=$cfgopt b=$BATCHES
-    case $model in *_noopt) file=${model%_noopt} cfg=cfg_noopt.pb ;; esac
-    case $file in chain | wide | while1000) b=1 ;; esac
-    ids=100000
-    [ "$file" = model_test ] && ids=200
+    model_point "$model"
+    [ "$cfg" != cfg.pb ] || cfg=$cfgopt
+    b=$BATCHES
+    [ -z "$one" ] || b=1
     for side in before after tf; do
       case $side in
         before) run="env LD_LIBRARY_PATH=$BASE $out/loadgen_ms" ;;

@@ -33,6 +33,7 @@ cd "$root"
 ms_root=$root
 MS_TF_DEFAULTS=1
 . scripts/venv.sh
+. bench/cpu/points.sh
 ms_have_tf || exit 0
 readme=
 [ "${1:-}" = --readme ] && readme="--readme README.md"
@@ -90,7 +91,7 @@ p=$out/peers
 if [ "${PEERS:-1}" != 0 ] && [ -e build/peers-venv/.ok ]; then
   sides="ms tf ort ov"
   # The peers get cfg.pb's intra-op threads (TF and mstream read it).
-  intra=$("$MS_PY" -c 'import sys, tensorflow as tf; print(tf.compat.v1.ConfigProto.FromString(open(sys.argv[1], "rb").read()).intra_op_parallelism_threads)' "$m/cfg.pb" 2>/dev/null)
+  intra=$(cfg_intra)
   export INTRA=$intra
   ortpkg=$("$pv" -c 'import os, onnxruntime; print(os.path.dirname(onnxruntime.__file__))')
   ovpkg=$("$pv" -c 'import os, openvino; print(os.path.dirname(openvino.__file__))')
@@ -126,26 +127,13 @@ echo "vs_tf: $(nproc) cores, load $load0, DUR=$DUR ROUNDS=$ROUNDS, sides $sides"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
   for model in $MODELS; do
-    file=$model cfg=cfg.pb b=$BATCHES
-    case $model in
-      *_noopt) file=${model%_noopt} cfg=cfg_noopt.pb ;;
-    esac
-    case $file in chain | wide | while1000) b=1 ;; esac
-    ids=100000 # below every table's rows: the bundled model's smallest has 200
-    [ "$file" = model_test ] && ids=200
-    opt=all
-    [ "$cfg" = cfg_noopt.pb ] && opt=none
-    ins=
-    [ -e "$p/$file.spec.json" ] &&
-      ins=$("$MS_PY" -c 'import json, sys; print(",".join(i["name"] for i in json.load(open(sys.argv[1]))["inputs"]))' "$p/$file.spec.json")
+    model_point "$model"
+    b=$BATCHES
+    [ -z "$one" ] || b=1
     for side in $sides; do
       echo "vs_tf: round $r $model $side" >&2
-      case $side in
-        ms | tf) run="$out/loadgen_$side $m/$file.pb $b $THREADS $DUR $m/$cfg" ;;
-        ort) run="$out/loadgen_ort $p/$file.onnx $b $THREADS $DUR $intra $opt $ins" ;;
-        ov) run="$out/loadgen_ov $p/$file.xml $b $THREADS $DUR $intra $ins" ;;
-        *) run="$pv bench/cpu/peers.py run $side $p $model $b $THREADS $DUR" ;;
-      esac
+      client_cmd "$side" "$b" "$THREADS" "$DUR" ||
+        run="$pv bench/cpu/peers.py run $side $p $model $b $THREADS $DUR"
       # A model the converter failed on: that library's sides report why.
       case $side in ort | ortpy | ov | ovpy)
         [ -e "$p/$file.${side%py}.err" ] && run="conversion_failed $p/$file.${side%py}.err" ;;
