@@ -120,15 +120,17 @@ def union(lists):
     return out
 
 
-def displacements(switches, caller, comm):
+def displacements(switches, caller, prefix):
     """What took the caller's CPU each time it left it: (kind, name) ->
     list of us off. kind is 'preempted by' (it stayed runnable) or
-    'slept' (it blocked; name is who ran next on its CPU)."""
+    'slept, then' (it blocked; name is who ran next on its CPU); a thread
+    of the client's own (its command name starts with prefix) is named
+    with its tid."""
     left, out = None, collections.defaultdict(list)
     for t, _, pc, pid, st, nc, nid in switches:
         if pid == caller:
             kind = "preempted by" if st.startswith("R") else "slept, then"
-            who = nc if nid not in comm or not nc.startswith(PREFIX) else f"{nc} (tid {nid})"
+            who = f"{nc} (tid {nid})" if nc.startswith(prefix) else nc
             left = (t, kind, re.sub(r"/\d+$", "", who))
         elif nid == caller and left:
             out[(left[1], left[2])].append((t - left[0]) * 1e6)
@@ -137,19 +139,18 @@ def displacements(switches, caller, comm):
 
 
 def main(argv):
-    global PREFIX
     if len(argv) < 3:
         raise SystemExit(__doc__)
-    PREFIX = argv[3] if len(argv) > 3 else "loadgen"
+    prefix = argv[3] if len(argv) > 3 else "loadgen"
     reqs, client = read_requests(argv[1])
     switches, signals = read_trace(argv[2])
     if not reqs or not switches:
         raise SystemExit("tail.py: no requests or no sched_switch events")
     w0, w1 = reqs[0][0], reqs[-1][0] + reqs[-1][1]
     ivs, comm = on_cpu(switches, w1)
-    mine = {tid: covered(ivs[tid], w0, w1) for tid in ivs if comm.get(tid, "").startswith(PREFIX)}
+    mine = {tid: covered(ivs[tid], w0, w1) for tid in ivs if comm.get(tid, "").startswith(prefix)}
     if not mine:
-        raise SystemExit(f"tail.py: no task named {PREFIX}* in the trace")
+        raise SystemExit(f"tail.py: no task named {prefix}* in the trace")
     ranked = sorted(mine, key=mine.get, reverse=True)
     caller = client if client in mine else ranked[0]
     workers = [tid for tid in ranked if tid != caller and mine[tid] >= 0.1 * (w1 - w0)]
@@ -193,15 +194,13 @@ def main(argv):
         print("signals delivered to the caller in the window: "
               + ", ".join(f"{n} of signal {sig}" for sig, n in sorted(sig_names.items())))
     print("what took the caller's CPU in the window (us off its CPU):")
-    disp = displacements([s for s in switches if w0 <= s[0] <= w1], caller, comm)
+    disp = displacements([s for s in switches if w0 <= s[0] <= w1], caller, prefix)
     for (kind, who), v in sorted(disp.items(), key=lambda kv: -sum(kv[1]))[:12]:
         v.sort()
         p90 = v[math.ceil(0.9 * len(v)) - 1]
         print(f"  {kind} {who}: {len(v)} times, median {statistics.median(v):.0f}, "
               f"p90 {p90:.0f}, total {sum(v) / 1e3:.1f} ms")
 
-
-PREFIX = "loadgen"
 
 if __name__ == "__main__":
     main(sys.argv)
