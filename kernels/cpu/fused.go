@@ -490,7 +490,7 @@ func (c fusedConvCall) run(ctx *kernels.Context, prims *dnnl.ConvCache, constFil
 		channelEpilogueF32(ctx, ep, o.F32(), f32s(scale), c.offsetF32())
 	default:
 		v := toF32(o)
-		channelEpilogueF32(ctx, ep, v, f32s(scale), f32s(offset))
+		channelEpilogueF32(ctx, ep, v, f32s(scale), c.offsetF32())
 		storeF32(o, v)
 	}
 	return nil
