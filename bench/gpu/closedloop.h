@@ -123,9 +123,10 @@ typedef struct {
   double stop;
   pthread_barrier_t* start;
   double* lat;
-  double* at; /* each request's start, from the window's start (LAT_DUMP) */
+  double* at; /* each request's start (cl_now), kept only for LAT_DUMP */
   long tid;   /* the client thread's id (LAT_DUMP), 0 where unknown */
   long n_lat, cap_lat;
+  int keep_at;
   int failed;
   int warmup;
   double warm_until; /* and warm up until then (WARM_S, a process's first point) */
@@ -154,9 +155,9 @@ static void* cl_client_main(void* arg) {
     if (c->n_lat == c->cap_lat) {
       c->cap_lat = c->cap_lat ? 2 * c->cap_lat : 4096;
       c->lat = realloc(c->lat, (size_t)c->cap_lat * sizeof(double));
-      c->at = realloc(c->at, (size_t)c->cap_lat * sizeof(double));
+      if (c->keep_at) c->at = realloc(c->at, (size_t)c->cap_lat * sizeof(double));
     }
-    c->at[c->n_lat] = t0;
+    if (c->keep_at) c->at[c->n_lat] = t0;
     c->lat[c->n_lat++] = cl_now() - t0;
   }
   return NULL;
@@ -202,6 +203,7 @@ static int cl_run(const ClBackend* be, void* ctx, const char* batches_arg, const
         cl[i].stop = 1e300;
         cl[i].warmup = 5 + (2 * be->groups + T - 1) / T;
         cl[i].warm_until = bi == 0 && ti == 0 ? cl_now() + warm : 0;
+        cl[i].keep_at = getenv("LAT_DUMP") != NULL;
         cl[i].dump = NULL;
         if (i == 0 && ti == 0 && getenv("OUTPUT_DUMP")) {
           static char path[4096];
@@ -244,15 +246,17 @@ static int cl_run(const ClBackend* be, void* ctx, const char* batches_arg, const
         char path[4096];
         snprintf(path, sizeof path, "%s.%d.%d", getenv("LAT_DUMP"), B, T);
         FILE* f = fopen(path, "w");
-        if (f) {
+        if (!f) {
+          fprintf(stderr, "closedloop: LAT_DUMP: cannot write %s\n", path);
+        } else {
           fprintf(f, "# client, start (s after %.9f, CLOCK_MONOTONIC), latency (s); client tids:", t0);
           for (int i = 0; i < T; i++) fprintf(f, " %ld", cl[i].tid);
           fprintf(f, "\n");
+          for (int i = 0; i < T; i++)
+            for (long j = 0; j < cl[i].n_lat; j++)
+              fprintf(f, "%d %.9f %.9f\n", i, cl[i].at[j] - t0, cl[i].lat[j]);
+          fclose(f);
         }
-        for (int i = 0; f && i < T; i++)
-          for (long j = 0; j < cl[i].n_lat; j++)
-            fprintf(f, "%d %.9f %.9f\n", i, cl[i].at[j] - t0, cl[i].lat[j]);
-        if (f) fclose(f);
       }
     }
     be->release(ctx, B, maxT);
